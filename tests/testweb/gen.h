@@ -1,0 +1,123 @@
+/*
+ * The synthetic web: a pure function from (configuration, host index, path)
+ * to a response. Nothing is stored; every byte is recomputed from a
+ * splitmix64 stream keyed by (seed, host, resource), so the server, the
+ * expected-set BFS and the dump agree by construction, and two runs with the
+ * same seed produce the same bytes.
+ *
+ * Invariants: a host index is valid iff 0 <= i < hosts; every link a page
+ * carries is reported to the caller in canonical form (host index or -1 for
+ * off-web, path with query, no fragment) next to the href string written
+ * into the HTML, so the BFS never has to parse HTML it generated. Bodies are
+ * capped (pages < 64 KB); all outputs are heap buffers owned by the caller.
+ *
+ * Workload: the server generates each resource once and caches the bytes;
+ * the BFS generates each reachable page once per run.
+ */
+#ifndef TESTWEB_GEN_H
+#define TESTWEB_GEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TW_MAX_FAULTS 64
+#define TW_NAME_MAX 64
+
+enum tw_fault {
+	TW_FAULT_NONE = 0,
+	TW_FAULT_SLOW,        /* body at 1 byte per second */
+	TW_FAULT_ENDLESS,     /* chunked body that never ends */
+	TW_FAULT_HUGEHEADERS, /* ~1 MiB of header lines */
+	TW_FAULT_GZIPBOMB,    /* small gzip inflating to 2 GiB */
+	TW_FAULT_BADCHUNK,    /* invalid chunk size */
+	TW_FAULT_RESET,       /* 1000 body bytes then RST */
+	TW_FAULT_TRAP,        /* infinite calendar /cal/Y/M/ */
+	TW_FAULT_429          /* 429 with Retry-After */
+};
+
+/* Parsed once from the command line; copied by nobody, read by everyone. */
+struct tw_config {
+	uint64_t seed;
+	long hosts;
+	long pages;
+	int ips;
+	int http_port;
+	long seed_hosts;               /* -1 = all hosts */
+	char domain[TW_NAME_MAX];      /* lowercase */
+	char robots_agent[TW_NAME_MAX];
+	char crawl_delay[16];
+	int nfaults;
+	long fault_host[TW_MAX_FAULTS];
+	enum tw_fault fault_mode[TW_MAX_FAULTS];
+};
+
+/* A link a page carries, canonical form. host = -1: off the web (unknown
+ * host or another domain; never followed). */
+struct tw_link {
+	long host;
+	char path[160];
+};
+
+/* One generated response. body is heap memory owned by the caller
+ * (free with tw_resource_clear). location is set for 3xx. */
+struct tw_resource {
+	int status;
+	const char *content_type;  /* static string */
+	char *body;
+	size_t body_len;
+	char location[512];
+	struct tw_link loc;        /* canonical Location target for 3xx */
+	int gzip_ok;               /* page is in the gzip-encoded share */
+	unsigned retry_after;      /* 0 = none */
+};
+
+void tw_config_defaults(struct tw_config *cfg);
+/* 0 ok, -1 bad value. */
+int tw_config_set_domain(struct tw_config *cfg, const char *domain);
+int tw_config_set_robots_agent(struct tw_config *cfg, const char *agent);
+int tw_config_set_crawl_delay(struct tw_config *cfg, const char *secs);
+/* spec "hI=MODE"; 0 ok, -1 bad spec or too many faults. */
+int tw_config_add_fault(struct tw_config *cfg, const char *spec);
+/* 0 if consistent (faults name existing hosts), -1 otherwise. */
+int tw_config_check(const struct tw_config *cfg);
+/* Nothing is heap-allocated today; kept for the create/release pairing. */
+void tw_config_release(struct tw_config *cfg);
+
+const char *tw_fault_name(enum tw_fault f);
+enum tw_fault tw_host_fault(const struct tw_config *cfg, long host);
+
+/* Host name (case-insensitive, optional ":port" NOT accepted) -> index.
+ * Returns 0 and sets *idx, or -1 if the name is not hI.domain with I < N. */
+int tw_host_parse(const struct tw_config *cfg, const char *name, size_t len, long *idx);
+/* IPv4 address of host idx in host byte order (127.0.1.(1 + idx % ips)). */
+uint32_t tw_host_addr(const struct tw_config *cfg, long idx);
+/* robots.txt kind 0..9 of a host (see --help). */
+int tw_robots_kind(const struct tw_config *cfg, long host);
+
+/* Generate the response for GET path (with query) on host. path need not
+ * be NUL-terminated. Fault modes are NOT applied here except the trap's
+ * calendar pages (the server applies the others). If links is non-NULL,
+ * up to links_cap canonical links of an HTML body are stored there and
+ * *nlinks set (only the server's BFS uses it). Returns 0, or -1 on
+ * allocation failure. res->body is owned by the caller. */
+int tw_resource_get(const struct tw_config *cfg, long host, const char *path,
+		    size_t path_len, struct tw_resource *res,
+		    struct tw_link *links, size_t links_cap, size_t *nlinks);
+void tw_resource_clear(struct tw_resource *res);
+
+/* Small deterministic HTML filler of exactly len bytes (for endless /
+ * slow bodies). */
+void tw_filler(uint64_t key, char *out, size_t len);
+
+/* Gzip bomb: returns a static buffer (built once, thread-unsafe) holding a
+ * gzip member that inflates to *inflated bytes of zeros. NULL on failure. */
+const unsigned char *tw_gzip_bomb(size_t *len, uint64_t *inflated);
+
+/* CLI modes; 0 ok, -1 on error (message on stderr). */
+int tw_seeds_write(const struct tw_config *cfg, FILE *out);
+int tw_expected_write(const struct tw_config *cfg, const char *agent, FILE *out);
+int tw_hosts_info_write(const struct tw_config *cfg, FILE *out);
+int tw_dump(const struct tw_config *cfg, const char *dir);
+
+#endif

@@ -1,0 +1,1305 @@
+/*
+ * libuv HTTP/1.1 server, DNS responder, fault modes and request log of the
+ * test web (see server.h). Single thread; every handle belongs to the loop.
+ */
+#include "tests/testweb/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+#include <zlib.h>
+
+#define PATH_MAX_LEN 2048
+#define HOST_MAX_LEN 256
+#define CACHE_SLOTS (1u << 16)
+#define ENDLESS_CHUNK 16384
+#define SLOW_LEN 1000
+#define RESET_TOTAL 100000
+#define RESET_SENT 1000
+
+void tw_server_options_defaults(struct tw_server_options *so)
+{
+	memset(so, 0, sizeof *so);
+	so->dns_port = 0;
+	so->ttl = 60;
+	so->latency_ms = 0;
+	so->max_conns = 10000;
+	so->max_request = 16384;
+	so->idle_ms = 30000;
+	so->cache_bytes = (size_t)256 << 20;
+}
+
+/* ---------- response cache ---------- */
+
+/* One cached response. data = keep-alive headers followed by the body;
+ * common_len = the header lines before the Connection line. Freed when the
+ * last reference goes (the table holds one while the entry is cached). */
+struct centry {
+	unsigned refs;
+	long host;
+	int gz;
+	int status;
+	char *path;
+	char *data;
+	size_t ka_len;     /* keep-alive header length */
+	size_t common_len; /* header prefix shared with the close variant */
+	size_t body_len;
+	size_t cost;
+};
+
+struct cache {
+	struct centry *slot[CACHE_SLOTS];
+	size_t bytes, budget;
+};
+
+static void centry_unref(struct centry *e)
+{
+	if (e == NULL || --e->refs > 0)
+		return;
+	free(e->path);
+	free(e->data);
+	free(e);
+}
+
+static uint64_t hash_key(long host, int gz, const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL ^ (uint64_t)(host * 2 + gz);
+	for (size_t k = 0; k < n; k++)
+		h = (h ^ (unsigned char)p[k]) * 1099511628211ULL;
+	return h ^ (h >> 29);
+}
+
+/* ---------- server state ---------- */
+
+struct listener {
+	uv_tcp_t tcp;
+	struct server *srv;
+	char ip[16];
+};
+
+struct conn;
+
+struct server {
+	uv_loop_t *loop;
+	struct tw_config *cfg;
+	const struct tw_server_options *so;
+	struct listener *lis;
+	int nlis;
+	uv_udp_t dns;
+	int dns_open;
+	int dns_port;
+	uv_signal_t sigterm, sigint;
+	uv_timer_t flush_timer;
+	FILE *log;
+	char *logbuf;
+	unsigned nconns;
+	uint64_t next_id;
+	struct conn *conns;
+	struct cache *cache;
+	int stopping;
+	char *endless_chunk; /* "4000\r\n" + 16 KiB + "\r\n" */
+	size_t endless_len;
+	char *huge_hdr;
+	size_t huge_len;
+};
+
+enum stream { ST_NONE, ST_SLOW, ST_ENDLESS, ST_RESET };
+enum tmode { TM_NONE, TM_IDLE, TM_LATENCY, TM_SLOW, TM_RESET };
+
+struct conn {
+	uv_tcp_t tcp;
+	uv_timer_t timer;
+	struct server *srv;
+	struct conn *prev, *next;
+	struct listener *lis;
+	uint64_t id;
+	int open_handles;
+	int closing;
+	int reading;
+	int busy;
+	int writing;
+	int close_after;
+	int eof;        /* client half-closed: answer what is buffered, then close */
+	enum stream stream;
+	enum tmode tmode;
+	char *buf;
+	size_t len;
+	size_t consumed;
+	/* current request */
+	char method[8];
+	char host[HOST_MAX_LEN];
+	char path[PATH_MAX_LEN + 1];
+	int status;
+	uint64_t t_us;
+	uint64_t body_sent;
+	uint64_t body_pending;
+	struct centry *entry;
+	uv_write_t wr;
+	uv_buf_t out[2];
+	unsigned nout;
+	char hdr[1024];
+	char byte;
+};
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void conn_close(struct conn *c);
+static void conn_next(struct conn *c);
+static void send_out(struct conn *c);
+
+/* ---------- log ---------- */
+
+static void log_response(struct conn *c)
+{
+	struct server *s = c->srv;
+	if (s->log == NULL)
+		return;
+	fprintf(s->log, "%llu\t%llu\t%s\t%s\t%s\t%s\t%d\t%llu\n", (unsigned long long)c->t_us,
+		(unsigned long long)c->id, c->host[0] ? c->host : "-", c->lis->ip,
+		c->method[0] ? c->method : "-", c->path[0] ? c->path : "-", c->status,
+		(unsigned long long)c->body_sent);
+}
+
+static void on_flush_timer(uv_timer_t *t)
+{
+	struct server *s = t->data;
+	if (s->log != NULL)
+		fflush(s->log);
+}
+
+/* ---------- connection lifecycle ---------- */
+
+static void on_conn_closed(uv_handle_t *h)
+{
+	struct conn *c = h->data;
+	if (--c->open_handles > 0)
+		return;
+	centry_unref(c->entry);
+	free(c->buf);
+	free(c);
+}
+
+static void conn_close(struct conn *c)
+{
+	if (c->closing)
+		return;
+	c->closing = 1;
+	if (c->busy) {
+		log_response(c);
+		c->busy = 0;
+	}
+	struct server *s = c->srv;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->nconns--;
+	uv_close((uv_handle_t *)&c->timer, on_conn_closed);
+	uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+static void conn_reset(struct conn *c)
+{
+	if (c->closing)
+		return;
+	c->closing = 1;
+	if (c->busy) {
+		log_response(c);
+		c->busy = 0;
+	}
+	struct server *s = c->srv;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->nconns--;
+	uv_close((uv_handle_t *)&c->timer, on_conn_closed);
+	if (uv_tcp_close_reset(&c->tcp, on_conn_closed) != 0)
+		uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+static void on_timer(uv_timer_t *t);
+
+static void timer_set(struct conn *c, enum tmode m, uint64_t ms, uint64_t repeat)
+{
+	c->tmode = m;
+	uv_timer_start(&c->timer, on_timer, ms, repeat);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+	struct conn *c = h->data;
+	(void)suggested;
+	size_t cap = c->srv->so->max_request;
+	b->base = c->buf + c->len;
+	b->len = cap - c->len;
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+{
+	struct conn *c = st->data;
+	(void)b;
+	if (n == UV_EOF && !c->closing) {
+		/* Half-close: finish the buffered requests, then close. */
+		c->eof = 1;
+		uv_read_stop(st);
+		c->reading = 0;
+		if (!c->busy)
+			conn_next(c);
+		return;
+	}
+	if (n < 0) {
+		conn_close(c);
+		return;
+	}
+	if (n == 0)
+		return;
+	c->len += (size_t)n;
+	if (c->len == c->srv->so->max_request) {
+		uv_read_stop((uv_stream_t *)&c->tcp);
+		c->reading = 0;
+	}
+	if (!c->busy)
+		conn_next(c);
+}
+
+static void read_resume(struct conn *c)
+{
+	if (!c->reading && !c->closing && !c->eof && c->len < c->srv->so->max_request) {
+		if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, on_read) == 0)
+			c->reading = 1;
+	}
+}
+
+/* ---------- responses ---------- */
+
+static const char *reason(int st)
+{
+	switch (st) {
+	case 200: return "OK";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 400: return "Bad Request";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 414: return "URI Too Long";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 503: return "Service Unavailable";
+	default: return "Unknown";
+	}
+}
+
+/* An error response built in c->hdr (body included), connection closes. */
+static void send_error(struct conn *c, int st)
+{
+	int n = snprintf(c->hdr, sizeof c->hdr,
+			 "HTTP/1.1 %d %s\r\nServer: testweb\r\nContent-Type: text/plain\r\n"
+			 "Content-Length: %zu\r\nConnection: close\r\n\r\n%d %s\n",
+			 st, reason(st), strlen(reason(st)) + 5, st, reason(st));
+	c->status = st;
+	c->close_after = 1;
+	c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
+	c->nout = 1;
+	c->body_pending = strcmp(c->method, "HEAD") == 0 ? 0 : strlen(reason(st)) + 5;
+	if (c->body_pending == 0)
+		c->out[0].len -= (unsigned)(strlen(reason(st)) + 5);
+	send_out(c);
+}
+
+static int gzip_buf(const char *in, size_t n, char **out, size_t *out_len)
+{
+	z_stream zs;
+	memset(&zs, 0, sizeof zs);
+	if (deflateInit2(&zs, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -1;
+	size_t cap = deflateBound(&zs, (uLong)n) + 32;
+	char *o = malloc(cap);
+	if (o == NULL) {
+		deflateEnd(&zs);
+		return -1;
+	}
+	zs.next_in = (unsigned char *)in;
+	zs.avail_in = (uInt)n;
+	zs.next_out = (unsigned char *)o;
+	zs.avail_out = (uInt)cap;
+	int zr = deflate(&zs, Z_FINISH);
+	*out_len = cap - zs.avail_out;
+	deflateEnd(&zs);
+	if (zr != Z_STREAM_END) {
+		free(o);
+		return -1;
+	}
+	*out = o;
+	return 0;
+}
+
+/* Builds a cache entry for (host, path, gz); NULL on allocation failure. */
+static struct centry *entry_build(struct server *s, long host, const char *path, int want_gz)
+{
+	struct tw_resource res;
+	struct centry *e = NULL;
+	char hdr[1024];
+	char *gzbody = NULL;
+	size_t gzlen = 0;
+	if (tw_resource_get(s->cfg, host, path, strlen(path), &res, NULL, 0, NULL) != 0)
+		return NULL;
+	int gz = want_gz && res.gzip_ok && res.status == 200;
+	if (gz && gzip_buf(res.body, res.body_len, &gzbody, &gzlen) != 0)
+		goto out;
+	const char *body = gz ? gzbody : res.body;
+	size_t blen = gz ? gzlen : res.body_len;
+	int n = snprintf(hdr, sizeof hdr,
+			 "HTTP/1.1 %d %s\r\nServer: testweb\r\nContent-Type: %s\r\n"
+			 "Content-Length: %zu\r\n%s%s%s%s%s",
+			 res.status, reason(res.status), res.content_type, blen,
+			 gz ? "Content-Encoding: gzip\r\n" : "",
+			 res.gzip_ok ? "Vary: Accept-Encoding\r\n" : "",
+			 res.location[0] ? "Location: " : "", res.location,
+			 res.location[0] ? "\r\n" : "");
+	if (n < 0 || (size_t)n + 32 >= sizeof hdr)
+		goto out;
+	size_t common = (size_t)n;
+	static const char ka[] = "Connection: keep-alive\r\n\r\n";
+	e = calloc(1, sizeof *e);
+	if (e == NULL)
+		goto out;
+	e->path = strdup(path);
+	e->data = malloc(common + sizeof ka - 1 + blen);
+	if (e->path == NULL || e->data == NULL) {
+		free(e->path);
+		free(e->data);
+		free(e);
+		e = NULL;
+		goto out;
+	}
+	memcpy(e->data, hdr, common);
+	memcpy(e->data + common, ka, sizeof ka - 1);
+	memcpy(e->data + common + sizeof ka - 1, body, blen);
+	e->refs = 1;
+	e->host = host;
+	e->gz = want_gz;
+	e->status = res.status;
+	e->common_len = common;
+	e->ka_len = common + sizeof ka - 1;
+	e->body_len = blen;
+	e->cost = e->ka_len + blen + strlen(path) + sizeof *e;
+out:
+	free(gzbody);
+	tw_resource_clear(&res);
+	return e;
+}
+
+/* Returns a referenced entry (caller unrefs) or NULL. */
+static struct centry *cache_get(struct server *s, long host, const char *path, int gz)
+{
+	struct cache *ca = s->cache;
+	size_t pl = strlen(path);
+	size_t k = hash_key(host, gz, path, pl) & (CACHE_SLOTS - 1);
+	struct centry *e = ca->slot[k];
+	if (e != NULL && e->host == host && e->gz == gz && strcmp(e->path, path) == 0) {
+		e->refs++;
+		return e;
+	}
+	e = entry_build(s, host, path, gz);
+	if (e == NULL)
+		return NULL;
+	if (ca->slot[k] != NULL) {
+		ca->bytes -= ca->slot[k]->cost;
+		centry_unref(ca->slot[k]);
+		ca->slot[k] = NULL;
+	}
+	if (ca->bytes + e->cost <= ca->budget) {
+		ca->slot[k] = e;
+		ca->bytes += e->cost;
+		e->refs++;
+	}
+	return e;
+}
+
+static void send_entry(struct conn *c, struct centry *e, int head)
+{
+	c->entry = e;
+	c->status = e->status;
+	if (!c->close_after && !head) {
+		c->out[0] = uv_buf_init(e->data, (unsigned)(e->ka_len + e->body_len));
+		c->nout = 1;
+		c->body_pending = e->body_len;
+	} else {
+		size_t cl = e->common_len;
+		if (cl > sizeof c->hdr - 64)
+			cl = sizeof c->hdr - 64;
+		memcpy(c->hdr, e->data, cl);
+		int n = snprintf(c->hdr + cl, sizeof c->hdr - cl, "Connection: %s\r\n\r\n",
+				 c->close_after ? "close" : "keep-alive");
+		c->out[0] = uv_buf_init(c->hdr, (unsigned)(cl + (size_t)n));
+		c->nout = 1;
+		c->body_pending = 0;
+		if (!head) {
+			c->out[1] = uv_buf_init(e->data + e->ka_len, (unsigned)e->body_len);
+			c->nout = 2;
+			c->body_pending = e->body_len;
+		}
+	}
+	send_out(c);
+}
+
+static void on_write(uv_write_t *w, int status);
+
+static void write_now(struct conn *c)
+{
+	c->writing = 1;
+	if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, c->out, c->nout, on_write) != 0) {
+		c->writing = 0;
+		conn_close(c);
+	}
+}
+
+/* Send c->out, after the configured latency if any. */
+static void send_out(struct conn *c)
+{
+	unsigned lat = c->srv->so->latency_ms;
+	if (lat > 0)
+		timer_set(c, TM_LATENCY, lat, 0);
+	else
+		write_now(c);
+}
+
+static void finish_response(struct conn *c)
+{
+	log_response(c);
+	c->busy = 0;
+	c->stream = ST_NONE;
+	centry_unref(c->entry);
+	c->entry = NULL;
+	if (c->close_after) {
+		conn_close(c);
+		return;
+	}
+	memmove(c->buf, c->buf + c->consumed, c->len - c->consumed);
+	c->len -= c->consumed;
+	c->consumed = 0;
+	read_resume(c);
+	conn_next(c);
+}
+
+static void endless_next(struct conn *c)
+{
+	struct server *s = c->srv;
+	c->out[0] = uv_buf_init(s->endless_chunk, (unsigned)s->endless_len);
+	c->nout = 1;
+	c->body_pending = s->endless_len;
+	write_now(c);
+}
+
+static void slow_tick(struct conn *c)
+{
+	if (c->writing)
+		return;
+	if (c->body_sent >= SLOW_LEN) {
+		uv_timer_stop(&c->timer);
+		finish_response(c);
+		return;
+	}
+	tw_filler(c->body_sent, &c->byte, 1);
+	c->out[0] = uv_buf_init(&c->byte, 1);
+	c->nout = 1;
+	c->body_pending = 1;
+	write_now(c);
+}
+
+static void on_write(uv_write_t *w, int status)
+{
+	struct conn *c = w->data;
+	c->writing = 0;
+	if (c->closing)
+		return;
+	if (status < 0) {
+		conn_close(c);
+		return;
+	}
+	c->body_sent += c->body_pending;
+	c->body_pending = 0;
+	switch (c->stream) {
+	case ST_ENDLESS:
+		endless_next(c);
+		return;
+	case ST_SLOW:
+		if (c->tmode != TM_SLOW)
+			timer_set(c, TM_SLOW, 1000, 1000);
+		if (c->body_sent >= SLOW_LEN) {
+			uv_timer_stop(&c->timer);
+			finish_response(c);
+		}
+		return;
+	case ST_RESET:
+		timer_set(c, TM_RESET, 50, 0);
+		return;
+	case ST_NONE:
+		finish_response(c);
+		return;
+	}
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	struct conn *c = t->data;
+	enum tmode m = c->tmode;
+	if (m != TM_SLOW)
+		c->tmode = TM_NONE;
+	switch (m) {
+	case TM_IDLE:
+		conn_close(c);
+		break;
+	case TM_LATENCY:
+		write_now(c);
+		break;
+	case TM_SLOW:
+		slow_tick(c);
+		break;
+	case TM_RESET:
+		log_response(c);
+		c->busy = 0;
+		conn_reset(c);
+		break;
+	case TM_NONE:
+		break;
+	}
+}
+
+/* ---------- faults ---------- */
+
+static void send_fault(struct conn *c, enum tw_fault f)
+{
+	struct server *s = c->srv;
+	int n;
+	c->close_after = 1;
+	switch (f) {
+	case TW_FAULT_SLOW:
+		n = snprintf(c->hdr, sizeof c->hdr,
+			     "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
+			     "Content-Length: %d\r\nConnection: close\r\n\r\n", SLOW_LEN);
+		c->status = 200;
+		c->stream = ST_SLOW;
+		c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
+		c->nout = 1;
+		break;
+	case TW_FAULT_ENDLESS:
+		n = snprintf(c->hdr, sizeof c->hdr,
+			     "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
+			     "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+		c->status = 200;
+		c->stream = ST_ENDLESS;
+		c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
+		c->out[1] = uv_buf_init(s->endless_chunk, (unsigned)s->endless_len);
+		c->nout = 2;
+		c->body_pending = s->endless_len;
+		break;
+	case TW_FAULT_HUGEHEADERS:
+		c->status = 200;
+		c->out[0] = uv_buf_init(s->huge_hdr, (unsigned)s->huge_len);
+		n = snprintf(c->hdr, sizeof c->hdr, "<html><body>huge headers</body></html>\n");
+		c->out[1] = uv_buf_init(c->hdr, (unsigned)n);
+		c->nout = 2;
+		c->body_pending = (uint64_t)n;
+		break;
+	case TW_FAULT_GZIPBOMB: {
+		size_t blen = 0;
+		uint64_t infl = 0;
+		const unsigned char *b = tw_gzip_bomb(&blen, &infl);
+		if (b == NULL) {
+			send_error(c, 503);
+			return;
+		}
+		n = snprintf(c->hdr, sizeof c->hdr,
+			     "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
+			     "Content-Encoding: gzip\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+			     blen);
+		c->status = 200;
+		c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
+		c->out[1] = uv_buf_init((char *)b, (unsigned)blen);
+		c->nout = 2;
+		c->body_pending = blen;
+		break;
+	}
+	case TW_FAULT_BADCHUNK:
+		n = snprintf(c->hdr, sizeof c->hdr,
+			     "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
+			     "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+			     "zz\r\nhello\r\n0\r\n\r\n");
+		c->status = 200;
+		c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
+		c->nout = 1;
+		c->body_pending = 16;
+		break;
+	case TW_FAULT_RESET: {
+		n = snprintf(c->hdr, sizeof c->hdr,
+			     "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
+			     "Content-Length: %d\r\nConnection: close\r\n\r\n", RESET_TOTAL);
+		c->status = 200;
+		c->stream = ST_RESET;
+		c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
+		c->out[1] = uv_buf_init(s->endless_chunk + 6, RESET_SENT);
+		c->nout = 2;
+		c->body_pending = RESET_SENT;
+		break;
+	}
+	case TW_FAULT_429:
+		c->close_after = 0;
+		n = snprintf(c->hdr, sizeof c->hdr,
+			     "HTTP/1.1 429 Too Many Requests\r\nServer: testweb\r\n"
+			     "Content-Type: text/plain\r\nRetry-After: 30\r\nContent-Length: 18\r\n"
+			     "Connection: keep-alive\r\n\r\n429 slow down now\n");
+		c->status = 429;
+		c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
+		c->nout = 1;
+		c->body_pending = 18;
+		break;
+	default:
+		send_error(c, 500);
+		return;
+	}
+	send_out(c);
+}
+
+/* ---------- request parsing ---------- */
+
+static int is_tchar_space(char ch)
+{
+	return ch == ' ' || ch == '\t';
+}
+
+/* Trim spaces; returns the value start and sets *vl. */
+static const char *hdr_value(const char *v, const char *end, size_t *vl)
+{
+	while (v < end && is_tchar_space(*v))
+		v++;
+	while (end > v && is_tchar_space(end[-1]))
+		end--;
+	*vl = (size_t)(end - v);
+	return v;
+}
+
+static int contains_token(const char *v, size_t vl, const char *tok)
+{
+	size_t tl = strlen(tok);
+	for (size_t k = 0; k + tl <= vl; k++)
+		if (strncasecmp(v + k, tok, tl) == 0)
+			return 1;
+	return 0;
+}
+
+static void set_host(struct conn *c, const char *h, size_t hl)
+{
+	/* Strip the port; lowercase. IPv6 literals are not ours anyway. */
+	const char *colon = memchr(h, ':', hl);
+	if (colon != NULL)
+		hl = (size_t)(colon - h);
+	if (hl >= sizeof c->host)
+		hl = sizeof c->host - 1;
+	for (size_t k = 0; k < hl; k++) {
+		char ch = h[k];
+		c->host[k] = (ch >= 'A' && ch <= 'Z') ? (char)(ch + 32) : ch;
+		if ((unsigned char)ch < 0x21 || ch == '\t')
+			c->host[k] = '_';
+	}
+	c->host[hl] = '\0';
+}
+
+static void set_path(struct conn *c, const char *p, size_t pl)
+{
+	for (size_t k = 0; k < pl; k++) {
+		char ch = p[k];
+		c->path[k] = ((unsigned char)ch < 0x21 || ch == 0x7f) ? '_' : ch;
+	}
+	c->path[pl] = '\0';
+}
+
+/* Parse and answer the next complete request in the buffer, if any. */
+static void conn_next(struct conn *c)
+{
+	struct server *s = c->srv;
+	if (c->busy || c->closing)
+		return;
+	uv_timer_stop(&c->timer);
+	c->tmode = TM_NONE;
+	if (s->stopping) {
+		conn_close(c);
+		return;
+	}
+	char *b = c->buf;
+	size_t len = c->len;
+	/* Tolerate empty lines between pipelined requests (RFC 9112 2.2). */
+	size_t skip = 0;
+	while (skip < len && (b[skip] == '\r' || b[skip] == '\n'))
+		skip++;
+	if (skip > 0) {
+		memmove(b, b + skip, len - skip);
+		c->len = len = len - skip;
+	}
+	char *end = NULL;
+	for (size_t k = 0; k + 3 < len; k++) {
+		if (b[k] == '\r' && b[k + 1] == '\n' && b[k + 2] == '\r' && b[k + 3] == '\n') {
+			end = b + k;
+			break;
+		}
+	}
+	c->busy = 1;
+	c->t_us = now_us();
+	c->method[0] = c->host[0] = c->path[0] = '\0';
+	c->body_sent = 0;
+	c->body_pending = 0;
+	c->status = 0;
+	c->stream = ST_NONE;
+	if (end == NULL) {
+		c->busy = 0;
+		if (len >= s->so->max_request) {
+			c->busy = 1;
+			c->consumed = len;
+			send_error(c, 431);
+			return;
+		}
+		if (c->eof) {
+			conn_close(c);
+			return;
+		}
+		read_resume(c);
+		timer_set(c, TM_IDLE, s->so->idle_ms, 0);
+		return;
+	}
+	c->consumed = (size_t)(end - b) + 4;
+	c->close_after = 0;
+
+	/* Request line. */
+	char *line_end = memchr(b, '\r', (size_t)(end - b) + 1);
+	char *sp1 = memchr(b, ' ', (size_t)(line_end - b));
+	char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(line_end - sp1 - 1)) : NULL;
+	if (sp1 == NULL || sp2 == NULL || sp1 == b || sp2 == sp1 + 1) {
+		send_error(c, 400);
+		return;
+	}
+	size_t ml = (size_t)(sp1 - b);
+	if (ml >= sizeof c->method)
+		ml = sizeof c->method - 1;
+	memcpy(c->method, b, ml);
+	c->method[ml] = '\0';
+	for (size_t k = 0; k < ml; k++)
+		if ((unsigned char)c->method[k] < 0x21)
+			c->method[k] = '_';
+	const char *ver = sp2 + 1;
+	size_t verl = (size_t)(line_end - ver);
+	int http10;
+	if (verl == 8 && memcmp(ver, "HTTP/1.1", 8) == 0)
+		http10 = 0;
+	else if (verl == 8 && memcmp(ver, "HTTP/1.0", 8) == 0)
+		http10 = 1;
+	else {
+		send_error(c, 400);
+		return;
+	}
+	const char *tgt = sp1 + 1;
+	size_t tl = (size_t)(sp2 - tgt);
+	if (tl > 7 && strncasecmp(tgt, "http://", 7) == 0) {
+		const char *h = tgt + 7;
+		const char *slash = memchr(h, '/', tl - 7);
+		size_t hl = slash ? (size_t)(slash - h) : tl - 7;
+		set_host(c, h, hl);
+		tgt = slash ? slash : "/";
+		tl = slash ? (size_t)(sp2 - slash) : 1;
+	} else if (tl == 0 || tgt[0] != '/') {
+		send_error(c, 400);
+		return;
+	}
+	if (tl > PATH_MAX_LEN) {
+		set_path(c, tgt, PATH_MAX_LEN);
+		send_error(c, 414);
+		return;
+	}
+	set_path(c, tgt, tl);
+
+	/* Headers. */
+	int keep_alive_req = 0, close_req = 0, gz = 0, has_body = 0, host_seen = 0;
+	char *p = line_end + 2;
+	while (p < end) {
+		char *le = memchr(p, '\r', (size_t)(end - p) + 1);
+		if (le == NULL)
+			le = end;
+		char *colon = memchr(p, ':', (size_t)(le - p));
+		if (colon == NULL || colon == p) {
+			send_error(c, 400);
+			return;
+		}
+		size_t nl = (size_t)(colon - p), vl = 0;
+		const char *v = hdr_value(colon + 1, le, &vl);
+		if (nl == 4 && strncasecmp(p, "host", 4) == 0) {
+			if (!host_seen && c->host[0] == '\0')
+				set_host(c, v, vl);
+			host_seen = 1;
+		} else if (nl == 10 && strncasecmp(p, "connection", 10) == 0) {
+			if (contains_token(v, vl, "close"))
+				close_req = 1;
+			if (contains_token(v, vl, "keep-alive"))
+				keep_alive_req = 1;
+		} else if (nl == 15 && strncasecmp(p, "accept-encoding", 15) == 0) {
+			gz = contains_token(v, vl, "gzip");
+		} else if (nl == 14 && strncasecmp(p, "content-length", 14) == 0) {
+			if (!(vl == 1 && v[0] == '0'))
+				has_body = 1;
+		} else if (nl == 17 && strncasecmp(p, "transfer-encoding", 17) == 0) {
+			has_body = 1;
+		}
+		p = le + 2;
+	}
+	c->close_after = close_req || (http10 && !keep_alive_req);
+	if (has_body) {
+		send_error(c, 400);
+		return;
+	}
+	int head = strcmp(c->method, "HEAD") == 0;
+	if (!head && strcmp(c->method, "GET") != 0) {
+		send_error(c, 405);
+		return;
+	}
+	if (c->host[0] == '\0') {
+		send_error(c, 400);
+		return;
+	}
+	long idx = -1;
+	if (tw_host_parse(s->cfg, c->host, strlen(c->host), &idx) != 0)
+		idx = -1;
+	if (idx >= 0) {
+		enum tw_fault f = tw_host_fault(s->cfg, idx);
+		if (f != TW_FAULT_NONE && f != TW_FAULT_TRAP && strcmp(c->path, "/robots.txt") != 0) {
+			send_fault(c, f);
+			return;
+		}
+	}
+	struct centry *e = cache_get(s, idx, c->path, gz);
+	if (e == NULL) {
+		send_error(c, 503);
+		return;
+	}
+	send_entry(c, e, head);
+}
+
+/* ---------- accept ---------- */
+
+static void on_reject_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+static void on_connection(uv_stream_t *ls, int status)
+{
+	struct listener *l = ls->data;
+	struct server *s = l->srv;
+	if (status < 0)
+		return;
+	if (s->nconns >= s->so->max_conns || s->stopping) {
+		uv_tcp_t *t = malloc(sizeof *t);
+		if (t == NULL)
+			return;
+		uv_tcp_init(s->loop, t);
+		if (uv_accept(ls, (uv_stream_t *)t) != 0) {
+			uv_close((uv_handle_t *)t, on_reject_closed);
+			return;
+		}
+		uv_close((uv_handle_t *)t, on_reject_closed);
+		return;
+	}
+	struct conn *c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return;
+	c->buf = malloc(s->so->max_request);
+	if (c->buf == NULL) {
+		free(c);
+		return;
+	}
+	c->srv = s;
+	c->lis = l;
+	c->id = ++s->next_id;
+	uv_tcp_init(s->loop, &c->tcp);
+	uv_timer_init(s->loop, &c->timer);
+	c->tcp.data = c;
+	c->timer.data = c;
+	c->wr.data = c;
+	c->open_handles = 2;
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	s->nconns++;
+	if (uv_accept(ls, (uv_stream_t *)&c->tcp) != 0) {
+		conn_close(c);
+		return;
+	}
+	uv_tcp_nodelay(&c->tcp, 1);
+	read_resume(c);
+	timer_set(c, TM_IDLE, s->so->idle_ms, 0);
+}
+
+/* ---------- DNS ---------- */
+
+static void on_dns_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+	static char buf[2048];
+	(void)h;
+	(void)suggested;
+	b->base = buf;
+	b->len = sizeof buf;
+}
+
+/* Builds the answer to query q (n bytes) in out (cap >= 600); returns its
+ * length or 0 to drop the packet. */
+static size_t dns_answer(struct server *s, const unsigned char *q, size_t n,
+			 unsigned char *out, size_t cap)
+{
+	if (n < 12 || (q[2] & 0x80))
+		return 0; /* too short, or a response */
+	unsigned opcode = (q[2] >> 3) & 0xf;
+	unsigned qd = (unsigned)(q[4] << 8 | q[5]);
+	int rcode = 0;
+	size_t pos = 12, qend = 0;
+	char name[256];
+	size_t nl = 0;
+	unsigned qtype = 0, qclass = 0;
+	if (opcode != 0) {
+		rcode = 4; /* NOTIMP */
+	} else if (qd != 1) {
+		rcode = 1; /* FORMERR */
+	} else {
+		for (;;) {
+			if (pos >= n) {
+				rcode = 1;
+				break;
+			}
+			unsigned ll = q[pos];
+			if (ll == 0) {
+				pos++;
+				break;
+			}
+			if ((ll & 0xc0) != 0 || pos + 1 + ll > n || nl + ll + 1 >= sizeof name) {
+				rcode = 1;
+				break;
+			}
+			if (nl > 0)
+				name[nl++] = '.';
+			memcpy(name + nl, q + pos + 1, ll);
+			nl += ll;
+			pos += 1 + ll;
+		}
+		if (rcode == 0 && pos + 4 > n)
+			rcode = 1;
+		if (rcode == 0) {
+			qtype = (unsigned)(q[pos] << 8 | q[pos + 1]);
+			qclass = (unsigned)(q[pos + 2] << 8 | q[pos + 3]);
+			qend = pos + 4;
+		}
+	}
+	name[nl] = '\0';
+	if (cap < 12 + (qend - 12) + 16)
+		return 0;
+	memcpy(out, q, 2);
+	out[2] = (unsigned char)(0x80 | (q[2] & 0x79) | 0x04); /* QR, opcode, AA, RD */
+	out[3] = 0;
+	memset(out + 4, 0, 8);
+	size_t o = 12;
+	if (rcode != 0) {
+		out[3] = (unsigned char)rcode;
+		return o;
+	}
+	out[5] = 1;
+	memcpy(out + 12, q + 12, qend - 12);
+	o = qend;
+	long idx = -1;
+	if (tw_host_parse(s->cfg, name, nl, &idx) != 0) {
+		out[3] = 3; /* NXDOMAIN */
+		return o;
+	}
+	if (qclass == 1 && (qtype == 1 || qtype == 255)) {
+		uint32_t a = tw_host_addr(s->cfg, idx);
+		uint32_t ttl = s->so->ttl;
+		unsigned char rr[16] = { 0xc0, 0x0c, 0, 1, 0, 1,
+					 (unsigned char)(ttl >> 24), (unsigned char)(ttl >> 16),
+					 (unsigned char)(ttl >> 8), (unsigned char)ttl, 0, 4,
+					 (unsigned char)(a >> 24), (unsigned char)(a >> 16),
+					 (unsigned char)(a >> 8), (unsigned char)a };
+		memcpy(out + o, rr, sizeof rr);
+		o += sizeof rr;
+		out[7] = 1;
+	}
+	return o;
+}
+
+static void on_dns_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *b,
+			const struct sockaddr *addr, unsigned flags)
+{
+	struct server *s = h->data;
+	unsigned char out[2048];
+	(void)flags;
+	if (n <= 0 || addr == NULL)
+		return;
+	size_t ol = dns_answer(s, (const unsigned char *)b->base, (size_t)n, out, sizeof out);
+	if (ol == 0)
+		return;
+	uv_buf_t ob = uv_buf_init((char *)out, (unsigned)ol);
+	(void)uv_udp_try_send(h, &ob, 1, addr);
+}
+
+/* ---------- setup and shutdown ---------- */
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	(void)h;
+}
+
+static void on_signal(uv_signal_t *sig, int signum)
+{
+	struct server *s = sig->data;
+	(void)signum;
+	if (s->stopping)
+		return;
+	s->stopping = 1;
+	for (int k = 0; k < s->nlis; k++)
+		uv_close((uv_handle_t *)&s->lis[k].tcp, on_handle_closed);
+	if (s->dns_open)
+		uv_close((uv_handle_t *)&s->dns, on_handle_closed);
+	uv_close((uv_handle_t *)&s->sigterm, on_handle_closed);
+	uv_close((uv_handle_t *)&s->sigint, on_handle_closed);
+	uv_close((uv_handle_t *)&s->flush_timer, on_handle_closed);
+	while (s->conns != NULL)
+		conn_close(s->conns);
+}
+
+/* Bind a listening socket on ip:port; returns fd or -errno. */
+static int bind_tcp(uint32_t ip, int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	struct sockaddr_in sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(ip);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 4096) != 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* Address of listener k: the K host addresses, then 127.0.0.1 (proxy use). */
+static uint32_t listener_addr(int ips, int k)
+{
+	if (k == ips)
+		return (127u << 24) | 1u;
+	return (127u << 24) | (1u << 8) | (uint32_t)(1 + k);
+}
+
+/* Binds the same port on all n addresses; fds[] filled; returns port or -1. */
+static int bind_all(int ips, int n, int port, int *fds)
+{
+	for (int attempt = 0; attempt < 50; attempt++) {
+		int p = port, k;
+		for (k = 0; k < n; k++) {
+			int fd = bind_tcp(listener_addr(ips, k), p);
+			if (fd < 0)
+				break;
+			fds[k] = fd;
+			if (p == 0) {
+				struct sockaddr_in sa;
+				socklen_t sl = sizeof sa;
+				getsockname(fd, (struct sockaddr *)&sa, &sl);
+				p = ntohs(sa.sin_port);
+			}
+		}
+		if (k == n)
+			return p;
+		for (int j = 0; j < k; j++)
+			close(fds[j]);
+		if (port != 0)
+			break;
+	}
+	return -1;
+}
+
+static int write_ready(const char *file, int http_port, int dns_port)
+{
+	char tmp[4096];
+	int n = snprintf(tmp, sizeof tmp, "%s.tmp", file);
+	if (n < 0 || (size_t)n >= sizeof tmp)
+		return -1;
+	FILE *f = fopen(tmp, "w");
+	if (f == NULL)
+		return -1;
+	fprintf(f, "http_port=%d\ndns_port=%d\npid=%ld\n", http_port, dns_port, (long)getpid());
+	if (fclose(f) != 0)
+		return -1;
+	return rename(tmp, file);
+}
+
+static int build_static(struct server *s)
+{
+	/* Endless chunk: "4000\r\n" + 16 KiB filler + "\r\n". */
+	s->endless_len = 6 + ENDLESS_CHUNK + 2;
+	s->endless_chunk = malloc(s->endless_len);
+	if (s->endless_chunk == NULL)
+		return -1;
+	memcpy(s->endless_chunk, "4000\r\n", 6);
+	tw_filler(42, s->endless_chunk + 6, ENDLESS_CHUNK);
+	memcpy(s->endless_chunk + 6 + ENDLESS_CHUNK, "\r\n", 2);
+	/* Huge headers: ~1 MiB of X-Filler lines. */
+	size_t cap = (1u << 20) + 4096, pos = 0;
+	s->huge_hdr = malloc(cap);
+	if (s->huge_hdr == NULL)
+		return -1;
+	pos += (size_t)snprintf(s->huge_hdr, cap, "HTTP/1.1 200 OK\r\nServer: testweb\r\n"
+					       "Content-Type: text/html\r\n");
+	char val[101];
+	tw_filler(7, val, 100);
+	for (size_t k = 0; k < 100; k++)
+		if (val[k] == '\n')
+			val[k] = ' ';
+	val[100] = '\0';
+	for (int k = 0; pos < (1u << 20); k++)
+		pos += (size_t)snprintf(s->huge_hdr + pos, cap - pos, "X-Filler-%05d: %s\r\n", k, val);
+	pos += (size_t)snprintf(s->huge_hdr + pos, cap - pos,
+				"Content-Length: 39\r\nConnection: close\r\n\r\n");
+	s->huge_len = pos;
+	return 0;
+}
+
+int tw_server_run(struct tw_config *cfg, const struct tw_server_options *so)
+{
+	struct server s;
+	uv_loop_t loop;
+	int fds[251];
+	int nl = cfg->ips + 1;
+	int rc = -1, loop_ok = 0;
+	memset(&s, 0, sizeof s);
+	s.cfg = cfg;
+	s.so = so;
+	s.loop = &loop;
+	signal(SIGPIPE, SIG_IGN);
+
+	s.cache = calloc(1, sizeof *s.cache);
+	s.lis = calloc((size_t)cfg->ips + 1, sizeof *s.lis);
+	if (s.cache == NULL || s.lis == NULL || build_static(&s) != 0) {
+		fprintf(stderr, "testweb: out of memory\n");
+		goto out;
+	}
+	s.cache->budget = so->cache_bytes;
+	if (so->log_file != NULL) {
+		s.log = fopen(so->log_file, "w");
+		if (s.log == NULL) {
+			fprintf(stderr, "testweb: cannot open log %s: %s\n", so->log_file, strerror(errno));
+			goto out;
+		}
+		s.logbuf = malloc(1u << 20);
+		if (s.logbuf != NULL)
+			setvbuf(s.log, s.logbuf, _IOFBF, 1u << 20);
+	}
+	int port = bind_all(cfg->ips, nl, cfg->http_port, fds);
+	if (port < 0) {
+		fprintf(stderr, "testweb: cannot bind port %d on 127.0.1.1-%d and 127.0.0.1: %s\n",
+			cfg->http_port, cfg->ips, strerror(errno));
+		goto out;
+	}
+	cfg->http_port = port;
+	if (uv_loop_init(&loop) != 0)
+		goto out;
+	loop_ok = 1;
+	for (int k = 0; k < nl; k++) {
+		struct listener *l = &s.lis[k];
+		uint32_t a = listener_addr(cfg->ips, k);
+		l->srv = &s;
+		snprintf(l->ip, sizeof l->ip, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255,
+			 a & 255);
+		uv_tcp_init(&loop, &l->tcp);
+		l->tcp.data = l;
+		s.nlis++;
+		if (uv_tcp_open(&l->tcp, fds[k]) != 0 ||
+		    uv_listen((uv_stream_t *)&l->tcp, 4096, on_connection) != 0) {
+			fprintf(stderr, "testweb: cannot listen on %s\n", l->ip);
+			for (int j = k + 1; j < nl; j++)
+				close(fds[j]);
+			goto out_close;
+		}
+	}
+	s.dns_port = -1;
+	if (so->dns_port >= 0) {
+		struct sockaddr_in sa;
+		uv_ip4_addr("127.0.0.1", so->dns_port, &sa);
+		uv_udp_init(&loop, &s.dns);
+		s.dns.data = &s;
+		s.dns_open = 1;
+		if (uv_udp_bind(&s.dns, (struct sockaddr *)&sa, 0) != 0 ||
+		    uv_udp_recv_start(&s.dns, on_dns_alloc, on_dns_recv) != 0) {
+			fprintf(stderr, "testweb: cannot bind DNS on 127.0.0.1:%d\n", so->dns_port);
+			goto out_close;
+		}
+		int sl = sizeof sa;
+		uv_udp_getsockname(&s.dns, (struct sockaddr *)&sa, &sl);
+		s.dns_port = ntohs(sa.sin_port);
+	}
+	uv_signal_init(&loop, &s.sigterm);
+	uv_signal_init(&loop, &s.sigint);
+	uv_timer_init(&loop, &s.flush_timer);
+	s.sigterm.data = s.sigint.data = s.flush_timer.data = &s;
+	uv_signal_start(&s.sigterm, on_signal, SIGTERM);
+	uv_signal_start(&s.sigint, on_signal, SIGINT);
+	uv_timer_start(&s.flush_timer, on_flush_timer, 100, 100);
+	if (so->ready_file != NULL && write_ready(so->ready_file, port, s.dns_port) != 0) {
+		fprintf(stderr, "testweb: cannot write %s\n", so->ready_file);
+		on_signal(&s.sigterm, SIGTERM);
+		uv_run(&loop, UV_RUN_DEFAULT);
+		goto out;
+	}
+	uv_run(&loop, UV_RUN_DEFAULT);
+	rc = 0;
+	goto out;
+out_close:
+	for (int k = 0; k < s.nlis; k++)
+		uv_close((uv_handle_t *)&s.lis[k].tcp, on_handle_closed);
+	if (s.dns_open)
+		uv_close((uv_handle_t *)&s.dns, on_handle_closed);
+	uv_run(&loop, UV_RUN_DEFAULT);
+out:
+	if (loop_ok && uv_loop_close(&loop) != 0) {
+		fprintf(stderr, "testweb: loop did not close cleanly\n");
+		rc = -1;
+	}
+	if (s.log != NULL && fclose(s.log) != 0)
+		rc = -1;
+	free(s.logbuf);
+	if (s.cache != NULL) {
+		for (size_t k = 0; k < CACHE_SLOTS; k++)
+			centry_unref(s.cache->slot[k]);
+		free(s.cache);
+	}
+	free(s.lis);
+	free(s.endless_chunk);
+	free(s.huge_hdr);
+	return rc;
+}

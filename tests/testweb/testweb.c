@@ -1,0 +1,332 @@
+/*
+ * testweb: the local synthetic web every end-to-end test and benchmark
+ * crawls instead of the internet. It is the neutral witness of what a
+ * crawler did: its request log says exactly what was asked, and
+ * `--expected` says what a polite crawler had to ask.
+ *
+ * COMMAND-LINE CONTRACT (stable; `testweb --help` prints the same text)
+ *
+ *   testweb [options]                      serve (HTTP + DNS) until SIGTERM/SIGINT
+ *   testweb --seeds    [generation opts]   print seed URLs, one per line
+ *   testweb --expected [--agent UA] [generation opts]
+ *                                          print the expected set: URL<TAB>STATUS
+ *   testweb --hosts-info [generation opts] print host<TAB>ip<TAB>robots_status<TAB>
+ *                                          robots_kind<TAB>crawl_delay<TAB>sitemap<TAB>fault
+ *   testweb --dump DIR [generation opts]   write every 200 resource of the non-fault
+ *                                          hosts as DIR/<host>/<path> (+ DIR/urls.txt)
+ *
+ * How a test starts it:
+ *   testweb --http-port 0 --dns-port 0 --ready-file RF --log LOG --hosts 10 ...&
+ *   wait until RF exists; RF (written atomically, rename) holds
+ *       http_port=N\ndns_port=N\npid=N\n
+ *   then `testweb --expected --agent UA --http-port N <same generation opts>`.
+ *   Stop with SIGTERM or SIGINT: the log is flushed and the exit status is 0.
+ *
+ * Generation options (must be identical for serve/--seeds/--expected/--dump;
+ * every URL embeds the HTTP port, so pass --http-port = the served port):
+ *   --seed S, --hosts N, --pages P, --domain D, --ips K, --http-port N,
+ *   --seed-hosts S, --fault hI=MODE (repeatable), --robots-agent NAME,
+ *   --crawl-delay SECS.
+ *
+ * Host hI.D (0 <= I < N) lives on 127.0.1.(1 + I % K); the server listens
+ * on the same HTTP port on each of those K addresses and on 127.0.0.1 (use
+ * 127.0.0.1:PORT as an HTTP proxy: absolute-form targets), DNS on 127.0.0.1.
+ *
+ * Request log (--log FILE): one TSV line per response:
+ *   time_us  conn_id  host  server_ip  method  target_path  status  body_bytes
+ * time_us = microseconds since the epoch when the request was parsed;
+ * host = lowercase host name without port ("-" if none); target_path =
+ * path with query as requested (absolute-form targets reduced to the path);
+ * body_bytes = body bytes actually written (HEAD: 0).
+ *
+ * Layout of the code: gen.c (deterministic web: pages, links, robots, the
+ * expected set, dump), server.c (libuv HTTP server, DNS responder, faults,
+ * log), this file (option parsing and dispatch).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/testweb/gen.h"
+#include "tests/testweb/server.h"
+
+static const char usage_text[] =
+"usage: testweb [MODE] [OPTIONS]\n"
+"\n"
+"A deterministic synthetic web on loopback for crawler tests.\n"
+"\n"
+"MODES (default: serve)\n"
+"  (none)              serve HTTP on the K host addresses and on 127.0.0.1 (same\n"
+"                      port; 127.0.0.1:PORT works as an HTTP proxy), DNS on\n"
+"                      127.0.0.1, until SIGTERM/SIGINT (then flush the log, exit 0)\n"
+"  --seeds             print the seed URLs, one per line: the front page\n"
+"                      http://hI.D:PORT/ of each non-fault host I < --seed-hosts\n"
+"  --expected          print the expected set, sorted, one 'URL<TAB>STATUS' a line\n"
+"                      (see EXPECTED SET); needs --agent (default 'testcrawler')\n"
+"  --hosts-info        print one line per host: name, ip, robots.txt status,\n"
+"                      robots kind (0-9), crawl-delay ('-' if none), sitemap (0/1),\n"
+"                      fault mode ('-' if none), TAB separated\n"
+"  --dump DIR          write every 200 resource (pages, images, PDFs, robots.txt,\n"
+"                      sitemap.xml) of the non-fault hosts to DIR/<host>/<path>\n"
+"                      ('/' -> index.html), plus DIR/urls.txt (one URL a line,\n"
+"                      HTML pages only); query variants and redirects not dumped\n"
+"  --help              this text\n"
+"\n"
+"GENERATION OPTIONS (same values in every mode, or URLs/pages differ)\n"
+"  --seed S            generation seed (default 1); same seed -> same bytes\n"
+"  --hosts N           number of hosts h0..h(N-1) (default 10)\n"
+"  --pages P           HTML pages per host (default 20, min 1)\n"
+"  --domain D          test domain (default web.test)\n"
+"  --ips K             host hI is on 127.0.1.(1 + I % K), 1 <= K <= 250 (default 4)\n"
+"  --http-port N       HTTP port; 0 = ephemeral when serving (default 0). Other\n"
+"                      modes need the real served port, since URLs embed it\n"
+"  --seed-hosts S      seeds are the front pages of hosts 0..S-1 (default all)\n"
+"  --robots-agent NAME agent named in the agent-specific robots.txt groups\n"
+"                      (default badbot)\n"
+"  --crawl-delay SECS  value of Crawl-delay lines (default 1)\n"
+"  --fault hI=MODE     make host hI a fault host (repeatable). MODE is one of:\n"
+"       slow       200, Content-Length 1000, body at 1 byte per second\n"
+"       endless    200, chunked HTML body that never ends\n"
+"       hugeheaders 200 with about 1 MiB of header lines, then a small body\n"
+"       gzipbomb   200, Content-Encoding: gzip, ~2 MB on the wire that inflates\n"
+"                  to 2 GiB of zeros (sent whatever Accept-Encoding says)\n"
+"       badchunk   200, Transfer-Encoding: chunked with a non-hex chunk size\n"
+"       reset      200, Content-Length 100000, 1000 bytes then TCP RST\n"
+"       trap       normal host plus an infinite calendar: the front page links\n"
+"                  /cal/2026/11/, each /cal/Y/M/ links the next and previous month\n"
+"       429        429 Too Many Requests with Retry-After: 30\n"
+"                  The fault applies to every path but /robots.txt (allow all).\n"
+"                  Pages of fault hosts link only to their own host (and\n"
+"                  /rx/J stays there), so nothing is discovered through them.\n"
+"\n"
+"SERVER OPTIONS\n"
+"  --dns-port N        UDP port of the DNS responder on 127.0.0.1, 0 = ephemeral\n"
+"                      (default 0); -1 = no DNS\n"
+"  --ttl SECS          TTL of DNS answers (default 60)\n"
+"  --ready-file FILE   when listening, write 'http_port=N\\ndns_port=N\\npid=N\\n'\n"
+"                      to FILE.tmp and rename it to FILE\n"
+"  --log FILE          request log, TSV, one line per response:\n"
+"                      time_us conn_id host server_ip method path status body_bytes\n"
+"                      (flushed every 100 ms and at exit)\n"
+"  --latency-ms MS     delay every response by MS milliseconds (default 0)\n"
+"  --max-conns N       connection cap; beyond it new connections are closed\n"
+"                      at once (default 10000)\n"
+"  --max-request BYTES cap on request line + headers; beyond it 431 and close\n"
+"                      (default 16384)\n"
+"  --idle-ms MS        close idle keep-alive connections after MS (default 30000)\n"
+"  --cache-mb MB       response cache budget (default 256)\n"
+"\n"
+"THE WEB\n"
+"  Any host hI.D with I < N is a site (names case-insensitive, no leading zeros).\n"
+"  Requests may use origin-form with a Host header or absolute-form\n"
+"  (GET http://hI.D:PORT/p HTTP/1.1), so the server works as an HTTP proxy\n"
+"  for clients that resolve nothing. Unknown hosts get 404.\n"
+"  Paths of host hI: '/' (page 0), /sJ%5/pJ.html (page J, 0 < J < P, J%10 != 7),\n"
+"  /private/pJ.html (J%10 == 7), PAGE?q=1 and PAGE?q=2 (small variant pages),\n"
+"  /img/iJ.png (image/png), /doc/dJ.pdf (application/pdf), /gone/... (404),\n"
+"  /r/J (301 -> page J), /r2/J (302 -> /r/J), /r3/J (301 -> /r2/J),\n"
+"  /rx/J (302 -> page J of host h(I+1)%N; of hI itself on fault hosts),\n"
+"  /loop/a <-> /loop/b (302 loop; linked from front pages of hosts I%5 == 2),\n"
+"  /robots.txt, /sitemap.xml (hosts with robots kind 5 or 6, else 404).\n"
+"  Every page links pages J+1 and J+2 (mod P); front pages link the front\n"
+"  page of h(I+1)%N, so every host is reachable from any seed unless a fault\n"
+"  host or robots.txt breaks that ring (the BFS accounts for it). Links are\n"
+"  <a href> (images also <img src>), written absolute (some with upper-case\n"
+"  host), root-relative, ./ and ../ relative, with fragments, duplicated; some\n"
+"  pages carry <base href> to another directory. Links also point to unknown\n"
+"  hosts nxJ.D (DNS NXDOMAIN), to www.example.org (outside the domain) and\n"
+"  to mailto:. About 1/3 of pages are sent gzip-encoded to clients sending\n"
+"  Accept-Encoding: gzip. HTML pages carry 5-60 KB of filler text.\n"
+"  robots.txt kind = (I + seed) % 10: 0 allow all; 1 '*' disallows /private/;\n"
+"  2 the --robots-agent disallows /s1/ and /doc/, '*' allows all; 3 '*'\n"
+"  disallows /s3/ with Crawl-delay; 4 404; 5 allow all + Sitemap; 6 '*' allows\n"
+"  /private/p7.html, disallows /private/, + Sitemap; 7 503; 8 '*' disallows /r/\n"
+"  with Crawl-delay; 9 the --robots-agent disallows /, '*' allows all.\n"
+"\n"
+"EXPECTED SET (--expected --agent UA)\n"
+"  Every URL a polite crawler starting at the seeds must request, each once,\n"
+"  as 'URL<TAB>STATUS', sorted bytewise. Computed by a BFS over the generator:\n"
+"  start at the seeds; follow every <a href> of every 200 text/html response\n"
+"  (resolved against <base href> if present) and every redirect Location.\n"
+"  A URL is listed if it is on a non-fault host hI.D (I < N), and robots.txt\n"
+"  of that host allows it for UA (RFC 9309: UA's product token, i.e. up to\n"
+"  the first '/', matched case-insensitively against user-agent lines, else\n"
+"  the '*' group; longest match wins, Allow on ties; a 404 robots.txt allows\n"
+"  all; a 5xx robots.txt disallows all). For every host with at least one\n"
+"  discovered URL, http://hI.D:PORT/robots.txt is listed with its status.\n"
+"  Fragments dropped; URLs in normalized absolute form: lowercase scheme and\n"
+"  host, explicit :PORT, path and query as generated (no dot segments).\n"
+"  Not listed: URLs of fault hosts (and nothing linked from them), unknown\n"
+"  hosts, other domains, sitemap.xml (no sitemap is followed), disallowed URLs.\n"
+"  Compare a crawl with it by taking the request log, dropping fault hosts\n"
+"  (see --hosts-info), and comparing sets of 'http://HOST:PORTPATH<TAB>STATUS'\n"
+"  built from its host, path and status columns (duplicates are retries).\n";
+
+static void usage(FILE *f)
+{
+	fputs(usage_text, f);
+}
+
+enum mode { MODE_SERVE, MODE_SEEDS, MODE_EXPECTED, MODE_HOSTS_INFO, MODE_DUMP };
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+	char *end = NULL;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct tw_config cfg;
+	struct tw_server_options so;
+	enum mode mode = MODE_SERVE;
+	const char *dump_dir = NULL;
+	const char *agent = "testcrawler";
+	int rc = 2;
+
+	tw_config_defaults(&cfg);
+	tw_server_options_defaults(&so);
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+		long n = 0;
+#define NEED_ARG() do { if (v == NULL) { fprintf(stderr, "testweb: %s needs a value\n", a); goto out; } i++; } while (0)
+#define NUM(lo, hi) do { NEED_ARG(); if (parse_long(v, (lo), (hi), &n) != 0) { fprintf(stderr, "testweb: bad value for %s: %s\n", a, v); goto out; } } while (0)
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			usage(stdout);
+			rc = 0;
+			goto out;
+		} else if (strcmp(a, "--seeds") == 0) {
+			mode = MODE_SEEDS;
+		} else if (strcmp(a, "--expected") == 0) {
+			mode = MODE_EXPECTED;
+		} else if (strcmp(a, "--hosts-info") == 0) {
+			mode = MODE_HOSTS_INFO;
+		} else if (strcmp(a, "--dump") == 0) {
+			NEED_ARG();
+			mode = MODE_DUMP;
+			dump_dir = v;
+		} else if (strcmp(a, "--agent") == 0) {
+			NEED_ARG();
+			agent = v;
+		} else if (strcmp(a, "--seed") == 0) {
+			NEED_ARG();
+			char *end = NULL;
+			errno = 0;
+			unsigned long long s = strtoull(v, &end, 10);
+			if (errno != 0 || end == v || *end != '\0') {
+				fprintf(stderr, "testweb: bad --seed %s\n", v);
+				goto out;
+			}
+			cfg.seed = s;
+		} else if (strcmp(a, "--hosts") == 0) {
+			NUM(1, 100000000);
+			cfg.hosts = n;
+		} else if (strcmp(a, "--pages") == 0) {
+			NUM(1, 100000000);
+			cfg.pages = n;
+		} else if (strcmp(a, "--domain") == 0) {
+			NEED_ARG();
+			if (tw_config_set_domain(&cfg, v) != 0) {
+				fprintf(stderr, "testweb: bad --domain %s\n", v);
+				goto out;
+			}
+		} else if (strcmp(a, "--ips") == 0) {
+			NUM(1, 250);
+			cfg.ips = (int)n;
+		} else if (strcmp(a, "--http-port") == 0) {
+			NUM(0, 65535);
+			cfg.http_port = (int)n;
+		} else if (strcmp(a, "--seed-hosts") == 0) {
+			NUM(0, 100000000);
+			cfg.seed_hosts = n;
+		} else if (strcmp(a, "--robots-agent") == 0) {
+			NEED_ARG();
+			if (tw_config_set_robots_agent(&cfg, v) != 0) {
+				fprintf(stderr, "testweb: bad --robots-agent %s\n", v);
+				goto out;
+			}
+		} else if (strcmp(a, "--crawl-delay") == 0) {
+			NEED_ARG();
+			if (tw_config_set_crawl_delay(&cfg, v) != 0) {
+				fprintf(stderr, "testweb: bad --crawl-delay %s\n", v);
+				goto out;
+			}
+		} else if (strcmp(a, "--fault") == 0) {
+			NEED_ARG();
+			if (tw_config_add_fault(&cfg, v) != 0) {
+				fprintf(stderr, "testweb: bad --fault %s (want hI=MODE)\n", v);
+				goto out;
+			}
+		} else if (strcmp(a, "--dns-port") == 0) {
+			NUM(-1, 65535);
+			so.dns_port = (int)n;
+		} else if (strcmp(a, "--ttl") == 0) {
+			NUM(0, 2147483647L);
+			so.ttl = (unsigned)n;
+		} else if (strcmp(a, "--ready-file") == 0) {
+			NEED_ARG();
+			so.ready_file = v;
+		} else if (strcmp(a, "--log") == 0) {
+			NEED_ARG();
+			so.log_file = v;
+		} else if (strcmp(a, "--latency-ms") == 0) {
+			NUM(0, 3600000);
+			so.latency_ms = (unsigned)n;
+		} else if (strcmp(a, "--max-conns") == 0) {
+			NUM(1, 1000000);
+			so.max_conns = (unsigned)n;
+		} else if (strcmp(a, "--max-request") == 0) {
+			NUM(256, 16 * 1024 * 1024);
+			so.max_request = (size_t)n;
+		} else if (strcmp(a, "--idle-ms") == 0) {
+			NUM(1, 3600000);
+			so.idle_ms = (unsigned)n;
+		} else if (strcmp(a, "--cache-mb") == 0) {
+			NUM(0, 1 << 20);
+			so.cache_bytes = (size_t)n << 20;
+		} else {
+			fprintf(stderr, "testweb: unknown option %s (see --help)\n", a);
+			goto out;
+		}
+#undef NUM
+#undef NEED_ARG
+	}
+	if (tw_config_check(&cfg) != 0) {
+		fprintf(stderr, "testweb: inconsistent options (fault host beyond --hosts?)\n");
+		goto out;
+	}
+	if (mode != MODE_SERVE && cfg.http_port == 0) {
+		fprintf(stderr, "testweb: this mode needs --http-port N (the served port)\n");
+		goto out;
+	}
+	switch (mode) {
+	case MODE_SERVE:
+		rc = tw_server_run(&cfg, &so) == 0 ? 0 : 1;
+		break;
+	case MODE_SEEDS:
+		rc = tw_seeds_write(&cfg, stdout) == 0 ? 0 : 1;
+		break;
+	case MODE_EXPECTED:
+		rc = tw_expected_write(&cfg, agent, stdout) == 0 ? 0 : 1;
+		break;
+	case MODE_HOSTS_INFO:
+		rc = tw_hosts_info_write(&cfg, stdout) == 0 ? 0 : 1;
+		break;
+	case MODE_DUMP:
+		rc = tw_dump(&cfg, dump_dir) == 0 ? 0 : 1;
+		break;
+	}
+	if (fflush(stdout) != 0)
+		rc = 1;
+out:
+	tw_config_release(&cfg);
+	return rc;
+}
