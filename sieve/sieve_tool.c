@@ -1,11 +1,270 @@
-/* Placeholder until the module's issue lands: the subcommand says so honestly. */
+/*
+ * sieve_tool.c: `crawler sieve`: prints each stdin URL (one per line) not
+ * seen before, in first-appearance order, through the Mercator sieve.
+ *
+ * stdin is read with read() in large blocks and split in place; stdout is
+ * written by the sieve's flush thread through a large stdio buffer. Without
+ * --dir a temporary folder is used and removed; with --dir the sieve
+ * persists (and keeps its durable output log EMITTED, see sieve.h: after a
+ * crash, URLs committed but not printed are in that log, never printed twice).
+ */
+#include <errno.h>
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "crawler/tools.h"
+#include "sieve/sieve.h"
+
+struct tool_out {
+    int failed;
+};
+
+static void tool_emit(void *ctx, const char *url, size_t len)
+{
+    struct tool_out *o = ctx;
+    /* only the flush thread writes stdout: skip stdio's per-call locking */
+    if (fwrite_unlocked(url, 1, len, stdout) != len || putc_unlocked('\n', stdout) == EOF)
+        o->failed = 1;
+}
+
+#define BATCH 256
+
+/* Adds the batched lines (pointers into the read buffer) under one lock. */
+static int add_pending(sieve_t *s, const char **bu, const size_t *bl, size_t *nb)
+{
+    int r = sieve_add_batch(s, bu, bl, *nb);
+    *nb = 0;
+    if (r != SIEVE_OK) {
+        fprintf(stderr, "crawler sieve: %s: %s\n", sieve_strerror(r), sieve_last_error(s));
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    unsigned long long v;
+    unsigned long long mul = 1;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s)
+        return -1;
+    if (*end == 'k' || *end == 'K')
+        mul = 1ull << 10;
+    else if (*end == 'm' || *end == 'M')
+        mul = 1ull << 20;
+    else if (*end == 'g' || *end == 'G')
+        mul = 1ull << 30;
+    else if (*end != '\0')
+        return -1;
+    if (*end != '\0' && end[1] != '\0' && !((end[1] == 'B' || end[1] == 'b') && end[2] == '\0'))
+        return -1;
+    if (v > (unsigned long long)SIZE_MAX / mul)
+        return -1;
+    *out = (size_t)(v * mul);
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: crawler sieve [--memory SIZE] [--dir DIR] [--max-line N] [--stats]\n"
+            "  Reads URLs one per line on stdin; prints each URL not seen before,\n"
+            "  in first-appearance order. SIZE accepts K/M/G suffixes (default 64M).\n"
+            "  --dir DIR keeps the sieve in DIR across runs (default: a temporary folder).\n"
+            "  Lines longer than --max-line (default 8192) or holding NUL bytes are\n"
+            "  reported on stderr and skipped.\n");
+}
+
+static void rm_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char p[4096];
+
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
+            unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
 
 int sieve_tool_main(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "crawler %s: not built yet in this version\n", argv[0]);
-    return 1;
+    struct sieve_config cfg;
+    struct sieve_stats st;
+    struct tool_out out = {0};
+    sieve_t *s = NULL;
+    char err[600], tmpdir[4096];
+    const char *dir = NULL;
+    size_t max_line = 8192, cap = (size_t)4 << 20, len = 0, start = 0;
+    char *buf = NULL;
+    static char obuf[1 << 20];
+    int want_stats = 0, rc = 1, r, eof = 0;
+    unsigned long long lineno = 0, nread = 0, skipped = 0;
+    int skipping = 0;
+    const char *bu[BATCH];
+    size_t bl[BATCH], nb = 0;
+
+    tmpdir[0] = '\0';
+    memset(&cfg, 0, sizeof cfg);
+    cfg.memory = (size_t)64 << 20;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--stats") == 0) {
+            want_stats = 1;
+        } else if ((strcmp(a, "--memory") == 0 || strcmp(a, "--dir") == 0 || strcmp(a, "--max-line") == 0) &&
+                   i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(a, "--dir") == 0) {
+                dir = v;
+            } else if (strcmp(a, "--memory") == 0) {
+                if (parse_size(v, &cfg.memory) != 0) {
+                    fprintf(stderr, "crawler sieve: bad --memory '%s'\n", v);
+                    return 2;
+                }
+            } else if (parse_size(v, &max_line) != 0 || max_line == 0 || max_line > ((size_t)1 << 24)) {
+                fprintf(stderr, "crawler sieve: bad --max-line '%s'\n", v);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "crawler sieve: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (cap < 2 * max_line + 2)
+        cap = 2 * max_line + 2;
+    if (dir == NULL) {
+        const char *t = getenv("TMPDIR");
+        if (snprintf(tmpdir, sizeof tmpdir, "%s/crawler-sieve-XXXXXX", t && *t ? t : "/tmp") >= (int)sizeof tmpdir ||
+            mkdtemp(tmpdir) == NULL) {
+            fprintf(stderr, "crawler sieve: cannot create a temporary folder: %s\n", strerror(errno));
+            return 1;
+        }
+        dir = tmpdir;
+        cfg.no_fsync = 1;
+    } else {
+        cfg.emit_log = 1;
+    }
+    cfg.dir = dir;
+    cfg.max_url_len = max_line;
+    buf = malloc(cap);
+    if (buf == NULL) {
+        fprintf(stderr, "crawler sieve: out of memory\n");
+        goto out;
+    }
+    setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+    r = sieve_open(&cfg, tool_emit, &out, &s, err, sizeof err);
+    if (r != SIEVE_OK) {
+        fprintf(stderr, "crawler sieve: %s: %s\n", sieve_strerror(r), err);
+        goto out;
+    }
+    while (!eof) {
+        ssize_t g = read(0, buf + len, cap - len);
+        if (g < 0) {
+            if (errno == EINTR)
+                continue;
+            fprintf(stderr, "crawler sieve: read error: %s\n", strerror(errno));
+            goto out;
+        }
+        if (g == 0) {
+            eof = 1;
+            if (len > start) {
+                buf[len++] = '\n'; /* a last line without newline */
+            }
+        } else {
+            len += (size_t)g;
+        }
+        for (;;) {
+            char *nl = memchr(buf + start, '\n', len - start);
+            if (nl == NULL)
+                break;
+            size_t l = (size_t)(nl - (buf + start));
+            if (skipping) {
+                skipping = 0; /* the tail of a line already reported */
+            } else {
+                lineno++;
+                if (l > max_line) {
+                    fprintf(stderr, "crawler sieve: line %llu: longer than %zu bytes, skipped\n", lineno, max_line);
+                    skipped++;
+                } else if (memchr(buf + start, '\0', l) != NULL) {
+                    fprintf(stderr, "crawler sieve: line %llu: contains a NUL byte, skipped\n", lineno);
+                    skipped++;
+                } else {
+                    nread++;
+                    bu[nb] = buf + start;
+                    bl[nb++] = l;
+                    if (nb == BATCH && add_pending(s, bu, bl, &nb) != 0)
+                        goto out;
+                }
+            }
+            start += l + 1;
+        }
+        if (nb > 0 && add_pending(s, bu, bl, &nb) != 0)
+            goto out;
+        if (start > 0) {
+            memmove(buf, buf + start, len - start);
+            len -= start;
+            start = 0;
+        }
+        if (skipping) {
+            len = 0;
+        } else if (len > max_line) {
+            /* an overlong line without its newline yet: report, drop, skip to the newline */
+            lineno++;
+            fprintf(stderr, "crawler sieve: line %llu: longer than %zu bytes, skipped\n", lineno, max_line);
+            skipped++;
+            skipping = 1;
+            len = 0;
+        }
+    }
+    r = sieve_flush(s);
+    sieve_stats_get(s, &st);
+    if (r == SIEVE_OK)
+        r = sieve_close(s);
+    else
+        sieve_close(s);
+    s = NULL;
+    if (r != SIEVE_OK) {
+        fprintf(stderr, "crawler sieve: %s\n", sieve_strerror(r));
+        goto out;
+    }
+    if (fflush(stdout) != 0 || out.failed) {
+        fprintf(stderr, "crawler sieve: write error on stdout\n");
+        goto out;
+    }
+    if (want_stats) {
+        fprintf(stderr,
+                "urls_read %llu\nlines_skipped %llu\nemitted %llu\ncache_drops %llu\nflushes %llu\n"
+                "flush_seconds_total %.3f\nflush_seconds_max %.3f\nadd_waits %llu\nbuffer_urls %llu\n"
+                "z_signatures %llu\nz_bytes %llu\nz_bytes_per_signature %.3f\n",
+                nread, skipped, (unsigned long long)st.emitted, (unsigned long long)st.cache_drops,
+                (unsigned long long)st.flushes, st.flush_ns_total / 1e9, st.flush_ns_max / 1e9,
+                (unsigned long long)st.add_waits, (unsigned long long)st.buffer_urls,
+                (unsigned long long)st.z_count, (unsigned long long)st.z_bytes,
+                st.z_count ? (double)st.z_bytes / (double)st.z_count : 0.0);
+    }
+    rc = 0;
+out:
+    if (s != NULL)
+        sieve_close(s);
+    fflush(stdout);
+    free(buf);
+    if (tmpdir[0] != '\0')
+        rm_tree(tmpdir);
+    return rc;
 }

@@ -1,0 +1,1552 @@
+/*
+ * mercator.c: the Mercator sieve (see sieve.h for the contract and files).
+ *
+ * Two buffers of n signatures each: `cur` fills (adds append the URL to its A
+ * segment file and the signature to its S), `pending` (if >= 0) is owned by
+ * the flush thread. Buffer i's A segment is A.<seg>; segments are flushed in
+ * increasing order, so the manifest's first_seg says which are committed.
+ *
+ * Z file: 40-byte header {magic "MSIEVEZ1", u64 count, u32 rice_b, u32 0,
+ * u64 payload_len, u64 XXH64(payload)} then the Golomb-Rice coded gaps of
+ * the sorted distinct signatures (quotient in unary as q zeros then a one,
+ * then rice_b low bits; bits packed LSB first).
+ *
+ * Locks: mu guards the buffers, the cache, counters and the error; mmu guards
+ * the committed state and MANIFEST writes. Order: mu before mmu.
+ */
+#include "sieve/sieve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define Z_MAGIC "MSIEVEZ1"
+#define M_MAGIC "MSIEVEM1"
+#define Z_HDR 40
+#define M_SIZE 72
+#define REC_HDR 8
+
+struct pair {
+    uint64_t k;
+    uint32_t i;
+    uint32_t pad;
+};
+
+struct buf {
+    uint64_t *sig;
+    size_t n;
+    uint64_t seg;
+    int fd;
+};
+
+/* The committed state (MANIFEST). */
+struct mstate {
+    uint64_t gen, z_count, z_bytes, first_seg, log_len, sync_seg, sync_len;
+};
+
+struct merc {
+    char *dir;
+    struct sieve_config cfg;
+    sieve_emit_fn emit;
+    void *emit_ctx;
+    size_t cap;     /* slots per buffer */
+    size_t io;      /* bytes per I/O buffer */
+    int lock_fd;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_free, cv_done;
+    pthread_t thr;
+    bool thr_started, stop;
+    struct buf b[2];
+    int cur, pending;
+    uint64_t next_seg, sealed_upto;   /* sealed_upto: 1 + last sealed segment */
+    uint8_t *abuf;
+    size_t alen;
+    uint64_t cur_len;                 /* bytes in the current segment (incl. buffered) */
+    uint64_t *cache;
+    uint64_t cache_mask;
+    int err;
+    char msg[512];
+    struct sieve_stats st;
+    char lastmsg[512];
+
+    pthread_mutex_t mmu;
+    struct mstate ms;
+
+    /* flush thread's work memory */
+    struct pair *pairs;
+    uint64_t *marks;
+    uint8_t *rbuf, *zin, *zout, *lbuf;
+};
+
+/* ---- test hook: SIEVE_CRASH_POINT=N raises SIGKILL at the Nth crash point ---- */
+static long crash_at = -1;
+static long crash_n;
+
+static void crash_point(void)
+{
+    if (crash_at > 0 && __atomic_add_fetch(&crash_n, 1, __ATOMIC_SEQ_CST) == crash_at)
+        raise(SIGKILL);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Records an error (the first one sticks as the sieve's fatal error when
+ * fatal is set). Caller holds mu or is single-threaded. */
+static int fail(struct merc *m, int code, bool fatal, const char *fmt, ...)
+{
+    va_list ap;
+    char tmp[512];
+
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    memcpy(m->msg, tmp, sizeof tmp);
+    if (fatal && m->err == 0)
+        m->err = code;
+    return code;
+}
+
+static int path_of(const struct merc *m, char *out, size_t len, const char *name, long long num)
+{
+    int r;
+    if (num >= 0)
+        r = snprintf(out, len, "%s/%s.%lld", m->dir, name, num);
+    else
+        r = snprintf(out, len, "%s/%s", m->dir, name);
+    return (r < 0 || (size_t)r >= len) ? -1 : 0;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const uint8_t *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+{
+    const uint8_t *c = p;
+    while (n > 0) {
+        ssize_t w = pwrite(fd, c, n, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        c += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
+}
+
+static int do_fsync(const struct merc *m, int fd)
+{
+    if (m->cfg.no_fsync)
+        return 0;
+    return fdatasync(fd);
+}
+
+static int fsync_dir(const struct merc *m)
+{
+    int fd, rc;
+    if (m->cfg.no_fsync)
+        return 0;
+    fd = open(m->dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return -1;
+    rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+/* ---------------- buffered reader ---------------- */
+
+struct rd {
+    int fd;
+    uint8_t *buf;
+    size_t cap, pos, len;
+    uint64_t off;      /* file offset of buf[pos] */
+    bool eof;
+};
+
+static void rd_init(struct rd *r, int fd, uint8_t *buf, size_t cap)
+{
+    r->fd = fd;
+    r->buf = buf;
+    r->cap = cap;
+    r->pos = r->len = 0;
+    r->off = 0;
+    r->eof = false;
+}
+
+/* Makes k contiguous bytes available at buf+pos; returns bytes available
+ * (< k at end of file), or -1 on read error. */
+static ssize_t rd_need(struct rd *r, size_t k)
+{
+    if (r->len - r->pos >= k)
+        return (ssize_t)(r->len - r->pos);
+    if (r->pos > 0) {
+        memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+        r->len -= r->pos;
+        r->pos = 0;
+    }
+    while (r->len < k && !r->eof) {
+        ssize_t g = read(r->fd, r->buf + r->len, r->cap - r->len);
+        if (g < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (g == 0)
+            r->eof = true;
+        r->len += (size_t)g;
+    }
+    return (ssize_t)(r->len - r->pos);
+}
+
+/* Reads the next A/EMITTED record. 1 = got one (*url,*len valid until the
+ * next call), 0 = clean end, -1 = torn or corrupt record at r->off,
+ * -2 = read error. */
+static int rec_next(struct rd *r, size_t maxlen, const char **url, size_t *len)
+{
+    ssize_t have = rd_need(r, REC_HDR);
+    uint32_t l, h;
+
+    if (have < 0)
+        return -2;
+    if (have == 0)
+        return 0;
+    if (have < REC_HDR)
+        return -1;
+    l = get32(r->buf + r->pos);
+    h = get32(r->buf + r->pos + 4);
+    if (l > maxlen || l + REC_HDR > r->cap)
+        return -1;
+    have = rd_need(r, REC_HDR + l);
+    if (have < 0)
+        return -2;
+    if ((size_t)have < REC_HDR + l)
+        return -1;
+    if (XXH32(r->buf + r->pos + REC_HDR, l, 0) != h)
+        return -1;
+    *url = (const char *)r->buf + r->pos + REC_HDR;
+    *len = l;
+    r->pos += REC_HDR + l;
+    r->off += REC_HDR + l;
+    return 1;
+}
+
+/* ---------------- Golomb-Rice bit streams ---------------- */
+
+struct bw {
+    int fd;
+    uint8_t *buf;
+    size_t cap, len;
+    uint64_t acc;
+    unsigned nbits;
+    uint64_t total;
+    XXH64_state_t *xs;
+    bool ioerr;
+};
+
+static void bw_drain(struct bw *w)
+{
+    if (w->len == 0)
+        return;
+    if (write_all(w->fd, w->buf, w->len) != 0)
+        w->ioerr = true;
+    XXH64_update(w->xs, w->buf, w->len);
+    w->total += w->len;
+    w->len = 0;
+}
+
+static inline void bw_put(struct bw *w, uint64_t v, unsigned k)
+{
+    /* k <= 32 and nbits < 32 on entry */
+    w->acc |= v << w->nbits;
+    w->nbits += k;
+    if (w->nbits >= 32) {
+        if (w->len + 4 > w->cap)
+            bw_drain(w);
+        put32(w->buf + w->len, (uint32_t)w->acc);
+        w->len += 4;
+        w->acc >>= 32;
+        w->nbits -= 32;
+    }
+}
+
+static inline void bw_rice(struct bw *w, uint64_t v, unsigned b)
+{
+    uint64_t q = b >= 64 ? 0 : v >> b;
+    while (q >= 32) {
+        bw_put(w, 0, 32);
+        q -= 32;
+    }
+    bw_put(w, (uint64_t)1 << q, (unsigned)q + 1);
+    if (b > 32) {
+        bw_put(w, v & 0xffffffffu, 32);
+        bw_put(w, (v >> 32) & (((uint64_t)1 << (b - 32)) - 1), b - 32);
+    } else if (b > 0) {
+        bw_put(w, v & (((uint64_t)1 << b) - 1), b);
+    }
+}
+
+static void bw_finish(struct bw *w)
+{
+    while (w->nbits > 0) {
+        if (w->len + 1 > w->cap)
+            bw_drain(w);
+        w->buf[w->len++] = (uint8_t)w->acc;
+        w->acc >>= 8;
+        w->nbits = w->nbits >= 8 ? w->nbits - 8 : 0;
+    }
+    bw_drain(w);
+}
+
+struct br {
+    struct rd r;
+    uint64_t acc;
+    unsigned nbits;
+    uint64_t left;       /* payload bytes not yet read from the file */
+    XXH64_state_t *xs;
+    bool bad;
+};
+
+static inline void br_refill(struct br *b)
+{
+    if (b->nbits <= 56 && b->r.len - b->r.pos >= 8) {
+        /* fast path: whole bytes from one 64-bit load */
+        unsigned take = (63 - b->nbits) >> 3;
+        uint64_t w = get64(b->r.buf + b->r.pos);
+        b->acc |= (w & (((uint64_t)1 << (8 * take)) - 1)) << b->nbits;
+        b->r.pos += take;
+        b->nbits += 8 * take;
+    }
+    while (b->nbits <= 56) {
+        if (b->r.pos == b->r.len) {
+            ssize_t h;
+            size_t hl;
+            if (b->left == 0)
+                return;
+            b->r.pos = b->r.len = 0;
+            b->r.eof = false;
+            h = rd_need(&b->r, 1);
+            if (h <= 0) {
+                b->bad = true;
+                return;
+            }
+            /* hash what was just read, bounded by the payload */
+            hl = b->r.len < b->left ? b->r.len : (size_t)b->left;
+            b->r.len = hl;
+            XXH64_update(b->xs, b->r.buf, hl);
+            b->left -= hl;
+        }
+        b->acc |= (uint64_t)b->r.buf[b->r.pos++] << b->nbits;
+        b->nbits += 8;
+    }
+}
+
+static inline uint64_t br_get(struct br *b, unsigned k)
+{
+    uint64_t v;
+    if (k == 0)
+        return 0;
+    if (b->nbits < k)
+        br_refill(b);
+    if (b->nbits < k) {
+        b->bad = true;
+        return 0;
+    }
+    v = b->acc & (((uint64_t)1 << k) - 1);
+    b->acc >>= k;
+    b->nbits -= k;
+    return v;
+}
+
+static inline uint64_t br_rice(struct br *b, unsigned rb)
+{
+    uint64_t q = 0, v;
+    for (;;) {
+        if (b->acc != 0) {
+            unsigned t = (unsigned)__builtin_ctzll(b->acc);
+            q += t;
+            b->acc >>= t;
+            b->acc >>= 1;
+            b->nbits -= t + 1;
+            break;
+        }
+        q += b->nbits;
+        b->nbits = 0;
+        br_refill(b);
+        if (b->nbits == 0) {
+            b->bad = true;
+            return 0;
+        }
+    }
+    if (rb > 32) {
+        v = br_get(b, 32);
+        v |= br_get(b, rb - 32) << 32;
+    } else {
+        v = br_get(b, rb);
+    }
+    return rb >= 64 ? v : (q << rb) | v;
+}
+
+static unsigned rice_param(uint64_t count)
+{
+    double mean, l;
+    if (count == 0)
+        return 63;
+    mean = ldexp(1.0, 64) / (double)count;
+    l = floor(log2(mean * 0.6931471805599453));
+    if (l < 0)
+        l = 0;
+    if (l > 63)
+        l = 63;
+    return (unsigned)l;
+}
+
+/* ---------------- manifest ---------------- */
+
+static int manifest_write(struct merc *m, const struct mstate *s)
+{
+    char tmp[4096], fin[4096];
+    uint8_t b[M_SIZE];
+    int fd = -1, rc = -1;
+
+    if (path_of(m, tmp, sizeof tmp, "MANIFEST.tmp", -1) || path_of(m, fin, sizeof fin, "MANIFEST", -1))
+        return -1;
+    memcpy(b, M_MAGIC, 8);
+    put64(b + 8, s->gen);
+    put64(b + 16, s->z_count);
+    put64(b + 24, s->z_bytes);
+    put64(b + 32, s->first_seg);
+    put64(b + 40, s->log_len);
+    put64(b + 48, s->sync_seg);
+    put64(b + 56, s->sync_len);
+    put64(b + 64, XXH64(b, 64, 0));
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        goto out;
+    if (write_all(fd, b, sizeof b) != 0 || do_fsync(m, fd) != 0)
+        goto out;
+    close(fd);
+    fd = -1;
+    crash_point();
+    if (rename(tmp, fin) != 0)
+        goto out;
+    crash_point();
+    if (fsync_dir(m) != 0)
+        goto out;
+    rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+/* 0 = read, 1 = absent (fresh folder), -1 = corrupt, -2 = I/O error. */
+static int manifest_read(struct merc *m, struct mstate *s)
+{
+    char fin[4096];
+    uint8_t b[M_SIZE + 1];
+    int fd;
+    ssize_t g;
+
+    if (path_of(m, fin, sizeof fin, "MANIFEST", -1))
+        return -2;
+    fd = open(fin, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 1 : -2;
+    g = read(fd, b, sizeof b);
+    close(fd);
+    if (g < 0)
+        return -2;
+    if (g != M_SIZE || memcmp(b, M_MAGIC, 8) != 0 || get64(b + 64) != XXH64(b, 64, 0))
+        return -1;
+    s->gen = get64(b + 8);
+    s->z_count = get64(b + 16);
+    s->z_bytes = get64(b + 24);
+    s->first_seg = get64(b + 32);
+    s->log_len = get64(b + 40);
+    s->sync_seg = get64(b + 48);
+    s->sync_len = get64(b + 56);
+    return 0;
+}
+
+/* ---------------- radix sort ---------------- */
+
+static void isort(struct pair *a, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        struct pair v = a[i];
+        size_t j = i;
+        while (j > 0 && a[j - 1].k > v.k) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = v;
+    }
+}
+
+/* In-place MSD (American flag) radix sort on 8-bit digits from `shift` down.
+ * Not stable: ties are resolved by taking the minimum index per run, which
+ * is the occurrence a stable sort would put first. Saves a second array. */
+static void msd_sort(struct pair *a, size_t n, int shift)
+{
+    size_t cnt[256], head[256], tail[256];
+
+    for (;;) {
+        if (n <= 24) {
+            isort(a, n);
+            return;
+        }
+        memset(cnt, 0, sizeof cnt);
+        for (size_t i = 0; i < n; i++)
+            cnt[(a[i].k >> shift) & 255]++;
+        if (cnt[(a[0].k >> shift) & 255] == n) {
+            /* every key agrees on this digit: skip it */
+            if (shift == 0)
+                return;
+            shift -= 8;
+            continue;
+        }
+        break;
+    }
+    size_t sum = 0;
+    for (int d = 0; d < 256; d++) {
+        head[d] = sum;
+        sum += cnt[d];
+        tail[d] = sum;
+    }
+    for (int d = 0; d < 256; d++) {
+        while (head[d] < tail[d]) {
+            struct pair v = a[head[d]];
+            unsigned dd = (unsigned)((v.k >> shift) & 255);
+            while (dd != (unsigned)d) {
+                struct pair t = a[head[dd]];
+                a[head[dd]++] = v;
+                v = t;
+                dd = (unsigned)((v.k >> shift) & 255);
+            }
+            a[head[d]++] = v;
+        }
+    }
+    if (shift == 0)
+        return;
+    sum = 0;
+    for (int d = 0; d < 256; d++) {
+        if (cnt[d] > 1)
+            msd_sort(a + sum, cnt[d], shift - 8);
+        sum += cnt[d];
+    }
+}
+
+/* ---------------- the flush ---------------- */
+
+/* Opens Z.<gen> and checks its header. *fd = -1 when gen == 0. */
+static int z_open(struct merc *m, const struct mstate *s, int *fd, uint64_t *count,
+                  unsigned *rb, uint64_t *plen, uint64_t *psum)
+{
+    char p[4096];
+    uint8_t h[Z_HDR];
+    struct stat sb;
+
+    *fd = -1;
+    *count = 0;
+    *rb = 0;
+    *plen = 0;
+    *psum = 0;
+    if (s->gen == 0)
+        return SIEVE_OK;
+    if (path_of(m, p, sizeof p, "Z", (long long)s->gen))
+        return SIEVE_EINVAL;
+    *fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0)
+        return fail(m, errno == ENOENT ? SIEVE_ECORRUPT : SIEVE_EIO, true, "%s: cannot open: %s", p, strerror(errno));
+    if (fstat(*fd, &sb) != 0 || pread(*fd, h, Z_HDR, 0) != Z_HDR || memcmp(h, Z_MAGIC, 8) != 0)
+        goto bad;
+    *count = get64(h + 8);
+    *rb = get32(h + 16);
+    *plen = get64(h + 24);
+    *psum = get64(h + 32);
+    if (*rb > 63 || (uint64_t)sb.st_size != Z_HDR + *plen || *count != s->z_count ||
+        (uint64_t)sb.st_size != s->z_bytes)
+        goto bad;
+    if (lseek(*fd, Z_HDR, SEEK_SET) != Z_HDR)
+        goto bad;
+    return SIEVE_OK;
+bad:
+    close(*fd);
+    *fd = -1;
+    return fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt signature file (bad header, size or count)", p);
+}
+
+/* Flushes segment `seg` whose n signatures are sig[0..n). A.<seg> holds the
+ * n URLs in the same order. Commits a new generation, then emits. Called
+ * from the flush thread (or single-threaded at open/close). */
+static int flush_segment(struct merc *m, const uint64_t *sig, size_t n, uint64_t seg)
+{
+    struct mstate s;
+    char zp[4096], zt[4096], ap[4096], lp[4096], oldz[4096];
+    int zfd = -1, zofd = -1, afd = -1, lfd = -1, rc = SIEVE_OK;
+    uint64_t zcount, plen, psum, distinct = 0, fresh = 0, t0 = now_ns(), emitted = 0;
+    unsigned rb;
+    struct br in;
+    struct bw out;
+    XXH64_state_t *xin = NULL, *xout = NULL;
+    struct pair *a = m->pairs;
+    uint8_t hdr[Z_HDR];
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    pthread_mutex_lock(&m->mmu);
+    s = m->ms;
+    pthread_mutex_unlock(&m->mmu);
+
+    /* 1-2: indirect sort, first occurrence of each signature */
+    for (size_t i = 0; i < n; i++) {
+        a[i].k = sig[i];
+        a[i].i = (uint32_t)i;
+    }
+    msd_sort(a, n, 56);
+    memset(m->marks, 0, ((n + 63) / 64) * 8);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || a[i].k != a[i - 1].k)
+            distinct++;
+
+    /* 3: merge with Z into Z' */
+    rc = z_open(m, &s, &zfd, &zcount, &rb, &plen, &psum);
+    if (rc != SIEVE_OK)
+        goto out;
+    xin = XXH64_createState();
+    xout = XXH64_createState();
+    if (xin == NULL || xout == NULL) {
+        rc = SIEVE_ENOMEM;
+        goto out;
+    }
+    XXH64_reset(xin, 0);
+    XXH64_reset(xout, 0);
+    if (path_of(m, zp, sizeof zp, "Z", (long long)s.gen) || path_of(m, zt, sizeof zt, "Z.tmp", -1) ||
+        path_of(m, ap, sizeof ap, "A", (long long)seg) || path_of(m, lp, sizeof lp, "EMITTED", -1)) {
+        rc = fail(m, SIEVE_EINVAL, true, "%s: path too long", m->dir);
+        goto out;
+    }
+    memcpy(oldz, zp, sizeof zp);
+    zofd = open(zt, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (zofd < 0) {
+        rc = fail(m, SIEVE_EIO, true, "%s: %s", zt, strerror(errno));
+        goto out;
+    }
+    memset(hdr, 0, sizeof hdr);
+    if (write_all(zofd, hdr, Z_HDR) != 0) {
+        rc = fail(m, SIEVE_EIO, true, "%s: %s", zt, strerror(errno));
+        goto out;
+    }
+    rd_init(&in.r, zfd, m->zin, m->io);
+    in.left = plen;
+    in.xs = xin;
+    out.fd = zofd;
+    out.buf = m->zout;
+    out.cap = m->io;
+    out.xs = xout;
+    unsigned ob = rice_param(zcount + distinct);
+    uint64_t zleft = zcount, zcur = 0, zprev = 0, oprev = 0, ocount = 0;
+    bool zhave = false;
+#define Z_NEXT()                                          \
+    do {                                                  \
+        if (zleft > 0) {                                  \
+            zcur = zprev + br_rice(&in, rb);              \
+            zprev = zcur;                                 \
+            zleft--;                                      \
+            zhave = !in.bad;                              \
+        } else {                                          \
+            zhave = false;                                \
+        }                                                 \
+    } while (0)
+#define Z_PUT(v)                                          \
+    do {                                                  \
+        bw_rice(&out, (v) - oprev, ob);                   \
+        oprev = (v);                                      \
+        ocount++;                                         \
+    } while (0)
+    Z_NEXT();
+    for (size_t i = 0; i < n;) {
+        uint64_t k = a[i].k;
+        uint32_t rep = a[i].i;
+        size_t j = i + 1;
+        while (j < n && a[j].k == k) {
+            if (a[j].i < rep)
+                rep = a[j].i;
+            j++;
+        }
+        while (zhave && zcur < k) {
+            Z_PUT(zcur);
+            Z_NEXT();
+        }
+        if (zhave && zcur == k) {
+            Z_PUT(zcur);
+            Z_NEXT();
+        } else {
+            m->marks[rep / 64] |= (uint64_t)1 << (rep % 64);
+            Z_PUT(k);
+            fresh++;
+        }
+        i = j;
+    }
+    while (zhave) {
+        Z_PUT(zcur);
+        Z_NEXT();
+    }
+#undef Z_NEXT
+#undef Z_PUT
+    if (zfd >= 0) {
+        /* hash the payload bytes the decoder did not need (padding) */
+        while (!in.bad && in.left > 0) {
+            in.r.pos = in.r.len = 0;
+            in.r.eof = false;
+            ssize_t h = rd_need(&in.r, 1);
+            if (h <= 0) {
+                in.bad = true;
+                break;
+            }
+            size_t hl = in.r.len < in.left ? in.r.len : (size_t)in.left;
+            XXH64_update(xin, in.r.buf, hl);
+            in.left -= hl;
+        }
+        if (in.bad || zleft != 0 || XXH64_digest(xin) != psum) {
+            rc = fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt signature file (checksum or count mismatch)", zp);
+            goto out;
+        }
+    }
+    bw_finish(&out);
+    memcpy(hdr, Z_MAGIC, 8);
+    put64(hdr + 8, ocount);
+    put32(hdr + 16, ob);
+    put64(hdr + 24, out.total);
+    put64(hdr + 32, XXH64_digest(xout));
+    if (out.ioerr || pwrite_all(zofd, hdr, Z_HDR, 0) != 0 || do_fsync(m, zofd) != 0) {
+        rc = fail(m, SIEVE_EIO, true, "%s: write failed: %s", zt, strerror(errno));
+        goto out;
+    }
+    crash_point();
+
+    /* A must hold exactly the n URLs whose signatures we sorted */
+    afd = open(ap, O_RDONLY | O_CLOEXEC);
+    if (afd < 0 && n > 0) {
+        rc = fail(m, SIEVE_EIO, true, "%s: %s", ap, strerror(errno));
+        goto out;
+    }
+
+    /* the durable output log: written before the commit, cut back on reopen */
+    uint64_t log_len = s.log_len;
+    if (m->cfg.emit_log && fresh > 0) {
+        struct rd r;
+        const char *u;
+        size_t ul, lb = 0, idx = 0;
+        int g;
+        lfd = open(lp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (lfd < 0) {
+            rc = fail(m, SIEVE_EIO, true, "%s: %s", lp, strerror(errno));
+            goto out;
+        }
+        rd_init(&r, afd, m->rbuf, m->io);
+        while ((g = rec_next(&r, m->cfg.max_url_len, &u, &ul)) == 1 && idx < n) {
+            if (m->marks[idx / 64] >> (idx % 64) & 1) {
+                if (lb + REC_HDR + ul > m->io) {
+                    if (pwrite_all(lfd, m->lbuf, lb, log_len) != 0)
+                        g = -2;
+                    log_len += lb;
+                    lb = 0;
+                }
+                put32(m->lbuf + lb, (uint32_t)ul);
+                put32(m->lbuf + lb + 4, XXH32(u, ul, 0));
+                memcpy(m->lbuf + lb + REC_HDR, u, ul);
+                lb += REC_HDR + ul;
+            }
+            idx++;
+        }
+        if (g == -2 || pwrite_all(lfd, m->lbuf, lb, log_len) != 0) {
+            rc = fail(m, SIEVE_EIO, true, "%s: write failed: %s", lp, strerror(errno));
+            goto out;
+        }
+        log_len += lb;
+        if (g < 0 || idx != n) {
+            rc = fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt URL segment (%zu of %zu records)", ap, idx, n);
+            goto out;
+        }
+        if (ftruncate(lfd, (off_t)log_len) != 0 || do_fsync(m, lfd) != 0) {
+            rc = fail(m, SIEVE_EIO, true, "%s: %s", lp, strerror(errno));
+            goto out;
+        }
+        if (lseek(afd, 0, SEEK_SET) != 0) {
+            rc = fail(m, SIEVE_EIO, true, "%s: %s", ap, strerror(errno));
+            goto out;
+        }
+    }
+
+    /* commit: Z' becomes Z.<gen+1>, then the manifest names it */
+    struct mstate ns = s;
+    ns.gen = s.gen + 1;
+    ns.z_count = ocount;
+    ns.z_bytes = Z_HDR + out.total;
+    ns.first_seg = seg + 1;
+    ns.log_len = log_len;
+    if (path_of(m, zp, sizeof zp, "Z", (long long)ns.gen) || rename(zt, zp) != 0) {
+        rc = fail(m, SIEVE_EIO, true, "%s: rename failed: %s", zt, strerror(errno));
+        goto out;
+    }
+    crash_point();
+    pthread_mutex_lock(&m->mmu);
+    ns.sync_seg = m->ms.sync_seg;
+    ns.sync_len = m->ms.sync_len;
+    if (ns.sync_seg <= seg) {
+        ns.sync_seg = seg + 1;
+        ns.sync_len = 0;
+    }
+    if (manifest_write(m, &ns) != 0) {
+        pthread_mutex_unlock(&m->mmu);
+        rc = fail(m, SIEVE_EIO, true, "%s/MANIFEST: write failed: %s", m->dir, strerror(errno));
+        goto out;
+    }
+    m->ms = ns;
+    pthread_mutex_unlock(&m->mmu);
+    crash_point();
+    if (s.gen > 0)
+        unlink(oldz);
+
+    /* 4: scan A and S in parallel, emit the marked URLs in A's order */
+    if (fresh > 0) {
+        struct rd r;
+        const char *u;
+        size_t ul, idx = 0;
+        int g;
+        rd_init(&r, afd, m->rbuf, m->io);
+        while (idx < n && (g = rec_next(&r, m->cfg.max_url_len, &u, &ul)) == 1) {
+            if (m->marks[idx / 64] >> (idx % 64) & 1) {
+                if (m->emit != NULL)
+                    m->emit(m->emit_ctx, u, ul);
+                emitted++;
+                crash_point();
+            }
+            idx++;
+        }
+        if (idx != n) {
+            rc = fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt URL segment (%zu of %zu records)", ap, idx, n);
+            goto out;
+        }
+    }
+    unlink(ap);
+
+out:
+    if (zfd >= 0)
+        close(zfd);
+    if (zofd >= 0)
+        close(zofd);
+    if (afd >= 0)
+        close(afd);
+    if (lfd >= 0)
+        close(lfd);
+    XXH64_freeState(xin);
+    XXH64_freeState(xout);
+    {
+        uint64_t dt = now_ns() - t0;
+        pthread_mutex_lock(&m->mu);
+        m->st.emitted += emitted;
+        if (rc == SIEVE_OK) {
+            m->st.flushes++;
+            m->st.flush_ns_total += dt;
+            if (dt > m->st.flush_ns_max)
+                m->st.flush_ns_max = dt;
+        }
+        pthread_mutex_unlock(&m->mu);
+    }
+    return rc;
+}
+
+/* ---------------- flush thread ---------------- */
+
+static void *flush_main(void *arg)
+{
+    struct merc *m = arg;
+
+    pthread_mutex_lock(&m->mu);
+    for (;;) {
+        while (m->pending < 0 && !m->stop)
+            pthread_cond_wait(&m->cv_work, &m->mu);
+        if (m->pending < 0)
+            break;
+        struct buf *b = &m->b[m->pending];
+        int rc = SIEVE_OK;
+        pthread_mutex_unlock(&m->mu);
+        if (m->err == 0)
+            rc = flush_segment(m, b->sig, b->n, b->seg);
+        pthread_mutex_lock(&m->mu);
+        if (rc != SIEVE_OK && m->err == 0)
+            m->err = rc;
+        if (b->fd >= 0)
+            close(b->fd);
+        b->fd = -1;
+        b->n = 0;
+        m->pending = -1;
+        pthread_cond_broadcast(&m->cv_free);
+        pthread_cond_broadcast(&m->cv_done);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}
+
+/* Writes A's buffered bytes to the current segment. Caller holds mu. */
+static int abuf_drain(struct merc *m)
+{
+    struct buf *b = &m->b[m->cur];
+    if (m->alen == 0)
+        return SIEVE_OK;
+    if (write_all(b->fd, m->abuf, m->alen) != 0) {
+        char p[4096];
+        path_of(m, p, sizeof p, "A", (long long)b->seg);
+        return fail(m, SIEVE_EIO, true, "%s: write failed: %s", p, strerror(errno));
+    }
+    m->alen = 0;
+    return SIEVE_OK;
+}
+
+/* Opens a fresh segment file for the current buffer. Caller holds mu. */
+static int seg_start(struct merc *m)
+{
+    char p[4096];
+    struct buf *b = &m->b[m->cur];
+
+    b->seg = m->next_seg++;
+    b->n = 0;
+    m->cur_len = 0;
+    if (path_of(m, p, sizeof p, "A", (long long)b->seg))
+        return fail(m, SIEVE_EINVAL, true, "%s: path too long", m->dir);
+    b->fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (b->fd < 0)
+        return fail(m, SIEVE_EIO, true, "%s: %s", p, strerror(errno));
+    return SIEVE_OK;
+}
+
+/* Hands the current buffer to the flush thread (waiting for the previous
+ * flush) and starts a new one. Caller holds mu. */
+static int seal_locked(struct merc *m)
+{
+    int rc;
+
+    if (m->pending >= 0)
+        m->st.add_waits++;
+    while (m->pending >= 0 && m->err == 0)
+        pthread_cond_wait(&m->cv_free, &m->mu);
+    if (m->err != 0)
+        return SIEVE_ECLOSED;
+    rc = abuf_drain(m);
+    if (rc != SIEVE_OK)
+        return rc;
+    m->pending = m->cur;
+    m->sealed_upto = m->b[m->cur].seg + 1;
+    m->cur ^= 1;
+    rc = seg_start(m);
+    pthread_cond_signal(&m->cv_work);
+    return rc;
+}
+
+static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
+{
+    struct buf *b;
+    int rc;
+
+    if (m->err != 0)
+        return SIEVE_ECLOSED;
+    m->st.added++;
+    if (h != 0) {
+        uint64_t *c = &m->cache[h & m->cache_mask];
+        if (*c == h) {
+            m->st.cache_drops++;
+            return SIEVE_OK;
+        }
+        *c = h;
+    }
+    if (m->b[m->cur].n == m->cap) {
+        rc = seal_locked(m);
+        if (rc != SIEVE_OK)
+            return rc;
+    }
+    b = &m->b[m->cur];
+    if (m->alen + REC_HDR + len > m->io) {
+        rc = abuf_drain(m);
+        if (rc != SIEVE_OK)
+            return rc;
+    }
+    put32(m->abuf + m->alen, (uint32_t)len);
+    put32(m->abuf + m->alen + 4, XXH32(url, len, 0));
+    memcpy(m->abuf + m->alen + REC_HDR, url, len);
+    m->alen += REC_HDR + len;
+    m->cur_len += REC_HDR + len;
+    b->sig[b->n++] = h;
+    crash_point();
+    return SIEVE_OK;
+}
+
+static int merc_add(void *impl, const char *url, size_t len)
+{
+    struct merc *m = impl;
+    uint64_t h;
+    int rc;
+
+    if (len > m->cfg.max_url_len)
+        return SIEVE_ETOOLONG;
+    h = XXH3_64bits(url, len);
+    pthread_mutex_lock(&m->mu);
+    rc = add_locked(m, url, len, h);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+static int merc_add_batch(void *impl, const char *const *urls, const size_t *lens, size_t n)
+{
+    struct merc *m = impl;
+    uint64_t hs[64];
+    int rc = SIEVE_OK;
+
+    for (size_t i = 0; i < n && rc == SIEVE_OK;) {
+        size_t k = n - i < 64 ? n - i : 64;
+        for (size_t j = 0; j < k; j++) {
+            if (lens[i + j] > m->cfg.max_url_len) {
+                k = j;
+                rc = SIEVE_ETOOLONG;
+                break;
+            }
+            hs[j] = XXH3_64bits(urls[i + j], lens[i + j]);
+        }
+        pthread_mutex_lock(&m->mu);
+        for (size_t j = 0; j < k; j++) {
+            int r = add_locked(m, urls[i + j], lens[i + j], hs[j]);
+            if (r != SIEVE_OK) {
+                rc = r;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&m->mu);
+        i += k;
+    }
+    return rc;
+}
+
+static int merc_flush(void *impl)
+{
+    struct merc *m = impl;
+    int rc = SIEVE_OK;
+    uint64_t target;
+
+    pthread_mutex_lock(&m->mu);
+    if (m->err == 0 && m->b[m->cur].n > 0)
+        rc = seal_locked(m);
+    target = m->sealed_upto;
+    while (rc == SIEVE_OK && m->err == 0) {
+        uint64_t first;
+        pthread_mutex_lock(&m->mmu);
+        first = m->ms.first_seg;
+        pthread_mutex_unlock(&m->mmu);
+        if (first >= target)
+            break;
+        pthread_cond_wait(&m->cv_done, &m->mu);
+    }
+    if (m->err != 0)
+        rc = m->err;
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+static int merc_sync(void *impl)
+{
+    struct merc *m = impl;
+    int rc = SIEVE_OK;
+
+    pthread_mutex_lock(&m->mu);
+    if (m->err != 0) {
+        rc = SIEVE_ECLOSED;
+        goto out;
+    }
+    rc = abuf_drain(m);
+    if (rc != SIEVE_OK)
+        goto out;
+    if (do_fsync(m, m->b[m->cur].fd) != 0 ||
+        (m->pending >= 0 && m->b[m->pending].fd >= 0 && do_fsync(m, m->b[m->pending].fd) != 0)) {
+        rc = fail(m, SIEVE_EIO, true, "%s: fsync of A failed: %s", m->dir, strerror(errno));
+        goto out;
+    }
+    pthread_mutex_lock(&m->mmu);
+    {
+        struct mstate ns = m->ms;
+        ns.sync_seg = m->b[m->cur].seg;
+        ns.sync_len = m->cur_len;
+        if (manifest_write(m, &ns) != 0)
+            rc = fail(m, SIEVE_EIO, true, "%s/MANIFEST: write failed: %s", m->dir, strerror(errno));
+        else
+            m->ms = ns;
+    }
+    pthread_mutex_unlock(&m->mmu);
+out:
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+static void merc_free(struct merc *m)
+{
+    if (m == NULL)
+        return;
+    for (int i = 0; i < 2; i++) {
+        if (m->b[i].fd >= 0)
+            close(m->b[i].fd);
+        free(m->b[i].sig);
+    }
+    free(m->abuf);
+    free(m->cache);
+    free(m->pairs);
+    free(m->marks);
+    free(m->rbuf);
+    free(m->zin);
+    free(m->zout);
+    free(m->lbuf);
+    if (m->lock_fd >= 0)
+        close(m->lock_fd);
+    pthread_mutex_destroy(&m->mu);
+    pthread_mutex_destroy(&m->mmu);
+    pthread_cond_destroy(&m->cv_work);
+    pthread_cond_destroy(&m->cv_free);
+    pthread_cond_destroy(&m->cv_done);
+    free(m->dir);
+    free(m);
+}
+
+static int merc_close(void *impl)
+{
+    struct merc *m = impl;
+    int rc = SIEVE_OK, r;
+
+    if (m == NULL)
+        return SIEVE_OK;
+    if (m->thr_started) {
+        rc = merc_flush(m);
+        r = merc_sync(m);
+        if (rc == SIEVE_OK)
+            rc = r;
+        pthread_mutex_lock(&m->mu);
+        m->stop = true;
+        pthread_cond_broadcast(&m->cv_work);
+        pthread_mutex_unlock(&m->mu);
+        pthread_join(m->thr, NULL);
+        /* the empty current segment is not needed any more */
+        if (m->b[m->cur].n == 0 && m->err == 0) {
+            char p[4096];
+            if (path_of(m, p, sizeof p, "A", (long long)m->b[m->cur].seg) == 0)
+                unlink(p);
+        }
+    }
+    merc_free(m);
+    return rc;
+}
+
+static void merc_stats(void *impl, struct sieve_stats *out)
+{
+    struct merc *m = impl;
+    pthread_mutex_lock(&m->mu);
+    *out = m->st;
+    pthread_mutex_unlock(&m->mu);
+    pthread_mutex_lock(&m->mmu);
+    out->z_count = m->ms.z_count;
+    out->z_bytes = m->ms.z_bytes;
+    pthread_mutex_unlock(&m->mmu);
+}
+
+static const char *merc_last_error(void *impl)
+{
+    struct merc *m = impl;
+    pthread_mutex_lock(&m->mu);
+    memcpy(m->lastmsg, m->msg, sizeof m->msg);
+    pthread_mutex_unlock(&m->mu);
+    return m->lastmsg;
+}
+
+/* Replays the A segments left unflushed by a crash, in order. */
+static int replay(struct merc *m)
+{
+    struct mstate s = m->ms;
+    uint64_t seg = s.first_seg;
+    int rc = SIEVE_OK;
+    bool stop = false;
+
+    for (;; seg++) {
+        char p[4096];
+        int fd;
+        struct rd r;
+        const char *u;
+        size_t ul, cnt = 0;
+        uint64_t good = 0;
+        int g;
+
+        if (path_of(m, p, sizeof p, "A", (long long)seg))
+            return fail(m, SIEVE_EINVAL, true, "%s: path too long", m->dir);
+        fd = open(p, stop ? O_RDONLY : O_RDWR | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno == ENOENT)
+                break;
+            return fail(m, SIEVE_EIO, true, "%s: %s", p, strerror(errno));
+        }
+        if (stop) {
+            /* after a torn segment nothing later was ever synced */
+            close(fd);
+            unlink(p);
+            continue;
+        }
+        rd_init(&r, fd, m->rbuf, m->io);
+        while ((g = rec_next(&r, m->cfg.max_url_len, &u, &ul)) == 1) {
+            if (cnt == m->cap)
+                break;
+            m->b[0].sig[cnt++] = XXH3_64bits(u, ul);
+            good = r.off;
+        }
+        if (g == -2) {
+            close(fd);
+            return fail(m, SIEVE_EIO, true, "%s: read failed: %s", p, strerror(errno));
+        }
+        if (g == 1) {
+            close(fd);
+            return fail(m, SIEVE_EINVAL, true, "%s: segment holds more URLs than a buffer (memory reduced across reopen?)", p);
+        }
+        if (g == -1) {
+            if (seg < s.sync_seg || (seg == s.sync_seg && good < s.sync_len)) {
+                close(fd);
+                return fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt URL record at offset %llu (before the synced length)", p,
+                            (unsigned long long)good);
+            }
+            if (ftruncate(fd, (off_t)good) != 0) {
+                close(fd);
+                return fail(m, SIEVE_EIO, true, "%s: %s", p, strerror(errno));
+            }
+            stop = true;
+        } else if (seg == s.sync_seg && good < s.sync_len) {
+            close(fd);
+            return fail(m, SIEVE_ECORRUPT, true, "%s: truncated URL segment (%llu bytes, %llu synced)", p,
+                        (unsigned long long)good, (unsigned long long)s.sync_len);
+        }
+        close(fd);
+        if (cnt == 0) {
+            unlink(p);
+            if (stop)
+                continue;
+            break;
+        }
+        rc = flush_segment(m, m->b[0].sig, cnt, seg);
+        if (rc != SIEVE_OK)
+            return rc;
+    }
+    if (seg == s.first_seg && s.sync_seg > seg) {
+        /* the synced segment vanished */
+        char p[4096];
+        path_of(m, p, sizeof p, "A", (long long)seg);
+        return fail(m, SIEVE_ECORRUPT, true, "%s: synced URL segment missing", p);
+    }
+    return rc;
+}
+
+static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx, void **impl,
+                     char *err, size_t errlen)
+{
+    struct merc *m = NULL;
+    char p[4096];
+    int rc = SIEVE_OK, mr;
+    size_t mem, rest, ce;
+    const char *env;
+
+    *impl = NULL;
+    if (cfg->dir == NULL || cfg->dir[0] == '\0') {
+        snprintf(err, errlen, "no sieve folder given");
+        return SIEVE_EINVAL;
+    }
+    env = getenv("SIEVE_CRASH_POINT");
+    if (env != NULL) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end == '\0' && v > 0) {
+            crash_at = v;
+            crash_n = 0;
+        }
+    }
+    m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return SIEVE_ENOMEM;
+    m->lock_fd = -1;
+    m->b[0].fd = m->b[1].fd = -1;
+    m->pending = -1;
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_mutex_init(&m->mmu, NULL);
+    pthread_cond_init(&m->cv_work, NULL);
+    pthread_cond_init(&m->cv_free, NULL);
+    pthread_cond_init(&m->cv_done, NULL);
+    m->cfg = *cfg;
+    m->emit = emit;
+    m->emit_ctx = emit_ctx;
+    m->dir = strdup(cfg->dir);
+    if (m->dir == NULL) {
+        rc = SIEVE_ENOMEM;
+        goto out;
+    }
+    m->cfg.dir = m->dir;
+    if (m->cfg.max_url_len == 0)
+        m->cfg.max_url_len = 65536;
+    if (m->cfg.max_url_len > (1u << 30)) {
+        rc = fail(m, SIEVE_EINVAL, false, "max_url_len too large");
+        goto out;
+    }
+    mem = m->cfg.memory ? m->cfg.memory : (size_t)64 << 20;
+    /* the budget: 5 I/O buffers, a cache of 1/8, the rest for S, S2, the
+     * sort's pairs and the marks (32 bytes + 1 bit per slot) */
+    m->io = mem / 32;
+    if (m->io > ((size_t)1 << 20))
+        m->io = (size_t)1 << 20;
+    if (m->io < ((size_t)64 << 10))
+        m->io = (size_t)64 << 10;
+    if (m->io < m->cfg.max_url_len + 2 * REC_HDR)
+        m->io = m->cfg.max_url_len + 2 * REC_HDR;
+    ce = 1;
+    while (ce * 2 * sizeof(uint64_t) <= mem / 8)
+        ce *= 2;
+    if (5 * m->io + ce * 8 + 64 * 33 > mem) {
+        rc = fail(m, SIEVE_EINVAL, false, "memory %zu too small (needs at least %zu for I/O buffers and cache)", mem,
+                  5 * m->io + ce * 8 + 64 * 33);
+        goto out;
+    }
+    rest = mem - 5 * m->io - ce * 8;
+    m->cap = rest * 8 / 257;
+    if (m->cfg.buffer_urls > 0)
+        m->cap = m->cfg.buffer_urls;
+    if (m->cap > UINT32_MAX)
+        m->cap = UINT32_MAX;
+    m->cache_mask = ce - 1;
+    m->st.buffer_urls = m->cap;
+    m->st.cache_entries = ce;
+
+    if (mkdir(m->dir, 0755) != 0 && errno != EEXIST) {
+        rc = fail(m, SIEVE_EIO, false, "%s: cannot create: %s", m->dir, strerror(errno));
+        goto out;
+    }
+    if (path_of(m, p, sizeof p, "LOCK", -1)) {
+        rc = fail(m, SIEVE_EINVAL, false, "%s: path too long", m->dir);
+        goto out;
+    }
+    m->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (m->lock_fd < 0) {
+        rc = fail(m, SIEVE_EIO, false, "%s: %s", p, strerror(errno));
+        goto out;
+    }
+    if (flock(m->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        rc = fail(m, SIEVE_ELOCKED, false, "%s: folder in use by another sieve", m->dir);
+        goto out;
+    }
+    m->b[0].sig = malloc(m->cap * sizeof(uint64_t));
+    m->b[1].sig = malloc(m->cap * sizeof(uint64_t));
+    m->pairs = malloc(m->cap * sizeof(struct pair));
+    m->marks = malloc(((m->cap + 63) / 64) * 8);
+    m->cache = calloc(ce, sizeof(uint64_t));
+    m->abuf = malloc(m->io);
+    m->rbuf = malloc(m->io);
+    m->zin = malloc(m->io);
+    m->zout = malloc(m->io);
+    m->lbuf = malloc(m->io);
+    if (!m->b[0].sig || !m->b[1].sig || !m->pairs || !m->marks || !m->cache || !m->abuf || !m->rbuf || !m->zin ||
+        !m->zout || !m->lbuf) {
+        rc = fail(m, SIEVE_ENOMEM, false, "out of memory");
+        goto out;
+    }
+
+    mr = manifest_read(m, &m->ms);
+    if (mr == -1) {
+        rc = fail(m, SIEVE_ECORRUPT, false, "%s/MANIFEST: truncated or corrupt", m->dir);
+        goto out;
+    }
+    if (mr == -2) {
+        rc = fail(m, SIEVE_EIO, false, "%s/MANIFEST: %s", m->dir, strerror(errno));
+        goto out;
+    }
+    if (mr == 1) {
+        memset(&m->ms, 0, sizeof m->ms);
+    } else if (m->ms.gen > 0) {
+        int fd;
+        uint64_t c, pl, ps;
+        unsigned rb;
+        rc = z_open(m, &m->ms, &fd, &c, &rb, &pl, &ps);
+        if (fd >= 0)
+            close(fd);
+        if (rc != SIEVE_OK)
+            goto out;
+    }
+    /* leftovers of an interrupted flush: a Z' never committed, a newer Z */
+    if (path_of(m, p, sizeof p, "Z.tmp", -1) == 0)
+        unlink(p);
+    if (path_of(m, p, sizeof p, "Z", (long long)(m->ms.gen + 1)) == 0)
+        unlink(p);
+    if (m->ms.gen > 0 && path_of(m, p, sizeof p, "Z", (long long)(m->ms.gen - 1)) == 0)
+        unlink(p);
+    if (m->cfg.emit_log) {
+        struct stat sb;
+        if (path_of(m, p, sizeof p, "EMITTED", -1)) {
+            rc = fail(m, SIEVE_EINVAL, false, "%s: path too long", m->dir);
+            goto out;
+        }
+        if (stat(p, &sb) == 0) {
+            if ((uint64_t)sb.st_size < m->ms.log_len) {
+                rc = fail(m, SIEVE_ECORRUPT, false, "%s: truncated output log (%lld bytes, %llu committed)", p,
+                          (long long)sb.st_size, (unsigned long long)m->ms.log_len);
+                goto out;
+            }
+            if ((uint64_t)sb.st_size > m->ms.log_len && truncate(p, (off_t)m->ms.log_len) != 0) {
+                rc = fail(m, SIEVE_EIO, false, "%s: %s", p, strerror(errno));
+                goto out;
+            }
+        } else if (m->ms.log_len > 0) {
+            rc = fail(m, SIEVE_ECORRUPT, false, "%s: output log missing", p);
+            goto out;
+        }
+    }
+    rc = replay(m);
+    if (rc != SIEVE_OK)
+        goto out;
+    m->next_seg = m->ms.first_seg;
+    m->sealed_upto = m->ms.first_seg;
+    m->cur = 0;
+    rc = seg_start(m);
+    if (rc != SIEVE_OK)
+        goto out;
+    if (pthread_create(&m->thr, NULL, flush_main, m) != 0) {
+        rc = fail(m, SIEVE_ENOMEM, false, "cannot start the flush thread");
+        goto out;
+    }
+    m->thr_started = true;
+out:
+    if (rc != SIEVE_OK) {
+        snprintf(err, errlen, "%s", m && m->msg[0] ? m->msg : sieve_strerror(rc));
+        merc_free(m);
+        return rc;
+    }
+    *impl = m;
+    return SIEVE_OK;
+}
+
+int sieve_log_read(const char *dir, sieve_emit_fn fn, void *ctx, char *errbuf, size_t errlen)
+{
+    char p[4096], mp[4096];
+    struct merc tmp;
+    struct mstate s;
+    struct rd r;
+    uint8_t *buf = NULL;
+    const size_t cap = ((size_t)1 << 20) + 64;
+    const char *u;
+    size_t ul;
+    int fd = -1, rc = SIEVE_OK, g, mr;
+    char dummy[8];
+
+    if (errbuf == NULL || errlen == 0) {
+        errbuf = dummy;
+        errlen = sizeof dummy;
+    }
+    errbuf[0] = '\0';
+    memset(&tmp, 0, sizeof tmp);
+    tmp.dir = (char *)dir;
+    mr = manifest_read(&tmp, &s);
+    if (mr < 0) {
+        snprintf(errbuf, errlen, "%s/MANIFEST: truncated or corrupt or unreadable", dir);
+        return mr == -1 ? SIEVE_ECORRUPT : SIEVE_EIO;
+    }
+    if (mr == 1 || s.log_len == 0)
+        return SIEVE_OK;
+    snprintf(mp, sizeof mp, "%s/EMITTED", dir);
+    memcpy(p, mp, sizeof p);
+    fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(errbuf, errlen, "%s: %s", p, strerror(errno));
+        return SIEVE_ECORRUPT;
+    }
+    buf = malloc(cap);
+    if (buf == NULL) {
+        rc = SIEVE_ENOMEM;
+        goto out;
+    }
+    rd_init(&r, fd, buf, cap);
+    while (r.off < s.log_len && (g = rec_next(&r, cap - 64, &u, &ul)) == 1)
+        fn(ctx, u, ul);
+    if (r.off != s.log_len) {
+        snprintf(errbuf, errlen, "%s: truncated or corrupt output log at offset %llu", p, (unsigned long long)r.off);
+        rc = SIEVE_ECORRUPT;
+    }
+out:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+const struct sieve_ops sieve_mercator_ops = {
+    .name = "mercator",
+    .open = merc_open,
+    .add = merc_add,
+    .add_batch = merc_add_batch,
+    .flush = merc_flush,
+    .sync = merc_sync,
+    .close = merc_close,
+    .stats = merc_stats,
+    .last_error = merc_last_error,
+};

@@ -1,0 +1,173 @@
+/*
+ * sieve.h: the URL sieve. Every URL added is emitted at most once, ever
+ * (across flushes, close/reopen and crashes); every URL never seen before is
+ * emitted, in order of first appearance. Identity is the XXH3 64-bit hash of
+ * the bytes given (the caller normalizes); two URLs with the same signature
+ * are the same URL (probability ~n^2/2^65).
+ *
+ * One interface, several implementations behind a table of operations
+ * (struct sieve_ops), selected by name in the configuration. Built now:
+ * "mercator" (the default), the Mercator sieve of the course notes:
+ *   - an in-memory array S of n signatures and an append-only file A of the
+ *     URLs (records: u32 length, u32 XXH32 of the bytes, the bytes);
+ *   - when S is full it is flushed: S is sorted indirectly by an in-place
+ *     MSD radix sort of (signature, index) pairs; for each run of equal
+ *     signatures only the smallest index (the first occurrence, which is
+ *     what a stable sort would put first) is kept; the sorted run is merged
+ *     sequentially with the sorted signature file Z into Z'; signatures not
+ *     in Z are marked; A is scanned in order and the marked URLs emitted;
+ *     Z' replaces Z; S and A are emptied.
+ *   - beyond the notes: two buffers (S/A and S2/A2): a background flush
+ *     thread flushes one while adds fill the other, adds wait only when both
+ *     are full; Z is stored as Golomb-Rice coded gaps (~log2(2^64/|Z|)+2 bits
+ *     per signature); a direct-mapped cache of recent signatures drops the
+ *     common repeats before they take a slot in S; forced (waitable) flushes.
+ *
+ * Workload: adds outnumber flushes 10^5..10^6 to 1; an add is a hash, a
+ * cache probe, a memcpy into A's write buffer and a store into S. A flush
+ * costs O(n) for the sort plus one sequential read of Z and write of Z'.
+ *
+ * Memory: `memory` bytes in the configuration bound S, S2, the sort's work
+ * array, the cache and all I/O buffers (the heap, not the page cache).
+ *
+ * Files in the sieve folder (cfg->dir): MANIFEST (the committed state,
+ * replaced atomically: write, fsync, rename, fsync folder), Z.<gen> (the
+ * signature file of generation gen), A.<seg> (URL segments not yet flushed),
+ * and, when cfg->emit_log is set, EMITTED (the durable output log).
+ *
+ * Crash safety and the delivery contract ("never twice"):
+ *   - A flush commits by replacing MANIFEST (new generation, Z.<gen>, the
+ *     first A segment not yet flushed, EMITTED's committed length). Z' and
+ *     EMITTED's new records are fsynced before that rename.
+ *   - The emit callback is called for a flush's URLs only AFTER the flush
+ *     has committed. So a URL is never delivered twice, even across crashes.
+ *     A crash between the commit and the end of the callbacks loses those
+ *     deliveries to the callback, not the URLs: with emit_log they are in
+ *     EMITTED (exactly once, in order); EMITTED is the authoritative,
+ *     exactly-once output of a persistent sieve (sieve_log_read reads it).
+ *   - Segments of A not yet flushed at a crash are flushed when the folder is
+ *     reopened (inside sieve_open, emitting through the callback).
+ *   - sieve_sync makes every URL added so far durable: after a crash, the
+ *     reopened sieve emits it (or has emitted it) exactly once. URLs added
+ *     after the last sync may be lost by a crash (a torn tail of A is cut);
+ *     damage before the synced point is reported as corruption.
+ *   - A truncated or corrupt Z, A, EMITTED or MANIFEST (bad magic, length,
+ *     count or checksum) is reported as SIEVE_ECORRUPT with the file named
+ *     in sieve_last_error(); it is never silently used.
+ *
+ * Threads: sieve_add / sieve_add_batch / sieve_sync / sieve_flush are safe
+ * from several threads at once. The emit callback runs on the sieve's flush
+ * thread (or inside sieve_open / sieve_close / sieve_flush for replays), is
+ * never called concurrently with itself, and must not call back into the
+ * same sieve.
+ */
+#ifndef CRAWLER_SIEVE_H
+#define CRAWLER_SIEVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Error codes: 0 is success; values never renumber. */
+enum sieve_err {
+    SIEVE_OK = 0,
+    SIEVE_EINVAL = 1,    /* bad argument or configuration (see last_error) */
+    SIEVE_ENOMEM = 2,    /* allocation failed */
+    SIEVE_EIO = 3,       /* a read/write/fsync/rename failed (errno in last_error) */
+    SIEVE_ECORRUPT = 4,  /* a sieve file is truncated or corrupt (named in last_error) */
+    SIEVE_ETOOLONG = 5,  /* URL longer than cfg->max_url_len: not added */
+    SIEVE_ECLOSED = 6,   /* the sieve failed earlier (a flush error); it is unusable */
+    SIEVE_ENOTSUP = 7,   /* unknown implementation name, or not supported by it */
+    SIEVE_ELOCKED = 8,   /* the folder is in use by another open sieve */
+};
+
+/* Called with each emitted URL (bytes not NUL-terminated, borrowed for the
+ * duration of the call). Runs on the flush thread; see the header comment. */
+typedef void (*sieve_emit_fn)(void *ctx, const char *url, size_t len);
+
+struct sieve_config {
+    const char *impl;      /* implementation name; NULL or "mercator" */
+    const char *dir;       /* folder of the sieve's files (created if missing); required */
+    size_t memory;         /* heap budget in bytes (>= 64 KiB); 0 = 64 MiB */
+    size_t buffer_urls;    /* tests: slots per buffer; 0 = derived from memory */
+    size_t max_url_len;    /* longest URL accepted; 0 = 65536 */
+    int emit_log;          /* nonzero: keep EMITTED, the durable output log */
+    int no_fsync;          /* nonzero: skip fsyncs (tests, throwaway sieves); crash safety then holds for process crashes only */
+};
+
+/* Counters (monotonic since open, except z_* which describe the current Z). */
+struct sieve_stats {
+    uint64_t added;          /* URLs given to add */
+    uint64_t emitted;        /* URLs delivered to the callback */
+    uint64_t cache_drops;    /* repeats dropped by the recent-signature cache */
+    uint64_t flushes;        /* flushes completed (including forced and replays) */
+    uint64_t flush_ns_total; /* wall time spent in flushes */
+    uint64_t flush_ns_max;   /* longest flush */
+    uint64_t add_waits;      /* adds that waited for a flush (both buffers full) */
+    uint64_t z_count;        /* signatures in Z */
+    uint64_t z_bytes;        /* Z's size in bytes (header included) */
+    uint64_t buffer_urls;    /* slots per buffer (n) */
+    uint64_t cache_entries;  /* entries of the recent-signature cache */
+};
+
+typedef struct sieve sieve_t;
+
+/* The table of operations an implementation provides (sieve_open picks it by
+ * cfg->impl). Each function has the contract of the public wrapper below. */
+struct sieve_ops {
+    const char *name;
+    int (*open)(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx, void **impl, char *err, size_t errlen);
+    int (*add)(void *impl, const char *url, size_t len);
+    int (*add_batch)(void *impl, const char *const *urls, const size_t *lens, size_t n);
+    int (*flush)(void *impl);
+    int (*sync)(void *impl);
+    int (*close)(void *impl);
+    void (*stats)(void *impl, struct sieve_stats *out);
+    const char *(*last_error)(void *impl);
+};
+
+/* Opens (creating if needed) the sieve in cfg->dir; cfg is copied (dir too).
+ * Replays A segments left by a crash (emitting their new URLs through emit
+ * before returning). On success *out owns the sieve: release with
+ * sieve_close. On error *out is NULL and, if errbuf is non-NULL, a message
+ * naming the file is written there. */
+int sieve_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx,
+               sieve_t **out, char *errbuf, size_t errlen);
+
+/* Adds one URL (borrowed; copied). May block while both buffers are full.
+ * SIEVE_ETOOLONG leaves the sieve usable. */
+int sieve_add(sieve_t *s, const char *url, size_t len);
+
+/* Adds n URLs under one lock acquisition; stops at the first error
+ * (URLs before it were added). */
+int sieve_add_batch(sieve_t *s, const char *const *urls, const size_t *lens, size_t n);
+
+/* Forced flush: when it returns SIEVE_OK every URL added before the call has
+ * been processed and its new URLs delivered to the callback. */
+int sieve_flush(sieve_t *s);
+
+/* Makes every URL added before the call durable (fsync of A + MANIFEST). */
+int sieve_sync(sieve_t *s);
+
+/* Flushes, emits the rest, syncs, joins the flush thread, frees everything.
+ * Returns the first error met (the sieve is freed anyway). NULL is a no-op. */
+int sieve_close(sieve_t *s);
+
+/* Copies the counters into *out. */
+void sieve_stats_get(sieve_t *s, struct sieve_stats *out);
+
+/* The last error's message (names the file for I/O and corruption errors);
+ * "" if none. Valid until the next call on s. */
+const char *sieve_last_error(sieve_t *s);
+
+/* A static description of an error code. */
+const char *sieve_strerror(int err);
+
+/* Reads the durable output log (EMITTED) of a closed sieve folder, calling
+ * fn for each URL in emission order, up to the committed length. Returns
+ * SIEVE_ECORRUPT (message in errbuf) on a damaged log. */
+int sieve_log_read(const char *dir, sieve_emit_fn fn, void *ctx, char *errbuf, size_t errlen);
+
+/* The implementation table of the Mercator sieve (for tests and registries). */
+extern const struct sieve_ops sieve_mercator_ops;
+
+#endif

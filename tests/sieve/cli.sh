@@ -1,0 +1,40 @@
+#!/bin/bash
+# `crawler sieve` against awk '!s[$0]++': one run, two runs sharing --dir,
+# overlong and NUL lines skipped with their line numbers, usage errors.
+set -euo pipefail
+BIN=${1:?usage: cli.sh path/to/crawler}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# deterministic input with repeats
+awk 'BEGIN { srand(7); for (i = 0; i < 60000; i++) printf "https://h%d.example.org/a/%d?x=%d\n", int(rand()*40), int(rand()*4000), int(rand()*3) }' > "$T/in"
+head -n 30000 "$T/in" > "$T/in1"
+tail -n 40000 "$T/in" > "$T/in2"
+
+"$BIN" sieve --memory 1M < "$T/in" > "$T/out" || fail "single run"
+awk '!s[$0]++' "$T/in" > "$T/ref"
+cmp "$T/out" "$T/ref" || fail "single run differs from awk"
+
+"$BIN" sieve --memory 1M --dir "$T/d" < "$T/in1" > "$T/o1" || fail "dir run 1"
+"$BIN" sieve --memory 1M --dir "$T/d" --stats < "$T/in2" > "$T/o2" 2> "$T/stats" || fail "dir run 2"
+cat "$T/in1" "$T/in2" | awk '!s[$0]++' > "$T/ref12"
+cat "$T/o1" "$T/o2" | cmp - "$T/ref12" || fail "two --dir runs differ from awk"
+grep -q '^flushes [1-9]' "$T/stats" || fail "stats: no flushes"
+grep -q '^z_bytes_per_signature ' "$T/stats" || fail "stats: no bytes per signature"
+want=$(wc -l < "$T/o2")
+grep -q "^emitted $want\$" "$T/stats" || fail "stats: emitted count differs from output ($want)"
+
+# overlong and NUL lines: reported with line numbers, skipped, counted
+{ echo "http://a/1"; head -c 300 /dev/zero | tr '\0' x; echo; printf 'http://b/\0x\n'; echo "http://a/1"; echo "http://c/"; } > "$T/bad"
+"$BIN" sieve --max-line 100 --stats < "$T/bad" > "$T/ob" 2> "$T/eb" || fail "bad-lines run"
+printf 'http://a/1\nhttp://c/\n' | cmp - "$T/ob" || fail "bad lines not skipped"
+grep -q 'line 2: longer than 100' "$T/eb" || fail "overlong line not reported"
+grep -q 'line 3: contains a NUL' "$T/eb" || fail "NUL line not reported"
+grep -q '^lines_skipped 2$' "$T/eb" || fail "skipped count"
+
+# usage errors exit 2
+set +e
+"$BIN" sieve --memory banana < /dev/null > /dev/null 2>&1; [ $? -eq 2 ] || fail "bad --memory not a usage error"
+"$BIN" sieve --frobnicate < /dev/null > /dev/null 2>&1; [ $? -eq 2 ] || fail "unknown option not a usage error"
+echo OK

@@ -1,0 +1,636 @@
+/*
+ * test_sieve.c: the sieve against a naive reference model (a string hash set
+ * and the first-appearance list), with flushes, reopen, threads, SIGKILL at
+ * internal crash points (SIEVE_CRASH_POINT) and damaged files.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sieve/sieve.h"
+
+/* ---- a list of strings (emitted URLs) and a naive string set ---- */
+struct slist {
+    char **v;
+    size_t n, cap;
+    pthread_mutex_t mu;
+};
+
+static void slist_push(struct slist *l, const char *s, size_t len)
+{
+    pthread_mutex_lock(&l->mu);
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->v = realloc(l->v, l->cap * sizeof *l->v);
+        ck_assert_ptr_nonnull(l->v);
+    }
+    l->v[l->n] = malloc(len + 1);
+    ck_assert_ptr_nonnull(l->v[l->n]);
+    memcpy(l->v[l->n], s, len);
+    l->v[l->n][len] = '\0';
+    l->n++;
+    pthread_mutex_unlock(&l->mu);
+}
+
+static void slist_init(struct slist *l)
+{
+    memset(l, 0, sizeof *l);
+    pthread_mutex_init(&l->mu, NULL);
+}
+
+static void slist_free(struct slist *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    pthread_mutex_destroy(&l->mu);
+}
+
+static void emit_cb(void *ctx, const char *url, size_t len)
+{
+    slist_push(ctx, url, len);
+}
+
+/* naive set: linear-probing over FNV hashes of strings */
+struct sset {
+    char **t;
+    size_t cap;
+};
+
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static void sset_init(struct sset *s, size_t cap)
+{
+    s->cap = cap * 2 + 16;
+    s->t = calloc(s->cap, sizeof *s->t);
+    ck_assert_ptr_nonnull(s->t);
+}
+
+/* 1 if inserted (new), 0 if present */
+static int sset_add(struct sset *s, const char *k)
+{
+    size_t i = fnv(k) % s->cap;
+    while (s->t[i] != NULL) {
+        if (strcmp(s->t[i], k) == 0)
+            return 0;
+        i = (i + 1) % s->cap;
+    }
+    s->t[i] = (char *)k;
+    return 1;
+}
+
+static void sset_free(struct sset *s)
+{
+    free(s->t);
+}
+
+static char base_dir[128];
+
+static void make_dir(char *out, size_t len, const char *tag)
+{
+    static int seq;
+    snprintf(out, len, "%s/%s-%d-%d", base_dir, tag, (int)getpid(), seq++);
+}
+
+static void rm_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char p[1024];
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+/* URL i of a universe of `distinct` URLs */
+static void url_of(char *out, size_t len, unsigned v)
+{
+    snprintf(out, len, "https://h%u.example.com/path/%u?q=%u", v % 97, v, v * 7919u);
+}
+
+static void cfg_small(struct sieve_config *c, const char *dir, size_t bufn)
+{
+    memset(c, 0, sizeof *c);
+    c->dir = dir;
+    c->memory = 1 << 20;
+    c->buffer_urls = bufn;
+    c->emit_log = 1;
+}
+
+/* Feeds seq through the sieve (reopening every `reopen_every` adds, never if
+ * 0) and checks the emitted list equals the first-appearance order. */
+static void run_reference(const unsigned *seq, size_t n, size_t bufn, size_t reopen_every)
+{
+    char dir[256], u[128];
+    struct sieve_config c;
+    struct slist got;
+    struct sset ref;
+    char **strs = calloc(n + 1, sizeof *strs);
+    size_t nref = 0;
+    char **order = calloc(n + 1, sizeof *order);
+    sieve_t *s = NULL;
+    char err[256];
+
+    make_dir(dir, sizeof dir, "ref");
+    cfg_small(&c, dir, bufn);
+    slist_init(&got);
+    sset_init(&ref, n);
+    ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
+    for (size_t i = 0; i < n; i++) {
+        url_of(u, sizeof u, seq[i]);
+        strs[i] = strdup(u);
+        if (sset_add(&ref, strs[i]))
+            order[nref++] = strs[i];
+        ck_assert_int_eq(sieve_add(s, u, strlen(u)), SIEVE_OK);
+        if (reopen_every && (i + 1) % reopen_every == 0) {
+            ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+            ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
+        }
+    }
+    ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+    ck_assert_uint_eq(got.n, nref);
+    for (size_t i = 0; i < nref; i++)
+        ck_assert_str_eq(got.v[i], order[i]);
+    /* the durable log holds the same list */
+    struct slist log;
+    slist_init(&log);
+    ck_assert_int_eq(sieve_log_read(dir, emit_cb, &log, err, sizeof err), SIEVE_OK);
+    ck_assert_uint_eq(log.n, nref);
+    for (size_t i = 0; i < nref; i++)
+        ck_assert_str_eq(log.v[i], order[i]);
+    slist_free(&log);
+    for (size_t i = 0; i < n; i++)
+        free(strs[i]);
+    free(strs);
+    free(order);
+    sset_free(&ref);
+    slist_free(&got);
+    rm_tree(dir);
+}
+
+START_TEST(test_reference_sizes)
+{
+    static const size_t sizes[] = {1, 2, 3, 1000};
+    srand(12345);
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        unsigned *seq = malloc(n * sizeof *seq);
+        for (size_t i = 0; i < n; i++)
+            seq[i] = (unsigned)rand() % (unsigned)(n / 2 + 1);
+        run_reference(seq, n, 7, 0);
+        run_reference(seq, n, 64, 0);
+        run_reference(seq, n, 7, 5);
+        run_reference(seq, n, 100000, 0);
+        free(seq);
+    }
+}
+END_TEST
+
+/* Repeats placed exactly across flush boundaries: with n slots the copy at
+ * position n (first of the next buffer) repeats the one at n-1, and so on. */
+START_TEST(test_boundary_repeats)
+{
+    const size_t bufn = 10, n = 400;
+    unsigned *seq = malloc(n * sizeof *seq);
+    for (size_t i = 0; i < n; i++) {
+        if (i % bufn == 0 && i > 0)
+            seq[i] = seq[i - 1];
+        else if (i % bufn == 1 && i > bufn)
+            seq[i] = seq[i - bufn - 1];
+        else
+            seq[i] = (unsigned)(i * 2654435761u % 150);
+    }
+    run_reference(seq, n, bufn, 0);
+    run_reference(seq, n, bufn, bufn);
+    run_reference(seq, n, bufn, 33);
+    free(seq);
+}
+END_TEST
+
+START_TEST(test_forced_flush_and_stats)
+{
+    char dir[256], u[128], err[256];
+    struct sieve_config c;
+    struct slist got;
+    struct sieve_stats st;
+    sieve_t *s = NULL;
+
+    make_dir(dir, sizeof dir, "flush");
+    cfg_small(&c, dir, 1000);
+    slist_init(&got);
+    ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
+    for (unsigned i = 0; i < 50; i++) {
+        url_of(u, sizeof u, i % 20);
+        ck_assert_int_eq(sieve_add(s, u, strlen(u)), SIEVE_OK);
+    }
+    ck_assert_uint_eq(got.n, 0);
+    ck_assert_int_eq(sieve_flush(s), SIEVE_OK);
+    ck_assert_uint_eq(got.n, 20);
+    ck_assert_int_eq(sieve_flush(s), SIEVE_OK); /* nothing new: no-op */
+    ck_assert_uint_eq(got.n, 20);
+    sieve_stats_get(s, &st);
+    ck_assert_uint_eq(st.added, 50);
+    ck_assert_uint_eq(st.emitted, 20);
+    ck_assert_uint_eq(st.z_count, 20);
+    ck_assert_uint_ge(st.flushes, 1);
+    ck_assert_int_eq(sieve_add(s, "x", 1), SIEVE_OK);
+    ck_assert_int_eq(sieve_sync(s), SIEVE_OK);
+    char big[70000];
+    memset(big, 'a', sizeof big);
+    ck_assert_int_eq(sieve_add(s, big, sizeof big), SIEVE_ETOOLONG);
+    ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+    ck_assert_uint_eq(got.n, 21);
+    /* the folder is locked while open */
+    sieve_t *s2 = NULL;
+    ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
+    ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s2, err, sizeof err), SIEVE_ELOCKED);
+    ck_assert_ptr_null(s2);
+    ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+    ck_assert_int_eq(sieve_close(NULL), SIEVE_OK);
+    c.impl = "no-such-sieve";
+    ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_ENOTSUP);
+    slist_free(&got);
+    rm_tree(dir);
+}
+END_TEST
+
+struct thr_arg {
+    sieve_t *s;
+    unsigned from, count;
+};
+
+static void *adder(void *p)
+{
+    struct thr_arg *a = p;
+    char u[128];
+    const char *urls[8];
+    size_t lens[8];
+    char store[8][128];
+    for (unsigned i = 0; i < a->count; i += 8) {
+        unsigned k = 0;
+        for (; k < 8 && i + k < a->count; k++) {
+            url_of(store[k], sizeof store[k], (a->from + i + k) % 3000);
+            urls[k] = store[k];
+            lens[k] = strlen(store[k]);
+        }
+        if (i % 16 == 0) {
+            for (unsigned j = 0; j < k; j++)
+                ck_assert_int_eq(sieve_add(a->s, urls[j], lens[j]), SIEVE_OK);
+        } else {
+            ck_assert_int_eq(sieve_add_batch(a->s, urls, lens, k), SIEVE_OK);
+        }
+    }
+    (void)u;
+    return NULL;
+}
+
+START_TEST(test_threads)
+{
+    char dir[256], err[256];
+    struct sieve_config c;
+    struct slist got;
+    sieve_t *s = NULL;
+    pthread_t t[4];
+    struct thr_arg a[4];
+
+    make_dir(dir, sizeof dir, "thr");
+    cfg_small(&c, dir, 50);
+    slist_init(&got);
+    ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
+    for (int i = 0; i < 4; i++) {
+        a[i].s = s;
+        a[i].from = (unsigned)i * 700;
+        a[i].count = 2000;
+        pthread_create(&t[i], NULL, adder, &a[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+    /* union of [i*700, i*700+2000) mod 3000 for i<4 = all 3000 */
+    ck_assert_uint_eq(got.n, 3000);
+    struct sset seen;
+    sset_init(&seen, got.n);
+    for (size_t i = 0; i < got.n; i++)
+        ck_assert_int_eq(sset_add(&seen, got.v[i]), 1);
+    sset_free(&seen);
+    slist_free(&got);
+    rm_tree(dir);
+}
+END_TEST
+
+/* ---- crash safety ---- */
+
+#define CR_N 120
+
+static void crash_child(const char *dir, long point, int wfd, const unsigned *seq, size_t n, int replay_only)
+{
+    struct sieve_config c;
+    sieve_t *s = NULL;
+    char u[128], err[256];
+    char pt[32];
+
+    snprintf(pt, sizeof pt, "%ld", point);
+    setenv("SIEVE_CRASH_POINT", pt, 1);
+    cfg_small(&c, dir, 9);
+    if (sieve_open(&c, NULL, NULL, &s, err, sizeof err) != SIEVE_OK)
+        _exit(3);
+    if (!replay_only) {
+        for (size_t i = 0; i < n; i++) {
+            url_of(u, sizeof u, seq[i]);
+            if (sieve_add(s, u, strlen(u)) != SIEVE_OK)
+                _exit(4);
+            if (i % 7 == 6) {
+                uint32_t k = (uint32_t)(i + 1);
+                if (sieve_sync(s) != SIEVE_OK)
+                    _exit(5);
+                if (write(wfd, &k, sizeof k) != sizeof k)
+                    _exit(6);
+            }
+        }
+    }
+    if (sieve_close(s) != SIEVE_OK)
+        _exit(7);
+    _exit(0);
+}
+
+START_TEST(test_crash_points)
+{
+    unsigned seq[CR_N];
+    int kills = 0;
+    unsigned rs = 99;
+
+    for (size_t i = 0; i < CR_N; i++) {
+        rs = rs * 1103515245u + 12345u;
+        seq[i] = (rs >> 8) % 70;
+    }
+    /* first-appearance reference */
+    char *order[CR_N];
+    size_t first_pos[CR_N], nref = 0;
+    struct sset ref;
+    char *strs[CR_N];
+    sset_init(&ref, CR_N);
+    for (size_t i = 0; i < CR_N; i++) {
+        char u[128];
+        url_of(u, sizeof u, seq[i]);
+        strs[i] = strdup(u);
+        if (sset_add(&ref, strs[i])) {
+            first_pos[nref] = i;
+            order[nref++] = strs[i];
+        }
+    }
+
+    for (long point = 1; point <= 260; point++) {
+        char dir[256], err[256];
+        int p[2];
+        uint32_t synced = 0, k;
+        pid_t pid;
+        int st;
+
+        make_dir(dir, sizeof dir, "crash");
+        ck_assert_int_eq(pipe(p), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            close(p[0]);
+            crash_child(dir, point, p[1], seq, CR_N, 0);
+        }
+        close(p[1]);
+        while (read(p[0], &k, sizeof k) == sizeof k)
+            synced = k;
+        close(p[0]);
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        if (WIFSIGNALED(st)) {
+            ck_assert_int_eq(WTERMSIG(st), SIGKILL);
+            kills++;
+            /* a second crash, during the replay of the reopen */
+            pid = fork();
+            if (pid == 0)
+                crash_child(dir, 1 + point % 7, -1, seq, 0, 1);
+            ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+            if (WIFSIGNALED(st))
+                kills++;
+            else
+                ck_assert_int_eq(WEXITSTATUS(st), 0);
+        } else {
+            ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed: %d", st);
+            synced = CR_N;
+        }
+        /* reopen cleanly: replays what is left, then read the durable log */
+        struct sieve_config c;
+        struct slist got, log;
+        sieve_t *s = NULL;
+        slist_init(&got);
+        slist_init(&log);
+        cfg_small(&c, dir, 9);
+        ck_assert_msg(sieve_open(&c, emit_cb, &got, &s, err, sizeof err) == SIEVE_OK, "reopen after kill %ld: %s",
+                      point, err);
+        ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+        ck_assert_int_eq(sieve_log_read(dir, emit_cb, &log, err, sizeof err), SIEVE_OK);
+        /* the log is a prefix of the first-appearance order (no duplicate,
+         * no reordering) that covers every URL first seen before the sync */
+        ck_assert_uint_le(log.n, nref);
+        for (size_t i = 0; i < log.n; i++)
+            ck_assert_msg(strcmp(log.v[i], order[i]) == 0, "kill %ld: log[%zu] = %s, want %s", point, i, log.v[i],
+                          order[i]);
+        for (size_t i = 0; i < nref; i++)
+            if (first_pos[i] < synced)
+                ck_assert_msg(i < log.n, "kill %ld: synced URL %s lost (log %zu)", point, order[i], log.n);
+        /* whatever the parent's reopen delivered is the log's tail */
+        ck_assert_uint_le(got.n, log.n);
+        for (size_t i = 0; i < got.n; i++)
+            ck_assert_str_eq(got.v[i], log.v[log.n - got.n + i]);
+        slist_free(&got);
+        slist_free(&log);
+        rm_tree(dir);
+    }
+    ck_assert_int_ge(kills, 200);
+    for (size_t i = 0; i < CR_N; i++)
+        free(strs[i]);
+    sset_free(&ref);
+}
+END_TEST
+
+/* ---- corruption ---- */
+
+static void build_sieve(const char *dir, unsigned n, int leave_open_a)
+{
+    struct sieve_config c;
+    sieve_t *s = NULL;
+    char u[128], err[256];
+    pid_t pid = fork();
+    int st;
+
+    if (pid == 0) {
+        cfg_small(&c, dir, leave_open_a ? 100000 : 16);
+        if (sieve_open(&c, NULL, NULL, &s, err, sizeof err) != SIEVE_OK)
+            _exit(3);
+        for (unsigned i = 0; i < n; i++) {
+            url_of(u, sizeof u, i);
+            if (sieve_add(s, u, strlen(u)) != SIEVE_OK)
+                _exit(4);
+        }
+        if (leave_open_a) {
+            if (sieve_sync(s) != SIEVE_OK)
+                _exit(5);
+            _exit(0); /* no close: A stays for the replay */
+        }
+        _exit(sieve_close(s) == SIEVE_OK ? 0 : 6);
+    }
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_int_eq(WEXITSTATUS(st), 0);
+}
+
+static void find_file(const char *dir, const char *prefix, char *out, size_t len)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    out[0] = '\0';
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && strstr(e->d_name, "tmp") == NULL)
+            snprintf(out, len, "%s/%s", dir, e->d_name);
+    closedir(d);
+    ck_assert_msg(out[0] != '\0', "no %s in %s", prefix, dir);
+}
+
+static void flip_byte(const char *path, long off)
+{
+    int fd = open(path, O_RDWR);
+    unsigned char b;
+    struct stat sb;
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(fstat(fd, &sb), 0);
+    if (off < 0)
+        off += sb.st_size;
+    ck_assert_int_eq(pread(fd, &b, 1, off), 1);
+    b ^= 0x5a;
+    ck_assert_int_eq(pwrite(fd, &b, 1, off), 1);
+    close(fd);
+}
+
+static void cut_file(const char *path, long keep_frac_num, long den)
+{
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_int_eq(truncate(path, sb.st_size * keep_frac_num / den), 0);
+}
+
+/* Opens dir, adds one more URL and flushes; expects `want` with the file
+ * named in the message (at open or at the flush). */
+static void expect_corrupt(const char *dir, const char *name)
+{
+    struct sieve_config c;
+    sieve_t *s = NULL;
+    char err[600];
+    int rc;
+
+    cfg_small(&c, dir, 100000);
+    rc = sieve_open(&c, NULL, NULL, &s, err, sizeof err);
+    if (rc == SIEVE_OK) {
+        ck_assert_int_eq(sieve_add(s, "http://new.example/", 19), SIEVE_OK);
+        rc = sieve_flush(s);
+        snprintf(err, sizeof err, "%s", sieve_last_error(s));
+        sieve_close(s);
+    }
+    ck_assert_msg(rc == SIEVE_ECORRUPT, "want ECORRUPT for %s, got %d (%s)", name, rc, err);
+    ck_assert_msg(strstr(err, name) != NULL, "error '%s' does not name %s", err, name);
+}
+
+START_TEST(test_corruption)
+{
+    char dir[256], f[1024];
+
+    /* Z: a flipped payload byte, a flipped header byte, truncation */
+    for (int mode = 0; mode < 3; mode++) {
+        make_dir(dir, sizeof dir, "cz");
+        build_sieve(dir, 500, 0);
+        find_file(dir, "Z.", f, sizeof f);
+        if (mode == 0)
+            flip_byte(f, -10);
+        else if (mode == 1)
+            flip_byte(f, 9);
+        else
+            cut_file(f, 1, 2);
+        expect_corrupt(dir, strrchr(f, '/') + 1);
+        rm_tree(dir);
+    }
+    /* A: a flipped byte inside the synced part, truncation of the synced part */
+    for (int mode = 0; mode < 2; mode++) {
+        make_dir(dir, sizeof dir, "ca");
+        build_sieve(dir, 300, 1);
+        find_file(dir, "A.", f, sizeof f);
+        if (mode == 0)
+            flip_byte(f, 100);
+        else
+            cut_file(f, 1, 2);
+        expect_corrupt(dir, strrchr(f, '/') + 1);
+        rm_tree(dir);
+    }
+    /* MANIFEST and the output log */
+    make_dir(dir, sizeof dir, "cm");
+    build_sieve(dir, 300, 0);
+    snprintf(f, sizeof f, "%s/MANIFEST", dir);
+    flip_byte(f, 20);
+    expect_corrupt(dir, "MANIFEST");
+    rm_tree(dir);
+    make_dir(dir, sizeof dir, "ce");
+    build_sieve(dir, 300, 0);
+    snprintf(f, sizeof f, "%s/EMITTED", dir);
+    cut_file(f, 1, 3);
+    expect_corrupt(dir, "EMITTED");
+    rm_tree(dir);
+}
+END_TEST
+
+static Suite *sieve_suite(void)
+{
+    Suite *s = suite_create("sieve");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 100);
+    tcase_add_test(tc, test_reference_sizes);
+    tcase_add_test(tc, test_boundary_repeats);
+    tcase_add_test(tc, test_forced_flush_and_stats);
+    tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_crash_points);
+    tcase_add_test(tc, test_corruption);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    struct stat sb;
+    const char *base = stat("/dev/shm", &sb) == 0 ? "/dev/shm" : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    SRunner *sr;
+    int failed;
+
+    snprintf(base_dir, sizeof base_dir, "%s", base);
+    sr = srunner_create(sieve_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
