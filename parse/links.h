@@ -1,0 +1,141 @@
+/*
+ * links.h: link extraction from an HTML page with libxml2's SAX push parser.
+ *
+ * Data structure. A `struct links_extractor` owns a libxml2 HTML push parser
+ * context created per page (htmlCreatePushParserCtxt with only the SAX
+ * callbacks we need: no tree is built), an arena that holds the raw
+ * attribute values seen during the pass, the array of resolved links, and a
+ * SimHash builder fed with the page's text in the same pass. After the pass
+ * every raw link is resolved against the document's base URL (the first
+ * `<base href>`, itself resolved against the page URL, wherever it appears,
+ * as HTML5 does) and normalized; links whose scheme is not http or https are
+ * dropped and counted. Resolution follows the WHATWG URL Standard for http(s)
+ * (outer spaces stripped, tabs/newlines removed, '\' as '/', host lowercased
+ * and IDNA-encoded, IPv4/IPv6 hosts canonical, default port dropped, dot
+ * segments removed, path and query percent-encoded as UTF-8); the fragment
+ * and any user:password@ are dropped. It lives in links.c behind three
+ * adapter functions so frontier/url.h's resolver and crawl key can replace
+ * it without changing this interface.
+ *
+ * What counts as a link: `a` and `area` href; `link` href when rel has
+ * canonical, alternate (not with stylesheet / icon), next or prev/previous;
+ * `frame` and `iframe` src; `<meta http-equiv=refresh content="N; url=...">`.
+ * Page-level: `<meta name=robots>` noindex / nofollow / none, the first
+ * canonical, the base. Per link: rel=nofollow.
+ * What does not: anything inside comments, `script`, `style` (libxml2 reads
+ * them as raw text), nor inside the elements HTML5 parses as text or raw
+ * text but libxml2 does not (`textarea`, `title`, `xmp`, `noembed`,
+ * `noframes`, `plaintext`, and the content of `iframe`). `noscript` content
+ * IS parsed: a crawler runs no scripts, and an HTML5 parser with scripting
+ * off builds those elements.
+ *
+ * Charset: the caller passes the Content-Type charset (or NULL); it wins over
+ * `<meta charset>`, which wins over the default; a BOM is honoured. libxml2
+ * converts everything to UTF-8; the URL module percent-encodes non-ASCII
+ * octets as UTF-8. The WHATWG rule that encodes the query of a link on a
+ * non-UTF-8 page in the page's own encoding is NOT implemented: queries are
+ * always encoded as UTF-8.
+ *
+ * Invariants: at most `max_links` links and `max_bytes` bytes of URLs per
+ * page (the rest is counted in `truncated`); the extractor is reused page
+ * after page by one thread (not thread-safe; one extractor per parse thread).
+ * The only global state is libxml2's, initialised once by xmlInitParser()
+ * (called from links_extractor_create, safe to repeat; call it once from the
+ * main thread before starting parse threads to be safe). libxml2's error
+ * output is silenced: per parser context (NOERROR / NOWARNING), and for the
+ * encoders' context-free messages by swapping libxml2's generic error
+ * handler (a per-thread variable in libxml2) during each parse and restoring
+ * it after.
+ *
+ * Workload: one page after another, 10-500 KiB each, hundreds of links; the
+ * cost must stay close to libxml2's own parse (see tests/bench/links.sh).
+ */
+#ifndef CRAWLER_LINKS_H
+#define CRAWLER_LINKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LINKS_DEFAULT_MAX_LINKS 10000
+#define LINKS_DEFAULT_MAX_BYTES (4u * 1024u * 1024u)
+/* Raw attribute values longer than this are ignored (counted as invalid). */
+#define LINKS_MAX_URL_LEN 8192
+
+enum links_err {
+    LINKS_OK = 0,      /* success (a malformed page is still a success) */
+    LINKS_ENOMEM = 1,  /* allocation failed; results of the page are partial */
+    LINKS_EINVAL = 2,  /* NULL argument, or the page URL is not an absolute
+                          http(s) URL */
+    LINKS_EPARSER = 3  /* libxml2 could not create a parser context */
+};
+
+const char *links_strerror(int err);
+
+enum link_kind {
+    LINK_A = 0,
+    LINK_AREA,
+    LINK_CANONICAL,     /* <link rel=canonical> */
+    LINK_ALTERNATE,     /* <link rel=alternate> */
+    LINK_NEXT,          /* <link rel=next> */
+    LINK_PREV,          /* <link rel=prev> or previous */
+    LINK_FRAME,
+    LINK_IFRAME,
+    LINK_META_REFRESH,
+    LINK_KIND_COUNT
+};
+
+/* "a", "area", "link-canonical", "link-alternate", "link-next",
+ * "link-prev", "frame", "iframe", "meta-refresh". */
+const char *link_kind_name(enum link_kind kind);
+
+struct link {
+    const char *url;    /* absolute, normalized, NUL-terminated */
+    size_t len;
+    enum link_kind kind;
+    bool nofollow;      /* rel=nofollow on this element */
+};
+
+/* Page-level results of the last links_extract(). Strings are borrowed from
+ * the extractor (valid until the next extract/reset/destroy), NULL if absent. */
+struct links_page {
+    bool noindex;             /* meta robots noindex or none */
+    bool nofollow;            /* meta robots nofollow or none */
+    const char *base;         /* resolved <base href>, or the page URL */
+    const char *canonical;    /* first resolved rel=canonical */
+    uint64_t simhash;         /* SimHash of the page's text (simhash.h) */
+    size_t dropped_scheme;    /* links with a non-http(s) scheme */
+    size_t dropped_invalid;   /* links that did not parse / resolve */
+    size_t truncated;         /* links beyond max_links / max_bytes */
+};
+
+struct links_config {
+    size_t max_links;   /* 0 = LINKS_DEFAULT_MAX_LINKS */
+    size_t max_bytes;   /* 0 = LINKS_DEFAULT_MAX_BYTES */
+    bool no_simhash;    /* skip the text pass (faster) */
+};
+
+struct links_extractor;
+
+/* New extractor (config may be NULL for the defaults). On error *out = NULL. */
+int links_extractor_create(const struct links_config *config,
+                           struct links_extractor **out);
+/* Frees everything; NULL is a no-op. */
+void links_extractor_destroy(struct links_extractor *ex);
+
+/*
+ * Parses one page: `body` (len bytes) fetched from `page_url` (NUL-terminated
+ * absolute http(s) URL), `charset` the Content-Type charset label or NULL.
+ * Replaces the previous page's results. Returns LINKS_OK even for garbage.
+ */
+int links_extract(struct links_extractor *ex, const char *page_url,
+                  const char *charset, const char *body, size_t len);
+
+/* Links of the last page in document order (borrowed, valid until the next
+ * links_extract or destroy); *count gets their number. */
+const struct link *links_result(const struct links_extractor *ex, size_t *count);
+
+/* Page-level results of the last page (borrowed). */
+const struct links_page *links_page_info(const struct links_extractor *ex);
+
+#endif

@@ -1,0 +1,421 @@
+/*
+ * test_links.c: Check suite for parse/links.h.
+ *
+ * test_pages: every pages/NAME.html is extracted and its set of links
+ * ("URL<TAB>kind[<TAB>nofollow]", duplicates merged) compared with
+ * pages/NAME.expected, which also gives the page URL ("@url"), the charset
+ * the caller passes ("@charset") and page-level results ("@noindex",
+ * "@nofollow", "@base URL", "@canonical URL", "@dropped_scheme N"). The
+ * expected sets were written with an HTML5 parser (html5lib) as the oracle.
+ * test_whatwg_http_cases runs the WHATWG URL tests an href can meet.
+ * The other tests check caps, reuse, bad input, and that the page's SimHash
+ * ignores markup, scripts and styles.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse/links.h"
+#include "parse/simhash.h"
+
+#if !defined(PAGES_DIR) || !defined(CONFORMANCE_DIR)
+#error "PAGES_DIR and CONFORMANCE_DIR must be defined"
+#endif
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+            buf = malloc((size_t)n + 1);
+            if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+                buf[n] = '\0';
+                *len = (size_t)n;
+            } else {
+                free(buf);
+                buf = NULL;
+            }
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+static int cmpstr(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts and removes duplicates; returns the new count. */
+static size_t uniq(char **v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmpstr);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (o > 0 && strcmp(v[o - 1], v[i]) == 0) {
+            free(v[i]);
+            continue;
+        }
+        v[o++] = v[i];
+    }
+    return o;
+}
+
+/* Returns the number of mismatches (printed). */
+static int check_page(struct links_extractor *ex, const char *name)
+{
+    char path[1024];
+    size_t hlen = 0, elen = 0;
+    snprintf(path, sizeof path, "%s/%s.html", PAGES_DIR, name);
+    char *html = slurp(path, &hlen);
+    snprintf(path, sizeof path, "%s/%s.expected", PAGES_DIR, name);
+    char *exp = slurp(path, &elen);
+    ck_assert_msg(html && exp, "missing files for %s", name);
+
+    char url[1024] = "", charset[64] = "", base[1024] = "", canonical[1024] = "";
+    bool noindex = false, nofollow = false;
+    long dropped_scheme = -1;
+    char **want = calloc(elen + 1, sizeof *want);
+    size_t nwant = 0;
+    ck_assert_ptr_nonnull(want);
+    char *cursor = exp;
+    while (*cursor) {
+        char *nl = strchr(cursor, '\n');
+        if (nl)
+            *nl = '\0';
+        if (cursor[0] == '@') {
+            if (strncmp(cursor, "@url ", 5) == 0)
+                snprintf(url, sizeof url, "%s", cursor + 5);
+            else if (strncmp(cursor, "@charset ", 9) == 0)
+                snprintf(charset, sizeof charset, "%s", cursor + 9);
+            else if (strncmp(cursor, "@base ", 6) == 0)
+                snprintf(base, sizeof base, "%s", cursor + 6);
+            else if (strncmp(cursor, "@canonical ", 11) == 0)
+                snprintf(canonical, sizeof canonical, "%s", cursor + 11);
+            else if (strcmp(cursor, "@noindex") == 0)
+                noindex = true;
+            else if (strcmp(cursor, "@nofollow") == 0)
+                nofollow = true;
+            else if (strncmp(cursor, "@dropped_scheme ", 16) == 0)
+                dropped_scheme = strtol(cursor + 16, NULL, 10);
+        } else if (cursor[0] != '\0' && cursor[0] != '#') {
+            want[nwant] = strdup(cursor);
+            ck_assert_ptr_nonnull(want[nwant]);
+            nwant++;
+        }
+        if (!nl)
+            break;
+        cursor = nl + 1;
+    }
+    ck_assert_msg(url[0], "%s.expected has no @url", name);
+
+    int rc = links_extract(ex, url, charset[0] ? charset : NULL, html, hlen);
+    ck_assert_int_eq(rc, LINKS_OK);
+    size_t n = 0;
+    const struct link *l = links_result(ex, &n);
+    char **got = calloc(n + 1, sizeof *got);
+    ck_assert_ptr_nonnull(got);
+    for (size_t i = 0; i < n; i++) {
+        char buf[9000];
+        snprintf(buf, sizeof buf, "%s\t%s%s", l[i].url, link_kind_name(l[i].kind),
+                 l[i].nofollow ? "\tnofollow" : "");
+        got[i] = strdup(buf);
+        ck_assert_ptr_nonnull(got[i]);
+    }
+    size_t ng = uniq(got, n);
+    nwant = uniq(want, nwant);
+
+    int bad = 0;
+    size_t i = 0, j = 0;
+    while (i < ng || j < nwant) {
+        int c = i == ng ? 1 : j == nwant ? -1 : strcmp(got[i], want[j]);
+        if (c < 0) {
+            printf("%s: unexpected link: %s\n", name, got[i++]);
+            bad++;
+        } else if (c > 0) {
+            printf("%s: missing link:    %s\n", name, want[j++]);
+            bad++;
+        } else {
+            i++;
+            j++;
+        }
+    }
+    const struct links_page *p = links_page_info(ex);
+    if (p->noindex != noindex || p->nofollow != nofollow) {
+        printf("%s: meta robots noindex=%d nofollow=%d, expected %d %d\n", name, p->noindex,
+               p->nofollow, noindex, nofollow);
+        bad++;
+    }
+    if (base[0] && strcmp(p->base, base) != 0) {
+        printf("%s: base %s, expected %s\n", name, p->base, base);
+        bad++;
+    }
+    if (canonical[0] ? !p->canonical || strcmp(p->canonical, canonical) != 0
+                     : p->canonical != NULL) {
+        printf("%s: canonical %s, expected %s\n", name, p->canonical ? p->canonical : "(none)",
+               canonical[0] ? canonical : "(none)");
+        bad++;
+    }
+    if (dropped_scheme >= 0 && (long)p->dropped_scheme != dropped_scheme) {
+        printf("%s: dropped_scheme %zu, expected %ld\n", name, p->dropped_scheme,
+               dropped_scheme);
+        bad++;
+    }
+    printf("%s: %zu links, %s\n", name, ng, bad ? "MISMATCH" : "ok");
+    for (size_t k = 0; k < ng; k++)
+        free(got[k]);
+    for (size_t k = 0; k < nwant; k++)
+        free(want[k]);
+    free(got);
+    free(want);
+    free(html);
+    free(exp);
+    return bad;
+}
+
+START_TEST(test_pages)
+{
+    struct links_extractor *ex = NULL;
+    ck_assert_int_eq(links_extractor_create(NULL, &ex), LINKS_OK);
+    DIR *d = opendir(PAGES_DIR);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    int pages = 0, bad = 0;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".html") != 0)
+            continue;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(len - 5), e->d_name);
+        bad += check_page(ex, name);
+        pages++;
+    }
+    closedir(d);
+    links_extractor_destroy(ex);
+    ck_assert_int_ge(pages, 10);
+    ck_assert_msg(bad == 0, "%d mismatches (see output)", bad);
+}
+END_TEST
+
+START_TEST(test_caps)
+{
+    struct links_config cfg = {.max_links = 10, .max_bytes = 0};
+    struct links_extractor *ex = NULL;
+    ck_assert_int_eq(links_extractor_create(&cfg, &ex), LINKS_OK);
+    char page[8192];
+    size_t o = 0;
+    for (int i = 0; i < 50; i++)
+        o += (size_t)snprintf(page + o, sizeof page - o, "<a href=/p%d>x</a>", i);
+    ck_assert_int_eq(links_extract(ex, "http://h.example/", NULL, page, o), LINKS_OK);
+    size_t n;
+    const struct link *l = links_result(ex, &n);
+    ck_assert_uint_eq(n, 10);
+    ck_assert_str_eq(l[0].url, "http://h.example/p0");
+    ck_assert_str_eq(l[9].url, "http://h.example/p9");
+    ck_assert_uint_eq(links_page_info(ex)->truncated, 40);
+    links_extractor_destroy(ex);
+
+    cfg.max_links = 0;
+    cfg.max_bytes = 200;
+    ck_assert_int_eq(links_extractor_create(&cfg, &ex), LINKS_OK);
+    ck_assert_int_eq(links_extract(ex, "http://h.example/", NULL, page, o), LINKS_OK);
+    l = links_result(ex, &n);
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += l[i].len + 1;
+    ck_assert_uint_le(bytes, 200);
+    ck_assert_uint_gt(n, 3);
+    ck_assert_uint_gt(links_page_info(ex)->truncated, 0);
+    links_extractor_destroy(ex);
+}
+END_TEST
+
+START_TEST(test_reuse_and_bad_input)
+{
+    struct links_extractor *ex = NULL;
+    ck_assert_int_eq(links_extractor_create(NULL, &ex), LINKS_OK);
+    const char *p1 = "<meta name=robots content=noindex><base href=/b/><a href=x>1</a>"
+                     "<link rel=canonical href=/c>";
+    ck_assert_int_eq(links_extract(ex, "http://one.example/", NULL, p1, strlen(p1)), LINKS_OK);
+    size_t n;
+    links_result(ex, &n);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(links_page_info(ex)->noindex);
+    ck_assert_str_eq(links_page_info(ex)->base, "http://one.example/b/");
+    ck_assert_str_eq(links_page_info(ex)->canonical, "http://one.example/c");
+
+    /* The next page starts clean. */
+    const char *p2 = "<p>no links</p>";
+    ck_assert_int_eq(links_extract(ex, "http://two.example/d/", NULL, p2, strlen(p2)), LINKS_OK);
+    links_result(ex, &n);
+    ck_assert_uint_eq(n, 0);
+    ck_assert(!links_page_info(ex)->noindex);
+    ck_assert_ptr_null(links_page_info(ex)->canonical);
+    ck_assert_str_eq(links_page_info(ex)->base, "http://two.example/d/");
+
+    /* Empty and binary bodies are fine; a bad page URL is not. */
+    ck_assert_int_eq(links_extract(ex, "http://two.example/", NULL, NULL, 0), LINKS_OK);
+    const char bin[] = "\0\xff\xfe<a href=\0x>\x01\x02<<<>>>&#0;&#xD800;<a href='/ok'>";
+    ck_assert_int_eq(links_extract(ex, "http://two.example/", "utf-8", bin, sizeof bin - 1),
+                     LINKS_OK);
+    ck_assert_int_eq(links_extract(ex, "not a url", NULL, p1, strlen(p1)), LINKS_EINVAL);
+    ck_assert_int_eq(links_extract(ex, "mailto:x@example.com", NULL, p1, strlen(p1)),
+                     LINKS_EINVAL);
+    ck_assert_int_eq(links_extract(NULL, "http://x/", NULL, p1, strlen(p1)), LINKS_EINVAL);
+    /* An unknown charset label is ignored. */
+    ck_assert_int_eq(links_extract(ex, "http://two.example/", "no-such-charset", p1,
+                                   strlen(p1)), LINKS_OK);
+    links_result(ex, &n);
+    ck_assert_uint_eq(n, 2);
+    links_extractor_destroy(ex);
+    links_extractor_destroy(NULL);
+    ck_assert_str_eq(link_kind_name(LINK_META_REFRESH), "meta-refresh");
+    ck_assert_str_eq(links_strerror(LINKS_ENOMEM), "out of memory");
+}
+END_TEST
+
+START_TEST(test_page_simhash)
+{
+    struct links_extractor *ex = NULL;
+    ck_assert_int_eq(links_extractor_create(NULL, &ex), LINKS_OK);
+    const char *a = "<html><head><title>Weather</title><script>var t = 'ignore me "
+                    "entirely please';</script><style>p { color: red }</style></head>"
+                    "<body><p>The weather today is <b>sunny</b> with light winds from the "
+                    "north and a chance of rain in the evening.</p></body></html>";
+    const char *b = "<html><head><title>Weather</title><script>completely different "
+                    "script text here</script></head><body><div>The weather today is "
+                    "sunny with light winds from the north and a chance of rain in the "
+                    "evening.</div><!-- other comment --></body></html>";
+    const char *text = "Weather The weather today is sunny with light winds from the north "
+                       "and a chance of rain in the evening.";
+    ck_assert_int_eq(links_extract(ex, "http://h.example/", NULL, a, strlen(a)), LINKS_OK);
+    uint64_t ha = links_page_info(ex)->simhash;
+    ck_assert_int_eq(links_extract(ex, "http://h.example/", NULL, b, strlen(b)), LINKS_OK);
+    uint64_t hb = links_page_info(ex)->simhash;
+    ck_assert_uint_eq(ha, hb);
+    ck_assert_uint_eq(ha, simhash_text(text, strlen(text)));
+    links_extractor_destroy(ex);
+}
+END_TEST
+
+/* Decodes the TSV escapes (\\ \t \n \r \xHH). */
+static size_t tsv_unescape(const char *s, char *o, size_t cap)
+{
+    size_t n = 0;
+    for (; *s && n + 1 < cap; s++) {
+        if (*s != '\\') {
+            o[n++] = *s;
+            continue;
+        }
+        s++;
+        if (*s == 't')
+            o[n++] = '\t';
+        else if (*s == 'n')
+            o[n++] = '\n';
+        else if (*s == 'r')
+            o[n++] = '\r';
+        else if (*s == 'x' && s[1] && s[2]) {
+            char h[3] = {s[1], s[2], 0};
+            o[n++] = (char)strtol(h, NULL, 16);
+            s += 2;
+        } else if (*s)
+            o[n++] = *s;
+        else
+            break;
+    }
+    o[n] = '\0';
+    return n;
+}
+
+/*
+ * Every WHATWG urltestdata case that a crawler meets in an href of an http(s)
+ * page (base http/https; expected an http(s) URL without credentials, or a
+ * failure), written into `<a href="...">` with HTML escaping and resolved by
+ * links_extract: the link must equal the expected href minus its fragment,
+ * or be dropped when the case must fail. Inputs with NUL or CR are skipped
+ * (the HTML parser rewrites them before the URL parser sees them).
+ */
+START_TEST(test_whatwg_http_cases)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/urltests.tsv", CONFORMANCE_DIR);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "missing %s", path);
+    struct links_extractor *ex = NULL;
+    ck_assert_int_eq(links_extractor_create(NULL, &ex), LINKS_OK);
+    static char line[65536], in[16384], base[16384], exp[16384], page[70000];
+    int checked = 0, bad = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *t1 = strchr(line, '\t');
+        char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        if (!t2)
+            continue;
+        *t1 = *t2 = '\0';
+        size_t il = tsv_unescape(line, in, sizeof in);
+        tsv_unescape(t1 + 1, base, sizeof base);
+        tsv_unescape(t2 + 1, exp, sizeof exp);
+        bool fail = strcmp(exp, "FAIL") == 0;
+        if (strncmp(base, "http://", 7) != 0 && strncmp(base, "https://", 8) != 0)
+            continue;
+        if (!fail && ((strncmp(exp, "http://", 7) != 0 && strncmp(exp, "https://", 8) != 0) ||
+                      strchr(exp, '@')))
+            continue;
+        if (memchr(in, '\0', il) != NULL || strlen(in) != il || strchr(in, '\r'))
+            continue;
+        char *hash = strchr(exp, '#');
+        if (hash)
+            *hash = '\0';
+        size_t o = (size_t)snprintf(page, sizeof page, "<a href=\"");
+        for (size_t i = 0; i < il && o + 8 < sizeof page; i++) {
+            const char *e = in[i] == '&' ? "&amp;" : in[i] == '"' ? "&quot;" : NULL;
+            if (e) {
+                memcpy(page + o, e, strlen(e));
+                o += strlen(e);
+            } else {
+                page[o++] = in[i];
+            }
+        }
+        o += (size_t)snprintf(page + o, sizeof page - o, "\">x</a>");
+        if (links_extract(ex, base, "utf-8", page, o) != LINKS_OK)
+            continue; /* a base the extractor refuses is not a link case */
+        size_t n;
+        const struct link *l = links_result(ex, &n);
+        checked++;
+        if (fail ? n != 0 : (n != 1 || strcmp(l[0].url, exp) != 0)) {
+            bad++;
+            printf("whatwg: input [%s] base [%s]: expected %s, got %s\n", line, t1 + 1,
+                   fail ? "no link" : exp, n ? l[0].url : "no link");
+        }
+    }
+    fclose(f);
+    links_extractor_destroy(ex);
+    printf("whatwg http(s) cases: %d checked, %d mismatches\n", checked, bad);
+    ck_assert_int_gt(checked, 100);
+    ck_assert_int_eq(bad, 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("links");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_pages);
+    tcase_add_test(tc, test_caps);
+    tcase_add_test(tc, test_reuse_and_bad_input);
+    tcase_add_test(tc, test_page_simhash);
+    tcase_add_test(tc, test_whatwg_http_cases);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
