@@ -1,0 +1,199 @@
+/*
+ * frontier.h: the host table and the per-host FIFO queues of URLs to visit,
+ * held in memory up to a byte budget and spilled to disk beyond it.
+ *
+ * Data structure.
+ *   - Host table: a hash index from a host key (scheme://host:port, e.g.
+ *     "http://h17.web.test:8080", derived by the caller from the URL module)
+ *     to a dense host id (uint32_t, 0..n-1, never reused). Per host: its key,
+ *     its queue, its robots state (unknown/fetching/known, an opaque pointer
+ *     the crawler owns, an expiry time), pages and bytes fetched, URLs ever
+ *     queued, a retired flag. Politeness timing (next allowed time, IP,
+ *     in-flight token, consecutive errors) lives in politeness/politeness.h,
+ *     indexed by the same host id.
+ *   - Queue of a host = [memory part] then [disk part], in FIFO order. The
+ *     memory part is a linked list of records (URL, via-URL, depth). The disk
+ *     part is a chain of extents in shared append-only segment files (one
+ *     extent per host per flush of the shared write buffer), followed by the
+ *     host's records still in the write buffer. Extents are chained by a
+ *     "next" pointer patched into the previous extent's header when the next
+ *     one is written. No file descriptor is held per host: only one per live
+ *     segment (64 MiB each by default).
+ *   - A URL goes to the memory part only when the disk part is empty and the
+ *     memory budget minus a refill reserve (a quarter of the budget left
+ *     after the fixed buffers) allows it; otherwise it goes to the disk part.
+ *     When the memory part of a host runs empty, the next pop reads a batch
+ *     from the front of its disk part: at least one record, at most the
+ *     host's share of the reserve (reserve / hosts with spilled URLs, at
+ *     least 512 bytes) and what the budget allows, and never past the end of
+ *     the current extent. A segment is unlinked once every extent in it is
+ *     consumed.
+ *
+ * Invariants.
+ *   - Per host, URLs come out of frontier_pop in exactly the order they went
+ *     in (FIFO), each exactly once, whatever went through the disk.
+ *   - frontier_stats().mem_bytes <= config.mem_budget, where mem_bytes counts
+ *     the host structs, keys, hash index, the write buffer and every record
+ *     in memory. The only excess allowed: a pop that finds a host's memory
+ *     part empty always brings back at least one record (bounded by one
+ *     record of at most 2 * FRONTIER_URL_MAX bytes). If the host table alone
+ *     outgrows the budget, every new URL goes to disk.
+ *   - A retired host keeps its id but accepts no URL; its queued URLs were
+ *     handed to the drain callback and counted as dropped, never lost silently.
+ *
+ * Via-URL: each queued URL carries the URL it was discovered from (optional,
+ * may be empty) as a string, so the crawl log can print it without another
+ * lookup; callers that want it cheaper pass an empty via and keep their own id.
+ *
+ * Memory costs: per host about 160 bytes of struct + its key + 8 bytes of
+ * hash index (all counted in mem_budget); per record in memory 16 bytes of
+ * header + URL + via, rounded as malloc does (counted); fixed: the write
+ * buffer, a flush chunk (<= 1 MiB), a 64 KiB read chunk (counted). On disk:
+ * 8 bytes per record + 32 per extent; a segment lives until every extent in
+ * it is consumed, so disk use can exceed the live data while slow hosts hold
+ * old segments.
+ *
+ * Workload: one push per URL the sieve emits, one pop per fetch; pushes and
+ * pops are O(1) in memory plus amortized sequential disk I/O when spilled.
+ * Thread safety: none. The fetch loop thread alone uses a frontier.
+ */
+#ifndef FRONTIER_FRONTIER_H
+#define FRONTIER_FRONTIER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest URL (and via-URL) a queue record can hold, in bytes. */
+#define FRONTIER_URL_MAX 8192u
+/* Longest host key, in bytes. */
+#define FRONTIER_KEY_MAX 512u
+/* Host id returned when there is none. */
+#define FRONTIER_HOST_NONE UINT32_MAX
+
+enum frontier_err {
+	FRONTIER_OK = 0,
+	FRONTIER_ERR_NOMEM = 1,     /* an allocation failed; nothing changed */
+	FRONTIER_ERR_IO = 2,        /* spill file error (see errno); queue may be short */
+	FRONTIER_ERR_INVALID = 3,   /* bad argument: NULL, bad host id, too long */
+	FRONTIER_ERR_EMPTY = 4,     /* pop: the host's queue is empty (not an error) */
+	FRONTIER_ERR_NOT_FOUND = 5, /* host_get without create: unknown key */
+	FRONTIER_ERR_RETIRED = 6,   /* push: the host is retired; URL counted as dropped */
+	FRONTIER_ERR_BUDGET = 7,    /* push: host reached max_urls_per_host; counted */
+	FRONTIER_ERR_DEPTH = 8,     /* push: depth > max_depth; counted */
+	FRONTIER_ERR_FULL = 9,      /* host table reached max_hosts */
+};
+
+enum frontier_robots_state {
+	FRONTIER_ROBOTS_UNKNOWN = 0,  /* never fetched (or expired and reset) */
+	FRONTIER_ROBOTS_FETCHING = 1, /* a robots.txt fetch is in flight */
+	FRONTIER_ROBOTS_KNOWN = 2,    /* rules attached (pointer may be NULL = allow all) */
+};
+
+struct frontier_config {
+	const char *spill_dir;      /* a private subdirectory is created here (default "/tmp") */
+	uint64_t mem_budget;        /* bytes; default 256 MiB */
+	uint64_t write_buffer;      /* bytes of the shared spill buffer, counted in the
+	                               budget; default min(budget / 8, 32 MiB);
+	                               clamped to [64 KiB, 512 MiB] */
+	uint64_t segment_bytes;     /* segment file size before rotation; default 64 MiB,
+	                               at most 1 GiB */
+	uint64_t max_urls_per_host; /* URLs ever accepted per host; 0 = unlimited */
+	uint32_t max_depth;         /* 0 = unlimited */
+	uint32_t max_hosts;         /* 0 = unlimited (up to 2^31) */
+	/* Called on each robots pointer still attached at destroy/retire; may be NULL. */
+	void (*robots_free)(void *robots);
+};
+
+/* One URL taken out of a queue. Pointers stay valid until the next call on
+ * the same frontier (they point into a scratch buffer the frontier owns). */
+struct frontier_url {
+	const char *url;
+	size_t url_len;
+	const char *via; /* "" when none */
+	size_t via_len;
+	uint32_t depth;
+};
+
+struct frontier_stats {
+	uint64_t hosts;          /* hosts in the table (retired included) */
+	uint64_t urls_queued;    /* URLs in all queues now */
+	uint64_t urls_in_memory; /* of which in memory */
+	uint64_t urls_on_disk;   /* of which in the disk part (segments + write buffer) */
+	uint64_t mem_bytes;      /* accounted memory, see invariants */
+	uint64_t disk_bytes;     /* bytes in live segment files */
+	uint64_t segments;       /* live segment files */
+	uint64_t pushed;         /* URLs accepted, ever */
+	uint64_t popped;         /* URLs handed out by frontier_pop, ever */
+	uint64_t dropped_retired;/* URLs drained from retired hosts or refused by them */
+	uint64_t rejected_budget;/* FRONTIER_ERR_BUDGET refusals */
+	uint64_t rejected_depth; /* FRONTIER_ERR_DEPTH refusals */
+	uint64_t flushes;        /* write-buffer flushes to disk */
+	uint64_t refills;        /* batches read back from the disk part */
+};
+
+struct frontier;
+
+/* Called when a host's queue goes from empty to non-empty (politeness uses it
+ * to put a parked host back in its heap). */
+typedef void (*frontier_nonempty_fn)(void *ctx, uint32_t host);
+/* Called for each URL drained from a retiring host. */
+typedef void (*frontier_drain_fn)(void *ctx, uint32_t host, const struct frontier_url *u);
+
+/* Fills *c with the defaults above (spill_dir "/tmp"). */
+void frontier_config_default(struct frontier_config *c);
+
+/* Creates a frontier; the config is copied (spill_dir too). A private
+ * directory is created under spill_dir and removed by destroy. On error *out
+ * is NULL and nothing is left behind. */
+enum frontier_err frontier_create(const struct frontier_config *c, struct frontier **out);
+/* Frees everything, deletes the spill files; calls robots_free on attached
+ * robots pointers. NULL is a no-op. */
+void frontier_destroy(struct frontier *f);
+
+/* Looks a host key up (bytes, not necessarily NUL-terminated); with create,
+ * adds it if missing. *host receives the id. */
+enum frontier_err frontier_host_get(struct frontier *f, const char *key, size_t key_len,
+                                    int create, uint32_t *host);
+/* The key of a host (NUL-terminated, owned by the frontier); NULL if bad id. */
+const char *frontier_host_key(const struct frontier *f, uint32_t host, size_t *len);
+uint32_t frontier_host_count(const struct frontier *f);
+
+/* Appends a URL to a host's queue (bytes are copied; via may be NULL). Fires
+ * the nonempty callback when the queue was empty. */
+enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *url,
+                                size_t url_len, const char *via, size_t via_len,
+                                uint32_t depth);
+/* Takes the first URL of a host's queue into *u (see struct frontier_url for
+ * lifetime). FRONTIER_ERR_EMPTY when none. */
+enum frontier_err frontier_pop(struct frontier *f, uint32_t host, struct frontier_url *u);
+/* URLs queued for a host (memory + disk); 0 for a bad id. */
+uint64_t frontier_host_queued(const struct frontier *f, uint32_t host);
+
+/* Retires a host: every queued URL is popped, given to cb (may be NULL) and
+ * counted in dropped_retired; later pushes are refused. Returns the number of
+ * URLs drained via *n (may be NULL). Idempotent. */
+enum frontier_err frontier_host_retire(struct frontier *f, uint32_t host,
+                                       frontier_drain_fn cb, void *ctx, uint64_t *n);
+int frontier_host_is_retired(const struct frontier *f, uint32_t host);
+
+/* Robots state of a host. The pointer is the crawler's; the frontier only
+ * passes it to robots_free at destroy (or when replaced with set_robots). */
+enum frontier_err frontier_host_robots(const struct frontier *f, uint32_t host,
+                                       enum frontier_robots_state *state, void **robots,
+                                       uint64_t *expires_us);
+enum frontier_err frontier_host_set_robots(struct frontier *f, uint32_t host,
+                                           enum frontier_robots_state state, void *robots,
+                                           uint64_t expires_us);
+
+/* Adds fetched pages/bytes to a host's counters, and reads them back. */
+void frontier_host_account(struct frontier *f, uint32_t host, uint64_t pages, uint64_t bytes);
+void frontier_host_counts(const struct frontier *f, uint32_t host, uint64_t *pages,
+                          uint64_t *bytes, uint64_t *urls_ever);
+
+/* Registers the empty->non-empty callback (one; NULL clears it). */
+void frontier_set_nonempty_cb(struct frontier *f, frontier_nonempty_fn fn, void *ctx);
+
+void frontier_stats(const struct frontier *f, struct frontier_stats *s);
+const char *frontier_strerror(enum frontier_err e);
+
+#endif

@@ -1,0 +1,255 @@
+/*
+ * scope.c: scope and trap rules; see scope.h. The config's strings are
+ * copied into one allocation each; counters are relaxed atomics because only
+ * their totals matter.
+ */
+#include "frontier/scope.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define SCOPE_SEGMENTS_HARD_MAX 256u
+
+struct scope {
+	char **domains;
+	size_t *domain_lens;
+	size_t n_domains;
+	char **prefixes;
+	size_t *prefix_lens;
+	size_t n_prefixes;
+	uint32_t max_depth;
+	uint32_t max_url_len;
+	uint32_t max_path_segments;
+	uint32_t max_segment_repeats;
+	uint64_t counts[SCOPE_VERDICT_COUNT];
+};
+
+void scope_config_default(struct scope_config *c)
+{
+	memset(c, 0, sizeof *c);
+	c->max_url_len = 2048;
+	c->max_path_segments = 32;
+	c->max_segment_repeats = 3;
+}
+
+static void free_list(char **l, size_t n)
+{
+	size_t i;
+
+	if (l == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		free(l[i]);
+	free(l);
+}
+
+void scope_destroy(struct scope *s)
+{
+	if (s == NULL)
+		return;
+	free_list(s->domains, s->n_domains);
+	free_list(s->prefixes, s->n_prefixes);
+	free(s->domain_lens);
+	free(s->prefix_lens);
+	free(s);
+}
+
+static enum scope_err copy_list(const char *const *in, size_t n, char ***out, size_t **lens)
+{
+	size_t i;
+
+	*out = NULL;
+	*lens = NULL;
+	if (n == 0)
+		return SCOPE_ERR_OK;
+	if (in == NULL)
+		return SCOPE_ERR_INVALID;
+	*out = calloc(n, sizeof **out);
+	*lens = calloc(n, sizeof **lens);
+	if (*out == NULL || *lens == NULL)
+		return SCOPE_ERR_NOMEM;
+	for (i = 0; i < n; i++) {
+		size_t l;
+		if (in[i] == NULL || in[i][0] == '\0')
+			return SCOPE_ERR_INVALID;
+		l = strlen(in[i]);
+		(*out)[i] = malloc(l + 1);
+		if ((*out)[i] == NULL)
+			return SCOPE_ERR_NOMEM;
+		memcpy((*out)[i], in[i], l + 1);
+		(*lens)[i] = l;
+	}
+	return SCOPE_ERR_OK;
+}
+
+enum scope_err scope_create(const struct scope_config *c, struct scope **out)
+{
+	enum scope_err err;
+	struct scope *s;
+
+	if (out == NULL)
+		return SCOPE_ERR_INVALID;
+	*out = NULL;
+	if (c == NULL)
+		return SCOPE_ERR_INVALID;
+	s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return SCOPE_ERR_NOMEM;
+	s->n_domains = c->n_domains;
+	s->n_prefixes = c->n_prefixes;
+	err = copy_list(c->domains, c->n_domains, &s->domains, &s->domain_lens);
+	if (err != SCOPE_ERR_OK)
+		goto out;
+	err = copy_list(c->prefixes, c->n_prefixes, &s->prefixes, &s->prefix_lens);
+	if (err != SCOPE_ERR_OK)
+		goto out;
+	s->max_depth = c->max_depth;
+	s->max_url_len = c->max_url_len;
+	s->max_path_segments = c->max_path_segments;
+	s->max_segment_repeats = c->max_segment_repeats;
+	*out = s;
+	s = NULL;
+out:
+	if (s != NULL) {
+		/* copy_list may have left a partial list: free what was set. */
+		scope_destroy(s);
+	}
+	return err;
+}
+
+/* Does `host` equal `dom` or end with "." + dom (ASCII case-insensitive)? */
+static int domain_match(const char *host, size_t hl, const char *dom, size_t dl)
+{
+	if (hl < dl || strncasecmp(host + hl - dl, dom, dl) != 0)
+		return 0;
+	return hl == dl || host[hl - dl - 1] == '.';
+}
+
+struct seg {
+	const char *p;
+	size_t n;
+};
+
+static enum scope_verdict verdict(struct scope *s, enum scope_verdict v)
+{
+	__atomic_add_fetch(&s->counts[v], 1, __ATOMIC_RELAXED);
+	return v;
+}
+
+enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uint32_t depth)
+{
+	struct seg segs[SCOPE_SEGMENTS_HARD_MAX];
+	size_t i, nseg = 0, hs, he, ps, pe;
+	const char *colon;
+
+	if (s == NULL)
+		return SCOPE_BAD_URL;
+	if (url == NULL || len == 0)
+		return verdict(s, SCOPE_BAD_URL);
+	colon = memchr(url, ':', len);
+	if (colon == NULL || colon == url || (size_t)(colon - url) + 3 > len || colon[1] != '/' ||
+	    colon[2] != '/')
+		return verdict(s, SCOPE_BAD_URL);
+	hs = (size_t)(colon - url) + 3;
+	for (he = hs; he < len && url[he] != '/' && url[he] != '?' && url[he] != '#'; he++)
+		;
+	ps = he; /* path start */
+	/* Strip userinfo and port from the authority. */
+	for (i = he; i > hs; i--) {
+		if (url[i - 1] == '@') {
+			hs = i;
+			break;
+		}
+	}
+	if (hs < he && url[hs] == '[') {
+		const char *rb = memchr(url + hs, ']', he - hs);
+		if (rb == NULL)
+			return verdict(s, SCOPE_BAD_URL);
+		he = (size_t)(rb - url) + 1;
+	} else {
+		const char *pc = memchr(url + hs, ':', he - hs);
+		if (pc != NULL)
+			he = (size_t)(pc - url);
+	}
+	if (he == hs)
+		return verdict(s, SCOPE_BAD_URL);
+	if (s->max_url_len != 0 && len > s->max_url_len)
+		return verdict(s, SCOPE_TOO_LONG);
+	if (s->max_depth != 0 && depth > s->max_depth)
+		return verdict(s, SCOPE_TOO_DEEP);
+	if (s->n_domains > 0 || s->n_prefixes > 0) {
+		int ok = 0;
+		for (i = 0; !ok && i < s->n_domains; i++)
+			ok = domain_match(url + hs, he - hs, s->domains[i], s->domain_lens[i]);
+		for (i = 0; !ok && i < s->n_prefixes; i++)
+			ok = len >= s->prefix_lens[i] &&
+			     memcmp(url, s->prefixes[i], s->prefix_lens[i]) == 0;
+		if (!ok)
+			return verdict(s, SCOPE_OFF_DOMAIN);
+	}
+	for (pe = ps; pe < len && url[pe] != '?' && url[pe] != '#'; pe++)
+		;
+	/* Split the path into its segments (empty ones are skipped). */
+	for (i = ps; i < pe;) {
+		size_t j;
+		while (i < pe && url[i] == '/')
+			i++;
+		if (i >= pe)
+			break;
+		for (j = i; j < pe && url[j] != '/'; j++)
+			;
+		if (nseg == SCOPE_SEGMENTS_HARD_MAX ||
+		    (s->max_path_segments != 0 && nseg >= s->max_path_segments))
+			return verdict(s, SCOPE_TOO_MANY_SEGMENTS);
+		segs[nseg].p = url + i;
+		segs[nseg].n = j - i;
+		nseg++;
+		i = j;
+	}
+	if (s->max_segment_repeats >= 2) {
+		for (i = 0; i < nseg; i++) {
+			uint32_t seen = 1;
+			size_t j;
+			for (j = i + 1; j < nseg; j++) {
+				if (segs[j].n == segs[i].n && memcmp(segs[j].p, segs[i].p, segs[i].n) == 0)
+					seen++;
+			}
+			if (seen >= s->max_segment_repeats)
+				return verdict(s, SCOPE_REPEATED_SEGMENT);
+		}
+	}
+	return verdict(s, SCOPE_OK);
+}
+
+uint64_t scope_count(const struct scope *s, enum scope_verdict v)
+{
+	if (s == NULL || (unsigned)v >= SCOPE_VERDICT_COUNT)
+		return 0;
+	return __atomic_load_n(&s->counts[v], __ATOMIC_RELAXED);
+}
+
+const char *scope_verdict_name(enum scope_verdict v)
+{
+	switch (v) {
+	case SCOPE_OK: return "ok";
+	case SCOPE_BAD_URL: return "bad-url";
+	case SCOPE_TOO_LONG: return "too-long";
+	case SCOPE_TOO_DEEP: return "too-deep";
+	case SCOPE_OFF_DOMAIN: return "off-domain";
+	case SCOPE_TOO_MANY_SEGMENTS: return "too-many-segments";
+	case SCOPE_REPEATED_SEGMENT: return "repeated-segment";
+	case SCOPE_VERDICT_COUNT: break;
+	}
+	return "unknown";
+}
+
+const char *scope_strerror(enum scope_err e)
+{
+	switch (e) {
+	case SCOPE_ERR_OK: return "ok";
+	case SCOPE_ERR_NOMEM: return "out of memory";
+	case SCOPE_ERR_INVALID: return "invalid argument";
+	}
+	return "unknown error";
+}

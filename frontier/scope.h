@@ -1,0 +1,76 @@
+/*
+ * scope.h: scope and crawler-trap rules applied to a URL before it enters the
+ * frontier.
+ *
+ * Rules, checked in this order (the first failing rule gives the reason):
+ *   1. the URL must parse as scheme://authority[/path][?query][#frag];
+ *   2. length <= max_url_len;
+ *   3. depth <= max_depth (0 = unlimited);
+ *   4. if any allowed domain or URL prefix is configured, the URL must match
+ *      one of them: a domain matches its host exactly or as a dot-suffix
+ *      ("web.test" allows "web.test" and "h1.web.test", not "xweb.test");
+ *      a prefix matches the URL's first bytes;
+ *   5. path segments <= max_path_segments;
+ *   6. no non-empty path segment occurring max_segment_repeats or more times
+ *      anywhere in the path (e.g. /a/b/a/c/a with the default 3): calendar and
+ *      relative-link loops.
+ * Each rejection is counted per reason.
+ *
+ * The scope is immutable after creation except its counters, which are
+ * atomic: scope_check may be called from many parse threads at once.
+ * Workload: one check per extracted link, so O(URL length + segments^2) with
+ * segments capped, no allocation.
+ */
+#ifndef FRONTIER_SCOPE_H
+#define FRONTIER_SCOPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum scope_verdict {
+	SCOPE_OK = 0,                /* in scope */
+	SCOPE_BAD_URL = 1,           /* no scheme://host */
+	SCOPE_TOO_LONG = 2,          /* longer than max_url_len */
+	SCOPE_TOO_DEEP = 3,          /* depth > max_depth */
+	SCOPE_OFF_DOMAIN = 4,        /* matches no allowed domain nor prefix */
+	SCOPE_TOO_MANY_SEGMENTS = 5, /* more than max_path_segments */
+	SCOPE_REPEATED_SEGMENT = 6,  /* a segment repeated max_segment_repeats+ times */
+	SCOPE_VERDICT_COUNT = 7
+};
+
+enum scope_err {
+	SCOPE_ERR_OK = 0,
+	SCOPE_ERR_NOMEM = 1,   /* allocation failed */
+	SCOPE_ERR_INVALID = 2, /* NULL config/out, empty domain or prefix */
+};
+
+struct scope_config {
+	const char *const *domains;  /* allowed host suffixes (lowercase); may be NULL */
+	size_t n_domains;
+	const char *const *prefixes; /* allowed URL prefixes; may be NULL */
+	size_t n_prefixes;
+	uint32_t max_depth;          /* 0 = unlimited; default 0 */
+	uint32_t max_url_len;        /* default 2048 */
+	uint32_t max_path_segments;  /* default 32 */
+	uint32_t max_segment_repeats;/* default 3; 0 disables the rule */
+};
+
+struct scope;
+
+/* Defaults: no domain or prefix restriction, limits as above. */
+void scope_config_default(struct scope_config *c);
+/* Copies the config (strings included). On error *out is NULL. */
+enum scope_err scope_create(const struct scope_config *c, struct scope **out);
+void scope_destroy(struct scope *s); /* NULL is a no-op */
+
+/* Checks a URL (bytes, not NUL-terminated needed) discovered at `depth`;
+ * counts and returns the verdict. Thread-safe. */
+enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uint32_t depth);
+/* Number of URLs that got verdict v so far (SCOPE_OK counts accepted ones). */
+uint64_t scope_count(const struct scope *s, enum scope_verdict v);
+/* Short stable name for logs ("ok", "bad-url", "too-long", "too-deep",
+ * "off-domain", "too-many-segments", "repeated-segment"). */
+const char *scope_verdict_name(enum scope_verdict v);
+const char *scope_strerror(enum scope_err e);
+
+#endif

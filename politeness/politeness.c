@@ -1,0 +1,599 @@
+/*
+ * politeness.c: the two-level politeness heap of politeness.h.
+ *
+ * Heaps are indexed 4-ary min-heaps of {key, id} entries; every id knows its
+ * slot (struct phost.slot or struct ipgroup.slot) so a host or group can be
+ * removed or re-keyed in O(log n). Ids in the top heap are host ids (solo
+ * hosts) or GROUP_BIT | group index; ids in a group's heap are host ids.
+ */
+#include "politeness/politeness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GROUP_BIT 0x80000000u
+#define NONE32 UINT32_MAX
+
+enum host_state {
+	HS_PARKED = 0, /* not in a heap: empty queue */
+	HS_HEAP = 1,   /* in the top heap (solo) or in its group's heap */
+	HS_HELD = 2,   /* popped, visit in progress */
+	HS_RETIRED = 3,
+};
+
+enum group_state {
+	GS_IDLE = 0, /* no host waiting: not in the top heap */
+	GS_TOP = 1,  /* in the top heap */
+	GS_HELD = 2, /* one of its hosts is being visited */
+};
+
+struct hent {
+	uint64_t key;
+	uint32_t id;
+};
+
+struct heap {
+	struct hent *a;
+	uint32_t n, cap;
+};
+
+struct phost {
+	uint64_t next;
+	uint64_t crawl_delay;
+	uint32_t slot;
+	uint32_t group;      /* IP group, NONE32 = solo */
+	uint32_t held_group; /* group whose token the held host carries, NONE32 = solo */
+	uint32_t ipv4;
+	uint32_t errors;
+	uint8_t state;
+	uint8_t has_ip;
+};
+
+struct ipgroup {
+	uint64_t next;
+	struct heap hosts;
+	uint32_t ipv4;
+	uint32_t slot;
+	uint8_t state;
+};
+
+struct politeness {
+	struct frontier *f;
+	struct politeness_config cfg;
+	frontier_drain_fn on_drop;
+	void *drop_ctx;
+	struct phost *hosts;
+	uint32_t nhosts; /* capacity of hosts[] */
+	uint32_t known;  /* hosts[0..known) are initialized and counted */
+	struct ipgroup *groups;
+	uint32_t ngroups, groups_cap;
+	uint32_t *ipmap; /* group index + 1, open addressing on ipv4 */
+	uint32_t ipmap_cap;
+	struct heap top;
+	struct politeness_stats st;
+};
+
+/* ----- indexed 4-ary heap ----- */
+
+static void set_slot(struct politeness *p, uint32_t id, uint32_t slot)
+{
+	if (id & GROUP_BIT)
+		p->groups[id & ~GROUP_BIT].slot = slot;
+	else
+		p->hosts[id].slot = slot;
+}
+
+static void heap_up(struct politeness *p, struct heap *h, uint32_t i)
+{
+	struct hent e = h->a[i];
+
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 4;
+		if (h->a[parent].key <= e.key)
+			break;
+		h->a[i] = h->a[parent];
+		set_slot(p, h->a[i].id, i);
+		i = parent;
+	}
+	h->a[i] = e;
+	set_slot(p, e.id, i);
+}
+
+static void heap_down(struct politeness *p, struct heap *h, uint32_t i)
+{
+	struct hent e = h->a[i];
+
+	for (;;) {
+		uint32_t c = 4 * i + 1, best, k, end;
+		if (c >= h->n)
+			break;
+		best = c;
+		end = c + 4 < h->n ? c + 4 : h->n;
+		for (k = c + 1; k < end; k++) {
+			if (h->a[k].key < h->a[best].key)
+				best = k;
+		}
+		if (h->a[best].key >= e.key)
+			break;
+		h->a[i] = h->a[best];
+		set_slot(p, h->a[i].id, i);
+		i = best;
+	}
+	h->a[i] = e;
+	set_slot(p, e.id, i);
+}
+
+static int heap_insert(struct politeness *p, struct heap *h, uint32_t id, uint64_t key)
+{
+	if (h->n == h->cap) {
+		uint32_t cap = h->cap ? h->cap * 2 : 4;
+		struct hent *a = realloc(h->a, cap * sizeof *a);
+		if (a == NULL)
+			return -1;
+		h->a = a;
+		h->cap = cap;
+	}
+	h->a[h->n].key = key;
+	h->a[h->n].id = id;
+	h->n++;
+	heap_up(p, h, h->n - 1);
+	return 0;
+}
+
+static void heap_remove(struct politeness *p, struct heap *h, uint32_t i)
+{
+	uint64_t old;
+
+	h->n--;
+	if (i == h->n)
+		return;
+	old = h->a[i].key;
+	h->a[i] = h->a[h->n];
+	if (h->a[i].key < old)
+		heap_up(p, h, i);
+	else
+		heap_down(p, h, i);
+}
+
+static void heap_rekey(struct politeness *p, struct heap *h, uint32_t i, uint64_t key)
+{
+	uint64_t old = h->a[i].key;
+
+	h->a[i].key = key;
+	if (key < old)
+		heap_up(p, h, i);
+	else if (key > old)
+		heap_down(p, h, i);
+}
+
+/* ----- hosts and groups ----- */
+
+static int hosts_ensure(struct politeness *p, uint32_t host)
+{
+	uint32_t cap, i;
+	struct phost *n;
+
+	if (host < p->nhosts)
+		return 0;
+	cap = p->nhosts ? p->nhosts : 64;
+	while (cap <= host)
+		cap *= 2;
+	n = realloc(p->hosts, (size_t)cap * sizeof *n);
+	if (n == NULL)
+		return -1;
+	for (i = p->nhosts; i < cap; i++) {
+		memset(&n[i], 0, sizeof n[i]);
+		n[i].slot = NONE32;
+		n[i].group = NONE32;
+		n[i].held_group = NONE32;
+	}
+	p->hosts = n;
+	p->nhosts = cap;
+	return 0;
+}
+
+static uint64_t group_key(const struct ipgroup *g)
+{
+	uint64_t k = g->hosts.a[0].key;
+
+	return k > g->next ? k : g->next;
+}
+
+/* Puts group g where it belongs in the top heap after a change. */
+static int group_refresh(struct politeness *p, uint32_t gi)
+{
+	struct ipgroup *g = &p->groups[gi];
+
+	if (g->state == GS_HELD)
+		return 0;
+	if (g->hosts.n == 0) {
+		if (g->state == GS_TOP)
+			heap_remove(p, &p->top, g->slot);
+		g->state = GS_IDLE;
+		return 0;
+	}
+	if (g->state == GS_TOP) {
+		heap_rekey(p, &p->top, g->slot, group_key(g));
+		return 0;
+	}
+	if (heap_insert(p, &p->top, gi | GROUP_BIT, group_key(g)) != 0)
+		return -1;
+	g->state = GS_TOP;
+	return 0;
+}
+
+/* Puts a host with URLs (parked or just released) into its heap. */
+static int host_schedule(struct politeness *p, uint32_t host)
+{
+	struct phost *h = &p->hosts[host];
+
+	if (h->group == NONE32) {
+		if (heap_insert(p, &p->top, host, h->next) != 0)
+			return -1;
+	} else {
+		if (heap_insert(p, &p->groups[h->group].hosts, host, h->next) != 0)
+			return -1;
+		if (group_refresh(p, h->group) != 0) {
+			struct heap *gh = &p->groups[h->group].hosts;
+			heap_remove(p, gh, h->slot);
+			return -1;
+		}
+	}
+	h->state = HS_HEAP;
+	p->st.hosts_in_heap++;
+	p->st.hosts_parked--;
+	return 0;
+}
+
+/* Takes a waiting host out of its heap (state becomes parked). */
+static void host_unschedule(struct politeness *p, uint32_t host)
+{
+	struct phost *h = &p->hosts[host];
+
+	if (h->state != HS_HEAP)
+		return;
+	if (h->group == NONE32) {
+		heap_remove(p, &p->top, h->slot);
+	} else {
+		heap_remove(p, &p->groups[h->group].hosts, h->slot);
+		(void)group_refresh(p, h->group); /* removal or rekey: no allocation */
+	}
+	h->state = HS_PARKED;
+	p->st.hosts_in_heap--;
+	p->st.hosts_parked++;
+}
+
+static int group_find(struct politeness *p, uint32_t ipv4, uint32_t *out)
+{
+	uint32_t s, mask;
+
+	if ((uint64_t)(p->ngroups + 1) * 2 > p->ipmap_cap) {
+		uint32_t cap = p->ipmap_cap ? p->ipmap_cap * 2 : 256, i;
+		uint32_t *m = calloc(cap, sizeof *m);
+		if (m == NULL)
+			return -1;
+		for (i = 0; i < p->ngroups; i++) {
+			uint32_t k = (p->groups[i].ipv4 * 2654435761u) & (cap - 1);
+			while (m[k] != 0)
+				k = (k + 1) & (cap - 1);
+			m[k] = i + 1;
+		}
+		free(p->ipmap);
+		p->ipmap = m;
+		p->ipmap_cap = cap;
+	}
+	mask = p->ipmap_cap - 1;
+	for (s = (ipv4 * 2654435761u) & mask; p->ipmap[s] != 0; s = (s + 1) & mask) {
+		if (p->groups[p->ipmap[s] - 1].ipv4 == ipv4) {
+			*out = p->ipmap[s] - 1;
+			return 0;
+		}
+	}
+	if (p->ngroups >= GROUP_BIT - 1)
+		return -1;
+	if (p->ngroups == p->groups_cap) {
+		uint32_t cap = p->groups_cap ? p->groups_cap * 2 : 64;
+		struct ipgroup *g = realloc(p->groups, (size_t)cap * sizeof *g);
+		if (g == NULL)
+			return -1;
+		p->groups = g;
+		p->groups_cap = cap;
+	}
+	memset(&p->groups[p->ngroups], 0, sizeof p->groups[0]);
+	p->groups[p->ngroups].ipv4 = ipv4;
+	p->groups[p->ngroups].slot = NONE32;
+	p->ipmap[s] = p->ngroups + 1;
+	*out = p->ngroups++;
+	p->st.ip_groups++;
+	return 0;
+}
+
+/* Makes sure per-host state exists for every host id up to `host`; newly
+ * known hosts start parked. */
+static int sync_hosts(struct politeness *p, uint32_t host)
+{
+	if (host < p->known)
+		return 0;
+	if (hosts_ensure(p, host) != 0)
+		return -1;
+	p->st.hosts_parked += host + 1 - p->known;
+	p->known = host + 1;
+	return 0;
+}
+
+static void on_nonempty(void *ctx, uint32_t host)
+{
+	struct politeness *p = ctx;
+
+	if (sync_hosts(p, host) != 0)
+		return; /* out of memory: the host stays parked until its next push */
+	if (p->hosts[host].state == HS_PARKED)
+		(void)host_schedule(p, host);
+}
+
+/* ----- public API ----- */
+
+enum politeness_err politeness_create(struct frontier *f, const struct politeness_config *c,
+                                      frontier_drain_fn on_drop, void *drop_ctx,
+                                      struct politeness **out)
+{
+	struct politeness *p;
+	uint32_t i, n;
+
+	if (out == NULL)
+		return POLITENESS_ERR_INVALID;
+	*out = NULL;
+	if (f == NULL || c == NULL || politeness_config_check(c) != 0)
+		return POLITENESS_ERR_INVALID;
+	p = calloc(1, sizeof *p);
+	if (p == NULL)
+		return POLITENESS_ERR_NOMEM;
+	p->f = f;
+	p->cfg = *c;
+	if (p->cfg.max_urls_per_visit == 0)
+		p->cfg.max_urls_per_visit = c->policy == DELAY_POLICY_RATIO ? 100 : 1;
+	p->on_drop = on_drop;
+	p->drop_ctx = drop_ctx;
+	n = frontier_host_count(f);
+	if (n > 0 && sync_hosts(p, n - 1) != 0)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		if (frontier_host_is_retired(f, i)) {
+			p->hosts[i].state = HS_RETIRED;
+			p->st.hosts_parked--;
+			p->st.hosts_retired++;
+		} else if (frontier_host_queued(f, i) > 0 && host_schedule(p, i) != 0) {
+			goto fail;
+		}
+	}
+	frontier_set_nonempty_cb(f, on_nonempty, p);
+	*out = p;
+	return POLITENESS_OK;
+fail:
+	politeness_destroy(p);
+	return POLITENESS_ERR_NOMEM;
+}
+
+void politeness_destroy(struct politeness *p)
+{
+	uint32_t i;
+
+	if (p == NULL)
+		return;
+	if (p->f != NULL)
+		frontier_set_nonempty_cb(p->f, NULL, NULL);
+	for (i = 0; i < p->ngroups; i++)
+		free(p->groups[i].hosts.a);
+	free(p->groups);
+	free(p->ipmap);
+	free(p->hosts);
+	free(p->top.a);
+	free(p);
+}
+
+enum politeness_err politeness_pop_ready(struct politeness *p, uint64_t now_us,
+                                         uint32_t *host, uint64_t *ready_at_us)
+{
+	struct hent top;
+	uint32_t hid;
+
+	if (p == NULL || host == NULL)
+		return POLITENESS_ERR_INVALID;
+	*host = FRONTIER_HOST_NONE;
+	if (p->top.n == 0)
+		return POLITENESS_EMPTY;
+	top = p->top.a[0];
+	if (top.key > now_us) {
+		if (ready_at_us != NULL)
+			*ready_at_us = top.key;
+		return POLITENESS_NOT_READY;
+	}
+	heap_remove(p, &p->top, 0);
+	if (top.id & GROUP_BIT) {
+		uint32_t gi = top.id & ~GROUP_BIT;
+		struct ipgroup *g = &p->groups[gi];
+		hid = g->hosts.a[0].id;
+		heap_remove(p, &g->hosts, 0);
+		g->state = GS_HELD;
+		p->hosts[hid].held_group = gi;
+	} else {
+		hid = top.id;
+		p->hosts[hid].held_group = NONE32;
+	}
+	p->hosts[hid].state = HS_HELD;
+	p->hosts[hid].slot = NONE32;
+	p->st.hosts_in_heap--;
+	p->st.hosts_held++;
+	p->st.pops++;
+	*host = hid;
+	return POLITENESS_OK;
+}
+
+enum politeness_err politeness_release(struct politeness *p, uint32_t host,
+                                       const struct visit_outcome *o, uint64_t now_us)
+{
+	struct phost *h;
+	uint32_t g0;
+	int retire = 0;
+	enum politeness_err ret = POLITENESS_OK;
+
+	if (p == NULL || o == NULL || host >= p->known)
+		return POLITENESS_ERR_INVALID;
+	h = &p->hosts[host];
+	if (h->state != HS_HELD)
+		return POLITENESS_ERR_STATE;
+	switch (o->kind) {
+	case VISIT_OK:
+		h->errors = 0;
+		break;
+	case VISIT_ERROR:
+		h->errors++;
+		p->st.errors++;
+		retire = p->cfg.max_consecutive_errors != 0 &&
+		         h->errors >= p->cfg.max_consecutive_errors;
+		break;
+	case VISIT_RETRY_LATER:
+		p->st.retry_laters++;
+		break;
+	case VISIT_NONE:
+		break;
+	}
+	h->next = delay_policy_next_time(&p->cfg, o, now_us, h->crawl_delay,
+	                                 o->kind == VISIT_ERROR ? h->errors : 0);
+	g0 = h->held_group;
+	h->held_group = NONE32;
+	if (o->kind != VISIT_NONE) {
+		uint64_t ipn = now_us + delay_policy_ip_wait(&p->cfg, o->start_us, now_us);
+		/* The group whose token was held, or the group the host joined while held. */
+		uint32_t gi = g0 != NONE32 ? g0 : h->group;
+		if (gi != NONE32 && p->groups[gi].next < ipn) {
+			p->groups[gi].next = ipn;
+			if (gi != g0 && group_refresh(p, gi) != 0)
+				ret = POLITENESS_ERR_NOMEM;
+		}
+	}
+	if (g0 != NONE32)
+		p->groups[g0].state = GS_IDLE;
+	p->st.hosts_held--;
+	p->st.releases++;
+	if (retire) {
+		uint64_t n = 0;
+		h->state = HS_RETIRED;
+		p->st.hosts_retired++;
+		(void)frontier_host_retire(p->f, host, p->on_drop, p->drop_ctx, &n);
+		p->st.dropped_urls += n;
+		ret = POLITENESS_RETIRED;
+	} else {
+		h->state = HS_PARKED;
+		p->st.hosts_parked++;
+		if (frontier_host_queued(p->f, host) > 0 && host_schedule(p, host) != 0)
+			ret = POLITENESS_ERR_NOMEM;
+	}
+	if (g0 != NONE32 && group_refresh(p, g0) != 0)
+		ret = POLITENESS_ERR_NOMEM;
+	return ret;
+}
+
+void politeness_visit_budget(const struct politeness *p, uint32_t host, uint32_t *max_urls,
+                             uint64_t *max_us)
+{
+	(void)host;
+	if (p == NULL)
+		return;
+	if (max_urls != NULL)
+		*max_urls = p->cfg.max_urls_per_visit;
+	if (max_us != NULL)
+		*max_us = p->cfg.policy == DELAY_POLICY_RATIO ? p->cfg.visit_budget_us : UINT64_MAX;
+}
+
+enum politeness_err politeness_host_set_ip(struct politeness *p, uint32_t host, uint32_t ipv4)
+{
+	struct phost *h;
+	uint32_t gi;
+	int was_waiting;
+
+	if (p == NULL || host >= frontier_host_count(p->f))
+		return POLITENESS_ERR_INVALID;
+	if (sync_hosts(p, host) != 0)
+		return POLITENESS_ERR_NOMEM;
+	h = &p->hosts[host];
+	h->ipv4 = ipv4;
+	h->has_ip = 1;
+	if (!p->cfg.ip_politeness)
+		return POLITENESS_OK;
+	if (group_find(p, ipv4, &gi) != 0)
+		return POLITENESS_ERR_NOMEM;
+	if (h->group == gi)
+		return POLITENESS_OK;
+	was_waiting = h->state == HS_HEAP;
+	if (was_waiting)
+		host_unschedule(p, host);
+	h->group = gi;
+	if (was_waiting && host_schedule(p, host) != 0)
+		return POLITENESS_ERR_NOMEM;
+	return POLITENESS_OK;
+}
+
+int politeness_host_ip(const struct politeness *p, uint32_t host, uint32_t *ipv4)
+{
+	if (p == NULL || host >= p->known || !p->hosts[host].has_ip)
+		return 0;
+	if (ipv4 != NULL)
+		*ipv4 = p->hosts[host].ipv4;
+	return 1;
+}
+
+enum politeness_err politeness_host_set_crawl_delay(struct politeness *p, uint32_t host,
+                                                    uint64_t delay_us)
+{
+	if (p == NULL || host >= frontier_host_count(p->f))
+		return POLITENESS_ERR_INVALID;
+	if (sync_hosts(p, host) != 0)
+		return POLITENESS_ERR_NOMEM;
+	p->hosts[host].crawl_delay =
+		delay_us < p->cfg.crawl_delay_cap_us ? delay_us : p->cfg.crawl_delay_cap_us;
+	return POLITENESS_OK;
+}
+
+uint64_t politeness_host_next(const struct politeness *p, uint32_t host)
+{
+	return p != NULL && host < p->known ? p->hosts[host].next : 0;
+}
+
+uint64_t politeness_host_ip_next(const struct politeness *p, uint32_t host)
+{
+	if (p == NULL || host >= p->known || p->hosts[host].group == NONE32)
+		return 0;
+	return p->groups[p->hosts[host].group].next;
+}
+
+uint32_t politeness_host_errors(const struct politeness *p, uint32_t host)
+{
+	return p != NULL && host < p->known ? p->hosts[host].errors : 0;
+}
+
+int politeness_host_held(const struct politeness *p, uint32_t host)
+{
+	return p != NULL && host < p->known && p->hosts[host].state == HS_HELD;
+}
+
+void politeness_stats(const struct politeness *p, struct politeness_stats *s)
+{
+	if (p == NULL || s == NULL)
+		return;
+	*s = p->st;
+}
+
+const char *politeness_strerror(enum politeness_err e)
+{
+	switch (e) {
+	case POLITENESS_OK: return "ok";
+	case POLITENESS_NOT_READY: return "no host ready yet";
+	case POLITENESS_EMPTY: return "no host waiting";
+	case POLITENESS_RETIRED: return "host retired";
+	case POLITENESS_ERR_NOMEM: return "out of memory";
+	case POLITENESS_ERR_INVALID: return "invalid argument";
+	case POLITENESS_ERR_STATE: return "host is not held";
+	}
+	return "unknown error";
+}

@@ -1,0 +1,120 @@
+/*
+ * politeness.h: the two-level politeness heap that decides which host the
+ * fetch loop may visit next (course notes 2.8; BUbiNG's workbench).
+ *
+ * Data structure.
+ *   - IP groups: hosts resolved to the same IPv4 form a group holding an
+ *     indexed 4-ary min-heap of its hosts keyed by each host's next allowed
+ *     time. A group's key is max(IP next allowed time, its best host's time).
+ *   - Top heap: an indexed 4-ary min-heap of groups by key. A host whose IP
+ *     is unknown (or every host when ip_politeness is 0) sits in the top heap
+ *     directly, as its own group.
+ *   - Every heap entry knows its slot, so insert, pop and key update are
+ *     O(log n).
+ *
+ * Invariants.
+ *   - A host is in a heap only if its frontier queue is non-empty, it is not
+ *     held and not retired. Hosts with an empty queue are "parked" (no idle
+ *     polling); the frontier's empty->non-empty callback unparks them.
+ *   - Tokens: politeness_pop_ready removes the host AND its IP group from
+ *     the heaps; neither can be handed out again until politeness_release.
+ *     So a host, and an IP, is never visited twice at once.
+ *   - The top of the top heap is always the next host to visit: if pop says
+ *     "not ready until T", no idle host with URLs and an idle IP is ready
+ *     before T.
+ *   - Delays count from the end of the visit (release time), see
+ *     delay_policy.h.
+ *
+ * Protocol for the fetch loop (one thread, the same that owns the frontier):
+ *   r = politeness_pop_ready(p, now, &host, &t);
+ *     POLITENESS_OK: visit host (up to politeness_visit_budget URLs/time),
+ *       popping URLs with frontier_pop; then politeness_release(p, host, &o, end).
+ *       If the host's IP is unknown, resolve it, call politeness_host_set_ip
+ *       and release with kind VISIT_NONE (no delay): it comes back under its
+ *       IP's token before any request is made.
+ *     POLITENESS_NOT_READY: arm a timer for t.
+ *     POLITENESS_EMPTY: nothing queued outside held hosts; wait for URLs or
+ *       releases.
+ *   A release whose host exceeded max_consecutive_errors retires it: its
+ *   queued URLs go to the retire callback (frontier_host_retire) and are
+ *   counted; the release returns POLITENESS_RETIRED.
+ *
+ * Memory: about 40 bytes per host plus 16 bytes per heap entry and 48 bytes
+ * per IP group, outside the frontier's budget.
+ */
+#ifndef POLITENESS_POLITENESS_H
+#define POLITENESS_POLITENESS_H
+
+#include <stdint.h>
+
+#include "frontier/frontier.h"
+#include "politeness/delay_policy.h"
+
+enum politeness_err {
+	POLITENESS_OK = 0,
+	POLITENESS_NOT_READY = 1, /* pop: no host ready now; *ready_at says when (not an error) */
+	POLITENESS_EMPTY = 2,     /* pop: no host waiting at all (not an error) */
+	POLITENESS_RETIRED = 3,   /* release: the host was retired (not an error) */
+	POLITENESS_ERR_NOMEM = 4, /* allocation failed; state unchanged */
+	POLITENESS_ERR_INVALID = 5, /* bad argument or config */
+	POLITENESS_ERR_STATE = 6,   /* release of a host that is not held */
+};
+
+struct politeness_stats {
+	uint64_t hosts_in_heap;  /* hosts waiting with URLs */
+	uint64_t hosts_held;     /* popped, not yet released */
+	uint64_t hosts_parked;   /* known hosts with an empty queue */
+	uint64_t hosts_retired;
+	uint64_t ip_groups;
+	uint64_t pops;
+	uint64_t releases;
+	uint64_t errors;         /* VISIT_ERROR outcomes */
+	uint64_t retry_laters;   /* VISIT_RETRY_LATER outcomes */
+	uint64_t dropped_urls;   /* URLs drained from retired hosts */
+};
+
+struct politeness;
+
+/* Creates the heaps over a frontier (borrowed; must outlive p). Registers
+ * itself as the frontier's nonempty callback, and picks up hosts that already
+ * have URLs. on_drop (may be NULL) receives the URLs of retired hosts. */
+enum politeness_err politeness_create(struct frontier *f, const struct politeness_config *c,
+                                      frontier_drain_fn on_drop, void *drop_ctx,
+                                      struct politeness **out);
+/* Unregisters from the frontier and frees. NULL is a no-op. */
+void politeness_destroy(struct politeness *p);
+
+/* Hands out the next ready host as a token (see protocol). */
+enum politeness_err politeness_pop_ready(struct politeness *p, uint64_t now_us,
+                                         uint32_t *host, uint64_t *ready_at_us);
+/* Gives a held host back with the outcome of its visit, ended at now_us:
+ * computes its next time (and its IP's), reinserts it if it has URLs, parks
+ * it otherwise, or retires it. */
+enum politeness_err politeness_release(struct politeness *p, uint32_t host,
+                                       const struct visit_outcome *o, uint64_t now_us);
+
+/* How much a visit to this host may do: URLs and microseconds (ratio policy:
+ * visit_budget; fixed: max_urls_per_visit and no time limit = UINT64_MAX). */
+void politeness_visit_budget(const struct politeness *p, uint32_t host,
+                             uint32_t *max_urls, uint64_t *max_us);
+
+/* Assigns the host's resolved IPv4 (host byte order). Moves the host into
+ * the IP's group (creating it); with ip_politeness off only records it. */
+enum politeness_err politeness_host_set_ip(struct politeness *p, uint32_t host, uint32_t ipv4);
+/* 1 and *ipv4 set if the host has an IP, else 0. */
+int politeness_host_ip(const struct politeness *p, uint32_t host, uint32_t *ipv4);
+/* robots.txt Crawl-delay for the host (0 = none); capped by crawl_delay_cap. */
+enum politeness_err politeness_host_set_crawl_delay(struct politeness *p, uint32_t host,
+                                                    uint64_t delay_us);
+/* Next allowed time of a host (its own, not its IP's); 0 for unknown. */
+uint64_t politeness_host_next(const struct politeness *p, uint32_t host);
+/* Next allowed time of the host's IP group (0 if none). */
+uint64_t politeness_host_ip_next(const struct politeness *p, uint32_t host);
+uint32_t politeness_host_errors(const struct politeness *p, uint32_t host);
+/* 1 if the host is currently held (popped and not released). */
+int politeness_host_held(const struct politeness *p, uint32_t host);
+
+void politeness_stats(const struct politeness *p, struct politeness_stats *s);
+const char *politeness_strerror(enum politeness_err e);
+
+#endif

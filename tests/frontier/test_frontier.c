@@ -1,0 +1,366 @@
+/*
+ * Check suite for frontier/frontier.h: FIFO order through memory and disk,
+ * the memory budget, segment reclamation, retirement accounting, budgets,
+ * robots state, the empty->non-empty callback. Every test checks the queue
+ * against a reference model (per-host sequence numbers).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontier/frontier.h"
+
+/* Largest overshoot allowed: one refilled record of the biggest size. */
+#define SLACK (2 * FRONTIER_URL_MAX + 64)
+
+static struct frontier *mk(uint64_t budget, uint64_t wbuf, uint64_t seg)
+{
+	struct frontier_config c;
+	struct frontier *f = NULL;
+
+	frontier_config_default(&c);
+	c.spill_dir = "/tmp";
+	c.mem_budget = budget;
+	c.write_buffer = wbuf;
+	c.segment_bytes = seg;
+	ck_assert_int_eq(frontier_create(&c, &f), FRONTIER_OK);
+	ck_assert_ptr_nonnull(f);
+	return f;
+}
+
+static uint32_t host(struct frontier *f, const char *k)
+{
+	uint32_t id = FRONTIER_HOST_NONE;
+
+	ck_assert_int_eq(frontier_host_get(f, k, strlen(k), 1, &id), FRONTIER_OK);
+	return id;
+}
+
+START_TEST(host_table)
+{
+	struct frontier *f = mk(1 << 20, 0, 0);
+	uint32_t a = host(f, "http://a.test"), b = host(f, "http://b.test:8080"), x = 0;
+	size_t len = 0;
+
+	ck_assert_uint_ne(a, b);
+	ck_assert_uint_eq(host(f, "http://a.test"), a);
+	ck_assert_int_eq(frontier_host_get(f, "http://c.test", 13, 0, &x), FRONTIER_ERR_NOT_FOUND);
+	ck_assert_str_eq(frontier_host_key(f, b, &len), "http://b.test:8080");
+	ck_assert_uint_eq(len, 18);
+	ck_assert_uint_eq(frontier_host_count(f), 2);
+	ck_assert_ptr_null(frontier_host_key(f, 99, NULL));
+	ck_assert_int_eq(frontier_host_get(f, "", 0, 1, &x), FRONTIER_ERR_INVALID);
+	ck_assert_int_eq(frontier_push(f, 99, "u", 1, NULL, 0, 0), FRONTIER_ERR_INVALID);
+	ck_assert_int_eq(frontier_push(f, a, "", 0, NULL, 0, 0), FRONTIER_ERR_INVALID);
+	/* many hosts: the index grows and every key still maps to its id */
+	for (int i = 0; i < 20000; i++) {
+		char k[64];
+		int n = snprintf(k, sizeof k, "http://h%d.test", i);
+		uint32_t id;
+		ck_assert_int_eq(frontier_host_get(f, k, (size_t)n, 1, &id), FRONTIER_OK);
+		ck_assert_uint_eq(id, (uint32_t)i + 2);
+	}
+	for (int i = 0; i < 20000; i += 7) {
+		char k[64];
+		int n = snprintf(k, sizeof k, "http://h%d.test", i);
+		uint32_t id;
+		ck_assert_int_eq(frontier_host_get(f, k, (size_t)n, 0, &id), FRONTIER_OK);
+		ck_assert_uint_eq(id, (uint32_t)i + 2);
+	}
+	frontier_destroy(f);
+	frontier_destroy(NULL);
+}
+END_TEST
+
+START_TEST(fifo_memory)
+{
+	struct frontier *f = mk(1 << 20, 0, 0);
+	uint32_t a = host(f, "http://a.test");
+	struct frontier_url u;
+
+	ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_ERR_EMPTY);
+	ck_assert_int_eq(frontier_push(f, a, "http://a.test/1", 15, "http://z/", 9, 3), FRONTIER_OK);
+	ck_assert_int_eq(frontier_push(f, a, "http://a.test/2", 15, NULL, 0, 4), FRONTIER_OK);
+	ck_assert_uint_eq(frontier_host_queued(f, a), 2);
+	ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_OK);
+	ck_assert_str_eq(u.url, "http://a.test/1");
+	ck_assert_str_eq(u.via, "http://z/");
+	ck_assert_uint_eq(u.depth, 3);
+	ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_OK);
+	ck_assert_str_eq(u.url, "http://a.test/2");
+	ck_assert_uint_eq(u.via_len, 0);
+	ck_assert_uint_eq(u.depth, 4);
+	ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_ERR_EMPTY);
+	frontier_destroy(f);
+}
+END_TEST
+
+/* Pushes and pops over H hosts with a tiny budget, interleaved, checking
+ * order, via/depth through the disk, the budget after every operation and
+ * that the segments are all reclaimed at the end. */
+START_TEST(fifo_spill)
+{
+	enum { H = 50, N = 200000 };
+	struct frontier *f = mk(1 << 20, 64 << 10, 256 << 10);
+	uint32_t ids[H];
+	uint64_t in[H] = { 0 }, out[H] = { 0 };
+	struct frontier_stats st;
+	struct frontier_url u;
+	unsigned seed = 1;
+	uint64_t budget = 1 << 20;
+
+	for (int i = 0; i < H; i++) {
+		char k[32];
+		snprintf(k, sizeof k, "http://h%d.test", i);
+		ids[i] = host(f, k);
+	}
+	for (int step = 0; step < N; step++) {
+		int h = (int)(rand_r(&seed) % H);
+		if (rand_r(&seed) % 3 != 0) {
+			char url[96], via[32];
+			int n = snprintf(url, sizeof url, "http://h%d.test/%llu/%0*d", h,
+			                 (unsigned long long)in[h], (int)(in[h] % 40), 0);
+			int vn = snprintf(via, sizeof via, "v%llu", (unsigned long long)in[h]);
+			ck_assert_int_eq(frontier_push(f, ids[h], url, (size_t)n, via, (size_t)vn,
+			                               (uint32_t)(in[h] % 1000)),
+			                 FRONTIER_OK);
+			in[h]++;
+		} else if (out[h] < in[h]) {
+			char want[96];
+			int n = snprintf(want, sizeof want, "http://h%d.test/%llu/%0*d", h,
+			                 (unsigned long long)out[h], (int)(out[h] % 40), 0);
+			ck_assert_int_eq(frontier_pop(f, ids[h], &u), FRONTIER_OK);
+			ck_assert_uint_eq(u.url_len, (size_t)n);
+			ck_assert_str_eq(u.url, want);
+			ck_assert_uint_eq(u.depth, out[h] % 1000);
+			snprintf(want, sizeof want, "v%llu", (unsigned long long)out[h]);
+			ck_assert_str_eq(u.via, want);
+			out[h]++;
+		} else {
+			ck_assert_int_eq(frontier_pop(f, ids[h], &u), FRONTIER_ERR_EMPTY);
+		}
+		frontier_stats(f, &st);
+		ck_assert_uint_le(st.mem_bytes, budget + SLACK);
+	}
+	frontier_stats(f, &st);
+	ck_assert_uint_gt(st.flushes, 10);
+	ck_assert_uint_gt(st.urls_on_disk, 0);
+	for (int h = 0; h < H; h++) {
+		while (out[h] < in[h]) {
+			char want[96];
+			snprintf(want, sizeof want, "http://h%d.test/%llu/%0*d", h,
+			         (unsigned long long)out[h], (int)(out[h] % 40), 0);
+			ck_assert_int_eq(frontier_pop(f, ids[h], &u), FRONTIER_OK);
+			ck_assert_str_eq(u.url, want);
+			out[h]++;
+		}
+		ck_assert_int_eq(frontier_pop(f, ids[h], &u), FRONTIER_ERR_EMPTY);
+	}
+	frontier_stats(f, &st);
+	ck_assert_uint_eq(st.urls_queued, 0);
+	ck_assert_uint_eq(st.urls_on_disk, 0);
+	ck_assert_uint_eq(st.urls_in_memory, 0);
+	ck_assert_uint_eq(st.pushed, st.popped);
+	/* only the segment still being appended may remain */
+	ck_assert_uint_le(st.segments, 1);
+	frontier_destroy(f);
+}
+END_TEST
+
+static uint64_t drained;
+static void count_drain(void *ctx, uint32_t host, const struct frontier_url *u)
+{
+	uint64_t *expect = ctx;
+	char want[64];
+
+	(void)host;
+	snprintf(want, sizeof want, "http://r.test/%llu", (unsigned long long)*expect);
+	ck_assert_str_eq(u->url, want);
+	(*expect)++;
+	drained++;
+}
+
+START_TEST(retire_accounting)
+{
+	struct frontier *f = mk(128 << 10, 64 << 10, 0);
+	uint32_t r = host(f, "http://r.test"), o = host(f, "http://o.test");
+	uint64_t expect = 0, n = 0;
+	struct frontier_stats st;
+	struct frontier_url u;
+
+	for (int i = 0; i < 5000; i++) { /* enough to spill */
+		char url[64];
+		int k = snprintf(url, sizeof url, "http://r.test/%d", i);
+		ck_assert_int_eq(frontier_push(f, r, url, (size_t)k, NULL, 0, 0), FRONTIER_OK);
+	}
+	ck_assert_int_eq(frontier_push(f, o, "http://o.test/", 14, NULL, 0, 0), FRONTIER_OK);
+	frontier_stats(f, &st);
+	ck_assert_uint_gt(st.urls_on_disk, 0);
+	drained = 0;
+	ck_assert_int_eq(frontier_host_retire(f, r, count_drain, &expect, &n), FRONTIER_OK);
+	ck_assert_uint_eq(n, 5000);
+	ck_assert_uint_eq(drained, 5000);
+	ck_assert(frontier_host_is_retired(f, r));
+	ck_assert(!frontier_host_is_retired(f, o));
+	ck_assert_int_eq(frontier_push(f, r, "http://r.test/x", 15, NULL, 0, 0),
+	                 FRONTIER_ERR_RETIRED);
+	frontier_stats(f, &st);
+	ck_assert_uint_eq(st.dropped_retired, 5001);
+	ck_assert_uint_eq(st.urls_queued, 1);
+	ck_assert_uint_eq(st.popped, 0);
+	ck_assert_int_eq(frontier_pop(f, o, &u), FRONTIER_OK);
+	ck_assert_str_eq(u.url, "http://o.test/");
+	frontier_destroy(f);
+}
+END_TEST
+
+START_TEST(budgets)
+{
+	struct frontier_config c;
+	struct frontier *f = NULL;
+	struct frontier_stats st;
+	uint32_t a;
+
+	frontier_config_default(&c);
+	c.mem_budget = 1 << 20;
+	c.max_urls_per_host = 3;
+	c.max_depth = 5;
+	c.max_hosts = 2;
+	ck_assert_int_eq(frontier_create(&c, &f), FRONTIER_OK);
+	a = host(f, "http://a.test");
+	ck_assert_int_eq(frontier_push(f, a, "u1", 2, NULL, 0, 6), FRONTIER_ERR_DEPTH);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(frontier_push(f, a, "u", 1, NULL, 0, 5), FRONTIER_OK);
+	ck_assert_int_eq(frontier_push(f, a, "u", 1, NULL, 0, 5), FRONTIER_ERR_BUDGET);
+	(void)host(f, "http://b.test");
+	ck_assert_int_eq(frontier_host_get(f, "http://c.test", 13, 1, &a), FRONTIER_ERR_FULL);
+	frontier_stats(f, &st);
+	ck_assert_uint_eq(st.rejected_depth, 1);
+	ck_assert_uint_eq(st.rejected_budget, 1);
+	ck_assert_uint_eq(st.urls_queued, 3);
+	frontier_destroy(f);
+}
+END_TEST
+
+static int robots_freed;
+static void robots_free(void *r)
+{
+	robots_freed++;
+	free(r);
+}
+
+START_TEST(robots_state)
+{
+	struct frontier_config c;
+	struct frontier *f = NULL;
+	enum frontier_robots_state s;
+	void *ptr = NULL;
+	uint64_t exp = 0;
+	uint32_t a;
+
+	frontier_config_default(&c);
+	c.robots_free = robots_free;
+	ck_assert_int_eq(frontier_create(&c, &f), FRONTIER_OK);
+	a = host(f, "http://a.test");
+	ck_assert_int_eq(frontier_host_robots(f, a, &s, &ptr, &exp), FRONTIER_OK);
+	ck_assert_int_eq(s, FRONTIER_ROBOTS_UNKNOWN);
+	ck_assert_ptr_null(ptr);
+	ck_assert_int_eq(frontier_host_set_robots(f, a, FRONTIER_ROBOTS_FETCHING, NULL, 0),
+	                 FRONTIER_OK);
+	ck_assert_int_eq(frontier_host_set_robots(f, a, FRONTIER_ROBOTS_KNOWN, malloc(8), 77),
+	                 FRONTIER_OK);
+	ck_assert_int_eq(frontier_host_robots(f, a, &s, &ptr, &exp), FRONTIER_OK);
+	ck_assert_int_eq(s, FRONTIER_ROBOTS_KNOWN);
+	ck_assert_ptr_nonnull(ptr);
+	ck_assert_uint_eq(exp, 77);
+	robots_freed = 0;
+	/* replacing frees the old rules */
+	ck_assert_int_eq(frontier_host_set_robots(f, a, FRONTIER_ROBOTS_KNOWN, malloc(8), 99),
+	                 FRONTIER_OK);
+	ck_assert_int_eq(robots_freed, 1);
+	frontier_host_account(f, a, 2, 300);
+	{
+		uint64_t pg, by, ev;
+		frontier_host_counts(f, a, &pg, &by, &ev);
+		ck_assert_uint_eq(pg, 2);
+		ck_assert_uint_eq(by, 300);
+		ck_assert_uint_eq(ev, 0);
+	}
+	frontier_destroy(f);
+	ck_assert_int_eq(robots_freed, 2);
+}
+END_TEST
+
+static uint32_t woken[16];
+static int nwoken;
+static void wake(void *ctx, uint32_t host)
+{
+	(void)ctx;
+	if (nwoken < 16)
+		woken[nwoken] = host;
+	nwoken++;
+}
+
+START_TEST(nonempty_callback)
+{
+	struct frontier *f = mk(1 << 20, 0, 0);
+	uint32_t a = host(f, "http://a.test"), b = host(f, "http://b.test");
+	struct frontier_url u;
+
+	nwoken = 0;
+	frontier_set_nonempty_cb(f, wake, NULL);
+	ck_assert_int_eq(frontier_push(f, a, "1", 1, NULL, 0, 0), FRONTIER_OK);
+	ck_assert_int_eq(frontier_push(f, a, "2", 1, NULL, 0, 0), FRONTIER_OK);
+	ck_assert_int_eq(frontier_push(f, b, "1", 1, NULL, 0, 0), FRONTIER_OK);
+	ck_assert_int_eq(nwoken, 2);
+	ck_assert_uint_eq(woken[0], a);
+	ck_assert_uint_eq(woken[1], b);
+	ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_OK);
+	ck_assert_int_eq(frontier_push(f, a, "3", 1, NULL, 0, 0), FRONTIER_OK);
+	ck_assert_int_eq(nwoken, 2); /* a was never empty */
+	ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_OK);
+	ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_OK);
+	ck_assert_int_eq(frontier_push(f, a, "4", 1, NULL, 0, 0), FRONTIER_OK);
+	ck_assert_int_eq(nwoken, 3);
+	frontier_destroy(f);
+}
+END_TEST
+
+START_TEST(bad_spill_dir)
+{
+	struct frontier_config c;
+	struct frontier *f = (struct frontier *)&c;
+
+	frontier_config_default(&c);
+	c.spill_dir = "/nonexistent/dir/for/frontier";
+	ck_assert_int_eq(frontier_create(&c, &f), FRONTIER_ERR_IO);
+	ck_assert_ptr_null(f);
+	ck_assert_int_eq(frontier_create(NULL, &f), FRONTIER_ERR_INVALID);
+	ck_assert_str_eq(frontier_strerror(FRONTIER_ERR_EMPTY), "queue empty");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("frontier");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, host_table);
+	tcase_add_test(tc, fifo_memory);
+	tcase_add_test(tc, fifo_spill);
+	tcase_add_test(tc, retire_accounting);
+	tcase_add_test(tc, budgets);
+	tcase_add_test(tc, robots_state);
+	tcase_add_test(tc, nonempty_callback);
+	tcase_add_test(tc, bad_spill_dir);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}

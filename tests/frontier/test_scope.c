@@ -1,0 +1,158 @@
+/*
+ * Check suite for frontier/scope.h: each rule accepts what it should, rejects
+ * what it should with the right reason, and counts it.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "frontier/scope.h"
+
+static enum scope_verdict chk(struct scope *s, const char *url, uint32_t depth)
+{
+	return scope_check(s, url, strlen(url), depth);
+}
+
+START_TEST(domains_and_prefixes)
+{
+	const char *doms[] = { "web.test", "Example.ORG" };
+	const char *pres[] = { "https://other.test/docs/" };
+	struct scope_config c;
+	struct scope *s = NULL;
+
+	scope_config_default(&c);
+	c.domains = doms;
+	c.n_domains = 2;
+	c.prefixes = pres;
+	c.n_prefixes = 1;
+	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_OK);
+	ck_assert_int_eq(chk(s, "http://web.test/", 0), SCOPE_OK);
+	ck_assert_int_eq(chk(s, "http://h1.web.test:8080/a", 0), SCOPE_OK);
+	ck_assert_int_eq(chk(s, "http://user:pw@h1.web.test/a", 0), SCOPE_OK);
+	ck_assert_int_eq(chk(s, "http://H1.WEB.TEST/a", 0), SCOPE_OK);
+	ck_assert_int_eq(chk(s, "http://www.example.org", 0), SCOPE_OK);
+	ck_assert_int_eq(chk(s, "http://xweb.test/", 0), SCOPE_OFF_DOMAIN);
+	ck_assert_int_eq(chk(s, "http://web.test.evil/", 0), SCOPE_OFF_DOMAIN);
+	ck_assert_int_eq(chk(s, "http://evil/?q=web.test", 0), SCOPE_OFF_DOMAIN);
+	ck_assert_int_eq(chk(s, "https://other.test/docs/x", 0), SCOPE_OK);
+	ck_assert_int_eq(chk(s, "https://other.test/doc", 0), SCOPE_OFF_DOMAIN);
+	ck_assert_uint_eq(scope_count(s, SCOPE_OK), 6);
+	ck_assert_uint_eq(scope_count(s, SCOPE_OFF_DOMAIN), 4);
+	scope_destroy(s);
+	scope_destroy(NULL);
+}
+END_TEST
+
+START_TEST(no_restriction)
+{
+	struct scope_config c;
+	struct scope *s = NULL;
+
+	scope_config_default(&c);
+	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_OK);
+	ck_assert_int_eq(chk(s, "http://anything.example/", 1000), SCOPE_OK);
+	ck_assert_int_eq(chk(s, "not a url", 0), SCOPE_BAD_URL);
+	ck_assert_int_eq(chk(s, "http://", 0), SCOPE_BAD_URL);
+	ck_assert_int_eq(chk(s, "http:///path", 0), SCOPE_BAD_URL);
+	ck_assert_int_eq(chk(s, "http://[::1/", 0), SCOPE_BAD_URL);
+	ck_assert_int_eq(chk(s, "http://[::1]:80/", 0), SCOPE_OK);
+	ck_assert_int_eq(scope_check(s, NULL, 0, 0), SCOPE_BAD_URL);
+	ck_assert_uint_eq(scope_count(s, SCOPE_BAD_URL), 5);
+	scope_destroy(s);
+}
+END_TEST
+
+START_TEST(limits)
+{
+	struct scope_config c;
+	struct scope *s = NULL;
+	char longurl[3000];
+
+	scope_config_default(&c);
+	c.max_depth = 3;
+	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_OK);
+	ck_assert_int_eq(chk(s, "http://a.test/", 3), SCOPE_OK);
+	ck_assert_int_eq(chk(s, "http://a.test/", 4), SCOPE_TOO_DEEP);
+	memcpy(longurl, "http://a.test/", 14);
+	memset(longurl + 14, 'x', sizeof longurl - 15);
+	longurl[sizeof longurl - 1] = '\0';
+	ck_assert_int_eq(chk(s, longurl, 0), SCOPE_TOO_LONG);
+	longurl[2048] = '\0';
+	ck_assert_int_eq(chk(s, longurl, 0), SCOPE_OK);
+	ck_assert_uint_eq(scope_count(s, SCOPE_TOO_DEEP), 1);
+	ck_assert_uint_eq(scope_count(s, SCOPE_TOO_LONG), 1);
+	scope_destroy(s);
+}
+END_TEST
+
+START_TEST(traps)
+{
+	struct scope_config c;
+	struct scope *s = NULL;
+	char url[1024];
+	size_t n;
+
+	scope_config_default(&c);
+	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_OK);
+	ck_assert_int_eq(chk(s, "http://a.test/a/b/a/c", 0), SCOPE_OK);
+	ck_assert_int_eq(chk(s, "http://a.test/a/a/a", 0), SCOPE_REPEATED_SEGMENT);
+	ck_assert_int_eq(chk(s, "http://a.test/cal/2020/x/2020/y/2020/", 0), SCOPE_REPEATED_SEGMENT);
+	/* repeats in the query do not count; empty segments do not count */
+	ck_assert_int_eq(chk(s, "http://a.test/a/b?x=/a/a/a", 0), SCOPE_OK);
+	ck_assert_int_eq(chk(s, "http://a.test/a///b//", 0), SCOPE_OK);
+	/* 32 distinct segments pass, 33 fail */
+	n = (size_t)snprintf(url, sizeof url, "http://a.test");
+	for (int i = 0; i < 32; i++)
+		n += (size_t)snprintf(url + n, sizeof url - n, "/s%d", i);
+	ck_assert_int_eq(chk(s, url, 0), SCOPE_OK);
+	snprintf(url + n, sizeof url - n, "/s32");
+	ck_assert_int_eq(chk(s, url, 0), SCOPE_TOO_MANY_SEGMENTS);
+	ck_assert_uint_eq(scope_count(s, SCOPE_REPEATED_SEGMENT), 2);
+	ck_assert_uint_eq(scope_count(s, SCOPE_TOO_MANY_SEGMENTS), 1);
+	ck_assert_str_eq(scope_verdict_name(SCOPE_REPEATED_SEGMENT), "repeated-segment");
+	scope_destroy(s);
+
+	/* the rule can be turned off */
+	c.max_segment_repeats = 0;
+	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_OK);
+	ck_assert_int_eq(chk(s, "http://a.test/a/a/a/a", 0), SCOPE_OK);
+	scope_destroy(s);
+}
+END_TEST
+
+START_TEST(bad_config)
+{
+	const char *doms[] = { "" };
+	struct scope_config c;
+	struct scope *s = (struct scope *)&c;
+
+	scope_config_default(&c);
+	c.domains = doms;
+	c.n_domains = 1;
+	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_INVALID);
+	ck_assert_ptr_null(s);
+	c.domains = NULL;
+	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_INVALID);
+	ck_assert_int_eq(scope_create(NULL, &s), SCOPE_ERR_INVALID);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("scope");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, domains_and_prefixes);
+	tcase_add_test(tc, no_restriction);
+	tcase_add_test(tc, limits);
+	tcase_add_test(tc, traps);
+	tcase_add_test(tc, bad_config);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,350 @@
+/*
+ * Check suite for politeness/politeness.h: tokens (a host and an IP are
+ * handed out once until released), "not ready until T", parking and waking,
+ * backoff and retirement accounting through release, the DNS protocol
+ * (set_ip on a held host), and IP politeness turned off.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "politeness/politeness.h"
+
+#define S 1000000ull
+
+struct fx {
+	struct frontier *f;
+	struct politeness *p;
+	uint64_t dropped;
+};
+
+static void on_drop(void *ctx, uint32_t host, const struct frontier_url *u)
+{
+	struct fx *x = ctx;
+
+	(void)host;
+	ck_assert_ptr_nonnull(u->url);
+	x->dropped++;
+}
+
+static void setup(struct fx *x, int ip_pol)
+{
+	struct frontier_config fc;
+	struct politeness_config pc;
+
+	memset(x, 0, sizeof *x);
+	frontier_config_default(&fc);
+	fc.mem_budget = 4 << 20;
+	ck_assert_int_eq(frontier_create(&fc, &x->f), FRONTIER_OK);
+	politeness_config_default(&pc);
+	pc.host_delay_us = 2 * S;
+	pc.ip_delay_us = 1 * S;
+	pc.ip_politeness = ip_pol;
+	pc.backoff_base_us = 10 * S;
+	pc.backoff_max_us = 100 * S;
+	pc.max_consecutive_errors = 3;
+	ck_assert_int_eq(politeness_create(x->f, &pc, on_drop, x, &x->p), POLITENESS_OK);
+}
+
+static void teardown(struct fx *x)
+{
+	politeness_destroy(x->p);
+	frontier_destroy(x->f);
+}
+
+static uint32_t add_host(struct fx *x, const char *key, int urls)
+{
+	uint32_t h;
+
+	ck_assert_int_eq(frontier_host_get(x->f, key, strlen(key), 1, &h), FRONTIER_OK);
+	for (int i = 0; i < urls; i++) {
+		char u[128];
+		int n = snprintf(u, sizeof u, "%s/%d", key, i);
+		ck_assert_int_eq(frontier_push(x->f, h, u, (size_t)n, NULL, 0, 0), FRONTIER_OK);
+	}
+	return h;
+}
+
+static struct visit_outcome ok_at(uint64_t start)
+{
+	struct visit_outcome o = { VISIT_OK, start, 1, 0 };
+	return o;
+}
+
+START_TEST(host_tokens)
+{
+	struct fx x;
+	uint32_t a, b, h, h2;
+	uint64_t t = 0;
+	struct visit_outcome o;
+	struct frontier_url u;
+
+	setup(&x, 1);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_EMPTY);
+	a = add_host(&x, "http://a.test", 3);
+	b = add_host(&x, "http://b.test", 1);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h2, &t), POLITENESS_OK);
+	ck_assert_uint_ne(h, h2);
+	ck_assert(politeness_host_held(x.p, a) && politeness_host_held(x.p, b));
+	/* both held: nothing else to hand out */
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_EMPTY);
+	ck_assert_int_eq(frontier_pop(x.f, a, &u), FRONTIER_OK);
+	ck_assert_int_eq(frontier_pop(x.f, b, &u), FRONTIER_OK);
+	o = ok_at(5 * S);
+	ck_assert_int_eq(politeness_release(x.p, a, &o, 6 * S), POLITENESS_OK);
+	ck_assert_int_eq(politeness_release(x.p, b, &o, 6 * S), POLITENESS_OK);
+	ck_assert_int_eq(politeness_release(x.p, b, &o, 6 * S), POLITENESS_ERR_STATE);
+	/* a waits host_delay from the end of its visit; b has no URL: parked */
+	ck_assert_int_eq(politeness_pop_ready(x.p, 6 * S, &h, &t), POLITENESS_NOT_READY);
+	ck_assert_uint_eq(t, 8 * S);
+	ck_assert_uint_eq(politeness_host_next(x.p, a), 8 * S);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 8 * S - 1, &h, &t), POLITENESS_NOT_READY);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 8 * S, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, a);
+	{
+		struct politeness_stats st;
+		politeness_stats(x.p, &st);
+		ck_assert_uint_eq(st.hosts_held, 1);
+		ck_assert_uint_eq(st.hosts_parked, 1);
+		ck_assert_uint_eq(st.hosts_in_heap, 0);
+	}
+	/* a URL for parked b wakes it */
+	ck_assert_int_eq(frontier_push(x.f, b, "http://b.test/x", 15, NULL, 0, 0), FRONTIER_OK);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 7 * S, &h, &t), POLITENESS_NOT_READY);
+	ck_assert_uint_eq(t, 8 * S);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 8 * S, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, b);
+	teardown(&x);
+}
+END_TEST
+
+START_TEST(ip_tokens)
+{
+	struct fx x;
+	uint32_t a, b, c, h, h2;
+	uint64_t t = 0;
+	struct visit_outcome o;
+	struct frontier_url u;
+
+	setup(&x, 1);
+	a = add_host(&x, "http://a.test", 2);
+	b = add_host(&x, "http://b.test", 2);
+	c = add_host(&x, "http://c.test", 2);
+	ck_assert_int_eq(politeness_host_set_ip(x.p, a, 0x7f000001), POLITENESS_OK);
+	ck_assert_int_eq(politeness_host_set_ip(x.p, b, 0x7f000001), POLITENESS_OK);
+	ck_assert_int_eq(politeness_host_set_ip(x.p, c, 0x7f000002), POLITENESS_OK);
+	{
+		uint32_t ip = 0;
+		ck_assert(politeness_host_ip(x.p, b, &ip));
+		ck_assert_uint_eq(ip, 0x7f000001);
+	}
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h2, &t), POLITENESS_OK);
+	/* one of a/b and c; the other of a/b shares the held IP */
+	ck_assert((h == c) != (h2 == c));
+	{
+		uint32_t h3;
+		ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h3, &t), POLITENESS_EMPTY);
+	}
+	if (h == c) {
+		uint32_t tmp = h;
+		h = h2;
+		h2 = tmp;
+	}
+	/* h is on 127.0.0.1 */
+	ck_assert_int_eq(frontier_pop(x.f, h, &u), FRONTIER_OK);
+	o = ok_at(0);
+	ck_assert_int_eq(politeness_release(x.p, h, &o, 10 * S), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_ip_next(x.p, h), 11 * S);
+	/* the other host on that IP is ready itself but waits for the IP */
+	ck_assert_int_eq(politeness_pop_ready(x.p, 10 * S, &h2, &t), POLITENESS_NOT_READY);
+	ck_assert_uint_eq(t, 11 * S);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 11 * S, &h2, &t), POLITENESS_OK);
+	ck_assert(h2 == a || h2 == b);
+	ck_assert_uint_ne(h2, h);
+	teardown(&x);
+}
+END_TEST
+
+START_TEST(ip_off)
+{
+	struct fx x;
+	uint32_t a, b, h, h2;
+	uint64_t t = 0;
+
+	setup(&x, 0);
+	a = add_host(&x, "http://a.test", 1);
+	b = add_host(&x, "http://b.test", 1);
+	ck_assert_int_eq(politeness_host_set_ip(x.p, a, 1), POLITENESS_OK);
+	ck_assert_int_eq(politeness_host_set_ip(x.p, b, 1), POLITENESS_OK);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h2, &t), POLITENESS_OK);
+	ck_assert_uint_ne(h, h2);
+	teardown(&x);
+}
+END_TEST
+
+/* Pop a host with unknown IP, resolve, set_ip, release VISIT_NONE: it comes
+ * back at once, now under its IP's token. */
+START_TEST(dns_protocol)
+{
+	struct fx x;
+	uint32_t a, b, h;
+	uint64_t t = 0;
+	struct visit_outcome none = { VISIT_NONE, 0, 0, 0 };
+	struct visit_outcome o;
+	struct frontier_url u;
+
+	setup(&x, 1);
+	a = add_host(&x, "http://a.test", 2);
+	b = add_host(&x, "http://b.test", 2);
+	ck_assert_int_eq(politeness_host_set_ip(x.p, b, 42), POLITENESS_OK);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
+	if (h == b) { /* visit b for real first */
+		ck_assert_int_eq(frontier_pop(x.f, b, &u), FRONTIER_OK);
+		o = ok_at(0);
+		ck_assert_int_eq(politeness_release(x.p, b, &o, 1 * S), POLITENESS_OK);
+		ck_assert_int_eq(politeness_pop_ready(x.p, 1 * S, &h, &t), POLITENESS_OK);
+	}
+	ck_assert_uint_eq(h, a);
+	ck_assert(!politeness_host_ip(x.p, a, NULL));
+	ck_assert_int_eq(politeness_host_set_ip(x.p, a, 42), POLITENESS_OK);
+	ck_assert_int_eq(politeness_release(x.p, a, &none, 1 * S), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_next(x.p, a), 1 * S);
+	/* now a and b share IP 42: only one at a time */
+	ck_assert_int_eq(politeness_pop_ready(x.p, 100 * S, &h, &t), POLITENESS_OK);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 100 * S, &h, &t), POLITENESS_EMPTY);
+	teardown(&x);
+}
+END_TEST
+
+START_TEST(backoff_and_retire)
+{
+	struct fx x;
+	uint32_t a, h;
+	uint64_t t = 0, now = 0;
+	struct visit_outcome err = { VISIT_ERROR, 0, 1, 0 };
+	struct politeness_stats st;
+	struct frontier_stats fs;
+
+	setup(&x, 1);
+	a = add_host(&x, "http://a.test", 10);
+	ck_assert_int_eq(politeness_pop_ready(x.p, now, &h, &t), POLITENESS_OK);
+	err.start_us = now;
+	now += S;
+	ck_assert_int_eq(politeness_release(x.p, a, &err, now), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_errors(x.p, a), 1);
+	ck_assert_uint_eq(politeness_host_next(x.p, a), now + 10 * S);
+	now += 10 * S;
+	ck_assert_int_eq(politeness_pop_ready(x.p, now, &h, &t), POLITENESS_OK);
+	now += S;
+	ck_assert_int_eq(politeness_release(x.p, a, &err, now), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_next(x.p, a), now + 20 * S);
+	/* a success resets the count */
+	now += 20 * S;
+	ck_assert_int_eq(politeness_pop_ready(x.p, now, &h, &t), POLITENESS_OK);
+	{
+		struct visit_outcome o = ok_at(now);
+		now += S;
+		ck_assert_int_eq(politeness_release(x.p, a, &o, now), POLITENESS_OK);
+	}
+	ck_assert_uint_eq(politeness_host_errors(x.p, a), 0);
+	for (int i = 0; i < 3; i++) {
+		enum politeness_err want = i < 2 ? POLITENESS_OK : POLITENESS_RETIRED;
+		ck_assert_int_eq(politeness_pop_ready(x.p, now + 1000 * S, &h, &t), POLITENESS_OK);
+		now += 1000 * S;
+		ck_assert_int_eq(politeness_release(x.p, a, &err, now), want);
+	}
+	ck_assert_uint_eq(x.dropped, 10);
+	politeness_stats(x.p, &st);
+	ck_assert_uint_eq(st.hosts_retired, 1);
+	ck_assert_uint_eq(st.dropped_urls, 10);
+	ck_assert_uint_eq(st.errors, 5);
+	frontier_stats(x.f, &fs);
+	ck_assert_uint_eq(fs.dropped_retired, 10);
+	ck_assert_uint_eq(fs.urls_queued, 0);
+	ck_assert(frontier_host_is_retired(x.f, a));
+	/* a retired host never comes back */
+	ck_assert_int_eq(frontier_push(x.f, a, "http://a.test/z", 15, NULL, 0, 0),
+	                 FRONTIER_ERR_RETIRED);
+	ck_assert_int_eq(politeness_pop_ready(x.p, UINT64_MAX, &h, &t), POLITENESS_EMPTY);
+	teardown(&x);
+}
+END_TEST
+
+START_TEST(crawl_delay_and_retry_after)
+{
+	struct fx x;
+	uint32_t a, h;
+	uint64_t t = 0;
+	struct visit_outcome o = { VISIT_RETRY_LATER, 0, 1, 500 * S };
+	uint32_t mu = 0;
+	uint64_t mt = 0;
+
+	setup(&x, 1);
+	a = add_host(&x, "http://a.test", 5);
+	ck_assert_int_eq(politeness_host_set_crawl_delay(x.p, a, 7 * S), POLITENESS_OK);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
+	politeness_visit_budget(x.p, a, &mu, &mt);
+	ck_assert_uint_eq(mu, 1);
+	ck_assert_uint_eq(mt, UINT64_MAX);
+	ck_assert_int_eq(politeness_release(x.p, a, &o, 10 * S), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_next(x.p, a), 500 * S);
+	ck_assert_uint_eq(politeness_host_errors(x.p, a), 0);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 500 * S, &h, &t), POLITENESS_OK);
+	o = ok_at(500 * S);
+	ck_assert_int_eq(politeness_release(x.p, a, &o, 501 * S), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_next(x.p, a), 508 * S);
+	teardown(&x);
+}
+END_TEST
+
+START_TEST(picks_up_existing_hosts)
+{
+	struct frontier_config fc;
+	struct politeness_config pc;
+	struct frontier *f = NULL;
+	struct politeness *p = NULL;
+	uint32_t a, h;
+	uint64_t t;
+
+	frontier_config_default(&fc);
+	ck_assert_int_eq(frontier_create(&fc, &f), FRONTIER_OK);
+	ck_assert_int_eq(frontier_host_get(f, "k", 1, 1, &a), FRONTIER_OK);
+	ck_assert_int_eq(frontier_push(f, a, "u", 1, NULL, 0, 0), FRONTIER_OK);
+	politeness_config_default(&pc);
+	pc.ratio = 2.0;
+	ck_assert_int_eq(politeness_create(f, &pc, NULL, NULL, &p), POLITENESS_ERR_INVALID);
+	ck_assert_ptr_null(p);
+	pc.ratio = 0.5;
+	ck_assert_int_eq(politeness_create(f, &pc, NULL, NULL, &p), POLITENESS_OK);
+	ck_assert_int_eq(politeness_pop_ready(p, 0, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, a);
+	politeness_destroy(p);
+	politeness_destroy(NULL);
+	frontier_destroy(f);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("politeness");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, host_tokens);
+	tcase_add_test(tc, ip_tokens);
+	tcase_add_test(tc, ip_off);
+	tcase_add_test(tc, dns_protocol);
+	tcase_add_test(tc, backoff_and_retire);
+	tcase_add_test(tc, crawl_delay_and_retry_after);
+	tcase_add_test(tc, picks_up_existing_hosts);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
