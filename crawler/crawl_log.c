@@ -1,0 +1,218 @@
+/* crawl_log.c: tab-separated crawl log lines (see crawl_log.h). */
+#include "crawler/crawl_log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct crawl_log {
+	FILE *f;
+	int is_stdout;
+};
+
+static const char header_line[] =
+	"#timestamp\tstatus\tbytes\turl\tvia\tdepth\tcontent_type\tduration_ms"
+	"\tip\terror\tredirect\tflags\n";
+
+const char *crawl_log_strerror(enum crawl_log_error err)
+{
+	switch (err) {
+	case CRAWL_LOG_OK: return "ok";
+	case CRAWL_LOG_ERR_NOMEM: return "out of memory";
+	case CRAWL_LOG_ERR_INVALID: return "invalid argument";
+	case CRAWL_LOG_ERR_IO: return "i/o error";
+	}
+	return "unknown error";
+}
+
+/* Appends to buf at *pos within cap, counting needed length in *pos. */
+static void put(char *buf, size_t cap, size_t *pos, const char *s, size_t n)
+{
+	if (*pos < cap) {
+		size_t room = cap - *pos;
+		memcpy(buf + *pos, s, n < room ? n : room);
+	}
+	*pos += n;
+}
+
+static void put_field(char *buf, size_t cap, size_t *pos, const char *s)
+{
+	if (s == NULL || *s == '\0') {
+		put(buf, cap, pos, "-", 1);
+		return;
+	}
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		char esc[5];
+		switch (*p) {
+		case '\\': put(buf, cap, pos, "\\\\", 2); break;
+		case '\t': put(buf, cap, pos, "\\t", 2); break;
+		case '\n': put(buf, cap, pos, "\\n", 2); break;
+		case '\r': put(buf, cap, pos, "\\r", 2); break;
+		default:
+			if (*p < 0x20 || *p == 0x7f) {
+				snprintf(esc, sizeof(esc), "\\x%02x", *p);
+				put(buf, cap, pos, esc, 4);
+			} else {
+				put(buf, cap, pos, (const char *)p, 1);
+			}
+		}
+	}
+}
+
+static void put_num(char *buf, size_t cap, size_t *pos, const char *fmt, long long v)
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof(tmp), fmt, v);
+	put(buf, cap, pos, tmp, (size_t)n);
+}
+
+size_t crawl_log_format(const struct crawl_log_entry *e, char *buf, size_t cap)
+{
+	size_t pos = 0;
+	char ts[40];
+	time_t secs = (time_t)(e->timestamp_unix_ms / 1000);
+	int ms = (int)(e->timestamp_unix_ms % 1000);
+	struct tm tm;
+	if (ms < 0) {
+		ms += 1000;
+		secs -= 1;
+	}
+	gmtime_r(&secs, &tm);
+	int n = snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+	                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	                 tm.tm_min, tm.tm_sec, ms);
+	put(buf, cap, &pos, ts, (size_t)n);
+	put(buf, cap, &pos, "\t", 1);
+	put_num(buf, cap, &pos, "%lld", e->status);
+	put(buf, cap, &pos, "\t", 1);
+	put_num(buf, cap, &pos, "%llu", (long long)e->bytes);
+	put(buf, cap, &pos, "\t", 1);
+	put_field(buf, cap, &pos, e->url);
+	put(buf, cap, &pos, "\t", 1);
+	put_field(buf, cap, &pos, e->via);
+	put(buf, cap, &pos, "\t", 1);
+	put_num(buf, cap, &pos, "%lld", e->depth);
+	put(buf, cap, &pos, "\t", 1);
+	put_field(buf, cap, &pos, e->content_type);
+	put(buf, cap, &pos, "\t", 1);
+	put_num(buf, cap, &pos, "%llu", (long long)e->duration_ms);
+	put(buf, cap, &pos, "\t", 1);
+	put_field(buf, cap, &pos, e->ip);
+	put(buf, cap, &pos, "\t", 1);
+	put_field(buf, cap, &pos, e->error);
+	put(buf, cap, &pos, "\t", 1);
+	put_field(buf, cap, &pos, e->redirect);
+	put(buf, cap, &pos, "\t", 1);
+	static const struct { unsigned bit; const char *name; } names[] = {
+		{CRAWL_LOG_TRUNCATED, "truncated"}, {CRAWL_LOG_REDIRECT, "redirect"},
+		{CRAWL_LOG_NEAR_DUP, "near-dup"}, {CRAWL_LOG_REVISIT, "revisit"},
+		{CRAWL_LOG_ROBOTS, "robots"},
+	};
+	int any = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (e->flags & names[i].bit) {
+			if (any)
+				put(buf, cap, &pos, ",", 1);
+			put(buf, cap, &pos, names[i].name, strlen(names[i].name));
+			any = 1;
+		}
+	}
+	if (!any)
+		put(buf, cap, &pos, "-", 1);
+	put(buf, cap, &pos, "\n", 1);
+	if (cap > 0)
+		buf[pos < cap ? pos : cap - 1] = '\0';
+	return pos;
+}
+
+enum crawl_log_error crawl_log_open(const char *path, struct crawl_log **out)
+{
+	enum crawl_log_error rc = CRAWL_LOG_OK;
+	struct crawl_log *log = NULL;
+	struct stat st;
+
+	if (out == NULL || path == NULL || *path == '\0')
+		return CRAWL_LOG_ERR_INVALID;
+	*out = NULL;
+	log = calloc(1, sizeof(*log));
+	if (log == NULL) {
+		rc = CRAWL_LOG_ERR_NOMEM;
+		goto out;
+	}
+	if (strcmp(path, "-") == 0) {
+		log->f = stdout;
+		log->is_stdout = 1;
+	} else {
+		log->f = fopen(path, "a");
+		if (log->f == NULL) {
+			rc = CRAWL_LOG_ERR_IO;
+			goto out;
+		}
+	}
+	if (fstat(fileno(log->f), &st) == 0 && (!S_ISREG(st.st_mode) || st.st_size == 0)) {
+		if (fputs(header_line, log->f) == EOF) {
+			rc = CRAWL_LOG_ERR_IO;
+			goto out;
+		}
+	}
+	*out = log;
+	log = NULL;
+out:
+	if (log != NULL) {
+		if (log->f != NULL && !log->is_stdout)
+			fclose(log->f);
+		free(log);
+	}
+	return rc;
+}
+
+enum crawl_log_error crawl_log_write(struct crawl_log *log, const struct crawl_log_entry *e)
+{
+	char stack[2048];
+	char *buf = stack;
+	enum crawl_log_error rc = CRAWL_LOG_OK;
+
+	if (log == NULL || e == NULL)
+		return CRAWL_LOG_ERR_INVALID;
+	size_t need = crawl_log_format(e, buf, sizeof(stack));
+	if (need >= sizeof(stack)) {
+		buf = malloc(need + 1);
+		if (buf == NULL)
+			return CRAWL_LOG_ERR_NOMEM;
+		crawl_log_format(e, buf, need + 1);
+	}
+	if (fwrite(buf, 1, need, log->f) != need)
+		rc = CRAWL_LOG_ERR_IO;
+	if (buf != stack)
+		free(buf);
+	return rc;
+}
+
+enum crawl_log_error crawl_log_flush(struct crawl_log *log, int sync)
+{
+	if (log == NULL)
+		return CRAWL_LOG_ERR_INVALID;
+	if (fflush(log->f) != 0)
+		return CRAWL_LOG_ERR_IO;
+	if (sync && !log->is_stdout && fsync(fileno(log->f)) != 0)
+		return CRAWL_LOG_ERR_IO;
+	return CRAWL_LOG_OK;
+}
+
+enum crawl_log_error crawl_log_close(struct crawl_log *log)
+{
+	enum crawl_log_error rc = CRAWL_LOG_OK;
+	if (log == NULL)
+		return CRAWL_LOG_OK;
+	if (log->is_stdout) {
+		if (fflush(log->f) != 0)
+			rc = CRAWL_LOG_ERR_IO;
+	} else if (fclose(log->f) != 0) {
+		rc = CRAWL_LOG_ERR_IO;
+	}
+	free(log);
+	return rc;
+}

@@ -1,0 +1,78 @@
+/*
+ * crawl_log.h: the crawl log, one tab-separated line per fetch.
+ *
+ * Columns (the first line of a new file is this header, starting with '#'):
+ *   #timestamp status bytes url via depth content_type duration_ms ip
+ *   error redirect flags
+ * timestamp: ISO 8601 UTC with milliseconds (2026-11-22T23:59:01.123Z);
+ * status: HTTP status, or a negative error code when no response;
+ * via: the URL the fetched one was discovered from, or "-";
+ * error: a reason word, or "-"; redirect: the Location target or "-";
+ * flags: comma-separated names (truncated, redirect, near-dup, revisit,
+ * robots) or "-".
+ * Field escaping: '\\' -> "\\\\", TAB -> "\\t", LF -> "\\n", CR -> "\\r",
+ * other control bytes -> "\\xHH"; an empty or NULL field is "-" (and a field
+ * that is literally "-" stays "-"). So every record is exactly one line of
+ * exactly 12 fields.
+ *
+ * Thread-confined and synchronous (the writer thread owns it); buffered
+ * stdio, flush/sync on demand.
+ */
+#ifndef CRAWLER_CRAWL_LOG_H
+#define CRAWLER_CRAWL_LOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum crawl_log_error {
+	CRAWL_LOG_OK = 0,          /* done */
+	CRAWL_LOG_ERR_NOMEM = 1,   /* allocation failed */
+	CRAWL_LOG_ERR_INVALID = 2, /* bad argument */
+	CRAWL_LOG_ERR_IO = 3,      /* open/write/fsync failed */
+};
+
+const char *crawl_log_strerror(enum crawl_log_error err);
+
+#define CRAWL_LOG_TRUNCATED 0x01u
+#define CRAWL_LOG_REDIRECT  0x02u
+#define CRAWL_LOG_NEAR_DUP  0x04u
+#define CRAWL_LOG_REVISIT   0x08u
+#define CRAWL_LOG_ROBOTS    0x10u
+
+/* One line. Strings borrowed for the call; NULL prints "-". */
+struct crawl_log_entry {
+	int64_t timestamp_unix_ms;
+	long status;
+	uint64_t bytes;
+	const char *url;
+	const char *via;
+	int depth;
+	const char *content_type;
+	uint64_t duration_ms;
+	const char *ip;
+	const char *error;
+	const char *redirect;
+	unsigned flags;        /* CRAWL_LOG_* */
+};
+
+struct crawl_log;
+
+/* Opens path for appending ("-" is stdout); writes the header line if the
+ * file is empty. On error *out is NULL. */
+enum crawl_log_error crawl_log_open(const char *path, struct crawl_log **out);
+
+enum crawl_log_error crawl_log_write(struct crawl_log *log,
+                                     const struct crawl_log_entry *e);
+
+/* Formats one entry (no trailing newline needed by caller: one is added)
+ * into buf; returns the length it needs (like snprintf), so a return >= cap
+ * means truncated. For tests and other sinks. */
+size_t crawl_log_format(const struct crawl_log_entry *e, char *buf, size_t cap);
+
+/* fflush (+ fsync when sync is nonzero). */
+enum crawl_log_error crawl_log_flush(struct crawl_log *log, int sync);
+
+/* Flushes and closes. NULL is a no-op. */
+enum crawl_log_error crawl_log_close(struct crawl_log *log);
+
+#endif

@@ -1,0 +1,605 @@
+/*
+ * dns.c: c-ares A lookups on the libuv loop with a TTL cache (see dns.h).
+ *
+ * c-ares tells us which sockets it wants watched through the socket state
+ * callback; each gets a uv_poll_t (a short list: c-ares uses a few sockets
+ * per server). One uv_timer_t is re-armed from ares_timeout after every
+ * event so retransmissions and timeouts happen without polling.
+ */
+#include "crawler/dns.h"
+
+#include <arpa/inet.h>
+#include <arpa/nameser.h>
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ares.h>
+
+#define DNS_NAME_MAX 253
+
+enum entry_state { ENTRY_PENDING, ENTRY_RESOLVED, ENTRY_NEGATIVE };
+
+struct waiter {
+	struct waiter *next;
+	dns_done_fn cb;
+	void *ctx;
+};
+
+struct entry {
+	struct entry *hnext;          /* hash chain */
+	struct entry *lprev, *lnext;  /* LRU list (resolved/negative only) */
+	struct dns_resolver *r;
+	enum entry_state state;
+	enum dns_error err;           /* for NEGATIVE */
+	struct in_addr addrs[DNS_MAX_ADDRS];
+	size_t naddrs;
+	uint64_t req_now;             /* now of the request that queried */
+	uint64_t expires;
+	struct waiter *waiters;       /* PENDING only */
+	size_t hash;
+	char name[];
+};
+
+struct dns_poll {
+	uv_poll_t poll;
+	ares_socket_t fd;
+	struct dns_resolver *r;
+	struct dns_poll *next;
+};
+
+struct dns_resolver {
+	uv_loop_t *loop;
+	ares_channel channel;
+	bool channel_ok;
+	uv_timer_t timer;
+	struct dns_config cfg;
+	struct entry **buckets;
+	size_t nbuckets;              /* power of two */
+	struct entry *lru_head, *lru_tail;
+	struct dns_poll *polls;
+	size_t open_handles;
+	bool destroying;
+	struct dns_stats stats;
+};
+
+const char *dns_strerror(enum dns_error err)
+{
+	switch (err) {
+	case DNS_OK: return "ok";
+	case DNS_ERR_NOMEM: return "nomem";
+	case DNS_ERR_INVALID: return "invalid";
+	case DNS_ERR_NOTFOUND: return "dns-notfound";
+	case DNS_ERR_TIMEOUT: return "dns-timeout";
+	case DNS_ERR_SERVFAIL: return "dns-servfail";
+	case DNS_ERR_BUSY: return "dns-busy";
+	case DNS_ERR_CANCELLED: return "dns-cancelled";
+	case DNS_ERR_ARES: return "dns-error";
+	}
+	return "unknown";
+}
+
+static size_t name_hash(const char *s)
+{
+	size_t h = 1469598103934665603ull & SIZE_MAX;
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= (size_t)1099511628211ull;
+	}
+	return h;
+}
+
+static void lru_unlink(struct dns_resolver *r, struct entry *e)
+{
+	if (e->lprev)
+		e->lprev->lnext = e->lnext;
+	else
+		r->lru_head = e->lnext;
+	if (e->lnext)
+		e->lnext->lprev = e->lprev;
+	else
+		r->lru_tail = e->lprev;
+	e->lprev = e->lnext = NULL;
+}
+
+static void lru_push_front(struct dns_resolver *r, struct entry *e)
+{
+	e->lprev = NULL;
+	e->lnext = r->lru_head;
+	if (r->lru_head)
+		r->lru_head->lprev = e;
+	r->lru_head = e;
+	if (r->lru_tail == NULL)
+		r->lru_tail = e;
+}
+
+static void hash_remove(struct dns_resolver *r, struct entry *e)
+{
+	struct entry **pp = &r->buckets[e->hash & (r->nbuckets - 1)];
+	while (*pp != NULL && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp == e)
+		*pp = e->hnext;
+}
+
+static struct entry *hash_find(struct dns_resolver *r, const char *name, size_t h)
+{
+	for (struct entry *e = r->buckets[h & (r->nbuckets - 1)]; e; e = e->hnext)
+		if (e->hash == h && strcmp(e->name, name) == 0)
+			return e;
+	return NULL;
+}
+
+/* Drops least recently used resolved/negative entries beyond the cap. */
+static void evict(struct dns_resolver *r)
+{
+	while (r->stats.cached > r->cfg.cache_entries && r->lru_tail != NULL) {
+		struct entry *e = r->lru_tail;
+		lru_unlink(r, e);
+		hash_remove(r, e);
+		r->stats.cached--;
+		r->stats.evictions++;
+		free(e);
+	}
+}
+
+/* ---------- libuv glue ---------- */
+
+static void on_handle_closed(uv_handle_t *h);
+
+static void rearm_timer(struct dns_resolver *r);
+
+static void on_timer(uv_timer_t *t)
+{
+	struct dns_resolver *r = t->data;
+	ares_process_fd(r->channel, ARES_SOCKET_BAD, ARES_SOCKET_BAD);
+	rearm_timer(r);
+}
+
+static void rearm_timer(struct dns_resolver *r)
+{
+	struct timeval tv;
+	if (r->destroying || !r->channel_ok)
+		return;
+	if (ares_timeout(r->channel, NULL, &tv) == NULL) {
+		uv_timer_stop(&r->timer);
+		return;
+	}
+	uint64_t ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+	if (ms == 0)
+		ms = 1;
+	uv_timer_start(&r->timer, on_timer, ms, 0);
+}
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+	struct dns_poll *dp = p->data;
+	struct dns_resolver *r = dp->r;
+	ares_socket_t rfd = ARES_SOCKET_BAD, wfd = ARES_SOCKET_BAD;
+	if (status < 0 || (events & UV_READABLE))
+		rfd = dp->fd;
+	if (status < 0 || (events & UV_WRITABLE))
+		wfd = dp->fd;
+	ares_process_fd(r->channel, rfd, wfd);
+	rearm_timer(r);
+}
+
+static void on_sock_state(void *data, ares_socket_t fd, int readable, int writable)
+{
+	struct dns_resolver *r = data;
+	struct dns_poll **pp = &r->polls;
+	while (*pp != NULL && (*pp)->fd != fd)
+		pp = &(*pp)->next;
+	struct dns_poll *dp = *pp;
+	if (!readable && !writable) {
+		if (dp != NULL) {
+			*pp = dp->next;
+			uv_poll_stop(&dp->poll);
+			uv_close((uv_handle_t *)&dp->poll, on_handle_closed);
+		}
+		return;
+	}
+	if (dp == NULL) {
+		dp = calloc(1, sizeof(*dp));
+		if (dp == NULL)
+			return; /* the query times out instead */
+		if (uv_poll_init_socket(r->loop, &dp->poll, fd) != 0) {
+			free(dp);
+			return;
+		}
+		dp->fd = fd;
+		dp->r = r;
+		dp->poll.data = dp;
+		dp->next = r->polls;
+		r->polls = dp;
+		r->open_handles++;
+	}
+	uv_poll_start(&dp->poll, (readable ? UV_READABLE : 0) | (writable ? UV_WRITABLE : 0),
+	              on_poll);
+}
+
+/* ---------- answers ---------- */
+
+static enum dns_error map_status(int status)
+{
+	switch (status) {
+	case ARES_SUCCESS: return DNS_OK;
+	case ARES_ENODATA:
+	case ARES_ENOTFOUND:
+	case ARES_ENONAME:
+		return DNS_ERR_NOTFOUND;
+	case ARES_ETIMEOUT: return DNS_ERR_TIMEOUT;
+	case ARES_ESERVFAIL:
+	case ARES_EREFUSED:
+	case ARES_EBADRESP:
+	case ARES_EFORMERR:
+	case ARES_ECONNREFUSED:
+	case ARES_ENOTIMP:
+		return DNS_ERR_SERVFAIL;
+	case ARES_ENOMEM: return DNS_ERR_NOMEM;
+	case ARES_ECANCELLED:
+	case ARES_EDESTRUCTION:
+		return DNS_ERR_CANCELLED;
+	default: return DNS_ERR_ARES;
+	}
+}
+
+static void on_answer(void *arg, int status, int timeouts, unsigned char *abuf, int alen)
+{
+	struct entry *e = arg;
+	struct dns_resolver *r = e->r;
+	enum dns_error err = map_status(status);
+	struct ares_addrttl ttls[DNS_MAX_ADDRS * 4];
+	int nttls = (int)(sizeof(ttls) / sizeof(ttls[0]));
+	(void)timeouts;
+
+	if (err == DNS_OK) {
+		int pr = ares_parse_a_reply(abuf, alen, NULL, ttls, &nttls);
+		if (pr != ARES_SUCCESS)
+			err = map_status(pr);
+		else if (nttls <= 0)
+			err = DNS_ERR_NOTFOUND;
+	}
+	r->stats.pending--;
+	struct waiter *w = e->waiters;
+	e->waiters = NULL;
+	struct in_addr addrs[DNS_MAX_ADDRS];
+	size_t naddrs = 0;
+	char name[DNS_NAME_MAX + 1];
+	snprintf(name, sizeof(name), "%s", e->name);
+
+	if (err == DNS_ERR_CANCELLED) {
+		/* Only on destruction: the entry goes away with the channel. */
+		hash_remove(r, e);
+		free(e);
+	} else if (err == DNS_OK) {
+		unsigned ttl = UINT32_MAX;
+		for (int i = 0; i < nttls; i++) {
+			if ((unsigned)ttls[i].ttl < ttl)
+				ttl = ttls[i].ttl < 0 ? 0u : (unsigned)ttls[i].ttl;
+			if (naddrs < DNS_MAX_ADDRS)
+				addrs[naddrs++] = ttls[i].ipaddr;
+		}
+		if (ttl < r->cfg.min_ttl_s)
+			ttl = r->cfg.min_ttl_s;
+		if (ttl > r->cfg.max_ttl_s)
+			ttl = r->cfg.max_ttl_s;
+		e->state = ENTRY_RESOLVED;
+		memcpy(e->addrs, addrs, naddrs * sizeof(addrs[0]));
+		e->naddrs = naddrs;
+		e->expires = e->req_now + (uint64_t)ttl * 1000;
+		lru_push_front(r, e);
+		r->stats.cached++;
+	} else {
+		r->stats.failures++;
+		e->state = ENTRY_NEGATIVE;
+		e->err = err;
+		e->naddrs = 0;
+		e->expires = e->req_now + (uint64_t)r->cfg.negative_ttl_s * 1000;
+		lru_push_front(r, e);
+		r->stats.cached++;
+	}
+	/* Evict before the callbacks: e may be evicted too, but the waiters
+	 * have their own copies of the answer. */
+	if (err != DNS_ERR_CANCELLED)
+		evict(r);
+	while (w != NULL) {
+		struct waiter *next = w->next;
+		w->cb(w->ctx, err, name, err == DNS_OK ? addrs : NULL, err == DNS_OK ? naddrs : 0);
+		free(w);
+		w = next;
+	}
+}
+
+enum dns_error dns_resolve(struct dns_resolver *r, const char *host, dns_done_fn cb,
+                           void *ctx, uint64_t now_ms)
+{
+	char name[DNS_NAME_MAX + 2];
+	struct in_addr lit;
+
+	if (r == NULL || host == NULL || cb == NULL || r->destroying)
+		return DNS_ERR_INVALID;
+	size_t len = strlen(host);
+	if (len > 0 && host[len - 1] == '.')
+		len--;
+	if (len == 0 || len > DNS_NAME_MAX)
+		return DNS_ERR_INVALID;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)host[i];
+		if (c <= ' ' || c >= 0x7f)
+			return DNS_ERR_INVALID;
+		name[i] = (char)tolower(c);
+	}
+	name[len] = '\0';
+	r->stats.lookups++;
+	if (inet_pton(AF_INET, name, &lit) == 1) {
+		cb(ctx, DNS_OK, name, &lit, 1);
+		return DNS_OK;
+	}
+	size_t h = name_hash(name);
+	struct entry *e = hash_find(r, name, h);
+	if (e != NULL && e->state != ENTRY_PENDING && now_ms >= e->expires) {
+		/* Expired: reuse the entry as the pending one. */
+		lru_unlink(r, e);
+		r->stats.cached--;
+		e->state = ENTRY_PENDING;
+		e->naddrs = 0;
+		if (r->stats.pending >= r->cfg.max_pending) {
+			hash_remove(r, e);
+			free(e);
+			r->stats.lookups--;
+			return DNS_ERR_BUSY;
+		}
+		goto query;
+	}
+	if (e != NULL && e->state == ENTRY_RESOLVED) {
+		struct in_addr addrs[DNS_MAX_ADDRS];
+		size_t n = e->naddrs;
+		memcpy(addrs, e->addrs, n * sizeof(addrs[0]));
+		lru_unlink(r, e);
+		lru_push_front(r, e);
+		r->stats.cache_hits++;
+		cb(ctx, DNS_OK, name, addrs, n);
+		return DNS_OK;
+	}
+	if (e != NULL && e->state == ENTRY_NEGATIVE) {
+		enum dns_error err = e->err;
+		lru_unlink(r, e);
+		lru_push_front(r, e);
+		r->stats.cache_hits++;
+		cb(ctx, err, name, NULL, 0);
+		return DNS_OK;
+	}
+	if (e != NULL) {
+		struct waiter *w = calloc(1, sizeof(*w));
+		if (w == NULL) {
+			r->stats.lookups--;
+			return DNS_ERR_NOMEM;
+		}
+		w->cb = cb;
+		w->ctx = ctx;
+		w->next = e->waiters;
+		e->waiters = w;
+		r->stats.coalesced++;
+		return DNS_OK;
+	}
+	if (r->stats.pending >= r->cfg.max_pending) {
+		r->stats.lookups--;
+		return DNS_ERR_BUSY;
+	}
+	e = calloc(1, sizeof(*e) + len + 1);
+	if (e == NULL) {
+		r->stats.lookups--;
+		return DNS_ERR_NOMEM;
+	}
+	memcpy(e->name, name, len + 1);
+	e->r = r;
+	e->hash = h;
+	e->state = ENTRY_PENDING;
+	e->hnext = r->buckets[h & (r->nbuckets - 1)];
+	r->buckets[h & (r->nbuckets - 1)] = e;
+query:;
+	struct waiter *w = calloc(1, sizeof(*w));
+	if (w == NULL) {
+		hash_remove(r, e);
+		free(e);
+		r->stats.lookups--;
+		return DNS_ERR_NOMEM;
+	}
+	w->cb = cb;
+	w->ctx = ctx;
+	e->waiters = w;
+	e->req_now = now_ms;
+	r->stats.pending++;
+	r->stats.queries++;
+	/* May call on_answer synchronously (e.g. no servers). */
+	ares_query(r->channel, e->name, C_IN, T_A, on_answer, e);
+	rearm_timer(r);
+	return DNS_OK;
+}
+
+void dns_resolver_stats(const struct dns_resolver *r, struct dns_stats *out)
+{
+	*out = r->stats;
+}
+
+static void free_resolver(struct dns_resolver *r)
+{
+	for (size_t i = 0; r->buckets && i < r->nbuckets; i++) {
+		struct entry *e = r->buckets[i];
+		while (e != NULL) {
+			struct entry *next = e->hnext;
+			struct waiter *w = e->waiters;
+			while (w != NULL) {
+				struct waiter *wn = w->next;
+				free(w);
+				w = wn;
+			}
+			free(e);
+			e = next;
+		}
+	}
+	free(r->buckets);
+	free((char *)r->cfg.server);
+	free(r);
+	ares_library_cleanup();
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	struct dns_resolver *r;
+	if (h->type == UV_TIMER) {
+		r = h->data;
+	} else {
+		struct dns_poll *dp = h->data;
+		r = dp->r;
+		free(dp);
+	}
+	r->open_handles--;
+	if (r->destroying && r->open_handles == 0)
+		free_resolver(r);
+}
+
+enum dns_error dns_resolver_create(uv_loop_t *loop, const struct dns_config *config,
+                                   struct dns_resolver **out)
+{
+	enum dns_error rc = DNS_OK;
+	struct dns_resolver *r = NULL;
+	struct ares_options opts;
+	bool lib = false;
+
+	if (out == NULL)
+		return DNS_ERR_INVALID;
+	*out = NULL;
+	if (loop == NULL)
+		return DNS_ERR_INVALID;
+	if (ares_library_init(ARES_LIB_INIT_ALL) != ARES_SUCCESS)
+		return DNS_ERR_NOMEM;
+	lib = true;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		rc = DNS_ERR_NOMEM;
+		goto out;
+	}
+	r->loop = loop;
+	if (config != NULL)
+		r->cfg = *config;
+	r->cfg.server = NULL;
+	if (config != NULL && config->server != NULL && config->server[0] != '\0') {
+		r->cfg.server = strdup(config->server);
+		if (r->cfg.server == NULL) {
+			rc = DNS_ERR_NOMEM;
+			goto out;
+		}
+	}
+	if (r->cfg.cache_entries == 0)
+		r->cfg.cache_entries = 65536;
+	if (r->cfg.max_ttl_s == 0)
+		r->cfg.max_ttl_s = 86400;
+	if (r->cfg.min_ttl_s > r->cfg.max_ttl_s)
+		r->cfg.min_ttl_s = r->cfg.max_ttl_s;
+	if (r->cfg.negative_ttl_s == 0)
+		r->cfg.negative_ttl_s = 60;
+	if (r->cfg.timeout_ms == 0)
+		r->cfg.timeout_ms = 2000;
+	if (r->cfg.tries == 0)
+		r->cfg.tries = 2;
+	if (r->cfg.max_pending == 0)
+		r->cfg.max_pending = 4096;
+	r->nbuckets = 16;
+	while (r->nbuckets < r->cfg.cache_entries + r->cfg.max_pending && r->nbuckets < (1u << 24))
+		r->nbuckets <<= 1;
+	r->buckets = calloc(r->nbuckets, sizeof(*r->buckets));
+	if (r->buckets == NULL) {
+		rc = DNS_ERR_NOMEM;
+		goto out;
+	}
+	memset(&opts, 0, sizeof(opts));
+	int mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_LOOKUPS |
+	           ARES_OPT_SOCK_STATE_CB;
+	opts.flags = ARES_FLAG_NOSEARCH | ARES_FLAG_NOALIASES;
+	opts.timeout = (int)r->cfg.timeout_ms;
+	opts.tries = (int)r->cfg.tries;
+	opts.lookups = (char *)"b";
+	opts.sock_state_cb = on_sock_state;
+	opts.sock_state_cb_data = r;
+	if (r->cfg.server != NULL) {
+		/* No resolv.conf servers, even briefly: start empty, then set. */
+		mask |= ARES_OPT_SERVERS;
+		opts.servers = NULL;
+		opts.nservers = 0;
+	}
+	if (ares_init_options(&r->channel, &opts, mask) != ARES_SUCCESS) {
+		rc = DNS_ERR_ARES;
+		goto out;
+	}
+	r->channel_ok = true;
+	if (r->cfg.server != NULL) {
+		struct in_addr a;
+		char hostpart[64];
+		const char *colon = strchr(r->cfg.server, ':');
+		size_t hl = colon ? (size_t)(colon - r->cfg.server) : strlen(r->cfg.server);
+		if (hl == 0 || hl >= sizeof(hostpart)) {
+			rc = DNS_ERR_INVALID;
+			goto out;
+		}
+		memcpy(hostpart, r->cfg.server, hl);
+		hostpart[hl] = '\0';
+		if (inet_pton(AF_INET, hostpart, &a) != 1) {
+			rc = DNS_ERR_INVALID;
+			goto out;
+		}
+		if (colon != NULL) {
+			char *end = NULL;
+			long port = strtol(colon + 1, &end, 10);
+			if (end == colon + 1 || *end != '\0' || port <= 0 || port > 65535) {
+				rc = DNS_ERR_INVALID;
+				goto out;
+			}
+		}
+		if (ares_set_servers_ports_csv(r->channel, r->cfg.server) != ARES_SUCCESS) {
+			rc = DNS_ERR_INVALID;
+			goto out;
+		}
+	}
+	if (uv_timer_init(loop, &r->timer) != 0) {
+		rc = DNS_ERR_NOMEM;
+		goto out;
+	}
+	r->timer.data = r;
+	r->open_handles = 1;
+	*out = r;
+	r = NULL;
+	lib = false;
+out:
+	if (r != NULL) {
+		if (r->channel_ok)
+			ares_destroy(r->channel);
+		free(r->buckets);
+		free((char *)r->cfg.server);
+		free(r);
+	}
+	if (lib)
+		ares_library_cleanup();
+	return rc;
+}
+
+void dns_resolver_destroy(struct dns_resolver *r)
+{
+	if (r == NULL || r->destroying)
+		return;
+	/* Waiters hear DNS_ERR_CANCELLED from on_answer, called by ares_destroy;
+	 * destroying is set first so they cannot start new lookups. */
+	r->destroying = true;
+	ares_destroy(r->channel);
+	r->channel_ok = false;
+	uv_timer_stop(&r->timer);
+	while (r->polls != NULL) {
+		struct dns_poll *dp = r->polls;
+		r->polls = dp->next;
+		uv_poll_stop(&dp->poll);
+		uv_close((uv_handle_t *)&dp->poll, on_handle_closed);
+	}
+	uv_close((uv_handle_t *)&r->timer, on_handle_closed);
+}

@@ -1,0 +1,110 @@
+/*
+ * dns.h: asynchronous A-record resolution through c-ares (1.18 API) on the
+ * crawler's libuv loop, with a TTL-honouring cache.
+ *
+ * Data structure: one ares channel whose sockets are watched by uv_poll_t
+ * handles (ARES_OPT_SOCK_STATE_CB) and whose timeouts run on one uv_timer_t;
+ * a hash table of names -> entry. An entry is either RESOLVED (up to
+ * DNS_MAX_ADDRS IPv4 addresses and an expiry), NEGATIVE (failure, expiry =
+ * negative_ttl) or PENDING (a query in flight and a list of waiters).
+ * Resolved/negative entries sit on an LRU list bounded by cache_entries;
+ * pending entries are never evicted.
+ *
+ * Invariants:
+ *  - at most one query per name is in flight: concurrent lookups of the same
+ *    name wait on the same entry (coalescing).
+ *  - a cached answer is served until now >= its expiry, where expiry = the
+ *    time of the request that caused the query + the answer's smallest TTL
+ *    clamped to [min_ttl_s, max_ttl_s].
+ *  - with a configured server, only that server is ever asked (no
+ *    resolv.conf servers, no /etc/hosts, no search domains).
+ *  - IP literals are answered synchronously without a query.
+ *
+ * Time is the caller's: every call takes now_ms (a monotonic clock such as
+ * uv_now), so tests can drive expiry. Workload: lookups per host before its
+ * first fetch; cache hits dominate. Loop thread only.
+ */
+#ifndef CRAWLER_DNS_H
+#define CRAWLER_DNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <netinet/in.h>
+#include <uv.h>
+
+#define DNS_MAX_ADDRS 4
+
+enum dns_error {
+	DNS_OK = 0,            /* addresses found */
+	DNS_ERR_NOMEM = 1,     /* allocation failed */
+	DNS_ERR_INVALID = 2,   /* bad argument (empty/too long name, bad server) */
+	DNS_ERR_NOTFOUND = 3,  /* NXDOMAIN or no A record */
+	DNS_ERR_TIMEOUT = 4,   /* no answer in time */
+	DNS_ERR_SERVFAIL = 5,  /* server failure, refused, malformed answer */
+	DNS_ERR_BUSY = 6,      /* max_pending queries already in flight */
+	DNS_ERR_CANCELLED = 7, /* resolver destroyed while waiting */
+	DNS_ERR_ARES = 8,      /* other c-ares failure */
+};
+
+const char *dns_strerror(enum dns_error err);
+
+struct dns_config {
+	const char *server;       /* "ADDR[:PORT]" (IPv4), copied; NULL/"" ->
+	                             the system's resolv.conf servers */
+	size_t cache_entries;     /* resolved+negative entries; 0 -> 65536 */
+	unsigned min_ttl_s;       /* clamp; 0 -> 0 (honour tiny TTLs) */
+	unsigned max_ttl_s;       /* clamp; 0 -> 86400 */
+	unsigned negative_ttl_s;  /* failure caching; 0 -> 60 */
+	unsigned timeout_ms;      /* per try; 0 -> 2000 */
+	unsigned tries;           /* 0 -> 2 */
+	size_t max_pending;       /* distinct names in flight; 0 -> 4096 */
+};
+
+/*
+ * Result callback. host is borrowed for the call; addrs (naddrs entries,
+ * 0 on error) too. Called exactly once per dns_resolve that returned DNS_OK:
+ * SYNCHRONOUSLY, from inside dns_resolve, on a cache hit (positive or
+ * negative) or an IP literal; otherwise later from the loop.
+ */
+typedef void (*dns_done_fn)(void *ctx, enum dns_error err, const char *host,
+                            const struct in_addr *addrs, size_t naddrs);
+
+struct dns_resolver;
+
+/*
+ * Creates a resolver on loop (borrowed). Initializes c-ares globally
+ * (reference counted). On error *out is NULL.
+ */
+enum dns_error dns_resolver_create(uv_loop_t *loop, const struct dns_config *config,
+                                   struct dns_resolver **out);
+
+/*
+ * Resolves host (borrowed; case-insensitive; trailing dot ignored). Returns
+ * DNS_OK and calls cb exactly once (maybe before returning), or returns an
+ * error (INVALID, NOMEM, BUSY) and never calls cb.
+ */
+enum dns_error dns_resolve(struct dns_resolver *r, const char *host,
+                           dns_done_fn cb, void *ctx, uint64_t now_ms);
+
+struct dns_stats {
+	uint64_t lookups;     /* dns_resolve calls accepted */
+	uint64_t queries;     /* queries sent to c-ares */
+	uint64_t cache_hits;  /* answered from the cache (positive or negative) */
+	uint64_t coalesced;   /* waited on a query already in flight */
+	uint64_t failures;    /* queries that ended in an error */
+	uint64_t evictions;   /* cache entries evicted for space */
+	size_t pending;       /* queries in flight now */
+	size_t cached;        /* resolved+negative entries now */
+};
+void dns_resolver_stats(const struct dns_resolver *r, struct dns_stats *out);
+
+/*
+ * Cancels pending queries (their waiters get DNS_ERR_CANCELLED from inside
+ * this call), destroys the channel and closes the libuv handles; memory is
+ * released in the close callbacks, so run the loop afterwards before closing
+ * it. NULL is a no-op.
+ */
+void dns_resolver_destroy(struct dns_resolver *r);
+
+#endif

@@ -1,0 +1,803 @@
+/*
+ * fetch.c: the fetch engine (see fetch.h). libcurl's multi socket API glued
+ * to libuv: curl tells us which sockets to watch (socket callback) and when
+ * to call it back (timer callback); uv_poll_t events and the uv_timer_t feed
+ * curl_multi_socket_action. A per-socket context lives from the first
+ * CURL_POLL_IN/OUT to CURL_POLL_REMOVE and is freed in its uv_close callback.
+ */
+#include "crawler/fetch.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#define FETCH_DEFAULT_MAX_CONN 1024
+#define FETCH_REQ_HDR_CAP 65536u
+
+struct sock_ctx {
+	uv_poll_t poll;
+	curl_socket_t fd;
+	struct fetch_engine *engine;
+	struct sock_ctx *prev, *next;  /* engine's list of open polls */
+};
+
+struct transfer {
+	struct transfer *prev, *next;  /* engine's in-flight list */
+	struct fetch_engine *engine;
+	CURL *easy;
+	struct curl_slist *resolve;
+	struct fetch_result *res;
+	size_t req_alloc, hdr_alloc, body_alloc;
+	size_t header_total;           /* all header bytes, 1xx blocks included */
+	bool header_too_big;
+	bool refused_private;
+	uint64_t start_hr;             /* uv_hrtime at start */
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+struct fetch_engine {
+	uv_loop_t *loop;
+	CURLM *multi;
+	uv_timer_t timer;
+	fetch_done_fn done;
+	void *ctx;
+	struct fetch_config cfg;
+	char *user_agent;
+	struct transfer *head;
+	struct sock_ctx *socks;        /* polls open (not yet uv_close'd) */
+	size_t in_flight;
+	size_t open_handles;   /* timer + socket polls not yet closed */
+	bool destroying;
+	struct fetch_stats stats;
+};
+
+static int curl_users;  /* engines alive: curl_global_init is done once */
+
+const char *fetch_strerror(enum fetch_error err)
+{
+	switch (err) {
+	case FETCH_OK: return "ok";
+	case FETCH_ERR_NOMEM: return "nomem";
+	case FETCH_ERR_INVALID: return "invalid";
+	case FETCH_ERR_PRIVATE_ADDR: return "private-address";
+	case FETCH_ERR_BUSY: return "busy";
+	case FETCH_ERR_PROTOCOL: return "protocol";
+	case FETCH_ERR_CONNECT: return "connect";
+	case FETCH_ERR_TIMEOUT: return "timeout";
+	case FETCH_ERR_TOO_SLOW: return "too-slow";
+	case FETCH_ERR_HEADER_TOO_LARGE: return "header-too-large";
+	case FETCH_ERR_TLS: return "tls";
+	case FETCH_ERR_RECV: return "recv";
+	case FETCH_ERR_BAD_RESPONSE: return "bad-response";
+	case FETCH_ERR_EMPTY_REPLY: return "empty-reply";
+	case FETCH_ERR_CURL: return "curl";
+	case FETCH_ERR_CANCELLED: return "cancelled";
+	}
+	return "unknown";
+}
+
+/* ---------- address policy ---------- */
+
+static bool v4_private(uint32_t a)
+{
+	static const struct { uint32_t net, mask; } ranges[] = {
+		{0x00000000u, 0xff000000u}, /* 0/8 */
+		{0x0a000000u, 0xff000000u}, /* 10/8 */
+		{0x64400000u, 0xffc00000u}, /* 100.64/10 */
+		{0x7f000000u, 0xff000000u}, /* 127/8 */
+		{0xa9fe0000u, 0xffff0000u}, /* 169.254/16 */
+		{0xac100000u, 0xfff00000u}, /* 172.16/12 */
+		{0xc0000000u, 0xffffff00u}, /* 192.0.0/24 */
+		{0xc0000200u, 0xffffff00u}, /* 192.0.2/24 */
+		{0xc0a80000u, 0xffff0000u}, /* 192.168/16 */
+		{0xc6120000u, 0xfffe0000u}, /* 198.18/15 */
+		{0xc6336400u, 0xffffff00u}, /* 198.51.100/24 */
+		{0xcb007100u, 0xffffff00u}, /* 203.0.113/24 */
+		{0xe0000000u, 0xf0000000u}, /* 224/4 multicast */
+		{0xf0000000u, 0xf0000000u}, /* 240/4 reserved + broadcast */
+	};
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+		if ((a & ranges[i].mask) == ranges[i].net)
+			return true;
+	return false;
+}
+
+static bool v6_private(const uint8_t b[16])
+{
+	static const uint8_t zero[16];
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	if (memcmp(b, zero, 15) == 0 && (b[15] == 0 || b[15] == 1))
+		return true; /* :: and ::1 */
+	if (memcmp(b, mapped, 12) == 0 || memcmp(b, zero, 12) == 0)
+		return v4_private((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
+		                  (uint32_t)b[14] << 8 | b[15]);
+	if ((b[0] & 0xfe) == 0xfc)
+		return true; /* fc00::/7 */
+	if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
+		return true; /* fe80::/10 */
+	if (b[0] == 0xff)
+		return true; /* multicast */
+	if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8)
+		return true; /* documentation */
+	if (b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b)
+		return v4_private((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
+		                  (uint32_t)b[14] << 8 | b[15]); /* NAT64 */
+	return false;
+}
+
+bool fetch_addr_is_private(const char *ip)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (ip == NULL)
+		return true;
+	if (inet_pton(AF_INET, ip, &a4) == 1)
+		return v4_private(ntohl(a4.s_addr));
+	if (inet_pton(AF_INET6, ip, &a6) == 1)
+		return v6_private(a6.s6_addr);
+	return true;
+}
+
+static bool sockaddr_private(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return v4_private(ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr));
+	if (sa->sa_family == AF_INET6)
+		return v6_private(((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr);
+	return true;
+}
+
+/* ---------- buffers ---------- */
+
+static int buf_append(struct fetch_buf *b, size_t *alloc, const void *data, size_t n,
+                      size_t cap)
+{
+	if (n == 0)
+		return 0;
+	if (b->len + n > *alloc) {
+		size_t na = *alloc ? *alloc : 4096;
+		while (na < b->len + n)
+			na *= 2;
+		if (na > cap && cap >= b->len + n)
+			na = cap;
+		uint8_t *p = realloc(b->data, na);
+		if (p == NULL)
+			return -1;
+		b->data = p;
+		*alloc = na;
+	}
+	memcpy(b->data + b->len, data, n);
+	b->len += n;
+	return 0;
+}
+
+void fetch_result_free(struct fetch_result *res)
+{
+	if (res == NULL)
+		return;
+	free(res->url);
+	free(res->request_headers.data);
+	free(res->response_headers.data);
+	free(res->body.data);
+	free(res->content_type);
+	free(res->content_encoding);
+	free(res->location);
+	free(res);
+}
+
+/* Copy of the first header NAME's value in a raw header block, trimmed. */
+static char *header_value(const struct fetch_buf *h, const char *name)
+{
+	size_t nl = strlen(name);
+	const char *p = (const char *)h->data;
+	const char *end = p + h->len;
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *line_end = eol ? eol : end;
+		if ((size_t)(line_end - p) > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
+			const char *v = p + nl + 1;
+			const char *ve = line_end;
+			while (v < ve && (*v == ' ' || *v == '\t'))
+				v++;
+			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
+				ve--;
+			char *out = malloc((size_t)(ve - v) + 1);
+			if (out != NULL) {
+				memcpy(out, v, (size_t)(ve - v));
+				out[ve - v] = '\0';
+			}
+			return out;
+		}
+		p = line_end + 1;
+	}
+	return NULL;
+}
+
+static int64_t now_unix_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---------- curl callbacks ---------- */
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
+{
+	struct transfer *t = userp;
+	size_t n = size * nmemb;
+	size_t cap = t->engine->cfg.max_body_bytes;
+	struct fetch_result *r = t->res;
+	if (r->body.len + n > cap) {
+		size_t keep = cap - r->body.len;
+		if (buf_append(&r->body, &t->body_alloc, data, keep, cap) != 0)
+			return 0;
+		r->truncated = true;
+		return 0; /* abort: the rest is not wanted */
+	}
+	if (buf_append(&r->body, &t->body_alloc, data, n, cap) != 0)
+		return 0;
+	return n;
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *userp)
+{
+	struct transfer *t = userp;
+	size_t n = size * nmemb;
+	struct fetch_result *r = t->res;
+	t->header_total += n;
+	if (t->header_total > t->engine->cfg.max_header_bytes) {
+		t->header_too_big = true;
+		return 0;
+	}
+	/* A new status line starts a new block: drop 1xx (and CONNECT) ones. */
+	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0)
+		r->response_headers.len = 0;
+	if (buf_append(&r->response_headers, &t->hdr_alloc, data, n, SIZE_MAX) != 0)
+		return 0;
+	return n;
+}
+
+static int on_debug(CURL *easy, curl_infotype type, char *data, size_t size, void *userp)
+{
+	(void)easy;
+	struct transfer *t = userp;
+	if (type == CURLINFO_HEADER_OUT) {
+		struct fetch_result *r = t->res;
+		if (r->request_headers.len + size <= FETCH_REQ_HDR_CAP)
+			buf_append(&r->request_headers, &t->req_alloc, data, size, FETCH_REQ_HDR_CAP);
+	}
+	return 0;
+}
+
+static curl_socket_t on_opensocket(void *userp, curlsocktype purpose,
+                                   struct curl_sockaddr *address)
+{
+	struct transfer *t = userp;
+	(void)purpose;
+	if (!t->engine->cfg.allow_private_networks && sockaddr_private(&address->addr)) {
+		t->refused_private = true;
+		return CURL_SOCKET_BAD;
+	}
+	return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+}
+
+static void check_multi_info(struct fetch_engine *e);
+
+static void sock_unlink(struct fetch_engine *e, struct sock_ctx *sc)
+{
+	if (sc->prev)
+		sc->prev->next = sc->next;
+	else
+		e->socks = sc->next;
+	if (sc->next)
+		sc->next->prev = sc->prev;
+	sc->prev = sc->next = NULL;
+}
+
+static void on_poll_closed(uv_handle_t *h)
+{
+	struct sock_ctx *sc = h->data;
+	struct fetch_engine *e = sc->engine;
+	free(sc);
+	e->open_handles--;
+	if (e->destroying && e->open_handles == 0)
+		free(e);
+}
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+	struct sock_ctx *sc = p->data;
+	struct fetch_engine *e = sc->engine;
+	int flags = 0;
+	int running = 0;
+	if (status < 0)
+		flags = CURL_CSELECT_ERR;
+	if (events & UV_READABLE)
+		flags |= CURL_CSELECT_IN;
+	if (events & UV_WRITABLE)
+		flags |= CURL_CSELECT_OUT;
+	curl_multi_socket_action(e->multi, sc->fd, flags, &running);
+	check_multi_info(e);
+}
+
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct fetch_engine *e = userp;
+	struct sock_ctx *sc = socketp;
+	(void)easy;
+	if (what == CURL_POLL_REMOVE) {
+		if (sc != NULL) {
+			uv_poll_stop(&sc->poll);
+			curl_multi_assign(e->multi, s, NULL);
+			sock_unlink(e, sc);
+			uv_close((uv_handle_t *)&sc->poll, on_poll_closed);
+		}
+		return 0;
+	}
+	if (sc == NULL) {
+		sc = calloc(1, sizeof(*sc));
+		if (sc == NULL)
+			return -1;
+		sc->fd = s;
+		sc->engine = e;
+		if (uv_poll_init_socket(e->loop, &sc->poll, s) != 0) {
+			free(sc);
+			return -1;
+		}
+		sc->poll.data = sc;
+		e->open_handles++;
+		sc->next = e->socks;
+		if (e->socks)
+			e->socks->prev = sc;
+		e->socks = sc;
+		curl_multi_assign(e->multi, s, sc);
+	}
+	int events = 0;
+	if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+		events |= UV_READABLE;
+	if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+		events |= UV_WRITABLE;
+	uv_poll_start(&sc->poll, events, on_poll);
+	return 0;
+}
+
+static void on_timeout(uv_timer_t *timer)
+{
+	struct fetch_engine *e = timer->data;
+	int running = 0;
+	curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	check_multi_info(e);
+}
+
+static int on_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+	struct fetch_engine *e = userp;
+	(void)multi;
+	if (e->destroying)
+		return 0;
+	if (timeout_ms < 0) {
+		uv_timer_stop(&e->timer);
+	} else {
+		/* 0 means "now", but calling back from inside curl is not allowed:
+		 * let the loop do it in 1 ms. */
+		if (timeout_ms == 0)
+			timeout_ms = 1;
+		uv_timer_start(&e->timer, on_timeout, (uint64_t)timeout_ms, 0);
+	}
+	return 0;
+}
+
+/* ---------- transfers ---------- */
+
+static enum fetch_error map_curl_error(struct transfer *t, CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_OK:
+		return FETCH_OK;
+	case CURLE_WRITE_ERROR:
+		if (t->header_too_big)
+			return FETCH_ERR_HEADER_TOO_LARGE;
+		if (t->res->truncated)
+			return FETCH_OK;
+		return FETCH_ERR_NOMEM;
+	case CURLE_COULDNT_CONNECT:
+		return t->refused_private ? FETCH_ERR_PRIVATE_ADDR : FETCH_ERR_CONNECT;
+	case CURLE_OPERATION_TIMEDOUT:
+		if (strstr(t->errbuf, "too slow") != NULL)
+			return FETCH_ERR_TOO_SLOW;
+		return FETCH_ERR_TIMEOUT;
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		return FETCH_ERR_PROTOCOL;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+	case CURLE_USE_SSL_FAILED:
+		return FETCH_ERR_TLS;
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+		if (strstr(t->errbuf, "chunk") != NULL)
+			return FETCH_ERR_BAD_RESPONSE;
+		return FETCH_ERR_RECV;
+	case CURLE_GOT_NOTHING:
+		return FETCH_ERR_EMPTY_REPLY;
+	case CURLE_WEIRD_SERVER_REPLY:
+	case CURLE_BAD_CONTENT_ENCODING:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+		return FETCH_ERR_BAD_RESPONSE;
+	case CURLE_OUT_OF_MEMORY:
+		return FETCH_ERR_NOMEM;
+	default:
+		return FETCH_ERR_CURL;
+	}
+}
+
+static void transfer_unlink(struct fetch_engine *e, struct transfer *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		e->head = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	t->prev = t->next = NULL;
+}
+
+static void transfer_free(struct transfer *t)
+{
+	if (t == NULL)
+		return;
+	if (t->easy != NULL)
+		curl_easy_cleanup(t->easy);
+	curl_slist_free_all(t->resolve);
+	fetch_result_free(t->res);
+	free(t);
+}
+
+/* Fills the result, detaches the transfer and hands the result over. */
+static void transfer_finish(struct fetch_engine *e, struct transfer *t, CURLcode cc,
+                            bool cancelled)
+{
+	struct fetch_result *r = t->res;
+	char *ip = NULL;
+	r->error = cancelled ? FETCH_ERR_CANCELLED : map_curl_error(t, cc);
+	if (cc != CURLE_OK && r->error != FETCH_OK)
+		snprintf(r->error_detail, sizeof(r->error_detail), "%s",
+		         t->errbuf[0] ? t->errbuf : curl_easy_strerror(cc));
+	curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &r->status);
+	if (curl_easy_getinfo(t->easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip != NULL)
+		snprintf(r->ip, sizeof(r->ip), "%s", ip);
+	r->content_type = header_value(&r->response_headers, "Content-Type");
+	r->content_encoding = header_value(&r->response_headers, "Content-Encoding");
+	r->location = header_value(&r->response_headers, "Location");
+	char *ra = header_value(&r->response_headers, "Retry-After");
+	r->retry_after_s = -1;
+	if (ra != NULL) {
+		char *end = NULL;
+		long v = strtol(ra, &end, 10);
+		if (end != ra && *end == '\0' && v >= 0) {
+			r->retry_after_s = v;
+		} else {
+			time_t when = curl_getdate(ra, NULL);
+			if (when != (time_t)-1) {
+				time_t now = time(NULL);
+				r->retry_after_s = when > now ? (long)(when - now) : 0;
+			}
+		}
+		free(ra);
+	}
+	r->end_unix_ms = now_unix_ms();
+	r->total_ms = (uv_hrtime() - t->start_hr) / 1000000u;
+	if (r->error == FETCH_OK)
+		e->stats.completed++;
+	else
+		e->stats.failed++;
+	if (r->truncated)
+		e->stats.truncated++;
+	e->stats.bytes += r->body.len;
+
+	curl_multi_remove_handle(e->multi, t->easy);
+	transfer_unlink(e, t);
+	e->in_flight--;
+	t->res = NULL;
+	transfer_free(t);
+	e->done(e->ctx, r);
+}
+
+static void check_multi_info(struct fetch_engine *e)
+{
+	CURLMsg *msg;
+	int pending;
+	while ((msg = curl_multi_info_read(e->multi, &pending)) != NULL) {
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		char *pv = NULL;
+		CURL *easy = msg->easy_handle;
+		CURLcode cc = msg->data.result;
+		curl_easy_getinfo(easy, CURLINFO_PRIVATE, &pv);
+		struct transfer *t = (struct transfer *)(void *)pv;
+		if (t != NULL)
+			transfer_finish(e, t, cc, false);
+	}
+}
+
+enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_request *req)
+{
+	enum fetch_error rc = FETCH_OK;
+	struct transfer *t = NULL;
+	CURLU *u = NULL;
+	char *scheme = NULL, *host = NULL, *port = NULL;
+	struct in_addr a4;
+	char entry[512];
+
+	if (e == NULL || req == NULL || req->url == NULL || req->ip == NULL || e->destroying)
+		return FETCH_ERR_INVALID;
+	if (inet_pton(AF_INET, req->ip, &a4) != 1) {
+		rc = FETCH_ERR_INVALID;
+		goto out;
+	}
+	if (!e->cfg.allow_private_networks && fetch_addr_is_private(req->ip)) {
+		rc = FETCH_ERR_PRIVATE_ADDR;
+		goto out;
+	}
+	if (e->in_flight >= e->cfg.max_connections) {
+		rc = FETCH_ERR_BUSY;
+		goto out;
+	}
+	u = curl_url();
+	if (u == NULL) {
+		rc = FETCH_ERR_NOMEM;
+		goto out;
+	}
+	if (curl_url_set(u, CURLUPART_URL, req->url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+		rc = FETCH_ERR_INVALID;
+		goto out;
+	}
+	if (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0) {
+		rc = FETCH_ERR_PROTOCOL;
+		goto out;
+	}
+	/* CONNECT_TO "::IP:" sends this transfer, whatever its host and port,
+	 * to IP at the URL's port: curl only ever sees an address literal, so
+	 * it never resolves, and nothing accumulates in its DNS cache (as
+	 * permanent CURLOPT_RESOLVE entries would, one per host). */
+	int n = snprintf(entry, sizeof(entry), "::%s:", req->ip);
+	if (n < 0 || (size_t)n >= sizeof(entry) || host[0] == '[') {
+		rc = FETCH_ERR_INVALID;
+		goto out;
+	}
+	t = calloc(1, sizeof(*t));
+	if (t == NULL) {
+		rc = FETCH_ERR_NOMEM;
+		goto out;
+	}
+	t->engine = e;
+	t->res = calloc(1, sizeof(*t->res));
+	t->easy = curl_easy_init();
+	t->resolve = curl_slist_append(NULL, entry);
+	if (t->res == NULL || t->easy == NULL || t->resolve == NULL) {
+		rc = FETCH_ERR_NOMEM;
+		goto out;
+	}
+	t->res->url = strdup(req->url);
+	if (t->res->url == NULL) {
+		rc = FETCH_ERR_NOMEM;
+		goto out;
+	}
+	t->res->user = req->user;
+	t->res->flags = req->flags;
+	t->res->retry_after_s = -1;
+
+	CURL *c = t->easy;
+	CURLcode cc = CURLE_OK;
+	cc |= curl_easy_setopt(c, CURLOPT_URL, req->url);
+	cc |= curl_easy_setopt(c, CURLOPT_PRIVATE, t);
+	cc |= curl_easy_setopt(c, CURLOPT_CONNECT_TO, t->resolve);
+	cc |= curl_easy_setopt(c, CURLOPT_IPRESOLVE, (long)CURL_IPRESOLVE_V4);
+	cc |= curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	cc |= curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	cc |= curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	cc |= curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	cc |= curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "gzip, deflate, br");
+	cc |= curl_easy_setopt(c, CURLOPT_HTTP_CONTENT_DECODING, 0L);
+	cc |= curl_easy_setopt(c, CURLOPT_USERAGENT, e->user_agent);
+	cc |= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->cfg.connect_timeout_ms);
+	cc |= curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, e->cfg.total_timeout_ms);
+	cc |= curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, e->cfg.low_speed_limit);
+	cc |= curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, e->cfg.low_speed_time_s);
+	cc |= curl_easy_setopt(c, CURLOPT_MAXAGE_CONN, e->cfg.max_conn_age_s);
+	cc |= curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	cc |= curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+	cc |= curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	cc |= curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
+	cc |= curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	cc |= curl_easy_setopt(c, CURLOPT_HEADERDATA, t);
+	cc |= curl_easy_setopt(c, CURLOPT_DEBUGFUNCTION, on_debug);
+	cc |= curl_easy_setopt(c, CURLOPT_DEBUGDATA, t);
+	cc |= curl_easy_setopt(c, CURLOPT_VERBOSE, 1L);
+	cc |= curl_easy_setopt(c, CURLOPT_ERRORBUFFER, t->errbuf);
+	cc |= curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
+	cc |= curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, t);
+	cc |= curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, e->cfg.verify_tls ? 1L : 0L);
+	cc |= curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, e->cfg.verify_tls ? 2L : 0L);
+	if (req->flags & FETCH_FLAG_FRESH)
+		cc |= curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
+	if (req->flags & FETCH_FLAG_NO_REUSE)
+		cc |= curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
+	if (cc != CURLE_OK) {
+		rc = FETCH_ERR_INVALID;
+		goto out;
+	}
+	t->start_hr = uv_hrtime();
+	t->res->start_unix_ms = now_unix_ms();
+	if (curl_multi_add_handle(e->multi, c) != CURLM_OK) {
+		rc = FETCH_ERR_NOMEM;
+		goto out;
+	}
+	t->next = e->head;
+	if (e->head)
+		e->head->prev = t;
+	e->head = t;
+	e->in_flight++;
+	e->stats.started++;
+	t = NULL;
+out:
+	if (rc != FETCH_OK && e != NULL)
+		e->stats.refused++;
+	transfer_free(t);
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+size_t fetch_engine_in_flight(const struct fetch_engine *e)
+{
+	return e ? e->in_flight : 0;
+}
+
+void fetch_engine_stats(const struct fetch_engine *e, struct fetch_stats *out)
+{
+	*out = e->stats;
+}
+
+enum fetch_error fetch_engine_create(uv_loop_t *loop, const struct fetch_config *config,
+                                     fetch_done_fn done, void *ctx,
+                                     struct fetch_engine **out)
+{
+	enum fetch_error rc = FETCH_OK;
+	struct fetch_engine *e = NULL;
+	bool global = false;
+
+	if (out == NULL)
+		return FETCH_ERR_INVALID;
+	*out = NULL;
+	if (loop == NULL || done == NULL)
+		return FETCH_ERR_INVALID;
+	if (curl_users == 0 && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return FETCH_ERR_NOMEM;
+	curl_users++;
+	global = true;
+	e = calloc(1, sizeof(*e));
+	if (e == NULL) {
+		rc = FETCH_ERR_NOMEM;
+		goto out;
+	}
+	e->loop = loop;
+	e->done = done;
+	e->ctx = ctx;
+	if (config != NULL)
+		e->cfg = *config;
+	if (e->cfg.max_connections == 0)
+		e->cfg.max_connections = FETCH_DEFAULT_MAX_CONN;
+	if (e->cfg.connect_timeout_ms <= 0)
+		e->cfg.connect_timeout_ms = 10000;
+	if (e->cfg.total_timeout_ms <= 0)
+		e->cfg.total_timeout_ms = 60000;
+	if (e->cfg.low_speed_limit <= 0)
+		e->cfg.low_speed_limit = 64;
+	if (e->cfg.low_speed_time_s <= 0)
+		e->cfg.low_speed_time_s = 20;
+	if (e->cfg.max_body_bytes == 0)
+		e->cfg.max_body_bytes = 4u << 20;
+	if (e->cfg.max_header_bytes == 0)
+		e->cfg.max_header_bytes = 64u << 10;
+	if (e->cfg.max_conn_age_s <= 0)
+		e->cfg.max_conn_age_s = 118;
+	e->user_agent = strdup(e->cfg.user_agent ? e->cfg.user_agent : "crawler/0.1");
+	e->cfg.user_agent = NULL;
+	e->multi = curl_multi_init();
+	if (e->user_agent == NULL || e->multi == NULL) {
+		rc = FETCH_ERR_NOMEM;
+		goto out;
+	}
+	CURLMcode mc = CURLM_OK;
+	mc |= curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	mc |= curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
+	mc |= curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+	mc |= curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
+	mc |= curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, (long)e->cfg.max_connections);
+	mc |= curl_multi_setopt(e->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+	                        (long)e->cfg.max_connections);
+	if (e->cfg.max_host_connections > 0)
+		mc |= curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+		                        e->cfg.max_host_connections);
+	if (mc != CURLM_OK) {
+		rc = FETCH_ERR_INVALID;
+		goto out;
+	}
+	if (uv_timer_init(loop, &e->timer) != 0) {
+		rc = FETCH_ERR_NOMEM;
+		goto out;
+	}
+	e->timer.data = e;
+	e->open_handles = 1;
+	*out = e;
+	e = NULL;
+	global = false;
+out:
+	if (e != NULL) {
+		if (e->multi)
+			curl_multi_cleanup(e->multi);
+		free(e->user_agent);
+		free(e);
+	}
+	if (global && --curl_users == 0)
+		curl_global_cleanup();
+	return rc;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	struct fetch_engine *e = h->data;
+	e->open_handles--;
+	if (e->open_handles == 0)
+		free(e);
+}
+
+void fetch_engine_destroy(struct fetch_engine *e)
+{
+	if (e == NULL || e->destroying)
+		return;
+	/* destroying first: done callbacks of the cancelled transfers cannot
+	 * start new ones (fetch_engine_start refuses), so the loop ends. */
+	e->destroying = true;
+	while (e->head != NULL)
+		transfer_finish(e, e->head, CURLE_OK, true);
+	uv_timer_stop(&e->timer);
+	curl_multi_cleanup(e->multi);
+	e->multi = NULL;
+	/* Sockets curl did not report removed before going away. */
+	while (e->socks != NULL) {
+		struct sock_ctx *sc = e->socks;
+		sock_unlink(e, sc);
+		uv_poll_stop(&sc->poll);
+		uv_close((uv_handle_t *)&sc->poll, on_poll_closed);
+	}
+	free(e->user_agent);
+	e->user_agent = NULL;
+	if (--curl_users == 0)
+		curl_global_cleanup();
+	uv_close((uv_handle_t *)&e->timer, on_timer_closed);
+}

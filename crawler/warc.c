@@ -1,0 +1,682 @@
+/* warc.c: WARC 1.1 writer, one gzip member per record (see warc.h). */
+#include "crawler/warc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#define WARC_DEFAULT_MAX_FILE 1000000000ull
+#define WARC_DEFAULT_DIGESTS 65536u
+#define WARC_URL_KEEP 2048u
+#define WARC_HDR_CAP 16384u
+
+/* ---------- SHA-1 (FIPS 180-4), small and streaming ---------- */
+
+struct sha1_ctx {
+	uint32_t h[5];
+	uint64_t total;
+	uint8_t buf[64];
+	size_t used;
+};
+
+static uint32_t rol32(uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
+
+static void sha1_block(struct sha1_ctx *c, const uint8_t *p)
+{
+	uint32_t w[80];
+	for (int i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+		       (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
+	for (int i = 16; i < 80; i++)
+		w[i] = rol32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+	uint32_t a = c->h[0], b = c->h[1], cc = c->h[2], d = c->h[3], e = c->h[4];
+	for (int i = 0; i < 80; i++) {
+		uint32_t f, k;
+		if (i < 20) {
+			f = (b & cc) | (~b & d);
+			k = 0x5a827999u;
+		} else if (i < 40) {
+			f = b ^ cc ^ d;
+			k = 0x6ed9eba1u;
+		} else if (i < 60) {
+			f = (b & cc) | (b & d) | (cc & d);
+			k = 0x8f1bbcdcu;
+		} else {
+			f = b ^ cc ^ d;
+			k = 0xca62c1d6u;
+		}
+		uint32_t t = rol32(a, 5) + f + e + k + w[i];
+		e = d;
+		d = cc;
+		cc = rol32(b, 30);
+		b = a;
+		a = t;
+	}
+	c->h[0] += a;
+	c->h[1] += b;
+	c->h[2] += cc;
+	c->h[3] += d;
+	c->h[4] += e;
+}
+
+static void sha1_init(struct sha1_ctx *c)
+{
+	static const uint32_t iv[5] = {0x67452301u, 0xefcdab89u, 0x98badcfeu,
+	                               0x10325476u, 0xc3d2e1f0u};
+	memcpy(c->h, iv, sizeof(iv));
+	c->total = 0;
+	c->used = 0;
+}
+
+static void sha1_update(struct sha1_ctx *c, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	c->total += len;
+	if (c->used > 0) {
+		size_t n = 64 - c->used;
+		if (n > len)
+			n = len;
+		memcpy(c->buf + c->used, p, n);
+		c->used += n;
+		p += n;
+		len -= n;
+		if (c->used == 64) {
+			sha1_block(c, c->buf);
+			c->used = 0;
+		}
+	}
+	while (len >= 64) {
+		sha1_block(c, p);
+		p += 64;
+		len -= 64;
+	}
+	if (len > 0) {
+		memcpy(c->buf, p, len);
+		c->used = len;
+	}
+}
+
+static void sha1_final(struct sha1_ctx *c, uint8_t out[20])
+{
+	uint64_t bits = c->total * 8;
+	uint8_t pad = 0x80;
+	sha1_update(c, &pad, 1);
+	uint8_t zero = 0;
+	while (c->used != 56)
+		sha1_update(c, &zero, 1);
+	uint8_t len[8];
+	for (int i = 0; i < 8; i++)
+		len[i] = (uint8_t)(bits >> (56 - 8 * i));
+	sha1_update(c, len, 8);
+	for (int i = 0; i < 5; i++) {
+		out[4 * i] = (uint8_t)(c->h[i] >> 24);
+		out[4 * i + 1] = (uint8_t)(c->h[i] >> 16);
+		out[4 * i + 2] = (uint8_t)(c->h[i] >> 8);
+		out[4 * i + 3] = (uint8_t)c->h[i];
+	}
+}
+
+void warc_sha1(const void *data, size_t len, uint8_t out[20])
+{
+	struct sha1_ctx c;
+	sha1_init(&c);
+	if (len > 0)
+		sha1_update(&c, data, len);
+	sha1_final(&c, out);
+}
+
+void warc_sha1_label(const uint8_t digest[20], char out[38])
+{
+	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+	memcpy(out, "sha1:", 5);
+	/* 160 bits = 32 base32 characters exactly, no padding. */
+	size_t o = 5;
+	for (int i = 0; i < 20; i += 5) {
+		uint64_t v = 0;
+		for (int j = 0; j < 5; j++)
+			v = v << 8 | digest[i + j];
+		for (int j = 7; j >= 0; j--)
+			out[o++] = alphabet[(v >> (5 * j)) & 31];
+	}
+	out[o] = '\0';
+}
+
+/* ---------- digest table for revisits ---------- */
+
+struct digest_entry {
+	uint8_t digest[20];
+	int32_t next;          /* bucket chain, -1 ends */
+	int used;
+	char id[48];           /* <urn:uuid:...> */
+	char date[32];
+	char *url;
+};
+
+struct warc_writer {
+	char *dir;
+	char *prefix;
+	char *software;
+	char *operator_info;
+	char *user_agent;
+	uint64_t max_file_bytes;
+	int level;
+	bool no_revisits;
+
+	FILE *f;
+	char file[256];
+	uint64_t file_bytes;
+	uint64_t file_records;
+	unsigned serial;
+	int first_error_errno;
+
+	struct digest_entry *entries;
+	size_t nentries;
+	size_t ring_pos;
+	int32_t *buckets;
+	size_t nbuckets;     /* power of two */
+
+	struct warc_stats stats;
+};
+
+const char *warc_strerror(enum warc_error err)
+{
+	switch (err) {
+	case WARC_OK: return "ok";
+	case WARC_ERR_NOMEM: return "out of memory";
+	case WARC_ERR_INVALID: return "invalid argument";
+	case WARC_ERR_IO: return "i/o error";
+	case WARC_ERR_ZLIB: return "compression error";
+	}
+	return "unknown error";
+}
+
+static size_t bucket_of(const struct warc_writer *w, const uint8_t d[20])
+{
+	uint64_t v;
+	memcpy(&v, d, sizeof(v));
+	return (size_t)(v & (w->nbuckets - 1));
+}
+
+static struct digest_entry *digest_find(struct warc_writer *w, const uint8_t d[20])
+{
+	for (int32_t i = w->buckets[bucket_of(w, d)]; i >= 0; i = w->entries[i].next)
+		if (memcmp(w->entries[i].digest, d, 20) == 0)
+			return &w->entries[i];
+	return NULL;
+}
+
+static void digest_insert(struct warc_writer *w, const uint8_t d[20], const char *id,
+                          const char *date, const char *url)
+{
+	struct digest_entry *e = &w->entries[w->ring_pos];
+	int32_t idx = (int32_t)w->ring_pos;
+	if (e->used) {
+		/* Oldest entry: unlink it from its chain. */
+		int32_t *pp = &w->buckets[bucket_of(w, e->digest)];
+		while (*pp >= 0 && *pp != idx)
+			pp = &w->entries[*pp].next;
+		if (*pp == idx)
+			*pp = e->next;
+		free(e->url);
+		e->url = NULL;
+		e->used = 0;
+	}
+	size_t ul = strlen(url);
+	if (ul > WARC_URL_KEEP)
+		ul = WARC_URL_KEEP;
+	e->url = malloc(ul + 1);
+	if (e->url == NULL)
+		return; /* best effort: no revisit for this one */
+	memcpy(e->url, url, ul);
+	e->url[ul] = '\0';
+	memcpy(e->digest, d, 20);
+	snprintf(e->id, sizeof(e->id), "%s", id);
+	snprintf(e->date, sizeof(e->date), "%s", date);
+	e->used = 1;
+	size_t b = bucket_of(w, d);
+	e->next = w->buckets[b];
+	w->buckets[b] = idx;
+	w->ring_pos = (w->ring_pos + 1) % w->nentries;
+}
+
+/* ---------- records ---------- */
+
+static void make_uuid(char out[48])
+{
+	uint8_t u[16];
+	size_t got = 0;
+	while (got < sizeof(u)) {
+		ssize_t n = getrandom(u + got, sizeof(u) - got, 0);
+		if (n <= 0) {
+			/* Fall back to rand(): ids stay unique enough for one crawl. */
+			for (; got < sizeof(u); got++)
+				u[got] = (uint8_t)rand();
+			break;
+		}
+		got += (size_t)n;
+	}
+	u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
+	u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+	snprintf(out, 48,
+	         "<urn:uuid:%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+	         "%02x%02x%02x%02x%02x%02x>",
+	         u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10],
+	         u[11], u[12], u[13], u[14], u[15]);
+}
+
+static void format_date(int64_t unix_ms, char out[32])
+{
+	time_t secs = (time_t)(unix_ms / 1000);
+	int ms = (int)(unix_ms % 1000);
+	struct tm tm;
+	if (ms < 0) {
+		ms += 1000;
+		secs -= 1;
+	}
+	gmtime_r(&secs, &tm);
+	char base[24];
+	if (strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		base[0] = '\0';
+	snprintf(out, 32, "%.19s.%03dZ", base, ms);
+}
+
+static int64_t now_unix_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct piece {
+	const void *data;
+	size_t len;
+};
+
+/* Writes one gzip member holding header + pieces + "\r\n\r\n". */
+static enum warc_error write_member(struct warc_writer *w, const char *hdr, size_t hdr_len,
+                                    const struct piece *pieces, size_t npieces)
+{
+	z_stream zs;
+	uint8_t out[65536];
+	enum warc_error rc = WARC_OK;
+	memset(&zs, 0, sizeof(zs));
+	if (deflateInit2(&zs, w->level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return WARC_ERR_ZLIB;
+	struct piece all[6];
+	size_t n = 0;
+	all[n++] = (struct piece){hdr, hdr_len};
+	for (size_t i = 0; i < npieces && n < 5; i++)
+		all[n++] = pieces[i];
+	all[n++] = (struct piece){"\r\n\r\n", 4};
+	for (size_t i = 0; i < n && rc == WARC_OK; i++) {
+		const uint8_t *p = all[i].data;
+		size_t left = all[i].len;
+		int last = (i + 1 == n);
+		do {
+			uInt chunk = left > (1u << 30) ? (1u << 30) : (uInt)left;
+			zs.next_in = (Bytef *)(uintptr_t)p;
+			zs.avail_in = chunk;
+			int flush = (last && chunk == left) ? Z_FINISH : Z_NO_FLUSH;
+			int z;
+			do {
+				zs.next_out = out;
+				zs.avail_out = sizeof(out);
+				z = deflate(&zs, flush);
+				if (z == Z_STREAM_ERROR) {
+					rc = WARC_ERR_ZLIB;
+					break;
+				}
+				size_t have = sizeof(out) - zs.avail_out;
+				if (have > 0 && fwrite(out, 1, have, w->f) != have) {
+					w->first_error_errno = errno;
+					rc = WARC_ERR_IO;
+					break;
+				}
+				w->file_bytes += have;
+				w->stats.bytes += have;
+			} while (zs.avail_out == 0 || (flush == Z_FINISH && z != Z_STREAM_END));
+			p += chunk;
+			left -= chunk;
+		} while (left > 0 && rc == WARC_OK);
+	}
+	deflateEnd(&zs);
+	if (rc == WARC_OK) {
+		w->file_records++;
+		w->stats.records++;
+	}
+	return rc;
+}
+
+static enum warc_error write_warcinfo(struct warc_writer *w)
+{
+	char fields[2048];
+	char hdr[4096];
+	char id[48], date[32];
+	int fl = snprintf(fields, sizeof(fields),
+	                  "software: %s\r\nformat: WARC File Format 1.1\r\n"
+	                  "conformsTo: http://iipc.github.io/warc-specifications/"
+	                  "specifications/warc-format/warc-1.1/\r\n%s%s%s%s%s%s",
+	                  w->software, w->operator_info ? "operator: " : "",
+	                  w->operator_info ? w->operator_info : "",
+	                  w->operator_info ? "\r\n" : "",
+	                  w->user_agent ? "http-header-user-agent: " : "",
+	                  w->user_agent ? w->user_agent : "", w->user_agent ? "\r\n" : "");
+	if (fl < 0 || (size_t)fl >= sizeof(fields))
+		return WARC_ERR_INVALID;
+	make_uuid(id);
+	format_date(now_unix_ms(), date);
+	int hl = snprintf(hdr, sizeof(hdr),
+	                  "WARC/1.1\r\nWARC-Type: warcinfo\r\nWARC-Record-ID: %s\r\n"
+	                  "WARC-Date: %s\r\nWARC-Filename: %s\r\n"
+	                  "Content-Type: application/warc-fields\r\n"
+	                  "Content-Length: %d\r\n\r\n",
+	                  id, date, w->file, fl);
+	if (hl < 0 || (size_t)hl >= sizeof(hdr))
+		return WARC_ERR_INVALID;
+	struct piece p = {fields, (size_t)fl};
+	return write_member(w, hdr, (size_t)hl, &p, 1);
+}
+
+static enum warc_error close_file(struct warc_writer *w)
+{
+	enum warc_error rc = WARC_OK;
+	if (w->f == NULL)
+		return WARC_OK;
+	if (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0)
+		rc = WARC_ERR_IO;
+	if (fclose(w->f) != 0)
+		rc = WARC_ERR_IO;
+	w->f = NULL;
+	return rc;
+}
+
+static enum warc_error open_file(struct warc_writer *w)
+{
+	char stamp[32];
+	char path[4096];
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d%H%M%S", &tm);
+	/* The serial keeps names unique even within one second; on a clash
+	 * with an existing file (a restart), move on to the next serial. */
+	for (int tries = 0; tries < 100000; tries++) {
+		int n = snprintf(w->file, sizeof(w->file), "%s-%s-%05u.warc.gz", w->prefix,
+		                 stamp, w->serial);
+		if (n < 0 || (size_t)n >= sizeof(w->file))
+			return WARC_ERR_INVALID;
+		n = snprintf(path, sizeof(path), "%s/%s", w->dir, w->file);
+		if (n < 0 || (size_t)n >= sizeof(path))
+			return WARC_ERR_INVALID;
+		w->serial++;
+		w->f = fopen(path, "wbx");
+		if (w->f != NULL)
+			break;
+		if (errno != EEXIST) {
+			w->first_error_errno = errno;
+			return WARC_ERR_IO;
+		}
+	}
+	if (w->f == NULL)
+		return WARC_ERR_IO;
+	w->file_bytes = 0;
+	w->file_records = 0;
+	w->stats.files++;
+	return write_warcinfo(w);
+}
+
+static char *dup_or(const char *s, const char *dflt)
+{
+	if (s == NULL)
+		s = dflt;
+	return s ? strdup(s) : NULL;
+}
+
+enum warc_error warc_writer_open(const struct warc_config *config, struct warc_writer **out)
+{
+	enum warc_error rc = WARC_OK;
+	struct warc_writer *w = NULL;
+	if (out == NULL || config == NULL || config->dir == NULL)
+		return WARC_ERR_INVALID;
+	*out = NULL;
+	if (config->prefix != NULL && (config->prefix[0] == '\0' || strchr(config->prefix, '/')))
+		return WARC_ERR_INVALID;
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return WARC_ERR_NOMEM;
+	w->dir = strdup(config->dir);
+	w->prefix = dup_or(config->prefix, "crawl");
+	w->software = dup_or(config->software, "crawler/0.1");
+	w->operator_info = dup_or(config->operator_info, NULL);
+	w->user_agent = dup_or(config->user_agent, NULL);
+	if (w->dir == NULL || w->prefix == NULL || w->software == NULL ||
+	    (config->operator_info && w->operator_info == NULL) ||
+	    (config->user_agent && w->user_agent == NULL)) {
+		rc = WARC_ERR_NOMEM;
+		goto out;
+	}
+	w->max_file_bytes = config->max_file_bytes ? config->max_file_bytes : WARC_DEFAULT_MAX_FILE;
+	w->level = config->compression_level > 0 && config->compression_level <= 9
+	                   ? config->compression_level : 6;
+	w->no_revisits = config->no_revisits;
+	w->nentries = config->digest_entries ? config->digest_entries : WARC_DEFAULT_DIGESTS;
+	w->nbuckets = 1;
+	while (w->nbuckets < w->nentries)
+		w->nbuckets <<= 1;
+	w->entries = calloc(w->nentries, sizeof(*w->entries));
+	w->buckets = malloc(w->nbuckets * sizeof(*w->buckets));
+	if (w->entries == NULL || w->buckets == NULL) {
+		rc = WARC_ERR_NOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < w->nbuckets; i++)
+		w->buckets[i] = -1;
+	rc = open_file(w);
+	if (rc != WARC_OK)
+		goto out;
+	*out = w;
+	w = NULL;
+out:
+	if (w != NULL)
+		warc_writer_close(w);
+	return rc;
+}
+
+/* Appends "Name: value\r\n" to hdr, failing when it does not fit. */
+static int hdr_add(char *hdr, size_t cap, size_t *len, const char *name, const char *value)
+{
+	/* Values come from the web (URLs): strip CR/LF so a header cannot be
+	 * injected. */
+	int n = snprintf(hdr + *len, cap - *len, "%s: ", name);
+	if (n < 0 || (size_t)n >= cap - *len)
+		return -1;
+	*len += (size_t)n;
+	for (const char *p = value; *p; p++) {
+		if (*len + 3 >= cap)
+			return -1;
+		hdr[(*len)++] = (*p == '\r' || *p == '\n') ? ' ' : *p;
+	}
+	hdr[(*len)++] = '\r';
+	hdr[(*len)++] = '\n';
+	hdr[*len] = '\0';
+	return 0;
+}
+
+static enum warc_error write_record(struct warc_writer *w, const char *type,
+                                    const char *id, const char *date,
+                                    const struct warc_fetch *f, const char *extra_names[],
+                                    const char *extra_values[], size_t nextra,
+                                    const char *content_type,
+                                    const struct piece *pieces, size_t npieces)
+{
+	char hdr[WARC_HDR_CAP];
+	size_t len = 0;
+	struct sha1_ctx c;
+	uint8_t d[20];
+	char label[38];
+	char num[32];
+	uint64_t total = 0;
+
+	sha1_init(&c);
+	for (size_t i = 0; i < npieces; i++) {
+		if (pieces[i].len > 0)
+			sha1_update(&c, pieces[i].data, pieces[i].len);
+		total += pieces[i].len;
+	}
+	sha1_final(&c, d);
+	warc_sha1_label(d, label);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)total);
+	hdr[0] = '\0';
+	int bad = 0;
+	len = (size_t)snprintf(hdr, sizeof(hdr), "WARC/1.1\r\n");
+	bad |= hdr_add(hdr, sizeof(hdr), &len, "WARC-Type", type);
+	bad |= hdr_add(hdr, sizeof(hdr), &len, "WARC-Record-ID", id);
+	bad |= hdr_add(hdr, sizeof(hdr), &len, "WARC-Date", date);
+	bad |= hdr_add(hdr, sizeof(hdr), &len, "WARC-Target-URI", f->url);
+	if (f->ip != NULL && f->ip[0] != '\0')
+		bad |= hdr_add(hdr, sizeof(hdr), &len, "WARC-IP-Address", f->ip);
+	for (size_t i = 0; i < nextra; i++)
+		bad |= hdr_add(hdr, sizeof(hdr), &len, extra_names[i], extra_values[i]);
+	bad |= hdr_add(hdr, sizeof(hdr), &len, "Content-Type", content_type);
+	bad |= hdr_add(hdr, sizeof(hdr), &len, "WARC-Block-Digest", label);
+	bad |= hdr_add(hdr, sizeof(hdr), &len, "Content-Length", num);
+	if (bad || len + 3 > sizeof(hdr))
+		return WARC_ERR_INVALID;
+	hdr[len++] = '\r';
+	hdr[len++] = '\n';
+	hdr[len] = '\0';
+	return write_member(w, hdr, len, pieces, npieces);
+}
+
+enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc_fetch *f,
+                                        struct warc_position *where, bool *revisit)
+{
+	enum warc_error rc = WARC_OK;
+	char req_id[48], resp_id[48], date[32];
+	uint8_t pd[20];
+	char plabel[38];
+
+	if (revisit != NULL)
+		*revisit = false;
+	if (w == NULL || f == NULL || f->url == NULL || f->url[0] == '\0' || w->f == NULL)
+		return WARC_ERR_INVALID;
+	if (w->file_bytes >= w->max_file_bytes && w->file_records > 1) {
+		rc = close_file(w);
+		if (rc != WARC_OK)
+			return rc;
+		rc = open_file(w);
+		if (rc != WARC_OK)
+			return rc;
+	}
+	make_uuid(req_id);
+	make_uuid(resp_id);
+	format_date(f->date_unix_ms, date);
+	warc_sha1(f->body, f->body_len, pd);
+	warc_sha1_label(pd, plabel);
+
+	if (f->request_headers != NULL && f->request_len > 0) {
+		const char *names[] = {"WARC-Concurrent-To"};
+		const char *values[] = {resp_id};
+		struct piece p = {f->request_headers, f->request_len};
+		rc = write_record(w, "request", req_id, date, f, names, values, 1,
+		                  "application/http; msgtype=request", &p, 1);
+		if (rc != WARC_OK)
+			return rc;
+	}
+	if (where != NULL) {
+		snprintf(where->file, sizeof(where->file), "%s", w->file);
+		where->offset = w->file_bytes;
+	}
+	struct digest_entry *prev = NULL;
+	if (!w->no_revisits && f->body_len > 0 && !f->truncated)
+		prev = digest_find(w, pd);
+	struct piece pieces[2] = {{f->response_headers, f->response_headers_len},
+	                          {f->body, f->body_len}};
+	if (prev != NULL) {
+		const char *names[] = {"WARC-Concurrent-To", "WARC-Payload-Digest",
+		                       "WARC-Profile", "WARC-Refers-To",
+		                       "WARC-Refers-To-Target-URI", "WARC-Refers-To-Date",
+		                       "WARC-Truncated"};
+		const char *values[] = {req_id, plabel,
+		                        "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
+		                        prev->id, prev->url, prev->date, "length"};
+		size_t nn = (f->request_headers && f->request_len) ? 0 : 1;
+		/* A revisit keeps the HTTP headers only (the profile says the
+		 * payload is elsewhere); the trailing WARC-Truncated is unused. */
+		rc = write_record(w, "revisit", resp_id, date, f, names + nn, values + nn,
+		                  7 - nn - 1, "application/http; msgtype=response", pieces, 1);
+		if (rc == WARC_OK) {
+			w->stats.revisits++;
+			if (revisit != NULL)
+				*revisit = true;
+		}
+		return rc;
+	}
+	const char *names[] = {"WARC-Concurrent-To", "WARC-Payload-Digest", "WARC-Truncated"};
+	const char *values[] = {req_id, plabel, "length"};
+	size_t first = (f->request_headers && f->request_len) ? 0 : 1;
+	size_t count = 2 - first + (f->truncated ? 1 : 0);
+	const char *nm[3], *vl[3];
+	size_t k = 0;
+	for (size_t i = first; i < 2; i++) {
+		nm[k] = names[i];
+		vl[k++] = values[i];
+	}
+	if (f->truncated) {
+		nm[k] = names[2];
+		vl[k++] = values[2];
+	}
+	rc = write_record(w, "response", resp_id, date, f, nm, vl, count,
+	                  "application/http; msgtype=response", pieces, 2);
+	if (rc == WARC_OK) {
+		w->stats.responses++;
+		if (!w->no_revisits && f->body_len > 0 && !f->truncated)
+			digest_insert(w, pd, resp_id, date, f->url);
+	}
+	return rc;
+}
+
+enum warc_error warc_writer_sync(struct warc_writer *w)
+{
+	if (w == NULL || w->f == NULL)
+		return WARC_ERR_INVALID;
+	if (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0)
+		return WARC_ERR_IO;
+	return WARC_OK;
+}
+
+void warc_writer_position(const struct warc_writer *w, struct warc_position *out)
+{
+	snprintf(out->file, sizeof(out->file), "%s", w->file);
+	out->offset = w->file_bytes;
+}
+
+void warc_writer_stats(const struct warc_writer *w, struct warc_stats *out)
+{
+	*out = w->stats;
+}
+
+enum warc_error warc_writer_close(struct warc_writer *w)
+{
+	if (w == NULL)
+		return WARC_OK;
+	enum warc_error rc = close_file(w);
+	if (w->entries != NULL)
+		for (size_t i = 0; i < w->nentries; i++)
+			free(w->entries[i].url);
+	free(w->entries);
+	free(w->buckets);
+	free(w->dir);
+	free(w->prefix);
+	free(w->software);
+	free(w->operator_info);
+	free(w->user_agent);
+	free(w);
+	return rc;
+}

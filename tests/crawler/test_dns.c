@@ -1,0 +1,367 @@
+/* test_dns.c: the c-ares resolver and its cache against an in-test UDP
+ * DNS responder on 127.0.0.1 (a thread answering A queries):
+ *   nx-*      NXDOMAIN
+ *   ttl1-*    one A record, TTL 1
+ *   multi-*   two A records (TTL 300 and 100)
+ *   anything else: one A record 127.0.1.<name length>, TTL 300
+ * It counts queries per name so coalescing and caching can be checked. */
+#include <check.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "crawler/dns.h"
+
+struct responder {
+	int fd;
+	int port;
+	pthread_t thread;
+	atomic_int stop;
+	atomic_long queries;
+	char last[256];
+	pthread_mutex_t mu;
+	char names[64][256];
+	long counts[64];
+	int nnames;
+};
+
+static void count_name(struct responder *r, const char *name)
+{
+	pthread_mutex_lock(&r->mu);
+	for (int i = 0; i < r->nnames; i++)
+		if (strcmp(r->names[i], name) == 0) {
+			r->counts[i]++;
+			pthread_mutex_unlock(&r->mu);
+			return;
+		}
+	if (r->nnames < 64) {
+		snprintf(r->names[r->nnames], sizeof(r->names[0]), "%s", name);
+		r->counts[r->nnames++] = 1;
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
+static long name_count(struct responder *r, const char *name)
+{
+	long n = 0;
+	pthread_mutex_lock(&r->mu);
+	for (int i = 0; i < r->nnames; i++)
+		if (strcmp(r->names[i], name) == 0)
+			n = r->counts[i];
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
+static size_t put_a(unsigned char *p, uint32_t ttl, const unsigned char ip[4])
+{
+	size_t n = 0;
+	p[n++] = 0xc0; p[n++] = 12;          /* name: pointer to question */
+	p[n++] = 0; p[n++] = 1;              /* A */
+	p[n++] = 0; p[n++] = 1;              /* IN */
+	p[n++] = (unsigned char)(ttl >> 24); p[n++] = (unsigned char)(ttl >> 16);
+	p[n++] = (unsigned char)(ttl >> 8); p[n++] = (unsigned char)ttl;
+	p[n++] = 0; p[n++] = 4;
+	memcpy(p + n, ip, 4);
+	return n + 4;
+}
+
+static void *responder_run(void *arg)
+{
+	struct responder *r = arg;
+	unsigned char q[512], a[1024];
+	while (!atomic_load(&r->stop)) {
+		struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
+		if (poll(&pfd, 1, 20) <= 0)
+			continue;
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+		ssize_t n = recvfrom(r->fd, q, sizeof(q), 0, (struct sockaddr *)&from, &fl);
+		if (n < 17)
+			continue;
+		/* Question name to dotted text. */
+		char name[256];
+		size_t pos = 12, nl = 0;
+		while (pos < (size_t)n && q[pos] != 0 && nl < 200) {
+			size_t l = q[pos++];
+			if (nl)
+				name[nl++] = '.';
+			memcpy(name + nl, q + pos, l);
+			nl += l;
+			pos += l;
+		}
+		name[nl] = '\0';
+		size_t qend = pos + 5; /* zero byte + type + class */
+		atomic_fetch_add(&r->queries, 1);
+		count_name(r, name);
+		memcpy(a, q, qend);
+		a[2] = 0x81 | (q[2] & 0x01); /* QR, RD copied */
+		a[3] = 0x80;                 /* RA */
+		a[6] = a[7] = a[8] = a[9] = a[10] = a[11] = 0;
+		size_t len = qend;
+		if (strncmp(name, "nx-", 3) == 0) {
+			a[3] |= 3;
+		} else if (strncmp(name, "multi-", 6) == 0) {
+			unsigned char ip1[4] = {10, 9, 8, 7}, ip2[4] = {10, 9, 8, 6};
+			a[7] = 2;
+			len += put_a(a + len, 300, ip1);
+			len += put_a(a + len, 100, ip2);
+		} else {
+			unsigned char ip[4] = {127, 0, 1, (unsigned char)nl};
+			a[7] = 1;
+			len += put_a(a + len, strncmp(name, "ttl1-", 5) == 0 ? 1 : 300, ip);
+		}
+		sendto(r->fd, a, len, 0, (struct sockaddr *)&from, fl);
+	}
+	return NULL;
+}
+
+static struct responder *responder_start(void)
+{
+	struct responder *r = calloc(1, sizeof(*r));
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
+	socklen_t len = sizeof(a);
+	pthread_mutex_init(&r->mu, NULL);
+	r->fd = socket(AF_INET, SOCK_DGRAM, 0);
+	ck_assert_int_eq(bind(r->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	getsockname(r->fd, (struct sockaddr *)&a, &len);
+	r->port = ntohs(a.sin_port);
+	pthread_create(&r->thread, NULL, responder_run, r);
+	return r;
+}
+
+static void responder_stop(struct responder *r)
+{
+	atomic_store(&r->stop, 1);
+	pthread_join(r->thread, NULL);
+	close(r->fd);
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}
+
+struct answer {
+	int calls;
+	enum dns_error err;
+	struct in_addr addrs[DNS_MAX_ADDRS];
+	size_t n;
+	char host[256];
+};
+
+static void on_dns(void *ctx, enum dns_error err, const char *host,
+                   const struct in_addr *addrs, size_t n)
+{
+	struct answer *a = ctx;
+	a->calls++;
+	a->err = err;
+	a->n = n;
+	if (n > 0)
+		memcpy(a->addrs, addrs, n * sizeof(*addrs));
+	snprintf(a->host, sizeof(a->host), "%s", host);
+}
+
+static struct responder *resp;
+static uv_loop_t loop;
+static struct dns_resolver *res;
+
+static void make_resolver(const char *server, unsigned neg_ttl)
+{
+	char addr[64];
+	if (server == NULL) {
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", resp->port);
+		server = addr;
+	}
+	struct dns_config cfg = {.server = server, .negative_ttl_s = neg_ttl,
+	                         .timeout_ms = 300, .tries = 1, .cache_entries = 4};
+	ck_assert_int_eq(dns_resolver_create(&loop, &cfg, &res), DNS_OK);
+}
+
+static void setup(void)
+{
+	resp = responder_start();
+	uv_loop_init(&loop);
+	res = NULL;
+}
+
+static void teardown(void)
+{
+	dns_resolver_destroy(res);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	responder_stop(resp);
+}
+
+static void resolve_run(const char *host, uint64_t now, struct answer *a)
+{
+	memset(a, 0, sizeof(*a));
+	ck_assert_int_eq(dns_resolve(res, host, on_dns, a, now), DNS_OK);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(a->calls, 1);
+}
+
+START_TEST(a_records_and_cache)
+{
+	struct answer a;
+	struct dns_stats st;
+	make_resolver(NULL, 5);
+	resolve_run("Host1.Web.Test.", 1000, &a);
+	ck_assert_int_eq(a.err, DNS_OK);
+	ck_assert_uint_eq(a.n, 1);
+	ck_assert_str_eq(inet_ntoa(a.addrs[0]), "127.0.1.14"); /* strlen("host1.web.test") */
+	ck_assert_str_eq(a.host, "host1.web.test");
+	/* Cached: answered synchronously, no new query. */
+	memset(&a, 0, sizeof(a));
+	ck_assert_int_eq(dns_resolve(res, "host1.web.test", on_dns, &a, 2000), DNS_OK);
+	ck_assert_int_eq(a.calls, 1);
+	ck_assert_int_eq(a.err, DNS_OK);
+	ck_assert_int_eq(name_count(resp, "host1.web.test"), 1);
+	/* Two addresses; the TTL is the smaller one (100 s). */
+	resolve_run("multi-a.test", 1000, &a);
+	ck_assert_uint_eq(a.n, 2);
+	resolve_run("multi-a.test", 1000 + 99999, &a);
+	ck_assert_int_eq(name_count(resp, "multi-a.test"), 1);
+	resolve_run("multi-a.test", 1000 + 100000, &a);
+	ck_assert_int_eq(name_count(resp, "multi-a.test"), 2);
+	/* IP literals never query. */
+	memset(&a, 0, sizeof(a));
+	ck_assert_int_eq(dns_resolve(res, "127.0.0.9", on_dns, &a, 0), DNS_OK);
+	ck_assert_int_eq(a.calls, 1);
+	ck_assert_str_eq(inet_ntoa(a.addrs[0]), "127.0.0.9");
+	dns_resolver_stats(res, &st);
+	ck_assert_uint_eq(st.queries, 3);
+	ck_assert_uint_eq(st.cache_hits, 2);
+	ck_assert_uint_eq(st.pending, 0);
+	ck_assert_int_eq(dns_resolve(res, "", on_dns, &a, 0), DNS_ERR_INVALID);
+	ck_assert_int_eq(dns_resolve(res, "bad name", on_dns, &a, 0), DNS_ERR_INVALID);
+}
+END_TEST
+
+START_TEST(ttl_expiry)
+{
+	struct answer a;
+	make_resolver(NULL, 5);
+	resolve_run("ttl1-x.test", 50000, &a);
+	ck_assert_int_eq(a.err, DNS_OK);
+	resolve_run("ttl1-x.test", 50999, &a);
+	ck_assert_int_eq(name_count(resp, "ttl1-x.test"), 1);
+	resolve_run("ttl1-x.test", 51000, &a);
+	ck_assert_int_eq(a.err, DNS_OK);
+	ck_assert_int_eq(name_count(resp, "ttl1-x.test"), 2);
+}
+END_TEST
+
+START_TEST(negative_cache)
+{
+	struct answer a;
+	struct dns_stats st;
+	make_resolver(NULL, 5);
+	resolve_run("nx-gone.test", 0, &a);
+	ck_assert_int_eq(a.err, DNS_ERR_NOTFOUND);
+	ck_assert_uint_eq(a.n, 0);
+	resolve_run("nx-gone.test", 4999, &a);
+	ck_assert_int_eq(a.err, DNS_ERR_NOTFOUND);
+	ck_assert_int_eq(name_count(resp, "nx-gone.test"), 1);
+	resolve_run("nx-gone.test", 5000, &a);
+	ck_assert_int_eq(a.err, DNS_ERR_NOTFOUND);
+	ck_assert_int_eq(name_count(resp, "nx-gone.test"), 2);
+	dns_resolver_stats(res, &st);
+	ck_assert_uint_eq(st.failures, 2);
+}
+END_TEST
+
+START_TEST(coalescing_and_eviction)
+{
+	struct answer a[10];
+	struct dns_stats st;
+	make_resolver(NULL, 5);
+	memset(a, 0, sizeof(a));
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(dns_resolve(res, "same.test", on_dns, &a[i], 0), DNS_OK);
+	dns_resolver_stats(res, &st);
+	ck_assert_uint_eq(st.pending, 1);
+	ck_assert_uint_eq(st.coalesced, 9);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	for (int i = 0; i < 10; i++) {
+		ck_assert_int_eq(a[i].calls, 1);
+		ck_assert_int_eq(a[i].err, DNS_OK);
+	}
+	ck_assert_int_eq(name_count(resp, "same.test"), 1);
+	/* The cache holds 4 entries: 6 more names evict same.test (LRU). */
+	char name[32];
+	for (int i = 0; i < 6; i++) {
+		snprintf(name, sizeof(name), "n%d.test", i);
+		resolve_run(name, 0, &a[0]);
+	}
+	dns_resolver_stats(res, &st);
+	ck_assert_uint_le(st.cached, 4);
+	ck_assert_uint_ge(st.evictions, 3);
+	resolve_run("same.test", 0, &a[0]);
+	ck_assert_int_eq(name_count(resp, "same.test"), 2);
+}
+END_TEST
+
+START_TEST(only_configured_server)
+{
+	/* A configured server that does not answer: "localhost" must fail, not
+	 * come from /etc/hosts or the system's resolvers. */
+	struct answer a;
+	char dead[64];
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
+	socklen_t len = sizeof(sa);
+	bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	getsockname(fd, (struct sockaddr *)&sa, &len);
+	snprintf(dead, sizeof(dead), "127.0.0.1:%d", ntohs(sa.sin_port));
+	make_resolver(dead, 5); /* fd bound and silent: queries time out */
+	resolve_run("localhost", 0, &a);
+	ck_assert_int_ne(a.err, DNS_OK);
+	ck_assert_uint_eq(a.n, 0);
+	/* The socket did receive the query: it went to the configured server. */
+	char buf[512];
+	ck_assert_int_gt(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 0);
+	close(fd);
+	/* And our responder saw nothing. */
+	ck_assert_int_eq(atomic_load(&resp->queries), 0);
+}
+END_TEST
+
+START_TEST(destroy_cancels)
+{
+	struct answer a;
+	make_resolver(NULL, 5);
+	memset(&a, 0, sizeof(a));
+	ck_assert_int_eq(dns_resolve(res, "pending.test", on_dns, &a, 0), DNS_OK);
+	dns_resolver_destroy(res);
+	res = NULL;
+	ck_assert_int_eq(a.calls, 1);
+	ck_assert_int_eq(a.err, DNS_ERR_CANCELLED);
+	struct dns_config bad = {.server = "not-an-ip:53"};
+	struct dns_resolver *r2 = (void *)1;
+	ck_assert_int_eq(dns_resolver_create(&loop, &bad, &r2), DNS_ERR_INVALID);
+	ck_assert_ptr_null(r2);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("dns");
+	TCase *tc = tcase_create("resolver");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, a_records_and_cache);
+	tcase_add_test(tc, ttl_expiry);
+	tcase_add_test(tc, negative_cache);
+	tcase_add_test(tc, coalescing_and_eviction);
+	tcase_add_test(tc, only_configured_server);
+	tcase_add_test(tc, destroy_cancels);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

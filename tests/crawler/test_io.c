@@ -1,0 +1,386 @@
+/* test_io.c: WARC writer (read back by an independent Python reader), SHA-1
+ * and base32, crawl log format, body decoding. */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <brotli/encode.h>
+#include <zlib.h>
+
+#include "crawler/crawl_log.h"
+#include "crawler/decode.h"
+#include "crawler/warc.h"
+
+#ifndef WARC_CHECK_SCRIPT
+#error "WARC_CHECK_SCRIPT must be defined"
+#endif
+#ifndef PYTHON3
+#define PYTHON3 "python3"
+#endif
+
+static char tmpdir[256];
+
+static void setup(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/crawler-io-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *de;
+	char path[600];
+	while (d && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", tmpdir, de->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(tmpdir);
+}
+
+/* Runs the reader; returns its summary line (static) or fails. */
+static const char *check_dir(void)
+{
+	static char line[512];
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "%s %s %s", PYTHON3, WARC_CHECK_SCRIPT, tmpdir);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	line[0] = '\0';
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
+	int rc = pclose(p);
+	ck_assert_msg(rc == 0, "reader failed: %s", line);
+	return line;
+}
+
+static long field(const char *line, const char *name)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "%s=", name);
+	const char *p = strstr(line, key);
+	ck_assert_ptr_nonnull(p);
+	return strtol(p + strlen(key), NULL, 10);
+}
+
+START_TEST(sha1_vectors)
+{
+	uint8_t d[20];
+	char label[38];
+	warc_sha1("abc", 3, d);
+	ck_assert_uint_eq(d[0], 0xa9);
+	ck_assert_uint_eq(d[1], 0x99);
+	ck_assert_uint_eq(d[19], 0x9d);
+	warc_sha1("", 0, d);
+	warc_sha1_label(d, label);
+	ck_assert_str_eq(label, "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ");
+	/* Multi-block input, 1,000,000 'a' (FIPS 180 test vector). */
+	char *m = malloc(1000000);
+	memset(m, 'a', 1000000);
+	warc_sha1(m, 1000000, d);
+	free(m);
+	warc_sha1_label(d, label);
+	/* 34aa973cd4c4daa4f61eeb2bdbad27316534016f in base32 */
+	ck_assert_str_eq(label, "sha1:GSVJOPGUYTNKJ5Q65MV5XLJHGFSTIALP");
+}
+END_TEST
+
+START_TEST(warc_roundtrip)
+{
+	struct warc_writer *w = NULL;
+	struct warc_config cfg = {.dir = tmpdir, .prefix = "test", .max_file_bytes = 4096,
+	                          .user_agent = "testbot/1.0"};
+	ck_assert_int_eq(warc_writer_open(&cfg, &w), WARC_OK);
+	char url[128], req[256], hdr[256], body[2048];
+	int revisits = 0;
+	for (int i = 0; i < 40; i++) {
+		/* Every 4th body repeats body 0: a revisit. */
+		int k = (i % 4 == 3) ? 0 : i;
+		int bl = snprintf(body, sizeof(body), "<html>page %d %0300d</html>", k, k);
+		snprintf(url, sizeof(url), "http://h%d.test/p\r\nX-Injected: 1/%d", i % 3, i);
+		int rl = snprintf(req, sizeof(req),
+		                  "GET /p/%d HTTP/1.1\r\nHost: h.test\r\nUser-Agent: testbot/1.0\r\n\r\n", i);
+		int hl = snprintf(hdr, sizeof(hdr),
+		                  "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n", bl);
+		struct warc_fetch f = {.url = url, .ip = "127.0.1.2", .date_unix_ms = 1700000000123 + i,
+		                       .request_headers = req, .request_len = (size_t)rl,
+		                       .response_headers = hdr, .response_headers_len = (size_t)hl,
+		                       .body = body, .body_len = (size_t)bl, .truncated = (i == 5)};
+		struct warc_position pos;
+		bool rv = false;
+		ck_assert_int_eq(warc_writer_write_fetch(w, &f, &pos, &rv), WARC_OK);
+		ck_assert_str_ne(pos.file, "");
+		ck_assert_uint_gt(pos.offset, 0);
+		if (rv)
+			revisits++;
+		ck_assert_int_eq(rv, i % 4 == 3);
+	}
+	ck_assert_int_eq(warc_writer_sync(w), WARC_OK);
+	struct warc_stats st;
+	warc_writer_stats(w, &st);
+	ck_assert_uint_gt(st.files, 2);
+	ck_assert_uint_eq(st.revisits, 10);
+	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+	const char *line = check_dir();
+	ck_assert_int_eq(field(line, "files"), (long)st.files);
+	ck_assert_int_eq(field(line, "warcinfo"), (long)st.files);
+	ck_assert_int_eq(field(line, "request"), 40);
+	ck_assert_int_eq(field(line, "response"), 30);
+	ck_assert_int_eq(field(line, "revisit"), revisits);
+	ck_assert_int_eq(field(line, "truncated"), 1);
+	/* Rotation: every file but the last is at least max_file_bytes... and
+	 * no file grew past it by more than one fetch's records. */
+	DIR *d = opendir(tmpdir);
+	struct dirent *de;
+	int nfiles = 0;
+	while ((de = readdir(d)) != NULL) {
+		char path[600];
+		struct stat sb;
+		if (de->d_name[0] == '.')
+			continue;
+		ck_assert(strncmp(de->d_name, "test-", 5) == 0);
+		ck_assert_ptr_nonnull(strstr(de->d_name, ".warc.gz"));
+		ck_assert_uint_eq(strlen(de->d_name), strlen("test-20261122235959-00000.warc.gz"));
+		snprintf(path, sizeof(path), "%s/%s", tmpdir, de->d_name);
+		ck_assert_int_eq(stat(path, &sb), 0);
+		ck_assert_int_lt(sb.st_size, 4096 + 2048);
+		nfiles++;
+	}
+	closedir(d);
+	ck_assert_int_eq(nfiles, (int)st.files);
+}
+END_TEST
+
+START_TEST(warc_reader_detects_corruption)
+{
+	/* The reader must fail on a bad digest, proving it checks. */
+	struct warc_writer *w = NULL;
+	struct warc_config cfg = {.dir = tmpdir, .compression_level = 1};
+	ck_assert_int_eq(warc_writer_open(&cfg, &w), WARC_OK);
+	const char *hdr = "HTTP/1.1 200 OK\r\n\r\n";
+	struct warc_fetch f = {.url = "http://x.test/", .response_headers = hdr,
+	                       .response_headers_len = strlen(hdr), .body = "hello", .body_len = 5};
+	ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, NULL), WARC_OK);
+	struct warc_position pos;
+	warc_writer_position(w, &pos);
+	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+	/* Rewrite the file's last member with a changed body. */
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, pos.file);
+	FILE *fp = fopen(path, "rb");
+	ck_assert_ptr_nonnull(fp);
+	static unsigned char raw[65536], plain[65536];
+	size_t n = fread(raw, 1, sizeof(raw), fp);
+	fclose(fp);
+	z_stream zs;
+	memset(&zs, 0, sizeof(zs));
+	inflateInit2(&zs, 31);
+	/* skip the warcinfo member */
+	zs.next_in = raw;
+	zs.avail_in = (uInt)n;
+	zs.next_out = plain;
+	zs.avail_out = sizeof(plain);
+	ck_assert_int_eq(inflate(&zs, Z_FINISH), Z_STREAM_END);
+	size_t first = n - zs.avail_in;
+	inflateReset(&zs);
+	zs.next_out = plain;
+	zs.avail_out = sizeof(plain);
+	ck_assert_int_eq(inflate(&zs, Z_FINISH), Z_STREAM_END);
+	size_t plen = sizeof(plain) - zs.avail_out;
+	inflateEnd(&zs);
+	unsigned char *h = memmem(plain, plen, "hello", 5);
+	ck_assert_ptr_nonnull(h);
+	h[0] = 'j';
+	fp = fopen(path, "wb");
+	fwrite(raw, 1, first, fp);
+	gzFile gz = gzdopen(dup(fileno(fp)), "ab");
+	fflush(fp);
+	gzwrite(gz, plain, (unsigned)plen);
+	gzclose(gz);
+	fclose(fp);
+	char cmd[1024], line[512] = "";
+	snprintf(cmd, sizeof(cmd), "%s %s %s", PYTHON3, WARC_CHECK_SCRIPT, tmpdir);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
+	ck_assert_int_ne(pclose(p), 0);
+	ck_assert_ptr_nonnull(strstr(line, "digest"));
+}
+END_TEST
+
+START_TEST(crawl_log_lines)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/crawl.log", tmpdir);
+	struct crawl_log *log = NULL;
+	ck_assert_int_eq(crawl_log_open(path, &log), CRAWL_LOG_OK);
+	struct crawl_log_entry e = {.timestamp_unix_ms = 1700000000123, .status = 200,
+	                            .bytes = 1234, .url = "http://a.test/x\ty\nz\\w",
+	                            .via = NULL, .depth = 2, .content_type = "text/html",
+	                            .duration_ms = 42, .ip = "127.0.1.1", .error = NULL,
+	                            .redirect = "", .flags = CRAWL_LOG_TRUNCATED | CRAWL_LOG_NEAR_DUP};
+	ck_assert_int_eq(crawl_log_write(log, &e), CRAWL_LOG_OK);
+	struct crawl_log_entry e2 = {.timestamp_unix_ms = 1700000000999, .status = -7,
+	                             .url = "http://b.test/\x01", .via = "http://a.test/",
+	                             .error = "timeout", .redirect = "http://c.test/"};
+	ck_assert_int_eq(crawl_log_write(log, &e2), CRAWL_LOG_OK);
+	ck_assert_int_eq(crawl_log_close(log), CRAWL_LOG_OK);
+	/* Reopen: appends without a second header. */
+	ck_assert_int_eq(crawl_log_open(path, &log), CRAWL_LOG_OK);
+	ck_assert_int_eq(crawl_log_write(log, &e2), CRAWL_LOG_OK);
+	ck_assert_int_eq(crawl_log_flush(log, 1), CRAWL_LOG_OK);
+	ck_assert_int_eq(crawl_log_close(log), CRAWL_LOG_OK);
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int nlines = 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		int tabs = 0;
+		for (char *p = line; *p; p++)
+			tabs += *p == '\t';
+		ck_assert_int_eq(tabs, 11);
+		if (nlines == 0)
+			ck_assert(strncmp(line, "#timestamp\tstatus\tbytes\turl\tvia\tdepth", 37) == 0);
+		if (nlines == 1)
+			ck_assert_str_eq(line,
+			                 "2023-11-14T22:13:20.123Z\t200\t1234\thttp://a.test/x\\ty\\nz\\\\w\t-\t2"
+			                 "\ttext/html\t42\t127.0.1.1\t-\t-\ttruncated,near-dup\n");
+		if (nlines == 2)
+			ck_assert_str_eq(line,
+			                 "2023-11-14T22:13:20.999Z\t-7\t0\thttp://b.test/\\x01\thttp://a.test/"
+			                 "\t0\t-\t0\t-\ttimeout\thttp://c.test/\t-\n");
+		nlines++;
+	}
+	fclose(f);
+	ck_assert_int_eq(nlines, 4);
+	/* Formatting into a short buffer reports the needed length. */
+	char small[8];
+	size_t need = crawl_log_format(&e, small, sizeof(small));
+	ck_assert_uint_gt(need, sizeof(small));
+	ck_assert_uint_eq(strlen(small), sizeof(small) - 1);
+}
+END_TEST
+
+static size_t gz(const void *in, size_t len, int wbits, unsigned char **out)
+{
+	z_stream zs;
+	memset(&zs, 0, sizeof(zs));
+	deflateInit2(&zs, 6, Z_DEFLATED, wbits, 8, Z_DEFAULT_STRATEGY);
+	size_t cap = deflateBound(&zs, len) + 64;
+	*out = malloc(cap);
+	zs.next_in = (Bytef *)(uintptr_t)in;
+	zs.avail_in = (uInt)len;
+	zs.next_out = *out;
+	zs.avail_out = (uInt)cap;
+	deflate(&zs, Z_FINISH);
+	deflateEnd(&zs);
+	return cap - zs.avail_out;
+}
+
+START_TEST(decode_codings)
+{
+	const char *text = "Hello hello hello hello, decoded world!";
+	size_t tl = strlen(text);
+	struct decode_output out;
+	unsigned char *c;
+	const int wbits[] = {31, 15, -15};
+	const char *names[] = {"gzip", "deflate", "deflate"};
+	for (int i = 0; i < 3; i++) {
+		size_t cl = gz(text, tl, wbits[i], &c);
+		ck_assert_int_eq(decode_body(names[i], c, cl, 0, &out), DECODE_OK);
+		ck_assert_uint_eq(out.len, tl);
+		ck_assert(memcmp(out.data, text, tl) == 0);
+		ck_assert(!out.truncated);
+		free(out.data);
+		/* Cut input: truncated, not an error. */
+		ck_assert_int_eq(decode_body(names[i], c, cl / 2, 0, &out), DECODE_OK);
+		ck_assert(out.truncated);
+		free(out.data);
+		free(c);
+	}
+	/* Brotli, and a stack "gzip, br" (br applied last, decoded first). */
+	uint8_t br[256];
+	size_t bl = sizeof(br);
+	ck_assert(BrotliEncoderCompress(5, 22, BROTLI_MODE_TEXT, tl, (const uint8_t *)text, &bl, br));
+	ck_assert_int_eq(decode_body("br", br, bl, 0, &out), DECODE_OK);
+	ck_assert_uint_eq(out.len, tl);
+	ck_assert(memcmp(out.data, text, tl) == 0);
+	free(out.data);
+	size_t cl = gz(text, tl, 31, &c);
+	uint8_t br2[512];
+	size_t bl2 = sizeof(br2);
+	ck_assert(BrotliEncoderCompress(5, 22, BROTLI_MODE_GENERIC, cl, c, &bl2, br2));
+	ck_assert_int_eq(decode_body("gzip, br", br2, bl2, 0, &out), DECODE_OK);
+	ck_assert_uint_eq(out.len, tl);
+	ck_assert(memcmp(out.data, text, tl) == 0);
+	free(out.data);
+	free(c);
+	/* Identity copies, capped. */
+	ck_assert_int_eq(decode_body(NULL, text, tl, 5, &out), DECODE_OK);
+	ck_assert_uint_eq(out.len, 5);
+	ck_assert(out.truncated);
+	ck_assert_str_eq((char *)out.data, "Hello");
+	free(out.data);
+	/* Errors. */
+	ck_assert_int_eq(decode_body("compress", text, tl, 0, &out), DECODE_ERR_UNSUPPORTED);
+	ck_assert_ptr_null(out.data);
+	ck_assert_int_eq(decode_body("gzip", text, tl, 0, &out), DECODE_ERR_CORRUPT);
+	ck_assert_int_eq(decode_body("br", text, tl, 0, &out), DECODE_ERR_CORRUPT);
+}
+END_TEST
+
+START_TEST(decode_bomb)
+{
+	/* 256 MiB of zeros in ~256 KiB: stops at the cap. */
+	size_t n = 256u << 20;
+	z_stream zs;
+	memset(&zs, 0, sizeof(zs));
+	deflateInit2(&zs, 9, Z_DEFLATED, 31, 9, Z_DEFAULT_STRATEGY);
+	unsigned char zeros[65536] = {0};
+	size_t cap = 1u << 20, len = 0;
+	unsigned char *c = malloc(cap);
+	for (size_t done = 0; done < n; done += sizeof(zeros)) {
+		zs.next_in = zeros;
+		zs.avail_in = sizeof(zeros);
+		int flush = done + sizeof(zeros) >= n ? Z_FINISH : Z_NO_FLUSH;
+		do {
+			zs.next_out = c + len;
+			zs.avail_out = (uInt)(cap - len);
+			deflate(&zs, flush);
+			len = cap - zs.avail_out;
+		} while (zs.avail_in > 0);
+	}
+	deflateEnd(&zs);
+	struct decode_output out;
+	ck_assert_int_eq(decode_body("x-gzip", c, len, 2u << 20, &out), DECODE_OK);
+	ck_assert(out.truncated);
+	ck_assert_uint_eq(out.len, 2u << 20);
+	free(out.data);
+	free(c);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("io");
+	TCase *tc = tcase_create("io");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, sha1_vectors);
+	tcase_add_test(tc, warc_roundtrip);
+	tcase_add_test(tc, warc_reader_detects_corruption);
+	tcase_add_test(tc, crawl_log_lines);
+	tcase_add_test(tc, decode_codings);
+	tcase_add_test(tc, decode_bomb);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
