@@ -1,11 +1,348 @@
-/* Placeholder until the module's issue lands: the subcommand says so honestly. */
+/*
+ * crawl.c: `crawler crawl`: command line -> configuration -> crawl_run.
+ *
+ * Precedence: defaults < the -c CONFIG file < command-line flags. Each flag
+ * is the same key as in the file (crawl_config_set), so both are validated
+ * by one table; bad values exit 2 naming the file, line and key (or flag).
+ */
+#include <errno.h>
+#include <ctype.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
+#include "crawler/config.h"
+#include "crawler/crawl_run.h"
 #include "crawler/tools.h"
+
+#define MAX_SEEDS 1000000
+#define MAX_OVERRIDES 64
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+	        "usage: crawler crawl [SEED_URL...] [--seeds FILE] [-c CONFIG] [-o DIR] [OPTIONS]\n"
+	        "\n"
+	        "Crawls from the seed URLs, politely (robots.txt, per-host and per-IP delays),\n"
+	        "writing WARC files, crawl.log and stats.json into DIR.\n"
+	        "\n"
+	        "  -c, --config FILE         INI configuration (see configs/default.conf)\n"
+	        "  -o, --output DIR          output directory (default crawl-out)\n"
+	        "      --seeds FILE          seed URLs, one per line ('#' comments)\n"
+	        "      --max-pages N         stop after N fetched pages (0 = no limit)\n"
+	        "      --max-time SECS       stop after SECS seconds (0 = no limit)\n"
+	        "      --max-depth N         links deeper than N are not followed (0 = no limit)\n"
+	        "      --max-connections N   transfers in flight\n"
+	        "      --host-delay MS       fixed policy: rest per host between visits\n"
+	        "      --ip-delay MS         rest per IP address between visits\n"
+	        "      --policy fixed|ratio  delay policy (ratio: keep-alive visits, wait s'/p)\n"
+	        "      --user-agent UA       User-Agent (name a contact!)\n"
+	        "      --domains D1,D2       stay on these domains (default: the seeds'\n"
+	        "                            registrable domains)\n"
+	        "      --dns-server ADDR[:PORT]  the only DNS server asked (required)\n"
+	        "      --allow-private-networks  allow private/loopback addresses (local tests)\n"
+	        "      --parse-threads N     parse threads (0 = number of cores)\n"
+	        "      --set SECTION.KEY=VALUE  any configuration key\n"
+	        "  -q, --quiet               no progress line, no summary\n"
+	        "  -h, --help                this text\n"
+	        "\n"
+	        "exit codes: 0 crawl finished (frontier exhausted or a limit reached);\n"
+	        "            1 runtime failure (output directory, network setup, I/O);\n"
+	        "            2 usage or configuration error; 3 stopped by a second SIGINT.\n"
+	        "A first SIGINT stops gracefully: no new transfers, in-flight ones get a few\n"
+	        "seconds, WARC/log are flushed and stats.json written.\n");
+}
+
+struct override {
+	const char *section, *key;
+	char *value;
+};
+
+static int add_override(struct override *o, size_t *n, const char *section, const char *key,
+                        const char *value)
+{
+	if (*n == MAX_OVERRIDES)
+		return -1;
+	o[*n].section = section;
+	o[*n].key = key;
+	o[*n].value = strdup(value);
+	if (!o[*n].value)
+		return -1;
+	(*n)++;
+	return 0;
+}
+
+/* "SECONDS" -> milliseconds string. */
+static int secs_to_ms(const char *v, char *buf, size_t cap)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (errno || end == v || *end != '\0' || d < 0 || d > 1e9)
+		return -1;
+	snprintf(buf, cap, "%.0f", d * 1000.0);
+	return 0;
+}
+
+static int read_seeds(const char *path, char ***seeds, size_t *n, size_t *cap)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "crawler crawl: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	char *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+	int rc = 0;
+	while ((len = getline(&line, &lcap, f)) >= 0) {
+		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' ||
+		                   line[len - 1] == ' ' || line[len - 1] == '\t'))
+			line[--len] = '\0';
+		char *s = line;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (*s == '\0' || *s == '#')
+			continue;
+		if (*n == MAX_SEEDS) {
+			fprintf(stderr, "crawler crawl: %s: more than %d seeds\n", path, MAX_SEEDS);
+			rc = -1;
+			break;
+		}
+		if (*n == *cap) {
+			size_t nc = *cap ? *cap * 2 : 64;
+			char **ns = realloc(*seeds, nc * sizeof *ns);
+			if (!ns) {
+				rc = -1;
+				break;
+			}
+			*seeds = ns;
+			*cap = nc;
+		}
+		(*seeds)[*n] = strdup(s);
+		if (!(*seeds)[*n]) {
+			rc = -1;
+			break;
+		}
+		(*n)++;
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* Lowercases the scheme and host of a seed and checks it is http(s). */
+static int check_seed(char *s)
+{
+	if (strncasecmp(s, "http://", 7) != 0 && strncasecmp(s, "https://", 8) != 0)
+		return -1;
+	char *p = strstr(s, "://") + 3;
+	for (char *q = s; q < p; q++)
+		*q = (char)tolower((unsigned char)*q);
+	for (; *p && *p != '/' && *p != '?' && *p != '#'; p++)
+		*p = (char)tolower((unsigned char)*p);
+	if (*p == '\0') { /* "http://host" -> "http://host/" */
+		return 1;
+	}
+	char *hash = strchr(p, '#');
+	if (hash)
+		*hash = '\0';
+	return 0;
+}
 
 int crawl_tool_main(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "crawler %s: not built yet in this version\n", argv[0]);
-    return 1;
+	enum {
+		OPT_SEEDS = 256, OPT_MAX_PAGES, OPT_MAX_TIME, OPT_MAX_DEPTH, OPT_MAX_CONN,
+		OPT_HOST_DELAY, OPT_IP_DELAY, OPT_POLICY, OPT_UA, OPT_DOMAINS, OPT_DNS,
+		OPT_PRIVATE, OPT_PARSE_THREADS, OPT_SET,
+	};
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"output", required_argument, NULL, 'o'},
+		{"seeds", required_argument, NULL, OPT_SEEDS},
+		{"max-pages", required_argument, NULL, OPT_MAX_PAGES},
+		{"max-time", required_argument, NULL, OPT_MAX_TIME},
+		{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
+		{"max-connections", required_argument, NULL, OPT_MAX_CONN},
+		{"host-delay", required_argument, NULL, OPT_HOST_DELAY},
+		{"ip-delay", required_argument, NULL, OPT_IP_DELAY},
+		{"policy", required_argument, NULL, OPT_POLICY},
+		{"user-agent", required_argument, NULL, OPT_UA},
+		{"domains", required_argument, NULL, OPT_DOMAINS},
+		{"dns-server", required_argument, NULL, OPT_DNS},
+		{"allow-private-networks", no_argument, NULL, OPT_PRIVATE},
+		{"parse-threads", required_argument, NULL, OPT_PARSE_THREADS},
+		{"set", required_argument, NULL, OPT_SET},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int rc = 2;
+	struct crawl_config cfg;
+	struct override ov[MAX_OVERRIDES];
+	size_t nov = 0;
+	char **seeds = NULL;
+	size_t nseeds = 0, seeds_cap = 0;
+	const char *config_path = NULL;
+	const char *seeds_path = NULL;
+	char err[CRAWL_CONFIG_ERR_MAX];
+	char numbuf[64];
+	char *set_copy[MAX_OVERRIDES];
+	size_t nset = 0;
+	int have_cfg = 0;
+
+	optind = 1;
+	opterr = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, "c:o:qh", opts, NULL)) != -1) {
+		int bad = 0;
+		switch (c) {
+		case 'c': config_path = optarg; break;
+		case 'o': bad = add_override(ov, &nov, "output", "dir", optarg); break;
+		case OPT_SEEDS: seeds_path = optarg; break;
+		case OPT_MAX_PAGES: bad = add_override(ov, &nov, "crawl", "max_pages", optarg); break;
+		case OPT_MAX_TIME:
+			if (secs_to_ms(optarg, numbuf, sizeof numbuf) < 0) {
+				fprintf(stderr, "crawler crawl: --max-time: bad value '%s'\n", optarg);
+				goto out;
+			}
+			bad = add_override(ov, &nov, "crawl", "max_time_ms", numbuf);
+			break;
+		case OPT_MAX_DEPTH: bad = add_override(ov, &nov, "crawl", "max_depth", optarg); break;
+		case OPT_MAX_CONN:
+			bad = add_override(ov, &nov, "fetch", "max_connections", optarg);
+			break;
+		case OPT_HOST_DELAY:
+			bad = add_override(ov, &nov, "politeness", "host_delay_ms", optarg);
+			break;
+		case OPT_IP_DELAY:
+			bad = add_override(ov, &nov, "politeness", "ip_delay_ms", optarg);
+			break;
+		case OPT_POLICY: bad = add_override(ov, &nov, "politeness", "policy", optarg); break;
+		case OPT_UA: bad = add_override(ov, &nov, "crawl", "user_agent", optarg); break;
+		case OPT_DOMAINS: bad = add_override(ov, &nov, "crawl", "domains", optarg); break;
+		case OPT_DNS: bad = add_override(ov, &nov, "dns", "server", optarg); break;
+		case OPT_PRIVATE:
+			bad = add_override(ov, &nov, "fetch", "allow_private_networks", "true");
+			break;
+		case OPT_PARSE_THREADS:
+			bad = add_override(ov, &nov, "parse", "threads", optarg);
+			break;
+		case OPT_SET: {
+			/* SECTION.KEY=VALUE */
+			char *s = strdup(optarg);
+			if (!s || nset == MAX_OVERRIDES) {
+				free(s);
+				bad = 1;
+				break;
+			}
+			set_copy[nset++] = s;
+			char *dot = strchr(s, '.'), *eq = strchr(s, '=');
+			if (!dot || !eq || dot > eq) {
+				fprintf(stderr, "crawler crawl: --set: expected SECTION.KEY=VALUE, got '%s'\n",
+				        optarg);
+				goto out;
+			}
+			*dot = '\0';
+			*eq = '\0';
+			bad = add_override(ov, &nov, s, dot + 1, eq + 1);
+			break;
+		}
+		case 'q': bad = add_override(ov, &nov, "crawl", "quiet", "true"); break;
+		case 'h':
+			usage(stdout);
+			rc = 0;
+			goto out;
+		default:
+			usage(stderr);
+			goto out;
+		}
+		if (bad) {
+			fprintf(stderr, "crawler crawl: too many options\n");
+			goto out;
+		}
+	}
+	if (crawl_config_default(&cfg) != 0) {
+		fprintf(stderr, "crawler crawl: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	have_cfg = 1;
+	if (config_path) {
+		enum crawl_config_err e = crawl_config_load(&cfg, config_path, err, sizeof err);
+		if (e != CRAWL_CONFIG_OK) {
+			fprintf(stderr, "crawler crawl: %s\n", err);
+			rc = e == CRAWL_CONFIG_ERR_IO || e == CRAWL_CONFIG_ERR_NOMEM ? 1 : 2;
+			if (e == CRAWL_CONFIG_ERR_IO)
+				rc = 2;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < nov; i++) {
+		if (crawl_config_set(&cfg, ov[i].section, ov[i].key, ov[i].value, err, sizeof err) !=
+		    CRAWL_CONFIG_OK) {
+			fprintf(stderr, "crawler crawl: command line: %s\n", err);
+			goto out;
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (nseeds == seeds_cap) {
+			size_t nc = seeds_cap ? seeds_cap * 2 : 16;
+			char **ns = realloc(seeds, nc * sizeof *ns);
+			if (!ns)
+				goto out;
+			seeds = ns;
+			seeds_cap = nc;
+		}
+		seeds[nseeds] = strdup(argv[i]);
+		if (!seeds[nseeds])
+			goto out;
+		nseeds++;
+	}
+	if (seeds_path && read_seeds(seeds_path, &seeds, &nseeds, &seeds_cap) < 0)
+		goto out;
+	for (size_t i = 0; i < nseeds; i++) {
+		int k = check_seed(seeds[i]);
+		if (k < 0) {
+			fprintf(stderr, "crawler crawl: seed '%s' is not an http(s) URL\n", seeds[i]);
+			goto out;
+		}
+		if (k == 1) {
+			size_t l = strlen(seeds[i]);
+			char *s = realloc(seeds[i], l + 2);
+			if (!s)
+				goto out;
+			s[l] = '/';
+			s[l + 1] = '\0';
+			seeds[i] = s;
+		}
+	}
+	if (nseeds == 0) {
+		fprintf(stderr, "crawler crawl: no seed URL (give URLs or --seeds FILE)\n");
+		usage(stderr);
+		goto out;
+	}
+	if (cfg.dns_server[0] == '\0') {
+		fprintf(stderr, "crawler crawl: no DNS server: set --dns-server ADDR[:PORT] (or\n"
+		                "[dns] server in the config); the system resolver is never used\n");
+		goto out;
+	}
+	if (strstr(cfg.user_agent, "CONTACT-ME") && !cfg.allow_private_networks)
+		fprintf(stderr, "crawler crawl: warning: the user agent still has the contact\n"
+		                "placeholder; set --user-agent or [crawl] user_agent to name you\n");
+	rc = crawl_run(&cfg, seeds, nseeds);
+out:
+	for (size_t i = 0; i < nov; i++)
+		free(ov[i].value);
+	for (size_t i = 0; i < nset; i++)
+		free(set_copy[i]);
+	for (size_t i = 0; i < nseeds; i++)
+		free(seeds[i]);
+	free(seeds);
+	if (have_cfg)
+		crawl_config_free(&cfg);
+	return rc;
 }

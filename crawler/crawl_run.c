@@ -1,0 +1,1505 @@
+/*
+ * crawl_run.c: the fetch loop and its hand-offs (see crawl_run.h).
+ *
+ * A visit is a small state machine per held host: RESOLVE (DNS, when the
+ * host has no IP yet: ends with a VISIT_NONE release so the host comes back
+ * under its IP's token), ROBOTS (robots.txt first for each new host), then
+ * one URL after another while the politeness visit budget allows; exactly
+ * one request of a host is in flight at a time. The visit ends with
+ * politeness_release carrying the outcome (status class, Retry-After,
+ * duration).
+ */
+#include "crawler/crawl_run.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <libpsl.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <uv.h>
+
+#include "crawler/bqueue.h"
+#include "crawler/crawl_log.h"
+#include "crawler/crawl_seen.h"
+#include "crawler/decode.h"
+#include "crawler/dns.h"
+#include "crawler/fetch.h"
+#include "crawler/warc.h"
+#include "frontier/frontier.h"
+#include "frontier/scope.h"
+#include "parse/links.h"
+#include "parse/parse_pool.h"
+#include "parse/simhash.h"
+#include "politeness/delay_policy.h"
+#include "politeness/politeness.h"
+#include "politeness/robots.h"
+
+#define NEAR_DUP_STRIPES 64
+#define NEAR_DUP_PER_HOST 4096 /* fingerprints kept per host (oldest dropped) */
+#define MAX_SAMPLES 8640
+#define STATUS_MAX 600
+#define HOST_BLOCK_BITS 12
+
+enum dns_state { HDNS_NONE = 0, HDNS_PENDING, HDNS_OK, HDNS_FAILED };
+
+/* Per host id, loop thread only. */
+struct host_state {
+	uint8_t dns;
+	uint8_t in_visit;
+	uint8_t visit_kind;      /* enum visit_kind so far */
+	char ip[INET_ADDRSTRLEN];
+	uint32_t visit_requests;
+	uint32_t visit_max_urls;
+	uint64_t visit_start_us;
+	uint64_t visit_max_us;
+	uint64_t retry_after_us;
+};
+
+/* One request in flight (fetch_request.user). */
+struct req {
+	uint32_t host;
+	uint32_t depth;
+	int robots;       /* robots.txt fetch */
+	int redirects;    /* robots redirects followed so far */
+	char *via;        /* "" if none */
+};
+
+/* A URL discovered by a parse thread, on its way to the frontier. */
+struct emit {
+	uint32_t depth;
+	uint32_t url_len;
+	uint32_t via_len;
+	char data[]; /* url NUL via NUL */
+};
+
+/* Work for the parse pool and then the writer thread. */
+struct job {
+	struct fetch_result *res;
+	uint32_t host;
+	uint32_t depth;
+	int robots;
+	unsigned flags;   /* CRAWL_LOG_* */
+	char *via;
+	char *redirect;   /* resolved Location, or NULL */
+	const char *error; /* static reason word, or NULL */
+	int parse;        /* parse it (HTML 2xx page) */
+};
+
+struct near_dup_host {
+	uint32_t host;
+	uint32_t n, next;
+	uint64_t fp[NEAR_DUP_PER_HOST];
+	struct near_dup_host *chain;
+};
+
+struct near_dup_stripe {
+	pthread_mutex_t mu;
+	struct near_dup_host *hosts;
+};
+
+struct counters_atomic {
+	atomic_uint_fast64_t parsed, links, links_new, scope_rejected, nofollow, near_dups,
+		decode_errors, emit_dropped, writer_errors, warc_revisits;
+};
+
+struct run {
+	const struct crawl_config *cfg;
+	uv_loop_t loop;
+	uv_timer_t wake, tick, abandon;
+	uv_async_t async;
+	uv_signal_t sigint;
+	int handles_open;
+	struct fetch_engine *fetch;
+	struct dns_resolver *dns;
+	struct frontier *frontier;
+	struct politeness *pol;
+	struct scope *scope;
+	struct parse_pool *pool;
+	struct crawl_seen *seen;
+	struct bqueue *emitq, *writeq;
+	pthread_t writer;
+	int writer_started;
+	struct warc_writer *warc;
+	struct crawl_log *log;
+	struct host_state **blocks; /* see host_state() */
+	size_t n_blocks;
+	int in_dns_call;            /* inside dns_resolve: its callback must not pump */
+	struct near_dup_stripe nd[NEAR_DUP_STRIPES];
+	struct counters_atomic ac;
+	/* loop-thread counters */
+	uint64_t t0_us, t0_ms_wall;
+	uint64_t pages_started, pages_done, requests, bytes, robots_fetches;
+	uint64_t robots_disallowed, redirects, dns_errors[16], fetch_errors[16];
+	uint64_t status[STATUS_MAX];
+	uint64_t private_refused, parse_full, writer_full, hosts_dns_failed;
+	uint64_t samples[MAX_SAMPLES];
+	size_t n_samples;
+	uint64_t last_sample_pages, tick_count;
+	int stopping, finished, sigints;
+	int progress;
+	int exit_code;
+	struct fetch_stats fst; /* saved before the engine is destroyed */
+	struct dns_stats dst;
+};
+
+
+static uint64_t now_us(void)
+{
+	return uv_hrtime() / 1000u;
+}
+
+/* ---- URL helpers (URLs here are absolute and normalized) ---- */
+
+/* Splits scheme://authority: key_len = length of scheme://authority,
+ * host at [*h, *h + *hl), path starts at key_len. -1 if not absolute. */
+static int url_split(const char *u, size_t len, size_t *key_len, size_t *h, size_t *hl)
+{
+	const char *p = memchr(u, ':', len);
+	if (!p || (size_t)(p - u) + 3 > len || p[1] != '/' || p[2] != '/')
+		return -1;
+	size_t a = (size_t)(p - u) + 3, e = a;
+	while (e < len && u[e] != '/' && u[e] != '?' && u[e] != '#')
+		e++;
+	size_t hs = a, he = e;
+	for (size_t i = a; i < e; i++)
+		if (u[i] == '@')
+			hs = i + 1;
+	if (hs < e && u[hs] == '[') {
+		const char *rb = memchr(u + hs, ']', e - hs);
+		if (!rb)
+			return -1;
+		he = (size_t)(rb - u) + 1;
+	} else {
+		for (size_t i = hs; i < e; i++)
+			if (u[i] == ':') {
+				he = i;
+				break;
+			}
+	}
+	if (he == hs)
+		return -1;
+	*key_len = e;
+	*h = hs;
+	*hl = he - hs;
+	return 0;
+}
+
+/* Resolves a Location against base with libcurl's URL API; drops the
+ * fragment; lowercases scheme and host. Returns a malloc'd string or NULL. */
+static char *resolve_location(const char *base, const char *loc)
+{
+	char *out = NULL, *tmp = NULL;
+	CURLU *h = curl_url();
+	if (!h)
+		return NULL;
+	if (curl_url_set(h, CURLUPART_URL, base, 0) != CURLUE_OK)
+		goto out;
+	if (curl_url_set(h, CURLUPART_URL, loc, 0) != CURLUE_OK)
+		goto out;
+	curl_url_set(h, CURLUPART_FRAGMENT, NULL, 0);
+	if (curl_url_get(h, CURLUPART_URL, &tmp, 0) != CURLUE_OK)
+		goto out;
+	out = strdup(tmp);
+	if (out) {
+		size_t kl, hs, hl;
+		if (url_split(out, strlen(out), &kl, &hs, &hl) == 0)
+			for (size_t i = 0; i < kl; i++)
+				out[i] = (char)tolower((unsigned char)out[i]);
+	}
+out:
+	curl_free(tmp);
+	curl_url_cleanup(h);
+	return out;
+}
+
+static int is_html(const char *ct)
+{
+	if (!ct)
+		return 0;
+	while (*ct == ' ')
+		ct++;
+	return strncasecmp(ct, "text/html", 9) == 0 ||
+	       strncasecmp(ct, "application/xhtml+xml", 21) == 0;
+}
+
+/* The charset parameter of a Content-Type, copied into buf, or NULL. */
+static const char *charset_of(const char *ct, char *buf, size_t cap)
+{
+	if (!ct)
+		return NULL;
+	const char *p = strcasestr(ct, "charset=");
+	if (!p)
+		return NULL;
+	p += 8;
+	if (*p == '"')
+		p++;
+	size_t n = 0;
+	while (p[n] && p[n] != ';' && p[n] != '"' && p[n] != ' ' && n + 1 < cap) {
+		buf[n] = p[n];
+		n++;
+	}
+	buf[n] = '\0';
+	return n ? buf : NULL;
+}
+
+/* ---- host state ---- */
+
+/* Host states live in fixed blocks that never move, so a pointer to one
+ * stays valid while the table grows (callbacks nest: a redirect can add a
+ * host while a visit holds its host's state). */
+static struct host_state *host_state(struct run *r, uint32_t host)
+{
+	size_t b = host >> HOST_BLOCK_BITS;
+	if (b >= r->n_blocks) {
+		size_t n = r->n_blocks ? r->n_blocks : 16;
+		while (n <= b)
+			n *= 2;
+		struct host_state **nb = realloc(r->blocks, n * sizeof *nb);
+		if (!nb)
+			return NULL;
+		memset(nb + r->n_blocks, 0, (n - r->n_blocks) * sizeof *nb);
+		r->blocks = nb;
+		r->n_blocks = n;
+	}
+	if (!r->blocks[b]) {
+		r->blocks[b] = calloc((size_t)1 << HOST_BLOCK_BITS, sizeof **r->blocks);
+		if (!r->blocks[b])
+			return NULL;
+	}
+	return &r->blocks[b][host & ((1u << HOST_BLOCK_BITS) - 1)];
+}
+
+/* Inserts a URL the loop owns into the frontier (creating its host). */
+static void frontier_add(struct run *r, const char *url, size_t len, const char *via,
+                         size_t via_len, uint32_t depth)
+{
+	size_t kl, hs, hl;
+	uint32_t host;
+	if (url_split(url, len, &kl, &hs, &hl) < 0)
+		return;
+	if (frontier_host_get(r->frontier, url, kl, 1, &host) != FRONTIER_OK)
+		return;
+	if (!host_state(r, host))
+		return;
+	frontier_push(r->frontier, host, url, len, via, via_len, depth);
+}
+
+/* ---- writer thread ---- */
+
+static void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	fetch_result_free(j->res);
+	free(j->via);
+	free(j->redirect);
+	free(j);
+}
+
+static void write_job(struct run *r, struct job *j)
+{
+	struct fetch_result *res = j->res;
+	bool revisit = false;
+	if (r->warc && res->status > 0) {
+		struct warc_fetch wf = {
+			.url = res->url,
+			.ip = res->ip,
+			.date_unix_ms = res->start_unix_ms,
+			.request_headers = res->request_headers.data,
+			.request_len = res->request_headers.len,
+			.response_headers = res->response_headers.data,
+			.response_headers_len = res->response_headers.len,
+			.body = res->body.data,
+			.body_len = res->body.len,
+			.truncated = res->truncated,
+		};
+		if (warc_writer_write_fetch(r->warc, &wf, NULL, &revisit) != WARC_OK)
+			atomic_fetch_add(&r->ac.writer_errors, 1);
+		if (revisit)
+			atomic_fetch_add(&r->ac.warc_revisits, 1);
+	}
+	if (r->log) {
+		unsigned flags = j->flags;
+		if (revisit)
+			flags |= CRAWL_LOG_REVISIT;
+		if (res->truncated)
+			flags |= CRAWL_LOG_TRUNCATED;
+		struct crawl_log_entry e = {
+			.timestamp_unix_ms = res->end_unix_ms,
+			.status = res->error == FETCH_OK ? res->status : -(long)res->error,
+			.bytes = res->body.len,
+			.url = res->url,
+			.via = j->via && j->via[0] ? j->via : NULL,
+			.depth = (int)j->depth,
+			.content_type = res->content_type,
+			.duration_ms = res->total_ms,
+			.ip = res->ip[0] ? res->ip : NULL,
+			.error = res->error != FETCH_OK ? fetch_strerror(res->error) : j->error,
+			.redirect = j->redirect,
+			.flags = flags,
+		};
+		if (crawl_log_write(r->log, &e) != CRAWL_LOG_OK)
+			atomic_fetch_add(&r->ac.writer_errors, 1);
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	struct run *r = arg;
+	void *item;
+	while (bqueue_pop(r->writeq, &item) == BQUEUE_OK) {
+		write_job(r, item);
+		job_free(item);
+	}
+	return NULL;
+}
+
+/* ---- parse threads ---- */
+
+struct parse_state {
+	struct links_extractor *ex;
+};
+
+static void *parse_init(void *ctx)
+{
+	struct run *r = ctx;
+	struct parse_state *ps = calloc(1, sizeof *ps);
+	if (!ps)
+		return NULL;
+	struct links_config lc = {.max_links = r->cfg->max_links};
+	if (links_extractor_create(&lc, &ps->ex) != LINKS_OK) {
+		free(ps);
+		return NULL;
+	}
+	return ps;
+}
+
+static void parse_fini(void *ctx, void *state)
+{
+	(void)ctx;
+	struct parse_state *ps = state;
+	links_extractor_destroy(ps->ex);
+	free(ps);
+}
+
+/* 1 if fp is within distance 3 of a page already seen on host; records fp. */
+static int near_dup_check(struct run *r, uint32_t host, uint64_t fp)
+{
+	struct near_dup_stripe *s = &r->nd[host % NEAR_DUP_STRIPES];
+	int dup = 0;
+	pthread_mutex_lock(&s->mu);
+	struct near_dup_host *h = s->hosts;
+	while (h && h->host != host)
+		h = h->chain;
+	if (!h) {
+		h = calloc(1, sizeof *h);
+		if (!h)
+			goto out;
+		h->host = host;
+		h->chain = s->hosts;
+		s->hosts = h;
+	}
+	for (uint32_t i = 0; i < h->n; i++)
+		if (simhash_distance(h->fp[i], fp) <= 3) {
+			dup = 1;
+			break;
+		}
+	if (!dup) {
+		h->fp[h->next] = fp;
+		h->next = (h->next + 1) % NEAR_DUP_PER_HOST;
+		if (h->n < NEAR_DUP_PER_HOST)
+			h->n++;
+	}
+out:
+	pthread_mutex_unlock(&s->mu);
+	return dup;
+}
+
+/* A new URL from a parse thread: to the loop through the emit queue. */
+static void emit_url(struct run *r, const char *url, size_t len, const char *via,
+                     size_t via_len, uint32_t depth)
+{
+	if (crawl_seen_add(r->seen, url, len) != 1)
+		return;
+	atomic_fetch_add(&r->ac.links_new, 1);
+	struct emit *e = malloc(sizeof *e + len + via_len + 2);
+	if (!e) {
+		atomic_fetch_add(&r->ac.emit_dropped, 1);
+		return;
+	}
+	e->depth = depth;
+	e->url_len = (uint32_t)len;
+	e->via_len = (uint32_t)via_len;
+	memcpy(e->data, url, len);
+	e->data[len] = '\0';
+	memcpy(e->data + len + 1, via, via_len);
+	e->data[len + 1 + via_len] = '\0';
+	if (bqueue_push(r->emitq, e) != BQUEUE_OK) {
+		atomic_fetch_add(&r->ac.emit_dropped, 1);
+		free(e);
+		return;
+	}
+	uv_async_send(&r->async);
+}
+
+static void parse_page(struct run *r, struct parse_state *ps, struct job *j)
+{
+	struct fetch_result *res = j->res;
+	struct decode_output d = {0};
+	char csbuf[64];
+	if (decode_body(res->content_encoding, res->body.data, res->body.len,
+	                r->cfg->max_body_bytes, &d) != DECODE_OK) {
+		atomic_fetch_add(&r->ac.decode_errors, 1);
+		j->error = "decode";
+		return;
+	}
+	const char *cs = charset_of(res->content_type, csbuf, sizeof csbuf);
+	if (links_extract(ps->ex, res->url, cs, (const char *)d.data, d.len) != LINKS_OK)
+		goto out;
+	atomic_fetch_add(&r->ac.parsed, 1);
+	const struct links_page *pg = links_page_info(ps->ex);
+	if (r->cfg->near_dup && near_dup_check(r, j->host, pg->simhash)) {
+		j->flags |= CRAWL_LOG_NEAR_DUP;
+		atomic_fetch_add(&r->ac.near_dups, 1);
+	}
+	if (pg->nofollow) {
+		atomic_fetch_add(&r->ac.nofollow, 1);
+		goto out;
+	}
+	size_t n;
+	const struct link *l = links_result(ps->ex, &n);
+	size_t ulen = strlen(res->url);
+	for (size_t i = 0; i < n; i++) {
+		atomic_fetch_add(&r->ac.links, 1);
+		if (l[i].nofollow) {
+			atomic_fetch_add(&r->ac.nofollow, 1);
+			continue;
+		}
+		if (scope_check(r->scope, l[i].url, l[i].len, j->depth + 1) != SCOPE_OK) {
+			atomic_fetch_add(&r->ac.scope_rejected, 1);
+			continue;
+		}
+		emit_url(r, l[i].url, l[i].len, res->url, ulen, j->depth + 1);
+	}
+out:
+	free(d.data);
+}
+
+static void parse_work(void *ctx, void *state, void *item)
+{
+	struct run *r = ctx;
+	struct job *j = item;
+	if (j->parse && state)
+		parse_page(r, state, j);
+	if (bqueue_push(r->writeq, j) != BQUEUE_OK)
+		job_free(j);
+	uv_async_send(&r->async);
+}
+
+/* ---- the visit state machine (loop thread) ---- */
+
+static void pump(struct run *r);
+static void visit_next(struct run *r, uint32_t host);
+
+static void visit_end(struct run *r, uint32_t host)
+{
+	struct host_state *hs = host_state(r, host);
+	struct visit_outcome o = {
+		.kind = hs->visit_requests ? (enum visit_kind)hs->visit_kind : VISIT_NONE,
+		.start_us = hs->visit_start_us,
+		.requests = hs->visit_requests,
+		.retry_after_us = hs->retry_after_us,
+	};
+	hs->in_visit = 0;
+	politeness_release(r->pol, host, &o, now_us());
+}
+
+/* Room to start one more transfer without any hand-off ever blocking. */
+static int can_start(struct run *r)
+{
+	size_t inflight = fetch_engine_in_flight(r->fetch);
+	if (inflight >= r->cfg->max_connections)
+		return 0;
+	if (parse_pool_queued(r->pool) + inflight + 1 > parse_pool_capacity(r->pool))
+		return 0;
+	if (bqueue_size(r->writeq) + inflight + 1 > bqueue_cap(r->writeq) / 2)
+		return 0;
+	return 1;
+}
+
+static int start_fetch(struct run *r, uint32_t host, const char *url, uint32_t depth,
+                       const char *via, int robots, int redirects)
+{
+	struct host_state *hs = host_state(r, host);
+	struct req *q = calloc(1, sizeof *q);
+	if (!q)
+		return -1;
+	q->host = host;
+	q->depth = depth;
+	q->robots = robots;
+	q->redirects = redirects;
+	q->via = strdup(via ? via : "");
+	if (!q->via) {
+		free(q);
+		return -1;
+	}
+	struct fetch_request fr = {.url = url, .ip = hs->ip, .user = q,
+	                           .flags = robots ? FETCH_FLAG_ROBOTS : 0};
+	enum fetch_error e = fetch_engine_start(r->fetch, &fr);
+	if (e != FETCH_OK) {
+		if ((size_t)e < 16)
+			r->fetch_errors[e]++;
+		free(q->via);
+		free(q);
+		return -1;
+	}
+	hs->visit_requests++;
+	r->requests++;
+	return 0;
+}
+
+static void start_robots(struct run *r, uint32_t host)
+{
+	size_t kl;
+	const char *key = frontier_host_key(r->frontier, host, &kl);
+	char url[FRONTIER_KEY_MAX + 16];
+	snprintf(url, sizeof url, "%s/robots.txt", key);
+	frontier_host_set_robots(r->frontier, host, FRONTIER_ROBOTS_FETCHING, NULL, 0);
+	r->robots_fetches++;
+	if (start_fetch(r, host, url, 0, NULL, 1, 0) < 0) {
+		/* Could not even start: treat as unreachable (disallow, retry later). */
+		struct robots_policy pol;
+		if (robots_policy_from_fetch(-1, NULL, 0, r->cfg->user_agent,
+		                             (int64_t)(now_us() / 1000), &pol) == ROBOTS_OK)
+			frontier_host_set_robots(r->frontier, host, FRONTIER_ROBOTS_KNOWN, pol.robots,
+			                         (uint64_t)pol.expires_ms * 1000u);
+		visit_end(r, host);
+	}
+}
+
+static void dns_done(void *ctx, enum dns_error err, const char *name,
+                     const struct in_addr *addrs, size_t naddrs);
+
+struct dns_wait {
+	struct run *r;
+	uint32_t host;
+};
+
+static void retire_host(struct run *r, uint32_t host)
+{
+	uint64_t n = 0;
+	frontier_host_retire(r->frontier, host, NULL, NULL, &n);
+}
+
+static void visit_begin(struct run *r, uint32_t host)
+{
+	struct host_state *hs = host_state(r, host);
+	if (!hs)
+		return;
+	hs->in_visit = 1;
+	hs->visit_requests = 0;
+	hs->visit_kind = VISIT_OK;
+	hs->retry_after_us = 0;
+	hs->visit_start_us = now_us();
+	politeness_visit_budget(r->pol, host, &hs->visit_max_urls, &hs->visit_max_us);
+	if (hs->dns != HDNS_OK) {
+		size_t kl, h, hl;
+		const char *key = frontier_host_key(r->frontier, host, &kl);
+		char name[FRONTIER_KEY_MAX];
+		if (hs->dns == HDNS_FAILED || url_split(key, kl, &kl, &h, &hl) < 0 ||
+		    hl >= sizeof name) {
+			retire_host(r, host);
+			visit_end(r, host);
+			return;
+		}
+		memcpy(name, key + h, hl);
+		name[hl] = '\0';
+		if (name[0] == '[') { /* IPv6 literal: the engine is IPv4 only */
+			hs->dns = HDNS_FAILED;
+			retire_host(r, host);
+			visit_end(r, host);
+			return;
+		}
+		struct dns_wait *w = malloc(sizeof *w);
+		if (!w) {
+			visit_end(r, host);
+			return;
+		}
+		w->r = r;
+		w->host = host;
+		hs->dns = HDNS_PENDING;
+		r->in_dns_call++;
+		enum dns_error e = dns_resolve(r->dns, name, dns_done, w, uv_now(&r->loop));
+		r->in_dns_call--;
+		if (e != DNS_OK) {
+			free(w);
+			hs->dns = HDNS_NONE;
+			r->dns_errors[e < 16 ? e : 15]++;
+			hs->visit_kind = VISIT_RETRY_LATER;
+			hs->visit_requests = 1; /* so the retry delay applies */
+			hs->retry_after_us = now_us() + 1000000u;
+			visit_end(r, host);
+		}
+		return;
+	}
+	enum frontier_robots_state st;
+	void *rob;
+	uint64_t exp;
+	frontier_host_robots(r->frontier, host, &st, &rob, &exp);
+	if (r->cfg->obey_robots &&
+	    (st == FRONTIER_ROBOTS_UNKNOWN || (st == FRONTIER_ROBOTS_KNOWN && exp && exp < now_us()))) {
+		start_robots(r, host);
+		return;
+	}
+	visit_next(r, host);
+}
+
+static void dns_done(void *ctx, enum dns_error err, const char *name,
+                     const struct in_addr *addrs, size_t naddrs)
+{
+	(void)name;
+	struct dns_wait *w = ctx;
+	struct run *r = w->r;
+	uint32_t host = w->host;
+	free(w);
+	struct host_state *hs = host_state(r, host);
+	if (r->finished) {
+		hs->dns = HDNS_NONE;
+		return;
+	}
+	if (err != DNS_OK || naddrs == 0) {
+		r->dns_errors[err < 16 ? err : 15]++;
+		if (err == DNS_ERR_TIMEOUT || err == DNS_ERR_SERVFAIL || err == DNS_ERR_BUSY) {
+			/* Transient: the host backs off as after a failed visit and
+			 * is retired only after max_consecutive_errors of them. */
+			hs->dns = HDNS_NONE;
+			hs->visit_kind = VISIT_ERROR;
+			hs->visit_requests = 1;
+		} else {
+			r->hosts_dns_failed++;
+			hs->dns = HDNS_FAILED;
+			retire_host(r, host);
+		}
+		visit_end(r, host);
+		if (!r->in_dns_call)
+			pump(r);
+		return;
+	}
+	inet_ntop(AF_INET, &addrs[0], hs->ip, sizeof hs->ip);
+	if (!r->cfg->allow_private_networks && fetch_addr_is_private(hs->ip)) {
+		r->private_refused++;
+		hs->dns = HDNS_FAILED;
+		retire_host(r, host);
+		visit_end(r, host);
+		if (!r->in_dns_call)
+			pump(r);
+		return;
+	}
+	hs->dns = HDNS_OK;
+	politeness_host_set_ip(r->pol, host, ntohl(addrs[0].s_addr));
+	visit_end(r, host); /* VISIT_NONE: back under the IP's token */
+	if (!r->in_dns_call) /* a synchronous answer: the caller's pump goes on */
+		pump(r);
+}
+
+static void visit_next(struct run *r, uint32_t host)
+{
+	struct host_state *hs = host_state(r, host);
+	for (;;) {
+		if (r->stopping || hs->visit_kind != VISIT_OK ||
+		    hs->visit_requests >= hs->visit_max_urls ||
+		    (hs->visit_requests && now_us() - hs->visit_start_us >= hs->visit_max_us) ||
+		    (r->cfg->max_pages && r->pages_started >= r->cfg->max_pages) || !can_start(r)) {
+			visit_end(r, host);
+			return;
+		}
+		struct frontier_url fu;
+		if (frontier_pop(r->frontier, host, &fu) != FRONTIER_OK) {
+			visit_end(r, host);
+			return;
+		}
+		if (r->cfg->obey_robots) {
+			enum frontier_robots_state st;
+			void *rob = NULL;
+			uint64_t exp;
+			frontier_host_robots(r->frontier, host, &st, &rob, &exp);
+			char path[FRONTIER_URL_MAX + 8];
+			if (rob &&
+			    (robots_path_from_url(fu.url, fu.url_len, path, sizeof path) != ROBOTS_OK ||
+			     !robots_allowed(rob, path, strlen(path)))) {
+				r->robots_disallowed++;
+				continue;
+			}
+		}
+		char *url = strndup(fu.url, fu.url_len);
+		char *via = strndup(fu.via, fu.via_len);
+		uint32_t depth = fu.depth;
+		int rc = (url && via) ? start_fetch(r, host, url, depth, via, 0, 0) : -1;
+		free(url);
+		free(via);
+		if (rc == 0) {
+			r->pages_started++;
+			return; /* one request per host in flight; on_fetch_done goes on */
+		}
+	}
+}
+
+static void handle_robots(struct run *r, struct req *q, struct fetch_result *res,
+                          struct job *j)
+{
+	uint32_t host = q->host;
+	long st = res->error == FETCH_OK ? res->status : -1;
+	if (st >= 300 && st < 400 && res->location && q->redirects < ROBOTS_MAX_REDIRECTS) {
+		char *to = resolve_location(res->url, res->location);
+		size_t kl, h, hl, bkl;
+		const char *key = frontier_host_key(r->frontier, host, &bkl);
+		/* Only same-origin redirects: another host has no resolved IP here. */
+		if (to && url_split(to, strlen(to), &kl, &h, &hl) == 0 && kl == bkl &&
+		    memcmp(to, key, kl) == 0 && !r->stopping && can_start(r)) {
+			j->redirect = to;
+			if (start_fetch(r, host, to, 0, NULL, 1, q->redirects + 1) == 0)
+				return;
+		} else {
+			free(to);
+		}
+	}
+	struct decode_output d = {0};
+	const char *body = NULL;
+	size_t blen = 0;
+	if (st >= 200 && st < 300 &&
+	    decode_body(res->content_encoding, res->body.data, res->body.len, ROBOTS_PARSE_LIMIT,
+	                &d) == DECODE_OK) {
+		body = (const char *)d.data;
+		blen = d.len;
+	}
+	struct robots_policy pol;
+	if (robots_policy_from_fetch((int)st, body, blen, r->cfg->user_agent,
+	                             (int64_t)(now_us() / 1000), &pol) == ROBOTS_OK) {
+		frontier_host_set_robots(r->frontier, host, FRONTIER_ROBOTS_KNOWN, pol.robots,
+		                         (uint64_t)pol.expires_ms * 1000u);
+		double cd = robots_crawl_delay(pol.robots);
+		if (cd > 0)
+			politeness_host_set_crawl_delay(r->pol, host, (uint64_t)(cd * 1e6));
+	}
+	free(d.data);
+}
+
+static void on_fetch_done(void *ctx, struct fetch_result *res)
+{
+	struct run *r = ctx;
+	struct req *q = res->user;
+	uint32_t host = q->host;
+	struct host_state *hs = host_state(r, host);
+	struct job *j = calloc(1, sizeof *j);
+	if (!j) {
+		fetch_result_free(res);
+		free(q->via);
+		free(q);
+		return;
+	}
+	j->res = res;
+	j->host = host;
+	j->depth = q->depth;
+	j->robots = q->robots;
+	j->via = q->via;
+	q->via = NULL;
+	if (res->error != FETCH_OK) {
+		if ((size_t)res->error < 16)
+			r->fetch_errors[res->error]++;
+		if (res->error != FETCH_ERR_CANCELLED)
+			hs->visit_kind = VISIT_ERROR;
+	} else {
+		if (res->status >= 0 && res->status < STATUS_MAX)
+			r->status[res->status]++;
+		r->bytes += res->body.len;
+		if (res->status == 429 || (res->status == 503 && res->retry_after_s >= 0)) {
+			hs->visit_kind = VISIT_RETRY_LATER;
+			uint64_t ra = res->retry_after_s >= 0 ? (uint64_t)res->retry_after_s : 60u;
+			hs->retry_after_us = now_us() + ra * 1000000u;
+		} else if (res->status >= 500) {
+			hs->visit_kind = VISIT_ERROR;
+		}
+	}
+	if (q->robots) {
+		j->flags |= CRAWL_LOG_ROBOTS;
+		if (!r->finished)
+			handle_robots(r, q, res, j);
+	} else {
+		r->pages_done++;
+		frontier_host_account(r->frontier, host, 1, res->body.len);
+		if (res->error == FETCH_OK && res->status >= 300 && res->status < 400 &&
+		    res->location) {
+			j->flags |= CRAWL_LOG_REDIRECT;
+			j->redirect = resolve_location(res->url, res->location);
+			r->redirects++;
+			if (j->redirect && !r->finished &&
+			    scope_check(r->scope, j->redirect, strlen(j->redirect), q->depth) ==
+			            SCOPE_OK &&
+			    crawl_seen_add(r->seen, j->redirect, strlen(j->redirect)) == 1)
+				frontier_add(r, j->redirect, strlen(j->redirect), res->url,
+				             strlen(res->url), q->depth);
+		}
+		j->parse = res->error == FETCH_OK && res->status >= 200 && res->status < 300 &&
+		           is_html(res->content_type) && res->body.len > 0;
+	}
+	free(q->via);
+	free(q);
+	/* Hand off: parse (or straight to the writer). */
+	if (!j->robots) {
+		if (parse_pool_try_submit(r->pool, j) != PARSE_POOL_OK) {
+			r->parse_full++;
+			j->parse = 0;
+			if (bqueue_try_push(r->writeq, j) != BQUEUE_OK) {
+				r->writer_full++;
+				job_free(j);
+			}
+		}
+	} else if (bqueue_try_push(r->writeq, j) != BQUEUE_OK) {
+		r->writer_full++;
+		job_free(j);
+	}
+	if (r->finished)
+		return;
+	/* Continue the visit unless a robots redirect is already in flight. */
+	if (hs->in_visit) {
+		enum frontier_robots_state st;
+		void *rob;
+		uint64_t exp;
+		frontier_host_robots(r->frontier, host, &st, &rob, &exp);
+		if (st != FRONTIER_ROBOTS_FETCHING)
+			visit_next(r, host);
+	}
+	pump(r);
+}
+
+/* ---- loop plumbing ---- */
+
+static void drain_emits(struct run *r)
+{
+	void *item;
+	while (bqueue_try_pop(r->emitq, &item) == BQUEUE_OK) {
+		struct emit *e = item;
+		frontier_add(r, e->data, e->url_len, e->data + e->url_len + 1, e->via_len, e->depth);
+		free(e);
+	}
+}
+
+static void finish(struct run *r);
+
+static int crawl_is_done(struct run *r)
+{
+	if (fetch_engine_in_flight(r->fetch) > 0)
+		return 0;
+	struct politeness_stats ps;
+	politeness_stats(r->pol, &ps);
+	if (ps.hosts_held > 0)
+		return 0;
+	if (r->stopping)
+		return parse_pool_outstanding(r->pool) == 0 || r->sigints > 0;
+	if (r->cfg->max_pages && r->pages_started >= r->cfg->max_pages)
+		return parse_pool_outstanding(r->pool) == 0;
+	if (ps.hosts_in_heap > 0)
+		return 0;
+	return parse_pool_outstanding(r->pool) == 0 && bqueue_size(r->emitq) == 0;
+}
+
+static void on_wake(uv_timer_t *t)
+{
+	pump(t->data);
+}
+
+static void pump(struct run *r)
+{
+	if (r->finished)
+		return;
+	drain_emits(r);
+	while (!r->stopping && can_start(r) &&
+	       !(r->cfg->max_pages && r->pages_started >= r->cfg->max_pages)) {
+		uint32_t host;
+		uint64_t at;
+		uint64_t now = now_us();
+		enum politeness_err e = politeness_pop_ready(r->pol, now, &host, &at);
+		if (e == POLITENESS_OK) {
+			visit_begin(r, host);
+			continue;
+		}
+		if (e == POLITENESS_NOT_READY) {
+			uint64_t ms = at > now ? (at - now + 999) / 1000 : 0;
+			uv_timer_start(&r->wake, on_wake, ms, 0);
+		}
+		break;
+	}
+	if (crawl_is_done(r))
+		finish(r);
+}
+
+static void on_async(uv_async_t *a)
+{
+	pump(a->data);
+}
+
+static void print_progress(struct run *r, int final)
+{
+	struct frontier_stats fs;
+	struct politeness_stats ps;
+	struct dns_stats ds;
+	frontier_stats(r->frontier, &fs);
+	politeness_stats(r->pol, &ps);
+	dns_resolver_stats(r->dns, &ds);
+	double el = (double)(now_us() - r->t0_us) / 1e6;
+	uint64_t errs = 0;
+	for (int i = 1; i < 16; i++)
+		errs += r->fetch_errors[i];
+	fprintf(stderr,
+	        "\r%" PRIu64 " pages  %.0f p/s  %.2f MB/s  in flight %zu  hosts %" PRIu64
+	        " waiting/%" PRIu64 "  frontier %" PRIu64 "  dns %zu  errors %" PRIu64 "   %s",
+	        r->pages_done, el > 0 ? (double)r->pages_done / el : 0.0,
+	        el > 0 ? (double)r->bytes / el / 1e6 : 0.0, fetch_engine_in_flight(r->fetch),
+	        ps.hosts_in_heap, fs.hosts, fs.urls_queued, ds.pending, errs, final ? "\n" : "");
+}
+
+static void on_abandon(uv_timer_t *t)
+{
+	finish(t->data);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct run *r = t->data;
+	r->tick_count++;
+	uint64_t el_ms = (now_us() - r->t0_us) / 1000u;
+	if (r->cfg->max_time_ms && el_ms >= r->cfg->max_time_ms && !r->stopping) {
+		r->stopping = 1;
+		uv_timer_start(&r->abandon, on_abandon, 3000, 0);
+	}
+	if (r->tick_count % 10 == 0) {
+		if (r->progress)
+			print_progress(r, 0);
+		uint64_t per = r->cfg->stats_interval_s * 10u;
+		if (per && r->tick_count % per == 0 && r->n_samples < MAX_SAMPLES) {
+			r->samples[r->n_samples++] = r->pages_done - r->last_sample_pages;
+			r->last_sample_pages = r->pages_done;
+		}
+	}
+	pump(r);
+}
+
+static void on_sigint(uv_signal_t *s, int sig)
+{
+	(void)sig;
+	struct run *r = s->data;
+	r->sigints++;
+	if (r->sigints >= 2) {
+		fprintf(stderr, "\ncrawler crawl: second SIGINT, stopping at once\n");
+		_exit(CRAWL_EXIT_ABORTED);
+	}
+	fprintf(stderr, "\ncrawler crawl: SIGINT, finishing (again to stop at once)\n");
+	r->stopping = 1;
+	uv_timer_start(&r->abandon, on_abandon, 3000, 0);
+	pump(r);
+}
+
+static void finish(struct run *r)
+{
+	if (r->finished)
+		return;
+	r->finished = 1;
+	uv_timer_stop(&r->wake);
+	uv_timer_stop(&r->tick);
+	uv_timer_stop(&r->abandon);
+	uv_stop(&r->loop);
+}
+
+/* ---- stats ---- */
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static long peak_rss_kb(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return -1;
+	return ru.ru_maxrss;
+}
+
+static int write_stats(struct run *r, const char *path, double elapsed)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	struct frontier_stats fs;
+	struct politeness_stats ps;
+	const struct dns_stats ds = r->dst;
+	const struct fetch_stats fst = r->fst;
+	frontier_stats(r->frontier, &fs);
+	politeness_stats(r->pol, &ps);
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	             (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	fprintf(f, "{\n  \"pages\": %" PRIu64 ",\n  \"requests\": %" PRIu64
+	           ",\n  \"robots_fetches\": %" PRIu64 ",\n  \"bytes\": %" PRIu64
+	           ",\n  \"elapsed_s\": %.3f,\n  \"pages_per_s\": %.2f,\n  \"cpu_s\": %.3f,\n"
+	           "  \"peak_rss_kb\": %ld,\n",
+	        r->pages_done, r->requests, r->robots_fetches, r->bytes, elapsed,
+	        elapsed > 0 ? (double)r->pages_done / elapsed : 0.0, cpu, peak_rss_kb());
+	fprintf(f, "  \"status\": {");
+	int first = 1;
+	for (int i = 0; i < STATUS_MAX; i++)
+		if (r->status[i]) {
+			fprintf(f, "%s\"%d\": %" PRIu64, first ? "" : ", ", i, r->status[i]);
+			first = 0;
+		}
+	fprintf(f, "},\n  \"errors\": {");
+	first = 1;
+	for (int i = 1; i < 16; i++)
+		if (r->fetch_errors[i]) {
+			fprintf(f, "%s", first ? "" : ", ");
+			json_str(f, fetch_strerror((enum fetch_error)i));
+			fprintf(f, ": %" PRIu64, r->fetch_errors[i]);
+			first = 0;
+		}
+	for (int i = 1; i < 16; i++)
+		if (r->dns_errors[i]) {
+			char name[64];
+			snprintf(name, sizeof name, "dns-%s", dns_strerror((enum dns_error)i));
+			if (strncmp(dns_strerror((enum dns_error)i), "dns", 3) == 0)
+				snprintf(name, sizeof name, "%s", dns_strerror((enum dns_error)i));
+			fprintf(f, "%s", first ? "" : ", ");
+			json_str(f, name);
+			fprintf(f, ": %" PRIu64, r->dns_errors[i]);
+			first = 0;
+		}
+	struct {
+		const char *name;
+		uint64_t v;
+	} extra[] = {
+		{"robots-disallowed", r->robots_disallowed},
+		{"private-address", r->private_refused},
+		{"decode", atomic_load(&r->ac.decode_errors)},
+		{"truncated", fst.truncated},
+		{"retry-later", ps.retry_laters},
+		{"parse-queue-full", r->parse_full},
+		{"writer-queue-full", r->writer_full},
+		{"writer-io", atomic_load(&r->ac.writer_errors)},
+	};
+	for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
+		if (extra[i].v) {
+			fprintf(f, "%s", first ? "" : ", ");
+			json_str(f, extra[i].name);
+			fprintf(f, ": %" PRIu64, extra[i].v);
+			first = 0;
+		}
+	fprintf(f, "},\n  \"scope_rejected\": {");
+	first = 1;
+	for (int v = 1; v < SCOPE_VERDICT_COUNT; v++) {
+		fprintf(f, "%s", first ? "" : ", ");
+		json_str(f, scope_verdict_name((enum scope_verdict)v));
+		fprintf(f, ": %" PRIu64, scope_count(r->scope, (enum scope_verdict)v));
+		first = 0;
+	}
+	fprintf(f,
+	        "},\n  \"redirects\": %" PRIu64 ",\n  \"near_duplicates\": %" PRIu64
+	        ",\n  \"parsed\": %" PRIu64 ",\n  \"links\": %" PRIu64 ",\n  \"links_new\": %" PRIu64
+	        ",\n  \"nofollow\": %" PRIu64 ",\n  \"warc_revisits\": %" PRIu64 ",\n",
+	        r->redirects, (uint64_t)atomic_load(&r->ac.near_dups),
+	        (uint64_t)atomic_load(&r->ac.parsed), (uint64_t)atomic_load(&r->ac.links),
+	        (uint64_t)atomic_load(&r->ac.links_new), (uint64_t)atomic_load(&r->ac.nofollow),
+	        (uint64_t)atomic_load(&r->ac.warc_revisits));
+	fprintf(f,
+	        "  \"hosts\": {\"total\": %" PRIu64 ", \"retired\": %" PRIu64
+	        ", \"dns_failed\": %" PRIu64 ", \"dropped_urls\": %" PRIu64 "},\n",
+	        fs.hosts, ps.hosts_retired, r->hosts_dns_failed, fs.dropped_retired);
+	fprintf(f,
+	        "  \"frontier\": {\"pushed\": %" PRIu64 ", \"popped\": %" PRIu64
+	        ", \"left\": %" PRIu64 ", \"disk_bytes\": %" PRIu64 ", \"refills\": %" PRIu64
+	        "},\n",
+	        fs.pushed, fs.popped, fs.urls_queued, fs.disk_bytes, fs.refills);
+	fprintf(f,
+	        "  \"dns\": {\"lookups\": %" PRIu64 ", \"queries\": %" PRIu64
+	        ", \"cache_hits\": %" PRIu64 ", \"coalesced\": %" PRIu64 ", \"failures\": %" PRIu64
+	        "},\n",
+	        ds.lookups, ds.queries, ds.cache_hits, ds.coalesced, ds.failures);
+	fprintf(f, "  \"pages_per_s_interval_s\": %u,\n  \"pages_per_s_series\": [",
+	        r->cfg->stats_interval_s);
+	for (size_t i = 0; i < r->n_samples; i++)
+		fprintf(f, "%s%.2f", i ? ", " : "", (double)r->samples[i] / r->cfg->stats_interval_s);
+	fprintf(f, "]\n}\n");
+	int rc = ferror(f) ? -1 : 0;
+	if (fclose(f) != 0)
+		rc = -1;
+	return rc;
+}
+
+static void print_summary(struct run *r, double elapsed)
+{
+	printf("crawl finished: %" PRIu64 " pages, %" PRIu64 " requests (%" PRIu64
+	       " robots.txt), %.2f MB in %.1f s, %.1f pages/s\n",
+	       r->pages_done, r->requests, r->robots_fetches, (double)r->bytes / 1e6, elapsed,
+	       elapsed > 0 ? (double)r->pages_done / elapsed : 0.0);
+	printf("errors:");
+	int any = 0;
+	for (int i = 1; i < 16; i++)
+		if (r->fetch_errors[i]) {
+			printf(" %s=%" PRIu64, fetch_strerror((enum fetch_error)i), r->fetch_errors[i]);
+			any = 1;
+		}
+	for (int i = 1; i < 16; i++)
+		if (r->dns_errors[i]) {
+			printf(" %s=%" PRIu64, dns_strerror((enum dns_error)i), r->dns_errors[i]);
+			any = 1;
+		}
+	if (r->robots_disallowed) {
+		printf(" robots-disallowed=%" PRIu64, r->robots_disallowed);
+		any = 1;
+	}
+	printf("%s\n", any ? "" : " none");
+	printf("output: %s/crawl.log %s/stats.json%s\n", r->cfg->output_dir, r->cfg->output_dir,
+	       r->cfg->warc ? " and WARC files crawl-*.warc.gz" : "");
+}
+
+/* ---- setup ---- */
+
+static int mkdir_p(const char *path)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+	if (n == 0 || n >= sizeof buf)
+		return -1;
+	memcpy(buf, path, n + 1);
+	for (size_t i = 1; i <= n; i++)
+		if (buf[i] == '/' || buf[i] == '\0') {
+			char c = buf[i];
+			buf[i] = '\0';
+			if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+				return -1;
+			buf[i] = c;
+		}
+	return 0;
+}
+
+/* Registrable domains of the seeds (libpsl's built-in list). */
+static int seed_domains(char *const *seeds, size_t n, char ***out, size_t *nout)
+{
+	const psl_ctx_t *psl = psl_builtin();
+	char **d = calloc(n ? n : 1, sizeof *d);
+	size_t k = 0;
+	if (!d)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		size_t kl, h, hl;
+		if (url_split(seeds[i], strlen(seeds[i]), &kl, &h, &hl) < 0)
+			continue;
+		char host[512];
+		if (hl >= sizeof host)
+			continue;
+		for (size_t c = 0; c < hl; c++)
+			host[c] = (char)tolower((unsigned char)seeds[i][h + c]);
+		host[hl] = '\0';
+		const char *reg = psl ? psl_registrable_domain(psl, host) : NULL;
+		const char *dom = reg ? reg : host;
+		int dup = 0;
+		for (size_t j = 0; j < k; j++)
+			if (strcmp(d[j], dom) == 0)
+				dup = 1;
+		if (!dup) {
+			d[k] = strdup(dom);
+			if (d[k])
+				k++;
+		}
+	}
+	*out = d;
+	*nout = k;
+	return 0;
+}
+
+int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds)
+{
+	int rc = CRAWL_EXIT_FAILURE;
+	struct run *r = calloc(1, sizeof *r);
+	char **doms = NULL;
+	size_t ndoms = 0;
+	char path[4200];
+	int loop_ok = 0;
+	if (!r) {
+		fprintf(stderr, "crawler crawl: out of memory\n");
+		return CRAWL_EXIT_FAILURE;
+	}
+	r->cfg = cfg;
+	/* Response bodies and per-record compressor state are large, short-lived
+	 * blocks: keep glibc from mapping and unmapping (and trimming) them on
+	 * every fetch, which costs more in page faults than the work itself. */
+	mallopt(M_MMAP_THRESHOLD, 64 * 1024 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
+	for (int i = 0; i < NEAR_DUP_STRIPES; i++)
+		pthread_mutex_init(&r->nd[i].mu, NULL);
+	if (mkdir_p(cfg->output_dir) != 0) {
+		fprintf(stderr, "crawler crawl: cannot create %s: %s\n", cfg->output_dir,
+		        strerror(errno));
+		goto out;
+	}
+	if (uv_loop_init(&r->loop) != 0)
+		goto out;
+	loop_ok = 1;
+	/* Frontier + politeness. */
+	struct frontier_config fc;
+	frontier_config_default(&fc);
+	fc.spill_dir = cfg->spill_dir[0] ? cfg->spill_dir : cfg->output_dir;
+	fc.mem_budget = cfg->frontier_mem_mb * 1024u * 1024u;
+	fc.max_urls_per_host = cfg->max_urls_per_host;
+	fc.max_depth = cfg->max_depth;
+	fc.max_hosts = cfg->max_hosts;
+	fc.robots_free = (void (*)(void *))robots_destroy;
+	enum frontier_err fe = frontier_create(&fc, &r->frontier);
+	if (fe != FRONTIER_OK) {
+		fprintf(stderr, "crawler crawl: frontier: %s\n", frontier_strerror(fe));
+		goto out;
+	}
+	struct politeness_config pc;
+	politeness_config_default(&pc);
+	pc.policy = (enum delay_policy_kind)cfg->policy;
+	pc.host_delay_us = cfg->host_delay_ms * 1000u;
+	pc.ip_delay_us = cfg->ip_delay_ms * 1000u;
+	pc.ip_politeness = cfg->ip_politeness;
+	pc.ratio = cfg->ratio;
+	pc.visit_budget_us = cfg->visit_budget_ms * 1000u;
+	pc.min_delay_us = cfg->min_delay_ms * 1000u;
+	pc.max_delay_us = cfg->max_delay_ms * 1000u;
+	pc.max_urls_per_visit = cfg->max_urls_per_visit;
+	pc.crawl_delay_cap_us = cfg->crawl_delay_cap_ms * 1000u;
+	pc.backoff_base_us = cfg->backoff_base_ms * 1000u;
+	pc.backoff_max_us = cfg->backoff_max_ms * 1000u;
+	pc.max_consecutive_errors = cfg->max_consecutive_errors;
+	pc.retry_after_cap_us = cfg->retry_after_cap_ms * 1000u;
+	if (politeness_config_check(&pc) != 0) {
+		fprintf(stderr, "crawler crawl: inconsistent politeness settings\n");
+		rc = CRAWL_EXIT_USAGE;
+		goto out;
+	}
+	if (politeness_create(r->frontier, &pc, NULL, NULL, &r->pol) != POLITENESS_OK)
+		goto out;
+	/* Scope. */
+	struct scope_config sc;
+	scope_config_default(&sc);
+	if (!cfg->any_domain) {
+		if (cfg->n_domains) {
+			sc.domains = (const char *const *)cfg->domains;
+			sc.n_domains = cfg->n_domains;
+		} else {
+			if (seed_domains(seeds, nseeds, &doms, &ndoms) < 0)
+				goto out;
+			sc.domains = (const char *const *)doms;
+			sc.n_domains = ndoms;
+		}
+	}
+	sc.max_depth = cfg->max_depth;
+	sc.max_url_len = cfg->max_url_len;
+	sc.max_path_segments = cfg->max_path_segments;
+	sc.max_segment_repeats = cfg->max_segment_repeats;
+	if (scope_create(&sc, &r->scope) != SCOPE_ERR_OK)
+		goto out;
+	r->seen = crawl_seen_create();
+	size_t wcap = (size_t)cfg->parse_queue + 2u * cfg->max_connections + 1024u;
+	r->emitq = bqueue_create(65536);
+	r->writeq = bqueue_create(2 * wcap);
+	if (!r->seen || !r->emitq || !r->writeq)
+		goto out;
+	/* Fetch engine + DNS. */
+	struct fetch_config fcfg = {
+		.max_connections = cfg->max_connections,
+		.connect_timeout_ms = (long)cfg->connect_timeout_ms,
+		.total_timeout_ms = (long)cfg->timeout_ms,
+		.low_speed_limit = (long)cfg->low_speed_bytes,
+		.low_speed_time_s = (long)cfg->low_speed_time_s,
+		.max_body_bytes = cfg->max_body_bytes,
+		.max_header_bytes = cfg->max_header_bytes,
+		.user_agent = cfg->user_agent,
+		.allow_private_networks = cfg->allow_private_networks,
+	};
+	enum fetch_error fetche = fetch_engine_create(&r->loop, &fcfg, on_fetch_done, r, &r->fetch);
+	if (fetche != FETCH_OK) {
+		fprintf(stderr, "crawler crawl: fetch engine: %s\n", fetch_strerror(fetche));
+		goto out;
+	}
+	struct dns_config dc = {
+		.server = cfg->dns_server,
+		.max_ttl_s = (unsigned)cfg->dns_cache_ttl_s,
+		.timeout_ms = (unsigned)cfg->dns_timeout_ms,
+		.max_pending = cfg->dns_max_pending,
+		.negative_ttl_s = cfg->dns_negative_ttl_s,
+	};
+	enum dns_error de = dns_resolver_create(&r->loop, &dc, &r->dns);
+	if (de != DNS_OK) {
+		fprintf(stderr, "crawler crawl: DNS resolver (%s): %s\n", cfg->dns_server,
+		        dns_strerror(de));
+		rc = de == DNS_ERR_INVALID ? CRAWL_EXIT_USAGE : CRAWL_EXIT_FAILURE;
+		goto out;
+	}
+	/* Writer: WARC + crawl log. */
+	if (cfg->warc) {
+		struct warc_config wc = {
+			.dir = cfg->output_dir,
+			.prefix = "crawl",
+			.max_file_bytes = cfg->warc_max_mb * 1024u * 1024u,
+			.user_agent = cfg->user_agent,
+			.compression_level = (int)cfg->warc_level,
+		};
+		enum warc_error we = warc_writer_open(&wc, &r->warc);
+		if (we != WARC_OK) {
+			fprintf(stderr, "crawler crawl: WARC: %s\n", warc_strerror(we));
+			goto out;
+		}
+	}
+	snprintf(path, sizeof path, "%s/crawl.log", cfg->output_dir);
+	if (crawl_log_open(path, &r->log) != CRAWL_LOG_OK) {
+		fprintf(stderr, "crawler crawl: cannot open %s\n", path);
+		goto out;
+	}
+	if (pthread_create(&r->writer, NULL, writer_main, r) != 0)
+		goto out;
+	r->writer_started = 1;
+	struct parse_pool_ops ops = {parse_init, parse_work, parse_fini};
+	if (parse_pool_create(cfg->parse_threads, cfg->parse_queue + cfg->max_connections, &ops,
+	                      r, &r->pool) != PARSE_POOL_OK) {
+		fprintf(stderr, "crawler crawl: cannot start parse threads\n");
+		goto out;
+	}
+	/* Handles. */
+	uv_timer_init(&r->loop, &r->wake);
+	uv_timer_init(&r->loop, &r->tick);
+	uv_timer_init(&r->loop, &r->abandon);
+	uv_async_init(&r->loop, &r->async, on_async);
+	uv_signal_init(&r->loop, &r->sigint);
+	r->wake.data = r->tick.data = r->abandon.data = r->async.data = r->sigint.data = r;
+	r->handles_open = 1;
+	uv_signal_start(&r->sigint, on_sigint, SIGINT);
+	r->progress = !cfg->quiet && isatty(STDERR_FILENO);
+	r->t0_us = now_us();
+	/* Seeds. */
+	for (size_t i = 0; i < nseeds; i++) {
+		size_t len = strlen(seeds[i]);
+		if (crawl_seen_add(r->seen, seeds[i], len) == 1)
+			frontier_add(r, seeds[i], len, NULL, 0, 0);
+	}
+	uv_timer_start(&r->tick, on_tick, 100, 100);
+	pump(r);
+	if (!r->finished)
+		uv_run(&r->loop, UV_RUN_DEFAULT);
+	double elapsed = (double)(now_us() - r->t0_us) / 1e6;
+	if (r->progress)
+		print_progress(r, 1);
+	/* Tear down in order: fetch engine (cancels in-flight transfers, whose
+	 * results still go to the writer), handles, parse pool, writer. */
+	r->finished = 1;
+	fetch_engine_stats(r->fetch, &r->fst);
+	fetch_engine_destroy(r->fetch);
+	r->fetch = NULL;
+	dns_resolver_stats(r->dns, &r->dst);
+	dns_resolver_destroy(r->dns);
+	r->dns = NULL;
+	uv_close((uv_handle_t *)&r->wake, NULL);
+	uv_close((uv_handle_t *)&r->tick, NULL);
+	uv_close((uv_handle_t *)&r->abandon, NULL);
+	uv_close((uv_handle_t *)&r->async, NULL);
+	uv_close((uv_handle_t *)&r->sigint, NULL);
+	r->handles_open = 0;
+	uv_run(&r->loop, UV_RUN_DEFAULT);
+	bqueue_close(r->emitq);
+	parse_pool_destroy(r->pool);
+	r->pool = NULL;
+	bqueue_close(r->writeq);
+	pthread_join(r->writer, NULL);
+	r->writer_started = 0;
+	snprintf(path, sizeof path, "%s/stats.json", cfg->output_dir);
+	if (write_stats(r, path, elapsed) != 0)
+		fprintf(stderr, "crawler crawl: cannot write %s\n", path);
+	if (!cfg->quiet)
+		print_summary(r, elapsed);
+	rc = CRAWL_EXIT_OK;
+out:
+	if (r->pool) {
+		bqueue_close(r->emitq);
+		parse_pool_destroy(r->pool);
+	}
+	if (r->writer_started) {
+		bqueue_close(r->writeq);
+		pthread_join(r->writer, NULL);
+	}
+	if (r->fetch)
+		fetch_engine_destroy(r->fetch);
+	if (r->dns)
+		dns_resolver_destroy(r->dns);
+	if (r->handles_open) {
+		uv_close((uv_handle_t *)&r->wake, NULL);
+		uv_close((uv_handle_t *)&r->tick, NULL);
+		uv_close((uv_handle_t *)&r->abandon, NULL);
+		uv_close((uv_handle_t *)&r->async, NULL);
+		uv_close((uv_handle_t *)&r->sigint, NULL);
+	}
+	if (loop_ok) {
+		uv_run(&r->loop, UV_RUN_DEFAULT);
+		uv_loop_close(&r->loop);
+	}
+	if (r->emitq) {
+		void *item;
+		while (bqueue_try_pop(r->emitq, &item) == BQUEUE_OK)
+			free(item);
+	}
+	if (r->writeq) {
+		void *item;
+		while (bqueue_try_pop(r->writeq, &item) == BQUEUE_OK)
+			job_free(item);
+	}
+	bqueue_destroy(r->emitq);
+	bqueue_destroy(r->writeq);
+	warc_writer_close(r->warc);
+	crawl_log_close(r->log);
+	crawl_seen_destroy(r->seen);
+	scope_destroy(r->scope);
+	politeness_destroy(r->pol);
+	frontier_destroy(r->frontier);
+	for (size_t i = 0; i < ndoms; i++)
+		free(doms[i]);
+	free(doms);
+	for (int i = 0; i < NEAR_DUP_STRIPES; i++) {
+		struct near_dup_host *h = r->nd[i].hosts;
+		while (h) {
+			struct near_dup_host *n = h->chain;
+			free(h);
+			h = n;
+		}
+		pthread_mutex_destroy(&r->nd[i].mu);
+	}
+	for (size_t i = 0; i < r->n_blocks; i++)
+		free(r->blocks[i]);
+	free(r->blocks);
+	free(r);
+	return rc;
+}

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# Benchmark: `crawler crawl` on the local test web with politeness delays at
+# zero, beside references measured in the same run on the same web:
+#   - wrk fetching every HTML page of the web (no parsing): the ceiling;
+#   - wget -r (the test web as its HTTP proxy, so wget resolves nothing);
+#   - Scrapy (Debian python3-scrapy, a CrawlSpider with ROBOTSTXT_OBEY and
+#     high concurrency, test web as proxy), when installed.
+# Distinct pages fetched with status 200 per second are judged from the test
+# web's own log (each tool gets a fresh test web with the same generation
+# options). Also printed: MB/s, CPU seconds per 1,000 pages, peak RSS.
+#
+#   tests/bench/crawl.sh           full: 1,000 hosts x 100 pages (>= 100,000
+#                                  pages); BENCH_HOSTS / BENCH_PAGES /
+#                                  BENCH_WGET_SECONDS / BENCH_SCRAPY_SECONDS
+#   tests/bench/crawl.sh --smoke   tiny web, crawler + wget only, < 60 s;
+#                                  fails if the crawler fetched nothing or
+#                                  broke politeness (host delay 20 ms there)
+# Needs CRAWLER_BUILD (crawler/crawler, tests/testweb/testweb), python3,
+# wget, /usr/bin/time (optional), wrk (full run).
+set -euo pipefail
+
+smoke=0
+[[ "${1:-}" == "--smoke" ]] && smoke=1
+build=${CRAWLER_BUILD:-$(cd "$(dirname "$0")/../.." && pwd)/build}
+src=${CRAWLER_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
+tw=$build/tests/testweb/testweb
+crawler=$build/crawler/crawler
+[[ -x "$tw" && -x "$crawler" ]] || { echo "crawler or testweb not built in $build" >&2; exit 1; }
+
+if (( smoke )); then
+  hosts=10 pages=20 host_delay=20 wget_secs=15 scrapy_secs=0
+else
+  hosts=${BENCH_HOSTS:-1000} pages=${BENCH_PAGES:-100} host_delay=0
+  wget_secs=${BENCH_WGET_SECONDS:-120} scrapy_secs=${BENCH_SCRAPY_SECONDS:-120}
+fi
+gen=(--hosts "$hosts" --pages "$pages" --ips 250)
+
+tmp=$(mktemp -d /tmp/bench_crawl.XXXXXX)
+tw_pid=""
+cleanup() {
+  [[ -n "$tw_pid" ]] && kill "$tw_pid" 2>/dev/null && wait "$tw_pid" 2>/dev/null || true
+  [[ -n "${BENCH_KEEP:-}" ]] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# start_web NAME: a fresh test web logging to $tmp/NAME.log; sets port, dns.
+start_web() {
+  local name=$1
+  rm -f "$tmp/ready"
+  "$tw" "${gen[@]}" --ready-file "$tmp/ready" --log "$tmp/$name.log" 2>"$tmp/$name.tw.err" &
+  tw_pid=$!
+  for _ in $(seq 200); do [[ -f "$tmp/ready" ]] && break; sleep 0.05; done
+  [[ -f "$tmp/ready" ]] || { echo "testweb did not start" >&2; exit 1; }
+  port=$(sed -n 's/^http_port=//p' "$tmp/ready")
+  dns=$(sed -n 's/^dns_port=//p' "$tmp/ready")
+  "$tw" "${gen[@]}" --http-port "$port" --seeds > "$tmp/seeds.txt"
+}
+stop_web() {
+  kill "$tw_pid" 2>/dev/null || true
+  wait "$tw_pid" 2>/dev/null || true
+  tw_pid=""
+}
+
+# timed NAME CMD...: runs CMD with /usr/bin/time; writes $tmp/NAME.time
+# ("elapsed user sys maxrss_kb").
+timed() {
+  local name=$1; shift
+  local rc=0
+  if [[ -x /usr/bin/time ]]; then
+    /usr/bin/time -f "%e %U %S %M" -o "$tmp/$name.time" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" || rc=$?
+  else
+    local t0; t0=$(date +%s.%N)
+    "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" || rc=$?
+    echo "$(echo "$(date +%s.%N) - $t0" | bc) 0 0 0" > "$tmp/$name.time"
+  fi
+  return $rc
+}
+
+# report NAME: figures from the test web log + the time file.
+report() {
+  python3 - "$tmp/$1.log" "$tmp/$1.time" "$1" "$host_delay" <<'EOF'
+import collections, sys
+log, timef, name, delay_ms = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+rows = []
+for line in open(log):
+    f = line.rstrip("\n").split("\t")
+    if len(f) >= 8 and f[0].isdigit():
+        rows.append((int(f[0]), f[1], f[2].lower(), f[3], f[5], int(f[6]), int(f[7])))
+rows.sort()
+lines = [l for l in open(timef).read().splitlines() if l and l[0].isdigit()]
+el, user, sys_, rss = ((lines[-1].split() if lines else []) + ["0"] * 4)[:4]
+el, cpu = float(el), float(user) + float(sys_)
+pages = set((r[2], r[4]) for r in rows if r[5] == 200)
+span = (rows[-1][0] - rows[0][0]) / 1e6 if len(rows) > 1 else el
+nbytes = sum(r[6] for r in rows)
+viol = 0
+if delay_ms:
+    last = {}
+    for r in rows:
+        if r[2] in last and r[0] - last[r[2]] + 1000 < delay_ms * 1000:
+            viol += 1
+        last[r[2]] = r[0]
+n = len(pages)
+print("%-8s %8d pages200 %8d requests %7.1f s %9.1f pages/s %7.2f MB/s %7.3f cpu-s/1000p %8s KiB peak RSS  politeness violations %d"
+      % (name, n, len(rows), el, n / el if el else 0, nbytes / el / 1e6 if el else 0,
+         cpu * 1000 / n if n else 0, rss, viol))
+open(log + ".fig", "w").write("%d %f %f %d\n" % (n, n / el if el else 0, cpu * 1000 / n if n else 0, viol))
+EOF
+}
+
+echo "test web: $hosts hosts x $pages pages, delays ${host_delay} ms"
+
+# 1. our crawler
+start_web crawler
+timed crawler "$crawler" crawl --seeds "$tmp/seeds.txt" -c "$src/configs/testweb.conf" \
+  --dns-server "127.0.0.1:$dns" --allow-private-networks -o "$tmp/out" --quiet \
+  --host-delay "$host_delay" --ip-delay 0 --set politeness.ip_politeness=false \
+  --set politeness.crawl_delay_cap_ms="$host_delay" --max-connections 1024 \
+  --set output.warc=true || { cat "$tmp/crawler.err" >&2; echo "crawler failed" >&2; exit 1; }
+stop_web
+report crawler
+
+# 2. wget -r through the test web as proxy (robots on, spanning hosts).
+start_web wget
+mkdir -p "$tmp/wget"
+http_proxy="http://127.0.0.1:$port" timed wget timeout "$wget_secs" wget -q -r -l inf -H \
+  --domains=web.test -e robots=on -e use_proxy=on -U crawler -P "$tmp/wget" \
+  -i "$tmp/seeds.txt" || true
+stop_web
+report wget
+
+# 3. Scrapy (full run only, when installed): Debian's python3, not a venv's.
+py=/usr/bin/python3
+if (( scrapy_secs > 0 )) && "$py" -c 'import scrapy' 2>/dev/null; then
+  start_web scrapy
+  cat > "$tmp/spider.py" <<EOF
+import scrapy
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spiders import CrawlSpider, Rule
+class S(CrawlSpider):
+    name = "bench"
+    allowed_domains = ["web.test"]
+    start_urls = [l.strip() for l in open("$tmp/seeds.txt") if l.strip()]
+    rules = (Rule(LinkExtractor(allow_domains=["web.test"], deny_extensions=[]), follow=True),)
+    custom_settings = {"ROBOTSTXT_OBEY": True, "CONCURRENT_REQUESTS": 256,
+                       "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "DOWNLOAD_DELAY": 0,
+                       "LOG_LEVEL": "ERROR", "USER_AGENT": "crawler", "TELNETCONSOLE_ENABLED": False,
+                       "CLOSESPIDER_TIMEOUT": $scrapy_secs}
+EOF
+  http_proxy="http://127.0.0.1:$port" timed scrapy timeout $((scrapy_secs + 30)) \
+    "$py" -m scrapy runspider "$tmp/spider.py" || true
+  stop_web
+  report scrapy
+else
+  (( smoke )) || echo "scrapy: python3-scrapy not installed, skipped"
+fi
+
+# 4. wrk: the ceiling (HTML pages of the web, no parsing), full run only.
+if (( ! smoke )) && command -v wrk >/dev/null; then
+  start_web wrk
+  "$tw" "${gen[@]}" --http-port "$port" --dump "$tmp/dump" >/dev/null
+  cat > "$tmp/cycle.lua" <<'EOF'
+local reqs, i = {}, 0
+for line in io.lines(os.getenv("URLS")) do
+  local host, path = line:match("^http://([^/]+)(/.*)$")
+  if host then reqs[#reqs + 1] = wrk.format("GET", path, { ["Host"] = host }) end
+end
+request = function() i = i % #reqs + 1; return reqs[i] end
+EOF
+  URLS="$tmp/dump/urls.txt" wrk -t1 -c64 -d10s -s "$tmp/cycle.lua" "http://127.0.0.1:$port/" \
+    > "$tmp/wrk.out" 2>&1 || true
+  stop_web
+  echo "wrk      $(grep -E 'Requests/sec|Transfer/sec' "$tmp/wrk.out" | tr -s ' ' | tr '\n' ' ')"
+fi
+
+read -r c_pages c_rate c_cpu c_viol < "$tmp/crawler.log.fig"
+read -r w_pages w_rate w_cpu w_viol < "$tmp/wget.log.fig"
+python3 - "$c_rate" "$w_rate" "$c_cpu" "$w_cpu" <<'EOF'
+import sys
+c, w, cc, wc = map(float, sys.argv[1:])
+print("crawler / wget pages/s: %.2fx (goal >= 2x); cpu-s per 1000 pages: crawler %.3f, wget %.3f"
+      % (c / w if w else float("inf"), cc, wc))
+EOF
+if [[ -f "$tmp/scrapy.log.fig" ]]; then
+  read -r s_pages s_rate s_cpu s_viol < "$tmp/scrapy.log.fig"
+  python3 -c "import sys; c,s=float(sys.argv[1]),float(sys.argv[2]); print('crawler / scrapy pages/s: %.2fx (goal >= 20x)' % (c/s if s else float('inf')))" "$c_rate" "$s_rate"
+fi
+if (( c_pages == 0 )); then echo "FAIL: the crawler fetched nothing" >&2; exit 1; fi
+if (( c_viol > 0 )); then echo "FAIL: $c_viol politeness violations" >&2; exit 1; fi
+echo ok
