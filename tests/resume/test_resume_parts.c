@@ -1,0 +1,297 @@
+/* Tests of the output-folder lock (outdir_lock.h) and WARC tail repair
+ * (warc_repair.h), the pieces a resumed crawl stands on. */
+#include "crawler/outdir_lock.h"
+#include "crawler/warc.h"
+#include "crawler/warc_repair.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+static char *make_tmpdir(void)
+{
+	char *d = strdup("/tmp/resume-test-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(d));
+	return d;
+}
+
+static void remove_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return;
+	struct dirent *e;
+	char p[4096];
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+		unlink(p);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+/* A child that takes the lock, reports on a pipe, then waits to be killed
+ * (or releases and exits when release is set). */
+static pid_t spawn_holder(const char *dir, int release)
+{
+	int fds[2];
+	ck_assert_int_eq(pipe(fds), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(fds[0]);
+		struct outdir_lock *lock;
+		pid_t owner;
+		enum outdir_lock_result r = outdir_lock_acquire(dir, &lock, &owner, NULL, 0);
+		char c = r == OUTDIR_LOCK_OK ? 'y' : 'n';
+		if (write(fds[1], &c, 1) != 1)
+			_exit(2);
+		if (release) {
+			outdir_lock_release(lock);
+			_exit(0);
+		}
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	char c = 0;
+	ck_assert_int_eq(read(fds[0], &c, 1), 1);
+	close(fds[0]);
+	ck_assert_int_eq(c, 'y');
+	return pid;
+}
+
+START_TEST(lock_excludes_live_owner_and_takes_over_dead_one)
+{
+	char *dir = make_tmpdir();
+	pid_t child = spawn_holder(dir, 0);
+	struct outdir_lock *lock = NULL;
+	pid_t owner = 0;
+	char err[512];
+
+	ck_assert_int_eq(outdir_lock_acquire(dir, &lock, &owner, err, sizeof err), OUTDIR_LOCK_BUSY);
+	ck_assert_ptr_null(lock);
+	ck_assert_int_eq(owner, child);
+	ck_assert_ptr_nonnull(strstr(err, "in use by process"));
+
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	ck_assert_int_eq(outdir_lock_acquire(dir, &lock, &owner, err, sizeof err), OUTDIR_LOCK_STALE);
+	ck_assert_ptr_nonnull(lock);
+	ck_assert_int_eq(owner, child);
+	ck_assert_ptr_nonnull(strstr(err, "taking over"));
+
+	/* While we hold it, a second acquire in another process fails. */
+	pid_t probe = fork();
+	if (probe == 0) {
+		struct outdir_lock *l2;
+		pid_t o2;
+		_exit(outdir_lock_acquire(dir, &l2, &o2, NULL, 0) == OUTDIR_LOCK_BUSY && o2 == getppid() ? 0 : 1);
+	}
+	int status;
+	waitpid(probe, &status, 0);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	outdir_lock_release(lock);
+	remove_tree(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(lock_released_cleanly_is_not_stale)
+{
+	char *dir = make_tmpdir();
+	pid_t child = spawn_holder(dir, 1);
+	waitpid(child, NULL, 0);
+	struct outdir_lock *lock = NULL;
+	pid_t owner = 0;
+	ck_assert_int_eq(outdir_lock_acquire(dir, &lock, &owner, NULL, 0), OUTDIR_LOCK_OK);
+	ck_assert_int_eq(owner, 0);
+	outdir_lock_release(lock);
+	char p[4096];
+	snprintf(p, sizeof p, "%s/crawl.lock", dir);
+	ck_assert_int_ne(access(p, F_OK), 0);
+	remove_tree(dir);
+	free(dir);
+}
+END_TEST
+
+/* Writes a WARC of n fetches with the real writer; returns its path and
+ * the offsets where each response record ended (after its member). */
+static char *write_warc(const char *dir, int n)
+{
+	struct warc_config cfg = { .dir = dir, .prefix = "t", .no_revisits = true };
+	struct warc_writer *w;
+	ck_assert_int_eq(warc_writer_open(&cfg, &w), WARC_OK);
+	for (int i = 0; i < n; i++) {
+		char url[64], body[3000];
+		snprintf(url, sizeof url, "http://h.test/page%d", i);
+		for (size_t j = 0; j < sizeof body; j++)
+			body[j] = (char)('a' + (j * 7 + (size_t)i) % 26);
+		static const char req[] = "GET / HTTP/1.1\r\nHost: h.test\r\n\r\n";
+		static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
+		struct warc_fetch f = { .url = url, .ip = "127.0.0.1", .date_unix_ms = 1700000000000 + i,
+		                        .request_headers = req, .request_len = sizeof req - 1,
+		                        .response_headers = resp, .response_headers_len = sizeof resp - 1,
+		                        .body = body, .body_len = (size_t)(i * 97) % sizeof body };
+		ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, NULL), WARC_OK);
+	}
+	struct warc_position pos;
+	warc_writer_position(w, &pos);
+	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+	size_t len = strlen(dir) + strlen(pos.file) + 2;
+	char *path = malloc(len);
+	snprintf(path, len, "%s/%s", dir, pos.file);
+	return path;
+}
+
+static uint64_t file_size(const char *path)
+{
+	struct stat st;
+	ck_assert_int_eq(stat(path, &st), 0);
+	return (uint64_t)st.st_size;
+}
+
+START_TEST(repair_keeps_a_whole_file)
+{
+	char *dir = make_tmpdir();
+	char *path = write_warc(dir, 20);
+	uint64_t size = file_size(path);
+	struct warc_repair_result r;
+	ck_assert_int_eq(warc_repair_tail(path, 0, &r, NULL, 0), WARC_REPAIR_OK);
+	ck_assert_uint_eq(r.records, 1 + 2 * 20); /* warcinfo + request/response pairs */
+	ck_assert_uint_eq(r.cut_bytes, 0);
+	ck_assert_uint_eq(r.kept_bytes, size);
+	ck_assert_ptr_null(r.reason);
+	ck_assert_uint_eq(file_size(path), size);
+	free(path);
+	remove_tree(dir);
+	free(dir);
+}
+END_TEST
+
+/* Truncating the file at every few bytes: the repair cuts back to a record
+ * boundary, never past one, and a second repair finds nothing to cut. */
+START_TEST(repair_cuts_any_torn_tail_to_a_record_boundary)
+{
+	char *dir = make_tmpdir();
+	char *path = write_warc(dir, 12);
+	uint64_t size = file_size(path);
+	/* Record boundaries, from the whole file's repair of successive cuts. */
+	FILE *f = fopen(path, "rb");
+	unsigned char *orig = malloc(size);
+	ck_assert_uint_eq(fread(orig, 1, size, f), size);
+	fclose(f);
+
+	uint64_t prev_kept = 0, prev_records = 0;
+	for (uint64_t cut = 0; cut <= size; cut = cut + 37 > size && cut < size ? size : cut + 37) {
+		f = fopen(path, "wb");
+		ck_assert_uint_eq(fwrite(orig, 1, cut, f), cut);
+		fclose(f);
+		struct warc_repair_result r;
+		ck_assert_int_eq(warc_repair_tail(path, 0, &r, NULL, 0), WARC_REPAIR_OK);
+		ck_assert_uint_le(r.kept_bytes, cut);
+		ck_assert_uint_eq(file_size(path), r.kept_bytes);
+		ck_assert_uint_eq(r.kept_bytes + r.cut_bytes, cut);
+		ck_assert_uint_ge(r.kept_bytes, prev_kept); /* monotone in the cut */
+		ck_assert_uint_ge(r.records, prev_records);
+		prev_kept = r.kept_bytes;
+		prev_records = r.records;
+		struct warc_repair_result again;
+		ck_assert_int_eq(warc_repair_tail(path, 0, &again, NULL, 0), WARC_REPAIR_OK);
+		ck_assert_uint_eq(again.cut_bytes, 0);
+		ck_assert_uint_eq(again.records, r.records);
+	}
+	ck_assert_uint_eq(prev_records, 1 + 2 * 12); /* the last cut is the whole file */
+	ck_assert_uint_eq(prev_kept, size);
+	free(orig);
+	free(path);
+	remove_tree(dir);
+	free(dir);
+}
+END_TEST
+
+static void append_gzip_member(const char *path, const char *text, size_t keep)
+{
+	unsigned char out[4096];
+	z_stream z;
+	memset(&z, 0, sizeof z);
+	ck_assert_int_eq(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	z.next_in = (unsigned char *)(uintptr_t)text;
+	z.avail_in = (uInt)strlen(text);
+	z.next_out = out;
+	z.avail_out = sizeof out;
+	ck_assert_int_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
+	size_t n = sizeof out - z.avail_out;
+	deflateEnd(&z);
+	FILE *f = fopen(path, "ab");
+	ck_assert_uint_eq(fwrite(out, 1, keep < n ? keep : n, f), keep < n ? keep : n);
+	fclose(f);
+}
+
+START_TEST(repair_rejects_members_that_are_not_whole_records)
+{
+	char *dir = make_tmpdir();
+	char *path = write_warc(dir, 3);
+	uint64_t size = file_size(path);
+	struct warc_repair_result r;
+
+	/* A gzip member whose record is shorter than its Content-Length. */
+	append_gzip_member(path, "WARC/1.1\r\nContent-Length: 100\r\n\r\nshort\r\n\r\n", (size_t)-1);
+	ck_assert_int_eq(warc_repair_tail(path, 1, &r, NULL, 0), WARC_REPAIR_OK);
+	ck_assert_uint_eq(r.kept_bytes, size);
+	ck_assert_ptr_nonnull(r.reason);
+	ck_assert_ptr_nonnull(strstr(r.reason, "Content-Length"));
+	ck_assert_uint_gt(file_size(path), size); /* dry run: untouched */
+	ck_assert_int_eq(warc_repair_tail(path, 0, &r, NULL, 0), WARC_REPAIR_OK);
+	ck_assert_uint_eq(file_size(path), size);
+
+	/* A member that is not a WARC record at all. */
+	append_gzip_member(path, "hello, not a record", (size_t)-1);
+	ck_assert_int_eq(warc_repair_tail(path, 0, &r, NULL, 0), WARC_REPAIR_OK);
+	ck_assert_uint_eq(file_size(path), size);
+	ck_assert_uint_eq(r.records, 1 + 2 * 3);
+
+	/* Garbage that is not gzip. */
+	FILE *f = fopen(path, "ab");
+	fputs("garbage garbage garbage", f);
+	fclose(f);
+	ck_assert_int_eq(warc_repair_tail(path, 0, &r, NULL, 0), WARC_REPAIR_OK);
+	ck_assert_uint_eq(file_size(path), size);
+	ck_assert_str_eq(r.reason, "corrupt gzip member");
+
+	char err[256];
+	ck_assert_int_eq(warc_repair_tail("/nonexistent/x.warc.gz", 0, &r, err, sizeof err), WARC_REPAIR_ERR_IO);
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/x.warc.gz"));
+	free(path);
+	remove_tree(dir);
+	free(dir);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("resume_parts");
+	TCase *tc = tcase_create("all");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, lock_excludes_live_owner_and_takes_over_dead_one);
+	tcase_add_test(tc, lock_released_cleanly_is_not_stale);
+	tcase_add_test(tc, repair_keeps_a_whole_file);
+	tcase_add_test(tc, repair_cuts_any_torn_tail_to_a_record_boundary);
+	tcase_add_test(tc, repair_rejects_members_that_are_not_whole_records);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
