@@ -13,9 +13,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "sieve/sieve.h"
+
 #define DEFAULT_UA "crawler/0.1 (+mailto:CONTACT-ME@example.invalid)"
 
-enum key_type { T_U64, T_U32, T_BOOL, T_STR, T_DOUBLE, T_POLICY, T_DOMAINS };
+enum key_type { T_U64, T_U32, T_BOOL, T_STR, T_DOUBLE, T_POLICY, T_DOMAINS, T_SIZE, T_SIEVE_IMPL };
 
 struct key_def {
 	const char *section;
@@ -70,6 +72,10 @@ static const struct key_def keys[] = {
 	{"frontier", "max_url_len", T_U32, OFF(max_url_len), 16, 8192},
 	{"frontier", "max_path_segments", T_U32, OFF(max_path_segments), 1, 10000},
 	{"frontier", "max_segment_repeats", T_U32, OFF(max_segment_repeats), 0, 10000},
+	{"sieve", "impl", T_SIEVE_IMPL, OFF(sieve_impl), 1, 64},
+	{"sieve", "memory", T_SIZE, OFF(sieve_memory), 512.0 * 1024, 1024.0 * 1024 * 1024 * 1024},
+	{"sieve", "buffer_urls", T_U64, OFF(sieve_buffer_urls), 0, 4294967295.0},
+	{"sieve", "meta_memory", T_SIZE, OFF(sieve_meta_memory), 64.0 * 1024, 1024.0 * 1024 * 1024 * 1024},
 	{"parse", "threads", T_U32, OFF(parse_threads), 0, 1024},
 	{"parse", "queue", T_U32, OFF(parse_queue), 1, 1000000},
 	{"parse", "max_links", T_U32, OFF(max_links), 1, 1000000},
@@ -88,7 +94,8 @@ int crawl_config_default(struct crawl_config *c)
 	c->spill_dir = strdup("");
 	c->output_dir = strdup("crawl-out");
 	c->dns_server = strdup("");
-	if (!c->user_agent || !c->spill_dir || !c->output_dir || !c->dns_server) {
+	c->sieve_impl = strdup("mercator");
+	if (!c->user_agent || !c->spill_dir || !c->output_dir || !c->dns_server || !c->sieve_impl) {
 		crawl_config_free(c);
 		return -1;
 	}
@@ -122,6 +129,8 @@ int crawl_config_default(struct crawl_config *c)
 	c->max_url_len = 2048;
 	c->max_path_segments = 32;
 	c->max_segment_repeats = 3;
+	c->sieve_memory = 64u * 1024 * 1024;
+	c->sieve_meta_memory = 16u * 1024 * 1024;
 	c->parse_queue = 1024;
 	c->max_links = 10000;
 	c->near_dup = 1;
@@ -140,6 +149,7 @@ void crawl_config_free(struct crawl_config *c)
 	free(c->spill_dir);
 	free(c->output_dir);
 	free(c->dns_server);
+	free(c->sieve_impl);
 	for (size_t i = 0; i < c->n_domains; i++)
 		free(c->domains[i]);
 	memset(c, 0, sizeof *c);
@@ -177,6 +187,56 @@ static int parse_bool(const char *v, int *out)
 		}
 	}
 	return -1;
+}
+
+/* "64M", "256K", "1G", "1048576": bytes with an optional binary suffix
+ * (K, M, G, T; KB/KiB... accepted), within [min, max]. */
+static int parse_size(const char *v, double min, double max, double *out)
+{
+	char *end;
+	errno = 0;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	if (*v < '0' || *v > '9')
+		return -1;
+	double d = strtod(v, &end);
+	if (errno || end == v)
+		return -1;
+	double mult = 1;
+	switch (*end) {
+	case 'k': case 'K': mult = 1024.0; end++; break;
+	case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
+	case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+	case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+	default: break;
+	}
+	if (mult > 1 && (*end == 'i' || *end == 'I'))
+		end++;
+	if (mult > 1 && (*end == 'b' || *end == 'B'))
+		end++;
+	while (*end == ' ' || *end == '\t')
+		end++;
+	d *= mult;
+	if (*end != '\0' || d != d || d < min || d > max || d != (double)(uint64_t)d)
+		return -1;
+	*out = d;
+	return 0;
+}
+
+/* 1 if the sieve module has an implementation called name. Asks the
+ * sieve's own registry rather than keeping a second list here:
+ * sieve_open refuses an unknown name with SIEVE_ENOTSUP before doing
+ * anything; a known one is asked to open with no folder, which is refused
+ * (SIEVE_EINVAL) by an implementation that needs a folder, and closed at
+ * once by one that does not. */
+static int sieve_impl_known(const char *name)
+{
+	struct sieve_config sc = {.impl = name, .dir = NULL, .memory = 64u * 1024 * 1024};
+	sieve_t *s = NULL;
+	int rc = sieve_open(&sc, NULL, NULL, &s, NULL, 0);
+	if (rc == SIEVE_OK)
+		sieve_close(s);
+	return rc != SIEVE_ENOTSUP;
 }
 
 /* Splits a comma/space separated list of lowercase host suffixes. */
@@ -279,12 +339,37 @@ enum crawl_config_err crawl_config_set(struct crawl_config *c, const char *secti
 	}
 	case T_DOMAINS:
 		return set_domains(c, value, err, errlen);
+	case T_SIZE:
+		if (parse_size(value, k->min, k->max, &d) < 0)
+			goto bad;
+		*(uint64_t *)(void *)(base + k->offset) = (uint64_t)d;
+		return CRAWL_CONFIG_OK;
+	case T_SIEVE_IMPL: {
+		size_t len = strlen(value);
+		if (len < (size_t)k->min || len > (size_t)k->max || !sieve_impl_known(value))
+			goto bad;
+		char *s = strdup(value);
+		if (!s)
+			return CRAWL_CONFIG_ERR_NOMEM;
+		free(c->sieve_impl);
+		c->sieve_impl = s;
+		return CRAWL_CONFIG_OK;
+	}
 	}
 bad:
 	if (k->type == T_BOOL)
 		snprintf(err, errlen, "%s: bad value '%s' (expected true/false)", key, value);
 	else if (k->type == T_POLICY)
 		snprintf(err, errlen, "%s: bad value '%s' (expected fixed or ratio)", key, value);
+	else if (k->type == T_SIZE)
+		snprintf(err, errlen,
+		         "%s: bad value '%s' (expected a size such as 64M: bytes with an optional"
+		         " K/M/G/T suffix, at least %.0fK)",
+		         key, value, k->min / 1024);
+	else if (k->type == T_SIEVE_IMPL)
+		snprintf(err, errlen, "%s: bad value '%s' (no sieve implementation of that name;"
+		         " the default is mercator)",
+		         key, value);
 	else if (k->type == T_STR)
 		snprintf(err, errlen, "%s: bad value (length must be %g..%g)", key, k->min, k->max);
 	else

@@ -3,7 +3,8 @@
  *
  * Data structure. `struct crawl_config` holds every setting of a crawl, each
  * with a default (crawl_config_default). Settings come from an INI file
- * (sections [crawl] [politeness] [fetch] [dns] [frontier] [parse] [output],
+ * (sections [crawl] [politeness] [fetch] [dns] [frontier] [sieve] [parse]
+ * [output],
  * read with inih) and then from command-line flags, which override the same
  * key: both go through crawl_config_set("section", "key", "value"), so a
  * flag and a file line are validated by the same code. Every key is
@@ -84,6 +85,11 @@ struct crawl_config {
 	uint32_t max_url_len;
 	uint32_t max_path_segments;
 	uint32_t max_segment_repeats;
+	/* [sieve] */
+	char *sieve_impl;          /* sieve implementation name (sieve_config.impl) */
+	uint64_t sieve_memory;     /* heap budget of the sieve, bytes */
+	uint64_t sieve_buffer_urls;/* tests: URLs per sieve buffer; 0 = from memory */
+	uint64_t sieve_meta_memory;/* bound of the depth/via side table, bytes */
 	/* [parse] */
 	uint32_t parse_threads;    /* 0 = number of cores */
 	uint32_t parse_queue;      /* responses waiting for a parse thread */

@@ -29,30 +29,38 @@
 #include <unistd.h>
 
 #include <arpa/inet.h>
-#include <curl/curl.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <uv.h>
+#include <xxhash.h>
 
 #include "crawler/bqueue.h"
 #include "crawler/crawl_log.h"
-#include "crawler/crawl_seen.h"
 #include "crawler/decode.h"
 #include "crawler/dns.h"
 #include "crawler/fetch.h"
+#include "crawler/link_meta.h"
 #include "crawler/warc.h"
 #include "frontier/frontier.h"
 #include "frontier/scope.h"
+#include "frontier/url.h"
 #include "parse/links.h"
 #include "parse/parse_pool.h"
 #include "parse/simhash.h"
 #include "politeness/delay_policy.h"
 #include "politeness/politeness.h"
 #include "politeness/robots.h"
+#include "sieve/sieve.h"
 
 #define NEAR_DUP_STRIPES 64
 #define NEAR_DUP_PER_HOST 4096 /* fingerprints kept per host (oldest dropped) */
 #define MAX_SAMPLES 8640
 #define STATUS_MAX 600
 #define HOST_BLOCK_BITS 12
+#define BATCH_URLS 128          /* links handed to the sieve per sieve_add_batch */
+#define NO_TICKET UINT64_MAX
+#define FEED_SLACK 16           /* feed queue room beyond one item per transfer */
 
 enum dns_state { HDNS_NONE = 0, HDNS_PENDING, HDNS_OK, HDNS_FAILED };
 
@@ -78,7 +86,7 @@ struct req {
 	char *via;        /* "" if none */
 };
 
-/* A URL discovered by a parse thread, on its way to the frontier. */
+/* A URL emitted by the sieve, on its way to the frontier. */
 struct emit {
 	uint32_t depth;
 	uint32_t url_len;
@@ -99,6 +107,30 @@ struct job {
 	int parse;        /* parse it (HTML 2xx page) */
 };
 
+/* Work for the feeder thread: a redirect target (crawl key) to add to the
+ * sieve, or a forced flush request (flush != 0). */
+struct feed {
+	int flush;
+	uint64_t seq;
+	uint32_t depth;
+	uint32_t url_len;
+	uint32_t via_len;
+	char data[]; /* url NUL via NUL */
+};
+
+/* Crawl keys on their way into the sieve: one per adding thread. Keys are
+ * written straight into the arena by url_crawl_key. */
+struct link_batch {
+	const char *urls[BATCH_URLS];
+	size_t lens[BATCH_URLS];
+	uint64_t sigs[BATCH_URLS];
+	uint64_t tickets[BATCH_URLS]; /* NO_TICKET: the side-table entry is not ours */
+	size_t n;
+	char *arena;
+	size_t arena_cap, arena_len;
+	uint64_t flushes; /* the sieve's completed flushes, as last read */
+};
+
 struct near_dup_host {
 	uint32_t host;
 	uint32_t n, next;
@@ -112,8 +144,12 @@ struct near_dup_stripe {
 };
 
 struct counters_atomic {
-	atomic_uint_fast64_t parsed, links, links_new, scope_rejected, nofollow, near_dups,
+	atomic_uint_fast64_t parsed, links, scope_rejected, nofollow, near_dups,
 		decode_errors, emit_dropped, writer_errors, warc_revisits;
+	/* the sieve path */
+	atomic_int seeding_done_flag; /* the feeder has added every seed */
+	atomic_uint_fast64_t url_invalid, seeds_invalid, meta_present, meta_dropped, meta_missing,
+		meta_flushes, sieve_errors, emits_pushed, flush_done_seq, keys_added;
 };
 
 struct run {
@@ -129,10 +165,31 @@ struct run {
 	struct politeness *pol;
 	struct scope *scope;
 	struct parse_pool *pool;
-	struct crawl_seen *seen;
-	struct bqueue *emitq, *writeq;
-	pthread_t writer;
-	int writer_started;
+	sieve_t *sieve;
+	struct link_meta *meta;
+	struct sieve_stats sst;     /* saved before the sieve is closed */
+	struct link_meta_stats mst;
+	int sieve_stats_saved;
+	struct bqueue *emitq, *writeq, *feedq;
+	pthread_t writer, feeder;
+	int writer_started, feeder_started;
+	char *const *seeds;         /* the feeder adds them */
+	size_t n_seeds;
+	atomic_int stop_adding;     /* teardown: threads add nothing more to the sieve */
+	atomic_int sieve_failed;    /* a sieve call failed: the crawl stops */
+	char sieve_error[512];      /* first sieve failure (written once, under wake_mu) */
+	/* forced flushes: see sieve_flush_delivered */
+	pthread_mutex_t marker_add_mu; /* marker numbers are added in order */
+	pthread_mutex_t marker_mu;     /* guards marker_emitted */
+	pthread_cond_t marker_cv;
+	uint64_t marker_next, marker_emitted;
+	pthread_mutex_t wake_mu;    /* guards wake_ok against uv_close of async */
+	int wake_ok;
+	struct url *url_base, *url_target; /* loop thread: resolving Locations */
+	/* forced flushes (loop thread) */
+	int flush_pending, flush_idle;
+	uint64_t flush_seq, flush_emits_before, flush_keys_at, forced_flushes, early_flushes;
+	uint64_t redirect_dropped;
 	struct warc_writer *warc;
 	struct crawl_log *log;
 	struct host_state **blocks; /* see host_state() */
@@ -198,31 +255,31 @@ static int url_split(const char *u, size_t len, size_t *key_len, size_t *h, size
 	return 0;
 }
 
-/* Resolves a Location against base with libcurl's URL API; drops the
- * fragment; lowercases scheme and host. Returns a malloc'd string or NULL. */
-static char *resolve_location(const char *base, const char *loc)
+/* Resolves a Location against the URL that answered with it (loop thread:
+ * uses the loop's two parse objects). Returns a malloc'd string, NULL when
+ * it does not resolve: the crawl key when the target is http(s) (*crawlable
+ * = 1), else the resolved href (*crawlable = 0: logged, not followed). */
+static char *resolve_location(struct run *r, const char *base, const char *loc, int *crawlable)
 {
-	char *out = NULL, *tmp = NULL;
-	CURLU *h = curl_url();
-	if (!h)
+	*crawlable = 0;
+	if (url_parse(r->url_base, base, strlen(base), NULL) != URL_OK)
 		return NULL;
-	if (curl_url_set(h, CURLUPART_URL, base, 0) != CURLUE_OK)
-		goto out;
-	if (curl_url_set(h, CURLUPART_URL, loc, 0) != CURLUE_OK)
-		goto out;
-	curl_url_set(h, CURLUPART_FRAGMENT, NULL, 0);
-	if (curl_url_get(h, CURLUPART_URL, &tmp, 0) != CURLUE_OK)
-		goto out;
-	out = strdup(tmp);
-	if (out) {
-		size_t kl, hs, hl;
-		if (url_split(out, strlen(out), &kl, &hs, &hl) == 0)
-			for (size_t i = 0; i < kl; i++)
-				out[i] = (char)tolower((unsigned char)out[i]);
+	if (url_parse(r->url_target, loc, strlen(loc), r->url_base) != URL_OK)
+		return NULL;
+	size_t cap = url_href_cap(r->url_target) + 2, len;
+	char *out = malloc(cap);
+	if (!out)
+		return NULL;
+	if (url_crawl_key(r->url_target, out, cap, &len) == URL_OK) {
+		*crawlable = 1;
+		return out;
 	}
-out:
-	curl_free(tmp);
-	curl_url_cleanup(h);
+	const char *href = url_href(r->url_target, &len);
+	if (len >= cap) {
+		free(out);
+		return NULL;
+	}
+	memcpy(out, href, len + 1);
 	return out;
 }
 
@@ -368,10 +425,338 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
+/* ---- waking the loop from other threads ---- */
+
+/* uv_async_send is the one libuv call other threads may make, and only
+ * while the handle is open: teardown clears wake_ok under wake_mu before
+ * closing it. */
+static void wake_loop(struct run *r)
+{
+	pthread_mutex_lock(&r->wake_mu);
+	if (r->wake_ok)
+		uv_async_send(&r->async);
+	pthread_mutex_unlock(&r->wake_mu);
+}
+
+/* ---- the sieve path: crawl keys -> side table + sieve -> emit queue ---- */
+
+/* A sieve call failed: the sieve is unusable (SIEVE_ECLOSED after) and URLs
+ * would be lost silently, so the crawl stops; the loop reports it. */
+static void sieve_failure(struct run *r, int rc, const char *what)
+{
+	atomic_fetch_add(&r->ac.sieve_errors, 1);
+	pthread_mutex_lock(&r->wake_mu);
+	if (!atomic_load(&r->sieve_failed)) {
+		snprintf(r->sieve_error, sizeof r->sieve_error, "%s: %s (%s)", what,
+		         sieve_strerror(rc), sieve_last_error(r->sieve));
+		atomic_store(&r->sieve_failed, 1);
+	}
+	if (r->wake_ok)
+		uv_async_send(&r->async);
+	pthread_mutex_unlock(&r->wake_mu);
+	pthread_mutex_lock(&r->marker_mu);
+	pthread_cond_broadcast(&r->marker_cv);
+	pthread_mutex_unlock(&r->marker_mu);
+}
+
+static int batch_init(struct run *r, struct link_batch *b)
+{
+	memset(b, 0, sizeof *b);
+	b->arena_cap = 16u * ((size_t)r->cfg->max_url_len + 1);
+	b->arena = malloc(b->arena_cap);
+	return b->arena ? 0 : -1;
+}
+
+static void batch_fini(struct link_batch *b)
+{
+	free(b->arena);
+	b->arena = NULL;
+}
+
+static uint64_t sieve_flushes(struct run *r)
+{
+	struct sieve_stats ss;
+	sieve_stats_get(r->sieve, &ss);
+	return ss.flushes;
+}
+
+/* Hands the batch to the sieve, then marks its side-table entries done
+ * with the flush count read after the add returned (link_meta.h). May
+ * block while the sieve's buffers are both full: never on the loop. */
+static void batch_flush(struct run *r, struct link_batch *b)
+{
+	if (b->n == 0)
+		return;
+	int rc = sieve_add_batch(r->sieve, b->urls, b->lens, b->n);
+	if (rc != SIEVE_OK)
+		sieve_failure(r, rc, "sieve add");
+	b->flushes = sieve_flushes(r);
+	for (size_t i = 0; i < b->n; i++)
+		if (b->tickets[i] != NO_TICKET)
+			link_meta_done(r->meta, b->sigs[i], b->tickets[i], b->flushes);
+	atomic_fetch_add(&r->ac.keys_added, b->n);
+	b->n = 0;
+	b->arena_len = 0;
+}
+
+/* A forced flush that returns only once every URL added before the call
+ * has been delivered to on_sieve_emit.
+ *
+ * Why not sieve_flush alone: sieve.h promises exactly that, but the
+ * Mercator sieve commits a flush (MANIFEST) before it emits that flush's
+ * URLs, and a sieve_flush that finds the current buffer empty returns as
+ * soon as the last sealed buffer is committed: while its URLs may still be
+ * being emitted (seen in e2e_sieve_meta: the crawl ended with URLs in
+ * flight between the sieve and the emit queue). So a marker goes in first:
+ * a unique non-URL key (crawl keys start with "http"), always new, hence
+ * always emitted, and after every URL added before it (the sieve emits in
+ * order of addition). Markers are numbered and added in number order under
+ * marker_add_mu, so "marker n emitted" covers every marker below n. */
+#define MARKER_PREFIX "\001sieve-flush-marker "
+static int sieve_flush_delivered(struct run *r)
+{
+	char key[64];
+	pthread_mutex_lock(&r->marker_add_mu);
+	uint64_t n = ++r->marker_next;
+	int len = snprintf(key, sizeof key, MARKER_PREFIX "%" PRIu64, n);
+	int rc = sieve_add(r->sieve, key, (size_t)len);
+	pthread_mutex_unlock(&r->marker_add_mu);
+	if (rc == SIEVE_OK)
+		rc = sieve_flush(r->sieve);
+	if (rc != SIEVE_OK) {
+		sieve_failure(r, rc, "sieve flush");
+		return rc;
+	}
+	pthread_mutex_lock(&r->marker_mu);
+	while (r->marker_emitted < n && !atomic_load(&r->sieve_failed))
+		pthread_cond_wait(&r->marker_cv, &r->marker_mu);
+	pthread_mutex_unlock(&r->marker_mu);
+	return SIEVE_OK;
+}
+
+/* The emit callback's part: 1 if url is a marker (recorded, not a URL). */
+static int marker_emitted(struct run *r, const char *url, size_t len)
+{
+	size_t pl = sizeof MARKER_PREFIX - 1;
+	if (len <= pl || memcmp(url, MARKER_PREFIX, pl) != 0)
+		return 0;
+	uint64_t n = 0;
+	for (size_t i = pl; i < len && url[i] >= '0' && url[i] <= '9'; i++)
+		n = n * 10 + (uint64_t)(url[i] - '0');
+	pthread_mutex_lock(&r->marker_mu);
+	if (n > r->marker_emitted)
+		r->marker_emitted = n;
+	pthread_cond_broadcast(&r->marker_cv);
+	pthread_mutex_unlock(&r->marker_mu);
+	return 1;
+}
+
+/* The side table is full: a forced flush processes every URL added so far
+ * (the calling thread waits: back-pressure), then its stale entries go. */
+static void meta_make_room(struct run *r, struct link_batch *b)
+{
+	uint64_t before = link_meta_clock(r->meta);
+	sieve_flush_delivered(r);
+	b->flushes = sieve_flushes(r);
+	link_meta_sweep(r->meta, b->flushes, before);
+	atomic_fetch_add(&r->ac.meta_flushes, 1);
+}
+
+/* Room for one more crawl key in the arena (keys are at most max_url_len). */
+static char *batch_slot(struct run *r, struct link_batch *b, size_t *room)
+{
+	if (b->arena_cap - b->arena_len < (size_t)r->cfg->max_url_len + 1)
+		batch_flush(r, b);
+	*room = b->arena_cap - b->arena_len;
+	return b->arena + b->arena_len;
+}
+
+/* Queues the crawl key just written at batch_slot (klen bytes) for the
+ * sieve with its metadata. A key whose signature already has a side-table
+ * entry is already on its way through the sieve (or was dropped by it as
+ * seen): adding it again would change nothing, so it is skipped. */
+static void batch_add(struct run *r, struct link_batch *b, size_t klen, uint32_t depth,
+                      struct link_meta_via *via)
+{
+	char *key = b->arena + b->arena_len;
+	uint64_t sig = XXH3_64bits(key, klen), ticket = NO_TICKET;
+	enum link_meta_result mr = link_meta_put(r->meta, sig, depth, via, b->flushes, 0, &ticket);
+	if (mr == LINK_META_FULL) {
+		/* The batch's own entries are in progress (not sweepable): add
+		 * them first, keeping this key at the arena's start. */
+		char tmp[FRONTIER_URL_MAX];
+		if (klen > sizeof tmp)
+			return;
+		memcpy(tmp, key, klen);
+		batch_flush(r, b);
+		memcpy(b->arena, tmp, klen);
+		key = b->arena;
+		meta_make_room(r, b);
+		mr = link_meta_put(r->meta, sig, depth, via, b->flushes, 1, &ticket);
+		if (mr == LINK_META_FULL) {
+			atomic_fetch_add(&r->ac.meta_dropped, 1);
+			return;
+		}
+	}
+	if (mr == LINK_META_PRESENT) {
+		atomic_fetch_add(&r->ac.meta_present, 1);
+		return;
+	}
+	b->urls[b->n] = key;
+	b->lens[b->n] = klen;
+	b->sigs[b->n] = sig;
+	b->tickets[b->n] = ticket;
+	b->n++;
+	b->arena_len += klen;
+	if (b->n == BATCH_URLS)
+		batch_flush(r, b);
+}
+
+/* The sieve's emit callback (its flush thread): the URL is new. Its
+ * metadata comes out of the side table; the URL goes to the loop through
+ * the bounded emit queue, waiting for room when the queue is full (the
+ * flush thread may wait, the loop drains it without waiting). After
+ * teardown closes the queue, emits are dropped: the crawl is over. */
+static void on_sieve_emit(void *ctx, const char *url, size_t len)
+{
+	struct run *r = ctx;
+	uint32_t depth = 0;
+	struct link_meta_via *via = NULL;
+	const char *vs = "";
+	size_t vlen = 0;
+	if (marker_emitted(r, url, len))
+		return;
+	if (link_meta_take(r->meta, XXH3_64bits(url, len), &depth, &via) != LINK_META_PRESENT)
+		atomic_fetch_add(&r->ac.meta_missing, 1);
+	else
+		vs = link_meta_via_str(via, &vlen);
+	struct emit *e = malloc(sizeof *e + len + vlen + 2);
+	if (!e) {
+		link_meta_via_release(r->meta, via);
+		atomic_fetch_add(&r->ac.emit_dropped, 1);
+		return;
+	}
+	e->depth = depth;
+	e->url_len = (uint32_t)len;
+	e->via_len = (uint32_t)vlen;
+	memcpy(e->data, url, len);
+	e->data[len] = '\0';
+	memcpy(e->data + len + 1, vs, vlen);
+	e->data[len + 1 + vlen] = '\0';
+	link_meta_via_release(r->meta, via);
+	if (bqueue_push(r->emitq, e) != BQUEUE_OK) {
+		atomic_fetch_add(&r->ac.emit_dropped, 1);
+		free(e);
+		return;
+	}
+	atomic_fetch_add(&r->ac.emits_pushed, 1);
+	wake_loop(r);
+}
+
+/* ---- the feeder thread: seeds, redirect targets, forced flushes ----
+ *
+ * The loop must never wait, and sieve_add / sieve_flush can. So what the
+ * loop (or the thread that starts it) would hand to the sieve goes through
+ * this one thread instead: first the seeds (straight from the array, so a
+ * million seeds need no queue), then the feed queue: redirect targets the
+ * loop has resolved and scope-checked, and forced flush requests. The feed
+ * queue cannot overflow: the loop starts no transfer unless it has room for
+ * one item per transfer in flight plus a flush request (can_start). One
+ * thread keeps them in order: a flush requested after a redirect covers it.
+ */
+static void *feeder_main(void *arg)
+{
+	struct run *r = arg;
+	struct link_batch b;
+	struct url_options uo;
+	url_options_init(&uo);
+	uo.max_len = r->cfg->max_url_len;
+	struct url *u = url_create(&uo);
+	struct link_meta_via *none = link_meta_via_new(r->meta, "", 0);
+	int ok = u && none && batch_init(r, &b) == 0;
+	if (!ok)
+		sieve_failure(r, SIEVE_ENOMEM, "feeder");
+	for (size_t i = 0; ok && i < r->n_seeds && !atomic_load(&r->stop_adding); i++) {
+		size_t room, klen;
+		char *key = batch_slot(r, &b, &room);
+		const char *seed = r->seeds[i];
+		enum url_error ue = url_normalize(u, NULL, seed, strlen(seed), key, room, &klen);
+		if (ue != URL_OK) {
+			atomic_fetch_add(&r->ac.seeds_invalid, 1);
+			fprintf(stderr, "crawler crawl: seed '%s' skipped: %s\n", seed, url_strerror(ue));
+			continue;
+		}
+		batch_add(r, &b, klen, 0, none);
+	}
+	if (ok)
+		batch_flush(r, &b);
+	atomic_store(&r->ac.seeding_done_flag, 1);
+	wake_loop(r);
+	void *item;
+	while (bqueue_pop(r->feedq, &item) == BQUEUE_OK) {
+		struct feed *f = item;
+		if (!ok || atomic_load(&r->stop_adding)) {
+			/* teardown: drop */
+		} else if (f->flush) {
+			sieve_flush_delivered(r);
+			atomic_store(&r->ac.flush_done_seq, f->seq);
+			wake_loop(r);
+		} else {
+			struct link_meta_via *via =
+				link_meta_via_new(r->meta, f->data + f->url_len + 1, f->via_len);
+			size_t room;
+			char *key = batch_slot(r, &b, &room);
+			if (via && f->url_len < room) {
+				memcpy(key, f->data, f->url_len);
+				batch_add(r, &b, f->url_len, f->depth, via);
+				batch_flush(r, &b);
+			} else {
+				atomic_fetch_add(&r->ac.meta_dropped, 1);
+			}
+			link_meta_via_release(r->meta, via);
+		}
+		free(f);
+	}
+	if (ok)
+		batch_fini(&b);
+	link_meta_via_release(r->meta, none);
+	url_destroy(u);
+	return NULL;
+}
+
+/* Loop thread: queues a feed item without waiting (room is guaranteed by
+ * can_start; a failure is counted). */
+static int feed_push(struct run *r, int flush, uint64_t seq, const char *url, size_t len,
+                     const char *via, size_t via_len, uint32_t depth)
+{
+	struct feed *f = malloc(sizeof *f + len + via_len + 2);
+	if (!f)
+		return -1;
+	f->flush = flush;
+	f->seq = seq;
+	f->depth = depth;
+	f->url_len = (uint32_t)len;
+	f->via_len = (uint32_t)via_len;
+	if (len)
+		memcpy(f->data, url, len);
+	f->data[len] = '\0';
+	if (via_len)
+		memcpy(f->data + len + 1, via, via_len);
+	f->data[len + 1 + via_len] = '\0';
+	if (bqueue_try_push(r->feedq, f) != BQUEUE_OK) {
+		free(f);
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- parse threads ---- */
 
 struct parse_state {
 	struct links_extractor *ex;
+	struct url *u;
+	struct link_batch batch;
+	int batch_ok;
 };
 
 static void *parse_init(void *ctx)
@@ -381,7 +766,15 @@ static void *parse_init(void *ctx)
 	if (!ps)
 		return NULL;
 	struct links_config lc = {.max_links = r->cfg->max_links};
-	if (links_extractor_create(&lc, &ps->ex) != LINKS_OK) {
+	struct url_options uo;
+	url_options_init(&uo);
+	uo.max_len = r->cfg->max_url_len;
+	ps->u = url_create(&uo);
+	ps->batch_ok = batch_init(r, &ps->batch) == 0;
+	if (!ps->u || !ps->batch_ok || links_extractor_create(&lc, &ps->ex) != LINKS_OK) {
+		url_destroy(ps->u);
+		if (ps->batch_ok)
+			batch_fini(&ps->batch);
 		free(ps);
 		return NULL;
 	}
@@ -392,7 +785,11 @@ static void parse_fini(void *ctx, void *state)
 {
 	(void)ctx;
 	struct parse_state *ps = state;
+	if (!ps)
+		return;
 	links_extractor_destroy(ps->ex);
+	url_destroy(ps->u);
+	batch_fini(&ps->batch);
 	free(ps);
 }
 
@@ -429,37 +826,11 @@ out:
 	return dup;
 }
 
-/* A new URL from a parse thread: to the loop through the emit queue. */
-static void emit_url(struct run *r, const char *url, size_t len, const char *via,
-                     size_t via_len, uint32_t depth)
-{
-	if (crawl_seen_add(r->seen, url, len) != 1)
-		return;
-	atomic_fetch_add(&r->ac.links_new, 1);
-	struct emit *e = malloc(sizeof *e + len + via_len + 2);
-	if (!e) {
-		atomic_fetch_add(&r->ac.emit_dropped, 1);
-		return;
-	}
-	e->depth = depth;
-	e->url_len = (uint32_t)len;
-	e->via_len = (uint32_t)via_len;
-	memcpy(e->data, url, len);
-	e->data[len] = '\0';
-	memcpy(e->data + len + 1, via, via_len);
-	e->data[len + 1 + via_len] = '\0';
-	if (bqueue_push(r->emitq, e) != BQUEUE_OK) {
-		atomic_fetch_add(&r->ac.emit_dropped, 1);
-		free(e);
-		return;
-	}
-	uv_async_send(&r->async);
-}
-
 static void parse_page(struct run *r, struct parse_state *ps, struct job *j)
 {
 	struct fetch_result *res = j->res;
 	struct decode_output d = {0};
+	struct link_meta_via *via = NULL;
 	char csbuf[64];
 	if (decode_body(res->content_encoding, res->body.data, res->body.len,
 	                r->cfg->max_body_bytes, &d) != DECODE_OK) {
@@ -482,20 +853,38 @@ static void parse_page(struct run *r, struct parse_state *ps, struct job *j)
 	}
 	size_t n;
 	const struct link *l = links_result(ps->ex, &n);
-	size_t ulen = strlen(res->url);
+	if (n == 0 || atomic_load(&r->stop_adding))
+		goto out;
+	/* One via string per page, shared by the side-table entries of its links. */
+	via = link_meta_via_new(r->meta, res->url, strlen(res->url));
+	if (!via) {
+		atomic_fetch_add(&r->ac.emit_dropped, n);
+		goto out;
+	}
+	struct link_batch *b = &ps->batch;
 	for (size_t i = 0; i < n; i++) {
 		atomic_fetch_add(&r->ac.links, 1);
 		if (l[i].nofollow) {
 			atomic_fetch_add(&r->ac.nofollow, 1);
 			continue;
 		}
-		if (scope_check(r->scope, l[i].url, l[i].len, j->depth + 1) != SCOPE_OK) {
+		size_t room, klen;
+		char *key = batch_slot(r, b, &room);
+		if (url_normalize(ps->u, NULL, l[i].url, l[i].len, key, room, &klen) != URL_OK) {
+			atomic_fetch_add(&r->ac.url_invalid, 1);
+			continue;
+		}
+		if (scope_check(r->scope, key, klen, j->depth + 1) != SCOPE_OK) {
 			atomic_fetch_add(&r->ac.scope_rejected, 1);
 			continue;
 		}
-		emit_url(r, l[i].url, l[i].len, res->url, ulen, j->depth + 1);
+		batch_add(r, b, klen, j->depth + 1, via);
 	}
+	/* Before the job counts as finished: "no parse job outstanding" then
+	 * means every link found so far is in the sieve. */
+	batch_flush(r, b);
 out:
+	link_meta_via_release(r->meta, via);
 	free(d.data);
 }
 
@@ -507,7 +896,7 @@ static void parse_work(void *ctx, void *state, void *item)
 		parse_page(r, state, j);
 	if (bqueue_push(r->writeq, j) != BQUEUE_OK)
 		job_free(j);
-	uv_async_send(&r->async);
+	wake_loop(r);
 }
 
 /* ---- the visit state machine (loop thread) ---- */
@@ -537,6 +926,9 @@ static int can_start(struct run *r)
 	if (parse_pool_queued(r->pool) + inflight + 1 > parse_pool_capacity(r->pool))
 		return 0;
 	if (bqueue_size(r->writeq) + inflight + 1 > bqueue_cap(r->writeq) / 2)
+		return 0;
+	/* each transfer may end in one redirect target, plus one flush request */
+	if (bqueue_size(r->feedq) + inflight + 2 > bqueue_cap(r->feedq))
 		return 0;
 	return 1;
 }
@@ -764,11 +1156,12 @@ static void handle_robots(struct run *r, struct req *q, struct fetch_result *res
 	uint32_t host = q->host;
 	long st = res->error == FETCH_OK ? res->status : -1;
 	if (st >= 300 && st < 400 && res->location && q->redirects < ROBOTS_MAX_REDIRECTS) {
-		char *to = resolve_location(res->url, res->location);
+		int crawlable;
+		char *to = resolve_location(r, res->url, res->location, &crawlable);
 		size_t kl, h, hl, bkl;
 		const char *key = frontier_host_key(r->frontier, host, &bkl);
 		/* Only same-origin redirects: another host has no resolved IP here. */
-		if (to && url_split(to, strlen(to), &kl, &h, &hl) == 0 && kl == bkl &&
+		if (to && crawlable && url_split(to, strlen(to), &kl, &h, &hl) == 0 && kl == bkl &&
 		    memcmp(to, key, kl) == 0 && !r->stopping && can_start(r)) {
 			j->redirect = to;
 			if (start_fetch(r, host, to, 0, NULL, 1, q->redirects + 1) == 0)
@@ -843,15 +1236,18 @@ static void on_fetch_done(void *ctx, struct fetch_result *res)
 		frontier_host_account(r->frontier, host, 1, res->body.len);
 		if (res->error == FETCH_OK && res->status >= 300 && res->status < 400 &&
 		    res->location) {
+			int crawlable;
 			j->flags |= CRAWL_LOG_REDIRECT;
-			j->redirect = resolve_location(res->url, res->location);
+			j->redirect = resolve_location(r, res->url, res->location, &crawlable);
 			r->redirects++;
-			if (j->redirect && !r->finished &&
+			/* To the sieve through the feeder (sieve_add may wait; the
+			 * loop never does). */
+			if (j->redirect && crawlable && !r->finished &&
 			    scope_check(r->scope, j->redirect, strlen(j->redirect), q->depth) ==
 			            SCOPE_OK &&
-			    crawl_seen_add(r->seen, j->redirect, strlen(j->redirect)) == 1)
-				frontier_add(r, j->redirect, strlen(j->redirect), res->url,
-				             strlen(res->url), q->depth);
+			    feed_push(r, 0, 0, j->redirect, strlen(j->redirect), res->url,
+			              strlen(res->url), q->depth) != 0)
+				r->redirect_dropped++;
 		}
 		j->parse = res->error == FETCH_OK && res->status >= 200 && res->status < 300 &&
 		           is_html(res->content_type) && res->body.len > 0;
@@ -891,7 +1287,10 @@ static void on_fetch_done(void *ctx, struct fetch_result *res)
 static void drain_emits(struct run *r)
 {
 	void *item;
-	while (bqueue_try_pop(r->emitq, &item) == BQUEUE_OK) {
+	/* At most one queue's worth per pump, so a fast sieve flush cannot
+	 * starve the loop's other work; each emit also wakes the loop again. */
+	size_t budget = bqueue_cap(r->emitq);
+	while (budget-- > 0 && bqueue_try_pop(r->emitq, &item) == BQUEUE_OK) {
 		struct emit *e = item;
 		frontier_add(r, e->data, e->url_len, e->data + e->url_len + 1, e->via_len, e->depth);
 		free(e);
@@ -899,22 +1298,66 @@ static void drain_emits(struct run *r)
 }
 
 static void finish(struct run *r);
+static void on_abandon(uv_timer_t *t);
+
+/* Asks the feeder for a forced sieve flush (at most one pending). idle:
+ * requested with nothing in flight, parsing or queued; only such a flush
+ * can end the crawl. */
+static void request_flush(struct run *r, int idle)
+{
+	uint64_t emits = atomic_load(&r->ac.emits_pushed);
+	if (feed_push(r, 1, r->flush_seq + 1, NULL, 0, NULL, 0, 0) != 0)
+		return; /* no room (cannot happen: can_start keeps one slot); next pump retries */
+	r->flush_seq++;
+	r->flush_pending = 1;
+	r->flush_idle = idle;
+	r->flush_emits_before = emits;
+	r->flush_keys_at = atomic_load(&r->ac.keys_added);
+	if (idle)
+		r->forced_flushes++;
+	else
+		r->early_flushes++;
+}
 
 static int crawl_is_done(struct run *r)
 {
-	if (fetch_engine_in_flight(r->fetch) > 0)
-		return 0;
+	size_t inflight = fetch_engine_in_flight(r->fetch);
+	uint64_t outstanding = parse_pool_outstanding(r->pool);
 	struct politeness_stats ps;
 	politeness_stats(r->pol, &ps);
-	if (ps.hosts_held > 0)
-		return 0;
 	if (r->stopping)
-		return parse_pool_outstanding(r->pool) == 0 || r->sigints > 0;
+		return inflight == 0 && ps.hosts_held == 0 && (outstanding == 0 || r->sigints > 0);
 	if (r->cfg->max_pages && r->pages_started >= r->cfg->max_pages)
-		return parse_pool_outstanding(r->pool) == 0;
+		return inflight == 0 && ps.hosts_held == 0 && outstanding == 0;
 	if (ps.hosts_in_heap > 0)
 		return 0;
-	return parse_pool_outstanding(r->pool) == 0 && bqueue_size(r->emitq) == 0;
+	/* The frontier is dry. URLs may still wait in the sieve's buffer (it
+	 * flushes by itself only when full): a forced flush, run by the feeder
+	 * thread, delivers them. */
+	if (r->flush_pending && atomic_load(&r->ac.flush_done_seq) == r->flush_seq) {
+		r->flush_pending = 0;
+		/* The end: a flush requested with nothing in flight, parsing or
+		 * queued emitted nothing. emits_pushed unchanged means the
+		 * frontier stayed dry since the request, so no transfer, parse or
+		 * redirect could have added anything after it. */
+		if (r->flush_idle && atomic_load(&r->ac.emits_pushed) == r->flush_emits_before &&
+		    inflight == 0 && ps.hosts_held == 0 && outstanding == 0 &&
+		    bqueue_size(r->emitq) == 0 && bqueue_size(r->feedq) == 0)
+			return 1;
+	}
+	if (r->flush_pending || !atomic_load(&r->ac.seeding_done_flag))
+		return 0;
+	int idle = inflight == 0 && ps.hosts_held == 0 && outstanding == 0 &&
+	           bqueue_size(r->emitq) == 0 && bqueue_size(r->feedq) == 0;
+	if (idle)
+		request_flush(r, 1);
+	else if (atomic_load(&r->ac.keys_added) != r->flush_keys_at && bqueue_size(r->emitq) == 0)
+		/* Dry while pages are still fetched or parsed: deliver the links
+		 * found so far now instead of after the whole wave has drained
+		 * (fetching would stall meanwhile). Only when new keys were added
+		 * since the last request, so at most one flush per dry spell. */
+		request_flush(r, 0);
+	return 0;
 }
 
 static void on_wake(uv_timer_t *t)
@@ -926,6 +1369,14 @@ static void pump(struct run *r)
 {
 	if (r->finished)
 		return;
+	if (atomic_load(&r->sieve_failed) && !r->stopping) {
+		pthread_mutex_lock(&r->wake_mu);
+		fprintf(stderr, "\ncrawler crawl: %s: stopping\n", r->sieve_error);
+		pthread_mutex_unlock(&r->wake_mu);
+		r->exit_code = CRAWL_EXIT_FAILURE;
+		r->stopping = 1;
+		uv_timer_start(&r->abandon, on_abandon, 3000, 0);
+	}
 	drain_emits(r);
 	while (!r->stopping && can_start(r) &&
 	       !(r->cfg->max_pages && r->pages_started >= r->cfg->max_pages)) {
@@ -1049,6 +1500,11 @@ static long peak_rss_kb(void)
 	return ru.ru_maxrss;
 }
 
+static const char *cfg_sieve_impl(const struct run *r)
+{
+	return r->cfg->sieve_impl ? r->cfg->sieve_impl : "mercator";
+}
+
 static int write_stats(struct run *r, const char *path, double elapsed)
 {
 	FILE *f = fopen(path, "w");
@@ -1109,6 +1565,13 @@ static int write_stats(struct run *r, const char *path, double elapsed)
 		{"parse-queue-full", r->parse_full},
 		{"writer-queue-full", r->writer_full},
 		{"writer-io", atomic_load(&r->ac.writer_errors)},
+		{"url-invalid", atomic_load(&r->ac.url_invalid)},
+		{"seed-invalid", atomic_load(&r->ac.seeds_invalid)},
+		{"sieve", atomic_load(&r->ac.sieve_errors)},
+		{"sieve-meta-missing", atomic_load(&r->ac.meta_missing)},
+		{"sieve-meta-dropped", atomic_load(&r->ac.meta_dropped)},
+		{"redirect-dropped", r->redirect_dropped},
+		{"emit-dropped", atomic_load(&r->ac.emit_dropped)},
 	};
 	for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
 		if (extra[i].v) {
@@ -1131,7 +1594,7 @@ static int write_stats(struct run *r, const char *path, double elapsed)
 	        ",\n  \"nofollow\": %" PRIu64 ",\n  \"warc_revisits\": %" PRIu64 ",\n",
 	        r->redirects, (uint64_t)atomic_load(&r->ac.near_dups),
 	        (uint64_t)atomic_load(&r->ac.parsed), (uint64_t)atomic_load(&r->ac.links),
-	        (uint64_t)atomic_load(&r->ac.links_new), (uint64_t)atomic_load(&r->ac.nofollow),
+	        (uint64_t)atomic_load(&r->ac.emits_pushed), (uint64_t)atomic_load(&r->ac.nofollow),
 	        (uint64_t)atomic_load(&r->ac.warc_revisits));
 	fprintf(f,
 	        "  \"hosts\": {\"total\": %" PRIu64 ", \"retired\": %" PRIu64
@@ -1142,6 +1605,30 @@ static int write_stats(struct run *r, const char *path, double elapsed)
 	        ", \"left\": %" PRIu64 ", \"disk_bytes\": %" PRIu64 ", \"refills\": %" PRIu64
 	        "},\n",
 	        fs.pushed, fs.popped, fs.urls_queued, fs.disk_bytes, fs.refills);
+	const struct sieve_stats *ss = &r->sst;
+	const struct link_meta_stats *ms = &r->mst;
+	fprintf(f,
+	        "  \"sieve\": {\"impl\": ");
+	json_str(f, cfg_sieve_impl(r));
+	fprintf(f,
+	        ", \"added\": %" PRIu64 ", \"emitted\": %" PRIu64 ", \"cache_drops\": %" PRIu64
+	        ", \"flushes\": %" PRIu64 ", \"forced_flushes\": %" PRIu64
+	        ", \"early_flushes\": %" PRIu64
+	        ", \"meta_full_flushes\": %" PRIu64 ", \"flush_s_total\": %.6f"
+	        ", \"flush_s_max\": %.6f, \"add_waits\": %" PRIu64 ", \"buffer_urls\": %" PRIu64
+	        ", \"z_count\": %" PRIu64 ", \"z_bytes\": %" PRIu64
+	        ", \"z_bytes_per_signature\": %.3f, \"flush_markers\": %" PRIu64 ",\n"
+	        "            \"skipped_present\": %" PRIu64 ", \"meta_capacity\": %" PRIu64
+	        ", \"meta_peak_entries\": %" PRIu64 ", \"meta_entries_left\": %" PRIu64
+	        ", \"meta_swept\": %" PRIu64 ", \"meta_full\": %" PRIu64 "},\n",
+	        ss->added - r->marker_next, ss->emitted - r->marker_emitted, ss->cache_drops, ss->flushes, r->forced_flushes,
+	        r->early_flushes,
+	        (uint64_t)atomic_load(&r->ac.meta_flushes), (double)ss->flush_ns_total / 1e9,
+	        (double)ss->flush_ns_max / 1e9, ss->add_waits, ss->buffer_urls, ss->z_count,
+	        ss->z_bytes, ss->z_count ? (double)ss->z_bytes / (double)ss->z_count : 0.0,
+	        r->marker_next,
+	        (uint64_t)atomic_load(&r->ac.meta_present), ms->capacity, ms->peak_entries,
+	        ms->entries, ms->swept, ms->full);
 	fprintf(f,
 	        "  \"dns\": {\"lookups\": %" PRIu64 ", \"queries\": %" PRIu64
 	        ", \"cache_hits\": %" PRIu64 ", \"coalesced\": %" PRIu64 ", \"failures\": %" PRIu64
@@ -1205,6 +1692,83 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
+/* Empties the sieve folder of an earlier crawl: crawls do not resume yet,
+ * so a sieve that remembers an earlier crawl's URLs would emit nothing and
+ * the crawl would fetch nothing. Refuses (-1, EBUSY) when a live sieve
+ * holds the folder's LOCK (another crawl writing into this output folder).
+ * The LOCK file itself stays (the sieve reopens it). */
+static int sieve_dir_clear(const char *dir)
+{
+	char p[4200];
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return -1;
+	int n = snprintf(p, sizeof p, "%s/LOCK", dir);
+	if (n < 0 || (size_t)n >= sizeof p) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		close(fd);
+		errno = EBUSY;
+		return -1;
+	}
+	DIR *d = opendir(dir);
+	int rc = d ? 0 : -1;
+	struct dirent *de;
+	while (d && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    strcmp(de->d_name, "LOCK") == 0)
+			continue;
+		n = snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+		if (n < 0 || (size_t)n >= sizeof p || (unlink(p) != 0 && errno != ENOENT))
+			rc = -1;
+	}
+	if (d)
+		closedir(d);
+	close(fd); /* drops the flock: sieve_open takes it next */
+	return rc;
+}
+
+/* Stops the threads around the loop, in an order where nothing waits on a
+ * thread already gone: the emit queue closes first (the sieve's flush
+ * thread then drops instead of waiting), the feeder drains its queue, the
+ * parse pool finishes its jobs (adding nothing more), the sieve closes
+ * (its figures saved first: what the crawl saw, not the final flush), the
+ * writer drains. Safe to call twice and on a partial setup. */
+static void stop_threads(struct run *r)
+{
+	atomic_store(&r->stop_adding, 1);
+	if (r->emitq)
+		bqueue_close(r->emitq);
+	if (r->feeder_started) {
+		bqueue_close(r->feedq);
+		pthread_join(r->feeder, NULL);
+		r->feeder_started = 0;
+	}
+	if (r->pool) {
+		parse_pool_destroy(r->pool);
+		r->pool = NULL;
+	}
+	if (r->sieve) {
+		sieve_stats_get(r->sieve, &r->sst);
+		if (r->meta)
+			link_meta_stats(r->meta, &r->mst);
+		r->sieve_stats_saved = 1;
+		int rc = sieve_close(r->sieve);
+		r->sieve = NULL;
+		if (rc != SIEVE_OK && rc != SIEVE_ECLOSED)
+			fprintf(stderr, "crawler crawl: closing the sieve: %s\n", sieve_strerror(rc));
+	}
+	if (r->writer_started) {
+		bqueue_close(r->writeq);
+		pthread_join(r->writer, NULL);
+		r->writer_started = 0;
+	}
+}
+
 /* Registrable domains of the seeds (libpsl's built-in list). */
 static int seed_domains(char *const *seeds, size_t n, char ***out, size_t *nout)
 {
@@ -1253,6 +1817,12 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds)
 		return CRAWL_EXIT_FAILURE;
 	}
 	r->cfg = cfg;
+	r->seeds = seeds;
+	r->n_seeds = nseeds;
+	pthread_mutex_init(&r->wake_mu, NULL);
+	pthread_mutex_init(&r->marker_add_mu, NULL);
+	pthread_mutex_init(&r->marker_mu, NULL);
+	pthread_cond_init(&r->marker_cv, NULL);
 	/* Response bodies and per-record compressor state are large, short-lived
 	 * blocks: keep glibc from mapping and unmapping (and trimming) them on
 	 * every fetch, which costs more in page faults than the work itself. */
@@ -1325,12 +1895,43 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds)
 	sc.max_segment_repeats = cfg->max_segment_repeats;
 	if (scope_create(&sc, &r->scope) != SCOPE_ERR_OK)
 		goto out;
-	r->seen = crawl_seen_create();
 	size_t wcap = (size_t)cfg->parse_queue + 2u * cfg->max_connections + 1024u;
 	r->emitq = bqueue_create(65536);
 	r->writeq = bqueue_create(2 * wcap);
-	if (!r->seen || !r->emitq || !r->writeq)
+	r->feedq = bqueue_create((size_t)cfg->max_connections + FEED_SLACK);
+	r->meta = link_meta_create(cfg->sieve_meta_memory);
+	struct url_options uo;
+	url_options_init(&uo);
+	uo.max_len = cfg->max_url_len;
+	r->url_base = url_create(&uo);
+	r->url_target = url_create(&uo);
+	if (!r->emitq || !r->writeq || !r->feedq || !r->meta || !r->url_base || !r->url_target)
 		goto out;
+	/* The sieve, in OUTPUT_DIR/sieve. */
+	snprintf(path, sizeof path, "%s/sieve", cfg->output_dir);
+	if (sieve_dir_clear(path) != 0) {
+		fprintf(stderr, "crawler crawl: cannot clear %s: %s\n", path,
+		        errno == EBUSY ? "in use by another crawl" : strerror(errno));
+		goto out;
+	}
+	struct sieve_config svc = {
+		.impl = cfg->sieve_impl,
+		.dir = path,
+		.memory = cfg->sieve_memory,
+		.buffer_urls = cfg->sieve_buffer_urls,
+		.max_url_len = cfg->max_url_len,
+		/* Scratch until crawls resume: crash safety buys nothing yet. */
+		.no_fsync = 1,
+	};
+	char serr[512];
+	int sierr = sieve_open(&svc, on_sieve_emit, r, &r->sieve, serr, sizeof serr);
+	if (sierr != SIEVE_OK) {
+		fprintf(stderr, "crawler crawl: sieve ([sieve] impl = %s, memory = %" PRIu64 "): %s\n",
+		        cfg->sieve_impl, cfg->sieve_memory, serr[0] ? serr : sieve_strerror(sierr));
+		rc = sierr == SIEVE_EINVAL || sierr == SIEVE_ENOTSUP ? CRAWL_EXIT_USAGE
+		                                                      : CRAWL_EXIT_FAILURE;
+		goto out;
+	}
 	/* Fetch engine + DNS. */
 	struct fetch_config fcfg = {
 		.max_connections = cfg->max_connections,
@@ -1399,15 +2000,16 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds)
 	uv_signal_init(&r->loop, &r->sigint);
 	r->wake.data = r->tick.data = r->abandon.data = r->async.data = r->sigint.data = r;
 	r->handles_open = 1;
+	pthread_mutex_lock(&r->wake_mu);
+	r->wake_ok = 1;
+	pthread_mutex_unlock(&r->wake_mu);
 	uv_signal_start(&r->sigint, on_sigint, SIGINT);
 	r->progress = !cfg->quiet && isatty(STDERR_FILENO);
 	r->t0_us = now_us();
-	/* Seeds. */
-	for (size_t i = 0; i < nseeds; i++) {
-		size_t len = strlen(seeds[i]);
-		if (crawl_seen_add(r->seen, seeds[i], len) == 1)
-			frontier_add(r, seeds[i], len, NULL, 0, 0);
-	}
+	/* Seeds: through the sieve, added by the feeder thread. */
+	if (pthread_create(&r->feeder, NULL, feeder_main, r) != 0)
+		goto out;
+	r->feeder_started = 1;
 	uv_timer_start(&r->tick, on_tick, 100, 100);
 	pump(r);
 	if (!r->finished)
@@ -1424,6 +2026,9 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds)
 	dns_resolver_stats(r->dns, &r->dst);
 	dns_resolver_destroy(r->dns);
 	r->dns = NULL;
+	pthread_mutex_lock(&r->wake_mu);
+	r->wake_ok = 0;
+	pthread_mutex_unlock(&r->wake_mu);
 	uv_close((uv_handle_t *)&r->wake, NULL);
 	uv_close((uv_handle_t *)&r->tick, NULL);
 	uv_close((uv_handle_t *)&r->abandon, NULL);
@@ -1431,27 +2036,18 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds)
 	uv_close((uv_handle_t *)&r->sigint, NULL);
 	r->handles_open = 0;
 	uv_run(&r->loop, UV_RUN_DEFAULT);
-	bqueue_close(r->emitq);
-	parse_pool_destroy(r->pool);
-	r->pool = NULL;
-	bqueue_close(r->writeq);
-	pthread_join(r->writer, NULL);
-	r->writer_started = 0;
+	stop_threads(r);
 	snprintf(path, sizeof path, "%s/stats.json", cfg->output_dir);
 	if (write_stats(r, path, elapsed) != 0)
 		fprintf(stderr, "crawler crawl: cannot write %s\n", path);
 	if (!cfg->quiet)
 		print_summary(r, elapsed);
-	rc = CRAWL_EXIT_OK;
+	rc = r->exit_code;
 out:
-	if (r->pool) {
-		bqueue_close(r->emitq);
-		parse_pool_destroy(r->pool);
-	}
-	if (r->writer_started) {
-		bqueue_close(r->writeq);
-		pthread_join(r->writer, NULL);
-	}
+	pthread_mutex_lock(&r->wake_mu);
+	r->wake_ok = 0;
+	pthread_mutex_unlock(&r->wake_mu);
+	stop_threads(r);
 	if (r->fetch)
 		fetch_engine_destroy(r->fetch);
 	if (r->dns)
@@ -1477,11 +2073,19 @@ out:
 		while (bqueue_try_pop(r->writeq, &item) == BQUEUE_OK)
 			job_free(item);
 	}
+	if (r->feedq) {
+		void *item;
+		while (bqueue_try_pop(r->feedq, &item) == BQUEUE_OK)
+			free(item);
+	}
 	bqueue_destroy(r->emitq);
 	bqueue_destroy(r->writeq);
+	bqueue_destroy(r->feedq);
+	link_meta_destroy(r->meta);
+	url_destroy(r->url_base);
+	url_destroy(r->url_target);
 	warc_writer_close(r->warc);
 	crawl_log_close(r->log);
-	crawl_seen_destroy(r->seen);
 	scope_destroy(r->scope);
 	politeness_destroy(r->pol);
 	frontier_destroy(r->frontier);
@@ -1500,6 +2104,10 @@ out:
 	for (size_t i = 0; i < r->n_blocks; i++)
 		free(r->blocks[i]);
 	free(r->blocks);
+	pthread_mutex_destroy(&r->wake_mu);
+	pthread_mutex_destroy(&r->marker_add_mu);
+	pthread_mutex_destroy(&r->marker_mu);
+	pthread_cond_destroy(&r->marker_cv);
 	free(r);
 	return rc;
 }

@@ -1,21 +1,36 @@
 /*
  * crawl_run.h: one crawl, start to end: the fetch loop thread (libuv loop
  * owning the fetch engine, the DNS resolver, the frontier and the politeness
- * heap), the parse threads (parse/parse_pool.h), the discovered-URL set and
- * the writer thread (WARC + crawl log), joined by bounded queues.
+ * heap), the parse threads (parse/parse_pool.h), the URL sieve
+ * (sieve/sieve.h, in OUTPUT_DIR/sieve) with its side table of depth and
+ * via-URL (crawler/link_meta.h), the feeder thread and the writer thread
+ * (WARC + crawl log), joined by bounded queues.
  *
- * Hand-offs (all bounded):
- *   fetch loop --try_submit--> parse pool --blocking push--> emit queue
- *   --uv_async_send--> fetch loop (inserts into the frontier);
+ * Every URL reaches the frontier through the sieve, as a crawl key
+ * (frontier/url.h), exactly once:
+ *   seeds, redirect targets --(feed queue, try_push)--> feeder thread --+
+ *   fetch loop --try_submit--> parse pool (links: scope, crawl key) ----+
+ *     --sieve_add_batch--> sieve --emit (flush thread)--> side table lookup
+ *     --blocking push--> emit queue --uv_async_send--> fetch loop
+ *     --> frontier;
  *   fetch loop / parse threads --> writer queue --> writer thread.
- * The fetch loop never blocks: it starts no transfer while the parse pool
- * or the writer queue lacks room for every transfer in flight
- * (back-pressure), so its own pushes always find room.
+ * The fetch loop never blocks and never calls the sieve: it starts no
+ * transfer while the parse pool, the writer queue or the feed queue lacks
+ * room for every transfer in flight (back-pressure), so its own pushes
+ * always find room. Parse threads and the feeder may wait in sieve_add
+ * (both sieve buffers full); the sieve's flush thread may wait for room in
+ * the emit queue, which the loop drains without waiting.
  *
- * End: the frontier has nothing queued, no host is held, nothing is in
- * flight, no parse job is outstanding and the emit queue is empty; or
- * max_pages / max_time / SIGINT. Output in cfg->output_dir: WARC files,
- * crawl.log, stats.json.
+ * The sieve flushes by itself when its buffer is full. When the frontier
+ * runs dry the loop asks the feeder for a forced flush (sieve_flush): early,
+ * while pages are still in flight or parsed, and once everything is idle.
+ *
+ * End: a forced flush requested with nothing in flight, no host held,
+ * nothing queued in the frontier, no parse job outstanding and the emit and
+ * feed queues empty emitted nothing; or max_pages / max_time / SIGINT; or a
+ * sieve failure (exit 1). Output in cfg->output_dir: WARC files, crawl.log,
+ * stats.json (with the sieve's figures), sieve/ (the sieve's scratch files,
+ * cleared when the next crawl into the folder starts).
  */
 #ifndef CRAWLER_CRAWL_RUN_H
 #define CRAWLER_CRAWL_RUN_H

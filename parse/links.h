@@ -8,14 +8,14 @@
  * SimHash builder fed with the page's text in the same pass. After the pass
  * every raw link is resolved against the document's base URL (the first
  * `<base href>`, itself resolved against the page URL, wherever it appears,
- * as HTML5 does) and normalized; links whose scheme is not http or https are
- * dropped and counted. Resolution follows the WHATWG URL Standard for http(s)
- * (outer spaces stripped, tabs/newlines removed, '\' as '/', host lowercased
- * and IDNA-encoded, IPv4/IPv6 hosts canonical, default port dropped, dot
- * segments removed, path and query percent-encoded as UTF-8); the fragment
- * and any user:password@ are dropped. It lives in links.c behind three
- * adapter functions so frontier/url.h's resolver and crawl key can replace
- * it without changing this interface.
+ * as HTML5 does) by the project's WHATWG URL parser (frontier/url.h,
+ * url_parse with the base) and written as its crawl key (url_crawl_key:
+ * fragment dropped, percent-encoding normalized, the configured opt-in
+ * canonicalizations applied), the same form the sieve and the frontier use,
+ * so a link and the URL it is fetched and de-duplicated as are one string.
+ * Links whose scheme is not http or https are dropped and counted, and so
+ * are links that do not parse or whose key exceeds the URL length limit.
+ * Userinfo (user:pass@) is kept, as the crawl key keeps it.
  *
  * What counts as a link: `a` and `area` href; `link` href when rel has
  * canonical, alternate (not with stylesheet / icon), next or prev/previous;
@@ -109,10 +109,16 @@ struct links_page {
     size_t truncated;         /* links beyond max_links / max_bytes */
 };
 
+struct url_options;
+
 struct links_config {
     size_t max_links;   /* 0 = LINKS_DEFAULT_MAX_LINKS */
     size_t max_bytes;   /* 0 = LINKS_DEFAULT_MAX_BYTES */
     bool no_simhash;    /* skip the text pass (faster) */
+    /* URL length limit and canonicalizations for the links' crawl keys
+     * (frontier/url.h); borrowed during links_extractor_create only (copied);
+     * NULL = url.h's defaults. */
+    const struct url_options *url_options;
 };
 
 struct links_extractor;

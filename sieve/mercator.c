@@ -6,10 +6,21 @@
  * the flush thread. Buffer i's A segment is A.<seg>; segments are flushed in
  * increasing order, so the manifest's first_seg says which are committed.
  *
- * Z file: 40-byte header {magic "MSIEVEZ1", u64 count, u32 rice_b, u32 0,
- * u64 payload_len, u64 XXH64(payload)} then the Golomb-Rice coded gaps of
+ * Z file: 40-byte header {magic "MSIEVEZ2", u64 count, u32 rice_b, u32 0,
+ * u64 payload_len, u64 XXH3(payload)} then the Golomb-Rice coded gaps of
  * the sorted distinct signatures (quotient in unary as q zeros then a one,
  * then rice_b low bits; bits packed LSB first).
+ *
+ * A and EMITTED records: {u32 length, u64 XXH3 of the bytes, the bytes}.
+ *
+ * A flush (flush_segment): sort the buffer's signatures in place (MSD radix);
+ * merge the distinct ones with Z into Z.tmp, a thread per flush decoding Z
+ * into a ring of batches while the flush thread merges and encodes;
+ * compact the fresh signatures F to the array's front; index F by its top
+ * bits; (with EMITTED) scan A choosing the first record of each fresh
+ * signature, append those to EMITTED; commit (rename Z.tmp, MANIFEST); scan
+ * A (or reuse the first scan's marks) and emit. The previous Z is renamed
+ * to Z.tmp and overwritten by the next flush (cheaper than a new file).
  *
  * Locks: mu guards the buffers, the cache, counters and the error; mmu guards
  * the committed state and MANIFEST writes. Order: mu before mmu.
@@ -32,23 +43,21 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#define Z_MAGIC "MSIEVEZ1"
-#define M_MAGIC "MSIEVEM1"
+#define Z_MAGIC "MSIEVEZ2"
+#define M_MAGIC "MSIEVEM2"
 #define Z_HDR 40
 #define M_SIZE 72
-#define REC_HDR 8
-
-struct pair {
-    uint64_t k;
-    uint32_t i;
-    uint32_t pad;
-};
+#define REC_HDR 12
+#define VBATCH 1024
+#define ZB_VALUES 8192   /* values per batch between Z's decoder thread and the merge */
+#define ZB_RING 4        /* batches in flight */
 
 struct buf {
     uint64_t *sig;
     size_t n;
     uint64_t seg;
     int fd;
+    bool sorted;                      /* sig already sorted (by the sealing adder) */
 };
 
 /* The committed state (MANIFEST). */
@@ -71,6 +80,7 @@ struct merc {
     bool thr_started, stop;
     struct buf b[2];
     int cur, pending;
+    bool sealing;                     /* a thread is in seal_locked (maybe sorting, unlocked) */
     uint64_t next_seg, sealed_upto;   /* sealed_upto: 1 + last sealed segment */
     uint8_t *abuf;
     size_t alen;
@@ -86,9 +96,12 @@ struct merc {
     struct mstate ms;
 
     /* flush thread's work memory */
-    struct pair *pairs;
-    uint64_t *marks;
+    uint32_t *work;                   /* F's bucket index */
+    unsigned rmax;                    /* log2 of work's bucket count */
+    uint64_t *used, *amarks;          /* bits: per F entry, per A position */
     uint8_t *rbuf, *zin, *zout, *lbuf;
+    uint64_t *zring;                  /* ZB_RING batches of decoded Z values */
+    uint64_t ovals[VBATCH];           /* values for Z' */
 };
 
 /* ---- test hook: SIEVE_CRASH_POINT=N raises SIGKILL at the Nth crash point ---- */
@@ -108,17 +121,23 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void put64(uint8_t *p, uint64_t v)
+/* Little-endian 64-bit store and load (one unaligned move each: they are
+ * on the codec's hot path). */
+static inline void put64(uint8_t *p, uint64_t v)
 {
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, 8);
 }
 
-static uint64_t get64(const uint8_t *p)
+static inline uint64_t get64(const uint8_t *p)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
     return v;
 }
 
@@ -257,13 +276,16 @@ static ssize_t rd_need(struct rd *r, size_t k)
     return (ssize_t)(r->len - r->pos);
 }
 
-/* Reads the next A/EMITTED record. 1 = got one (*url,*len valid until the
- * next call), 0 = clean end, -1 = torn or corrupt record at r->off,
+/* Reads the next A/EMITTED record {u32 length, u64 XXH3 of the bytes, the
+ * bytes}: the XXH3 is both the record's checksum and the URL's signature.
+ * 1 = got one (*url,*len valid until the next call, *sig its verified
+ * signature), 0 = clean end, -1 = torn or corrupt record at r->off,
  * -2 = read error. */
-static int rec_next(struct rd *r, size_t maxlen, const char **url, size_t *len)
+static int rec_next(struct rd *r, size_t maxlen, const char **url, size_t *len, uint64_t *sig)
 {
     ssize_t have = rd_need(r, REC_HDR);
-    uint32_t l, h;
+    uint32_t l;
+    uint64_t h;
 
     if (have < 0)
         return -2;
@@ -272,7 +294,7 @@ static int rec_next(struct rd *r, size_t maxlen, const char **url, size_t *len)
     if (have < REC_HDR)
         return -1;
     l = get32(r->buf + r->pos);
-    h = get32(r->buf + r->pos + 4);
+    h = get64(r->buf + r->pos + 4);
     if (l > maxlen || l + REC_HDR > r->cap)
         return -1;
     have = rd_need(r, REC_HDR + l);
@@ -280,10 +302,11 @@ static int rec_next(struct rd *r, size_t maxlen, const char **url, size_t *len)
         return -2;
     if ((size_t)have < REC_HDR + l)
         return -1;
-    if (XXH32(r->buf + r->pos + REC_HDR, l, 0) != h)
+    if (XXH3_64bits(r->buf + r->pos + REC_HDR, l) != h)
         return -1;
     *url = (const char *)r->buf + r->pos + REC_HDR;
     *len = l;
+    *sig = h;
     r->pos += REC_HDR + l;
     r->off += REC_HDR + l;
     return 1;
@@ -291,6 +314,9 @@ static int rec_next(struct rd *r, size_t maxlen, const char **url, size_t *len)
 
 /* ---------------- Golomb-Rice bit streams ---------------- */
 
+/* Writer: a 64-bit accumulator holding nbits < 64 pending bits (LSB first),
+ * stored 8 bytes at a time; one code (unary quotient + b low bits) is
+ * usually one bw_bits call. */
 struct bw {
     int fd;
     uint8_t *buf;
@@ -298,7 +324,7 @@ struct bw {
     uint64_t acc;
     unsigned nbits;
     uint64_t total;
-    XXH64_state_t *xs;
+    XXH3_state_t *xs;
     bool ioerr;
 };
 
@@ -308,40 +334,46 @@ static void bw_drain(struct bw *w)
         return;
     if (write_all(w->fd, w->buf, w->len) != 0)
         w->ioerr = true;
-    XXH64_update(w->xs, w->buf, w->len);
+    XXH3_64bits_update(w->xs, w->buf, w->len);
     w->total += w->len;
     w->len = 0;
 }
 
-static inline void bw_put(struct bw *w, uint64_t v, unsigned k)
+/* Appends the k low bits of v (1 <= k <= 64; v < 2^k). */
+static inline void bw_bits(struct bw *w, uint64_t v, unsigned k)
 {
-    /* k <= 32 and nbits < 32 on entry */
-    w->acc |= v << w->nbits;
-    w->nbits += k;
-    if (w->nbits >= 32) {
-        if (w->len + 4 > w->cap)
-            bw_drain(w);
-        put32(w->buf + w->len, (uint32_t)w->acc);
-        w->len += 4;
-        w->acc >>= 32;
-        w->nbits -= 32;
+    unsigned n = w->nbits;
+
+    w->acc |= v << n;
+    if (n + k < 64) {
+        w->nbits = n + k;
+        return;
     }
+    if (w->len + 8 > w->cap)
+        bw_drain(w);
+    put64(w->buf + w->len, w->acc);
+    w->len += 8;
+    w->acc = n > 0 ? v >> (64 - n) : 0;
+    w->nbits = n + k - 64;
 }
 
 static inline void bw_rice(struct bw *w, uint64_t v, unsigned b)
 {
-    uint64_t q = b >= 64 ? 0 : v >> b;
-    while (q >= 32) {
-        bw_put(w, 0, 32);
-        q -= 32;
+    uint64_t q = v >> b;
+    uint64_t low = b > 0 ? v & (~(uint64_t)0 >> (64 - b)) : 0;
+
+    if (q + 1 + b <= 64) {
+        /* the common case: q zeros, a one, the b low bits, in one store */
+        bw_bits(w, ((uint64_t)1 << q) | (low << q << 1), (unsigned)q + 1 + b);
+        return;
     }
-    bw_put(w, (uint64_t)1 << q, (unsigned)q + 1);
-    if (b > 32) {
-        bw_put(w, v & 0xffffffffu, 32);
-        bw_put(w, (v >> 32) & (((uint64_t)1 << (b - 32)) - 1), b - 32);
-    } else if (b > 0) {
-        bw_put(w, v & (((uint64_t)1 << b) - 1), b);
+    while (q >= 63) {
+        bw_bits(w, 0, 63);
+        q -= 63;
     }
+    bw_bits(w, (uint64_t)1 << q, (unsigned)q + 1);
+    if (b > 0)
+        bw_bits(w, low, b);
 }
 
 static void bw_finish(struct bw *w)
@@ -356,25 +388,19 @@ static void bw_finish(struct bw *w)
     bw_drain(w);
 }
 
+/* Reader: acc holds nbits valid bits (the bits above are zero). */
 struct br {
     struct rd r;
     uint64_t acc;
     unsigned nbits;
     uint64_t left;       /* payload bytes not yet read from the file */
-    XXH64_state_t *xs;
+    XXH3_state_t *xs;
     bool bad;
 };
 
-static inline void br_refill(struct br *b)
+/* Refills acc to at least 57 bits (fewer only at the end of the payload). */
+static void br_refill_slow(struct br *b)
 {
-    if (b->nbits <= 56 && b->r.len - b->r.pos >= 8) {
-        /* fast path: whole bytes from one 64-bit load */
-        unsigned take = (63 - b->nbits) >> 3;
-        uint64_t w = get64(b->r.buf + b->r.pos);
-        b->acc |= (w & (((uint64_t)1 << (8 * take)) - 1)) << b->nbits;
-        b->r.pos += take;
-        b->nbits += 8 * take;
-    }
     while (b->nbits <= 56) {
         if (b->r.pos == b->r.len) {
             ssize_t h;
@@ -391,12 +417,29 @@ static inline void br_refill(struct br *b)
             /* hash what was just read, bounded by the payload */
             hl = b->r.len < b->left ? b->r.len : (size_t)b->left;
             b->r.len = hl;
-            XXH64_update(b->xs, b->r.buf, hl);
+            XXH3_64bits_update(b->xs, b->r.buf, hl);
             b->left -= hl;
         }
         b->acc |= (uint64_t)b->r.buf[b->r.pos++] << b->nbits;
         b->nbits += 8;
     }
+}
+
+static inline void br_refill(struct br *b)
+{
+    if (b->r.len - b->r.pos >= 8) {
+        /* whole bytes from one 64-bit load */
+        unsigned take = (63 - b->nbits) >> 3;
+        uint64_t w;
+        if (take == 0)
+            return;
+        w = get64(b->r.buf + b->r.pos);
+        b->acc |= (w & (~(uint64_t)0 >> (64 - 8 * take))) << b->nbits;
+        b->r.pos += take;
+        b->nbits += 8 * take;
+        return;
+    }
+    br_refill_slow(b);
 }
 
 static inline uint64_t br_get(struct br *b, unsigned k)
@@ -410,7 +453,7 @@ static inline uint64_t br_get(struct br *b, unsigned k)
         b->bad = true;
         return 0;
     }
-    v = b->acc & (((uint64_t)1 << k) - 1);
+    v = b->acc & (~(uint64_t)0 >> (64 - k));
     b->acc >>= k;
     b->nbits -= k;
     return v;
@@ -419,15 +462,12 @@ static inline uint64_t br_get(struct br *b, unsigned k)
 static inline uint64_t br_rice(struct br *b, unsigned rb)
 {
     uint64_t q = 0, v;
-    for (;;) {
-        if (b->acc != 0) {
-            unsigned t = (unsigned)__builtin_ctzll(b->acc);
-            q += t;
-            b->acc >>= t;
-            b->acc >>= 1;
-            b->nbits -= t + 1;
-            break;
-        }
+    unsigned t;
+
+    if (b->nbits <= 56)
+        br_refill(b);
+    while (b->acc == 0) {
+        /* a quotient longer than the buffered bits (rare) */
         q += b->nbits;
         b->nbits = 0;
         br_refill(b);
@@ -436,13 +476,116 @@ static inline uint64_t br_rice(struct br *b, unsigned rb)
             return 0;
         }
     }
-    if (rb > 32) {
+    t = (unsigned)__builtin_ctzll(b->acc);
+    q += t;
+    b->acc = (b->acc >> t) >> 1;
+    b->nbits -= t + 1;
+    if (rb <= 56) {
+        if (b->nbits < rb) {
+            br_refill(b);
+            if (b->nbits < rb) {
+                b->bad = true;
+                return 0;
+            }
+        }
+        v = rb > 0 ? b->acc & (~(uint64_t)0 >> (64 - rb)) : 0;
+        b->acc = rb > 0 ? b->acc >> rb : b->acc;
+        b->nbits -= rb;
+    } else {
         v = br_get(b, 32);
         v |= br_get(b, rb - 32) << 32;
-    } else {
-        v = br_get(b, rb);
     }
-    return rb >= 64 ? v : (q << rb) | v;
+    return (q << rb) | v;
+}
+
+/* Decodes up to `want` values (gaps added to *prev) into out; returns how
+ * many (fewer only at a damaged end: b->bad). The loop keeps the bit
+ * buffer in locals; codes that do not fit it go through br_rice. */
+static size_t br_batch(struct br *b, unsigned rb, uint64_t *prev, uint64_t *out, size_t want)
+{
+    uint64_t acc = b->acc, p = *prev;
+    unsigned nb = b->nbits;
+    const uint8_t *buf = b->r.buf;
+    size_t pos = b->r.pos, len = b->r.len, i = 0;
+    const uint64_t lowmask = rb > 0 ? ~(uint64_t)0 >> (64 - rb) : 0;
+
+    while (i < want) {
+        if (nb <= 55 && len - pos >= 8) {
+            unsigned take = (63 - nb) >> 3;
+            acc |= (get64(buf + pos) & (~(uint64_t)0 >> (64 - 8 * take))) << nb;
+            pos += take;
+            nb += 8 * take;
+        }
+        if (acc != 0) {
+            unsigned t = (unsigned)__builtin_ctzll(acc);
+            if (t + 1 + rb <= nb) {
+                acc = (acc >> t) >> 1;
+                p += ((uint64_t)t << rb) | (acc & lowmask);
+                acc = rb < 64 ? acc >> rb : 0;
+                nb -= t + 1 + rb;
+                out[i++] = p;
+                continue;
+            }
+        }
+        /* near a buffer end or a long code: the general path */
+        b->acc = acc;
+        b->nbits = nb;
+        b->r.pos = pos;
+        p += br_rice(b, rb);
+        if (b->bad)
+            break;
+        out[i++] = p;
+        acc = b->acc;
+        nb = b->nbits;
+        buf = b->r.buf;
+        pos = b->r.pos;
+        len = b->r.len;
+    }
+    b->acc = acc;
+    b->nbits = nb;
+    b->r.pos = pos;
+    *prev = p;
+    return i;
+}
+
+/* Encodes the gaps of v[0..n) (ascending, after *prev) with parameter rb. */
+static void bw_batch(struct bw *w, const uint64_t *v, size_t n, uint64_t *prev, unsigned rb)
+{
+    uint64_t acc = w->acc, p = *prev;
+    unsigned nb = w->nbits;
+    const uint64_t lowmask = rb > 0 ? ~(uint64_t)0 >> (64 - rb) : 0;
+    uint8_t *buf = w->buf;
+    size_t len = w->len, lim = w->cap - 8;
+
+    for (size_t i = 0; i < n; i++) {
+        uint64_t g = v[i] - p, q = g >> rb;
+        unsigned k = (unsigned)q + 1 + rb;
+        p = v[i];
+        if (q + 1 + rb > 64 || len > lim) {
+            w->acc = acc;
+            w->nbits = nb;
+            w->len = len;
+            bw_rice(w, g, rb);
+            acc = w->acc;
+            nb = w->nbits;
+            len = w->len;
+            continue;
+        }
+        uint64_t code = ((uint64_t)1 << q) | ((g & lowmask) << q << 1);
+        acc |= code << nb;
+        if (nb + k < 64) {
+            nb += k;
+        } else {
+            put64(buf + len, acc);
+            len += 8;
+            acc = nb > 0 ? code >> (64 - nb) : 0;
+            nb = nb + k - 64;
+        }
+    }
+    w->acc = acc;
+    w->nbits = nb;
+    w->len = len;
+    *prev = p;
 }
 
 static unsigned rice_param(uint64_t count)
@@ -527,14 +670,14 @@ static int manifest_read(struct merc *m, struct mstate *s)
     return 0;
 }
 
-/* ---------------- radix sort ---------------- */
+/* ---------------- sorting ---------------- */
 
-static void isort(struct pair *a, size_t n)
+static void ins_sort(uint64_t *a, size_t n)
 {
     for (size_t i = 1; i < n; i++) {
-        struct pair v = a[i];
+        uint64_t v = a[i];
         size_t j = i;
-        while (j > 0 && a[j - 1].k > v.k) {
+        while (j > 0 && a[j - 1] > v) {
             a[j] = a[j - 1];
             j--;
         }
@@ -542,31 +685,22 @@ static void isort(struct pair *a, size_t n)
     }
 }
 
-/* In-place MSD (American flag) radix sort on 8-bit digits from `shift` down.
- * Not stable: ties are resolved by taking the minimum index per run, which
- * is the occurrence a stable sort would put first. Saves a second array. */
-static void msd_sort(struct pair *a, size_t n, int shift)
+/* In-place MSD (American flag) radix sort on 8-bit digits from `shift`
+ * down. Each pass moves keys between 256 sequential streams (cache
+ * friendly); a bucket of at most 32 keys is finished by insertion sort.
+ * Not stable, and needs not be: equal keys are equal (the first occurrence
+ * of a signature is found later, by the scan of A in order). */
+static void msd_sort(uint64_t *a, size_t n, int shift)
 {
-    size_t cnt[256], head[256], tail[256];
+    size_t cnt[256], head[256], tail[256], sum = 0;
 
-    for (;;) {
-        if (n <= 24) {
-            isort(a, n);
-            return;
-        }
-        memset(cnt, 0, sizeof cnt);
-        for (size_t i = 0; i < n; i++)
-            cnt[(a[i].k >> shift) & 255]++;
-        if (cnt[(a[0].k >> shift) & 255] == n) {
-            /* every key agrees on this digit: skip it */
-            if (shift == 0)
-                return;
-            shift -= 8;
-            continue;
-        }
-        break;
+    if (n <= 32) {
+        ins_sort(a, n);
+        return;
     }
-    size_t sum = 0;
+    memset(cnt, 0, sizeof cnt);
+    for (size_t i = 0; i < n; i++)
+        cnt[(a[i] >> shift) & 255]++;
     for (int d = 0; d < 256; d++) {
         head[d] = sum;
         sum += cnt[d];
@@ -574,13 +708,13 @@ static void msd_sort(struct pair *a, size_t n, int shift)
     }
     for (int d = 0; d < 256; d++) {
         while (head[d] < tail[d]) {
-            struct pair v = a[head[d]];
-            unsigned dd = (unsigned)((v.k >> shift) & 255);
+            uint64_t v = a[head[d]];
+            unsigned dd = (unsigned)((v >> shift) & 255);
             while (dd != (unsigned)d) {
-                struct pair t = a[head[dd]];
+                uint64_t t = a[head[dd]];
                 a[head[dd]++] = v;
                 v = t;
-                dd = (unsigned)((v.k >> shift) & 255);
+                dd = (unsigned)((v >> shift) & 255);
             }
             a[head[d]++] = v;
         }
@@ -590,9 +724,45 @@ static void msd_sort(struct pair *a, size_t n, int shift)
     sum = 0;
     for (int d = 0; d < 256; d++) {
         if (cnt[d] > 1)
-            msd_sort(a + sum, cnt[d], shift - 8);
+            msd_sort(a + sum, cnt[d], shift >= 8 ? shift - 8 : 0);
         sum += cnt[d];
     }
+}
+
+/* Bits of the bucket digit for n keys: about 4 keys per bucket, at most
+ * rmax bits (the size of the work array). */
+static unsigned digit_bits(size_t n, unsigned rmax)
+{
+    unsigned r = 1;
+    while (r < rmax && ((size_t)4 << r) <= n)
+        r++;
+    return r;
+}
+
+/* Bucket index of the sorted fresh signatures F[0..f): idx[d] is the first
+ * position whose top r bits are >= d; idx[2^r] = f. */
+static void f_index(const uint64_t *f, size_t nf, uint32_t *idx, unsigned r)
+{
+    size_t nb = (size_t)1 << r, j = 0;
+    unsigned sh = 64 - r;
+
+    for (size_t d = 0; d < nb; d++) {
+        idx[d] = (uint32_t)j;
+        while (j < nf && (f[j] >> sh) == d)
+            j++;
+    }
+    idx[nb] = (uint32_t)nf;
+}
+
+/* Position of k in F, or -1. */
+static inline long f_find(const uint64_t *f, const uint32_t *idx, unsigned r, uint64_t k)
+{
+    size_t d = k >> (64 - r);
+    for (uint32_t j = idx[d]; j < idx[d + 1]; j++) {
+        if (f[j] >= k)
+            return f[j] == k ? (long)j : -1;
+    }
+    return -1;
 }
 
 /* ---------------- the flush ---------------- */
@@ -635,21 +805,234 @@ bad:
     return fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt signature file (bad header, size or count)", p);
 }
 
-/* Flushes segment `seg` whose n signatures are sig[0..n). A.<seg> holds the
- * n URLs in the same order. Commits a new generation, then emits. Called
- * from the flush thread (or single-threaded at open/close). */
-static int flush_segment(struct merc *m, const uint64_t *sig, size_t n, uint64_t seg)
+/* Z's decoder: a thread per flush that reads, checks and decodes Z into a
+ * ring of batches while the flush thread merges and encodes Z' (the two
+ * halves of the merge's work run on two cores). */
+struct zdec {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct br *in;
+    XXH3_state_t *xs;
+    unsigned rb;
+    uint64_t zleft, psum;
+    uint64_t *ring;
+    size_t cnt[ZB_RING];
+    uint64_t head, tail;              /* batches produced, batches released */
+    bool done, ok;
+    pthread_t thr_id;
+};
+
+static void *zdec_main(void *arg)
+{
+    struct zdec *d = arg;
+    struct br *in = d->in;
+    uint64_t prev = 0;
+
+    for (;;) {
+        size_t want = d->zleft < ZB_VALUES ? (size_t)d->zleft : ZB_VALUES, got;
+        uint64_t slot;
+        if (want == 0)
+            break;
+        pthread_mutex_lock(&d->mu);
+        while (d->head - d->tail == ZB_RING)
+            pthread_cond_wait(&d->cv, &d->mu);
+        slot = d->head % ZB_RING;
+        pthread_mutex_unlock(&d->mu);
+        got = br_batch(in, d->rb, &prev, d->ring + slot * ZB_VALUES, want);
+        d->zleft -= got;
+        pthread_mutex_lock(&d->mu);
+        d->cnt[slot] = got;
+        if (got > 0)
+            d->head++;
+        pthread_cond_broadcast(&d->cv);
+        pthread_mutex_unlock(&d->mu);
+        if (got < want)
+            break;
+    }
+    /* hash the payload bytes the decoder did not need (padding), check */
+    while (!in->bad && in->left > 0) {
+        ssize_t h;
+        size_t hl;
+        in->r.pos = in->r.len = 0;
+        in->r.eof = false;
+        h = rd_need(&in->r, 1);
+        if (h <= 0) {
+            in->bad = true;
+            break;
+        }
+        hl = in->r.len < in->left ? in->r.len : (size_t)in->left;
+        XXH3_64bits_update(d->xs, in->r.buf, hl);
+        in->left -= hl;
+    }
+    pthread_mutex_lock(&d->mu);
+    d->ok = !in->bad && d->zleft == 0 && XXH3_64bits_digest(d->xs) == d->psum;
+    d->done = true;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+/* Releases the batch in use (if any) and waits for the next one; *zn = 0
+ * when Z is exhausted (or its decoding stopped at damage). */
+static const uint64_t *zdec_next(struct zdec *d, bool release, size_t *zn)
+{
+    const uint64_t *v = NULL;
+
+    pthread_mutex_lock(&d->mu);
+    if (release) {
+        d->tail++;
+        pthread_cond_broadcast(&d->cv);
+    }
+    while (d->tail == d->head && !d->done)
+        pthread_cond_wait(&d->cv, &d->mu);
+    *zn = 0;
+    if (d->tail < d->head) {
+        uint64_t slot = d->tail % ZB_RING;
+        v = d->ring + slot * ZB_VALUES;
+        *zn = d->cnt[slot];
+    }
+    pthread_mutex_unlock(&d->mu);
+    return v;
+}
+
+/* The fresh signatures of a flush: F[0..nf) sorted, its bucket index, and
+ * one bit per entry set once its first URL in A has been met. */
+struct fset {
+    const uint64_t *f;
+    size_t nf;
+    const uint32_t *idx;
+    unsigned r;
+    uint64_t *used;
+};
+
+/* Whether the record at A position idx with signature sig is emitted (see
+ * a_scan). */
+static inline bool a_pick(struct merc *m, const struct fset *fs, bool marks_ready, bool keep_marks, size_t idx,
+                          uint64_t sig)
+{
+    long j;
+
+    if (marks_ready)
+        return m->amarks[idx / 64] >> (idx % 64) & 1;
+    j = f_find(fs->f, fs->idx, fs->r, sig);
+    if (j < 0 || (fs->used[j / 64] >> (j % 64) & 1))
+        return false;
+    fs->used[j / 64] |= (uint64_t)1 << (j % 64);
+    if (keep_marks)
+        m->amarks[idx / 64] |= (uint64_t)1 << (idx % 64);
+    return true;
+}
+
+#define SCAN_BATCH 32
+
+/* Scans the n records of A.<seg> (afd, named ap) in order and picks the URLs
+ * to emit: the first one of each fresh signature. Without marks_ready that
+ * is decided by looking the record's signature up in F (and remembered in
+ * m->amarks by A position when keep_marks); with it, m->amarks decides.
+ * Picked URLs go to EMITTED (lfd >= 0, appended at *log_len) or to the emit
+ * callback (lfd < 0). Records already whole in the read buffer are taken
+ * SCAN_BATCH at a time, so that F's lookups can be prefetched. */
+static int a_scan(struct merc *m, int afd, const char *ap, size_t n, const struct fset *fs, bool marks_ready,
+                  bool keep_marks, int lfd, uint64_t *log_len, uint64_t *emitted)
+{
+    struct rd r;
+    size_t idx = 0, lb = 0;
+    int g = 1;
+    struct {
+        const char *u;
+        size_t len;
+        uint64_t sig;
+    } bt[SCAN_BATCH];
+
+    if (lseek(afd, 0, SEEK_SET) != 0)
+        return fail(m, SIEVE_EIO, true, "%s: %s", ap, strerror(errno));
+    rd_init(&r, afd, m->rbuf, m->io);
+    while (idx < n) {
+        size_t cnt = 0;
+        while (cnt < SCAN_BATCH && idx + cnt < n) {
+            size_t avail = r.len - r.pos;
+            uint32_t l;
+            uint64_t h;
+            if (avail < REC_HDR)
+                break;
+            l = get32(r.buf + r.pos);
+            if (l > m->cfg.max_url_len || avail - REC_HDR < l)
+                break;
+            h = get64(r.buf + r.pos + 4);
+            if (XXH3_64bits(r.buf + r.pos + REC_HDR, l) != h)
+                break; /* rec_next below reports it */
+            bt[cnt].u = (const char *)r.buf + r.pos + REC_HDR;
+            bt[cnt].len = l;
+            bt[cnt].sig = h;
+            if (!marks_ready)
+                __builtin_prefetch(&fs->idx[h >> (64 - fs->r)]);
+            r.pos += REC_HDR + l;
+            r.off += REC_HDR + l;
+            cnt++;
+        }
+        if (cnt == 0) {
+            /* the buffer's end (or damage): one record the careful way */
+            g = rec_next(&r, m->cfg.max_url_len, &bt[0].u, &bt[0].len, &bt[0].sig);
+            if (g != 1)
+                break;
+            cnt = 1;
+        } else if (!marks_ready) {
+            for (size_t j = 0; j < cnt; j++)
+                __builtin_prefetch(&fs->f[fs->idx[bt[j].sig >> (64 - fs->r)]]);
+        }
+        for (size_t j = 0; j < cnt; j++, idx++) {
+            const char *u = bt[j].u;
+            size_t ul = bt[j].len;
+            if (!a_pick(m, fs, marks_ready, keep_marks, idx, bt[j].sig))
+                continue;
+            if (lfd >= 0) {
+                if (lb + REC_HDR + ul > m->io) {
+                    if (pwrite_all(lfd, m->lbuf, lb, *log_len) != 0)
+                        return fail(m, SIEVE_EIO, true, "%s/EMITTED: write failed: %s", m->dir, strerror(errno));
+                    *log_len += lb;
+                    lb = 0;
+                }
+                put32(m->lbuf + lb, (uint32_t)ul);
+                put64(m->lbuf + lb + 4, bt[j].sig);
+                memcpy(m->lbuf + lb + REC_HDR, u, ul);
+                lb += REC_HDR + ul;
+            } else {
+                if (m->emit != NULL)
+                    m->emit(m->emit_ctx, u, ul);
+                (*emitted)++;
+                crash_point();
+            }
+        }
+    }
+    if (g == -2)
+        return fail(m, SIEVE_EIO, true, "%s: read failed: %s", ap, strerror(errno));
+    if (lfd >= 0) {
+        if (pwrite_all(lfd, m->lbuf, lb, *log_len) != 0)
+            return fail(m, SIEVE_EIO, true, "%s/EMITTED: write failed: %s", m->dir, strerror(errno));
+        *log_len += lb;
+    }
+    if (idx != n)
+        return fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt URL segment (%zu of %zu records)", ap, idx, n);
+    return SIEVE_OK;
+}
+
+/* Flushes segment `seg` whose n signatures are sig[0..n) (sorted in place
+ * unless `sorted` says the sealing adder did it: the array is the flush's
+ * work space). A.<seg> holds the n URLs in the order added, each record
+ * carrying its signature. Commits a new generation, then emits. Called from
+ * the flush thread (or single-threaded at open/close). */
+static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, bool sorted)
 {
     struct mstate s;
     char zp[4096], zt[4096], ap[4096], lp[4096], oldz[4096];
     int zfd = -1, zofd = -1, afd = -1, lfd = -1, rc = SIEVE_OK;
     uint64_t zcount, plen, psum, distinct = 0, fresh = 0, t0 = now_ns(), emitted = 0;
-    unsigned rb;
+    unsigned rb, r;
     struct br in;
     struct bw out;
-    XXH64_state_t *xin = NULL, *xout = NULL;
-    struct pair *a = m->pairs;
+    XXH3_state_t *xin = NULL, *xout = NULL;
     uint8_t hdr[Z_HDR];
+    struct fset fs;
 
     memset(&in, 0, sizeof in);
     memset(&out, 0, sizeof out);
@@ -657,36 +1040,37 @@ static int flush_segment(struct merc *m, const uint64_t *sig, size_t n, uint64_t
     s = m->ms;
     pthread_mutex_unlock(&m->mmu);
 
-    /* 1-2: indirect sort, first occurrence of each signature */
-    for (size_t i = 0; i < n; i++) {
-        a[i].k = sig[i];
-        a[i].i = (uint32_t)i;
-    }
-    msd_sort(a, n, 56);
-    memset(m->marks, 0, ((n + 63) / 64) * 8);
+    /* 1-2: sort the signatures in place and count the distinct ones (the
+     * first occurrence of each is found later, by the scan of A in order) */
+    if (!sorted)
+        msd_sort(sig, n, 56);
     for (size_t i = 0; i < n; i++)
-        if (i == 0 || a[i].k != a[i - 1].k)
+        if (i == 0 || sig[i] != sig[i - 1])
             distinct++;
 
-    /* 3: merge with Z into Z' */
+    /* 3: merge with Z into Z'; the fresh signatures are compacted in place
+     * to the front of sig (F) */
     rc = z_open(m, &s, &zfd, &zcount, &rb, &plen, &psum);
     if (rc != SIEVE_OK)
         goto out;
-    xin = XXH64_createState();
-    xout = XXH64_createState();
+    xin = XXH3_createState();
+    xout = XXH3_createState();
     if (xin == NULL || xout == NULL) {
         rc = SIEVE_ENOMEM;
         goto out;
     }
-    XXH64_reset(xin, 0);
-    XXH64_reset(xout, 0);
+    XXH3_64bits_reset(xin);
+    XXH3_64bits_reset(xout);
     if (path_of(m, zp, sizeof zp, "Z", (long long)s.gen) || path_of(m, zt, sizeof zt, "Z.tmp", -1) ||
         path_of(m, ap, sizeof ap, "A", (long long)seg) || path_of(m, lp, sizeof lp, "EMITTED", -1)) {
         rc = fail(m, SIEVE_EINVAL, true, "%s: path too long", m->dir);
         goto out;
     }
     memcpy(oldz, zp, sizeof zp);
-    zofd = open(zt, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* Z.tmp is usually the previous generation's file, renamed after its
+     * last use: overwriting its pages costs less than a new file (the stale
+     * tail is cut below, before the fsync) */
+    zofd = open(zt, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (zofd < 0) {
         rc = fail(m, SIEVE_EIO, true, "%s: %s", zt, strerror(errno));
         goto out;
@@ -704,85 +1088,108 @@ static int flush_segment(struct merc *m, const uint64_t *sig, size_t n, uint64_t
     out.cap = m->io;
     out.xs = xout;
     unsigned ob = rice_param(zcount + distinct);
-    uint64_t zleft = zcount, zcur = 0, zprev = 0, oprev = 0, ocount = 0;
-    bool zhave = false;
-#define Z_NEXT()                                          \
-    do {                                                  \
-        if (zleft > 0) {                                  \
-            zcur = zprev + br_rice(&in, rb);              \
-            zprev = zcur;                                 \
-            zleft--;                                      \
-            zhave = !in.bad;                              \
-        } else {                                          \
-            zhave = false;                                \
-        }                                                 \
-    } while (0)
-#define Z_PUT(v)                                          \
-    do {                                                  \
-        bw_rice(&out, (v) - oprev, ob);                   \
-        oprev = (v);                                      \
-        ocount++;                                         \
-    } while (0)
-    Z_NEXT();
-    for (size_t i = 0; i < n;) {
-        uint64_t k = a[i].k;
-        uint32_t rep = a[i].i;
-        size_t j = i + 1;
-        while (j < n && a[j].k == k) {
-            if (a[j].i < rep)
-                rep = a[j].i;
-            j++;
-        }
-        while (zhave && zcur < k) {
-            Z_PUT(zcur);
-            Z_NEXT();
-        }
-        if (zhave && zcur == k) {
-            Z_PUT(zcur);
-            Z_NEXT();
-        } else {
-            m->marks[rep / 64] |= (uint64_t)1 << (rep % 64);
-            Z_PUT(k);
-            fresh++;
-        }
-        i = j;
-    }
-    while (zhave) {
-        Z_PUT(zcur);
-        Z_NEXT();
-    }
-#undef Z_NEXT
-#undef Z_PUT
+    uint64_t oprev = 0, ocount = 0;
+    uint64_t *ov = m->ovals;
+    const uint64_t *zv = NULL;
+    size_t zi = 0, zn = 0, on = 0;
+    bool zdone = zcount == 0, zstarted = false;
+    struct zdec zd;
+    memset(&zd, 0, sizeof zd);
+    pthread_mutex_init(&zd.mu, NULL);
+    pthread_cond_init(&zd.cv, NULL);
+    zd.in = &in;
+    zd.xs = xin;
+    zd.rb = rb;
+    zd.zleft = zcount;
+    zd.psum = psum;
+    zd.ring = m->zring;
+    zd.ok = zfd < 0;
     if (zfd >= 0) {
-        /* hash the payload bytes the decoder did not need (padding) */
-        while (!in.bad && in.left > 0) {
-            in.r.pos = in.r.len = 0;
-            in.r.eof = false;
-            ssize_t h = rd_need(&in.r, 1);
-            if (h <= 0) {
-                in.bad = true;
-                break;
-            }
-            size_t hl = in.r.len < in.left ? in.r.len : (size_t)in.left;
-            XXH64_update(xin, in.r.buf, hl);
-            in.left -= hl;
-        }
-        if (in.bad || zleft != 0 || XXH64_digest(xin) != psum) {
-            rc = fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt signature file (checksum or count mismatch)", zp);
+        if (pthread_create(&zd.thr_id, NULL, zdec_main, &zd) != 0) {
+            pthread_mutex_destroy(&zd.mu);
+            pthread_cond_destroy(&zd.cv);
+            rc = fail(m, SIEVE_ENOMEM, true, "cannot start the decoder thread");
             goto out;
         }
+        zstarted = true;
+    }
+    /* Z arrives decoded in batches; Z' is encoded in batches of VBATCH
+     * values; the merge walks the arrays */
+#define Z_FILL()                                                             \
+    do {                                                                     \
+        zv = zdec_next(&zd, zv != NULL, &zn);                                \
+        zi = 0;                                                              \
+        zdone = zn == 0;                                                     \
+    } while (0)
+#define Z_PUT(v)                                                             \
+    do {                                                                     \
+        ov[on++] = (v);                                                      \
+        if (on == VBATCH) {                                                  \
+            bw_batch(&out, ov, on, &oprev, ob);                              \
+            ocount += on;                                                    \
+            on = 0;                                                          \
+        }                                                                    \
+    } while (0)
+    if (!zdone)
+        Z_FILL();
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = sig[i];
+        if (i > 0 && k == sig[i - 1])
+            continue;
+        while (!zdone) {
+            while (zi < zn && zv[zi] < k)
+                Z_PUT(zv[zi++]);
+            if (zi < zn)
+                break;
+            Z_FILL();
+        }
+        if (!zdone && zv[zi] == k) {
+            Z_PUT(k);
+            zi++;
+        } else {
+            Z_PUT(k);
+            sig[fresh++] = k; /* fresh <= i: never overwrites what is still to read */
+        }
+    }
+    while (!zdone) {
+        while (zi < zn)
+            Z_PUT(zv[zi++]);
+        Z_FILL();
+    }
+    bw_batch(&out, ov, on, &oprev, ob);
+    ocount += on;
+#undef Z_FILL
+#undef Z_PUT
+    if (zstarted)
+        pthread_join(zd.thr_id, NULL);
+    pthread_mutex_destroy(&zd.mu);
+    pthread_cond_destroy(&zd.cv);
+    if (!zd.ok) {
+        rc = fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt signature file (checksum or count mismatch)", zp);
+        goto out;
     }
     bw_finish(&out);
     memcpy(hdr, Z_MAGIC, 8);
     put64(hdr + 8, ocount);
     put32(hdr + 16, ob);
     put64(hdr + 24, out.total);
-    put64(hdr + 32, XXH64_digest(xout));
-    if (out.ioerr || pwrite_all(zofd, hdr, Z_HDR, 0) != 0 || do_fsync(m, zofd) != 0) {
+    put64(hdr + 32, XXH3_64bits_digest(xout));
+    if (out.ioerr || ftruncate(zofd, (off_t)(Z_HDR + out.total)) != 0 || pwrite_all(zofd, hdr, Z_HDR, 0) != 0 ||
+        do_fsync(m, zofd) != 0) {
         rc = fail(m, SIEVE_EIO, true, "%s: write failed: %s", zt, strerror(errno));
         goto out;
     }
     crash_point();
+
+    /* the index of F, for the scans of A */
+    r = digit_bits(fresh, m->rmax);
+    f_index(sig, fresh, m->work, r);
+    memset(m->used, 0, ((fresh + 63) / 64) * 8);
+    fs.f = sig;
+    fs.nf = fresh;
+    fs.idx = m->work;
+    fs.r = r;
+    fs.used = m->used;
 
     /* A must hold exactly the n URLs whose signatures we sorted */
     afd = open(ap, O_RDONLY | O_CLOEXEC);
@@ -793,47 +1200,20 @@ static int flush_segment(struct merc *m, const uint64_t *sig, size_t n, uint64_t
 
     /* the durable output log: written before the commit, cut back on reopen */
     uint64_t log_len = s.log_len;
+    bool marks_ready = false;
     if (m->cfg.emit_log && fresh > 0) {
-        struct rd r;
-        const char *u;
-        size_t ul, lb = 0, idx = 0;
-        int g;
         lfd = open(lp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         if (lfd < 0) {
             rc = fail(m, SIEVE_EIO, true, "%s: %s", lp, strerror(errno));
             goto out;
         }
-        rd_init(&r, afd, m->rbuf, m->io);
-        while ((g = rec_next(&r, m->cfg.max_url_len, &u, &ul)) == 1 && idx < n) {
-            if (m->marks[idx / 64] >> (idx % 64) & 1) {
-                if (lb + REC_HDR + ul > m->io) {
-                    if (pwrite_all(lfd, m->lbuf, lb, log_len) != 0)
-                        g = -2;
-                    log_len += lb;
-                    lb = 0;
-                }
-                put32(m->lbuf + lb, (uint32_t)ul);
-                put32(m->lbuf + lb + 4, XXH32(u, ul, 0));
-                memcpy(m->lbuf + lb + REC_HDR, u, ul);
-                lb += REC_HDR + ul;
-            }
-            idx++;
-        }
-        if (g == -2 || pwrite_all(lfd, m->lbuf, lb, log_len) != 0) {
-            rc = fail(m, SIEVE_EIO, true, "%s: write failed: %s", lp, strerror(errno));
+        memset(m->amarks, 0, ((n + 63) / 64) * 8);
+        rc = a_scan(m, afd, ap, n, &fs, false, true, lfd, &log_len, NULL);
+        if (rc != SIEVE_OK)
             goto out;
-        }
-        log_len += lb;
-        if (g < 0 || idx != n) {
-            rc = fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt URL segment (%zu of %zu records)", ap, idx, n);
-            goto out;
-        }
+        marks_ready = true;
         if (ftruncate(lfd, (off_t)log_len) != 0 || do_fsync(m, lfd) != 0) {
             rc = fail(m, SIEVE_EIO, true, "%s: %s", lp, strerror(errno));
-            goto out;
-        }
-        if (lseek(afd, 0, SEEK_SET) != 0) {
-            rc = fail(m, SIEVE_EIO, true, "%s: %s", ap, strerror(errno));
             goto out;
         }
     }
@@ -865,29 +1245,14 @@ static int flush_segment(struct merc *m, const uint64_t *sig, size_t n, uint64_t
     m->ms = ns;
     pthread_mutex_unlock(&m->mmu);
     crash_point();
-    if (s.gen > 0)
-        unlink(oldz);
+    if (s.gen > 0 && rename(oldz, zt) != 0)
+        unlink(oldz); /* kept as the next flush's Z.tmp; garbage at reopen */
 
-    /* 4: scan A and S in parallel, emit the marked URLs in A's order */
+    /* 4: scan A in order, emit the first URL of each fresh signature */
     if (fresh > 0) {
-        struct rd r;
-        const char *u;
-        size_t ul, idx = 0;
-        int g;
-        rd_init(&r, afd, m->rbuf, m->io);
-        while (idx < n && (g = rec_next(&r, m->cfg.max_url_len, &u, &ul)) == 1) {
-            if (m->marks[idx / 64] >> (idx % 64) & 1) {
-                if (m->emit != NULL)
-                    m->emit(m->emit_ctx, u, ul);
-                emitted++;
-                crash_point();
-            }
-            idx++;
-        }
-        if (idx != n) {
-            rc = fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt URL segment (%zu of %zu records)", ap, idx, n);
+        rc = a_scan(m, afd, ap, n, &fs, marks_ready, false, -1, NULL, &emitted);
+        if (rc != SIEVE_OK)
             goto out;
-        }
     }
     unlink(ap);
 
@@ -900,8 +1265,8 @@ out:
         close(afd);
     if (lfd >= 0)
         close(lfd);
-    XXH64_freeState(xin);
-    XXH64_freeState(xout);
+    XXH3_freeState(xin);
+    XXH3_freeState(xout);
     {
         uint64_t dt = now_ns() - t0;
         pthread_mutex_lock(&m->mu);
@@ -933,7 +1298,7 @@ static void *flush_main(void *arg)
         int rc = SIEVE_OK;
         pthread_mutex_unlock(&m->mu);
         if (m->err == 0)
-            rc = flush_segment(m, b->sig, b->n, b->seg);
+            rc = flush_segment(m, b->sig, b->n, b->seg, b->sorted);
         pthread_mutex_lock(&m->mu);
         if (rc != SIEVE_OK && m->err == 0)
             m->err = rc;
@@ -972,6 +1337,7 @@ static int seg_start(struct merc *m)
 
     b->seg = m->next_seg++;
     b->n = 0;
+    b->sorted = false;
     m->cur_len = 0;
     if (path_of(m, p, sizeof p, "A", (long long)b->seg))
         return fail(m, SIEVE_EINVAL, true, "%s: path too long", m->dir);
@@ -985,22 +1351,41 @@ static int seg_start(struct merc *m)
  * flush) and starts a new one. Caller holds mu. */
 static int seal_locked(struct merc *m)
 {
+    struct buf *b = &m->b[m->cur];
     int rc;
 
-    if (m->pending >= 0)
+    if (m->sealing) {
+        /* another thread is sealing this buffer: wait; the caller re-checks */
+        while (m->sealing && m->err == 0)
+            pthread_cond_wait(&m->cv_free, &m->mu);
+        return m->err != 0 ? SIEVE_ECLOSED : SIEVE_OK;
+    }
+    m->sealing = true;
+    if (m->pending >= 0) {
         m->st.add_waits++;
+        if (!b->sorted) {
+            /* the flush thread is busy with the other buffer: sort this one
+             * now, outside the lock, rather than wait idle (the flush then
+             * skips its sort). Adds wait for `sealing`; nothing else
+             * touches b->sig. */
+            pthread_mutex_unlock(&m->mu);
+            msd_sort(b->sig, b->n, 56);
+            pthread_mutex_lock(&m->mu);
+            b->sorted = true;
+        }
+    }
     while (m->pending >= 0 && m->err == 0)
         pthread_cond_wait(&m->cv_free, &m->mu);
-    if (m->err != 0)
-        return SIEVE_ECLOSED;
-    rc = abuf_drain(m);
-    if (rc != SIEVE_OK)
-        return rc;
-    m->pending = m->cur;
-    m->sealed_upto = m->b[m->cur].seg + 1;
-    m->cur ^= 1;
-    rc = seg_start(m);
-    pthread_cond_signal(&m->cv_work);
+    rc = m->err != 0 ? SIEVE_ECLOSED : abuf_drain(m);
+    if (rc == SIEVE_OK) {
+        m->pending = m->cur;
+        m->sealed_upto = b->seg + 1;
+        m->cur ^= 1;
+        rc = seg_start(m);
+        pthread_cond_signal(&m->cv_work);
+    }
+    m->sealing = false;
+    pthread_cond_broadcast(&m->cv_free);
     return rc;
 }
 
@@ -1020,7 +1405,7 @@ static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
         }
         *c = h;
     }
-    if (m->b[m->cur].n == m->cap) {
+    while (m->b[m->cur].n == m->cap) {
         rc = seal_locked(m);
         if (rc != SIEVE_OK)
             return rc;
@@ -1032,7 +1417,7 @@ static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
             return rc;
     }
     put32(m->abuf + m->alen, (uint32_t)len);
-    put32(m->abuf + m->alen + 4, XXH32(url, len, 0));
+    put64(m->abuf + m->alen + 4, h);
     memcpy(m->abuf + m->alen + REC_HDR, url, len);
     m->alen += REC_HDR + len;
     m->cur_len += REC_HDR + len;
@@ -1071,6 +1456,9 @@ static int merc_add_batch(void *impl, const char *const *urls, const size_t *len
                 break;
             }
             hs[j] = XXH3_64bits(urls[i + j], lens[i + j]);
+            /* the cache probe is a random access: start it early (the
+             * array and its mask never change after open) */
+            __builtin_prefetch(&m->cache[hs[j] & m->cache_mask], 1);
         }
         pthread_mutex_lock(&m->mu);
         for (size_t j = 0; j < k; j++) {
@@ -1090,10 +1478,11 @@ static int merc_flush(void *impl)
 {
     struct merc *m = impl;
     int rc = SIEVE_OK;
-    uint64_t target;
+    uint64_t target, need;
 
     pthread_mutex_lock(&m->mu);
-    if (m->err == 0 && m->b[m->cur].n > 0)
+    need = m->b[m->cur].n > 0 ? m->b[m->cur].seg + 1 : 0;
+    while (rc == SIEVE_OK && m->err == 0 && m->sealed_upto < need)
         rc = seal_locked(m);
     target = m->sealed_upto;
     while (rc == SIEVE_OK && m->err == 0) {
@@ -1156,8 +1545,10 @@ static void merc_free(struct merc *m)
     }
     free(m->abuf);
     free(m->cache);
-    free(m->pairs);
-    free(m->marks);
+    free(m->work);
+    free(m->zring);
+    free(m->used);
+    free(m->amarks);
     free(m->rbuf);
     free(m->zin);
     free(m->zout);
@@ -1236,7 +1627,7 @@ static int replay(struct merc *m)
         struct rd r;
         const char *u;
         size_t ul, cnt = 0;
-        uint64_t good = 0;
+        uint64_t good = 0, sig;
         int g;
 
         if (path_of(m, p, sizeof p, "A", (long long)seg))
@@ -1254,10 +1645,10 @@ static int replay(struct merc *m)
             continue;
         }
         rd_init(&r, fd, m->rbuf, m->io);
-        while ((g = rec_next(&r, m->cfg.max_url_len, &u, &ul)) == 1) {
+        while ((g = rec_next(&r, m->cfg.max_url_len, &u, &ul, &sig)) == 1) {
             if (cnt == m->cap)
                 break;
-            m->b[0].sig[cnt++] = XXH3_64bits(u, ul);
+            m->b[0].sig[cnt++] = sig;
             good = r.off;
         }
         if (g == -2) {
@@ -1291,7 +1682,7 @@ static int replay(struct merc *m)
                 continue;
             break;
         }
-        rc = flush_segment(m, m->b[0].sig, cnt, seg);
+        rc = flush_segment(m, m->b[0].sig, cnt, seg, false);
         if (rc != SIEVE_OK)
             return rc;
     }
@@ -1310,7 +1701,7 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     struct merc *m = NULL;
     char p[4096];
     int rc = SIEVE_OK, mr;
-    size_t mem, rest, ce;
+    size_t mem, rest, ce, fixed;
     const char *env;
 
     *impl = NULL;
@@ -1354,9 +1745,11 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
         goto out;
     }
     mem = m->cfg.memory ? m->cfg.memory : (size_t)64 << 20;
-    /* the budget: 5 I/O buffers, a cache of 1/8, the rest for S, S2, the
-     * sort's pairs and the marks (32 bytes + 1 bit per slot) */
-    m->io = mem / 32;
+    /* the budget: 5 I/O buffers, a cache of 1/16, the ring of the Z
+     * decoder, the rest for S, S2 (8
+     * bytes per slot each: the flush sorts S in place), F's bucket index
+     * (at most 1 byte per slot) and two bitmaps: 17.25 bytes per slot */
+    m->io = mem / 64;
     if (m->io > ((size_t)1 << 20))
         m->io = (size_t)1 << 20;
     if (m->io < ((size_t)64 << 10))
@@ -1366,17 +1759,21 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     ce = 1;
     while (ce * 2 * sizeof(uint64_t) <= mem / 8)
         ce *= 2;
-    if (5 * m->io + ce * 8 + 64 * 33 > mem) {
+    fixed = 5 * m->io + ce * 8 + (size_t)ZB_RING * ZB_VALUES * 8 + sizeof *m;
+    if (fixed + 64 * 33 > mem) {
         rc = fail(m, SIEVE_EINVAL, false, "memory %zu too small (needs at least %zu for I/O buffers and cache)", mem,
-                  5 * m->io + ce * 8 + 64 * 33);
+                  fixed + 64 * 33);
         goto out;
     }
-    rest = mem - 5 * m->io - ce * 8;
-    m->cap = rest * 8 / 257;
+    rest = mem - fixed;
+    m->cap = rest * 4 / 69;
     if (m->cfg.buffer_urls > 0)
         m->cap = m->cfg.buffer_urls;
-    if (m->cap > UINT32_MAX)
-        m->cap = UINT32_MAX;
+    if (m->cap > UINT32_MAX / 2)
+        m->cap = UINT32_MAX / 2;
+    m->rmax = 1;
+    while (m->rmax < 30 && ((size_t)8 << m->rmax) <= m->cap)
+        m->rmax++;
     m->cache_mask = ce - 1;
     m->st.buffer_urls = m->cap;
     m->st.cache_entries = ce;
@@ -1400,15 +1797,17 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     }
     m->b[0].sig = malloc(m->cap * sizeof(uint64_t));
     m->b[1].sig = malloc(m->cap * sizeof(uint64_t));
-    m->pairs = malloc(m->cap * sizeof(struct pair));
-    m->marks = malloc(((m->cap + 63) / 64) * 8);
+    m->work = malloc((((size_t)1 << m->rmax) + 1) * sizeof(uint32_t));
+    m->used = malloc(((m->cap + 63) / 64) * 8);
+    m->zring = malloc((size_t)ZB_RING * ZB_VALUES * sizeof(uint64_t));
+    m->amarks = malloc(((m->cap + 63) / 64) * 8);
     m->cache = calloc(ce, sizeof(uint64_t));
     m->abuf = malloc(m->io);
     m->rbuf = malloc(m->io);
     m->zin = malloc(m->io);
     m->zout = malloc(m->io);
     m->lbuf = malloc(m->io);
-    if (!m->b[0].sig || !m->b[1].sig || !m->pairs || !m->marks || !m->cache || !m->abuf || !m->rbuf || !m->zin ||
+    if (!m->b[0].sig || !m->b[1].sig || !m->work || !m->zring || !m->used || !m->amarks || !m->cache || !m->abuf || !m->rbuf || !m->zin ||
         !m->zout || !m->lbuf) {
         rc = fail(m, SIEVE_ENOMEM, false, "out of memory");
         goto out;
@@ -1497,6 +1896,7 @@ int sieve_log_read(const char *dir, sieve_emit_fn fn, void *ctx, char *errbuf, s
     const size_t cap = ((size_t)1 << 20) + 64;
     const char *u;
     size_t ul;
+    uint64_t sig;
     int fd = -1, rc = SIEVE_OK, g, mr;
     char dummy[8];
 
@@ -1527,7 +1927,7 @@ int sieve_log_read(const char *dir, sieve_emit_fn fn, void *ctx, char *errbuf, s
         goto out;
     }
     rd_init(&r, fd, buf, cap);
-    while (r.off < s.log_len && (g = rec_next(&r, cap - 64, &u, &ul)) == 1)
+    while (r.off < s.log_len && (g = rec_next(&r, cap - 64, &u, &ul, &sig)) == 1)
         fn(ctx, u, ul);
     if (r.off != s.log_len) {
         snprintf(errbuf, errlen, "%s: truncated or corrupt output log at offset %llu", p, (unsigned long long)r.off);

@@ -15,6 +15,10 @@ struct sieve {
 
 static const struct sieve_ops *const sieve_impls[] = {
     &sieve_mercator_ops,
+    &sieve_memory_ops,
+    &sieve_bloom_ops,
+    &sieve_lsm_ops,
+    &sieve_offline_ops,
 };
 
 int sieve_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx,

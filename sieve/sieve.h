@@ -9,26 +9,75 @@
  * (struct sieve_ops), selected by name in the configuration. Built now:
  * "mercator" (the default), the Mercator sieve of the course notes:
  *   - an in-memory array S of n signatures and an append-only file A of the
- *     URLs (records: u32 length, u32 XXH32 of the bytes, the bytes);
- *   - when S is full it is flushed: S is sorted indirectly by an in-place
- *     MSD radix sort of (signature, index) pairs; for each run of equal
- *     signatures only the smallest index (the first occurrence, which is
- *     what a stable sort would put first) is kept; the sorted run is merged
- *     sequentially with the sorted signature file Z into Z'; signatures not
- *     in Z are marked; A is scanned in order and the marked URLs emitted;
- *     Z' replaces Z; S and A are emptied.
+ *     URLs (records: u32 length, u64 XXH3 of the bytes, the bytes: the
+ *     XXH3 is both the record's checksum and the URL's signature);
+ *   - when S is full it is flushed: S is sorted in place by an MSD radix
+ *     sort of the signatures (8 bytes per slot instead of the notes'
+ *     indirect sort of (signature, index) pairs: twice the slots for the
+ *     same memory, so half the flushes); the distinct signatures are merged
+ *     sequentially with the sorted signature file Z into Z' and those not in
+ *     Z (the fresh set F) are compacted in place; A is scanned in order,
+ *     each record's signature looked up in F, and the first URL of each
+ *     fresh signature emitted (what the notes' marks of first occurrences
+ *     select); Z' replaces Z; S and A are emptied.
  *   - beyond the notes: two buffers (S/A and S2/A2): a background flush
  *     thread flushes one while adds fill the other, adds wait only when both
- *     are full; Z is stored as Golomb-Rice coded gaps (~log2(2^64/|Z|)+2 bits
- *     per signature); a direct-mapped cache of recent signatures drops the
- *     common repeats before they take a slot in S; forced (waitable) flushes.
+ *     are full; during the merge a second thread decodes Z while the flush
+ *     thread merges and encodes Z'; Z is stored as Golomb-Rice coded gaps
+ *     (~log2(2^64/|Z|)+2 bits per signature); a direct-mapped cache of
+ *     recent signatures drops the common repeats before they take a slot in
+ *     S; forced (waitable) flushes.
+ *
+ * Also built, same contract unless said (selected by cfg->impl; the course
+ * notes' sections 2.1-2.4; files sieve/memory.c, bloom.c, lsm.c, offline.c):
+ *   - "memory": an open-addressing (linear probing) set of XXH3-64 signatures
+ *     that doubles at 70% load: memory grows with the crawl. A URL is
+ *     emitted inside the add that first sees it. The set is snapshotted to
+ *     MEMSET at sieve_sync and sieve_close and loaded at open; URLs emitted
+ *     after the last snapshot are emitted again after a crash if re-added.
+ *   - "bloom": a Bloom filter of m bits and d = round(m ln2 / n) hashes,
+ *     sized from cfg->expected_urls and cfg->fp_rate, or from cfg->memory;
+ *     the d positions come from one XXH3-128 hash by Kirsch-Mitzenmacher
+ *     double hashing (a + i b); cfg->bloom_blocked keeps all d bits of a URL
+ *     in one 512-bit block (one cache line). False positives DROP new URLs
+ *     (no exactly-once guarantee for new URLs: at most once, never twice);
+ *     the stats report fill and the estimated FP rate, and it warns once on
+ *     stderr when that passes the target. Snapshotted like "memory" (BLOOM);
+ *     a reopened filter keeps its stored size.
+ *   - "lsm": RocksDB (an LSM tree; folder cfg->dir/rocksdb): check-and-insert
+ *     of the 8-byte signature, a Bloom filter per table, memory bounded by
+ *     the block cache and the write buffers (from cfg->memory). A URL is
+ *     emitted inside the add that first sees it, after its key is written
+ *     (WAL); sieve_sync syncs the WAL. Never twice across process crashes;
+ *     after a machine crash, URLs added since the last sync may recur.
+ *   - "offline": the offline sieve of 2.4: URLs are appended to a file A
+ *     (records as Mercator's); every r URLs the (signature, position) pairs
+ *     are sorted and written as a run file R.<k>; when A holds a set number
+ *     of runs (or at sieve_flush/close) the runs are merged (first position
+ *     kept per signature) against the sorted signature file Z into Z', the
+ *     positions of signatures not in Z are marked in a bitmap, STATE
+ *     commits Z', and A is scanned in order emitting the marked URLs (the
+ *     discovery order restored). A left by a crash is merged again at open;
+ *     its URLs already committed to Z are not emitted twice (a crash between
+ *     a commit and the end of its emissions loses those deliveries, not the
+ *     URLs, as in Mercator without emit_log).
+ * Only "mercator" keeps EMITTED (cfg->emit_log is ignored by the others and
+ * sieve_log_read reads Mercator folders only). In "memory", "bloom" and
+ * "lsm" the emit callback runs inside sieve_add / sieve_add_batch on the
+ * caller's thread; in "offline" inside add (when A fills), flush and close;
+ * always under the sieve's lock, so never concurrently with itself.
+ * In "memory", "bloom" and "lsm" every call of sieve_add, sieve_add_batch
+ * and sieve_flush counts as one flush in the stats (each completes the
+ * processing of everything added before it), so rules of the form "added
+ * when F flushes had completed, processed by F + 2" hold for every sieve.
  *
  * Workload: adds outnumber flushes 10^5..10^6 to 1; an add is a hash, a
  * cache probe, a memcpy into A's write buffer and a store into S. A flush
  * costs O(n) for the sort plus one sequential read of Z and write of Z'.
  *
- * Memory: `memory` bytes in the configuration bound S, S2, the sort's work
- * array, the cache and all I/O buffers (the heap, not the page cache).
+ * Memory: `memory` bytes in the configuration bound S, S2, F's index and
+ * bitmaps, the cache, the decoder's batches and all I/O buffers (the heap,
+ * not the page cache).
  *
  * Files in the sieve folder (cfg->dir): MANIFEST (the committed state,
  * replaced atomically: write, fsync, rename, fsync folder), Z.<gen> (the
@@ -85,13 +134,17 @@ enum sieve_err {
 typedef void (*sieve_emit_fn)(void *ctx, const char *url, size_t len);
 
 struct sieve_config {
-    const char *impl;      /* implementation name; NULL or "mercator" */
+    const char *impl;      /* implementation name: NULL or "mercator", "memory", "bloom", "lsm", "offline" */
     const char *dir;       /* folder of the sieve's files (created if missing); required */
     size_t memory;         /* heap budget in bytes (>= 64 KiB); 0 = 64 MiB */
     size_t buffer_urls;    /* tests: slots per buffer; 0 = derived from memory */
     size_t max_url_len;    /* longest URL accepted; 0 = 65536 */
     int emit_log;          /* nonzero: keep EMITTED, the durable output log */
     int no_fsync;          /* nonzero: skip fsyncs (tests, throwaway sieves); crash safety then holds for process crashes only */
+    /* for "bloom" (zero = default): */
+    uint64_t expected_urls; /* distinct URLs the filter is sized for; 0 = size from memory */
+    double fp_rate;         /* target false-positive rate, in (0, 0.5]; 0 = 0.01 */
+    int bloom_blocked;      /* nonzero: cache-blocked filter (a URL's bits in one 512-bit block) */
 };
 
 /* Counters (monotonic since open, except z_* which describe the current Z). */
@@ -107,6 +160,12 @@ struct sieve_stats {
     uint64_t z_bytes;        /* Z's size in bytes (header included) */
     uint64_t buffer_urls;    /* slots per buffer (n) */
     uint64_t cache_entries;  /* entries of the recent-signature cache */
+    /* "bloom" only (zero for the others): */
+    uint64_t filter_bits;      /* m, bits in the filter */
+    uint64_t filter_hashes;    /* d, bits set and tested per URL */
+    uint64_t filter_bits_set;  /* bits now at 1 (fill = filter_bits_set / filter_bits) */
+    double filter_fp_estimate; /* estimated false-positive rate now: fill^d */
+    double filter_fp_target;   /* the configured target rate */
 };
 
 typedef struct sieve sieve_t;
@@ -169,5 +228,10 @@ int sieve_log_read(const char *dir, sieve_emit_fn fn, void *ctx, char *errbuf, s
 
 /* The implementation table of the Mercator sieve (for tests and registries). */
 extern const struct sieve_ops sieve_mercator_ops;
+/* The other implementations (memory.c, bloom.c, lsm.c, offline.c). */
+extern const struct sieve_ops sieve_memory_ops;
+extern const struct sieve_ops sieve_bloom_ops;
+extern const struct sieve_ops sieve_lsm_ops;
+extern const struct sieve_ops sieve_offline_ops;
 
 #endif

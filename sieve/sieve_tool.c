@@ -1,6 +1,7 @@
 /*
  * sieve_tool.c: `crawler sieve`: prints each stdin URL (one per line) not
- * seen before, in first-appearance order, through the Mercator sieve.
+ * seen before, in first-appearance order, through the Mercator sieve (or
+ * the one named by --sieve: memory, bloom, lsm, offline; see sieve.h).
  *
  * stdin is read with read() in large blocks and split in place; stdout is
  * written by the sieve's flush thread through a large stdio buffer. Without
@@ -73,14 +74,20 @@ static int parse_size(const char *s, size_t *out)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: crawler sieve [--memory SIZE] [--dir DIR] [--max-line N] [--stats]\n"
+            "usage: crawler sieve [--sieve NAME] [--memory SIZE] [--dir DIR] [--max-line N] [--stats]\n"
+            "                     [--expected N] [--fp-rate P] [--blocked]\n"
             "  Reads URLs one per line on stdin; prints each URL not seen before,\n"
             "  in first-appearance order. SIZE accepts K/M/G suffixes (default 64M).\n"
             "  --dir DIR keeps the sieve in DIR across runs (default: a temporary folder).\n"
             "  Lines longer than --max-line (default 8192) or holding NUL bytes are\n"
-            "  reported on stderr and skipped.\n");
+            "  reported on stderr and skipped.\n"
+            "  --sieve NAME: mercator (default), memory, bloom, lsm or offline.\n"
+            "  bloom: sized for --expected N distinct URLs at false-positive rate\n"
+            "  --fp-rate P (default 0.01), or from --memory without --expected;\n"
+            "  --blocked for the cache-blocked filter. Its false positives drop URLs.\n");
 }
 
+/* Removes dir and what it holds (the lsm sieve keeps a rocksdb/ subfolder). */
 static void rm_tree(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -92,8 +99,9 @@ static void rm_tree(const char *dir)
     while ((e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
-            unlink(p);
+        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p && unlink(p) != 0 &&
+            (errno == EISDIR || errno == EPERM))
+            rm_tree(p);
     }
     closedir(d);
     rmdir(dir);
@@ -126,6 +134,25 @@ int sieve_tool_main(int argc, char **argv)
             return 0;
         } else if (strcmp(a, "--stats") == 0) {
             want_stats = 1;
+        } else if (strcmp(a, "--blocked") == 0) {
+            cfg.bloom_blocked = 1;
+        } else if (strcmp(a, "--sieve") == 0 && i + 1 < argc) {
+            cfg.impl = argv[++i];
+        } else if (strcmp(a, "--expected") == 0 && i + 1 < argc) {
+            size_t n;
+            if (parse_size(argv[++i], &n) != 0 || n == 0) {
+                fprintf(stderr, "crawler sieve: bad --expected '%s'\n", argv[i]);
+                return 2;
+            }
+            cfg.expected_urls = n;
+        } else if (strcmp(a, "--fp-rate") == 0 && i + 1 < argc) {
+            char *end;
+            errno = 0;
+            cfg.fp_rate = strtod(argv[++i], &end);
+            if (errno != 0 || end == argv[i] || *end != '\0' || !(cfg.fp_rate > 0 && cfg.fp_rate <= 0.5)) {
+                fprintf(stderr, "crawler sieve: bad --fp-rate '%s' (want 0 < P <= 0.5)\n", argv[i]);
+                return 2;
+            }
         } else if ((strcmp(a, "--memory") == 0 || strcmp(a, "--dir") == 0 || strcmp(a, "--max-line") == 0) &&
                    i + 1 < argc) {
             const char *v = argv[++i];
@@ -257,6 +284,12 @@ int sieve_tool_main(int argc, char **argv)
                 (unsigned long long)st.add_waits, (unsigned long long)st.buffer_urls,
                 (unsigned long long)st.z_count, (unsigned long long)st.z_bytes,
                 st.z_count ? (double)st.z_bytes / (double)st.z_count : 0.0);
+        if (st.filter_bits > 0)
+            fprintf(stderr,
+                    "filter_bits %llu\nfilter_hashes %llu\nfilter_fill %.6f\nfilter_fp_estimate %.6g\n"
+                    "filter_fp_target %.6g\n",
+                    (unsigned long long)st.filter_bits, (unsigned long long)st.filter_hashes,
+                    (double)st.filter_bits_set / (double)st.filter_bits, st.filter_fp_estimate, st.filter_fp_target);
     }
     rc = 0;
 out:

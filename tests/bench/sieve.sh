@@ -4,6 +4,8 @@
 # signatures (the upper bound) and cat (the read floor), on one deterministic
 # corpus, in one run. Prints URLs/s, MB/s, peak RSS and the speed ratio to
 # sort -u; checks that the sieve's output equals awk's byte for byte.
+# Then one row per other sieve (--sieve memory, lsm, offline, bloom) at the
+# same cap, with its folder's disk bytes and, for bloom, the measured loss.
 #
 # usage: sieve.sh [N_URLS (default 20000000)] [CAP (e.g. 8M; default: one
 #        tenth of the distinct URLs' signatures, 8 bytes each)]
@@ -66,6 +68,26 @@ gen() {
     BYTES=$(stat -c %s "$T/corpus")
 }
 
+# impl_row NAME [ARGS...]: one row for `crawler sieve --sieve NAME` at the
+# cap, kept in a folder (disk bytes = the folder's size after the run).
+# Exact sieves must equal awk; bloom's loss = (distinct - emitted) / distinct.
+impl_row() {
+    local name=$1 d=$T/d_$1 emitted extra
+    shift
+    run "$name" "$T/o_impl" "$CRAWLER" sieve --sieve "$name" --memory "$CAPB" --dir "$d" "$@"
+    extra=$(printf '%12s disk B' "$(du -sb "$d" | cut -f1)")
+    if [ "$name" = bloom ]; then
+        emitted=$(wc -l < "$T/o_impl")
+        extra="$extra $(awk -v d="$DISTINCT" -v e="$emitted" 'BEGIN { printf "  loss %.5f", (d - e) / d }')"
+        awk '!s[$0]++' "$T/o_impl" | cmp -s - "$T/o_impl" || { echo "FAIL: bloom emitted a URL twice" >&2; status=1; }
+    elif ! cmp -s "$T/o_impl" "$T/ref"; then
+        echo "FAIL: sieve $name output differs from awk" >&2
+        status=1
+    fi
+    echo "$(row "crawler sieve --sieve $name" "$SECS" "$KB") $extra"
+    rm -rf "$d" "$T/o_impl"
+}
+
 if [ "$MODE" = growth ]; then
     echo "# growth: time per URL at a fixed cap"
     for n in 10000000 20000000 50000000; do
@@ -78,8 +100,11 @@ if [ "$MODE" = growth ]; then
         run sieve "$T/out" "$CRAWLER" sieve --memory "$CAP" --stats
         awk -v n="$n" -v s="$SECS" -v kb="$KB" -v cap="$CAP" 'BEGIN {
             printf "N=%d cap=%s: %.2f s, %.1f ns/URL, %.1f MiB RSS\n", n, cap, s, s * 1e9 / n, kb / 1024 }'
+        grep -E '^(flushes|add_waits|flush_seconds_total) ' "$T/stderr" | tr '\n' ' ' | sed 's/^/#   /; s/ $/\n/'
+        PER_URL="${PER_URL:-} $(awk -v s="$SECS" -v n="$n" 'BEGIN { printf "%.1f", s * 1e9 / n }')"
         rm -f "$T/out"
     done
+    echo "$PER_URL" | awk '{ r = $NF / $1; printf "# growth %s -> %s ns/URL: %.2fx (goal < 2x) %s\n", $1, $NF, r, (r < 2 ? "PASS" : "MISS") }'
     exit 0
 fi
 
@@ -130,10 +155,16 @@ for mult in 1 4 16; do
     fi
     if [ "$mult" = 1 ]; then
         S1_SECS=$SECS S1_KB=$KB
+        cp "$T/stderr" "$T/stats" # the --stats of the run at the cap
     fi
 done
+# the course's other sieves at the same cap (bloom sized for the corpus at 1%)
+for impl in memory lsm offline; do
+    impl_row "$impl"
+done
+impl_row bloom --expected "$DISTINCT" --fp-rate 0.01
 # the --stats of the run at the cap
-"$CRAWLER" sieve --memory "$CAPB" --stats < "$T/corpus" 2> "$T/stats" > /dev/null
+echo "# --stats of the run at cap $CAPB:"
 sed 's/^/#   /' "$T/stats"
 
 echo "# acceptance at cap $CAPB:"

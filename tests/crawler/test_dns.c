@@ -1,6 +1,9 @@
 /* test_dns.c: the c-ares resolver and its cache against an in-test UDP
  * DNS responder on 127.0.0.1 (a thread answering A queries):
  *   nx-*      NXDOMAIN
+ *   nodata-*  NOERROR with no answer (NODATA)
+ *   sf-*      SERVFAIL
+ *   drop-*    no answer at all (the query times out)
  *   ttl1-*    one A record, TTL 1
  *   multi-*   two A records (TTL 300 and 100)
  *   anything else: one A record 127.0.1.<name length>, TTL 300
@@ -104,8 +107,14 @@ static void *responder_run(void *arg)
 		a[3] = 0x80;                 /* RA */
 		a[6] = a[7] = a[8] = a[9] = a[10] = a[11] = 0;
 		size_t len = qend;
+		if (strncmp(name, "drop-", 5) == 0)
+			continue;
 		if (strncmp(name, "nx-", 3) == 0) {
 			a[3] |= 3;
+		} else if (strncmp(name, "sf-", 3) == 0) {
+			a[3] |= 2;
+		} else if (strncmp(name, "nodata-", 7) == 0) {
+			/* no answer records */
 		} else if (strncmp(name, "multi-", 6) == 0) {
 			unsigned char ip1[4] = {10, 9, 8, 7}, ip2[4] = {10, 9, 8, 6};
 			a[7] = 2;
@@ -273,6 +282,53 @@ START_TEST(negative_cache)
 }
 END_TEST
 
+/* NXDOMAIN and NODATA are held for negative_ttl; a timeout or SERVFAIL
+ * only for the retry back-off (1 s, then 2 s, 4 s ... up to negative_ttl),
+ * so the name is asked again long before a negative entry would expire. */
+START_TEST(transient_failures_back_off)
+{
+	struct answer a;
+	make_resolver(NULL, 60);
+	resolve_run("nx-a.test", 0, &a);
+	ck_assert_int_eq(a.err, DNS_ERR_NOTFOUND);
+	resolve_run("nodata-a.test", 0, &a);
+	ck_assert_int_eq(a.err, DNS_ERR_NOTFOUND);
+	resolve_run("sf-a.test", 0, &a);
+	ck_assert_int_eq(a.err, DNS_ERR_SERVFAIL);
+	resolve_run("drop-a.test", 0, &a);
+	ck_assert_int_eq(a.err, DNS_ERR_TIMEOUT);
+	/* Within the first back-off all four are served from the cache. */
+	resolve_run("sf-a.test", 999, &a);
+	ck_assert_int_eq(a.err, DNS_ERR_SERVFAIL);
+	resolve_run("drop-a.test", 999, &a);
+	ck_assert_int_eq(a.err, DNS_ERR_TIMEOUT);
+	ck_assert_int_eq(name_count(resp, "sf-a.test"), 1);
+	ck_assert_int_eq(name_count(resp, "drop-a.test"), 1);
+	/* After 1 s the transient failures are asked again; the negative
+	 * answers are still cached. */
+	resolve_run("nx-a.test", 1000, &a);
+	resolve_run("nodata-a.test", 1000, &a);
+	resolve_run("sf-a.test", 1000, &a);
+	ck_assert_int_eq(a.err, DNS_ERR_SERVFAIL);
+	resolve_run("drop-a.test", 1000, &a);
+	ck_assert_int_eq(a.err, DNS_ERR_TIMEOUT);
+	ck_assert_int_eq(name_count(resp, "nx-a.test"), 1);
+	ck_assert_int_eq(name_count(resp, "nodata-a.test"), 1);
+	ck_assert_int_eq(name_count(resp, "sf-a.test"), 2);
+	ck_assert_int_eq(name_count(resp, "drop-a.test"), 2);
+	/* Second failure in a row: 2 s. */
+	resolve_run("sf-a.test", 2999, &a);
+	ck_assert_int_eq(name_count(resp, "sf-a.test"), 2);
+	resolve_run("sf-a.test", 3000, &a);
+	ck_assert_int_eq(name_count(resp, "sf-a.test"), 3);
+	/* The negative answers expire at negative_ttl. */
+	resolve_run("nx-a.test", 59999, &a);
+	ck_assert_int_eq(name_count(resp, "nx-a.test"), 1);
+	resolve_run("nx-a.test", 60000, &a);
+	ck_assert_int_eq(name_count(resp, "nx-a.test"), 2);
+}
+END_TEST
+
 START_TEST(coalescing_and_eviction)
 {
 	struct answer a[10];
@@ -355,6 +411,7 @@ int main(void)
 	tcase_add_test(tc, a_records_and_cache);
 	tcase_add_test(tc, ttl_expiry);
 	tcase_add_test(tc, negative_cache);
+	tcase_add_test(tc, transient_failures_back_off);
 	tcase_add_test(tc, coalescing_and_eviction);
 	tcase_add_test(tc, only_configured_server);
 	tcase_add_test(tc, destroy_cancels);

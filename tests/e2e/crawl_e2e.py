@@ -6,6 +6,12 @@ test web's own request log (the neutral witness).
       the crawl requests exactly the expected set (testweb --expected), each
       URL once, nothing robots-disallowed, and no two requests to one host
       (or one IP) closer than the configured delays.
+      Also: the sieve emitted exactly the URLs the crawl went on to request
+      (see check_sieve_accounting).
+  crawl_e2e.py sieve-flushes | sieve-meta
+      the same exact-coverage checks with a tiny sieve: 16 URLs per buffer
+      (hundreds of flushes while fetching), or a 64 KiB side table (full
+      side table: parse threads force early flushes).
   crawl_e2e.py warc
       every WARC record reads back with an independent reader (gzip members,
       headers, Content-Length, sha1 base32 digests), and the crawl log
@@ -175,7 +181,30 @@ def gen_args(extra=()):
             "--ips", "4"] + list(extra)
 
 
-def test_coverage(policy):
+def check_sieve_accounting(stats, rows):
+    """Every URL the sieve emitted was requested exactly once, or else is
+    accounted for: disallowed by robots.txt, dropped with a host whose name
+    did not resolve, or still queued. So sieve.emitted must equal the
+    distinct non-robots URLs the test web saw plus those counts."""
+    sv = stats.get("sieve")
+    if not sv:
+        return ["stats.json has no sieve section"]
+    requested = set((r[2], r[5]) for r in rows if r[5] != "/robots.txt")
+    accounted = (len(requested) + stats["errors"].get("robots-disallowed", 0) +
+                 stats["hosts"]["dropped_urls"] + stats["frontier"]["left"])
+    errors = []
+    if sv["emitted"] != accounted:
+        errors.append("sieve emitted %d URLs, but %d distinct were requested + %d disallowed + "
+                      "%d dropped + %d left = %d" %
+                      (sv["emitted"], len(requested), stats["errors"].get("robots-disallowed", 0),
+                       stats["hosts"]["dropped_urls"], stats["frontier"]["left"], accounted))
+    for k in ("sieve", "sieve-meta-missing", "sieve-meta-dropped", "redirect-dropped", "emit-dropped"):
+        if stats["errors"].get(k):
+            errors.append("stats.json errors.%s = %d" % (k, stats["errors"][k]))
+    return errors
+
+
+def test_coverage(policy, sieve_args=(), check=None):
     work = tempfile.mkdtemp(prefix="e2e-cov-")
     tw = TestWeb(work, gen_args())
     try:
@@ -184,7 +213,8 @@ def test_coverage(policy):
         out = os.path.join(work, "out")
         stats, el, rss = crawl(tw, out, ["--policy", policy, "--host-delay", str(HOST_DELAY_MS),
                                          "--ip-delay", str(IP_DELAY_MS),
-                                         "--set", "politeness.crawl_delay_cap_ms=%d" % HOST_DELAY_MS])
+                                         "--set", "politeness.crawl_delay_cap_ms=%d" % HOST_DELAY_MS] +
+                               list(sieve_args))
     finally:
         tw.stop()
     rows = tw.requests()
@@ -192,8 +222,12 @@ def test_coverage(policy):
     missing = sorted(expected - set(got))
     extra = sorted(set(got) - expected)
     dups = sorted(k for k, n in got.items() if n > 1)
-    print("policy %s: %d expected, %d requested (%d distinct), %.1f s, %s pages/s" %
-          (policy, len(expected), len(rows), len(got), el, stats.get("pages_per_s")))
+    sv = stats.get("sieve", {})
+    print("policy %s%s: %d expected, %d requested (%d distinct), %.1f s, %s pages/s; sieve: "
+          "emitted %s, flushes %s (forced %s, side table full %s)" %
+          (policy, " " + " ".join(sieve_args) if sieve_args else "", len(expected), len(rows),
+           len(got), el, stats.get("pages_per_s"), sv.get("emitted"), sv.get("flushes"),
+           sv.get("forced_flushes"), sv.get("meta_full_flushes")))
     errors = []
     if missing:
         errors.append("%d expected URLs never requested, e.g. %s" % (len(missing), missing[:5]))
@@ -207,6 +241,9 @@ def test_coverage(policy):
     if stats["pages"] + stats["robots_fetches"] != len(rows):
         errors.append("stats.json counts %d pages + %d robots, test web logged %d" %
                       (stats["pages"], stats["robots_fetches"], len(rows)))
+    errors += check_sieve_accounting(stats, rows)
+    if check:
+        errors += check(stats)
     if errors:
         fail("; ".join(errors))
     shutil.rmtree(work, ignore_errors=True)
@@ -359,6 +396,18 @@ def main():
     if what == "coverage":
         policy = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--policy" else "fixed"
         test_coverage(policy)
+    elif what == "sieve-flushes":
+        # 16 URLs per buffer: the sieve flushes every 16 new URLs while
+        # fetching goes on, so URLs cross flush boundaries all the time.
+        test_coverage("fixed", ["--set", "sieve.buffer_urls=16"],
+                      lambda st: [] if st["sieve"]["flushes"] >= 50 else
+                      ["only %d sieve flushes with 16-URL buffers" % st["sieve"]["flushes"]])
+    elif what == "sieve-meta":
+        # A 64 KiB side table (640 entries) with big buffers: it fills, and
+        # parse threads force flushes to make room.
+        test_coverage("fixed", ["--set", "sieve.meta_memory=64K", "--set", "sieve.memory=1M"],
+                      lambda st: [] if st["sieve"]["meta_full_flushes"] >= 1 else
+                      ["the side table never filled (meta_full_flushes = 0)"])
     elif what == "warc":
         test_warc()
     elif what == "faults":

@@ -1,7 +1,7 @@
 /*
  * Unit tests of the crawl's glue: configuration (crawler/config.h), the
  * bounded queue (crawler/bqueue.h), the parse pool (parse/parse_pool.h) and
- * the discovered-URL set (crawler/crawl_seen.h).
+ * the side table of URLs waiting in the sieve (crawler/link_meta.h).
  */
 #include <check.h>
 #include <pthread.h>
@@ -13,7 +13,7 @@
 
 #include "crawler/bqueue.h"
 #include "crawler/config.h"
-#include "crawler/crawl_seen.h"
+#include "crawler/link_meta.h"
 #include "parse/parse_pool.h"
 
 #ifndef CONFIGS_DIR
@@ -258,18 +258,150 @@ START_TEST(parse_pool_bounded_and_complete)
 }
 END_TEST
 
-START_TEST(seen_set_once)
+START_TEST(config_sieve_keys)
 {
-	struct crawl_seen *s = crawl_seen_create();
-	char url[64];
-	for (int round = 0; round < 2; round++)
-		for (int i = 0; i < 200000; i++) {
-			int n = snprintf(url, sizeof url, "http://h%d.web.test/p%d", i % 97, i);
-			ck_assert_int_eq(crawl_seen_add(s, url, (size_t)n), round == 0 ? 1 : 0);
-		}
-	ck_assert_uint_eq(crawl_seen_count(s), 200000);
-	crawl_seen_destroy(s);
-	crawl_seen_destroy(NULL);
+	struct crawl_config c;
+	char err[CRAWL_CONFIG_ERR_MAX];
+	ck_assert_int_eq(crawl_config_default(&c), 0);
+	ck_assert_str_eq(c.sieve_impl, "mercator");
+	ck_assert_uint_eq(c.sieve_memory, 64u << 20);
+	ck_assert_int_eq(crawl_config_set(&c, "sieve", "memory", "256M", err, sizeof err),
+	                 CRAWL_CONFIG_OK);
+	ck_assert_uint_eq(c.sieve_memory, 256u << 20);
+	ck_assert_int_eq(crawl_config_set(&c, "sieve", "memory", "1536KiB", err, sizeof err),
+	                 CRAWL_CONFIG_OK);
+	ck_assert_uint_eq(c.sieve_memory, 1536u << 10);
+	ck_assert_int_eq(crawl_config_set(&c, "sieve", "memory", "1048576", err, sizeof err),
+	                 CRAWL_CONFIG_OK);
+	ck_assert_uint_eq(c.sieve_memory, 1u << 20);
+	/* below the sieve's minimum, junk suffix, fractions of a byte: refused, unchanged */
+	ck_assert_int_eq(crawl_config_set(&c, "sieve", "memory", "256K", err, sizeof err),
+	                 CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_ptr_nonnull(strstr(err, "memory"));
+	ck_assert_int_eq(crawl_config_set(&c, "sieve", "memory", "64Q", err, sizeof err),
+	                 CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_int_eq(crawl_config_set(&c, "sieve", "memory", "1000000.5", err, sizeof err),
+	                 CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_uint_eq(c.sieve_memory, 1u << 20);
+	ck_assert_int_eq(crawl_config_set(&c, "sieve", "impl", "mercator", err, sizeof err),
+	                 CRAWL_CONFIG_OK);
+	ck_assert_int_eq(crawl_config_set(&c, "sieve", "impl", "nosuchsieve", err, sizeof err),
+	                 CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_ptr_nonnull(strstr(err, "impl"));
+	ck_assert_str_eq(c.sieve_impl, "mercator");
+	char *p = write_tmp("[sieve]\nmemory = 32M\nimpl = bloomish\n");
+	ck_assert_int_eq(crawl_config_load(&c, p, err, sizeof err), CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_ptr_nonnull(strstr(err, p));
+	ck_assert_ptr_nonnull(strstr(err, ":3:"));
+	ck_assert_ptr_nonnull(strstr(err, "impl"));
+	ck_assert_uint_eq(c.sieve_memory, 32u << 20);
+	unlink(p);
+	free(p);
+	crawl_config_free(&c);
+}
+END_TEST
+
+START_TEST(link_meta_put_take_first_writer)
+{
+	struct link_meta *m = link_meta_create(1u << 20);
+	ck_assert_ptr_nonnull(m);
+	struct link_meta_via *a = link_meta_via_new(m, "http://a/", 9);
+	struct link_meta_via *b = link_meta_via_new(m, "http://b/", 9);
+	uint64_t t1, t2, flushes = 0;
+	for (uint64_t sig = 1; sig <= 5000; sig++)
+		ck_assert_int_eq(link_meta_put(m, sig * 0x9E3779B97F4A7C15u, (uint32_t)sig, a, flushes,
+		                               0, &t1),
+		                 LINK_META_ADDED);
+	/* first writer wins: b does not replace a */
+	ck_assert_int_eq(link_meta_put(m, 7 * 0x9E3779B97F4A7C15u, 99, b, flushes, 0, &t2),
+	                 LINK_META_PRESENT);
+	link_meta_via_release(m, a);
+	link_meta_via_release(m, b); /* b had no entry: freed now */
+	for (uint64_t sig = 1; sig <= 5000; sig++) {
+		uint32_t depth;
+		struct link_meta_via *v;
+		ck_assert_int_eq(link_meta_take(m, sig * 0x9E3779B97F4A7C15u, &depth, &v),
+		                 LINK_META_PRESENT);
+		ck_assert_uint_eq(depth, sig);
+		size_t len;
+		ck_assert_str_eq(link_meta_via_str(v, &len), "http://a/");
+		link_meta_via_release(m, v);
+		ck_assert_int_eq(link_meta_take(m, sig * 0x9E3779B97F4A7C15u, &depth, &v),
+		                 LINK_META_MISSING);
+	}
+	struct link_meta_stats st;
+	link_meta_stats(m, &st);
+	ck_assert_uint_eq(st.entries, 0);
+	ck_assert_uint_eq(st.peak_entries, 5000);
+	ck_assert_uint_eq(st.via_bytes, 0); /* every reference returned */
+	link_meta_destroy(m);
+	link_meta_destroy(NULL);
+}
+END_TEST
+
+START_TEST(link_meta_sweep_rules)
+{
+	struct link_meta *m = link_meta_create(1u << 20);
+	struct link_meta_via *v = link_meta_via_new(m, "", 0);
+	uint64_t ta, tb, tc;
+	ck_assert_int_eq(link_meta_put(m, 11, 1, v, 0, 0, &ta), LINK_META_ADDED);
+	ck_assert_int_eq(link_meta_put(m, 22, 1, v, 0, 0, &tb), LINK_META_ADDED);
+	ck_assert_int_eq(link_meta_put(m, 33, 1, v, 0, 0, &tc), LINK_META_ADDED);
+	/* in progress: never swept, whatever the rules say */
+	ck_assert_uint_eq(link_meta_sweep(m, 1000, UINT64_MAX), 0);
+	/* a wrong ticket does not mark another writer's entry done */
+	link_meta_done(m, 11, ta + 1000, 5);
+	ck_assert_uint_eq(link_meta_sweep(m, 1000, UINT64_MAX), 0);
+	link_meta_done(m, 11, ta, 5); /* added when 5 flushes had completed */
+	ck_assert_uint_eq(link_meta_sweep(m, 7, 0), 0); /* may still be in a buffer */
+	ck_assert_uint_eq(link_meta_sweep(m, 8, 0), 1); /* 5 + 3: certainly processed */
+	uint64_t before = link_meta_clock(m);
+	link_meta_done(m, 22, tb, 100);
+	ck_assert_uint_eq(link_meta_sweep(m, 100, before), 0); /* done after the clock read */
+	uint64_t after = link_meta_clock(m);
+	link_meta_done(m, 33, tc, 100);
+	ck_assert_uint_eq(link_meta_sweep(m, 100, after), 1); /* 22: done before "after" */
+	uint32_t d;
+	struct link_meta_via *got;
+	ck_assert_int_eq(link_meta_take(m, 33, &d, &got), LINK_META_PRESENT);
+	link_meta_via_release(m, got);
+	ck_assert_int_eq(link_meta_take(m, 22, &d, &got), LINK_META_MISSING);
+	link_meta_via_release(m, v);
+	link_meta_destroy(m);
+}
+END_TEST
+
+START_TEST(link_meta_bounded)
+{
+	/* 64 KiB: a handful of entries per stripe and 32 KiB of via strings */
+	struct link_meta *m = link_meta_create(64u * 1024);
+	ck_assert_ptr_nonnull(m);
+	struct link_meta_via *v = link_meta_via_new(m, "http://v/", 9);
+	struct link_meta_stats st;
+	link_meta_stats(m, &st);
+	uint64_t t, full = 0, added = 0;
+	for (uint64_t i = 1; i <= 4 * st.capacity; i++) {
+		enum link_meta_result r = link_meta_put(m, i * 0x9E3779B97F4A7C15u, 0, v, 0, 0, &t);
+		if (r == LINK_META_FULL)
+			full++;
+		else if (r == LINK_META_ADDED)
+			added++;
+	}
+	link_meta_stats(m, &st);
+	ck_assert_uint_eq(added, st.capacity); /* never more entries than the pool */
+	ck_assert_uint_ge(full, 3 * st.capacity);
+	ck_assert_uint_eq(st.entries, st.capacity);
+	link_meta_via_release(m, v);
+	link_meta_destroy(m); /* releases the entries' references: v is freed */
+	m = link_meta_create(64u * 1024);
+	/* via strings past their half: FULL unless forced */
+	char big[40000];
+	memset(big, 'x', sizeof big);
+	struct link_meta_via *huge = link_meta_via_new(m, big, sizeof big);
+	ck_assert_int_eq(link_meta_put(m, 42, 0, huge, 0, 0, &t), LINK_META_FULL);
+	ck_assert_int_eq(link_meta_put(m, 42, 0, huge, 0, 1, &t), LINK_META_ADDED);
+	link_meta_via_release(m, huge);
+	link_meta_destroy(m);
 }
 END_TEST
 
@@ -284,7 +416,10 @@ int main(void)
 	tcase_add_test(tc, bqueue_fifo_full_close);
 	tcase_add_test(tc, bqueue_mpmc_every_item_once);
 	tcase_add_test(tc, parse_pool_bounded_and_complete);
-	tcase_add_test(tc, seen_set_once);
+	tcase_add_test(tc, config_sieve_keys);
+	tcase_add_test(tc, link_meta_put_take_first_writer);
+	tcase_add_test(tc, link_meta_sweep_rules);
+	tcase_add_test(tc, link_meta_bounded);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -25,6 +25,24 @@ grep -q '^z_bytes_per_signature ' "$T/stats" || fail "stats: no bytes per signat
 want=$(wc -l < "$T/o2")
 grep -q "^emitted $want\$" "$T/stats" || fail "stats: emitted count differs from output ($want)"
 
+# the other sieves (--sieve NAME): one run and two runs sharing --dir
+for s in memory lsm offline bloom; do
+    opts=(--sieve "$s" --memory 1M)
+    [ "$s" = bloom ] && opts+=(--expected 1000000 --fp-rate 1e-9)
+    "$BIN" sieve "${opts[@]}" < "$T/in" > "$T/out_$s" || fail "--sieve $s run"
+    cmp "$T/out_$s" "$T/ref" || fail "--sieve $s differs from awk"
+    "$BIN" sieve "${opts[@]}" --dir "$T/d_$s" < "$T/in1" > "$T/o1_$s" || fail "--sieve $s dir run 1"
+    "$BIN" sieve "${opts[@]}" --dir "$T/d_$s" < "$T/in2" > "$T/o2_$s" || fail "--sieve $s dir run 2"
+    cat "$T/o1_$s" "$T/o2_$s" | cmp - "$T/ref12" || fail "--sieve $s: two --dir runs differ from awk"
+done
+"$BIN" sieve --sieve bloom --expected 100 --fp-rate 0.01 --stats < "$T/in" > /dev/null 2> "$T/bstats" || fail "bloom stats run"
+grep -q '^filter_fp_estimate ' "$T/bstats" || fail "bloom stats: no estimate"
+grep -q 'warning: estimated false-positive rate' "$T/bstats" || fail "overfull bloom did not warn"
+[ "$(grep -c 'warning: estimated' "$T/bstats")" = 1 ] || fail "bloom warned more than once"
+mkdir "$T/tmp"
+TMPDIR=$T/tmp "$BIN" sieve --sieve lsm < "$T/in1" > /dev/null || fail "lsm run in a temporary folder"
+[ -z "$(ls -A "$T/tmp")" ] || fail "the temporary sieve folder was left behind"
+
 # overlong and NUL lines: reported with line numbers, skipped, counted
 { echo "http://a/1"; head -c 300 /dev/zero | tr '\0' x; echo; printf 'http://b/\0x\n'; echo "http://a/1"; echo "http://c/"; } > "$T/bad"
 "$BIN" sieve --max-line 100 --stats < "$T/bad" > "$T/ob" 2> "$T/eb" || fail "bad-lines run"
@@ -37,4 +55,6 @@ grep -q '^lines_skipped 2$' "$T/eb" || fail "skipped count"
 set +e
 "$BIN" sieve --memory banana < /dev/null > /dev/null 2>&1; [ $? -eq 2 ] || fail "bad --memory not a usage error"
 "$BIN" sieve --frobnicate < /dev/null > /dev/null 2>&1; [ $? -eq 2 ] || fail "unknown option not a usage error"
+"$BIN" sieve --fp-rate 2 < /dev/null > /dev/null 2>&1; [ $? -eq 2 ] || fail "bad --fp-rate not a usage error"
+"$BIN" sieve --sieve nosuch < /dev/null > /dev/null 2>&1; [ $? -ne 0 ] || fail "unknown --sieve accepted"
 echo OK

@@ -209,6 +209,22 @@ START_TEST(test_reference_sizes)
 }
 END_TEST
 
+/* A Z (~44000 signatures) larger than the decoder's ring of batches
+ * (4 x 8192 values), whose Rice parameter changes between flushes, with
+ * repeats inside a buffer and against Z, across a reopen. */
+START_TEST(test_large_z)
+{
+    const size_t n = 80000;
+    unsigned *seq = malloc(n * sizeof *seq);
+    srand(777);
+    for (size_t i = 0; i < n; i++)
+        seq[i] = (unsigned)rand() % 60000u;
+    run_reference(seq, n, 8000, 0);
+    run_reference(seq, n, 7999, 50000);
+    free(seq);
+}
+END_TEST
+
 /* Repeats placed exactly across flush boundaries: with n slots the copy at
  * position n (first of the next buffer) repeats the one at n-1, and so on. */
 START_TEST(test_boundary_repeats)
@@ -612,6 +628,7 @@ static Suite *sieve_suite(void)
     tcase_set_timeout(tc, 100);
     tcase_add_test(tc, test_reference_sizes);
     tcase_add_test(tc, test_boundary_repeats);
+    tcase_add_test(tc, test_large_z);
     tcase_add_test(tc, test_forced_flush_and_stats);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_crash_points);
