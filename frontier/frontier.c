@@ -20,6 +20,7 @@
  * and a host whose disk part is only in the buffer refills from it directly.
  */
 #include "frontier/frontier.h"
+#include "frontier/recfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -334,12 +335,18 @@ static enum frontier_err host_link_extent(struct frontier *f, struct fr_host *h,
 	return FRONTIER_OK;
 }
 
+/* Writes the buffered records of every dirty host as one extent each, then
+ * links the extents into their hosts' chains. Failure-atomic: the bytes are
+ * all written before anything is linked, and a failed write (a full disk)
+ * cuts the segment back to its size before the flush, so an error leaves
+ * the write buffer, the dirty list and every chain as they were: the push
+ * that needed room can be retried. */
 static enum frontier_err wbuf_flush(struct frontier *f)
 {
 	enum frontier_err err = FRONTIER_OK;
 	struct outbuf o = { f, NULL, 0, 0 };
 	uint32_t id;
-	uint64_t base;
+	uint64_t base, pos;
 
 	if (f->dirty_head == FRONTIER_HOST_NONE) {
 		f->wbuf_used = 0;
@@ -352,21 +359,20 @@ static enum frontier_err wbuf_flush(struct frontier *f)
 	}
 	o.sg = &f->segs[f->cur_seg];
 	base = o.sg->size;
-	while ((id = f->dirty_head) != FRONTIER_HOST_NONE) {
+	/* 1: write every extent. */
+	pos = base;
+	for (id = f->dirty_head; id != FRONTIER_HOST_NONE; id = host_at(f, id)->dirty_next) {
 		struct fr_host *h = host_at(f, id);
 		struct ext_hdr hdr;
-		uint64_t written = base + o.flushed + o.used;
 		uint32_t r;
 
-		f->dirty_head = h->dirty_next;
-		h->dirty = 0;
-		h->dirty_next = FRONTIER_HOST_NONE;
 		if (h->buf_count == 0)
 			continue;
 		/* An extent must be addressable by a 32-bit offset. */
-		if (written + sizeof hdr + h->buf_bytes > UINT32_MAX) {
+		if (pos + sizeof hdr + h->buf_bytes > UINT32_MAX) {
+			errno = EFBIG;
 			err = FRONTIER_ERR_IO;
-			goto out;
+			goto undo;
 		}
 		hdr.magic = EXT_MAGIC;
 		hdr.host = id;
@@ -377,7 +383,7 @@ static enum frontier_err wbuf_flush(struct frontier *f)
 		hdr.next.bytes = 0;
 		if (out_put(&o, &hdr, sizeof hdr) != 0) {
 			err = FRONTIER_ERR_IO;
-			goto out;
+			goto undo;
 		}
 		for (r = h->buf_head; r != 0;) {
 			const char *rec = f->wbuf + (r - 1);
@@ -389,39 +395,57 @@ static enum frontier_err wbuf_flush(struct frontier *f)
 			/* The disk record is the buffer record minus its chain link. */
 			if (out_put(&o, rec + 4, DISK_REC_HDR + (size_t)ul + vl) != 0) {
 				err = FRONTIER_ERR_IO;
-				goto out;
+				goto undo;
 			}
 			r = next;
 		}
-		err = host_link_extent(f, h, make_pos(f->cur_seg, (uint32_t)written), hdr.count,
-		                       hdr.bytes);
-		if (err != FRONTIER_OK)
-			goto out;
-		o.sg->live += sizeof hdr + hdr.bytes;
-		h->buf_head = h->buf_tail = 0;
-		h->buf_count = 0;
-		h->buf_bytes = 0;
+		pos += sizeof hdr + h->buf_bytes;
 	}
 	if (o.used > 0 && write_all(o.sg->fd, f->out, o.used) != 0) {
 		err = FRONTIER_ERR_IO;
-		goto out;
+		goto undo;
 	}
-	o.used = 0;
+	/* 2: every byte landed: link the extents, in the same order. */
+	pos = base;
+	while ((id = f->dirty_head) != FRONTIER_HOST_NONE) {
+		struct fr_host *h = host_at(f, id);
+		uint32_t bytes = h->buf_bytes;
+
+		f->dirty_head = h->dirty_next;
+		h->dirty = 0;
+		h->dirty_next = FRONTIER_HOST_NONE;
+		if (h->buf_count == 0)
+			continue;
+		err = host_link_extent(f, h, make_pos(f->cur_seg, (uint32_t)pos), h->buf_count, bytes);
+		if (err != FRONTIER_OK)
+			return err; /* an in-place patch of an allocated block failed: the disk is failing */
+		o.sg->live += sizeof(struct ext_hdr) + bytes;
+		h->buf_head = h->buf_tail = 0;
+		h->buf_count = 0;
+		h->buf_bytes = 0;
+		pos += sizeof(struct ext_hdr) + bytes;
+	}
 	f->wbuf_used = 0;
 	f->st.flushes++;
-out:
-	{
-		uint64_t end = (uint64_t)lseek(o.sg->fd, 0, SEEK_END);
-		f->st.disk_bytes += end - o.sg->size;
-		o.sg->size = end;
-	}
-	if (err == FRONTIER_OK && o.sg->size >= f->cfg.segment_bytes) {
+	f->st.disk_bytes += pos - o.sg->size;
+	o.sg->size = pos;
+	if (o.sg->size >= f->cfg.segment_bytes) {
 		uint32_t s = f->cur_seg;
 		f->segs[s].closed = 1;
 		f->cur_seg = UINT32_MAX;
 		seg_maybe_reclaim(f, s);
 	}
+	return FRONTIER_OK;
+undo: {
+	int e = errno;
+	if (ftruncate(o.sg->fd, (off_t)base) != 0 || lseek(o.sg->fd, (off_t)base, SEEK_SET) < 0) {
+		/* cannot even cut back: leave the segment to be reclaimed, write elsewhere */
+		o.sg->closed = 1;
+		f->cur_seg = UINT32_MAX;
+	}
+	errno = e;
 	return err;
+}
 }
 
 /* ----- memory part ----- */
@@ -1070,6 +1094,398 @@ void frontier_stats(const struct frontier *f, struct frontier_stats *s)
 	*s = f->st;
 }
 
+enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *url,
+                                 size_t url_len, const char *via, size_t via_len,
+                                 uint32_t depth)
+{
+	struct fr_host *h = host_ok(f, host);
+	struct mnode *n;
+	int was_empty;
+
+	if (h == NULL || url == NULL || url_len == 0 || url_len > FRONTIER_URL_MAX ||
+	    via_len > FRONTIER_URL_MAX || (via == NULL && via_len != 0))
+		return FRONTIER_ERR_INVALID;
+	if (h->retired) {
+		f->st.dropped_retired++;
+		return FRONTIER_ERR_RETIRED;
+	}
+	n = node_new(url, (uint16_t)url_len, via, (uint16_t)via_len, depth);
+	if (n == NULL)
+		return FRONTIER_ERR_NOMEM;
+	was_empty = h->mcount == 0 && h->dcount == 0;
+	n->next = h->mhead;
+	h->mhead = n;
+	if (h->mtail == NULL)
+		h->mtail = n;
+	h->mcount++;
+	f->st.mem_bytes += node_cost(url_len, via_len);
+	f->st.urls_in_memory++;
+	f->st.urls_queued++;
+	if (f->st.popped > 0)
+		f->st.popped--;
+	if (was_empty && f->nonempty != NULL)
+		f->nonempty(f->nonempty_ctx, host);
+	return FRONTIER_OK;
+}
+
+/* ----- checkpoints ----- */
+
+#define CKPT_MAGIC "FRQUEUE1"
+#define CKPT_FILE "queues"
+#define CKPT_BLOB_MAX (64u << 20) /* a saved robots blob (rules of one robots.txt) */
+
+/* Hard-links src as dst, or copies it when they are on different file
+ * systems (or the file system has no hard links). */
+static int link_or_copy(const char *src, const char *dst)
+{
+	char buf[READ_CHUNK];
+	int in, out, rc = -1;
+
+	if (link(src, dst) == 0)
+		return 0;
+	if (errno != EXDEV && errno != EPERM && errno != EMLINK)
+		return -1;
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -1;
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0)
+		goto out;
+	for (;;) {
+		ssize_t k = read(in, buf, sizeof buf);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			goto out;
+		if (k == 0)
+			break;
+		if (write_all(out, buf, (size_t)k) != 0)
+			goto out;
+	}
+	rc = 0;
+out: {
+	int e = errno;
+	close(in);
+	if (out >= 0 && close(out) != 0 && rc == 0) {
+		e = errno;
+		rc = -1;
+	}
+	errno = e;
+	return rc;
+}
+}
+
+static void ckpt_put_link(struct recfile_writer *w, const struct ext_link *l)
+{
+	recfile_put_u64(w, l->pos);
+	recfile_put_u32(w, l->count);
+	recfile_put_u32(w, l->bytes);
+}
+
+enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir, uint64_t now_us)
+{
+	char src[PATH_MAX], dst[PATH_MAX];
+	struct recfile_writer *w = NULL;
+	enum frontier_err err;
+	uint32_t i;
+
+	if (f == NULL || dir == NULL)
+		return FRONTIER_ERR_INVALID;
+	err = wbuf_flush(f);
+	if (err != FRONTIER_OK)
+		return err;
+	for (i = 0; i < f->nsegs; i++) {
+		if (f->segs[i].fd < 0)
+			continue;
+		seg_path(f, i, src, sizeof src);
+		snprintf(dst, sizeof dst, "%s/seg-%08u", dir, i);
+		if (link_or_copy(src, dst) != 0)
+			return FRONTIER_ERR_IO;
+	}
+	snprintf(dst, sizeof dst, "%s/%s", dir, CKPT_FILE);
+	if (recfile_writer_create(dst, CKPT_MAGIC, &w) != RECFILE_OK)
+		return FRONTIER_ERR_IO;
+	recfile_put_u32(w, f->nhosts);
+	recfile_put_u32(w, f->nsegs);
+	for (i = 0; i < f->nsegs; i++) {
+		recfile_put_u8(w, f->segs[i].fd >= 0);
+		recfile_put_u64(w, f->segs[i].size);
+		recfile_put_u64(w, f->segs[i].live);
+	}
+	recfile_put_u64(w, f->st.pushed);
+	recfile_put_u64(w, f->st.popped);
+	recfile_put_u64(w, f->st.dropped_retired);
+	recfile_put_u64(w, f->st.rejected_budget);
+	recfile_put_u64(w, f->st.rejected_depth);
+	recfile_put_u64(w, f->st.flushes);
+	recfile_put_u64(w, f->st.refills);
+	for (i = 0; i < f->nhosts; i++) {
+		const struct fr_host *h = host_at(f, i);
+		uint8_t rstate = FRONTIER_ROBOTS_UNKNOWN;
+		char *blob = NULL;
+		size_t blen = 0;
+		const struct mnode *n;
+
+		/* A robots.txt fetch in flight is fetched again after a restore. */
+		if (h->robots_state == FRONTIER_ROBOTS_KNOWN) {
+			if (h->robots == NULL) {
+				rstate = FRONTIER_ROBOTS_KNOWN;
+			} else if (f->cfg.robots_encode != NULL && f->cfg.robots_decode != NULL &&
+			           f->cfg.robots_encode(h->robots, &blob, &blen) == 0) {
+				if (blob != NULL && blen <= CKPT_BLOB_MAX) {
+					rstate = FRONTIER_ROBOTS_KNOWN;
+				} else {
+					free(blob);
+					blob = NULL;
+				}
+			}
+		}
+		recfile_put_bytes(w, h->key, h->key_len);
+		recfile_put_u8(w, h->retired);
+		recfile_put_u8(w, rstate);
+		recfile_put_u8(w, blob != NULL);
+		recfile_put_bytes(w, blob, blob != NULL ? (uint32_t)blen : 0);
+		free(blob);
+		/* 0 = no expiry; otherwise at least 1 so it stays "set". */
+		recfile_put_u64(w, h->robots_exp == 0 ? 0
+		                   : h->robots_exp > now_us ? h->robots_exp - now_us : 1);
+		recfile_put_u64(w, h->pages);
+		recfile_put_u64(w, h->bytes);
+		recfile_put_u64(w, h->urls_ever);
+		recfile_put_u32(w, h->mcount);
+		for (n = h->mhead; n != NULL; n = n->next) {
+			recfile_put_bytes(w, n->data, n->url_len);
+			recfile_put_bytes(w, n->data + n->url_len, n->via_len);
+			recfile_put_u32(w, n->depth);
+		}
+		/* After the flush above the disk part is all in extents. */
+		recfile_put_u64(w, h->dcount);
+		if (h->dcount > 0) {
+			recfile_put_u64(w, h->ext_head);
+			recfile_put_u64(w, h->ext_tail);
+			ckpt_put_link(w, &h->ext_next);
+			recfile_put_u32(w, h->ext_left);
+			recfile_put_u32(w, h->ext_off);
+			recfile_put_u32(w, h->ext_bytes);
+			recfile_put_u8(w, h->ext_need_hdr);
+		}
+	}
+	if (recfile_writer_close(w, 0) != RECFILE_OK)
+		return FRONTIER_ERR_IO;
+	return FRONTIER_OK;
+}
+
+/* Maps a recfile error to a frontier error. */
+static enum frontier_err ckpt_err(enum recfile_err e)
+{
+	switch (e) {
+	case RECFILE_OK: return FRONTIER_OK;
+	case RECFILE_ERR_NOMEM: return FRONTIER_ERR_NOMEM;
+	case RECFILE_ERR_IO: return FRONTIER_ERR_IO;
+	case RECFILE_ERR_CORRUPT: break;
+	}
+	return FRONTIER_ERR_CORRUPT;
+}
+
+/* A saved extent position must name a segment the checkpoint holds. */
+static int ckpt_pos_ok(const struct frontier *f, uint64_t pos)
+{
+	return pos_seg(pos) < f->nsegs && f->segs[pos_seg(pos)].fd >= 0 &&
+	       (uint64_t)pos_off(pos) + sizeof(struct ext_hdr) <= f->segs[pos_seg(pos)].size;
+}
+
+static enum frontier_err ckpt_read_host(struct frontier *f, struct recfile_reader *r,
+                                        uint32_t want_id, uint64_t now_us, char *buf)
+{
+	uint32_t klen, id, len, vlen, mcount, depth;
+	uint8_t retired, rstate, has_blob;
+	uint64_t exp;
+	char *blob = NULL;
+	struct fr_host *h;
+	enum frontier_err err;
+	enum recfile_err re;
+
+	re = recfile_get_bytes(r, buf, FRONTIER_KEY_MAX, &klen);
+	if (re != RECFILE_OK)
+		return ckpt_err(re);
+	if (klen == 0)
+		return FRONTIER_ERR_CORRUPT;
+	err = host_add(f, buf, klen, key_hash(buf, klen), &id);
+	if (err != FRONTIER_OK)
+		return err;
+	if (id != want_id) /* a key saved twice */
+		return FRONTIER_ERR_CORRUPT;
+	h = host_at(f, id);
+	if ((re = recfile_get_u8(r, &retired)) != RECFILE_OK ||
+	    (re = recfile_get_u8(r, &rstate)) != RECFILE_OK ||
+	    (re = recfile_get_u8(r, &has_blob)) != RECFILE_OK ||
+	    (re = recfile_get_bytes_alloc(r, CKPT_BLOB_MAX, &blob, &len)) != RECFILE_OK)
+		return ckpt_err(re);
+	if (rstate != FRONTIER_ROBOTS_UNKNOWN && rstate != FRONTIER_ROBOTS_KNOWN) {
+		free(blob);
+		return FRONTIER_ERR_CORRUPT;
+	}
+	h->retired = retired != 0;
+	h->robots_state = rstate;
+	if (has_blob) {
+		h->robots = f->cfg.robots_decode != NULL && blob != NULL
+		                    ? f->cfg.robots_decode(blob, len) : NULL;
+		if (h->robots == NULL) /* fetch it again rather than allow everything */
+			h->robots_state = FRONTIER_ROBOTS_UNKNOWN;
+	}
+	free(blob);
+	if ((re = recfile_get_u64(r, &exp)) != RECFILE_OK ||
+	    (re = recfile_get_u64(r, &h->pages)) != RECFILE_OK ||
+	    (re = recfile_get_u64(r, &h->bytes)) != RECFILE_OK ||
+	    (re = recfile_get_u64(r, &h->urls_ever)) != RECFILE_OK ||
+	    (re = recfile_get_u32(r, &mcount)) != RECFILE_OK)
+		return ckpt_err(re);
+	h->robots_exp = exp == 0 ? 0 : now_us + exp;
+	for (uint32_t k = 0; k < mcount; k++) {
+		struct mnode *n;
+		if ((re = recfile_get_bytes(r, buf, FRONTIER_URL_MAX, &len)) != RECFILE_OK ||
+		    (re = recfile_get_bytes(r, buf + FRONTIER_URL_MAX + 1, FRONTIER_URL_MAX, &vlen)) !=
+		            RECFILE_OK ||
+		    (re = recfile_get_u32(r, &depth)) != RECFILE_OK)
+			return ckpt_err(re);
+		if (len == 0)
+			return FRONTIER_ERR_CORRUPT;
+		n = node_new(buf, (uint16_t)len, buf + FRONTIER_URL_MAX + 1, (uint16_t)vlen, depth);
+		if (n == NULL)
+			return FRONTIER_ERR_NOMEM;
+		mem_append(f, h, n);
+	}
+	if ((re = recfile_get_u64(r, &h->dcount)) != RECFILE_OK)
+		return ckpt_err(re);
+	if (h->dcount > 0) {
+		uint8_t need_hdr;
+		if ((re = recfile_get_u64(r, &h->ext_head)) != RECFILE_OK ||
+		    (re = recfile_get_u64(r, &h->ext_tail)) != RECFILE_OK ||
+		    (re = recfile_get_u64(r, &h->ext_next.pos)) != RECFILE_OK ||
+		    (re = recfile_get_u32(r, &h->ext_next.count)) != RECFILE_OK ||
+		    (re = recfile_get_u32(r, &h->ext_next.bytes)) != RECFILE_OK ||
+		    (re = recfile_get_u32(r, &h->ext_left)) != RECFILE_OK ||
+		    (re = recfile_get_u32(r, &h->ext_off)) != RECFILE_OK ||
+		    (re = recfile_get_u32(r, &h->ext_bytes)) != RECFILE_OK ||
+		    (re = recfile_get_u8(r, &need_hdr)) != RECFILE_OK)
+			return ckpt_err(re);
+		h->ext_need_hdr = need_hdr != 0;
+		if (!ckpt_pos_ok(f, h->ext_head) || !ckpt_pos_ok(f, h->ext_tail) ||
+		    (h->ext_next.pos != POS_NONE && !ckpt_pos_ok(f, h->ext_next.pos)) ||
+		    h->ext_left == 0 || h->ext_off > h->ext_bytes || h->ext_left > h->dcount)
+			return FRONTIER_ERR_CORRUPT;
+		f->hosts_on_disk++;
+		f->st.urls_on_disk += h->dcount;
+	}
+	f->st.urls_queued += h->mcount + h->dcount;
+	return FRONTIER_OK;
+}
+
+enum frontier_err frontier_restore(const struct frontier_config *c, const char *dir,
+                                   uint64_t now_us, struct frontier **out)
+{
+	struct frontier *f = NULL;
+	struct recfile_reader *r = NULL;
+	char path[PATH_MAX], dst[PATH_MAX];
+	char *buf = NULL;
+	uint32_t nhosts, nsegs, i;
+	enum frontier_err err;
+	enum recfile_err re;
+
+	if (out == NULL || dir == NULL)
+		return FRONTIER_ERR_INVALID;
+	*out = NULL;
+	err = frontier_create(c, &f);
+	if (err != FRONTIER_OK)
+		return err;
+	snprintf(path, sizeof path, "%s/%s", dir, CKPT_FILE);
+	re = recfile_reader_open(path, CKPT_MAGIC, &r);
+	if (re != RECFILE_OK) {
+		err = ckpt_err(re);
+		goto out;
+	}
+	buf = malloc(2 * (size_t)FRONTIER_URL_MAX + 2);
+	if (buf == NULL) {
+		err = FRONTIER_ERR_NOMEM;
+		goto out;
+	}
+	if ((re = recfile_get_u32(r, &nhosts)) != RECFILE_OK ||
+	    (re = recfile_get_u32(r, &nsegs)) != RECFILE_OK) {
+		err = ckpt_err(re);
+		goto out;
+	}
+	err = FRONTIER_ERR_CORRUPT;
+	if (nsegs > MAX_SEGMENTS || (c->max_hosts != 0 && nhosts > c->max_hosts))
+		goto out;
+	if (nsegs > 0) {
+		f->segs = calloc(nsegs, sizeof *f->segs);
+		if (f->segs == NULL) {
+			err = FRONTIER_ERR_NOMEM;
+			goto out;
+		}
+		f->segs_cap = nsegs;
+		f->st.mem_bytes += (uint64_t)nsegs * sizeof *f->segs;
+	}
+	/* Old segments are read, never appended: new flushes start a new one. */
+	for (i = 0; i < nsegs; i++) {
+		struct segment *sg = &f->segs[i];
+		uint8_t present;
+		sg->fd = -1;
+		sg->closed = 1;
+		f->nsegs = i + 1;
+		if ((re = recfile_get_u8(r, &present)) != RECFILE_OK ||
+		    (re = recfile_get_u64(r, &sg->size)) != RECFILE_OK ||
+		    (re = recfile_get_u64(r, &sg->live)) != RECFILE_OK) {
+			err = ckpt_err(re);
+			goto out;
+		}
+		if (!present)
+			continue;
+		snprintf(path, sizeof path, "%s/seg-%08u", dir, i);
+		seg_path(f, i, dst, sizeof dst);
+		if (link_or_copy(path, dst) != 0) {
+			err = FRONTIER_ERR_IO;
+			goto out;
+		}
+		sg->fd = open(dst, O_RDWR | O_CLOEXEC);
+		if (sg->fd < 0) {
+			err = FRONTIER_ERR_IO;
+			goto out;
+		}
+		f->st.segments++;
+		f->st.disk_bytes += sg->size;
+	}
+	if ((re = recfile_get_u64(r, &f->st.pushed)) != RECFILE_OK ||
+	    (re = recfile_get_u64(r, &f->st.popped)) != RECFILE_OK ||
+	    (re = recfile_get_u64(r, &f->st.dropped_retired)) != RECFILE_OK ||
+	    (re = recfile_get_u64(r, &f->st.rejected_budget)) != RECFILE_OK ||
+	    (re = recfile_get_u64(r, &f->st.rejected_depth)) != RECFILE_OK ||
+	    (re = recfile_get_u64(r, &f->st.flushes)) != RECFILE_OK ||
+	    (re = recfile_get_u64(r, &f->st.refills)) != RECFILE_OK) {
+		err = ckpt_err(re);
+		goto out;
+	}
+	for (i = 0; i < nhosts; i++) {
+		err = ckpt_read_host(f, r, i, now_us, buf);
+		if (err != FRONTIER_OK)
+			goto out;
+	}
+	if (!recfile_reader_at_end(r)) {
+		err = FRONTIER_ERR_CORRUPT;
+		goto out;
+	}
+	for (i = 0; i < f->nsegs; i++)
+		seg_maybe_reclaim(f, i);
+	*out = f;
+	f = NULL;
+	err = FRONTIER_OK;
+out:
+	free(buf);
+	recfile_reader_close(r);
+	frontier_destroy(f);
+	return err;
+}
+
 const char *frontier_strerror(enum frontier_err e)
 {
 	switch (e) {
@@ -1083,6 +1499,7 @@ const char *frontier_strerror(enum frontier_err e)
 	case FRONTIER_ERR_BUDGET: return "host URL budget reached";
 	case FRONTIER_ERR_DEPTH: return "depth limit exceeded";
 	case FRONTIER_ERR_FULL: return "host table full";
+	case FRONTIER_ERR_CORRUPT: return "checkpoint truncated or corrupt";
 	}
 	return "unknown error";
 }

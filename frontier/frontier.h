@@ -81,6 +81,7 @@ enum frontier_err {
 	FRONTIER_ERR_BUDGET = 7,    /* push: host reached max_urls_per_host; counted */
 	FRONTIER_ERR_DEPTH = 8,     /* push: depth > max_depth; counted */
 	FRONTIER_ERR_FULL = 9,      /* host table reached max_hosts */
+	FRONTIER_ERR_CORRUPT = 10,  /* restore: a checkpoint file is truncated or corrupt */
 };
 
 enum frontier_robots_state {
@@ -102,6 +103,12 @@ struct frontier_config {
 	uint32_t max_hosts;         /* 0 = unlimited (up to 2^31) */
 	/* Called on each robots pointer still attached at destroy/retire; may be NULL. */
 	void (*robots_free)(void *robots);
+	/* Checkpoints: turn an attached robots pointer into bytes (malloc'd,
+	 * *out freed by the frontier; 0 or -1) and back (NULL on failure). When
+	 * either is NULL or fails, the host's robots state is saved as unknown
+	 * (robots.txt is fetched again after a resume). */
+	int (*robots_encode)(const void *robots, char **out, size_t *len);
+	void *(*robots_decode)(const char *data, size_t len);
 };
 
 /* One URL taken out of a queue. Pointers stay valid until the next call on
@@ -189,6 +196,38 @@ enum frontier_err frontier_host_set_robots(struct frontier *f, uint32_t host,
 void frontier_host_account(struct frontier *f, uint32_t host, uint64_t pages, uint64_t bytes);
 void frontier_host_counts(const struct frontier *f, uint32_t host, uint64_t *pages,
                           uint64_t *bytes, uint64_t *urls_ever);
+
+/* Puts a URL back at the FRONT of its host's queue: a URL popped for a
+ * fetch that will not complete (the crawl stopped, a checkpoint re-queues
+ * what was in flight). It goes to the memory part whatever the budget (one
+ * record per host in flight: the same excess a refill allows). */
+enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *url,
+                                 size_t url_len, const char *via, size_t via_len,
+                                 uint32_t depth);
+
+/*
+ * Checkpoint: writes into dir (an existing, empty folder) the frontier's
+ * state (the host table with each host's counters, robots state and expiry,
+ * every queue in order, the counters of frontier_stats) so that
+ * frontier_restore rebuilds it. The write buffer is flushed to a segment
+ * first; memory parts are written out; disk parts are NOT copied: the live
+ * segment files are hard-linked into dir (copied only across file systems),
+ * since an extent's bytes never change once written except its `next`
+ * link, and a restored frontier never follows the link of the last extent
+ * it knows a host has. So the cost is O(hosts + memory budget), not
+ * O(URLs queued on disk). Times (robots expiry) are saved relative to
+ * now_us. Nothing is fsynced: the caller fsyncs dir's files. On error the
+ * frontier is unchanged but for the flushed write buffer.
+ */
+enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir, uint64_t now_us);
+/* Creates a frontier (as frontier_create with c) holding the state saved in
+ * dir by frontier_checkpoint; relative times are rebased on now_us. dir's
+ * files are only read (segments are linked or copied into the new private
+ * folder), so one checkpoint can be restored any number of times.
+ * FRONTIER_ERR_CORRUPT when dir's files are torn, truncated or
+ * inconsistent; FRONTIER_ERR_IO (errno) when they cannot be read. */
+enum frontier_err frontier_restore(const struct frontier_config *c, const char *dir,
+                                   uint64_t now_us, struct frontier **out);
 
 /* Registers the empty->non-empty callback (one; NULL clears it). */
 void frontier_set_nonempty_cb(struct frontier *f, frontier_nonempty_fn fn, void *ctx);
