@@ -577,6 +577,74 @@ int politeness_host_held(const struct politeness *p, uint32_t host)
 	return p != NULL && host < p->known && p->hosts[host].state == HS_HELD;
 }
 
+void politeness_host_save(const struct politeness *p, uint32_t host, uint64_t now_us,
+                          struct politeness_host_saved *out)
+{
+	const struct phost *h;
+	uint32_t gi;
+
+	memset(out, 0, sizeof *out);
+	if (p == NULL || host >= p->known)
+		return;
+	h = &p->hosts[host];
+	out->wait_us = h->next > now_us ? h->next - now_us : 0;
+	gi = h->held_group != NONE32 ? h->held_group : h->group;
+	if (gi != NONE32 && p->groups[gi].next > now_us)
+		out->ip_wait_us = p->groups[gi].next - now_us;
+	out->crawl_delay_us = h->crawl_delay;
+	out->errors = h->errors;
+	out->ipv4 = h->ipv4;
+	out->has_ip = h->has_ip;
+}
+
+enum politeness_err politeness_host_restore(struct politeness *p, uint32_t host,
+                                            const struct politeness_host_saved *s,
+                                            uint64_t now_us)
+{
+	struct visit_outcome o = { VISIT_OK, now_us, 1, 0 };
+	struct phost *h;
+	uint64_t next, ipn;
+	int was_waiting;
+
+	if (p == NULL || s == NULL || host >= frontier_host_count(p->f))
+		return POLITENESS_ERR_INVALID;
+	if (sync_hosts(p, host) != 0)
+		return POLITENESS_ERR_NOMEM;
+	h = &p->hosts[host];
+	if (h->state == HS_HELD)
+		return POLITENESS_ERR_STATE;
+	if (h->state == HS_RETIRED)
+		return POLITENESS_OK;
+	was_waiting = h->state == HS_HEAP;
+	if (was_waiting)
+		host_unschedule(p, host);
+	h->crawl_delay = s->crawl_delay_us < p->cfg.crawl_delay_cap_us ? s->crawl_delay_us
+	                                                                : p->cfg.crawl_delay_cap_us;
+	h->errors = s->errors;
+	next = delay_policy_next_time(&p->cfg, &o, now_us, h->crawl_delay, 0);
+	h->next = now_us + s->wait_us > next ? now_us + s->wait_us : next;
+	if (s->has_ip) {
+		h->ipv4 = s->ipv4;
+		h->has_ip = 1;
+		if (p->cfg.ip_politeness) {
+			uint32_t gi;
+			if (group_find(p, s->ipv4, &gi) != 0)
+				return POLITENESS_ERR_NOMEM; /* parked until its next push */
+			h->group = gi;
+			ipn = now_us + delay_policy_ip_wait(&p->cfg, now_us, now_us);
+			if (now_us + s->ip_wait_us > ipn)
+				ipn = now_us + s->ip_wait_us;
+			if (p->groups[gi].next < ipn)
+				p->groups[gi].next = ipn;
+			if (group_refresh(p, gi) != 0) /* its key in the top heap */
+				return POLITENESS_ERR_NOMEM;
+		}
+	}
+	if ((was_waiting || frontier_host_queued(p->f, host) > 0) && host_schedule(p, host) != 0)
+		return POLITENESS_ERR_NOMEM;
+	return POLITENESS_OK;
+}
+
 void politeness_stats(const struct politeness *p, struct politeness_stats *s)
 {
 	if (p == NULL || s == NULL)

@@ -114,6 +114,29 @@ uint32_t politeness_host_errors(const struct politeness *p, uint32_t host);
 /* 1 if the host is currently held (popped and not released). */
 int politeness_host_held(const struct politeness *p, uint32_t host);
 
+/* A host's politeness state in a form that outlives the process (crawl
+ * checkpoints): times are waits relative to the moment of the save, since
+ * the clock need not survive a restart. */
+struct politeness_host_saved {
+	uint64_t wait_us;        /* until the host's next allowed time (0: ready) */
+	uint64_t ip_wait_us;     /* until its IP group's next allowed time */
+	uint64_t crawl_delay_us; /* robots.txt Crawl-delay (0: none) */
+	uint32_t errors;         /* consecutive errors */
+	uint32_t ipv4;           /* with has_ip */
+	uint8_t has_ip;
+};
+/* Fills *out with the host's state at now_us (zeros for an unknown host). */
+void politeness_host_save(const struct politeness *p, uint32_t host, uint64_t now_us,
+                          struct politeness_host_saved *out);
+/* Gives a host (not held) the saved state at now_us. The process that saved
+ * it may have contacted the host and its IP at any moment until it ended, so
+ * the host, and its IP, first wait at least one policy delay counted from
+ * now_us (as if a visit had just ended), or the saved wait when longer. A
+ * retired host stays retired. */
+enum politeness_err politeness_host_restore(struct politeness *p, uint32_t host,
+                                            const struct politeness_host_saved *s,
+                                            uint64_t now_us);
+
 void politeness_stats(const struct politeness *p, struct politeness_stats *s);
 const char *politeness_strerror(enum politeness_err e);
 

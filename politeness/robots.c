@@ -615,6 +615,169 @@ size_t robots_rule_count(const struct robots *r)
     return r ? r->nrules : 0;
 }
 
+/* ---- encoding: "RB1" deny_all u8, crawl-delay f64 bits u64, nrules u32,
+ * {allow u8, len u32, pattern}, nsitemaps u32, {len u32, url}; integers
+ * little-endian ---- */
+
+struct enc {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+
+static void enc_raw(struct enc *e, const void *p, size_t n)
+{
+    if (e->oom)
+        return;
+    if (e->len + n > e->cap) {
+        size_t ncap = e->cap ? e->cap : 256;
+        while (ncap < e->len + n)
+            ncap *= 2;
+        char *np = realloc(e->p, ncap);
+        if (!np) {
+            e->oom = true;
+            return;
+        }
+        e->p = np;
+        e->cap = ncap;
+    }
+    memcpy(e->p + e->len, p, n);
+    e->len += n;
+}
+
+static void enc_u64(struct enc *e, uint64_t v, unsigned bytes)
+{
+    uint8_t b[8];
+    for (unsigned i = 0; i < bytes; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    enc_raw(e, b, bytes);
+}
+
+int robots_encode(const struct robots *r, char **out, size_t *len)
+{
+    struct enc e = {0};
+    uint64_t bits;
+    if (!r || !out || !len)
+        return ROBOTS_EINVAL;
+    memcpy(&bits, &r->crawl_delay, sizeof bits);
+    enc_raw(&e, "RB1", 3);
+    enc_u64(&e, r->deny_all, 1);
+    enc_u64(&e, bits, 8);
+    enc_u64(&e, r->nrules, 4);
+    for (size_t i = 0; i < r->nrules; i++) {
+        enc_u64(&e, r->rules[i].allow, 1);
+        enc_u64(&e, r->rules[i].len, 4);
+        enc_raw(&e, r->rules[i].pat, r->rules[i].len);
+    }
+    enc_u64(&e, r->nsitemaps, 4);
+    for (size_t i = 0; i < r->nsitemaps; i++) {
+        size_t n = strlen(r->sitemaps[i]);
+        enc_u64(&e, n, 4);
+        enc_raw(&e, r->sitemaps[i], n);
+    }
+    if (e.oom) {
+        free(e.p);
+        return ROBOTS_ENOMEM;
+    }
+    *out = e.p;
+    *len = e.len;
+    return ROBOTS_OK;
+}
+
+struct dec {
+    const uint8_t *p;
+    size_t left;
+    bool bad;
+};
+
+static uint64_t dec_u64(struct dec *d, unsigned bytes)
+{
+    uint64_t v = 0;
+    if (d->bad || d->left < bytes) {
+        d->bad = true;
+        return 0;
+    }
+    for (unsigned i = bytes; i-- > 0;)
+        v = (v << 8) | d->p[i];
+    d->p += bytes;
+    d->left -= bytes;
+    return v;
+}
+
+/* A NUL-terminated copy of the next n bytes, or NULL (malformed or OOM). */
+static char *dec_str(struct dec *d, size_t n)
+{
+    if (d->bad || d->left < n || memchr(d->p, '\0', n) != NULL) {
+        d->bad = true;
+        return NULL;
+    }
+    char *s = malloc(n + 1);
+    if (!s) {
+        d->bad = true;
+        return NULL;
+    }
+    memcpy(s, d->p, n);
+    s[n] = '\0';
+    d->p += n;
+    d->left -= n;
+    return s;
+}
+
+struct robots *robots_decode(const char *data, size_t len)
+{
+    struct dec d = {(const uint8_t *)data, len, false};
+    struct robots *r;
+    uint64_t bits, n;
+    if (!data || len < 3 || memcmp(data, "RB1", 3) != 0)
+        return NULL;
+    d.p += 3;
+    d.left -= 3;
+    r = robots_new();
+    if (!r)
+        return NULL;
+    r->deny_all = dec_u64(&d, 1) != 0;
+    bits = dec_u64(&d, 8);
+    memcpy(&r->crawl_delay, &bits, sizeof bits);
+    if (isnan(r->crawl_delay))
+        d.bad = true;
+    n = dec_u64(&d, 4);
+    if (!d.bad && n > d.left / 5) /* each rule takes at least 5 bytes */
+        d.bad = true;
+    if (!d.bad && n > 0) {
+        r->rules = calloc(n, sizeof *r->rules);
+        d.bad = r->rules == NULL;
+    }
+    for (uint64_t i = 0; !d.bad && i < n; i++) {
+        struct robots_rule *rule = &r->rules[i];
+        rule->allow = dec_u64(&d, 1) != 0;
+        rule->len = dec_u64(&d, 4);
+        rule->pat = dec_str(&d, rule->len);
+        if (rule->pat) {
+            r->nrules = i + 1;
+            rule->plain = memchr(rule->pat, '*', rule->len) == NULL &&
+                          !(rule->len > 0 && rule->pat[rule->len - 1] == '$');
+        }
+    }
+    n = dec_u64(&d, 4);
+    if (!d.bad && n > d.left / 4)
+        d.bad = true;
+    if (!d.bad && n > 0) {
+        r->sitemaps = calloc(n, sizeof *r->sitemaps);
+        d.bad = r->sitemaps == NULL;
+    }
+    for (uint64_t i = 0; !d.bad && i < n; i++) {
+        uint64_t sl = dec_u64(&d, 4);
+        r->sitemaps[i] = dec_str(&d, sl);
+        if (r->sitemaps[i])
+            r->nsitemaps = i + 1;
+    }
+    if (d.bad || d.left != 0) {
+        robots_destroy(r);
+        return NULL;
+    }
+    return r;
+}
+
 int robots_policy_from_fetch(int status, const char *body, size_t len,
                              const char *user_agent, int64_t now_ms,
                              struct robots_policy *out)

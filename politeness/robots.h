@@ -107,6 +107,16 @@ const char *robots_sitemap(const struct robots *r, size_t i);
 /* Number of compiled rules (for tests and statistics). */
 size_t robots_rule_count(const struct robots *r);
 
+/*
+ * A compiled object as bytes and back (checkpoints keep the robots cache
+ * across a resume without fetching every robots.txt again). The encoding is
+ * exact (rules, their order, deny-all, crawl-delay, sitemaps) and versioned;
+ * robots_decode refuses (NULL) anything malformed. robots_encode returns
+ * ROBOTS_OK with *out malloc'd (the caller frees it), or ROBOTS_ENOMEM.
+ */
+int robots_encode(const struct robots *r, char **out, size_t *len);
+struct robots *robots_decode(const char *data, size_t len);
+
 /* ---- Fetch semantics (RFC 9309 2.3.1) as a pure function ---- */
 
 enum robots_source {

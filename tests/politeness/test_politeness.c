@@ -300,6 +300,69 @@ START_TEST(crawl_delay_and_retry_after)
 }
 END_TEST
 
+/* Saved host states carry over to a new politeness (a resumed crawl): each
+ * host and IP waits at least one delay from the restore, or its saved wait
+ * when longer; errors, crawl-delay and IP come back. */
+START_TEST(save_and_restore)
+{
+	struct fx x, y;
+	uint32_t a, b, c, h;
+	uint64_t t = 0;
+	struct politeness_host_saved sa, sb, sc;
+	struct visit_outcome err = { VISIT_ERROR, 9 * S, 1, 0 };
+	struct frontier_url u;
+
+	setup(&x, 1);
+	a = add_host(&x, "http://a.test", 3);
+	b = add_host(&x, "http://b.test", 3);
+	c = add_host(&x, "http://c.test", 3);
+	ck_assert_int_eq(politeness_host_set_ip(x.p, a, 1), POLITENESS_OK);
+	ck_assert_int_eq(politeness_host_set_ip(x.p, b, 1), POLITENESS_OK);
+	ck_assert_int_eq(politeness_host_set_ip(x.p, c, 2), POLITENESS_OK);
+	ck_assert_int_eq(politeness_host_set_crawl_delay(x.p, b, 5 * S), POLITENESS_OK);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 9 * S, &h, &t), POLITENESS_OK);
+	ck_assert_int_eq(frontier_pop(x.f, h, &u), FRONTIER_OK);
+	ck_assert_int_eq(politeness_release(x.p, h, &err, 10 * S), POLITENESS_OK);
+	ck_assert_uint_eq(h, a); /* first of the group; backoff: next = 10 + 10 */
+	ck_assert_uint_eq(politeness_host_next(x.p, a), 20 * S);
+	politeness_host_save(x.p, a, 11 * S, &sa);
+	politeness_host_save(x.p, b, 11 * S, &sb);
+	politeness_host_save(x.p, c, 11 * S, &sc);
+	ck_assert_uint_eq(sa.wait_us, 9 * S);
+	ck_assert_uint_eq(sa.errors, 1);
+	ck_assert_uint_eq(sb.crawl_delay_us, 5 * S);
+	ck_assert(sa.has_ip && sa.ipv4 == 1 && sc.ipv4 == 2);
+
+	setup(&y, 1);
+	ck_assert_uint_eq(add_host(&y, "http://a.test", 2), a);
+	ck_assert_uint_eq(add_host(&y, "http://b.test", 3), b);
+	ck_assert_uint_eq(add_host(&y, "http://c.test", 3), c);
+	ck_assert_int_eq(politeness_host_restore(y.p, a, &sa, 100 * S), POLITENESS_OK);
+	ck_assert_int_eq(politeness_host_restore(y.p, b, &sb, 100 * S), POLITENESS_OK);
+	ck_assert_int_eq(politeness_host_restore(y.p, c, &sc, 100 * S), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_next(y.p, a), 109 * S); /* saved wait > delay */
+	ck_assert_uint_eq(politeness_host_next(y.p, b), 105 * S); /* crawl-delay > delay */
+	ck_assert_uint_eq(politeness_host_next(y.p, c), 102 * S); /* host delay from now */
+	ck_assert_uint_eq(politeness_host_ip_next(y.p, a), 101 * S);
+	ck_assert_uint_eq(politeness_host_errors(y.p, a), 1);
+	ck_assert_int_eq(politeness_host_ip(y.p, b, &h), 1);
+	ck_assert_uint_eq(h, 1);
+	/* nothing before the first allowed time, then in time order */
+	ck_assert_int_eq(politeness_pop_ready(y.p, 101 * S, &h, &t), POLITENESS_NOT_READY);
+	ck_assert_uint_eq(t, 102 * S);
+	ck_assert_int_eq(politeness_pop_ready(y.p, 102 * S, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, c);
+	ck_assert_int_eq(politeness_pop_ready(y.p, 104 * S, &h, &t), POLITENESS_NOT_READY);
+	ck_assert_uint_eq(t, 105 * S);
+	ck_assert_int_eq(politeness_pop_ready(y.p, 105 * S, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, b);
+	/* a held host cannot be restored */
+	ck_assert_int_eq(politeness_host_restore(y.p, b, &sb, 105 * S), POLITENESS_ERR_STATE);
+	teardown(&x);
+	teardown(&y);
+}
+END_TEST
+
 START_TEST(picks_up_existing_hosts)
 {
 	struct frontier_config fc;
@@ -341,6 +404,7 @@ int main(void)
 	tcase_add_test(tc, backoff_and_retire);
 	tcase_add_test(tc, crawl_delay_and_retry_after);
 	tcase_add_test(tc, picks_up_existing_hosts);
+	tcase_add_test(tc, save_and_restore);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

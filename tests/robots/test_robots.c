@@ -304,6 +304,60 @@ START_TEST(test_against_reference)
 }
 END_TEST
 
+/* robots_encode / robots_decode: the decoded object answers every path as
+ * the original does, keeps delay and sitemaps; any truncation or a bad
+ * header is refused. */
+START_TEST(test_encode_roundtrip)
+{
+    static const char *const files[] = {
+        "User-agent: *\nDisallow: /private/\nAllow: /private/ok\nDisallow: /*.pdf$\n"
+        "Crawl-delay: 2.5\nSitemap: http://x.test/s1.xml\nSitemap: http://x.test/s2.xml\n",
+        "User-agent: crawler\nDisallow: /\nAllow: /dir/index.html\n",
+        "User-agent: other\nDisallow: /\n",
+        "",
+    };
+    static const char *const paths[] = {"/", "/private/", "/private/ok", "/private/x",
+                                        "/a.pdf", "/a.pdf?x", "/dir/", "/dir/x",
+                                        "/robots.txt", "/%7Euser", "/caf%C3%A9"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        struct robots *r = NULL, *d;
+        char *enc = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(robots_parse(files[f], strlen(files[f]), "crawler/1.0", &r), ROBOTS_OK);
+        ck_assert_int_eq(robots_encode(r, &enc, &len), ROBOTS_OK);
+        d = robots_decode(enc, len);
+        ck_assert_ptr_nonnull(d);
+        ck_assert_uint_eq(robots_rule_count(d), robots_rule_count(r));
+        ck_assert(robots_crawl_delay(d) == robots_crawl_delay(r));
+        ck_assert_uint_eq(robots_sitemap_count(d), robots_sitemap_count(r));
+        for (size_t i = 0; i < robots_sitemap_count(r); i++)
+            ck_assert_str_eq(robots_sitemap(d, i), robots_sitemap(r, i));
+        for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+            ck_assert_int_eq(robots_allowed(d, paths[i], strlen(paths[i])),
+                             robots_allowed(r, paths[i], strlen(paths[i])));
+        for (size_t cut = 0; cut < len; cut++)
+            ck_assert_ptr_null(robots_decode(enc, cut));
+        enc[0] = 'X';
+        ck_assert_ptr_null(robots_decode(enc, len));
+        free(enc);
+        robots_destroy(d);
+        robots_destroy(r);
+    }
+    /* deny-all survives (it is not a rule) */
+    struct robots *deny = robots_create_disallow_all(), *d;
+    char *enc;
+    size_t len;
+    ck_assert_int_eq(robots_encode(deny, &enc, &len), ROBOTS_OK);
+    d = robots_decode(enc, len);
+    ck_assert_ptr_nonnull(d);
+    ck_assert(!robots_allowed(d, "/x", 2));
+    ck_assert(robots_allowed(d, "/robots.txt", 11));
+    free(enc);
+    robots_destroy(d);
+    robots_destroy(deny);
+}
+END_TEST
+
 START_TEST(test_bad_input)
 {
     struct robots *r = NULL;
@@ -337,6 +391,7 @@ static Suite *robots_suite(void)
     tcase_add_test(tc, test_path_from_url);
     tcase_add_test(tc, test_against_reference);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_encode_roundtrip);
     suite_add_tcase(s, tc);
     return s;
 }
