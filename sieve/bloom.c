@@ -196,6 +196,23 @@ static int snapshot_locked(struct bloom *b)
     return SIEVE_OK;
 }
 
+/* A fresh snapshot (replaced by rename, so linkable) under the lock. */
+static int bloom_checkpoint(void *impl, const char *dir)
+{
+    struct bloom *b = impl;
+    char src[4096], dst[4096];
+    int rc;
+    pthread_mutex_lock(&b->mu);
+    rc = snapshot_locked(b);
+    if (rc == SIEVE_OK &&
+        (snprintf(src, sizeof src, "%s/BLOOM", b->dir) >= (int)sizeof src ||
+         snprintf(dst, sizeof dst, "%s/BLOOM", dir) >= (int)sizeof dst ||
+         sieve_checkpoint_file(src, dst, SIEVE_WHOLE_FILE) != 0))
+        rc = bloom_fail(b, SIEVE_EIO, "checkpoint of %s/BLOOM into %s: %s", b->dir, dir, strerror(errno));
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
 static int bloom_sync(void *impl)
 {
     struct bloom *b = impl;
@@ -396,4 +413,5 @@ const struct sieve_ops sieve_bloom_ops = {
     .close = bloom_close,
     .stats = bloom_stats,
     .last_error = bloom_last_error,
+    .checkpoint = bloom_checkpoint,
 };

@@ -229,6 +229,33 @@ static int lsm_sync(void *impl)
     return rc;
 }
 
+/* RocksDB's own checkpoint: a consistent copy of the database in dir/rocksdb,
+ * its immutable tables hard-linked, the memtable flushed first. */
+static int lsm_checkpoint(void *impl, const char *dir)
+{
+    struct lsm *l = impl;
+    char path[4096], *dberr = NULL;
+    int rc = SIEVE_OK;
+    pthread_mutex_lock(&l->mu);
+    if (l->err != 0) {
+        rc = SIEVE_ECLOSED;
+    } else if (snprintf(path, sizeof path, "%s/rocksdb", dir) >= (int)sizeof path) {
+        rc = lsm_fail(l, SIEVE_EINVAL, "%s: path too long", dir);
+    } else {
+        rocksdb_checkpoint_t *cp = rocksdb_checkpoint_object_create(l->db, &dberr);
+        if (cp != NULL && dberr == NULL)
+            rocksdb_checkpoint_create(cp, path, 0, &dberr);
+        if (cp != NULL)
+            rocksdb_checkpoint_object_destroy(cp);
+        if (dberr != NULL) {
+            rc = lsm_fail(l, SIEVE_EIO, "checkpoint of %s/rocksdb into %s: %s", l->dir, path, dberr);
+            free(dberr);
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
 static void lsm_free(struct lsm *l)
 {
     if (l == NULL)
@@ -390,4 +417,5 @@ const struct sieve_ops sieve_lsm_ops = {
     .close = lsm_close,
     .stats = lsm_stats,
     .last_error = lsm_last_error,
+    .checkpoint = lsm_checkpoint,
 };

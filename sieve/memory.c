@@ -173,6 +173,23 @@ static int mem_sync(void *impl)
     return rc;
 }
 
+/* A fresh snapshot (replaced by rename, so linkable) under the lock. */
+static int mem_checkpoint(void *impl, const char *dir)
+{
+    struct memsieve *m = impl;
+    char src[4096], dst[4096];
+    int rc;
+    pthread_mutex_lock(&m->mu);
+    rc = snapshot_locked(m);
+    if (rc == SIEVE_OK &&
+        (snprintf(src, sizeof src, "%s/MEMSET", m->dir) >= (int)sizeof src ||
+         snprintf(dst, sizeof dst, "%s/MEMSET", dir) >= (int)sizeof dst ||
+         sieve_checkpoint_file(src, dst, SIEVE_WHOLE_FILE) != 0))
+        rc = mem_fail(m, SIEVE_EIO, "checkpoint of %s/MEMSET into %s: %s", m->dir, dir, strerror(errno));
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
 static void mem_free(struct memsieve *m)
 {
     if (m == NULL)
@@ -303,4 +320,5 @@ const struct sieve_ops sieve_memory_ops = {
     .close = mem_close,
     .stats = mem_stats,
     .last_error = mem_last_error,
+    .checkpoint = mem_checkpoint,
 };

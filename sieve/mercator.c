@@ -43,6 +43,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "sieve/sieve_files.h"
+
 #define Z_MAGIC "MSIEVEZ2"
 #define M_MAGIC "MSIEVEM2"
 #define Z_HDR 40
@@ -82,6 +84,7 @@ struct merc {
     int cur, pending;
     bool sealing;                     /* a thread is in seal_locked (maybe sorting, unlocked) */
     uint64_t next_seg, sealed_upto;   /* sealed_upto: 1 + last sealed segment */
+    uint64_t done_upto;               /* 1 + last segment flushed AND emitted */
     uint8_t *abuf;
     size_t alen;
     uint64_t cur_len;                 /* bytes in the current segment (incl. buffered) */
@@ -1245,8 +1248,13 @@ static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, 
     m->ms = ns;
     pthread_mutex_unlock(&m->mmu);
     crash_point();
-    if (s.gen > 0 && rename(oldz, zt) != 0)
-        unlink(oldz); /* kept as the next flush's Z.tmp; garbage at reopen */
+    if (s.gen > 0) {
+        /* kept as the next flush's Z.tmp (garbage at reopen), unless another
+         * name links it (a checkpoint): the next flush would overwrite it */
+        struct stat zs;
+        if (stat(oldz, &zs) != 0 || zs.st_nlink > 1 || rename(oldz, zt) != 0)
+            unlink(oldz);
+    }
 
     /* 4: scan A in order, emit the first URL of each fresh signature */
     if (fresh > 0) {
@@ -1306,6 +1314,8 @@ static void *flush_main(void *arg)
             close(b->fd);
         b->fd = -1;
         b->n = 0;
+        if (rc == SIEVE_OK)
+            m->done_upto = b->seg + 1;
         m->pending = -1;
         pthread_cond_broadcast(&m->cv_free);
         pthread_cond_broadcast(&m->cv_done);
@@ -1485,15 +1495,10 @@ static int merc_flush(void *impl)
     while (rc == SIEVE_OK && m->err == 0 && m->sealed_upto < need)
         rc = seal_locked(m);
     target = m->sealed_upto;
-    while (rc == SIEVE_OK && m->err == 0) {
-        uint64_t first;
-        pthread_mutex_lock(&m->mmu);
-        first = m->ms.first_seg;
-        pthread_mutex_unlock(&m->mmu);
-        if (first >= target)
-            break;
+    /* Wait for the flush to end, not for its commit: a flush commits
+     * (MANIFEST) before it emits, and the contract is "delivered". */
+    while (rc == SIEVE_OK && m->err == 0 && m->done_upto < target)
         pthread_cond_wait(&m->cv_done, &m->mu);
-    }
     if (m->err != 0)
         rc = m->err;
     pthread_mutex_unlock(&m->mu);
@@ -1530,6 +1535,64 @@ static int merc_sync(void *impl)
     }
     pthread_mutex_unlock(&m->mmu);
 out:
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+static int merc_checkpoint(void *impl, const char *dir)
+{
+    struct merc *m = impl;
+    char src[4096], dst[4096];
+    int rc = merc_flush(m);
+
+    if (rc == SIEVE_OK)
+        rc = merc_sync(m); /* the manifest now names the current segment's length */
+    if (rc != SIEVE_OK)
+        return rc;
+    pthread_mutex_lock(&m->mu);
+    pthread_mutex_lock(&m->mmu);
+    struct mstate s = m->ms;
+    const struct buf *cur = &m->b[m->cur];
+    /* MANIFEST is replaced by rename and Z.<gen> is never rewritten while
+     * another name links it (flush_segment): both can be linked. */
+    if (path_of(m, src, sizeof src, "MANIFEST", -1) ||
+        snprintf(dst, sizeof dst, "%s/MANIFEST", dir) >= (int)sizeof dst ||
+        sieve_checkpoint_file(src, dst, SIEVE_WHOLE_FILE) != 0) {
+        rc = fail(m, SIEVE_EIO, false, "checkpoint of %s/MANIFEST into %s: %s", m->dir, dir, strerror(errno));
+        goto out;
+    }
+    if (s.gen > 0 && (path_of(m, src, sizeof src, "Z", (long long)s.gen) ||
+                      snprintf(dst, sizeof dst, "%s/Z.%llu", dir, (unsigned long long)s.gen) >= (int)sizeof dst ||
+                      sieve_checkpoint_file(src, dst, SIEVE_WHOLE_FILE) != 0)) {
+        rc = fail(m, SIEVE_EIO, false, "checkpoint of %s into %s: %s", src, dir, strerror(errno));
+        goto out;
+    }
+    /* unflushed URL segments: appended to, so copied as they stand */
+    for (uint64_t seg = s.first_seg; seg <= cur->seg; seg++) {
+        struct stat st;
+        uint64_t len;
+        if (path_of(m, src, sizeof src, "A", (long long)seg) ||
+            snprintf(dst, sizeof dst, "%s/A.%llu", dir, (unsigned long long)seg) >= (int)sizeof dst) {
+            rc = fail(m, SIEVE_EINVAL, false, "%s: path too long", dir);
+            goto out;
+        }
+        if (stat(src, &st) != 0)
+            continue;
+        len = seg == cur->seg ? m->cur_len : (uint64_t)st.st_size;
+        if (sieve_checkpoint_file(src, dst, len) != 0) {
+            rc = fail(m, SIEVE_EIO, false, "checkpoint of %s into %s: %s", src, dir, strerror(errno));
+            goto out;
+        }
+    }
+    if (m->cfg.emit_log && s.log_len > 0 &&
+        (path_of(m, src, sizeof src, "EMITTED", -1) ||
+         snprintf(dst, sizeof dst, "%s/EMITTED", dir) >= (int)sizeof dst ||
+         sieve_checkpoint_file(src, dst, s.log_len) != 0)) {
+        rc = fail(m, SIEVE_EIO, false, "checkpoint of %s into %s: %s", src, dir, strerror(errno));
+        goto out;
+    }
+out:
+    pthread_mutex_unlock(&m->mmu);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -1867,6 +1930,7 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
         goto out;
     m->next_seg = m->ms.first_seg;
     m->sealed_upto = m->ms.first_seg;
+    m->done_upto = m->ms.first_seg;
     m->cur = 0;
     rc = seg_start(m);
     if (rc != SIEVE_OK)
@@ -1949,4 +2013,5 @@ const struct sieve_ops sieve_mercator_ops = {
     .close = merc_close,
     .stats = merc_stats,
     .last_error = merc_last_error,
+    .checkpoint = merc_checkpoint,
 };

@@ -624,6 +624,30 @@ static int off_sync(void *impl)
     return rc;
 }
 
+/* After a merge A is empty and the runs gone: the state is STATE (replaced
+ * by rename) and Z.<gen> (written once, removed when superseded), both
+ * linkable. */
+static int off_checkpoint(void *impl, const char *dir)
+{
+    struct offline *o = impl;
+    char src[4096], dst[4096];
+    int rc;
+    pthread_mutex_lock(&o->mu);
+    rc = o->err != 0 ? SIEVE_ECLOSED : merge_locked(o);
+    if (rc == SIEVE_OK)
+        rc = sync_locked(o);
+    if (rc == SIEVE_OK && o->gen > 0 &&
+        (snprintf(src, sizeof src, "%s/STATE", o->dir) >= (int)sizeof src ||
+         snprintf(dst, sizeof dst, "%s/STATE", dir) >= (int)sizeof dst ||
+         sieve_checkpoint_file(src, dst, SIEVE_WHOLE_FILE) != 0 ||
+         path_of(o, src, sizeof src, "Z", (long long)o->gen) ||
+         snprintf(dst, sizeof dst, "%s/Z.%llu", dir, (unsigned long long)o->gen) >= (int)sizeof dst ||
+         sieve_checkpoint_file(src, dst, SIEVE_WHOLE_FILE) != 0))
+        rc = off_fail(o, SIEVE_EIO, "checkpoint of %s into %s: %s", o->dir, dir, strerror(errno));
+    pthread_mutex_unlock(&o->mu);
+    return rc;
+}
+
 static void off_free(struct offline *o)
 {
     if (o == NULL)
@@ -877,4 +901,5 @@ const struct sieve_ops sieve_offline_ops = {
     .close = off_close,
     .stats = off_stats,
     .last_error = off_last_error,
+    .checkpoint = off_checkpoint,
 };

@@ -4,9 +4,14 @@
  */
 #include "sieve/sieve.h"
 
+#include <errno.h>
+#include <sys/stat.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sieve/sieve_files.h"
 
 struct sieve {
     const struct sieve_ops *ops;
@@ -101,6 +106,40 @@ int sieve_close(sieve_t *s)
     rc = s->ops->close(s->impl);
     free(s);
     return rc;
+}
+
+int sieve_checkpoint(sieve_t *s, const char *dir)
+{
+    if (s == NULL || dir == NULL)
+        return SIEVE_EINVAL;
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return SIEVE_EIO;
+    return s->ops->checkpoint(s->impl, dir);
+}
+
+int sieve_restore(const char *ckpt, const char *dir, char *err, size_t errlen)
+{
+    char dummy[8];
+    if (err == NULL || errlen == 0) {
+        err = dummy;
+        errlen = sizeof dummy;
+    }
+    err[0] = '\0';
+    if (ckpt == NULL || dir == NULL)
+        return SIEVE_EINVAL;
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
+        return SIEVE_EIO;
+    }
+    if (sieve_empty_dir(dir, "LOCK") != 0) {
+        snprintf(err, errlen, "%s: cannot empty: %s", dir, strerror(errno));
+        return SIEVE_EIO;
+    }
+    if (sieve_copy_tree(ckpt, dir) != 0) {
+        snprintf(err, errlen, "copying the checkpoint %s to %s: %s", ckpt, dir, strerror(errno));
+        return SIEVE_EIO;
+    }
+    return SIEVE_OK;
 }
 
 void sieve_stats_get(sieve_t *s, struct sieve_stats *out)

@@ -182,6 +182,7 @@ struct sieve_ops {
     int (*close)(void *impl);
     void (*stats)(void *impl, struct sieve_stats *out);
     const char *(*last_error)(void *impl);
+    int (*checkpoint)(void *impl, const char *dir);
 };
 
 /* Opens (creating if needed) the sieve in cfg->dir; cfg is copied (dir too).
@@ -210,6 +211,25 @@ int sieve_sync(sieve_t *s);
 /* Flushes, emits the rest, syncs, joins the flush thread, frees everything.
  * Returns the first error met (the sieve is freed anyway). NULL is a no-op. */
 int sieve_close(sieve_t *s);
+
+/* Checkpoint: writes into dir (created; it must not exist or be empty) the
+ * sieve's state once every URL added before the call is processed (a
+ * forced flush runs first, delivering their new URLs to the callback), so
+ * that a sieve opened on a folder restored from dir (sieve_restore) goes on
+ * from exactly that state, whatever the live sieve did after. Call it with
+ * no add running at the same time. Files never modified once written are
+ * hard-linked, appended ones copied up to their state: Mercator links Z and
+ * its manifest and copies only the unflushed URL segments (empty after the
+ * flush), "lsm" makes a RocksDB checkpoint (links its tables), "memory" and
+ * "bloom" link a fresh snapshot, "offline" links Z and its state file.
+ * Nothing is left to fsync but dir's own entries (the caller's). */
+int sieve_checkpoint(sieve_t *s, const char *dir);
+
+/* Makes dir (a sieve folder, not open) a private copy of the checkpoint
+ * ckpt: every file of dir but LOCK is removed, ckpt's files are copied in
+ * and fsynced (never linked: ckpt can be restored again). On error err
+ * (if non-NULL) names the file. */
+int sieve_restore(const char *ckpt, const char *dir, char *err, size_t errlen);
 
 /* Copies the counters into *out. */
 void sieve_stats_get(sieve_t *s, struct sieve_stats *out);

@@ -1,6 +1,7 @@
 /*
- * sieve_files.h: file helpers shared by the sieve implementations other than
- * Mercator (memory, bloom, lsm, offline; internal to the module).
+ * sieve_files.h: file helpers shared by the sieve implementations (internal
+ * to the module): the folder lock and atomic snapshots of the memory, bloom,
+ * lsm and offline sieves, and the copies every sieve's checkpoint makes.
  *
  * A sieve folder is owned by one open sieve at a time: sieve_dir_lock creates
  * the folder if missing and takes an exclusive flock on its LOCK file.
@@ -34,6 +35,20 @@ int sieve_write_full(int fd, const void *p, size_t n);
 
 /* fsyncs the folder (a rename or create inside it becomes durable). */
 int sieve_dir_fsync(const char *dir);
+
+/* Checkpoints. A file that is never modified once written (replaced by
+ * rename, or written once) is hard-linked: sieve_checkpoint_file(src, dst,
+ * SIEVE_WHOLE_FILE); across file systems it is copied. A file that is
+ * appended to is copied up to len bytes (its state at the checkpoint).
+ * Returns 0, or -1 with errno set (a missing src is an error). */
+#define SIEVE_WHOLE_FILE UINT64_MAX
+int sieve_checkpoint_file(const char *src, const char *dst, uint64_t len);
+/* Copies every regular file of src (recursively) into dst, created if
+ * missing, fsyncing files and folders. 0 or -1 with errno set. */
+int sieve_copy_tree(const char *src, const char *dst);
+/* Removes everything in dir (recursively) but a top-level file named keep
+ * (may be NULL). 0 or -1 with errno set. */
+int sieve_empty_dir(const char *dir, const char *keep);
 
 static inline void sieve_put64(uint8_t *p, uint64_t v)
 {

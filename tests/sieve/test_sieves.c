@@ -812,6 +812,97 @@ START_TEST(test_bloom_blocked_and_memory_sizing)
 }
 END_TEST
 
+/* sieve_checkpoint / sieve_restore, for every sieve (Mercator too): the
+ * checkpoint holds exactly what was added before it (all of it delivered by
+ * then); the live sieve going on after it (more flushes, Z replaced) does
+ * not change it; a sieve restored from it (twice) emits, of the URLs added
+ * after, exactly the ones the checkpoint had not seen, in order. */
+static const char *const ckpt_impls[] = {"mercator", "memory", "bloom", "lsm", "offline"};
+
+START_TEST(test_checkpoint_restore)
+{
+    const char *impl = ckpt_impls[_i];
+    char dir[256], ck[256], dir2[256], err[256], u[128];
+    const size_t n = 3000, half = 1500;
+    struct sieve_config c;
+    struct slist got;
+    struct sset seen1, seen2;
+    sieve_t *s = NULL;
+    char **strs = calloc(n, sizeof *strs);
+    char **want1 = calloc(n, sizeof *want1), **want2 = calloc(n, sizeof *want2);
+    size_t n1 = 0, n2 = 0;
+
+    ck_assert_ptr_nonnull(strs);
+    make_dir(dir, sizeof dir, impl);
+    make_dir(ck, sizeof ck, "ckpt");
+    sset_init(&seen1, n);
+    sset_init(&seen2, n);
+    for (size_t i = 0; i < n; i++) {
+        url_of(u, sizeof u, (unsigned)(i * 2654435761u % 2000));
+        strs[i] = strdup(u);
+        if (i < half && sset_add(&seen1, strs[i]))
+            want1[n1++] = strs[i];
+    }
+    /* after the checkpoint: new = not seen in the first half, first time */
+    for (size_t i = half; i < n; i++) {
+        size_t k = fnv(strs[i]) % seen1.cap;
+        int old = 0;
+        while (seen1.t[k] != NULL) {
+            if (strcmp(seen1.t[k], strs[i]) == 0) {
+                old = 1;
+                break;
+            }
+            k = (k + 1) % seen1.cap;
+        }
+        if (!old && sset_add(&seen2, strs[i]))
+            want2[n2++] = strs[i];
+    }
+    ck_assert_uint_gt(n2, 100); /* the test means something */
+    cfg_for(&c, impl, dir, 7);
+    slist_init(&got);
+    ck_assert_msg(sieve_open(&c, emit_cb, &got, &s, err, sizeof err) == SIEVE_OK, "%s: %s", impl, err);
+    for (size_t i = 0; i < half; i++)
+        ck_assert_int_eq(sieve_add(s, strs[i], strlen(strs[i])), SIEVE_OK);
+    ck_assert_msg(sieve_checkpoint(s, ck) == SIEVE_OK, "%s: checkpoint: %s", impl, sieve_last_error(s));
+    /* everything added before the checkpoint was delivered by then */
+    ck_assert_uint_eq(got.n, n1);
+    for (size_t i = 0; i < n1; i++)
+        ck_assert_str_eq(got.v[i], want1[i]);
+    /* the live sieve goes on: many more flushes after the checkpoint */
+    for (size_t i = half; i < n; i++)
+        ck_assert_int_eq(sieve_add(s, strs[i], strlen(strs[i])), SIEVE_OK);
+    ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+    ck_assert_uint_eq(got.n, n1 + n2);
+    slist_free(&got);
+
+    for (int rep = 0; rep < 2; rep++) {
+        make_dir(dir2, sizeof dir2, impl);
+        ck_assert_msg(sieve_restore(ck, dir2, err, sizeof err) == SIEVE_OK, "%s: restore: %s", impl, err);
+        cfg_for(&c, impl, dir2, 7);
+        slist_init(&got);
+        ck_assert_msg(sieve_open(&c, emit_cb, &got, &s, err, sizeof err) == SIEVE_OK, "%s: reopen: %s", impl, err);
+        ck_assert_uint_eq(got.n, 0); /* nothing pending in the checkpoint */
+        for (size_t i = half; i < n; i++)
+            ck_assert_int_eq(sieve_add(s, strs[i], strlen(strs[i])), SIEVE_OK);
+        ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+        ck_assert_msg(got.n == n2, "%s rep %d: %zu emitted after restore, want %zu", impl, rep, got.n, n2);
+        for (size_t i = 0; i < n2; i++)
+            ck_assert_str_eq(got.v[i], want2[i]);
+        slist_free(&got);
+        rm_tree(dir2);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(strs[i]);
+    free(strs);
+    free(want1);
+    free(want2);
+    sset_free(&seen1);
+    sset_free(&seen2);
+    rm_tree(dir);
+    rm_tree(ck);
+}
+END_TEST
+
 static Suite *sieves_suite(void)
 {
     Suite *s = suite_create("sieves");
@@ -824,6 +915,7 @@ static Suite *sieves_suite(void)
     tcase_add_loop_test(tc, test_flush_stats_lock, 0, NIMPLS);
     tcase_add_loop_test(tc, test_threads, 0, NIMPLS);
     tcase_add_loop_test(tc, test_die_without_close, 0, NIMPLS);
+    tcase_add_loop_test(tc, test_checkpoint_restore, 0, sizeof ckpt_impls / sizeof ckpt_impls[0]);
     tcase_add_test(tc, test_corruption);
     tcase_add_test(tc, test_offline_crash_points);
     tcase_add_test(tb, test_bloom_loss_rate);
