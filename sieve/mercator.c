@@ -1404,6 +1404,11 @@ static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
     struct buf *b;
     int rc;
 
+    /* A seal may be sorting the current buffer outside the lock (a forced
+     * flush seals a buffer that is not full while the other one is still
+     * being flushed): an add now would leave it unsorted yet marked sorted. */
+    while (m->sealing && m->err == 0)
+        pthread_cond_wait(&m->cv_free, &m->mu);
     if (m->err != 0)
         return SIEVE_ECLOSED;
     m->st.added++;

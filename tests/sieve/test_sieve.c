@@ -357,6 +357,66 @@ START_TEST(test_threads)
 }
 END_TEST
 
+/* Adds from four threads while a fifth forces flushes all the time: a
+ * forced flush seals a buffer that is not full, sometimes while the other
+ * buffer is still being flushed (then the seal sorts it outside the lock);
+ * no add may slip into it meanwhile. Every URL exactly once. */
+struct flusher_arg {
+    sieve_t *s;
+    volatile int stop;
+    unsigned flushes;
+};
+
+static void *flusher(void *p)
+{
+    struct flusher_arg *f = p;
+    do {
+        ck_assert_int_eq(sieve_flush(f->s), SIEVE_OK);
+        f->flushes++;
+    } while (!f->stop);
+    return NULL;
+}
+
+START_TEST(test_threads_with_forced_flushes)
+{
+    char dir[256], err[256];
+    struct sieve_config c;
+    for (int round = 0; round < 10; round++) {
+        struct slist got;
+        sieve_t *s = NULL;
+        pthread_t t[4], ft;
+        struct thr_arg a[4];
+        struct flusher_arg fa = {0};
+
+        make_dir(dir, sizeof dir, "thrflush");
+        cfg_small(&c, dir, 200);
+        slist_init(&got);
+        ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
+        fa.s = s;
+        pthread_create(&ft, NULL, flusher, &fa);
+        for (int i = 0; i < 4; i++) {
+            a[i].s = s;
+            a[i].from = (unsigned)i * 700;
+            a[i].count = 2000;
+            pthread_create(&t[i], NULL, adder, &a[i]);
+        }
+        for (int i = 0; i < 4; i++)
+            pthread_join(t[i], NULL);
+        fa.stop = 1;
+        pthread_join(ft, NULL);
+        ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+        ck_assert_uint_eq(got.n, 3000);
+        struct sset seen;
+        sset_init(&seen, got.n);
+        for (size_t i = 0; i < got.n; i++)
+            ck_assert_int_eq(sset_add(&seen, got.v[i]), 1);
+        sset_free(&seen);
+        slist_free(&got);
+        rm_tree(dir);
+    }
+}
+END_TEST
+
 /* ---- crash safety ---- */
 
 #define CR_N 120
@@ -631,6 +691,7 @@ static Suite *sieve_suite(void)
     tcase_add_test(tc, test_large_z);
     tcase_add_test(tc, test_forced_flush_and_stats);
     tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_threads_with_forced_flushes);
     tcase_add_test(tc, test_crash_points);
     tcase_add_test(tc, test_corruption);
     suite_add_tcase(s, tc);
