@@ -4,7 +4,8 @@
 #   - wrk fetching every HTML page of the web (no parsing): the ceiling;
 #   - wget -r (the test web as its HTTP proxy, so wget resolves nothing);
 #   - Scrapy (Debian python3-scrapy, a CrawlSpider with ROBOTSTXT_OBEY and
-#     high concurrency, test web as proxy), when installed.
+#     high concurrency; its resolver answers from the test web's host
+#     table), full run only; installed with apt-get when missing (as root).
 # Distinct pages fetched with status 200 per second are judged from the test
 # web's own log (each tool gets a fresh test web with the same generation
 # options). Also printed: MB/s, CPU seconds per 1,000 pages, peak RSS.
@@ -129,12 +130,20 @@ http_proxy="http://127.0.0.1:$port" timed wget timeout "$wget_secs" wget -q -r -
 stop_web
 report wget
 
-# 3. Scrapy (full run only, when installed): Debian's python3, not a venv's
+# 3. Scrapy (full run only; apt-get installs it when missing): Debian's python3, not a venv's
 # (a pyenv shim may come first on PATH). Scrapy connects to the hosts
 # directly: its resolver (DNS_RESOLVER, a process-wide setting) answers the
 # test web's names from the test web's own host table (--hosts-info), and
 # refuses every other name, so nothing leaves loopback.
 py=/usr/bin/python3
+if (( scrapy_secs > 0 )) && ! "$py" -c 'import scrapy' 2>/dev/null; then
+  if [[ $(id -u) == 0 ]]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-scrapy >/dev/null 2>&1 \
+      || echo "crawl bench: could not install python3-scrapy" >&2
+  else
+    echo "crawl bench: not root, cannot install python3-scrapy" >&2
+  fi
+fi
 if (( scrapy_secs > 0 )) && "$py" -c 'import scrapy' 2>/dev/null; then
   start_web scrapy
   "$tw" "${gen[@]}" --http-port "$port" --hosts-info | cut -f1,2 > "$tmp/hosts.tsv"

@@ -41,8 +41,15 @@ void tw_server_options_defaults(struct tw_server_options *so)
 
 /* One cached response. data = keep-alive headers followed by the body;
  * common_len = the header lines before the Connection line. Freed when the
- * last reference goes (the table holds one while the entry is cached). */
+ * last reference goes (the table holds one while the entry is cached).
+ * The table chains colliding keys in their bucket (a direct-mapped table
+ * made two pages sharing a slot evict each other on every visit, so a
+ * share of a benchmark's requests regenerated their page); bytes never
+ * exceed budget: a new entry that does not fit evicts its bucket's entries,
+ * and is served uncached if it still does not fit. */
 struct centry {
+	struct centry *next; /* bucket chain, while cached */
+	uint64_t hash;
 	unsigned refs;
 	long host;
 	int gz;
@@ -412,22 +419,27 @@ static struct centry *cache_get(struct server *s, long host, const char *path, i
 {
 	struct cache *ca = s->cache;
 	size_t pl = strlen(path);
-	size_t k = hash_key(host, gz, path, pl) & (CACHE_SLOTS - 1);
-	struct centry *e = ca->slot[k];
-	if (e != NULL && e->host == host && e->gz == gz && strcmp(e->path, path) == 0) {
-		e->refs++;
-		return e;
+	uint64_t h = hash_key(host, gz, path, pl);
+	struct centry **bucket = &ca->slot[h & (CACHE_SLOTS - 1)];
+	for (struct centry *e = *bucket; e != NULL; e = e->next) {
+		if (e->hash == h && e->host == host && e->gz == gz && strcmp(e->path, path) == 0) {
+			e->refs++;
+			return e;
+		}
 	}
-	e = entry_build(s, host, path, gz);
+	struct centry *e = entry_build(s, host, path, gz);
 	if (e == NULL)
 		return NULL;
-	if (ca->slot[k] != NULL) {
-		ca->bytes -= ca->slot[k]->cost;
-		centry_unref(ca->slot[k]);
-		ca->slot[k] = NULL;
+	e->hash = h;
+	while (ca->bytes + e->cost > ca->budget && *bucket != NULL) {
+		struct centry *old = *bucket;
+		*bucket = old->next;
+		ca->bytes -= old->cost;
+		centry_unref(old);
 	}
 	if (ca->bytes + e->cost <= ca->budget) {
-		ca->slot[k] = e;
+		e->next = *bucket;
+		*bucket = e;
 		ca->bytes += e->cost;
 		e->refs++;
 	}
@@ -1294,8 +1306,13 @@ out:
 		rc = -1;
 	free(s.logbuf);
 	if (s.cache != NULL) {
-		for (size_t k = 0; k < CACHE_SLOTS; k++)
-			centry_unref(s.cache->slot[k]);
+		for (size_t k = 0; k < CACHE_SLOTS; k++) {
+			while (s.cache->slot[k] != NULL) {
+				struct centry *e = s.cache->slot[k];
+				s.cache->slot[k] = e->next;
+				centry_unref(e);
+			}
+		}
 		free(s.cache);
 	}
 	free(s.lis);
