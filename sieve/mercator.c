@@ -513,6 +513,38 @@ static size_t br_batch(struct br *b, unsigned rb, uint64_t *prev, uint64_t *out,
     const uint64_t lowmask = rb > 0 ? ~(uint64_t)0 >> (64 - rb) : 0;
 
     while (i < want) {
+        if (nb <= 8 * pos && len >= 8) {
+            /* The fast loop: acc's nb bits are the last ones before byte
+             * pos of this buffer, so the stream can be read by bit position
+             * bp; each code is one unaligned load, a shift and a ctz (a
+             * short dependency chain: the accumulator's refill and its
+             * shifts were twice as long). It stops 8 bytes before the
+             * buffer's end and at codes longer than 57 bits. */
+            size_t bp = 8 * pos - nb, lim = len - 8;
+            while (i < want && (bp >> 3) <= lim) {
+                uint64_t w = get64(buf + (bp >> 3)) >> (bp & 7);
+                unsigned t;
+                if (w == 0)
+                    break;
+                t = (unsigned)__builtin_ctzll(w);
+                if (t + 1 + rb > 57)
+                    break;
+                p += ((uint64_t)t << rb) | ((w >> t >> 1) & lowmask);
+                bp += t + 1 + rb;
+                out[i++] = p;
+            }
+            pos = bp >> 3;
+            if ((bp & 7) != 0) {
+                acc = (uint64_t)buf[pos] >> (bp & 7);
+                nb = 8 - (unsigned)(bp & 7);
+                pos++;
+            } else {
+                acc = 0;
+                nb = 0;
+            }
+            if (i == want)
+                break;
+        }
         if (nb <= 55 && len - pos >= 8) {
             unsigned take = (63 - nb) >> 3;
             acc |= (get64(buf + pos) & (~(uint64_t)0 >> (64 - 8 * take))) << nb;

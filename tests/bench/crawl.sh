@@ -16,8 +16,11 @@
 #   tests/bench/crawl.sh --smoke   tiny web, crawler + wget only, < 60 s;
 #                                  fails if the crawler fetched nothing or
 #                                  broke politeness (host delay 20 ms there)
+# BENCH_PERF=1: the crawler runs under `perf record` (cpu-clock samples,
+# all its threads); its profile by thread and by symbol is printed after
+# its figures (the samples slow it a little: judge speed without it).
 # Needs CRAWLER_BUILD (crawler/crawler, tests/testweb/testweb), python3,
-# wget, /usr/bin/time (optional), wrk (full run).
+# wget, /usr/bin/time (optional), wrk (full run), perf (BENCH_PERF only).
 set -euo pipefail
 
 smoke=0
@@ -112,14 +115,24 @@ EOF
 echo "test web: $hosts hosts x $pages pages, delays ${host_delay} ms"
 
 # 1. our crawler
+prof=()
+[[ -n "${BENCH_PERF:-}" ]] && prof=(perf record -q -e cpu-clock -F 499 -o "$tmp/perf.data" --)
 start_web crawler
-timed crawler "$crawler" crawl --seeds "$tmp/seeds.txt" -c "$src/configs/testweb.conf" \
+timed crawler "${prof[@]}" "$crawler" crawl --seeds "$tmp/seeds.txt" -c "$src/configs/testweb.conf" \
   --dns-server "127.0.0.1:$dns" --allow-private-networks -o "$tmp/out" --quiet \
   --host-delay "$host_delay" --ip-delay 0 --set politeness.ip_politeness=false \
   --set politeness.crawl_delay_cap_ms="$host_delay" --max-connections 1024 \
   --set output.warc=true || { cat "$tmp/crawler.err" >&2; echo "crawler failed" >&2; exit 1; }
 stop_web
 report crawler
+if [[ -n "${BENCH_PERF:-}" ]]; then
+  echo "profile of the crawler (share of its CPU samples), by thread:"
+  perf report -i "$tmp/perf.data" --no-children --stdio --sort pid 2>/dev/null \
+    | grep -E '^ +[0-9]' | head -8 | sed 's/^/  /'
+  echo "by shared object and symbol (top 25):"
+  perf report -i "$tmp/perf.data" --no-children --stdio --sort dso,sym 2>/dev/null \
+    | grep -E '^ +[0-9]' | head -25 | sed 's/^/  /'
+fi
 
 # 2. wget -r through the test web as proxy (robots on, spanning hosts).
 start_web wget
