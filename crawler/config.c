@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "sieve/sieve.h"
 
@@ -85,6 +86,7 @@ static const struct key_def keys[] = {
 	{"output", "warc_max_mb", T_U64, OFF(warc_max_mb), 1, 1e6},
 	{"output", "warc_level", T_U32, OFF(warc_level), 1, 9},
 	{"output", "stats_interval_s", T_U32, OFF(stats_interval_s), 1, 3600},
+	{"output", "checkpoint_interval_s", T_U32, OFF(checkpoint_interval_s), 0, 86400},
 };
 
 int crawl_config_default(struct crawl_config *c)
@@ -138,6 +140,7 @@ int crawl_config_default(struct crawl_config *c)
 	c->warc_max_mb = 1024;
 	c->warc_level = 1;
 	c->stats_interval_s = 10;
+	c->checkpoint_interval_s = 60;
 	return 0;
 }
 
@@ -428,6 +431,49 @@ enum crawl_config_err crawl_config_load(struct crawl_config *c, const char *path
 		return lc.rc;
 	}
 	return CRAWL_CONFIG_OK;
+}
+
+int crawl_config_write(const struct crawl_config *c, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	const char *section = "";
+	const char *base = (const char *)c;
+	int rc;
+
+	if (!f)
+		return -1;
+	fprintf(f, "# The configuration of this crawl as it started (crawler crawl --resume\n"
+	           "# reads it back; flags given with --resume override it).\n");
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		const struct key_def *k = &keys[i];
+		const void *v = base + k->offset;
+		if (strcmp(section, k->section) != 0) {
+			section = k->section;
+			fprintf(f, "\n[%s]\n", section);
+		}
+		fprintf(f, "%s = ", k->name);
+		switch (k->type) {
+		case T_U64:
+		case T_SIZE: fprintf(f, "%llu\n", (unsigned long long)*(const uint64_t *)v); break;
+		case T_U32: fprintf(f, "%u\n", *(const uint32_t *)v); break;
+		case T_BOOL: fprintf(f, "%s\n", *(const int *)v ? "true" : "false"); break;
+		case T_DOUBLE: fprintf(f, "%.17g\n", *(const double *)v); break;
+		case T_POLICY: fprintf(f, "%s\n", c->policy ? "ratio" : "fixed"); break;
+		case T_STR:
+		case T_SIEVE_IMPL: fprintf(f, "%s\n", *(char *const *)v); break;
+		case T_DOMAINS:
+			for (size_t d = 0; d < c->n_domains; d++)
+				fprintf(f, "%s%s", d ? "," : "", c->domains[d]);
+			fputc('\n', f);
+			break;
+		}
+	}
+	rc = ferror(f) ? -1 : 0;
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+		rc = -1;
+	if (fclose(f) != 0)
+		rc = -1;
+	return rc;
 }
 
 const char *crawl_config_strerror(enum crawl_config_err e)

@@ -101,6 +101,7 @@ struct crawl_config {
 	uint64_t warc_max_mb;
 	uint32_t warc_level;       /* gzip level of WARC records, 1 (fast) .. 9 */
 	uint32_t stats_interval_s; /* pages/s sampling period in stats.json */
+	uint32_t checkpoint_interval_s; /* seconds between checkpoints; 0 = only at the end */
 };
 
 /* Fills *c with the defaults (strings allocated); 0 or -1 (no memory). */
@@ -117,6 +118,10 @@ enum crawl_config_err crawl_config_set(struct crawl_config *c, const char *secti
  * "FILE:LINE: key: message". */
 enum crawl_config_err crawl_config_load(struct crawl_config *c, const char *path,
                                         char *err, size_t errlen);
+/* Writes every key with its current value as an INI file that
+ * crawl_config_load reads back to the same settings (a resumed crawl starts
+ * from the configuration its first run saved). 0, or -1 with errno set. */
+int crawl_config_write(const struct crawl_config *c, const char *path);
 const char *crawl_config_strerror(enum crawl_config_err e);
 
 #endif

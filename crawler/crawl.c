@@ -45,6 +45,12 @@ static void usage(FILE *out)
 	        "      --allow-private-networks  allow private/loopback addresses (local tests)\n"
 	        "      --parse-threads N     parse threads (0 = number of cores)\n"
 	        "      --set SECTION.KEY=VALUE  any configuration key\n"
+	        "      --checkpoint-interval SECONDS  between checkpoints (default 60; 0: only\n"
+	        "                            at a graceful stop and at the end)\n"
+	        "      --resume              continue the crawl in DIR (-o) from its last\n"
+	        "                            checkpoint, after a stop, kill -9 or power cut;\n"
+	        "                            seeds and configuration come from DIR (flags\n"
+	        "                            given here override that configuration)\n"
 	        "  -q, --quiet               no progress line, no summary\n"
 	        "  -h, --help                this text\n"
 	        "\n"
@@ -52,7 +58,7 @@ static void usage(FILE *out)
 	        "            1 runtime failure (output directory, network setup, I/O);\n"
 	        "            2 usage or configuration error; 3 stopped by a second SIGINT.\n"
 	        "A first SIGINT stops gracefully: no new transfers, in-flight ones get a few\n"
-	        "seconds, WARC/log are flushed and stats.json written.\n");
+	        "seconds, WARC/log are flushed, a checkpoint and stats.json written.\n");
 }
 
 struct override {
@@ -157,7 +163,7 @@ int crawl_tool_main(int argc, char **argv)
 	enum {
 		OPT_SEEDS = 256, OPT_MAX_PAGES, OPT_MAX_TIME, OPT_MAX_DEPTH, OPT_MAX_CONN,
 		OPT_HOST_DELAY, OPT_IP_DELAY, OPT_POLICY, OPT_UA, OPT_DOMAINS, OPT_DNS,
-		OPT_PRIVATE, OPT_PARSE_THREADS, OPT_SET,
+		OPT_PRIVATE, OPT_PARSE_THREADS, OPT_SET, OPT_CKPT_INTERVAL, OPT_RESUME,
 	};
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'},
@@ -176,6 +182,8 @@ int crawl_tool_main(int argc, char **argv)
 		{"allow-private-networks", no_argument, NULL, OPT_PRIVATE},
 		{"parse-threads", required_argument, NULL, OPT_PARSE_THREADS},
 		{"set", required_argument, NULL, OPT_SET},
+		{"checkpoint-interval", required_argument, NULL, OPT_CKPT_INTERVAL},
+		{"resume", no_argument, NULL, OPT_RESUME},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -193,6 +201,8 @@ int crawl_tool_main(int argc, char **argv)
 	char *set_copy[MAX_OVERRIDES];
 	size_t nset = 0;
 	int have_cfg = 0;
+	int resume = 0;
+	const char *out_dir = NULL;
 
 	optind = 1;
 	opterr = 1;
@@ -201,7 +211,14 @@ int crawl_tool_main(int argc, char **argv)
 		int bad = 0;
 		switch (c) {
 		case 'c': config_path = optarg; break;
-		case 'o': bad = add_override(ov, &nov, "output", "dir", optarg); break;
+		case 'o':
+			out_dir = optarg;
+			bad = add_override(ov, &nov, "output", "dir", optarg);
+			break;
+		case OPT_CKPT_INTERVAL:
+			bad = add_override(ov, &nov, "output", "checkpoint_interval_s", optarg);
+			break;
+		case OPT_RESUME: resume = 1; break;
 		case OPT_SEEDS: seeds_path = optarg; break;
 		case OPT_MAX_PAGES: bad = add_override(ov, &nov, "crawl", "max_pages", optarg); break;
 		case OPT_MAX_TIME:
@@ -271,6 +288,20 @@ int crawl_tool_main(int argc, char **argv)
 		goto out;
 	}
 	have_cfg = 1;
+	if (resume) {
+		/* the first run's configuration, then -c, then the flags */
+		char path[4200];
+		snprintf(path, sizeof path, "%s/crawl.conf", out_dir ? out_dir : cfg.output_dir);
+		enum crawl_config_err e = crawl_config_load(&cfg, path, err, sizeof err);
+		if (e != CRAWL_CONFIG_OK) {
+			if (e == CRAWL_CONFIG_ERR_IO)
+				fprintf(stderr, "crawler crawl: --resume: %s holds no crawl to resume (%s)\n",
+				        out_dir ? out_dir : cfg.output_dir, err);
+			else
+				fprintf(stderr, "crawler crawl: --resume: %s\n", err);
+			goto out;
+		}
+	}
 	if (config_path) {
 		enum crawl_config_err e = crawl_config_load(&cfg, config_path, err, sizeof err);
 		if (e != CRAWL_CONFIG_OK) {
@@ -287,6 +318,17 @@ int crawl_tool_main(int argc, char **argv)
 			fprintf(stderr, "crawler crawl: command line: %s\n", err);
 			goto out;
 		}
+	}
+	if (resume && (optind < argc || seeds_path)) {
+		fprintf(stderr, "crawler crawl: --resume takes no seeds: they come from %s/seeds.txt\n",
+		        cfg.output_dir);
+		goto out;
+	}
+	if (resume) {
+		char path[4200];
+		snprintf(path, sizeof path, "%s/seeds.txt", cfg.output_dir);
+		if (read_seeds(path, &seeds, &nseeds, &seeds_cap) < 0)
+			goto out;
 	}
 	for (int i = optind; i < argc; i++) {
 		if (nseeds == seeds_cap) {
@@ -333,7 +375,7 @@ int crawl_tool_main(int argc, char **argv)
 	if (strstr(cfg.user_agent, "CONTACT-ME") && !cfg.allow_private_networks)
 		fprintf(stderr, "crawler crawl: warning: the user agent still has the contact\n"
 		                "placeholder; set --user-agent or [crawl] user_agent to name you\n");
-	rc = crawl_run(&cfg, seeds, nseeds);
+	rc = crawl_run(&cfg, seeds, nseeds, resume);
 out:
 	for (size_t i = 0; i < nov; i++)
 		free(ov[i].value);

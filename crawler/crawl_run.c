@@ -36,13 +36,17 @@
 #include <xxhash.h>
 
 #include "crawler/bqueue.h"
+#include "crawler/checkpoint.h"
 #include "crawler/crawl_log.h"
 #include "crawler/decode.h"
 #include "crawler/dns.h"
 #include "crawler/fetch.h"
 #include "crawler/link_meta.h"
+#include "crawler/outdir_lock.h"
 #include "crawler/warc.h"
+#include "crawler/warc_repair.h"
 #include "frontier/frontier.h"
+#include "frontier/recfile.h"
 #include "frontier/scope.h"
 #include "frontier/url.h"
 #include "parse/links.h"
@@ -77,13 +81,30 @@ struct host_state {
 	uint64_t retry_after_us;
 };
 
-/* One request in flight (fetch_request.user). */
+/* One request in flight (fetch_request.user), on the run's list of live
+ * requests from start_fetch until its result is processed: what a
+ * checkpoint puts back in the frontier. */
 struct req {
 	uint32_t host;
 	uint32_t depth;
 	int robots;       /* robots.txt fetch */
 	int redirects;    /* robots redirects followed so far */
+	char *url;
 	char *via;        /* "" if none */
+	struct req *prev, *next;
+};
+
+/* Checkpoint phases (crawl_run.h; ckpt_step). While not idle, no transfer
+ * starts and finished transfers are parked unprocessed: the links of every
+ * processed page reach the sieve, the sieve delivers every new URL to the
+ * frontier, the writer syncs, then sieve, frontier and the crawl's state
+ * are written as one consistent cut. */
+enum ckpt_phase {
+	CKPT_IDLE = 0,
+	CKPT_DRAIN,   /* waiting for the parse threads and the feeder to be idle */
+	CKPT_FLUSH,   /* waiting for a forced sieve flush to deliver everything */
+	CKPT_WRITER,  /* waiting for the writer thread to sync WARC and log */
+	CKPT_COMMIT,  /* a worker copies the sieve and fsyncs; then the switch */
 };
 
 /* A URL emitted by the sieve, on its way to the frontier. */
@@ -105,6 +126,7 @@ struct job {
 	char *redirect;   /* resolved Location, or NULL */
 	const char *error; /* static reason word, or NULL */
 	int parse;        /* parse it (HTML 2xx page) */
+	uint64_t barrier; /* nonzero: no fetch; the writer syncs for checkpoint #barrier */
 };
 
 /* Work for the feeder thread: a redirect target (crawl key) to add to the
@@ -179,10 +201,6 @@ struct run {
 	atomic_int sieve_failed;    /* a sieve call failed: the crawl stops */
 	char sieve_error[512];      /* first sieve failure (written once, under wake_mu) */
 	/* forced flushes: see sieve_flush_delivered */
-	pthread_mutex_t marker_add_mu; /* marker numbers are added in order */
-	pthread_mutex_t marker_mu;     /* guards marker_emitted */
-	pthread_cond_t marker_cv;
-	uint64_t marker_next, marker_emitted;
 	pthread_mutex_t wake_mu;    /* guards wake_ok against uv_close of async */
 	int wake_ok;
 	struct url *url_base, *url_target; /* loop thread: resolving Locations */
@@ -211,6 +229,23 @@ struct run {
 	int exit_code;
 	struct fetch_stats fst; /* saved before the engine is destroyed */
 	struct dns_stats dst;
+	/* checkpoints (loop thread unless said otherwise) */
+	struct outdir_lock *lock;
+	struct req *live;           /* requests in flight or parked (struct req list) */
+	struct fetch_result **parked; /* results held while a checkpoint is taken */
+	size_t n_parked, parked_cap;
+	int ckpt_phase, ckpt_final, ckpt_rc;
+	uint64_t ckpt_seq;          /* number of the checkpoint being / last written */
+	uint64_t ckpt_flush_seq;    /* the forced flush it waits for */
+	uint64_t ckpt_t0_us, ckpt_last_us, ckpt_count, ckpt_failures, ckpt_us_total, ckpt_us_max;
+	atomic_uint_fast64_t ckpt_synced; /* writer thread: barrier reached */
+	int ckpt_writer_rc;         /* writer thread, before ckpt_synced */
+	struct warc_position ckpt_warc; /* writer thread, before ckpt_synced */
+	uv_work_t ckpt_work;
+	char ckpt_dir[4200];
+	char ckpt_err[4800];        /* worker thread, before its after-callback */
+	uint64_t elapsed_before_us; /* crawl time of the runs before a resume */
+	int resumed;
 };
 
 
@@ -414,13 +449,37 @@ static void write_job(struct run *r, struct job *j)
 	}
 }
 
+/* A checkpoint's barrier: every job queued before it is written; make it
+ * durable and say where the WARC stands. */
+static void writer_barrier(struct run *r, uint64_t seq)
+{
+	int rc = 0;
+	if (r->warc) {
+		if (warc_writer_sync(r->warc) != WARC_OK)
+			rc = -1;
+		warc_writer_position(r->warc, &r->ckpt_warc);
+	}
+	if (r->log && crawl_log_flush(r->log, 1) != CRAWL_LOG_OK)
+		rc = -1;
+	r->ckpt_writer_rc = rc;
+	atomic_store(&r->ckpt_synced, seq);
+}
+
+static void wake_loop(struct run *r);
+
 static void *writer_main(void *arg)
 {
 	struct run *r = arg;
 	void *item;
 	while (bqueue_pop(r->writeq, &item) == BQUEUE_OK) {
-		write_job(r, item);
-		job_free(item);
+		struct job *j = item;
+		if (j->barrier) {
+			writer_barrier(r, j->barrier);
+			wake_loop(r);
+		} else {
+			write_job(r, j);
+		}
+		job_free(j);
 	}
 	return NULL;
 }
@@ -454,9 +513,6 @@ static void sieve_failure(struct run *r, int rc, const char *what)
 	if (r->wake_ok)
 		uv_async_send(&r->async);
 	pthread_mutex_unlock(&r->wake_mu);
-	pthread_mutex_lock(&r->marker_mu);
-	pthread_cond_broadcast(&r->marker_cv);
-	pthread_mutex_unlock(&r->marker_mu);
 }
 
 static int batch_init(struct run *r, struct link_batch *b)
@@ -499,56 +555,15 @@ static void batch_flush(struct run *r, struct link_batch *b)
 	b->arena_len = 0;
 }
 
-/* A forced flush that returns only once every URL added before the call
- * has been delivered to on_sieve_emit.
- *
- * Why not sieve_flush alone: sieve.h promises exactly that, but the
- * Mercator sieve commits a flush (MANIFEST) before it emits that flush's
- * URLs, and a sieve_flush that finds the current buffer empty returns as
- * soon as the last sealed buffer is committed: while its URLs may still be
- * being emitted (seen in e2e_sieve_meta: the crawl ended with URLs in
- * flight between the sieve and the emit queue). So a marker goes in first:
- * a unique non-URL key (crawl keys start with "http"), always new, hence
- * always emitted, and after every URL added before it (the sieve emits in
- * order of addition). Markers are numbered and added in number order under
- * marker_add_mu, so "marker n emitted" covers every marker below n. */
-#define MARKER_PREFIX "\001sieve-flush-marker "
+/* A forced flush: when it returns, every URL added before the call has been
+ * delivered to on_sieve_emit (sieve.h), so its new URLs are in the emit
+ * queue. A failure stops the crawl (sieve_failure). */
 static int sieve_flush_delivered(struct run *r)
 {
-	char key[64];
-	pthread_mutex_lock(&r->marker_add_mu);
-	uint64_t n = ++r->marker_next;
-	int len = snprintf(key, sizeof key, MARKER_PREFIX "%" PRIu64, n);
-	int rc = sieve_add(r->sieve, key, (size_t)len);
-	pthread_mutex_unlock(&r->marker_add_mu);
-	if (rc == SIEVE_OK)
-		rc = sieve_flush(r->sieve);
-	if (rc != SIEVE_OK) {
+	int rc = sieve_flush(r->sieve);
+	if (rc != SIEVE_OK)
 		sieve_failure(r, rc, "sieve flush");
-		return rc;
-	}
-	pthread_mutex_lock(&r->marker_mu);
-	while (r->marker_emitted < n && !atomic_load(&r->sieve_failed))
-		pthread_cond_wait(&r->marker_cv, &r->marker_mu);
-	pthread_mutex_unlock(&r->marker_mu);
-	return SIEVE_OK;
-}
-
-/* The emit callback's part: 1 if url is a marker (recorded, not a URL). */
-static int marker_emitted(struct run *r, const char *url, size_t len)
-{
-	size_t pl = sizeof MARKER_PREFIX - 1;
-	if (len <= pl || memcmp(url, MARKER_PREFIX, pl) != 0)
-		return 0;
-	uint64_t n = 0;
-	for (size_t i = pl; i < len && url[i] >= '0' && url[i] <= '9'; i++)
-		n = n * 10 + (uint64_t)(url[i] - '0');
-	pthread_mutex_lock(&r->marker_mu);
-	if (n > r->marker_emitted)
-		r->marker_emitted = n;
-	pthread_cond_broadcast(&r->marker_cv);
-	pthread_mutex_unlock(&r->marker_mu);
-	return 1;
+	return rc;
 }
 
 /* The side table is full: a forced flush processes every URL added so far
@@ -624,8 +639,6 @@ static void on_sieve_emit(void *ctx, const char *url, size_t len)
 	struct link_meta_via *via = NULL;
 	const char *vs = "";
 	size_t vlen = 0;
-	if (marker_emitted(r, url, len))
-		return;
 	if (link_meta_take(r->meta, XXH3_64bits(url, len), &depth, &via) != LINK_META_PRESENT)
 		atomic_fetch_add(&r->ac.meta_missing, 1);
 	else
@@ -920,6 +933,8 @@ static void visit_end(struct run *r, uint32_t host)
 /* Room to start one more transfer without any hand-off ever blocking. */
 static int can_start(struct run *r)
 {
+	if (r->ckpt_phase != CKPT_IDLE)
+		return 0;
 	size_t inflight = fetch_engine_in_flight(r->fetch);
 	if (inflight >= r->cfg->max_connections)
 		return 0;
@@ -931,6 +946,19 @@ static int can_start(struct run *r)
 	if (bqueue_size(r->feedq) + inflight + 2 > bqueue_cap(r->feedq))
 		return 0;
 	return 1;
+}
+
+static void req_release(struct run *r, struct req *q)
+{
+	if (q->prev)
+		q->prev->next = q->next;
+	else if (r->live == q)
+		r->live = q->next;
+	if (q->next)
+		q->next->prev = q->prev;
+	free(q->url);
+	free(q->via);
+	free(q);
 }
 
 static int start_fetch(struct run *r, uint32_t host, const char *url, uint32_t depth,
@@ -945,8 +973,13 @@ static int start_fetch(struct run *r, uint32_t host, const char *url, uint32_t d
 	q->robots = robots;
 	q->redirects = redirects;
 	q->via = strdup(via ? via : "");
-	if (!q->via) {
-		free(q);
+	q->url = strdup(url);
+	q->next = r->live;
+	if (r->live)
+		r->live->prev = q;
+	r->live = q;
+	if (!q->via || !q->url) {
+		req_release(r, q);
 		return -1;
 	}
 	struct fetch_request fr = {.url = url, .ip = hs->ip, .user = q,
@@ -955,8 +988,7 @@ static int start_fetch(struct run *r, uint32_t host, const char *url, uint32_t d
 	if (e != FETCH_OK) {
 		if ((size_t)e < 16)
 			r->fetch_errors[e]++;
-		free(q->via);
-		free(q);
+		req_release(r, q);
 		return -1;
 	}
 	hs->visit_requests++;
@@ -1191,17 +1223,15 @@ static void handle_robots(struct run *r, struct req *q, struct fetch_result *res
 	free(d.data);
 }
 
-static void on_fetch_done(void *ctx, struct fetch_result *res)
+static void fetch_done(struct run *r, struct fetch_result *res)
 {
-	struct run *r = ctx;
 	struct req *q = res->user;
 	uint32_t host = q->host;
 	struct host_state *hs = host_state(r, host);
 	struct job *j = calloc(1, sizeof *j);
 	if (!j) {
 		fetch_result_free(res);
-		free(q->via);
-		free(q);
+		req_release(r, q);
 		return;
 	}
 	j->res = res;
@@ -1252,8 +1282,7 @@ static void on_fetch_done(void *ctx, struct fetch_result *res)
 		j->parse = res->error == FETCH_OK && res->status >= 200 && res->status < 300 &&
 		           is_html(res->content_type) && res->body.len > 0;
 	}
-	free(q->via);
-	free(q);
+	req_release(r, q);
 	/* Hand off: parse (or straight to the writer). */
 	if (!j->robots) {
 		if (parse_pool_try_submit(r->pool, j) != PARSE_POOL_OK) {
@@ -1282,6 +1311,29 @@ static void on_fetch_done(void *ctx, struct fetch_result *res)
 	pump(r);
 }
 
+/* The fetch engine's callback. While a checkpoint is taken a finished
+ * transfer is parked unprocessed (its URL counts as in flight), so nothing
+ * reaches the parse threads, the sieve or the writer during the cut. */
+static void on_fetch_done(void *ctx, struct fetch_result *res)
+{
+	struct run *r = ctx;
+	if (r->ckpt_phase != CKPT_IDLE && !r->finished) {
+		if (r->n_parked == r->parked_cap) {
+			size_t cap = r->parked_cap ? 2 * r->parked_cap : 64;
+			struct fetch_result **p = realloc(r->parked, cap * sizeof *p);
+			if (p) {
+				r->parked = p;
+				r->parked_cap = cap;
+			}
+		}
+		if (r->n_parked < r->parked_cap) {
+			r->parked[r->n_parked++] = res;
+			return;
+		}
+	}
+	fetch_done(r, res);
+}
+
 /* ---- loop plumbing ---- */
 
 static void drain_emits(struct run *r)
@@ -1299,6 +1351,8 @@ static void drain_emits(struct run *r)
 
 static void finish(struct run *r);
 static void on_abandon(uv_timer_t *t);
+static void ckpt_start(struct run *r, int final);
+static void ckpt_step(struct run *r);
 
 /* Asks the feeder for a forced sieve flush (at most one pending). idle:
  * requested with nothing in flight, parsing or queued; only such a flush
@@ -1378,6 +1432,10 @@ static void pump(struct run *r)
 		uv_timer_start(&r->abandon, on_abandon, 3000, 0);
 	}
 	drain_emits(r);
+	if (r->ckpt_phase != CKPT_IDLE) {
+		ckpt_step(r);
+		return;
+	}
 	while (!r->stopping && can_start(r) &&
 	       !(r->cfg->max_pages && r->pages_started >= r->cfg->max_pages)) {
 		uint32_t host;
@@ -1395,7 +1453,7 @@ static void pump(struct run *r)
 		break;
 	}
 	if (crawl_is_done(r))
-		finish(r);
+		ckpt_start(r, 1); /* the last checkpoint, then the end */
 }
 
 static void on_async(uv_async_t *a)
@@ -1423,9 +1481,13 @@ static void print_progress(struct run *r, int final)
 	        ps.hosts_in_heap, fs.hosts, fs.urls_queued, ds.pending, errs, final ? "\n" : "");
 }
 
+/* In-flight transfers had their few seconds: a last checkpoint records them
+ * as not done, and the crawl ends. */
 static void on_abandon(uv_timer_t *t)
 {
-	finish(t->data);
+	struct run *r = t->data;
+	ckpt_start(r, 1);
+	pump(r);
 }
 
 static void on_tick(uv_timer_t *t)
@@ -1437,6 +1499,9 @@ static void on_tick(uv_timer_t *t)
 		r->stopping = 1;
 		uv_timer_start(&r->abandon, on_abandon, 3000, 0);
 	}
+	if (r->cfg->checkpoint_interval_s && !r->stopping &&
+	    now_us() - r->ckpt_last_us >= (uint64_t)r->cfg->checkpoint_interval_s * 1000000u)
+		ckpt_start(r, 0);
 	if (r->tick_count % 10 == 0) {
 		if (r->progress)
 			print_progress(r, 0);
@@ -1473,6 +1538,387 @@ static void finish(struct run *r)
 	uv_timer_stop(&r->tick);
 	uv_timer_stop(&r->abandon);
 	uv_stop(&r->loop);
+}
+
+/* ---- checkpoints (see enum ckpt_phase and checkpoint.h) ---- */
+
+/* The crawl's counters a checkpoint carries: loop-thread fields of struct
+ * run, and atomics of r->ac. Saved by name, so a later version can add or
+ * drop one and still read an older state. */
+struct saved_counter {
+	const char *name;
+	size_t off;
+	int atomic;
+};
+#define RUN_COUNTER(f) {#f, offsetof(struct run, f), 0}
+#define ATOMIC_COUNTER(f) {"ac." #f, offsetof(struct run, ac.f), 1}
+static const struct saved_counter saved_counters[] = {
+	RUN_COUNTER(pages_done), RUN_COUNTER(requests), RUN_COUNTER(bytes),
+	RUN_COUNTER(robots_fetches), RUN_COUNTER(robots_disallowed), RUN_COUNTER(redirects),
+	RUN_COUNTER(private_refused), RUN_COUNTER(parse_full), RUN_COUNTER(writer_full),
+	RUN_COUNTER(hosts_dns_failed), RUN_COUNTER(redirect_dropped), RUN_COUNTER(forced_flushes),
+	RUN_COUNTER(early_flushes), RUN_COUNTER(ckpt_count), RUN_COUNTER(ckpt_failures),
+	RUN_COUNTER(ckpt_us_total), RUN_COUNTER(ckpt_us_max),
+	ATOMIC_COUNTER(parsed), ATOMIC_COUNTER(links), ATOMIC_COUNTER(scope_rejected),
+	ATOMIC_COUNTER(nofollow), ATOMIC_COUNTER(near_dups), ATOMIC_COUNTER(decode_errors),
+	ATOMIC_COUNTER(emit_dropped), ATOMIC_COUNTER(writer_errors), ATOMIC_COUNTER(warc_revisits),
+	ATOMIC_COUNTER(url_invalid), ATOMIC_COUNTER(seeds_invalid), ATOMIC_COUNTER(meta_present),
+	ATOMIC_COUNTER(meta_dropped), ATOMIC_COUNTER(meta_missing), ATOMIC_COUNTER(meta_flushes),
+	ATOMIC_COUNTER(sieve_errors), ATOMIC_COUNTER(emits_pushed), ATOMIC_COUNTER(keys_added),
+};
+#define STATE_MAGIC "CRSTATE1"
+
+static void put_array(struct recfile_writer *w, const uint64_t *v, uint32_t n)
+{
+	recfile_put_u32(w, n);
+	for (uint32_t i = 0; i < n; i++)
+		recfile_put_u64(w, v[i]);
+}
+
+/* Writes the crawl's own state: counters, per-host crawl and politeness
+ * state, the URLs taken from the frontier and not done (in flight or
+ * parked: put back at the front of their queues on resume), and where the
+ * WARC stood. */
+static int state_save(struct run *r, const char *path)
+{
+	struct recfile_writer *w;
+	uint64_t now = now_us();
+	uint32_t nhosts = frontier_host_count(r->frontier), n = 0;
+	uint64_t scope[SCOPE_VERDICT_COUNT];
+
+	if (recfile_writer_create(path, STATE_MAGIC, &w) != RECFILE_OK)
+		return -1;
+	recfile_put_u64(w, now - r->t0_us);
+	recfile_put_u32(w, (uint32_t)(sizeof saved_counters / sizeof saved_counters[0]));
+	for (size_t i = 0; i < sizeof saved_counters / sizeof saved_counters[0]; i++) {
+		const struct saved_counter *c = &saved_counters[i];
+		const char *p = (const char *)r + c->off;
+		uint64_t v = c->atomic ? atomic_load((atomic_uint_fast64_t *)(void *)p)
+		                       : *(const uint64_t *)(const void *)p;
+		recfile_put_bytes(w, c->name, (uint32_t)strlen(c->name));
+		recfile_put_u64(w, v);
+	}
+	put_array(w, r->status, STATUS_MAX);
+	put_array(w, r->dns_errors, 16);
+	put_array(w, r->fetch_errors, 16);
+	put_array(w, r->samples, (uint32_t)r->n_samples);
+	for (int v = 0; v < SCOPE_VERDICT_COUNT; v++)
+		scope[v] = scope_count(r->scope, (enum scope_verdict)v);
+	put_array(w, scope, SCOPE_VERDICT_COUNT);
+	recfile_put_bytes(w, r->ckpt_warc.file, (uint32_t)strlen(r->ckpt_warc.file));
+	recfile_put_u64(w, r->ckpt_warc.offset);
+	recfile_put_u32(w, nhosts);
+	for (uint32_t h = 0; h < nhosts; h++) {
+		struct politeness_host_saved ps;
+		const struct host_state *hs = h >> HOST_BLOCK_BITS < r->n_blocks &&
+		                                              r->blocks[h >> HOST_BLOCK_BITS]
+		                                      ? host_state(r, h) : NULL;
+		politeness_host_save(r->pol, h, now, &ps);
+		/* a lookup in progress is made again */
+		recfile_put_u8(w, hs && (hs->dns == HDNS_OK || hs->dns == HDNS_FAILED) ? hs->dns
+		                                                                     : HDNS_NONE);
+		recfile_put_u64(w, ps.wait_us);
+		recfile_put_u64(w, ps.ip_wait_us);
+		recfile_put_u64(w, ps.crawl_delay_us);
+		recfile_put_u32(w, ps.errors);
+		recfile_put_u32(w, ps.ipv4);
+		recfile_put_u8(w, ps.has_ip);
+	}
+	for (const struct req *q = r->live; q; q = q->next)
+		n += !q->robots;
+	recfile_put_u32(w, n);
+	for (const struct req *q = r->live; q; q = q->next) {
+		if (q->robots)
+			continue;
+		recfile_put_u32(w, q->host);
+		recfile_put_u32(w, q->depth);
+		recfile_put_bytes(w, q->url, (uint32_t)strlen(q->url));
+		recfile_put_bytes(w, q->via, (uint32_t)strlen(q->via));
+	}
+	if (recfile_writer_close(w, 0) != RECFILE_OK)
+		return -1;
+	return 0;
+}
+
+static int get_array(struct recfile_reader *rd, uint64_t *v, uint32_t cap, uint32_t *n)
+{
+	uint32_t k;
+	if (recfile_get_u32(rd, &k) != RECFILE_OK || k > cap)
+		return -1;
+	for (uint32_t i = 0; i < k; i++)
+		if (recfile_get_u64(rd, &v[i]) != RECFILE_OK)
+			return -1;
+	if (n)
+		*n = k;
+	return 0;
+}
+
+/* Reads the state saved by state_save into a run whose frontier and
+ * politeness were just restored from the same checkpoint. warc_file gets
+ * the name of the WARC file the checkpoint wrote last. 0, or -1 (corrupt
+ * or inconsistent: the message in err). */
+static int state_load(struct run *r, const char *path, char *warc_file, size_t wcap, char *err,
+                      size_t errlen)
+{
+	struct recfile_reader *rd = NULL;
+	enum recfile_err re = recfile_reader_open(path, STATE_MAGIC, &rd);
+	uint64_t now = now_us(), elapsed, scope[SCOPE_VERDICT_COUNT];
+	uint32_t n, nsamples, nscope, nhosts;
+	char name[128], url[FRONTIER_URL_MAX + 1], via[FRONTIER_URL_MAX + 1];
+	int rc = -1;
+
+	if (re != RECFILE_OK) {
+		snprintf(err, errlen, "%s: %s", path,
+		         re == RECFILE_ERR_IO ? strerror(errno) : recfile_strerror(re));
+		return -1;
+	}
+	if (recfile_get_u64(rd, &elapsed) != RECFILE_OK || recfile_get_u32(rd, &n) != RECFILE_OK)
+		goto bad;
+	r->elapsed_before_us = elapsed;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t len;
+		uint64_t v;
+		if (recfile_get_bytes(rd, name, sizeof name, &len) != RECFILE_OK ||
+		    recfile_get_u64(rd, &v) != RECFILE_OK)
+			goto bad;
+		for (size_t k = 0; k < sizeof saved_counters / sizeof saved_counters[0]; k++) {
+			const struct saved_counter *c = &saved_counters[k];
+			if (strcmp(c->name, name) != 0)
+				continue;
+			char *p = (char *)r + c->off;
+			if (c->atomic)
+				atomic_store((atomic_uint_fast64_t *)(void *)p, v);
+			else
+				*(uint64_t *)(void *)p = v;
+		}
+	}
+	r->pages_started = r->pages_done; /* what was in flight is queued again */
+	if (get_array(rd, r->status, STATUS_MAX, NULL) || get_array(rd, r->dns_errors, 16, NULL) ||
+	    get_array(rd, r->fetch_errors, 16, NULL) ||
+	    get_array(rd, r->samples, MAX_SAMPLES, &nsamples) ||
+	    get_array(rd, scope, SCOPE_VERDICT_COUNT, &nscope))
+		goto bad;
+	r->n_samples = nsamples;
+	r->last_sample_pages = r->pages_done;
+	for (uint32_t v = 0; v < nscope; v++)
+		scope_count_add(r->scope, (enum scope_verdict)v, scope[v]);
+	{
+		uint32_t len;
+		uint64_t off;
+		if (recfile_get_bytes(rd, warc_file, (uint32_t)wcap - 1, &len) != RECFILE_OK ||
+		    recfile_get_u64(rd, &off) != RECFILE_OK)
+			goto bad;
+		warc_file[len] = '\0';
+	}
+	if (recfile_get_u32(rd, &nhosts) != RECFILE_OK || nhosts != frontier_host_count(r->frontier))
+		goto bad;
+	for (uint32_t h = 0; h < nhosts; h++) {
+		struct politeness_host_saved ps;
+		uint8_t dns;
+		struct host_state *hs = host_state(r, h);
+		if (!hs || recfile_get_u8(rd, &dns) != RECFILE_OK ||
+		    recfile_get_u64(rd, &ps.wait_us) != RECFILE_OK ||
+		    recfile_get_u64(rd, &ps.ip_wait_us) != RECFILE_OK ||
+		    recfile_get_u64(rd, &ps.crawl_delay_us) != RECFILE_OK ||
+		    recfile_get_u32(rd, &ps.errors) != RECFILE_OK ||
+		    recfile_get_u32(rd, &ps.ipv4) != RECFILE_OK ||
+		    recfile_get_u8(rd, &ps.has_ip) != RECFILE_OK)
+			goto bad;
+		hs->dns = dns == HDNS_OK && ps.has_ip ? HDNS_OK : dns == HDNS_FAILED ? HDNS_FAILED : HDNS_NONE;
+		if (hs->dns == HDNS_OK) {
+			struct in_addr a = {htonl(ps.ipv4)};
+			inet_ntop(AF_INET, &a, hs->ip, sizeof hs->ip);
+		}
+		if (politeness_host_restore(r->pol, h, &ps, now) == POLITENESS_ERR_NOMEM)
+			goto bad;
+	}
+	if (recfile_get_u32(rd, &n) != RECFILE_OK)
+		goto bad;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t host, depth, ulen, vlen;
+		if (recfile_get_u32(rd, &host) != RECFILE_OK || recfile_get_u32(rd, &depth) != RECFILE_OK ||
+		    recfile_get_bytes(rd, url, sizeof url, &ulen) != RECFILE_OK ||
+		    recfile_get_bytes(rd, via, sizeof via, &vlen) != RECFILE_OK || host >= nhosts)
+			goto bad;
+		/* a retired host counts it as dropped */
+		frontier_unpop(r->frontier, host, url, ulen, via, vlen, depth);
+	}
+	if (!recfile_reader_at_end(rd))
+		goto bad;
+	rc = 0;
+	goto out;
+bad:
+	snprintf(err, errlen, "%s: truncated or inconsistent crawl state", path);
+out:
+	recfile_reader_close(rd);
+	return rc;
+}
+
+/* Begins a checkpoint (or, final, the last one, after which the crawl
+ * ends). A failed sieve cannot be checkpointed: the previous one stands. */
+static void ckpt_start(struct run *r, int final)
+{
+	if (r->finished)
+		return;
+	if (r->ckpt_phase != CKPT_IDLE) {
+		r->ckpt_final |= final;
+		return;
+	}
+	if (atomic_load(&r->sieve_failed)) {
+		if (final)
+			finish(r);
+		return;
+	}
+	r->ckpt_phase = CKPT_DRAIN;
+	r->ckpt_final = final;
+	r->ckpt_t0_us = now_us();
+	r->ckpt_seq++;
+	r->ckpt_err[0] = '\0';
+}
+
+static void ckpt_end(struct run *r, int ok)
+{
+	uint64_t dt = now_us() - r->ckpt_t0_us;
+	size_t n = r->n_parked;
+	if (ok) {
+		r->ckpt_count++;
+		r->ckpt_us_total += dt;
+		if (dt > r->ckpt_us_max)
+			r->ckpt_us_max = dt;
+	} else {
+		r->ckpt_failures++;
+		fprintf(stderr, "\ncrawler crawl: checkpoint %" PRIu64 " failed: %s; the previous one stands\n",
+		        r->ckpt_seq, r->ckpt_err[0] ? r->ckpt_err : "unknown error");
+		checkpoint_discard(r->cfg->output_dir, r->ckpt_seq);
+	}
+	r->ckpt_phase = CKPT_IDLE;
+	r->ckpt_last_us = now_us();
+	if (r->ckpt_final)
+		finish(r);
+	/* Parked results go on as if they had just arrived (after a final
+	 * checkpoint they are still written: the checkpoint counts them as in
+	 * flight, so a resume fetches them again). */
+	r->n_parked = 0;
+	for (size_t i = 0; i < n; i++)
+		fetch_done(r, r->parked[i]);
+	if (!r->finished)
+		pump(r);
+}
+
+/* Worker thread: the sieve's copy (it may link and copy files) and the
+ * commit (every fsync); the loop goes on meanwhile, starting nothing. */
+static void ckpt_work(uv_work_t *w)
+{
+	struct run *r = w->data;
+	char path[4300];
+	snprintf(path, sizeof path, "%s/sieve", r->ckpt_dir);
+	int rc = sieve_checkpoint(r->sieve, path);
+	if (rc != SIEVE_OK) {
+		snprintf(r->ckpt_err, sizeof r->ckpt_err, "sieve: %s (%s)", sieve_strerror(rc),
+		         sieve_last_error(r->sieve));
+		r->ckpt_rc = -1;
+		return;
+	}
+	r->ckpt_rc = checkpoint_commit(r->cfg->output_dir, r->ckpt_seq, r->ckpt_err,
+	                               sizeof r->ckpt_err);
+}
+
+static void ckpt_work_done(uv_work_t *w, int status)
+{
+	struct run *r = w->data;
+	ckpt_end(r, status == 0 && r->ckpt_rc == 0);
+}
+
+/* The loop's part of the files: the frontier (its segments linked) and the
+ * crawl's state, into ckpt-N.tmp. */
+static int ckpt_write_local(struct run *r)
+{
+	char path[4300];
+	enum frontier_err fe;
+	if (checkpoint_prepare(r->cfg->output_dir, r->ckpt_seq, r->ckpt_dir, sizeof r->ckpt_dir,
+	                       r->ckpt_err, sizeof r->ckpt_err) != 0)
+		return -1;
+	snprintf(path, sizeof path, "%s/frontier", r->ckpt_dir);
+	if (mkdir(path, 0755) != 0) {
+		snprintf(r->ckpt_err, sizeof r->ckpt_err, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	fe = frontier_checkpoint(r->frontier, path, now_us());
+	if (fe != FRONTIER_OK) {
+		snprintf(r->ckpt_err, sizeof r->ckpt_err, "frontier into %s: %s (%s)", path,
+		         frontier_strerror(fe), strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof path, "%s/state", r->ckpt_dir);
+	if (state_save(r, path) != 0) {
+		snprintf(r->ckpt_err, sizeof r->ckpt_err, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Moves the checkpoint on as far as it can now; the loop calls it again
+ * (from pump) whenever something it waits for may have happened. */
+static void ckpt_step(struct run *r)
+{
+	void *item;
+	switch (r->ckpt_phase) {
+	case CKPT_DRAIN:
+		/* a forced flush of the end-of-crawl logic, now done */
+		if (r->flush_pending && atomic_load(&r->ac.flush_done_seq) == r->flush_seq)
+			r->flush_pending = 0;
+		if (!atomic_load(&r->ac.seeding_done_flag) || r->flush_pending ||
+		    parse_pool_outstanding(r->pool) > 0 || bqueue_size(r->feedq) > 0)
+			return;
+		/* every processed page's links are in the sieve: deliver them */
+		if (feed_push(r, 1, r->flush_seq + 1, NULL, 0, NULL, 0, 0) != 0)
+			return;
+		r->flush_seq++;
+		r->ckpt_flush_seq = r->flush_seq;
+		r->ckpt_phase = CKPT_FLUSH;
+		/* fall through */
+	case CKPT_FLUSH: {
+		if (atomic_load(&r->ac.flush_done_seq) < r->ckpt_flush_seq)
+			return;
+		while (bqueue_try_pop(r->emitq, &item) == BQUEUE_OK) {
+			struct emit *e = item;
+			frontier_add(r, e->data, e->url_len, e->data + e->url_len + 1, e->via_len, e->depth);
+			free(e);
+		}
+		struct job *j = calloc(1, sizeof *j);
+		if (!j)
+			return;
+		j->barrier = r->ckpt_seq;
+		if (bqueue_try_push(r->writeq, j) != BQUEUE_OK) {
+			free(j);
+			return;
+		}
+		r->ckpt_phase = CKPT_WRITER;
+	}
+		/* fall through */
+	case CKPT_WRITER:
+		if (atomic_load(&r->ckpt_synced) < r->ckpt_seq)
+			return;
+		if (r->ckpt_writer_rc != 0) {
+			snprintf(r->ckpt_err, sizeof r->ckpt_err, "the WARC or crawl log cannot be synced");
+			ckpt_end(r, 0);
+			return;
+		}
+		if (ckpt_write_local(r) != 0) {
+			ckpt_end(r, 0);
+			return;
+		}
+		r->ckpt_work.data = r;
+		if (uv_queue_work(&r->loop, &r->ckpt_work, ckpt_work, ckpt_work_done) != 0) {
+			snprintf(r->ckpt_err, sizeof r->ckpt_err, "cannot start the checkpoint worker");
+			ckpt_end(r, 0);
+			return;
+		}
+		r->ckpt_phase = CKPT_COMMIT;
+		return;
+	default:
+		return;
+	}
 }
 
 /* ---- stats ---- */
@@ -1617,16 +2063,15 @@ static int write_stats(struct run *r, const char *path, double elapsed)
 	        ", \"meta_full_flushes\": %" PRIu64 ", \"flush_s_total\": %.6f"
 	        ", \"flush_s_max\": %.6f, \"add_waits\": %" PRIu64 ", \"buffer_urls\": %" PRIu64
 	        ", \"z_count\": %" PRIu64 ", \"z_bytes\": %" PRIu64
-	        ", \"z_bytes_per_signature\": %.3f, \"flush_markers\": %" PRIu64 ",\n"
+	        ", \"z_bytes_per_signature\": %.3f,\n"
 	        "            \"skipped_present\": %" PRIu64 ", \"meta_capacity\": %" PRIu64
 	        ", \"meta_peak_entries\": %" PRIu64 ", \"meta_entries_left\": %" PRIu64
 	        ", \"meta_swept\": %" PRIu64 ", \"meta_full\": %" PRIu64 "},\n",
-	        ss->added - r->marker_next, ss->emitted - r->marker_emitted, ss->cache_drops, ss->flushes, r->forced_flushes,
+	        ss->added, ss->emitted, ss->cache_drops, ss->flushes, r->forced_flushes,
 	        r->early_flushes,
 	        (uint64_t)atomic_load(&r->ac.meta_flushes), (double)ss->flush_ns_total / 1e9,
 	        (double)ss->flush_ns_max / 1e9, ss->add_waits, ss->buffer_urls, ss->z_count,
 	        ss->z_bytes, ss->z_count ? (double)ss->z_bytes / (double)ss->z_count : 0.0,
-	        r->marker_next,
 	        (uint64_t)atomic_load(&r->ac.meta_present), ms->capacity, ms->peak_entries,
 	        ms->entries, ms->swept, ms->full);
 	fprintf(f,
@@ -1634,6 +2079,11 @@ static int write_stats(struct run *r, const char *path, double elapsed)
 	        ", \"cache_hits\": %" PRIu64 ", \"coalesced\": %" PRIu64 ", \"failures\": %" PRIu64
 	        "},\n",
 	        ds.lookups, ds.queries, ds.cache_hits, ds.coalesced, ds.failures);
+	fprintf(f,
+	        "  \"checkpoints\": {\"written\": %" PRIu64 ", \"failed\": %" PRIu64
+	        ", \"seconds_total\": %.3f, \"seconds_max\": %.3f, \"resumed\": %s},\n",
+	        r->ckpt_count, r->ckpt_failures, (double)r->ckpt_us_total / 1e6,
+	        (double)r->ckpt_us_max / 1e6, r->resumed ? "true" : "false");
 	fprintf(f, "  \"pages_per_s_interval_s\": %u,\n  \"pages_per_s_series\": [",
 	        r->cfg->stats_interval_s);
 	for (size_t i = 0; i < r->n_samples; i++)
@@ -1769,6 +2219,104 @@ static void stop_threads(struct run *r)
 	}
 }
 
+/* robots pointers in frontier checkpoints (frontier_config). */
+static int robots_encode_cb(const void *robots, char **out, size_t *len)
+{
+	return robots_encode(robots, out, len) == ROBOTS_OK ? 0 : -1;
+}
+
+static void *robots_decode_cb(const char *data, size_t len)
+{
+	return robots_decode(data, len);
+}
+
+/* A new crawl's seeds and configuration, kept in the output folder so that
+ * --resume needs neither again. */
+static int save_crawl_inputs(const struct crawl_config *cfg, char *const *seeds, size_t n)
+{
+	char path[4200];
+	FILE *f;
+	int rc;
+	snprintf(path, sizeof path, "%s/crawl.conf", cfg->output_dir);
+	if (crawl_config_write(cfg, path) != 0) {
+		fprintf(stderr, "crawler crawl: cannot write %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof path, "%s/seeds.txt", cfg->output_dir);
+	f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "crawler crawl: cannot write %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s\n", seeds[i]);
+	rc = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0 ? -1 : 0;
+	if (fclose(f) != 0)
+		rc = -1;
+	if (rc != 0)
+		fprintf(stderr, "crawler crawl: cannot write %s: %s\n", path, strerror(errno));
+	return rc;
+}
+
+/* Resume: cuts what a crash tore off the WARC files (those from `from` on,
+ * by name, i.e. by time; all when from is empty) and the crawl log. */
+static int repair_outputs(const struct crawl_config *cfg, const char *from)
+{
+	char path[4400], err[512];
+	DIR *d = opendir(cfg->output_dir);
+	struct dirent *e;
+	uint64_t cut = 0;
+	int rc = 0;
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		size_t n = strlen(e->d_name);
+		struct warc_repair_result res;
+		if (strncmp(e->d_name, "crawl-", 6) != 0 || n < 8 ||
+		    strcmp(e->d_name + n - 8, ".warc.gz") != 0 || strcmp(e->d_name, from) < 0)
+			continue;
+		snprintf(path, sizeof path, "%s/%s", cfg->output_dir, e->d_name);
+		if (warc_repair_tail(path, 0, &res, err, sizeof err) != WARC_REPAIR_OK) {
+			fprintf(stderr, "crawler crawl: resume: %s\n", err);
+			rc = -1;
+		} else if (res.cut_bytes > 0) {
+			fprintf(stderr, "crawler crawl: resume: %s: removed %" PRIu64
+			                " bytes of a record cut off by the crash (%s)\n",
+			        path, res.cut_bytes, res.reason ? res.reason : "torn");
+		}
+	}
+	closedir(d);
+	snprintf(path, sizeof path, "%s/crawl.log", cfg->output_dir);
+	if (checkpoint_repair_log(path, &cut) != 0) {
+		fprintf(stderr, "crawler crawl: resume: %s: %s\n", path, strerror(errno));
+		rc = -1;
+	} else if (cut > 0) {
+		fprintf(stderr, "crawler crawl: resume: %s: removed a line cut off by the crash (%" PRIu64
+		                " bytes)\n", path, cut);
+	}
+	return rc;
+}
+
+/* Spill folders of a frontier killed with its crawl (frontier-XXXXXX in the
+ * output folder; never touched when spill_dir is elsewhere: it may be shared). */
+static void remove_stale_spill(const struct crawl_config *cfg)
+{
+	char path[4400];
+	DIR *d;
+	struct dirent *e;
+	if (cfg->spill_dir[0] && strcmp(cfg->spill_dir, cfg->output_dir) != 0)
+		return;
+	d = opendir(cfg->output_dir);
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL)
+		if (strncmp(e->d_name, "frontier-", 9) == 0) {
+			snprintf(path, sizeof path, "%s/%s", cfg->output_dir, e->d_name);
+			checkpoint_remove_tree(path);
+		}
+	closedir(d);
+}
+
 /* Registrable domains of the seeds (libpsl's built-in list). */
 static int seed_domains(char *const *seeds, size_t n, char ***out, size_t *nout)
 {
@@ -1804,14 +2352,15 @@ static int seed_domains(char *const *seeds, size_t n, char ***out, size_t *nout)
 	return 0;
 }
 
-int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds)
+int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds, int resume)
 {
 	int rc = CRAWL_EXIT_FAILURE;
 	struct run *r = calloc(1, sizeof *r);
 	char **doms = NULL;
 	size_t ndoms = 0;
-	char path[4200];
-	int loop_ok = 0;
+	char path[4400], ckpt[4200], err[4800], warc_from[256] = "";
+	uint64_t ckpt_seq = 0;
+	int loop_ok = 0, from_ckpt = 0;
 	if (!r) {
 		fprintf(stderr, "crawler crawl: out of memory\n");
 		return CRAWL_EXIT_FAILURE;
@@ -1820,9 +2369,6 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds)
 	r->seeds = seeds;
 	r->n_seeds = nseeds;
 	pthread_mutex_init(&r->wake_mu, NULL);
-	pthread_mutex_init(&r->marker_add_mu, NULL);
-	pthread_mutex_init(&r->marker_mu, NULL);
-	pthread_cond_init(&r->marker_cv, NULL);
 	/* Response bodies and per-record compressor state are large, short-lived
 	 * blocks: keep glibc from mapping and unmapping (and trimming) them on
 	 * every fetch, which costs more in page faults than the work itself. */
@@ -1835,6 +2381,44 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds)
 		        strerror(errno));
 		goto out;
 	}
+	/* One crawl per output folder. */
+	{
+		pid_t owner = 0;
+		enum outdir_lock_result lr =
+			outdir_lock_acquire(cfg->output_dir, &r->lock, &owner, err, sizeof err);
+		if (lr == OUTDIR_LOCK_BUSY) {
+			fprintf(stderr, "crawler crawl: %s is in use by another crawl (pid %ld)\n",
+			        cfg->output_dir, (long)owner);
+			rc = CRAWL_EXIT_USAGE;
+			goto out;
+		}
+		if (lr == OUTDIR_LOCK_STALE)
+			fprintf(stderr, "crawler crawl: %s: taking over the lock of crawl %ld, which is"
+			                " no longer running\n", cfg->output_dir, (long)owner);
+		else if (lr != OUTDIR_LOCK_OK) {
+			fprintf(stderr, "crawler crawl: %s\n", err);
+			goto out;
+		}
+	}
+	{
+		int f = checkpoint_find(cfg->output_dir, ckpt, sizeof ckpt, &ckpt_seq, err, sizeof err);
+		if (f < 0) {
+			fprintf(stderr, "crawler crawl: %s\n", err);
+			goto out;
+		}
+		if (f == 0 && !resume) {
+			fprintf(stderr, "crawler crawl: %s holds a crawl (%s): continue it with --resume,"
+			                " or choose another output folder\n", cfg->output_dir, ckpt);
+			rc = CRAWL_EXIT_USAGE;
+			goto out;
+		}
+		from_ckpt = f == 0;
+	}
+	r->resumed = resume;
+	r->ckpt_seq = ckpt_seq;
+	if (!resume && save_crawl_inputs(cfg, seeds, nseeds) != 0)
+		goto out;
+	remove_stale_spill(cfg);
 	if (uv_loop_init(&r->loop) != 0)
 		goto out;
 	loop_ok = 1;
@@ -1847,9 +2431,18 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds)
 	fc.max_depth = cfg->max_depth;
 	fc.max_hosts = cfg->max_hosts;
 	fc.robots_free = (void (*)(void *))robots_destroy;
-	enum frontier_err fe = frontier_create(&fc, &r->frontier);
+	fc.robots_encode = robots_encode_cb;
+	fc.robots_decode = robots_decode_cb;
+	enum frontier_err fe;
+	if (from_ckpt) {
+		snprintf(path, sizeof path, "%s/frontier", ckpt);
+		fe = frontier_restore(&fc, path, now_us(), &r->frontier);
+	} else {
+		fe = frontier_create(&fc, &r->frontier);
+	}
 	if (fe != FRONTIER_OK) {
-		fprintf(stderr, "crawler crawl: frontier: %s\n", frontier_strerror(fe));
+		fprintf(stderr, "crawler crawl: frontier%s%s: %s\n", from_ckpt ? " of " : "",
+		        from_ckpt ? path : "", frontier_strerror(fe));
 		goto out;
 	}
 	struct politeness_config pc;
@@ -1907,21 +2500,28 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds)
 	r->url_target = url_create(&uo);
 	if (!r->emitq || !r->writeq || !r->feedq || !r->meta || !r->url_base || !r->url_target)
 		goto out;
-	/* The sieve, in OUTPUT_DIR/sieve. */
+	/* The sieve, in OUTPUT_DIR/sieve: the checkpoint's copy on resume. */
 	snprintf(path, sizeof path, "%s/sieve", cfg->output_dir);
-	if (sieve_dir_clear(path) != 0) {
+	if (from_ckpt) {
+		char src[4300];
+		snprintf(src, sizeof src, "%s/sieve", ckpt);
+		if (sieve_restore(src, path, err, sizeof err) != SIEVE_OK) {
+			fprintf(stderr, "crawler crawl: sieve: %s\n", err);
+			goto out;
+		}
+	} else if (sieve_dir_clear(path) != 0) {
 		fprintf(stderr, "crawler crawl: cannot clear %s: %s\n", path,
 		        errno == EBUSY ? "in use by another crawl" : strerror(errno));
 		goto out;
 	}
+	/* Checkpoints copy the sieve's files after a flush: what it commits
+	 * must be durable when they are fsynced, so the sieve fsyncs too. */
 	struct sieve_config svc = {
 		.impl = cfg->sieve_impl,
 		.dir = path,
 		.memory = cfg->sieve_memory,
 		.buffer_urls = cfg->sieve_buffer_urls,
 		.max_url_len = cfg->max_url_len,
-		/* Scratch until crawls resume: crash safety buys nothing yet. */
-		.no_fsync = 1,
 	};
 	char serr[512];
 	int sierr = sieve_open(&svc, on_sieve_emit, r, &r->sieve, serr, sizeof serr);
@@ -1962,6 +2562,22 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds)
 		        dns_strerror(de));
 		rc = de == DNS_ERR_INVALID ? CRAWL_EXIT_USAGE : CRAWL_EXIT_FAILURE;
 		goto out;
+	}
+	/* Resume: the crawl's own state, then repair of what the crash cut. */
+	if (from_ckpt) {
+		snprintf(path, sizeof path, "%s/state", ckpt);
+		if (state_load(r, path, warc_from, sizeof warc_from, err, sizeof err) != 0) {
+			fprintf(stderr, "crawler crawl: %s\n", err);
+			goto out;
+		}
+		r->n_seeds = 0; /* the checkpoint's sieve has seen them */
+	}
+	if (resume) {
+		if (repair_outputs(cfg, warc_from) != 0)
+			goto out;
+		if (!cfg->quiet)
+			fprintf(stderr, "crawler crawl: resuming %s from %s\n", cfg->output_dir,
+			        from_ckpt ? ckpt : "its seeds (no checkpoint was written)");
 	}
 	/* Writer: WARC + crawl log. */
 	if (cfg->warc) {
@@ -2005,7 +2621,8 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds)
 	pthread_mutex_unlock(&r->wake_mu);
 	uv_signal_start(&r->sigint, on_sigint, SIGINT);
 	r->progress = !cfg->quiet && isatty(STDERR_FILENO);
-	r->t0_us = now_us();
+	r->t0_us = now_us() - r->elapsed_before_us;
+	r->ckpt_last_us = now_us();
 	/* Seeds: through the sieve, added by the feeder thread. */
 	if (pthread_create(&r->feeder, NULL, feeder_main, r) != 0)
 		goto out;
@@ -2104,10 +2721,13 @@ out:
 	for (size_t i = 0; i < r->n_blocks; i++)
 		free(r->blocks[i]);
 	free(r->blocks);
+	for (size_t i = 0; i < r->n_parked; i++)
+		fetch_result_free(r->parked[i]);
+	free(r->parked);
+	while (r->live)
+		req_release(r, r->live);
+	outdir_lock_release(r->lock);
 	pthread_mutex_destroy(&r->wake_mu);
-	pthread_mutex_destroy(&r->marker_add_mu);
-	pthread_mutex_destroy(&r->marker_mu);
-	pthread_cond_destroy(&r->marker_cv);
 	free(r);
 	return rc;
 }

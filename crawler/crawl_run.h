@@ -48,7 +48,11 @@ enum crawl_exit {
 };
 
 /* Runs a crawl from seeds (n absolute URLs, borrowed) with cfg (borrowed).
- * Blocks until the crawl ends; prints the summary to stdout unless quiet. */
-int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t n);
+ * Blocks until the crawl ends; prints the summary to stdout unless quiet.
+ * A new crawl saves seeds and cfg in the output folder (seeds.txt,
+ * crawl.conf) and refuses a folder that holds another crawl's checkpoint;
+ * with resume it continues the crawl of the output folder from its last
+ * checkpoint (seeds must then be that folder's seeds.txt). */
+int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t n, int resume);
 
 #endif

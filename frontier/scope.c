@@ -222,6 +222,12 @@ enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uin
 	return verdict(s, SCOPE_OK);
 }
 
+void scope_count_add(struct scope *s, enum scope_verdict v, uint64_t n)
+{
+	if (s != NULL && (unsigned)v < SCOPE_VERDICT_COUNT)
+		__atomic_add_fetch(&s->counts[v], n, __ATOMIC_RELAXED);
+}
+
 uint64_t scope_count(const struct scope *s, enum scope_verdict v)
 {
 	if (s == NULL || (unsigned)v >= SCOPE_VERDICT_COUNT)

@@ -68,6 +68,8 @@ void scope_destroy(struct scope *s); /* NULL is a no-op */
 enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uint32_t depth);
 /* Number of URLs that got verdict v so far (SCOPE_OK counts accepted ones). */
 uint64_t scope_count(const struct scope *s, enum scope_verdict v);
+/* Adds n to the count of verdict v (a resumed crawl carries its counts on). */
+void scope_count_add(struct scope *s, enum scope_verdict v, uint64_t n);
 /* Short stable name for logs ("ok", "bad-url", "too-long", "too-deep",
  * "off-domain", "too-many-segments", "repeated-segment"). */
 const char *scope_verdict_name(enum scope_verdict v);
