@@ -59,9 +59,19 @@ start_web() {
   dns=$(sed -n 's/^dns_port=//p' "$tmp/ready")
   "$tw" "${gen[@]}" --http-port "$port" --seeds > "$tmp/seeds.txt"
 }
+# stop_web: also prints the test web's own CPU seconds (it shares the two
+# cores with the client: a saturated machine shows here).
 stop_web() {
-  kill "$tw_pid" 2>/dev/null || true
-  wait "$tw_pid" 2>/dev/null || true
+  local st rc=0
+  # (an exited child stays a zombie, state Z, until waited for)
+  if st=$(cat "/proc/$tw_pid/stat" 2>/dev/null) && st=${st##*) } && [[ ${st:0:1} != Z ]]; then
+    awk -v t="$(getconf CLK_TCK)" '{ printf "  (test web CPU: %.1f s)\n", ($12 + $13) / t }' <<< "$st"
+    kill "$tw_pid" 2>/dev/null || true
+    wait "$tw_pid" 2>/dev/null || true
+  else
+    wait "$tw_pid" 2>/dev/null || rc=$?
+    echo "  WARNING: the test web had exited before the client's end (status $rc): the next figures are not valid"
+  fi
   tw_pid=""
 }
 
@@ -126,12 +136,12 @@ timed crawler "${prof[@]}" "$crawler" crawl --seeds "$tmp/seeds.txt" -c "$src/co
 stop_web
 report crawler
 if [[ -n "${BENCH_PERF:-}" ]]; then
-  echo "profile of the crawler (share of its CPU samples), by thread:"
-  perf report -i "$tmp/perf.data" --no-children --stdio --sort pid 2>/dev/null \
-    | grep -E '^ +[0-9]' | head -8 | sed 's/^/  /'
+  echo "profile of the crawler (share of its CPU samples), by thread (tid:comm) and shared object:"
+  perf report -i "$tmp/perf.data" --no-children --stdio --sort pid,dso 2>/dev/null \
+    | grep -E '^ +[0-9]' | head -16 | sed 's/^/  /' || true
   echo "by shared object and symbol (top 25):"
   perf report -i "$tmp/perf.data" --no-children --stdio --sort dso,sym 2>/dev/null \
-    | grep -E '^ +[0-9]' | head -25 | sed 's/^/  /'
+    | grep -E '^ +[0-9]' | head -25 | sed 's/^/  /' || true
 fi
 
 # 2. wget -r through the test web as proxy (robots on, spanning hosts).
