@@ -246,6 +246,7 @@ struct run {
 	char ckpt_err[4800];        /* worker thread, before its after-callback */
 	uint64_t elapsed_before_us; /* crawl time of the runs before a resume */
 	int resumed;
+	uint64_t start_after_us;    /* resume: no request before (see crawl_run) */
 };
 
 
@@ -1441,6 +1442,10 @@ static void pump(struct run *r)
 		uint32_t host;
 		uint64_t at;
 		uint64_t now = now_us();
+		if (now < r->start_after_us) {
+			uv_timer_start(&r->wake, on_wake, (r->start_after_us - now + 999) / 1000, 0);
+			break;
+		}
 		enum politeness_err e = politeness_pop_ready(r->pol, now, &host, &at);
 		if (e == POLITENESS_OK) {
 			visit_begin(r, host);
@@ -2623,6 +2628,15 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds,
 	r->progress = !cfg->quiet && isatty(STDERR_FILENO);
 	r->t0_us = now_us() - r->elapsed_before_us;
 	r->ckpt_last_us = now_us();
+	/* The crashed run may have contacted any host or IP just before it died,
+	 * hosts it found after its last checkpoint too (unknown here): no
+	 * request before one policy delay has passed. */
+	if (resume) {
+		uint64_t d = cfg->policy == DELAY_POLICY_RATIO ? cfg->min_delay_ms : cfg->host_delay_ms;
+		if (cfg->ip_politeness && cfg->ip_delay_ms > d)
+			d = cfg->ip_delay_ms;
+		r->start_after_us = now_us() + d * 1000u;
+	}
 	/* Seeds: through the sieve, added by the feeder thread. */
 	if (pthread_create(&r->feeder, NULL, feeder_main, r) != 0)
 		goto out;

@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""Crash-safe crawling, end to end against the local test web, judged from
+the test web's own request log.
+
+  resume_e2e.py kill        SIGKILL the crawl at RESUME_KILLS (default 20)
+                            random moments, resuming from the same folder each
+                            time, then let it finish
+  resume_e2e.py powercut    the same, but after each kill every file of the
+                            output folder is cut back to what was fsynced
+                            (an LD_PRELOAD shim, libsynctrack.so, records the
+                            size of every inode at each fsync): a power cut
+  resume_e2e.py diskfull    the output folder on a small tmpfs (mounted by
+                            the test) that fills up during the crawl: the crawl
+                            pauses and reports, and goes on when space is freed
+  resume_e2e.py cli         one crawl per folder (lock), no fresh crawl over a
+                            checkpointed folder, --resume of nothing, a
+                            graceful stop then resume, resume of a finished
+                            crawl
+
+Every variant checks, on the whole history: the union of URLs the test web
+served equals its expected set; a URL is fetched again only if its earlier
+fetch came within one checkpoint interval (plus the checkpoint's own time)
+before a crash; every WARC file reads back whole with an independent reader,
+digests verify; every crawl.log line is whole; per-host and per-IP delays
+hold across the crashes; stats.json's page count continues (it equals the
+distinct pages fetched).
+
+Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as crawl_e2e.py), RESUME_KILLS.
+"""
+import collections
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import crawl_e2e as e2e  # noqa: E402
+
+INTERVAL_S = 1          # --checkpoint-interval of these crawls
+CKPT_SLACK_S = 1.5      # a checkpoint's own time + the loop's 100 ms tick
+SYNCTRACK = os.path.abspath(os.path.join(e2e.BUILD, "tests", "resume", "libsynctrack.so"))
+
+
+def fail(msg):
+    e2e.fail(msg)
+
+
+class Crawl:
+    """The crawler's command line for one output folder of one test web."""
+
+    def __init__(self, tw, out, extra=()):
+        self.tw = tw
+        self.out = out
+        self.seeds = os.path.join(tw.dir, "seeds.txt")
+        with open(self.seeds, "w") as f:
+            f.write("\n".join(tw.run_mode("--seeds")) + "\n")
+        self.base = ["-c", os.path.join(e2e.SOURCE, "configs", "testweb.conf"),
+                     "--dns-server", "127.0.0.1:%d" % tw.dns_port, "--allow-private-networks",
+                     "-o", out, "--quiet", "--checkpoint-interval", str(INTERVAL_S),
+                     "--host-delay", str(e2e.HOST_DELAY_MS), "--ip-delay", str(e2e.IP_DELAY_MS),
+                     "--set", "politeness.crawl_delay_cap_ms=%d" % e2e.HOST_DELAY_MS] + list(extra)
+
+    def argv(self, resume):
+        if resume:
+            return [e2e.CRAWLER, "crawl", "--resume"] + self.base
+        return [e2e.CRAWLER, "crawl", "--seeds", self.seeds] + self.base
+
+    def start(self, resume, env=None):
+        return subprocess.Popen(self.argv(resume), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env, text=True)
+
+    def run(self, resume, timeout=300, env=None):
+        p = subprocess.run(self.argv(resume), capture_output=True, text=True, timeout=timeout,
+                           env=env)
+        self.runs = getattr(self, "runs", 0) + 1
+        with open(os.path.join(self.tw.dir, "run-%d.err" % self.runs), "w") as f:
+            f.write(p.stderr)
+        return p.returncode, p.stdout, p.stderr
+
+
+def served(tw):
+    """Requests in the test web's log once it is flushed (every 100 ms)."""
+    time.sleep(0.3)
+    return len(tw.requests())
+
+
+def kill_now(p):
+    p.send_signal(signal.SIGKILL)
+    out, err = p.communicate()
+    return out, err
+
+
+def synced_sizes(journal):
+    """(dev, ino) -> size at its last fsync, from the shim's journal (kept
+    across runs: a file synced in an earlier run keeps that size)."""
+    sizes = {}
+    if os.path.exists(journal):
+        for line in open(journal):
+            f = line.split()
+            if len(f) == 3:
+                sizes[(int(f[0]), int(f[1]))] = int(f[2])
+    return sizes
+
+
+def power_cut(out, journal):
+    """Every file under out back to what was fsynced: its size at its last
+    fsync (0 if never synced). Returns the bytes discarded."""
+    sizes = synced_sizes(journal)
+    lost = 0
+    for root, dirs, files in os.walk(out):
+        for name in files:
+            p = os.path.join(root, name)
+            st = os.lstat(p)
+            keep = sizes.get((st.st_dev, st.st_ino), 0)
+            if st.st_size > keep:
+                lost += st.st_size - keep
+                os.truncate(p, keep)
+    return lost
+
+
+def check_history(tw, out, expected, kills, what):
+    """The checks every variant shares (see the module comment)."""
+    rows = tw.requests()
+    with open(os.path.join(tw.dir, "crashes"), "w") as f:
+        f.write("".join("%d\n" % k for k in kills))
+    faults = e2e.fault_hosts(tw)
+    got = e2e.observed_set(tw, rows, faults)
+    errors = []
+    missing = sorted(expected - set(got))
+    extra = sorted(set(got) - expected)
+    if missing:
+        errors.append("%d expected URLs never fetched, e.g. %s" % (len(missing), missing[:5]))
+    if extra:
+        errors.append("%d unexpected requests, e.g. %s" % (len(extra), extra[:5]))
+    # Repeats: the earlier fetch must fall in the window a crash may undo.
+    first = {}
+    repeats = bad_repeats = 0
+    for r in rows:
+        if r[5] == "/robots.txt":
+            continue
+        key = (r[2], r[5])
+        if key in first:
+            repeats += 1
+            t1, t2 = first[key], r[0]
+            # a request sent just before a kill is logged when its response
+            # goes out (up to the web's latency later): 0.2 s of margin
+            ok = any(t1 <= k + 0.2e6 and t2 > k and t1 >= k - (INTERVAL_S + CKPT_SLACK_S) * 1e6
+                     for k in kills)
+            if not ok:
+                bad_repeats += 1
+                if bad_repeats <= 5:
+                    errors.append("%s%s fetched at %.3f s and again at %.3f s with no crash "
+                                  "within a checkpoint interval after the first" %
+                                  (r[2], r[5], (t1 - rows[0][0]) / 1e6, (t2 - rows[0][0]) / 1e6))
+        first[key] = r[0]
+    bad = e2e.check_politeness(rows, "fixed")
+    if bad:
+        errors.append("%d politeness violations, e.g. %s" % (len(bad), bad[:5]))
+    # Output files read back whole.
+    warcs = sorted(f for f in os.listdir(out) if f.endswith(".warc.gz"))
+    nrec = 0
+    for w in warcs:
+        for h, block in e2e.read_warc_records(os.path.join(out, w)):
+            nrec += 1
+            if "warc-block-digest" in h and h["warc-block-digest"] != e2e.b32sha1(block):
+                errors.append("%s: block digest mismatch for %s" % (w, h.get("warc-target-uri")))
+    web_set = set("http://%s%s\t%d" % (r[2], r[5], r[6]) for r in rows)
+    for line in open(os.path.join(out, "crawl.log")):
+        if line.startswith("#"):
+            continue
+        f = line.rstrip("\n").split("\t")
+        if len(f) != 12 or not line.endswith("\n"):
+            errors.append("crawl.log: torn line %r" % line[:120])
+            break
+        if int(f[1]) > 0 and "%s\t%s" % (f[3], f[1]) not in web_set:
+            errors.append("crawl.log: %s %s never served" % (f[3], f[1]))
+            break
+    stats = json.load(open(os.path.join(out, "stats.json")))
+    distinct = len(set((r[2], r[5]) for r in rows if r[5] != "/robots.txt"))
+    if stats["pages"] != distinct:
+        errors.append("stats.json pages %d, but %d distinct pages were fetched over all runs" %
+                      (stats["pages"], distinct))
+    print("%s: %d crashes; %d expected, %d requests, %d distinct; %d repeats (all within the "
+          "bound: %s); %d WARC files, %d records; %d checkpoints in the last run" %
+          (what, len(kills), len(expected), len(rows), len(got), repeats, bad_repeats == 0,
+           len(warcs), nrec, stats["checkpoints"]["written"]))
+    return errors
+
+
+def crash_loop(powercut):
+    n_kills = int(os.environ.get("RESUME_KILLS", "20"))
+    work = tempfile.mkdtemp(prefix="resume-%s-" % ("powercut" if powercut else "kill"))
+    # 20 ms a response: the crawl lasts long enough for every kill to land in it
+    tw = e2e.TestWeb(work, e2e.gen_args(["--latency-ms", "20"]))
+    rng = random.Random(int(os.environ.get("RESUME_SEED", str(os.getpid()))))
+    kills = []
+    env = dict(os.environ)
+    journal = os.path.join(work, "synced")
+    if powercut:
+        if not os.path.exists(SYNCTRACK):
+            fail("missing %s" % SYNCTRACK)
+        env["LD_PRELOAD"] = SYNCTRACK
+        env["SYNCTRACK_JOURNAL"] = journal
+        # under ASan the sanitizer's runtime need not come first
+        env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
+    lost = 0
+    try:
+        expected = set(tw.run_mode("--expected", "--agent", e2e.AGENT))
+        out = os.path.join(work, "out")
+        c = Crawl(tw, out)
+        finished_early = 0
+        for i in range(n_kills):
+            p = c.start(resume=i > 0, env=env)
+            time.sleep(rng.uniform(0.5, 2.0))
+            if p.poll() is not None:
+                o, e = p.communicate()
+                if p.returncode != 0:
+                    fail("run %d exited %d before its kill: %s" % (i, p.returncode, e[-2000:]))
+                finished_early += 1
+                continue
+            kills.append(time.time_ns() // 1000)
+            o, e = kill_now(p)
+            if powercut:
+                if not synced_sizes(journal):
+                    fail("no fsync recorded by %s: the shim did not load" % SYNCTRACK)
+                lost += power_cut(out, journal)
+        rc, o, e = c.run(resume=True, env=env)
+        if rc != 0:
+            fail("final resume exited %d: %s" % (rc, e[-3000:]))
+    finally:
+        tw.stop()
+    # Kill times are on this machine's realtime clock, as are the web log's.
+    errors = check_history(tw, out, expected, kills,
+                           "powercut (%d bytes not fsynced discarded)" % lost if powercut else "kill")
+    if finished_early > n_kills // 2:
+        errors.append("the crawl finished before %d of %d kills: make the web bigger" %
+                      (finished_early, n_kills))
+    if errors:
+        fail("; ".join(errors))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
+def test_cli():
+    work = tempfile.mkdtemp(prefix="resume-cli-")
+    tw = e2e.TestWeb(work, ["--hosts", "12", "--pages", "20", "--ips", "4", "--latency-ms", "5"])
+    errors = []
+    try:
+        expected = set(tw.run_mode("--expected", "--agent", e2e.AGENT))
+        out = os.path.join(work, "out")
+        c = Crawl(tw, out)
+        # --resume of a folder that holds no crawl
+        rc, o, e = c.run(resume=True)
+        if rc != 2 or "no crawl to resume" not in e:
+            errors.append("--resume of an empty folder: exit %d, %r" % (rc, e[-300:]))
+        # one crawl per folder: a second one is refused while the first runs
+        p = c.start(resume=False)
+        time.sleep(1.0)
+        rc, o, e = c.run(resume=True)
+        if rc != 2 or "in use by another crawl (pid %d)" % p.pid not in e:
+            errors.append("second crawl on a busy folder: exit %d, %r" % (rc, e[-300:]))
+        # graceful stop: SIGINT, a last checkpoint, exit 0
+        stop_us = time.time_ns() // 1000
+        p.send_signal(signal.SIGINT)
+        o, e = p.communicate(timeout=60)
+        if p.returncode != 0:
+            errors.append("graceful stop: exit %d, %s" % (p.returncode, e[-500:]))
+        s1 = json.load(open(os.path.join(out, "stats.json")))
+        n1 = served(tw)
+        if not os.path.exists(os.path.join(out, "checkpoint", "CURRENT")):
+            errors.append("no checkpoint after a graceful stop")
+        if os.path.exists(os.path.join(out, "crawl.lock")):
+            errors.append("crawl.lock left after a graceful stop")
+        # a fresh crawl over it is refused
+        rc, o, e = c.run(resume=False)
+        if rc != 2 or "continue it with --resume" not in e:
+            errors.append("fresh crawl over a checkpointed folder: exit %d, %r" % (rc, e[-300:]))
+        # resume to the end; counters continue
+        rc, o, e = c.run(resume=True)
+        if rc != 0:
+            errors.append("resume after a graceful stop: exit %d, %s" % (rc, e[-500:]))
+        s2 = json.load(open(os.path.join(out, "stats.json")))
+        if not (s2["pages"] > s1["pages"] and s2["checkpoints"]["resumed"]):
+            errors.append("counters did not continue: %d then %d pages" % (s1["pages"], s2["pages"]))
+        n2 = served(tw)
+        # a finished crawl resumed: nothing more is fetched
+        rc, o, e = c.run(resume=True)
+        n3 = served(tw)
+        if rc != 0 or n3 != n2:
+            errors.append("resume of a finished crawl: exit %d, %d more requests" % (rc, n3 - n2))
+        if n1 >= n2:
+            errors.append("the graceful stop came after the end (%d requests, then %d)" % (n1, n2))
+        if not errors:
+            errors += check_history(tw, out, expected, [stop_us], "cli")
+        # a stale lock (a crawl killed while holding it) is taken over, with a message
+        shutil.rmtree(out)
+        p = c.start(resume=False)
+        time.sleep(1.0)
+        kill_now(p)
+        rc, o, e = c.run(resume=True)
+        if rc != 0 or "taking over the lock of crawl %d" % p.pid not in e:
+            errors.append("stale lock: exit %d, %r" % (rc, e[-300:]))
+    finally:
+        tw.stop()
+    if errors:
+        fail("; ".join(errors))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
+def main():
+    what = sys.argv[1] if len(sys.argv) > 1 else ""
+    if what == "kill":
+        crash_loop(powercut=False)
+    elif what == "powercut":
+        crash_loop(powercut=True)
+    elif what == "cli":
+        test_cli()
+    else:
+        fail("unknown test " + what)
+
+
+if __name__ == "__main__":
+    main()
