@@ -1,6 +1,8 @@
 /* crawl_log.c: tab-separated crawl log lines (see crawl_log.h). */
 #include "crawler/crawl_log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,10 +10,41 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Lines are appended to an own buffer and written with write(2): a write
+ * that fails (a full disk) leaves the bytes not yet written in the buffer,
+ * so the next flush goes on from exactly there; nothing accepted is lost
+ * and the file only ever gets whole lines, in order (stdio would keep no
+ * such promise after an error). */
+#define LOG_BUF (64u * 1024u)
+
 struct crawl_log {
-	FILE *f;
+	int fd;
 	int is_stdout;
+	size_t len;      /* bytes in buf not yet written */
+	char buf[LOG_BUF];
 };
+
+/* Writes out the buffer; on error keeps the unwritten rest at its front. */
+static enum crawl_log_error drain(struct crawl_log *log)
+{
+	size_t done = 0;
+	enum crawl_log_error rc = CRAWL_LOG_OK;
+	while (done < log->len) {
+		ssize_t k = write(log->fd, log->buf + done, log->len - done);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = CRAWL_LOG_ERR_IO;
+			break;
+		}
+		done += (size_t)k;
+	}
+	int e = errno;
+	memmove(log->buf, log->buf + done, log->len - done);
+	log->len -= done;
+	errno = e;
+	return rc;
+}
 
 static const char header_line[] =
 	"#timestamp\tstatus\tbytes\turl\tvia\tdepth\tcontent_type\tduration_ms"
@@ -143,27 +176,25 @@ enum crawl_log_error crawl_log_open(const char *path, struct crawl_log **out)
 		goto out;
 	}
 	if (strcmp(path, "-") == 0) {
-		log->f = stdout;
+		log->fd = STDOUT_FILENO;
 		log->is_stdout = 1;
 	} else {
-		log->f = fopen(path, "a");
-		if (log->f == NULL) {
+		log->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (log->fd < 0) {
 			rc = CRAWL_LOG_ERR_IO;
 			goto out;
 		}
 	}
-	if (fstat(fileno(log->f), &st) == 0 && (!S_ISREG(st.st_mode) || st.st_size == 0)) {
-		if (fputs(header_line, log->f) == EOF) {
-			rc = CRAWL_LOG_ERR_IO;
-			goto out;
-		}
+	if (fstat(log->fd, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_size == 0)) {
+		memcpy(log->buf, header_line, sizeof header_line - 1);
+		log->len = sizeof header_line - 1;
 	}
 	*out = log;
 	log = NULL;
 out:
 	if (log != NULL) {
-		if (log->f != NULL && !log->is_stdout)
-			fclose(log->f);
+		if (log->fd >= 0 && !log->is_stdout)
+			close(log->fd);
 		free(log);
 	}
 	return rc;
@@ -184,10 +215,38 @@ enum crawl_log_error crawl_log_write(struct crawl_log *log, const struct crawl_l
 			return CRAWL_LOG_ERR_NOMEM;
 		crawl_log_format(e, buf, need + 1);
 	}
-	if (fwrite(buf, 1, need, log->f) != need)
-		rc = CRAWL_LOG_ERR_IO;
+	/* Room first: a line is taken whole or not at all (the caller retries
+	 * it), never half. */
+	if (log->len + need > LOG_BUF && log->len > 0)
+		rc = drain(log);
+	if (rc == CRAWL_LOG_OK && need > LOG_BUF) {
+		/* longer than the buffer (a huge Content-Type): straight out, and
+		 * cut back if it could not all be written */
+		struct stat st;
+		size_t done = 0;
+		off_t before = fstat(log->fd, &st) == 0 ? st.st_size : -1;
+		while (done < need) {
+			ssize_t k = write(log->fd, buf + done, need - done);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k < 0) {
+				int saved = errno;
+				if (before >= 0 && !log->is_stdout && ftruncate(log->fd, before) != 0)
+					(void)0; /* the next resume cuts the torn line */
+				errno = saved;
+				rc = CRAWL_LOG_ERR_IO;
+				break;
+			}
+			done += (size_t)k;
+		}
+	} else if (rc == CRAWL_LOG_OK) {
+		memcpy(log->buf + log->len, buf, need);
+		log->len += need;
+	}
+	int saved_errno = errno;
 	if (buf != stack)
 		free(buf);
+	errno = saved_errno;
 	return rc;
 }
 
@@ -195,9 +254,9 @@ enum crawl_log_error crawl_log_flush(struct crawl_log *log, int sync)
 {
 	if (log == NULL)
 		return CRAWL_LOG_ERR_INVALID;
-	if (fflush(log->f) != 0)
+	if (drain(log) != CRAWL_LOG_OK)
 		return CRAWL_LOG_ERR_IO;
-	if (sync && !log->is_stdout && fsync(fileno(log->f)) != 0)
+	if (sync && !log->is_stdout && fsync(log->fd) != 0)
 		return CRAWL_LOG_ERR_IO;
 	return CRAWL_LOG_OK;
 }
@@ -207,12 +266,10 @@ enum crawl_log_error crawl_log_close(struct crawl_log *log)
 	enum crawl_log_error rc = CRAWL_LOG_OK;
 	if (log == NULL)
 		return CRAWL_LOG_OK;
-	if (log->is_stdout) {
-		if (fflush(log->f) != 0)
-			rc = CRAWL_LOG_ERR_IO;
-	} else if (fclose(log->f) != 0) {
+	if (drain(log) != CRAWL_LOG_OK)
 		rc = CRAWL_LOG_ERR_IO;
-	}
+	if (!log->is_stdout && close(log->fd) != 0)
+		rc = CRAWL_LOG_ERR_IO;
 	free(log);
 	return rc;
 }

@@ -15,8 +15,12 @@
  * that is literally "-" stays "-"). So every record is exactly one line of
  * exactly 12 fields.
  *
- * Thread-confined and synchronous (the writer thread owns it); buffered
- * stdio, flush/sync on demand.
+ * Thread-confined and synchronous (the writer thread owns it). Buffered
+ * (64 KiB); flush/sync on demand. A write or flush that fails (ENOSPC...)
+ * returns CRAWL_LOG_ERR_IO with errno set and loses nothing: a line
+ * refused by crawl_log_write was not taken (write it again), and bytes a
+ * flush could not write stay buffered for the next one, so the file only
+ * ever holds whole lines in order once a flush succeeds.
  */
 #ifndef CRAWLER_CRAWL_LOG_H
 #define CRAWLER_CRAWL_LOG_H

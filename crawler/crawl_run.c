@@ -41,6 +41,7 @@
 #include "crawler/decode.h"
 #include "crawler/dns.h"
 #include "crawler/fetch.h"
+#include "crawler/io_stall.h"
 #include "crawler/link_meta.h"
 #include "crawler/outdir_lock.h"
 #include "crawler/warc.h"
@@ -247,6 +248,10 @@ struct run {
 	uint64_t elapsed_before_us; /* crawl time of the runs before a resume */
 	int resumed;
 	uint64_t start_after_us;    /* resume: no request before (see crawl_run) */
+	/* outputs that cannot be written (a full disk): fetching pauses */
+	struct io_stall *io;
+	struct emit *pending_emit;  /* loop: a URL the frontier could not spill yet */
+	char spill_label[4200], log_path[4200];
 };
 
 
@@ -376,19 +381,30 @@ static struct host_state *host_state(struct run *r, uint32_t host)
 	return &r->blocks[b][host & ((1u << HOST_BLOCK_BITS) - 1)];
 }
 
-/* Inserts a URL the loop owns into the frontier (creating its host). */
-static void frontier_add(struct run *r, const char *url, size_t len, const char *via,
-                         size_t via_len, uint32_t depth)
+/* Inserts a URL the loop owns into the frontier (creating its host).
+ * Returns -1 when it must be tried again later (its spill file could not be
+ * written: a full disk; the frontier is unchanged), else 0 (added, or
+ * refused for a reason the frontier counts). */
+static int frontier_add(struct run *r, const char *url, size_t len, const char *via,
+                        size_t via_len, uint32_t depth)
 {
 	size_t kl, hs, hl;
 	uint32_t host;
 	if (url_split(url, len, &kl, &hs, &hl) < 0)
-		return;
+		return 0;
 	if (frontier_host_get(r->frontier, url, kl, 1, &host) != FRONTIER_OK)
-		return;
+		return 0;
 	if (!host_state(r, host))
-		return;
-	frontier_push(r->frontier, host, url, len, via, via_len, depth);
+		return 0;
+	if (frontier_push(r->frontier, host, url, len, via, via_len, depth) == FRONTIER_ERR_IO) {
+		if (io_stall_retryable(errno)) {
+			io_stall_note(r->io, r->spill_label, errno);
+			return -1;
+		}
+		fprintf(stderr, "\ncrawler crawl: frontier spill %s: %s: URL dropped\n", r->spill_label,
+		        strerror(errno));
+	}
+	return 0;
 }
 
 /* ---- writer thread ---- */
@@ -403,10 +419,30 @@ static void job_free(struct job *j)
 	free(j);
 }
 
+/* The path of the WARC file being written (for reports). */
+static void warc_label(struct run *r, char *buf, size_t cap)
+{
+	struct warc_position pos;
+	warc_writer_position(r->warc, &pos);
+	snprintf(buf, cap, "%s/%s", r->cfg->output_dir, pos.file);
+}
+
+/* A write of the writer thread failed: on a full disk (or quota, or EIO)
+ * wait and say to retry (fetching pauses meanwhile: io_stall); otherwise 0. */
+static int writer_retry(struct run *r, const char *what, int err, int *stalled)
+{
+	if (!io_stall_retryable(err))
+		return 0;
+	*stalled = 1;
+	return io_stall_wait(r->io, what, err);
+}
+
 static void write_job(struct run *r, struct job *j)
 {
 	struct fetch_result *res = j->res;
 	bool revisit = false;
+	char what[4400];
+	int stalled = 0;
 	if (r->warc && res->status > 0) {
 		struct warc_fetch wf = {
 			.url = res->url,
@@ -420,7 +456,15 @@ static void write_job(struct run *r, struct job *j)
 			.body_len = res->body.len,
 			.truncated = res->truncated,
 		};
-		if (warc_writer_write_fetch(r->warc, &wf, NULL, &revisit) != WARC_OK)
+		enum warc_error we;
+		warc_label(r, what, sizeof what);
+		/* all or nothing (warc.h): the same fetch is written again */
+		while ((we = warc_writer_write_fetch(r->warc, &wf, NULL, &revisit)) == WARC_ERR_IO &&
+		       writer_retry(r, what, errno, &stalled))
+			;
+		if (stalled && we == WARC_OK)
+			io_stall_resolved(r->io, what);
+		if (we != WARC_OK)
 			atomic_fetch_add(&r->ac.writer_errors, 1);
 		if (revisit)
 			atomic_fetch_add(&r->ac.warc_revisits, 1);
@@ -445,7 +489,15 @@ static void write_job(struct run *r, struct job *j)
 			.redirect = j->redirect,
 			.flags = flags,
 		};
-		if (crawl_log_write(r->log, &e) != CRAWL_LOG_OK)
+		enum crawl_log_error le;
+		stalled = 0;
+		/* a refused line was not taken (crawl_log.h): write it again */
+		while ((le = crawl_log_write(r->log, &e)) == CRAWL_LOG_ERR_IO &&
+		       writer_retry(r, r->log_path, errno, &stalled))
+			;
+		if (stalled && le == CRAWL_LOG_OK)
+			io_stall_resolved(r->io, r->log_path);
+		if (le != CRAWL_LOG_OK)
 			atomic_fetch_add(&r->ac.writer_errors, 1);
 	}
 }
@@ -454,14 +506,24 @@ static void write_job(struct run *r, struct job *j)
  * durable and say where the WARC stands. */
 static void writer_barrier(struct run *r, uint64_t seq)
 {
-	int rc = 0;
+	int rc = 0, stalled = 0;
+	char what[4400];
 	if (r->warc) {
 		if (warc_writer_sync(r->warc) != WARC_OK)
 			rc = -1;
 		warc_writer_position(r->warc, &r->ckpt_warc);
 	}
-	if (r->log && crawl_log_flush(r->log, 1) != CRAWL_LOG_OK)
-		rc = -1;
+	if (r->log) {
+		enum crawl_log_error le;
+		snprintf(what, sizeof what, "%s", r->log_path);
+		while ((le = crawl_log_flush(r->log, 1)) == CRAWL_LOG_ERR_IO &&
+		       writer_retry(r, what, errno, &stalled))
+			;
+		if (stalled && le == CRAWL_LOG_OK)
+			io_stall_resolved(r->io, what);
+		if (le != CRAWL_LOG_OK)
+			rc = -1;
+	}
 	r->ckpt_writer_rc = rc;
 	atomic_store(&r->ckpt_synced, seq);
 }
@@ -934,7 +996,7 @@ static void visit_end(struct run *r, uint32_t host)
 /* Room to start one more transfer without any hand-off ever blocking. */
 static int can_start(struct run *r)
 {
-	if (r->ckpt_phase != CKPT_IDLE)
+	if (r->ckpt_phase != CKPT_IDLE || io_stall_active(r->io, NULL, 0))
 		return 0;
 	size_t inflight = fetch_engine_in_flight(r->fetch);
 	if (inflight >= r->cfg->max_connections)
@@ -1337,17 +1399,43 @@ static void on_fetch_done(void *ctx, struct fetch_result *res)
 
 /* ---- loop plumbing ---- */
 
-static void drain_emits(struct run *r)
+/* One emitted URL into the frontier; kept aside when the frontier cannot
+ * take it yet (a full disk): then 0, and the emit queue waits behind it
+ * (the sieve's flush thread, then the adders, wait in turn). */
+static int take_emit(struct run *r, struct emit *e)
+{
+	if (frontier_add(r, e->data, e->url_len, e->data + e->url_len + 1, e->via_len, e->depth) < 0) {
+		r->pending_emit = e;
+		return 0;
+	}
+	free(e);
+	return 1;
+}
+
+/* Moves emitted URLs into the frontier: up to `budget`, or all of them
+ * when budget is 0. Returns 0 if one had to stay pending. */
+static int drain_emits_upto(struct run *r, size_t budget)
 {
 	void *item;
+	int all = budget == 0;
+	if (r->pending_emit) {
+		struct emit *e = r->pending_emit;
+		r->pending_emit = NULL;
+		if (!take_emit(r, e))
+			return 0;
+		io_stall_resolved(r->io, r->spill_label);
+	}
+	while ((all || budget-- > 0) && bqueue_try_pop(r->emitq, &item) == BQUEUE_OK)
+		if (!take_emit(r, item))
+			return 0;
+	return 1;
+}
+
+static void drain_emits(struct run *r)
+{
 	/* At most one queue's worth per pump, so a fast sieve flush cannot
 	 * starve the loop's other work; each emit also wakes the loop again. */
-	size_t budget = bqueue_cap(r->emitq);
-	while (budget-- > 0 && bqueue_try_pop(r->emitq, &item) == BQUEUE_OK) {
-		struct emit *e = item;
-		frontier_add(r, e->data, e->url_len, e->data + e->url_len + 1, e->via_len, e->depth);
-		free(e);
-	}
+	drain_emits_upto(r, bqueue_cap(r->emitq));
 }
 
 static void finish(struct run *r);
@@ -1478,12 +1566,16 @@ static void print_progress(struct run *r, int final)
 	uint64_t errs = 0;
 	for (int i = 1; i < 16; i++)
 		errs += r->fetch_errors[i];
+	char stall[600] = "";
+	if (io_stall_active(r->io, stall + 10, sizeof stall - 10))
+		memcpy(stall, "  PAUSED: ", 10);
 	fprintf(stderr,
 	        "\r%" PRIu64 " pages  %.0f p/s  %.2f MB/s  in flight %zu  hosts %" PRIu64
-	        " waiting/%" PRIu64 "  frontier %" PRIu64 "  dns %zu  errors %" PRIu64 "   %s",
+	        " waiting/%" PRIu64 "  frontier %" PRIu64 "  dns %zu  errors %" PRIu64 "%s   %s",
 	        r->pages_done, el > 0 ? (double)r->pages_done / el : 0.0,
 	        el > 0 ? (double)r->bytes / el / 1e6 : 0.0, fetch_engine_in_flight(r->fetch),
-	        ps.hosts_in_heap, fs.hosts, fs.urls_queued, ds.pending, errs, final ? "\n" : "");
+	        ps.hosts_in_heap, fs.hosts, fs.urls_queued, ds.pending, errs, stall,
+	        final ? "\n" : "");
 }
 
 /* In-flight transfers had their few seconds: a last checkpoint records them
@@ -1866,7 +1958,6 @@ static int ckpt_write_local(struct run *r)
  * (from pump) whenever something it waits for may have happened. */
 static void ckpt_step(struct run *r)
 {
-	void *item;
 	switch (r->ckpt_phase) {
 	case CKPT_DRAIN:
 		/* a forced flush of the end-of-crawl logic, now done */
@@ -1885,10 +1976,12 @@ static void ckpt_step(struct run *r)
 	case CKPT_FLUSH: {
 		if (atomic_load(&r->ac.flush_done_seq) < r->ckpt_flush_seq)
 			return;
-		while (bqueue_try_pop(r->emitq, &item) == BQUEUE_OK) {
-			struct emit *e = item;
-			frontier_add(r, e->data, e->url_len, e->data + e->url_len + 1, e->via_len, e->depth);
-			free(e);
+		/* every URL the sieve emitted must be in the frontier's copy */
+		if (!drain_emits_upto(r, 0)) {
+			snprintf(r->ckpt_err, sizeof r->ckpt_err, "frontier spill %s: %s", r->spill_label,
+			         strerror(errno));
+			ckpt_end(r, 0);
+			return;
 		}
 		struct job *j = calloc(1, sizeof *j);
 		if (!j)
@@ -2089,6 +2182,13 @@ static int write_stats(struct run *r, const char *path, double elapsed)
 	        ", \"seconds_total\": %.3f, \"seconds_max\": %.3f, \"resumed\": %s},\n",
 	        r->ckpt_count, r->ckpt_failures, (double)r->ckpt_us_total / 1e6,
 	        (double)r->ckpt_us_max / 1e6, r->resumed ? "true" : "false");
+	{
+		uint64_t stalls;
+		double secs;
+		io_stall_stats(r->io, &stalls, &secs);
+		fprintf(f, "  \"output_stalls\": {\"count\": %" PRIu64 ", \"seconds\": %.3f},\n", stalls,
+		        secs);
+	}
 	fprintf(f, "  \"pages_per_s_interval_s\": %u,\n  \"pages_per_s_series\": [",
 	        r->cfg->stats_interval_s);
 	for (size_t i = 0; i < r->n_samples; i++)
@@ -2196,6 +2296,11 @@ static int sieve_dir_clear(const char *dir)
 static void stop_threads(struct run *r)
 {
 	atomic_store(&r->stop_adding, 1);
+	/* After the last checkpoint: a write still waiting for disk space gives
+	 * up (what it holds is in that checkpoint as not done), so the threads
+	 * can end. */
+	if (r->io)
+		io_stall_abort(r->io);
 	if (r->emitq)
 		bqueue_close(r->emitq);
 	if (r->feeder_started) {
@@ -2222,6 +2327,17 @@ static void stop_threads(struct run *r)
 		pthread_join(r->writer, NULL);
 		r->writer_started = 0;
 	}
+}
+
+/* The sieve's writes that fail on a full disk wait it out (sieve.h). */
+static int on_sieve_write_error(void *ctx, const char *dir, int err)
+{
+	struct run *r = ctx;
+	if (err == 0) {
+		io_stall_resolved(r->io, dir);
+		return 0;
+	}
+	return io_stall_retryable(err) && io_stall_wait(r->io, dir, err);
 }
 
 /* robots pointers in frontier checkpoints (frontier_config). */
@@ -2424,6 +2540,12 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds,
 	if (!resume && save_crawl_inputs(cfg, seeds, nseeds) != 0)
 		goto out;
 	remove_stale_spill(cfg);
+	r->io = io_stall_create(1000);
+	if (!r->io)
+		goto out;
+	snprintf(r->spill_label, sizeof r->spill_label, "%s (frontier spill)",
+	         cfg->spill_dir[0] ? cfg->spill_dir : cfg->output_dir);
+	snprintf(r->log_path, sizeof r->log_path, "%s/crawl.log", cfg->output_dir);
 	if (uv_loop_init(&r->loop) != 0)
 		goto out;
 	loop_ok = 1;
@@ -2527,6 +2649,8 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds,
 		.memory = cfg->sieve_memory,
 		.buffer_urls = cfg->sieve_buffer_urls,
 		.max_url_len = cfg->max_url_len,
+		.on_write_error = on_sieve_write_error,
+		.write_error_ctx = r,
 	};
 	char serr[512];
 	int sierr = sieve_open(&svc, on_sieve_emit, r, &r->sieve, serr, sizeof serr);
@@ -2740,6 +2864,8 @@ out:
 	free(r->parked);
 	while (r->live)
 		req_release(r, r->live);
+	free(r->pending_emit);
+	io_stall_destroy(r->io);
 	outdir_lock_release(r->lock);
 	pthread_mutex_destroy(&r->wake_mu);
 	free(r);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -307,6 +308,21 @@ static enum warc_error close_file(struct warc_writer *w)
 	return rc;
 }
 
+/* Forgets everything written since the file was start bytes long: stdio's
+ * buffer is dropped and the file cut back, so a fetch is in the file whole
+ * or not at all (a full disk mid-record leaves no torn record). */
+static void rollback(struct warc_writer *w, uint64_t start)
+{
+	int e = errno;
+	__fpurge(w->f);
+	if (ftruncate(fileno(w->f), (off_t)start) != 0 || fseeko(w->f, (off_t)start, SEEK_SET) != 0)
+		clearerr(w->f);
+	clearerr(w->f);
+	w->stats.bytes -= w->file_bytes - start;
+	w->file_bytes = start;
+	errno = e;
+}
+
 static enum warc_error open_file(struct warc_writer *w)
 {
 	char stamp[32];
@@ -339,7 +355,22 @@ static enum warc_error open_file(struct warc_writer *w)
 	w->file_bytes = 0;
 	w->file_records = 0;
 	w->stats.files++;
-	return write_warcinfo(w);
+	enum warc_error rc = write_warcinfo(w);
+	if (rc == WARC_OK && fflush(w->f) != 0) {
+		w->first_error_errno = errno;
+		rc = WARC_ERR_IO;
+	}
+	if (rc != WARC_OK) {
+		/* no file without its warcinfo: the next write opens a new one */
+		int e = w->first_error_errno;
+		fclose(w->f);
+		w->f = NULL;
+		unlink(path);
+		w->stats.files--;
+		w->stats.bytes -= w->file_bytes;
+		errno = e;
+	}
+	return rc;
 }
 
 static char *dup_or(const char *s, const char *dflt)
@@ -487,26 +518,20 @@ static enum warc_error write_record(struct warc_writer *w, const char *type,
 	return write_member(w, hdr, len, pieces, npieces);
 }
 
-enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc_fetch *f,
-                                        struct warc_position *where, bool *revisit)
+/* The records of one fetch (warc_writer_write_fetch makes it all or
+ * nothing). A response to remember for revisits is returned in *remember
+ * (its id, date and payload digest in resp_id, date, pd); the caller enters
+ * it once the fetch is safely in the file. */
+static enum warc_error write_fetch_records(struct warc_writer *w, const struct warc_fetch *f,
+                                           struct warc_position *where, bool *revisit,
+                                           char resp_id[48], char date[32], uint8_t pd[20],
+                                           bool *remember)
 {
 	enum warc_error rc = WARC_OK;
-	char req_id[48], resp_id[48], date[32];
-	uint8_t pd[20];
+	char req_id[48];
 	char plabel[38];
 
-	if (revisit != NULL)
-		*revisit = false;
-	if (w == NULL || f == NULL || f->url == NULL || f->url[0] == '\0' || w->f == NULL)
-		return WARC_ERR_INVALID;
-	if (w->file_bytes >= w->max_file_bytes && w->file_records > 1) {
-		rc = close_file(w);
-		if (rc != WARC_OK)
-			return rc;
-		rc = open_file(w);
-		if (rc != WARC_OK)
-			return rc;
-	}
+	*remember = false;
 	make_uuid(req_id);
 	make_uuid(resp_id);
 	format_date(f->date_unix_ms, date);
@@ -572,16 +597,64 @@ enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc
 	                  "application/http; msgtype=response", pieces, 2);
 	if (rc == WARC_OK) {
 		w->stats.responses++;
-		if (!w->no_revisits && f->body_len > 0 && !f->truncated)
-			digest_insert(w, pd, resp_id, date, f->url);
+		*remember = !w->no_revisits && f->body_len > 0 && !f->truncated;
 	}
+	return rc;
+}
+
+
+enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc_fetch *f,
+                                        struct warc_position *where, bool *revisit)
+{
+	enum warc_error rc = WARC_OK;
+	char resp_id[48], date[32];
+	uint8_t pd[20];
+	bool remember = false;
+
+	if (revisit != NULL)
+		*revisit = false;
+	if (w == NULL || f == NULL || f->url == NULL || f->url[0] == '\0')
+		return WARC_ERR_INVALID;
+	if (w->f != NULL && w->file_bytes >= w->max_file_bytes && w->file_records > 1) {
+		rc = close_file(w);
+		if (rc != WARC_OK)
+			return rc;
+	}
+	if (w->f == NULL) {
+		rc = open_file(w);
+		if (rc != WARC_OK)
+			return rc;
+	}
+	/* All or nothing (see rollback): where this fetch's records start. */
+	uint64_t start = w->file_bytes;
+	struct warc_stats saved = w->stats;
+	uint64_t saved_records = w->file_records;
+	rc = write_fetch_records(w, f, where, revisit, resp_id, date, pd, &remember);
+	if (rc == WARC_OK && fflush(w->f) != 0) {
+		w->first_error_errno = errno;
+		rc = WARC_ERR_IO;
+	}
+	if (rc != WARC_OK) {
+		rollback(w, start);
+		w->stats = saved;
+		w->file_records = saved_records;
+		if (revisit != NULL)
+			*revisit = false;
+		errno = w->first_error_errno;
+		return rc;
+	}
+	/* only now: a rolled-back record must not be referred to by revisits */
+	if (remember)
+		digest_insert(w, pd, resp_id, date, f->url);
 	return rc;
 }
 
 enum warc_error warc_writer_sync(struct warc_writer *w)
 {
-	if (w == NULL || w->f == NULL)
+	if (w == NULL)
 		return WARC_ERR_INVALID;
+	if (w->f == NULL) /* between files: everything written was synced at close */
+		return WARC_OK;
 	if (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0)
 		return WARC_ERR_IO;
 	return WARC_OK;

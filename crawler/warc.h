@@ -80,7 +80,11 @@ enum warc_error warc_writer_open(const struct warc_config *config,
 /*
  * Writes the request and response (or revisit) records of one fetch.
  * where (optional) receives the response record's position; revisit
- * (optional) is set true when a revisit record was written.
+ * (optional) is set true when a revisit record was written. All or
+ * nothing: the records are flushed to the file before it returns, and on
+ * WARC_ERR_IO (errno set: ENOSPC...) the file is cut back to where it was,
+ * so the same fetch can be written again later. A rotation that failed is
+ * retried by the next call.
  */
 enum warc_error warc_writer_write_fetch(struct warc_writer *w,
                                         const struct warc_fetch *f,

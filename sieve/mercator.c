@@ -181,37 +181,53 @@ static int path_of(const struct merc *m, char *out, size_t len, const char *name
     return (r < 0 || (size_t)r >= len) ? -1 : 0;
 }
 
-static int write_all(int fd, const void *p, size_t n)
+/* A write failed with err: 1 to retry it (cfg->on_write_error waited out
+ * a full disk), 0 to fail. */
+static bool write_retry(const struct merc *m, int err)
+{
+    if ((err != ENOSPC && err != EDQUOT && err != EIO) || m->cfg.on_write_error == NULL)
+        return false;
+    bool again = m->cfg.on_write_error(m->cfg.write_error_ctx, m->dir, err) != 0;
+    errno = err;
+    return again;
+}
+
+/* All n bytes, at the file offset (off == UINT64_MAX) or at off; the bytes
+ * already written stay written across a retry, so nothing is torn or
+ * doubled. */
+static int write_at(const struct merc *m, int fd, const void *p, size_t n, uint64_t off)
 {
     const uint8_t *c = p;
+    bool waited = false;
     while (n > 0) {
-        ssize_t w = write(fd, c, n);
+        ssize_t w = off == UINT64_MAX ? write(fd, c, n) : pwrite(fd, c, n, (off_t)off);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
+            if (write_retry(m, errno)) {
+                waited = true;
+                continue;
+            }
             return -1;
         }
         c += w;
         n -= (size_t)w;
+        if (off != UINT64_MAX)
+            off += (uint64_t)w;
     }
+    if (waited)
+        m->cfg.on_write_error(m->cfg.write_error_ctx, m->dir, 0);
     return 0;
 }
 
-static int pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+static int write_all(const struct merc *m, int fd, const void *p, size_t n)
 {
-    const uint8_t *c = p;
-    while (n > 0) {
-        ssize_t w = pwrite(fd, c, n, (off_t)off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        c += w;
-        n -= (size_t)w;
-        off += (uint64_t)w;
-    }
-    return 0;
+    return write_at(m, fd, p, n, UINT64_MAX);
+}
+
+static int pwrite_all(const struct merc *m, int fd, const void *p, size_t n, uint64_t off)
+{
+    return write_at(m, fd, p, n, off);
 }
 
 static int do_fsync(const struct merc *m, int fd)
@@ -321,6 +337,7 @@ static int rec_next(struct rd *r, size_t maxlen, const char **url, size_t *len, 
  * stored 8 bytes at a time; one code (unary quotient + b low bits) is
  * usually one bw_bits call. */
 struct bw {
+    const struct merc *m;
     int fd;
     uint8_t *buf;
     size_t cap, len;
@@ -335,7 +352,7 @@ static void bw_drain(struct bw *w)
 {
     if (w->len == 0)
         return;
-    if (write_all(w->fd, w->buf, w->len) != 0)
+    if (write_all(w->m, w->fd, w->buf, w->len) != 0)
         w->ioerr = true;
     XXH3_64bits_update(w->xs, w->buf, w->len);
     w->total += w->len;
@@ -659,7 +676,7 @@ static int manifest_write(struct merc *m, const struct mstate *s)
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         goto out;
-    if (write_all(fd, b, sizeof b) != 0 || do_fsync(m, fd) != 0)
+    if (write_all(m, fd, b, sizeof b) != 0 || do_fsync(m, fd) != 0)
         goto out;
     close(fd);
     fd = -1;
@@ -1022,7 +1039,7 @@ static int a_scan(struct merc *m, int afd, const char *ap, size_t n, const struc
                 continue;
             if (lfd >= 0) {
                 if (lb + REC_HDR + ul > m->io) {
-                    if (pwrite_all(lfd, m->lbuf, lb, *log_len) != 0)
+                    if (pwrite_all(m, lfd, m->lbuf, lb, *log_len) != 0)
                         return fail(m, SIEVE_EIO, true, "%s/EMITTED: write failed: %s", m->dir, strerror(errno));
                     *log_len += lb;
                     lb = 0;
@@ -1042,7 +1059,7 @@ static int a_scan(struct merc *m, int afd, const char *ap, size_t n, const struc
     if (g == -2)
         return fail(m, SIEVE_EIO, true, "%s: read failed: %s", ap, strerror(errno));
     if (lfd >= 0) {
-        if (pwrite_all(lfd, m->lbuf, lb, *log_len) != 0)
+        if (pwrite_all(m, lfd, m->lbuf, lb, *log_len) != 0)
             return fail(m, SIEVE_EIO, true, "%s/EMITTED: write failed: %s", m->dir, strerror(errno));
         *log_len += lb;
     }
@@ -1111,13 +1128,14 @@ static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, 
         goto out;
     }
     memset(hdr, 0, sizeof hdr);
-    if (write_all(zofd, hdr, Z_HDR) != 0) {
+    if (write_all(m, zofd, hdr, Z_HDR) != 0) {
         rc = fail(m, SIEVE_EIO, true, "%s: %s", zt, strerror(errno));
         goto out;
     }
     rd_init(&in.r, zfd, m->zin, m->io);
     in.left = plen;
     in.xs = xin;
+    out.m = m;
     out.fd = zofd;
     out.buf = m->zout;
     out.cap = m->io;
@@ -1209,7 +1227,7 @@ static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, 
     put32(hdr + 16, ob);
     put64(hdr + 24, out.total);
     put64(hdr + 32, XXH3_64bits_digest(xout));
-    if (out.ioerr || ftruncate(zofd, (off_t)(Z_HDR + out.total)) != 0 || pwrite_all(zofd, hdr, Z_HDR, 0) != 0 ||
+    if (out.ioerr || ftruncate(zofd, (off_t)(Z_HDR + out.total)) != 0 || pwrite_all(m, zofd, hdr, Z_HDR, 0) != 0 ||
         do_fsync(m, zofd) != 0) {
         rc = fail(m, SIEVE_EIO, true, "%s: write failed: %s", zt, strerror(errno));
         goto out;
@@ -1362,7 +1380,7 @@ static int abuf_drain(struct merc *m)
     struct buf *b = &m->b[m->cur];
     if (m->alen == 0)
         return SIEVE_OK;
-    if (write_all(b->fd, m->abuf, m->alen) != 0) {
+    if (write_all(m, b->fd, m->abuf, m->alen) != 0) {
         char p[4096];
         path_of(m, p, sizeof p, "A", (long long)b->seg);
         return fail(m, SIEVE_EIO, true, "%s: write failed: %s", p, strerror(errno));

@@ -145,6 +145,13 @@ struct sieve_config {
     uint64_t expected_urls; /* distinct URLs the filter is sized for; 0 = size from memory */
     double fp_rate;         /* target false-positive rate, in (0, 0.5]; 0 = 0.01 */
     int bloom_blocked;      /* nonzero: cache-blocked filter (a URL's bits in one 512-bit block) */
+    /* Mercator: called by the thread whose write to a file of dir failed
+     * with ENOSPC, EDQUOT or EIO; return nonzero to retry the write (the
+     * callback waits first: the bytes written so far stay, so nothing is
+     * torn), zero to fail as without it. Called once more with err 0 when
+     * such a write went through. NULL: fail at once. */
+    int (*on_write_error)(void *ctx, const char *dir, int err);
+    void *write_error_ctx;
 };
 
 /* Counters (monotonic since open, except z_* which describe the current Z). */

@@ -313,6 +313,86 @@ def test_cli():
     print("ok")
 
 
+def test_diskfull():
+    """The output folder on a tmpfs of its own; mid-crawl a ballast file
+    takes every free byte. The crawl must pause (no new request while the
+    disk is full), say which file and why, go on when the ballast is
+    deleted, and end with the whole expected set and whole files."""
+    if os.geteuid() != 0:
+        print("skipped: mounting a tmpfs needs root")
+        sys.exit(77)
+    work = tempfile.mkdtemp(prefix="resume-diskfull-")
+    mnt = os.path.join(work, "mnt")
+    os.mkdir(mnt)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", mnt]).returncode != 0:
+        print("skipped: cannot mount a tmpfs here")
+        shutil.rmtree(work, ignore_errors=True)
+        sys.exit(77)
+    errors = []
+    tw = None
+    try:
+        tw = e2e.TestWeb(work, e2e.gen_args(["--latency-ms", "5"]))
+        expected = set(tw.run_mode("--expected", "--agent", e2e.AGENT))
+        out = os.path.join(mnt, "out")
+        c = Crawl(tw, out)
+        err_path = os.path.join(work, "crawl.err")
+        with open(err_path, "w") as err_f:
+            p = subprocess.Popen(c.argv(False), stdout=subprocess.DEVNULL, stderr=err_f)
+            time.sleep(2.0)
+            ballast = os.path.join(mnt, "ballast")
+            with open(ballast, "wb") as b:
+                chunk = b"\0" * (1 << 20)
+                try:
+                    while True:
+                        b.write(chunk)
+                        b.flush()
+                except OSError:
+                    pass
+            # the crawl notices and pauses
+            deadline = time.time() + 30
+            while "fetching paused" not in open(err_path).read() and time.time() < deadline and \
+                    p.poll() is None:
+                time.sleep(0.1)
+            text = open(err_path).read()
+            if "fetching paused" not in text:
+                errors.append("no pause reported on a full disk: %r" % text[-500:])
+            time.sleep(1.0)  # what was in flight ends
+            n1 = served(tw)
+            time.sleep(2.0)
+            n2 = served(tw)
+            if n2 != n1:
+                errors.append("%d requests while the disk was full" % (n2 - n1))
+            os.unlink(ballast)
+            p.wait(timeout=300)
+        text = open(err_path).read()
+        if p.returncode != 0:
+            errors.append("crawl exited %d: %s" % (p.returncode, text[-1000:]))
+        if "written again" not in text:
+            errors.append("no recovery reported: %r" % text[-500:])
+        line = [l for l in text.splitlines() if "fetching paused" in l]
+        if line and mnt not in line[0]:
+            errors.append("the report does not name the file: %r" % line[0])
+        stats = json.load(open(os.path.join(out, "stats.json")))
+        if stats["output_stalls"]["count"] < 1:
+            errors.append("stats.json counts no output stall")
+        if stats["errors"].get("writer-io"):
+            errors.append("%d writes lost" % stats["errors"]["writer-io"])
+        tw.stop()
+        if not errors:
+            print("diskfull: paused %d times, %.1f s in all; reported as %r" %
+                  (stats["output_stalls"]["count"], stats["output_stalls"]["seconds"],
+                   line[0] if line else ""))
+            errors += check_history(tw, out, expected, [], "diskfull")
+    finally:
+        if tw:
+            tw.stop()
+        subprocess.run(["umount", "-l", mnt])
+    if errors:
+        fail("; ".join(errors))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
 def main():
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "kill":
@@ -321,6 +401,8 @@ def main():
         crash_loop(powercut=True)
     elif what == "cli":
         test_cli()
+    elif what == "diskfull":
+        test_diskfull()
     else:
         fail("unknown test " + what)
 
