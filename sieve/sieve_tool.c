@@ -3,14 +3,19 @@
  * seen before, in first-appearance order, through the Mercator sieve (or
  * the one named by --sieve: memory, bloom, lsm, offline; see sieve.h).
  *
- * stdin is read with read() in large blocks and split in place; stdout is
- * written by the sieve's flush thread through a large stdio buffer. Without
+ * stdin is read with read() in large blocks and split in place. Emitted
+ * URLs are copied by the sieve's flush thread into one of two 1 MiB output
+ * buffers; a writer thread writes the full ones to stdout in order, so the
+ * write() calls (most of the output's cost: the page cache of a file)
+ * overlap the flush instead of lengthening it. Without
  * --dir a temporary folder is used and removed; with --dir the sieve
  * persists (and keeps its durable output log EMITTED, see sieve.h: after a
  * crash, URLs committed but not printed are in that log, never printed twice).
  */
 #include <errno.h>
 #include <dirent.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,16 +24,139 @@
 #include "crawler/tools.h"
 #include "sieve/sieve.h"
 
+#define OUT_BUF ((size_t)1 << 20)
+
+/* The output double buffer. The flush thread (the only emitter) fills
+ * buf[cur]; a full buffer is marked ready and the writer thread writes it;
+ * buffers are filled and written alternately, so the order is kept. A URL
+ * longer than a buffer is written directly once both buffers are written.
+ * Invariant: ready[i] set => n[i] bytes of buf[i] wait for the writer. */
 struct tool_out {
-    int failed;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char *buf[2];
+    size_t n[2];
+    bool ready[2];
+    int cur;        /* filled by the emitter */
+    int next;       /* written next by the writer */
+    bool stop;
+    bool failed;    /* a write to stdout failed */
+    pthread_t thr;
 };
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void *out_writer(void *arg)
+{
+    struct tool_out *o = arg;
+
+    pthread_mutex_lock(&o->mu);
+    for (;;) {
+        int i = o->next;
+        while (!o->ready[i] && !o->stop)
+            pthread_cond_wait(&o->cv, &o->mu);
+        if (!o->ready[i])
+            break;
+        pthread_mutex_unlock(&o->mu);
+        int rc = write_all(STDOUT_FILENO, o->buf[i], o->n[i]);
+        pthread_mutex_lock(&o->mu);
+        if (rc != 0)
+            o->failed = true;
+        o->n[i] = 0;
+        o->ready[i] = false;
+        o->next ^= 1;
+        pthread_cond_broadcast(&o->cv);
+    }
+    pthread_mutex_unlock(&o->mu);
+    return NULL;
+}
+
+/* Hands buf[cur] to the writer and waits until the other buffer is free. */
+static void out_submit(struct tool_out *o)
+{
+    pthread_mutex_lock(&o->mu);
+    if (o->n[o->cur] > 0) {
+        o->ready[o->cur] = true;
+        o->cur ^= 1;
+        pthread_cond_broadcast(&o->cv);
+    }
+    while (o->ready[o->cur])
+        pthread_cond_wait(&o->cv, &o->mu);
+    pthread_mutex_unlock(&o->mu);
+}
 
 static void tool_emit(void *ctx, const char *url, size_t len)
 {
     struct tool_out *o = ctx;
-    /* only the flush thread writes stdout: skip stdio's per-call locking */
-    if (fwrite_unlocked(url, 1, len, stdout) != len || putc_unlocked('\n', stdout) == EOF)
-        o->failed = 1;
+    char *b;
+
+    if (o->n[o->cur] + len + 1 > OUT_BUF) {
+        out_submit(o);
+        if (len + 1 > OUT_BUF) {
+            /* longer than a buffer: once everything before it is written */
+            out_submit(o);
+            if (write_all(STDOUT_FILENO, url, len) != 0 || write_all(STDOUT_FILENO, "\n", 1) != 0)
+                o->failed = true;
+            return;
+        }
+    }
+    b = o->buf[o->cur] + o->n[o->cur];
+    memcpy(b, url, len);
+    b[len] = '\n';
+    o->n[o->cur] += len + 1;
+}
+
+/* Starts the writer thread; 0 or -1 (nothing to release then). */
+static int out_start(struct tool_out *o)
+{
+    memset(o, 0, sizeof *o);
+    o->buf[0] = malloc(OUT_BUF);
+    o->buf[1] = malloc(OUT_BUF);
+    if (o->buf[0] == NULL || o->buf[1] == NULL) {
+        free(o->buf[0]);
+        free(o->buf[1]);
+        return -1;
+    }
+    pthread_mutex_init(&o->mu, NULL);
+    pthread_cond_init(&o->cv, NULL);
+    if (pthread_create(&o->thr, NULL, out_writer, o) != 0) {
+        pthread_mutex_destroy(&o->mu);
+        pthread_cond_destroy(&o->cv);
+        free(o->buf[0]);
+        free(o->buf[1]);
+        return -1;
+    }
+    return 0;
+}
+
+/* Writes what is buffered, joins the writer, frees; 0 if every write
+ * succeeded. Called after the sieve is closed (no emitter left). */
+static int out_finish(struct tool_out *o)
+{
+    out_submit(o);
+    pthread_mutex_lock(&o->mu);
+    o->stop = true;
+    pthread_cond_broadcast(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+    pthread_join(o->thr, NULL);
+    pthread_mutex_destroy(&o->mu);
+    pthread_cond_destroy(&o->cv);
+    free(o->buf[0]);
+    free(o->buf[1]);
+    return o->failed ? -1 : 0;
 }
 
 #define BATCH 256
@@ -111,13 +239,13 @@ int sieve_tool_main(int argc, char **argv)
 {
     struct sieve_config cfg;
     struct sieve_stats st;
-    struct tool_out out = {0};
+    struct tool_out out;
+    bool out_started = false;
     sieve_t *s = NULL;
     char err[600], tmpdir[4096];
     const char *dir = NULL;
     size_t max_line = 8192, cap = (size_t)4 << 20, len = 0, start = 0;
     char *buf = NULL;
-    static char obuf[1 << 20];
     int want_stats = 0, rc = 1, r, eof = 0;
     unsigned long long lineno = 0, nread = 0, skipped = 0;
     int skipping = 0;
@@ -194,7 +322,11 @@ int sieve_tool_main(int argc, char **argv)
         fprintf(stderr, "crawler sieve: out of memory\n");
         goto out;
     }
-    setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+    if (out_start(&out) != 0) {
+        fprintf(stderr, "crawler sieve: out of memory\n");
+        goto out;
+    }
+    out_started = true;
     r = sieve_open(&cfg, tool_emit, &out, &s, err, sizeof err);
     if (r != SIEVE_OK) {
         fprintf(stderr, "crawler sieve: %s: %s\n", sieve_strerror(r), err);
@@ -270,7 +402,8 @@ int sieve_tool_main(int argc, char **argv)
         fprintf(stderr, "crawler sieve: %s\n", sieve_strerror(r));
         goto out;
     }
-    if (fflush(stdout) != 0 || out.failed) {
+    out_started = false;
+    if (out_finish(&out) != 0) {
         fprintf(stderr, "crawler sieve: write error on stdout\n");
         goto out;
     }
@@ -295,7 +428,8 @@ int sieve_tool_main(int argc, char **argv)
 out:
     if (s != NULL)
         sieve_close(s);
-    fflush(stdout);
+    if (out_started)
+        out_finish(&out);
     free(buf);
     if (tmpdir[0] != '\0')
         rm_tree(tmpdir);
