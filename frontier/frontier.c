@@ -871,13 +871,13 @@ uint32_t frontier_host_count(const struct frontier *f)
 	return f != NULL ? f->nhosts : 0;
 }
 
-enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *url,
-                                size_t url_len, const char *via, size_t via_len,
-                                uint32_t depth)
+/* The checks push and unpop share: the arguments, and a retired host
+ * (counted as dropped). */
+static enum frontier_err queue_target(struct frontier *f, uint32_t host, const char *url,
+                                      size_t url_len, const char *via, size_t via_len,
+                                      struct fr_host **out)
 {
 	struct fr_host *h = host_ok(f, host);
-	uint64_t cost;
-	int was_empty;
 
 	if (h == NULL || url == NULL || url_len == 0 || url_len > FRONTIER_URL_MAX ||
 	    via_len > FRONTIER_URL_MAX || (via == NULL && via_len != 0))
@@ -886,6 +886,21 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
 		f->st.dropped_retired++;
 		return FRONTIER_ERR_RETIRED;
 	}
+	*out = h;
+	return FRONTIER_OK;
+}
+
+enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *url,
+                                size_t url_len, const char *via, size_t via_len,
+                                uint32_t depth)
+{
+	struct fr_host *h;
+	uint64_t cost;
+	int was_empty;
+	enum frontier_err e = queue_target(f, host, url, url_len, via, via_len, &h);
+
+	if (e != FRONTIER_OK)
+		return e;
 	if (f->cfg.max_depth != 0 && depth > f->cfg.max_depth) {
 		f->st.rejected_depth++;
 		return FRONTIER_ERR_DEPTH;
@@ -1098,17 +1113,13 @@ enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *
                                  size_t url_len, const char *via, size_t via_len,
                                  uint32_t depth)
 {
-	struct fr_host *h = host_ok(f, host);
+	struct fr_host *h;
 	struct mnode *n;
 	int was_empty;
+	enum frontier_err e = queue_target(f, host, url, url_len, via, via_len, &h);
 
-	if (h == NULL || url == NULL || url_len == 0 || url_len > FRONTIER_URL_MAX ||
-	    via_len > FRONTIER_URL_MAX || (via == NULL && via_len != 0))
-		return FRONTIER_ERR_INVALID;
-	if (h->retired) {
-		f->st.dropped_retired++;
-		return FRONTIER_ERR_RETIRED;
-	}
+	if (e != FRONTIER_OK)
+		return e;
 	n = node_new(url, (uint16_t)url_len, via, (uint16_t)via_len, depth);
 	if (n == NULL)
 		return FRONTIER_ERR_NOMEM;
