@@ -251,6 +251,8 @@ struct run {
 	/* outputs that cannot be written (a full disk): fetching pauses */
 	struct io_stall *io;
 	struct emit *pending_emit;  /* loop: a URL the frontier could not spill yet */
+	uint32_t *dns_wait;         /* held hosts waiting for the resolver (FIFO) */
+	size_t dns_wait_head, dns_wait_n, dns_wait_cap;
 	char spill_label[4200], log_path[4200];
 };
 
@@ -1080,6 +1082,7 @@ static void start_robots(struct run *r, uint32_t host)
 
 static void dns_done(void *ctx, enum dns_error err, const char *name,
                      const struct in_addr *addrs, size_t naddrs);
+static void dns_start_waiting(struct run *r);
 
 struct dns_wait {
 	struct run *r;
@@ -1090,6 +1093,92 @@ static void retire_host(struct run *r, uint32_t host)
 {
 	uint64_t n = 0;
 	frontier_host_retire(r->frontier, host, NULL, NULL, &n);
+}
+
+/* Held host (its token) waiting for the resolver to have room for one
+ * more lookup: started, in order, as lookups end (dns_start_waiting). */
+static int dns_wait_push(struct run *r, uint32_t host)
+{
+	if (r->dns_wait_n == r->dns_wait_cap) {
+		if (r->dns_wait_head > 0) {
+			memmove(r->dns_wait, r->dns_wait + r->dns_wait_head,
+			        (r->dns_wait_n - r->dns_wait_head) * sizeof *r->dns_wait);
+			r->dns_wait_n -= r->dns_wait_head;
+			r->dns_wait_head = 0;
+		}
+		if (r->dns_wait_n == r->dns_wait_cap) {
+			size_t cap = r->dns_wait_cap ? 2 * r->dns_wait_cap : 256;
+			uint32_t *q = realloc(r->dns_wait, cap * sizeof *q);
+			if (!q)
+				return -1;
+			r->dns_wait = q;
+			r->dns_wait_cap = cap;
+		}
+	}
+	r->dns_wait[r->dns_wait_n++] = host;
+	return 0;
+}
+
+/* Starts the lookup of a held host's name; the visit goes on in dns_done.
+ * Returns 0, or -1 when the resolver is at max_pending (the host was put
+ * in line, still held). */
+static int resolve_host(struct run *r, uint32_t host)
+{
+	struct host_state *hs = host_state(r, host);
+	size_t kl, h, hl;
+	const char *key = frontier_host_key(r->frontier, host, &kl);
+	char name[FRONTIER_KEY_MAX];
+	if (hs->dns == HDNS_FAILED || url_split(key, kl, &kl, &h, &hl) < 0 || hl >= sizeof name) {
+		retire_host(r, host);
+		visit_end(r, host);
+		return 0;
+	}
+	memcpy(name, key + h, hl);
+	name[hl] = '\0';
+	if (name[0] == '[') { /* IPv6 literal: the engine is IPv4 only */
+		hs->dns = HDNS_FAILED;
+		retire_host(r, host);
+		visit_end(r, host);
+		return 0;
+	}
+	struct dns_wait *w = malloc(sizeof *w);
+	if (!w) {
+		visit_end(r, host);
+		return 0;
+	}
+	w->r = r;
+	w->host = host;
+	hs->dns = HDNS_PENDING;
+	r->in_dns_call++;
+	enum dns_error e = dns_resolve(r->dns, name, dns_done, w, uv_now(&r->loop));
+	r->in_dns_call--;
+	if (e == DNS_OK)
+		return 0;
+	free(w);
+	if (e == DNS_ERR_BUSY && dns_wait_push(r, host) == 0)
+		return -1; /* HDNS_PENDING: in line */
+	hs->dns = HDNS_NONE;
+	r->dns_errors[e < 16 ? e : 15]++;
+	hs->visit_kind = VISIT_RETRY_LATER;
+	hs->visit_requests = 1; /* so the retry delay applies */
+	hs->retry_after_us = now_us() + 1000000u;
+	visit_end(r, host);
+	return 0;
+}
+
+/* A lookup ended: hosts in line start theirs while the resolver has room. */
+static void dns_start_waiting(struct run *r)
+{
+	while (r->dns_wait_head < r->dns_wait_n && !r->finished) {
+		uint32_t host = r->dns_wait[r->dns_wait_head++];
+		if (resolve_host(r, host) < 0) {
+			r->dns_wait_n--; /* put back in front: it was pushed last */
+			r->dns_wait[--r->dns_wait_head] = host;
+			break;
+		}
+	}
+	if (r->dns_wait_head == r->dns_wait_n)
+		r->dns_wait_head = r->dns_wait_n = 0;
 }
 
 static void visit_begin(struct run *r, uint32_t host)
@@ -1104,43 +1193,7 @@ static void visit_begin(struct run *r, uint32_t host)
 	hs->visit_start_us = now_us();
 	politeness_visit_budget(r->pol, host, &hs->visit_max_urls, &hs->visit_max_us);
 	if (hs->dns != HDNS_OK) {
-		size_t kl, h, hl;
-		const char *key = frontier_host_key(r->frontier, host, &kl);
-		char name[FRONTIER_KEY_MAX];
-		if (hs->dns == HDNS_FAILED || url_split(key, kl, &kl, &h, &hl) < 0 ||
-		    hl >= sizeof name) {
-			retire_host(r, host);
-			visit_end(r, host);
-			return;
-		}
-		memcpy(name, key + h, hl);
-		name[hl] = '\0';
-		if (name[0] == '[') { /* IPv6 literal: the engine is IPv4 only */
-			hs->dns = HDNS_FAILED;
-			retire_host(r, host);
-			visit_end(r, host);
-			return;
-		}
-		struct dns_wait *w = malloc(sizeof *w);
-		if (!w) {
-			visit_end(r, host);
-			return;
-		}
-		w->r = r;
-		w->host = host;
-		hs->dns = HDNS_PENDING;
-		r->in_dns_call++;
-		enum dns_error e = dns_resolve(r->dns, name, dns_done, w, uv_now(&r->loop));
-		r->in_dns_call--;
-		if (e != DNS_OK) {
-			free(w);
-			hs->dns = HDNS_NONE;
-			r->dns_errors[e < 16 ? e : 15]++;
-			hs->visit_kind = VISIT_RETRY_LATER;
-			hs->visit_requests = 1; /* so the retry delay applies */
-			hs->retry_after_us = now_us() + 1000000u;
-			visit_end(r, host);
-		}
+		resolve_host(r, host);
 		return;
 	}
 	enum frontier_robots_state st;
@@ -1155,8 +1208,8 @@ static void visit_begin(struct run *r, uint32_t host)
 	visit_next(r, host);
 }
 
-static void dns_done(void *ctx, enum dns_error err, const char *name,
-                     const struct in_addr *addrs, size_t naddrs)
+static void dns_answered(void *ctx, enum dns_error err, const char *name,
+                         const struct in_addr *addrs, size_t naddrs)
 {
 	(void)name;
 	struct dns_wait *w = ctx;
@@ -1201,6 +1254,17 @@ static void dns_done(void *ctx, enum dns_error err, const char *name,
 	visit_end(r, host); /* VISIT_NONE: back under the IP's token */
 	if (!r->in_dns_call) /* a synchronous answer: the caller's pump goes on */
 		pump(r);
+}
+
+/* The resolver's callback: the host's visit goes on, then hosts waiting in
+ * line for the resolver take the room this lookup left. */
+static void dns_done(void *ctx, enum dns_error err, const char *name,
+                     const struct in_addr *addrs, size_t naddrs)
+{
+	struct run *r = ((struct dns_wait *)ctx)->r;
+	dns_answered(ctx, err, name, addrs, naddrs);
+	if (!r->in_dns_call)
+		dns_start_waiting(r);
 }
 
 static void visit_next(struct run *r, uint32_t host)
@@ -1521,6 +1585,8 @@ static void pump(struct run *r)
 		uv_timer_start(&r->abandon, on_abandon, 3000, 0);
 	}
 	drain_emits(r);
+	if (r->dns_wait_head < r->dns_wait_n && !r->in_dns_call)
+		dns_start_waiting(r);
 	if (r->ckpt_phase != CKPT_IDLE) {
 		ckpt_step(r);
 		return;
@@ -2641,14 +2707,16 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds,
 		        errno == EBUSY ? "in use by another crawl" : strerror(errno));
 		goto out;
 	}
-	/* Checkpoints copy the sieve's files after a flush: what it commits
-	 * must be durable when they are fsynced, so the sieve fsyncs too. */
+	/* A crashed crawl resumes from its checkpoint's copy of the sieve, never
+	 * from this live folder, and a checkpoint fsyncs what it links: the
+	 * live sieve's own fsyncs (three per flush) would buy nothing. */
 	struct sieve_config svc = {
 		.impl = cfg->sieve_impl,
 		.dir = path,
 		.memory = cfg->sieve_memory,
 		.buffer_urls = cfg->sieve_buffer_urls,
 		.max_url_len = cfg->max_url_len,
+		.no_fsync = 1,
 		.on_write_error = on_sieve_write_error,
 		.write_error_ctx = r,
 	};
@@ -2865,6 +2933,7 @@ out:
 	while (r->live)
 		req_release(r, r->live);
 	free(r->pending_emit);
+	free(r->dns_wait);
 	io_stall_destroy(r->io);
 	outdir_lock_release(r->lock);
 	pthread_mutex_destroy(&r->wake_mu);

@@ -8,6 +8,9 @@ test web's own request log (the neutral witness).
       (or one IP) closer than the configured delays.
       Also: the sieve emitted exactly the URLs the crawl went on to request
       (see check_sieve_accounting).
+  crawl_e2e.py dns-line
+      the same checks with one DNS lookup at a time: hosts queue for the
+      resolver, none is turned away as busy.
   crawl_e2e.py sieve-flushes | sieve-meta
       the same exact-coverage checks with a tiny sieve: 16 URLs per buffer
       (hundreds of flushes while fetching), or a 64 KiB side table (full
@@ -408,6 +411,12 @@ def main():
         test_coverage("fixed", ["--set", "sieve.meta_memory=64K", "--set", "sieve.memory=1M"],
                       lambda st: [] if st["sieve"]["meta_full_flushes"] >= 1 else
                       ["the side table never filled (meta_full_flushes = 0)"])
+    elif what == "dns-line":
+        # One lookup at a time: hosts wait in line for the resolver (held,
+        # in order) instead of being sent back with a retry delay.
+        test_coverage("fixed", ["--set", "dns.max_pending=1"],
+                      lambda st: ["%d lookups refused as busy" % st["errors"]["dns-busy"]]
+                      if st["errors"].get("dns-busy") else [])
     elif what == "warc":
         test_warc()
     elif what == "faults":
