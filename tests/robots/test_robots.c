@@ -310,8 +310,8 @@ END_TEST
 START_TEST(test_encode_roundtrip)
 {
     static const char *const files[] = {
-        "User-agent: *\nDisallow: /private/\nAllow: /private/ok\nDisallow: /*.pdf$\n"
-        "Crawl-delay: 2.5\nSitemap: http://x.test/s1.xml\nSitemap: http://x.test/s2.xml\n",
+        ("User-agent: *\nDisallow: /private/\nAllow: /private/ok\nDisallow: /*.pdf$\n"
+         "Crawl-delay: 2.5\nSitemap: http://x.test/s1.xml\nSitemap: http://x.test/s2.xml\n"),
         "User-agent: crawler\nDisallow: /\nAllow: /dir/index.html\n",
         "User-agent: other\nDisallow: /\n",
         "",
