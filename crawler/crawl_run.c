@@ -2313,9 +2313,8 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
-/* Empties the sieve folder of an earlier crawl: crawls do not resume yet,
- * so a sieve that remembers an earlier crawl's URLs would emit nothing and
- * the crawl would fetch nothing. Refuses (-1, EBUSY) when a live sieve
+/* Empties the sieve folder for a new crawl (one that is not a resume: a
+ * sieve that remembered an earlier crawl's URLs would emit nothing). Refuses (-1, EBUSY) when a live sieve
  * holds the folder's LOCK (another crawl writing into this output folder).
  * The LOCK file itself stays (the sieve reopens it). */
 static int sieve_dir_clear(const char *dir)

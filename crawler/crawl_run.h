@@ -28,9 +28,20 @@
  * End: a forced flush requested with nothing in flight, no host held,
  * nothing queued in the frontier, no parse job outstanding and the emit and
  * feed queues empty emitted nothing; or max_pages / max_time / SIGINT; or a
- * sieve failure (exit 1). Output in cfg->output_dir: WARC files, crawl.log,
- * stats.json (with the sieve's figures), sieve/ (the sieve's scratch files,
- * cleared when the next crawl into the folder starts).
+ * sieve failure (exit 1). Every end but a second SIGINT and a sieve
+ * failure writes a last checkpoint first.
+ *
+ * Checkpoints (every checkpoint_interval_s, checkpoint.h): the loop stops
+ * starting transfers and parks finished ones, waits for the parse threads
+ * and the feeder, forces a sieve flush and moves every emitted URL into
+ * the frontier, has the writer sync; then frontier, crawl state and (on a
+ * worker thread) sieve are written and committed as one cut; parked
+ * results go on. A resume restores the three and re-queues what was in
+ * flight.
+ *
+ * Output in cfg->output_dir: WARC files, crawl.log, stats.json, sieve/ (the
+ * live sieve), checkpoint/, seeds.txt and crawl.conf (for --resume),
+ * crawl.lock while running.
  */
 #ifndef CRAWLER_CRAWL_RUN_H
 #define CRAWLER_CRAWL_RUN_H
