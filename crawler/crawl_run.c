@@ -66,6 +66,7 @@
 #define BATCH_URLS 128          /* links handed to the sieve per sieve_add_batch */
 #define NO_TICKET UINT64_MAX
 #define FEED_SLACK 16           /* feed queue room beyond one item per transfer */
+#define EARLY_FLUSH_RATIO 64    /* see crawl_is_done */
 
 enum dns_state { HDNS_NONE = 0, HDNS_PENDING, HDNS_OK, HDNS_FAILED };
 
@@ -1558,11 +1559,16 @@ static int crawl_is_done(struct run *r)
 	           bqueue_size(r->emitq) == 0 && bqueue_size(r->feedq) == 0;
 	if (idle)
 		request_flush(r, 1);
-	else if (atomic_load(&r->ac.keys_added) != r->flush_keys_at && bqueue_size(r->emitq) == 0)
+	else if (bqueue_size(r->emitq) == 0 &&
+	         atomic_load(&r->ac.keys_added) - r->flush_keys_at >
+	                 atomic_load(&r->ac.emits_pushed) / EARLY_FLUSH_RATIO)
 		/* Dry while pages are still fetched or parsed: deliver the links
 		 * found so far now instead of after the whole wave has drained
-		 * (fetching would stall meanwhile). Only when new keys were added
-		 * since the last request, so at most one flush per dry spell. */
+		 * (fetching would stall meanwhile). A flush reads and rewrites the
+		 * sieve's whole signature file (one entry per URL emitted so far),
+		 * so one is asked for only once the keys added since the last one
+		 * are a fair share of that file: flush work stays within
+		 * EARLY_FLUSH_RATIO entries per key, however big the crawl. */
 		request_flush(r, 0);
 	return 0;
 }
