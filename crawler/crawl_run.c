@@ -412,6 +412,28 @@ static int frontier_add(struct run *r, const char *url, size_t len, const char *
 
 /* ---- writer thread ---- */
 
+/* 1 if deflating the payload again would gain next to nothing: it has a
+ * Content-Encoding, or its type is a compressed format. */
+static int payload_compressed(const struct fetch_result *res)
+{
+	static const char *const types[] = {
+		"image/jpeg", "image/png", "image/gif", "image/webp", "image/avif", "audio/",
+		"video/", "application/pdf", "application/zip", "application/gzip",
+		"application/x-gzip", "application/x-bzip2", "application/x-xz", "font/woff",
+	};
+	const char *ce = res->content_encoding, *ct = res->content_type;
+	if (ce && *ce && strcasecmp(ce, "identity") != 0)
+		return 1;
+	if (!ct)
+		return 0;
+	while (*ct == ' ')
+		ct++;
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+		if (strncasecmp(ct, types[i], strlen(types[i])) == 0)
+			return 1;
+	return 0;
+}
+
 static void job_free(struct job *j)
 {
 	if (!j)
@@ -458,6 +480,7 @@ static void write_job(struct run *r, struct job *j)
 			.body = res->body.data,
 			.body_len = res->body.len,
 			.truncated = res->truncated,
+			.incompressible = payload_compressed(res),
 		};
 		enum warc_error we;
 		warc_label(r, what, sizeof what);

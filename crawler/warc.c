@@ -67,6 +67,7 @@ struct warc_writer {
 	char *user_agent;
 	uint64_t max_file_bytes;
 	int level;
+	int member_level;   /* the level zs is set to now */
 	bool no_revisits;
 
 	FILE *f;
@@ -211,8 +212,8 @@ struct piece {
 };
 
 /* Writes one gzip member holding header + pieces + "\r\n\r\n". */
-static enum warc_error write_member(struct warc_writer *w, const char *hdr, size_t hdr_len,
-                                    const struct piece *pieces, size_t npieces)
+static enum warc_error write_member(struct warc_writer *w, int level, const char *hdr,
+                                    size_t hdr_len, const struct piece *pieces, size_t npieces)
 {
 	z_stream *zs = &w->zs;
 	uint8_t *out = w->zout;
@@ -221,6 +222,12 @@ static enum warc_error write_member(struct warc_writer *w, const char *hdr, size
 	/* Reset before use, so a member abandoned on an error leaves no state. */
 	if (!w->zs_ready || deflateReset(zs) != Z_OK)
 		return WARC_ERR_ZLIB;
+	/* a fresh stream: its level may change before any input */
+	if (level != w->member_level) {
+		if (deflateParams(zs, level, Z_DEFAULT_STRATEGY) != Z_OK)
+			return WARC_ERR_ZLIB;
+		w->member_level = level;
+	}
 	struct piece all[6];
 	size_t n = 0;
 	all[n++] = (struct piece){hdr, hdr_len};
@@ -292,7 +299,7 @@ static enum warc_error write_warcinfo(struct warc_writer *w)
 	if (hl < 0 || (size_t)hl >= sizeof(hdr))
 		return WARC_ERR_INVALID;
 	struct piece p = {fields, (size_t)fl};
-	return write_member(w, hdr, (size_t)hl, &p, 1);
+	return write_member(w, w->level, hdr, (size_t)hl, &p, 1);
 }
 
 static enum warc_error close_file(struct warc_writer *w)
@@ -424,6 +431,7 @@ enum warc_error warc_writer_open(const struct warc_config *config, struct warc_w
 		goto out;
 	}
 	w->zs_ready = true;
+	w->member_level = w->level;
 	w->sha1 = EVP_MD_fetch(NULL, "SHA1", NULL);
 	w->md = EVP_MD_CTX_new();
 	if (w->sha1 == NULL || w->md == NULL) {
@@ -479,7 +487,7 @@ static enum warc_error write_record(struct warc_writer *w, const char *type,
                                     const char *id, const char *date,
                                     const struct warc_fetch *f, const char *extra_names[],
                                     const char *extra_values[], size_t nextra,
-                                    const char *content_type,
+                                    const char *content_type, int level,
                                     const struct piece *pieces, size_t npieces)
 {
 	char hdr[WARC_HDR_CAP];
@@ -515,7 +523,7 @@ static enum warc_error write_record(struct warc_writer *w, const char *type,
 	hdr[len++] = '\r';
 	hdr[len++] = '\n';
 	hdr[len] = '\0';
-	return write_member(w, hdr, len, pieces, npieces);
+	return write_member(w, level, hdr, len, pieces, npieces);
 }
 
 /* The records of one fetch (warc_writer_write_fetch makes it all or
@@ -546,7 +554,7 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 		const char *values[] = {resp_id};
 		struct piece p = {f->request_headers, f->request_len};
 		rc = write_record(w, "request", req_id, date, f, names, values, 1,
-		                  "application/http; msgtype=request", &p, 1);
+		                  "application/http; msgtype=request", w->level, &p, 1);
 		if (rc != WARC_OK)
 			return rc;
 	}
@@ -571,7 +579,7 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 		/* A revisit keeps the HTTP headers only (the profile says the
 		 * payload is elsewhere); the trailing WARC-Truncated is unused. */
 		rc = write_record(w, "revisit", resp_id, date, f, names + nn, values + nn,
-		                  7 - nn - 1, "application/http; msgtype=response", pieces, 1);
+		                  7 - nn - 1, "application/http; msgtype=response", w->level, pieces, 1);
 		if (rc == WARC_OK) {
 			w->stats.revisits++;
 			if (revisit != NULL)
@@ -593,8 +601,11 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 		nm[k] = names[2];
 		vl[k++] = values[2];
 	}
+	/* A payload compressed already would cost a deflate pass for nothing:
+	 * its member is stored (level 0: still a gzip member, any reader reads it). */
 	rc = write_record(w, "response", resp_id, date, f, nm, vl, count,
-	                  "application/http; msgtype=response", pieces, 2);
+	                  "application/http; msgtype=response",
+	                  f->incompressible ? Z_NO_COMPRESSION : w->level, pieces, 2);
 	if (rc == WARC_OK) {
 		w->stats.responses++;
 		*remember = !w->no_revisits && f->body_len > 0 && !f->truncated;

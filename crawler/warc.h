@@ -63,6 +63,9 @@ struct warc_fetch {
 	const void *body;                 /* raw body as received */
 	size_t body_len;
 	bool truncated;                   /* adds WARC-Truncated: length */
+	bool incompressible;              /* payload compressed already (Content-Encoding,
+	                                     images, archives): its response member is
+	                                     stored, not deflated again */
 };
 
 /* Where a record landed, for checkpoints and indexes. */
