@@ -6,14 +6,27 @@
  * the flush thread. Buffer i's A segment is A.<seg>; segments are flushed in
  * increasing order, so the manifest's first_seg says which are committed.
  *
- * Z file: 40-byte header {magic "MSIEVEZ2", u64 count, u32 rice_b, u32 0,
- * u64 payload_len, u64 XXH3(payload)} then the Golomb-Rice coded gaps of
- * the sorted distinct signatures (quotient in unary as q zeros then a one,
- * then rice_b low bits; bits packed LSB first).
+ * Z file: 40-byte header {magic "MSIEVEZ3", u64 count, u32 L, u32 block
+ * (1024), u64 payload_len, u64 XXH3(payload)} then the sorted distinct
+ * signatures in blocks of 1024, each Elias-Fano coded: the high parts
+ * (signature >> L) as unary gaps from the previous signature's (ones at
+ * high part + index, LSB first, counted from the previous block's last),
+ * then the L low bits of each as L/8 whole bytes. L is a multiple of 8
+ * chosen for |Z'| (z_low_bits): ~log2(2^64/|Z|) + 2 bits per signature,
+ * decoded with a ctz per signature and one load per low part. (Replaced
+ * the Golomb-Rice gaps of "MSIEVEZ2", refused with a clear error: a Rice
+ * code costs a bit-serial decode, ~7 ns a signature against ~3.)
+ *
+ * S.<seg>: the signatures of A.<seg>'s records in order, 8 bytes each, not
+ * synced: a cache the flush loads its array from (checked against a
+ * checksum and count kept in memory; read from A instead when they fail,
+ * and removed at open). The adds keep no signature in memory, so the
+ * flush's single array gets the whole budget's slots.
  *
  * A and EMITTED records: {u32 length, u64 XXH3 of the bytes, the bytes}.
  *
- * A flush (flush_segment): sort the buffer's signatures in place (MSD radix);
+ * A flush (flush_segment): load the segment's signatures from S (split by
+ * top byte on the way in) or A; sort them in place (MSD radix);
  * merge the distinct ones with Z into Z.tmp, a thread per flush decoding Z
  * into a ring of batches while the flush thread merges and encodes;
  * compact the fresh signatures F to the array's front; index F by its top
@@ -27,6 +40,7 @@
  */
 #include "sieve/sieve.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -45,21 +59,33 @@
 
 #include "sieve/sieve_files.h"
 
-#define Z_MAGIC "MSIEVEZ2"
+#define Z_MAGIC "MSIEVEZ3"
+#define Z_MAGIC_RICE "MSIEVEZ2" /* the earlier Golomb-Rice format: refused */
 #define M_MAGIC "MSIEVEM2"
 #define Z_HDR 40
 #define M_SIZE 72
 #define REC_HDR 12
-#define VBATCH 1024
-#define ZB_VALUES 8192   /* values per batch between Z's decoder thread and the merge */
+#define Z_BLOCK 1024     /* signatures per block of Z */
+#define Z_LMAX 56        /* most low bits (a multiple of 8): a low part is one 8-byte load and a mask */
+#define Z_SLACK 8        /* bytes past the reader's buffer that a low part's last load may touch */
+#define ZB_VALUES 8192   /* values per batch between Z's decoder thread and the merge (whole blocks) */
 #define ZB_RING 4        /* batches in flight */
 
+_Static_assert(ZB_VALUES % Z_BLOCK == 0, "a decoder batch holds whole blocks");
+_Static_assert(Z_BLOCK * Z_LMAX / 8 + 16 <= 64 << 10, "a block's low parts fit the smallest I/O buffer");
+
+/* A segment being filled or flushed: its URLs are in A.<seg>; their
+ * signatures are also listed, in the same order, in S.<seg> (a cache the
+ * flush loads them from, checked by ssum; when it is missing or wrong the
+ * flush loads them from A). */
 struct buf {
-    uint64_t *sig;
-    size_t n;
+    size_t n;                         /* records */
     uint64_t seg;
-    int fd;
-    bool sorted;                      /* sig already sorted (by the sealing adder) */
+    int fd;                           /* A.<seg> */
+    int sfd;                          /* S.<seg>, while filled (-1 once sealed or failed) */
+    bool s_ok;                        /* S.<seg> holds all n signatures */
+    uint64_t ssum;                    /* XXH3 of S.<seg>'s bytes (set at the seal) */
+    uint32_t top[256];                /* signatures per top byte (S's histogram) */
 };
 
 /* The committed state (MANIFEST). */
@@ -87,6 +113,9 @@ struct merc {
     uint64_t done_upto;               /* 1 + last segment flushed AND emitted */
     uint8_t *abuf;
     size_t alen;
+    uint8_t *sbuf;                    /* S.<seg>'s buffered signatures */
+    size_t slen, scap;
+    XXH3_state_t *sxs;                /* XXH3 of S.<seg> so far */
     uint64_t cur_len;                 /* bytes in the current segment (incl. buffered) */
     uint64_t *cache;
     uint64_t cache_mask;
@@ -99,12 +128,13 @@ struct merc {
     struct mstate ms;
 
     /* flush thread's work memory */
+    uint64_t *sig;                    /* cap signatures: S, then F at its front */
     uint32_t *work;                   /* F's bucket index */
     unsigned rmax;                    /* log2 of work's bucket count */
     uint64_t *used, *amarks;          /* bits: per F entry, per A position */
     uint8_t *rbuf, *zin, *zout, *lbuf;
     uint64_t *zring;                  /* ZB_RING batches of decoded Z values */
-    uint64_t ovals[VBATCH];           /* values for Z' */
+    uint64_t ovals[Z_BLOCK];          /* the block of Z' being filled */
 };
 
 /* ---- test hook: SIEVE_CRASH_POINT=N raises SIGKILL at the Nth crash point ---- */
@@ -331,24 +361,49 @@ static int rec_next(struct rd *r, size_t maxlen, const char **url, size_t *len, 
     return 1;
 }
 
-/* ---------------- Golomb-Rice bit streams ---------------- */
+/* ---------------- Z's codec: Elias-Fano in blocks ---------------- */
 
-/* Writer: a 64-bit accumulator holding nbits < 64 pending bits (LSB first),
- * stored 8 bytes at a time; one code (unary quotient + b low bits) is
- * usually one bw_bits call. */
-struct bw {
+/* Low bits per signature for n signatures: the multiple of 8 (whole bytes:
+ * a low part is then one store to write and one load and mask to read)
+ * that minimizes Elias-Fano's size, n (L + 1) + 2^(64-L) bits (L bits each,
+ * one high bit each, 2^(64-L) zeros in all): it lies between
+ * log2(2^64/n) - 3 and log2(2^64/n) + 5. At most Z_LMAX. */
+static unsigned z_low_bits(uint64_t n)
+{
+    unsigned best = Z_LMAX;
+    double best_bits = 0;
+
+    for (unsigned l = 0; l <= Z_LMAX; l += 8) {
+        double bits = (double)n * (l + 1) + ldexp(1.0, 64 - (int)l);
+        if (l == 0 || bits < best_bits) {
+            best = l;
+            best_bits = bits;
+        }
+    }
+    return best;
+}
+
+/* Writer of Z': the merge gathers Z''s signatures in blocks (an array of
+ * Z_BLOCK, struct merc's ovals) and hands each to zw_block, which encodes
+ * it into buf (cap bytes, drained to the file when a block might not fit).
+ * Z' ascends strictly when the merge's inputs do (S sorted, Z checked by
+ * its reader), so the writer checks only each block's ends. */
+struct zw {
     const struct merc *m;
     int fd;
     uint8_t *buf;
     size_t cap, len;
-    uint64_t acc;
-    unsigned nbits;
-    uint64_t total;
+    unsigned L;          /* a multiple of 8, <= Z_LMAX */
+    uint64_t hprev;      /* high part of the last signature written */
+    uint64_t vprev;      /* the last signature written */
+    uint64_t count;      /* signatures written */
+    uint64_t total;      /* payload bytes written to the file */
     XXH3_state_t *xs;
     bool ioerr;
+    bool unsorted;       /* a block out of order was given (see zw_block) */
 };
 
-static void bw_drain(struct bw *w)
+static void zw_drain(struct zw *w)
 {
     if (w->len == 0)
         return;
@@ -359,299 +414,261 @@ static void bw_drain(struct bw *w)
     w->len = 0;
 }
 
-/* Appends the k low bits of v (1 <= k <= 64; v < 2^k). */
-static inline void bw_bits(struct bw *w, uint64_t v, unsigned k)
+/* Makes room for k more bytes plus 8 (a store's overhang); k + 8 <= cap. */
+static uint8_t *zw_room(struct zw *w, size_t k)
 {
-    unsigned n = w->nbits;
+    if (w->len + k + 8 > w->cap)
+        zw_drain(w);
+    return w->buf + w->len;
+}
 
-    w->acc |= v << n;
-    if (n + k < 64) {
-        w->nbits = n + k;
+/* The high parts of v[0..cnt) when they do not fit half the buffer (gaps
+ * of hundreds of thousands of bits: never with hashes): each unary code
+ * written bit by bit, zeros a byte at a time, draining as the buffer
+ * fills. */
+static void zw_high_slow(struct zw *w, const uint64_t *v, size_t cnt)
+{
+    uint64_t hp = w->hprev;
+    unsigned acc = 0, nb = 0; /* bits of the byte being filled */
+
+    for (size_t i = 0; i < cnt; i++) {
+        uint64_t h = v[i] >> w->L, z;
+        if (h < hp) {
+            w->unsorted = true; /* see zw_block */
+            h = hp;
+        }
+        z = h - hp;
+        hp = h;
+        if (nb + z >= 8) {
+            /* finish the byte, whole zero bytes, then the one's byte */
+            *zw_room(w, 1) = (uint8_t)acc;
+            w->len++;
+            z -= 8 - nb;
+            while (z >= 8) {
+                size_t k = w->cap - 8 - w->len;
+                if (k > z / 8)
+                    k = (size_t)(z / 8);
+                memset(w->buf + w->len, 0, k);
+                w->len += k;
+                z -= 8 * (uint64_t)k;
+                zw_room(w, 1);
+            }
+            acc = 0;
+            nb = 0;
+        }
+        acc |= 1u << (nb + z);
+        nb += (unsigned)z + 1;
+        if (nb == 8) {
+            *zw_room(w, 1) = (uint8_t)acc;
+            w->len++;
+            acc = 0;
+            nb = 0;
+        }
+    }
+    if (nb > 0) {
+        *zw_room(w, 1) = (uint8_t)acc;
+        w->len++;
+    }
+}
+
+/* Encodes the block v[0..cnt): its high parts, then its low parts. A block
+ * out of order at its ends (below the previous one, or last < first) is
+ * refused (w->unsorted: the flush fails); disorder inside a block, which
+ * the merge cannot produce from checked inputs, would be written wrong but
+ * never outside buf. */
+static void zw_block(struct zw *w, const uint64_t *v, size_t cnt)
+{
+    const unsigned L = w->L, lb = L / 8;
+    const uint64_t hbase = w->hprev;
+    uint64_t nbits;
+
+    if (cnt == 0 || w->unsorted)
+        return;
+    if (v[0] < w->vprev || v[cnt - 1] < v[0]) {
+        w->unsorted = true;
         return;
     }
-    if (w->len + 8 > w->cap)
-        bw_drain(w);
-    put64(w->buf + w->len, w->acc);
-    w->len += 8;
-    w->acc = n > 0 ? v >> (64 - n) : 0;
-    w->nbits = n + k - 64;
+    /* the high parts: a one at (high part - the previous block's last) +
+     * index, the gaps in unary, LSB first */
+    nbits = (v[cnt - 1] >> L) - hbase + cnt;
+    if (nbits / 8 + 16 <= w->cap / 2) {
+        size_t hbytes = (size_t)(nbits + 7) / 8, words = (size_t)(nbits + 63) / 64;
+        uint8_t *p = zw_room(w, 8 * words);
+        uint64_t acc = 0, cw = 0;
+        memset(p, 0, 8 * words);
+        /* each one ORed into the word being filled, the word stored every
+         * time (no branch: a word left behind is complete, one skipped
+         * stays zero) */
+        for (size_t i = 0; i < cnt; i++) {
+            uint64_t pos = (v[i] >> L) - hbase + i, wi = pos >> 6;
+            wi = wi < words ? wi : words - 1;
+            acc = (wi == cw ? acc : 0) | (uint64_t)1 << (pos & 63);
+            cw = wi;
+            put64(p + 8 * wi, acc);
+        }
+        w->len += hbytes;
+    } else {
+        zw_high_slow(w, v, cnt);
+    }
+    /* the low parts: lb bytes each, one 8-byte store each (its overhang is
+     * overwritten by the next one, or lies past len) */
+    if (lb > 0) {
+        uint8_t *q = zw_room(w, cnt * lb);
+        for (size_t i = 0; i < cnt; i++)
+            put64(q + i * lb, v[i]);
+        w->len += cnt * lb;
+    }
+    w->hprev = v[cnt - 1] >> L;
+    w->vprev = v[cnt - 1];
+    w->count += cnt;
 }
 
-static inline void bw_rice(struct bw *w, uint64_t v, unsigned b)
+/* Appends the run v[0..cnt) to the block being gathered in ov (on values
+ * in it) and encodes every block it completes; returns the new count.
+ * Most of a merge is such runs of Z between two of S's signatures: a copy,
+ * or no copy when a whole block of the run can be encoded where it is. */
+static size_t z_put_run(struct zw *w, uint64_t *ov, size_t on, const uint64_t *v, size_t cnt)
 {
-    uint64_t q = v >> b;
-    uint64_t low = b > 0 ? v & (~(uint64_t)0 >> (64 - b)) : 0;
-
-    if (q + 1 + b <= 64) {
-        /* the common case: q zeros, a one, the b low bits, in one store */
-        bw_bits(w, ((uint64_t)1 << q) | (low << q << 1), (unsigned)q + 1 + b);
-        return;
+    while (cnt > 0) {
+        size_t k;
+        if (on == 0 && cnt >= Z_BLOCK) {
+            zw_block(w, v, Z_BLOCK);
+            v += Z_BLOCK;
+            cnt -= Z_BLOCK;
+            continue;
+        }
+        k = Z_BLOCK - on < cnt ? Z_BLOCK - on : cnt;
+        memcpy(ov + on, v, k * sizeof *v);
+        on += k;
+        v += k;
+        cnt -= k;
+        if (on == Z_BLOCK) {
+            zw_block(w, ov, on);
+            on = 0;
+        }
     }
-    while (q >= 63) {
-        bw_bits(w, 0, 63);
-        q -= 63;
-    }
-    bw_bits(w, (uint64_t)1 << q, (unsigned)q + 1);
-    if (b > 0)
-        bw_bits(w, low, b);
+    return on;
 }
 
-static void bw_finish(struct bw *w)
+static void zw_finish(struct zw *w)
 {
-    while (w->nbits > 0) {
-        if (w->len + 1 > w->cap)
-            bw_drain(w);
-        w->buf[w->len++] = (uint8_t)w->acc;
-        w->acc >>= 8;
-        w->nbits = w->nbits >= 8 ? w->nbits - 8 : 0;
-    }
-    bw_drain(w);
+    zw_drain(w);
 }
 
-/* Reader: acc holds nbits valid bits (the bits above are zero). */
-struct br {
-    struct rd r;
-    uint64_t acc;
-    unsigned nbits;
+/* Reader of Z's payload: a buffer of cap bytes (allocated with Z_SLACK
+ * more, so that a low part's last 8-byte load stays inside it); every byte
+ * is hashed as it is read, and reading stops at the payload's end. */
+struct zr {
+    int fd;
+    uint8_t *buf;
+    size_t cap, pos, len;
     uint64_t left;       /* payload bytes not yet read from the file */
     XXH3_state_t *xs;
+    uint64_t vprev;      /* the last signature decoded (when count > 0) */
+    uint64_t count;      /* signatures decoded */
+    int ioerr;           /* errno of a failed read, or 0 */
     bool bad;
 };
 
-/* Refills acc to at least 57 bits (fewer only at the end of the payload). */
-static void br_refill_slow(struct br *b)
+/* Makes k <= cap contiguous bytes available at buf+pos; returns how many
+ * are (fewer than k only at the payload's end or on a read error). */
+static size_t zr_need(struct zr *z, size_t k)
 {
-    while (b->nbits <= 56) {
-        if (b->r.pos == b->r.len) {
-            ssize_t h;
-            size_t hl;
-            if (b->left == 0)
-                return;
-            b->r.pos = b->r.len = 0;
-            b->r.eof = false;
-            h = rd_need(&b->r, 1);
-            if (h <= 0) {
-                b->bad = true;
-                return;
-            }
-            /* hash what was just read, bounded by the payload */
-            hl = b->r.len < b->left ? b->r.len : (size_t)b->left;
-            b->r.len = hl;
-            XXH3_64bits_update(b->xs, b->r.buf, hl);
-            b->left -= hl;
-        }
-        b->acc |= (uint64_t)b->r.buf[b->r.pos++] << b->nbits;
-        b->nbits += 8;
+    if (z->len - z->pos >= k)
+        return z->len - z->pos;
+    if (z->pos > 0) {
+        memmove(z->buf, z->buf + z->pos, z->len - z->pos);
+        z->len -= z->pos;
+        z->pos = 0;
     }
-}
-
-static inline void br_refill(struct br *b)
-{
-    if (b->r.len - b->r.pos >= 8) {
-        /* whole bytes from one 64-bit load */
-        unsigned take = (63 - b->nbits) >> 3;
-        uint64_t w;
-        if (take == 0)
-            return;
-        w = get64(b->r.buf + b->r.pos);
-        b->acc |= (w & (~(uint64_t)0 >> (64 - 8 * take))) << b->nbits;
-        b->r.pos += take;
-        b->nbits += 8 * take;
-        return;
-    }
-    br_refill_slow(b);
-}
-
-static inline uint64_t br_get(struct br *b, unsigned k)
-{
-    uint64_t v;
-    if (k == 0)
-        return 0;
-    if (b->nbits < k)
-        br_refill(b);
-    if (b->nbits < k) {
-        b->bad = true;
-        return 0;
-    }
-    v = b->acc & (~(uint64_t)0 >> (64 - k));
-    b->acc >>= k;
-    b->nbits -= k;
-    return v;
-}
-
-static inline uint64_t br_rice(struct br *b, unsigned rb)
-{
-    uint64_t q = 0, v;
-    unsigned t;
-
-    if (b->nbits <= 56)
-        br_refill(b);
-    while (b->acc == 0) {
-        /* a quotient longer than the buffered bits (rare) */
-        q += b->nbits;
-        b->nbits = 0;
-        br_refill(b);
-        if (b->nbits == 0) {
-            b->bad = true;
-            return 0;
-        }
-    }
-    t = (unsigned)__builtin_ctzll(b->acc);
-    q += t;
-    b->acc = (b->acc >> t) >> 1;
-    b->nbits -= t + 1;
-    if (rb <= 56) {
-        if (b->nbits < rb) {
-            br_refill(b);
-            if (b->nbits < rb) {
-                b->bad = true;
-                return 0;
-            }
-        }
-        v = rb > 0 ? b->acc & (~(uint64_t)0 >> (64 - rb)) : 0;
-        b->acc = rb > 0 ? b->acc >> rb : b->acc;
-        b->nbits -= rb;
-    } else {
-        v = br_get(b, 32);
-        v |= br_get(b, rb - 32) << 32;
-    }
-    return (q << rb) | v;
-}
-
-/* Decodes up to `want` values (gaps added to *prev) into out; returns how
- * many (fewer only at a damaged end: b->bad). The loop keeps the bit
- * buffer in locals; codes that do not fit it go through br_rice. */
-static size_t br_batch(struct br *b, unsigned rb, uint64_t *prev, uint64_t *out, size_t want)
-{
-    uint64_t acc = b->acc, p = *prev;
-    unsigned nb = b->nbits;
-    const uint8_t *buf = b->r.buf;
-    size_t pos = b->r.pos, len = b->r.len, i = 0;
-    const uint64_t lowmask = rb > 0 ? ~(uint64_t)0 >> (64 - rb) : 0;
-
-    while (i < want) {
-        if (nb <= 8 * pos && len >= 8) {
-            /* The fast loop: acc's nb bits are the last ones before byte
-             * pos of this buffer, so the stream can be read by bit position
-             * bp; each code is one unaligned load, a shift and a ctz (a
-             * short dependency chain: the accumulator's refill and its
-             * shifts were twice as long). It stops 8 bytes before the
-             * buffer's end and at codes longer than 57 bits. */
-            size_t bp = 8 * pos - nb, lim = len - 8;
-            while (i < want && (bp >> 3) <= lim) {
-                uint64_t w = get64(buf + (bp >> 3)) >> (bp & 7);
-                unsigned t;
-                if (w == 0)
-                    break;
-                t = (unsigned)__builtin_ctzll(w);
-                if (t + 1 + rb > 57)
-                    break;
-                p += ((uint64_t)t << rb) | ((w >> t >> 1) & lowmask);
-                bp += t + 1 + rb;
-                out[i++] = p;
-            }
-            pos = bp >> 3;
-            if ((bp & 7) != 0) {
-                acc = (uint64_t)buf[pos] >> (bp & 7);
-                nb = 8 - (unsigned)(bp & 7);
-                pos++;
-            } else {
-                acc = 0;
-                nb = 0;
-            }
-            if (i == want)
-                break;
-        }
-        if (nb <= 55 && len - pos >= 8) {
-            unsigned take = (63 - nb) >> 3;
-            acc |= (get64(buf + pos) & (~(uint64_t)0 >> (64 - 8 * take))) << nb;
-            pos += take;
-            nb += 8 * take;
-        }
-        if (acc != 0) {
-            unsigned t = (unsigned)__builtin_ctzll(acc);
-            if (t + 1 + rb <= nb) {
-                acc = (acc >> t) >> 1;
-                p += ((uint64_t)t << rb) | (acc & lowmask);
-                acc = rb < 64 ? acc >> rb : 0;
-                nb -= t + 1 + rb;
-                out[i++] = p;
-                continue;
-            }
-        }
-        /* near a buffer end or a long code: the general path */
-        b->acc = acc;
-        b->nbits = nb;
-        b->r.pos = pos;
-        p += br_rice(b, rb);
-        if (b->bad)
-            break;
-        out[i++] = p;
-        acc = b->acc;
-        nb = b->nbits;
-        buf = b->r.buf;
-        pos = b->r.pos;
-        len = b->r.len;
-    }
-    b->acc = acc;
-    b->nbits = nb;
-    b->r.pos = pos;
-    *prev = p;
-    return i;
-}
-
-/* Encodes the gaps of v[0..n) (ascending, after *prev) with parameter rb. */
-static void bw_batch(struct bw *w, const uint64_t *v, size_t n, uint64_t *prev, unsigned rb)
-{
-    uint64_t acc = w->acc, p = *prev;
-    unsigned nb = w->nbits;
-    const uint64_t lowmask = rb > 0 ? ~(uint64_t)0 >> (64 - rb) : 0;
-    uint8_t *buf = w->buf;
-    size_t len = w->len, lim = w->cap - 8;
-
-    for (size_t i = 0; i < n; i++) {
-        uint64_t g = v[i] - p, q = g >> rb;
-        unsigned k = (unsigned)q + 1 + rb;
-        p = v[i];
-        if (q + 1 + rb > 64 || len > lim) {
-            w->acc = acc;
-            w->nbits = nb;
-            w->len = len;
-            bw_rice(w, g, rb);
-            acc = w->acc;
-            nb = w->nbits;
-            len = w->len;
+    while (z->len < k && z->left > 0) {
+        size_t want = z->cap - z->len;
+        ssize_t g;
+        if (want > z->left)
+            want = (size_t)z->left;
+        g = read(z->fd, z->buf + z->len, want);
+        if (g < 0 && errno == EINTR)
             continue;
+        if (g < 0) {
+            z->ioerr = errno;
+            break;
         }
-        uint64_t code = ((uint64_t)1 << q) | ((g & lowmask) << q << 1);
-        acc |= code << nb;
-        if (nb + k < 64) {
-            nb += k;
-        } else {
-            put64(buf + len, acc);
-            len += 8;
-            acc = nb > 0 ? code >> (64 - nb) : 0;
-            nb = nb + k - 64;
-        }
+        if (g == 0)
+            break; /* shorter than its header says */
+        XXH3_64bits_update(z->xs, z->buf + z->len, (size_t)g);
+        z->left -= (uint64_t)g;
+        z->len += (size_t)g;
     }
-    w->acc = acc;
-    w->nbits = nb;
-    w->len = len;
-    *prev = p;
+    return z->len - z->pos;
 }
 
-static unsigned rice_param(uint64_t count)
+/* Decodes one block of cnt signatures into out (*hprev: the high part of
+ * the previous block's last one, updated). The high parts: each 64-bit
+ * word's ones are taken lowest first (ctz, then clear it); a one at bit t
+ * of a word, after k earlier ones of the word, is worth base + t - k, base
+ * being the high part a one at the word's bit 0 would have. The low parts:
+ * one load and a mask each, independent of each other. The signatures must
+ * ascend strictly (Z is a set; the merge and Z's writer rely on the
+ * order). false on a damaged, short or out-of-order payload (z->bad). */
+static bool zr_block(struct zr *z, unsigned L, uint64_t *hprev, uint64_t *out, size_t cnt)
 {
-    double mean, l;
-    if (count == 0)
-        return 63;
-    mean = ldexp(1.0, 64) / (double)count;
-    l = floor(log2(mean * 0.6931471805599453));
-    if (l < 0)
-        l = 0;
-    if (l > 63)
-        l = 63;
-    return (unsigned)l;
+    uint64_t zb = *hprev, hlast;
+    size_t j = 0;
+    bool down;
+
+    while (j < cnt) {
+        size_t a = zr_need(z, 8), nb = a < 8 ? a : 8;
+        uint64_t w, base = zb;
+        unsigned t = 0;
+        if (a == 0) {
+            z->bad = true;
+            return false;
+        }
+        w = get64(z->buf + z->pos);
+        if (nb < 8)
+            w &= ~(uint64_t)0 >> (64 - 8 * nb);
+        while (w != 0 && j < cnt) {
+            t = (unsigned)__builtin_ctzll(w);
+            out[j++] = base + t;
+            base--;
+            w &= w - 1;
+        }
+        if (j == cnt) {
+            z->pos += t / 8 + 1;
+            break;
+        }
+        zb = base + 8 * nb;
+        z->pos += nb;
+    }
+    hlast = out[cnt - 1];
+    if (hlast > ~(uint64_t)0 >> L) {
+        z->bad = true;
+        return false;
+    }
+    if (L > 0) {
+        const uint64_t mask = ~(uint64_t)0 >> (64 - L);
+        const size_t lb = L / 8;
+        const uint8_t *p;
+        if (zr_need(z, cnt * lb) < cnt * lb) {
+            z->bad = true;
+            return false;
+        }
+        p = z->buf + z->pos;
+        for (size_t i = 0; i < cnt; i++)
+            out[i] = out[i] << L | (get64(p + i * lb) & mask);
+        z->pos += cnt * lb;
+    }
+    down = z->count > 0 && out[0] <= z->vprev;
+    for (size_t i = 1; i < cnt; i++)
+        down |= out[i] <= out[i - 1];
+    if (down) {
+        z->bad = true;
+        return false;
+    }
+    z->vprev = out[cnt - 1];
+    z->count += cnt;
+    *hprev = hlast;
+    return true;
 }
 
 /* ---------------- manifest ---------------- */
@@ -806,22 +823,35 @@ static void f_index(const uint64_t *f, size_t nf, uint32_t *idx, unsigned r)
     idx[nb] = (uint32_t)nf;
 }
 
-/* Position of k in F, or -1. */
+/* Position of k in F, or -1. A binary search of k's bucket (~4-8 entries)
+ * without branches on the data: the halvings are selects, four of them
+ * for a bucket of up to 16 (a scan's exit, taken at a random place, was
+ * mispredicted on most lookups). */
 static inline long f_find(const uint64_t *f, const uint32_t *idx, unsigned r, uint64_t k)
 {
-    size_t d = k >> (64 - r);
-    for (uint32_t j = idx[d]; j < idx[d + 1]; j++) {
-        if (f[j] >= k)
-            return f[j] == k ? (long)j : -1;
+    size_t d = k >> (64 - r), len = idx[d + 1] - idx[d];
+    const uint64_t *b = f + idx[d];
+
+    if (len == 0)
+        return -1;
+    while (len > 16) {
+        size_t h = len >> 1;
+        b = b[h] <= k ? b + h : b;
+        len -= h;
     }
-    return -1;
+    for (int i = 0; i < 4; i++) {
+        size_t h = len >> 1;
+        b = b[h] <= k ? b + h : b;
+        len -= h;
+    }
+    return *b == k ? (long)(b - f) : -1;
 }
 
 /* ---------------- the flush ---------------- */
 
 /* Opens Z.<gen> and checks its header. *fd = -1 when gen == 0. */
 static int z_open(struct merc *m, const struct mstate *s, int *fd, uint64_t *count,
-                  unsigned *rb, uint64_t *plen, uint64_t *psum)
+                  unsigned *lbits, uint64_t *plen, uint64_t *psum)
 {
     char p[4096];
     uint8_t h[Z_HDR];
@@ -829,7 +859,7 @@ static int z_open(struct merc *m, const struct mstate *s, int *fd, uint64_t *cou
 
     *fd = -1;
     *count = 0;
-    *rb = 0;
+    *lbits = 0;
     *plen = 0;
     *psum = 0;
     if (s->gen == 0)
@@ -839,14 +869,26 @@ static int z_open(struct merc *m, const struct mstate *s, int *fd, uint64_t *cou
     *fd = open(p, O_RDONLY | O_CLOEXEC);
     if (*fd < 0)
         return fail(m, errno == ENOENT ? SIEVE_ECORRUPT : SIEVE_EIO, true, "%s: cannot open: %s", p, strerror(errno));
-    if (fstat(*fd, &sb) != 0 || pread(*fd, h, Z_HDR, 0) != Z_HDR || memcmp(h, Z_MAGIC, 8) != 0)
+    if (fstat(*fd, &sb) != 0 || pread(*fd, h, Z_HDR, 0) != Z_HDR)
+        goto bad;
+    if (memcmp(h, Z_MAGIC_RICE, 8) == 0) {
+        close(*fd);
+        *fd = -1;
+        return fail(m, SIEVE_ENOTSUP, true,
+                    "%s: signature file in the earlier Golomb-Rice format (%s); this build reads %s only: "
+                    "start from a new sieve folder",
+                    p, Z_MAGIC_RICE, Z_MAGIC);
+    }
+    if (memcmp(h, Z_MAGIC, 8) != 0)
         goto bad;
     *count = get64(h + 8);
-    *rb = get32(h + 16);
+    *lbits = get32(h + 16);
     *plen = get64(h + 24);
     *psum = get64(h + 32);
-    if (*rb > 63 || (uint64_t)sb.st_size != Z_HDR + *plen || *count != s->z_count ||
-        (uint64_t)sb.st_size != s->z_bytes)
+    /* each signature takes at least its L low bits and one high bit */
+    if (*lbits > Z_LMAX || *lbits % 8 != 0 || get32(h + 20) != Z_BLOCK || (uint64_t)sb.st_size != Z_HDR + *plen ||
+        *count != s->z_count || (uint64_t)sb.st_size != s->z_bytes || *count > *plen * 8 ||
+        *plen / (*lbits + 1) < *count / 8)
         goto bad;
     if (lseek(*fd, Z_HDR, SEEK_SET) != Z_HDR)
         goto bad;
@@ -858,14 +900,13 @@ bad:
 }
 
 /* Z's decoder: a thread per flush that reads, checks and decodes Z into a
- * ring of batches while the flush thread merges and encodes Z' (the two
- * halves of the merge's work run on two cores). */
+ * ring of batches (whole blocks) while the flush thread merges and encodes
+ * Z' (the two halves of the merge's work run on two cores). */
 struct zdec {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    struct br *in;
-    XXH3_state_t *xs;
-    unsigned rb;
+    struct zr *in;
+    unsigned lbits;
     uint64_t zleft, psum;
     uint64_t *ring;
     size_t cnt[ZB_RING];
@@ -877,20 +918,23 @@ struct zdec {
 static void *zdec_main(void *arg)
 {
     struct zdec *d = arg;
-    struct br *in = d->in;
-    uint64_t prev = 0;
+    struct zr *in = d->in;
+    uint64_t hprev = 0;
 
-    for (;;) {
-        size_t want = d->zleft < ZB_VALUES ? (size_t)d->zleft : ZB_VALUES, got;
+    while (d->zleft > 0) {
+        size_t want = d->zleft < ZB_VALUES ? (size_t)d->zleft : ZB_VALUES, got = 0;
         uint64_t slot;
-        if (want == 0)
-            break;
         pthread_mutex_lock(&d->mu);
         while (d->head - d->tail == ZB_RING)
             pthread_cond_wait(&d->cv, &d->mu);
         slot = d->head % ZB_RING;
         pthread_mutex_unlock(&d->mu);
-        got = br_batch(in, d->rb, &prev, d->ring + slot * ZB_VALUES, want);
+        while (got < want) {
+            size_t c = want - got < Z_BLOCK ? want - got : Z_BLOCK;
+            if (!zr_block(in, d->lbits, &hprev, d->ring + slot * ZB_VALUES + got, c))
+                break;
+            got += c;
+        }
         d->zleft -= got;
         pthread_mutex_lock(&d->mu);
         d->cnt[slot] = got;
@@ -901,23 +945,10 @@ static void *zdec_main(void *arg)
         if (got < want)
             break;
     }
-    /* hash the payload bytes the decoder did not need (padding), check */
-    while (!in->bad && in->left > 0) {
-        ssize_t h;
-        size_t hl;
-        in->r.pos = in->r.len = 0;
-        in->r.eof = false;
-        h = rd_need(&in->r, 1);
-        if (h <= 0) {
-            in->bad = true;
-            break;
-        }
-        hl = in->r.len < in->left ? in->r.len : (size_t)in->left;
-        XXH3_64bits_update(d->xs, in->r.buf, hl);
-        in->left -= hl;
-    }
+    /* every payload byte read and hashed, none left over */
     pthread_mutex_lock(&d->mu);
-    d->ok = !in->bad && d->zleft == 0 && XXH3_64bits_digest(d->xs) == d->psum;
+    d->ok = !in->bad && in->ioerr == 0 && d->zleft == 0 && in->left == 0 && in->pos == in->len &&
+            XXH3_64bits_digest(in->xs) == d->psum;
     d->done = true;
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->mu);
@@ -957,6 +988,12 @@ struct fset {
     uint64_t *used;
 };
 
+/* Starts loading the bucket of F where sig would be. */
+static inline void f_prefetch(const struct fset *fs, uint64_t sig)
+{
+    __builtin_prefetch(&fs->f[fs->idx[sig >> (64 - fs->r)]]);
+}
+
 /* Whether the record at A position idx with signature sig is emitted (see
  * a_scan). */
 static inline bool a_pick(struct merc *m, const struct fset *fs, bool marks_ready, bool keep_marks, size_t idx,
@@ -975,7 +1012,8 @@ static inline bool a_pick(struct merc *m, const struct fset *fs, bool marks_read
     return true;
 }
 
-#define SCAN_BATCH 32
+#define SCAN_BATCH 64
+#define SCAN_AHEAD 12    /* records between the prefetch of an F entry and its use */
 
 /* Scans the n records of A.<seg> (afd, named ap) in order and picks the URLs
  * to emit: the first one of each fresh signature. Without marks_ready that
@@ -983,7 +1021,9 @@ static inline bool a_pick(struct merc *m, const struct fset *fs, bool marks_read
  * m->amarks by A position when keep_marks); with it, m->amarks decides.
  * Picked URLs go to EMITTED (lfd >= 0, appended at *log_len) or to the emit
  * callback (lfd < 0). Records already whole in the read buffer are taken
- * SCAN_BATCH at a time, so that F's lookups can be prefetched. */
+ * SCAN_BATCH at a time, so that F's lookups can be prefetched: its index
+ * when a record is parsed, its entries SCAN_AHEAD records before use (F
+ * outgrows the caches: a lookup not prefetched waits for memory). */
 static int a_scan(struct merc *m, int afd, const char *ap, size_t n, const struct fset *fs, bool marks_ready,
                   bool keep_marks, int lfd, uint64_t *log_len, uint64_t *emitted)
 {
@@ -1029,12 +1069,14 @@ static int a_scan(struct merc *m, int afd, const char *ap, size_t n, const struc
                 break;
             cnt = 1;
         } else if (!marks_ready) {
-            for (size_t j = 0; j < cnt; j++)
-                __builtin_prefetch(&fs->f[fs->idx[bt[j].sig >> (64 - fs->r)]]);
+            for (size_t j = 0; j < cnt && j < SCAN_AHEAD; j++)
+                f_prefetch(fs, bt[j].sig);
         }
         for (size_t j = 0; j < cnt; j++, idx++) {
             const char *u = bt[j].u;
             size_t ul = bt[j].len;
+            if (!marks_ready && j + SCAN_AHEAD < cnt)
+                f_prefetch(fs, bt[j + SCAN_AHEAD].sig);
             if (!a_pick(m, fs, marks_ready, keep_marks, idx, bt[j].sig))
                 continue;
             if (lfd >= 0) {
@@ -1068,20 +1110,124 @@ static int a_scan(struct merc *m, int afd, const char *ap, size_t n, const struc
     return SIEVE_OK;
 }
 
-/* Flushes segment `seg` whose n signatures are sig[0..n) (sorted in place
- * unless `sorted` says the sealing adder did it: the array is the flush's
- * work space). A.<seg> holds the n URLs in the order added, each record
- * carrying its signature. Commits a new generation, then emits. Called from
- * the flush thread (or single-threaded at open/close). */
-static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, bool sorted)
+/* Loads into m->sig the signatures of the n records of A.<seg> (afd, named
+ * ap), each record checked (its XXH3): the adds keep no copy in memory, so
+ * that the flush's array can have all the slots. */
+static int a_load(struct merc *m, int afd, const char *ap, size_t n)
 {
+    struct rd r;
+    size_t idx = 0;
+    int g = 1;
+
+    rd_init(&r, afd, m->rbuf, m->io);
+    while (idx < n) {
+        const char *u;
+        size_t ul;
+        uint64_t h;
+        /* the records whole in the buffer, then one the careful way */
+        while (idx < n) {
+            size_t avail = r.len - r.pos;
+            uint32_t l;
+            if (avail < REC_HDR)
+                break;
+            l = get32(r.buf + r.pos);
+            if (l > m->cfg.max_url_len || avail - REC_HDR < l)
+                break;
+            h = get64(r.buf + r.pos + 4);
+            if (XXH3_64bits(r.buf + r.pos + REC_HDR, l) != h)
+                break; /* rec_next below reports it */
+            m->sig[idx++] = h;
+            r.pos += REC_HDR + l;
+            r.off += REC_HDR + l;
+        }
+        if (idx == n)
+            break;
+        g = rec_next(&r, m->cfg.max_url_len, &u, &ul, &h);
+        if (g != 1)
+            break;
+        m->sig[idx++] = h;
+    }
+    if (g == -2)
+        return fail(m, SIEVE_EIO, true, "%s: read failed: %s", ap, strerror(errno));
+    if (idx != n)
+        return fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt URL segment (%zu of %zu records)", ap, idx, n);
+    return SIEVE_OK;
+}
+
+/* Loads into m->sig the n signatures listed in S.<seg> (sp), already
+ * partitioned by their top byte (top: the adds' count of each), if the
+ * file holds exactly n whose XXH3 is ssum: 0, or -1 (then A is read
+ * instead; S is only a cache of A's signatures, 8 bytes a record instead
+ * of ~80). The partition is a scatter of the file's blocks into 256
+ * streams: the sort's first pass, sequential instead of in place. */
+static int s_load(struct merc *m, const char *sp, size_t n, uint64_t ssum, const uint32_t *top)
+{
+    size_t head[256], end[256], sum = 0, got = 0, have = 0;
+    int fd = open(sp, O_RDONLY | O_CLOEXEC), rc = -1;
+    XXH3_state_t *xs = XXH3_createState();
+    uint8_t extra;
+
+    if (fd < 0 || xs == NULL)
+        goto out;
+    XXH3_64bits_reset(xs);
+    for (int d = 0; d < 256; d++) {
+        head[d] = sum;
+        sum += top[d];
+        end[d] = sum;
+    }
+    if (sum != n)
+        goto out;
+    while (got < n) {
+        size_t want = (n - got) * 8 - have;
+        ssize_t g;
+        if (want > m->io - have)
+            want = m->io - have;
+        g = read(fd, m->rbuf + have, want);
+        if (g < 0 && errno == EINTR)
+            continue;
+        if (g <= 0)
+            goto out;
+        XXH3_64bits_update(xs, m->rbuf + have, (size_t)g);
+        have += (size_t)g;
+        for (size_t o = 0; o + 8 <= have; o += 8) {
+            uint64_t v = get64(m->rbuf + o);
+            unsigned d = (unsigned)(v >> 56);
+            if (head[d] == end[d])
+                goto out; /* more than counted: S is not what the adds wrote */
+            m->sig[head[d]++] = v;
+        }
+        got += have / 8;
+        memmove(m->rbuf, m->rbuf + have / 8 * 8, have % 8);
+        have %= 8;
+    }
+    if (read(fd, &extra, 1) == 0 && XXH3_64bits_digest(xs) == ssum)
+        rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    XXH3_freeState(xs);
+    return rc;
+}
+
+/* Flushes segment `seg`: A.<seg> holds its n URLs in the order added, each
+ * record carrying its signature. Their signatures are loaded into m->sig
+ * (unless `loaded` says the caller did), from S.<seg> when b (the
+ * segment's buffer) says it is whole and its checksum checks, else from A:
+ * the flush's work space,
+ * sorted in place, then F compacted to its front. Commits a new generation,
+ * then emits. Called from the flush thread (or single-threaded at
+ * open/close). */
+static int flush_segment(struct merc *m, size_t n, uint64_t seg, bool loaded, const struct buf *b)
+{
+    uint64_t *sig = m->sig;
+    bool parted = false;              /* sig partitioned by top byte (s_load) */
     struct mstate s;
-    char zp[4096], zt[4096], ap[4096], lp[4096], oldz[4096];
+    char zp[4096], zt[4096], ap[4096], sp[4096], lp[4096], oldz[4096];
     int zfd = -1, zofd = -1, afd = -1, lfd = -1, rc = SIEVE_OK;
     uint64_t zcount, plen, psum, distinct = 0, fresh = 0, t0 = now_ns(), emitted = 0;
-    unsigned rb, r;
-    struct br in;
-    struct bw out;
+    unsigned lbits, r;
+    struct zr in;
+    struct zw out;
     XXH3_state_t *xin = NULL, *xout = NULL;
     uint8_t hdr[Z_HDR];
     struct fset fs;
@@ -1092,17 +1238,48 @@ static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, 
     s = m->ms;
     pthread_mutex_unlock(&m->mmu);
 
-    /* 1-2: sort the signatures in place and count the distinct ones (the
-     * first occurrence of each is found later, by the scan of A in order) */
-    if (!sorted)
+    if (path_of(m, zp, sizeof zp, "Z", (long long)s.gen) || path_of(m, zt, sizeof zt, "Z.tmp", -1) ||
+        path_of(m, ap, sizeof ap, "A", (long long)seg) || path_of(m, sp, sizeof sp, "S", (long long)seg) ||
+        path_of(m, lp, sizeof lp, "EMITTED", -1)) {
+        rc = fail(m, SIEVE_EINVAL, true, "%s: path too long", m->dir);
+        goto out;
+    }
+
+    /* 1: the signatures of A, which must hold exactly the n URLs (A's
+     * records are checked by the scans below) */
+    if (n > 0) {
+        afd = open(ap, O_RDONLY | O_CLOEXEC);
+        if (afd < 0) {
+            rc = fail(m, SIEVE_EIO, true, "%s: %s", ap, strerror(errno));
+            goto out;
+        }
+        if (!loaded && b != NULL && b->s_ok && s_load(m, sp, n, b->ssum, b->top) == 0) {
+            parted = true;
+        } else if (!loaded) {
+            rc = a_load(m, afd, ap, n);
+            if (rc != SIEVE_OK)
+                goto out;
+        }
+    }
+
+    /* 2: sort them in place and count the distinct ones (the first
+     * occurrence of each is found later, by the scan of A in order) */
+    if (parted) {
+        size_t from = 0;
+        for (int d = 0; d < 256; d++) {
+            msd_sort(sig + from, b->top[d], 48);
+            from += b->top[d];
+        }
+    } else {
         msd_sort(sig, n, 56);
+    }
     for (size_t i = 0; i < n; i++)
         if (i == 0 || sig[i] != sig[i - 1])
             distinct++;
 
     /* 3: merge with Z into Z'; the fresh signatures are compacted in place
      * to the front of sig (F) */
-    rc = z_open(m, &s, &zfd, &zcount, &rb, &plen, &psum);
+    rc = z_open(m, &s, &zfd, &zcount, &lbits, &plen, &psum);
     if (rc != SIEVE_OK)
         goto out;
     xin = XXH3_createState();
@@ -1113,11 +1290,6 @@ static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, 
     }
     XXH3_64bits_reset(xin);
     XXH3_64bits_reset(xout);
-    if (path_of(m, zp, sizeof zp, "Z", (long long)s.gen) || path_of(m, zt, sizeof zt, "Z.tmp", -1) ||
-        path_of(m, ap, sizeof ap, "A", (long long)seg) || path_of(m, lp, sizeof lp, "EMITTED", -1)) {
-        rc = fail(m, SIEVE_EINVAL, true, "%s: path too long", m->dir);
-        goto out;
-    }
     memcpy(oldz, zp, sizeof zp);
     /* Z.tmp is usually the previous generation's file, renamed after its
      * last use: overwriting its pages costs less than a new file (the stale
@@ -1132,7 +1304,9 @@ static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, 
         rc = fail(m, SIEVE_EIO, true, "%s: %s", zt, strerror(errno));
         goto out;
     }
-    rd_init(&in.r, zfd, m->zin, m->io);
+    in.fd = zfd;
+    in.buf = m->zin;
+    in.cap = m->io;
     in.left = plen;
     in.xs = xin;
     out.m = m;
@@ -1140,8 +1314,10 @@ static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, 
     out.buf = m->zout;
     out.cap = m->io;
     out.xs = xout;
-    unsigned ob = rice_param(zcount + distinct);
-    uint64_t oprev = 0, ocount = 0;
+    /* L from an upper bound of |Z'| (the merge's duplicates are not known
+     * yet): at most one bit below the best, when they are many */
+    out.L = z_low_bits(zcount + distinct);
+    uint64_t ocount = 0;
     uint64_t *ov = m->ovals;
     const uint64_t *zv = NULL;
     size_t zi = 0, zn = 0, on = 0;
@@ -1151,8 +1327,7 @@ static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, 
     pthread_mutex_init(&zd.mu, NULL);
     pthread_cond_init(&zd.cv, NULL);
     zd.in = &in;
-    zd.xs = xin;
-    zd.rb = rb;
+    zd.lbits = lbits;
     zd.zleft = zcount;
     zd.psum = psum;
     zd.ring = m->zring;
@@ -1166,8 +1341,8 @@ static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, 
         }
         zstarted = true;
     }
-    /* Z arrives decoded in batches; Z' is encoded in batches of VBATCH
-     * values; the merge walks the arrays */
+    /* Z arrives decoded in batches; Z' is gathered in blocks (ov) and
+     * encoded a block at a time; the merge walks the arrays */
 #define Z_FILL()                                                             \
     do {                                                                     \
         zv = zdec_next(&zd, zv != NULL, &zn);                                \
@@ -1177,9 +1352,8 @@ static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, 
 #define Z_PUT(v)                                                             \
     do {                                                                     \
         ov[on++] = (v);                                                      \
-        if (on == VBATCH) {                                                  \
-            bw_batch(&out, ov, on, &oprev, ob);                              \
-            ocount += on;                                                    \
+        if (on == Z_BLOCK) {                                                 \
+            zw_block(&out, ov, on);                                          \
             on = 0;                                                          \
         }                                                                    \
     } while (0)
@@ -1190,41 +1364,46 @@ static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, 
         if (i > 0 && k == sig[i - 1])
             continue;
         while (!zdone) {
-            while (zi < zn && zv[zi] < k)
-                Z_PUT(zv[zi++]);
+            size_t e = zi;
+            while (e < zn && zv[e] < k)
+                e++;
+            on = z_put_run(&out, ov, on, zv + zi, e - zi);
+            zi = e;
             if (zi < zn)
                 break;
             Z_FILL();
         }
-        if (!zdone && zv[zi] == k) {
-            Z_PUT(k);
+        if (!zdone && zv[zi] == k)
             zi++;
-        } else {
-            Z_PUT(k);
+        else
             sig[fresh++] = k; /* fresh <= i: never overwrites what is still to read */
-        }
+        Z_PUT(k);
     }
     while (!zdone) {
-        while (zi < zn)
-            Z_PUT(zv[zi++]);
+        on = z_put_run(&out, ov, on, zv + zi, zn - zi);
         Z_FILL();
     }
-    bw_batch(&out, ov, on, &oprev, ob);
-    ocount += on;
+    zw_block(&out, ov, on);
+    ocount = out.count;
 #undef Z_FILL
 #undef Z_PUT
     if (zstarted)
         pthread_join(zd.thr_id, NULL);
     pthread_mutex_destroy(&zd.mu);
     pthread_cond_destroy(&zd.cv);
-    if (!zd.ok) {
+    if (in.ioerr != 0) {
+        rc = fail(m, SIEVE_EIO, true, "%s: read failed: %s", zp, strerror(in.ioerr));
+        goto out;
+    }
+    if (!zd.ok || out.unsorted) {
         rc = fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt signature file (checksum or count mismatch)", zp);
         goto out;
     }
-    bw_finish(&out);
+    zw_finish(&out);
     memcpy(hdr, Z_MAGIC, 8);
     put64(hdr + 8, ocount);
-    put32(hdr + 16, ob);
+    put32(hdr + 16, out.L);
+    put32(hdr + 20, Z_BLOCK);
     put64(hdr + 24, out.total);
     put64(hdr + 32, XXH3_64bits_digest(xout));
     if (out.ioerr || ftruncate(zofd, (off_t)(Z_HDR + out.total)) != 0 || pwrite_all(m, zofd, hdr, Z_HDR, 0) != 0 ||
@@ -1243,13 +1422,6 @@ static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, 
     fs.idx = m->work;
     fs.r = r;
     fs.used = m->used;
-
-    /* A must hold exactly the n URLs whose signatures we sorted */
-    afd = open(ap, O_RDONLY | O_CLOEXEC);
-    if (afd < 0 && n > 0) {
-        rc = fail(m, SIEVE_EIO, true, "%s: %s", ap, strerror(errno));
-        goto out;
-    }
 
     /* the durable output log: written before the commit, cut back on reopen */
     uint64_t log_len = s.log_len;
@@ -1313,6 +1485,7 @@ static int flush_segment(struct merc *m, uint64_t *sig, size_t n, uint64_t seg, 
             goto out;
     }
     unlink(ap);
+    unlink(sp);
 
 out:
     if (zfd >= 0)
@@ -1356,7 +1529,7 @@ static void *flush_main(void *arg)
         int rc = SIEVE_OK;
         pthread_mutex_unlock(&m->mu);
         if (m->err == 0)
-            rc = flush_segment(m, b->sig, b->n, b->seg, b->sorted);
+            rc = flush_segment(m, b->n, b->seg, false, b);
         pthread_mutex_lock(&m->mu);
         if (rc != SIEVE_OK && m->err == 0)
             m->err = rc;
@@ -1389,6 +1562,28 @@ static int abuf_drain(struct merc *m)
     return SIEVE_OK;
 }
 
+/* Writes S's buffered signatures to the current segment's S file. S is a
+ * cache: a failed write drops it (the flush then reads A), without the
+ * on_write_error wait a full disk would get for A. Caller holds mu. */
+static void sbuf_drain(struct merc *m)
+{
+    struct buf *b = &m->b[m->cur];
+    size_t off = 0;
+
+    if (b->s_ok && m->slen > 0)
+        XXH3_64bits_update(m->sxs, m->sbuf, m->slen);
+    while (b->s_ok && off < m->slen) {
+        ssize_t w = write(b->sfd, m->sbuf + off, m->slen - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            b->s_ok = false;
+        else
+            off += (size_t)w;
+    }
+    m->slen = 0;
+}
+
 /* Opens a fresh segment file for the current buffer. Caller holds mu. */
 static int seg_start(struct merc *m)
 {
@@ -1397,13 +1592,21 @@ static int seg_start(struct merc *m)
 
     b->seg = m->next_seg++;
     b->n = 0;
-    b->sorted = false;
     m->cur_len = 0;
     if (path_of(m, p, sizeof p, "A", (long long)b->seg))
         return fail(m, SIEVE_EINVAL, true, "%s: path too long", m->dir);
     b->fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (b->fd < 0)
         return fail(m, SIEVE_EIO, true, "%s: %s", p, strerror(errno));
+    b->sfd = -1;
+    b->s_ok = false;
+    memset(b->top, 0, sizeof b->top);
+    m->slen = 0;
+    if (path_of(m, p, sizeof p, "S", (long long)b->seg) == 0) {
+        b->sfd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        b->s_ok = b->sfd >= 0;
+        XXH3_64bits_reset(m->sxs);
+    }
     return SIEVE_OK;
 }
 
@@ -1421,23 +1624,17 @@ static int seal_locked(struct merc *m)
         return m->err != 0 ? SIEVE_ECLOSED : SIEVE_OK;
     }
     m->sealing = true;
-    if (m->pending >= 0) {
+    if (m->pending >= 0)
         m->st.add_waits++;
-        if (!b->sorted) {
-            /* the flush thread is busy with the other buffer: sort this one
-             * now, outside the lock, rather than wait idle (the flush then
-             * skips its sort). Adds wait for `sealing`; nothing else
-             * touches b->sig. */
-            pthread_mutex_unlock(&m->mu);
-            msd_sort(b->sig, b->n, 56);
-            pthread_mutex_lock(&m->mu);
-            b->sorted = true;
-        }
-    }
     while (m->pending >= 0 && m->err == 0)
         pthread_cond_wait(&m->cv_free, &m->mu);
     rc = m->err != 0 ? SIEVE_ECLOSED : abuf_drain(m);
     if (rc == SIEVE_OK) {
+        sbuf_drain(m);
+        b->ssum = XXH3_64bits_digest(m->sxs);
+        if (b->sfd >= 0)
+            close(b->sfd);
+        b->sfd = -1;
         m->pending = m->cur;
         m->sealed_upto = b->seg + 1;
         m->cur ^= 1;
@@ -1454,11 +1651,8 @@ static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
     struct buf *b;
     int rc;
 
-    /* A seal may be sorting the current buffer outside the lock (a forced
-     * flush seals a buffer that is not full while the other one is still
-     * being flushed): an add now would leave it unsorted yet marked sorted. */
-    while (m->sealing && m->err == 0)
-        pthread_cond_wait(&m->cv_free, &m->mu);
+    /* (A seal waiting for the flush thread leaves the lock: adds made
+     * meanwhile join the segment it seals, as if made before it.) */
     if (m->err != 0)
         return SIEVE_ECLOSED;
     m->st.added++;
@@ -1486,7 +1680,14 @@ static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
     memcpy(m->abuf + m->alen + REC_HDR, url, len);
     m->alen += REC_HDR + len;
     m->cur_len += REC_HDR + len;
-    b->sig[b->n++] = h;
+    b->n++;
+    b->top[h >> 56]++;
+    if (b->s_ok) {
+        put64(m->sbuf + m->slen, h);
+        m->slen += 8;
+        if (m->slen == m->scap)
+            sbuf_drain(m);
+    }
     crash_point();
     return SIEVE_OK;
 }
@@ -1659,8 +1860,12 @@ static void merc_free(struct merc *m)
     for (int i = 0; i < 2; i++) {
         if (m->b[i].fd >= 0)
             close(m->b[i].fd);
-        free(m->b[i].sig);
+        if (m->b[i].sfd >= 0)
+            close(m->b[i].sfd);
     }
+    free(m->sig);
+    free(m->sbuf);
+    XXH3_freeState(m->sxs);
     free(m->abuf);
     free(m->cache);
     free(m->work);
@@ -1699,12 +1904,13 @@ static int merc_close(void *impl)
         pthread_cond_broadcast(&m->cv_work);
         pthread_mutex_unlock(&m->mu);
         pthread_join(m->thr, NULL);
-        /* the empty current segment is not needed any more */
-        if (m->b[m->cur].n == 0 && m->err == 0) {
-            char p[4096];
-            if (path_of(m, p, sizeof p, "A", (long long)m->b[m->cur].seg) == 0)
-                unlink(p);
-        }
+        /* the empty current segment is not needed any more, nor its list
+         * of signatures (a reopen replays A, not S) */
+        char p[4096];
+        if (m->b[m->cur].n == 0 && m->err == 0 && path_of(m, p, sizeof p, "A", (long long)m->b[m->cur].seg) == 0)
+            unlink(p);
+        if (path_of(m, p, sizeof p, "S", (long long)m->b[m->cur].seg) == 0)
+            unlink(p);
     }
     merc_free(m);
     return rc;
@@ -1729,6 +1935,23 @@ static const char *merc_last_error(void *impl)
     memcpy(m->lastmsg, m->msg, sizeof m->msg);
     pthread_mutex_unlock(&m->mu);
     return m->lastmsg;
+}
+
+/* Removes every S.<seg> of the folder (lists of a previous run). */
+static void s_remove_all(struct merc *m)
+{
+    DIR *d = opendir(m->dir);
+    struct dirent *e;
+    char p[4096];
+
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == 'S' && e->d_name[1] == '.' && strspn(e->d_name + 2, "0123456789") == strlen(e->d_name + 2) &&
+            e->d_name[2] != '\0' && snprintf(p, sizeof p, "%s/%s", m->dir, e->d_name) < (int)sizeof p)
+            unlink(p);
+    }
+    closedir(d);
 }
 
 /* Replays the A segments left unflushed by a crash, in order. */
@@ -1766,7 +1989,7 @@ static int replay(struct merc *m)
         while ((g = rec_next(&r, m->cfg.max_url_len, &u, &ul, &sig)) == 1) {
             if (cnt == m->cap)
                 break;
-            m->b[0].sig[cnt++] = sig;
+            m->sig[cnt++] = sig;
             good = r.off;
         }
         if (g == -2) {
@@ -1800,7 +2023,7 @@ static int replay(struct merc *m)
                 continue;
             break;
         }
-        rc = flush_segment(m, m->b[0].sig, cnt, seg, false);
+        rc = flush_segment(m, cnt, seg, true, NULL);
         if (rc != SIEVE_OK)
             return rc;
     }
@@ -1841,6 +2064,7 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
         return SIEVE_ENOMEM;
     m->lock_fd = -1;
     m->b[0].fd = m->b[1].fd = -1;
+    m->b[0].sfd = m->b[1].sfd = -1;
     m->pending = -1;
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->mmu, NULL);
@@ -1864,9 +2088,10 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     }
     mem = m->cfg.memory ? m->cfg.memory : (size_t)64 << 20;
     /* the budget: 5 I/O buffers, a cache of 1/16, the ring of the Z
-     * decoder, the rest for S, S2 (8
-     * bytes per slot each: the flush sorts S in place), F's bucket index
-     * (at most 1 byte per slot) and two bitmaps: 17.25 bytes per slot */
+     * decoder, the rest for the flush's array S (8 bytes per slot: the
+     * adds keep no signature in memory, the flush loads them from A and
+     * sorts them in place), F's bucket index (at most 1 byte per slot) and
+     * two bitmaps: 9.25 bytes per slot */
     m->io = mem / 64;
     if (m->io > ((size_t)1 << 20))
         m->io = (size_t)1 << 20;
@@ -1877,14 +2102,15 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     ce = 1;
     while (ce * 2 * sizeof(uint64_t) <= mem / 8)
         ce *= 2;
-    fixed = 5 * m->io + ce * 8 + (size_t)ZB_RING * ZB_VALUES * 8 + sizeof *m;
+    m->scap = m->io / 4 / 8 * 8;
+    fixed = 5 * m->io + m->scap + Z_SLACK + ce * 8 + (size_t)ZB_RING * ZB_VALUES * 8 + sizeof *m;
     if (fixed + 64 * 33 > mem) {
         rc = fail(m, SIEVE_EINVAL, false, "memory %zu too small (needs at least %zu for I/O buffers and cache)", mem,
                   fixed + 64 * 33);
         goto out;
     }
     rest = mem - fixed;
-    m->cap = rest * 4 / 69;
+    m->cap = rest * 4 / 37;
     if (m->cfg.buffer_urls > 0)
         m->cap = m->cfg.buffer_urls;
     if (m->cap > UINT32_MAX / 2)
@@ -1913,19 +2139,20 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
         rc = fail(m, SIEVE_ELOCKED, false, "%s: folder in use by another sieve", m->dir);
         goto out;
     }
-    m->b[0].sig = malloc(m->cap * sizeof(uint64_t));
-    m->b[1].sig = malloc(m->cap * sizeof(uint64_t));
+    m->sig = malloc(m->cap * sizeof(uint64_t));
     m->work = malloc((((size_t)1 << m->rmax) + 1) * sizeof(uint32_t));
     m->used = malloc(((m->cap + 63) / 64) * 8);
     m->zring = malloc((size_t)ZB_RING * ZB_VALUES * sizeof(uint64_t));
     m->amarks = malloc(((m->cap + 63) / 64) * 8);
     m->cache = calloc(ce, sizeof(uint64_t));
     m->abuf = malloc(m->io);
+    m->sbuf = malloc(m->scap);
+    m->sxs = XXH3_createState();
     m->rbuf = malloc(m->io);
-    m->zin = malloc(m->io);
+    m->zin = calloc(1, m->io + Z_SLACK); /* zeroed: the slack is read, never used */
     m->zout = malloc(m->io);
     m->lbuf = malloc(m->io);
-    if (!m->b[0].sig || !m->b[1].sig || !m->work || !m->zring || !m->used || !m->amarks || !m->cache || !m->abuf || !m->rbuf || !m->zin ||
+    if (!m->sig || !m->sbuf || !m->sxs || !m->work || !m->zring || !m->used || !m->amarks || !m->cache || !m->abuf || !m->rbuf || !m->zin ||
         !m->zout || !m->lbuf) {
         rc = fail(m, SIEVE_ENOMEM, false, "out of memory");
         goto out;
@@ -1945,14 +2172,16 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     } else if (m->ms.gen > 0) {
         int fd;
         uint64_t c, pl, ps;
-        unsigned rb;
-        rc = z_open(m, &m->ms, &fd, &c, &rb, &pl, &ps);
+        unsigned lb;
+        rc = z_open(m, &m->ms, &fd, &c, &lb, &pl, &ps);
         if (fd >= 0)
             close(fd);
         if (rc != SIEVE_OK)
             goto out;
     }
-    /* leftovers of an interrupted flush: a Z' never committed, a newer Z */
+    /* leftovers: signature lists of segments (S.*: caches, rebuilt from A
+     * by the replay), a Z' never committed, a newer Z */
+    s_remove_all(m);
     if (path_of(m, p, sizeof p, "Z.tmp", -1) == 0)
         unlink(p);
     if (path_of(m, p, sizeof p, "Z", (long long)(m->ms.gen + 1)) == 0)

@@ -8,9 +8,10 @@
  * One interface, several implementations behind a table of operations
  * (struct sieve_ops), selected by name in the configuration. Built now:
  * "mercator" (the default), the Mercator sieve of the course notes:
- *   - an in-memory array S of n signatures and an append-only file A of the
- *     URLs (records: u32 length, u64 XXH3 of the bytes, the bytes: the
- *     XXH3 is both the record's checksum and the URL's signature);
+ *   - an array S of n signatures (the flush's, in memory; the adds list
+ *     them in a file beside A) and an append-only file A of the URLs
+ *     (records: u32 length, u64 XXH3 of the bytes, the bytes: the XXH3 is
+ *     both the record's checksum and the URL's signature);
  *   - when S is full it is flushed: S is sorted in place by an MSD radix
  *     sort of the signatures (8 bytes per slot instead of the notes'
  *     indirect sort of (signature, index) pairs: twice the slots for the
@@ -20,11 +21,13 @@
  *     each record's signature looked up in F, and the first URL of each
  *     fresh signature emitted (what the notes' marks of first occurrences
  *     select); Z' replaces Z; S and A are emptied.
- *   - beyond the notes: two buffers (S/A and S2/A2): a background flush
+ *   - beyond the notes: two segments (A/S and A2/S2): a background flush
  *     thread flushes one while adds fill the other, adds wait only when both
  *     are full; during the merge a second thread decodes Z while the flush
- *     thread merges and encodes Z'; Z is stored as Golomb-Rice coded gaps
- *     (~log2(2^64/|Z|)+2 bits per signature); a direct-mapped cache of
+ *     thread merges and encodes Z'; Z is stored Elias-Fano coded in blocks
+ *     of 1024 (~log2(2^64/|Z|)+2 bits per signature, low parts in whole
+ *     bytes); the adds write signatures to a file S beside A instead of
+ *     memory, so one array, the flush's, holds all slots; a direct-mapped cache of
  *     recent signatures drops the common repeats before they take a slot in
  *     S; forced (waitable) flushes.
  *
@@ -75,14 +78,15 @@
  * cache probe, a memcpy into A's write buffer and a store into S. A flush
  * costs O(n) for the sort plus one sequential read of Z and write of Z'.
  *
- * Memory: `memory` bytes in the configuration bound S, S2, F's index and
- * bitmaps, the cache, the decoder's batches and all I/O buffers (the heap,
- * not the page cache).
+ * Memory: `memory` bytes in the configuration bound the flush's array S,
+ * F's index and bitmaps, the cache, the decoder's batches and all I/O
+ * buffers (the heap, not the page cache: the S and A files live there).
  *
  * Files in the sieve folder (cfg->dir): MANIFEST (the committed state,
  * replaced atomically: write, fsync, rename, fsync folder), Z.<gen> (the
  * signature file of generation gen), A.<seg> (URL segments not yet flushed),
- * and, when cfg->emit_log is set, EMITTED (the durable output log).
+ * S.<seg> (their signatures: a cache, rebuilt from A) and, when
+ * cfg->emit_log is set, EMITTED (the durable output log).
  *
  * Crash safety and the delivery contract ("never twice"):
  *   - A flush commits by replacing MANIFEST (new generation, Z.<gen>, the

@@ -11,6 +11,7 @@
 #        tenth of the distinct URLs' signatures, 8 bytes each)]
 #        sieve.sh --smoke           ~200k URLs, quick, still checks equality
 #        sieve.sh --growth [CAP]    time per URL at 10M, 20M, 50M URLs, fixed cap
+#                                   (each the fastest of GROWTH_RUNS, default 2)
 # Env: CRAWLER_BUILD (build dir), BENCH_TMP (scratch folder, default /tmp).
 set -euo pipefail
 
@@ -97,7 +98,17 @@ if [ "$MODE" = growth ]; then
             d=$("$HSET" < "$T/corpus" | wc -l)
             CAP=$((d * 8 / 10))
         fi
-        run sieve "$T/out" "$CRAWLER" sieve --memory "$CAP" --stats
+        # the fastest of GROWTH_RUNS runs (default 2): the machine is shared
+        BEST=
+        for _ in $(seq "${GROWTH_RUNS:-2}"); do
+            run sieve "$T/out" "$CRAWLER" sieve --memory "$CAP" --stats
+            if [ -z "$BEST" ] || awk -v a="$SECS" -v b="$BEST" 'BEGIN { exit !(a < b) }'; then
+                BEST=$SECS
+                cp "$T/stderr" "$T/best_stderr"
+            fi
+        done
+        SECS=$BEST
+        cp "$T/best_stderr" "$T/stderr"
         awk -v n="$n" -v s="$SECS" -v kb="$KB" -v cap="$CAP" 'BEGIN {
             printf "N=%d cap=%s: %.2f s, %.1f ns/URL, %.1f MiB RSS\n", n, cap, s, s * 1e9 / n, kb / 1024 }'
         grep -E '^(flushes|add_waits|flush_seconds_total) ' "$T/stderr" | tr '\n' ' ' | sed 's/^/#   /; s/ $/\n/'

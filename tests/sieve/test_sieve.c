@@ -210,7 +210,7 @@ START_TEST(test_reference_sizes)
 END_TEST
 
 /* A Z (~44000 signatures) larger than the decoder's ring of batches
- * (4 x 8192 values), whose Rice parameter changes between flushes, with
+ * (4 x 8192 values), whose low-bit count L changes between flushes, with
  * repeats inside a buffer and against Z, across a reopen. */
 START_TEST(test_large_z)
 {
