@@ -361,6 +361,32 @@ static int rec_next(struct rd *r, size_t maxlen, const char **url, size_t *len, 
     return 1;
 }
 
+/* Takes the record at r's position when it lies whole in the buffer and
+ * checks (length within maxlen, XXH3 equal to its signature): the fast
+ * path of the scans of A. false leaves r as it was: the buffer's end, or
+ * damage that rec_next then reads the careful way and reports. */
+static inline bool rec_take_whole(struct rd *r, size_t maxlen, const char **url, size_t *len, uint64_t *sig)
+{
+    size_t avail = r->len - r->pos;
+    uint32_t l;
+    uint64_t h;
+
+    if (avail < REC_HDR)
+        return false;
+    l = get32(r->buf + r->pos);
+    if (l > maxlen || avail - REC_HDR < l)
+        return false;
+    h = get64(r->buf + r->pos + 4);
+    if (XXH3_64bits(r->buf + r->pos + REC_HDR, l) != h)
+        return false;
+    *url = (const char *)r->buf + r->pos + REC_HDR;
+    *len = l;
+    *sig = h;
+    r->pos += REC_HDR + l;
+    r->off += REC_HDR + l;
+    return true;
+}
+
 /* ---------------- Z's codec: Elias-Fano in blocks ---------------- */
 
 /* Low bits per signature for n signatures: the multiple of 8 (whole bytes:
@@ -1042,24 +1068,10 @@ static int a_scan(struct merc *m, int afd, const char *ap, size_t n, const struc
     while (idx < n) {
         size_t cnt = 0;
         while (cnt < SCAN_BATCH && idx + cnt < n) {
-            size_t avail = r.len - r.pos;
-            uint32_t l;
-            uint64_t h;
-            if (avail < REC_HDR)
-                break;
-            l = get32(r.buf + r.pos);
-            if (l > m->cfg.max_url_len || avail - REC_HDR < l)
-                break;
-            h = get64(r.buf + r.pos + 4);
-            if (XXH3_64bits(r.buf + r.pos + REC_HDR, l) != h)
-                break; /* rec_next below reports it */
-            bt[cnt].u = (const char *)r.buf + r.pos + REC_HDR;
-            bt[cnt].len = l;
-            bt[cnt].sig = h;
+            if (!rec_take_whole(&r, m->cfg.max_url_len, &bt[cnt].u, &bt[cnt].len, &bt[cnt].sig))
+                break; /* rec_next below reads it, or reports it */
             if (!marks_ready)
-                __builtin_prefetch(&fs->idx[h >> (64 - fs->r)]);
-            r.pos += REC_HDR + l;
-            r.off += REC_HDR + l;
+                __builtin_prefetch(&fs->idx[bt[cnt].sig >> (64 - fs->r)]);
             cnt++;
         }
         if (cnt == 0) {
@@ -1125,21 +1137,8 @@ static int a_load(struct merc *m, int afd, const char *ap, size_t n)
         size_t ul;
         uint64_t h;
         /* the records whole in the buffer, then one the careful way */
-        while (idx < n) {
-            size_t avail = r.len - r.pos;
-            uint32_t l;
-            if (avail < REC_HDR)
-                break;
-            l = get32(r.buf + r.pos);
-            if (l > m->cfg.max_url_len || avail - REC_HDR < l)
-                break;
-            h = get64(r.buf + r.pos + 4);
-            if (XXH3_64bits(r.buf + r.pos + REC_HDR, l) != h)
-                break; /* rec_next below reports it */
+        while (idx < n && rec_take_whole(&r, m->cfg.max_url_len, &u, &ul, &h))
             m->sig[idx++] = h;
-            r.pos += REC_HDR + l;
-            r.off += REC_HDR + l;
-        }
         if (idx == n)
             break;
         g = rec_next(&r, m->cfg.max_url_len, &u, &ul, &h);

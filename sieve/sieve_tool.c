@@ -23,6 +23,7 @@
 
 #include "crawler/tools.h"
 #include "sieve/sieve.h"
+#include "sieve/sieve_files.h"
 
 #define OUT_BUF ((size_t)1 << 20)
 
@@ -44,21 +45,6 @@ struct tool_out {
     pthread_t thr;
 };
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static void *out_writer(void *arg)
 {
     struct tool_out *o = arg;
@@ -71,7 +57,7 @@ static void *out_writer(void *arg)
         if (!o->ready[i])
             break;
         pthread_mutex_unlock(&o->mu);
-        int rc = write_all(STDOUT_FILENO, o->buf[i], o->n[i]);
+        int rc = sieve_write_full(STDOUT_FILENO, o->buf[i], o->n[i]);
         pthread_mutex_lock(&o->mu);
         if (rc != 0)
             o->failed = true;
@@ -108,7 +94,7 @@ static void tool_emit(void *ctx, const char *url, size_t len)
         if (len + 1 > OUT_BUF) {
             /* longer than a buffer: once everything before it is written */
             out_submit(o);
-            if (write_all(STDOUT_FILENO, url, len) != 0 || write_all(STDOUT_FILENO, "\n", 1) != 0)
+            if (sieve_write_full(STDOUT_FILENO, url, len) != 0 || sieve_write_full(STDOUT_FILENO, "\n", 1) != 0)
                 o->failed = true;
             return;
         }
