@@ -70,6 +70,8 @@
 #define Z_SLACK 8        /* bytes past the reader's buffer that a low part's last load may touch */
 #define ZB_VALUES 8192   /* values per batch between Z's decoder thread and the merge (whole blocks) */
 #define ZB_RING 4        /* batches in flight */
+/* the layout's arrays for 2^p buckets: two histograms, bstart, bnext */
+#define LAYOUT_BYTES(p) ((((size_t)4 << (p)) + 1) * sizeof(uint32_t))
 
 _Static_assert(ZB_VALUES % Z_BLOCK == 0, "a decoder batch holds whole blocks");
 _Static_assert(Z_BLOCK * Z_LMAX / 8 + 16 <= 64 << 10, "a block's low parts fit the smallest I/O buffer");
@@ -85,7 +87,7 @@ struct buf {
     int sfd;                          /* S.<seg>, while filled (-1 once sealed or failed) */
     bool s_ok;                        /* S.<seg> holds all n signatures */
     uint64_t ssum;                    /* XXH3 of S.<seg>'s bytes (set at the seal) */
-    uint32_t top[256];                /* signatures per top byte (S's histogram) */
+    uint32_t *top;                    /* records per bucket (top pbits of the signature): 2^pbits */
 };
 
 /* The committed state (MANIFEST). */
@@ -128,10 +130,12 @@ struct merc {
     struct mstate ms;
 
     /* flush thread's work memory */
-    uint64_t *sig;                    /* cap signatures: S, then F at its front */
-    uint32_t *work;                   /* F's bucket index */
-    unsigned rmax;                    /* log2 of work's bucket count */
-    uint64_t *used, *amarks;          /* bits: per F entry, per A position */
+    unsigned pbits;                   /* bucket bits of the layout (see "the flush's array") */
+    uint64_t *sig;                    /* cap keys in the bucketed layout; then the late fresh signatures at its front */
+    uint32_t *bstart;                 /* 2^pbits + 1: where each bucket starts in sig */
+    uint32_t *bnext;                  /* 2^pbits: per bucket, the next position (the loads, then the scans) */
+    uint64_t *marks;                  /* a bit per position of the layout: emit that record */
+    uint64_t *late_used;              /* a bit per late fresh signature: its first record met */
     uint8_t *rbuf, *zin, *zout, *lbuf;
     uint64_t *zring;                  /* ZB_RING batches of decoded Z values */
     uint64_t ovals[Z_BLOCK];          /* the block of Z' being filled */
@@ -765,7 +769,81 @@ static int manifest_read(struct merc *m, struct mstate *s)
     return 0;
 }
 
-/* ---------------- sorting ---------------- */
+/* ---------------- the flush's array ---------------- */
+
+/* The flush's array holds a segment's n records in a bucketed layout: the
+ * records are partitioned by the top pbits of their signatures (bucket d
+ * holds positions bstart[d]..bstart[d+1]) and keep A's order inside a
+ * bucket, so a record's position is its bucket's start plus its rank, the
+ * number of records of the bucket before it in A. The entry at a position
+ * is the key signature << pbits | min(rank, lim), lim = 2^pbits - 1: the
+ * signature's bits below the bucket's (the bucket gives the top ones back)
+ * with the rank packed below them. Sorting a bucket's keys is then the
+ * notes' stable indirect sort of (signature, index) in 8 bytes a slot:
+ * equal signatures come together, their first occurrence in A first, and
+ * each knows its position, so the merge marks first occurrences of fresh
+ * signatures by position and the scan of A reads the marks in A order
+ * (its record's bucket, counted, gives the position back).
+ *
+ * pbits is chosen so that a bucket averages a quarter of lim or less
+ * (2^(2 pbits) >= 4 n). A bucket can still outgrow lim when many records
+ * share it (one URL repeated past the cache, or signatures chosen to
+ * collide): records from rank lim on share the key rank lim, their order
+ * is lost, and a fresh signature whose first record is among them is
+ * "late": the merge lists it (sorted) at the array's front, and the scan
+ * looks such records up in that list. */
+
+/* Bucket bits for a buffer of n slots: at least 8, at most 24. */
+static unsigned layout_bits(size_t n)
+{
+    unsigned p = 8;
+    while (p < 24 && ((uint64_t)1 << (2 * p)) < 4 * (uint64_t)n)
+        p++;
+    return p;
+}
+
+/* bstart from the histogram top (2^p buckets); the total. */
+static uint64_t layout_starts(const uint32_t *top, unsigned p, uint32_t *bstart)
+{
+    uint64_t sum = 0;
+    size_t nb = (size_t)1 << p;
+
+    for (size_t d = 0; d < nb; d++) {
+        bstart[d] = (uint32_t)sum;
+        sum += top[d];
+    }
+    bstart[nb] = (uint32_t)(sum <= UINT32_MAX ? sum : UINT32_MAX);
+    return sum;
+}
+
+/* The next position of signature v's bucket (bnext counts the records met
+ * so far, starting at bstart); false when the bucket is already full, i.e.
+ * the records do not match the histogram the layout was built from. */
+static inline bool layout_next(const uint32_t *bstart, uint32_t *bnext, unsigned p, uint64_t v, uint32_t *pos)
+{
+    size_t d = (size_t)(v >> (64 - p));
+    uint32_t at = bnext[d];
+
+    if (at == bstart[d + 1])
+        return false;
+    bnext[d] = at + 1;
+    *pos = at;
+    return true;
+}
+
+/* Places signature v, the next record of its bucket, in the layout. */
+static inline bool layout_put(struct merc *m, uint64_t v)
+{
+    const unsigned p = m->pbits;
+    const uint32_t lim = ((uint32_t)1 << p) - 1;
+    uint32_t pos, rank;
+
+    if (!layout_next(m->bstart, m->bnext, p, v, &pos))
+        return false;
+    rank = pos - m->bstart[v >> (64 - p)];
+    m->sig[pos] = v << p | (rank < lim ? rank : lim);
+    return true;
+}
 
 static void ins_sort(uint64_t *a, size_t n)
 {
@@ -783,8 +861,7 @@ static void ins_sort(uint64_t *a, size_t n)
 /* In-place MSD (American flag) radix sort on 8-bit digits from `shift`
  * down. Each pass moves keys between 256 sequential streams (cache
  * friendly); a bucket of at most 32 keys is finished by insertion sort.
- * Not stable, and needs not be: equal keys are equal (the first occurrence
- * of a signature is found later, by the scan of A in order). */
+ * Not stable, and needs not be: the keys carry their ranks. */
 static void msd_sort(uint64_t *a, size_t n, int shift)
 {
     size_t cnt[256], head[256], tail[256], sum = 0;
@@ -824,53 +901,21 @@ static void msd_sort(uint64_t *a, size_t n, int shift)
     }
 }
 
-/* Bits of the bucket digit for n keys: about 4 keys per bucket, at most
- * rmax bits (the size of the work array). */
-static unsigned digit_bits(size_t n, unsigned rmax)
+/* Position of k in the sorted late[0..n), or -1 (a branch-free binary
+ * search: the list is short, and read only for records past lim). */
+static long late_find(const uint64_t *late, size_t n, uint64_t k)
 {
-    unsigned r = 1;
-    while (r < rmax && ((size_t)4 << r) <= n)
-        r++;
-    return r;
-}
+    const uint64_t *b = late;
+    size_t len = n;
 
-/* Bucket index of the sorted fresh signatures F[0..f): idx[d] is the first
- * position whose top r bits are >= d; idx[2^r] = f. */
-static void f_index(const uint64_t *f, size_t nf, uint32_t *idx, unsigned r)
-{
-    size_t nb = (size_t)1 << r, j = 0;
-    unsigned sh = 64 - r;
-
-    for (size_t d = 0; d < nb; d++) {
-        idx[d] = (uint32_t)j;
-        while (j < nf && (f[j] >> sh) == d)
-            j++;
-    }
-    idx[nb] = (uint32_t)nf;
-}
-
-/* Position of k in F, or -1. A binary search of k's bucket (~4-8 entries)
- * without branches on the data: the halvings are selects, four of them
- * for a bucket of up to 16 (a scan's exit, taken at a random place, was
- * mispredicted on most lookups). */
-static inline long f_find(const uint64_t *f, const uint32_t *idx, unsigned r, uint64_t k)
-{
-    size_t d = k >> (64 - r), len = idx[d + 1] - idx[d];
-    const uint64_t *b = f + idx[d];
-
-    if (len == 0)
+    if (n == 0)
         return -1;
-    while (len > 16) {
+    while (len > 1) {
         size_t h = len >> 1;
         b = b[h] <= k ? b + h : b;
         len -= h;
     }
-    for (int i = 0; i < 4; i++) {
-        size_t h = len >> 1;
-        b = b[h] <= k ? b + h : b;
-        len -= h;
-    }
-    return *b == k ? (long)(b - f) : -1;
+    return *b == k ? (long)(b - late) : -1;
 }
 
 /* ---------------- the flush ---------------- */
@@ -1004,110 +1049,84 @@ static const uint64_t *zdec_next(struct zdec *d, bool release, size_t *zn)
     return v;
 }
 
-/* The fresh signatures of a flush: F[0..nf) sorted, its bucket index, and
- * one bit per entry set once its first URL in A has been met. */
-struct fset {
-    const uint64_t *f;
-    size_t nf;
-    const uint32_t *idx;
-    unsigned r;
+/* The late fresh signatures of a flush (see "the flush's array"): sorted,
+ * and a bit each set once its first record has been met. */
+struct lateset {
+    const uint64_t *v;
+    size_t n;
     uint64_t *used;
 };
 
-/* Starts loading the bucket of F where sig would be. */
-static inline void f_prefetch(const struct fset *fs, uint64_t sig)
+/* Scans the n records of A.<seg> (afd, named ap) in order and emits the
+ * marked ones: each record's signature gives its bucket, the bucket's
+ * count of records so far its position in the flush's array, and that
+ * position's mark says whether it is the first record of a fresh
+ * signature. Records past a bucket's lim are looked up in the late list
+ * instead (late != NULL: the first scan of a flush), and marked when
+ * picked, so that a second scan reads marks only. Picked URLs go to
+ * EMITTED (lfd >= 0, appended at *log_len) or to the emit callback
+ * (lfd < 0). */
+static int a_scan(struct merc *m, int afd, const char *ap, size_t n, const struct lateset *late, int lfd,
+                  uint64_t *log_len, uint64_t *emitted)
 {
-    __builtin_prefetch(&fs->f[fs->idx[sig >> (64 - fs->r)]]);
-}
-
-/* Whether the record at A position idx with signature sig is emitted (see
- * a_scan). */
-static inline bool a_pick(struct merc *m, const struct fset *fs, bool marks_ready, bool keep_marks, size_t idx,
-                          uint64_t sig)
-{
-    long j;
-
-    if (marks_ready)
-        return m->amarks[idx / 64] >> (idx % 64) & 1;
-    j = f_find(fs->f, fs->idx, fs->r, sig);
-    if (j < 0 || (fs->used[j / 64] >> (j % 64) & 1))
-        return false;
-    fs->used[j / 64] |= (uint64_t)1 << (j % 64);
-    if (keep_marks)
-        m->amarks[idx / 64] |= (uint64_t)1 << (idx % 64);
-    return true;
-}
-
-#define SCAN_BATCH 64
-#define SCAN_AHEAD 12    /* records between the prefetch of an F entry and its use */
-
-/* Scans the n records of A.<seg> (afd, named ap) in order and picks the URLs
- * to emit: the first one of each fresh signature. Without marks_ready that
- * is decided by looking the record's signature up in F (and remembered in
- * m->amarks by A position when keep_marks); with it, m->amarks decides.
- * Picked URLs go to EMITTED (lfd >= 0, appended at *log_len) or to the emit
- * callback (lfd < 0). Records already whole in the read buffer are taken
- * SCAN_BATCH at a time, so that F's lookups can be prefetched: its index
- * when a record is parsed, its entries SCAN_AHEAD records before use (F
- * outgrows the caches: a lookup not prefetched waits for memory). */
-static int a_scan(struct merc *m, int afd, const char *ap, size_t n, const struct fset *fs, bool marks_ready,
-                  bool keep_marks, int lfd, uint64_t *log_len, uint64_t *emitted)
-{
+    const unsigned p = m->pbits;
+    const uint32_t lim = ((uint32_t)1 << p) - 1;
+    const uint32_t *bstart = m->bstart;
+    uint32_t *bnext = m->bnext;
+    uint64_t *marks = m->marks;
     struct rd r;
     size_t idx = 0, lb = 0;
     int g = 1;
-    struct {
-        const char *u;
-        size_t len;
-        uint64_t sig;
-    } bt[SCAN_BATCH];
 
     if (lseek(afd, 0, SEEK_SET) != 0)
         return fail(m, SIEVE_EIO, true, "%s: %s", ap, strerror(errno));
+    memcpy(bnext, bstart, ((size_t)1 << p) * sizeof *bnext);
     rd_init(&r, afd, m->rbuf, m->io);
     while (idx < n) {
-        size_t cnt = 0;
-        while (cnt < SCAN_BATCH && idx + cnt < n) {
-            if (!rec_take_whole(&r, m->cfg.max_url_len, &bt[cnt].u, &bt[cnt].len, &bt[cnt].sig))
-                break; /* rec_next below reads it, or reports it */
-            if (!marks_ready)
-                __builtin_prefetch(&fs->idx[bt[cnt].sig >> (64 - fs->r)]);
-            cnt++;
-        }
-        if (cnt == 0) {
-            /* the buffer's end (or damage): one record the careful way */
-            g = rec_next(&r, m->cfg.max_url_len, &bt[0].u, &bt[0].len, &bt[0].sig);
+        const char *u;
+        size_t ul;
+        uint64_t sig;
+        uint32_t pos;
+        bool pick;
+
+        if (!rec_take_whole(&r, m->cfg.max_url_len, &u, &ul, &sig)) {
+            /* the buffer's end (or damage): the careful way */
+            g = rec_next(&r, m->cfg.max_url_len, &u, &ul, &sig);
             if (g != 1)
                 break;
-            cnt = 1;
-        } else if (!marks_ready) {
-            for (size_t j = 0; j < cnt && j < SCAN_AHEAD; j++)
-                f_prefetch(fs, bt[j].sig);
         }
-        for (size_t j = 0; j < cnt; j++, idx++) {
-            const char *u = bt[j].u;
-            size_t ul = bt[j].len;
-            if (!marks_ready && j + SCAN_AHEAD < cnt)
-                f_prefetch(fs, bt[j + SCAN_AHEAD].sig);
-            if (!a_pick(m, fs, marks_ready, keep_marks, idx, bt[j].sig))
-                continue;
-            if (lfd >= 0) {
-                if (lb + REC_HDR + ul > m->io) {
-                    if (pwrite_all(m, lfd, m->lbuf, lb, *log_len) != 0)
-                        return fail(m, SIEVE_EIO, true, "%s/EMITTED: write failed: %s", m->dir, strerror(errno));
-                    *log_len += lb;
-                    lb = 0;
-                }
-                put32(m->lbuf + lb, (uint32_t)ul);
-                put64(m->lbuf + lb + 4, bt[j].sig);
-                memcpy(m->lbuf + lb + REC_HDR, u, ul);
-                lb += REC_HDR + ul;
-            } else {
-                if (m->emit != NULL)
-                    m->emit(m->emit_ctx, u, ul);
-                (*emitted)++;
-                crash_point();
+        if (!layout_next(bstart, bnext, p, sig, &pos)) {
+            g = -1; /* more records of a bucket than its signatures counted */
+            break;
+        }
+        idx++;
+        pick = marks[pos / 64] >> (pos % 64) & 1;
+        if (!pick && late != NULL && pos - bstart[sig >> (64 - p)] >= lim) {
+            long j = late_find(late->v, late->n, sig);
+            if (j >= 0 && !(late->used[j / 64] >> (j % 64) & 1)) {
+                late->used[j / 64] |= (uint64_t)1 << (j % 64);
+                marks[pos / 64] |= (uint64_t)1 << (pos % 64);
+                pick = true;
             }
+        }
+        if (!pick)
+            continue;
+        if (lfd >= 0) {
+            if (lb + REC_HDR + ul > m->io) {
+                if (pwrite_all(m, lfd, m->lbuf, lb, *log_len) != 0)
+                    return fail(m, SIEVE_EIO, true, "%s/EMITTED: write failed: %s", m->dir, strerror(errno));
+                *log_len += lb;
+                lb = 0;
+            }
+            put32(m->lbuf + lb, (uint32_t)ul);
+            put64(m->lbuf + lb + 4, sig);
+            memcpy(m->lbuf + lb + REC_HDR, u, ul);
+            lb += REC_HDR + ul;
+        } else {
+            if (m->emit != NULL)
+                m->emit(m->emit_ctx, u, ul);
+            (*emitted)++;
+            crash_point();
         }
     }
     if (g == -2)
@@ -1122,29 +1141,32 @@ static int a_scan(struct merc *m, int afd, const char *ap, size_t n, const struc
     return SIEVE_OK;
 }
 
-/* Loads into m->sig the signatures of the n records of A.<seg> (afd, named
- * ap), each record checked (its XXH3): the adds keep no copy in memory, so
- * that the flush's array can have all the slots. */
-static int a_load(struct merc *m, int afd, const char *ap, size_t n)
+/* Loads the flush's array from the n records of A.<seg> (afd, named ap),
+ * each record checked (its XXH3), into the bucketed layout of the
+ * histogram top: the adds keep no signature in memory, so that the
+ * flush's array can have all the slots. */
+static int a_load(struct merc *m, int afd, const char *ap, size_t n, const uint32_t *top)
 {
     struct rd r;
     size_t idx = 0;
     int g = 1;
 
+    if (layout_starts(top, m->pbits, m->bstart) != n)
+        return fail(m, SIEVE_ECORRUPT, true, "%s: %zu records, histogram of the segment differs", ap, n);
+    memcpy(m->bnext, m->bstart, ((size_t)1 << m->pbits) * sizeof *m->bnext);
     rd_init(&r, afd, m->rbuf, m->io);
     while (idx < n) {
         const char *u;
         size_t ul;
         uint64_t h;
-        /* the records whole in the buffer, then one the careful way */
-        while (idx < n && rec_take_whole(&r, m->cfg.max_url_len, &u, &ul, &h))
-            m->sig[idx++] = h;
-        if (idx == n)
+        if (!rec_take_whole(&r, m->cfg.max_url_len, &u, &ul, &h)) {
+            g = rec_next(&r, m->cfg.max_url_len, &u, &ul, &h);
+            if (g != 1)
+                break;
+        }
+        if (!layout_put(m, h))
             break;
-        g = rec_next(&r, m->cfg.max_url_len, &u, &ul, &h);
-        if (g != 1)
-            break;
-        m->sig[idx++] = h;
+        idx++;
     }
     if (g == -2)
         return fail(m, SIEVE_EIO, true, "%s: read failed: %s", ap, strerror(errno));
@@ -1153,15 +1175,14 @@ static int a_load(struct merc *m, int afd, const char *ap, size_t n)
     return SIEVE_OK;
 }
 
-/* Loads into m->sig the n signatures listed in S.<seg> (sp), already
- * partitioned by their top byte (top: the adds' count of each), if the
- * file holds exactly n whose XXH3 is ssum: 0, or -1 (then A is read
- * instead; S is only a cache of A's signatures, 8 bytes a record instead
- * of ~80). The partition is a scatter of the file's blocks into 256
- * streams: the sort's first pass, sequential instead of in place. */
+/* Loads the flush's array from the n signatures listed in S.<seg> (sp),
+ * into the bucketed layout of the histogram top (the adds' count of each
+ * bucket), if the file holds exactly n whose XXH3 is ssum: 0, or -1 (then
+ * A is read instead; S is only a cache of A's signatures, 8 bytes a record
+ * instead of ~80). */
 static int s_load(struct merc *m, const char *sp, size_t n, uint64_t ssum, const uint32_t *top)
 {
-    size_t head[256], end[256], sum = 0, got = 0, have = 0;
+    size_t got = 0, have = 0;
     int fd = open(sp, O_RDONLY | O_CLOEXEC), rc = -1;
     XXH3_state_t *xs = XXH3_createState();
     uint8_t extra;
@@ -1169,13 +1190,9 @@ static int s_load(struct merc *m, const char *sp, size_t n, uint64_t ssum, const
     if (fd < 0 || xs == NULL)
         goto out;
     XXH3_64bits_reset(xs);
-    for (int d = 0; d < 256; d++) {
-        head[d] = sum;
-        sum += top[d];
-        end[d] = sum;
-    }
-    if (sum != n)
+    if (layout_starts(top, m->pbits, m->bstart) != n)
         goto out;
+    memcpy(m->bnext, m->bstart, ((size_t)1 << m->pbits) * sizeof *m->bnext);
     while (got < n) {
         size_t want = (n - got) * 8 - have;
         ssize_t g;
@@ -1188,13 +1205,9 @@ static int s_load(struct merc *m, const char *sp, size_t n, uint64_t ssum, const
             goto out;
         XXH3_64bits_update(xs, m->rbuf + have, (size_t)g);
         have += (size_t)g;
-        for (size_t o = 0; o + 8 <= have; o += 8) {
-            uint64_t v = get64(m->rbuf + o);
-            unsigned d = (unsigned)(v >> 56);
-            if (head[d] == end[d])
+        for (size_t o = 0; o + 8 <= have; o += 8)
+            if (!layout_put(m, get64(m->rbuf + o)))
                 goto out; /* more than counted: S is not what the adds wrote */
-            m->sig[head[d]++] = v;
-        }
         got += have / 8;
         memmove(m->rbuf, m->rbuf + have / 8 * 8, have % 8);
         have %= 8;
@@ -1208,28 +1221,31 @@ out:
     return rc;
 }
 
-/* Flushes segment `seg`: A.<seg> holds its n URLs in the order added, each
- * record carrying its signature. Their signatures are loaded into m->sig
- * (unless `loaded` says the caller did), from S.<seg> when b (the
- * segment's buffer) says it is whole and its checksum checks, else from A:
- * the flush's work space,
- * sorted in place, then F compacted to its front. Commits a new generation,
- * then emits. Called from the flush thread (or single-threaded at
- * open/close). */
-static int flush_segment(struct merc *m, size_t n, uint64_t seg, bool loaded, const struct buf *b)
+/* Flushes segment b->seg: A.<seg> holds its b->n URLs in the order
+ * added, each record carrying its signature; b->top is their histogram by
+ * bucket. Their keys are loaded into the flush's array (the bucketed
+ * layout) from S.<seg> when b says it is whole and its checksum checks,
+ * else from A; each bucket is sorted in place; the merge with Z marks the
+ * first records of the fresh signatures. Commits a new generation, then
+ * emits. Called from the flush thread (or single-threaded at open). */
+static int flush_segment(struct merc *m, const struct buf *b)
 {
+    const size_t n = b->n, nb = (size_t)1 << m->pbits;
+    const uint64_t seg = b->seg;
+    const unsigned pb = m->pbits;
+    const uint32_t lim = ((uint32_t)1 << pb) - 1, *bstart = m->bstart;
     uint64_t *sig = m->sig;
-    bool parted = false;              /* sig partitioned by top byte (s_load) */
     struct mstate s;
     char zp[4096], zt[4096], ap[4096], sp[4096], lp[4096], oldz[4096];
     int zfd = -1, zofd = -1, afd = -1, lfd = -1, rc = SIEVE_OK;
     uint64_t zcount, plen, psum, distinct = 0, fresh = 0, t0 = now_ns(), emitted = 0;
-    unsigned lbits, r;
+    unsigned lbits;
+    size_t nlate = 0;
     struct zr in;
     struct zw out;
     XXH3_state_t *xin = NULL, *xout = NULL;
     uint8_t hdr[Z_HDR];
-    struct fset fs;
+    struct lateset late;
 
     memset(&in, 0, sizeof in);
     memset(&out, 0, sizeof out);
@@ -1244,40 +1260,36 @@ static int flush_segment(struct merc *m, size_t n, uint64_t seg, bool loaded, co
         goto out;
     }
 
-    /* 1: the signatures of A, which must hold exactly the n URLs (A's
-     * records are checked by the scans below) */
+    /* 1: the keys of A's records in the bucketed layout; A must hold
+     * exactly the n URLs (its records are checked by the scans below) */
     if (n > 0) {
         afd = open(ap, O_RDONLY | O_CLOEXEC);
         if (afd < 0) {
             rc = fail(m, SIEVE_EIO, true, "%s: %s", ap, strerror(errno));
             goto out;
         }
-        if (!loaded && b != NULL && b->s_ok && s_load(m, sp, n, b->ssum, b->top) == 0) {
-            parted = true;
-        } else if (!loaded) {
-            rc = a_load(m, afd, ap, n);
+        if (!b->s_ok || s_load(m, sp, n, b->ssum, b->top) != 0) {
+            rc = a_load(m, afd, ap, n, b->top);
             if (rc != SIEVE_OK)
                 goto out;
         }
-    }
-
-    /* 2: sort them in place and count the distinct ones (the first
-     * occurrence of each is found later, by the scan of A in order) */
-    if (parted) {
-        size_t from = 0;
-        for (int d = 0; d < 256; d++) {
-            msd_sort(sig + from, b->top[d], 48);
-            from += b->top[d];
-        }
     } else {
-        msd_sort(sig, n, 56);
+        memset(m->bstart, 0, (nb + 1) * sizeof *m->bstart);
     }
-    for (size_t i = 0; i < n; i++)
-        if (i == 0 || sig[i] != sig[i - 1])
-            distinct++;
 
-    /* 3: merge with Z into Z'; the fresh signatures are compacted in place
-     * to the front of sig (F) */
+    /* 2: sort each bucket in place (by signature, then rank: the first
+     * record of a signature first) and count the distinct signatures */
+    for (size_t d = 0; d < nb; d++) {
+        uint64_t *a = sig + bstart[d];
+        size_t c = bstart[d + 1] - bstart[d];
+        if (c > 1)
+            msd_sort(a, c, 56);
+        for (size_t j = 0; j < c; j++)
+            distinct += j == 0 || (a[j] >> pb) != (a[j - 1] >> pb);
+    }
+
+    /* 3: merge with Z into Z', marking the first record of each fresh
+     * signature (late ones are listed at the front of sig instead) */
     rc = z_open(m, &s, &zfd, &zcount, &lbits, &plen, &psum);
     if (rc != SIEVE_OK)
         goto out;
@@ -1358,25 +1370,37 @@ static int flush_segment(struct merc *m, size_t n, uint64_t seg, bool loaded, co
     } while (0)
     if (!zdone)
         Z_FILL();
-    for (size_t i = 0; i < n; i++) {
-        uint64_t k = sig[i];
-        if (i > 0 && k == sig[i - 1])
-            continue;
-        while (!zdone) {
-            size_t e = zi;
-            while (e < zn && zv[e] < k)
-                e++;
-            on = z_put_run(&out, ov, on, zv + zi, e - zi);
-            zi = e;
-            if (zi < zn)
-                break;
-            Z_FILL();
+    memset(m->marks, 0, ((n + 63) / 64) * 8);
+    for (size_t d = 0; d < nb; d++) {
+        const uint64_t top = (uint64_t)d << (64 - pb);
+        uint64_t prev = 0;
+        for (size_t i = bstart[d]; i < bstart[d + 1]; i++) {
+            uint64_t key = sig[i], k = top | key >> pb;
+            uint32_t rank = (uint32_t)(key & lim);
+            if (i > bstart[d] && k == prev)
+                continue; /* a later record of the same signature */
+            prev = k;
+            while (!zdone) {
+                size_t e = zi;
+                while (e < zn && zv[e] < k)
+                    e++;
+                on = z_put_run(&out, ov, on, zv + zi, e - zi);
+                zi = e;
+                if (zi < zn)
+                    break;
+                Z_FILL();
+            }
+            if (!zdone && zv[zi] == k) {
+                zi++;
+            } else {
+                fresh++;
+                if (rank < lim)
+                    m->marks[(bstart[d] + rank) / 64] |= (uint64_t)1 << ((bstart[d] + rank) % 64);
+                else
+                    sig[nlate++] = k; /* nlate <= i: never overwrites what is still to read */
+            }
+            Z_PUT(k);
         }
-        if (!zdone && zv[zi] == k)
-            zi++;
-        else
-            sig[fresh++] = k; /* fresh <= i: never overwrites what is still to read */
-        Z_PUT(k);
     }
     while (!zdone) {
         on = z_put_run(&out, ov, on, zv + zi, zn - zi);
@@ -1412,30 +1436,25 @@ static int flush_segment(struct merc *m, size_t n, uint64_t seg, bool loaded, co
     }
     crash_point();
 
-    /* the index of F, for the scans of A */
-    r = digit_bits(fresh, m->rmax);
-    f_index(sig, fresh, m->work, r);
-    memset(m->used, 0, ((fresh + 63) / 64) * 8);
-    fs.f = sig;
-    fs.nf = fresh;
-    fs.idx = m->work;
-    fs.r = r;
-    fs.used = m->used;
+    /* the late fresh signatures, for the first scan of A */
+    late.v = sig;
+    late.n = nlate;
+    late.used = m->late_used;
+    memset(m->late_used, 0, ((nlate + 63) / 64) * 8);
 
     /* the durable output log: written before the commit, cut back on reopen */
     uint64_t log_len = s.log_len;
-    bool marks_ready = false;
+    const struct lateset *first_scan = &late;
     if (m->cfg.emit_log && fresh > 0) {
         lfd = open(lp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         if (lfd < 0) {
             rc = fail(m, SIEVE_EIO, true, "%s: %s", lp, strerror(errno));
             goto out;
         }
-        memset(m->amarks, 0, ((n + 63) / 64) * 8);
-        rc = a_scan(m, afd, ap, n, &fs, false, true, lfd, &log_len, NULL);
+        rc = a_scan(m, afd, ap, n, &late, lfd, &log_len, NULL);
         if (rc != SIEVE_OK)
             goto out;
-        marks_ready = true;
+        first_scan = NULL; /* the marks are complete */
         if (ftruncate(lfd, (off_t)log_len) != 0 || do_fsync(m, lfd) != 0) {
             rc = fail(m, SIEVE_EIO, true, "%s: %s", lp, strerror(errno));
             goto out;
@@ -1479,7 +1498,7 @@ static int flush_segment(struct merc *m, size_t n, uint64_t seg, bool loaded, co
 
     /* 4: scan A in order, emit the first URL of each fresh signature */
     if (fresh > 0) {
-        rc = a_scan(m, afd, ap, n, &fs, marks_ready, false, -1, NULL, &emitted);
+        rc = a_scan(m, afd, ap, n, first_scan, -1, NULL, &emitted);
         if (rc != SIEVE_OK)
             goto out;
     }
@@ -1528,7 +1547,7 @@ static void *flush_main(void *arg)
         int rc = SIEVE_OK;
         pthread_mutex_unlock(&m->mu);
         if (m->err == 0)
-            rc = flush_segment(m, b->n, b->seg, false, b);
+            rc = flush_segment(m, b);
         pthread_mutex_lock(&m->mu);
         if (rc != SIEVE_OK && m->err == 0)
             m->err = rc;
@@ -1599,7 +1618,7 @@ static int seg_start(struct merc *m)
         return fail(m, SIEVE_EIO, true, "%s: %s", p, strerror(errno));
     b->sfd = -1;
     b->s_ok = false;
-    memset(b->top, 0, sizeof b->top);
+    memset(b->top, 0, ((size_t)1 << m->pbits) * sizeof *b->top);
     m->slen = 0;
     if (path_of(m, p, sizeof p, "S", (long long)b->seg) == 0) {
         b->sfd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -1680,7 +1699,7 @@ static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
     m->alen += REC_HDR + len;
     m->cur_len += REC_HDR + len;
     b->n++;
-    b->top[h >> 56]++;
+    b->top[h >> (64 - m->pbits)]++;
     if (b->s_ok) {
         put64(m->sbuf + m->slen, h);
         m->slen += 8;
@@ -1863,14 +1882,17 @@ static void merc_free(struct merc *m)
             close(m->b[i].sfd);
     }
     free(m->sig);
+    free(m->b[0].top);
+    free(m->b[1].top);
+    free(m->bstart);
+    free(m->bnext);
     free(m->sbuf);
     XXH3_freeState(m->sxs);
     free(m->abuf);
     free(m->cache);
-    free(m->work);
     free(m->zring);
-    free(m->used);
-    free(m->amarks);
+    free(m->marks);
+    free(m->late_used);
     free(m->rbuf);
     free(m->zin);
     free(m->zout);
@@ -1969,6 +1991,7 @@ static int replay(struct merc *m)
         size_t ul, cnt = 0;
         uint64_t good = 0, sig;
         int g;
+        struct buf rb; /* the segment as flush_segment wants it: no S, a histogram */
 
         if (path_of(m, p, sizeof p, "A", (long long)seg))
             return fail(m, SIEVE_EINVAL, true, "%s: path too long", m->dir);
@@ -1984,11 +2007,16 @@ static int replay(struct merc *m)
             unlink(p);
             continue;
         }
+        memset(&rb, 0, sizeof rb);
+        rb.seg = seg;
+        rb.top = m->b[0].top;
+        memset(rb.top, 0, ((size_t)1 << m->pbits) * sizeof *rb.top);
         rd_init(&r, fd, m->rbuf, m->io);
         while ((g = rec_next(&r, m->cfg.max_url_len, &u, &ul, &sig)) == 1) {
             if (cnt == m->cap)
                 break;
-            m->sig[cnt++] = sig;
+            rb.top[sig >> (64 - m->pbits)]++;
+            cnt++;
             good = r.off;
         }
         if (g == -2) {
@@ -2022,7 +2050,8 @@ static int replay(struct merc *m)
                 continue;
             break;
         }
-        rc = flush_segment(m, cnt, seg, true, NULL);
+        rb.n = cnt;
+        rc = flush_segment(m, &rb);
         if (rc != SIEVE_OK)
             return rc;
     }
@@ -2087,10 +2116,10 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     }
     mem = m->cfg.memory ? m->cfg.memory : (size_t)64 << 20;
     /* the budget: 5 I/O buffers, a cache of 1/16, the ring of the Z
-     * decoder, the rest for the flush's array S (8 bytes per slot: the
-     * adds keep no signature in memory, the flush loads them from A and
-     * sorts them in place), F's bucket index (at most 1 byte per slot) and
-     * two bitmaps: 9.25 bytes per slot */
+     * decoder, the layout's histograms and bucket starts (4 arrays of
+     * 2^pbits), the rest for the flush's array (8 bytes per slot: the adds
+     * keep no signature in memory, the flush loads them from S or A and
+     * sorts them in place) and two bitmaps: 8.25 bytes per slot */
     m->io = mem / 64;
     if (m->io > ((size_t)1 << 20))
         m->io = (size_t)1 << 20;
@@ -2102,21 +2131,25 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     while (ce * 2 * sizeof(uint64_t) <= mem / 8)
         ce *= 2;
     m->scap = m->io / 4 / 8 * 8;
-    fixed = 5 * m->io + m->scap + Z_SLACK + ce * 8 + (size_t)ZB_RING * ZB_VALUES * 8 + sizeof *m;
+    fixed = 5 * m->io + m->scap + Z_SLACK + ce * 8 + (size_t)ZB_RING * ZB_VALUES * 8 + sizeof *m +
+            LAYOUT_BYTES(8);
     if (fixed + 64 * 33 > mem) {
         rc = fail(m, SIEVE_EINVAL, false, "memory %zu too small (needs at least %zu for I/O buffers and cache)", mem,
                   fixed + 64 * 33);
         goto out;
     }
-    rest = mem - fixed;
-    m->cap = rest * 4 / 37;
+    rest = mem - fixed + LAYOUT_BYTES(8);
+    /* the slots, then the layout's arrays for them out of the same rest
+     * (fewer slots never need more bucket bits) */
+    m->cap = rest * 4 / 33;
+    m->pbits = layout_bits(m->cap);
+    if (rest > LAYOUT_BYTES(m->pbits) + 64 * 33)
+        m->cap = (rest - LAYOUT_BYTES(m->pbits)) * 4 / 33;
     if (m->cfg.buffer_urls > 0)
         m->cap = m->cfg.buffer_urls;
     if (m->cap > UINT32_MAX / 2)
         m->cap = UINT32_MAX / 2;
-    m->rmax = 1;
-    while (m->rmax < 30 && ((size_t)8 << m->rmax) <= m->cap)
-        m->rmax++;
+    m->pbits = layout_bits(m->cap);
     m->cache_mask = ce - 1;
     m->st.buffer_urls = m->cap;
     m->st.cache_entries = ce;
@@ -2139,10 +2172,13 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
         goto out;
     }
     m->sig = malloc(m->cap * sizeof(uint64_t));
-    m->work = malloc((((size_t)1 << m->rmax) + 1) * sizeof(uint32_t));
-    m->used = malloc(((m->cap + 63) / 64) * 8);
+    m->b[0].top = malloc(((size_t)1 << m->pbits) * sizeof(uint32_t));
+    m->b[1].top = malloc(((size_t)1 << m->pbits) * sizeof(uint32_t));
+    m->bstart = malloc((((size_t)1 << m->pbits) + 1) * sizeof(uint32_t));
+    m->bnext = malloc(((size_t)1 << m->pbits) * sizeof(uint32_t));
+    m->late_used = malloc(((m->cap + 63) / 64) * 8);
     m->zring = malloc((size_t)ZB_RING * ZB_VALUES * sizeof(uint64_t));
-    m->amarks = malloc(((m->cap + 63) / 64) * 8);
+    m->marks = malloc(((m->cap + 63) / 64) * 8);
     m->cache = calloc(ce, sizeof(uint64_t));
     m->abuf = malloc(m->io);
     m->sbuf = malloc(m->scap);
@@ -2151,8 +2187,8 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     m->zin = calloc(1, m->io + Z_SLACK); /* zeroed: the slack is read, never used */
     m->zout = malloc(m->io);
     m->lbuf = malloc(m->io);
-    if (!m->sig || !m->sbuf || !m->sxs || !m->work || !m->zring || !m->used || !m->amarks || !m->cache || !m->abuf || !m->rbuf || !m->zin ||
-        !m->zout || !m->lbuf) {
+    if (!m->sig || !m->b[0].top || !m->b[1].top || !m->bstart || !m->bnext || !m->sbuf || !m->sxs || !m->zring ||
+        !m->late_used || !m->marks || !m->cache || !m->abuf || !m->rbuf || !m->zin || !m->zout || !m->lbuf) {
         rc = fail(m, SIEVE_ENOMEM, false, "out of memory");
         goto out;
     }

@@ -230,7 +230,7 @@ int sieve_tool_main(int argc, char **argv)
     sieve_t *s = NULL;
     char err[600], tmpdir[4096];
     const char *dir = NULL;
-    size_t max_line = 8192, cap = (size_t)4 << 20, len = 0, start = 0;
+    size_t max_line = 8192, cap = (size_t)256 << 10, len = 0, start = 0;
     char *buf = NULL;
     int want_stats = 0, rc = 1, r, eof = 0;
     unsigned long long lineno = 0, nread = 0, skipped = 0;

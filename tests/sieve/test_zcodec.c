@@ -386,34 +386,65 @@ START_TEST(test_unsorted_input)
 }
 END_TEST
 
+/* The key expected at each position of the bucketed layout, built by
+ * counting: record i of v goes to its bucket's start plus its rank. */
+static void layout_expect(const uint64_t *v, size_t n, unsigned p, const uint32_t *top, uint64_t *want)
+{
+    size_t nb = (size_t)1 << p;
+    uint32_t *start = calloc(nb + 1, sizeof *start), *rank = calloc(nb, sizeof *rank);
+    const uint32_t lim = ((uint32_t)1 << p) - 1;
+
+    need(start != NULL && rank != NULL);
+    for (size_t d = 0; d < nb; d++)
+        start[d + 1] = start[d] + top[d];
+    for (size_t i = 0; i < n; i++) {
+        size_t d = v[i] >> (64 - p);
+        uint32_t r = rank[d]++;
+        want[start[d] + r] = v[i] << p | (r < lim ? r : lim);
+    }
+    free(start);
+    free(rank);
+}
+
 /* S.<seg>, the list of a segment's signatures the flush loads (a cache of
- * A's): loaded and partitioned by top byte when whole, refused (the flush
- * then reads A) when missing, short, longer, with another checksum, or
- * disagreeing with the adds' count per top byte. */
+ * A's): loaded into the bucketed layout when whole (every position holds
+ * its record's signature and rank, ranks past lim saturated), refused (the
+ * flush then reads A) when missing, short, longer, with another checksum,
+ * or disagreeing with the adds' count per bucket. */
 START_TEST(test_signature_list)
 {
     const size_t n = 3000;
+    const unsigned p = 8;
     struct merc m;
     uint32_t top[256];
-    uint64_t *v = malloc(n * sizeof *v), sum;
+    uint64_t *v = malloc(n * sizeof *v), *want = malloc(n * sizeof *want), sum;
     uint8_t *bytes = malloc(n * 8 + 8);
     char sp[256];
     int fd;
+    size_t crowded = 0;
 
     ck_assert_ptr_nonnull(v);
+    ck_assert_ptr_nonnull(want);
     ck_assert_ptr_nonnull(bytes);
     memset(&m, 0, sizeof m);
     m.io = 64 << 10;
+    m.pbits = p;
     m.rbuf = malloc(m.io);
     m.sig = malloc(n * sizeof *m.sig);
+    m.bstart = malloc((256 + 1) * sizeof *m.bstart);
+    m.bnext = malloc(256 * sizeof *m.bnext);
     ck_assert_ptr_nonnull(m.rbuf);
     ck_assert_ptr_nonnull(m.sig);
+    ck_assert_ptr_nonnull(m.bstart);
+    ck_assert_ptr_nonnull(m.bnext);
     memset(top, 0, sizeof top);
     for (size_t i = 0; i < n; i++) {
-        v[i] = i % 10 == 0 ? v[i / 2] : rng(); /* with repeats, in add order */
+        /* with repeats, in add order; a third in bucket 7, past its lim */
+        v[i] = i % 10 == 0 ? v[i / 2] : i % 3 == 0 ? (uint64_t)7 << 56 | (rng() >> 8) : rng();
         top[v[i] >> 56]++;
         put64(bytes + 8 * i, v[i]);
     }
+    ck_assert_uint_gt(top[7], 255);
     sum = XXH3_64bits(bytes, n * 8);
     snprintf(sp, sizeof sp, "%s/zcodec-S-%d", base_dir, (int)getpid());
     unlink(sp);
@@ -422,18 +453,17 @@ START_TEST(test_signature_list)
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(write(fd, bytes, n * 8), (ssize_t)(n * 8));
     ck_assert_int_eq(s_load(&m, sp, n, sum, top), 0);
-    /* partitioned: top bytes ascend, and the multiset is the same */
-    size_t ok = 1;
-    for (size_t i = 1; i < n; i++)
-        ok &= (m.sig[i - 1] >> 56) <= (m.sig[i] >> 56);
-    ck_assert(ok);
-    qsort(m.sig, n, sizeof *m.sig, cmp_u64);
-    qsort(v, n, sizeof *v, cmp_u64);
-    ck_assert(memcmp(m.sig, v, n * sizeof *v) == 0);
+    layout_expect(v, n, p, top, want);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_eq(m.sig[i], want[i]);
+        crowded += (m.sig[i] & 255) == 255;
+    }
+    ck_assert_uint_eq(m.bstart[7 + 1] - m.bstart[7], top[7]);
+    ck_assert_uint_ge(crowded, top[7] - 255); /* saturated ranks */
     ck_assert_int_eq(s_load(&m, sp, n, sum ^ 1, top), -1); /* checksum */
     top[0]++;
     top[255]--;
-    ck_assert_int_eq(s_load(&m, sp, n, sum, top), -1); /* count per top byte */
+    ck_assert_int_eq(s_load(&m, sp, n, sum, top), -1); /* count per bucket */
     top[0]--;
     top[255]++;
     ck_assert_int_eq(write(fd, bytes, 8), 8);
@@ -444,8 +474,28 @@ START_TEST(test_signature_list)
     unlink(sp);
     free(m.rbuf);
     free(m.sig);
+    free(m.bstart);
+    free(m.bnext);
     free(v);
+    free(want);
     free(bytes);
+}
+END_TEST
+
+/* The bucket bits: a bucket averages at most a quarter of its lim, from 8
+ * to 24 bits. */
+START_TEST(test_layout_bits)
+{
+    static const size_t ns[] = {1, 1000, 16384, 16385, 707544, 1u << 20, (size_t)1 << 31};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        unsigned p = layout_bits(ns[i]);
+        ck_assert_uint_ge(p, 8);
+        ck_assert_uint_le(p, 24);
+        ck_assert_uint_le(4 * (uint64_t)ns[i], (uint64_t)1 << (2 * p));
+        if (p > 8)
+            ck_assert_uint_gt(4 * (uint64_t)ns[i], (uint64_t)1 << (2 * (p - 1)));
+    }
+    ck_assert_uint_eq(layout_bits(707544), 11);
 }
 END_TEST
 
@@ -518,6 +568,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_space);
     tcase_add_test(tc, test_damage);
     tcase_add_test(tc, test_refuse_repeats);
+    tcase_add_test(tc, test_layout_bits);
     tcase_add_test(tc, test_unsorted_input);
     tcase_add_test(tc, test_signature_list);
     suite_add_tcase(s, tc);
