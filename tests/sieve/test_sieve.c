@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "sieve/sieve.h"
 
 /* ---- a list of strings (emitted URLs) and a naive string set ---- */
@@ -140,15 +142,15 @@ static void cfg_small(struct sieve_config *c, const char *dir, size_t bufn)
     c->emit_log = 1;
 }
 
-/* Feeds seq through the sieve (reopening every `reopen_every` adds, never if
- * 0) and checks the emitted list equals the first-appearance order. */
-static void run_reference(const unsigned *seq, size_t n, size_t bufn, size_t reopen_every)
+/* Feeds strs[0..n) through the sieve (reopening every `reopen_every` adds,
+ * never if 0; with or without the durable log) and checks the emitted list
+ * equals the first-appearance order. */
+static void run_reference_strs(char *const *strs, size_t n, size_t bufn, size_t reopen_every, int emit_log)
 {
-    char dir[256], u[128];
+    char dir[256];
     struct sieve_config c;
     struct slist got;
     struct sset ref;
-    char **strs = calloc(n + 1, sizeof *strs);
     size_t nref = 0;
     char **order = calloc(n + 1, sizeof *order);
     sieve_t *s = NULL;
@@ -156,15 +158,14 @@ static void run_reference(const unsigned *seq, size_t n, size_t bufn, size_t reo
 
     make_dir(dir, sizeof dir, "ref");
     cfg_small(&c, dir, bufn);
+    c.emit_log = emit_log;
     slist_init(&got);
     sset_init(&ref, n);
     ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
     for (size_t i = 0; i < n; i++) {
-        url_of(u, sizeof u, seq[i]);
-        strs[i] = strdup(u);
         if (sset_add(&ref, strs[i]))
             order[nref++] = strs[i];
-        ck_assert_int_eq(sieve_add(s, u, strlen(u)), SIEVE_OK);
+        ck_assert_int_eq(sieve_add(s, strs[i], strlen(strs[i])), SIEVE_OK);
         if (reopen_every && (i + 1) % reopen_every == 0) {
             ck_assert_int_eq(sieve_close(s), SIEVE_OK);
             ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
@@ -174,21 +175,38 @@ static void run_reference(const unsigned *seq, size_t n, size_t bufn, size_t reo
     ck_assert_uint_eq(got.n, nref);
     for (size_t i = 0; i < nref; i++)
         ck_assert_str_eq(got.v[i], order[i]);
-    /* the durable log holds the same list */
-    struct slist log;
-    slist_init(&log);
-    ck_assert_int_eq(sieve_log_read(dir, emit_cb, &log, err, sizeof err), SIEVE_OK);
-    ck_assert_uint_eq(log.n, nref);
-    for (size_t i = 0; i < nref; i++)
-        ck_assert_str_eq(log.v[i], order[i]);
-    slist_free(&log);
-    for (size_t i = 0; i < n; i++)
-        free(strs[i]);
-    free(strs);
+    if (emit_log) {
+        /* the durable log holds the same list */
+        struct slist log;
+        slist_init(&log);
+        ck_assert_int_eq(sieve_log_read(dir, emit_cb, &log, err, sizeof err), SIEVE_OK);
+        ck_assert_uint_eq(log.n, nref);
+        for (size_t i = 0; i < nref; i++)
+            ck_assert_str_eq(log.v[i], order[i]);
+        slist_free(&log);
+    }
     free(order);
     sset_free(&ref);
     slist_free(&got);
     rm_tree(dir);
+}
+
+/* The same for URLs numbered by seq (url_of), with the durable log. */
+static void run_reference(const unsigned *seq, size_t n, size_t bufn, size_t reopen_every)
+{
+    char u[128];
+    char **strs = calloc(n + 1, sizeof *strs);
+
+    ck_assert_ptr_nonnull(strs);
+    for (size_t i = 0; i < n; i++) {
+        url_of(u, sizeof u, seq[i]);
+        strs[i] = strdup(u);
+        ck_assert_ptr_nonnull(strs[i]);
+    }
+    run_reference_strs(strs, n, bufn, reopen_every, 1);
+    for (size_t i = 0; i < n; i++)
+        free(strs[i]);
+    free(strs);
 }
 
 START_TEST(test_reference_sizes)
@@ -222,6 +240,87 @@ START_TEST(test_large_z)
     run_reference(seq, n, 8000, 0);
     run_reference(seq, n, 7999, 50000);
     free(seq);
+}
+END_TEST
+
+/* A URL "https://crowd.example/<tag>/<k>" for the smallest k >= *from
+ * whose signature's top 16 bits are top16 and whose low 16 bits are low16
+ * (when low16 >= 0); *from is set past it. */
+static char *crowd_url(const char *tag, unsigned top16, long low16, unsigned long *from)
+{
+    char u[128];
+    for (unsigned long k = *from;; k++) {
+        int len = snprintf(u, sizeof u, "https://crowd.example/%s/%lu", tag, k);
+        uint64_t h = XXH3_64bits(u, (size_t)len);
+        if ((top16 > 0xffff || h >> 48 == top16) && (low16 < 0 || (long)(h & 0xffff) == low16)) {
+            *from = k + 1;
+            return strdup(u);
+        }
+    }
+}
+
+/* A bucket of the flush's layout crowded past its rank limit (the sieve
+ * packs a record's rank in its bucket below the signature, saturating at
+ * 2^bits - 1, bits >= 8; see sieve/mercator.c): 600 URLs sharing the top
+ * 16 bits of their signatures, so one bucket whatever the bucket bits (up
+ * to 16), in a buffer of 4000. The first 40 and the last 40 are added
+ * again and again, each time after a partner URL with the same low 16 bits
+ * (the cache's index bits) so the recent-signature cache cannot drop the
+ * repeats: repeats past the limit of a first record before it, and of a
+ * first record past it too. Other URLs around them; across flushes and a
+ * reopen, with and without the durable log. */
+START_TEST(test_crowded_bucket)
+{
+    enum { CROWD = 600, HOT = 40, ROUNDS = 8 };
+    char *crowd[CROWD], *partner[2 * HOT], *seq[CROWD + 4 * HOT * (ROUNDS + 1) + 1000];
+    char u[128];
+    size_t n = 0, other = 0;
+    unsigned long from = 0, pfrom = 0;
+    unsigned top16;
+
+    top16 = (unsigned)(XXH3_64bits("https://crowd.example/seed", 26) >> 48);
+    for (size_t i = 0; i < CROWD; i++)
+        crowd[i] = crowd_url("c", top16, -1, &from);
+    /* hot j: crowd[j] for j < HOT, else crowd[CROWD - 2 HOT + j] */
+#define HOT_URL(j) crowd[(j) < HOT ? (j) : CROWD - 2 * HOT + (j)]
+    for (size_t j = 0; j < 2 * HOT; j++) {
+        uint64_t h = XXH3_64bits(HOT_URL(j), strlen(HOT_URL(j)));
+        pfrom = 0;
+        partner[j] = crowd_url("p", 0x10000, (long)(h & 0xffff), &pfrom);
+    }
+    /* the crowd, each hot one twice (the early ones' first records are
+     * under the limit), among ordinary URLs */
+    for (size_t i = 0; i < CROWD; i++) {
+        seq[n++] = crowd[i];
+        if (i < HOT || i >= CROWD - HOT) {
+            size_t j = i < HOT ? i : i - (CROWD - 2 * HOT);
+            seq[n++] = partner[j];
+            seq[n++] = crowd[i];
+        }
+        if (i % 3 == 0) {
+            snprintf(u, sizeof u, "https://other.example/%zu", other++);
+            seq[n++] = strdup(u);
+        }
+    }
+    /* then, past the limit, all hot ones again and again */
+    for (int r = 0; r < ROUNDS; r++)
+        for (size_t j = 0; j < 2 * HOT; j++) {
+            seq[n++] = partner[j];
+            seq[n++] = HOT_URL(j);
+        }
+#undef HOT_URL
+    ck_assert_uint_le(n, sizeof seq / sizeof seq[0]);
+    run_reference_strs(seq, n, 4000, 0, 1);
+    run_reference_strs(seq, n, 4000, 0, 0);
+    run_reference_strs(seq, n, 4000, 700, 1); /* reopen, flush mid-crowd */
+    run_reference_strs(seq, n, 700, 0, 0);
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(seq[i], "https://other.", 14) == 0)
+            free(seq[i]);
+    for (size_t i = 0; i < CROWD; i++)
+        free(crowd[i]);
+    for (size_t j = 0; j < 2 * HOT; j++)
+        free(partner[j]);
 }
 END_TEST
 
@@ -688,6 +787,7 @@ static Suite *sieve_suite(void)
     tcase_set_timeout(tc, 100);
     tcase_add_test(tc, test_reference_sizes);
     tcase_add_test(tc, test_boundary_repeats);
+    tcase_add_test(tc, test_crowded_bucket);
     tcase_add_test(tc, test_large_z);
     tcase_add_test(tc, test_forced_flush_and_stats);
     tcase_add_test(tc, test_threads);
