@@ -267,12 +267,13 @@ static char *crowd_url(const char *tag, unsigned top16, long low16, unsigned lon
  * again and again, each time after a partner URL with the same low 16 bits
  * (the cache's index bits) so the recent-signature cache cannot drop the
  * repeats: repeats past the limit of a first record before it, and of a
- * first record past it too. Other URLs around them; across flushes and a
- * reopen, with and without the durable log. */
+ * first record past it too, some a hundred times in a buffer. Other URLs
+ * around them; across flushes and a reopen, with and without the durable
+ * log. */
 START_TEST(test_crowded_bucket)
 {
     enum { CROWD = 600, HOT = 40, ROUNDS = 8 };
-    char *crowd[CROWD], *partner[2 * HOT], *seq[CROWD + 4 * HOT * (ROUNDS + 1) + 1000];
+    char *crowd[CROWD], *partner[2 * HOT], *seq[CROWD + 4 * HOT * (ROUNDS + 1) + 800 + 1000];
     char u[128];
     size_t n = 0, other = 0;
     unsigned long from = 0, pfrom = 0;
@@ -302,9 +303,15 @@ START_TEST(test_crowded_bucket)
             seq[n++] = strdup(u);
         }
     }
-    /* then, past the limit, all hot ones again and again */
+    /* then, past the limit, all hot ones again and again, and four of
+     * them (two of each kind) a hundred times more */
     for (int r = 0; r < ROUNDS; r++)
         for (size_t j = 0; j < 2 * HOT; j++) {
+            seq[n++] = partner[j];
+            seq[n++] = HOT_URL(j);
+        }
+    for (int r = 0; r < 100; r++)
+        for (size_t j = HOT - 2; j < HOT + 2; j++) {
             seq[n++] = partner[j];
             seq[n++] = HOT_URL(j);
         }

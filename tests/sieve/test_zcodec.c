@@ -482,6 +482,43 @@ START_TEST(test_signature_list)
 }
 END_TEST
 
+/* The bucket sort against qsort: sizes around its thresholds and past
+ * its scratch, keys alike in their top bits (as in a bucket) or not, with
+ * runs of equal keys (one signature's records) small and large. */
+START_TEST(test_bucket_sort)
+{
+    static const size_t ns[] = {0, 1, 2, 16, 17, 33, 100, 387, 1000, 4096, 5000, 20000};
+    const size_t tmp_cap = 4096;
+    uint64_t *a = malloc(20000 * sizeof *a), *b = malloc(20000 * sizeof *b), *tmp = malloc(tmp_cap * sizeof *tmp);
+
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_nonnull(tmp);
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        for (int shape = 0; shape < 4; shape++) {
+            size_t n = ns[k];
+            for (size_t i = 0; i < n; i++) {
+                uint64_t v = rng();
+                if (shape == 1)
+                    v >>= 11; /* top bits alike */
+                else if (shape == 2 && i % 4 != 0)
+                    v = 0x5555555555555555ull + i % 3; /* three keys, most of all */
+                else if (shape == 3 && i > 0 && i % 8 != 0)
+                    v = a[rng() % i]; /* repeats */
+                a[i] = v;
+            }
+            memcpy(b, a, n * sizeof *a);
+            bucket_sort(a, n, tmp, tmp_cap);
+            qsort(b, n, sizeof *b, cmp_u64);
+            ck_assert_msg(n == 0 || memcmp(a, b, n * sizeof *a) == 0, "n %zu shape %d", n, shape);
+        }
+    }
+    free(a);
+    free(b);
+    free(tmp);
+}
+END_TEST
+
 /* The bucket bits: a bucket averages at most a quarter of its lim, from 8
  * to 24 bits. */
 START_TEST(test_layout_bits)
@@ -569,6 +606,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_damage);
     tcase_add_test(tc, test_refuse_repeats);
     tcase_add_test(tc, test_layout_bits);
+    tcase_add_test(tc, test_bucket_sort);
     tcase_add_test(tc, test_unsorted_input);
     tcase_add_test(tc, test_signature_list);
     suite_add_tcase(s, tc);
