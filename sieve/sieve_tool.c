@@ -20,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "crawler/tools.h"
 #include "sieve/sieve.h"
@@ -146,6 +149,28 @@ static int out_finish(struct tool_out *o)
 }
 
 #define BATCH 256
+#define SCAN 64 /* bytes looked at a time by the line splitter (slack past the read buffer) */
+
+/* The bits of the SCAN bytes at p equal to c (bit i: p[i]); p may run past
+ * the data (callers mask those bits off). One pass finds both the line ends
+ * and the NUL bytes of a whole read, instead of two memchr calls a line. */
+static inline uint64_t byte_mask(const char *p, char c)
+{
+#if defined(__SSE2__)
+    const __m128i k = _mm_set1_epi8(c);
+    uint64_t m = 0;
+    for (int i = 0; i < 4; i++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
+        m |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, k)) << (16 * i);
+    }
+    return m;
+#else
+    uint64_t m = 0;
+    for (int i = 0; i < SCAN; i++)
+        m |= (uint64_t)(p[i] == c) << i;
+    return m;
+#endif
+}
 
 /* Adds the batched lines (pointers into the read buffer) under one lock. */
 static int add_pending(sieve_t *s, const char **bu, const size_t *bl, size_t *nb)
@@ -303,7 +328,7 @@ int sieve_tool_main(int argc, char **argv)
     }
     cfg.dir = dir;
     cfg.max_url_len = max_line;
-    buf = malloc(cap);
+    buf = calloc(1, cap + SCAN); /* the splitter's last look may pass len */
     if (buf == NULL) {
         fprintf(stderr, "crawler sieve: out of memory\n");
         goto out;
@@ -334,30 +359,44 @@ int sieve_tool_main(int argc, char **argv)
         } else {
             len += (size_t)g;
         }
-        for (;;) {
-            char *nl = memchr(buf + start, '\n', len - start);
-            if (nl == NULL)
-                break;
-            size_t l = (size_t)(nl - (buf + start));
-            if (skipping) {
-                skipping = 0; /* the tail of a line already reported */
-            } else {
-                lineno++;
-                if (l > max_line) {
-                    fprintf(stderr, "crawler sieve: line %llu: longer than %zu bytes, skipped\n", lineno, max_line);
-                    skipped++;
-                } else if (memchr(buf + start, '\0', l) != NULL) {
-                    fprintf(stderr, "crawler sieve: line %llu: contains a NUL byte, skipped\n", lineno);
-                    skipped++;
-                } else {
-                    nread++;
-                    bu[nb] = buf + start;
-                    bl[nb++] = l;
-                    if (nb == BATCH && add_pending(s, bu, bl, &nb) != 0)
-                        goto out;
-                }
+        /* the complete lines of buf[0, len): each newline ends one; a line
+         * holds a NUL when the last NUL seen lies at or after its start */
+        size_t last_nul = SIZE_MAX;
+        for (size_t pos = 0; pos < len; pos += SCAN) {
+            uint64_t nl = byte_mask(buf + pos, '\n'), nul = byte_mask(buf + pos, '\0');
+            if (len - pos < SCAN) {
+                uint64_t keep = ((uint64_t)1 << (len - pos)) - 1;
+                nl &= keep;
+                nul &= keep;
             }
-            start += l + 1;
+            for (; nl != 0; nl &= nl - 1) {
+                unsigned b = (unsigned)__builtin_ctzll(nl);
+                uint64_t before = nul & (((uint64_t)1 << b) - 1);
+                size_t l = pos + b - start;
+                if (before != 0)
+                    last_nul = pos + 63 - (unsigned)__builtin_clzll(before);
+                if (skipping) {
+                    skipping = 0; /* the tail of a line already reported */
+                } else {
+                    lineno++;
+                    if (l > max_line) {
+                        fprintf(stderr, "crawler sieve: line %llu: longer than %zu bytes, skipped\n", lineno, max_line);
+                        skipped++;
+                    } else if (last_nul != SIZE_MAX && last_nul >= start) {
+                        fprintf(stderr, "crawler sieve: line %llu: contains a NUL byte, skipped\n", lineno);
+                        skipped++;
+                    } else {
+                        nread++;
+                        bu[nb] = buf + start;
+                        bl[nb++] = l;
+                        if (nb == BATCH && add_pending(s, bu, bl, &nb) != 0)
+                            goto out;
+                    }
+                }
+                start = pos + b + 1;
+            }
+            if (nul != 0)
+                last_nul = pos + 63 - (unsigned)__builtin_clzll(nul);
         }
         if (nb > 0 && add_pending(s, bu, bl, &nb) != 0)
             goto out;

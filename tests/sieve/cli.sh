@@ -51,6 +51,46 @@ grep -q 'line 2: longer than 100' "$T/eb" || fail "overlong line not reported"
 grep -q 'line 3: contains a NUL' "$T/eb" || fail "NUL line not reported"
 grep -q '^lines_skipped 2$' "$T/eb" || fail "skipped count"
 
+# the line splitter on random input against a reference: lines of 0 to 240
+# bytes with NULs anywhere (64-byte block edges included), lines of exactly
+# --max-line and one byte more, lines longer than the read buffer, repeats,
+# a last line without its newline
+python3 - "$T/rnd" "$T/rnd_want" "$T/rnd_skip" <<'EOF'
+import random, sys
+random.seed(11)
+lines = []
+for i in range(40000):
+    r = random.random()
+    if r < 0.01:
+        ln = random.choice([200, 201, 199, 64, 63, 65, 128])
+    elif r < 0.0102:
+        ln = random.choice([300000, 700000])
+    else:
+        ln = random.randint(0, 240)
+    if lines and random.random() < 0.3:
+        b = random.choice(lines)
+    else:
+        b = bytearray(random.choice(b"abcdefghij/:.?=") for _ in range(ln))
+        if random.random() < 0.03 and ln > 0:
+            b[random.randrange(ln)] = 0
+        b = bytes(b)
+    lines.append(b)
+seen, want, skipped = set(), [], []
+for no, b in enumerate(lines, 1):
+    if len(b) > 200 or b"\0" in b:
+        skipped.append(no)
+    elif b not in seen:
+        seen.add(b)
+        want.append(b)
+open(sys.argv[1], "wb").write(b"\n".join(lines))
+open(sys.argv[2], "wb").write(b"".join(w + b"\n" for w in want))
+open(sys.argv[3], "w").write("".join("%d\n" % n for n in skipped))
+EOF
+"$BIN" sieve --max-line 200 --stats < "$T/rnd" > "$T/rnd_out" 2> "$T/rnd_err" || fail "random lines run"
+cmp "$T/rnd_out" "$T/rnd_want" || fail "random lines: output differs from the reference"
+sed -n 's/^crawler sieve: line \([0-9]*\): .*skipped$/\1/p' "$T/rnd_err" | cmp - "$T/rnd_skip" || fail "random lines: skipped line numbers differ"
+grep -q "^lines_skipped $(wc -l < "$T/rnd_skip")\$" "$T/rnd_err" || fail "random lines: skipped count"
+
 # usage errors exit 2
 set +e
 "$BIN" sieve --memory banana < /dev/null > /dev/null 2>&1; [ $? -eq 2 ] || fail "bad --memory not a usage error"
