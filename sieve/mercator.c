@@ -25,15 +25,16 @@
  *
  * A and EMITTED records: {u32 length, u64 XXH3 of the bytes, the bytes}.
  *
- * A flush (flush_segment): load the segment's signatures from S (split by
- * top byte on the way in) or A; sort them in place (MSD radix);
- * merge the distinct ones with Z into Z.tmp, a thread per flush decoding Z
- * into a ring of batches while the flush thread merges and encodes;
- * compact the fresh signatures F to the array's front; index F by its top
- * bits; (with EMITTED) scan A choosing the first record of each fresh
- * signature, append those to EMITTED; commit (rename Z.tmp, MANIFEST); scan
- * A (or reuse the first scan's marks) and emit. The previous Z is renamed
- * to Z.tmp and overwritten by the next flush (cheaper than a new file).
+ * A flush (flush_segment): load the segment's signatures from S (or A)
+ * into the flush's array, partitioned by their top bits with each record's
+ * rank in its bucket packed below the signature (the bucketed layout, see
+ * "the flush's array"); sort each bucket in place; merge the distinct
+ * signatures with Z into Z.tmp, a block of Z decoded and a block of Z'
+ * encoded at a time, marking the position of the first record of each
+ * signature not in Z; (with EMITTED) scan A appending the marked records
+ * to EMITTED; commit (rename Z.tmp, MANIFEST); scan A and emit the marked
+ * records. The previous Z is renamed to Z.tmp and overwritten by the next
+ * flush (cheaper than a new file).
  *
  * Locks: mu guards the buffers, the cache, counters and the error; mmu guards
  * the committed state and MANIFEST writes. Order: mu before mmu.
@@ -68,12 +69,9 @@
 #define Z_BLOCK 1024     /* signatures per block of Z */
 #define Z_LMAX 56        /* most low bits (a multiple of 8): a low part is one 8-byte load and a mask */
 #define Z_SLACK 8        /* bytes past the reader's buffer that a low part's last load may touch */
-#define ZB_VALUES 8192   /* values per batch between the merge and Z's decoder or Z''s encoder (whole blocks) */
-#define ZB_RING 4        /* batches in flight, each way */
 /* the layout's arrays for 2^p buckets: two histograms, bstart, bnext */
 #define LAYOUT_BYTES(p) ((((size_t)4 << (p)) + 1) * sizeof(uint32_t))
 
-_Static_assert(ZB_VALUES % Z_BLOCK == 0, "a decoder batch holds whole blocks");
 _Static_assert(Z_BLOCK * Z_LMAX / 8 + 16 <= 64 << 10, "a block's low parts fit the smallest I/O buffer");
 
 /* A segment being filled or flushed: its URLs are in A.<seg>; their
@@ -137,8 +135,8 @@ struct merc {
     uint64_t *marks;                  /* a bit per position of the layout: emit that record */
     uint64_t *late_used;              /* a bit per late fresh signature: its first record met */
     uint8_t *rbuf, *zin, *zout, *lbuf;
-    uint64_t *zring;                  /* ZB_RING batches of decoded Z values */
-    uint64_t *oring;                  /* ZB_RING batches of Z' values for its encoder */
+    uint64_t zvals[Z_BLOCK];          /* the block of Z being merged */
+    uint64_t ovals[Z_BLOCK];          /* the block of Z' being filled */
 };
 
 /* ---- test hook: SIEVE_CRASH_POINT=N raises SIGKILL at the Nth crash point ---- */
@@ -413,9 +411,9 @@ static unsigned z_low_bits(uint64_t n)
     return best;
 }
 
-/* Writer of Z': Z''s encoder thread (struct zenc) hands it the merge's
- * output a block of Z_BLOCK at a time (zw_block), which it encodes into
- * buf (cap bytes, drained to the file when a block might not fit).
+/* Writer of Z': the merge gathers Z''s signatures in blocks (an array of
+ * Z_BLOCK, struct merc's ovals) and hands each to zw_block, which encodes
+ * it into buf (cap bytes, drained to the file when a block might not fit).
  * Z' ascends strictly when the merge's inputs do (S sorted, Z checked by
  * its reader), so the writer checks only each block's ends. */
 struct zw {
@@ -995,165 +993,45 @@ bad:
     return fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt signature file (bad header, size or count)", p);
 }
 
-/* Z's decoder: a thread per flush that reads, checks and decodes Z into a
- * ring of batches (whole blocks) while the flush thread merges and encodes
- * Z' (the two halves of the merge's work run on two cores). */
-struct zdec {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    struct zr *in;
-    unsigned lbits;
-    uint64_t zleft, psum;
-    uint64_t *ring;
-    size_t cnt[ZB_RING];
-    uint64_t head, tail;              /* batches produced, batches released */
-    bool done, ok;
-    pthread_t thr_id;
-};
-
-static void *zdec_main(void *arg)
+/* Reads the next block of Z (Z_BLOCK signatures, fewer for the last)
+ * into v; its count, 0 at Z's end or at damage (then zr's bad or ioerr
+ * says which). zleft: signatures of Z not yet read. */
+static size_t z_next_block(struct zr *in, unsigned lbits, uint64_t *hprev, uint64_t *zleft, uint64_t *v)
 {
-    struct zdec *d = arg;
-    struct zr *in = d->in;
-    uint64_t hprev = 0;
+    size_t c = *zleft < Z_BLOCK ? (size_t)*zleft : Z_BLOCK;
 
-    while (d->zleft > 0) {
-        size_t want = d->zleft < ZB_VALUES ? (size_t)d->zleft : ZB_VALUES, got = 0;
-        uint64_t slot;
-        pthread_mutex_lock(&d->mu);
-        while (d->head - d->tail == ZB_RING)
-            pthread_cond_wait(&d->cv, &d->mu);
-        slot = d->head % ZB_RING;
-        pthread_mutex_unlock(&d->mu);
-        while (got < want) {
-            size_t c = want - got < Z_BLOCK ? want - got : Z_BLOCK;
-            if (!zr_block(in, d->lbits, &hprev, d->ring + slot * ZB_VALUES + got, c))
-                break;
-            got += c;
-        }
-        d->zleft -= got;
-        pthread_mutex_lock(&d->mu);
-        d->cnt[slot] = got;
-        if (got > 0)
-            d->head++;
-        pthread_cond_broadcast(&d->cv);
-        pthread_mutex_unlock(&d->mu);
-        if (got < want)
-            break;
-    }
-    /* every payload byte read and hashed, none left over */
-    pthread_mutex_lock(&d->mu);
-    d->ok = !in->bad && in->ioerr == 0 && d->zleft == 0 && in->left == 0 && in->pos == in->len &&
-            XXH3_64bits_digest(in->xs) == d->psum;
-    d->done = true;
-    pthread_cond_broadcast(&d->cv);
-    pthread_mutex_unlock(&d->mu);
-    return NULL;
+    if (c == 0 || !zr_block(in, lbits, hprev, v, c))
+        return 0;
+    *zleft -= c;
+    return c;
 }
 
-/* Releases the batch in use (if any) and waits for the next one; *zn = 0
- * when Z is exhausted (or its decoding stopped at damage). */
-static const uint64_t *zdec_next(struct zdec *d, bool release, size_t *zn)
-{
-    const uint64_t *v = NULL;
-
-    pthread_mutex_lock(&d->mu);
-    if (release) {
-        d->tail++;
-        pthread_cond_broadcast(&d->cv);
-    }
-    while (d->tail == d->head && !d->done)
-        pthread_cond_wait(&d->cv, &d->mu);
-    *zn = 0;
-    if (d->tail < d->head) {
-        uint64_t slot = d->tail % ZB_RING;
-        v = d->ring + slot * ZB_VALUES;
-        *zn = d->cnt[slot];
-    }
-    pthread_mutex_unlock(&d->mu);
-    return v;
-}
-
-/* Z''s encoder: a thread per flush that takes the merge's output in
- * batches of whole blocks (a ring like the decoder's: only the last batch
- * is short) and encodes, checksums and writes them (struct zw), so that
- * the merge, Z's decoding and Z''s encoding run on three threads. */
-struct zenc {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    struct zw *w;
-    uint64_t *ring;
-    size_t cnt[ZB_RING];
-    uint64_t head, tail;              /* batches handed over, batches encoded */
-    bool last;                        /* no batch comes after head */
-    pthread_t thr_id;
-    /* the merge's side: the batch being filled */
-    uint64_t *fill;
-    size_t nfill;
-};
-
-static void *zenc_main(void *arg)
-{
-    struct zenc *e = arg;
-
-    pthread_mutex_lock(&e->mu);
-    for (;;) {
-        while (e->tail == e->head && !e->last)
-            pthread_cond_wait(&e->cv, &e->mu);
-        if (e->tail == e->head)
-            break;
-        const uint64_t *v = e->ring + (e->tail % ZB_RING) * ZB_VALUES;
-        size_t cnt = e->cnt[e->tail % ZB_RING];
-        pthread_mutex_unlock(&e->mu);
-        for (size_t o = 0; o < cnt; o += Z_BLOCK)
-            zw_block(e->w, v + o, cnt - o < Z_BLOCK ? cnt - o : Z_BLOCK);
-        pthread_mutex_lock(&e->mu);
-        e->tail++;
-        pthread_cond_broadcast(&e->cv);
-    }
-    pthread_mutex_unlock(&e->mu);
-    zw_finish(e->w);
-    return NULL;
-}
-
-/* Hands the batch being filled to the encoder (last: the final one) and,
- * unless last, waits for a free batch to fill next. */
-static void zenc_hand(struct zenc *e, bool last)
-{
-    pthread_mutex_lock(&e->mu);
-    if (e->nfill > 0) {
-        e->cnt[e->head % ZB_RING] = e->nfill;
-        e->head++;
-    }
-    e->last = last;
-    pthread_cond_broadcast(&e->cv);
-    while (!last && e->head - e->tail == ZB_RING)
-        pthread_cond_wait(&e->cv, &e->mu);
-    pthread_mutex_unlock(&e->mu);
-    e->fill = e->ring + (e->head % ZB_RING) * ZB_VALUES;
-    e->nfill = 0;
-}
-
-/* Appends the merge's run v[0..cnt) to Z' (most of a merge is runs of Z
- * between two of S's signatures). */
-static void zenc_put_run(struct zenc *e, const uint64_t *v, size_t cnt)
+/* Appends the run v[0..cnt) to the block of Z' being gathered in ov (on
+ * values in it) and encodes every block it completes; returns the new
+ * count. Most of a merge is such runs of Z between two of S's signatures:
+ * a copy, or none when a whole block of the run can be encoded where it
+ * is. */
+static size_t z_put_run(struct zw *w, uint64_t *ov, size_t on, const uint64_t *v, size_t cnt)
 {
     while (cnt > 0) {
-        size_t k = ZB_VALUES - e->nfill < cnt ? ZB_VALUES - e->nfill : cnt;
-        memcpy(e->fill + e->nfill, v, k * sizeof *v);
-        e->nfill += k;
+        size_t k;
+        if (on == 0 && cnt >= Z_BLOCK) {
+            zw_block(w, v, Z_BLOCK);
+            v += Z_BLOCK;
+            cnt -= Z_BLOCK;
+            continue;
+        }
+        k = Z_BLOCK - on < cnt ? Z_BLOCK - on : cnt;
+        memcpy(ov + on, v, k * sizeof *v);
+        on += k;
         v += k;
         cnt -= k;
-        if (e->nfill == ZB_VALUES)
-            zenc_hand(e, false);
+        if (on == Z_BLOCK) {
+            zw_block(w, ov, on);
+            on = 0;
+        }
     }
-}
-
-static inline void zenc_put(struct zenc *e, uint64_t v)
-{
-    e->fill[e->nfill++] = v;
-    if (e->nfill == ZB_VALUES)
-        zenc_hand(e, false);
+    return on;
 }
 
 /* The late fresh signatures of a flush (see "the flush's array"): sorted,
@@ -1435,46 +1313,27 @@ static int flush_segment(struct merc *m, const struct buf *b)
     /* L from an upper bound of |Z'| (the merge's duplicates are not known
      * yet): at most one bit below the best, when they are many */
     out.L = z_low_bits(zcount + distinct);
-    uint64_t ocount = 0;
-    const uint64_t *zv = NULL;
-    size_t zi = 0, zn = 0;
-    bool zdone = zcount == 0, zstarted = false;
-    struct zdec zd;
-    struct zenc ze;
-    memset(&ze, 0, sizeof ze);
-    pthread_mutex_init(&ze.mu, NULL);
-    pthread_cond_init(&ze.cv, NULL);
-    ze.w = &out;
-    ze.ring = m->oring;
-    ze.fill = ze.ring;
-    if (pthread_create(&ze.thr_id, NULL, zenc_main, &ze) != 0) {
-        pthread_mutex_destroy(&ze.mu);
-        pthread_cond_destroy(&ze.cv);
-        rc = fail(m, SIEVE_ENOMEM, true, "cannot start the encoder thread");
-        goto out;
-    }
-    memset(&zd, 0, sizeof zd);
-    pthread_mutex_init(&zd.mu, NULL);
-    pthread_cond_init(&zd.cv, NULL);
-    zd.in = &in;
-    zd.lbits = lbits;
-    zd.zleft = zcount;
-    zd.psum = psum;
-    zd.ring = m->zring;
-    zd.ok = zfd < 0;
-    if (zfd >= 0) {
-        if (pthread_create(&zd.thr_id, NULL, zdec_main, &zd) != 0)
-            zdone = true; /* the encoder runs: end it, then fail (below) */
-        else
-            zstarted = true;
-    }
-    /* Z arrives decoded in batches, Z' leaves in batches to be encoded;
-     * the merge walks the arrays */
+    /* one thread reads and decodes Z a block at a time, merges, and
+     * encodes and writes Z' a block at a time: the values stay in the
+     * caches, and on two cores shared with the adds, decoder and encoder
+     * threads measured slower (handing batches over cost more than they
+     * saved) */
+    uint64_t ocount = 0, zleft = zcount, hprev = 0, *zv = m->zvals, *ov = m->ovals;
+    size_t zi = 0, zn = 0, on = 0;
+    bool zdone = zcount == 0;
 #define Z_FILL()                                                             \
     do {                                                                     \
-        zv = zdec_next(&zd, zv != NULL, &zn);                                \
+        zn = z_next_block(&in, lbits, &hprev, &zleft, zv);                   \
         zi = 0;                                                              \
         zdone = zn == 0;                                                     \
+    } while (0)
+#define Z_PUT(v)                                                             \
+    do {                                                                     \
+        ov[on++] = (v);                                                      \
+        if (on == Z_BLOCK) {                                                 \
+            zw_block(&out, ov, on);                                          \
+            on = 0;                                                          \
+        }                                                                    \
     } while (0)
     if (!zdone)
         Z_FILL();
@@ -1492,7 +1351,7 @@ static int flush_segment(struct merc *m, const struct buf *b)
                 size_t e = zi;
                 while (e < zn && zv[e] < k)
                     e++;
-                zenc_put_run(&ze, zv + zi, e - zi);
+                on = z_put_run(&out, ov, on, zv + zi, e - zi);
                 zi = e;
                 if (zi < zn)
                     break;
@@ -1507,32 +1366,25 @@ static int flush_segment(struct merc *m, const struct buf *b)
                 else
                     sig[nlate++] = k; /* nlate <= i: never overwrites what is still to read */
             }
-            zenc_put(&ze, k);
+            Z_PUT(k);
         }
     }
     while (!zdone) {
-        zenc_put_run(&ze, zv + zi, zn - zi);
+        on = z_put_run(&out, ov, on, zv + zi, zn - zi);
         Z_FILL();
     }
-#undef Z_FILL
-    zenc_hand(&ze, true);
-    pthread_join(ze.thr_id, NULL);
-    pthread_mutex_destroy(&ze.mu);
-    pthread_cond_destroy(&ze.cv);
+    zw_block(&out, ov, on);
+    zw_finish(&out);
     ocount = out.count;
-    if (zstarted)
-        pthread_join(zd.thr_id, NULL);
-    pthread_mutex_destroy(&zd.mu);
-    pthread_cond_destroy(&zd.cv);
-    if (zfd >= 0 && !zstarted) {
-        rc = fail(m, SIEVE_ENOMEM, true, "cannot start the decoder thread");
-        goto out;
-    }
+#undef Z_FILL
+#undef Z_PUT
     if (in.ioerr != 0) {
         rc = fail(m, SIEVE_EIO, true, "%s: read failed: %s", zp, strerror(in.ioerr));
         goto out;
     }
-    if (!zd.ok || out.unsorted) {
+    /* every payload byte read and hashed, none left over */
+    if ((zfd >= 0 && (in.bad || zleft != 0 || in.left != 0 || in.pos != in.len || XXH3_64bits_digest(in.xs) != psum)) ||
+        out.unsorted) {
         rc = fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt signature file (checksum or count mismatch)", zp);
         goto out;
     }
@@ -2008,8 +1860,6 @@ static void merc_free(struct merc *m)
     XXH3_freeState(m->sxs);
     free(m->abuf);
     free(m->cache);
-    free(m->zring);
-    free(m->oring);
     free(m->marks);
     free(m->late_used);
     free(m->rbuf);
@@ -2234,9 +2084,9 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
         goto out;
     }
     mem = m->cfg.memory ? m->cfg.memory : (size_t)64 << 20;
-    /* the budget: 5 I/O buffers, a cache of 1/16, the ring of the Z
-     * decoder, the layout's histograms and bucket starts (4 arrays of
-     * 2^pbits), the rest for the flush's array (8 bytes per slot: the adds
+    /* the budget: 5 I/O buffers, a cache of 1/16, the merge's two blocks
+     * (in struct merc), the layout's histograms and bucket starts (4 arrays
+     * of 2^pbits), the rest for the flush's array (8 bytes per slot: the adds
      * keep no signature in memory, the flush loads them from S or A and
      * sorts them in place) and two bitmaps: 8.25 bytes per slot */
     m->io = mem / 64;
@@ -2250,7 +2100,7 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     while (ce * 2 * sizeof(uint64_t) <= mem / 8)
         ce *= 2;
     m->scap = m->io / 4 / 8 * 8;
-    fixed = 5 * m->io + m->scap + Z_SLACK + ce * 8 + (size_t)2 * ZB_RING * ZB_VALUES * 8 + sizeof *m +
+    fixed = 5 * m->io + m->scap + Z_SLACK + ce * 8 + sizeof *m +
             LAYOUT_BYTES(8);
     if (fixed + 64 * 33 > mem) {
         rc = fail(m, SIEVE_EINVAL, false, "memory %zu too small (needs at least %zu for I/O buffers and cache)", mem,
@@ -2296,8 +2146,6 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     m->bstart = malloc((((size_t)1 << m->pbits) + 1) * sizeof(uint32_t));
     m->bnext = malloc(((size_t)1 << m->pbits) * sizeof(uint32_t));
     m->late_used = malloc(((m->cap + 63) / 64) * 8);
-    m->zring = malloc((size_t)ZB_RING * ZB_VALUES * sizeof(uint64_t));
-    m->oring = malloc((size_t)ZB_RING * ZB_VALUES * sizeof(uint64_t));
     m->marks = malloc(((m->cap + 63) / 64) * 8);
     m->cache = calloc(ce, sizeof(uint64_t));
     m->abuf = malloc(m->io);
@@ -2307,7 +2155,7 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     m->zin = calloc(1, m->io + Z_SLACK); /* zeroed: the slack is read, never used */
     m->zout = malloc(m->io);
     m->lbuf = malloc(m->io);
-    if (!m->sig || !m->b[0].top || !m->b[1].top || !m->bstart || !m->bnext || !m->sbuf || !m->sxs || !m->zring || !m->oring ||
+    if (!m->sig || !m->b[0].top || !m->b[1].top || !m->bstart || !m->bnext || !m->sbuf || !m->sxs ||
         !m->late_used || !m->marks || !m->cache || !m->abuf || !m->rbuf || !m->zin || !m->zout || !m->lbuf) {
         rc = fail(m, SIEVE_ENOMEM, false, "out of memory");
         goto out;
