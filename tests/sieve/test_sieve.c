@@ -227,9 +227,9 @@ START_TEST(test_reference_sizes)
 }
 END_TEST
 
-/* A Z (~44000 signatures) larger than the decoder's ring of batches
- * (4 x 8192 values), whose low-bit count L changes between flushes, with
- * repeats inside a buffer and against Z, across a reopen. */
+/* A Z (~44000 signatures) of many blocks and larger than an I/O buffer,
+ * whose low-bit count L changes between flushes, with repeats inside a
+ * buffer and against Z, across a reopen. */
 START_TEST(test_large_z)
 {
     const size_t n = 80000;
