@@ -62,7 +62,8 @@
 
 #define Z_MAGIC "MSIEVEZ3"
 #define Z_MAGIC_RICE "MSIEVEZ2" /* the earlier Golomb-Rice format: refused */
-#define M_MAGIC "MSIEVEM2"
+#define M_MAGIC "MSIEVEM3"
+#define M_MAGIC_UNMASKED "MSIEVEM2" /* the earlier manifest: its A records have no segment mask */
 #define Z_HDR 40
 #define M_SIZE 72
 #define REC_HDR 12
@@ -84,6 +85,7 @@ struct buf {
     int fd;                           /* A.<seg> */
     int sfd;                          /* S.<seg>, while filled (-1 once sealed or failed) */
     bool s_ok;                        /* S.<seg> holds all n signatures */
+    uint64_t mask;                    /* the mask of A.<seg>'s records (seg_mask; 0 in an MSIEVEM2 folder) */
     uint64_t ssum;                    /* XXH3 of S.<seg>'s bytes (set at the seal) */
     uint32_t *top;                    /* records per bucket (top pbits of the signature): 2^pbits */
 };
@@ -91,6 +93,7 @@ struct buf {
 /* The committed state (MANIFEST). */
 struct mstate {
     uint64_t gen, z_count, z_bytes, first_seg, log_len, sync_seg, sync_len;
+    bool unmasked; /* read from an MSIEVEM2 manifest: A's records carry no segment mask */
 };
 
 struct merc {
@@ -213,6 +216,49 @@ static int path_of(const struct merc *m, char *out, size_t len, const char *name
     return (r < 0 || (size_t)r >= len) ? -1 : 0;
 }
 
+/* Opens the file NAME.<seg> for writing from its start: the spare
+ * NAME.spare (a flushed segment's file) renamed, else a new one. Writing
+ * over a file's cached pages costs about half as much as filling new ones,
+ * and nobody has to free them (measured: 0.26 against 0.45 s of system
+ * time to write, read back and drop 1.2 GB in 60 MB files). The spare's
+ * tail past what the segment writes is never taken for records: A's
+ * records carry their segment's mask (rec_next), S is read up to its
+ * count. */
+static int seg_open(struct merc *m, const char *name, uint64_t seg, char *p, size_t plen)
+{
+    char spare[4096];
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+
+    if (path_of(m, p, plen, name, (long long)seg) != 0 || snprintf(spare, sizeof spare, "%s/%s.spare", m->dir, name) >= (int)sizeof spare) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    if (rename(spare, p) != 0)
+        flags |= O_TRUNC;
+    return open(p, flags, 0644);
+}
+
+/* Makes the flushed segment file path (NAME.<seg>) the spare NAME.spare
+ * (removes it when that fails). */
+static void recycle(const struct merc *m, const char *path, const char *name)
+{
+    char spare[4096];
+
+    if (snprintf(spare, sizeof spare, "%s/%s.spare", m->dir, name) >= (int)sizeof spare || rename(path, spare) != 0)
+        unlink(path);
+}
+
+/* Removes the spare segment files (see seg_open). */
+static void spares_remove(struct merc *m)
+{
+    char p[4096];
+
+    if (path_of(m, p, sizeof p, "A.spare", -1) == 0)
+        unlink(p);
+    if (path_of(m, p, sizeof p, "S.spare", -1) == 0)
+        unlink(p);
+}
+
 /* A write failed with err: 1 to retry it (cfg->on_write_error waited out
  * a full disk), 0 to fail. */
 static bool write_retry(const struct merc *m, int err)
@@ -327,12 +373,21 @@ static ssize_t rd_need(struct rd *r, size_t k)
     return (ssize_t)(r->len - r->pos);
 }
 
-/* Reads the next A/EMITTED record {u32 length, u64 XXH3 of the bytes, the
- * bytes}: the XXH3 is both the record's checksum and the URL's signature.
- * 1 = got one (*url,*len valid until the next call, *sig its verified
- * signature), 0 = clean end, -1 = torn or corrupt record at r->off,
- * -2 = read error. */
-static int rec_next(struct rd *r, size_t maxlen, const char **url, size_t *len, uint64_t *sig)
+/* The mask of segment seg's records (see rec_next): distinct for every
+ * segment, never 0 (EMITTED's records have none). */
+static inline uint64_t seg_mask(uint64_t seg)
+{
+    return (seg + 1) * 0x9e3779b97f4a7c15ull;
+}
+
+/* Reads the next A/EMITTED record {u32 length, u64 XXH3 of the bytes XOR
+ * mask, the bytes}: the XXH3 is both the record's checksum and the URL's
+ * signature; the mask (seg_mask for A.<seg>, 0 for EMITTED) makes a record
+ * of another segment fail the check, so that the stale tail of a recycled
+ * segment file reads as the end of the segment (see seg_start). 1 = got
+ * one (*url,*len valid until the next call, *sig its verified signature),
+ * 0 = clean end, -1 = torn or corrupt record at r->off, -2 = read error. */
+static int rec_next(struct rd *r, size_t maxlen, uint64_t mask, const char **url, size_t *len, uint64_t *sig)
 {
     ssize_t have = rd_need(r, REC_HDR);
     uint32_t l;
@@ -345,7 +400,7 @@ static int rec_next(struct rd *r, size_t maxlen, const char **url, size_t *len, 
     if (have < REC_HDR)
         return -1;
     l = get32(r->buf + r->pos);
-    h = get64(r->buf + r->pos + 4);
+    h = get64(r->buf + r->pos + 4) ^ mask;
     if (l > maxlen || l + REC_HDR > r->cap)
         return -1;
     have = rd_need(r, REC_HDR + l);
@@ -367,7 +422,8 @@ static int rec_next(struct rd *r, size_t maxlen, const char **url, size_t *len, 
  * checks (length within maxlen, XXH3 equal to its signature): the fast
  * path of the scans of A. false leaves r as it was: the buffer's end, or
  * damage that rec_next then reads the careful way and reports. */
-static inline bool rec_take_whole(struct rd *r, size_t maxlen, const char **url, size_t *len, uint64_t *sig)
+static inline bool rec_take_whole(struct rd *r, size_t maxlen, uint64_t mask, const char **url, size_t *len,
+                                  uint64_t *sig)
 {
     size_t avail = r->len - r->pos;
     uint32_t l;
@@ -378,7 +434,7 @@ static inline bool rec_take_whole(struct rd *r, size_t maxlen, const char **url,
     l = get32(r->buf + r->pos);
     if (l > maxlen || avail - REC_HDR < l)
         return false;
-    h = get64(r->buf + r->pos + 4);
+    h = get64(r->buf + r->pos + 4) ^ mask;
     if (XXH3_64bits(r->buf + r->pos + REC_HDR, l) != h)
         return false;
     *url = (const char *)r->buf + r->pos + REC_HDR;
@@ -728,8 +784,10 @@ static int manifest_read(struct merc *m, struct mstate *s)
     close(fd);
     if (g < 0)
         return -2;
-    if (g != M_SIZE || memcmp(b, M_MAGIC, 8) != 0 || get64(b + 64) != XXH64(b, 64, 0))
+    if (g != M_SIZE || (memcmp(b, M_MAGIC, 8) != 0 && memcmp(b, M_MAGIC_UNMASKED, 8) != 0) ||
+        get64(b + 64) != XXH64(b, 64, 0))
         return -1;
+    s->unmasked = memcmp(b, M_MAGIC_UNMASKED, 8) == 0;
     s->gen = get64(b + 8);
     s->z_count = get64(b + 16);
     s->z_bytes = get64(b + 24);
@@ -1051,7 +1109,7 @@ struct lateset {
  * picked, so that a second scan reads marks only. Picked URLs go to
  * EMITTED (lfd >= 0, appended at *log_len) or to the emit callback
  * (lfd < 0). */
-static int a_scan(struct merc *m, int afd, const char *ap, size_t n, const struct lateset *late, int lfd,
+static int a_scan(struct merc *m, int afd, const char *ap, uint64_t mask, size_t n, const struct lateset *late, int lfd,
                   uint64_t *log_len, uint64_t *emitted)
 {
     const unsigned p = m->pbits;
@@ -1074,9 +1132,9 @@ static int a_scan(struct merc *m, int afd, const char *ap, size_t n, const struc
         uint32_t pos;
         bool pick;
 
-        if (!rec_take_whole(&r, m->cfg.max_url_len, &u, &ul, &sig)) {
+        if (!rec_take_whole(&r, m->cfg.max_url_len, mask, &u, &ul, &sig)) {
             /* the buffer's end (or damage): the careful way */
-            g = rec_next(&r, m->cfg.max_url_len, &u, &ul, &sig);
+            g = rec_next(&r, m->cfg.max_url_len, mask, &u, &ul, &sig);
             if (g != 1)
                 break;
         }
@@ -1130,7 +1188,7 @@ static int a_scan(struct merc *m, int afd, const char *ap, size_t n, const struc
  * each record checked (its XXH3), into the bucketed layout of the
  * histogram top: the adds keep no signature in memory, so that the
  * flush's array can have all the slots. */
-static int a_load(struct merc *m, int afd, const char *ap, size_t n, const uint32_t *top)
+static int a_load(struct merc *m, int afd, const char *ap, uint64_t mask, size_t n, const uint32_t *top)
 {
     struct rd r;
     size_t idx = 0;
@@ -1144,8 +1202,8 @@ static int a_load(struct merc *m, int afd, const char *ap, size_t n, const uint3
         const char *u;
         size_t ul;
         uint64_t h;
-        if (!rec_take_whole(&r, m->cfg.max_url_len, &u, &ul, &h)) {
-            g = rec_next(&r, m->cfg.max_url_len, &u, &ul, &h);
+        if (!rec_take_whole(&r, m->cfg.max_url_len, mask, &u, &ul, &h)) {
+            g = rec_next(&r, m->cfg.max_url_len, mask, &u, &ul, &h);
             if (g != 1)
                 break;
         }
@@ -1170,7 +1228,6 @@ static int s_load(struct merc *m, const char *sp, size_t n, uint64_t ssum, const
     size_t got = 0, have = 0;
     int fd = open(sp, O_RDONLY | O_CLOEXEC), rc = -1;
     XXH3_state_t *xs = XXH3_createState();
-    uint8_t extra;
 
     if (fd < 0 || xs == NULL)
         goto out;
@@ -1197,8 +1254,8 @@ static int s_load(struct merc *m, const char *sp, size_t n, uint64_t ssum, const
         memmove(m->rbuf, m->rbuf + have / 8 * 8, have % 8);
         have %= 8;
     }
-    if (read(fd, &extra, 1) == 0 && XXH3_64bits_digest(xs) == ssum)
-        rc = 0;
+    if (XXH3_64bits_digest(xs) == ssum)
+        rc = 0; /* (a recycled file's stale tail may follow) */
 out:
     if (fd >= 0)
         close(fd);
@@ -1254,7 +1311,7 @@ static int flush_segment(struct merc *m, const struct buf *b)
             goto out;
         }
         if (!b->s_ok || s_load(m, sp, n, b->ssum, b->top) != 0) {
-            rc = a_load(m, afd, ap, n, b->top);
+            rc = a_load(m, afd, ap, b->mask, n, b->top);
             if (rc != SIEVE_OK)
                 goto out;
         }
@@ -1416,7 +1473,7 @@ static int flush_segment(struct merc *m, const struct buf *b)
             rc = fail(m, SIEVE_EIO, true, "%s: %s", lp, strerror(errno));
             goto out;
         }
-        rc = a_scan(m, afd, ap, n, &late, lfd, &log_len, NULL);
+        rc = a_scan(m, afd, ap, b->mask, n, &late, lfd, &log_len, NULL);
         if (rc != SIEVE_OK)
             goto out;
         first_scan = NULL; /* the marks are complete */
@@ -1428,6 +1485,7 @@ static int flush_segment(struct merc *m, const struct buf *b)
 
     /* commit: Z' becomes Z.<gen+1>, then the manifest names it */
     struct mstate ns = s;
+    ns.unmasked = false;
     ns.gen = s.gen + 1;
     ns.z_count = ocount;
     ns.z_bytes = Z_HDR + out.total;
@@ -1463,12 +1521,13 @@ static int flush_segment(struct merc *m, const struct buf *b)
 
     /* 4: scan A in order, emit the first URL of each fresh signature */
     if (fresh > 0) {
-        rc = a_scan(m, afd, ap, n, first_scan, -1, NULL, &emitted);
+        rc = a_scan(m, afd, ap, b->mask, n, first_scan, -1, NULL, &emitted);
         if (rc != SIEVE_OK)
             goto out;
     }
-    unlink(ap);
-    unlink(sp);
+    /* the segment's files become the spares the next segment overwrites */
+    recycle(m, ap, "A");
+    recycle(m, sp, "S");
 
 out:
     if (zfd >= 0)
@@ -1572,7 +1631,7 @@ static void sbuf_drain(struct merc *m)
     m->slen = 0;
 }
 
-/* Opens a fresh segment file for the current buffer. Caller holds mu. */
+/* Opens the segment files for the current buffer. Caller holds mu. */
 static int seg_start(struct merc *m)
 {
     char p[4096];
@@ -1581,20 +1640,15 @@ static int seg_start(struct merc *m)
     b->seg = m->next_seg++;
     b->n = 0;
     m->cur_len = 0;
-    if (path_of(m, p, sizeof p, "A", (long long)b->seg))
-        return fail(m, SIEVE_EINVAL, true, "%s: path too long", m->dir);
-    b->fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    b->mask = seg_mask(b->seg);
+    b->fd = seg_open(m, "A", b->seg, p, sizeof p);
     if (b->fd < 0)
-        return fail(m, SIEVE_EIO, true, "%s: %s", p, strerror(errno));
-    b->sfd = -1;
-    b->s_ok = false;
+        return fail(m, SIEVE_EIO, true, "%s/A.%llu: %s", m->dir, (unsigned long long)b->seg, strerror(errno));
     memset(b->top, 0, ((size_t)1 << m->pbits) * sizeof *b->top);
     m->slen = 0;
-    if (path_of(m, p, sizeof p, "S", (long long)b->seg) == 0) {
-        b->sfd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        b->s_ok = b->sfd >= 0;
-        XXH3_64bits_reset(m->sxs);
-    }
+    b->sfd = seg_open(m, "S", b->seg, p, sizeof p);
+    b->s_ok = b->sfd >= 0;
+    XXH3_64bits_reset(m->sxs);
     return SIEVE_OK;
 }
 
@@ -1617,6 +1671,11 @@ static int seal_locked(struct merc *m)
     while (m->pending >= 0 && m->err == 0)
         pthread_cond_wait(&m->cv_free, &m->mu);
     rc = m->err != 0 ? SIEVE_ECLOSED : abuf_drain(m);
+    /* a sealed segment is whole to its end (the replay takes damage in a
+     * synced one for corruption): cut a recycled file's stale tail */
+    if (rc == SIEVE_OK && ftruncate(b->fd, (off_t)m->cur_len) != 0)
+        rc = fail(m, SIEVE_EIO, true, "%s/A.%llu: truncate failed: %s", m->dir, (unsigned long long)b->seg,
+                  strerror(errno));
     if (rc == SIEVE_OK) {
         sbuf_drain(m);
         b->ssum = XXH3_64bits_digest(m->sxs);
@@ -1664,7 +1723,7 @@ static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
             return rc;
     }
     put32(m->abuf + m->alen, (uint32_t)len);
-    put64(m->abuf + m->alen + 4, h);
+    put64(m->abuf + m->alen + 4, h ^ b->mask);
     memcpy(m->abuf + m->alen + REC_HDR, url, len);
     m->alen += REC_HDR + len;
     m->cur_len += REC_HDR + len;
@@ -1762,8 +1821,9 @@ static int merc_sync(void *impl)
     rc = abuf_drain(m);
     if (rc != SIEVE_OK)
         goto out;
+    /* (fsync, not fdatasync, for a sealed segment: the seal cut its length) */
     if (do_fsync(m, m->b[m->cur].fd) != 0 ||
-        (m->pending >= 0 && m->b[m->pending].fd >= 0 && do_fsync(m, m->b[m->pending].fd) != 0)) {
+        (m->pending >= 0 && m->b[m->pending].fd >= 0 && !m->cfg.no_fsync && fsync(m->b[m->pending].fd) != 0)) {
         rc = fail(m, SIEVE_EIO, true, "%s: fsync of A failed: %s", m->dir, strerror(errno));
         goto out;
     }
@@ -1901,6 +1961,7 @@ static int merc_close(void *impl)
             unlink(p);
         if (path_of(m, p, sizeof p, "S", (long long)m->b[m->cur].seg) == 0)
             unlink(p);
+        spares_remove(m);
     }
     merc_free(m);
     return rc;
@@ -1978,10 +2039,11 @@ static int replay(struct merc *m)
         }
         memset(&rb, 0, sizeof rb);
         rb.seg = seg;
+        rb.mask = s.unmasked ? 0 : seg_mask(seg);
         rb.top = m->b[0].top;
         memset(rb.top, 0, ((size_t)1 << m->pbits) * sizeof *rb.top);
         rd_init(&r, fd, m->rbuf, m->io);
-        while ((g = rec_next(&r, m->cfg.max_url_len, &u, &ul, &sig)) == 1) {
+        while ((g = rec_next(&r, m->cfg.max_url_len, rb.mask, &u, &ul, &sig)) == 1) {
             if (cnt == m->cap)
                 break;
             rb.top[sig >> (64 - m->pbits)]++;
@@ -2183,8 +2245,9 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
             goto out;
     }
     /* leftovers: signature lists of segments (S.*: caches, rebuilt from A
-     * by the replay), a Z' never committed, a newer Z */
+     * by the replay), spare segment files, a Z' never committed, a newer Z */
     s_remove_all(m);
+    spares_remove(m);
     if (path_of(m, p, sizeof p, "Z.tmp", -1) == 0)
         unlink(p);
     if (path_of(m, p, sizeof p, "Z", (long long)(m->ms.gen + 1)) == 0)
@@ -2215,6 +2278,15 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     rc = replay(m);
     if (rc != SIEVE_OK)
         goto out;
+    if (m->ms.unmasked) {
+        /* an earlier build's folder, its segments now replayed: new ones
+         * have masks, so the manifest must say so before any is written */
+        m->ms.unmasked = false;
+        if (manifest_write(m, &m->ms) != 0) {
+            rc = fail(m, SIEVE_EIO, false, "%s/MANIFEST: write failed: %s", m->dir, strerror(errno));
+            goto out;
+        }
+    }
     m->next_seg = m->ms.first_seg;
     m->sealed_upto = m->ms.first_seg;
     m->done_upto = m->ms.first_seg;
@@ -2278,7 +2350,7 @@ int sieve_log_read(const char *dir, sieve_emit_fn fn, void *ctx, char *errbuf, s
         goto out;
     }
     rd_init(&r, fd, buf, cap);
-    while (r.off < s.log_len && (g = rec_next(&r, cap - 64, &u, &ul, &sig)) == 1)
+    while (r.off < s.log_len && (g = rec_next(&r, cap - 64, 0, &u, &ul, &sig)) == 1)
         fn(ctx, u, ul);
     if (r.off != s.log_len) {
         snprintf(errbuf, errlen, "%s: truncated or corrupt output log at offset %llu", p, (unsigned long long)r.off);
