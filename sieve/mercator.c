@@ -23,7 +23,10 @@
  * and removed at open). The adds keep no signature in memory, so the
  * flush's single array gets the whole budget's slots.
  *
- * A and EMITTED records: {u32 length, u64 XXH3 of the bytes, the bytes}.
+ * A and EMITTED records: {u32 length, u64 XXH3 of the bytes XOR a mask,
+ * the bytes}; the mask is 0 in EMITTED and distinct per segment in A (see
+ * rec_next). A flushed segment's A and S files become A.spare and S.spare,
+ * which the next segment renames and writes over (seg_open).
  *
  * A flush (flush_segment): load the segment's signatures from S (or A)
  * into the flush's array, partitioned by their top bits with each record's
@@ -229,7 +232,8 @@ static int seg_open(struct merc *m, const char *name, uint64_t seg, char *p, siz
     char spare[4096];
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
 
-    if (path_of(m, p, plen, name, (long long)seg) != 0 || snprintf(spare, sizeof spare, "%s/%s.spare", m->dir, name) >= (int)sizeof spare) {
+    if (path_of(m, p, plen, name, (long long)seg) != 0 ||
+        snprintf(spare, sizeof spare, "%s/%s.spare", m->dir, name) >= (int)sizeof spare) {
         errno = ENAMETOOLONG;
         return -1;
     }

@@ -10,26 +10,31 @@
  * "mercator" (the default), the Mercator sieve of the course notes:
  *   - an array S of n signatures (the flush's, in memory; the adds list
  *     them in a file beside A) and an append-only file A of the URLs
- *     (records: u32 length, u64 XXH3 of the bytes, the bytes: the XXH3 is
- *     both the record's checksum and the URL's signature);
- *   - when S is full it is flushed: S is sorted in place by an MSD radix
- *     sort of the signatures (8 bytes per slot instead of the notes'
- *     indirect sort of (signature, index) pairs: twice the slots for the
- *     same memory, so half the flushes); the distinct signatures are merged
- *     sequentially with the sorted signature file Z into Z' and those not in
- *     Z (the fresh set F) are compacted in place; A is scanned in order,
- *     each record's signature looked up in F, and the first URL of each
- *     fresh signature emitted (what the notes' marks of first occurrences
- *     select); Z' replaces Z; S and A are emptied.
+ *     (records: u32 length, u64 XXH3 of the bytes XOR a mask of the
+ *     segment, the bytes: the XXH3 is both the record's checksum and the
+ *     URL's signature);
+ *   - when S is full it is flushed, as in the notes: S is sorted stably
+ *     and indirectly, the (signature, index) pairs packed in 8 bytes a slot
+ *     (S is partitioned by the signatures' top bits, A's order kept inside
+ *     a part, and a record's rank in its part packed below its signature:
+ *     a part's sort then brings equal signatures together, first
+ *     occurrence first, each knowing its index); the repeats after the
+ *     first occurrence are skipped, the distinct signatures are merged
+ *     sequentially with the sorted signature file Z into Z', and the index
+ *     of the first occurrence of each signature not in Z is marked; A is
+ *     scanned in order with S's index recounted from the records'
+ *     signatures, and the marked URLs are emitted; Z' replaces Z; S and A
+ *     are emptied.
  *   - beyond the notes: two segments (A/S and A2/S2): a background flush
  *     thread flushes one while adds fill the other, adds wait only when both
- *     are full; during the merge a second thread decodes Z while the flush
- *     thread merges and encodes Z'; Z is stored Elias-Fano coded in blocks
- *     of 1024 (~log2(2^64/|Z|)+2 bits per signature, low parts in whole
- *     bytes); the adds write signatures to a file S beside A instead of
- *     memory, so one array, the flush's, holds all slots; a direct-mapped cache of
- *     recent signatures drops the common repeats before they take a slot in
- *     S; forced (waitable) flushes.
+ *     are full; Z is stored Elias-Fano coded in blocks of 1024
+ *     (~log2(2^64/|Z|)+2 bits per signature, low parts in whole bytes),
+ *     decoded, merged and encoded a block at a time; the adds write
+ *     signatures to a file S beside A instead of memory, so one array, the
+ *     flush's, holds all slots; flushed segment files are recycled (written
+ *     over by a later segment: cheaper than new ones); a direct-mapped cache
+ *     of recent signatures drops the common repeats before they take a slot
+ *     in S; forced (waitable) flushes.
  *
  * Also built, same contract unless said (selected by cfg->impl; the course
  * notes' sections 2.1-2.4; files sieve/memory.c, bloom.c, lsm.c, offline.c):
@@ -79,13 +84,14 @@
  * costs O(n) for the sort plus one sequential read of Z and write of Z'.
  *
  * Memory: `memory` bytes in the configuration bound the flush's array S,
- * F's index and bitmaps, the cache, the decoder's batches and all I/O
- * buffers (the heap, not the page cache: the S and A files live there).
+ * its bucket counts and bitmaps, the cache and all I/O buffers (the heap,
+ * not the page cache: the S and A files live there).
  *
  * Files in the sieve folder (cfg->dir): MANIFEST (the committed state,
  * replaced atomically: write, fsync, rename, fsync folder), Z.<gen> (the
  * signature file of generation gen), A.<seg> (URL segments not yet flushed),
- * S.<seg> (their signatures: a cache, rebuilt from A) and, when
+ * S.<seg> (their signatures: a cache, rebuilt from A), A.spare and S.spare
+ * (a flushed segment's files, to be written over by the next one) and, when
  * cfg->emit_log is set, EMITTED (the durable output log).
  *
  * Crash safety and the delivery contract ("never twice"):
