@@ -63,11 +63,12 @@
 
 #include "sieve/sieve_files.h"
 
-#define Z_MAGIC "MSIEVEZ3"
-#define Z_MAGIC_RICE "MSIEVEZ2" /* the earlier Golomb-Rice format: refused */
+#define Z_MAGIC "MSIEVEZ4"
 #define M_MAGIC "MSIEVEM3"
-#define M_MAGIC_UNMASKED "MSIEVEM2" /* the earlier manifest: its A records have no segment mask */
-#define Z_HDR 40
+#define M_MAGIC_EARLIER "MSIEVEM2" /* the earlier folders (one Z file, A records without masks): refused */
+#define Z_PART_BITS 1    /* Z is in 2^Z_PART_BITS parts by the signatures' top bits, merged in parallel */
+#define Z_PARTS (1u << Z_PART_BITS)
+#define Z_HDR 48
 #define M_SIZE 72
 #define REC_HDR 12
 #define Z_BLOCK 1024     /* signatures per block of Z */
@@ -88,7 +89,7 @@ struct buf {
     int fd;                           /* A.<seg> */
     int sfd;                          /* S.<seg>, while filled (-1 once sealed or failed) */
     bool s_ok;                        /* S.<seg> holds all n signatures */
-    uint64_t mask;                    /* the mask of A.<seg>'s records (seg_mask; 0 in an MSIEVEM2 folder) */
+    uint64_t mask;                    /* the mask of A.<seg>'s records (seg_mask) */
     uint64_t ssum;                    /* XXH3 of S.<seg>'s bytes (set at the seal) */
     uint32_t *top;                    /* records per bucket (top pbits of the signature): 2^pbits */
 };
@@ -96,7 +97,7 @@ struct buf {
 /* The committed state (MANIFEST). */
 struct mstate {
     uint64_t gen, z_count, z_bytes, first_seg, log_len, sync_seg, sync_len;
-    bool unmasked; /* read from an MSIEVEM2 manifest: A's records carry no segment mask */
+    bool earlier; /* read from an MSIEVEM2 manifest (an earlier build's folder) */
 };
 
 struct merc {
@@ -140,9 +141,12 @@ struct merc {
     uint32_t *bnext;                  /* 2^pbits: per bucket, the next position (the loads, then the scans) */
     uint64_t *marks;                  /* a bit per position of the layout: emit that record */
     uint64_t *late_used;              /* a bit per late fresh signature: its first record met */
-    uint8_t *rbuf, *zin, *zout, *lbuf;
-    uint64_t zvals[Z_BLOCK];          /* the block of Z being merged */
-    uint64_t ovals[Z_BLOCK];          /* the block of Z' being filled */
+    uint8_t *rbuf, *lbuf;
+    struct zbuf {                     /* a part's merge buffers */
+        uint8_t *zin, *zout;          /* Z's reader, Z''s writer (and the sort's scratch before) */
+        uint64_t zvals[Z_BLOCK];      /* the block of Z being merged */
+        uint64_t ovals[Z_BLOCK];      /* the block of Z' being filled */
+    } zb[Z_PARTS];
 };
 
 /* ---- test hook: SIEVE_CRASH_POINT=N raises SIGKILL at the Nth crash point ---- */
@@ -788,10 +792,10 @@ static int manifest_read(struct merc *m, struct mstate *s)
     close(fd);
     if (g < 0)
         return -2;
-    if (g != M_SIZE || (memcmp(b, M_MAGIC, 8) != 0 && memcmp(b, M_MAGIC_UNMASKED, 8) != 0) ||
+    if (g != M_SIZE || (memcmp(b, M_MAGIC, 8) != 0 && memcmp(b, M_MAGIC_EARLIER, 8) != 0) ||
         get64(b + 64) != XXH64(b, 64, 0))
         return -1;
-    s->unmasked = memcmp(b, M_MAGIC_UNMASKED, 8) == 0;
+    s->earlier = memcmp(b, M_MAGIC_EARLIER, 8) == 0;
     s->gen = get64(b + 8);
     s->z_count = get64(b + 16);
     s->z_bytes = get64(b + 24);
@@ -1005,54 +1009,84 @@ static long late_find(const uint64_t *late, size_t n, uint64_t k)
 
 /* ---------------- the flush ---------------- */
 
-/* Opens Z.<gen> and checks its header. *fd = -1 when gen == 0. */
-static int z_open(struct merc *m, const struct mstate *s, int *fd, uint64_t *count,
-                  unsigned *lbits, uint64_t *plen, uint64_t *psum)
+/* A part of Z as its header describes it. */
+struct zhead {
+    int fd;                           /* open at the payload, or -1 (no Z yet) */
+    uint64_t count, plen, psum;       /* signatures, payload bytes, XXH3 of the payload */
+    unsigned lbits;
+};
+
+/* Opens part j of Z.<gen> (the file Z.<gen>.<j>) and checks its header;
+ * zh->fd = -1 when gen == 0. The caller checks the parts against the
+ * manifest's totals (z_open_all). */
+static int z_open(struct merc *m, const struct mstate *s, unsigned j, struct zhead *zh)
 {
     char p[4096];
     uint8_t h[Z_HDR];
     struct stat sb;
 
-    *fd = -1;
-    *count = 0;
-    *lbits = 0;
-    *plen = 0;
-    *psum = 0;
+    memset(zh, 0, sizeof *zh);
+    zh->fd = -1;
     if (s->gen == 0)
         return SIEVE_OK;
-    if (path_of(m, p, sizeof p, "Z", (long long)s->gen))
-        return SIEVE_EINVAL;
-    *fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (*fd < 0)
+    if (snprintf(p, sizeof p, "%s/Z.%llu.%u", m->dir, (unsigned long long)s->gen, j) >= (int)sizeof p)
+        return fail(m, SIEVE_EINVAL, true, "%s: path too long", m->dir);
+    zh->fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (zh->fd < 0)
         return fail(m, errno == ENOENT ? SIEVE_ECORRUPT : SIEVE_EIO, true, "%s: cannot open: %s", p, strerror(errno));
-    if (fstat(*fd, &sb) != 0 || pread(*fd, h, Z_HDR, 0) != Z_HDR)
+    if (fstat(zh->fd, &sb) != 0 || pread(zh->fd, h, Z_HDR, 0) != Z_HDR)
         goto bad;
-    if (memcmp(h, Z_MAGIC_RICE, 8) == 0) {
-        close(*fd);
-        *fd = -1;
-        return fail(m, SIEVE_ENOTSUP, true,
-                    "%s: signature file in the earlier Golomb-Rice format (%s); this build reads %s only: "
-                    "start from a new sieve folder",
-                    p, Z_MAGIC_RICE, Z_MAGIC);
-    }
     if (memcmp(h, Z_MAGIC, 8) != 0)
         goto bad;
-    *count = get64(h + 8);
-    *lbits = get32(h + 16);
-    *plen = get64(h + 24);
-    *psum = get64(h + 32);
+    zh->count = get64(h + 8);
+    zh->lbits = get32(h + 16);
+    zh->plen = get64(h + 24);
+    zh->psum = get64(h + 32);
     /* each signature takes at least its L low bits and one high bit */
-    if (*lbits > Z_LMAX || *lbits % 8 != 0 || get32(h + 20) != Z_BLOCK || (uint64_t)sb.st_size != Z_HDR + *plen ||
-        *count != s->z_count || (uint64_t)sb.st_size != s->z_bytes || *count > *plen * 8 ||
-        *plen / (*lbits + 1) < *count / 8)
+    if (zh->lbits > Z_LMAX || zh->lbits % 8 != 0 || get32(h + 20) != Z_BLOCK || get32(h + 40) != j ||
+        get32(h + 44) != Z_PARTS || (uint64_t)sb.st_size != Z_HDR + zh->plen || zh->count > zh->plen * 8 ||
+        zh->plen / (zh->lbits + 1) < zh->count / 8)
         goto bad;
-    if (lseek(*fd, Z_HDR, SEEK_SET) != Z_HDR)
+    if (lseek(zh->fd, Z_HDR, SEEK_SET) != Z_HDR)
         goto bad;
     return SIEVE_OK;
 bad:
-    close(*fd);
-    *fd = -1;
-    return fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt signature file (bad header, size or count)", p);
+    close(zh->fd);
+    zh->fd = -1;
+    return fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt signature file (bad header or size)", p);
+}
+
+static void z_close_all(struct zhead *zh)
+{
+    for (unsigned j = 0; j < Z_PARTS; j++) {
+        if (zh[j].fd >= 0)
+            close(zh[j].fd);
+        zh[j].fd = -1;
+    }
+}
+
+/* Opens every part of Z.<gen>: their counts and sizes must add up to the
+ * manifest's (a part of another generation would not). */
+static int z_open_all(struct merc *m, const struct mstate *s, struct zhead *zh)
+{
+    uint64_t count = 0, bytes = 0;
+    int rc = SIEVE_OK;
+
+    for (unsigned j = 0; j < Z_PARTS; j++)
+        zh[j].fd = -1;
+    for (unsigned j = 0; j < Z_PARTS && rc == SIEVE_OK; j++) {
+        rc = z_open(m, s, j, &zh[j]);
+        count += zh[j].count;
+        bytes += zh[j].fd >= 0 ? Z_HDR + zh[j].plen : 0;
+    }
+    if (rc == SIEVE_OK && s->gen > 0 && (count != s->z_count || bytes != s->z_bytes))
+        rc = fail(m, SIEVE_ECORRUPT, true,
+                  "%s/Z.%llu.*: signature file parts hold %llu signatures in %llu bytes, the manifest says %llu in %llu",
+                  m->dir, (unsigned long long)s->gen, (unsigned long long)count, (unsigned long long)bytes,
+                  (unsigned long long)s->z_count, (unsigned long long)s->z_bytes);
+    if (rc != SIEVE_OK)
+        z_close_all(zh);
+    return rc;
 }
 
 /* Reads the next block of Z (Z_BLOCK signatures, fewer for the last)
@@ -1096,21 +1130,24 @@ static size_t z_put_run(struct zw *w, uint64_t *ov, size_t on, const uint64_t *v
     return on;
 }
 
-/* The late fresh signatures of a flush (see "the flush's array"): sorted,
- * and a bit each set once its first record has been met. */
+/* The late fresh signatures of a part of a flush (see "the flush's
+ * array"): sorted, and a bit each, at used_from + its index in used, set
+ * once its first record has been met. */
 struct lateset {
     const uint64_t *v;
     size_t n;
     uint64_t *used;
+    size_t used_from;
 };
 
 /* Scans the n records of A.<seg> (afd, named ap) in order and emits the
  * marked ones: each record's signature gives its bucket, the bucket's
  * count of records so far its position in the flush's array, and that
  * position's mark says whether it is the first record of a fresh
- * signature. Records past a bucket's lim are looked up in the late list
- * instead (late != NULL: the first scan of a flush), and marked when
- * picked, so that a second scan reads marks only. Picked URLs go to
+ * signature. Records past a bucket's lim are looked up in their part's
+ * late list instead (late != NULL: Z_PARTS lists, the first scan of a
+ * flush that has late signatures), and marked when picked, so that a
+ * second scan reads marks only. Picked URLs go to
  * EMITTED (lfd >= 0, appended at *log_len) or to the emit callback
  * (lfd < 0). */
 static int a_scan(struct merc *m, int afd, const char *ap, uint64_t mask, size_t n, const struct lateset *late, int lfd,
@@ -1149,9 +1186,11 @@ static int a_scan(struct merc *m, int afd, const char *ap, uint64_t mask, size_t
         idx++;
         pick = marks[pos / 64] >> (pos % 64) & 1;
         if (!pick && late != NULL && pos - bstart[sig >> (64 - p)] >= lim) {
-            long j = late_find(late->v, late->n, sig);
-            if (j >= 0 && !(late->used[j / 64] >> (j % 64) & 1)) {
-                late->used[j / 64] |= (uint64_t)1 << (j % 64);
+            const struct lateset *ls = &late[sig >> (64 - Z_PART_BITS)];
+            long j = late_find(ls->v, ls->n, sig);
+            size_t u = ls->used_from + (size_t)j;
+            if (j >= 0 && !(ls->used[u / 64] >> (u % 64) & 1)) {
+                ls->used[u / 64] |= (uint64_t)1 << (u % 64);
                 marks[pos / 64] |= (uint64_t)1 << (pos % 64);
                 pick = true;
             }
@@ -1267,40 +1306,234 @@ out:
     return rc;
 }
 
+/* A part of a flush's merge: the buckets d0..d1 of the flush's array
+ * (the signatures whose top Z_PART_BITS bits are j) against part j of Z,
+ * into Z.tmp.<j>. Run by its own thread (the parts share nothing but the
+ * marks, whose words at the edges of a part's positions they set with an
+ * atomic OR). Values are merged and coded relative to the part's base
+ * (its first signature), so that a part's codes start at 0. */
+struct zpart {
+    struct merc *m;
+    unsigned j;
+    size_t d0, d1;
+    uint64_t gen;                     /* Z's generation */
+    struct zhead in;                  /* part j of Z (fd owned by the flush) */
+    /* results */
+    int rc;
+    char msg[512];
+    uint64_t distinct, fresh, ocount, obytes;
+    size_t nlate;                     /* late fresh signatures, at sig + bstart[d0] */
+    pthread_t thr;
+};
+
+static int part_fail(struct zpart *zp, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(zp->msg, sizeof zp->msg, fmt, ap);
+    va_end(ap);
+    zp->rc = code;
+    return code;
+}
+
+static void *part_merge(void *arg)
+{
+    struct zpart *zp = arg;
+    struct merc *m = zp->m;
+    struct zbuf *zb = &m->zb[zp->j];
+    const unsigned pb = m->pbits;
+    const uint32_t lim = ((uint32_t)1 << pb) - 1, *bstart = m->bstart;
+    const uint64_t base = (uint64_t)zp->j << (64 - Z_PART_BITS);
+    const size_t wlo = bstart[zp->d0] / 64, whi = (bstart[zp->d1] + 63) / 64 - 1; /* edge words of the marks */
+    uint64_t *sig = m->sig, *marks = m->marks, *late = sig + bstart[zp->d0];
+    char zt[4096];
+    int zofd = -1;
+    struct zr in;
+    struct zw out;
+    XXH3_state_t *xin = XXH3_createState(), *xout = XXH3_createState();
+    uint8_t hdr[Z_HDR];
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    if (snprintf(zt, sizeof zt, "%s/Z.tmp.%u", m->dir, zp->j) >= (int)sizeof zt) {
+        part_fail(zp, SIEVE_EINVAL, "%s: path too long", m->dir);
+        goto out;
+    }
+    if (xin == NULL || xout == NULL) {
+        part_fail(zp, SIEVE_ENOMEM, "out of memory");
+        goto out;
+    }
+
+    /* sort each bucket in place (by signature, then rank: the first record
+     * of a signature first) and count the distinct signatures */
+    for (size_t d = zp->d0; d < zp->d1; d++) {
+        uint64_t *a = sig + bstart[d];
+        size_t c = bstart[d + 1] - bstart[d];
+        if (c > 1)
+            bucket_sort(a, c, (uint64_t *)(void *)zb->zout, m->io / sizeof(uint64_t));
+        for (size_t i = 0; i < c; i++)
+            zp->distinct += i == 0 || (a[i] >> pb) != (a[i - 1] >> pb);
+    }
+
+    /* Z.tmp.<j> is usually the previous generation's part, renamed after
+     * its last use: overwriting its pages costs less than a new file (the
+     * stale tail is cut below, before the fsync) */
+    XXH3_64bits_reset(xin);
+    XXH3_64bits_reset(xout);
+    zofd = open(zt, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    memset(hdr, 0, sizeof hdr);
+    if (zofd < 0 || write_all(m, zofd, hdr, Z_HDR) != 0) {
+        part_fail(zp, SIEVE_EIO, "%s: %s", zt, strerror(errno));
+        goto out;
+    }
+    in.fd = zp->in.fd;
+    in.buf = zb->zin;
+    in.cap = m->io;
+    in.left = zp->in.plen;
+    in.xs = xin;
+    out.m = m;
+    out.fd = zofd;
+    out.buf = zb->zout;
+    out.cap = m->io;
+    out.xs = xout;
+    /* L from an upper bound of |Z'| (the merge's duplicates are not known
+     * yet): at most one bit below the best, when they are many; the part's
+     * share of the signatures' range is 2^-Z_PART_BITS */
+    out.L = z_low_bits((zp->in.count + zp->distinct) << Z_PART_BITS);
+
+    /* merge: one thread reads and decodes its part of Z a block at a time,
+     * merges, and encodes and writes Z' a block at a time, so the values
+     * stay in the caches (a decoder thread and an encoder thread beside
+     * the merge measured slower: handing batches over cost more than it
+     * saved) */
+    uint64_t zleft = zp->in.count, hprev = 0, *zv = zb->zvals, *ov = zb->ovals;
+    size_t zi = 0, zn = 0, on = 0;
+    bool zdone = zleft == 0;
+#define Z_FILL()                                                             \
+    do {                                                                     \
+        zn = z_next_block(&in, zp->in.lbits, &hprev, &zleft, zv);            \
+        zi = 0;                                                              \
+        zdone = zn == 0;                                                     \
+    } while (0)
+#define Z_PUT(v)                                                             \
+    do {                                                                     \
+        ov[on++] = (v);                                                      \
+        if (on == Z_BLOCK) {                                                 \
+            zw_block(&out, ov, on);                                          \
+            on = 0;                                                          \
+        }                                                                    \
+    } while (0)
+    if (!zdone)
+        Z_FILL();
+    for (size_t d = zp->d0; d < zp->d1; d++) {
+        const uint64_t top = (uint64_t)(d - zp->d0) << (64 - pb); /* relative to base */
+        uint64_t prev = 0;
+        for (size_t i = bstart[d]; i < bstart[d + 1]; i++) {
+            uint64_t key = sig[i], k = top | key >> pb;
+            uint32_t rank = (uint32_t)(key & lim);
+            if (i > bstart[d] && k == prev)
+                continue; /* a later record of the same signature */
+            prev = k;
+            while (!zdone) {
+                size_t e = zi;
+                while (e < zn && zv[e] < k)
+                    e++;
+                on = z_put_run(&out, ov, on, zv + zi, e - zi);
+                zi = e;
+                if (zi < zn)
+                    break;
+                Z_FILL();
+            }
+            if (!zdone && zv[zi] == k) {
+                zi++;
+            } else {
+                zp->fresh++;
+                if (rank < lim) {
+                    size_t pos = bstart[d] + rank, w = pos / 64;
+                    uint64_t bit = (uint64_t)1 << (pos % 64);
+                    if (w == wlo || w == whi)
+                        __atomic_fetch_or(&marks[w], bit, __ATOMIC_RELAXED);
+                    else
+                        marks[w] |= bit;
+                } else {
+                    late[zp->nlate++] = base + k; /* never past i: never overwrites what is still to read */
+                }
+            }
+            Z_PUT(k);
+        }
+    }
+    while (!zdone) {
+        on = z_put_run(&out, ov, on, zv + zi, zn - zi);
+        Z_FILL();
+    }
+    zw_block(&out, ov, on);
+    zw_finish(&out);
+#undef Z_FILL
+#undef Z_PUT
+    zp->ocount = out.count;
+    zp->obytes = Z_HDR + out.total;
+    if (in.ioerr != 0) {
+        part_fail(zp, SIEVE_EIO, "%s/Z.*.%u: read failed: %s", m->dir, zp->j, strerror(in.ioerr));
+        goto out;
+    }
+    /* every payload byte read and hashed, none left over */
+    if ((zp->in.fd >= 0 && (in.bad || zleft != 0 || in.left != 0 || in.pos != in.len ||
+                            XXH3_64bits_digest(in.xs) != zp->in.psum)) ||
+        out.unsorted) {
+        part_fail(zp, SIEVE_ECORRUPT, "%s/Z.%llu.%u: truncated or corrupt signature file (checksum or count mismatch)",
+                  m->dir, (unsigned long long)zp->gen, zp->j);
+        goto out;
+    }
+    memcpy(hdr, Z_MAGIC, 8);
+    put64(hdr + 8, out.count);
+    put32(hdr + 16, out.L);
+    put32(hdr + 20, Z_BLOCK);
+    put64(hdr + 24, out.total);
+    put64(hdr + 32, XXH3_64bits_digest(xout));
+    put32(hdr + 40, zp->j);
+    put32(hdr + 44, Z_PARTS);
+    if (out.ioerr || ftruncate(zofd, (off_t)(Z_HDR + out.total)) != 0 || pwrite_all(m, zofd, hdr, Z_HDR, 0) != 0 ||
+        do_fsync(m, zofd) != 0)
+        part_fail(zp, SIEVE_EIO, "%s: write failed: %s", zt, strerror(errno));
+out:
+    if (zofd >= 0)
+        close(zofd);
+    XXH3_freeState(xin);
+    XXH3_freeState(xout);
+    return NULL;
+}
+
 /* Flushes segment b->seg: A.<seg> holds its b->n URLs in the order
  * added, each record carrying its signature; b->top is their histogram by
  * bucket. Their keys are loaded into the flush's array (the bucketed
  * layout) from S.<seg> when b says it is whole and its checksum checks,
- * else from A; each bucket is sorted in place; the merge with Z marks the
- * first records of the fresh signatures. Commits a new generation, then
- * emits. Called from the flush thread (or single-threaded at open). */
+ * else from A; then each part of the array (its buckets) is sorted and
+ * merged with its part of Z by a thread of its own (part_merge), which
+ * marks the first records of the fresh signatures. Commits a new
+ * generation, then emits. Called from the flush thread (or
+ * single-threaded at open). */
 static int flush_segment(struct merc *m, const struct buf *b)
 {
     const size_t n = b->n, nb = (size_t)1 << m->pbits;
     const uint64_t seg = b->seg;
-    const unsigned pb = m->pbits;
-    const uint32_t lim = ((uint32_t)1 << pb) - 1, *bstart = m->bstart;
     uint64_t *sig = m->sig;
     struct mstate s;
-    char zp[4096], zt[4096], ap[4096], sp[4096], lp[4096], oldz[4096];
-    int zfd = -1, zofd = -1, afd = -1, lfd = -1, rc = SIEVE_OK;
-    uint64_t zcount, plen, psum, distinct = 0, fresh = 0, t0 = now_ns(), emitted = 0;
-    unsigned lbits;
-    size_t nlate = 0;
-    struct zr in;
-    struct zw out;
-    XXH3_state_t *xin = NULL, *xout = NULL;
-    uint8_t hdr[Z_HDR];
-    struct lateset late;
+    char ap[4096], sp[4096], lp[4096];
+    int afd = -1, lfd = -1, rc = SIEVE_OK;
+    uint64_t fresh = 0, ocount = 0, obytes = 0, t0 = now_ns(), emitted = 0;
+    struct zhead zh[Z_PARTS];
+    struct zpart zp[Z_PARTS];
+    struct lateset late[Z_PARTS];
+    bool late_any = false;
 
-    memset(&in, 0, sizeof in);
-    memset(&out, 0, sizeof out);
+    for (unsigned j = 0; j < Z_PARTS; j++)
+        zh[j].fd = -1;
     pthread_mutex_lock(&m->mmu);
     s = m->ms;
     pthread_mutex_unlock(&m->mmu);
 
-    if (path_of(m, zp, sizeof zp, "Z", (long long)s.gen) || path_of(m, zt, sizeof zt, "Z.tmp", -1) ||
-        path_of(m, ap, sizeof ap, "A", (long long)seg) || path_of(m, sp, sizeof sp, "S", (long long)seg) ||
+    if (path_of(m, ap, sizeof ap, "A", (long long)seg) || path_of(m, sp, sizeof sp, "S", (long long)seg) ||
         path_of(m, lp, sizeof lp, "EMITTED", -1)) {
         rc = fail(m, SIEVE_EINVAL, true, "%s: path too long", m->dir);
         goto out;
@@ -1323,161 +1556,62 @@ static int flush_segment(struct merc *m, const struct buf *b)
         memset(m->bstart, 0, (nb + 1) * sizeof *m->bstart);
     }
 
-    /* 2: sort each bucket in place (by signature, then rank: the first
-     * record of a signature first) and count the distinct signatures */
-    for (size_t d = 0; d < nb; d++) {
-        uint64_t *a = sig + bstart[d];
-        size_t c = bstart[d + 1] - bstart[d];
-        if (c > 1)
-            bucket_sort(a, c, (uint64_t *)(void *)m->rbuf, m->io / sizeof(uint64_t));
-        for (size_t j = 0; j < c; j++)
-            distinct += j == 0 || (a[j] >> pb) != (a[j - 1] >> pb);
-    }
-
-    /* 3: merge with Z into Z', marking the first record of each fresh
-     * signature (late ones are listed at the front of sig instead) */
-    rc = z_open(m, &s, &zfd, &zcount, &lbits, &plen, &psum);
+    /* 2: each part sorted and merged with Z into Z', in parallel (the
+     * first on this thread); the first record of each fresh signature
+     * marked, the late ones listed at the front of their part's range */
+    rc = z_open_all(m, &s, zh);
     if (rc != SIEVE_OK)
         goto out;
-    xin = XXH3_createState();
-    xout = XXH3_createState();
-    if (xin == NULL || xout == NULL) {
-        rc = SIEVE_ENOMEM;
-        goto out;
-    }
-    XXH3_64bits_reset(xin);
-    XXH3_64bits_reset(xout);
-    memcpy(oldz, zp, sizeof zp);
-    /* Z.tmp is usually the previous generation's file, renamed after its
-     * last use: overwriting its pages costs less than a new file (the stale
-     * tail is cut below, before the fsync) */
-    zofd = open(zt, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (zofd < 0) {
-        rc = fail(m, SIEVE_EIO, true, "%s: %s", zt, strerror(errno));
-        goto out;
-    }
-    memset(hdr, 0, sizeof hdr);
-    if (write_all(m, zofd, hdr, Z_HDR) != 0) {
-        rc = fail(m, SIEVE_EIO, true, "%s: %s", zt, strerror(errno));
-        goto out;
-    }
-    in.fd = zfd;
-    in.buf = m->zin;
-    in.cap = m->io;
-    in.left = plen;
-    in.xs = xin;
-    out.m = m;
-    out.fd = zofd;
-    out.buf = m->zout;
-    out.cap = m->io;
-    out.xs = xout;
-    /* L from an upper bound of |Z'| (the merge's duplicates are not known
-     * yet): at most one bit below the best, when they are many */
-    out.L = z_low_bits(zcount + distinct);
-    /* one thread reads and decodes Z a block at a time, merges, and
-     * encodes and writes Z' a block at a time: the values stay in the
-     * caches, and on two cores shared with the adds, decoder and encoder
-     * threads measured slower (handing batches over cost more than they
-     * saved) */
-    uint64_t ocount = 0, zleft = zcount, hprev = 0, *zv = m->zvals, *ov = m->ovals;
-    size_t zi = 0, zn = 0, on = 0;
-    bool zdone = zcount == 0;
-#define Z_FILL()                                                             \
-    do {                                                                     \
-        zn = z_next_block(&in, lbits, &hprev, &zleft, zv);                   \
-        zi = 0;                                                              \
-        zdone = zn == 0;                                                     \
-    } while (0)
-#define Z_PUT(v)                                                             \
-    do {                                                                     \
-        ov[on++] = (v);                                                      \
-        if (on == Z_BLOCK) {                                                 \
-            zw_block(&out, ov, on);                                          \
-            on = 0;                                                          \
-        }                                                                    \
-    } while (0)
-    if (!zdone)
-        Z_FILL();
     memset(m->marks, 0, ((n + 63) / 64) * 8);
-    for (size_t d = 0; d < nb; d++) {
-        const uint64_t top = (uint64_t)d << (64 - pb);
-        uint64_t prev = 0;
-        for (size_t i = bstart[d]; i < bstart[d + 1]; i++) {
-            uint64_t key = sig[i], k = top | key >> pb;
-            uint32_t rank = (uint32_t)(key & lim);
-            if (i > bstart[d] && k == prev)
-                continue; /* a later record of the same signature */
-            prev = k;
-            while (!zdone) {
-                size_t e = zi;
-                while (e < zn && zv[e] < k)
-                    e++;
-                on = z_put_run(&out, ov, on, zv + zi, e - zi);
-                zi = e;
-                if (zi < zn)
-                    break;
-                Z_FILL();
-            }
-            if (!zdone && zv[zi] == k) {
-                zi++;
-            } else {
-                fresh++;
-                if (rank < lim)
-                    m->marks[(bstart[d] + rank) / 64] |= (uint64_t)1 << ((bstart[d] + rank) % 64);
-                else
-                    sig[nlate++] = k; /* nlate <= i: never overwrites what is still to read */
-            }
-            Z_PUT(k);
-        }
+    for (unsigned j = 0; j < Z_PARTS; j++) {
+        memset(&zp[j], 0, sizeof zp[j]);
+        zp[j].m = m;
+        zp[j].j = j;
+        zp[j].d0 = nb / Z_PARTS * j;
+        zp[j].d1 = nb / Z_PARTS * (j + 1);
+        zp[j].gen = s.gen;
+        zp[j].in = zh[j];
     }
-    while (!zdone) {
-        on = z_put_run(&out, ov, on, zv + zi, zn - zi);
-        Z_FILL();
+    bool started[Z_PARTS] = {false};
+    for (unsigned j = 1; j < Z_PARTS; j++)
+        started[j] = pthread_create(&zp[j].thr, NULL, part_merge, &zp[j]) == 0;
+    part_merge(&zp[0]);
+    for (unsigned j = 1; j < Z_PARTS; j++) {
+        if (started[j])
+            pthread_join(zp[j].thr, NULL);
+        else
+            part_merge(&zp[j]); /* no thread: here, after the first */
     }
-    zw_block(&out, ov, on);
-    zw_finish(&out);
-    ocount = out.count;
-#undef Z_FILL
-#undef Z_PUT
-    if (in.ioerr != 0) {
-        rc = fail(m, SIEVE_EIO, true, "%s: read failed: %s", zp, strerror(in.ioerr));
+    for (unsigned j = 0; j < Z_PARTS; j++) {
+        if (zp[j].rc != SIEVE_OK && rc == SIEVE_OK)
+            rc = fail(m, zp[j].rc, true, "%s", zp[j].msg);
+        fresh += zp[j].fresh;
+        ocount += zp[j].ocount;
+        obytes += zp[j].obytes;
+        late[j].v = sig + m->bstart[zp[j].d0];
+        late[j].n = zp[j].nlate;
+        late[j].used = m->late_used;
+        late[j].used_from = m->bstart[zp[j].d0];
+        late_any |= zp[j].nlate > 0;
+    }
+    if (rc != SIEVE_OK)
         goto out;
-    }
-    /* every payload byte read and hashed, none left over */
-    if ((zfd >= 0 && (in.bad || zleft != 0 || in.left != 0 || in.pos != in.len || XXH3_64bits_digest(in.xs) != psum)) ||
-        out.unsorted) {
-        rc = fail(m, SIEVE_ECORRUPT, true, "%s: truncated or corrupt signature file (checksum or count mismatch)", zp);
-        goto out;
-    }
-    memcpy(hdr, Z_MAGIC, 8);
-    put64(hdr + 8, ocount);
-    put32(hdr + 16, out.L);
-    put32(hdr + 20, Z_BLOCK);
-    put64(hdr + 24, out.total);
-    put64(hdr + 32, XXH3_64bits_digest(xout));
-    if (out.ioerr || ftruncate(zofd, (off_t)(Z_HDR + out.total)) != 0 || pwrite_all(m, zofd, hdr, Z_HDR, 0) != 0 ||
-        do_fsync(m, zofd) != 0) {
-        rc = fail(m, SIEVE_EIO, true, "%s: write failed: %s", zt, strerror(errno));
-        goto out;
-    }
     crash_point();
 
     /* the late fresh signatures, for the first scan of A */
-    late.v = sig;
-    late.n = nlate;
-    late.used = m->late_used;
-    memset(m->late_used, 0, ((nlate + 63) / 64) * 8);
+    if (late_any)
+        memset(m->late_used, 0, ((n + 63) / 64) * 8);
 
     /* the durable output log: written before the commit, cut back on reopen */
     uint64_t log_len = s.log_len;
-    const struct lateset *first_scan = &late;
+    const struct lateset *first_scan = late_any ? late : NULL;
     if (m->cfg.emit_log && fresh > 0) {
         lfd = open(lp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         if (lfd < 0) {
             rc = fail(m, SIEVE_EIO, true, "%s: %s", lp, strerror(errno));
             goto out;
         }
-        rc = a_scan(m, afd, ap, b->mask, n, &late, lfd, &log_len, NULL);
+        rc = a_scan(m, afd, ap, b->mask, n, first_scan, lfd, &log_len, NULL);
         if (rc != SIEVE_OK)
             goto out;
         first_scan = NULL; /* the marks are complete */
@@ -1487,19 +1621,25 @@ static int flush_segment(struct merc *m, const struct buf *b)
         }
     }
 
-    /* commit: Z' becomes Z.<gen+1>, then the manifest names it */
+    /* commit: the parts of Z' become Z.<gen+1>.<j>, then the manifest names
+     * that generation (a crash between leaves files of a generation no
+     * manifest names, removed at reopen) */
     struct mstate ns = s;
-    ns.unmasked = false;
     ns.gen = s.gen + 1;
     ns.z_count = ocount;
-    ns.z_bytes = Z_HDR + out.total;
+    ns.z_bytes = obytes;
     ns.first_seg = seg + 1;
     ns.log_len = log_len;
-    if (path_of(m, zp, sizeof zp, "Z", (long long)ns.gen) || rename(zt, zp) != 0) {
-        rc = fail(m, SIEVE_EIO, true, "%s: rename failed: %s", zt, strerror(errno));
-        goto out;
+    for (unsigned j = 0; j < Z_PARTS; j++) {
+        char zt[4096], zn[4096];
+        if (snprintf(zt, sizeof zt, "%s/Z.tmp.%u", m->dir, j) >= (int)sizeof zt ||
+            snprintf(zn, sizeof zn, "%s/Z.%llu.%u", m->dir, (unsigned long long)ns.gen, j) >= (int)sizeof zn ||
+            rename(zt, zn) != 0) {
+            rc = fail(m, SIEVE_EIO, true, "%s: rename failed: %s", zt, strerror(errno));
+            goto out;
+        }
+        crash_point();
     }
-    crash_point();
     pthread_mutex_lock(&m->mmu);
     ns.sync_seg = m->ms.sync_seg;
     ns.sync_len = m->ms.sync_len;
@@ -1515,12 +1655,17 @@ static int flush_segment(struct merc *m, const struct buf *b)
     m->ms = ns;
     pthread_mutex_unlock(&m->mmu);
     crash_point();
-    if (s.gen > 0) {
-        /* kept as the next flush's Z.tmp (garbage at reopen), unless another
-         * name links it (a checkpoint): the next flush would overwrite it */
+    for (unsigned j = 0; j < Z_PARTS && s.gen > 0; j++) {
+        /* kept as the next flush's Z.tmp.<j> (garbage at reopen), unless
+         * another name links it (a checkpoint): the next flush would
+         * overwrite it */
+        char zo[4096], zt[4096];
         struct stat zs;
-        if (stat(oldz, &zs) != 0 || zs.st_nlink > 1 || rename(oldz, zt) != 0)
-            unlink(oldz);
+        if (snprintf(zo, sizeof zo, "%s/Z.%llu.%u", m->dir, (unsigned long long)s.gen, j) >= (int)sizeof zo ||
+            snprintf(zt, sizeof zt, "%s/Z.tmp.%u", m->dir, j) >= (int)sizeof zt)
+            continue;
+        if (stat(zo, &zs) != 0 || zs.st_nlink > 1 || rename(zo, zt) != 0)
+            unlink(zo);
     }
 
     /* 4: scan A in order, emit the first URL of each fresh signature */
@@ -1534,16 +1679,11 @@ static int flush_segment(struct merc *m, const struct buf *b)
     recycle(m, sp, "S");
 
 out:
-    if (zfd >= 0)
-        close(zfd);
-    if (zofd >= 0)
-        close(zofd);
+    z_close_all(zh);
     if (afd >= 0)
         close(afd);
     if (lfd >= 0)
         close(lfd);
-    XXH3_freeState(xin);
-    XXH3_freeState(xout);
     {
         uint64_t dt = now_ns() - t0;
         pthread_mutex_lock(&m->mu);
@@ -1861,19 +2001,21 @@ static int merc_checkpoint(void *impl, const char *dir)
     pthread_mutex_lock(&m->mmu);
     struct mstate s = m->ms;
     const struct buf *cur = &m->b[m->cur];
-    /* MANIFEST is replaced by rename and Z.<gen> is never rewritten while
-     * another name links it (flush_segment): both can be linked. */
+    /* MANIFEST is replaced by rename and Z.<gen>.<j> is never rewritten
+     * while another name links it (flush_segment): all can be linked. */
     if (path_of(m, src, sizeof src, "MANIFEST", -1) ||
         snprintf(dst, sizeof dst, "%s/MANIFEST", dir) >= (int)sizeof dst ||
         sieve_checkpoint_file(src, dst, SIEVE_WHOLE_FILE) != 0) {
         rc = fail(m, SIEVE_EIO, false, "checkpoint of %s/MANIFEST into %s: %s", m->dir, dir, strerror(errno));
         goto out;
     }
-    if (s.gen > 0 && (path_of(m, src, sizeof src, "Z", (long long)s.gen) ||
-                      snprintf(dst, sizeof dst, "%s/Z.%llu", dir, (unsigned long long)s.gen) >= (int)sizeof dst ||
-                      sieve_checkpoint_file(src, dst, SIEVE_WHOLE_FILE) != 0)) {
-        rc = fail(m, SIEVE_EIO, false, "checkpoint of %s into %s: %s", src, dir, strerror(errno));
-        goto out;
+    for (unsigned j = 0; j < Z_PARTS && s.gen > 0; j++) {
+        if (snprintf(src, sizeof src, "%s/Z.%llu.%u", m->dir, (unsigned long long)s.gen, j) >= (int)sizeof src ||
+            snprintf(dst, sizeof dst, "%s/Z.%llu.%u", dir, (unsigned long long)s.gen, j) >= (int)sizeof dst ||
+            sieve_checkpoint_file(src, dst, SIEVE_WHOLE_FILE) != 0) {
+            rc = fail(m, SIEVE_EIO, false, "checkpoint of %s into %s: %s", src, dir, strerror(errno));
+            goto out;
+        }
     }
     /* unflushed URL segments: appended to, so copied as they stand */
     for (uint64_t seg = s.first_seg; seg <= cur->seg; seg++) {
@@ -1927,8 +2069,10 @@ static void merc_free(struct merc *m)
     free(m->marks);
     free(m->late_used);
     free(m->rbuf);
-    free(m->zin);
-    free(m->zout);
+    for (unsigned j = 0; j < Z_PARTS; j++) {
+        free(m->zb[j].zin);
+        free(m->zb[j].zout);
+    }
     free(m->lbuf);
     if (m->lock_fd >= 0)
         close(m->lock_fd);
@@ -2043,7 +2187,7 @@ static int replay(struct merc *m)
         }
         memset(&rb, 0, sizeof rb);
         rb.seg = seg;
-        rb.mask = s.unmasked ? 0 : seg_mask(seg);
+        rb.mask = seg_mask(seg);
         rb.top = m->b[0].top;
         memset(rb.top, 0, ((size_t)1 << m->pbits) * sizeof *rb.top);
         rd_init(&r, fd, m->rbuf, m->io);
@@ -2150,8 +2294,9 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
         goto out;
     }
     mem = m->cfg.memory ? m->cfg.memory : (size_t)64 << 20;
-    /* the budget: 5 I/O buffers, a cache of 1/16, the merge's two blocks
-     * (in struct merc), the layout's histograms and bucket starts (4 arrays
+    /* the budget: I/O buffers (A's, S's and EMITTED's, and each part's Z
+     * reader and Z' writer), a cache of 1/16, the merge's blocks (in struct
+     * merc), the layout's histograms and bucket starts (4 arrays
      * of 2^pbits), the rest for the flush's array (8 bytes per slot: the adds
      * keep no signature in memory, the flush loads them from S or A and
      * sorts them in place) and two bitmaps: 8.25 bytes per slot */
@@ -2166,7 +2311,7 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     while (ce * 2 * sizeof(uint64_t) <= mem / 8)
         ce *= 2;
     m->scap = m->io / 4 / 8 * 8;
-    fixed = 5 * m->io + m->scap + Z_SLACK + ce * 8 + sizeof *m +
+    fixed = (3 + 2 * (size_t)Z_PARTS) * m->io + Z_PARTS * Z_SLACK + m->scap + ce * 8 + sizeof *m +
             LAYOUT_BYTES(8);
     if (fixed + 64 * 33 > mem) {
         rc = fail(m, SIEVE_EINVAL, false, "memory %zu too small (needs at least %zu for I/O buffers and cache)", mem,
@@ -2218,11 +2363,15 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     m->sbuf = malloc(m->scap);
     m->sxs = XXH3_createState();
     m->rbuf = malloc(m->io);
-    m->zin = calloc(1, m->io + Z_SLACK); /* zeroed: the slack is read, never used */
-    m->zout = malloc(m->io);
     m->lbuf = malloc(m->io);
+    bool zb_ok = true;
+    for (unsigned j = 0; j < Z_PARTS; j++) {
+        m->zb[j].zin = calloc(1, m->io + Z_SLACK); /* zeroed: the slack is read, never used */
+        m->zb[j].zout = malloc(m->io);
+        zb_ok &= m->zb[j].zin != NULL && m->zb[j].zout != NULL;
+    }
     if (!m->sig || !m->b[0].top || !m->b[1].top || !m->bstart || !m->bnext || !m->sbuf || !m->sxs ||
-        !m->late_used || !m->marks || !m->cache || !m->abuf || !m->rbuf || !m->zin || !m->zout || !m->lbuf) {
+        !m->late_used || !m->marks || !m->cache || !m->abuf || !m->rbuf || !zb_ok || !m->lbuf) {
         rc = fail(m, SIEVE_ENOMEM, false, "out of memory");
         goto out;
     }
@@ -2236,15 +2385,19 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
         rc = fail(m, SIEVE_EIO, false, "%s/MANIFEST: %s", m->dir, strerror(errno));
         goto out;
     }
+    if (mr == 0 && m->ms.earlier) {
+        rc = fail(m, SIEVE_ENOTSUP, false,
+                  "%s/MANIFEST: a folder of an earlier build (%s: one signature file, URL records without segment "
+                  "masks); this build reads %s folders only: start from a new sieve folder",
+                  m->dir, M_MAGIC_EARLIER, M_MAGIC);
+        goto out;
+    }
     if (mr == 1) {
         memset(&m->ms, 0, sizeof m->ms);
     } else if (m->ms.gen > 0) {
-        int fd;
-        uint64_t c, pl, ps;
-        unsigned lb;
-        rc = z_open(m, &m->ms, &fd, &c, &lb, &pl, &ps);
-        if (fd >= 0)
-            close(fd);
+        struct zhead zh[Z_PARTS];
+        rc = z_open_all(m, &m->ms, zh);
+        z_close_all(zh);
         if (rc != SIEVE_OK)
             goto out;
     }
@@ -2252,12 +2405,15 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
      * by the replay), spare segment files, a Z' never committed, a newer Z */
     s_remove_all(m);
     spares_remove(m);
-    if (path_of(m, p, sizeof p, "Z.tmp", -1) == 0)
-        unlink(p);
-    if (path_of(m, p, sizeof p, "Z", (long long)(m->ms.gen + 1)) == 0)
-        unlink(p);
-    if (m->ms.gen > 0 && path_of(m, p, sizeof p, "Z", (long long)(m->ms.gen - 1)) == 0)
-        unlink(p);
+    for (unsigned j = 0; j < Z_PARTS; j++) {
+        if (snprintf(p, sizeof p, "%s/Z.tmp.%u", m->dir, j) < (int)sizeof p)
+            unlink(p);
+        if (snprintf(p, sizeof p, "%s/Z.%llu.%u", m->dir, (unsigned long long)(m->ms.gen + 1), j) < (int)sizeof p)
+            unlink(p);
+        if (m->ms.gen > 0 &&
+            snprintf(p, sizeof p, "%s/Z.%llu.%u", m->dir, (unsigned long long)(m->ms.gen - 1), j) < (int)sizeof p)
+            unlink(p);
+    }
     if (m->cfg.emit_log) {
         struct stat sb;
         if (path_of(m, p, sizeof p, "EMITTED", -1)) {
@@ -2282,15 +2438,6 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     rc = replay(m);
     if (rc != SIEVE_OK)
         goto out;
-    if (m->ms.unmasked) {
-        /* an earlier build's folder, its segments now replayed: new ones
-         * have masks, so the manifest must say so before any is written */
-        m->ms.unmasked = false;
-        if (manifest_write(m, &m->ms) != 0) {
-            rc = fail(m, SIEVE_EIO, false, "%s/MANIFEST: write failed: %s", m->dir, strerror(errno));
-            goto out;
-        }
-    }
     m->next_seg = m->ms.first_seg;
     m->sealed_upto = m->ms.first_seg;
     m->done_upto = m->ms.first_seg;
