@@ -469,7 +469,7 @@ END_TEST
  * no add may slip into it meanwhile. Every URL exactly once. */
 struct flusher_arg {
     sieve_t *s;
-    volatile int stop;
+    int stop; /* set by the main thread, read by the flusher: atomic */
     unsigned flushes;
 };
 
@@ -479,7 +479,7 @@ static void *flusher(void *p)
     do {
         ck_assert_int_eq(sieve_flush(f->s), SIEVE_OK);
         f->flushes++;
-    } while (!f->stop);
+    } while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE));
     return NULL;
 }
 
@@ -508,7 +508,7 @@ START_TEST(test_threads_with_forced_flushes)
         }
         for (int i = 0; i < 4; i++)
             pthread_join(t[i], NULL);
-        fa.stop = 1;
+        __atomic_store_n(&fa.stop, 1, __ATOMIC_RELEASE);
         pthread_join(ft, NULL);
         ck_assert_int_eq(sieve_close(s), SIEVE_OK);
         ck_assert_uint_eq(got.n, 3000);
