@@ -6,16 +6,22 @@
  * the flush thread. Buffer i's A segment is A.<seg>; segments are flushed in
  * increasing order, so the manifest's first_seg says which are committed.
  *
- * Z file: 40-byte header {magic "MSIEVEZ3", u64 count, u32 L, u32 block
- * (1024), u64 payload_len, u64 XXH3(payload)} then the sorted distinct
- * signatures in blocks of 1024, each Elias-Fano coded: the high parts
- * (signature >> L) as unary gaps from the previous signature's (ones at
- * high part + index, LSB first, counted from the previous block's last),
- * then the L low bits of each as L/8 whole bytes. L is a multiple of 8
- * chosen for |Z'| (z_low_bits): ~log2(2^64/|Z|) + 2 bits per signature,
- * decoded with a ctz per signature and one load per low part. (Replaced
- * the Golomb-Rice gaps of "MSIEVEZ2", refused with a clear error: a Rice
- * code costs a bit-serial decode, ~7 ns a signature against ~3.)
+ * Z, the sorted distinct signatures, is kept in Z_PARTS files by the
+ * signatures' top Z_PART_BITS bits, Z.<gen>.<j> (part j), so that a flush
+ * merges the parts in parallel, each with the same part of the flush's
+ * array (S is partitioned by top bits already). A part's file: 48-byte
+ * header {magic "MSIEVEZ4", u64 count, u32 L, u32 block (1024), u64
+ * payload_len, u64 XXH3(payload), u32 part j, u32 Z_PARTS} then its
+ * signatures, less the part's first possible one (j << (64 -
+ * Z_PART_BITS)), in blocks of 1024, each Elias-Fano coded: the high parts
+ * (value >> L) as unary gaps from the previous value's (ones at high part
+ * + index, LSB first, counted from the previous block's last), then the L
+ * low bits of each as L/8 whole bytes. L is a multiple of 8 chosen for the
+ * part's size (z_low_bits): ~log2(2^64/|Z|) + 2 bits per signature,
+ * decoded with a ctz per signature and one load per low part (a
+ * Golomb-Rice code, tried first, costs a bit-serial decode: ~7 ns a
+ * signature against ~3). Folders of earlier builds (MANIFEST "MSIEVEM2")
+ * are refused with a clear error.
  *
  * S.<seg>: the signatures of A.<seg>'s records in order, 8 bytes each, not
  * synced: a cache the flush loads its array from (checked against a
@@ -31,13 +37,14 @@
  * A flush (flush_segment): load the segment's signatures from S (or A)
  * into the flush's array, partitioned by their top bits with each record's
  * rank in its bucket packed below the signature (the bucketed layout, see
- * "the flush's array"); sort each bucket in place; merge the distinct
- * signatures with Z into Z.tmp, a block of Z decoded and a block of Z'
+ * "the flush's array"); then, a thread per part of Z (part_merge): sort
+ * the part's buckets in place, merge its distinct signatures with its
+ * part of Z into Z.tmp.<j>, a block of Z decoded and a block of Z'
  * encoded at a time, marking the position of the first record of each
  * signature not in Z; (with EMITTED) scan A appending the marked records
- * to EMITTED; commit (rename Z.tmp, MANIFEST); scan A and emit the marked
- * records. The previous Z is renamed to Z.tmp and overwritten by the next
- * flush (cheaper than a new file).
+ * to EMITTED; commit (rename the Z.tmp.<j>, MANIFEST); scan A and emit the
+ * marked records. The previous Z's parts are renamed to Z.tmp.<j> and
+ * overwritten by the next flush (cheaper than new files).
  *
  * Locks: mu guards the buffers, the cache, counters and the error; mmu guards
  * the committed state and MANIFEST writes. Order: mu before mmu.

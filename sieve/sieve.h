@@ -29,7 +29,8 @@
  *     thread flushes one while adds fill the other, adds wait only when both
  *     are full; Z is stored Elias-Fano coded in blocks of 1024
  *     (~log2(2^64/|Z|)+2 bits per signature, low parts in whole bytes),
- *     decoded, merged and encoded a block at a time; the adds write
+ *     decoded, merged and encoded a block at a time, in two files by the
+ *     signatures' top bit that two threads merge in parallel; the adds write
  *     signatures to a file S beside A instead of memory, so one array, the
  *     flush's, holds all slots; flushed segment files are recycled (written
  *     over by a later segment: cheaper than new ones); a direct-mapped cache
@@ -88,14 +89,15 @@
  * not the page cache: the S and A files live there).
  *
  * Files in the sieve folder (cfg->dir): MANIFEST (the committed state,
- * replaced atomically: write, fsync, rename, fsync folder), Z.<gen> (the
- * signature file of generation gen), A.<seg> (URL segments not yet flushed),
- * S.<seg> (their signatures: a cache, rebuilt from A), A.spare and S.spare
- * (a flushed segment's files, to be written over by the next one) and, when
- * cfg->emit_log is set, EMITTED (the durable output log).
+ * replaced atomically: write, fsync, rename, fsync folder), Z.<gen>.0 and
+ * Z.<gen>.1 (the signature file of generation gen, in two parts), A.<seg>
+ * (URL segments not yet flushed), S.<seg> (their signatures: a cache,
+ * rebuilt from A), A.spare and S.spare (a flushed segment's files, to be
+ * written over by the next one) and, when cfg->emit_log is set, EMITTED
+ * (the durable output log).
  *
  * Crash safety and the delivery contract ("never twice"):
- *   - A flush commits by replacing MANIFEST (new generation, Z.<gen>, the
+ *   - A flush commits by replacing MANIFEST (new generation, Z.<gen>.*, the
  *     first A segment not yet flushed, EMITTED's committed length). Z' and
  *     EMITTED's new records are fsynced before that rename.
  *   - The emit callback is called for a flush's URLs only AFTER the flush
