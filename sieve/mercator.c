@@ -79,6 +79,8 @@
 #define M_SIZE 72
 #define REC_HDR 12
 #define Z_BLOCK 1024     /* signatures per block of Z */
+#define SEAL_Z_RATIO 2   /* an early seal hands over at least |Z| / SEAL_Z_RATIO records (seal_early) */
+#define SEAL_MIN_DEFAULT ((size_t)1 << 18) /* and at least this many (cfg->seal_min_urls = 0) */
 #define Z_LMAX 56        /* most low bits (a multiple of 8): a low part is one 8-byte load and a mask */
 #define Z_SLACK 8        /* bytes past the reader's buffer that a low part's last load may touch */
 /* the layout's arrays for 2^p buckets: two histograms, bstart, bnext */
@@ -125,6 +127,8 @@ struct merc {
     bool sealing;                     /* a thread is in seal_locked (maybe sorting, unlocked) */
     uint64_t next_seg, sealed_upto;   /* sealed_upto: 1 + last sealed segment */
     uint64_t done_upto;               /* 1 + last segment flushed AND emitted */
+    uint64_t z_known;                 /* Z's signatures after the last flush (for seal_early) */
+    size_t seal_min;                  /* fewest records an early seal hands over (seal_early) */
     uint8_t *abuf;
     size_t alen;
     uint8_t *sbuf;                    /* S.<seg>'s buffered signatures */
@@ -1735,8 +1739,12 @@ static void *flush_main(void *arg)
         if (rc != SIEVE_OK && m->err == 0)
             m->err = rc;
         b->n = 0;
-        if (rc == SIEVE_OK)
+        if (rc == SIEVE_OK) {
             m->done_upto = b->seg + 1;
+            pthread_mutex_lock(&m->mmu);
+            m->z_known = m->ms.z_count;
+            pthread_mutex_unlock(&m->mmu);
+        }
         m->pending = -1;
         pthread_cond_broadcast(&m->cv_free);
         pthread_cond_broadcast(&m->cv_done);
@@ -1844,6 +1852,19 @@ static int seal_locked(struct merc *m)
     return rc;
 }
 
+/* Whether to hand the current segment to the flush thread before it is
+ * full: when the flush thread is idle, the segment holds at least
+ * seal_min records and at least Z's signatures / SEAL_Z_RATIO. Without it a
+ * large budget's full segment is flushed alone, after the adds that filled
+ * it (at the end of the input: all of it, with nothing to overlap); the
+ * bound by Z keeps the flushes' rewrites of Z linear in the records (a
+ * flush costs O(|Z| + n) = O(n) for n >= |Z| / SEAL_Z_RATIO). Caller holds
+ * mu. */
+static inline bool seal_early(const struct merc *m, const struct buf *b)
+{
+    return m->pending < 0 && !m->sealing && b->n >= m->seal_min && b->n >= m->z_known / SEAL_Z_RATIO;
+}
+
 static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
 {
     struct buf *b;
@@ -1887,6 +1908,8 @@ static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
             sbuf_drain(m);
     }
     crash_point();
+    if (seal_early(m, b))
+        return seal_locked(m); /* (the flush thread is idle: no wait) */
     return SIEVE_OK;
 }
 
@@ -2337,6 +2360,7 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     if (m->cap > UINT32_MAX / 2)
         m->cap = UINT32_MAX / 2;
     m->pbits = layout_bits(m->cap);
+    m->seal_min = m->cfg.seal_min_urls > 0 ? m->cfg.seal_min_urls : SEAL_MIN_DEFAULT;
     m->cache_mask = ce - 1;
     m->st.buffer_urls = m->cap;
     m->st.cache_entries = ce;
@@ -2448,6 +2472,7 @@ static int merc_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *e
     m->next_seg = m->ms.first_seg;
     m->sealed_upto = m->ms.first_seg;
     m->done_upto = m->ms.first_seg;
+    m->z_known = m->ms.z_count;
     m->cur = 0;
     rc = seg_start(m);
     if (rc != SIEVE_OK)

@@ -27,7 +27,11 @@
  *     are emptied.
  *   - beyond the notes: two segments (A/S and A2/S2): a background flush
  *     thread flushes one while adds fill the other, adds wait only when both
- *     are full; Z is stored Elias-Fano coded in blocks of 1024
+ *     are full; a segment goes to the flush thread before it is full when
+ *     that thread is idle and the segment holds at least
+ *     cfg->seal_min_urls URLs and half as many as Z (a large budget's
+ *     flushes then overlap the adds instead of running after them, and
+ *     the rewrites of Z stay linear in the URLs); Z is stored Elias-Fano coded in blocks of 1024
  *     (~log2(2^64/|Z|)+2 bits per signature, low parts in whole bytes),
  *     decoded, merged and encoded a block at a time, in two files by the
  *     signatures' top bit that two threads merge in parallel; the adds write
@@ -150,6 +154,7 @@ struct sieve_config {
     const char *dir;       /* folder of the sieve's files (created if missing); required */
     size_t memory;         /* heap budget in bytes (>= 64 KiB); 0 = 64 MiB */
     size_t buffer_urls;    /* tests: slots per buffer; 0 = derived from memory */
+    size_t seal_min_urls;  /* Mercator: fewest URLs a segment is flushed with before it is full; 0 = 262144 */
     size_t max_url_len;    /* longest URL accepted; 0 = 65536 */
     int emit_log;          /* nonzero: keep EMITTED, the durable output log */
     int no_fsync;          /* nonzero: skip fsyncs (tests, throwaway sieves); crash safety then holds for process crashes only */

@@ -142,6 +142,10 @@ static void cfg_small(struct sieve_config *c, const char *dir, size_t bufn)
     c->emit_log = 1;
 }
 
+/* cfg.seal_min_urls of the reference runs (0: the default, larger than
+ * their buffers: no early seal) */
+static size_t ref_seal_min;
+
 /* Feeds strs[0..n) through the sieve (reopening every `reopen_every` adds,
  * never if 0; with or without the durable log) and checks the emitted list
  * equals the first-appearance order. */
@@ -159,6 +163,7 @@ static void run_reference_strs(char *const *strs, size_t n, size_t bufn, size_t 
     make_dir(dir, sizeof dir, "ref");
     cfg_small(&c, dir, bufn);
     c.emit_log = emit_log;
+    c.seal_min_urls = ref_seal_min;
     slist_init(&got);
     sset_init(&ref, n);
     ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
@@ -239,6 +244,12 @@ START_TEST(test_large_z)
         seq[i] = (unsigned)rand() % 60000u;
     run_reference(seq, n, 8000, 0);
     run_reference(seq, n, 7999, 50000);
+    /* early seals: segments of 500 records and more, whenever the flush
+     * thread is idle */
+    ref_seal_min = 500;
+    run_reference(seq, n, 8000, 0);
+    run_reference(seq, n, 8000, 30000);
+    ref_seal_min = 0;
     free(seq);
 }
 END_TEST
@@ -523,6 +534,75 @@ START_TEST(test_threads_with_forced_flushes)
 }
 END_TEST
 
+/* Waits (up to 20 s) until the callback has delivered at least want URLs;
+ * how many it has. */
+static size_t wait_emitted(struct slist *l, size_t want)
+{
+    size_t n = 0;
+    for (int i = 0; i < 20000; i++) {
+        pthread_mutex_lock(&l->mu);
+        n = l->n;
+        pthread_mutex_unlock(&l->mu);
+        if (n >= want)
+            break;
+        usleep(1000);
+    }
+    return n;
+}
+
+/* Early seals (cfg.seal_min_urls): a segment that is not full goes to the
+ * flush thread, when that is idle, as soon as it holds seal_min URLs and
+ * half as many as Z's signatures; no sieve_flush is called here, and the
+ * buffer (100,000 slots) never fills. */
+START_TEST(test_early_seal)
+{
+    char dir[256], u[128], err[256];
+    struct sieve_config c;
+    struct slist got;
+    sieve_t *s = NULL;
+    unsigned next = 0;
+
+    make_dir(dir, sizeof dir, "early");
+    cfg_small(&c, dir, 100000);
+    c.seal_min_urls = 100;
+    slist_init(&got);
+    ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
+#define ADD_NEW(k)                                                    \
+    for (unsigned i_ = 0; i_ < (k); i_++) {                          \
+        url_of(u, sizeof u, next++);                                 \
+        ck_assert_int_eq(sieve_add(s, u, strlen(u)), SIEVE_OK);      \
+    }
+    /* Z empty: 99 URLs stay, the 100th seals (seal_min) */
+    ADD_NEW(99);
+    usleep(100000);
+    ck_assert_uint_eq(wait_emitted(&got, 0), 0);
+    ADD_NEW(1);
+    ck_assert_uint_eq(wait_emitted(&got, 100), 100);
+    /* Z = 100, then 200: seal_min binds */
+    ADD_NEW(100);
+    ck_assert_uint_eq(wait_emitted(&got, 200), 200);
+    ADD_NEW(100);
+    ck_assert_uint_eq(wait_emitted(&got, 300), 300);
+    /* Z = 300: half of Z binds, 149 stay, the 150th seals */
+    ADD_NEW(149);
+    usleep(100000);
+    ck_assert_uint_eq(wait_emitted(&got, 0), 300);
+    ADD_NEW(1);
+    ck_assert_uint_eq(wait_emitted(&got, 450), 450);
+    /* Z = 450: the last 10 wait for the close */
+    ADD_NEW(10);
+#undef ADD_NEW
+    ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+    ck_assert_uint_eq(got.n, 460);
+    for (unsigned i = 0; i < got.n; i++) {
+        url_of(u, sizeof u, i);
+        ck_assert_str_eq(got.v[i], u);
+    }
+    slist_free(&got);
+    rm_tree(dir);
+}
+END_TEST
+
 /* ---- crash safety ---- */
 
 #define CR_N 120
@@ -537,6 +617,8 @@ static void crash_child(const char *dir, long point, int wfd, const unsigned *se
     snprintf(pt, sizeof pt, "%ld", point);
     setenv("SIEVE_CRASH_POINT", pt, 1);
     cfg_small(&c, dir, 9);
+    if (point % 2 == 1)
+        c.seal_min_urls = 3; /* early seals too (while Z < 6) */
     if (sieve_open(&c, NULL, NULL, &s, err, sizeof err) != SIEVE_OK) {
         fprintf(stderr, "crash child (point %ld): open: %s\n", point, err);
         _exit(3);
@@ -839,6 +921,7 @@ static Suite *sieve_suite(void)
     tcase_add_test(tc, test_forced_flush_and_stats);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_threads_with_forced_flushes);
+    tcase_add_test(tc, test_early_seal);
     tcase_add_test(tc, test_crash_points);
     tcase_add_test(tc, test_corruption);
     tcase_add_test(tc, test_earlier_folder);
