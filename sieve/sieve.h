@@ -31,12 +31,16 @@
  *     that thread is idle and the segment holds at least
  *     cfg->seal_min_urls URLs and half as many as Z (a large budget's
  *     flushes then overlap the adds instead of running after them, and
- *     the rewrites of Z stay linear in the URLs); Z is stored Elias-Fano coded in blocks of 1024
- *     (~log2(2^64/|Z|)+2 bits per signature, low parts in whole bytes),
- *     decoded, merged and encoded a block at a time, in two files by the
- *     signatures' top bit that two threads merge in parallel; the adds write
- *     signatures to a file S beside A instead of memory, so one array, the
- *     flush's, holds all slots; flushed segment files are recycled (written
+ *     the rewrites of Z stay linear in the URLs); Z is stored Elias-Fano
+ *     coded in blocks of 1024 (~log2(2^64/|Z|)+2 bits per signature, low
+ *     parts in whole bytes), decoded, merged and encoded a block at a
+ *     time, in two files by the signatures' top bit that two threads merge
+ *     in parallel; the adds write signatures to files S beside A instead
+ *     of memory, one per slice of the signatures (top 3 bits), and a flush
+ *     sorts and merges a segment a slice at a time, each part's slices in
+ *     turn in its half of the array, continuing one merge with the part of
+ *     Z: so a segment holds 4 times the array's slots, and Z is rewritten
+ *     4 times less often; flushed segment files are recycled (written
  *     over by a later segment: cheaper than new ones); a direct-mapped cache
  *     of recent signatures drops the common repeats before they take a slot
  *     in S; forced (waitable) flushes.
@@ -90,15 +94,18 @@
  *
  * Memory: `memory` bytes in the configuration bound the flush's array S,
  * its bucket counts and bitmaps, the cache and all I/O buffers (the heap,
- * not the page cache: the S and A files live there).
+ * not the page cache: the S and A files live there). Disk: a segment holds
+ * up to ~0.46 URLs per byte of the budget (4 per slot of 8.6 bytes), so its
+ * A file up to ~40 bytes per byte of the budget at 85 bytes a record;
+ * up to three A files exist at once (filling, flushing, spare).
  *
  * Files in the sieve folder (cfg->dir): MANIFEST (the committed state,
  * replaced atomically: write, fsync, rename, fsync folder), Z.<gen>.0 and
  * Z.<gen>.1 (the signature file of generation gen, in two parts), A.<seg>
- * (URL segments not yet flushed), S.<seg> (their signatures: a cache,
- * rebuilt from A), A.spare and S.spare (a flushed segment's files, to be
- * written over by the next one) and, when cfg->emit_log is set, EMITTED
- * (the durable output log).
+ * (URL segments not yet flushed), S.<seg>.<r> (their signatures of slice
+ * r: a cache, rebuilt from A), A.spare and S.spare.<r> (a flushed
+ * segment's files, to be written over by the next one) and, when
+ * cfg->emit_log is set, EMITTED (the durable output log).
  *
  * Crash safety and the delivery contract ("never twice"):
  *   - A flush commits by replacing MANIFEST (new generation, Z.<gen>.*, the
@@ -153,7 +160,7 @@ struct sieve_config {
     const char *impl;      /* implementation name: NULL or "mercator", "memory", "bloom", "lsm", "offline" */
     const char *dir;       /* folder of the sieve's files (created if missing); required */
     size_t memory;         /* heap budget in bytes (>= 64 KiB); 0 = 64 MiB */
-    size_t buffer_urls;    /* tests: slots per buffer; 0 = derived from memory */
+    size_t buffer_urls;    /* tests: most URLs in a segment (Mercator: any slice may hold them all); 0 = derived from memory */
     size_t seal_min_urls;  /* Mercator: fewest URLs a segment is flushed with before it is full; 0 = 262144 */
     size_t max_url_len;    /* longest URL accepted; 0 = 65536 */
     int emit_log;          /* nonzero: keep EMITTED, the durable output log */
@@ -182,7 +189,7 @@ struct sieve_stats {
     uint64_t add_waits;      /* adds that waited for a flush (both buffers full) */
     uint64_t z_count;        /* signatures in Z */
     uint64_t z_bytes;        /* Z's size in bytes (header included) */
-    uint64_t buffer_urls;    /* slots per buffer (n) */
+    uint64_t buffer_urls;    /* most URLs in a segment (Mercator: slices x a part's slots) */
     uint64_t cache_entries;  /* entries of the recent-signature cache */
     /* "bloom" only (zero for the others): */
     uint64_t filter_bits;      /* m, bits in the filter */

@@ -534,6 +534,61 @@ START_TEST(test_threads_with_forced_flushes)
 }
 END_TEST
 
+/* Slices (see sieve/mercator.c): a segment holds up to 8 slices of the
+ * signatures' top 3 bits, each flushed in a part's half of the array, so
+ * a segment is sealed when any slice is full. Here every URL falls in
+ * slice 5: with the budget's own sizes (no buffer_urls), the slice fills
+ * at an eighth of a segment, again and again; every URL still comes out
+ * once, in order (a slice past its share of the array would fail the
+ * flush). */
+START_TEST(test_slice_full)
+{
+    enum { N = 120000 };
+    char dir[256], err[256], u[128];
+    struct sieve_config c;
+    struct slist got;
+    struct sieve_stats st;
+    sieve_t *s = NULL;
+    char **urls = calloc(N, sizeof *urls);
+    unsigned long k = 0;
+
+    ck_assert_ptr_nonnull(urls);
+    for (size_t i = 0; i < N; i++) {
+        for (;; k++) {
+            int len = snprintf(u, sizeof u, "https://slice.example/%lu", k);
+            if (XXH3_64bits(u, (size_t)len) >> 61 == 5)
+                break;
+        }
+        k++;
+        urls[i] = strdup(u);
+        ck_assert_ptr_nonnull(urls[i]);
+    }
+    make_dir(dir, sizeof dir, "slice");
+    cfg_small(&c, dir, 0);
+    slist_init(&got);
+    ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
+    sieve_stats_get(s, &st);
+    ck_assert_uint_lt(st.buffer_urls / 8 * 4, N); /* N fills slice 5 four times and more */
+    for (size_t i = 0; i < N; i++) {
+        ck_assert_int_eq(sieve_add(s, urls[i], strlen(urls[i])), SIEVE_OK);
+        if (i % 3 == 2) /* a repeat of an older one, past the cache */
+            ck_assert_int_eq(sieve_add(s, urls[i / 2], strlen(urls[i / 2])), SIEVE_OK);
+    }
+    ck_assert_int_eq(sieve_flush(s), SIEVE_OK);
+    sieve_stats_get(s, &st);
+    ck_assert_uint_ge(st.flushes, 4);
+    ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+    ck_assert_uint_eq(got.n, N);
+    for (size_t i = 0; i < N; i++)
+        ck_assert_str_eq(got.v[i], urls[i]);
+    for (size_t i = 0; i < N; i++)
+        free(urls[i]);
+    free(urls);
+    slist_free(&got);
+    rm_tree(dir);
+}
+END_TEST
+
 /* Waits (up to 20 s) until the callback has delivered at least want URLs;
  * how many it has. */
 static size_t wait_emitted(struct slist *l, size_t want)
@@ -922,6 +977,7 @@ static Suite *sieve_suite(void)
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_threads_with_forced_flushes);
     tcase_add_test(tc, test_early_seal);
+    tcase_add_test(tc, test_slice_full);
     tcase_add_test(tc, test_crash_points);
     tcase_add_test(tc, test_corruption);
     tcase_add_test(tc, test_earlier_folder);

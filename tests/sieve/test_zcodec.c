@@ -406,76 +406,101 @@ static void layout_expect(const uint64_t *v, size_t n, unsigned p, const uint32_
     free(rank);
 }
 
-/* S.<seg>, the list of a segment's signatures the flush loads (a cache of
- * A's): loaded into the bucketed layout when whole (every position holds
- * its record's signature and rank, ranks past lim saturated), also when
- * the file goes on past them (a recycled file), and refused (the flush
- * then reads A) when missing, short, with another checksum, or disagreeing
- * with the adds' count per bucket. */
+/* S.<seg>.<r>, the list of a segment's signatures of slice r that the
+ * flush loads (a cache of A's): loaded into the bucketed layout when whole
+ * (every position holds its record's signature and rank, ranks past lim
+ * saturated), also when the file goes on past them (a recycled file), and
+ * refused (the flush then reads A) when missing, short, with another
+ * checksum, holding a signature of another slice, or disagreeing with the
+ * adds' count per bucket. */
 START_TEST(test_signature_list)
 {
     const size_t n = 3000;
-    const unsigned p = 8;
+    const unsigned p = 8, r = 2; /* slice 2: buckets 64..95 */
+    const uint64_t slice_bits = (uint64_t)r << (64 - SLICE_BITS);
     struct merc m;
+    struct buf b;
+    struct zpart zp;
     uint32_t top[256];
     uint64_t *v = malloc(n * sizeof *v), *want = malloc(n * sizeof *want), sum;
-    uint8_t *bytes = malloc(n * 8 + 8);
-    char sp[256];
+    uint8_t *bytes = malloc(n * 8 + 8), *scratch = malloc(64 << 10);
+    char sp[512];
     int fd;
     size_t crowded = 0;
 
     ck_assert_ptr_nonnull(v);
     ck_assert_ptr_nonnull(want);
     ck_assert_ptr_nonnull(bytes);
+    ck_assert_ptr_nonnull(scratch);
     memset(&m, 0, sizeof m);
+    memset(&b, 0, sizeof b);
+    memset(&zp, 0, sizeof zp);
+    m.dir = base_dir;
     m.io = 64 << 10;
     m.pbits = p;
-    m.rbuf = malloc(m.io);
     m.sig = malloc(n * sizeof *m.sig);
     m.bstart = malloc((256 + 1) * sizeof *m.bstart);
     m.bnext = malloc(256 * sizeof *m.bnext);
-    ck_assert_ptr_nonnull(m.rbuf);
     ck_assert_ptr_nonnull(m.sig);
     ck_assert_ptr_nonnull(m.bstart);
     ck_assert_ptr_nonnull(m.bnext);
     memset(top, 0, sizeof top);
     for (size_t i = 0; i < n; i++) {
-        /* with repeats, in add order; a third in bucket 7, past its lim */
-        v[i] = i % 10 == 0 ? v[i / 2] : i % 3 == 0 ? (uint64_t)7 << 56 | (rng() >> 8) : rng();
+        /* with repeats, in add order; a third in bucket 70, past its lim */
+        v[i] = i > 0 && i % 10 == 0 ? v[i / 2]
+               : i % 3 == 0 ? (uint64_t)70 << 56 | (rng() >> 8)
+                            : slice_bits | (rng() >> SLICE_BITS);
         top[v[i] >> 56]++;
         put64(bytes + 8 * i, v[i]);
     }
-    ck_assert_uint_gt(top[7], 255);
+    ck_assert_uint_gt(top[70], 255);
     sum = XXH3_64bits(bytes, n * 8);
-    snprintf(sp, sizeof sp, "%s/zcodec-S-%d", base_dir, (int)getpid());
+    b.seg = 900000 + (uint64_t)getpid();
+    b.sn[r] = (uint32_t)n;
+    b.ssum[r] = sum;
+    zp.m = &m;
+    zp.b = &b;
+    zp.region = m.sig;
+    ck_assert_int_eq(seg_path(&m, sp, sizeof sp, "S", b.seg, (int)r, false), 0);
     unlink(sp);
-    ck_assert_int_eq(s_load(&m, sp, n, sum, top), -1); /* missing */
+    ck_assert_uint_eq(layout_starts(top, p, m.bstart), n);
+    ck_assert_uint_eq(m.bstart[64], 0);
+    ck_assert_int_eq(slice_load_s(&zp, r, scratch, 64 << 10), -1); /* missing */
     fd = open(sp, O_RDWR | O_CREAT | O_TRUNC, 0644);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(write(fd, bytes, n * 8), (ssize_t)(n * 8));
-    ck_assert_int_eq(s_load(&m, sp, n, sum, top), 0);
+    ck_assert_int_eq(slice_load_s(&zp, r, scratch, 64 << 10), 0);
     layout_expect(v, n, p, top, want);
     for (size_t i = 0; i < n; i++) {
         ck_assert_uint_eq(m.sig[i], want[i]);
         crowded += (m.sig[i] & 255) == 255;
     }
-    ck_assert_uint_eq(m.bstart[7 + 1] - m.bstart[7], top[7]);
-    ck_assert_uint_ge(crowded, top[7] - 255); /* saturated ranks */
-    ck_assert_int_eq(s_load(&m, sp, n, sum ^ 1, top), -1); /* checksum */
-    top[0]++;
-    top[255]--;
-    ck_assert_int_eq(s_load(&m, sp, n, sum, top), -1); /* count per bucket */
-    top[0]--;
-    top[255]++;
+    ck_assert_uint_eq(m.bstart[70 + 1] - m.bstart[70], top[70]);
+    ck_assert_uint_ge(crowded, top[70] - 255); /* saturated ranks */
+    b.ssum[r] = sum ^ 1;
+    ck_assert_int_eq(slice_load_s(&zp, r, scratch, 64 << 10), -1); /* checksum */
+    b.ssum[r] = sum;
+    top[64]++;
+    top[95]--;
+    layout_starts(top, p, m.bstart);
+    ck_assert_int_eq(slice_load_s(&zp, r, scratch, 64 << 10), -1); /* count per bucket */
+    top[64]--;
+    top[95]++;
+    layout_starts(top, p, m.bstart);
     ck_assert_int_eq(write(fd, bytes, 8), 8);
-    ck_assert_int_eq(s_load(&m, sp, n, sum, top), 0); /* longer: a recycled file's stale tail, not read */
+    ck_assert_int_eq(slice_load_s(&zp, r, scratch, 64 << 10), 0); /* longer: a recycled file's stale tail, not read */
     for (size_t i = 0; i < n; i++)
         ck_assert_uint_eq(m.sig[i], want[i]);
     ck_assert_int_eq(ftruncate(fd, (off_t)(n * 8 - 8)), 0);
-    ck_assert_int_eq(s_load(&m, sp, n, sum, top), -1); /* shorter */
+    ck_assert_int_eq(slice_load_s(&zp, r, scratch, 64 << 10), -1); /* shorter */
+    /* a signature of another slice in the file (its checksum matching) */
+    put64(bytes + 8 * 17, v[17] ^ (uint64_t)1 << 63);
+    ck_assert_int_eq(pwrite(fd, bytes, n * 8, 0), (ssize_t)(n * 8));
+    b.ssum[r] = XXH3_64bits(bytes, n * 8);
+    ck_assert_int_eq(slice_load_s(&zp, r, scratch, 64 << 10), -1);
     close(fd);
     unlink(sp);
-    free(m.rbuf);
+    free(scratch);
     free(m.sig);
     free(m.bstart);
     free(m.bnext);
