@@ -1249,7 +1249,7 @@ struct zpart {
     /* results */
     int rc;
     char msg[512];
-    uint64_t distinct, fresh, ocount, obytes, late;
+    uint64_t distinct, fresh, ocount, obytes;
     pthread_t thr;
 };
 
@@ -1466,7 +1466,6 @@ static int slice_late(struct zpart *zp, unsigned r, size_t nlate, uint8_t *buf, 
 
     memset(zp->used, 0, ((nlate + 63) / 64) * 8);
     slice_restart(zp->m, r);
-    zp->late += nlate;
     return slice_scan_a(zp, r, buf, cap, take_late, &lc);
 }
 
@@ -1679,7 +1678,7 @@ static int flush_segment(struct merc *m, const struct buf *b)
     struct mstate s;
     char ap[4096], lp[4096];
     int afd = -1, lfd = -1, rc = SIEVE_OK;
-    uint64_t fresh = 0, ocount = 0, obytes = 0, late = 0, t0 = now_ns(), emitted = 0;
+    uint64_t fresh = 0, ocount = 0, obytes = 0, t0 = now_ns(), emitted = 0;
     struct zhead zh[Z_PARTS];
     struct zpart zp[Z_PARTS];
 
@@ -1755,7 +1754,6 @@ static int flush_segment(struct merc *m, const struct buf *b)
         fresh += zp[j].fresh;
         ocount += zp[j].ocount;
         obytes += zp[j].obytes;
-        late += zp[j].late;
     }
     if (rc != SIEVE_OK)
         goto out;
