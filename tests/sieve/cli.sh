@@ -86,10 +86,26 @@ open(sys.argv[1], "wb").write(b"\n".join(lines))
 open(sys.argv[2], "wb").write(b"".join(w + b"\n" for w in want))
 open(sys.argv[3], "w").write("".join("%d\n" % n for n in skipped))
 EOF
-"$BIN" sieve --max-line 200 --stats < "$T/rnd" > "$T/rnd_out" 2> "$T/rnd_err" || fail "random lines run"
-cmp "$T/rnd_out" "$T/rnd_want" || fail "random lines: output differs from the reference"
-sed -n 's/^crawler sieve: line \([0-9]*\): .*skipped$/\1/p' "$T/rnd_err" | cmp - "$T/rnd_skip" || fail "random lines: skipped line numbers differ"
-grep -q "^lines_skipped $(wc -l < "$T/rnd_skip")\$" "$T/rnd_err" || fail "random lines: skipped count"
+# stdin a regular file and a pipe (reads of any length)
+for how in file pipe; do
+    case $how in
+    file) "$BIN" sieve --max-line 200 --stats < "$T/rnd" > "$T/rnd_out" 2> "$T/rnd_err" ;;
+    pipe) cat "$T/rnd" | "$BIN" sieve --max-line 200 --stats > "$T/rnd_out" 2> "$T/rnd_err" ;;
+    esac || fail "random lines run ($how)"
+    cmp "$T/rnd_out" "$T/rnd_want" || fail "random lines ($how): output differs from the reference"
+    sed -n 's/^crawler sieve: line \([0-9]*\): .*skipped$/\1/p' "$T/rnd_err" | cmp - "$T/rnd_skip" ||
+        fail "random lines ($how): skipped line numbers differ"
+    grep -q "^lines_skipped $(wc -l < "$T/rnd_skip")\$" "$T/rnd_err" || fail "random lines ($how): skipped count"
+done
+# a regular file read from where stdin stands (after its first line), and
+# left at its end
+{
+    IFS= read -r first
+    "$BIN" sieve > "$T/in_rest_out" || fail "run from mid-file"
+    [ "$(head -c 1 | wc -c)" = 0 ] || fail "stdin not left at its end"
+} < "$T/in"
+[ "$first" = "$(head -n 1 "$T/in")" ] || fail "the shell's read took more than the first line"
+tail -n +2 "$T/in" | awk '!s[$0]++' | cmp - "$T/in_rest_out" || fail "run from mid-file differs from awk"
 
 # usage errors exit 2
 set +e
