@@ -109,6 +109,12 @@
 _Static_assert(Z_BLOCK * Z_LMAX / 8 + 16 <= 64 << 10, "a block's low parts fit the smallest I/O buffer");
 _Static_assert(SLICE_BITS >= Z_PART_BITS && SLICE_BITS <= 8, "slices subdivide the parts; a slice is whole buckets");
 
+/* The slice of signature h: its top SLICE_BITS bits. */
+static inline unsigned slice_of(uint64_t h)
+{
+    return (unsigned)(h >> (64 - SLICE_BITS));
+}
+
 /* A segment being filled or flushed: its URLs are in A.<seg>; their
  * signatures are also listed, in the same order, slice by slice: those of
  * slice r in S.<seg>.<r> (a cache the flush loads a slice from, checked by
@@ -507,6 +513,13 @@ static inline bool rec_take_whole(struct rd *r, size_t maxlen, uint64_t mask, co
     r->pos += REC_HDR + l;
     r->off += REC_HDR + l;
     return true;
+}
+
+/* The next record of r, as rec_next returns it: the whole-record fast path
+ * first, rec_next at the buffer's end (or at damage, to report it). */
+static inline int rec_take(struct rd *r, size_t maxlen, uint64_t mask, const char **url, size_t *len, uint64_t *sig)
+{
+    return rec_take_whole(r, maxlen, mask, url, len, sig) ? 1 : rec_next(r, maxlen, mask, url, len, sig);
 }
 
 /* ---------------- Z's codec: Elias-Fano in blocks ---------------- */
@@ -1185,12 +1198,9 @@ static int a_scan(struct merc *m, int afd, const char *ap, uint64_t mask, size_t
         uint64_t sig;
         uint32_t pos;
 
-        if (!rec_take_whole(&r, m->cfg.max_url_len, mask, &u, &ul, &sig)) {
-            /* the buffer's end (or damage): the careful way */
-            g = rec_next(&r, m->cfg.max_url_len, mask, &u, &ul, &sig);
-            if (g != 1)
-                break;
-        }
+        g = rec_take(&r, m->cfg.max_url_len, mask, &u, &ul, &sig);
+        if (g != 1)
+            break;
         if (!layout_next(bstart, bnext, p, sig, &pos)) {
             g = -1; /* more records of a bucket than its signatures counted */
             break;
@@ -1271,6 +1281,15 @@ static inline void slice_buckets(const struct merc *m, unsigned r, size_t *d0, s
     *d1 = (size_t)(r + 1) << (m->pbits - SLICE_BITS);
 }
 
+/* The position of slice r's first record in the segment's layout. */
+static inline uint32_t slice_base(const struct merc *m, unsigned r)
+{
+    size_t d0, d1;
+
+    slice_buckets(m, r, &d0, &d1);
+    return m->bstart[d0];
+}
+
 /* Places signature v, the next record of its bucket, in a slice's part of
  * the layout: region holds the positions from base on. */
 static inline bool layout_put(const struct merc *m, uint64_t *region, uint32_t base, uint64_t v)
@@ -1303,7 +1322,7 @@ static int slice_load_s(struct zpart *zp, unsigned r, uint8_t *buf, size_t cap)
 {
     struct merc *m = zp->m;
     const size_t n = zp->b->sn[r];
-    const uint32_t base = m->bstart[(size_t)r << (m->pbits - SLICE_BITS)];
+    const uint32_t base = slice_base(m, r);
     size_t got = 0, have = 0;
     char sp[4096];
     int fd = -1, rc = -1;
@@ -1330,7 +1349,7 @@ static int slice_load_s(struct zpart *zp, unsigned r, uint8_t *buf, size_t cap)
         have += (size_t)g;
         for (size_t o = 0; o + 8 <= have; o += 8) {
             uint64_t v = get64(buf + o);
-            if (v >> (64 - SLICE_BITS) != r || !layout_put(m, zp->region, base, v))
+            if (slice_of(v) != r || !layout_put(m, zp->region, base, v))
                 goto out; /* not what the adds wrote */
         }
         got += have / 8;
@@ -1366,12 +1385,10 @@ static int slice_scan_a(struct zpart *zp, unsigned r, uint8_t *buf, size_t cap,
         const char *u;
         size_t ul;
         uint64_t h;
-        if (!rec_take_whole(&rd, m->cfg.max_url_len, zp->b->mask, &u, &ul, &h)) {
-            g = rec_next(&rd, m->cfg.max_url_len, zp->b->mask, &u, &ul, &h);
-            if (g != 1)
-                break;
-        }
-        if (h >> (64 - SLICE_BITS) == r && !take(zp, h, arg)) {
+        g = rec_take(&rd, m->cfg.max_url_len, zp->b->mask, &u, &ul, &h);
+        if (g != 1)
+            break;
+        if (slice_of(h) == r && !take(zp, h, arg)) {
             ok = false;
             break;
         }
@@ -1395,7 +1412,7 @@ static bool take_put(struct zpart *zp, uint64_t h, void *arg)
  * missing or wrong). */
 static int slice_load_a(struct zpart *zp, unsigned r, uint8_t *buf, size_t cap)
 {
-    uint32_t base = zp->m->bstart[(size_t)r << (zp->m->pbits - SLICE_BITS)];
+    uint32_t base = slice_base(zp->m, r);
 
     slice_restart(zp->m, r);
     return slice_scan_a(zp, r, buf, cap, take_put, &base);
@@ -1953,7 +1970,7 @@ static void s_files_open(struct merc *m, struct buf *b)
 /* Lists signature h, of b's next record, in its slice's S file. */
 static inline void s_put(struct merc *m, struct buf *b, uint64_t h)
 {
-    const unsigned r = (unsigned)(h >> (64 - SLICE_BITS));
+    const unsigned r = slice_of(h);
 
     if (b->s_ok[r]) {
         put64(m->sbuf + r * m->scap + m->slen[r], h);
@@ -1961,6 +1978,16 @@ static inline void s_put(struct merc *m, struct buf *b, uint64_t h)
         if (m->slen[r] == m->scap)
             sbuf_drain(m, b, r);
     }
+}
+
+/* Removes segment seg's S files. */
+static void s_files_remove(const struct merc *m, uint64_t seg)
+{
+    char p[4096];
+
+    for (unsigned r = 0; r < SLICES; r++)
+        if (seg_path(m, p, sizeof p, "S", seg, (int)r, false) == 0)
+            unlink(p);
 }
 
 /* Writes what b's S files have buffered, records their checksums, closes
@@ -2045,14 +2072,22 @@ static inline bool seal_early(const struct merc *m, const struct buf *b)
     return m->pending < 0 && !m->sealing && b->n >= m->seal_min && b->n >= m->z_known / SEAL_Z_RATIO;
 }
 
-/* Whether the current segment has no room for a record of signature h:
- * it is full, or h's slice is (each slice of a segment must fit a part's
- * share of the flush's array). */
-static inline bool seg_full(const struct merc *m, uint64_t h)
+/* Whether segment b has no room for a record of signature h: it is full,
+ * or h's slice is (each slice of a segment must fit a part's share of the
+ * flush's array). */
+static inline bool seg_full(const struct merc *m, const struct buf *b, uint64_t h)
 {
-    const struct buf *b = &m->b[m->cur];
+    return b->n == m->seg_cap || b->sn[slice_of(h)] == m->slice_cap;
+}
 
-    return b->n == m->seg_cap || b->sn[h >> (64 - SLICE_BITS)] == m->slice_cap;
+/* Counts a record of signature h in segment b (its bucket, its slice) and
+ * lists h in the slice's S file. */
+static inline void seg_count(struct merc *m, struct buf *b, uint64_t h)
+{
+    b->n++;
+    b->top[h >> (64 - m->pbits)]++;
+    b->sn[slice_of(h)]++;
+    s_put(m, b, h);
 }
 
 static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
@@ -2073,7 +2108,7 @@ static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
         }
         *c = h;
     }
-    while (seg_full(m, h)) {
+    while (seg_full(m, &m->b[m->cur], h)) {
         rc = seal_locked(m);
         if (rc != SIEVE_OK)
             return rc;
@@ -2089,10 +2124,7 @@ static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
     memcpy(m->abuf + m->alen + REC_HDR, url, len);
     m->alen += REC_HDR + len;
     m->cur_len += REC_HDR + len;
-    b->n++;
-    b->top[h >> (64 - m->pbits)]++;
-    b->sn[h >> (64 - SLICE_BITS)]++;
-    s_put(m, b, h);
+    seg_count(m, b, h);
     crash_point();
     if (seal_early(m, b))
         return seal_locked(m); /* (the flush thread is idle: no wait) */
@@ -2325,9 +2357,7 @@ static int merc_close(void *impl)
         char p[4096];
         if (m->b[m->cur].n == 0 && m->err == 0 && path_of(m, p, sizeof p, "A", (long long)m->b[m->cur].seg) == 0)
             unlink(p);
-        for (unsigned r = 0; r < SLICES; r++)
-            if (seg_path(m, p, sizeof p, "S", m->b[m->cur].seg, (int)r, false) == 0)
-                unlink(p);
+        s_files_remove(m, m->b[m->cur].seg);
         spares_remove(m);
     }
     merc_free(m);
@@ -2391,10 +2421,10 @@ static int replay(struct merc *m)
         int fd;
         struct rd r;
         const char *u;
-        size_t ul, cnt = 0;
+        size_t ul;
         uint64_t good = 0, sig;
         int g;
-        struct buf rb; /* the segment as flush_segment wants it: no S, a histogram */
+        struct buf rb; /* the segment as flush_segment wants it: histograms and S files rebuilt from A */
 
         if (path_of(m, p, sizeof p, "A", (long long)seg))
             return fail(m, SIEVE_EINVAL, true, "%s: path too long", m->dir);
@@ -2418,12 +2448,9 @@ static int replay(struct merc *m)
         s_files_open(m, &rb); /* the slices' lists, rebuilt as A is read */
         rd_init(&r, fd, m->rbuf, m->io);
         while ((g = rec_next(&r, m->cfg.max_url_len, rb.mask, &u, &ul, &sig)) == 1) {
-            if (cnt == m->seg_cap || rb.sn[sig >> (64 - SLICE_BITS)] == m->slice_cap)
+            if (seg_full(m, &rb, sig))
                 break;
-            rb.top[sig >> (64 - m->pbits)]++;
-            rb.sn[sig >> (64 - SLICE_BITS)]++;
-            s_put(m, &rb, sig);
-            cnt++;
+            seg_count(m, &rb, sig);
             good = r.off;
         }
         s_files_seal(m, &rb);
@@ -2452,16 +2479,13 @@ static int replay(struct merc *m)
                         (unsigned long long)good, (unsigned long long)s.sync_len);
         }
         close(fd);
-        if (cnt == 0) {
+        if (rb.n == 0) {
             unlink(p);
-            for (unsigned j = 0; j < SLICES; j++)
-                if (seg_path(m, p, sizeof p, "S", seg, (int)j, false) == 0)
-                    unlink(p);
+            s_files_remove(m, seg);
             if (stop)
                 continue;
             break;
         }
-        rb.n = cnt;
         rc = flush_segment(m, &rb);
         if (rc != SIEVE_OK)
             return rc;

@@ -605,6 +605,31 @@ static size_t wait_emitted(struct slist *l, size_t want)
     return n;
 }
 
+/* Adds k URLs never added before (url_of(*next), ...). */
+static void add_new(sieve_t *s, unsigned *next, unsigned k)
+{
+    char u[128];
+
+    for (unsigned i = 0; i < k; i++) {
+        url_of(u, sizeof u, (*next)++);
+        ck_assert_int_eq(sieve_add(s, u, strlen(u)), SIEVE_OK);
+    }
+}
+
+/* Adds k new URLs to a segment that holds none, into which the k-th and no
+ * earlier one seals: after k - 1 nothing is flushed (looked at 100 ms
+ * later), after the k-th the flush delivers them all. */
+static void expect_seal_at(sieve_t *s, struct slist *got, unsigned *next, unsigned k)
+{
+    size_t before = wait_emitted(got, 0);
+
+    add_new(s, next, k - 1);
+    usleep(100000);
+    ck_assert_uint_eq(wait_emitted(got, 0), before);
+    add_new(s, next, 1);
+    ck_assert_uint_eq(wait_emitted(got, before + k), before + k);
+}
+
 /* Early seals (cfg.seal_min_urls): a segment that is not full goes to the
  * flush thread, when that is idle, as soon as it holds seal_min URLs and
  * half as many as Z's signatures; no sieve_flush is called here, and the
@@ -622,31 +647,11 @@ START_TEST(test_early_seal)
     c.seal_min_urls = 100;
     slist_init(&got);
     ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
-#define ADD_NEW(k)                                                    \
-    for (unsigned i_ = 0; i_ < (k); i_++) {                          \
-        url_of(u, sizeof u, next++);                                 \
-        ck_assert_int_eq(sieve_add(s, u, strlen(u)), SIEVE_OK);      \
-    }
-    /* Z empty: 99 URLs stay, the 100th seals (seal_min) */
-    ADD_NEW(99);
-    usleep(100000);
-    ck_assert_uint_eq(wait_emitted(&got, 0), 0);
-    ADD_NEW(1);
-    ck_assert_uint_eq(wait_emitted(&got, 100), 100);
-    /* Z = 100, then 200: seal_min binds */
-    ADD_NEW(100);
-    ck_assert_uint_eq(wait_emitted(&got, 200), 200);
-    ADD_NEW(100);
-    ck_assert_uint_eq(wait_emitted(&got, 300), 300);
-    /* Z = 300: half of Z binds, 149 stay, the 150th seals */
-    ADD_NEW(149);
-    usleep(100000);
-    ck_assert_uint_eq(wait_emitted(&got, 0), 300);
-    ADD_NEW(1);
-    ck_assert_uint_eq(wait_emitted(&got, 450), 450);
-    /* Z = 450: the last 10 wait for the close */
-    ADD_NEW(10);
-#undef ADD_NEW
+    expect_seal_at(s, &got, &next, 100); /* Z empty: seal_min binds */
+    expect_seal_at(s, &got, &next, 100); /* Z = 100 */
+    expect_seal_at(s, &got, &next, 100); /* Z = 200 */
+    expect_seal_at(s, &got, &next, 150); /* Z = 300: half of Z binds */
+    add_new(s, &next, 10);               /* Z = 450: these wait for the close */
     ck_assert_int_eq(sieve_close(s), SIEVE_OK);
     ck_assert_uint_eq(got.n, 460);
     for (unsigned i = 0; i < got.n; i++) {
