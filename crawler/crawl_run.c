@@ -35,7 +35,7 @@
 #include <uv.h>
 #include <xxhash.h>
 
-#include "crawler/bqueue.h"
+#include "frontier/bqueue.h"
 #include "crawler/checkpoint.h"
 #include "crawler/crawl_log.h"
 #include "crawler/decode.h"

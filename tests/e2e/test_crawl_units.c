@@ -1,6 +1,6 @@
 /*
  * Unit tests of the crawl's glue: configuration (crawler/config.h), the
- * bounded queue (crawler/bqueue.h), the parse pool (parse/parse_pool.h) and
+ * bounded queue (frontier/bqueue.h), the parse pool (parse/parse_pool.h) and
  * the side table of URLs waiting in the sieve (crawler/link_meta.h).
  */
 #include <check.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crawler/bqueue.h"
+#include "frontier/bqueue.h"
 #include "crawler/config.h"
 #include "crawler/link_meta.h"
 #include "parse/parse_pool.h"

@@ -1,5 +1,5 @@
 /* bqueue.c: ring buffer + mutex + two condition variables (see bqueue.h). */
-#include "crawler/bqueue.h"
+#include "frontier/bqueue.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -13,8 +13,8 @@
  * fetch loop, fetch loop -> writer thread): thousands of items per second,
  * the fetch loop side only ever uses the non-blocking calls.
  */
-#ifndef CRAWLER_BQUEUE_H
-#define CRAWLER_BQUEUE_H
+#ifndef FRONTIER_BQUEUE_H
+#define FRONTIER_BQUEUE_H
 
 #include <stddef.h>
 

@@ -1,0 +1,230 @@
+/*
+ * fileio.c: the shared file-system helpers (see fileio.h).
+ */
+#include "frontier/fileio.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define COPY_CHUNK (64 * 1024)
+#define PATH_CAP 4200
+
+int fileio_write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n > 0) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int fileio_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+{
+	const char *c = p;
+	while (n > 0) {
+		ssize_t w = pwrite(fd, c, n, (off_t)off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		c += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+int fileio_pread_all(int fd, void *p, size_t n, uint64_t off)
+{
+	char *c = p;
+	while (n > 0) {
+		ssize_t r = pread(fd, c, n, (off_t)off);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0) {
+			errno = EIO;
+			return -1;
+		}
+		c += r;
+		n -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+static int fsync_open(const char *path, int flags)
+{
+	int fd = open(path, flags | O_RDONLY | O_CLOEXEC);
+	int rc, e;
+	if (fd < 0)
+		return -1;
+	rc = fsync(fd);
+	e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+int fileio_fsync_path(const char *path)
+{
+	return fsync_open(path, 0);
+}
+
+int fileio_fsync_dir(const char *dir)
+{
+	return fsync_open(dir, O_DIRECTORY);
+}
+
+int fileio_fsync_tree(const char *dir)
+{
+	char p[PATH_CAP];
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int rc = 0;
+
+	if (d == NULL)
+		return -1;
+	while (rc == 0 && (e = readdir(d)) != NULL) {
+		struct stat st;
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) {
+			errno = ENAMETOOLONG;
+			rc = -1;
+		} else if (lstat(p, &st) != 0) {
+			rc = -1;
+		} else if (S_ISDIR(st.st_mode)) {
+			rc = fileio_fsync_tree(p);
+		} else if (S_ISREG(st.st_mode)) {
+			rc = fileio_fsync_path(p);
+		}
+	}
+	closedir(d);
+	return rc == 0 ? fileio_fsync_dir(dir) : rc;
+}
+
+int fileio_copy_file(const char *src, const char *dst, uint64_t len)
+{
+	char buf[COPY_CHUNK];
+	int in, out = -1, rc = -1, saved;
+	uint64_t done = 0;
+
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -1;
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0)
+		goto out;
+	while (done < len) {
+		size_t want = len - done < sizeof buf ? (size_t)(len - done) : sizeof buf;
+		ssize_t k = read(in, buf, want);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			goto out;
+		if (k == 0) {
+			if (len != FILEIO_WHOLE_FILE) {
+				errno = EIO;
+				goto out;
+			}
+			break;
+		}
+		if (fileio_write_all(out, buf, (size_t)k) != 0)
+			goto out;
+		done += (uint64_t)k;
+	}
+	if (fsync(out) != 0)
+		goto out;
+	rc = 0;
+out:
+	saved = errno;
+	close(in);
+	if (out >= 0 && close(out) != 0 && rc == 0) {
+		saved = errno;
+		rc = -1;
+	}
+	errno = saved;
+	return rc;
+}
+
+int fileio_link_or_copy(const char *src, const char *dst)
+{
+	if (link(src, dst) == 0)
+		return 0;
+	if (errno != EXDEV && errno != EPERM && errno != EMLINK)
+		return -1;
+	return fileio_copy_file(src, dst, FILEIO_WHOLE_FILE);
+}
+
+int fileio_mkdir_p(const char *path)
+{
+	char buf[PATH_CAP];
+	size_t n = strlen(path);
+	if (n == 0 || n >= sizeof buf) {
+		errno = n ? ENAMETOOLONG : ENOENT;
+		return -1;
+	}
+	memcpy(buf, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		char c = buf[i];
+		buf[i] = '\0';
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+			return -1;
+		buf[i] = c;
+	}
+	return 0;
+}
+
+int fileio_remove_tree(const char *dir)
+{
+	char p[PATH_CAP];
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int rc = 0, saved = 0;
+
+	if (d == NULL)
+		return errno == ENOENT ? 0 : -1;
+	while ((e = readdir(d)) != NULL) {
+		struct stat st;
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) {
+			saved = ENAMETOOLONG;
+			rc = -1;
+			continue;
+		}
+		if (lstat(p, &st) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode) ? fileio_remove_tree(p) != 0
+		                        : unlink(p) != 0 && errno != ENOENT) {
+			saved = errno;
+			rc = -1;
+		}
+	}
+	closedir(d);
+	if (rmdir(dir) != 0 && errno != ENOENT) {
+		saved = errno;
+		rc = -1;
+	}
+	if (rc != 0)
+		errno = saved;
+	return rc;
+}
