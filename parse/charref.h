@@ -18,9 +18,16 @@
  *    U+20AC); other controls and noncharacters are kept. "&#;" and "&#x;"
  *    (no digits) are not references and stay as written.
  *  - Anything else ('&' alone, unknown names) stays as written.
+ * Why: libxml2 2.9's HTML parser (2.9.14 tried) decodes attribute values by HTML 4's 253
+ * names, always wants the ';' ("a&copy" stays), keeps 0x80-0x9F as C1
+ * controls, and drops the rest of a value after a numeric reference it
+ * rejects ("/a&#;b" and "/a&#0;b" become "/a"): other links than the
+ * ones a browser follows.
  * Only references: the tokenizer's other rewriting (CR LF to LF, NUL to
  * U+FFFD, ending a value at its quote) is the caller's, and bytes that are
- * not part of a reference are copied unchanged, valid UTF-8 or not.
+ * not part of a reference are copied unchanged, valid UTF-8 or not. The
+ * output is UTF-8, so decode after the page is converted to UTF-8: a
+ * reference names a code point, not a byte of the page's charset.
  *
  * Data structure. The table is an array of the names sorted by bytes,
  * each with its replacement already in UTF-8, and an index of where each
@@ -37,9 +44,10 @@
  * looks for one with memchr and otherwise copies the value with memcpy.
  *
  * Limits: a decoded value is at most CHARREF_DECODED_CAP(len) bytes, since
- * no reference is more than 6/5 as long decoded as written ("&nGt;", five
- * bytes, is six; every other reference shrinks or keeps its length), so
- * a buffer of len + len / 5 bytes always suffices.
+ * no reference is more than 6/5 as long decoded as written ("&nGt;" and
+ * "&nLt;", five bytes, are six; every other reference shrinks or keeps its
+ * length), so a buffer of len + len / 5 bytes always suffices. Decoding in
+ * place is therefore not possible.
  */
 #ifndef CRAWLER_CHARREF_H
 #define CRAWLER_CHARREF_H
@@ -47,7 +55,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Longest UTF-8 output of one reference (two code points of three bytes). */
+/* Longest UTF-8 output of one reference ("&nGt;": two code points). */
 #define CHARREF_ONE_MAX 6
 /* A buffer this large holds any decoding of `len` input bytes. */
 #define CHARREF_DECODED_CAP(len) ((len) + (len) / 5)
