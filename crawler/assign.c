@@ -156,26 +156,24 @@ static void perm_remove(struct assign_view *v, struct assign_agent *a)
  * Lazy Fisher-Yates (notes, Algorithm 2) over the slot universe, seeded by
  * hk: step i swaps position i with a uniform position in [i, |P|); the slot
  * landing at position i is final, and if it is live it is the next choice.
- * perm[p] is the slot at position p when bit p of touched is set, else p
- * (the identity not yet disturbed); a position below i is never read again,
- * so only the position swapped into needs writing.
+ * perm[] starts as the identity (a vectorized loop, cheaper than the
+ * branches of tracking which positions were touched); a position below i is
+ * never read again, so only the position swapped into needs writing.
  */
 static size_t perm_choices(const struct assign_view *v, uint64_t hk, const char **out, size_t k)
 {
 	uint16_t perm[ASSIGN_PERM_SLOTS];
-	uint64_t touched[ASSIGN_PERM_SLOTS / 64];
 	uint64_t state = hk;
 	size_t found = 0;
 
-	memset(touched, 0, sizeof touched);
 	if (k > v->n)
 		k = v->n;
+	for (uint32_t p = 0; p < ASSIGN_PERM_SLOTS; p++)
+		perm[p] = (uint16_t)p;
 	for (uint32_t i = 0; i < ASSIGN_PERM_SLOTS && found < k; i++) {
 		uint32_t j = i + uniform(&state, ASSIGN_PERM_SLOTS - i);
-		uint32_t at_i = (touched[i / 64] >> (i % 64)) & 1 ? perm[i] : i;
-		uint32_t at_j = (touched[j / 64] >> (j % 64)) & 1 ? perm[j] : j;
-		perm[j] = (uint16_t)at_i;
-		touched[j / 64] |= 1ULL << (j % 64);
+		uint16_t at_j = perm[j];
+		perm[j] = perm[i];
 		if (v->slots[at_j])
 			out[found++] = v->slots[at_j]->name;
 	}
