@@ -415,7 +415,7 @@ int assign_view_create(enum assign_method m, const char *const *names, size_t n,
                        struct assign_view **out)
 {
 	struct assign_view *v = NULL;
-	int rc = ASSIGN_EINVAL;
+	int rc;
 
 	if (!out)
 		return ASSIGN_EINVAL;

@@ -145,6 +145,7 @@ int assign_view_add(struct assign_view *v, const char *name);
  * choice; no other host moves. Names returned for it become invalid. */
 int assign_view_remove(struct assign_view *v, const char *name);
 
+/* The view's method. */
 enum assign_method assign_view_method(const struct assign_view *v);
 /* Number of live agents. */
 size_t assign_view_size(const struct assign_view *v);
@@ -158,9 +159,9 @@ const char *assign_view_owner(const struct assign_view *v, const char *key, size
 
 /*
  * The first min(k, size) agents the key would go to, in order, into
- * out[0..]; returns how many. out[0] is the owner; out[i + 1] owns the key
- * once out[0..i] are removed. The names are the view's, as for
- * assign_view_owner().
+ * out[0..] (out may be NULL when k is 0); returns how many. out[0] is the
+ * owner; out[i + 1] owns the key once out[0..i] are removed. The names are
+ * the view's, as for assign_view_owner().
  */
 size_t assign_view_choices(const struct assign_view *v, const char *key, size_t len,
                            const char **out, size_t k);

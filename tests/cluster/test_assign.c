@@ -13,7 +13,8 @@
  *  - a naive reference of each method, written from assign.h's definitions
  *    (the whole Fisher-Yates shuffle, every h(a, key), a linear scan of the
  *    ring), gives the same choices: this also pins the hash functions, whose
- *    change would move the hosts of a running cluster;
+ *    change would move the hosts of a running cluster; all 65 choices of 65
+ *    agents are each agent once;
  *  - errors: duplicate, missing and invalid names, a full perm universe, an
  *    empty view.
  */
@@ -409,6 +410,38 @@ START_TEST(test_reference)
 }
 END_TEST
 
+/*
+ * All 65 choices of 65 agents (minhash's pass-per-choice path beyond 64):
+ * every agent once; the first 8 are the 8 choices; minhash's order is the
+ * reference's.
+ */
+START_TEST(test_all_choices)
+{
+	enum assign_method m = methods[_i];
+	enum { N = MAX_AGENTS, ALL_HOSTS = 500 };
+	struct assign_view *v = view_of(m, agents, N);
+	for (size_t h = 0; h < ALL_HOSTS; h++) {
+		const char *all[N], *few[8], *want[N];
+		bool seen[N] = { false };
+		REQUIRE_UINT_EQ(assign_view_choices(v, hosts[h], host_len[h], all, N), N);
+		REQUIRE_UINT_EQ(assign_view_choices(v, hosts[h], host_len[h], few, 8), 8);
+		for (size_t i = 0; i < N; i++) {
+			size_t a = agent_index(all[i], N);
+			REQUIRE(!seen[a], "%s twice", all[i]);
+			seen[a] = true;
+		}
+		for (size_t i = 0; i < 8; i++)
+			REQUIRE_STR_EQ(few[i], all[i]);
+		if (m == ASSIGN_MINHASH) {
+			ref_minhash(agents, N, XXH3_64bits(hosts[h], host_len[h]), want);
+			for (size_t i = 0; i < N; i++)
+				REQUIRE_STR_EQ(all[i], want[i]);
+		}
+	}
+	assign_view_destroy(v);
+}
+END_TEST
+
 /* ---- method-independent cases ---- */
 
 START_TEST(test_errors)
@@ -547,6 +580,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_choices, 0, 3);
 	tcase_add_loop_test(tc, test_determinism, 0, 3);
 	tcase_add_loop_test(tc, test_reference, 0, 3);
+	tcase_add_loop_test(tc, test_all_choices, 0, 3);
 	tcase_add_loop_test(tc, test_errors, 0, 3);
 	tcase_add_test(tc, test_method_names);
 	tcase_add_test(tc, test_perm_full);
