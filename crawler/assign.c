@@ -156,24 +156,25 @@ static void perm_remove(struct assign_view *v, struct assign_agent *a)
  * Lazy Fisher-Yates (notes, Algorithm 2) over the slot universe, seeded by
  * hk: step i swaps position i with a uniform position in [i, |P|); the slot
  * landing at position i is final, and if it is live it is the next choice.
- * perm[] starts as the identity (a vectorized loop, cheaper than the
- * branches of tracking which positions were touched); a position below i is
- * never read again, so only the position swapped into needs writing.
+ * The slot at position p is p ^ d[p]: the zeroed d is the identity, and
+ * one memset (2 KiB) is cheaper than a loop writing p at each p (no
+ * vectorization in a debug build) or branches on a bitmap of the touched
+ * positions. A position below i is never read again, so a step writes only
+ * position j.
  */
 static size_t perm_choices(const struct assign_view *v, uint64_t hk, const char **out, size_t k)
 {
-	uint16_t perm[ASSIGN_PERM_SLOTS];
+	uint16_t d[ASSIGN_PERM_SLOTS];
 	uint64_t state = hk;
 	size_t found = 0;
 
 	if (k > v->n)
 		k = v->n;
-	for (uint32_t p = 0; p < ASSIGN_PERM_SLOTS; p++)
-		perm[p] = (uint16_t)p;
+	memset(d, 0, sizeof d);
 	for (uint32_t i = 0; i < ASSIGN_PERM_SLOTS && found < k; i++) {
 		uint32_t j = i + uniform(&state, ASSIGN_PERM_SLOTS - i);
-		uint16_t at_j = perm[j];
-		perm[j] = perm[i];
+		uint32_t at_i = i ^ d[i], at_j = j ^ d[j];
+		d[j] = (uint16_t)(at_i ^ j);
 		if (v->slots[at_j])
 			out[found++] = v->slots[at_j]->name;
 	}

@@ -27,10 +27,10 @@
  *   P; the owner is the first slot of the shuffle that holds a live agent,
  *   the next choices the following ones. The shuffle is lazy, as the notes
  *   suggest: it stops once position i holds a live agent (later steps never
- *   move position i). A lookup costs an identity array of |P| 16-bit
- *   entries on the stack (a vectorized loop) plus about |P| / (|A| + 1)
- *   swaps, k |P| / (|A| + 1) for k choices (so ~256 swaps, ~2 us, for 3
- *   agents; ~16 for 64), with no allocation. Balanced since the shuffle
+ *   move position i). A lookup costs an array of |P| 16-bit entries on
+ *   the stack (one memset: the zeroed array stands for the identity) plus
+ *   about |P| / (|A| + 1) swaps, k |P| / (|A| + 1) for k choices (so ~256
+ *   swaps, ~2 us, for 3 agents; ~16 for 64), with no allocation. Balanced since the shuffle
  *   is uniform (the first live slot is uniform over the live slots);
  *   contravariant since adding agents to A only makes a slot of B \ A come
  *   first for some keys: those keys, and only those, move to it (3.1). Add

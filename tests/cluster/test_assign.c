@@ -205,7 +205,7 @@ START_TEST(test_remove_moves_only_its_hosts)
 END_TEST
 
 /*
- * Choices of 8 agents for 20,000 hosts: all 8, distinct, the first the
+ * Choices of 8 agents for 5,000 hosts: all 8, distinct, the first the
  * owner; k beyond the view's size gives the view's size. Striking out any
  * one agent x from the view strikes x out of each host's choices and
  * changes nothing else (so a dead owner's hosts go to their second choice,
@@ -214,7 +214,7 @@ END_TEST
 START_TEST(test_choices)
 {
 	enum assign_method m = methods[_i];
-	enum { N = 8, CHOICE_HOSTS = 20000 };
+	enum { N = 8, CHOICE_HOSTS = 5000 };
 	static const char *ch[CHOICE_HOSTS][N];
 	struct assign_view *a = view_of(m, agents, N);
 	for (size_t h = 0; h < CHOICE_HOSTS; h++) {
