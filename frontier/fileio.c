@@ -7,34 +7,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define COPY_CHUNK (64 * 1024)
+#define READ_FIRST_CHUNK (64 * 1024) /* a stream's buffer starts here and doubles */
 #define PATH_CAP 4200
 
-int fileio_write_all(int fd, const void *p, size_t n)
+/* Writes all n bytes, at the file offset (at_off 0) or at off. */
+static int write_loop(int fd, const char *c, size_t n, int at_off, uint64_t off)
 {
-	const char *c = p;
 	while (n > 0) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-int fileio_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
-{
-	const char *c = p;
-	while (n > 0) {
-		ssize_t w = pwrite(fd, c, n, (off_t)off);
+		ssize_t w = at_off ? pwrite(fd, c, n, (off_t)off) : write(fd, c, n);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -45,6 +31,16 @@ int fileio_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
 		off += (uint64_t)w;
 	}
 	return 0;
+}
+
+int fileio_write_all(int fd, const void *p, size_t n)
+{
+	return write_loop(fd, p, n, 0, 0);
+}
+
+int fileio_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+{
+	return write_loop(fd, p, n, 1, off);
 }
 
 int fileio_pread_all(int fd, void *p, size_t n, uint64_t off)
@@ -79,6 +75,53 @@ static int fsync_open(const char *path, int flags)
 	close(fd);
 	errno = e;
 	return rc;
+}
+
+char *fileio_read_stream(FILE *f, size_t max, size_t *len)
+{
+	size_t cap = READ_FIRST_CHUNK < max ? READ_FIRST_CHUNK : max, n = 0;
+	char *buf = malloc(cap ? cap : 1);
+	if (buf == NULL)
+		return NULL;
+	while (n < max) {
+		if (n == cap) {
+			size_t grown = cap * 2 < max ? cap * 2 : max;
+			char *nb = realloc(buf, grown);
+			if (nb == NULL)
+				goto fail;
+			buf = nb;
+			cap = grown;
+		}
+		size_t got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (got == 0) {
+			if (ferror(f))
+				goto fail;
+			break;
+		}
+	}
+	*len = n;
+	return buf;
+fail: {
+	int e = errno;
+	free(buf);
+	errno = e ? e : EIO;
+	return NULL;
+}
+}
+
+char *fileio_read_path(const char *path, size_t max, size_t *len)
+{
+	int stdio = strcmp(path, "-") == 0;
+	FILE *f = stdio ? stdin : fopen(path, "rb");
+	if (f == NULL)
+		return NULL;
+	char *buf = fileio_read_stream(f, max, len);
+	int e = errno;
+	if (!stdio)
+		fclose(f);
+	errno = e;
+	return buf;
 }
 
 int fileio_fsync_path(const char *path)

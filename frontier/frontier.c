@@ -20,6 +20,7 @@
  * and a host whose disk part is only in the buffer refills from it directly.
  */
 #include "frontier/frontier.h"
+#include "frontier/fileio.h"
 #include "frontier/recfile.h"
 
 #include <errno.h>
@@ -226,57 +227,6 @@ static enum frontier_err seg_open_new(struct frontier *f)
 	return FRONTIER_OK;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static int pread_all(int fd, char *p, size_t n, uint64_t off)
-{
-	while (n > 0) {
-		ssize_t r = pread(fd, p, n, (off_t)off);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (r == 0) {
-			errno = EIO;
-			return -1;
-		}
-		p += r;
-		n -= (size_t)r;
-		off += (uint64_t)r;
-	}
-	return 0;
-}
-
-static int pwrite_all(int fd, const char *p, size_t n, uint64_t off)
-{
-	while (n > 0) {
-		ssize_t w = pwrite(fd, p, n, (off_t)off);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
 /* ----- flush of the write buffer ----- */
 
 struct outbuf {
@@ -298,7 +248,7 @@ static int out_put(struct outbuf *o, const void *p, size_t n)
 		c += k;
 		n -= k;
 		if (o->used == o->f->out_size) {
-			if (write_all(o->sg->fd, o->f->out, o->used) != 0)
+			if (fileio_write_all(o->sg->fd, o->f->out, o->used) != 0)
 				return -1;
 			o->flushed += o->used;
 			o->used = 0;
@@ -328,7 +278,7 @@ static enum frontier_err host_link_extent(struct frontier *f, struct fr_host *h,
 	} else {
 		struct segment *ts = &f->segs[pos_seg(h->ext_tail)];
 		uint64_t off = (uint64_t)pos_off(h->ext_tail) + offsetof(struct ext_hdr, next);
-		if (pwrite_all(ts->fd, (const char *)&link, sizeof link, off) != 0)
+		if (fileio_pwrite_all(ts->fd, (const char *)&link, sizeof link, off) != 0)
 			return FRONTIER_ERR_IO;
 	}
 	h->ext_tail = pos;
@@ -401,7 +351,7 @@ static enum frontier_err wbuf_flush(struct frontier *f)
 		}
 		pos += sizeof hdr + h->buf_bytes;
 	}
-	if (o.used > 0 && write_all(o.sg->fd, f->out, o.used) != 0) {
+	if (o.used > 0 && fileio_write_all(o.sg->fd, f->out, o.used) != 0) {
 		err = FRONTIER_ERR_IO;
 		goto undo;
 	}
@@ -513,7 +463,7 @@ static enum frontier_err host_refill(struct frontier *f, uint32_t id, struct fr_
 			room = 512;
 		if (want > room)
 			want = (uint32_t)room;
-		if (pread_all(sg->fd, f->rbuf, hdr_len + want, off - hdr_len) != 0)
+		if (fileio_pread_all(sg->fd, f->rbuf, hdr_len + want, off - hdr_len) != 0)
 			return FRONTIER_ERR_IO;
 		if (want < avail && want < READ_CHUNK) {
 			uint16_t ul, vl;
@@ -521,7 +471,7 @@ static enum frontier_err host_refill(struct frontier *f, uint32_t id, struct fr_
 			memcpy(&vl, data + 2, 2);
 			if (DISK_REC_HDR + (uint32_t)ul + vl > want) { /* first record cut: read it all */
 				want = avail < READ_CHUNK ? avail : READ_CHUNK;
-				if (pread_all(sg->fd, f->rbuf, hdr_len + want, off - hdr_len) != 0)
+				if (fileio_pread_all(sg->fd, f->rbuf, hdr_len + want, off - hdr_len) != 0)
 					return FRONTIER_ERR_IO;
 			}
 		}
@@ -1145,47 +1095,6 @@ enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *
 #define CKPT_FILE "queues"
 #define CKPT_BLOB_MAX (64u << 20) /* a saved robots blob (rules of one robots.txt) */
 
-/* Hard-links src as dst, or copies it when they are on different file
- * systems (or the file system has no hard links). */
-static int link_or_copy(const char *src, const char *dst)
-{
-	char buf[READ_CHUNK];
-	int in, out, rc = -1;
-
-	if (link(src, dst) == 0)
-		return 0;
-	if (errno != EXDEV && errno != EPERM && errno != EMLINK)
-		return -1;
-	in = open(src, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return -1;
-	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (out < 0)
-		goto out;
-	for (;;) {
-		ssize_t k = read(in, buf, sizeof buf);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			goto out;
-		if (k == 0)
-			break;
-		if (write_all(out, buf, (size_t)k) != 0)
-			goto out;
-	}
-	rc = 0;
-out: {
-	int e = errno;
-	close(in);
-	if (out >= 0 && close(out) != 0 && rc == 0) {
-		e = errno;
-		rc = -1;
-	}
-	errno = e;
-	return rc;
-}
-}
-
 static void ckpt_put_link(struct recfile_writer *w, const struct ext_link *l)
 {
 	recfile_put_u64(w, l->pos);
@@ -1210,7 +1119,7 @@ enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir, uint6
 			continue;
 		seg_path(f, i, src, sizeof src);
 		snprintf(dst, sizeof dst, "%s/seg-%08u", dir, i);
-		if (link_or_copy(src, dst) != 0)
+		if (fileio_link_or_copy(src, dst) != 0)
 			return FRONTIER_ERR_IO;
 	}
 	snprintf(dst, sizeof dst, "%s/%s", dir, CKPT_FILE);
@@ -1454,7 +1363,7 @@ enum frontier_err frontier_restore(const struct frontier_config *c, const char *
 			continue;
 		snprintf(path, sizeof path, "%s/seg-%08u", dir, i);
 		seg_path(f, i, dst, sizeof dst);
-		if (link_or_copy(path, dst) != 0) {
+		if (fileio_link_or_copy(path, dst) != 0) {
 			err = FRONTIER_ERR_IO;
 			goto out;
 		}

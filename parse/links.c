@@ -225,6 +225,36 @@ static bool has_token(const char *list, const char *tok, bool commas)
     return false;
 }
 
+/* Appends s[0, n) and a NUL to one of the extractor's string arenas (buf,
+ * its length and capacity; first_cap is its first size), *off receiving
+ * where it starts. false when the page's max_bytes would be passed
+ * (counted as truncated) or memory runs out (ex->oom). */
+static bool arena_put(struct links_extractor *ex, char **buf, size_t *used, size_t *cap,
+                      size_t first_cap, const char *s, size_t n, size_t *off)
+{
+    if (*used + n + 1 > ex->cfg.max_bytes) {
+        ex->page.truncated++;
+        return false;
+    }
+    if (*used + n + 1 > *cap) {
+        size_t ncap = *cap ? *cap : first_cap;
+        while (ncap < *used + n + 1)
+            ncap *= 2;
+        char *nb = realloc(*buf, ncap);
+        if (!nb) {
+            ex->oom = true;
+            return false;
+        }
+        *buf = nb;
+        *cap = ncap;
+    }
+    memcpy(*buf + *used, s, n);
+    (*buf)[*used + n] = '\0';
+    *off = *used;
+    *used += n + 1;
+    return true;
+}
+
 /* Stores a raw value in the arena; false if a cap is hit (counted). */
 static bool raw_store(struct links_extractor *ex, const char *val, size_t *off, size_t *len)
 {
@@ -233,27 +263,9 @@ static bool raw_store(struct links_extractor *ex, const char *val, size_t *off, 
         ex->page.dropped_invalid++;
         return false;
     }
-    if (ex->raw_len + n + 1 > ex->cfg.max_bytes) {
-        ex->page.truncated++;
+    if (!arena_put(ex, &ex->raw, &ex->raw_len, &ex->raw_cap, 4096, val, n, off))
         return false;
-    }
-    if (ex->raw_len + n + 1 > ex->raw_cap) {
-        size_t ncap = ex->raw_cap ? ex->raw_cap : 4096;
-        while (ncap < ex->raw_len + n + 1)
-            ncap *= 2;
-        char *nr = realloc(ex->raw, ncap);
-        if (!nr) {
-            ex->oom = true;
-            return false;
-        }
-        ex->raw = nr;
-        ex->raw_cap = ncap;
-    }
-    memcpy(ex->raw + ex->raw_len, val, n);
-    ex->raw[ex->raw_len + n] = '\0';
-    *off = ex->raw_len;
     *len = n;
-    ex->raw_len += n + 1;
     return true;
 }
 
@@ -659,27 +671,7 @@ static int parse_pass(struct links_extractor *ex, const char *charset, const cha
 /* Appends a resolved URL to `out`; false if a cap is hit. */
 static bool out_store(struct links_extractor *ex, const char *url, size_t n, size_t *off)
 {
-    if (ex->out_len + n + 1 > ex->cfg.max_bytes) {
-        ex->page.truncated++;
-        return false;
-    }
-    if (ex->out_len + n + 1 > ex->out_cap) {
-        size_t ncap = ex->out_cap ? ex->out_cap : 8192;
-        while (ncap < ex->out_len + n + 1)
-            ncap *= 2;
-        char *no = realloc(ex->out, ncap);
-        if (!no) {
-            ex->oom = true;
-            return false;
-        }
-        ex->out = no;
-        ex->out_cap = ncap;
-    }
-    memcpy(ex->out + ex->out_len, url, n);
-    ex->out[ex->out_len + n] = '\0';
-    *off = ex->out_len;
-    ex->out_len += n + 1;
-    return true;
+    return arena_put(ex, &ex->out, &ex->out_len, &ex->out_cap, 8192, url, n, off);
 }
 
 static int resolve_pass(struct links_extractor *ex)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "crawler/tools.h"
+#include "frontier/fileio.h"
 #include "parse/links.h"
 
 #define LINKS_TOOL_MAX_PAGE (256u * 1024u * 1024u)
@@ -29,38 +30,6 @@ static void usage(FILE *out)
             "  --charset gives the Content-Type charset (it wins over <meta charset>).\n"
             "  --verbose prints page-level results (meta robots, base, canonical,\n"
             "  SimHash, dropped links) on stderr.\n");
-}
-
-static char *read_all(FILE *f, size_t *len)
-{
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    if (!buf)
-        return NULL;
-    for (;;) {
-        if (n == cap) {
-            if (cap >= LINKS_TOOL_MAX_PAGE)
-                break;
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                return NULL;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            if (ferror(f)) {
-                free(buf);
-                return NULL;
-            }
-            break;
-        }
-    }
-    *len = n;
-    return buf;
 }
 
 int links_tool_main(int argc, char **argv)
@@ -104,7 +73,7 @@ int links_tool_main(int argc, char **argv)
     int status = 1;
     size_t len = 0;
     struct links_extractor *ex = NULL;
-    char *body = read_all(stdin, &len);
+    char *body = fileio_read_stream(stdin, LINKS_TOOL_MAX_PAGE, &len);
     if (!body) {
         fprintf(stderr, "crawler links: cannot read stdin\n");
         goto out;

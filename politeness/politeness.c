@@ -83,6 +83,13 @@ static void set_slot(struct politeness *p, uint32_t id, uint32_t slot)
 		p->hosts[id].slot = slot;
 }
 
+/* Puts entry e in slot i and tells its owner where it is. */
+static void heap_place(struct politeness *p, struct heap *h, uint32_t i, struct hent e)
+{
+	h->a[i] = e;
+	set_slot(p, e.id, i);
+}
+
 static void heap_up(struct politeness *p, struct heap *h, uint32_t i)
 {
 	struct hent e = h->a[i];
@@ -91,12 +98,10 @@ static void heap_up(struct politeness *p, struct heap *h, uint32_t i)
 		uint32_t parent = (i - 1) / 4;
 		if (h->a[parent].key <= e.key)
 			break;
-		h->a[i] = h->a[parent];
-		set_slot(p, h->a[i].id, i);
+		heap_place(p, h, i, h->a[parent]);
 		i = parent;
 	}
-	h->a[i] = e;
-	set_slot(p, e.id, i);
+	heap_place(p, h, i, e);
 }
 
 static void heap_down(struct politeness *p, struct heap *h, uint32_t i)
@@ -115,12 +120,10 @@ static void heap_down(struct politeness *p, struct heap *h, uint32_t i)
 		}
 		if (h->a[best].key >= e.key)
 			break;
-		h->a[i] = h->a[best];
-		set_slot(p, h->a[i].id, i);
+		heap_place(p, h, i, h->a[best]);
 		i = best;
 	}
-	h->a[i] = e;
-	set_slot(p, e.id, i);
+	heap_place(p, h, i, e);
 }
 
 static int heap_insert(struct politeness *p, struct heap *h, uint32_t id, uint64_t key)

@@ -117,6 +117,15 @@ int robots_path_normalize(const char *in, size_t len, char *out, size_t cap,
     return ROBOTS_OK;
 }
 
+/* Index of the first '/', '?' or ';' in url[from, len), len if none. */
+static size_t find_path_start(const char *url, size_t from, size_t len)
+{
+    for (size_t i = from; i < len; i++)
+        if (url[i] == '/' || url[i] == '?' || url[i] == ';')
+            return i;
+    return len;
+}
+
 int robots_path_from_url(const char *url, size_t len, char *out, size_t cap)
 {
     /* Mirrors Google's GetPathParamsQuery (robots_path_cases.jsonl). */
@@ -125,13 +134,7 @@ int robots_path_from_url(const char *url, size_t len, char *out, size_t cap)
     size_t search_start = 0;
     if (len >= 2 && url[0] == '/' && url[1] == '/')
         search_start = 2;
-    size_t early_path = len;
-    for (size_t i = search_start; i < len; i++) {
-        if (url[i] == '/' || url[i] == '?' || url[i] == ';') {
-            early_path = i;
-            break;
-        }
-    }
+    size_t early_path = find_path_start(url, search_start, len);
     size_t protocol_end = len;
     for (size_t i = search_start; i + 2 < len; i++) {
         if (url[i] == ':' && url[i + 1] == '/' && url[i + 2] == '/') {
@@ -142,13 +145,7 @@ int robots_path_from_url(const char *url, size_t len, char *out, size_t cap)
     if (early_path < protocol_end)
         protocol_end = len; /* "://" after the path starts is not a scheme */
     protocol_end = protocol_end == len ? search_start : protocol_end + 3;
-    size_t path_start = len;
-    for (size_t i = protocol_end; i < len; i++) {
-        if (url[i] == '/' || url[i] == '?' || url[i] == ';') {
-            path_start = i;
-            break;
-        }
-    }
+    size_t path_start = find_path_start(url, protocol_end, len);
     size_t hash_pos = len;
     for (size_t i = search_start; i < len; i++) {
         if (url[i] == '#') {

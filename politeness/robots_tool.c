@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "crawler/tools.h"
+#include "frontier/fileio.h"
 #include "politeness/robots.h"
 
 #define ROBOTS_TOOL_MAX_FILE (64u * 1024u * 1024u)
@@ -27,45 +28,6 @@ static void usage(FILE *out)
             "  per line. --verbose also prints the URL, and the file's crawl-delay and\n"
             "  sitemaps on stderr. Only the first %u bytes of FILE are parsed (RFC 9309).\n",
             ROBOTS_PARSE_LIMIT);
-}
-
-static int read_file(const char *path, char **out, size_t *len)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
-        return -1;
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    int rc = -1;
-    if (!buf)
-        goto out;
-    for (;;) {
-        if (n == cap) {
-            if (cap >= ROBOTS_TOOL_MAX_FILE)
-                break; /* more than we would ever parse */
-            char *nb = realloc(buf, cap * 2);
-            if (!nb)
-                goto out;
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            if (ferror(f))
-                goto out;
-            break;
-        }
-    }
-    *out = buf;
-    *len = n;
-    buf = NULL;
-    rc = 0;
-out:
-    free(buf);
-    if (f != stdin)
-        fclose(f);
-    return rc;
 }
 
 static int check_url(const struct robots *r, const char *url, size_t len, bool verbose)
@@ -124,7 +86,8 @@ int robots_tool_main(int argc, char **argv)
     char *body = NULL, *line = NULL;
     size_t len = 0, linecap = 0;
     struct robots *r = NULL;
-    if (read_file(file, &body, &len) != 0) {
+    body = fileio_read_path(file, ROBOTS_TOOL_MAX_FILE, &len);
+    if (body == NULL) {
         fprintf(stderr, "crawler robots: cannot read %s: %s\n", file, strerror(errno));
         goto out;
     }
