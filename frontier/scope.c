@@ -4,6 +4,7 @@
  * their totals matter.
  */
 #include "frontier/scope.h"
+#include "frontier/url.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -140,39 +141,14 @@ static enum scope_verdict verdict(struct scope *s, enum scope_verdict v)
 enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uint32_t depth)
 {
 	struct seg segs[SCOPE_SEGMENTS_HARD_MAX];
-	size_t i, nseg = 0, hs, he, ps, pe;
-	const char *colon;
+	size_t i, nseg = 0, hs, hl, ps, pe;
 
 	if (s == NULL)
 		return SCOPE_BAD_URL;
 	if (url == NULL || len == 0)
 		return verdict(s, SCOPE_BAD_URL);
-	colon = memchr(url, ':', len);
-	if (colon == NULL || colon == url || (size_t)(colon - url) + 3 > len || colon[1] != '/' ||
-	    colon[2] != '/')
-		return verdict(s, SCOPE_BAD_URL);
-	hs = (size_t)(colon - url) + 3;
-	for (he = hs; he < len && url[he] != '/' && url[he] != '?' && url[he] != '#'; he++)
-		;
-	ps = he; /* path start */
-	/* Strip userinfo and port from the authority. */
-	for (i = he; i > hs; i--) {
-		if (url[i - 1] == '@') {
-			hs = i;
-			break;
-		}
-	}
-	if (hs < he && url[hs] == '[') {
-		const char *rb = memchr(url + hs, ']', he - hs);
-		if (rb == NULL)
-			return verdict(s, SCOPE_BAD_URL);
-		he = (size_t)(rb - url) + 1;
-	} else {
-		const char *pc = memchr(url + hs, ':', he - hs);
-		if (pc != NULL)
-			he = (size_t)(pc - url);
-	}
-	if (he == hs)
+	/* a crawl key: a scheme, "://" and a host */
+	if (url[0] == ':' || url_key_split(url, len, &ps, &hs, &hl) < 0)
 		return verdict(s, SCOPE_BAD_URL);
 	if (s->max_url_len != 0 && len > s->max_url_len)
 		return verdict(s, SCOPE_TOO_LONG);
@@ -181,7 +157,7 @@ enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uin
 	if (s->n_domains > 0 || s->n_prefixes > 0) {
 		int ok = 0;
 		for (i = 0; !ok && i < s->n_domains; i++)
-			ok = domain_match(url + hs, he - hs, s->domains[i], s->domain_lens[i]);
+			ok = domain_match(url + hs, hl, s->domains[i], s->domain_lens[i]);
 		for (i = 0; !ok && i < s->n_prefixes; i++)
 			ok = len >= s->prefix_lens[i] &&
 			     memcmp(url, s->prefixes[i], s->prefix_lens[i]) == 0;

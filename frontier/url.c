@@ -1379,6 +1379,39 @@ enum url_error url_origin_key(const struct url *u, char *out, size_t cap, size_t
 
 /* ---- crawl key ---- */
 
+int url_key_split(const char *key, size_t len, size_t *authority_len, size_t *host_off,
+                  size_t *host_len)
+{
+    const char *colon = memchr(key, ':', len);
+    if (!colon || (size_t)(colon - key) + 3 > len || colon[1] != '/' || colon[2] != '/')
+        return -1;
+    size_t start = (size_t)(colon - key) + 3, end = start;
+    while (end < len && key[end] != '/' && key[end] != '?' && key[end] != '#')
+        end++;
+    size_t hs = start, he = end;
+    for (size_t i = end; i > start; i--) /* userinfo ends at the last '@' */
+        if (key[i - 1] == '@') {
+            hs = i;
+            break;
+        }
+    if (hs < end && key[hs] == '[') {
+        const char *rb = memchr(key + hs, ']', end - hs);
+        if (!rb)
+            return -1;
+        he = (size_t)(rb - key) + 1;
+    } else {
+        const char *port = memchr(key + hs, ':', end - hs);
+        if (port)
+            he = (size_t)(port - key);
+    }
+    if (he == hs)
+        return -1;
+    *authority_len = end;
+    *host_off = hs;
+    *host_len = he - hs;
+    return 0;
+}
+
 struct obuf {
     char *p;
     size_t n, cap;

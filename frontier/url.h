@@ -175,6 +175,17 @@ enum url_error url_origin_key(const struct url *u, char *out, size_t cap, size_t
  */
 enum url_error url_crawl_key(const struct url *u, char *out, size_t cap, size_t *len);
 
+/*
+ * Splits an absolute URL already normalized (a crawl key) without parsing
+ * it: *authority_len = length of "scheme://authority", the host key that
+ * names the URL's frontier queue (the path starts there); the host name at
+ * [*host_off, *host_off + *host_len) (userinfo and port left out, an IPv6
+ * literal with its brackets). -1 when key has no "://" after its scheme or
+ * an empty host. The one place the crawler cuts a key; no allocation.
+ */
+int url_key_split(const char *key, size_t len, size_t *authority_len, size_t *host_off,
+                  size_t *host_len);
+
 /* One shot: url_parse(u, ref, len, base) then url_crawl_key(u, ...). */
 enum url_error url_normalize(struct url *u, const struct url *base, const char *ref, size_t len,
                              char *out, size_t cap, size_t *out_len);

@@ -284,9 +284,45 @@ START_TEST(test_idempotent)
 }
 END_TEST
 
+/* url_key_split: the host key and the host name of a crawl key. */
+static void check_split(const char *key, int rc, size_t alen, const char *host)
+{
+    size_t a = 0, ho = 0, hl = 0;
+    ck_assert_int_eq(url_key_split(key, strlen(key), &a, &ho, &hl), rc);
+    if (rc != 0)
+        return;
+    ck_assert_uint_eq(a, alen);
+    ck_assert_uint_eq(hl, strlen(host));
+    ck_assert(memcmp(key + ho, host, hl) == 0);
+}
+
+START_TEST(test_key_split)
+{
+    check_split("http://example.com/a/b?q#f", 0, 18, "example.com");
+    check_split("http://example.com", 0, 18, "example.com");
+    check_split("https://h.test:8443/x", 0, 19, "h.test");
+    check_split("http://u:p@h.test:81/", 0, 20, "h.test");
+    check_split("http://a@b@h.test/", 0, 17, "h.test");
+    check_split("http://[::1]:8080/x", 0, 17, "[::1]");
+    check_split("http://h.test?q", 0, 13, "h.test");
+    check_split("http://h.test#f", 0, 13, "h.test");
+    check_split("http:/h.test/", -1, 0, NULL);
+    check_split("h.test/a", -1, 0, NULL);
+    check_split("http://", -1, 0, NULL);
+    check_split("http://:80/", -1, 0, NULL);
+    check_split("http://u@/", -1, 0, NULL);
+    check_split("http://[::1/", -1, 0, NULL);
+    /* only len bytes count: the key need not end with a NUL */
+    size_t a, ho, hl;
+    ck_assert_int_eq(url_key_split("http://h.test/path", 13, &a, &ho, &hl), 0);
+    ck_assert_uint_eq(a, 13);
+    ck_assert_uint_eq(hl, 6);
+}
+END_TEST
+
 int main(void)
 {
-    Suite *s = suite_create("url");
+Suite *s = suite_create("url");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_crawl_key_basic);
@@ -297,6 +333,7 @@ int main(void)
     tcase_add_test(tc, test_resolution);
     tcase_add_test(tc, test_accessors);
     tcase_add_test(tc, test_idempotent);
+    tcase_add_test(tc, test_key_split);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
