@@ -119,18 +119,6 @@ static void drain_check(struct frontier *f, struct model *m)
 	}
 }
 
-static int robots_encode(const void *robots, char **out, size_t *len)
-{
-	*out = strdup(robots);
-	*len = strlen(robots);
-	return *out != NULL ? 0 : -1;
-}
-
-static void *robots_decode(const char *data, size_t len)
-{
-	return strndup(data, len);
-}
-
 START_TEST(checkpoint_restores_queues_exactly)
 {
 	char *spill = tmpdir(), *ck = tmpdir();
@@ -140,9 +128,6 @@ START_TEST(checkpoint_restores_queues_exactly)
 	static struct model m, saved;
 	uint32_t seq = 0;
 
-	c.robots_free = free;
-	c.robots_encode = robots_encode;
-	c.robots_decode = robots_decode;
 	memset(&m, 0, sizeof m);
 	ck_assert_int_eq(frontier_create(&c, &f), FRONTIER_OK);
 	/* interleaved pushes and pops over many hosts, through memory and disk */
@@ -156,11 +141,8 @@ START_TEST(checkpoint_restores_queues_exactly)
 	frontier_stats(f, &s0);
 	ck_assert_uint_gt(s0.urls_on_disk, 1000); /* the test means something */
 	ck_assert_uint_gt(s0.urls_in_memory, 10);
-	frontier_host_set_robots(f, host_id(f, 3), FRONTIER_ROBOTS_KNOWN, strdup("rules-3"), 5000);
-	frontier_host_set_robots(f, host_id(f, 4), FRONTIER_ROBOTS_KNOWN, NULL, 0);
-	frontier_host_set_robots(f, host_id(f, 5), FRONTIER_ROBOTS_FETCHING, NULL, 0);
 	frontier_host_account(f, host_id(f, 6), 12, 3456);
-	ck_assert_int_eq(frontier_checkpoint(f, ck, 1000), FRONTIER_OK);
+	ck_assert_int_eq(frontier_checkpoint(f, ck), FRONTIER_OK);
 	saved = m;
 	frontier_stats(f, &s0);
 
@@ -175,7 +157,7 @@ START_TEST(checkpoint_restores_queues_exactly)
 	/* Restored twice from the same checkpoint: the same queues each time. */
 	for (int rep = 0; rep < 2; rep++) {
 		m = saved;
-		ck_assert_int_eq(frontier_restore(&c, ck, 100000, &g), FRONTIER_OK);
+		ck_assert_int_eq(frontier_restore(&c, ck, &g), FRONTIER_OK);
 		frontier_stats(g, &s1);
 		ck_assert_uint_eq(s1.urls_queued, s0.urls_queued);
 		ck_assert_uint_eq(s1.urls_on_disk, s0.urls_on_disk);
@@ -184,18 +166,7 @@ START_TEST(checkpoint_restores_queues_exactly)
 		ck_assert_uint_eq(s1.popped, s0.popped);
 		ck_assert_uint_eq(s1.hosts, s0.hosts);
 		ck_assert_uint_le(s1.mem_bytes, c.mem_budget + 4096);
-		enum frontier_robots_state st;
-		void *rob;
-		uint64_t exp, pages, bytes;
-		frontier_host_robots(g, host_id(g, 3), &st, &rob, &exp);
-		ck_assert_int_eq(st, FRONTIER_ROBOTS_KNOWN);
-		ck_assert_str_eq(rob, "rules-3");
-		ck_assert_uint_eq(exp, 100000 + 4000); /* relative expiry rebased */
-		frontier_host_robots(g, host_id(g, 4), &st, &rob, &exp);
-		ck_assert_int_eq(st, FRONTIER_ROBOTS_KNOWN);
-		ck_assert_ptr_null(rob);
-		frontier_host_robots(g, host_id(g, 5), &st, &rob, &exp);
-		ck_assert_int_eq(st, FRONTIER_ROBOTS_UNKNOWN); /* in flight: fetched again */
+		uint64_t pages, bytes;
 		frontier_host_counts(g, host_id(g, 6), &pages, &bytes, NULL);
 		ck_assert_uint_eq(pages, 12);
 		ck_assert_uint_eq(bytes, 3456);
@@ -240,23 +211,23 @@ START_TEST(corrupt_checkpoint_is_refused)
 	ck_assert_int_eq(frontier_create(&c, &f), FRONTIER_OK);
 	for (uint32_t i = 0; i < 500; i++)
 		ck_assert_int_eq(push(f, &m, (int)(i % HOSTS), i), FRONTIER_OK);
-	ck_assert_int_eq(frontier_checkpoint(f, ck, 0), FRONTIER_OK);
+	ck_assert_int_eq(frontier_checkpoint(f, ck), FRONTIER_OK);
 	frontier_destroy(f);
 	snprintf(path, sizeof path, "%s/queues", ck);
 	ck_assert_int_eq(stat(path, &st), 0);
 	/* a flipped byte anywhere in the middle */
 	flip_byte(path, st.st_size / 2);
-	ck_assert_int_eq(frontier_restore(&c, ck, 0, &g), FRONTIER_ERR_CORRUPT);
+	ck_assert_int_eq(frontier_restore(&c, ck, &g), FRONTIER_ERR_CORRUPT);
 	ck_assert_ptr_null(g);
 	flip_byte(path, st.st_size / 2);
-	ck_assert_int_eq(frontier_restore(&c, ck, 0, &g), FRONTIER_OK);
+	ck_assert_int_eq(frontier_restore(&c, ck, &g), FRONTIER_OK);
 	frontier_destroy(g);
 	/* a truncated file */
 	ck_assert_int_eq(truncate(path, st.st_size - 5), 0);
-	ck_assert_int_eq(frontier_restore(&c, ck, 0, &g), FRONTIER_ERR_CORRUPT);
+	ck_assert_int_eq(frontier_restore(&c, ck, &g), FRONTIER_ERR_CORRUPT);
 	/* no file at all */
 	unlink(path);
-	ck_assert_int_eq(frontier_restore(&c, ck, 0, &g), FRONTIER_ERR_IO);
+	ck_assert_int_eq(frontier_restore(&c, ck, &g), FRONTIER_ERR_IO);
 	rm_tree(ck);
 	rm_tree(spill);
 	free(ck);
