@@ -102,7 +102,7 @@ char *fileio_read_stream(FILE *f, size_t max, size_t *len)
 	}
 	*len = n;
 	return buf;
-fail: {
+fail : {
 	int e = errno;
 	free(buf);
 	errno = e ? e : EIO;
@@ -124,6 +124,58 @@ char *fileio_read_path(const char *path, size_t max, size_t *len)
 	return buf;
 }
 
+/* Calls fn with the path and lstat of each entry of dir but "." and "..".
+ * Stops at the first failure, or with keep_going goes on (skipping entries
+ * that vanish) and fails with the last error. 0, or -1 (errno). */
+static int each_entry(const char *dir, int keep_going,
+                      int (*fn)(const char *path, const struct stat *st))
+{
+	char p[PATH_CAP];
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int rc = 0, saved = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((rc == 0 || keep_going) && (e = readdir(d)) != NULL) {
+		struct stat st;
+		int r = 0;
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) {
+			errno = ENAMETOOLONG;
+			r = -1;
+		} else if (lstat(p, &st) != 0) {
+			r = keep_going ? 0 : -1;
+		} else {
+			r = fn(p, &st);
+		}
+		if (r != 0) {
+			saved = errno;
+			rc = -1;
+		}
+	}
+	closedir(d);
+	errno = saved;
+	return rc;
+}
+
+/* fsync of a tree's entry: folders recursively, regular files; links and
+ * the rest are not followed. */
+static int fsync_entry(const char *path, const struct stat *st)
+{
+	if (S_ISDIR(st->st_mode))
+		return fileio_fsync_tree(path);
+	return S_ISREG(st->st_mode) ? fileio_fsync_path(path) : 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st)
+{
+	if (S_ISDIR(st->st_mode))
+		return fileio_remove_tree(path);
+	return unlink(path) != 0 && errno != ENOENT ? -1 : 0;
+}
+
 int fileio_fsync_path(const char *path)
 {
 	return fsync_open(path, 0);
@@ -136,30 +188,7 @@ int fileio_fsync_dir(const char *dir)
 
 int fileio_fsync_tree(const char *dir)
 {
-	char p[PATH_CAP];
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int rc = 0;
-
-	if (d == NULL)
-		return -1;
-	while (rc == 0 && (e = readdir(d)) != NULL) {
-		struct stat st;
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) {
-			errno = ENAMETOOLONG;
-			rc = -1;
-		} else if (lstat(p, &st) != 0) {
-			rc = -1;
-		} else if (S_ISDIR(st.st_mode)) {
-			rc = fileio_fsync_tree(p);
-		} else if (S_ISREG(st.st_mode)) {
-			rc = fileio_fsync_path(p);
-		}
-	}
-	closedir(d);
-	return rc == 0 ? fileio_fsync_dir(dir) : rc;
+	return each_entry(dir, 0, fsync_entry) == 0 ? fileio_fsync_dir(dir) : -1;
 }
 
 int fileio_copy_file(const char *src, const char *dst, uint64_t len)
@@ -238,36 +267,12 @@ int fileio_mkdir_p(const char *path)
 
 int fileio_remove_tree(const char *dir)
 {
-	char p[PATH_CAP];
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int rc = 0, saved = 0;
+	int rc = each_entry(dir, 1, remove_entry), saved = errno;
 
-	if (d == NULL)
-		return errno == ENOENT ? 0 : -1;
-	while ((e = readdir(d)) != NULL) {
-		struct stat st;
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) {
-			saved = ENAMETOOLONG;
-			rc = -1;
-			continue;
-		}
-		if (lstat(p, &st) != 0)
-			continue;
-		if (S_ISDIR(st.st_mode) ? fileio_remove_tree(p) != 0
-		                        : unlink(p) != 0 && errno != ENOENT) {
-			saved = errno;
-			rc = -1;
-		}
-	}
-	closedir(d);
-	if (rmdir(dir) != 0 && errno != ENOENT) {
-		saved = errno;
-		rc = -1;
-	}
-	if (rc != 0)
-		errno = saved;
+	if (rc != 0 && saved == ENOENT)
+		return 0; /* no dir: nothing to remove (entries that vanish are skipped) */
+	if (rmdir(dir) != 0 && errno != ENOENT)
+		return -1;
+	errno = saved;
 	return rc;
 }

@@ -71,7 +71,7 @@ static char *key_store(struct frontier *f, const char *key, size_t n, const char
 }
 
 enum frontier_err frontier__host_add(struct frontier *f, const char *key, size_t n, uint32_t hash,
-                                  uint32_t *out)
+                                     uint32_t *out)
 {
 	uint32_t id = f->nhosts;
 	struct fr_host *h;
@@ -186,8 +186,8 @@ enum frontier_err frontier_create(const struct frontier_config *c, struct fronti
 	f->scratch = malloc(2 * (size_t)FRONTIER_URL_MAX + 2);
 	if (f->wbuf == NULL || f->out == NULL || f->rbuf == NULL || f->scratch == NULL)
 		goto out;
-	f->st.mem_bytes = sizeof *f + f->cfg.write_buffer + f->out_size + READ_CHUNK + sizeof(struct ext_hdr) +
-	                  2 * (uint64_t)FRONTIER_URL_MAX + 2;
+	f->st.mem_bytes = sizeof *f + f->cfg.write_buffer + f->out_size + READ_CHUNK +
+	                  sizeof(struct ext_hdr) + 2 * (uint64_t)FRONTIER_URL_MAX + 2;
 	if (index_grow(f) != FRONTIER_OK)
 		goto out;
 	/* A quarter of what is left after the fixed buffers is kept for
@@ -202,56 +202,45 @@ out:
 	return err;
 }
 
-void frontier_destroy(struct frontier *f)
+/* Frees the host table: every host's memory part, the host pages, the key
+ * arena and the hash index. */
+static void host_table_free(struct frontier *f)
 {
-	uint32_t i;
-	char path[PATH_MAX];
-
-	if (f == NULL)
-		return;
-	for (i = 0; i < f->nhosts; i++) {
-		struct fr_host *h = host_at(f, i);
-		struct mnode *n = h->mhead;
+	for (uint32_t i = 0; i < f->nhosts; i++) {
+		struct mnode *n = host_at(f, i)->mhead;
 		while (n != NULL) {
 			struct mnode *next = n->next;
 			free(n);
 			n = next;
 		}
 	}
-	for (i = 0; i < f->npages; i++)
+	for (uint32_t i = 0; i < f->npages; i++)
 		free(f->pages[i]);
 	free(f->pages);
-	for (i = 0; i < f->nsegs; i++) {
-		if (f->segs[i].fd >= 0) {
-			close(f->segs[i].fd);
-			frontier__seg_path(f, i, path, sizeof path);
-			unlink(path);
-		}
-	}
-	free(f->segs);
 	while (f->keys != NULL) {
 		struct key_chunk *c = f->keys;
 		f->keys = c->next;
 		free(c);
 	}
-	if (f->dir != NULL)
-		rmdir(f->dir);
-	free(f->dir);
 	free(f->index);
-	free(f->wbuf);
-	free(f->out);
-	free(f->rbuf);
+}
+
+void frontier_destroy(struct frontier *f)
+{
+	if (f == NULL)
+		return;
+	host_table_free(f);
+	frontier__spill_free(f);
 	free(f->scratch);
 	free(f);
 }
 
-enum frontier_err frontier_host_get(struct frontier *f, const char *key, size_t key_len,
-                                    int create, uint32_t *host)
+enum frontier_err frontier_host_get(struct frontier *f, const char *key, size_t key_len, int create,
+                                    uint32_t *host)
 {
 	uint32_t hash, s;
 
-	if (f == NULL || key == NULL || host == NULL || key_len == 0 ||
-	    key_len > FRONTIER_KEY_MAX)
+	if (f == NULL || key == NULL || host == NULL || key_len == 0 || key_len > FRONTIER_KEY_MAX)
 		return FRONTIER_ERR_INVALID;
 	hash = frontier__key_hash(key, key_len);
 	for (s = hash & (f->index_cap - 1); f->index[s] != 0; s = (s + 1) & (f->index_cap - 1)) {
@@ -312,9 +301,8 @@ static enum frontier_err queue_target(struct frontier *f, uint32_t host, const c
 	return FRONTIER_OK;
 }
 
-enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *url,
-                                size_t url_len, const char *via, size_t via_len,
-                                uint32_t depth)
+enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *url, size_t url_len,
+                                const char *via, size_t via_len, uint32_t depth)
 {
 	struct fr_host *h;
 	uint64_t cost;
@@ -428,8 +416,8 @@ uint64_t frontier_host_queued(const struct frontier *f, uint32_t host)
 	return h != NULL ? h->mcount + h->dcount : 0;
 }
 
-enum frontier_err frontier_host_retire(struct frontier *f, uint32_t host,
-                                       frontier_drain_fn cb, void *ctx, uint64_t *n)
+enum frontier_err frontier_host_retire(struct frontier *f, uint32_t host, frontier_drain_fn cb,
+                                       void *ctx, uint64_t *n)
 {
 	struct fr_host *h = host_ok(f, host);
 	struct frontier_url u;
@@ -470,8 +458,8 @@ void frontier_host_account(struct frontier *f, uint32_t host, uint64_t pages, ui
 	h->bytes += bytes;
 }
 
-void frontier_host_counts(const struct frontier *f, uint32_t host, uint64_t *pages,
-                          uint64_t *bytes, uint64_t *urls_ever)
+void frontier_host_counts(const struct frontier *f, uint32_t host, uint64_t *pages, uint64_t *bytes,
+                          uint64_t *urls_ever)
 {
 	const struct fr_host *h = host_ok(f, host);
 
@@ -498,9 +486,8 @@ void frontier_stats(const struct frontier *f, struct frontier_stats *s)
 	*s = f->st;
 }
 
-enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *url,
-                                 size_t url_len, const char *via, size_t via_len,
-                                 uint32_t depth)
+enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *url, size_t url_len,
+                                 const char *via, size_t via_len, uint32_t depth)
 {
 	struct fr_host *h;
 	struct mnode *n;
@@ -531,17 +518,28 @@ enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *
 const char *frontier_strerror(enum frontier_err e)
 {
 	switch (e) {
-	case FRONTIER_OK: return "ok";
-	case FRONTIER_ERR_NOMEM: return "out of memory";
-	case FRONTIER_ERR_IO: return "spill file I/O error";
-	case FRONTIER_ERR_INVALID: return "invalid argument";
-	case FRONTIER_ERR_EMPTY: return "queue empty";
-	case FRONTIER_ERR_NOT_FOUND: return "unknown host";
-	case FRONTIER_ERR_RETIRED: return "host retired";
-	case FRONTIER_ERR_BUDGET: return "host URL budget reached";
-	case FRONTIER_ERR_DEPTH: return "depth limit exceeded";
-	case FRONTIER_ERR_FULL: return "host table full";
-	case FRONTIER_ERR_CORRUPT: return "checkpoint truncated or corrupt";
+	case FRONTIER_OK:
+		return "ok";
+	case FRONTIER_ERR_NOMEM:
+		return "out of memory";
+	case FRONTIER_ERR_IO:
+		return "spill file I/O error";
+	case FRONTIER_ERR_INVALID:
+		return "invalid argument";
+	case FRONTIER_ERR_EMPTY:
+		return "queue empty";
+	case FRONTIER_ERR_NOT_FOUND:
+		return "unknown host";
+	case FRONTIER_ERR_RETIRED:
+		return "host retired";
+	case FRONTIER_ERR_BUDGET:
+		return "host URL budget reached";
+	case FRONTIER_ERR_DEPTH:
+		return "depth limit exceeded";
+	case FRONTIER_ERR_FULL:
+		return "host table full";
+	case FRONTIER_ERR_CORRUPT:
+		return "checkpoint truncated or corrupt";
 	}
 	return "unknown error";
 }

@@ -109,20 +109,20 @@ struct frontier_url {
 };
 
 struct frontier_stats {
-	uint64_t hosts;          /* hosts in the table (retired included) */
-	uint64_t urls_queued;    /* URLs in all queues now */
-	uint64_t urls_in_memory; /* of which in memory */
-	uint64_t urls_on_disk;   /* of which in the disk part (segments + write buffer) */
-	uint64_t mem_bytes;      /* accounted memory, see invariants */
-	uint64_t disk_bytes;     /* bytes in live segment files */
-	uint64_t segments;       /* live segment files */
-	uint64_t pushed;         /* URLs accepted, ever */
-	uint64_t popped;         /* URLs handed out by frontier_pop, ever */
-	uint64_t dropped_retired;/* URLs drained from retired hosts or refused by them */
-	uint64_t rejected_budget;/* FRONTIER_ERR_BUDGET refusals */
-	uint64_t rejected_depth; /* FRONTIER_ERR_DEPTH refusals */
-	uint64_t flushes;        /* write-buffer flushes to disk */
-	uint64_t refills;        /* batches read back from the disk part */
+	uint64_t hosts;           /* hosts in the table (retired included) */
+	uint64_t urls_queued;     /* URLs in all queues now */
+	uint64_t urls_in_memory;  /* of which in memory */
+	uint64_t urls_on_disk;    /* of which in the disk part (segments + write buffer) */
+	uint64_t mem_bytes;       /* accounted memory, see invariants */
+	uint64_t disk_bytes;      /* bytes in live segment files */
+	uint64_t segments;        /* live segment files */
+	uint64_t pushed;          /* URLs accepted, ever */
+	uint64_t popped;          /* URLs handed out by frontier_pop, ever */
+	uint64_t dropped_retired; /* URLs drained from retired hosts or refused by them */
+	uint64_t rejected_budget; /* FRONTIER_ERR_BUDGET refusals */
+	uint64_t rejected_depth;  /* FRONTIER_ERR_DEPTH refusals */
+	uint64_t flushes;         /* write-buffer flushes to disk */
+	uint64_t refills;         /* batches read back from the disk part */
 };
 
 struct frontier;
@@ -145,8 +145,8 @@ void frontier_destroy(struct frontier *f);
 
 /* Looks a host key up (bytes, not necessarily NUL-terminated); with create,
  * adds it if missing. *host receives the id. */
-enum frontier_err frontier_host_get(struct frontier *f, const char *key, size_t key_len,
-                                    int create, uint32_t *host);
+enum frontier_err frontier_host_get(struct frontier *f, const char *key, size_t key_len, int create,
+                                    uint32_t *host);
 /* The key of a host (NUL-terminated, owned by the frontier); NULL if bad id. */
 const char *frontier_host_key(const struct frontier *f, uint32_t host, size_t *len);
 /* The host name of a host (NUL-terminated, owned by the frontier): its
@@ -157,9 +157,8 @@ uint32_t frontier_host_count(const struct frontier *f);
 
 /* Appends a URL to a host's queue (bytes are copied; via may be NULL). Fires
  * the nonempty callback when the queue was empty. */
-enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *url,
-                                size_t url_len, const char *via, size_t via_len,
-                                uint32_t depth);
+enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *url, size_t url_len,
+                                const char *via, size_t via_len, uint32_t depth);
 /* Takes the first URL of a host's queue into *u (see struct frontier_url for
  * lifetime). FRONTIER_ERR_EMPTY when none. */
 enum frontier_err frontier_pop(struct frontier *f, uint32_t host, struct frontier_url *u);
@@ -169,22 +168,21 @@ uint64_t frontier_host_queued(const struct frontier *f, uint32_t host);
 /* Retires a host: every queued URL is popped, given to cb (may be NULL) and
  * counted in dropped_retired; later pushes are refused. Returns the number of
  * URLs drained via *n (may be NULL). Idempotent. */
-enum frontier_err frontier_host_retire(struct frontier *f, uint32_t host,
-                                       frontier_drain_fn cb, void *ctx, uint64_t *n);
+enum frontier_err frontier_host_retire(struct frontier *f, uint32_t host, frontier_drain_fn cb,
+                                       void *ctx, uint64_t *n);
 int frontier_host_is_retired(const struct frontier *f, uint32_t host);
 
 /* Adds fetched pages/bytes to a host's counters, and reads them back. */
 void frontier_host_account(struct frontier *f, uint32_t host, uint64_t pages, uint64_t bytes);
-void frontier_host_counts(const struct frontier *f, uint32_t host, uint64_t *pages,
-                          uint64_t *bytes, uint64_t *urls_ever);
+void frontier_host_counts(const struct frontier *f, uint32_t host, uint64_t *pages, uint64_t *bytes,
+                          uint64_t *urls_ever);
 
 /* Puts a URL back at the FRONT of its host's queue: a URL popped for a
  * fetch that will not complete (the crawl stopped, a checkpoint re-queues
  * what was in flight). It goes to the memory part whatever the budget (one
  * record per host in flight: the same excess a refill allows). */
-enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *url,
-                                 size_t url_len, const char *via, size_t via_len,
-                                 uint32_t depth);
+enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *url, size_t url_len,
+                                 const char *via, size_t via_len, uint32_t depth);
 
 /*
  * Checkpoint: writes into dir (an existing, empty folder) the frontier's

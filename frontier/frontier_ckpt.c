@@ -98,10 +98,14 @@ enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir)
 static enum frontier_err ckpt_err(enum recfile_err e)
 {
 	switch (e) {
-	case RECFILE_OK: return FRONTIER_OK;
-	case RECFILE_ERR_NOMEM: return FRONTIER_ERR_NOMEM;
-	case RECFILE_ERR_IO: return FRONTIER_ERR_IO;
-	case RECFILE_ERR_CORRUPT: break;
+	case RECFILE_OK:
+		return FRONTIER_OK;
+	case RECFILE_ERR_NOMEM:
+		return FRONTIER_ERR_NOMEM;
+	case RECFILE_ERR_IO:
+		return FRONTIER_ERR_IO;
+	case RECFILE_ERR_CORRUPT:
+		break;
 	}
 	return FRONTIER_ERR_CORRUPT;
 }
@@ -143,8 +147,8 @@ static enum frontier_err ckpt_read_host(struct frontier *f, struct recfile_reade
 	for (uint32_t k = 0; k < mcount; k++) {
 		struct mnode *n;
 		if ((re = recfile_get_bytes(r, buf, FRONTIER_URL_MAX, &len)) != RECFILE_OK ||
-		    (re = recfile_get_bytes(r, buf + FRONTIER_URL_MAX + 1, FRONTIER_URL_MAX, &vlen)) !=
-		            RECFILE_OK ||
+		    (re = recfile_get_bytes(r, buf + FRONTIER_URL_MAX + 1, FRONTIER_URL_MAX,
+		                            &vlen)) != RECFILE_OK ||
 		    (re = recfile_get_u32(r, &depth)) != RECFILE_OK)
 			return ckpt_err(re);
 		if (len == 0)
@@ -242,11 +246,7 @@ enum frontier_err frontier_restore(const struct frontier_config *c, const char *
 			continue;
 		snprintf(path, sizeof path, "%s/seg-%08u", dir, i);
 		frontier__seg_path(f, i, dst, sizeof dst);
-		if (fileio_link_or_copy(path, dst) != 0) {
-			err = FRONTIER_ERR_IO;
-			goto out;
-		}
-		sg->fd = open(dst, O_RDWR | O_CLOEXEC);
+		sg->fd = fileio_link_or_copy(path, dst) == 0 ? open(dst, O_RDWR | O_CLOEXEC) : -1;
 		if (sg->fd < 0) {
 			err = FRONTIER_ERR_IO;
 			goto out;

@@ -77,9 +77,9 @@ struct fr_host {
 	uint32_t mcount;
 	uint8_t retired;
 	uint8_t dirty;
-	uint8_t ext_need_hdr; /* head extent's header not read yet */
-	uint64_t dcount;   /* records in the disk part: extents + write buffer */
-	uint64_t ext_head; /* position of the head extent, POS_NONE if none */
+	uint8_t ext_need_hdr;     /* head extent's header not read yet */
+	uint64_t dcount;          /* records in the disk part: extents + write buffer */
+	uint64_t ext_head;        /* position of the head extent, POS_NONE if none */
 	struct ext_link ext_next; /* next link of the head extent */
 	uint64_t ext_tail;
 	uint32_t ext_left; /* records left in the head extent */
@@ -120,11 +120,11 @@ struct frontier {
 	uint32_t dirty_head; /* first dirty host, FRONTIER_HOST_NONE if none */
 	char *out;           /* flush output chunk */
 	uint32_t out_size;
-	char *rbuf;          /* refill read chunk */
-	char *scratch;       /* last popped record */
+	char *rbuf;    /* refill read chunk */
+	char *scratch; /* last popped record */
 	struct segment *segs;
 	uint32_t nsegs, segs_cap;
-	uint32_t cur_seg; /* segment being appended, UINT32_MAX if none */
+	uint32_t cur_seg;       /* segment being appended, UINT32_MAX if none */
 	uint64_t reserve;       /* budget bytes pushes leave to refills */
 	uint64_t hosts_on_disk; /* hosts with a non-empty disk part */
 	frontier_nonempty_fn nonempty;
@@ -190,7 +190,7 @@ static inline void mem_append(struct frontier *f, struct fr_host *h, struct mnod
 }
 
 static inline struct mnode *node_new(const char *url, uint16_t ul, const char *via, uint16_t vl,
-                              uint32_t depth)
+                                     uint32_t depth)
 {
 	struct mnode *n = malloc(sizeof *n + (size_t)ul + vl);
 
@@ -218,6 +218,9 @@ void frontier__seg_path(const struct frontier *f, uint32_t seg, char *buf, size_
 /* Deletes a segment that stopped growing and holds no live extent. */
 void frontier__seg_maybe_reclaim(struct frontier *f, uint32_t s);
 enum frontier_err frontier__seg_open_new(struct frontier *f);
+/* Closes and deletes every segment and the private folder, and frees the
+ * spill's buffers (write buffer, flush chunk, read chunk). */
+void frontier__spill_free(struct frontier *f);
 /* Writes the write buffer out as one extent per host with buffered records. */
 enum frontier_err frontier__wbuf_flush(struct frontier *f);
 /* Refills h's memory part from the front of its disk part: at least one

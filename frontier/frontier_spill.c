@@ -33,6 +33,26 @@ void frontier__seg_maybe_reclaim(struct frontier *f, uint32_t s)
 	f->st.segments--;
 }
 
+void frontier__spill_free(struct frontier *f)
+{
+	char path[PATH_MAX];
+
+	for (uint32_t i = 0; i < f->nsegs; i++) {
+		if (f->segs[i].fd >= 0) {
+			close(f->segs[i].fd);
+			frontier__seg_path(f, i, path, sizeof path);
+			unlink(path);
+		}
+	}
+	free(f->segs);
+	if (f->dir != NULL)
+		rmdir(f->dir);
+	free(f->dir);
+	free(f->wbuf);
+	free(f->out);
+	free(f->rbuf);
+}
+
 enum frontier_err frontier__seg_open_new(struct frontier *f)
 {
 	char path[PATH_MAX];
@@ -201,7 +221,8 @@ enum frontier_err frontier__wbuf_flush(struct frontier *f)
 		h->dirty_next = FRONTIER_HOST_NONE;
 		if (h->buf_count == 0)
 			continue;
-		err = host_link_extent(f, h, make_pos(f->cur_seg, (uint32_t)pos), h->buf_count, bytes);
+		err = host_link_extent(f, h, make_pos(f->cur_seg, (uint32_t)pos), h->buf_count,
+		                       bytes);
 		if (err != FRONTIER_OK)
 			return err; /* an in-place patch of an allocated block failed: the disk is failing */
 		o.sg->live += sizeof(struct ext_hdr) + bytes;
@@ -221,7 +242,7 @@ enum frontier_err frontier__wbuf_flush(struct frontier *f)
 		frontier__seg_maybe_reclaim(f, s);
 	}
 	return FRONTIER_OK;
-undo: {
+undo : {
 	int e = errno;
 	if (ftruncate(o.sg->fd, (off_t)base) != 0 || lseek(o.sg->fd, (off_t)base, SEEK_SET) < 0) {
 		/* cannot even cut back: leave the segment to be reclaimed, write elsewhere */
@@ -244,7 +265,8 @@ enum frontier_err frontier__host_refill(struct frontier *f, uint32_t id, struct 
 		uint32_t p = 0, hdr_len = h->ext_need_hdr ? (uint32_t)sizeof(struct ext_hdr) : 0;
 		uint64_t off = (uint64_t)pos_off(h->ext_head) + sizeof(struct ext_hdr) + h->ext_off;
 		uint64_t room = f->cfg.mem_budget > f->st.mem_bytes
-		                        ? f->cfg.mem_budget - f->st.mem_bytes : 0;
+		                        ? f->cfg.mem_budget - f->st.mem_bytes
+		                        : 0;
 		uint64_t share = f->reserve / (f->hosts_on_disk ? f->hosts_on_disk : 1);
 		const char *data = f->rbuf + hdr_len;
 
@@ -265,9 +287,11 @@ enum frontier_err frontier__host_refill(struct frontier *f, uint32_t id, struct 
 			uint16_t ul, vl;
 			memcpy(&ul, data, 2);
 			memcpy(&vl, data + 2, 2);
-			if (DISK_REC_HDR + (uint32_t)ul + vl > want) { /* first record cut: read it all */
+			if (DISK_REC_HDR + (uint32_t)ul + vl >
+			    want) { /* first record cut: read it all */
 				want = avail < READ_CHUNK ? avail : READ_CHUNK;
-				if (fileio_pread_all(sg->fd, f->rbuf, hdr_len + want, off - hdr_len) != 0)
+				if (fileio_pread_all(sg->fd, f->rbuf, hdr_len + want,
+				                     off - hdr_len) != 0)
 					return FRONTIER_ERR_IO;
 			}
 		}
@@ -291,7 +315,8 @@ enum frontier_err frontier__host_refill(struct frontier *f, uint32_t id, struct 
 				break;
 			if (taken > 0 && (!budget_allows(f, node_cost(ul, vl)) || p >= room))
 				break;
-			n = node_new(data + p + DISK_REC_HDR, ul, data + p + DISK_REC_HDR + ul, vl, depth);
+			n = node_new(data + p + DISK_REC_HDR, ul, data + p + DISK_REC_HDR + ul, vl,
+			             depth);
 			if (n == NULL) {
 				if (taken == 0)
 					return FRONTIER_ERR_NOMEM;

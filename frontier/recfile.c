@@ -18,7 +18,7 @@ struct recfile_writer {
 	int fd;
 	enum recfile_err err;
 	int saved_errno;
-	uint64_t payload;  /* bytes put so far, magic excluded */
+	uint64_t payload; /* bytes put so far, magic excluded */
 	XXH3_state_t *xs;
 	uint32_t used;
 	char *path;
@@ -28,7 +28,7 @@ struct recfile_writer {
 struct recfile_reader {
 	int fd;
 	enum recfile_err err;
-	uint64_t left;  /* payload bytes not yet handed out */
+	uint64_t left; /* payload bytes not yet handed out */
 	uint32_t pos, fill;
 	uint8_t buf[RECFILE_BUF];
 };
@@ -279,7 +279,7 @@ enum recfile_err recfile_reader_open(const char *path, const char magic[8],
 	XXH3_freeState(xs);
 	*out = r;
 	return RECFILE_OK;
-fail: {
+fail : {
 	int e = errno;
 	XXH3_freeState(xs);
 	if (r != NULL && r->fd >= 0)
@@ -324,8 +324,7 @@ static enum recfile_err get_len(struct recfile_reader *r, uint32_t max, uint32_t
 	return e;
 }
 
-enum recfile_err recfile_get_bytes(struct recfile_reader *r, void *buf, uint32_t cap,
-                                   uint32_t *len)
+enum recfile_err recfile_get_bytes(struct recfile_reader *r, void *buf, uint32_t cap, uint32_t *len)
 {
 	uint32_t n;
 	enum recfile_err e = get_len(r, cap, &n);
@@ -380,10 +379,14 @@ void recfile_reader_close(struct recfile_reader *r)
 const char *recfile_strerror(enum recfile_err e)
 {
 	switch (e) {
-	case RECFILE_OK: return "ok";
-	case RECFILE_ERR_IO: return "I/O error";
-	case RECFILE_ERR_CORRUPT: return "truncated or corrupt (magic, length or checksum)";
-	case RECFILE_ERR_NOMEM: return "out of memory";
+	case RECFILE_OK:
+		return "ok";
+	case RECFILE_ERR_IO:
+		return "I/O error";
+	case RECFILE_ERR_CORRUPT:
+		return "truncated or corrupt (magic, length or checksum)";
+	case RECFILE_ERR_NOMEM:
+		return "out of memory";
 	}
 	return "unknown error";
 }

@@ -271,6 +271,16 @@ static void host_unschedule(struct politeness *p, uint32_t host)
 	p->st.hosts_parked++;
 }
 
+/* Takes a waiting host out of its heap before its key or group changes;
+ * 1 if it was waiting (the caller schedules it again), else 0. */
+static int host_take_out(struct politeness *p, uint32_t host)
+{
+	if (p->hosts[host].state != HS_HEAP)
+		return 0;
+	host_unschedule(p, host);
+	return 1;
+}
+
 static int group_find(struct politeness *p, uint32_t ipv4, uint32_t *out)
 {
 	uint32_t s, mask;
@@ -401,8 +411,8 @@ void politeness_destroy(struct politeness *p)
 	free(p);
 }
 
-enum politeness_err politeness_pop_ready(struct politeness *p, uint64_t now_us,
-                                         uint32_t *host, uint64_t *ready_at_us)
+enum politeness_err politeness_pop_ready(struct politeness *p, uint64_t now_us, uint32_t *host,
+                                         uint64_t *ready_at_us)
 {
 	struct hent top;
 	uint32_t hid;
@@ -535,9 +545,7 @@ enum politeness_err politeness_host_set_ip(struct politeness *p, uint32_t host, 
 		return POLITENESS_ERR_NOMEM;
 	if (h->group == gi)
 		return POLITENESS_OK;
-	was_waiting = h->state == HS_HEAP;
-	if (was_waiting)
-		host_unschedule(p, host);
+	was_waiting = host_take_out(p, host);
 	h->group = gi;
 	if (was_waiting && host_schedule(p, host) != 0)
 		return POLITENESS_ERR_NOMEM;
@@ -561,7 +569,7 @@ enum politeness_err politeness_host_set_crawl_delay(struct politeness *p, uint32
 	if (sync_hosts(p, host) != 0)
 		return POLITENESS_ERR_NOMEM;
 	p->hosts[host].crawl_delay =
-		delay_us < p->cfg.crawl_delay_cap_us ? delay_us : p->cfg.crawl_delay_cap_us;
+	        delay_us < p->cfg.crawl_delay_cap_us ? delay_us : p->cfg.crawl_delay_cap_us;
 	return POLITENESS_OK;
 }
 
@@ -608,8 +616,7 @@ void politeness_host_save(const struct politeness *p, uint32_t host, uint64_t no
 }
 
 enum politeness_err politeness_host_restore(struct politeness *p, uint32_t host,
-                                            const struct politeness_host_saved *s,
-                                            uint64_t now_us)
+                                            const struct politeness_host_saved *s, uint64_t now_us)
 {
 	struct visit_outcome o = { VISIT_OK, now_us, 1, 0 };
 	struct phost *h;
@@ -625,11 +632,9 @@ enum politeness_err politeness_host_restore(struct politeness *p, uint32_t host,
 		return POLITENESS_ERR_STATE;
 	if (h->state == HS_RETIRED)
 		return POLITENESS_OK;
-	was_waiting = h->state == HS_HEAP;
-	if (was_waiting)
-		host_unschedule(p, host);
+	was_waiting = host_take_out(p, host);
 	h->crawl_delay = s->crawl_delay_us < p->cfg.crawl_delay_cap_us ? s->crawl_delay_us
-	                                                                : p->cfg.crawl_delay_cap_us;
+	                                                               : p->cfg.crawl_delay_cap_us;
 	h->errors = s->errors;
 	next = delay_policy_next_time(&p->cfg, &o, now_us, h->crawl_delay, 0);
 	h->next = now_us + s->wait_us > next ? now_us + s->wait_us : next;
@@ -665,7 +670,8 @@ enum politeness_err politeness_robots_state(const struct politeness *p, uint32_t
 		return POLITENESS_ERR_INVALID;
 	h = host < p->known ? &p->hosts[host] : NULL; /* not known yet: unknown */
 	if (state != NULL)
-		*state = h ? (enum politeness_robots_state)h->robots_state : POLITENESS_ROBOTS_UNKNOWN;
+		*state = h ? (enum politeness_robots_state)h->robots_state
+		           : POLITENESS_ROBOTS_UNKNOWN;
 	if (rules != NULL)
 		*rules = h ? h->robots : NULL;
 	if (expires_us != NULL)
@@ -674,8 +680,8 @@ enum politeness_err politeness_robots_state(const struct politeness *p, uint32_t
 }
 
 enum politeness_err politeness_robots_set(struct politeness *p, uint32_t host,
-                                          enum politeness_robots_state state,
-                                          struct robots *rules, uint64_t expires_us)
+                                          enum politeness_robots_state state, struct robots *rules,
+                                          uint64_t expires_us)
 {
 	struct phost *h;
 
@@ -741,8 +747,9 @@ enum politeness_err politeness_robots_checkpoint(const struct politeness *p, con
 		recfile_put_bytes(w, blob, (uint32_t)len);
 		free(blob);
 		/* 0 = no expiry; otherwise at least 1 so it stays "set". */
-		recfile_put_u64(w, h->robots_exp == 0 ? 0
-		                   : h->robots_exp > now_us ? h->robots_exp - now_us : 1);
+		recfile_put_u64(w, h->robots_exp == 0       ? 0
+		                   : h->robots_exp > now_us ? h->robots_exp - now_us
+		                                            : 1);
 	}
 	return recfile_writer_close(w, 0) == RECFILE_OK ? POLITENESS_OK : POLITENESS_ERR_IO;
 }
@@ -750,10 +757,14 @@ enum politeness_err politeness_robots_checkpoint(const struct politeness *p, con
 static enum politeness_err robots_ckpt_err(enum recfile_err e)
 {
 	switch (e) {
-	case RECFILE_OK: return POLITENESS_OK;
-	case RECFILE_ERR_NOMEM: return POLITENESS_ERR_NOMEM;
-	case RECFILE_ERR_IO: return POLITENESS_ERR_IO;
-	case RECFILE_ERR_CORRUPT: break;
+	case RECFILE_OK:
+		return POLITENESS_OK;
+	case RECFILE_ERR_NOMEM:
+		return POLITENESS_ERR_NOMEM;
+	case RECFILE_ERR_IO:
+		return POLITENESS_ERR_IO;
+	case RECFILE_ERR_CORRUPT:
+		break;
 	}
 	return POLITENESS_ERR_CORRUPT;
 }
@@ -823,15 +834,24 @@ void politeness_stats(const struct politeness *p, struct politeness_stats *s)
 const char *politeness_strerror(enum politeness_err e)
 {
 	switch (e) {
-	case POLITENESS_OK: return "ok";
-	case POLITENESS_NOT_READY: return "no host ready yet";
-	case POLITENESS_EMPTY: return "no host waiting";
-	case POLITENESS_RETIRED: return "host retired";
-	case POLITENESS_ERR_NOMEM: return "out of memory";
-	case POLITENESS_ERR_INVALID: return "invalid argument";
-	case POLITENESS_ERR_STATE: return "host is not held";
-	case POLITENESS_ERR_IO: return "checkpoint file I/O error";
-	case POLITENESS_ERR_CORRUPT: return "checkpoint file torn or inconsistent";
+	case POLITENESS_OK:
+		return "ok";
+	case POLITENESS_NOT_READY:
+		return "no host ready yet";
+	case POLITENESS_EMPTY:
+		return "no host waiting";
+	case POLITENESS_RETIRED:
+		return "host retired";
+	case POLITENESS_ERR_NOMEM:
+		return "out of memory";
+	case POLITENESS_ERR_INVALID:
+		return "invalid argument";
+	case POLITENESS_ERR_STATE:
+		return "host is not held";
+	case POLITENESS_ERR_IO:
+		return "checkpoint file I/O error";
+	case POLITENESS_ERR_CORRUPT:
+		return "checkpoint file torn or inconsistent";
 	}
 	return "unknown error";
 }

@@ -60,14 +60,15 @@
 
 enum politeness_err {
 	POLITENESS_OK = 0,
-	POLITENESS_NOT_READY = 1, /* pop: no host ready now; *ready_at says when (not an error) */
-	POLITENESS_EMPTY = 2,     /* pop: no host waiting at all (not an error) */
-	POLITENESS_RETIRED = 3,   /* release: the host was retired (not an error) */
-	POLITENESS_ERR_NOMEM = 4, /* allocation failed; state unchanged */
+	POLITENESS_NOT_READY = 1,   /* pop: no host ready now; *ready_at says when (not an error) */
+	POLITENESS_EMPTY = 2,       /* pop: no host waiting at all (not an error) */
+	POLITENESS_RETIRED = 3,     /* release: the host was retired (not an error) */
+	POLITENESS_ERR_NOMEM = 4,   /* allocation failed; state unchanged */
 	POLITENESS_ERR_INVALID = 5, /* bad argument or config */
 	POLITENESS_ERR_STATE = 6,   /* release of a host that is not held */
 	POLITENESS_ERR_IO = 7,      /* a checkpoint file cannot be written or read (errno) */
-	POLITENESS_ERR_CORRUPT = 8, /* restore: the file is torn, or names a host not in the frontier */
+	POLITENESS_ERR_CORRUPT =
+	        8, /* restore: the file is torn, or names a host not in the frontier */
 };
 
 enum politeness_robots_state {
@@ -77,16 +78,16 @@ enum politeness_robots_state {
 };
 
 struct politeness_stats {
-	uint64_t hosts_in_heap;  /* hosts waiting with URLs */
-	uint64_t hosts_held;     /* popped, not yet released */
-	uint64_t hosts_parked;   /* known hosts with an empty queue */
+	uint64_t hosts_in_heap; /* hosts waiting with URLs */
+	uint64_t hosts_held;    /* popped, not yet released */
+	uint64_t hosts_parked;  /* known hosts with an empty queue */
 	uint64_t hosts_retired;
 	uint64_t ip_groups;
 	uint64_t pops;
 	uint64_t releases;
-	uint64_t errors;         /* VISIT_ERROR outcomes */
-	uint64_t retry_laters;   /* VISIT_RETRY_LATER outcomes */
-	uint64_t dropped_urls;   /* URLs drained from retired hosts */
+	uint64_t errors;       /* VISIT_ERROR outcomes */
+	uint64_t retry_laters; /* VISIT_RETRY_LATER outcomes */
+	uint64_t dropped_urls; /* URLs drained from retired hosts */
 };
 
 struct politeness;
@@ -102,8 +103,8 @@ enum politeness_err politeness_create(struct frontier *f, const struct politenes
 void politeness_destroy(struct politeness *p);
 
 /* Hands out the next ready host as a token (see protocol). */
-enum politeness_err politeness_pop_ready(struct politeness *p, uint64_t now_us,
-                                         uint32_t *host, uint64_t *ready_at_us);
+enum politeness_err politeness_pop_ready(struct politeness *p, uint64_t now_us, uint32_t *host,
+                                         uint64_t *ready_at_us);
 /* Gives a held host back with the outcome of its visit, ended at now_us:
  * computes its next time (and its IP's), reinserts it if it has URLs, parks
  * it otherwise, or retires it. */
@@ -112,8 +113,8 @@ enum politeness_err politeness_release(struct politeness *p, uint32_t host,
 
 /* How much a visit to this host may do: URLs and microseconds (ratio policy:
  * visit_budget; fixed: max_urls_per_visit and no time limit = UINT64_MAX). */
-void politeness_visit_budget(const struct politeness *p, uint32_t host,
-                             uint32_t *max_urls, uint64_t *max_us);
+void politeness_visit_budget(const struct politeness *p, uint32_t host, uint32_t *max_urls,
+                             uint64_t *max_us);
 
 /* Assigns the host's resolved IPv4 (host byte order). Moves the host into
  * the IP's group (creating it); with ip_politeness off only records it. */
@@ -151,8 +152,7 @@ void politeness_host_save(const struct politeness *p, uint32_t host, uint64_t no
  * now_us (as if a visit had just ended), or the saved wait when longer. A
  * retired host stays retired. */
 enum politeness_err politeness_host_restore(struct politeness *p, uint32_t host,
-                                            const struct politeness_host_saved *s,
-                                            uint64_t now_us);
+                                            const struct politeness_host_saved *s, uint64_t now_us);
 
 /* A host's robots.txt cache: its state, its rules (borrowed: valid until
  * the next politeness_robots_set of the host or politeness_destroy) and
@@ -164,8 +164,8 @@ enum politeness_err politeness_robots_state(const struct politeness *p, uint32_t
  * the host's former rules, and rules themselves on an error, are freed with
  * robots_destroy. */
 enum politeness_err politeness_robots_set(struct politeness *p, uint32_t host,
-                                          enum politeness_robots_state state,
-                                          struct robots *rules, uint64_t expires_us);
+                                          enum politeness_robots_state state, struct robots *rules,
+                                          uint64_t expires_us);
 /* Checkpoint of every host's robots.txt cache, in its own file at path
  * (written, not fsynced): known rules with their expiry relative to now_us;
  * a fetch in flight is saved as unknown (fetched again after a resume).

@@ -80,7 +80,8 @@ START_TEST(fifo_memory)
 	struct frontier_url u;
 
 	ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_ERR_EMPTY);
-	ck_assert_int_eq(frontier_push(f, a, "http://a.test/1", 15, "http://z/", 9, 3), FRONTIER_OK);
+	ck_assert_int_eq(frontier_push(f, a, "http://a.test/1", 15, "http://z/", 9, 3),
+	                 FRONTIER_OK);
 	ck_assert_int_eq(frontier_push(f, a, "http://a.test/2", 15, NULL, 0, 4), FRONTIER_OK);
 	ck_assert_uint_eq(frontier_host_queued(f, a), 2);
 	ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_OK);

@@ -83,7 +83,8 @@ static enum frontier_err push(struct frontier *f, struct model *m, int h, uint32
 	/* long URLs so a small budget spills */
 	int n = snprintf(url, sizeof url, "http://h%d.test/page/%u/%0*d", h, seq, 60, 0);
 	int vn = snprintf(via, sizeof via, "http://h%d.test/from/%u", h, seq / 3);
-	enum frontier_err e = frontier_push(f, host_id(f, h), url, (size_t)n, via, (size_t)vn, seq % 7);
+	enum frontier_err e =
+	        frontier_push(f, host_id(f, h), url, (size_t)n, via, (size_t)vn, seq % 7);
 	if (e == FRONTIER_OK) {
 		ck_assert_uint_lt(m->tail[h], MAXQ);
 		m->q[h][m->tail[h]++] = seq;
@@ -132,8 +133,10 @@ START_TEST(checkpoint_restores_queues_exactly)
 	ck_assert_int_eq(frontier_create(&c, &f), FRONTIER_OK);
 	/* interleaved pushes and pops over many hosts, through memory and disk */
 	for (int round = 0; round < 30; round++) {
-		for (int i = 0; i < 400; i++)
-			{ ck_assert_int_eq(push(f, &m, (int)(seq * 7919u % HOSTS), seq), FRONTIER_OK); seq++; }
+		for (int i = 0; i < 400; i++) {
+			ck_assert_int_eq(push(f, &m, (int)(seq * 7919u % HOSTS), seq), FRONTIER_OK);
+			seq++;
+		}
 		for (int h = 0; h < HOSTS; h += 3)
 			for (int k = 0; k < 3 && m.head[h] < m.tail[h]; k++)
 				pop_check(f, &m, h);
@@ -149,8 +152,10 @@ START_TEST(checkpoint_restores_queues_exactly)
 	/* The live frontier goes on after the checkpoint: more pushes (new
 	 * extents patch the tails' links in the linked segments), pops that
 	 * consume and unlink segments. The checkpoint must not notice. */
-	for (int i = 0; i < 6000; i++)
-		{ ck_assert_int_eq(push(f, &m, (int)(seq * 7919u % HOSTS), seq), FRONTIER_OK); seq++; }
+	for (int i = 0; i < 6000; i++) {
+		ck_assert_int_eq(push(f, &m, (int)(seq * 7919u % HOSTS), seq), FRONTIER_OK);
+		seq++;
+	}
 	drain_check(f, &m);
 	frontier_destroy(f);
 
@@ -171,13 +176,16 @@ START_TEST(checkpoint_restores_queues_exactly)
 		ck_assert_uint_eq(pages, 12);
 		ck_assert_uint_eq(bytes, 3456);
 		/* the restored frontier keeps working: pushes after its queues */
-		for (int i = 0; i < 2000; i++)
-			{ ck_assert_int_eq(push(g, &m, (int)(seq * 7919u % HOSTS), seq), FRONTIER_OK); seq++; }
+		for (int i = 0; i < 2000; i++) {
+			ck_assert_int_eq(push(g, &m, (int)(seq * 7919u % HOSTS), seq), FRONTIER_OK);
+			seq++;
+		}
 		drain_check(g, &m);
 		frontier_stats(g, &s1);
 		ck_assert_uint_eq(s1.urls_queued, 0);
 		ck_assert_uint_eq(s1.urls_on_disk, 0);
-		ck_assert_uint_le(s1.segments, 1); /* old ones reclaimed; the one being appended stays */
+		ck_assert_uint_le(s1.segments,
+		                  1); /* old ones reclaimed; the one being appended stays */
 		frontier_destroy(g);
 	}
 	rm_tree(ck);
@@ -301,7 +309,8 @@ START_TEST(failed_spill_flush_loses_nothing)
 		int n = snprintf(url, sizeof url, "http://h%d.test/page/%u/%0*d", h, seq, 60, 0);
 		char via[64];
 		int vn = snprintf(via, sizeof via, "http://h%d.test/from/%u", h, seq / 3);
-		enum frontier_err e = frontier_push(f, ids[h], url, (size_t)n, via, (size_t)vn, seq % 7);
+		enum frontier_err e =
+		        frontier_push(f, ids[h], url, (size_t)n, via, (size_t)vn, seq % 7);
 		if (e == FRONTIER_OK && m.tail[h] < MAXQ)
 			m.q[h][m.tail[h]++] = seq;
 		else if (e == FRONTIER_ERR_IO)
@@ -351,7 +360,8 @@ START_TEST(recfile_roundtrip_and_damage)
 	ck_assert_uint_eq(v32, 0xdeadbeef);
 	ck_assert_int_eq(recfile_get_u64(r, &v64), RECFILE_OK);
 	ck_assert_uint_eq(v64, 0x0123456789abcdefull);
-	ck_assert_int_eq(recfile_get_bytes(r, buf, 4, &len), RECFILE_ERR_CORRUPT); /* too long for cap */
+	ck_assert_int_eq(recfile_get_bytes(r, buf, 4, &len),
+	                 RECFILE_ERR_CORRUPT); /* too long for cap */
 	recfile_reader_close(r);
 	ck_assert_int_eq(recfile_reader_open(path, "TESTMAG1", &r), RECFILE_OK);
 	recfile_get_u8(r, &b);
