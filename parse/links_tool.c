@@ -33,6 +33,17 @@ static void usage(FILE *out)
 	             "  SimHash, dropped links) on stderr.\n");
 }
 
+/* --max-links: 1 to 10^7 links. 0, or -1 for anything else. */
+static int parse_max_links(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (*end || v == 0 || v > 10000000ULL)
+		return -1;
+	*out = (size_t)v;
+	return 0;
+}
+
 int links_tool_main(int argc, char **argv)
 {
 	const char *charset = NULL, *url = NULL;
@@ -40,19 +51,16 @@ int links_tool_main(int argc, char **argv)
 	struct links_config cfg = { 0 };
 	for (int i = 1; i < argc; i++) {
 		const char *value;
-		if (tool_flag(argv[i], "--help", "-h")) {
-			usage(stdout);
-			return 0;
-		} else if ((value = tool_option(argc, argv, &i, "--charset")) != NULL) {
+		if ((value = tool_option(argc, argv, &i, "--charset")) != NULL) {
 			charset = value;
 		} else if (strcmp(argv[i], "--max-links") == 0 && i + 1 < argc) {
-			char *end;
-			unsigned long long v = strtoull(argv[++i], &end, 10);
-			if (*end || v == 0 || v > 10000000ULL) {
+			if (parse_max_links(argv[++i], &cfg.max_links) != 0) {
 				fprintf(stderr, "crawler links: bad --max-links '%s'\n", argv[i]);
 				return 2;
 			}
-			cfg.max_links = (size_t)v;
+		} else if (tool_flag(argv[i], "--help", "-h")) {
+			usage(stdout);
+			return 0;
 		} else if (tool_flag(argv[i], "--verbose", "-v")) {
 			verbose = true;
 		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {

@@ -756,17 +756,9 @@ enum politeness_err politeness_robots_checkpoint(const struct politeness *p, con
 
 static enum politeness_err robots_ckpt_err(enum recfile_err e)
 {
-	switch (e) {
-	case RECFILE_OK:
-		return POLITENESS_OK;
-	case RECFILE_ERR_NOMEM:
-		return POLITENESS_ERR_NOMEM;
-	case RECFILE_ERR_IO:
-		return POLITENESS_ERR_IO;
-	case RECFILE_ERR_CORRUPT:
-		break;
-	}
-	return POLITENESS_ERR_CORRUPT;
+	if (e == RECFILE_OK || e == RECFILE_ERR_NOMEM)
+		return e == RECFILE_OK ? POLITENESS_OK : POLITENESS_ERR_NOMEM;
+	return e == RECFILE_ERR_IO ? POLITENESS_ERR_IO : POLITENESS_ERR_CORRUPT;
 }
 
 /* Reads one saved host and gives it its robots.txt cache. */
