@@ -46,7 +46,7 @@
  * may be empty) as a string, so the crawl log can print it without another
  * lookup; callers that want it cheaper pass an empty via and keep their own id.
  *
- * Memory costs: per host about 150 bytes of struct + its key and name + 8
+ * Memory costs: per host about 144 bytes of struct + its key and name + 8
  * bytes of hash index (all counted in mem_budget); per record in memory 16 bytes of
  * header + URL + via, rounded as malloc does (counted); fixed: the write
  * buffer, a flush chunk (<= 1 MiB), a 64 KiB read chunk (counted). On disk:
