@@ -264,7 +264,7 @@ static void copy_authority(struct url *u, const struct url *b)
 }
 
 /* '?' starts the query, '#' the fragment; any other c stays in st. */
-static enum state query_or_fragment(struct url *u, int c, enum state st)
+static inline enum state query_or_fragment(struct url *u, int c, enum state st)
 {
 	if (c == '?') {
 		u->has_query = true;
@@ -282,7 +282,8 @@ static enum state query_or_fragment(struct url *u, int c, enum state st)
  * new query, '#' a fragment, end of input (-1) stays in `st`, anything else
  * drops the query and goes on in the path state (the caller shortens the
  * path and reads c again). Returns the next state. */
-static enum state take_base_path_query(struct url *u, const struct url *base, int c, enum state st)
+static inline enum state take_base_path_query(struct url *u, const struct url *base, int c,
+                                              enum state st)
 {
 	copy_buf(u, &u->path, &base->path);
 	copy_buf(u, &u->query, &base->query);
@@ -830,7 +831,7 @@ int url_port_effective(const struct url *u)
 
 bool url_is_http(const struct url *u)
 {
-	return u->valid && (scheme_is(&u->scheme, "http") || scheme_is(&u->scheme, "https"));
+	return url__is_http(u);
 }
 
 const char *url_request_target(const struct url *u, size_t *len)

@@ -162,6 +162,12 @@ static inline bool starts_with_drive(const char *s, size_t n)
 	return c == '/' || c == '\\' || c == '?' || c == '#';
 }
 
+/* url_is_http, inlined where the crawl key is computed. */
+static inline bool url__is_http(const struct url *u)
+{
+	return u->valid && (scheme_is(&u->scheme, "http") || scheme_is(&u->scheme, "https"));
+}
+
 /* url_host.c: the host parser (domain with IDNA, IPv4, IPv6, opaque) of
  * the standard; writes the serialized host into u->host and its kind. */
 enum url_error url__host_parse(struct url *u, const char *s, size_t n, bool opaque);

@@ -179,7 +179,7 @@ enum url_error url_crawl_key(const struct url *u, char *out, size_t cap, size_t 
 {
 	if (!u || !out || cap == 0)
 		return URL_ERR_INVALID_ARG;
-	if (!url_is_http(u))
+	if (!url__is_http(u))
 		return URL_ERR_NOT_HTTP;
 	unsigned f = u->opt.flags;
 	struct obuf o = { .p = out, .n = 0, .cap = cap - 1, .over = false };
