@@ -19,24 +19,33 @@ int url_key_split(const char *key, size_t len, size_t *authority_len, size_t *ho
 	const char *colon = memchr(key, ':', len);
 	if (!colon || (size_t)(colon - key) + 3 > len || colon[1] != '/' || colon[2] != '/')
 		return -1;
-	size_t start = (size_t)(colon - key) + 3, end = start;
-	while (end < len && key[end] != '/' && key[end] != '?' && key[end] != '#')
-		end++;
-	size_t hs = start, he = end;
-	for (size_t i = end; i > start; i--) /* userinfo ends at the last '@' */
-		if (key[i - 1] == '@') {
-			hs = i;
+	/* One pass over the authority: userinfo ends at its last '@', the port
+	 * starts at the first ':' after it. */
+	enum { AUTH_END = 1, AUTH_AT, AUTH_COLON };
+	static const unsigned char stop[256] = {
+		['/'] = AUTH_END, ['?'] = AUTH_END,   ['#'] = AUTH_END,
+		['@'] = AUTH_AT,  [':'] = AUTH_COLON,
+	};
+	size_t start = (size_t)(colon - key) + 3, end, hs = start, port = SIZE_MAX;
+	for (end = start; end < len; end++) {
+		unsigned char k = stop[(unsigned char)key[end]];
+		if (k == 0)
+			continue;
+		if (k == AUTH_END)
 			break;
+		if (k == AUTH_AT) {
+			hs = end + 1;
+			port = SIZE_MAX;
+		} else if (port == SIZE_MAX) {
+			port = end;
 		}
+	}
+	size_t he = port != SIZE_MAX ? port : end;
 	if (hs < end && key[hs] == '[') {
 		const char *rb = memchr(key + hs, ']', end - hs);
 		if (!rb)
 			return -1;
 		he = (size_t)(rb - key) + 1;
-	} else {
-		const char *port = memchr(key + hs, ':', end - hs);
-		if (port)
-			he = (size_t)(port - key);
 	}
 	if (he == hs)
 		return -1;
