@@ -5,8 +5,10 @@
  * Layout, in OUT/checkpoint/:
  *   ckpt-NNNNNNNN/   one complete checkpoint (N counts up): sieve/ (the
  *                    sieve's state, sieve_checkpoint), frontier/ (the
- *                    frontier's, frontier_checkpoint), state (the crawl's:
- *                    counters, host states, URLs in flight, output positions)
+ *                    frontier's, frontier_checkpoint), robots (every
+ *                    host's robots.txt rules, politeness_robots_checkpoint),
+ *                    state (the crawl's: counters, host states, URLs in
+ *                    flight, output positions)
  *   CURRENT          "ckpt-NNNNNNNN\n": the newest complete checkpoint
  *
  * Invariant: CURRENT names a complete, fsynced checkpoint, or is absent

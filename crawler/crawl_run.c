@@ -75,7 +75,6 @@ struct host_state {
 	uint8_t dns;
 	uint8_t in_visit;
 	uint8_t visit_kind;      /* enum visit_kind so far */
-	char ip[INET_ADDRSTRLEN];
 	uint32_t visit_requests;
 	uint32_t visit_max_urls;
 	uint64_t visit_start_us;
@@ -265,40 +264,6 @@ static uint64_t now_us(void)
 
 /* ---- URL helpers (URLs here are absolute and normalized) ---- */
 
-/* Splits scheme://authority: key_len = length of scheme://authority,
- * host at [*h, *h + *hl), path starts at key_len. -1 if not absolute. */
-static int url_split(const char *u, size_t len, size_t *key_len, size_t *h, size_t *hl)
-{
-	const char *p = memchr(u, ':', len);
-	if (!p || (size_t)(p - u) + 3 > len || p[1] != '/' || p[2] != '/')
-		return -1;
-	size_t a = (size_t)(p - u) + 3, e = a;
-	while (e < len && u[e] != '/' && u[e] != '?' && u[e] != '#')
-		e++;
-	size_t hs = a, he = e;
-	for (size_t i = a; i < e; i++)
-		if (u[i] == '@')
-			hs = i + 1;
-	if (hs < e && u[hs] == '[') {
-		const char *rb = memchr(u + hs, ']', e - hs);
-		if (!rb)
-			return -1;
-		he = (size_t)(rb - u) + 1;
-	} else {
-		for (size_t i = hs; i < e; i++)
-			if (u[i] == ':') {
-				he = i;
-				break;
-			}
-	}
-	if (he == hs)
-		return -1;
-	*key_len = e;
-	*h = hs;
-	*hl = he - hs;
-	return 0;
-}
-
 /* Resolves a Location against the URL that answered with it (loop thread:
  * uses the loop's two parse objects). Returns a malloc'd string, NULL when
  * it does not resolve: the crawl key when the target is http(s) (*crawlable
@@ -393,7 +358,7 @@ static int frontier_add(struct run *r, const char *url, size_t len, const char *
 {
 	size_t kl, hs, hl;
 	uint32_t host;
-	if (url_split(url, len, &kl, &hs, &hl) < 0)
+	if (url_key_split(url, len, &kl, &hs, &hl) < 0)
 		return 0;
 	if (frontier_host_get(r->frontier, url, kl, 1, &host) != FRONTIER_OK)
 		return 0;
@@ -1071,7 +1036,13 @@ static int start_fetch(struct run *r, uint32_t host, const char *url, uint32_t d
 		req_release(r, q);
 		return -1;
 	}
-	struct fetch_request fr = {.url = url, .ip = hs->ip, .user = q,
+	char ip[INET_ADDRSTRLEN] = "";
+	uint32_t ipv4;
+	if (politeness_host_ip(r->pol, host, &ipv4)) {
+		struct in_addr a = {htonl(ipv4)};
+		inet_ntop(AF_INET, &a, ip, sizeof ip);
+	}
+	struct fetch_request fr = {.url = url, .ip = ip, .user = q,
 	                           .flags = robots ? FETCH_FLAG_ROBOTS : 0};
 	enum fetch_error e = fetch_engine_start(r->fetch, &fr);
 	if (e != FETCH_OK) {
@@ -1091,15 +1062,15 @@ static void start_robots(struct run *r, uint32_t host)
 	const char *key = frontier_host_key(r->frontier, host, &kl);
 	char url[FRONTIER_KEY_MAX + 16];
 	snprintf(url, sizeof url, "%s/robots.txt", key);
-	frontier_host_set_robots(r->frontier, host, FRONTIER_ROBOTS_FETCHING, NULL, 0);
+	politeness_robots_set(r->pol, host, POLITENESS_ROBOTS_FETCHING, NULL, 0);
 	r->robots_fetches++;
 	if (start_fetch(r, host, url, 0, NULL, 1, 0) < 0) {
 		/* Could not even start: treat as unreachable (disallow, retry later). */
 		struct robots_policy pol;
 		if (robots_policy_from_fetch(-1, NULL, 0, r->cfg->user_agent,
 		                             (int64_t)(now_us() / 1000), &pol) == ROBOTS_OK)
-			frontier_host_set_robots(r->frontier, host, FRONTIER_ROBOTS_KNOWN, pol.robots,
-			                         (uint64_t)pol.expires_ms * 1000u);
+			politeness_robots_set(r->pol, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
+			                      (uint64_t)pol.expires_ms * 1000u);
 		visit_end(r, host);
 	}
 }
@@ -1149,16 +1120,13 @@ static int dns_wait_push(struct run *r, uint32_t host)
 static int resolve_host(struct run *r, uint32_t host)
 {
 	struct host_state *hs = host_state(r, host);
-	size_t kl, h, hl;
-	const char *key = frontier_host_key(r->frontier, host, &kl);
-	char name[FRONTIER_KEY_MAX];
-	if (hs->dns == HDNS_FAILED || url_split(key, kl, &kl, &h, &hl) < 0 || hl >= sizeof name) {
+	size_t hl;
+	const char *name = frontier_host_name(r->frontier, host, &hl);
+	if (hs->dns == HDNS_FAILED || name == NULL || hl == 0) {
 		retire_host(r, host);
 		visit_end(r, host);
 		return 0;
 	}
-	memcpy(name, key + h, hl);
-	name[hl] = '\0';
 	if (name[0] == '[') { /* IPv6 literal: the engine is IPv4 only */
 		hs->dns = HDNS_FAILED;
 		retire_host(r, host);
@@ -1220,12 +1188,13 @@ static void visit_begin(struct run *r, uint32_t host)
 		resolve_host(r, host);
 		return;
 	}
-	enum frontier_robots_state st;
-	void *rob;
+	enum politeness_robots_state st;
+	const struct robots *rob;
 	uint64_t exp;
-	frontier_host_robots(r->frontier, host, &st, &rob, &exp);
+	politeness_robots_state(r->pol, host, &st, &rob, &exp);
 	if (r->cfg->obey_robots &&
-	    (st == FRONTIER_ROBOTS_UNKNOWN || (st == FRONTIER_ROBOTS_KNOWN && exp && exp < now_us()))) {
+	    (st == POLITENESS_ROBOTS_UNKNOWN ||
+	     (st == POLITENESS_ROBOTS_KNOWN && exp && exp < now_us()))) {
 		start_robots(r, host);
 		return;
 	}
@@ -1263,8 +1232,9 @@ static void dns_answered(void *ctx, enum dns_error err, const char *name,
 			pump(r);
 		return;
 	}
-	inet_ntop(AF_INET, &addrs[0], hs->ip, sizeof hs->ip);
-	if (!r->cfg->allow_private_networks && fetch_addr_is_private(hs->ip)) {
+	char ip[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &addrs[0], ip, sizeof ip);
+	if (!r->cfg->allow_private_networks && fetch_addr_is_private(ip)) {
 		r->private_refused++;
 		hs->dns = HDNS_FAILED;
 		retire_host(r, host);
@@ -1308,10 +1278,10 @@ static void visit_next(struct run *r, uint32_t host)
 			return;
 		}
 		if (r->cfg->obey_robots) {
-			enum frontier_robots_state st;
-			void *rob = NULL;
+			enum politeness_robots_state st;
+			const struct robots *rob = NULL;
 			uint64_t exp;
-			frontier_host_robots(r->frontier, host, &st, &rob, &exp);
+			politeness_robots_state(r->pol, host, &st, &rob, &exp);
 			char path[FRONTIER_URL_MAX + 8];
 			if (rob &&
 			    (robots_path_from_url(fu.url, fu.url_len, path, sizeof path) != ROBOTS_OK ||
@@ -1344,7 +1314,7 @@ static void handle_robots(struct run *r, struct req *q, struct fetch_result *res
 		size_t kl, h, hl, bkl;
 		const char *key = frontier_host_key(r->frontier, host, &bkl);
 		/* Only same-origin redirects: another host has no resolved IP here. */
-		if (to && crawlable && url_split(to, strlen(to), &kl, &h, &hl) == 0 && kl == bkl &&
+		if (to && crawlable && url_key_split(to, strlen(to), &kl, &h, &hl) == 0 && kl == bkl &&
 		    memcmp(to, key, kl) == 0 && !r->stopping && can_start(r)) {
 			j->redirect = to;
 			if (start_fetch(r, host, to, 0, NULL, 1, q->redirects + 1) == 0)
@@ -1365,8 +1335,8 @@ static void handle_robots(struct run *r, struct req *q, struct fetch_result *res
 	struct robots_policy pol;
 	if (robots_policy_from_fetch((int)st, body, blen, r->cfg->user_agent,
 	                             (int64_t)(now_us() / 1000), &pol) == ROBOTS_OK) {
-		frontier_host_set_robots(r->frontier, host, FRONTIER_ROBOTS_KNOWN, pol.robots,
-		                         (uint64_t)pol.expires_ms * 1000u);
+		politeness_robots_set(r->pol, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
+		                      (uint64_t)pol.expires_ms * 1000u);
 		double cd = robots_crawl_delay(pol.robots);
 		if (cd > 0)
 			politeness_host_set_crawl_delay(r->pol, host, (uint64_t)(cd * 1e6));
@@ -1452,11 +1422,11 @@ static void fetch_done(struct run *r, struct fetch_result *res)
 		return;
 	/* Continue the visit unless a robots redirect is already in flight. */
 	if (hs->in_visit) {
-		enum frontier_robots_state st;
-		void *rob;
+		enum politeness_robots_state st;
+		const struct robots *rob;
 		uint64_t exp;
-		frontier_host_robots(r->frontier, host, &st, &rob, &exp);
-		if (st != FRONTIER_ROBOTS_FETCHING)
+		politeness_robots_state(r->pol, host, &st, &rob, &exp);
+		if (st != POLITENESS_ROBOTS_FETCHING)
 			visit_next(r, host);
 	}
 	pump(r);
@@ -1917,10 +1887,6 @@ static int state_load(struct run *r, const char *path, char *warc_file, size_t w
 		    recfile_get_u8(rd, &ps.has_ip) != RECFILE_OK)
 			goto bad;
 		hs->dns = dns == HDNS_OK && ps.has_ip ? HDNS_OK : dns == HDNS_FAILED ? HDNS_FAILED : HDNS_NONE;
-		if (hs->dns == HDNS_OK) {
-			struct in_addr a = {htonl(ps.ipv4)};
-			inet_ntop(AF_INET, &a, hs->ip, sizeof hs->ip);
-		}
 		if (politeness_host_restore(r->pol, h, &ps, now) == POLITENESS_ERR_NOMEM)
 			goto bad;
 	}
@@ -2027,6 +1993,7 @@ static int ckpt_write_local(struct run *r)
 {
 	char path[4300];
 	enum frontier_err fe;
+	enum politeness_err pe;
 	if (checkpoint_prepare(r->cfg->output_dir, r->ckpt_seq, r->ckpt_dir, sizeof r->ckpt_dir,
 	                       r->ckpt_err, sizeof r->ckpt_err) != 0)
 		return -1;
@@ -2035,10 +2002,17 @@ static int ckpt_write_local(struct run *r)
 		snprintf(r->ckpt_err, sizeof r->ckpt_err, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	fe = frontier_checkpoint(r->frontier, path, now_us());
+	fe = frontier_checkpoint(r->frontier, path);
 	if (fe != FRONTIER_OK) {
 		snprintf(r->ckpt_err, sizeof r->ckpt_err, "frontier into %s: %s (%s)", path,
 		         frontier_strerror(fe), strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof path, "%s/robots", r->ckpt_dir);
+	pe = politeness_robots_checkpoint(r->pol, path, now_us());
+	if (pe != POLITENESS_OK) {
+		snprintf(r->ckpt_err, sizeof r->ckpt_err, "robots.txt cache into %s: %s (%s)", path,
+		         politeness_strerror(pe), strerror(errno));
 		return -1;
 	}
 	snprintf(path, sizeof path, "%s/state", r->ckpt_dir);
@@ -2434,17 +2408,6 @@ static int on_sieve_write_error(void *ctx, const char *dir, int err)
 	return io_stall_retryable(err) && io_stall_wait(r->io, dir, err);
 }
 
-/* robots pointers in frontier checkpoints (frontier_config). */
-static int robots_encode_cb(const void *robots, char **out, size_t *len)
-{
-	return robots_encode(robots, out, len) == ROBOTS_OK ? 0 : -1;
-}
-
-static void *robots_decode_cb(const char *data, size_t len)
-{
-	return robots_decode(data, len);
-}
-
 /* A new crawl's seeds and configuration, kept in the output folder so that
  * --resume needs neither again. */
 static int save_crawl_inputs(const struct crawl_config *cfg, char *const *seeds, size_t n)
@@ -2542,7 +2505,7 @@ static int seed_domains(char *const *seeds, size_t n, char ***out, size_t *nout)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		size_t kl, h, hl;
-		if (url_split(seeds[i], strlen(seeds[i]), &kl, &h, &hl) < 0)
+		if (url_key_split(seeds[i], strlen(seeds[i]), &kl, &h, &hl) < 0)
 			continue;
 		char host[512];
 		if (hl >= sizeof host)
@@ -2651,13 +2614,10 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds,
 	fc.max_urls_per_host = cfg->max_urls_per_host;
 	fc.max_depth = cfg->max_depth;
 	fc.max_hosts = cfg->max_hosts;
-	fc.robots_free = (void (*)(void *))robots_destroy;
-	fc.robots_encode = robots_encode_cb;
-	fc.robots_decode = robots_decode_cb;
 	enum frontier_err fe;
 	if (from_ckpt) {
 		snprintf(path, sizeof path, "%s/frontier", ckpt);
-		fe = frontier_restore(&fc, path, now_us(), &r->frontier);
+		fe = frontier_restore(&fc, path, &r->frontier);
 	} else {
 		fe = frontier_create(&fc, &r->frontier);
 	}
@@ -2689,6 +2649,15 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds,
 	}
 	if (politeness_create(r->frontier, &pc, NULL, NULL, &r->pol) != POLITENESS_OK)
 		goto out;
+	if (from_ckpt) {
+		snprintf(path, sizeof path, "%s/robots", ckpt);
+		enum politeness_err pe = politeness_robots_restore(r->pol, path, now_us());
+		if (pe != POLITENESS_OK) {
+			fprintf(stderr, "crawler crawl: robots.txt cache of %s: %s\n", path,
+			        politeness_strerror(pe));
+			goto out;
+		}
+	}
 	/* Scope. */
 	struct scope_config sc;
 	scope_config_default(&sc);

@@ -7,34 +7,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define COPY_CHUNK (64 * 1024)
+#define READ_FIRST_CHUNK (64 * 1024) /* a stream's buffer starts here and doubles */
 #define PATH_CAP 4200
 
-int fileio_write_all(int fd, const void *p, size_t n)
+/* Writes all n bytes, at the file offset (at_off 0) or at off. */
+static int write_loop(int fd, const char *c, size_t n, int at_off, uint64_t off)
 {
-	const char *c = p;
 	while (n > 0) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-int fileio_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
-{
-	const char *c = p;
-	while (n > 0) {
-		ssize_t w = pwrite(fd, c, n, (off_t)off);
+		ssize_t w = at_off ? pwrite(fd, c, n, (off_t)off) : write(fd, c, n);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -45,6 +31,16 @@ int fileio_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
 		off += (uint64_t)w;
 	}
 	return 0;
+}
+
+int fileio_write_all(int fd, const void *p, size_t n)
+{
+	return write_loop(fd, p, n, 0, 0);
+}
+
+int fileio_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+{
+	return write_loop(fd, p, n, 1, off);
 }
 
 int fileio_pread_all(int fd, void *p, size_t n, uint64_t off)
@@ -81,6 +77,105 @@ static int fsync_open(const char *path, int flags)
 	return rc;
 }
 
+char *fileio_read_stream(FILE *f, size_t max, size_t *len)
+{
+	size_t cap = READ_FIRST_CHUNK < max ? READ_FIRST_CHUNK : max, n = 0;
+	char *buf = malloc(cap ? cap : 1);
+	if (buf == NULL)
+		return NULL;
+	while (n < max) {
+		if (n == cap) {
+			size_t grown = cap * 2 < max ? cap * 2 : max;
+			char *nb = realloc(buf, grown);
+			if (nb == NULL)
+				goto fail;
+			buf = nb;
+			cap = grown;
+		}
+		size_t got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (got == 0) {
+			if (ferror(f))
+				goto fail;
+			break;
+		}
+	}
+	*len = n;
+	return buf;
+fail : {
+	int e = errno;
+	free(buf);
+	errno = e ? e : EIO;
+	return NULL;
+}
+}
+
+char *fileio_read_path(const char *path, size_t max, size_t *len)
+{
+	int stdio = strcmp(path, "-") == 0;
+	FILE *f = stdio ? stdin : fopen(path, "rb");
+	if (f == NULL)
+		return NULL;
+	char *buf = fileio_read_stream(f, max, len);
+	int e = errno;
+	if (!stdio)
+		fclose(f);
+	errno = e;
+	return buf;
+}
+
+/* Calls fn with the path and lstat of each entry of dir but "." and "..".
+ * Stops at the first failure, or with keep_going goes on (skipping entries
+ * that vanish) and fails with the last error. 0, or -1 (errno). */
+static int each_entry(const char *dir, int keep_going,
+                      int (*fn)(const char *path, const struct stat *st))
+{
+	char p[PATH_CAP];
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int rc = 0, saved = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((rc == 0 || keep_going) && (e = readdir(d)) != NULL) {
+		struct stat st;
+		int r = 0;
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) {
+			errno = ENAMETOOLONG;
+			r = -1;
+		} else if (lstat(p, &st) != 0) {
+			r = keep_going ? 0 : -1;
+		} else {
+			r = fn(p, &st);
+		}
+		if (r != 0) {
+			saved = errno;
+			rc = -1;
+		}
+	}
+	closedir(d);
+	errno = saved;
+	return rc;
+}
+
+/* fsync of a tree's entry: folders recursively, regular files; links and
+ * the rest are not followed. */
+static int fsync_entry(const char *path, const struct stat *st)
+{
+	if (S_ISDIR(st->st_mode))
+		return fileio_fsync_tree(path);
+	return S_ISREG(st->st_mode) ? fileio_fsync_path(path) : 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st)
+{
+	if (S_ISDIR(st->st_mode))
+		return fileio_remove_tree(path);
+	return unlink(path) != 0 && errno != ENOENT ? -1 : 0;
+}
+
 int fileio_fsync_path(const char *path)
 {
 	return fsync_open(path, 0);
@@ -93,30 +188,7 @@ int fileio_fsync_dir(const char *dir)
 
 int fileio_fsync_tree(const char *dir)
 {
-	char p[PATH_CAP];
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int rc = 0;
-
-	if (d == NULL)
-		return -1;
-	while (rc == 0 && (e = readdir(d)) != NULL) {
-		struct stat st;
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) {
-			errno = ENAMETOOLONG;
-			rc = -1;
-		} else if (lstat(p, &st) != 0) {
-			rc = -1;
-		} else if (S_ISDIR(st.st_mode)) {
-			rc = fileio_fsync_tree(p);
-		} else if (S_ISREG(st.st_mode)) {
-			rc = fileio_fsync_path(p);
-		}
-	}
-	closedir(d);
-	return rc == 0 ? fileio_fsync_dir(dir) : rc;
+	return each_entry(dir, 0, fsync_entry) == 0 ? fileio_fsync_dir(dir) : -1;
 }
 
 int fileio_copy_file(const char *src, const char *dst, uint64_t len)
@@ -195,36 +267,12 @@ int fileio_mkdir_p(const char *path)
 
 int fileio_remove_tree(const char *dir)
 {
-	char p[PATH_CAP];
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int rc = 0, saved = 0;
+	int rc = each_entry(dir, 1, remove_entry), saved = errno;
 
-	if (d == NULL)
-		return errno == ENOENT ? 0 : -1;
-	while ((e = readdir(d)) != NULL) {
-		struct stat st;
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) {
-			saved = ENAMETOOLONG;
-			rc = -1;
-			continue;
-		}
-		if (lstat(p, &st) != 0)
-			continue;
-		if (S_ISDIR(st.st_mode) ? fileio_remove_tree(p) != 0
-		                        : unlink(p) != 0 && errno != ENOENT) {
-			saved = errno;
-			rc = -1;
-		}
-	}
-	closedir(d);
-	if (rmdir(dir) != 0 && errno != ENOENT) {
-		saved = errno;
-		rc = -1;
-	}
-	if (rc != 0)
-		errno = saved;
+	if (rc != 0 && saved == ENOENT)
+		return 0; /* no dir: nothing to remove (entries that vanish are skipped) */
+	if (rmdir(dir) != 0 && errno != ENOENT)
+		return -1;
+	errno = saved;
 	return rc;
 }

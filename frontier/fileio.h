@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Writes all n bytes at the file offset / at off. 0 or -1. */
 int fileio_write_all(int fd, const void *p, size_t n);
@@ -39,6 +40,13 @@ int fileio_copy_file(const char *src, const char *dst, uint64_t len);
  * cannot link (another file system, no hard links, too many links). Only for
  * files never modified in place once written: a link shares later writes. */
 int fileio_link_or_copy(const char *src, const char *dst);
+
+/* Reads a stream to its end, or its first max bytes when it is longer (the
+ * rest is left unread). Returns a buffer the caller frees, its length in
+ * *len; NULL (errno) on a read error or when memory runs out. */
+char *fileio_read_stream(FILE *f, size_t max, size_t *len);
+/* fileio_read_stream of the file at path, or of stdin when path is "-". */
+char *fileio_read_path(const char *path, size_t max, size_t *len);
 
 /* Creates path and its missing parents (mode 0755). */
 int fileio_mkdir_p(const char *path);

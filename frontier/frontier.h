@@ -5,12 +5,13 @@
  * Data structure.
  *   - Host table: a hash index from a host key (scheme://host:port, e.g.
  *     "http://h17.web.test:8080", derived by the caller from the URL module)
- *     to a dense host id (uint32_t, 0..n-1, never reused). Per host: its key,
- *     its queue, its robots state (unknown/fetching/known, an opaque pointer
- *     the crawler owns, an expiry time), pages and bytes fetched, URLs ever
- *     queued, a retired flag. Politeness timing (next allowed time, IP,
- *     in-flight token, consecutive errors) lives in politeness/politeness.h,
- *     indexed by the same host id.
+ *     to a dense host id (uint32_t, 0..n-1, never reused). Per host: its key
+ *     and, beside it, its host name (cut once from the key by url_key_split,
+ *     so no caller cuts the key again), its queue, pages and bytes fetched,
+ *     URLs ever queued, a retired flag. The rest of a host's state lives in
+ *     politeness/politeness.h, indexed by the same host id: its timing
+ *     (next allowed time, in-flight token, consecutive errors), its IP (the
+ *     one copy the crawler keeps) and its robots.txt rules.
  *   - Queue of a host = [memory part] then [disk part], in FIFO order. The
  *     memory part is a linked list of records (URL, via-URL, depth). The disk
  *     part is a chain of extents in shared append-only segment files (one
@@ -45,8 +46,8 @@
  * may be empty) as a string, so the crawl log can print it without another
  * lookup; callers that want it cheaper pass an empty via and keep their own id.
  *
- * Memory costs: per host about 160 bytes of struct + its key + 8 bytes of
- * hash index (all counted in mem_budget); per record in memory 16 bytes of
+ * Memory costs: per host about 144 bytes of struct + its key and name + 8
+ * bytes of hash index (all counted in mem_budget); per record in memory 16 bytes of
  * header + URL + via, rounded as malloc does (counted); fixed: the write
  * buffer, a flush chunk (<= 1 MiB), a 64 KiB read chunk (counted). On disk:
  * 8 bytes per record + 32 per extent; a segment lives until every extent in
@@ -84,12 +85,6 @@ enum frontier_err {
 	FRONTIER_ERR_CORRUPT = 10,  /* restore: a checkpoint file is truncated or corrupt */
 };
 
-enum frontier_robots_state {
-	FRONTIER_ROBOTS_UNKNOWN = 0,  /* never fetched (or expired and reset) */
-	FRONTIER_ROBOTS_FETCHING = 1, /* a robots.txt fetch is in flight */
-	FRONTIER_ROBOTS_KNOWN = 2,    /* rules attached (pointer may be NULL = allow all) */
-};
-
 struct frontier_config {
 	const char *spill_dir;      /* a private subdirectory is created here (default "/tmp") */
 	uint64_t mem_budget;        /* bytes; default 256 MiB */
@@ -101,14 +96,6 @@ struct frontier_config {
 	uint64_t max_urls_per_host; /* URLs ever accepted per host; 0 = unlimited */
 	uint32_t max_depth;         /* 0 = unlimited */
 	uint32_t max_hosts;         /* 0 = unlimited (up to 2^31) */
-	/* Called on each robots pointer still attached at destroy/retire; may be NULL. */
-	void (*robots_free)(void *robots);
-	/* Checkpoints: turn an attached robots pointer into bytes (malloc'd,
-	 * *out freed by the frontier; 0 or -1) and back (NULL on failure). When
-	 * either is NULL or fails, the host's robots state is saved as unknown
-	 * (robots.txt is fetched again after a resume). */
-	int (*robots_encode)(const void *robots, char **out, size_t *len);
-	void *(*robots_decode)(const char *data, size_t len);
 };
 
 /* One URL taken out of a queue. Pointers stay valid until the next call on
@@ -122,20 +109,20 @@ struct frontier_url {
 };
 
 struct frontier_stats {
-	uint64_t hosts;          /* hosts in the table (retired included) */
-	uint64_t urls_queued;    /* URLs in all queues now */
-	uint64_t urls_in_memory; /* of which in memory */
-	uint64_t urls_on_disk;   /* of which in the disk part (segments + write buffer) */
-	uint64_t mem_bytes;      /* accounted memory, see invariants */
-	uint64_t disk_bytes;     /* bytes in live segment files */
-	uint64_t segments;       /* live segment files */
-	uint64_t pushed;         /* URLs accepted, ever */
-	uint64_t popped;         /* URLs handed out by frontier_pop, ever */
-	uint64_t dropped_retired;/* URLs drained from retired hosts or refused by them */
-	uint64_t rejected_budget;/* FRONTIER_ERR_BUDGET refusals */
-	uint64_t rejected_depth; /* FRONTIER_ERR_DEPTH refusals */
-	uint64_t flushes;        /* write-buffer flushes to disk */
-	uint64_t refills;        /* batches read back from the disk part */
+	uint64_t hosts;           /* hosts in the table (retired included) */
+	uint64_t urls_queued;     /* URLs in all queues now */
+	uint64_t urls_in_memory;  /* of which in memory */
+	uint64_t urls_on_disk;    /* of which in the disk part (segments + write buffer) */
+	uint64_t mem_bytes;       /* accounted memory, see invariants */
+	uint64_t disk_bytes;      /* bytes in live segment files */
+	uint64_t segments;        /* live segment files */
+	uint64_t pushed;          /* URLs accepted, ever */
+	uint64_t popped;          /* URLs handed out by frontier_pop, ever */
+	uint64_t dropped_retired; /* URLs drained from retired hosts or refused by them */
+	uint64_t rejected_budget; /* FRONTIER_ERR_BUDGET refusals */
+	uint64_t rejected_depth;  /* FRONTIER_ERR_DEPTH refusals */
+	uint64_t flushes;         /* write-buffer flushes to disk */
+	uint64_t refills;         /* batches read back from the disk part */
 };
 
 struct frontier;
@@ -153,23 +140,25 @@ void frontier_config_default(struct frontier_config *c);
  * directory is created under spill_dir and removed by destroy. On error *out
  * is NULL and nothing is left behind. */
 enum frontier_err frontier_create(const struct frontier_config *c, struct frontier **out);
-/* Frees everything, deletes the spill files; calls robots_free on attached
- * robots pointers. NULL is a no-op. */
+/* Frees everything, deletes the spill files. NULL is a no-op. */
 void frontier_destroy(struct frontier *f);
 
 /* Looks a host key up (bytes, not necessarily NUL-terminated); with create,
  * adds it if missing. *host receives the id. */
-enum frontier_err frontier_host_get(struct frontier *f, const char *key, size_t key_len,
-                                    int create, uint32_t *host);
+enum frontier_err frontier_host_get(struct frontier *f, const char *key, size_t key_len, int create,
+                                    uint32_t *host);
 /* The key of a host (NUL-terminated, owned by the frontier); NULL if bad id. */
 const char *frontier_host_key(const struct frontier *f, uint32_t host, size_t *len);
+/* The host name of a host (NUL-terminated, owned by the frontier): its
+ * key's host part as url_key_split cuts it (an IPv6 literal keeps its
+ * brackets); "" when the key is not a crawl key. NULL if bad id. */
+const char *frontier_host_name(const struct frontier *f, uint32_t host, size_t *len);
 uint32_t frontier_host_count(const struct frontier *f);
 
 /* Appends a URL to a host's queue (bytes are copied; via may be NULL). Fires
  * the nonempty callback when the queue was empty. */
-enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *url,
-                                size_t url_len, const char *via, size_t via_len,
-                                uint32_t depth);
+enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *url, size_t url_len,
+                                const char *via, size_t via_len, uint32_t depth);
 /* Takes the first URL of a host's queue into *u (see struct frontier_url for
  * lifetime). FRONTIER_ERR_EMPTY when none. */
 enum frontier_err frontier_pop(struct frontier *f, uint32_t host, struct frontier_url *u);
@@ -179,55 +168,43 @@ uint64_t frontier_host_queued(const struct frontier *f, uint32_t host);
 /* Retires a host: every queued URL is popped, given to cb (may be NULL) and
  * counted in dropped_retired; later pushes are refused. Returns the number of
  * URLs drained via *n (may be NULL). Idempotent. */
-enum frontier_err frontier_host_retire(struct frontier *f, uint32_t host,
-                                       frontier_drain_fn cb, void *ctx, uint64_t *n);
+enum frontier_err frontier_host_retire(struct frontier *f, uint32_t host, frontier_drain_fn cb,
+                                       void *ctx, uint64_t *n);
 int frontier_host_is_retired(const struct frontier *f, uint32_t host);
-
-/* Robots state of a host. The pointer is the crawler's; the frontier only
- * passes it to robots_free at destroy (or when replaced with set_robots). */
-enum frontier_err frontier_host_robots(const struct frontier *f, uint32_t host,
-                                       enum frontier_robots_state *state, void **robots,
-                                       uint64_t *expires_us);
-enum frontier_err frontier_host_set_robots(struct frontier *f, uint32_t host,
-                                           enum frontier_robots_state state, void *robots,
-                                           uint64_t expires_us);
 
 /* Adds fetched pages/bytes to a host's counters, and reads them back. */
 void frontier_host_account(struct frontier *f, uint32_t host, uint64_t pages, uint64_t bytes);
-void frontier_host_counts(const struct frontier *f, uint32_t host, uint64_t *pages,
-                          uint64_t *bytes, uint64_t *urls_ever);
+void frontier_host_counts(const struct frontier *f, uint32_t host, uint64_t *pages, uint64_t *bytes,
+                          uint64_t *urls_ever);
 
 /* Puts a URL back at the FRONT of its host's queue: a URL popped for a
  * fetch that will not complete (the crawl stopped, a checkpoint re-queues
  * what was in flight). It goes to the memory part whatever the budget (one
  * record per host in flight: the same excess a refill allows). */
-enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *url,
-                                 size_t url_len, const char *via, size_t via_len,
-                                 uint32_t depth);
+enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *url, size_t url_len,
+                                 const char *via, size_t via_len, uint32_t depth);
 
 /*
  * Checkpoint: writes into dir (an existing, empty folder) the frontier's
- * state (the host table with each host's counters, robots state and expiry,
- * every queue in order, the counters of frontier_stats) so that
+ * state (the host table with each host's counters, every queue in order, the counters of frontier_stats) so that
  * frontier_restore rebuilds it. The write buffer is flushed to a segment
  * first; memory parts are written out; disk parts are NOT copied: the live
  * segment files are hard-linked into dir (copied only across file systems),
  * since an extent's bytes never change once written except its `next`
  * link, and a restored frontier never follows the link of the last extent
  * it knows a host has. So the cost is O(hosts + memory budget), not
- * O(URLs queued on disk). Times (robots expiry) are saved relative to
- * now_us. Nothing is fsynced: the caller fsyncs dir's files. On error the
+ * O(URLs queued on disk). Nothing is fsynced: the caller fsyncs dir's files. On error the
  * frontier is unchanged but for the flushed write buffer.
  */
-enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir, uint64_t now_us);
+enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir);
 /* Creates a frontier (as frontier_create with c) holding the state saved in
- * dir by frontier_checkpoint; relative times are rebased on now_us. dir's
+ * dir by frontier_checkpoint. dir's
  * files are only read (segments are linked or copied into the new private
  * folder), so one checkpoint can be restored any number of times.
  * FRONTIER_ERR_CORRUPT when dir's files are torn, truncated or
  * inconsistent; FRONTIER_ERR_IO (errno) when they cannot be read. */
 enum frontier_err frontier_restore(const struct frontier_config *c, const char *dir,
-                                   uint64_t now_us, struct frontier **out);
+                                   struct frontier **out);
 
 /* Registers the empty->non-empty callback (one; NULL clears it). */
 void frontier_set_nonempty_cb(struct frontier *f, frontier_nonempty_fn fn, void *ctx);

@@ -1,5 +1,7 @@
 /* recfile.c: see recfile.h. */
 #include "frontier/recfile.h"
+#include "frontier/byteorder.h"
+#include "frontier/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +18,7 @@ struct recfile_writer {
 	int fd;
 	enum recfile_err err;
 	int saved_errno;
-	uint64_t payload;  /* bytes put so far, magic excluded */
+	uint64_t payload; /* bytes put so far, magic excluded */
 	XXH3_state_t *xs;
 	uint32_t used;
 	char *path;
@@ -26,57 +28,10 @@ struct recfile_writer {
 struct recfile_reader {
 	int fd;
 	enum recfile_err err;
-	uint64_t left;  /* payload bytes not yet handed out */
+	uint64_t left; /* payload bytes not yet handed out */
 	uint32_t pos, fill;
 	uint8_t buf[RECFILE_BUF];
 };
-
-static void le_put(uint8_t *p, uint64_t v, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t le_get(const uint8_t *p, unsigned n)
-{
-	uint64_t v = 0;
-	for (unsigned i = n; i-- > 0;)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static int write_full(int fd, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t k = write(fd, p, n);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-/* Reads up to n bytes at off; returns the count (short only at EOF) or -1. */
-static ssize_t read_at(int fd, uint8_t *p, size_t n, uint64_t off)
-{
-	size_t got = 0;
-	while (got < n) {
-		ssize_t k = pread(fd, p + got, n - got, (off_t)(off + got));
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (k == 0)
-			break;
-		got += (size_t)k;
-	}
-	return (ssize_t)got;
-}
 
 static void w_fail(struct recfile_writer *w, enum recfile_err e)
 {
@@ -88,7 +43,7 @@ static void w_fail(struct recfile_writer *w, enum recfile_err e)
 
 static void w_drain(struct recfile_writer *w)
 {
-	if (w->err == RECFILE_OK && w->used > 0 && write_full(w->fd, w->buf, w->used) != 0)
+	if (w->err == RECFILE_OK && w->used > 0 && fileio_write_all(w->fd, w->buf, w->used) != 0)
 		w_fail(w, RECFILE_ERR_IO);
 	w->used = 0;
 }
@@ -152,14 +107,14 @@ void recfile_put_u8(struct recfile_writer *w, uint8_t v)
 void recfile_put_u32(struct recfile_writer *w, uint32_t v)
 {
 	uint8_t b[4];
-	le_put(b, v, 4);
+	le_put32(b, v);
 	w_put(w, b, 4);
 }
 
 void recfile_put_u64(struct recfile_writer *w, uint64_t v)
 {
 	uint8_t b[8];
-	le_put(b, v, 8);
+	le_put64(b, v);
 	w_put(w, b, 8);
 }
 
@@ -185,8 +140,8 @@ enum recfile_err recfile_writer_close(struct recfile_writer *w, int do_fsync)
 		return RECFILE_OK;
 	if (w->err == RECFILE_OK) {
 		uint8_t t[TRAILER_LEN];
-		le_put(t, w->payload, 8);
-		le_put(t + 8, XXH3_64bits_digest(w->xs), 8);
+		le_put64(t, w->payload);
+		le_put64(t + 8, XXH3_64bits_digest(w->xs));
 		/* the trailer is not part of the checksummed bytes */
 		if (w->used + TRAILER_LEN > RECFILE_BUF)
 			w_drain(w);
@@ -291,12 +246,12 @@ enum recfile_err recfile_reader_open(const char *path, const char magic[8],
 	size = (uint64_t)end;
 	if (size < MAGIC_LEN + TRAILER_LEN)
 		goto fail;
-	if (read_at(r->fd, r->buf, MAGIC_LEN, 0) != (ssize_t)MAGIC_LEN ||
+	if (fileio_pread_all(r->fd, r->buf, MAGIC_LEN, 0) != 0 ||
 	    memcmp(r->buf, magic, MAGIC_LEN) != 0)
 		goto fail;
-	if (read_at(r->fd, t, TRAILER_LEN, size - TRAILER_LEN) != (ssize_t)TRAILER_LEN)
+	if (fileio_pread_all(r->fd, t, TRAILER_LEN, size - TRAILER_LEN) != 0)
 		goto fail;
-	payload = le_get(t, 8);
+	payload = le_get64(t);
 	if (payload != size - MAGIC_LEN - TRAILER_LEN)
 		goto fail;
 	/* Pass 1: verify the whole file before any field is used. */
@@ -305,17 +260,15 @@ enum recfile_err recfile_reader_open(const char *path, const char magic[8],
 	for (off = MAGIC_LEN; off < MAGIC_LEN + payload;) {
 		uint64_t left = MAGIC_LEN + payload - off;
 		size_t n = left < RECFILE_BUF ? (size_t)left : RECFILE_BUF;
-		ssize_t k = read_at(r->fd, r->buf, n, off);
-		if (k < 0) {
+		if (fileio_pread_all(r->fd, r->buf, n, off) != 0) {
+			/* the size was measured: a short read is the file changing under us */
 			rc = RECFILE_ERR_IO;
 			goto fail;
 		}
-		if ((size_t)k != n)
-			goto fail;
 		XXH3_64bits_update(xs, r->buf, n);
 		off += n;
 	}
-	if (XXH3_64bits_digest(xs) != le_get(t + 8, 8))
+	if (XXH3_64bits_digest(xs) != le_get64(t + 8))
 		goto fail;
 	/* Pass 2 reads sequentially from just after the magic. */
 	if (lseek(r->fd, MAGIC_LEN, SEEK_SET) < 0) {
@@ -326,7 +279,7 @@ enum recfile_err recfile_reader_open(const char *path, const char magic[8],
 	XXH3_freeState(xs);
 	*out = r;
 	return RECFILE_OK;
-fail: {
+fail : {
 	int e = errno;
 	XXH3_freeState(xs);
 	if (r != NULL && r->fd >= 0)
@@ -348,7 +301,7 @@ enum recfile_err recfile_get_u32(struct recfile_reader *r, uint32_t *v)
 {
 	uint8_t b[4];
 	enum recfile_err e = r_get(r, b, 4);
-	*v = e == RECFILE_OK ? (uint32_t)le_get(b, 4) : 0;
+	*v = e == RECFILE_OK ? le_get32(b) : 0;
 	return e;
 }
 
@@ -356,22 +309,28 @@ enum recfile_err recfile_get_u64(struct recfile_reader *r, uint64_t *v)
 {
 	uint8_t b[8];
 	enum recfile_err e = r_get(r, b, 8);
-	*v = e == RECFILE_OK ? le_get(b, 8) : 0;
+	*v = e == RECFILE_OK ? le_get64(b) : 0;
 	return e;
 }
 
-enum recfile_err recfile_get_bytes(struct recfile_reader *r, void *buf, uint32_t cap,
-                                   uint32_t *len)
+/* Reads a length prefix; a length over max is damage. */
+static enum recfile_err get_len(struct recfile_reader *r, uint32_t max, uint32_t *n)
+{
+	enum recfile_err e = recfile_get_u32(r, n);
+	if (e == RECFILE_OK && *n > max) {
+		r->err = RECFILE_ERR_CORRUPT;
+		e = r->err;
+	}
+	return e;
+}
+
+enum recfile_err recfile_get_bytes(struct recfile_reader *r, void *buf, uint32_t cap, uint32_t *len)
 {
 	uint32_t n;
-	enum recfile_err e = recfile_get_u32(r, &n);
+	enum recfile_err e = get_len(r, cap, &n);
 	*len = 0;
 	if (e != RECFILE_OK)
 		return e;
-	if (n > cap) {
-		r->err = RECFILE_ERR_CORRUPT;
-		return r->err;
-	}
 	e = r_get(r, buf, n);
 	if (e != RECFILE_OK)
 		return e;
@@ -385,17 +344,11 @@ enum recfile_err recfile_get_bytes_alloc(struct recfile_reader *r, uint32_t max,
                                          uint32_t *len)
 {
 	uint32_t n;
-	enum recfile_err e = recfile_get_u32(r, &n);
+	enum recfile_err e = get_len(r, max, &n);
 	*out = NULL;
 	*len = 0;
-	if (e != RECFILE_OK)
+	if (e != RECFILE_OK || n == 0)
 		return e;
-	if (n > max) {
-		r->err = RECFILE_ERR_CORRUPT;
-		return r->err;
-	}
-	if (n == 0)
-		return RECFILE_OK;
 	char *b = malloc((size_t)n + 1);
 	if (b == NULL)
 		return RECFILE_ERR_NOMEM;
@@ -426,10 +379,14 @@ void recfile_reader_close(struct recfile_reader *r)
 const char *recfile_strerror(enum recfile_err e)
 {
 	switch (e) {
-	case RECFILE_OK: return "ok";
-	case RECFILE_ERR_IO: return "I/O error";
-	case RECFILE_ERR_CORRUPT: return "truncated or corrupt (magic, length or checksum)";
-	case RECFILE_ERR_NOMEM: return "out of memory";
+	case RECFILE_OK:
+		return "ok";
+	case RECFILE_ERR_IO:
+		return "I/O error";
+	case RECFILE_ERR_CORRUPT:
+		return "truncated or corrupt (magic, length or checksum)";
+	case RECFILE_ERR_NOMEM:
+		return "out of memory";
 	}
 	return "unknown error";
 }

@@ -4,6 +4,7 @@
  * their totals matter.
  */
 #include "frontier/scope.h"
+#include "frontier/url.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -140,39 +141,14 @@ static enum scope_verdict verdict(struct scope *s, enum scope_verdict v)
 enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uint32_t depth)
 {
 	struct seg segs[SCOPE_SEGMENTS_HARD_MAX];
-	size_t i, nseg = 0, hs, he, ps, pe;
-	const char *colon;
+	size_t i, nseg = 0, hs, hl, ps, pe;
 
 	if (s == NULL)
 		return SCOPE_BAD_URL;
 	if (url == NULL || len == 0)
 		return verdict(s, SCOPE_BAD_URL);
-	colon = memchr(url, ':', len);
-	if (colon == NULL || colon == url || (size_t)(colon - url) + 3 > len || colon[1] != '/' ||
-	    colon[2] != '/')
-		return verdict(s, SCOPE_BAD_URL);
-	hs = (size_t)(colon - url) + 3;
-	for (he = hs; he < len && url[he] != '/' && url[he] != '?' && url[he] != '#'; he++)
-		;
-	ps = he; /* path start */
-	/* Strip userinfo and port from the authority. */
-	for (i = he; i > hs; i--) {
-		if (url[i - 1] == '@') {
-			hs = i;
-			break;
-		}
-	}
-	if (hs < he && url[hs] == '[') {
-		const char *rb = memchr(url + hs, ']', he - hs);
-		if (rb == NULL)
-			return verdict(s, SCOPE_BAD_URL);
-		he = (size_t)(rb - url) + 1;
-	} else {
-		const char *pc = memchr(url + hs, ':', he - hs);
-		if (pc != NULL)
-			he = (size_t)(pc - url);
-	}
-	if (he == hs)
+	/* a crawl key: a scheme, "://" and a host */
+	if (url[0] == ':' || url_key_split(url, len, &ps, &hs, &hl) < 0)
 		return verdict(s, SCOPE_BAD_URL);
 	if (s->max_url_len != 0 && len > s->max_url_len)
 		return verdict(s, SCOPE_TOO_LONG);
@@ -181,7 +157,7 @@ enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uin
 	if (s->n_domains > 0 || s->n_prefixes > 0) {
 		int ok = 0;
 		for (i = 0; !ok && i < s->n_domains; i++)
-			ok = domain_match(url + hs, he - hs, s->domains[i], s->domain_lens[i]);
+			ok = domain_match(url + hs, hl, s->domains[i], s->domain_lens[i]);
 		for (i = 0; !ok && i < s->n_prefixes; i++)
 			ok = len >= s->prefix_lens[i] &&
 			     memcmp(url, s->prefixes[i], s->prefix_lens[i]) == 0;
@@ -212,7 +188,8 @@ enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uin
 			uint32_t seen = 1;
 			size_t j;
 			for (j = i + 1; j < nseg; j++) {
-				if (segs[j].n == segs[i].n && memcmp(segs[j].p, segs[i].p, segs[i].n) == 0)
+				if (segs[j].n == segs[i].n &&
+				    memcmp(segs[j].p, segs[i].p, segs[i].n) == 0)
 					seen++;
 			}
 			if (seen >= s->max_segment_repeats)
@@ -238,14 +215,22 @@ uint64_t scope_count(const struct scope *s, enum scope_verdict v)
 const char *scope_verdict_name(enum scope_verdict v)
 {
 	switch (v) {
-	case SCOPE_OK: return "ok";
-	case SCOPE_BAD_URL: return "bad-url";
-	case SCOPE_TOO_LONG: return "too-long";
-	case SCOPE_TOO_DEEP: return "too-deep";
-	case SCOPE_OFF_DOMAIN: return "off-domain";
-	case SCOPE_TOO_MANY_SEGMENTS: return "too-many-segments";
-	case SCOPE_REPEATED_SEGMENT: return "repeated-segment";
-	case SCOPE_VERDICT_COUNT: break;
+	case SCOPE_OK:
+		return "ok";
+	case SCOPE_BAD_URL:
+		return "bad-url";
+	case SCOPE_TOO_LONG:
+		return "too-long";
+	case SCOPE_TOO_DEEP:
+		return "too-deep";
+	case SCOPE_OFF_DOMAIN:
+		return "off-domain";
+	case SCOPE_TOO_MANY_SEGMENTS:
+		return "too-many-segments";
+	case SCOPE_REPEATED_SEGMENT:
+		return "repeated-segment";
+	case SCOPE_VERDICT_COUNT:
+		break;
 	}
 	return "unknown";
 }
@@ -253,9 +238,12 @@ const char *scope_verdict_name(enum scope_verdict v)
 const char *scope_strerror(enum scope_err e)
 {
 	switch (e) {
-	case SCOPE_ERR_OK: return "ok";
-	case SCOPE_ERR_NOMEM: return "out of memory";
-	case SCOPE_ERR_INVALID: return "invalid argument";
+	case SCOPE_ERR_OK:
+		return "ok";
+	case SCOPE_ERR_NOMEM:
+		return "out of memory";
+	case SCOPE_ERR_INVALID:
+		return "invalid argument";
 	}
 	return "unknown error";
 }

@@ -48,21 +48,21 @@
 #define URL_DEFAULT_MAX_LEN 2048
 
 enum url_error {
-    URL_OK = 0,
-    URL_ERR_TOO_LONG,           /* input or crawl key longer than max_len */
-    URL_ERR_NO_SCHEME_NO_BASE,  /* relative reference and no (usable) base */
-    URL_ERR_INVALID_SCHEME,     /* scheme cannot be parsed */
-    URL_ERR_MISSING_HOST,       /* special URL with an empty host */
-    URL_ERR_INVALID_HOST,       /* forbidden code point or bad percent-decoding */
-    URL_ERR_INVALID_PORT,       /* port not digits or > 65535 */
-    URL_ERR_INVALID_IPV4,       /* host ends in a number but is no IPv4 */
-    URL_ERR_INVALID_IPV6,       /* malformed [IPv6] literal */
-    URL_ERR_IDNA,               /* UTS #46 processing (libidn2) rejected the host */
-    URL_ERR_CREDENTIALS_NO_HOST,/* user:pass@ with nothing after */
-    URL_ERR_NOT_HTTP,           /* crawl key asked for a non-http(s) URL */
-    URL_ERR_NO_SPACE,           /* output buffer too small (caller's cap) */
-    URL_ERR_INVALID_ARG,        /* NULL pointer or unknown option name */
-    URL_ERR_NOMEM               /* url_create could not allocate */
+	URL_OK = 0,
+	URL_ERR_TOO_LONG,            /* input or crawl key longer than max_len */
+	URL_ERR_NO_SCHEME_NO_BASE,   /* relative reference and no (usable) base */
+	URL_ERR_INVALID_SCHEME,      /* scheme cannot be parsed */
+	URL_ERR_MISSING_HOST,        /* special URL with an empty host */
+	URL_ERR_INVALID_HOST,        /* forbidden code point or bad percent-decoding */
+	URL_ERR_INVALID_PORT,        /* port not digits or > 65535 */
+	URL_ERR_INVALID_IPV4,        /* host ends in a number but is no IPv4 */
+	URL_ERR_INVALID_IPV6,        /* malformed [IPv6] literal */
+	URL_ERR_IDNA,                /* UTS #46 processing (libidn2) rejected the host */
+	URL_ERR_CREDENTIALS_NO_HOST, /* user:pass@ with nothing after */
+	URL_ERR_NOT_HTTP,            /* crawl key asked for a non-http(s) URL */
+	URL_ERR_NO_SPACE,            /* output buffer too small (caller's cap) */
+	URL_ERR_INVALID_ARG,         /* NULL pointer or unknown option name */
+	URL_ERR_NOMEM                /* url_create could not allocate */
 };
 
 /* Static string describing `e`; never NULL. */
@@ -72,35 +72,35 @@ const char *url_strerror(enum url_error e);
  * names in brackets. The ones marked CHANGES MEANING may merge URLs that a
  * server treats differently: use them only for crawls that accept that. */
 enum {
-    /* [strip_tracking_params] drop utm_*, fbclid, gclid, dclid, gbraid,
+	/* [strip_tracking_params] drop utm_*, fbclid, gclid, dclid, gbraid,
      * wbraid, msclkid, mc_cid, mc_eid, _ga, _gl, yclid, igshid, _hsenc,
      * _hsmi, mkt_tok from the query (CHANGES MEANING only for odd servers) */
-    URL_CANON_STRIP_TRACKING = 1u << 0,
-    /* [sort_query_params] stable sort of '&'-separated query parameters by
+	URL_CANON_STRIP_TRACKING = 1u << 0,
+	/* [sort_query_params] stable sort of '&'-separated query parameters by
      * name (CHANGES MEANING for order-sensitive servers) */
-    URL_CANON_SORT_QUERY = 1u << 1,
-    /* [strip_www] drop a leading "www." label from domain hosts
+	URL_CANON_SORT_QUERY = 1u << 1,
+	/* [strip_www] drop a leading "www." label from domain hosts
      * (CHANGES MEANING: www.x and x may be different sites) */
-    URL_CANON_STRIP_WWW = 1u << 2,
-    /* [strip_trailing_slash] "/a/b/" -> "/a/b" (not the root "/")
+	URL_CANON_STRIP_WWW = 1u << 2,
+	/* [strip_trailing_slash] "/a/b/" -> "/a/b" (not the root "/")
      * (CHANGES MEANING: a directory and a file) */
-    URL_CANON_STRIP_TRAILING_SLASH = 1u << 3,
-    /* [lowercase_path] lower-case the path (CHANGES MEANING on
+	URL_CANON_STRIP_TRAILING_SLASH = 1u << 3,
+	/* [lowercase_path] lower-case the path (CHANGES MEANING on
      * case-sensitive servers, i.e. most non-Windows ones) */
-    URL_CANON_LOWERCASE_PATH = 1u << 4,
-    /* [strip_index] drop a final "index.html", "index.htm", "index.php",
+	URL_CANON_LOWERCASE_PATH = 1u << 4,
+	/* [strip_index] drop a final "index.html", "index.htm", "index.php",
      * "default.asp(x)" segment (CHANGES MEANING if the server differs) */
-    URL_CANON_STRIP_INDEX = 1u << 5,
-    /* [drop_empty_query] "/a?" -> "/a" (CHANGES MEANING rarely) */
-    URL_CANON_DROP_EMPTY_QUERY = 1u << 6,
-    /* [https_to_http] key https and http URLs alike (scheme "http")
+	URL_CANON_STRIP_INDEX = 1u << 5,
+	/* [drop_empty_query] "/a?" -> "/a" (CHANGES MEANING rarely) */
+	URL_CANON_DROP_EMPTY_QUERY = 1u << 6,
+	/* [https_to_http] key https and http URLs alike (scheme "http")
      * (CHANGES MEANING: only for de-duplication across schemes) */
-    URL_CANON_SCHEME_FOLD = 1u << 7
+	URL_CANON_SCHEME_FOLD = 1u << 7
 };
 
 struct url_options {
-    size_t max_len;   /* bytes; 0 means URL_DEFAULT_MAX_LEN */
-    unsigned flags;   /* URL_CANON_* bits */
+	size_t max_len; /* bytes; 0 means URL_DEFAULT_MAX_LEN */
+	unsigned flags; /* URL_CANON_* bits */
 };
 
 /* Fills `opt` with the defaults (max_len 2048, no canonicalization). */
@@ -174,6 +174,17 @@ enum url_error url_origin_key(const struct url *u, char *out, size_t cap, size_t
  * URL_ERR_NOT_HTTP, URL_ERR_TOO_LONG (key > max_len), URL_ERR_NO_SPACE.
  */
 enum url_error url_crawl_key(const struct url *u, char *out, size_t cap, size_t *len);
+
+/*
+ * Splits an absolute URL already normalized (a crawl key) without parsing
+ * it: *authority_len = length of "scheme://authority", the host key that
+ * names the URL's frontier queue (the path starts there); the host name at
+ * [*host_off, *host_off + *host_len) (userinfo and port left out, an IPv6
+ * literal with its brackets). -1 when key has no "://" after its scheme or
+ * an empty host. The one place the crawler cuts a key; no allocation.
+ */
+int url_key_split(const char *key, size_t len, size_t *authority_len, size_t *host_off,
+                  size_t *host_len);
 
 /* One shot: url_parse(u, ref, len, base) then url_crawl_key(u, ...). */
 enum url_error url_normalize(struct url *u, const struct url *base, const char *ref, size_t len,

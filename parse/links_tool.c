@@ -14,133 +14,111 @@
 #include <string.h>
 
 #include "crawler/tools.h"
+#include "frontier/fileio.h"
+#include "frontier/tool_args.h"
 #include "parse/links.h"
 
 #define LINKS_TOOL_MAX_PAGE (256u * 1024u * 1024u)
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: crawler links [--charset CHARSET] [--max-links N] [--verbose] URL < page.html\n"
-            "  Prints the links of the HTML page on stdin, fetched from URL (absolute\n"
-            "  http or https), one per line: the absolute normalized URL, a tab, its\n"
-            "  kind (a, area, link-canonical, link-alternate, link-next, link-prev,\n"
-            "  frame, iframe, meta-refresh) and, for rel=nofollow, a tab and `nofollow`.\n"
-            "  --charset gives the Content-Type charset (it wins over <meta charset>).\n"
-            "  --verbose prints page-level results (meta robots, base, canonical,\n"
-            "  SimHash, dropped links) on stderr.\n");
+	fprintf(out, "usage: crawler links [--charset CHARSET] [--max-links N] [--verbose] URL < "
+	             "page.html\n"
+	             "  Prints the links of the HTML page on stdin, fetched from URL (absolute\n"
+	             "  http or https), one per line: the absolute normalized URL, a tab, its\n"
+	             "  kind (a, area, link-canonical, link-alternate, link-next, link-prev,\n"
+	             "  frame, iframe, meta-refresh) and, for rel=nofollow, a tab and `nofollow`.\n"
+	             "  --charset gives the Content-Type charset (it wins over <meta charset>).\n"
+	             "  --verbose prints page-level results (meta robots, base, canonical,\n"
+	             "  SimHash, dropped links) on stderr.\n");
 }
 
-static char *read_all(FILE *f, size_t *len)
+/* --max-links: 1 to 10^7 links. 0, or -1 for anything else. */
+static int parse_max_links(const char *s, size_t *out)
 {
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    if (!buf)
-        return NULL;
-    for (;;) {
-        if (n == cap) {
-            if (cap >= LINKS_TOOL_MAX_PAGE)
-                break;
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                return NULL;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            if (ferror(f)) {
-                free(buf);
-                return NULL;
-            }
-            break;
-        }
-    }
-    *len = n;
-    return buf;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (*end || v == 0 || v > 10000000ULL)
+		return -1;
+	*out = (size_t)v;
+	return 0;
 }
 
 int links_tool_main(int argc, char **argv)
 {
-    const char *charset = NULL, *url = NULL;
-    bool verbose = false;
-    struct links_config cfg = {0};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--charset") == 0 && i + 1 < argc) {
-            charset = argv[++i];
-        } else if (strncmp(argv[i], "--charset=", 10) == 0) {
-            charset = argv[i] + 10;
-        } else if (strcmp(argv[i], "--max-links") == 0 && i + 1 < argc) {
-            char *end;
-            unsigned long long v = strtoull(argv[++i], &end, 10);
-            if (*end || v == 0 || v > 10000000ULL) {
-                fprintf(stderr, "crawler links: bad --max-links '%s'\n", argv[i]);
-                return 2;
-            }
-            cfg.max_links = (size_t)v;
-        } else if (strcmp(argv[i], "--verbose") == 0 || strcmp(argv[i], "-v") == 0) {
-            verbose = true;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "crawler links: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (!url) {
-            url = argv[i];
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!url) {
-        usage(stderr);
-        return 2;
-    }
-    int status = 1;
-    size_t len = 0;
-    struct links_extractor *ex = NULL;
-    char *body = read_all(stdin, &len);
-    if (!body) {
-        fprintf(stderr, "crawler links: cannot read stdin\n");
-        goto out;
-    }
-    int rc = links_extractor_create(&cfg, &ex);
-    if (rc != LINKS_OK) {
-        fprintf(stderr, "crawler links: %s\n", links_strerror(rc));
-        goto out;
-    }
-    rc = links_extract(ex, url, charset, body, len);
-    if (rc == LINKS_EINVAL) {
-        fprintf(stderr, "crawler links: '%s' is not an absolute http(s) URL\n", url);
-        status = 2;
-        goto out;
-    }
-    if (rc != LINKS_OK) {
-        fprintf(stderr, "crawler links: %s\n", links_strerror(rc));
-        goto out;
-    }
-    size_t n = 0;
-    const struct link *l = links_result(ex, &n);
-    for (size_t i = 0; i < n; i++)
-        printf("%s\t%s%s\n", l[i].url, link_kind_name(l[i].kind),
-               l[i].nofollow ? "\tnofollow" : "");
-    if (verbose) {
-        const struct links_page *p = links_page_info(ex);
-        fprintf(stderr, "links: %zu\nnoindex: %s\nnofollow: %s\nbase: %s\ncanonical: %s\n"
-                        "simhash: %016" PRIx64 "\ndropped_scheme: %zu\ndropped_invalid: %zu\n"
-                        "truncated: %zu\n",
-                n, p->noindex ? "yes" : "no", p->nofollow ? "yes" : "no", p->base,
-                p->canonical ? p->canonical : "-", p->simhash, p->dropped_scheme,
-                p->dropped_invalid, p->truncated);
-    }
-    status = fflush(stdout) == 0 ? 0 : 1;
+	const char *charset = NULL, *url = NULL;
+	bool verbose = false;
+	struct links_config cfg = { 0 };
+	for (int i = 1; i < argc; i++) {
+		const char *value;
+		if ((value = tool_option(argc, argv, &i, "--charset")) != NULL) {
+			charset = value;
+		} else if (strcmp(argv[i], "--max-links") == 0 && i + 1 < argc) {
+			if (parse_max_links(argv[++i], &cfg.max_links) != 0) {
+				fprintf(stderr, "crawler links: bad --max-links '%s'\n", argv[i]);
+				return 2;
+			}
+		} else if (tool_flag(argv[i], "--help", "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (tool_flag(argv[i], "--verbose", "-v")) {
+			verbose = true;
+		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			fprintf(stderr, "crawler links: unknown option '%s'\n", argv[i]);
+			usage(stderr);
+			return 2;
+		} else if (!url) {
+			url = argv[i];
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!url) {
+		usage(stderr);
+		return 2;
+	}
+	int status = 1;
+	size_t len = 0;
+	struct links_extractor *ex = NULL;
+	char *body = fileio_read_stream(stdin, LINKS_TOOL_MAX_PAGE, &len);
+	if (!body) {
+		fprintf(stderr, "crawler links: cannot read stdin\n");
+		goto out;
+	}
+	int rc = links_extractor_create(&cfg, &ex);
+	if (rc != LINKS_OK) {
+		fprintf(stderr, "crawler links: %s\n", links_strerror(rc));
+		goto out;
+	}
+	rc = links_extract(ex, url, charset, body, len);
+	if (rc == LINKS_EINVAL) {
+		fprintf(stderr, "crawler links: '%s' is not an absolute http(s) URL\n", url);
+		status = 2;
+		goto out;
+	}
+	if (rc != LINKS_OK) {
+		fprintf(stderr, "crawler links: %s\n", links_strerror(rc));
+		goto out;
+	}
+	size_t n = 0;
+	const struct link *l = links_result(ex, &n);
+	for (size_t i = 0; i < n; i++)
+		printf("%s\t%s%s\n", l[i].url, link_kind_name(l[i].kind),
+		       l[i].nofollow ? "\tnofollow" : "");
+	if (verbose) {
+		const struct links_page *p = links_page_info(ex);
+		fprintf(stderr,
+		        "links: %zu\nnoindex: %s\nnofollow: %s\nbase: %s\ncanonical: %s\n"
+		        "simhash: %016" PRIx64 "\ndropped_scheme: %zu\ndropped_invalid: %zu\n"
+		        "truncated: %zu\n",
+		        n, p->noindex ? "yes" : "no", p->nofollow ? "yes" : "no", p->base,
+		        p->canonical ? p->canonical : "-", p->simhash, p->dropped_scheme,
+		        p->dropped_invalid, p->truncated);
+	}
+	status = fflush(stdout) == 0 ? 0 : 1;
 out:
-    links_extractor_destroy(ex);
-    free(body);
-    return status;
+	links_extractor_destroy(ex);
+	free(body);
+	return status;
 }

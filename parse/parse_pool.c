@@ -1,5 +1,7 @@
-/* parse_pool.c: bounded job ring + N worker threads (see parse_pool.h). */
+/* parse_pool.c: a bounded job queue (frontier/bqueue.h) + N worker threads
+ * (see parse_pool.h). */
 #include "parse/parse_pool.h"
+#include "frontier/bqueue.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -7,13 +9,9 @@
 #include <unistd.h>
 
 struct parse_pool {
-	pthread_mutex_t mu;
-	pthread_cond_t not_empty;
 	struct parse_pool_ops ops;
 	void *ctx;
-	void **ring;
-	size_t cap, head, count;
-	int stopping;
+	struct bqueue *jobs;
 	atomic_uint_fast64_t outstanding;
 	unsigned n_threads;
 	pthread_t *threads;
@@ -25,18 +23,9 @@ static void *worker(void *arg)
 	/* A NULL state (init failed) still runs work, which must cope: every
 	 * job has to reach work once (see the header). */
 	void *state = p->ops.init ? p->ops.init(p->ctx) : NULL;
-	for (;;) {
-		pthread_mutex_lock(&p->mu);
-		while (p->count == 0 && !p->stopping)
-			pthread_cond_wait(&p->not_empty, &p->mu);
-		if (p->count == 0) { /* stopping and drained */
-			pthread_mutex_unlock(&p->mu);
-			break;
-		}
-		void *job = p->ring[p->head];
-		p->head = (p->head + 1) % p->cap;
-		p->count--;
-		pthread_mutex_unlock(&p->mu);
+	void *job;
+	/* pop returns BQUEUE_CLOSED only once the queue is closed and drained */
+	while (bqueue_pop(p->jobs, &job) == BQUEUE_OK) {
 		p->ops.work(p->ctx, state, job);
 		atomic_fetch_sub(&p->outstanding, 1);
 	}
@@ -63,19 +52,16 @@ enum parse_pool_err parse_pool_create(unsigned n_threads, size_t queue_cap,
 	p = calloc(1, sizeof *p);
 	if (!p)
 		return PARSE_POOL_ERR_NOMEM;
-	p->ring = calloc(queue_cap, sizeof *p->ring);
+	p->jobs = bqueue_create(queue_cap);
 	p->threads = calloc(n_threads, sizeof *p->threads);
-	if (!p->ring || !p->threads) {
-		free(p->ring);
+	if (!p->jobs || !p->threads) {
+		bqueue_destroy(p->jobs);
 		free(p->threads);
 		free(p);
 		return PARSE_POOL_ERR_NOMEM;
 	}
-	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->not_empty, NULL);
 	p->ops = *ops;
 	p->ctx = ctx;
-	p->cap = queue_cap;
 	atomic_init(&p->outstanding, 0);
 	for (unsigned i = 0; i < n_threads; i++) {
 		if (pthread_create(&p->threads[i], NULL, worker, p) != 0) {
@@ -96,43 +82,29 @@ void parse_pool_destroy(struct parse_pool *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->mu);
-	p->stopping = 1;
-	pthread_cond_broadcast(&p->not_empty);
-	pthread_mutex_unlock(&p->mu);
+	bqueue_close(p->jobs);
 	for (unsigned i = 0; i < p->n_threads; i++)
 		pthread_join(p->threads[i], NULL);
-	pthread_mutex_destroy(&p->mu);
-	pthread_cond_destroy(&p->not_empty);
-	free(p->ring);
+	bqueue_destroy(p->jobs);
 	free(p->threads);
 	free(p);
 }
 
 enum parse_pool_err parse_pool_try_submit(struct parse_pool *p, void *job)
 {
-	enum parse_pool_err rc = PARSE_POOL_OK;
-	pthread_mutex_lock(&p->mu);
-	if (p->stopping)
-		rc = PARSE_POOL_ERR_INVALID;
-	else if (p->count == p->cap)
-		rc = PARSE_POOL_ERR_FULL;
-	else {
-		p->ring[(p->head + p->count) % p->cap] = job;
-		p->count++;
-		atomic_fetch_add(&p->outstanding, 1);
-		pthread_cond_signal(&p->not_empty);
-	}
-	pthread_mutex_unlock(&p->mu);
-	return rc;
+	/* Counted before the push, so a worker's decrement never comes first;
+	 * only the submitting thread can see the count of a refused job. */
+	atomic_fetch_add(&p->outstanding, 1);
+	enum bqueue_result r = bqueue_try_push(p->jobs, job);
+	if (r == BQUEUE_OK)
+		return PARSE_POOL_OK;
+	atomic_fetch_sub(&p->outstanding, 1);
+	return r == BQUEUE_FULL ? PARSE_POOL_ERR_FULL : PARSE_POOL_ERR_INVALID;
 }
 
 size_t parse_pool_queued(struct parse_pool *p)
 {
-	pthread_mutex_lock(&p->mu);
-	size_t n = p->count;
-	pthread_mutex_unlock(&p->mu);
-	return n;
+	return bqueue_size(p->jobs);
 }
 
 uint64_t parse_pool_outstanding(struct parse_pool *p)
@@ -142,7 +114,7 @@ uint64_t parse_pool_outstanding(struct parse_pool *p)
 
 size_t parse_pool_capacity(const struct parse_pool *p)
 {
-	return p->cap;
+	return bqueue_cap(p->jobs);
 }
 
 unsigned parse_pool_threads(const struct parse_pool *p)
@@ -153,11 +125,16 @@ unsigned parse_pool_threads(const struct parse_pool *p)
 const char *parse_pool_strerror(enum parse_pool_err e)
 {
 	switch (e) {
-	case PARSE_POOL_OK: return "ok";
-	case PARSE_POOL_ERR_FULL: return "queue full";
-	case PARSE_POOL_ERR_NOMEM: return "out of memory";
-	case PARSE_POOL_ERR_THREAD: return "cannot start a thread";
-	case PARSE_POOL_ERR_INVALID: return "invalid argument";
+	case PARSE_POOL_OK:
+		return "ok";
+	case PARSE_POOL_ERR_FULL:
+		return "queue full";
+	case PARSE_POOL_ERR_NOMEM:
+		return "out of memory";
+	case PARSE_POOL_ERR_THREAD:
+		return "cannot start a thread";
+	case PARSE_POOL_ERR_INVALID:
+		return "invalid argument";
 	}
 	return "unknown error";
 }

@@ -7,6 +7,8 @@
  * hosts) or GROUP_BIT | group index; ids in a group's heap are host ids.
  */
 #include "politeness/politeness.h"
+#include "politeness/robots.h"
+#include "frontier/recfile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,8 @@ struct heap {
 struct phost {
 	uint64_t next;
 	uint64_t crawl_delay;
+	struct robots *robots; /* owned; NULL: none (allow all when KNOWN) */
+	uint64_t robots_exp;   /* 0: never expires */
 	uint32_t slot;
 	uint32_t group;      /* IP group, NONE32 = solo */
 	uint32_t held_group; /* group whose token the held host carries, NONE32 = solo */
@@ -47,6 +51,7 @@ struct phost {
 	uint32_t errors;
 	uint8_t state;
 	uint8_t has_ip;
+	uint8_t robots_state; /* enum politeness_robots_state */
 };
 
 struct ipgroup {
@@ -83,6 +88,13 @@ static void set_slot(struct politeness *p, uint32_t id, uint32_t slot)
 		p->hosts[id].slot = slot;
 }
 
+/* Puts entry e in slot i and tells its owner where it is. */
+static void heap_place(struct politeness *p, struct heap *h, uint32_t i, struct hent e)
+{
+	h->a[i] = e;
+	set_slot(p, e.id, i);
+}
+
 static void heap_up(struct politeness *p, struct heap *h, uint32_t i)
 {
 	struct hent e = h->a[i];
@@ -91,12 +103,10 @@ static void heap_up(struct politeness *p, struct heap *h, uint32_t i)
 		uint32_t parent = (i - 1) / 4;
 		if (h->a[parent].key <= e.key)
 			break;
-		h->a[i] = h->a[parent];
-		set_slot(p, h->a[i].id, i);
+		heap_place(p, h, i, h->a[parent]);
 		i = parent;
 	}
-	h->a[i] = e;
-	set_slot(p, e.id, i);
+	heap_place(p, h, i, e);
 }
 
 static void heap_down(struct politeness *p, struct heap *h, uint32_t i)
@@ -115,12 +125,10 @@ static void heap_down(struct politeness *p, struct heap *h, uint32_t i)
 		}
 		if (h->a[best].key >= e.key)
 			break;
-		h->a[i] = h->a[best];
-		set_slot(p, h->a[i].id, i);
+		heap_place(p, h, i, h->a[best]);
 		i = best;
 	}
-	h->a[i] = e;
-	set_slot(p, e.id, i);
+	heap_place(p, h, i, e);
 }
 
 static int heap_insert(struct politeness *p, struct heap *h, uint32_t id, uint64_t key)
@@ -263,6 +271,16 @@ static void host_unschedule(struct politeness *p, uint32_t host)
 	p->st.hosts_parked++;
 }
 
+/* Takes a waiting host out of its heap before its key or group changes;
+ * 1 if it was waiting (the caller schedules it again), else 0. */
+static int host_take_out(struct politeness *p, uint32_t host)
+{
+	if (p->hosts[host].state != HS_HEAP)
+		return 0;
+	host_unschedule(p, host);
+	return 1;
+}
+
 static int group_find(struct politeness *p, uint32_t ipv4, uint32_t *out)
 {
 	uint32_t s, mask;
@@ -382,6 +400,8 @@ void politeness_destroy(struct politeness *p)
 		return;
 	if (p->f != NULL)
 		frontier_set_nonempty_cb(p->f, NULL, NULL);
+	for (i = 0; i < p->known; i++)
+		robots_destroy(p->hosts[i].robots);
 	for (i = 0; i < p->ngroups; i++)
 		free(p->groups[i].hosts.a);
 	free(p->groups);
@@ -391,8 +411,8 @@ void politeness_destroy(struct politeness *p)
 	free(p);
 }
 
-enum politeness_err politeness_pop_ready(struct politeness *p, uint64_t now_us,
-                                         uint32_t *host, uint64_t *ready_at_us)
+enum politeness_err politeness_pop_ready(struct politeness *p, uint64_t now_us, uint32_t *host,
+                                         uint64_t *ready_at_us)
 {
 	struct hent top;
 	uint32_t hid;
@@ -525,9 +545,7 @@ enum politeness_err politeness_host_set_ip(struct politeness *p, uint32_t host, 
 		return POLITENESS_ERR_NOMEM;
 	if (h->group == gi)
 		return POLITENESS_OK;
-	was_waiting = h->state == HS_HEAP;
-	if (was_waiting)
-		host_unschedule(p, host);
+	was_waiting = host_take_out(p, host);
 	h->group = gi;
 	if (was_waiting && host_schedule(p, host) != 0)
 		return POLITENESS_ERR_NOMEM;
@@ -551,7 +569,7 @@ enum politeness_err politeness_host_set_crawl_delay(struct politeness *p, uint32
 	if (sync_hosts(p, host) != 0)
 		return POLITENESS_ERR_NOMEM;
 	p->hosts[host].crawl_delay =
-		delay_us < p->cfg.crawl_delay_cap_us ? delay_us : p->cfg.crawl_delay_cap_us;
+	        delay_us < p->cfg.crawl_delay_cap_us ? delay_us : p->cfg.crawl_delay_cap_us;
 	return POLITENESS_OK;
 }
 
@@ -598,8 +616,7 @@ void politeness_host_save(const struct politeness *p, uint32_t host, uint64_t no
 }
 
 enum politeness_err politeness_host_restore(struct politeness *p, uint32_t host,
-                                            const struct politeness_host_saved *s,
-                                            uint64_t now_us)
+                                            const struct politeness_host_saved *s, uint64_t now_us)
 {
 	struct visit_outcome o = { VISIT_OK, now_us, 1, 0 };
 	struct phost *h;
@@ -615,11 +632,9 @@ enum politeness_err politeness_host_restore(struct politeness *p, uint32_t host,
 		return POLITENESS_ERR_STATE;
 	if (h->state == HS_RETIRED)
 		return POLITENESS_OK;
-	was_waiting = h->state == HS_HEAP;
-	if (was_waiting)
-		host_unschedule(p, host);
+	was_waiting = host_take_out(p, host);
 	h->crawl_delay = s->crawl_delay_us < p->cfg.crawl_delay_cap_us ? s->crawl_delay_us
-	                                                                : p->cfg.crawl_delay_cap_us;
+	                                                               : p->cfg.crawl_delay_cap_us;
 	h->errors = s->errors;
 	next = delay_policy_next_time(&p->cfg, &o, now_us, h->crawl_delay, 0);
 	h->next = now_us + s->wait_us > next ? now_us + s->wait_us : next;
@@ -645,6 +660,162 @@ enum politeness_err politeness_host_restore(struct politeness *p, uint32_t host,
 	return POLITENESS_OK;
 }
 
+enum politeness_err politeness_robots_state(const struct politeness *p, uint32_t host,
+                                            enum politeness_robots_state *state,
+                                            const struct robots **rules, uint64_t *expires_us)
+{
+	const struct phost *h;
+
+	if (p == NULL || host >= frontier_host_count(p->f))
+		return POLITENESS_ERR_INVALID;
+	h = host < p->known ? &p->hosts[host] : NULL; /* not known yet: unknown */
+	if (state != NULL)
+		*state = h ? (enum politeness_robots_state)h->robots_state
+		           : POLITENESS_ROBOTS_UNKNOWN;
+	if (rules != NULL)
+		*rules = h ? h->robots : NULL;
+	if (expires_us != NULL)
+		*expires_us = h ? h->robots_exp : 0;
+	return POLITENESS_OK;
+}
+
+enum politeness_err politeness_robots_set(struct politeness *p, uint32_t host,
+                                          enum politeness_robots_state state, struct robots *rules,
+                                          uint64_t expires_us)
+{
+	struct phost *h;
+
+	if (p == NULL || host >= frontier_host_count(p->f) || sync_hosts(p, host) != 0) {
+		robots_destroy(rules); /* taken in every case: the caller holds nothing */
+		return p == NULL || host >= frontier_host_count(p->f) ? POLITENESS_ERR_INVALID
+		                                                      : POLITENESS_ERR_NOMEM;
+	}
+	h = &p->hosts[host];
+	if (h->robots != rules)
+		robots_destroy(h->robots);
+	h->robots_state = (uint8_t)state;
+	h->robots = rules;
+	h->robots_exp = expires_us;
+	return POLITENESS_OK;
+}
+
+/* ----- robots.txt cache checkpoints ----- */
+
+#define ROBOTS_CKPT_MAGIC "PLROBOT1"
+#define ROBOTS_CKPT_BLOB_MAX (64u << 20) /* the encoded rules of one robots.txt */
+
+/* The encoded rules of a known host, or NULL with *len 0 when it has none
+ * (allow all). -1 when they cannot be encoded: the host is saved unknown. */
+static int robots_blob(const struct phost *h, char **blob, size_t *len)
+{
+	*blob = NULL;
+	*len = 0;
+	if (h->robots == NULL)
+		return 0;
+	if (robots_encode(h->robots, blob, len) != ROBOTS_OK)
+		return -1;
+	if (*blob == NULL || *len > ROBOTS_CKPT_BLOB_MAX) {
+		free(*blob);
+		return -1;
+	}
+	return 0;
+}
+
+enum politeness_err politeness_robots_checkpoint(const struct politeness *p, const char *path,
+                                                 uint64_t now_us)
+{
+	struct recfile_writer *w;
+	uint32_t i, n = 0;
+
+	if (p == NULL || path == NULL)
+		return POLITENESS_ERR_INVALID;
+	for (i = 0; i < p->known; i++)
+		n += p->hosts[i].robots_state == POLITENESS_ROBOTS_KNOWN;
+	if (recfile_writer_create(path, ROBOTS_CKPT_MAGIC, &w) != RECFILE_OK)
+		return POLITENESS_ERR_IO;
+	recfile_put_u32(w, n);
+	for (i = 0; i < p->known; i++) {
+		const struct phost *h = &p->hosts[i];
+		char *blob;
+		size_t len;
+		if (h->robots_state != POLITENESS_ROBOTS_KNOWN)
+			continue; /* a fetch in flight is made again */
+		int ok = robots_blob(h, &blob, &len) == 0;
+		recfile_put_u32(w, i);
+		recfile_put_u8(w, ok);
+		recfile_put_u8(w, blob != NULL);
+		recfile_put_bytes(w, blob, (uint32_t)len);
+		free(blob);
+		/* 0 = no expiry; otherwise at least 1 so it stays "set". */
+		recfile_put_u64(w, h->robots_exp == 0       ? 0
+		                   : h->robots_exp > now_us ? h->robots_exp - now_us
+		                                            : 1);
+	}
+	return recfile_writer_close(w, 0) == RECFILE_OK ? POLITENESS_OK : POLITENESS_ERR_IO;
+}
+
+static enum politeness_err robots_ckpt_err(enum recfile_err e)
+{
+	if (e == RECFILE_OK || e == RECFILE_ERR_NOMEM)
+		return e == RECFILE_OK ? POLITENESS_OK : POLITENESS_ERR_NOMEM;
+	return e == RECFILE_ERR_IO ? POLITENESS_ERR_IO : POLITENESS_ERR_CORRUPT;
+}
+
+/* Reads one saved host and gives it its robots.txt cache. */
+static enum politeness_err robots_read_host(struct politeness *p, struct recfile_reader *r,
+                                            uint64_t now_us)
+{
+	uint32_t host, len;
+	uint8_t known, has_rules;
+	uint64_t exp;
+	char *blob = NULL;
+	struct robots *rules = NULL;
+	enum recfile_err re;
+
+	if ((re = recfile_get_u32(r, &host)) != RECFILE_OK ||
+	    (re = recfile_get_u8(r, &known)) != RECFILE_OK ||
+	    (re = recfile_get_u8(r, &has_rules)) != RECFILE_OK ||
+	    (re = recfile_get_bytes_alloc(r, ROBOTS_CKPT_BLOB_MAX, &blob, &len)) != RECFILE_OK ||
+	    (re = recfile_get_u64(r, &exp)) != RECFILE_OK) {
+		free(blob);
+		return robots_ckpt_err(re);
+	}
+	if (host >= frontier_host_count(p->f)) {
+		free(blob);
+		return POLITENESS_ERR_CORRUPT;
+	}
+	if (known && has_rules) {
+		rules = blob != NULL ? robots_decode(blob, len) : NULL;
+		known = rules != NULL; /* fetch it again rather than allow everything */
+	}
+	free(blob);
+	return politeness_robots_set(p, host,
+	                             known ? POLITENESS_ROBOTS_KNOWN : POLITENESS_ROBOTS_UNKNOWN,
+	                             rules, exp == 0 ? 0 : now_us + exp);
+}
+
+enum politeness_err politeness_robots_restore(struct politeness *p, const char *path,
+                                              uint64_t now_us)
+{
+	struct recfile_reader *r;
+	enum recfile_err re;
+	enum politeness_err err;
+	uint32_t n;
+
+	if (p == NULL || path == NULL)
+		return POLITENESS_ERR_INVALID;
+	re = recfile_reader_open(path, ROBOTS_CKPT_MAGIC, &r);
+	if (re != RECFILE_OK)
+		return robots_ckpt_err(re);
+	err = robots_ckpt_err(recfile_get_u32(r, &n));
+	for (uint32_t i = 0; err == POLITENESS_OK && i < n; i++)
+		err = robots_read_host(p, r, now_us);
+	if (err == POLITENESS_OK && !recfile_reader_at_end(r))
+		err = POLITENESS_ERR_CORRUPT;
+	recfile_reader_close(r);
+	return err;
+}
+
 void politeness_stats(const struct politeness *p, struct politeness_stats *s)
 {
 	if (p == NULL || s == NULL)
@@ -655,13 +826,24 @@ void politeness_stats(const struct politeness *p, struct politeness_stats *s)
 const char *politeness_strerror(enum politeness_err e)
 {
 	switch (e) {
-	case POLITENESS_OK: return "ok";
-	case POLITENESS_NOT_READY: return "no host ready yet";
-	case POLITENESS_EMPTY: return "no host waiting";
-	case POLITENESS_RETIRED: return "host retired";
-	case POLITENESS_ERR_NOMEM: return "out of memory";
-	case POLITENESS_ERR_INVALID: return "invalid argument";
-	case POLITENESS_ERR_STATE: return "host is not held";
+	case POLITENESS_OK:
+		return "ok";
+	case POLITENESS_NOT_READY:
+		return "no host ready yet";
+	case POLITENESS_EMPTY:
+		return "no host waiting";
+	case POLITENESS_RETIRED:
+		return "host retired";
+	case POLITENESS_ERR_NOMEM:
+		return "out of memory";
+	case POLITENESS_ERR_INVALID:
+		return "invalid argument";
+	case POLITENESS_ERR_STATE:
+		return "host is not held";
+	case POLITENESS_ERR_IO:
+		return "checkpoint file I/O error";
+	case POLITENESS_ERR_CORRUPT:
+		return "checkpoint file torn or inconsistent";
 	}
 	return "unknown error";
 }

@@ -39,8 +39,16 @@
  *   queued URLs go to the retire callback (frontier_host_retire) and are
  *   counted; the release returns POLITENESS_RETIRED.
  *
- * Memory: about 40 bytes per host plus 16 bytes per heap entry and 48 bytes
- * per IP group, outside the frontier's budget.
+ * Per host, beside its place in the heaps: its IP (the crawler's one copy
+ * of it: the fetch loop formats it for each request, nothing else keeps
+ * it), its Crawl-delay and consecutive errors, and its robots.txt cache:
+ * unknown (never fetched, or a fetch in flight when a checkpoint was
+ * taken), fetching, or known with its parsed rules (owned here, NULL =
+ * allow all) and an expiry time after which they are fetched again.
+ *
+ * Memory: about 56 bytes per host plus 16 bytes per heap entry and 48 bytes
+ * per IP group, plus each host's robots rules, outside the frontier's
+ * budget.
  */
 #ifndef POLITENESS_POLITENESS_H
 #define POLITENESS_POLITENESS_H
@@ -52,28 +60,38 @@
 
 enum politeness_err {
 	POLITENESS_OK = 0,
-	POLITENESS_NOT_READY = 1, /* pop: no host ready now; *ready_at says when (not an error) */
-	POLITENESS_EMPTY = 2,     /* pop: no host waiting at all (not an error) */
-	POLITENESS_RETIRED = 3,   /* release: the host was retired (not an error) */
-	POLITENESS_ERR_NOMEM = 4, /* allocation failed; state unchanged */
+	POLITENESS_NOT_READY = 1,   /* pop: no host ready now; *ready_at says when (not an error) */
+	POLITENESS_EMPTY = 2,       /* pop: no host waiting at all (not an error) */
+	POLITENESS_RETIRED = 3,     /* release: the host was retired (not an error) */
+	POLITENESS_ERR_NOMEM = 4,   /* allocation failed; state unchanged */
 	POLITENESS_ERR_INVALID = 5, /* bad argument or config */
 	POLITENESS_ERR_STATE = 6,   /* release of a host that is not held */
+	POLITENESS_ERR_IO = 7,      /* a checkpoint file cannot be written or read (errno) */
+	POLITENESS_ERR_CORRUPT =
+	        8, /* restore: the file is torn, or names a host not in the frontier */
+};
+
+enum politeness_robots_state {
+	POLITENESS_ROBOTS_UNKNOWN = 0,  /* never fetched (or expired and reset) */
+	POLITENESS_ROBOTS_FETCHING = 1, /* a robots.txt fetch is in flight */
+	POLITENESS_ROBOTS_KNOWN = 2,    /* rules attached (NULL = allow all) */
 };
 
 struct politeness_stats {
-	uint64_t hosts_in_heap;  /* hosts waiting with URLs */
-	uint64_t hosts_held;     /* popped, not yet released */
-	uint64_t hosts_parked;   /* known hosts with an empty queue */
+	uint64_t hosts_in_heap; /* hosts waiting with URLs */
+	uint64_t hosts_held;    /* popped, not yet released */
+	uint64_t hosts_parked;  /* known hosts with an empty queue */
 	uint64_t hosts_retired;
 	uint64_t ip_groups;
 	uint64_t pops;
 	uint64_t releases;
-	uint64_t errors;         /* VISIT_ERROR outcomes */
-	uint64_t retry_laters;   /* VISIT_RETRY_LATER outcomes */
-	uint64_t dropped_urls;   /* URLs drained from retired hosts */
+	uint64_t errors;       /* VISIT_ERROR outcomes */
+	uint64_t retry_laters; /* VISIT_RETRY_LATER outcomes */
+	uint64_t dropped_urls; /* URLs drained from retired hosts */
 };
 
 struct politeness;
+struct robots;
 
 /* Creates the heaps over a frontier (borrowed; must outlive p). Registers
  * itself as the frontier's nonempty callback, and picks up hosts that already
@@ -85,8 +103,8 @@ enum politeness_err politeness_create(struct frontier *f, const struct politenes
 void politeness_destroy(struct politeness *p);
 
 /* Hands out the next ready host as a token (see protocol). */
-enum politeness_err politeness_pop_ready(struct politeness *p, uint64_t now_us,
-                                         uint32_t *host, uint64_t *ready_at_us);
+enum politeness_err politeness_pop_ready(struct politeness *p, uint64_t now_us, uint32_t *host,
+                                         uint64_t *ready_at_us);
 /* Gives a held host back with the outcome of its visit, ended at now_us:
  * computes its next time (and its IP's), reinserts it if it has URLs, parks
  * it otherwise, or retires it. */
@@ -95,8 +113,8 @@ enum politeness_err politeness_release(struct politeness *p, uint32_t host,
 
 /* How much a visit to this host may do: URLs and microseconds (ratio policy:
  * visit_budget; fixed: max_urls_per_visit and no time limit = UINT64_MAX). */
-void politeness_visit_budget(const struct politeness *p, uint32_t host,
-                             uint32_t *max_urls, uint64_t *max_us);
+void politeness_visit_budget(const struct politeness *p, uint32_t host, uint32_t *max_urls,
+                             uint64_t *max_us);
 
 /* Assigns the host's resolved IPv4 (host byte order). Moves the host into
  * the IP's group (creating it); with ip_politeness off only records it. */
@@ -134,8 +152,33 @@ void politeness_host_save(const struct politeness *p, uint32_t host, uint64_t no
  * now_us (as if a visit had just ended), or the saved wait when longer. A
  * retired host stays retired. */
 enum politeness_err politeness_host_restore(struct politeness *p, uint32_t host,
-                                            const struct politeness_host_saved *s,
-                                            uint64_t now_us);
+                                            const struct politeness_host_saved *s, uint64_t now_us);
+
+/* A host's robots.txt cache: its state, its rules (borrowed: valid until
+ * the next politeness_robots_set of the host or politeness_destroy) and
+ * their expiry (0 = none). Any argument but p may be NULL. */
+enum politeness_err politeness_robots_state(const struct politeness *p, uint32_t host,
+                                            enum politeness_robots_state *state,
+                                            const struct robots **rules, uint64_t *expires_us);
+/* Sets a host's robots.txt cache. Takes rules (may be NULL), in every case:
+ * the host's former rules, and rules themselves on an error, are freed with
+ * robots_destroy. */
+enum politeness_err politeness_robots_set(struct politeness *p, uint32_t host,
+                                          enum politeness_robots_state state, struct robots *rules,
+                                          uint64_t expires_us);
+/* Checkpoint of every host's robots.txt cache, in its own file at path
+ * (written, not fsynced): known rules with their expiry relative to now_us;
+ * a fetch in flight is saved as unknown (fetched again after a resume).
+ * POLITENESS_ERR_IO (errno) when the file cannot be written. */
+enum politeness_err politeness_robots_checkpoint(const struct politeness *p, const char *path,
+                                                 uint64_t now_us);
+/* Gives the hosts the robots.txt caches saved at path, expiries rebased on
+ * now_us; the frontier must hold every host saved. Rules that cannot be
+ * decoded leave their host unknown (fetched again rather than allowed).
+ * POLITENESS_ERR_IO (errno) when it cannot be read, POLITENESS_ERR_CORRUPT,
+ * POLITENESS_ERR_NOMEM. */
+enum politeness_err politeness_robots_restore(struct politeness *p, const char *path,
+                                              uint64_t now_us);
 
 void politeness_stats(const struct politeness *p, struct politeness_stats *s);
 const char *politeness_strerror(enum politeness_err e);

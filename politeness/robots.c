@@ -17,495 +17,496 @@
 #include <string.h>
 
 struct robots_rule {
-    char *pat;      /* normalized pattern, NUL-terminated */
-    size_t len;
-    bool allow;
-    bool plain;     /* no '*' and no final '$': a prefix compare suffices */
+	char *pat; /* normalized pattern, NUL-terminated */
+	size_t len;
+	bool allow;
+	bool plain; /* no '*' and no final '$': a prefix compare suffices */
 };
 
 struct rule_list {
-    struct robots_rule *v;
-    size_t n, cap;
+	struct robots_rule *v;
+	size_t n, cap;
 };
 
 struct robots {
-    struct robots_rule *rules; /* sorted: longest first, allow first on ties */
-    size_t nrules;
-    bool deny_all;
-    double crawl_delay;        /* < 0: none */
-    char **sitemaps;
-    size_t nsitemaps;
+	struct robots_rule *rules; /* sorted: longest first, allow first on ties */
+	size_t nrules;
+	bool deny_all;
+	double crawl_delay; /* < 0: none */
+	char **sitemaps;
+	size_t nsitemaps;
 };
 
 const char *robots_strerror(int err)
 {
-    switch (err) {
-    case ROBOTS_OK: return "success";
-    case ROBOTS_ENOMEM: return "out of memory";
-    case ROBOTS_EINVAL: return "invalid argument";
-    case ROBOTS_ETOOLONG: return "output buffer too small";
-    default: return "unknown robots error";
-    }
+	switch (err) {
+	case ROBOTS_OK:
+		return "success";
+	case ROBOTS_ENOMEM:
+		return "out of memory";
+	case ROBOTS_EINVAL:
+		return "invalid argument";
+	case ROBOTS_ETOOLONG:
+		return "output buffer too small";
+	default:
+		return "unknown robots error";
+	}
 }
 
 /* ASCII only, whatever the locale. */
 static bool is_alnum(unsigned char c)
 {
-    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
 }
 
 static bool is_space(unsigned char c)
 {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
 static bool is_unreserved(unsigned char c)
 {
-    return is_alnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
+	return is_alnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
 }
 
 static int hexval(unsigned char c)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }
 
-int robots_path_normalize(const char *in, size_t len, char *out, size_t cap,
-                          size_t *out_len)
+int robots_path_normalize(const char *in, size_t len, char *out, size_t cap, size_t *out_len)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    size_t o = 0;
-    if (!in || !out || cap == 0)
-        return ROBOTS_EINVAL;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)in[i];
-        if (c == '%' && i + 2 < len && hexval((unsigned char)in[i + 1]) >= 0 &&
-            hexval((unsigned char)in[i + 2]) >= 0) {
-            int v = hexval((unsigned char)in[i + 1]) * 16 + hexval((unsigned char)in[i + 2]);
-            if (is_unreserved((unsigned char)v)) {
-                if (o + 1 >= cap)
-                    return ROBOTS_ETOOLONG;
-                out[o++] = (char)v;
-            } else {
-                if (o + 3 >= cap)
-                    return ROBOTS_ETOOLONG;
-                out[o++] = '%';
-                out[o++] = hex[v >> 4];
-                out[o++] = hex[v & 15];
-            }
-            i += 2;
-        } else if (c >= 0x80) {
-            if (o + 3 >= cap)
-                return ROBOTS_ETOOLONG;
-            out[o++] = '%';
-            out[o++] = hex[c >> 4];
-            out[o++] = hex[c & 15];
-        } else {
-            if (o + 1 >= cap)
-                return ROBOTS_ETOOLONG;
-            out[o++] = (char)c;
-        }
-    }
-    out[o] = '\0';
-    if (out_len)
-        *out_len = o;
-    return ROBOTS_OK;
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+	if (!in || !out || cap == 0)
+		return ROBOTS_EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)in[i];
+		if (c == '%' && i + 2 < len && hexval((unsigned char)in[i + 1]) >= 0 &&
+		    hexval((unsigned char)in[i + 2]) >= 0) {
+			int v = hexval((unsigned char)in[i + 1]) * 16 +
+			        hexval((unsigned char)in[i + 2]);
+			if (is_unreserved((unsigned char)v)) {
+				if (o + 1 >= cap)
+					return ROBOTS_ETOOLONG;
+				out[o++] = (char)v;
+			} else {
+				if (o + 3 >= cap)
+					return ROBOTS_ETOOLONG;
+				out[o++] = '%';
+				out[o++] = hex[v >> 4];
+				out[o++] = hex[v & 15];
+			}
+			i += 2;
+		} else if (c >= 0x80) {
+			if (o + 3 >= cap)
+				return ROBOTS_ETOOLONG;
+			out[o++] = '%';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		} else {
+			if (o + 1 >= cap)
+				return ROBOTS_ETOOLONG;
+			out[o++] = (char)c;
+		}
+	}
+	out[o] = '\0';
+	if (out_len)
+		*out_len = o;
+	return ROBOTS_OK;
+}
+
+/* Index of the first '/', '?' or ';' in url[from, len), len if none. */
+static size_t find_path_start(const char *url, size_t from, size_t len)
+{
+	for (size_t i = from; i < len; i++)
+		if (url[i] == '/' || url[i] == '?' || url[i] == ';')
+			return i;
+	return len;
 }
 
 int robots_path_from_url(const char *url, size_t len, char *out, size_t cap)
 {
-    /* Mirrors Google's GetPathParamsQuery (robots_path_cases.jsonl). */
-    if (!url || !out || cap == 0)
-        return ROBOTS_EINVAL;
-    size_t search_start = 0;
-    if (len >= 2 && url[0] == '/' && url[1] == '/')
-        search_start = 2;
-    size_t early_path = len;
-    for (size_t i = search_start; i < len; i++) {
-        if (url[i] == '/' || url[i] == '?' || url[i] == ';') {
-            early_path = i;
-            break;
-        }
-    }
-    size_t protocol_end = len;
-    for (size_t i = search_start; i + 2 < len; i++) {
-        if (url[i] == ':' && url[i + 1] == '/' && url[i + 2] == '/') {
-            protocol_end = i;
-            break;
-        }
-    }
-    if (early_path < protocol_end)
-        protocol_end = len; /* "://" after the path starts is not a scheme */
-    protocol_end = protocol_end == len ? search_start : protocol_end + 3;
-    size_t path_start = len;
-    for (size_t i = protocol_end; i < len; i++) {
-        if (url[i] == '/' || url[i] == '?' || url[i] == ';') {
-            path_start = i;
-            break;
-        }
-    }
-    size_t hash_pos = len;
-    for (size_t i = search_start; i < len; i++) {
-        if (url[i] == '#') {
-            hash_pos = i;
-            break;
-        }
-    }
-    if (path_start == len || hash_pos < path_start) {
-        if (cap < 2)
-            return ROBOTS_ETOOLONG;
-        memcpy(out, "/", 2);
-        return ROBOTS_OK;
-    }
-    size_t n = hash_pos - path_start;
-    size_t pre = url[path_start] != '/' ? 1 : 0;
-    if (pre + n + 1 > cap)
-        return ROBOTS_ETOOLONG;
-    if (pre)
-        out[0] = '/';
-    memcpy(out + pre, url + path_start, n);
-    out[pre + n] = '\0';
-    return ROBOTS_OK;
+	/* Mirrors Google's GetPathParamsQuery (robots_path_cases.jsonl). */
+	if (!url || !out || cap == 0)
+		return ROBOTS_EINVAL;
+	size_t search_start = 0;
+	if (len >= 2 && url[0] == '/' && url[1] == '/')
+		search_start = 2;
+	size_t early_path = find_path_start(url, search_start, len);
+	size_t protocol_end = len;
+	for (size_t i = search_start; i + 2 < len; i++) {
+		if (url[i] == ':' && url[i + 1] == '/' && url[i + 2] == '/') {
+			protocol_end = i;
+			break;
+		}
+	}
+	if (early_path < protocol_end)
+		protocol_end = len; /* "://" after the path starts is not a scheme */
+	protocol_end = protocol_end == len ? search_start : protocol_end + 3;
+	size_t path_start = find_path_start(url, protocol_end, len);
+	size_t hash_pos = len;
+	for (size_t i = search_start; i < len; i++) {
+		if (url[i] == '#') {
+			hash_pos = i;
+			break;
+		}
+	}
+	if (path_start == len || hash_pos < path_start) {
+		if (cap < 2)
+			return ROBOTS_ETOOLONG;
+		memcpy(out, "/", 2);
+		return ROBOTS_OK;
+	}
+	size_t n = hash_pos - path_start;
+	size_t pre = url[path_start] != '/' ? 1 : 0;
+	if (pre + n + 1 > cap)
+		return ROBOTS_ETOOLONG;
+	if (pre)
+		out[0] = '/';
+	memcpy(out + pre, url + path_start, n);
+	out[pre + n] = '\0';
+	return ROBOTS_OK;
 }
 
 /* Product token of our agent: up to the first '/' or whitespace. */
 static size_t our_token(const char *ua, const char **tok)
 {
-    *tok = ua;
-    if (!ua)
-        return 0;
-    size_t n = 0;
-    while (ua[n] && ua[n] != '/' && !is_space((unsigned char)ua[n]))
-        n++;
-    return n;
+	*tok = ua;
+	if (!ua)
+		return 0;
+	size_t n = 0;
+	while (ua[n] && ua[n] != '/' && !is_space((unsigned char)ua[n]))
+		n++;
+	return n;
 }
 
 static bool is_token_char(unsigned char c)
 {
-    return is_alnum(c) || c == '-' || c == '_';
+	return is_alnum(c) || c == '-' || c == '_';
 }
 
 static bool key_is(const char *key, size_t klen, const char *const *names)
 {
-    for (; *names; names++) {
-        if (strlen(*names) == klen && strncasecmp(key, *names, klen) == 0)
-            return true;
-    }
-    return false;
+	for (; *names; names++) {
+		if (strlen(*names) == klen && strncasecmp(key, *names, klen) == 0)
+			return true;
+	}
+	return false;
 }
 
-static const char *const ua_keys[] = {"user-agent", "useragent", "user agent", NULL};
-static const char *const allow_keys[] = {"allow", NULL};
-static const char *const disallow_keys[] = {"disallow", "dissallow", "dissalow", "disalow",
-                                            "diasllow", "disallaw", NULL};
-static const char *const sitemap_keys[] = {"sitemap", "site-map", NULL};
-static const char *const delay_keys[] = {"crawl-delay", "crawldelay", NULL};
+static const char *const ua_keys[] = { "user-agent", "useragent", "user agent", NULL };
+static const char *const allow_keys[] = { "allow", NULL };
+static const char *const disallow_keys[] = { "disallow", "dissallow", "dissalow", "disalow",
+	                                     "diasllow", "disallaw",  NULL };
+static const char *const sitemap_keys[] = { "sitemap", "site-map", NULL };
+static const char *const delay_keys[] = { "crawl-delay", "crawldelay", NULL };
 
 static int rules_push(struct rule_list *l, const char *val, size_t vlen, bool allow)
 {
-    if (l->n == l->cap) {
-        size_t ncap = l->cap ? l->cap * 2 : 16;
-        struct robots_rule *nv = realloc(l->v, ncap * sizeof *nv);
-        if (!nv)
-            return ROBOTS_ENOMEM;
-        l->v = nv;
-        l->cap = ncap;
-    }
-    size_t cap = 3 * vlen + 1;
-    char *pat = malloc(cap);
-    if (!pat)
-        return ROBOTS_ENOMEM;
-    size_t plen = 0;
-    robots_path_normalize(val, vlen, pat, cap, &plen);
-    struct robots_rule *r = &l->v[l->n++];
-    r->pat = pat;
-    r->len = plen;
-    r->allow = allow;
-    r->plain = memchr(pat, '*', plen) == NULL && !(plen > 0 && pat[plen - 1] == '$');
-    return ROBOTS_OK;
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 16;
+		struct robots_rule *nv = realloc(l->v, ncap * sizeof *nv);
+		if (!nv)
+			return ROBOTS_ENOMEM;
+		l->v = nv;
+		l->cap = ncap;
+	}
+	size_t cap = 3 * vlen + 1;
+	char *pat = malloc(cap);
+	if (!pat)
+		return ROBOTS_ENOMEM;
+	size_t plen = 0;
+	robots_path_normalize(val, vlen, pat, cap, &plen);
+	struct robots_rule *r = &l->v[l->n++];
+	r->pat = pat;
+	r->len = plen;
+	r->allow = allow;
+	r->plain = memchr(pat, '*', plen) == NULL && !(plen > 0 && pat[plen - 1] == '$');
+	return ROBOTS_OK;
 }
 
 static void rules_free(struct rule_list *l)
 {
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i].pat);
-    free(l->v);
-    l->v = NULL;
-    l->n = l->cap = 0;
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].pat);
+	free(l->v);
+	l->v = NULL;
+	l->n = l->cap = 0;
 }
 
 /* Adds a rule, and for "Allow: .../index.html" also ".../$" (Google: the
  * index page of a directory stands for the directory). */
 static int add_rule(struct rule_list *l, const char *val, size_t vlen, bool allow)
 {
-    int rc = rules_push(l, val, vlen, allow);
-    if (rc != ROBOTS_OK || !allow)
-        return rc;
-    static const char *const idx[] = {"/index.html", "/index.htm"};
-    for (size_t k = 0; k < 2; k++) {
-        size_t il = strlen(idx[k]);
-        if (vlen >= il && memcmp(val + vlen - il, idx[k], il) == 0) {
-            size_t keep = vlen - il + 1; /* up to and including the '/' */
-            char buf[ROBOTS_LINE_MAX + 2];
-            memcpy(buf, val, keep);
-            buf[keep] = '$';
-            return rules_push(l, buf, keep + 1, true);
-        }
-    }
-    return ROBOTS_OK;
+	int rc = rules_push(l, val, vlen, allow);
+	if (rc != ROBOTS_OK || !allow)
+		return rc;
+	static const char *const idx[] = { "/index.html", "/index.htm" };
+	for (size_t k = 0; k < 2; k++) {
+		size_t il = strlen(idx[k]);
+		if (vlen >= il && memcmp(val + vlen - il, idx[k], il) == 0) {
+			size_t keep = vlen - il + 1; /* up to and including the '/' */
+			char buf[ROBOTS_LINE_MAX + 2];
+			memcpy(buf, val, keep);
+			buf[keep] = '$';
+			return rules_push(l, buf, keep + 1, true);
+		}
+	}
+	return ROBOTS_OK;
 }
 
 static int rule_cmp(const void *a, const void *b)
 {
-    const struct robots_rule *x = a, *y = b;
-    if (x->len != y->len)
-        return x->len > y->len ? -1 : 1;
-    if (x->allow != y->allow)
-        return x->allow ? -1 : 1;
-    return 0;
+	const struct robots_rule *x = a, *y = b;
+	if (x->len != y->len)
+		return x->len > y->len ? -1 : 1;
+	if (x->allow != y->allow)
+		return x->allow ? -1 : 1;
+	return 0;
 }
 
 static double parse_delay(const char *val, size_t vlen)
 {
-    char buf[64];
-    if (vlen == 0 || vlen >= sizeof buf)
-        return -1;
-    memcpy(buf, val, vlen);
-    buf[vlen] = '\0';
-    char *end = NULL;
-    errno = 0;
-    double d = strtod(buf, &end);
-    if (errno != 0 || end == buf || !isfinite(d) || d < 0)
-        return -1;
-    return d;
+	char buf[64];
+	if (vlen == 0 || vlen >= sizeof buf)
+		return -1;
+	memcpy(buf, val, vlen);
+	buf[vlen] = '\0';
+	char *end = NULL;
+	errno = 0;
+	double d = strtod(buf, &end);
+	if (errno != 0 || end == buf || !isfinite(d) || d < 0)
+		return -1;
+	return d;
 }
 
 struct parse_state {
-    const char *tok;      /* our product token */
-    size_t toklen;
-    bool in_agents;       /* last significant line was a user-agent line */
-    bool cur_specific;
-    bool cur_global;
-    bool found_specific;
-    struct rule_list specific, global;
-    double delay_specific, delay_global;
-    char **sitemaps;
-    size_t nsitemaps, sitemap_cap;
+	const char *tok; /* our product token */
+	size_t toklen;
+	bool in_agents; /* last significant line was a user-agent line */
+	bool cur_specific;
+	bool cur_global;
+	bool found_specific;
+	struct rule_list specific, global;
+	double delay_specific, delay_global;
+	char **sitemaps;
+	size_t nsitemaps, sitemap_cap;
 };
 
 static void trim(const char **s, size_t *n)
 {
-    while (*n > 0 && is_space((unsigned char)**s)) {
-        (*s)++;
-        (*n)--;
-    }
-    while (*n > 0 && is_space((unsigned char)(*s)[*n - 1]))
-        (*n)--;
+	while (*n > 0 && is_space((unsigned char)**s)) {
+		(*s)++;
+		(*n)--;
+	}
+	while (*n > 0 && is_space((unsigned char)(*s)[*n - 1]))
+		(*n)--;
 }
 
 static int handle_line(struct parse_state *st, const char *line, size_t n)
 {
-    const char *hash = memchr(line, '#', n);
-    if (hash)
-        n = (size_t)(hash - line);
-    trim(&line, &n);
-    if (n == 0)
-        return ROBOTS_OK;
-    const char *sep = memchr(line, ':', n);
-    const char *key = line, *val;
-    size_t klen, vlen;
-    if (sep) {
-        klen = (size_t)(sep - line);
-        val = sep + 1;
-        vlen = n - klen - 1;
-    } else {
-        /* No colon: accept "key value" when there are exactly two words. */
-        size_t i = 0;
-        while (i < n && line[i] != ' ' && line[i] != '\t')
-            i++;
-        if (i == n)
-            return ROBOTS_OK;
-        klen = i;
-        val = line + i;
-        vlen = n - i;
-        trim(&val, &vlen);
-        for (size_t j = 0; j < vlen; j++) {
-            if (val[j] == ' ' || val[j] == '\t')
-                return ROBOTS_OK;
-        }
-    }
-    trim(&key, &klen);
-    trim(&val, &vlen);
-    if (klen == 0)
-        return ROBOTS_OK;
+	const char *hash = memchr(line, '#', n);
+	if (hash)
+		n = (size_t)(hash - line);
+	trim(&line, &n);
+	if (n == 0)
+		return ROBOTS_OK;
+	const char *sep = memchr(line, ':', n);
+	const char *key = line, *val;
+	size_t klen, vlen;
+	if (sep) {
+		klen = (size_t)(sep - line);
+		val = sep + 1;
+		vlen = n - klen - 1;
+	} else {
+		/* No colon: accept "key value" when there are exactly two words. */
+		size_t i = 0;
+		while (i < n && line[i] != ' ' && line[i] != '\t')
+			i++;
+		if (i == n)
+			return ROBOTS_OK;
+		klen = i;
+		val = line + i;
+		vlen = n - i;
+		trim(&val, &vlen);
+		for (size_t j = 0; j < vlen; j++) {
+			if (val[j] == ' ' || val[j] == '\t')
+				return ROBOTS_OK;
+		}
+	}
+	trim(&key, &klen);
+	trim(&val, &vlen);
+	if (klen == 0)
+		return ROBOTS_OK;
 
-    if (key_is(key, klen, ua_keys)) {
-        if (!st->in_agents) {
-            st->cur_specific = false;
-            st->cur_global = false;
-        }
-        st->in_agents = true;
-        if (vlen >= 1 && val[0] == '*' && (vlen == 1 || is_space((unsigned char)val[1]))) {
-            st->cur_global = true;
-        } else {
-            size_t t = 0;
-            while (t < vlen && is_token_char((unsigned char)val[t]))
-                t++;
-            if (t > 0 && t == st->toklen && strncasecmp(val, st->tok, t) == 0) {
-                st->cur_specific = true;
-                st->found_specific = true;
-            }
-        }
-        return ROBOTS_OK;
-    }
-    if (key_is(key, klen, sitemap_keys)) {
-        if (vlen > 0 && st->nsitemaps < ROBOTS_MAX_SITEMAPS) {
-            if (st->nsitemaps == st->sitemap_cap) {
-                size_t ncap = st->sitemap_cap ? st->sitemap_cap * 2 : 4;
-                char **nv = realloc(st->sitemaps, ncap * sizeof *nv);
-                if (!nv)
-                    return ROBOTS_ENOMEM;
-                st->sitemaps = nv;
-                st->sitemap_cap = ncap;
-            }
-            char *s = strndup(val, vlen);
-            if (!s)
-                return ROBOTS_ENOMEM;
-            st->sitemaps[st->nsitemaps++] = s;
-        }
-        return ROBOTS_OK;
-    }
-    bool allow = key_is(key, klen, allow_keys);
-    bool disallow = !allow && key_is(key, klen, disallow_keys);
-    bool delay = !allow && !disallow && key_is(key, klen, delay_keys);
-    if (!allow && !disallow && !delay)
-        return ROBOTS_OK; /* unknown line: ignored, does not end the agent list */
-    st->in_agents = false;
-    if (delay) {
-        double d = parse_delay(val, vlen);
-        if (d >= 0) {
-            if (st->cur_specific && d > st->delay_specific)
-                st->delay_specific = d;
-            if (st->cur_global && d > st->delay_global)
-                st->delay_global = d;
-        }
-        return ROBOTS_OK;
-    }
-    if (vlen == 0)
-        return ROBOTS_OK; /* "Disallow:" with no path allows everything */
-    int rc = ROBOTS_OK;
-    if (st->cur_specific)
-        rc = add_rule(&st->specific, val, vlen, allow);
-    if (rc == ROBOTS_OK && st->cur_global)
-        rc = add_rule(&st->global, val, vlen, allow);
-    return rc;
+	if (key_is(key, klen, ua_keys)) {
+		if (!st->in_agents) {
+			st->cur_specific = false;
+			st->cur_global = false;
+		}
+		st->in_agents = true;
+		if (vlen >= 1 && val[0] == '*' && (vlen == 1 || is_space((unsigned char)val[1]))) {
+			st->cur_global = true;
+		} else {
+			size_t t = 0;
+			while (t < vlen && is_token_char((unsigned char)val[t]))
+				t++;
+			if (t > 0 && t == st->toklen && strncasecmp(val, st->tok, t) == 0) {
+				st->cur_specific = true;
+				st->found_specific = true;
+			}
+		}
+		return ROBOTS_OK;
+	}
+	if (key_is(key, klen, sitemap_keys)) {
+		if (vlen > 0 && st->nsitemaps < ROBOTS_MAX_SITEMAPS) {
+			if (st->nsitemaps == st->sitemap_cap) {
+				size_t ncap = st->sitemap_cap ? st->sitemap_cap * 2 : 4;
+				char **nv = realloc(st->sitemaps, ncap * sizeof *nv);
+				if (!nv)
+					return ROBOTS_ENOMEM;
+				st->sitemaps = nv;
+				st->sitemap_cap = ncap;
+			}
+			char *s = strndup(val, vlen);
+			if (!s)
+				return ROBOTS_ENOMEM;
+			st->sitemaps[st->nsitemaps++] = s;
+		}
+		return ROBOTS_OK;
+	}
+	bool allow = key_is(key, klen, allow_keys);
+	bool disallow = !allow && key_is(key, klen, disallow_keys);
+	bool delay = !allow && !disallow && key_is(key, klen, delay_keys);
+	if (!allow && !disallow && !delay)
+		return ROBOTS_OK; /* unknown line: ignored, does not end the agent list */
+	st->in_agents = false;
+	if (delay) {
+		double d = parse_delay(val, vlen);
+		if (d >= 0) {
+			if (st->cur_specific && d > st->delay_specific)
+				st->delay_specific = d;
+			if (st->cur_global && d > st->delay_global)
+				st->delay_global = d;
+		}
+		return ROBOTS_OK;
+	}
+	if (vlen == 0)
+		return ROBOTS_OK; /* "Disallow:" with no path allows everything */
+	int rc = ROBOTS_OK;
+	if (st->cur_specific)
+		rc = add_rule(&st->specific, val, vlen, allow);
+	if (rc == ROBOTS_OK && st->cur_global)
+		rc = add_rule(&st->global, val, vlen, allow);
+	return rc;
 }
 
 static struct robots *robots_new(void)
 {
-    struct robots *r = calloc(1, sizeof *r);
-    if (r)
-        r->crawl_delay = -1;
-    return r;
+	struct robots *r = calloc(1, sizeof *r);
+	if (r)
+		r->crawl_delay = -1;
+	return r;
 }
 
 struct robots *robots_create_allow_all(void)
 {
-    return robots_new();
+	return robots_new();
 }
 
 struct robots *robots_create_disallow_all(void)
 {
-    struct robots *r = robots_new();
-    if (r)
-        r->deny_all = true;
-    return r;
+	struct robots *r = robots_new();
+	if (r)
+		r->deny_all = true;
+	return r;
 }
 
 void robots_destroy(struct robots *r)
 {
-    if (!r)
-        return;
-    for (size_t i = 0; i < r->nrules; i++)
-        free(r->rules[i].pat);
-    free(r->rules);
-    for (size_t i = 0; i < r->nsitemaps; i++)
-        free(r->sitemaps[i]);
-    free(r->sitemaps);
-    free(r);
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nrules; i++)
+		free(r->rules[i].pat);
+	free(r->rules);
+	for (size_t i = 0; i < r->nsitemaps; i++)
+		free(r->sitemaps[i]);
+	free(r->sitemaps);
+	free(r);
 }
 
-int robots_parse(const char *body, size_t len, const char *user_agent,
-                 struct robots **out)
+int robots_parse(const char *body, size_t len, const char *user_agent, struct robots **out)
 {
-    int rc = ROBOTS_OK;
-    struct robots *r = NULL;
-    struct parse_state st;
-    memset(&st, 0, sizeof st);
-    st.delay_specific = -1;
-    st.delay_global = -1;
-    if (!out || (!body && len > 0))
-        return ROBOTS_EINVAL;
-    *out = NULL;
-    st.toklen = our_token(user_agent, &st.tok);
+	int rc = ROBOTS_OK;
+	struct robots *r = NULL;
+	struct parse_state st;
+	memset(&st, 0, sizeof st);
+	st.delay_specific = -1;
+	st.delay_global = -1;
+	if (!out || (!body && len > 0))
+		return ROBOTS_EINVAL;
+	*out = NULL;
+	st.toklen = our_token(user_agent, &st.tok);
 
-    bool cut = false;
-    if (len > ROBOTS_PARSE_LIMIT) {
-        len = ROBOTS_PARSE_LIMIT;
-        cut = true;
-    }
-    size_t pos = 0;
-    if (len >= 3 && memcmp(body, "\xEF\xBB\xBF", 3) == 0)
-        pos = 3;
-    while (pos < len) {
-        size_t end = pos;
-        while (end < len && body[end] != '\n' && body[end] != '\r')
-            end++;
-        if (end == len && cut)
-            break; /* a line cut by the limit could say less than it meant */
-        size_t n = end - pos;
-        if (n > ROBOTS_LINE_MAX)
-            n = ROBOTS_LINE_MAX;
-        rc = handle_line(&st, body + pos, n);
-        if (rc != ROBOTS_OK)
-            goto out;
-        if (end < len && body[end] == '\r' && end + 1 < len && body[end + 1] == '\n')
-            end++;
-        pos = end + 1;
-    }
+	bool cut = false;
+	if (len > ROBOTS_PARSE_LIMIT) {
+		len = ROBOTS_PARSE_LIMIT;
+		cut = true;
+	}
+	size_t pos = 0;
+	if (len >= 3 && memcmp(body, "\xEF\xBB\xBF", 3) == 0)
+		pos = 3;
+	while (pos < len) {
+		size_t end = pos;
+		while (end < len && body[end] != '\n' && body[end] != '\r')
+			end++;
+		if (end == len && cut)
+			break; /* a line cut by the limit could say less than it meant */
+		size_t n = end - pos;
+		if (n > ROBOTS_LINE_MAX)
+			n = ROBOTS_LINE_MAX;
+		rc = handle_line(&st, body + pos, n);
+		if (rc != ROBOTS_OK)
+			goto out;
+		if (end < len && body[end] == '\r' && end + 1 < len && body[end + 1] == '\n')
+			end++;
+		pos = end + 1;
+	}
 
-    r = robots_new();
-    if (!r) {
-        rc = ROBOTS_ENOMEM;
-        goto out;
-    }
-    struct rule_list *keep = st.found_specific ? &st.specific : &st.global;
-    r->rules = keep->v;
-    r->nrules = keep->n;
-    keep->v = NULL;
-    keep->n = keep->cap = 0;
-    if (r->nrules > 1)
-        qsort(r->rules, r->nrules, sizeof *r->rules, rule_cmp);
-    r->crawl_delay = st.found_specific ? st.delay_specific : st.delay_global;
-    r->sitemaps = st.sitemaps;
-    r->nsitemaps = st.nsitemaps;
-    st.sitemaps = NULL;
-    st.nsitemaps = 0;
-    *out = r;
-    r = NULL;
+	r = robots_new();
+	if (!r) {
+		rc = ROBOTS_ENOMEM;
+		goto out;
+	}
+	struct rule_list *keep = st.found_specific ? &st.specific : &st.global;
+	r->rules = keep->v;
+	r->nrules = keep->n;
+	keep->v = NULL;
+	keep->n = keep->cap = 0;
+	if (r->nrules > 1)
+		qsort(r->rules, r->nrules, sizeof *r->rules, rule_cmp);
+	r->crawl_delay = st.found_specific ? st.delay_specific : st.delay_global;
+	r->sitemaps = st.sitemaps;
+	r->nsitemaps = st.nsitemaps;
+	st.sitemaps = NULL;
+	st.nsitemaps = 0;
+	*out = r;
+	r = NULL;
 out:
-    robots_destroy(r);
-    rules_free(&st.specific);
-    rules_free(&st.global);
-    for (size_t i = 0; i < st.nsitemaps; i++)
-        free(st.sitemaps[i]);
-    free(st.sitemaps);
-    return rc;
+	robots_destroy(r);
+	rules_free(&st.specific);
+	rules_free(&st.global);
+	for (size_t i = 0; i < st.nsitemaps; i++)
+		free(st.sitemaps[i]);
+	free(st.sitemaps);
+	return rc;
 }
 
 /* Does `pat` (with '*' and a final '$') match a prefix of `path`?
@@ -516,103 +517,104 @@ out:
  * hostile pattern cannot make a check quadratic. */
 static bool pattern_match(const char *pat, size_t plen, const char *path, size_t len)
 {
-    bool anchored = plen > 0 && pat[plen - 1] == '$';
-    if (anchored)
-        plen--;
-    const char *star = memchr(pat, '*', plen);
-    if (!star) {
-        if (anchored)
-            return len == plen && memcmp(pat, path, plen) == 0;
-        return plen <= len && memcmp(pat, path, plen) == 0;
-    }
-    size_t first = (size_t)(star - pat);
-    if (first > len || memcmp(pat, path, first) != 0)
-        return false;
-    size_t pos = first;
-    size_t p = first + 1; /* start of the next piece */
-    for (;;) {
-        const char *next = memchr(pat + p, '*', plen - p);
-        size_t seglen = next ? (size_t)(next - (pat + p)) : plen - p;
-        if (!next) {
-            /* the last piece */
-            if (anchored)
-                return len - pos >= seglen &&
-                       memcmp(path + len - seglen, pat + p, seglen) == 0;
-            return seglen == 0 || memmem(path + pos, len - pos, pat + p, seglen) != NULL;
-        }
-        if (seglen > 0) {
-            const char *found = memmem(path + pos, len - pos, pat + p, seglen);
-            if (!found)
-                return false;
-            pos = (size_t)(found - path) + seglen;
-        }
-        p += seglen + 1;
-    }
+	bool anchored = plen > 0 && pat[plen - 1] == '$';
+	if (anchored)
+		plen--;
+	const char *star = memchr(pat, '*', plen);
+	if (!star) {
+		if (anchored)
+			return len == plen && memcmp(pat, path, plen) == 0;
+		return plen <= len && memcmp(pat, path, plen) == 0;
+	}
+	size_t first = (size_t)(star - pat);
+	if (first > len || memcmp(pat, path, first) != 0)
+		return false;
+	size_t pos = first;
+	size_t p = first + 1; /* start of the next piece */
+	for (;;) {
+		const char *next = memchr(pat + p, '*', plen - p);
+		size_t seglen = next ? (size_t)(next - (pat + p)) : plen - p;
+		if (!next) {
+			/* the last piece */
+			if (anchored)
+				return len - pos >= seglen &&
+				       memcmp(path + len - seglen, pat + p, seglen) == 0;
+			return seglen == 0 ||
+			       memmem(path + pos, len - pos, pat + p, seglen) != NULL;
+		}
+		if (seglen > 0) {
+			const char *found = memmem(path + pos, len - pos, pat + p, seglen);
+			if (!found)
+				return false;
+			pos = (size_t)(found - path) + seglen;
+		}
+		p += seglen + 1;
+	}
 }
 
 bool robots_allowed(const struct robots *r, const char *path, size_t len)
 {
-    if (!r)
-        return true;
-    if (len == 0 || !path) {
-        path = "/";
-        len = 1;
-    }
-    if (len == 11 && memcmp(path, "/robots.txt", 11) == 0)
-        return true;
-    if (r->deny_all)
-        return false;
-    if (r->nrules == 0)
-        return true;
+	if (!r)
+		return true;
+	if (len == 0 || !path) {
+		path = "/";
+		len = 1;
+	}
+	if (len == 11 && memcmp(path, "/robots.txt", 11) == 0)
+		return true;
+	if (r->deny_all)
+		return false;
+	if (r->nrules == 0)
+		return true;
 
-    char stackbuf[8192];
-    char *buf = stackbuf;
-    size_t cap = 3 * len + 1;
-    if (cap > sizeof stackbuf) {
-        buf = malloc(cap);
-        if (!buf)
-            return false;
-    } else {
-        cap = sizeof stackbuf;
-    }
-    size_t n = 0;
-    robots_path_normalize(path, len, buf, cap, &n);
-    bool result = true;
-    for (size_t i = 0; i < r->nrules; i++) {
-        const struct robots_rule *rule = &r->rules[i];
-        bool m;
-        if (rule->plain)
-            m = rule->len <= n && memcmp(rule->pat, buf, rule->len) == 0;
-        else
-            m = pattern_match(rule->pat, rule->len, buf, n);
-        if (m) {
-            result = rule->allow;
-            break;
-        }
-    }
-    if (buf != stackbuf)
-        free(buf);
-    return result;
+	char stackbuf[8192];
+	char *buf = stackbuf;
+	size_t cap = 3 * len + 1;
+	if (cap > sizeof stackbuf) {
+		buf = malloc(cap);
+		if (!buf)
+			return false;
+	} else {
+		cap = sizeof stackbuf;
+	}
+	size_t n = 0;
+	robots_path_normalize(path, len, buf, cap, &n);
+	bool result = true;
+	for (size_t i = 0; i < r->nrules; i++) {
+		const struct robots_rule *rule = &r->rules[i];
+		bool m;
+		if (rule->plain)
+			m = rule->len <= n && memcmp(rule->pat, buf, rule->len) == 0;
+		else
+			m = pattern_match(rule->pat, rule->len, buf, n);
+		if (m) {
+			result = rule->allow;
+			break;
+		}
+	}
+	if (buf != stackbuf)
+		free(buf);
+	return result;
 }
 
 double robots_crawl_delay(const struct robots *r)
 {
-    return r ? r->crawl_delay : -1;
+	return r ? r->crawl_delay : -1;
 }
 
 size_t robots_sitemap_count(const struct robots *r)
 {
-    return r ? r->nsitemaps : 0;
+	return r ? r->nsitemaps : 0;
 }
 
 const char *robots_sitemap(const struct robots *r, size_t i)
 {
-    return r && i < r->nsitemaps ? r->sitemaps[i] : NULL;
+	return r && i < r->nsitemaps ? r->sitemaps[i] : NULL;
 }
 
 size_t robots_rule_count(const struct robots *r)
 {
-    return r ? r->nrules : 0;
+	return r ? r->nrules : 0;
 }
 
 /* ---- encoding: "RB1" deny_all u8, crawl-delay f64 bits u64, nrules u32,
@@ -620,184 +622,183 @@ size_t robots_rule_count(const struct robots *r)
  * little-endian ---- */
 
 struct enc {
-    char *p;
-    size_t len, cap;
-    bool oom;
+	char *p;
+	size_t len, cap;
+	bool oom;
 };
 
 static void enc_raw(struct enc *e, const void *p, size_t n)
 {
-    if (e->oom)
-        return;
-    if (e->len + n > e->cap) {
-        size_t ncap = e->cap ? e->cap : 256;
-        while (ncap < e->len + n)
-            ncap *= 2;
-        char *np = realloc(e->p, ncap);
-        if (!np) {
-            e->oom = true;
-            return;
-        }
-        e->p = np;
-        e->cap = ncap;
-    }
-    memcpy(e->p + e->len, p, n);
-    e->len += n;
+	if (e->oom)
+		return;
+	if (e->len + n > e->cap) {
+		size_t ncap = e->cap ? e->cap : 256;
+		while (ncap < e->len + n)
+			ncap *= 2;
+		char *np = realloc(e->p, ncap);
+		if (!np) {
+			e->oom = true;
+			return;
+		}
+		e->p = np;
+		e->cap = ncap;
+	}
+	memcpy(e->p + e->len, p, n);
+	e->len += n;
 }
 
 static void enc_u64(struct enc *e, uint64_t v, unsigned bytes)
 {
-    uint8_t b[8];
-    for (unsigned i = 0; i < bytes; i++)
-        b[i] = (uint8_t)(v >> (8 * i));
-    enc_raw(e, b, bytes);
+	uint8_t b[8];
+	for (unsigned i = 0; i < bytes; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	enc_raw(e, b, bytes);
 }
 
 int robots_encode(const struct robots *r, char **out, size_t *len)
 {
-    struct enc e = {0};
-    uint64_t bits;
-    if (!r || !out || !len)
-        return ROBOTS_EINVAL;
-    memcpy(&bits, &r->crawl_delay, sizeof bits);
-    enc_raw(&e, "RB1", 3);
-    enc_u64(&e, r->deny_all, 1);
-    enc_u64(&e, bits, 8);
-    enc_u64(&e, r->nrules, 4);
-    for (size_t i = 0; i < r->nrules; i++) {
-        enc_u64(&e, r->rules[i].allow, 1);
-        enc_u64(&e, r->rules[i].len, 4);
-        enc_raw(&e, r->rules[i].pat, r->rules[i].len);
-    }
-    enc_u64(&e, r->nsitemaps, 4);
-    for (size_t i = 0; i < r->nsitemaps; i++) {
-        size_t n = strlen(r->sitemaps[i]);
-        enc_u64(&e, n, 4);
-        enc_raw(&e, r->sitemaps[i], n);
-    }
-    if (e.oom) {
-        free(e.p);
-        return ROBOTS_ENOMEM;
-    }
-    *out = e.p;
-    *len = e.len;
-    return ROBOTS_OK;
+	struct enc e = { 0 };
+	uint64_t bits;
+	if (!r || !out || !len)
+		return ROBOTS_EINVAL;
+	memcpy(&bits, &r->crawl_delay, sizeof bits);
+	enc_raw(&e, "RB1", 3);
+	enc_u64(&e, r->deny_all, 1);
+	enc_u64(&e, bits, 8);
+	enc_u64(&e, r->nrules, 4);
+	for (size_t i = 0; i < r->nrules; i++) {
+		enc_u64(&e, r->rules[i].allow, 1);
+		enc_u64(&e, r->rules[i].len, 4);
+		enc_raw(&e, r->rules[i].pat, r->rules[i].len);
+	}
+	enc_u64(&e, r->nsitemaps, 4);
+	for (size_t i = 0; i < r->nsitemaps; i++) {
+		size_t n = strlen(r->sitemaps[i]);
+		enc_u64(&e, n, 4);
+		enc_raw(&e, r->sitemaps[i], n);
+	}
+	if (e.oom) {
+		free(e.p);
+		return ROBOTS_ENOMEM;
+	}
+	*out = e.p;
+	*len = e.len;
+	return ROBOTS_OK;
 }
 
 struct dec {
-    const uint8_t *p;
-    size_t left;
-    bool bad;
+	const uint8_t *p;
+	size_t left;
+	bool bad;
 };
 
 static uint64_t dec_u64(struct dec *d, unsigned bytes)
 {
-    uint64_t v = 0;
-    if (d->bad || d->left < bytes) {
-        d->bad = true;
-        return 0;
-    }
-    for (unsigned i = bytes; i-- > 0;)
-        v = (v << 8) | d->p[i];
-    d->p += bytes;
-    d->left -= bytes;
-    return v;
+	uint64_t v = 0;
+	if (d->bad || d->left < bytes) {
+		d->bad = true;
+		return 0;
+	}
+	for (unsigned i = bytes; i-- > 0;)
+		v = (v << 8) | d->p[i];
+	d->p += bytes;
+	d->left -= bytes;
+	return v;
 }
 
 /* A NUL-terminated copy of the next n bytes, or NULL (malformed or OOM). */
 static char *dec_str(struct dec *d, size_t n)
 {
-    if (d->bad || d->left < n || memchr(d->p, '\0', n) != NULL) {
-        d->bad = true;
-        return NULL;
-    }
-    char *s = malloc(n + 1);
-    if (!s) {
-        d->bad = true;
-        return NULL;
-    }
-    memcpy(s, d->p, n);
-    s[n] = '\0';
-    d->p += n;
-    d->left -= n;
-    return s;
+	if (d->bad || d->left < n || memchr(d->p, '\0', n) != NULL) {
+		d->bad = true;
+		return NULL;
+	}
+	char *s = malloc(n + 1);
+	if (!s) {
+		d->bad = true;
+		return NULL;
+	}
+	memcpy(s, d->p, n);
+	s[n] = '\0';
+	d->p += n;
+	d->left -= n;
+	return s;
 }
 
 struct robots *robots_decode(const char *data, size_t len)
 {
-    struct dec d = {(const uint8_t *)data, len, false};
-    struct robots *r;
-    uint64_t bits, n;
-    if (!data || len < 3 || memcmp(data, "RB1", 3) != 0)
-        return NULL;
-    d.p += 3;
-    d.left -= 3;
-    r = robots_new();
-    if (!r)
-        return NULL;
-    r->deny_all = dec_u64(&d, 1) != 0;
-    bits = dec_u64(&d, 8);
-    memcpy(&r->crawl_delay, &bits, sizeof bits);
-    if (isnan(r->crawl_delay))
-        d.bad = true;
-    n = dec_u64(&d, 4);
-    if (!d.bad && n > d.left / 5) /* each rule takes at least 5 bytes */
-        d.bad = true;
-    if (!d.bad && n > 0) {
-        r->rules = calloc(n, sizeof *r->rules);
-        d.bad = r->rules == NULL;
-    }
-    for (uint64_t i = 0; !d.bad && i < n; i++) {
-        struct robots_rule *rule = &r->rules[i];
-        rule->allow = dec_u64(&d, 1) != 0;
-        rule->len = dec_u64(&d, 4);
-        rule->pat = dec_str(&d, rule->len);
-        if (rule->pat) {
-            r->nrules = i + 1;
-            rule->plain = memchr(rule->pat, '*', rule->len) == NULL &&
-                          !(rule->len > 0 && rule->pat[rule->len - 1] == '$');
-        }
-    }
-    n = dec_u64(&d, 4);
-    if (!d.bad && n > d.left / 4)
-        d.bad = true;
-    if (!d.bad && n > 0) {
-        r->sitemaps = calloc(n, sizeof *r->sitemaps);
-        d.bad = r->sitemaps == NULL;
-    }
-    for (uint64_t i = 0; !d.bad && i < n; i++) {
-        uint64_t sl = dec_u64(&d, 4);
-        r->sitemaps[i] = dec_str(&d, sl);
-        if (r->sitemaps[i])
-            r->nsitemaps = i + 1;
-    }
-    if (d.bad || d.left != 0) {
-        robots_destroy(r);
-        return NULL;
-    }
-    return r;
+	struct dec d = { (const uint8_t *)data, len, false };
+	struct robots *r;
+	uint64_t bits, n;
+	if (!data || len < 3 || memcmp(data, "RB1", 3) != 0)
+		return NULL;
+	d.p += 3;
+	d.left -= 3;
+	r = robots_new();
+	if (!r)
+		return NULL;
+	r->deny_all = dec_u64(&d, 1) != 0;
+	bits = dec_u64(&d, 8);
+	memcpy(&r->crawl_delay, &bits, sizeof bits);
+	if (isnan(r->crawl_delay))
+		d.bad = true;
+	n = dec_u64(&d, 4);
+	if (!d.bad && n > d.left / 5) /* each rule takes at least 5 bytes */
+		d.bad = true;
+	if (!d.bad && n > 0) {
+		r->rules = calloc(n, sizeof *r->rules);
+		d.bad = r->rules == NULL;
+	}
+	for (uint64_t i = 0; !d.bad && i < n; i++) {
+		struct robots_rule *rule = &r->rules[i];
+		rule->allow = dec_u64(&d, 1) != 0;
+		rule->len = dec_u64(&d, 4);
+		rule->pat = dec_str(&d, rule->len);
+		if (rule->pat) {
+			r->nrules = i + 1;
+			rule->plain = memchr(rule->pat, '*', rule->len) == NULL &&
+			              !(rule->len > 0 && rule->pat[rule->len - 1] == '$');
+		}
+	}
+	n = dec_u64(&d, 4);
+	if (!d.bad && n > d.left / 4)
+		d.bad = true;
+	if (!d.bad && n > 0) {
+		r->sitemaps = calloc(n, sizeof *r->sitemaps);
+		d.bad = r->sitemaps == NULL;
+	}
+	for (uint64_t i = 0; !d.bad && i < n; i++) {
+		uint64_t sl = dec_u64(&d, 4);
+		r->sitemaps[i] = dec_str(&d, sl);
+		if (r->sitemaps[i])
+			r->nsitemaps = i + 1;
+	}
+	if (d.bad || d.left != 0) {
+		robots_destroy(r);
+		return NULL;
+	}
+	return r;
 }
 
-int robots_policy_from_fetch(int status, const char *body, size_t len,
-                             const char *user_agent, int64_t now_ms,
-                             struct robots_policy *out)
+int robots_policy_from_fetch(int status, const char *body, size_t len, const char *user_agent,
+                             int64_t now_ms, struct robots_policy *out)
 {
-    if (!out)
-        return ROBOTS_EINVAL;
-    out->robots = NULL;
-    if (status >= 200 && status < 300) {
-        out->source = ROBOTS_SRC_PARSED;
-        out->expires_ms = now_ms + ROBOTS_TTL_MS;
-        return robots_parse(body ? body : "", body ? len : 0, user_agent, &out->robots);
-    }
-    if ((status >= 300 && status < 400) || (status >= 400 && status < 500 && status != 429)) {
-        out->source = ROBOTS_SRC_UNAVAILABLE;
-        out->expires_ms = now_ms + ROBOTS_TTL_MS;
-        out->robots = robots_create_allow_all();
-    } else {
-        out->source = ROBOTS_SRC_UNREACHABLE;
-        out->expires_ms = now_ms + ROBOTS_RETRY_MS;
-        out->robots = robots_create_disallow_all();
-    }
-    return out->robots ? ROBOTS_OK : ROBOTS_ENOMEM;
+	if (!out)
+		return ROBOTS_EINVAL;
+	out->robots = NULL;
+	if (status >= 200 && status < 300) {
+		out->source = ROBOTS_SRC_PARSED;
+		out->expires_ms = now_ms + ROBOTS_TTL_MS;
+		return robots_parse(body ? body : "", body ? len : 0, user_agent, &out->robots);
+	}
+	if ((status >= 300 && status < 400) || (status >= 400 && status < 500 && status != 429)) {
+		out->source = ROBOTS_SRC_UNAVAILABLE;
+		out->expires_ms = now_ms + ROBOTS_TTL_MS;
+		out->robots = robots_create_allow_all();
+	} else {
+		out->source = ROBOTS_SRC_UNREACHABLE;
+		out->expires_ms = now_ms + ROBOTS_RETRY_MS;
+		out->robots = robots_create_disallow_all();
+	}
+	return out->robots ? ROBOTS_OK : ROBOTS_ENOMEM;
 }

@@ -13,154 +13,117 @@
 #include <string.h>
 
 #include "crawler/tools.h"
+#include "frontier/fileio.h"
+#include "frontier/tool_args.h"
 #include "politeness/robots.h"
 
 #define ROBOTS_TOOL_MAX_FILE (64u * 1024u * 1024u)
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: crawler robots --agent UA [--verbose] FILE [URL...]\n"
-            "  Parses FILE (a robots.txt; '-' is stdin) for user agent UA (its product\n"
-            "  token: the part before the first '/' or space) and prints `allow` or\n"
-            "  `disallow` for each URL argument, or for each URL read from stdin, one\n"
-            "  per line. --verbose also prints the URL, and the file's crawl-delay and\n"
-            "  sitemaps on stderr. Only the first %u bytes of FILE are parsed (RFC 9309).\n",
-            ROBOTS_PARSE_LIMIT);
-}
-
-static int read_file(const char *path, char **out, size_t *len)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
-        return -1;
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    int rc = -1;
-    if (!buf)
-        goto out;
-    for (;;) {
-        if (n == cap) {
-            if (cap >= ROBOTS_TOOL_MAX_FILE)
-                break; /* more than we would ever parse */
-            char *nb = realloc(buf, cap * 2);
-            if (!nb)
-                goto out;
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            if (ferror(f))
-                goto out;
-            break;
-        }
-    }
-    *out = buf;
-    *len = n;
-    buf = NULL;
-    rc = 0;
-out:
-    free(buf);
-    if (f != stdin)
-        fclose(f);
-    return rc;
+	fprintf(out,
+	        "usage: crawler robots --agent UA [--verbose] FILE [URL...]\n"
+	        "  Parses FILE (a robots.txt; '-' is stdin) for user agent UA (its product\n"
+	        "  token: the part before the first '/' or space) and prints `allow` or\n"
+	        "  `disallow` for each URL argument, or for each URL read from stdin, one\n"
+	        "  per line. --verbose also prints the URL, and the file's crawl-delay and\n"
+	        "  sitemaps on stderr. Only the first %u bytes of FILE are parsed (RFC 9309).\n",
+	        ROBOTS_PARSE_LIMIT);
 }
 
 static int check_url(const struct robots *r, const char *url, size_t len, bool verbose)
 {
-    size_t cap = len + 2;
-    char *path = malloc(cap);
-    if (!path)
-        return 1;
-    int rc = robots_path_from_url(url, len, path, cap);
-    if (rc == ROBOTS_OK) {
-        bool ok = robots_allowed(r, path, strlen(path));
-        if (verbose)
-            printf("%s\t%.*s\n", ok ? "allow" : "disallow", (int)len, url);
-        else
-            printf("%s\n", ok ? "allow" : "disallow");
-    }
-    free(path);
-    return rc == ROBOTS_OK ? 0 : 1;
+	size_t cap = len + 2;
+	char *path = malloc(cap);
+	if (!path)
+		return 1;
+	int rc = robots_path_from_url(url, len, path, cap);
+	if (rc == ROBOTS_OK) {
+		bool ok = robots_allowed(r, path, strlen(path));
+		if (verbose)
+			printf("%s\t%.*s\n", ok ? "allow" : "disallow", (int)len, url);
+		else
+			printf("%s\n", ok ? "allow" : "disallow");
+	}
+	free(path);
+	return rc == ROBOTS_OK ? 0 : 1;
 }
 
 int robots_tool_main(int argc, char **argv)
 {
-    const char *agent = NULL, *file = NULL;
-    bool verbose = false;
-    int first_url = argc;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--agent") == 0 && i + 1 < argc) {
-            agent = argv[++i];
-        } else if (strncmp(argv[i], "--agent=", 8) == 0) {
-            agent = argv[i] + 8;
-        } else if (strcmp(argv[i], "--verbose") == 0 || strcmp(argv[i], "-v") == 0) {
-            verbose = true;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "crawler robots: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else {
-            file = argv[i];
-            first_url = i + 1;
-            break;
-        }
-    }
-    if (!agent || !file) {
-        usage(stderr);
-        return 2;
-    }
-    if (strcmp(file, "-") == 0 && first_url == argc) {
-        fprintf(stderr, "crawler robots: FILE is stdin, so URLs must be arguments\n");
-        return 2;
-    }
+	const char *agent = NULL, *file = NULL;
+	bool verbose = false;
+	int first_url = argc;
+	for (int i = 1; i < argc; i++) {
+		const char *value;
+		if (tool_flag(argv[i], "--help", "-h")) {
+			usage(stdout);
+			return 0;
+		} else if ((value = tool_option(argc, argv, &i, "--agent")) != NULL) {
+			agent = value;
+		} else if (tool_flag(argv[i], "--verbose", "-v")) {
+			verbose = true;
+		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			fprintf(stderr, "crawler robots: unknown option '%s'\n", argv[i]);
+			usage(stderr);
+			return 2;
+		} else {
+			file = argv[i];
+			first_url = i + 1;
+			break;
+		}
+	}
+	if (!agent || !file) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(file, "-") == 0 && first_url == argc) {
+		fprintf(stderr, "crawler robots: FILE is stdin, so URLs must be arguments\n");
+		return 2;
+	}
 
-    int status = 1;
-    char *body = NULL, *line = NULL;
-    size_t len = 0, linecap = 0;
-    struct robots *r = NULL;
-    if (read_file(file, &body, &len) != 0) {
-        fprintf(stderr, "crawler robots: cannot read %s: %s\n", file, strerror(errno));
-        goto out;
-    }
-    int rc = robots_parse(body, len, agent, &r);
-    if (rc != ROBOTS_OK) {
-        fprintf(stderr, "crawler robots: %s\n", robots_strerror(rc));
-        goto out;
-    }
-    if (verbose) {
-        double d = robots_crawl_delay(r);
-        if (d >= 0)
-            fprintf(stderr, "crawl-delay: %g\n", d);
-        for (size_t i = 0; i < robots_sitemap_count(r); i++)
-            fprintf(stderr, "sitemap: %s\n", robots_sitemap(r, i));
-        fprintf(stderr, "rules: %zu\n", robots_rule_count(r));
-    }
-    status = 0;
-    if (first_url < argc) {
-        for (int i = first_url; i < argc; i++)
-            if (check_url(r, argv[i], strlen(argv[i]), verbose) != 0)
-                status = 1;
-    } else {
-        ssize_t got;
-        while ((got = getline(&line, &linecap, stdin)) >= 0) {
-            size_t n = (size_t)got;
-            while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-                n--;
-            if (check_url(r, line, n, verbose) != 0)
-                status = 1;
-        }
-    }
-    if (fflush(stdout) != 0)
-        status = 1;
+	int status = 1;
+	char *body = NULL, *line = NULL;
+	size_t len = 0, linecap = 0;
+	struct robots *r = NULL;
+	body = fileio_read_path(file, ROBOTS_TOOL_MAX_FILE, &len);
+	if (body == NULL) {
+		fprintf(stderr, "crawler robots: cannot read %s: %s\n", file, strerror(errno));
+		goto out;
+	}
+	int rc = robots_parse(body, len, agent, &r);
+	if (rc != ROBOTS_OK) {
+		fprintf(stderr, "crawler robots: %s\n", robots_strerror(rc));
+		goto out;
+	}
+	if (verbose) {
+		double d = robots_crawl_delay(r);
+		if (d >= 0)
+			fprintf(stderr, "crawl-delay: %g\n", d);
+		for (size_t i = 0; i < robots_sitemap_count(r); i++)
+			fprintf(stderr, "sitemap: %s\n", robots_sitemap(r, i));
+		fprintf(stderr, "rules: %zu\n", robots_rule_count(r));
+	}
+	status = 0;
+	if (first_url < argc) {
+		for (int i = first_url; i < argc; i++)
+			if (check_url(r, argv[i], strlen(argv[i]), verbose) != 0)
+				status = 1;
+	} else {
+		ssize_t got;
+		while ((got = getline(&line, &linecap, stdin)) >= 0) {
+			size_t n = (size_t)got;
+			while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+				n--;
+			if (check_url(r, line, n, verbose) != 0)
+				status = 1;
+		}
+	}
+	if (fflush(stdout) != 0)
+		status = 1;
 out:
-    free(line);
-    free(body);
-    robots_destroy(r);
-    return status;
+	free(line);
+	free(body);
+	robots_destroy(r);
+	return status;
 }

@@ -80,7 +80,8 @@ START_TEST(fifo_memory)
 	struct frontier_url u;
 
 	ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_ERR_EMPTY);
-	ck_assert_int_eq(frontier_push(f, a, "http://a.test/1", 15, "http://z/", 9, 3), FRONTIER_OK);
+	ck_assert_int_eq(frontier_push(f, a, "http://a.test/1", 15, "http://z/", 9, 3),
+	                 FRONTIER_OK);
 	ck_assert_int_eq(frontier_push(f, a, "http://a.test/2", 15, NULL, 0, 4), FRONTIER_OK);
 	ck_assert_uint_eq(frontier_host_queued(f, a), 2);
 	ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_OK);
@@ -243,42 +244,16 @@ START_TEST(budgets)
 }
 END_TEST
 
-static int robots_freed;
-static void robots_free(void *r)
-{
-	robots_freed++;
-	free(r);
-}
-
-START_TEST(robots_state)
+START_TEST(host_counters_and_name)
 {
 	struct frontier_config c;
 	struct frontier *f = NULL;
-	enum frontier_robots_state s;
-	void *ptr = NULL;
-	uint64_t exp = 0;
-	uint32_t a;
+	uint32_t a, b, o;
+	size_t len;
 
 	frontier_config_default(&c);
-	c.robots_free = robots_free;
 	ck_assert_int_eq(frontier_create(&c, &f), FRONTIER_OK);
 	a = host(f, "http://a.test");
-	ck_assert_int_eq(frontier_host_robots(f, a, &s, &ptr, &exp), FRONTIER_OK);
-	ck_assert_int_eq(s, FRONTIER_ROBOTS_UNKNOWN);
-	ck_assert_ptr_null(ptr);
-	ck_assert_int_eq(frontier_host_set_robots(f, a, FRONTIER_ROBOTS_FETCHING, NULL, 0),
-	                 FRONTIER_OK);
-	ck_assert_int_eq(frontier_host_set_robots(f, a, FRONTIER_ROBOTS_KNOWN, malloc(8), 77),
-	                 FRONTIER_OK);
-	ck_assert_int_eq(frontier_host_robots(f, a, &s, &ptr, &exp), FRONTIER_OK);
-	ck_assert_int_eq(s, FRONTIER_ROBOTS_KNOWN);
-	ck_assert_ptr_nonnull(ptr);
-	ck_assert_uint_eq(exp, 77);
-	robots_freed = 0;
-	/* replacing frees the old rules */
-	ck_assert_int_eq(frontier_host_set_robots(f, a, FRONTIER_ROBOTS_KNOWN, malloc(8), 99),
-	                 FRONTIER_OK);
-	ck_assert_int_eq(robots_freed, 1);
 	frontier_host_account(f, a, 2, 300);
 	{
 		uint64_t pg, by, ev;
@@ -287,8 +262,17 @@ START_TEST(robots_state)
 		ck_assert_uint_eq(by, 300);
 		ck_assert_uint_eq(ev, 0);
 	}
+	/* the host name is kept beside the key, NUL-terminated */
+	ck_assert_str_eq(frontier_host_name(f, a, &len), "a.test");
+	ck_assert_uint_eq(len, 6);
+	b = host(f, "https://u:p@[::1]:8443");
+	ck_assert_str_eq(frontier_host_name(f, b, &len), "[::1]");
+	ck_assert_str_eq(frontier_host_key(f, b, NULL), "https://u:p@[::1]:8443");
+	o = host(f, "not-a-key");
+	ck_assert_str_eq(frontier_host_name(f, o, &len), "");
+	ck_assert_uint_eq(len, 0);
+	ck_assert_ptr_null(frontier_host_name(f, 99, &len));
 	frontier_destroy(f);
-	ck_assert_int_eq(robots_freed, 2);
 }
 END_TEST
 
@@ -354,7 +338,7 @@ int main(void)
 	tcase_add_test(tc, fifo_spill);
 	tcase_add_test(tc, retire_accounting);
 	tcase_add_test(tc, budgets);
-	tcase_add_test(tc, robots_state);
+	tcase_add_test(tc, host_counters_and_name);
 	tcase_add_test(tc, nonempty_callback);
 	tcase_add_test(tc, bad_spill_dir);
 	suite_add_tcase(s, tc);

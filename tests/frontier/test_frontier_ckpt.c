@@ -83,7 +83,8 @@ static enum frontier_err push(struct frontier *f, struct model *m, int h, uint32
 	/* long URLs so a small budget spills */
 	int n = snprintf(url, sizeof url, "http://h%d.test/page/%u/%0*d", h, seq, 60, 0);
 	int vn = snprintf(via, sizeof via, "http://h%d.test/from/%u", h, seq / 3);
-	enum frontier_err e = frontier_push(f, host_id(f, h), url, (size_t)n, via, (size_t)vn, seq % 7);
+	enum frontier_err e =
+	        frontier_push(f, host_id(f, h), url, (size_t)n, via, (size_t)vn, seq % 7);
 	if (e == FRONTIER_OK) {
 		ck_assert_uint_lt(m->tail[h], MAXQ);
 		m->q[h][m->tail[h]++] = seq;
@@ -119,18 +120,6 @@ static void drain_check(struct frontier *f, struct model *m)
 	}
 }
 
-static int robots_encode(const void *robots, char **out, size_t *len)
-{
-	*out = strdup(robots);
-	*len = strlen(robots);
-	return *out != NULL ? 0 : -1;
-}
-
-static void *robots_decode(const char *data, size_t len)
-{
-	return strndup(data, len);
-}
-
 START_TEST(checkpoint_restores_queues_exactly)
 {
 	char *spill = tmpdir(), *ck = tmpdir();
@@ -140,15 +129,14 @@ START_TEST(checkpoint_restores_queues_exactly)
 	static struct model m, saved;
 	uint32_t seq = 0;
 
-	c.robots_free = free;
-	c.robots_encode = robots_encode;
-	c.robots_decode = robots_decode;
 	memset(&m, 0, sizeof m);
 	ck_assert_int_eq(frontier_create(&c, &f), FRONTIER_OK);
 	/* interleaved pushes and pops over many hosts, through memory and disk */
 	for (int round = 0; round < 30; round++) {
-		for (int i = 0; i < 400; i++)
-			{ ck_assert_int_eq(push(f, &m, (int)(seq * 7919u % HOSTS), seq), FRONTIER_OK); seq++; }
+		for (int i = 0; i < 400; i++) {
+			ck_assert_int_eq(push(f, &m, (int)(seq * 7919u % HOSTS), seq), FRONTIER_OK);
+			seq++;
+		}
 		for (int h = 0; h < HOSTS; h += 3)
 			for (int k = 0; k < 3 && m.head[h] < m.tail[h]; k++)
 				pop_check(f, &m, h);
@@ -156,26 +144,25 @@ START_TEST(checkpoint_restores_queues_exactly)
 	frontier_stats(f, &s0);
 	ck_assert_uint_gt(s0.urls_on_disk, 1000); /* the test means something */
 	ck_assert_uint_gt(s0.urls_in_memory, 10);
-	frontier_host_set_robots(f, host_id(f, 3), FRONTIER_ROBOTS_KNOWN, strdup("rules-3"), 5000);
-	frontier_host_set_robots(f, host_id(f, 4), FRONTIER_ROBOTS_KNOWN, NULL, 0);
-	frontier_host_set_robots(f, host_id(f, 5), FRONTIER_ROBOTS_FETCHING, NULL, 0);
 	frontier_host_account(f, host_id(f, 6), 12, 3456);
-	ck_assert_int_eq(frontier_checkpoint(f, ck, 1000), FRONTIER_OK);
+	ck_assert_int_eq(frontier_checkpoint(f, ck), FRONTIER_OK);
 	saved = m;
 	frontier_stats(f, &s0);
 
 	/* The live frontier goes on after the checkpoint: more pushes (new
 	 * extents patch the tails' links in the linked segments), pops that
 	 * consume and unlink segments. The checkpoint must not notice. */
-	for (int i = 0; i < 6000; i++)
-		{ ck_assert_int_eq(push(f, &m, (int)(seq * 7919u % HOSTS), seq), FRONTIER_OK); seq++; }
+	for (int i = 0; i < 6000; i++) {
+		ck_assert_int_eq(push(f, &m, (int)(seq * 7919u % HOSTS), seq), FRONTIER_OK);
+		seq++;
+	}
 	drain_check(f, &m);
 	frontier_destroy(f);
 
 	/* Restored twice from the same checkpoint: the same queues each time. */
 	for (int rep = 0; rep < 2; rep++) {
 		m = saved;
-		ck_assert_int_eq(frontier_restore(&c, ck, 100000, &g), FRONTIER_OK);
+		ck_assert_int_eq(frontier_restore(&c, ck, &g), FRONTIER_OK);
 		frontier_stats(g, &s1);
 		ck_assert_uint_eq(s1.urls_queued, s0.urls_queued);
 		ck_assert_uint_eq(s1.urls_on_disk, s0.urls_on_disk);
@@ -184,29 +171,21 @@ START_TEST(checkpoint_restores_queues_exactly)
 		ck_assert_uint_eq(s1.popped, s0.popped);
 		ck_assert_uint_eq(s1.hosts, s0.hosts);
 		ck_assert_uint_le(s1.mem_bytes, c.mem_budget + 4096);
-		enum frontier_robots_state st;
-		void *rob;
-		uint64_t exp, pages, bytes;
-		frontier_host_robots(g, host_id(g, 3), &st, &rob, &exp);
-		ck_assert_int_eq(st, FRONTIER_ROBOTS_KNOWN);
-		ck_assert_str_eq(rob, "rules-3");
-		ck_assert_uint_eq(exp, 100000 + 4000); /* relative expiry rebased */
-		frontier_host_robots(g, host_id(g, 4), &st, &rob, &exp);
-		ck_assert_int_eq(st, FRONTIER_ROBOTS_KNOWN);
-		ck_assert_ptr_null(rob);
-		frontier_host_robots(g, host_id(g, 5), &st, &rob, &exp);
-		ck_assert_int_eq(st, FRONTIER_ROBOTS_UNKNOWN); /* in flight: fetched again */
+		uint64_t pages, bytes;
 		frontier_host_counts(g, host_id(g, 6), &pages, &bytes, NULL);
 		ck_assert_uint_eq(pages, 12);
 		ck_assert_uint_eq(bytes, 3456);
 		/* the restored frontier keeps working: pushes after its queues */
-		for (int i = 0; i < 2000; i++)
-			{ ck_assert_int_eq(push(g, &m, (int)(seq * 7919u % HOSTS), seq), FRONTIER_OK); seq++; }
+		for (int i = 0; i < 2000; i++) {
+			ck_assert_int_eq(push(g, &m, (int)(seq * 7919u % HOSTS), seq), FRONTIER_OK);
+			seq++;
+		}
 		drain_check(g, &m);
 		frontier_stats(g, &s1);
 		ck_assert_uint_eq(s1.urls_queued, 0);
 		ck_assert_uint_eq(s1.urls_on_disk, 0);
-		ck_assert_uint_le(s1.segments, 1); /* old ones reclaimed; the one being appended stays */
+		ck_assert_uint_le(s1.segments,
+		                  1); /* old ones reclaimed; the one being appended stays */
 		frontier_destroy(g);
 	}
 	rm_tree(ck);
@@ -240,23 +219,23 @@ START_TEST(corrupt_checkpoint_is_refused)
 	ck_assert_int_eq(frontier_create(&c, &f), FRONTIER_OK);
 	for (uint32_t i = 0; i < 500; i++)
 		ck_assert_int_eq(push(f, &m, (int)(i % HOSTS), i), FRONTIER_OK);
-	ck_assert_int_eq(frontier_checkpoint(f, ck, 0), FRONTIER_OK);
+	ck_assert_int_eq(frontier_checkpoint(f, ck), FRONTIER_OK);
 	frontier_destroy(f);
 	snprintf(path, sizeof path, "%s/queues", ck);
 	ck_assert_int_eq(stat(path, &st), 0);
 	/* a flipped byte anywhere in the middle */
 	flip_byte(path, st.st_size / 2);
-	ck_assert_int_eq(frontier_restore(&c, ck, 0, &g), FRONTIER_ERR_CORRUPT);
+	ck_assert_int_eq(frontier_restore(&c, ck, &g), FRONTIER_ERR_CORRUPT);
 	ck_assert_ptr_null(g);
 	flip_byte(path, st.st_size / 2);
-	ck_assert_int_eq(frontier_restore(&c, ck, 0, &g), FRONTIER_OK);
+	ck_assert_int_eq(frontier_restore(&c, ck, &g), FRONTIER_OK);
 	frontier_destroy(g);
 	/* a truncated file */
 	ck_assert_int_eq(truncate(path, st.st_size - 5), 0);
-	ck_assert_int_eq(frontier_restore(&c, ck, 0, &g), FRONTIER_ERR_CORRUPT);
+	ck_assert_int_eq(frontier_restore(&c, ck, &g), FRONTIER_ERR_CORRUPT);
 	/* no file at all */
 	unlink(path);
-	ck_assert_int_eq(frontier_restore(&c, ck, 0, &g), FRONTIER_ERR_IO);
+	ck_assert_int_eq(frontier_restore(&c, ck, &g), FRONTIER_ERR_IO);
 	rm_tree(ck);
 	rm_tree(spill);
 	free(ck);
@@ -330,7 +309,8 @@ START_TEST(failed_spill_flush_loses_nothing)
 		int n = snprintf(url, sizeof url, "http://h%d.test/page/%u/%0*d", h, seq, 60, 0);
 		char via[64];
 		int vn = snprintf(via, sizeof via, "http://h%d.test/from/%u", h, seq / 3);
-		enum frontier_err e = frontier_push(f, ids[h], url, (size_t)n, via, (size_t)vn, seq % 7);
+		enum frontier_err e =
+		        frontier_push(f, ids[h], url, (size_t)n, via, (size_t)vn, seq % 7);
 		if (e == FRONTIER_OK && m.tail[h] < MAXQ)
 			m.q[h][m.tail[h]++] = seq;
 		else if (e == FRONTIER_ERR_IO)
@@ -380,7 +360,8 @@ START_TEST(recfile_roundtrip_and_damage)
 	ck_assert_uint_eq(v32, 0xdeadbeef);
 	ck_assert_int_eq(recfile_get_u64(r, &v64), RECFILE_OK);
 	ck_assert_uint_eq(v64, 0x0123456789abcdefull);
-	ck_assert_int_eq(recfile_get_bytes(r, buf, 4, &len), RECFILE_ERR_CORRUPT); /* too long for cap */
+	ck_assert_int_eq(recfile_get_bytes(r, buf, 4, &len),
+	                 RECFILE_ERR_CORRUPT); /* too long for cap */
 	recfile_reader_close(r);
 	ck_assert_int_eq(recfile_reader_open(path, "TESTMAG1", &r), RECFILE_OK);
 	recfile_get_u8(r, &b);
