@@ -87,6 +87,8 @@ void audit_destroy(struct audit *a)
 	free(a->series.busy);
 	free(a->series.waiting);
 	free(a->series.idle);
+	for (int k = 0; k < 3; k++)
+		free(a->pct_ends[k]);
 	free(a->scratch);
 	free(a);
 }
@@ -162,7 +164,8 @@ static uint32_t table_get(struct audit_table *t, const char *name, const char *o
 	memset(e, 0, sizeof *e);
 	e->name = strdup(name);
 	e->origin = origin ? strdup(origin) : NULL;
-	e->win = malloc(t->window * sizeof *e->win);
+	e->wcap = t->window;
+	e->win = malloc(e->wcap * sizeof *e->win);
 	if (!e->name || (origin && !e->origin) || !e->win) {
 		free(e->name);
 		free(e->origin);
@@ -419,24 +422,35 @@ static int judge(struct audit *a, int ip, uint32_t idx, const struct audit_span 
 	return 0;
 }
 
-/* Puts s in the entity's window, judging the oldest when it is full. */
+/* Puts s in the entity's window, judging the oldest when it is full. A
+ * late request doubles the window (up to 32 times its first size): the
+ * log showed this entity's lines can be that far out of order. */
 static int entity_add(struct audit *a, int ip, uint32_t idx, const struct audit_span *s)
 {
 	struct audit_table *t = ip ? &a->ips : &a->hosts;
 	struct audit_entity *e = &t->v[idx];
-	if (e->nwin == t->window) {
-		if (judge(a, ip, idx, &e->win[0]) != 0)
-			return -1;
-		memmove(e->win, e->win + 1, (e->nwin - 1) * sizeof *e->win);
-		e->nwin--;
-	}
 	if (e->judged_any && s->start < e->last_start) {
 		/* older than a request already judged: its gaps are lost */
 		e->late++;
 		if (!ip)
 			a->sum.late++;
 		add_busy(a, ip, e, s);
+		if (e->wcap < 32 * t->window) {
+			struct audit_span *w = realloc(e->win, 2 * e->wcap * sizeof *w);
+			if (!w)
+				return -1;
+			e->win = w;
+			e->wcap *= 2;
+		}
 		return 0;
+	}
+	if (e->nwin == e->wcap) {
+		if (s->start < e->win[0].start) /* s is the oldest: judge it now */
+			return judge(a, ip, idx, s);
+		if (judge(a, ip, idx, &e->win[0]) != 0)
+			return -1;
+		memmove(e->win, e->win + 1, (e->nwin - 1) * sizeof *e->win);
+		e->nwin--;
 	}
 	uint32_t i = e->nwin;
 	while (i > 0 && e->win[i - 1].start > s->start)

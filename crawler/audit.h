@@ -28,8 +28,9 @@
  *   - Lines are roughly, not strictly, in time order (parse threads finish
  *     out of order): each host keeps its last AUDIT_HOST_WINDOW requests and
  *     each IP its last AUDIT_IP_WINDOW sorted by start before judging the
- *     oldest. A request older than everything already judged is counted as
- *     "late" (its gaps are lost; its request, bytes and busy time count).
+ *     oldest. A request older than one already judged is counted as "late"
+ *     (its gap is lost; its request, bytes and busy time count) and doubles
+ *     its entity's window, up to 32 times the first size.
  *
  * Gaps. For requests of one host (or IP) sorted by start, the gap before a
  * request is its start minus the latest end of the requests before it
@@ -39,8 +40,9 @@
  * median within 1.6%, 3.4 KiB per entity) replaces the list. Why: most
  * hosts of a big crawl have few requests and get exact figures for 4 bytes
  * a gap; a host with millions of requests costs 3.4 KiB, not 4 MiB. Memory
- * is so at most ~4 bytes per log line plus ~400 bytes per host and ~1.2
- * KiB per IP.
+ * is so at most ~4 bytes per log line plus ~600 bytes per host and ~1.4
+ * KiB per IP (names, state and the window), plus 48 bytes per second of
+ * the crawl's timeline.
  *
  * Rules judged (AUDIT_TOLERANCE_MS below each):
  *   - host: fixed policy with one URL per visit: each gap >= max(host delay,
@@ -52,14 +54,17 @@
  * Not judged (the log lacks them): robots.txt Crawl-delay per host,
  * Retry-After values, error back-off, where visits begin and end.
  *
- * Crawl-wide: pages (non-robots lines) per second by end time, time to
- * 50/90/99% of the pages (1 s bins, interpolated), hosts busy (a request
- * in flight), waiting (between their first start and last end, not busy)
- * and idle, as averages per bin.
+ * Crawl-wide: pages (non-robots lines) per second by end time; time to
+ * 50/90/99% of the pages (the end of the k-th page to finish: its second
+ * from pass 1, the exact ms from pass 2; interpolated in its second without
+ * pass 2); hosts busy (a request in flight), waiting (between their first
+ * start and last end, not busy) and idle, as averages per plot bin (1 s or
+ * more, about 200 bins).
  *
  * Threads: none; an audit is used by one thread. Workload: millions of
  * lines streamed twice (the second pass only fills the load timelines of
- * the busiest hosts and IPs and the URLs of listed violations).
+ * the busiest hosts and IPs, the URLs of listed violations and the exact
+ * times to 50/90/99% of the pages).
  */
 #ifndef CRAWLER_AUDIT_H
 #define CRAWLER_AUDIT_H

@@ -159,14 +159,27 @@ static int build_series(struct audit *a)
 		for (int64_t s = s0; s <= s1 && a->sum.pages; s++) {
 			uint32_t p = a->tl[audit_tl_index(a, s * 1000)].pages;
 			if (cum + p >= target) {
+				/* interpolated; pass 2 makes it exact */
 				double t = (double)s * 1000 + 1000.0 * (double)(target - cum) / p;
 				a->sum.time_to_pct_s[k] = (t - (double)a->sum.start_ms) / 1000;
+				a->pct_sec[k] = s;
+				a->pct_rank[k] = target - cum;
+				a->pct_cap[k] = p;
+				a->pct_ends[k] = malloc(p * sizeof *a->pct_ends[k]);
+				if (!a->pct_ends[k])
+					return -1;
 				break;
 			}
 			cum += p;
 		}
 	}
 	return 0;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+	return (a > b) - (a < b);
 }
 
 static int cmp_u64(const void *x, const void *y)
@@ -266,6 +279,17 @@ void audit_feed2(struct audit *a, const char *line, size_t len, uint64_t lineno)
 		char **slot = w & 1 ? &v->url_next : &v->url_prev;
 		if (!*slot)
 			*slot = url_copy(r.url);
+	}
+	int64_t sec = r.end_ms / 1000 - (r.end_ms % 1000 < 0);
+	for (int k = 0; k < 3 && !r.robots; k++) {
+		if (!a->pct_ends[k] || sec != a->pct_sec[k] || a->pct_n[k] == a->pct_cap[k])
+			continue;
+		a->pct_ends[k][a->pct_n[k]++] = r.end_ms;
+		if (a->pct_n[k] == a->pct_cap[k]) {
+			qsort(a->pct_ends[k], a->pct_n[k], sizeof *a->pct_ends[k], cmp_i64);
+			int64_t t = a->pct_ends[k][a->pct_rank[k] - 1];
+			a->sum.time_to_pct_s[k] = (double)(t - a->sum.start_ms) / 1000;
+		}
 	}
 	if (!a->series.n || r.start_ms >= r.end_ms)
 		return;

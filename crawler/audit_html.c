@@ -87,7 +87,7 @@ static void x_time_axis(FILE *f, double total_s, int h)
 {
 	for (int i = 0; i <= 5; i++) {
 		int x = ML + (W - 10 - ML) * i / 5;
-		fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"xl\">%.0f s</text>\n", x, h - MB + 16,
+		fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"xl\">%.3g s</text>\n", x, h - MB + 16,
 		        total_s * i / 5);
 	}
 }
@@ -204,7 +204,7 @@ static void plot_load(const struct audit *a, FILE *f)
 	}
 	int hh = h;
 	for (int i = 0; i <= 5; i++)
-		fprintf(f, "<text x=\"%.0f\" y=\"%d\" class=\"xl\">%.0f s</text>\n",
+		fprintf(f, "<text x=\"%.0f\" y=\"%d\" class=\"xl\">%.3g s</text>\n",
 		        240 + pw * i / 5, hh - MB + 16,
 		        (double)(se->n * (size_t)se->interval_s) * i / 5);
 	fputs("</svg>\n", f);

@@ -90,7 +90,7 @@ struct audit_entity {
 	uint64_t min_gap_line;
 	double median;
 	struct audit_span *win;
-	uint32_t nwin;
+	uint32_t nwin, wcap;
 	struct audit_gaps g;
 	uint32_t disp[AUDIT_DISPLAY_BINS];
 	uint64_t *load; /* pass 2, top entities: busy ms per plot bin */
@@ -150,6 +150,13 @@ struct audit {
 	uint64_t *want_lines;
 	uint32_t *want_viol;
 	size_t nwant, want_pos;
+	/* time to 50/90/99% of the pages: the second holding each target page,
+	 * its rank among that second's pages (1-based), and pass 2's end times
+	 * of that second's pages (exact once all pct_cap are in) */
+	int64_t pct_sec[3];
+	uint64_t pct_rank[3];
+	int64_t *pct_ends[3];
+	uint32_t pct_n[3], pct_cap[3];
 	/* report order */
 	uint32_t *host_order, *ip_order;
 	uint32_t top_hosts[AUDIT_TOP], top_ips[AUDIT_TOP];

@@ -275,6 +275,44 @@ START_TEST(test_out_of_order)
 }
 END_TEST
 
+START_TEST(test_late)
+{
+	/* 12 requests 100 ms apart, then one that ended before the 3rd: the
+	 * 8-request window has judged the first four, so it is late (counted,
+	 * its gap lost); one older than the whole window but newer than what
+	 * was judged is judged in place */
+	struct audit *a = new_audit(50, 0, 0, 0);
+	for (int i = 1; i <= 12; i++)
+		feed(a, 100 * i + 10, 10, "http://a.test/p", "10.0.0.1", "-");
+	feed(a, 250, 10, "http://a.test/late", "10.0.0.1", "-");
+	ck_assert_int_eq(audit_finish(a), AUDIT_OK);
+	struct audit_entity_view v;
+	host(a, "a.test", &v);
+	ck_assert_uint_eq(v.requests, 13);
+	ck_assert_uint_eq(v.late, 1);
+	ck_assert_uint_eq(v.gaps, 11);
+	ck_assert_int_eq(v.min_gap_ms, 90);
+	ck_assert_uint_eq(v.violations, 0);
+	struct audit_summary s;
+	audit_summary_get(a, &s);
+	ck_assert_uint_eq(s.late, 1);
+	audit_destroy(a);
+
+	a = new_audit(50, 0, 0, 0);
+	for (int i = 1; i <= 12; i++)
+		feed(a, 100 * i + 10, 10, "http://a.test/p", "10.0.0.1", "-");
+	/* 450-460: after #4 (judged), before #5 (the window's oldest) */
+	feed(a, 460, 10, "http://a.test/mid", "10.0.0.1", "-");
+	ck_assert_int_eq(audit_finish(a), AUDIT_OK);
+	host(a, "a.test", &v);
+	ck_assert_uint_eq(v.late, 0);
+	ck_assert_uint_eq(v.gaps, 12);
+	ck_assert_int_eq(v.min_gap_ms, 40); /* 410 -> 450 and 460 -> 500 */
+	ck_assert_uint_eq(v.violations, 2);
+	audit_destroy(a);
+}
+END_TEST
+
 START_TEST(test_histogram_median)
 {
 	/* 3001 requests: 3000 gaps, 1000 of 300 ms then 2000 of 1000 ms: the
@@ -407,6 +445,11 @@ START_TEST(test_load_dir)
 	ck_assert_uint_eq(s.stats_requests, 4);
 	/* gaps 250, 50, 150 against 250: two violations, with URLs from pass 2 */
 	ck_assert_uint_eq(s.violations, 2);
+	/* pages end at 400, 500, 700, the crawl starts at 50: the 2nd and 3rd
+	 * pages, exact to the ms from pass 2 */
+	ck_assert(fabs(s.time_to_pct_s[0] - 0.45) < 1e-9);
+	ck_assert(fabs(s.time_to_pct_s[1] - 0.65) < 1e-9);
+	ck_assert(fabs(s.time_to_pct_s[2] - 0.65) < 1e-9);
 	reports_work(a);
 	FILE *f = tmpfile();
 	ck_assert_int_eq(audit_report_json(a, f), 0);
@@ -437,6 +480,7 @@ int main(void)
 	tcase_add_test(tc, test_malformed_goes_on);
 	tcase_add_test(tc, test_empty_log);
 	tcase_add_test(tc, test_out_of_order);
+	tcase_add_test(tc, test_late);
 	tcase_add_test(tc, test_histogram_median);
 	tcase_add_test(tc, test_ip_rule);
 	tcase_add_test(tc, test_host_key);
