@@ -102,6 +102,10 @@ static uint64_t hash_str(const char *s)
 		h ^= (unsigned char)*s;
 		h *= 1099511628211ull;
 	}
+	/* FNV's low bits depend only on the bytes' low bits: mix before masking */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
 	return h;
 }
 
@@ -110,31 +114,44 @@ static const char *entity_key(const struct audit_entity *e)
 	return e->origin ? e->origin : e->name;
 }
 
+/* A slot: the key's hash's top 32 bits, then entity index + 1 (0: free).
+ * The tag spares loading an entity for most keys that only share a slot. */
+static uint64_t slot_of(uint64_t h, size_t k)
+{
+	return (h >> 32) << 32 | ((uint64_t)k + 1);
+}
+
 uint32_t audit_table_find(const struct audit_table *t, const char *key)
 {
 	if (!t->nslots)
 		return UINT32_MAX;
 	size_t mask = t->nslots - 1;
-	for (size_t i = hash_str(key) & mask;; i = (i + 1) & mask) {
-		uint32_t s = t->slots[i];
+	uint64_t h = hash_str(key);
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		uint64_t s = t->slots[i];
 		if (s == 0)
 			return UINT32_MAX;
-		if (strcmp(entity_key(&t->v[s - 1]), key) == 0)
-			return s - 1;
+		uint32_t k = (uint32_t)s - 1;
+		if ((s >> 32) == (h >> 32) && strcmp(entity_key(&t->v[k]), key) == 0)
+			return k;
 	}
+}
+
+static void slot_put(uint64_t *slots, size_t nslots, uint64_t h, size_t k)
+{
+	size_t i = h & (nslots - 1);
+	while (slots[i])
+		i = (i + 1) & (nslots - 1);
+	slots[i] = slot_of(h, k);
 }
 
 static int table_rehash(struct audit_table *t, size_t nslots)
 {
-	uint32_t *slots = calloc(nslots, sizeof *slots);
+	uint64_t *slots = calloc(nslots, sizeof *slots);
 	if (!slots)
 		return -1;
-	for (size_t k = 0; k < t->n; k++) {
-		size_t i = hash_str(entity_key(&t->v[k])) & (nslots - 1);
-		while (slots[i])
-			i = (i + 1) & (nslots - 1);
-		slots[i] = (uint32_t)k + 1;
-	}
+	for (size_t k = 0; k < t->n; k++)
+		slot_put(slots, nslots, hash_str(entity_key(&t->v[k])), k);
 	free(t->slots);
 	t->slots = slots;
 	t->nslots = nslots;
@@ -176,10 +193,7 @@ static uint32_t table_get(struct audit_table *t, const char *name, const char *o
 	e->first_start = INT64_MAX;
 	e->last_end = INT64_MIN;
 	e->after_retry_min_gap = INT64_MAX;
-	size_t i = hash_str(origin ? origin : name) & (t->nslots - 1);
-	while (t->slots[i])
-		i = (i + 1) & (t->nslots - 1);
-	t->slots[i] = (uint32_t)t->n + 1;
+	slot_put(t->slots, t->nslots, hash_str(origin ? origin : name), t->n);
 	return (uint32_t)t->n++;
 }
 

@@ -3,8 +3,8 @@
  * the interface).
  *
  * An audit holds two entity tables (hosts, IPs): a vector of entities and
- * an open-addressing index (power-of-two slots of entity index + 1, 0 free,
- * load <= 1/2) keyed by the host's origin or the IP. Each entity keeps a
+ * an open-addressing index (power-of-two slots, each the key's hash tag and
+ * entity index + 1, 0 free; load <= 1/2) keyed by the host's origin or the IP. Each entity keeps a
  * window of its latest requests sorted by start (see audit.h); requests
  * leave the window in start order to be judged, so for every entity the
  * judged requests form a sequence sorted by start, and max_end is the latest
@@ -99,7 +99,7 @@ struct audit_entity {
 struct audit_table {
 	struct audit_entity *v;
 	size_t n, cap;
-	uint32_t *slots;
+	uint64_t *slots;
 	size_t nslots;
 	uint32_t window;
 };
