@@ -532,6 +532,9 @@ enum audit_error audit_feed(struct audit *a, const char *line, size_t len, uint6
 	uint32_t ip = r.ip ? table_get(&a->ips, r.ip, NULL) : UINT32_MAX;
 	if (h == UINT32_MAX || (r.ip && ip == UINT32_MAX) || tl_reach(a, r.start_ms, r.end_ms) != 0)
 		return AUDIT_ERR_NOMEM;
+	if (floor_div(r.start_ms, 1000) < a->tl_base ||
+	    floor_div(r.end_ms, 1000) >= a->tl_base + (int64_t)a->tl_len)
+		a->tl_outside++;
 	a->sum.lines++;
 	a->sum.requests++;
 	a->sum.robots += r.robots ? 1 : 0;

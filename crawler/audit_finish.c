@@ -123,6 +123,9 @@ static int build_series(struct audit *a)
 		return 0;
 	int64_t s0 = a->sum.start_ms / 1000 - (a->sum.start_ms % 1000 < 0);
 	int64_t s1 = a->sum.end_ms / 1000 - (a->sum.end_ms % 1000 < 0);
+	/* lines beyond the timeline (clock jumps) are counted, not plotted */
+	s0 = s0 < a->tl_base ? a->tl_base : s0;
+	s1 = s1 >= a->tl_base + (int64_t)a->tl_len ? a->tl_base + (int64_t)a->tl_len - 1 : s1;
 	int64_t secs = s1 - s0 + 1;
 	se->interval_s = nice_interval(secs);
 	se->n = (size_t)((secs + se->interval_s - 1) / se->interval_s);
@@ -248,7 +251,9 @@ enum audit_error audit_finish(struct audit *a)
 static void load_add(const struct audit *a, uint64_t *load, int64_t from, int64_t to)
 {
 	const struct audit_series *se = &a->series;
-	int64_t bin_ms = se->interval_s * 1000;
+	int64_t bin_ms = se->interval_s * 1000, last = se->start_ms + (int64_t)se->n * bin_ms;
+	from = from < se->start_ms ? se->start_ms : from;
+	to = to > last ? last : to;
 	for (int64_t b = (from - se->start_ms) / bin_ms; from < to; b++) {
 		int64_t end = se->start_ms + (b + 1) * bin_ms;
 		int64_t upto = to < end ? to : end;

@@ -140,6 +140,7 @@ struct audit {
 	int64_t tl_base;
 	size_t tl_len;
 	uint64_t tl_clamped;
+	uint64_t tl_outside; /* lines not within the timeline (not plotted) */
 	struct audit_series series;
 	/* crawl-wide gap display histograms */
 	uint64_t disp_host[AUDIT_DISPLAY_BINS], disp_ip[AUDIT_DISPLAY_BINS];

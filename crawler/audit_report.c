@@ -139,6 +139,11 @@ static void text_not_judged(const struct audit *a, FILE *f)
 	if (after != INT64_MAX)
 		fprintf(f, ", shortest gap after one %" PRId64 " ms", after);
 	fprintf(f, "); error back-off; visit boundaries\n");
+	if (a->tl_outside)
+		fprintf(f,
+		        "lines beyond the timeline (timestamps over %ld days from the first line; "
+		        "counted, not plotted): %" PRIu64 "\n",
+		        AUDIT_TL_MAX_SECS / 86400, a->tl_outside);
 	if (a->sum.late)
 		fprintf(f,
 		        "late lines (out of order beyond the %d-request window, gaps not judged): "
@@ -334,6 +339,7 @@ static void json_head(const struct audit *a, FILE *f)
 	        "  \"resolution_ms\": 1, \"tolerance_ms\": %d, \"host_required_gap_ms\": %" PRId64
 	        ", \"ip_required_gap_ms\": %" PRId64 ",\n",
 	        AUDIT_TOLERANCE_MS, a->host_required, a->ip_required);
+	fprintf(f, "  \"timeline_outside_lines\": %" PRIu64 ",\n", a->tl_outside);
 	fprintf(f,
 	        "  \"lines\": %" PRIu64 ", \"malformed_lines\": %" PRIu64
 	        ", \"late_lines\": %" PRIu64 ",\n  \"pages\": %" PRIu64 ", \"requests\": %" PRIu64
