@@ -5,7 +5,7 @@ output folder, and judge the audit against the test web's own request log
 (the neutral witness, as tests/e2e/crawl_e2e.py does).
 
 Checks:
-  - per host, the audit's request count equals the test web's;
+  - per host, the audit's request count and IP equal the test web's;
   - per host, the audit's minimum gap agrees with the test web's. The two
     logs see different instants: the test web stamps a request when it has
     parsed it (microseconds), the crawler logs the end of a transfer and its
@@ -79,9 +79,10 @@ def stop(proc):
 
 
 def server_view(log, port):
-    """Per host:port, the request count and the minimum start-to-start
-    interval (ms, float) from the test web's log."""
+    """Per host:port, the request count, the minimum start-to-start
+    interval (ms, float) and the server IPs, from the test web's log."""
     times = collections.defaultdict(list)
+    ips = collections.defaultdict(set)
     for line in open(log):
         f = line.rstrip("\n").split("\t")
         if len(f) < 8 or not f[0].isdigit():
@@ -90,11 +91,12 @@ def server_view(log, port):
         if ":" not in host:
             host += ":%d" % port
         times[host].append(int(f[0]))
+        ips[host].add(f[3])
     out = {}
     for host, ts in times.items():
         ts.sort()
         gaps = [(b - a) / 1000.0 for a, b in zip(ts, ts[1:])]
-        out[host] = (len(ts), min(gaps) if gaps else None)
+        out[host] = (len(ts), min(gaps) if gaps else None, ips[host])
     return out
 
 
@@ -190,12 +192,14 @@ def main():
         errors.append("hosts differ: audit only %s, test web only %s" %
                       (sorted(set(audited) - set(server)), sorted(set(server) - set(audited))))
     worst = 0.0
-    for host, (n, smin) in sorted(server.items()):
+    for host, (n, smin, ips) in sorted(server.items()):
         e = audited.get(host)
         if e is None:
             continue
         if e["requests"] != n:
             errors.append("%s: audit counts %d requests, test web %d" % (host, e["requests"], n))
+        if {e["ip"]} != ips:
+            errors.append("%s: audit says IP %s, test web %s" % (host, e["ip"], sorted(ips)))
         if smin is None:
             continue
         amin = e["min_gap_ms"]
@@ -211,9 +215,9 @@ def main():
         if smin < HOST_DELAY_MS - 1:
             errors.append("%s: the test web saw a gap of %.3f ms (< %d)" %
                           (host, smin, HOST_DELAY_MS))
-    if sum(n for n, _ in server.values()) != rep["requests"]:
+    if sum(v[0] for v in server.values()) != rep["requests"]:
         errors.append("audit counts %d requests, test web %d" %
-                      (rep["requests"], sum(n for n, _ in server.values())))
+                      (rep["requests"], sum(v[0] for v in server.values())))
     if rep["violations"] != 0:
         errors.append("audit reports %d violations of a polite crawl: %s" %
                       (rep["violations"], rep["violations_listed"][:3]))
