@@ -394,6 +394,38 @@ START_TEST(test_host_key)
 }
 END_TEST
 
+START_TEST(test_timeline)
+{
+	/* a: requests [0,1000) and [2000,2999): busy ~2 s, waiting 1 s between.
+	 * b: one request [1000,1500), idle before and after. 1 s bins over 3 s
+	 * (T0 is a whole second): busy 1, 0.5 (b), 0.999; waiting 0, 1 (a), 0;
+	 * idle the rest of the 2 hosts */
+	struct audit *a = new_audit(100, 0, 0, 0);
+	feed(a, 1000, 1000, "http://a.test/1", "10.0.0.1", "-");
+	feed(a, 1500, 500, "http://b.test/1", "10.0.0.2", "-");
+	feed(a, 2999, 999, "http://a.test/2", "10.0.0.1", "-");
+	ck_assert_int_eq(audit_finish(a), AUDIT_OK);
+	FILE *f = tmpfile();
+	ck_assert_int_eq(audit_report_json(a, f), 0);
+	rewind(f);
+	static char out[1 << 16];
+	size_t k = fread(out, 1, sizeof out - 1, f);
+	out[k] = '\0';
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(out, "\"interval_s\": 1, \"bins\": 3"));
+	ck_assert_ptr_nonnull(strstr(out, "\"pages_per_s\": [0.000, 2.000, 1.000]"));
+	ck_assert_ptr_nonnull(strstr(out, "\"hosts_busy\": [1.000, 0.500, 0.999]"));
+	ck_assert_ptr_nonnull(strstr(out, "\"hosts_waiting\": [0.000, 1.000, 0.000]"));
+	ck_assert_ptr_nonnull(strstr(out, "\"hosts_idle\": [1.000, 0.500, 1.001]"));
+	struct audit_summary s;
+	audit_summary_get(a, &s);
+	/* without pass 2, interpolated in its second: the 2nd page is the
+	 * last of the two ending in second 1 */
+	ck_assert(fabs(s.time_to_pct_s[0] - 2.0) < 1e-9);
+	audit_destroy(a);
+}
+END_TEST
+
 static void write_file(const char *dir, const char *name, const char *text)
 {
 	char path[512];
@@ -484,6 +516,7 @@ int main(void)
 	tcase_add_test(tc, test_histogram_median);
 	tcase_add_test(tc, test_ip_rule);
 	tcase_add_test(tc, test_host_key);
+	tcase_add_test(tc, test_timeline);
 	tcase_add_test(tc, test_load_dir);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
