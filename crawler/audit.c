@@ -336,10 +336,12 @@ size_t audit_tl_index(struct audit *a, int64_t ms)
 
 void audit_tl_span(struct audit *a, int active, int64_t from, int64_t to)
 {
+	if (!a->tl)
+		return;
 	int64_t lo = a->tl_base * 1000, hi = (a->tl_base + (int64_t)a->tl_len) * 1000 - 1;
 	from = from < lo ? lo : from;
 	to = to > hi ? hi : to;
-	if (!a->tl || to <= from)
+	if (to <= from)
 		return;
 	size_t ia = audit_tl_index(a, from), ib = audit_tl_index(a, to);
 	struct audit_tl_sec *x = &a->tl[ia], *y = &a->tl[ib];

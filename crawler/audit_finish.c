@@ -37,9 +37,12 @@ static double median_of(struct audit_gaps *g)
 	return 0;
 }
 
-/* Report order: violations, then margin (min gap - required), then requests. */
-static const struct audit_table *sort_table;
-static int64_t sort_required;
+/* Report order: violations, then margin (min gap - required), then
+ * requests. The qsort_r context: */
+struct sort_ctx {
+	const struct audit_table *t;
+	int64_t required;
+};
 
 static int64_t margin(const struct audit_entity *e, int64_t required)
 {
@@ -48,13 +51,14 @@ static int64_t margin(const struct audit_entity *e, int64_t required)
 	return e->min_gap - (required > 0 ? required : 0);
 }
 
-static int cmp_entity(const void *x, const void *y)
+static int cmp_entity(const void *x, const void *y, void *ctx)
 {
-	const struct audit_entity *a = &sort_table->v[*(const uint32_t *)x];
-	const struct audit_entity *b = &sort_table->v[*(const uint32_t *)y];
+	const struct sort_ctx *c = ctx;
+	const struct audit_entity *a = &c->t->v[*(const uint32_t *)x];
+	const struct audit_entity *b = &c->t->v[*(const uint32_t *)y];
 	if (a->violations != b->violations)
 		return a->violations > b->violations ? -1 : 1;
-	int64_t ma = margin(a, sort_required), mb = margin(b, sort_required);
+	int64_t ma = margin(a, c->required), mb = margin(b, c->required);
 	if (ma != mb)
 		return ma < mb ? -1 : 1;
 	if (a->requests != b->requests)
@@ -62,10 +66,11 @@ static int cmp_entity(const void *x, const void *y)
 	return strcmp(a->name, b->name);
 }
 
-static int cmp_requests(const void *x, const void *y)
+static int cmp_requests(const void *x, const void *y, void *ctx)
 {
-	const struct audit_entity *a = &sort_table->v[*(const uint32_t *)x];
-	const struct audit_entity *b = &sort_table->v[*(const uint32_t *)y];
+	const struct sort_ctx *c = ctx;
+	const struct audit_entity *a = &c->t->v[*(const uint32_t *)x];
+	const struct audit_entity *b = &c->t->v[*(const uint32_t *)y];
 	if (a->requests != b->requests)
 		return a->requests > b->requests ? -1 : 1;
 	return strcmp(a->name, b->name);
@@ -83,10 +88,9 @@ static int order_table(const struct audit_table *t, int64_t required, uint32_t *
 	}
 	for (size_t i = 0; i < t->n; i++)
 		(*order)[i] = tmp[i] = (uint32_t)i;
-	sort_table = t;
-	sort_required = required;
-	qsort(*order, t->n, sizeof **order, cmp_entity);
-	qsort(tmp, t->n, sizeof *tmp, cmp_requests);
+	struct sort_ctx ctx = { t, required };
+	qsort_r(*order, t->n, sizeof **order, cmp_entity, &ctx);
+	qsort_r(tmp, t->n, sizeof *tmp, cmp_requests, &ctx);
 	*ntop = t->n < AUDIT_TOP ? t->n : AUDIT_TOP;
 	memcpy(top, tmp, *ntop * sizeof *top);
 	free(tmp);

@@ -137,7 +137,10 @@ static void plot_hosts_state(const struct audit *a, FILE *f)
 	double *base = calloc(se->n ? se->n : 1, sizeof *base);
 	if (!base)
 		return;
-	svg_open(f, "Hosts busy (blue), waiting (orange) and idle (grey) over time", H);
+	svg_open(f,
+	         "Hosts over time: busy (blue: a request in flight), waiting (orange: between "
+	         "requests) and idle (grey: before the first or after the last)",
+	         H);
 	y_axis(f, ymax, H, " hosts");
 	x_time_axis(f, (double)(se->n * (size_t)se->interval_s), H);
 	area(f, se->busy, NULL, se->n, ymax, H, "#4a7fb0");
