@@ -52,7 +52,15 @@
  *   - ip (ip_politeness on): a gap between requests of two different hosts
  *     on one IP >= ip delay. Off: IPs are reported, not judged.
  * Not judged (the log lacks them): robots.txt Crawl-delay per host,
- * Retry-After values, error back-off, where visits begin and end.
+ * Retry-After values, error back-off, where visits begin and end. For the
+ * audit to judge them the log would need, per line: the start time in
+ * microseconds (start and end on one clock, instead of a wall-clock end
+ * and a monotonic duration, both truncated to ms); a visit number and the
+ * request's place in it; the delay the politeness owed the host when the
+ * request started (policy wait, with the Crawl-delay, back-off or
+ * Retry-After that set it, each named); and the Retry-After value on
+ * 429/503 lines. Until then a 429/503 is only counted, with the shortest
+ * gap after one (min_gap_after_429_503_ms in the JSON).
  *
  * Crawl-wide: pages (non-robots lines) per second by end time; time to
  * 50/90/99% of the pages (the end of the k-th page to finish: its second
