@@ -1,6 +1,27 @@
 /*
  * audit_report.c: the text report (a summary and the worst hosts) and the
  * JSON one (everything, machine-readable). Both read a finished audit.
+ *
+ * The JSON object (times in ms unless the key says _s; *_s times inside
+ * entities count from the crawl's first start):
+ *   dir, config {source, policy, host_delay_ms, ip_delay_ms, ip_politeness,
+ *   ratio, max_urls_per_visit}, resolution_ms, tolerance_ms,
+ *   host_required_gap_ms, ip_required_gap_ms (-1: not judged),
+ *   timeline_outside_lines, lines, malformed_lines, late_lines, pages,
+ *   requests, robots_fetches, bytes, host_count, ip_count, start (ISO),
+ *   duration_s, pages_per_s, time_to_pages_s {50, 90, 99}, stats_json
+ *   {pages, requests, robots_fetches, elapsed_s} or null, violations,
+ *   host_violations, ip_violations, not_judged {crawl_delay, retry_after,
+ *   backoff, visits}, violations_listed [{rule, host|ip, at, gap_ms,
+ *   required_ms, line_prev, line_next, url_prev, url_next}], gap_histogram
+ *   {labels_ms, hosts, ips}, timeline {interval_s, bins, pages_per_s,
+ *   bytes_per_s, hosts_busy, hosts_waiting, hosts_idle},
+ *   hosts [{host, origin, ip, requests, robots, bytes, gaps, min_gap_ms,
+ *   median_gap_ms (null without gaps), median_exact, min_gap_after_429_503_ms
+ *   (if any), retry_statuses, overlaps, busy_share, required_gap_ms,
+ *   violations, late, first_start_s, last_end_s, gap_histogram, load (the
+ *   AUDIT_TOP busiest: busy share per timeline bin)}] worst first,
+ *   ips [{ip, hosts, ... the same}] worst first.
  */
 #include <inttypes.h>
 #include <string.h>
