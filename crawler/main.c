@@ -19,6 +19,7 @@ static const struct subcommand subcommands[] = {
     {"robots", robots_tool_main, "check URLs against a robots.txt file (RFC 9309)"},
     {"links", links_tool_main, "extract the links of an HTML page read on stdin"},
     {"assign", assign_tool_main, "assign hosts read on stdin to the agents of a distributed crawl"},
+    {"audit", audit_tool_main, "audit the politeness of a finished crawl from its output folder"},
 };
 
 static void usage(FILE *out)

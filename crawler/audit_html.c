@@ -1,0 +1,354 @@
+/*
+ * audit_html.c: the audit as one self-contained HTML page: inline CSS and
+ * inline SVG plots, no script, font, image or style loaded from anywhere,
+ * so it reads offline in any browser. Plots: throughput over time, hosts
+ * busy/waiting/idle over time, the crawl-wide gap histogram, gap histograms
+ * of the worst hosts, the load timeline of the busiest hosts; then tables
+ * (worst hosts, violations, IPs).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crawler/audit_int.h"
+
+#define W 860
+#define H 240
+#define ML 60 /* left margin: y labels */
+#define MB 30 /* bottom margin: x labels */
+#define MT 28 /* top margin: title */
+#define HTML_HOST_HISTS 6
+#define HTML_VIOLATIONS 200
+#define HTML_HOSTS 50
+
+/* Writes s HTML-escaped; bytes that are not UTF-8 become U+FFFD. */
+static void html_str(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	while (*p) {
+		unsigned c = *p;
+		size_t n = c < 0x80                ? 1
+		           : c >= 0xf0 && c < 0xf5 ? 4
+		           : c >= 0xe0             ? 3
+		           : c >= 0xc2             ? 2
+		                                   : 0;
+		size_t k = 1;
+		while (n > 1 && k < n && (p[k] & 0xc0) == 0x80)
+			k++;
+		if (c == '&')
+			fputs("&amp;", f);
+		else if (c == '<')
+			fputs("&lt;", f);
+		else if (c == '>')
+			fputs("&gt;", f);
+		else if (c == '"')
+			fputs("&quot;", f);
+		else if (c == '\'')
+			fputs("&#39;", f);
+		else if (c < 0x20 || c == 0x7f)
+			fputs("&#xfffd;", f);
+		else if (n && k == n)
+			fwrite(p, 1, n, f);
+		else
+			fputs("&#xfffd;", f);
+		p += n && k == n ? n : 1;
+	}
+}
+
+static void svg_open(FILE *f, const char *title, int h)
+{
+	fprintf(f,
+	        "<svg width=\"%d\" height=\"%d\" "
+	        "viewBox=\"0 0 %d %d\" role=\"img\"><title>",
+	        W, h, W, h);
+	html_str(f, title);
+	fprintf(f,
+	        "</title><rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>"
+	        "<text x=\"%d\" y=\"18\" class=\"t\">",
+	        W, h, ML);
+	html_str(f, title);
+	fputs("</text>\n", f);
+}
+
+static void y_axis(FILE *f, double ymax, int h, const char *unit)
+{
+	int plot_h = h - MT - MB;
+	for (int i = 0; i <= 4; i++) {
+		double v = ymax * i / 4;
+		int y = h - MB - plot_h * i / 4;
+		fprintf(f,
+		        "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" class=\"g\"/>"
+		        "<text x=\"%d\" y=\"%d\" class=\"yl\">%.3g%s</text>\n",
+		        ML, W - 10, y, y, ML - 4, y + 4, v, i == 4 ? unit : "");
+	}
+}
+
+static void x_time_axis(FILE *f, double total_s, int h)
+{
+	for (int i = 0; i <= 5; i++) {
+		int x = ML + (W - 10 - ML) * i / 5;
+		fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"xl\">%.3g s</text>\n", x, h - MB + 16,
+		        total_s * i / 5);
+	}
+}
+
+static double max_of(const double *v, size_t n)
+{
+	double m = 0;
+	for (size_t i = 0; i < n; i++)
+		m = v[i] > m ? v[i] : m;
+	return m > 0 ? m : 1;
+}
+
+/* Filled area under v (on top of base, if any), over the series bins. */
+static void area(FILE *f, const double *v, const double *base, size_t n, double ymax, int h,
+                 const char *color)
+{
+	double pw = W - 10 - ML, ph = h - MT - MB;
+	fprintf(f, "<polygon fill=\"%s\" stroke=\"none\" points=\"", color);
+	for (size_t i = 0; i < n; i++) {
+		double y0 = base ? base[i] : 0;
+		double x = ML + pw * ((double)i + 0.5) / (double)n;
+		fprintf(f, "%.1f,%.1f ", x, h - MB - ph * (y0 + v[i]) / ymax);
+	}
+	for (size_t i = n; i-- > 0;) {
+		double y0 = base ? base[i] : 0;
+		double x = ML + pw * ((double)i + 0.5) / (double)n;
+		fprintf(f, "%.1f,%.1f ", x, h - MB - ph * y0 / ymax);
+	}
+	fputs("\"/>\n", f);
+}
+
+static void plot_throughput(const struct audit *a, FILE *f)
+{
+	const struct audit_series *se = &a->series;
+	double ymax = max_of(se->pages_per_s, se->n) * 1.1;
+	svg_open(f, "Throughput: pages per second over time", H);
+	y_axis(f, ymax, H, " /s");
+	x_time_axis(f, (double)(se->n * (size_t)se->interval_s), H);
+	area(f, se->pages_per_s, NULL, se->n, ymax, H, "#4a7fb0");
+	fputs("</svg>\n", f);
+}
+
+static void plot_hosts_state(const struct audit *a, FILE *f)
+{
+	const struct audit_series *se = &a->series;
+	double ymax = (double)(a->hosts.n ? a->hosts.n : 1);
+	double *base = calloc(se->n ? se->n : 1, sizeof *base);
+	if (!base)
+		return;
+	svg_open(f,
+	         "Hosts over time: busy (blue: a request in flight), waiting (orange: between "
+	         "requests) and idle (grey: before the first or after the last)",
+	         H);
+	y_axis(f, ymax, H, " hosts");
+	x_time_axis(f, (double)(se->n * (size_t)se->interval_s), H);
+	area(f, se->busy, NULL, se->n, ymax, H, "#4a7fb0");
+	for (size_t i = 0; i < se->n; i++)
+		base[i] = se->busy[i];
+	area(f, se->waiting, base, se->n, ymax, H, "#e8a33d");
+	for (size_t i = 0; i < se->n; i++)
+		base[i] += se->waiting[i];
+	area(f, se->idle, base, se->n, ymax, H, "#d0d0d0");
+	fputs("</svg>\n", f);
+	free(base);
+}
+
+/* Bars of a gap histogram; the bin holding the required gap is marked. */
+static void plot_hist(const struct audit *a, FILE *f, const char *title, const uint64_t *count,
+                      int h)
+{
+	double ymax = 1;
+	for (unsigned b = 0; b < AUDIT_DISPLAY_BINS; b++)
+		ymax = (double)count[b] > ymax ? (double)count[b] : ymax;
+	svg_open(f, title, h);
+	y_axis(f, ymax * 1.1, h, "");
+	double pw = W - 10 - ML, ph = h - MT - MB, bw = pw / AUDIT_DISPLAY_BINS;
+	unsigned req = a->host_required > 0 ? audit_display_bin(a->host_required) : UINT32_MAX;
+	for (unsigned b = 0; b < AUDIT_DISPLAY_BINS; b++) {
+		double bh = ph * (double)count[b] / (ymax * 1.1);
+		const char *color = b == 0 ? "#c0392b" : b == req ? "#2e8b57" : "#4a7fb0";
+		fprintf(f,
+		        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
+		        "<title>%s ms: %" PRIu64 "</title></rect>"
+		        "<text x=\"%.1f\" y=\"%d\" class=\"xl\">%s</text>\n",
+		        ML + bw * b + 1, h - MB - bh, bw - 2, bh, color, audit_display_labels[b],
+		        count[b], ML + bw * (b + 0.5), h - MB + 14, audit_display_labels[b]);
+	}
+	fputs("</svg>\n", f);
+}
+
+static void plot_load(const struct audit *a, FILE *f)
+{
+	const struct audit_series *se = &a->series;
+	int row = 22, h = MT + MB + row * (int)(a->ntop_hosts ? a->ntop_hosts : 1);
+	double pw = W - 10 - 240, cw = pw / (double)(se->n ? se->n : 1);
+	svg_open(f,
+	         "Load of the busiest hosts over time (share of each bin with a request in "
+	         "flight)",
+	         h);
+	for (size_t i = 0; i < a->ntop_hosts; i++) {
+		const struct audit_entity *e = &a->hosts.v[a->top_hosts[i]];
+		int y = MT + row * (int)i;
+		fprintf(f, "<text x=\"4\" y=\"%d\" class=\"rl\">", y + 15);
+		html_str(f, e->name);
+		fputs("</text>\n", f);
+		for (size_t b = 0; e->load && b < se->n; b++) {
+			double share = (double)e->load[b] / (double)(se->interval_s * 1000);
+			if (share <= 0)
+				continue;
+			fprintf(f,
+			        "<rect x=\"%.1f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
+			        "fill=\"#4a7fb0\" fill-opacity=\"%.3f\"/>",
+			        240 + cw * (double)b, y + 2, cw, row - 4,
+			        share > 1 ? 1 : 0.1 + 0.9 * share);
+		}
+		fputc('\n', f);
+	}
+	int hh = h;
+	for (int i = 0; i <= 5; i++)
+		fprintf(f, "<text x=\"%.0f\" y=\"%d\" class=\"xl\">%.3g s</text>\n",
+		        240 + pw * i / 5, hh - MB + 16,
+		        (double)(se->n * (size_t)se->interval_s) * i / 5);
+	fputs("</svg>\n", f);
+}
+
+static void table_hosts(const struct audit *a, FILE *f, int ip)
+{
+	size_t n = ip ? a->ips.n : a->hosts.n;
+	fprintf(f,
+	        "<table><tr><th>%s</th><th>%s</th><th>requests</th><th>bytes</th>"
+	        "<th>min gap</th><th>median gap</th><th>busy</th><th>overlaps</th>"
+	        "<th>violations</th></tr>\n",
+	        ip ? "IP" : "host", ip ? "hosts" : "IP");
+	for (size_t i = 0; i < n && i < HTML_HOSTS; i++) {
+		struct audit_entity_view v;
+		char b[32], mg[32] = "-", md[32] = "-";
+		if (ip)
+			audit_ip_get(a, i, &v);
+		else
+			audit_host_get(a, i, &v);
+		audit_fmt_bytes(b, sizeof b, (double)v.bytes);
+		if (v.gaps) {
+			audit_fmt_ms(mg, sizeof mg, (double)v.min_gap_ms);
+			audit_fmt_ms(md, sizeof md, v.median_gap_ms);
+		}
+		fprintf(f, "<tr%s><td>", v.violations ? " class=\"bad\"" : "");
+		html_str(f, v.name);
+		fputs("</td><td>", f);
+		if (ip)
+			fprintf(f, "%" PRIu64, v.hosts);
+		else
+			html_str(f, v.ip);
+		fprintf(f,
+		        "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td>"
+		        "<td>%" PRIu64 "</td><td>%" PRIu64 "</td></tr>\n",
+		        v.requests, b, mg, md, 100 * v.busy_share, v.overlaps, v.violations);
+	}
+	fputs("</table>\n", f);
+	if (n > HTML_HOSTS)
+		fprintf(f, "<p>... %zu more (see --json)</p>\n", n - HTML_HOSTS);
+}
+
+static void table_violations(const struct audit *a, FILE *f)
+{
+	if (!a->nviol) {
+		fputs("<p>No violation.</p>\n", f);
+		return;
+	}
+	fputs("<table><tr><th>at</th><th>rule</th><th>host or IP</th><th>gap</th><th>required</th>"
+	      "<th>crawl.log lines</th><th>URLs</th></tr>\n",
+	      f);
+	for (size_t i = 0; i < a->nviol && i < HTML_VIOLATIONS; i++) {
+		const struct audit_violation *v = &a->viol[i];
+		char ts[40];
+		audit_fmt_time(ts, sizeof ts, v->at_ms);
+		fprintf(f, "<tr><td>%s</td><td>%s</td><td>", ts, v->ip ? "ip" : "host");
+		html_str(f, (v->ip ? &a->ips : &a->hosts)->v[v->entity].name);
+		fprintf(f,
+		        "</td><td>%" PRId64 " ms</td><td>%" PRId64 " ms</td><td>%" PRIu64
+		        " &rarr; %" PRIu64 "</td><td>",
+		        v->gap, v->required, v->line_prev, v->line_next);
+		html_str(f, v->url_prev);
+		fputs(" &rarr; ", f);
+		html_str(f, v->url_next);
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</table>\n", f);
+	if (a->sum.violations > HTML_VIOLATIONS)
+		fprintf(f, "<p>... %" PRIu64 " more (see --json)</p>\n",
+		        a->sum.violations - HTML_VIOLATIONS);
+}
+
+static void summary(const struct audit *a, FILE *f)
+{
+	const struct audit_summary *s = &a->sum;
+	const struct audit_config *c = &a->cfg;
+	double d = s->requests ? (double)(s->end_ms - s->start_ms) / 1000 : 0;
+	char b[32];
+	audit_fmt_bytes(b, sizeof b, (double)s->bytes);
+	fputs("<h1>Politeness audit of ", f);
+	html_str(f, a->dir);
+	fprintf(f,
+	        "</h1>\n<ul><li>%" PRIu64 " pages, %" PRIu64 " requests (%" PRIu64
+	        " robots.txt), %s, %" PRIu64 " hosts on %" PRIu64 " IPs, in %.1f s (%.1f pages/s)"
+	        "</li>\n<li>50%% of the pages after %.1f s, 90%% after %.1f s, 99%% after %.1f s"
+	        "</li>\n<li>judged against %s: policy %s, host delay %" PRId64
+	        " ms, IP delay %" PRId64
+	        " ms, IP politeness %s; tolerance %d ms (the log's resolution is 1 ms)</li>\n"
+	        "<li class=\"%s\">violations: %" PRIu64 " (host %" PRIu64 ", IP %" PRIu64 ")</li>\n"
+	        "<li>%" PRIu64 " malformed lines skipped, %" PRIu64 " late lines</li>\n"
+	        "<li>not judged, not in the log yet: robots.txt Crawl-delay, Retry-After, error "
+	        "back-off, visit boundaries</li></ul>\n",
+	        s->pages, s->requests, s->robots, b, s->hosts, s->ips, d, d > 0 ? s->pages / d : 0,
+	        s->time_to_pct_s[0], s->time_to_pct_s[1], s->time_to_pct_s[2],
+	        c->from_file ? "crawl.conf" : "the crawler's defaults",
+	        c->ratio_policy ? "ratio" : "fixed", c->host_delay_ms, c->ip_delay_ms,
+	        c->ip_politeness ? "on" : "off", AUDIT_TOLERANCE_MS, s->violations ? "bad" : "ok",
+	        s->violations, s->host_violations, s->ip_violations, s->malformed, s->late);
+}
+
+static const char style[] =
+        "<style>body{font:14px sans-serif;margin:1em 2em;color:#222}"
+        "svg{display:block;margin:1em 0;border:1px solid #ddd}"
+        ".t{font:bold 13px sans-serif}.yl{font:11px sans-serif;text-anchor:end}"
+        ".xl{font:10px sans-serif;text-anchor:middle}.rl{font:11px monospace}"
+        ".g{stroke:#eee}table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;font:12px monospace;text-align:right}"
+        "td:first-child{text-align:left}.bad{color:#c0392b}.ok{color:#2e8b57}</style>\n";
+
+int audit_report_html(const struct audit *a, FILE *f)
+{
+	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+	      "<title>crawl politeness audit</title>\n",
+	      f);
+	fputs(style, f);
+	fputs("</head><body>\n", f);
+	summary(a, f);
+	fputs("<h2>Over time</h2>\n", f);
+	plot_throughput(a, f);
+	plot_hosts_state(a, f);
+	plot_load(a, f);
+	fputs("<h2>Gaps between consecutive requests (end of one to start of the next)</h2>\n"
+	      "<p>Red: overlapping requests; green: the bin of the required host gap.</p>\n",
+	      f);
+	plot_hist(a, f, "Gap histogram, all hosts (ms)", a->disp_host, H);
+	for (size_t i = 0; i < a->hosts.n && i < HTML_HOST_HISTS; i++) {
+		const struct audit_entity *e = &a->hosts.v[a->host_order[i]];
+		uint64_t c[AUDIT_DISPLAY_BINS];
+		char title[600];
+		for (unsigned b = 0; b < AUDIT_DISPLAY_BINS; b++)
+			c[b] = e->disp[b];
+		snprintf(title, sizeof title, "Gap histogram of %s (worst host %zu) (ms)", e->name,
+		         i + 1);
+		plot_hist(a, f, title, c, 180);
+	}
+	fputs("<h2>Worst hosts</h2>\n", f);
+	table_hosts(a, f, 0);
+	fputs("<h2>Violations</h2>\n", f);
+	table_violations(a, f);
+	fputs("<h2>IPs</h2>\n", f);
+	table_hosts(a, f, 1);
+	fputs("</body></html>\n", f);
+	return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,274 @@
+/*
+ * audit_parse.c: one crawl.log line into the fields the audit needs (see
+ * crawl_log.h for the format). Only the fields the audit uses are checked:
+ * timestamp, status, bytes, url, duration_ms, ip, flags; the others need
+ * only exist.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crawler/audit_int.h"
+
+#define FIELDS 12
+
+enum {
+	F_TIME,
+	F_STATUS,
+	F_BYTES,
+	F_URL,
+	F_VIA,
+	F_DEPTH,
+	F_CTYPE,
+	F_DUR,
+	F_IP,
+	F_ERR,
+	F_REDIR,
+	F_FLAGS
+};
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	unsigned yoe = (unsigned)(y - era * 400);
+	unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+static int digits(const char *s, int n, unsigned *out)
+{
+	unsigned v = 0;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int audit_parse_time(const char *s, size_t len, int64_t *ms)
+{
+	unsigned y, mo, d, h, mi, se, milli;
+	if (len != 24 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
+	    s[16] != ':' || s[19] != '.' || s[23] != 'Z')
+		return -1;
+	if (digits(s, 4, &y) || digits(s + 5, 2, &mo) || digits(s + 8, 2, &d) ||
+	    digits(s + 11, 2, &h) || digits(s + 14, 2, &mi) || digits(s + 17, 2, &se) ||
+	    digits(s + 20, 3, &milli))
+		return -1;
+	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+		return -1;
+	int64_t days = days_from_civil(y, mo, d);
+	*ms = ((days * 24 + h) * 60 + mi) * 60000 + (int64_t)se * 1000 + milli;
+	return 0;
+}
+
+static int parse_i64(const char *s, size_t len, int64_t *out)
+{
+	int neg = 0;
+	uint64_t v = 0;
+	size_t i = 0;
+	if (len > 0 && s[0] == '-') {
+		neg = 1;
+		i = 1;
+	}
+	if (i == len || len - i > 18)
+		return -1;
+	for (; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = neg ? -(int64_t)v : (int64_t)v;
+	return 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Undoes the log's escaping into out (NUL-terminated); "-" becomes "".
+ * Returns the end of out, or NULL on a bad escape or a NUL byte. */
+static char *unescape(const char *s, size_t len, char *out)
+{
+	if (len == 1 && s[0] == '-') {
+		*out = '\0';
+		return out + 1;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '\0')
+			return NULL;
+		if (s[i] != '\\') {
+			*out++ = s[i];
+			continue;
+		}
+		if (++i == len)
+			return NULL;
+		switch (s[i]) {
+		case '\\':
+			*out++ = '\\';
+			break;
+		case 't':
+			*out++ = '\t';
+			break;
+		case 'n':
+			*out++ = '\n';
+			break;
+		case 'r':
+			*out++ = '\r';
+			break;
+		case 'x': {
+			int hi = i + 2 < len ? hexval(s[i + 1]) : -1;
+			int lo = hi >= 0 ? hexval(s[i + 2]) : -1;
+			if (lo < 0 || (hi == 0 && lo == 0))
+				return NULL;
+			*out++ = (char)(hi * 16 + lo);
+			i += 2;
+			break;
+		}
+		default:
+			return NULL;
+		}
+	}
+	*out = '\0';
+	return out + 1;
+}
+
+static int has_flag(const char *s, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+	size_t i = 0;
+	while (i < len) {
+		size_t j = i;
+		while (j < len && s[j] != ',')
+			j++;
+		if (j - i == n && memcmp(s + i, name, n) == 0)
+			return 1;
+		i = j + 1;
+	}
+	return 0;
+}
+
+/* Splits url into the display name and the origin, written at *out. */
+static const char *url_host(struct audit_rec *r, char *out)
+{
+	const char *u = r->url;
+	const char *sep = strstr(u, "://");
+	if (!sep || sep == u)
+		return "url without scheme://";
+	size_t slen = (size_t)(sep - u);
+	const char *auth = sep + 3;
+	size_t alen = strcspn(auth, "/?#");
+	const char *at = memrchr(auth, '@', alen);
+	if (at) {
+		alen -= (size_t)(at + 1 - auth);
+		auth = at + 1;
+	}
+	size_t hlen = alen;
+	const char *port = NULL;
+	if (alen > 0 && auth[0] == '[') {
+		const char *close = memchr(auth, ']', alen);
+		if (!close)
+			return "url with a bad IPv6 host";
+		hlen = (size_t)(close + 1 - auth);
+	} else {
+		const char *colon = memchr(auth, ':', alen);
+		if (colon)
+			hlen = (size_t)(colon - auth);
+	}
+	if (hlen == 0)
+		return "url without host";
+	if (hlen < alen) {
+		if (auth[hlen] != ':' || hlen + 1 == alen)
+			return "url with a bad port";
+		port = auth + hlen + 1;
+		for (size_t i = hlen + 1; i < alen; i++)
+			if (auth[i] < '0' || auth[i] > '9')
+				return "url with a bad port";
+	}
+	char *name = out;
+	for (size_t i = 0; i < alen; i++)
+		name[i] = i < hlen && auth[i] >= 'A' && auth[i] <= 'Z' ? (char)(auth[i] + 32)
+		                                                       : auth[i];
+	name[alen] = '\0';
+	char *origin = name + alen + 1;
+	size_t o = 0;
+	for (size_t i = 0; i < slen; i++)
+		origin[o++] = u[i] >= 'A' && u[i] <= 'Z' ? (char)(u[i] + 32) : u[i];
+	memcpy(origin + o, "://", 3);
+	o += 3;
+	memcpy(origin + o, name, hlen);
+	o += hlen;
+	origin[o++] = ':';
+	if (port) {
+		size_t plen = alen - hlen - 1;
+		memcpy(origin + o, port, plen);
+		o += plen;
+	} else {
+		const char *def = slen == 5 && strncmp(origin, "https", 5) == 0 ? "443" : "80";
+		memcpy(origin + o, def, strlen(def));
+		o += strlen(def);
+	}
+	origin[o] = '\0';
+	r->name = name;
+	r->origin = origin;
+	return NULL;
+}
+
+const char *audit_parse_line(const char *line, size_t len, struct audit_rec *r, char *scratch,
+                             size_t cap)
+{
+	const char *f[FIELDS];
+	size_t fl[FIELDS];
+	size_t nf = 0, start = 0;
+	if (cap < 3 * len + 64)
+		return "line too long";
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && line[i] != '\t')
+			continue;
+		if (nf == FIELDS)
+			return "more than 12 tab-separated fields";
+		f[nf] = line + start;
+		fl[nf++] = i - start;
+		start = i + 1;
+	}
+	if (nf != FIELDS)
+		return "fewer than 12 tab-separated fields";
+	int64_t dur, bytes, status;
+	if (audit_parse_time(f[F_TIME], fl[F_TIME], &r->end_ms) != 0)
+		return "bad timestamp (want 2026-11-22T23:59:01.123Z)";
+	if (parse_i64(f[F_STATUS], fl[F_STATUS], &status) != 0)
+		return "bad status";
+	if (parse_i64(f[F_BYTES], fl[F_BYTES], &bytes) != 0 || bytes < 0)
+		return "bad bytes";
+	if (parse_i64(f[F_DUR], fl[F_DUR], &dur) != 0 || dur < 0)
+		return "bad duration_ms";
+	r->status = (long)status;
+	r->bytes = (uint64_t)bytes;
+	r->start_ms = r->end_ms - dur;
+	r->robots = has_flag(f[F_FLAGS], fl[F_FLAGS], "robots");
+	char *p = scratch;
+	r->url = p;
+	p = unescape(f[F_URL], fl[F_URL], p);
+	if (!p)
+		return "bad escape in url";
+	const char *ip = p;
+	p = unescape(f[F_IP], fl[F_IP], p);
+	if (!p)
+		return "bad escape in ip";
+	r->ip = *ip ? ip : NULL;
+	if (!*r->url)
+		return "no url";
+	return url_host(r, p);
+}
