@@ -81,28 +81,22 @@ static void put_field(char *buf, size_t cap, size_t *pos, const char *s)
 		put(buf, cap, pos, "-", 1);
 		return;
 	}
+	/* backslash, tab, newline and return as \\, \t, \n, \r; other controls as \xNN */
+	static const char special[] = "\\\t\n\r", letter[] = "\\tnr";
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		char esc[5];
-		switch (*p) {
-		case '\\':
-			put(buf, cap, pos, "\\\\", 2);
-			break;
-		case '\t':
-			put(buf, cap, pos, "\\t", 2);
-			break;
-		case '\n':
-			put(buf, cap, pos, "\\n", 2);
-			break;
-		case '\r':
-			put(buf, cap, pos, "\\r", 2);
-			break;
-		default:
-			if (*p < 0x20 || *p == 0x7f) {
-				snprintf(esc, sizeof(esc), "\\x%02x", *p);
-				put(buf, cap, pos, esc, 4);
-			} else {
-				put(buf, cap, pos, (const char *)p, 1);
-			}
+		if (*p >= 0x20 && *p != 0x7f && *p != '\\') {
+			put(buf, cap, pos, (const char *)p, 1);
+			continue;
+		}
+		const char *sp = strchr(special, *p);
+		if (sp) {
+			esc[0] = '\\';
+			esc[1] = letter[sp - special];
+			put(buf, cap, pos, esc, 2);
+		} else {
+			snprintf(esc, sizeof(esc), "\\x%02x", *p);
+			put(buf, cap, pos, esc, 4);
 		}
 	}
 }

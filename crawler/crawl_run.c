@@ -115,16 +115,6 @@ static int can_start(void *ctx)
 	       crawl_writer_has_room(r->writer, inflight) && sieve_path_has_room(r->sp, inflight);
 }
 
-static int is_stopping(void *ctx)
-{
-	return ((struct run *)ctx)->stopping;
-}
-
-static int is_finished(void *ctx)
-{
-	return ((struct run *)ctx)->finished;
-}
-
 static void finish(void *ctx)
 {
 	struct run *r = ctx;
@@ -526,9 +516,9 @@ static int open_frontier(struct run *r, struct module_configs *mc, const char *c
 static int open_sieve(struct run *r, struct module_configs *mc, const char *ckpt)
 {
 	const struct crawl_config *cfg = r->cfg;
-	struct sieve_path_hooks sh = { .ctx = r, .wake = wake_loop, .take = take_emit };
+	struct sieve_path_parts sp = { cfg, r->io, &r->stats, { r, wake_loop, take_emit } };
 	char err[4800];
-	if (sieve_path_create(cfg, r->io, &r->stats, &sh, &r->sp) != 0)
+	if (sieve_path_create(&sp, &r->sp) != 0)
 		return CRAWL_EXIT_FAILURE;
 	if (ckpt) {
 		char src[4300];
@@ -557,7 +547,6 @@ static int open_sieve(struct run *r, struct module_configs *mc, const char *ckpt
 /* Fetch engine, DNS resolver, and the visit that drives them. */
 static int open_fetch(struct run *r, struct module_configs *mc)
 {
-	struct visit_hooks vh = { r, can_start, is_stopping, is_finished, pump };
 	enum fetch_error fe =
 	        fetch_engine_create(&r->loop, &mc->fetch, on_fetch_done, r, &r->fetch);
 	if (fe != FETCH_OK) {
@@ -570,8 +559,10 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 		        dns_strerror(de));
 		return de == DNS_ERR_INVALID ? CRAWL_EXIT_USAGE : CRAWL_EXIT_FAILURE;
 	}
-	r->visit = visit_create(r->cfg, &r->loop, r->frontier, r->pol, r->fetch, r->dns, &r->stats,
-	                        &vh);
+	struct visit_parts vp = { r->cfg,       &r->loop,    r->frontier, r->pol,
+		                  r->fetch,     r->dns,      &r->stats,   { r, can_start, pump },
+		                  &r->stopping, &r->finished };
+	r->visit = visit_create(&vp);
 	return r->visit ? CRAWL_EXIT_OK : CRAWL_EXIT_FAILURE;
 }
 
@@ -580,11 +571,13 @@ static int start_workers(struct run *r, struct module_configs *mc, uint64_t ckpt
 {
 	const struct crawl_config *cfg = r->cfg;
 	size_t wcap = (size_t)cfg->parse_queue + 2u * cfg->max_connections + 1024u;
-	if (crawl_writer_open(cfg, cfg->warc ? &mc->warc : NULL, 2 * wcap, r->io, &r->stats,
-	                      wake_loop, r, &r->writer) != 0)
+	struct crawl_writer_parts wp = {
+		cfg, cfg->warc ? &mc->warc : NULL, 2 * wcap, r->io, &r->stats, wake_loop, r
+	};
+	if (crawl_writer_open(&wp, &r->writer) != 0)
 		return CRAWL_EXIT_FAILURE;
-	if (parse_jobs_create(cfg, r->scope, r->sp, r->writer, &r->stats, wake_loop, r,
-	                      &r->parse) != 0)
+	struct parse_jobs_parts pp = { cfg, r->scope, r->sp, r->writer, &r->stats, wake_loop, r };
+	if (parse_jobs_create(&pp, &r->parse) != 0)
 		return CRAWL_EXIT_FAILURE;
 	struct crawl_ckpt_parts cp = {
 		.cfg = cfg,

@@ -15,11 +15,7 @@
 #include "frontier/bqueue.h"
 
 struct crawl_writer {
-	const struct crawl_config *cfg;
-	struct io_stall *io;
-	struct crawl_stats *stats;
-	void (*wake)(void *);
-	void *ctx;
+	struct crawl_writer_parts p;
 	struct bqueue *q;
 	pthread_t thread;
 	int started;
@@ -71,7 +67,7 @@ static void warc_label(struct crawl_writer *w, char *buf, size_t cap)
 {
 	struct warc_position pos;
 	warc_writer_position(w->warc, &pos);
-	snprintf(buf, cap, "%s/%s", w->cfg->output_dir, pos.file);
+	snprintf(buf, cap, "%s/%s", w->p.cfg->output_dir, pos.file);
 }
 
 /* A write failed: on a full disk (or quota, or EIO) wait and say to retry
@@ -81,7 +77,7 @@ static int writer_retry(struct crawl_writer *w, const char *what, int err, int *
 	if (!io_stall_retryable(err))
 		return 0;
 	*stalled = 1;
-	return io_stall_wait(w->io, what, err);
+	return io_stall_wait(w->p.io, what, err);
 }
 
 /* Writes one record pair; 1 if the fetch was a WARC revisit. */
@@ -110,11 +106,11 @@ static int write_warc(struct crawl_writer *w, const struct fetch_result *res)
 	       writer_retry(w, what, errno, &stalled))
 		;
 	if (stalled && we == WARC_OK)
-		io_stall_resolved(w->io, what);
+		io_stall_resolved(w->p.io, what);
 	if (we != WARC_OK)
-		atomic_fetch_add(&w->stats->ac.writer_errors, 1);
+		atomic_fetch_add(&w->p.stats->ac.writer_errors, 1);
 	if (revisit)
-		atomic_fetch_add(&w->stats->ac.warc_revisits, 1);
+		atomic_fetch_add(&w->p.stats->ac.warc_revisits, 1);
 	return revisit;
 }
 
@@ -130,7 +126,7 @@ static enum crawl_log_error log_retry(struct crawl_writer *w, const struct crawl
 	       writer_retry(w, w->log_path, errno, &stalled))
 		;
 	if (stalled && le == CRAWL_LOG_OK)
-		io_stall_resolved(w->io, w->log_path);
+		io_stall_resolved(w->p.io, w->log_path);
 	return le;
 }
 
@@ -160,7 +156,7 @@ static void write_job(struct crawl_writer *w, struct crawl_job *j)
 		.flags = flags,
 	};
 	if (log_retry(w, &e) != CRAWL_LOG_OK)
-		atomic_fetch_add(&w->stats->ac.writer_errors, 1);
+		atomic_fetch_add(&w->p.stats->ac.writer_errors, 1);
 }
 
 /* A checkpoint's barrier: every job queued before it is written; make it
@@ -187,7 +183,7 @@ static void *writer_main(void *arg)
 		struct crawl_job *j = item;
 		if (j->barrier) {
 			writer_barrier(w, j->barrier);
-			w->wake(w->ctx);
+			w->p.wake(w->p.ctx);
 		} else {
 			write_job(w, j);
 		}
@@ -196,21 +192,16 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-int crawl_writer_open(const struct crawl_config *cfg, const struct warc_config *wc,
-                      size_t queue_cap, struct io_stall *io, struct crawl_stats *stats,
-                      void (*wake)(void *), void *ctx, struct crawl_writer **out)
+int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_writer **out)
 {
+	const struct warc_config *wc = parts->warc_config;
 	struct crawl_writer *w = calloc(1, sizeof *w);
 	*out = NULL;
 	if (!w)
 		return -1;
-	w->cfg = cfg;
-	w->io = io;
-	w->stats = stats;
-	w->wake = wake;
-	w->ctx = ctx;
-	snprintf(w->log_path, sizeof w->log_path, "%s/crawl.log", cfg->output_dir);
-	w->q = bqueue_create(queue_cap);
+	w->p = *parts;
+	snprintf(w->log_path, sizeof w->log_path, "%s/crawl.log", parts->cfg->output_dir);
+	w->q = bqueue_create(parts->queue_cap);
 	if (!w->q)
 		goto fail;
 	if (wc) {

@@ -52,14 +52,20 @@ void crawl_job_free(struct crawl_job *j);
 
 struct crawl_writer;
 
-/* Opens the WARC output (wc; NULL for none) and crawl.log in
- * cfg->output_dir and starts the writer thread. cfg, wc (during the call),
- * io and stats are borrowed; wake(ctx)
- * is called from the writer thread when a barrier is reached. 0, or -1
- * (a message on stderr). */
-int crawl_writer_open(const struct crawl_config *cfg, const struct warc_config *wc,
-                      size_t queue_cap, struct io_stall *io, struct crawl_stats *stats,
-                      void (*wake)(void *), void *ctx, struct crawl_writer **out);
+/* What the writer uses, all borrowed (warc_config during the open only). */
+struct crawl_writer_parts {
+	const struct crawl_config *cfg;
+	const struct warc_config *warc_config; /* NULL: no WARC output */
+	size_t queue_cap;
+	struct io_stall *io;
+	struct crawl_stats *stats;
+	void (*wake)(void *ctx); /* writer thread: a barrier was reached */
+	void *ctx;
+};
+
+/* Opens the WARC output and crawl.log in cfg->output_dir and starts the
+ * writer thread. 0, or -1 (a message on stderr). */
+int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_writer **out);
 
 /* Loop thread: 1 if the queue keeps room for in_flight + 1 more jobs. */
 int crawl_writer_has_room(const struct crawl_writer *w, size_t in_flight);

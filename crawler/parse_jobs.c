@@ -33,13 +33,7 @@ struct near_dup_stripe {
 };
 
 struct parse_jobs {
-	const struct crawl_config *cfg;
-	struct scope *scope;
-	struct sieve_path *sp;
-	struct crawl_writer *writer;
-	struct crawl_stats *stats;
-	void (*wake)(void *);
-	void *ctx;
+	struct parse_jobs_parts p;
 	struct parse_pool *pool;
 	struct near_dup_stripe nd[NEAR_DUP_STRIPES];
 };
@@ -57,12 +51,12 @@ static void *parse_init(void *ctx)
 	struct parse_state *ps = calloc(1, sizeof *ps);
 	if (!ps)
 		return NULL;
-	struct links_config lc = { .max_links = pj->cfg->max_links };
+	struct links_config lc = { .max_links = pj->p.cfg->max_links };
 	struct url_options uo;
 	url_options_init(&uo);
-	uo.max_len = pj->cfg->max_url_len;
+	uo.max_len = pj->p.cfg->max_url_len;
 	ps->u = url_create(&uo);
-	ps->batch = sieve_path_batch_create(pj->sp);
+	ps->batch = sieve_path_batch_create(pj->p.sp);
 	if (!ps->u || !ps->batch || links_extractor_create(&lc, &ps->ex) != LINKS_OK) {
 		url_destroy(ps->u);
 		sieve_path_batch_destroy(ps->batch);
@@ -141,7 +135,7 @@ static const char *charset_of(const char *ct, char *buf, size_t cap)
 static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j,
                       const struct link *l, size_t n, struct link_meta_via *via)
 {
-	struct crawl_stats_atomic *ac = &pj->stats->ac;
+	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
 	struct link_batch *b = ps->batch;
 	for (size_t i = 0; i < n; i++) {
 		atomic_fetch_add(&ac->links, 1);
@@ -155,7 +149,7 @@ static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct craw
 			atomic_fetch_add(&ac->url_invalid, 1);
 			continue;
 		}
-		if (scope_check(pj->scope, key, klen, j->depth + 1) != SCOPE_OK) {
+		if (scope_check(pj->p.scope, key, klen, j->depth + 1) != SCOPE_OK) {
 			atomic_fetch_add(&ac->scope_rejected, 1);
 			continue;
 		}
@@ -169,12 +163,12 @@ static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct craw
 static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
 {
 	struct fetch_result *res = j->res;
-	struct crawl_stats_atomic *ac = &pj->stats->ac;
+	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
 	struct decode_output d = { 0 };
 	struct link_meta_via *via = NULL;
 	char csbuf[64];
 	if (decode_body(res->content_encoding, res->body.data, res->body.len,
-	                pj->cfg->max_body_bytes, &d) != DECODE_OK) {
+	                pj->p.cfg->max_body_bytes, &d) != DECODE_OK) {
 		atomic_fetch_add(&ac->decode_errors, 1);
 		j->error = "decode";
 		return;
@@ -184,7 +178,7 @@ static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct cra
 		goto out;
 	atomic_fetch_add(&ac->parsed, 1);
 	const struct links_page *pg = links_page_info(ps->ex);
-	if (pj->cfg->near_dup && near_dup_check(pj, j->host, pg->simhash)) {
+	if (pj->p.cfg->near_dup && near_dup_check(pj, j->host, pg->simhash)) {
 		j->flags |= CRAWL_LOG_NEAR_DUP;
 		atomic_fetch_add(&ac->near_dups, 1);
 	}
@@ -194,17 +188,17 @@ static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct cra
 	}
 	size_t n;
 	const struct link *l = links_result(ps->ex, &n);
-	if (n == 0 || sieve_path_adding_stopped(pj->sp))
+	if (n == 0 || sieve_path_adding_stopped(pj->p.sp))
 		goto out;
 	/* One via string per page, shared by the side-table entries of its links. */
-	via = sieve_path_via(pj->sp, res->url, strlen(res->url));
+	via = sieve_path_via(pj->p.sp, res->url, strlen(res->url));
 	if (!via) {
 		atomic_fetch_add(&ac->emit_dropped, n);
 		goto out;
 	}
 	add_links(pj, ps, j, l, n, via);
 out:
-	sieve_path_via_release(pj->sp, via);
+	sieve_path_via_release(pj->p.sp, via);
 	free(d.data);
 }
 
@@ -214,26 +208,19 @@ static void parse_work(void *ctx, void *state, void *item)
 	struct crawl_job *j = item;
 	if (j->parse && state)
 		parse_page(pj, state, j);
-	crawl_writer_push(pj->writer, j);
-	pj->wake(pj->ctx);
+	crawl_writer_push(pj->p.writer, j);
+	pj->p.wake(pj->p.ctx);
 }
 
-int parse_jobs_create(const struct crawl_config *cfg, struct scope *scope, struct sieve_path *sp,
-                      struct crawl_writer *writer, struct crawl_stats *stats, void (*wake)(void *),
-                      void *ctx, struct parse_jobs **out)
+int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **out)
 {
+	const struct crawl_config *cfg = parts->cfg;
 	struct parse_jobs *pj = calloc(1, sizeof *pj);
 	struct parse_pool_ops ops = { parse_init, parse_work, parse_fini };
 	*out = NULL;
 	if (!pj)
 		return -1;
-	pj->cfg = cfg;
-	pj->scope = scope;
-	pj->sp = sp;
-	pj->writer = writer;
-	pj->stats = stats;
-	pj->wake = wake;
-	pj->ctx = ctx;
+	pj->p = *parts;
 	for (int i = 0; i < NEAR_DUP_STRIPES; i++)
 		pthread_mutex_init(&pj->nd[i].mu, NULL);
 	if (parse_pool_create(cfg->parse_threads, cfg->parse_queue + cfg->max_connections, &ops, pj,

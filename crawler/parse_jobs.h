@@ -29,12 +29,20 @@
 
 struct parse_jobs;
 
+/* What the parse threads use, all borrowed. */
+struct parse_jobs_parts {
+	const struct crawl_config *cfg;
+	struct scope *scope;
+	struct sieve_path *sp;
+	struct crawl_writer *writer;
+	struct crawl_stats *stats;
+	void (*wake)(void *ctx); /* any thread: a job went to the writer */
+	void *ctx;
+};
+
 /* Starts cfg->parse_threads threads with a queue of cfg->parse_queue +
- * cfg->max_connections jobs. Everything is borrowed; wake(ctx) is called
- * (any thread) after each job. 0, or -1 (a message on stderr). */
-int parse_jobs_create(const struct crawl_config *cfg, struct scope *scope, struct sieve_path *sp,
-                      struct crawl_writer *writer, struct crawl_stats *stats, void (*wake)(void *),
-                      void *ctx, struct parse_jobs **out);
+ * cfg->max_connections jobs. 0, or -1 (a message on stderr). */
+int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **out);
 
 /* Loop thread: queues j without waiting (takes it). 0, or -1 when full (j
  * not taken). */

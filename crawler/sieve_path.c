@@ -60,10 +60,7 @@ struct link_batch {
 };
 
 struct sieve_path {
-	const struct crawl_config *cfg;
-	struct io_stall *io;
-	struct crawl_stats *stats;
-	struct sieve_path_hooks hooks;
+	struct sieve_path_parts p;
 	sieve_t *sieve;
 	struct link_meta *meta;
 	struct bqueue *emitq, *feedq;
@@ -89,7 +86,7 @@ struct sieve_path {
  * would be lost silently, so the crawl stops; the loop reports it. */
 static void sieve_failure(struct sieve_path *sp, int rc, const char *what)
 {
-	atomic_fetch_add(&sp->stats->ac.sieve_errors, 1);
+	atomic_fetch_add(&sp->p.stats->ac.sieve_errors, 1);
 	pthread_mutex_lock(&sp->error_mu);
 	if (!atomic_load(&sp->failed)) {
 		snprintf(sp->error, sizeof sp->error, "%s: %s (%s)", what, sieve_strerror(rc),
@@ -97,7 +94,7 @@ static void sieve_failure(struct sieve_path *sp, int rc, const char *what)
 		atomic_store(&sp->failed, 1);
 	}
 	pthread_mutex_unlock(&sp->error_mu);
-	sp->hooks.wake(sp->hooks.ctx);
+	sp->p.hooks.wake(sp->p.hooks.ctx);
 }
 
 int sieve_path_failed(struct sieve_path *sp, char *msg, size_t cap)
@@ -118,7 +115,7 @@ struct link_batch *sieve_path_batch_create(struct sieve_path *sp)
 	if (!b)
 		return NULL;
 	b->sp = sp;
-	b->arena_cap = 16u * ((size_t)sp->cfg->max_url_len + 1);
+	b->arena_cap = 16u * ((size_t)sp->p.cfg->max_url_len + 1);
 	b->arena = malloc(b->arena_cap);
 	if (!b->arena) {
 		free(b);
@@ -157,7 +154,7 @@ void sieve_path_batch_flush(struct link_batch *b)
 	for (size_t i = 0; i < b->n; i++)
 		if (b->tickets[i] != NO_TICKET)
 			link_meta_done(sp->meta, b->sigs[i], b->tickets[i], b->flushes);
-	atomic_fetch_add(&sp->stats->ac.keys_added, b->n);
+	atomic_fetch_add(&sp->p.stats->ac.keys_added, b->n);
 	b->n = 0;
 	b->arena_len = 0;
 }
@@ -182,12 +179,12 @@ static void meta_make_room(struct link_batch *b)
 	sieve_flush_delivered(sp);
 	b->flushes = sieve_flushes(sp);
 	link_meta_sweep(sp->meta, b->flushes, before);
-	atomic_fetch_add(&sp->stats->ac.meta_flushes, 1);
+	atomic_fetch_add(&sp->p.stats->ac.meta_flushes, 1);
 }
 
 char *sieve_path_batch_slot(struct link_batch *b, size_t *room)
 {
-	if (b->arena_cap - b->arena_len < (size_t)b->sp->cfg->max_url_len + 1)
+	if (b->arena_cap - b->arena_len < (size_t)b->sp->p.cfg->max_url_len + 1)
 		sieve_path_batch_flush(b);
 	*room = b->arena_cap - b->arena_len;
 	return b->arena + b->arena_len;
@@ -213,12 +210,12 @@ void sieve_path_batch_add(struct link_batch *b, size_t klen, uint32_t depth,
 		meta_make_room(b);
 		mr = link_meta_put(sp->meta, sig, depth, via, b->flushes, 1, &ticket);
 		if (mr == LINK_META_FULL) {
-			atomic_fetch_add(&sp->stats->ac.meta_dropped, 1);
+			atomic_fetch_add(&sp->p.stats->ac.meta_dropped, 1);
 			return;
 		}
 	}
 	if (mr == LINK_META_PRESENT) {
-		atomic_fetch_add(&sp->stats->ac.meta_present, 1);
+		atomic_fetch_add(&sp->p.stats->ac.meta_present, 1);
 		return;
 	}
 	b->urls[b->n] = key;
@@ -261,13 +258,13 @@ static void on_sieve_emit(void *ctx, const char *url, size_t len)
 	const char *vs = "";
 	size_t vlen = 0;
 	if (link_meta_take(sp->meta, XXH3_64bits(url, len), &depth, &via) != LINK_META_PRESENT)
-		atomic_fetch_add(&sp->stats->ac.meta_missing, 1);
+		atomic_fetch_add(&sp->p.stats->ac.meta_missing, 1);
 	else
 		vs = link_meta_via_str(via, &vlen);
 	struct emit *e = malloc(sizeof *e + len + vlen + 2);
 	if (!e) {
 		link_meta_via_release(sp->meta, via);
-		atomic_fetch_add(&sp->stats->ac.emit_dropped, 1);
+		atomic_fetch_add(&sp->p.stats->ac.emit_dropped, 1);
 		return;
 	}
 	e->depth = depth;
@@ -279,12 +276,12 @@ static void on_sieve_emit(void *ctx, const char *url, size_t len)
 	e->data[len + 1 + vlen] = '\0';
 	link_meta_via_release(sp->meta, via);
 	if (bqueue_push(sp->emitq, e) != BQUEUE_OK) {
-		atomic_fetch_add(&sp->stats->ac.emit_dropped, 1);
+		atomic_fetch_add(&sp->p.stats->ac.emit_dropped, 1);
 		free(e);
 		return;
 	}
-	atomic_fetch_add(&sp->stats->ac.emits_pushed, 1);
-	sp->hooks.wake(sp->hooks.ctx);
+	atomic_fetch_add(&sp->p.stats->ac.emits_pushed, 1);
+	sp->p.hooks.wake(sp->p.hooks.ctx);
 }
 
 /* The sieve's writes that fail on a full disk wait it out (sieve.h). */
@@ -292,10 +289,10 @@ static int on_sieve_write_error(void *ctx, const char *dir, int err)
 {
 	struct sieve_path *sp = ctx;
 	if (err == 0) {
-		io_stall_resolved(sp->io, dir);
+		io_stall_resolved(sp->p.io, dir);
 		return 0;
 	}
-	return io_stall_retryable(err) && io_stall_wait(sp->io, dir, err);
+	return io_stall_retryable(err) && io_stall_wait(sp->p.io, dir, err);
 }
 
 /* One emitted URL to the frontier; kept aside when it cannot take it yet
@@ -303,8 +300,8 @@ static int on_sieve_write_error(void *ctx, const char *dir, int err)
  * flush thread, then the adders, wait in turn). */
 static int take_emit(struct sieve_path *sp, struct emit *e)
 {
-	if (sp->hooks.take(sp->hooks.ctx, e->data, e->url_len, e->data + e->url_len + 1, e->via_len,
-	                   e->depth) < 0) {
+	if (sp->p.hooks.take(sp->p.hooks.ctx, e->data, e->url_len, e->data + e->url_len + 1,
+	                     e->via_len, e->depth) < 0) {
 		sp->pending_emit = e;
 		return 0;
 	}
@@ -342,7 +339,7 @@ static void feed_seeds(struct sieve_path *sp, struct link_batch *b, struct url *
 		const char *seed = sp->seeds[i];
 		enum url_error ue = url_normalize(u, NULL, seed, strlen(seed), key, room, &klen);
 		if (ue != URL_OK) {
-			atomic_fetch_add(&sp->stats->ac.seeds_invalid, 1);
+			atomic_fetch_add(&sp->p.stats->ac.seeds_invalid, 1);
 			fprintf(stderr, "crawler crawl: seed '%s' skipped: %s\n", seed,
 			        url_strerror(ue));
 			continue;
@@ -357,7 +354,7 @@ static void feed_one(struct sieve_path *sp, struct link_batch *b, const struct f
 	if (f->flush) {
 		sieve_flush_delivered(sp);
 		atomic_store(&sp->flush_done_seq, f->seq);
-		sp->hooks.wake(sp->hooks.ctx);
+		sp->p.hooks.wake(sp->p.hooks.ctx);
 		return;
 	}
 	struct link_meta_via *via =
@@ -369,7 +366,7 @@ static void feed_one(struct sieve_path *sp, struct link_batch *b, const struct f
 		sieve_path_batch_add(b, f->url_len, f->depth, via);
 		sieve_path_batch_flush(b);
 	} else {
-		atomic_fetch_add(&sp->stats->ac.meta_dropped, 1);
+		atomic_fetch_add(&sp->p.stats->ac.meta_dropped, 1);
 	}
 	link_meta_via_release(sp->meta, via);
 }
@@ -379,7 +376,7 @@ static void *feeder_main(void *arg)
 	struct sieve_path *sp = arg;
 	struct url_options uo;
 	url_options_init(&uo);
-	uo.max_len = sp->cfg->max_url_len;
+	uo.max_len = sp->p.cfg->max_url_len;
 	struct url *u = url_create(&uo);
 	struct link_meta_via *none = link_meta_via_new(sp->meta, "", 0);
 	struct link_batch *b = sieve_path_batch_create(sp);
@@ -390,7 +387,7 @@ static void *feeder_main(void *arg)
 	else
 		feed_seeds(sp, b, u, none);
 	atomic_store(&sp->seeded, 1);
-	sp->hooks.wake(sp->hooks.ctx);
+	sp->p.hooks.wake(sp->p.hooks.ctx);
 	while (bqueue_pop(sp->feedq, &item) == BQUEUE_OK) {
 		if (ok && !atomic_load(&sp->stop_adding)) /* else teardown: drop */
 			feed_one(sp, b, item);
@@ -457,18 +454,18 @@ int sieve_path_has_room(const struct sieve_path *sp, size_t in_flight)
  * can end the crawl. */
 static void request_flush(struct sieve_path *sp, int idle)
 {
-	uint64_t emits = atomic_load(&sp->stats->ac.emits_pushed);
+	uint64_t emits = atomic_load(&sp->p.stats->ac.emits_pushed);
 	if (feed_push(sp, 1, sp->flush_seq + 1, NULL, 0, NULL, 0, 0) != 0)
 		return; /* no room (cannot happen: has_room keeps one slot); next pump retries */
 	sp->flush_seq++;
 	sp->flush_pending = 1;
 	sp->flush_idle = idle;
 	sp->flush_emits_before = emits;
-	sp->flush_keys_at = atomic_load(&sp->stats->ac.keys_added);
+	sp->flush_keys_at = atomic_load(&sp->p.stats->ac.keys_added);
 	if (idle)
-		sp->stats->forced_flushes++;
+		sp->p.stats->forced_flushes++;
 	else
-		sp->stats->early_flushes++;
+		sp->p.stats->early_flushes++;
 }
 
 /* 1 if the pending forced flush has completed (it is then no longer
@@ -483,7 +480,7 @@ static int flush_completed(struct sieve_path *sp)
 
 int sieve_path_dry(struct sieve_path *sp, int loop_idle)
 {
-	const struct crawl_stats_atomic *ac = &sp->stats->ac;
+	const struct crawl_stats_atomic *ac = &sp->p.stats->ac;
 	int idle = loop_idle && bqueue_size(sp->emitq) == 0 && bqueue_size(sp->feedq) == 0;
 	/* URLs may still wait in the sieve's buffer (it flushes by itself only
 	 * when full): a forced flush, run by the feeder thread, delivers them.
@@ -543,18 +540,14 @@ int sieve_path_checkpoint(struct sieve_path *sp, const char *path, char *err, si
 
 /* ---- set-up and teardown ---- */
 
-int sieve_path_create(const struct crawl_config *cfg, struct io_stall *io,
-                      struct crawl_stats *stats, const struct sieve_path_hooks *hooks,
-                      struct sieve_path **out)
+int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **out)
 {
+	const struct crawl_config *cfg = parts->cfg;
 	struct sieve_path *sp = calloc(1, sizeof *sp);
 	*out = NULL;
 	if (!sp)
 		return -1;
-	sp->cfg = cfg;
-	sp->io = io;
-	sp->stats = stats;
-	sp->hooks = *hooks;
+	sp->p = *parts;
 	pthread_mutex_init(&sp->error_mu, NULL);
 	sp->emitq = bqueue_create(EMIT_QUEUE);
 	sp->feedq = bqueue_create((size_t)cfg->max_connections + FEED_SLACK);

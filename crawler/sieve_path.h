@@ -57,11 +57,17 @@ struct sieve_path_hooks {
 	            uint32_t depth);
 };
 
-/* The queues and the side table (cfg->sieve_meta_memory). cfg, io and
- * stats are borrowed. 0, or -1 (out of memory). */
-int sieve_path_create(const struct crawl_config *cfg, struct io_stall *io,
-                      struct crawl_stats *stats, const struct sieve_path_hooks *hooks,
-                      struct sieve_path **out);
+/* What the sieve path uses, all borrowed. */
+struct sieve_path_parts {
+	const struct crawl_config *cfg;
+	struct io_stall *io;
+	struct crawl_stats *stats;
+	struct sieve_path_hooks hooks;
+};
+
+/* The queues and the side table (cfg->sieve_meta_memory). 0, or -1 (out
+ * of memory). */
+int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **out);
 
 /* Empties a sieve folder for a new crawl (a sieve that remembered an
  * earlier crawl's URLs would emit nothing). -1 with errno EBUSY when a live

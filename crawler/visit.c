@@ -53,14 +53,7 @@ struct req {
 };
 
 struct visit {
-	const struct crawl_config *cfg;
-	uv_loop_t *loop;
-	struct frontier *frontier;
-	struct politeness *pol;
-	struct fetch_engine *fetch;
-	struct dns_resolver *dns;
-	struct crawl_stats *stats;
-	struct visit_hooks hooks;
+	struct visit_parts p;
 	struct host_state **blocks; /* see host_state() */
 	size_t n_blocks;
 	struct req *live;   /* requests in flight or parked */
@@ -190,7 +183,7 @@ int visit_host_get(struct visit *v, const char *url, size_t len, uint32_t *host)
 	size_t kl, hs, hl;
 	if (visit_url_split(url, len, &kl, &hs, &hl) < 0)
 		return -1;
-	if (frontier_host_get(v->frontier, url, kl, 1, host) != FRONTIER_OK)
+	if (frontier_host_get(v->p.frontier, url, kl, 1, host) != FRONTIER_OK)
 		return -1;
 	return host_state(v, *host) ? 0 : -1;
 }
@@ -203,7 +196,7 @@ static enum frontier_robots_state robots_of(struct visit *v, uint32_t host, void
 	enum frontier_robots_state st;
 	void *rob = NULL;
 	uint64_t exp = 0;
-	frontier_host_robots(v->frontier, host, &st, &rob, &exp);
+	frontier_host_robots(v->p.frontier, host, &st, &rob, &exp);
 	if (robots)
 		*robots = rob;
 	if (expires_us)
@@ -214,7 +207,7 @@ static enum frontier_robots_state robots_of(struct visit *v, uint32_t host, void
 static void set_robots(struct visit *v, uint32_t host, enum frontier_robots_state st, void *robots,
                        uint64_t expires_us)
 {
-	frontier_host_set_robots(v->frontier, host, st, robots, expires_us);
+	frontier_host_set_robots(v->p.frontier, host, st, robots, expires_us);
 }
 
 int visit_robots_encode(const void *robots, char **out, size_t *len)
@@ -250,7 +243,7 @@ static void visit_end(struct visit *v, uint32_t host)
 		.retry_after_us = hs->retry_after_us,
 	};
 	set_state(hs, VISIT_IDLE);
-	politeness_release(v->pol, host, &o, monotonic_us());
+	politeness_release(v->p.pol, host, &o, monotonic_us());
 }
 
 /* ---- requests ---- */
@@ -292,15 +285,15 @@ static int start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t
 	struct fetch_request fr = {
 		.url = url, .ip = hs->ip, .user = q, .flags = robots ? FETCH_FLAG_ROBOTS : 0
 	};
-	enum fetch_error e = fetch_engine_start(v->fetch, &fr);
+	enum fetch_error e = fetch_engine_start(v->p.fetch, &fr);
 	if (e != FETCH_OK) {
 		if ((size_t)e < CRAWL_STATS_ERRORS)
-			v->stats->fetch_errors[e]++;
+			v->p.stats->fetch_errors[e]++;
 		req_release(v, q);
 		return -1;
 	}
 	hs->visit_requests++;
-	v->stats->requests++;
+	v->p.stats->requests++;
 	return 0;
 }
 
@@ -309,16 +302,16 @@ static int start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t
 static void start_robots(struct visit *v, uint32_t host)
 {
 	size_t kl;
-	const char *key = frontier_host_key(v->frontier, host, &kl);
+	const char *key = frontier_host_key(v->p.frontier, host, &kl);
 	char url[FRONTIER_KEY_MAX + 16];
 	snprintf(url, sizeof url, "%s/robots.txt", key);
 	set_state(host_state(v, host), VISIT_ROBOTS);
 	set_robots(v, host, FRONTIER_ROBOTS_FETCHING, NULL, 0);
-	v->stats->robots_fetches++;
+	v->p.stats->robots_fetches++;
 	if (start_fetch(v, host, url, 0, NULL, 1, 0) < 0) {
 		/* Could not even start: treat as unreachable (disallow, retry later). */
 		struct robots_policy pol;
-		if (robots_policy_from_fetch(-1, NULL, 0, v->cfg->user_agent,
+		if (robots_policy_from_fetch(-1, NULL, 0, v->p.cfg->user_agent,
 		                             (int64_t)(monotonic_us() / 1000), &pol) == ROBOTS_OK)
 			set_robots(v, host, FRONTIER_ROBOTS_KNOWN, pol.robots,
 			           (uint64_t)pol.expires_ms * 1000u);
@@ -337,11 +330,11 @@ static int robots_answer(struct visit *v, struct req *q, struct fetch_result *re
 		int crawlable;
 		char *to = resolve_location(v, res->url, res->location, &crawlable);
 		size_t kl, h, hl, bkl;
-		const char *key = frontier_host_key(v->frontier, host, &bkl);
+		const char *key = frontier_host_key(v->p.frontier, host, &bkl);
 		/* Only same-origin redirects: another host has no resolved IP here. */
 		if (to && crawlable && visit_url_split(to, strlen(to), &kl, &h, &hl) == 0 &&
-		    kl == bkl && memcmp(to, key, kl) == 0 && !v->hooks.stopping(v->hooks.ctx) &&
-		    v->hooks.can_start(v->hooks.ctx)) {
+		    kl == bkl && memcmp(to, key, kl) == 0 && !*v->p.stopping &&
+		    v->p.hooks.can_start(v->p.hooks.ctx)) {
 			j->redirect = to;
 			if (start_fetch(v, host, to, 0, NULL, 1, q->redirects + 1) == 0)
 				return 1;
@@ -359,14 +352,14 @@ static int robots_answer(struct visit *v, struct req *q, struct fetch_result *re
 		blen = d.len;
 	}
 	struct robots_policy pol;
-	if (robots_policy_from_fetch((int)st, body, blen, v->cfg->user_agent,
+	if (robots_policy_from_fetch((int)st, body, blen, v->p.cfg->user_agent,
 	                             (int64_t)(monotonic_us() / 1000), &pol) == ROBOTS_OK) {
 		set_robots(v, host, FRONTIER_ROBOTS_KNOWN, pol.robots,
 		           (uint64_t)pol.expires_ms * 1000u);
 		set_state(host_state(v, host), VISIT_FETCH);
 		double cd = robots_crawl_delay(pol.robots);
 		if (cd > 0)
-			politeness_host_set_crawl_delay(v->pol, host, (uint64_t)(cd * 1e6));
+			politeness_host_set_crawl_delay(v->p.pol, host, (uint64_t)(cd * 1e6));
 	}
 	free(d.data);
 	return 0;
@@ -377,7 +370,7 @@ static int robots_answer(struct visit *v, struct req *q, struct fetch_result *re
 static void retire_host(struct visit *v, uint32_t host)
 {
 	uint64_t n = 0;
-	frontier_host_retire(v->frontier, host, NULL, NULL, &n);
+	frontier_host_retire(v->p.frontier, host, NULL, NULL, &n);
 }
 
 /* Held host (its token) waiting for the resolver to have room for one
@@ -419,7 +412,7 @@ static int resolve_host(struct visit *v, uint32_t host)
 {
 	struct host_state *hs = host_state(v, host);
 	size_t kl, h, hl;
-	const char *key = frontier_host_key(v->frontier, host, &kl);
+	const char *key = frontier_host_key(v->p.frontier, host, &kl);
 	char name[FRONTIER_KEY_MAX];
 	if (hs->dns == HOST_DNS_FAILED || visit_url_split(key, kl, &kl, &h, &hl) < 0 ||
 	    hl >= sizeof name) {
@@ -443,7 +436,7 @@ static int resolve_host(struct visit *v, uint32_t host)
 	hs->dns = HOST_DNS_PENDING;
 	set_state(hs, VISIT_RESOLVE);
 	v->in_dns_call++;
-	enum dns_error e = dns_resolve(v->dns, name, dns_done, w, uv_now(v->loop));
+	enum dns_error e = dns_resolve(v->p.dns, name, dns_done, w, uv_now(v->p.loop));
 	v->in_dns_call--;
 	if (e == DNS_OK)
 		return 0;
@@ -451,7 +444,7 @@ static int resolve_host(struct visit *v, uint32_t host)
 	if (e == DNS_ERR_BUSY && dns_wait_push(v, host) == 0)
 		return -1; /* HOST_DNS_PENDING: in line */
 	hs->dns = HOST_DNS_NONE;
-	v->stats->dns_errors[e < CRAWL_STATS_ERRORS ? e : CRAWL_STATS_ERRORS - 1]++;
+	v->p.stats->dns_errors[e < CRAWL_STATS_ERRORS ? e : CRAWL_STATS_ERRORS - 1]++;
 	hs->outcome = VISIT_RETRY_LATER;
 	hs->visit_requests = 1; /* so the retry delay applies */
 	hs->retry_after_us = monotonic_us() + 1000000u;
@@ -461,7 +454,7 @@ static int resolve_host(struct visit *v, uint32_t host)
 
 static void dns_start_waiting(struct visit *v)
 {
-	while (v->dns_wait_head < v->dns_wait_n && !v->hooks.finished(v->hooks.ctx)) {
+	while (v->dns_wait_head < v->dns_wait_n && !*v->p.finished) {
 		uint32_t host = v->dns_wait[v->dns_wait_head++];
 		if (resolve_host(v, host) < 0) {
 			v->dns_wait_n--; /* put back in front: it was pushed last */
@@ -485,12 +478,12 @@ static void dns_answered(struct visit *v, uint32_t host, enum dns_error err,
                          const struct in_addr *addrs, size_t naddrs)
 {
 	struct host_state *hs = host_state(v, host);
-	if (v->hooks.finished(v->hooks.ctx)) {
+	if (*v->p.finished) {
 		hs->dns = HOST_DNS_NONE;
 		return;
 	}
 	if (err != DNS_OK || naddrs == 0) {
-		v->stats->dns_errors[err < CRAWL_STATS_ERRORS ? err : CRAWL_STATS_ERRORS - 1]++;
+		v->p.stats->dns_errors[err < CRAWL_STATS_ERRORS ? err : CRAWL_STATS_ERRORS - 1]++;
 		if (err == DNS_ERR_TIMEOUT || err == DNS_ERR_SERVFAIL || err == DNS_ERR_BUSY) {
 			/* Transient: the host backs off as after a failed visit and
 			 * is retired only after max_consecutive_errors of them. */
@@ -499,19 +492,19 @@ static void dns_answered(struct visit *v, uint32_t host, enum dns_error err,
 			hs->visit_requests = 1;
 			visit_end(v, host);
 		} else {
-			v->stats->hosts_dns_failed++;
+			v->p.stats->hosts_dns_failed++;
 			host_unresolvable(v, host, hs);
 		}
 		return;
 	}
 	inet_ntop(AF_INET, &addrs[0], hs->ip, sizeof hs->ip);
-	if (!v->cfg->allow_private_networks && fetch_addr_is_private(hs->ip)) {
-		v->stats->private_refused++;
+	if (!v->p.cfg->allow_private_networks && fetch_addr_is_private(hs->ip)) {
+		v->p.stats->private_refused++;
 		host_unresolvable(v, host, hs);
 		return;
 	}
 	hs->dns = HOST_DNS_OK;
-	politeness_host_set_ip(v->pol, host, ntohl(addrs[0].s_addr));
+	politeness_host_set_ip(v->p.pol, host, ntohl(addrs[0].s_addr));
 	visit_end(v, host); /* VISIT_NONE: back under the IP's token */
 }
 
@@ -525,13 +518,13 @@ static void dns_done(void *ctx, enum dns_error err, const char *name, const stru
 	struct dns_wait *w = ctx;
 	struct visit *v = w->v;
 	uint32_t host = w->host;
-	int was_finished = v->hooks.finished(v->hooks.ctx);
+	int was_finished = *v->p.finished;
 	free(w);
 	dns_answered(v, host, err, addrs, naddrs);
 	if (v->in_dns_call)
 		return;
 	if (!was_finished)
-		v->hooks.pump(v->hooks.ctx);
+		v->p.hooks.pump(v->p.hooks.ctx);
 	dns_start_waiting(v);
 }
 
@@ -547,15 +540,16 @@ void visit_begin(struct visit *v, uint32_t host)
 	hs->outcome = VISIT_OK;
 	hs->retry_after_us = 0;
 	hs->visit_start_us = monotonic_us();
-	politeness_visit_budget(v->pol, host, &hs->visit_max_urls, &hs->visit_max_us);
+	politeness_visit_budget(v->p.pol, host, &hs->visit_max_urls, &hs->visit_max_us);
 	if (hs->dns != HOST_DNS_OK) {
 		resolve_host(v, host);
 		return;
 	}
 	uint64_t exp;
 	enum frontier_robots_state st = robots_of(v, host, NULL, &exp);
-	if (v->cfg->obey_robots && (st == FRONTIER_ROBOTS_UNKNOWN ||
-	                            (st == FRONTIER_ROBOTS_KNOWN && exp && exp < monotonic_us()))) {
+	if (v->p.cfg->obey_robots &&
+	    (st == FRONTIER_ROBOTS_UNKNOWN ||
+	     (st == FRONTIER_ROBOTS_KNOWN && exp && exp < monotonic_us()))) {
 		start_robots(v, host);
 		return;
 	}
@@ -565,11 +559,11 @@ void visit_begin(struct visit *v, uint32_t host)
 /* 1 if the visit must end before its next request. */
 static int visit_over(struct visit *v, const struct host_state *hs)
 {
-	return v->hooks.stopping(v->hooks.ctx) || hs->outcome != VISIT_OK ||
+	return *v->p.stopping || hs->outcome != VISIT_OK ||
 	       hs->visit_requests >= hs->visit_max_urls ||
 	       (hs->visit_requests && monotonic_us() - hs->visit_start_us >= hs->visit_max_us) ||
-	       (v->cfg->max_pages && v->stats->pages_started >= v->cfg->max_pages) ||
-	       !v->hooks.can_start(v->hooks.ctx);
+	       (v->p.cfg->max_pages && v->p.stats->pages_started >= v->p.cfg->max_pages) ||
+	       !v->p.hooks.can_start(v->p.hooks.ctx);
 }
 
 /* 1 if robots.txt forbids the URL. */
@@ -577,7 +571,7 @@ static int disallowed(struct visit *v, uint32_t host, const struct frontier_url 
 {
 	void *rob = NULL;
 	char path[FRONTIER_URL_MAX + 8];
-	if (!v->cfg->obey_robots)
+	if (!v->p.cfg->obey_robots)
 		return 0;
 	robots_of(v, host, &rob, NULL);
 	return rob && (robots_path_from_url(fu->url, fu->url_len, path, sizeof path) != ROBOTS_OK ||
@@ -589,12 +583,12 @@ static void visit_next(struct visit *v, uint32_t host)
 	struct host_state *hs = host_state(v, host);
 	for (;;) {
 		struct frontier_url fu;
-		if (visit_over(v, hs) || frontier_pop(v->frontier, host, &fu) != FRONTIER_OK) {
+		if (visit_over(v, hs) || frontier_pop(v->p.frontier, host, &fu) != FRONTIER_OK) {
 			visit_end(v, host);
 			return;
 		}
 		if (disallowed(v, host, &fu)) {
-			v->stats->robots_disallowed++;
+			v->p.stats->robots_disallowed++;
 			continue;
 		}
 		char *url = strndup(fu.url, fu.url_len);
@@ -603,7 +597,7 @@ static void visit_next(struct visit *v, uint32_t host)
 		free(url);
 		free(via);
 		if (rc == 0) {
-			v->stats->pages_started++;
+			v->p.stats->pages_started++;
 			return; /* one request per host in flight; visit_continue goes on */
 		}
 	}
@@ -620,7 +614,7 @@ void visit_continue(struct visit *v, uint32_t host)
 /* Counts a result and what it says about the host's visit. */
 static void count_result(struct visit *v, struct host_state *hs, const struct fetch_result *res)
 {
-	struct crawl_stats *s = v->stats;
+	struct crawl_stats *s = v->p.stats;
 	if (res->error != FETCH_OK) {
 		if ((size_t)res->error < CRAWL_STATS_ERRORS)
 			s->fetch_errors[res->error]++;
@@ -644,13 +638,13 @@ static void count_result(struct visit *v, struct host_state *hs, const struct fe
 static void page_result(struct visit *v, struct req *q, struct fetch_result *res,
                         struct crawl_job *j, int *follow)
 {
-	v->stats->pages_done++;
-	frontier_host_account(v->frontier, q->host, 1, res->body.len);
+	v->p.stats->pages_done++;
+	frontier_host_account(v->p.frontier, q->host, 1, res->body.len);
 	if (res->error == FETCH_OK && res->status >= 300 && res->status < 400 && res->location) {
 		int crawlable;
 		j->flags |= CRAWL_LOG_REDIRECT;
 		j->redirect = resolve_location(v, res->url, res->location, &crawlable);
-		v->stats->redirects++;
+		v->p.stats->redirects++;
 		*follow = j->redirect && crawlable;
 	}
 	j->parse = res->error == FETCH_OK && res->status >= 200 && res->status < 300 &&
@@ -677,7 +671,7 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 	count_result(v, hs, res);
 	if (q->robots) {
 		j->flags |= CRAWL_LOG_ROBOTS;
-		if (!v->hooks.finished(v->hooks.ctx))
+		if (!*v->p.finished)
 			robots_answer(v, q, res, j);
 	} else {
 		page_result(v, q, res, j, follow);
@@ -690,12 +684,12 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 
 void visit_save(struct visit *v, struct recfile_writer *w, uint64_t now)
 {
-	uint32_t nhosts = frontier_host_count(v->frontier), n = 0;
+	uint32_t nhosts = frontier_host_count(v->p.frontier), n = 0;
 	recfile_put_u32(w, nhosts);
 	for (uint32_t h = 0; h < nhosts; h++) {
 		struct politeness_host_saved ps;
 		const struct host_state *hs = host_state_if_any(v, h);
-		politeness_host_save(v->pol, h, now, &ps);
+		politeness_host_save(v->p.pol, h, now, &ps);
 		/* a lookup in progress is made again */
 		recfile_put_u8(w, hs && (hs->dns == HOST_DNS_OK || hs->dns == HOST_DNS_FAILED)
 		                          ? hs->dns
@@ -740,7 +734,7 @@ static int load_host(struct visit *v, struct recfile_reader *rd, uint32_t h, uin
 		struct in_addr a = { htonl(ps.ipv4) };
 		inet_ntop(AF_INET, &a, hs->ip, sizeof hs->ip);
 	}
-	if (politeness_host_restore(v->pol, h, &ps, now) == POLITENESS_ERR_NOMEM)
+	if (politeness_host_restore(v->p.pol, h, &ps, now) == POLITENESS_ERR_NOMEM)
 		return -1;
 	return 0;
 }
@@ -750,7 +744,7 @@ int visit_load(struct visit *v, struct recfile_reader *rd, uint64_t now)
 	uint32_t n, nhosts;
 	char url[FRONTIER_URL_MAX + 1], via[FRONTIER_URL_MAX + 1];
 	if (recfile_get_u32(rd, &nhosts) != RECFILE_OK ||
-	    nhosts != frontier_host_count(v->frontier))
+	    nhosts != frontier_host_count(v->p.frontier))
 		return -1;
 	for (uint32_t h = 0; h < nhosts; h++)
 		if (load_host(v, rd, h, now) != 0)
@@ -765,32 +759,22 @@ int visit_load(struct visit *v, struct recfile_reader *rd, uint64_t now)
 		    recfile_get_bytes(rd, via, sizeof via, &vlen) != RECFILE_OK || host >= nhosts)
 			return -1;
 		/* a retired host counts it as dropped */
-		frontier_unpop(v->frontier, host, url, ulen, via, vlen, depth);
+		frontier_unpop(v->p.frontier, host, url, ulen, via, vlen, depth);
 	}
 	return 0;
 }
 
 /* ---- set-up and teardown ---- */
 
-struct visit *visit_create(const struct crawl_config *cfg, uv_loop_t *loop,
-                           struct frontier *frontier, struct politeness *pol,
-                           struct fetch_engine *fetch, struct dns_resolver *dns,
-                           struct crawl_stats *stats, const struct visit_hooks *hooks)
+struct visit *visit_create(const struct visit_parts *parts)
 {
 	struct visit *v = calloc(1, sizeof *v);
 	struct url_options uo;
 	if (!v)
 		return NULL;
-	v->cfg = cfg;
-	v->loop = loop;
-	v->frontier = frontier;
-	v->pol = pol;
-	v->fetch = fetch;
-	v->dns = dns;
-	v->stats = stats;
-	v->hooks = *hooks;
+	v->p = *parts;
 	url_options_init(&uo);
-	uo.max_len = cfg->max_url_len;
+	uo.max_len = parts->cfg->max_url_len;
 	v->url_base = url_create(&uo);
 	v->url_target = url_create(&uo);
 	if (!v->url_base || !v->url_target) {

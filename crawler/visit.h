@@ -27,8 +27,8 @@
  * more lookup (FIFO), started as lookups end.
  *
  * The visit reaches the loop through hooks given at creation: whether a
- * transfer may start (back-pressure), whether the crawl is stopping or
- * finished, and the pump (after an asynchronous DNS answer).
+ * transfer may start (back-pressure) and the pump (after an asynchronous
+ * DNS answer); it reads the loop's stopping and finished flags.
  */
 #ifndef CRAWLER_VISIT_H
 #define CRAWLER_VISIT_H
@@ -51,17 +51,26 @@ struct visit;
 struct visit_hooks {
 	void *ctx;
 	int (*can_start)(void *ctx); /* room for one more transfer */
-	int (*stopping)(void *ctx);  /* the crawl starts nothing new */
-	int (*finished)(void *ctx);  /* the loop is over */
 	void (*pump)(void *ctx);     /* the loop's pump, after a DNS answer */
 };
 
-/* Everything borrowed (the engine's results come back through
- * visit_result). NULL if out of memory. */
-struct visit *visit_create(const struct crawl_config *cfg, uv_loop_t *loop,
-                           struct frontier *frontier, struct politeness *pol,
-                           struct fetch_engine *fetch, struct dns_resolver *dns,
-                           struct crawl_stats *stats, const struct visit_hooks *hooks);
+/* What a visit uses, all borrowed (the engine's results come back through
+ * visit_result). */
+struct visit_parts {
+	const struct crawl_config *cfg;
+	uv_loop_t *loop;
+	struct frontier *frontier;
+	struct politeness *pol;
+	struct fetch_engine *fetch;
+	struct dns_resolver *dns;
+	struct crawl_stats *stats;
+	struct visit_hooks hooks;
+	const int *stopping; /* the loop's: the crawl starts nothing new */
+	const int *finished; /* the loop's: it is over */
+};
+
+/* NULL if out of memory. */
+struct visit *visit_create(const struct visit_parts *parts);
 /* Frees the table, the live requests and the wait line; NULL is a no-op. */
 void visit_destroy(struct visit *v);
 
