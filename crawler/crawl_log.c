@@ -52,16 +52,12 @@ static const char header_line[] =
 
 const char *crawl_log_strerror(enum crawl_log_error err)
 {
-	switch (err) {
-	case CRAWL_LOG_OK:
-		return "ok";
-	case CRAWL_LOG_ERR_NOMEM:
-		return "out of memory";
-	case CRAWL_LOG_ERR_INVALID:
-		return "invalid argument";
-	case CRAWL_LOG_ERR_IO:
-		return "i/o error";
-	}
+	static const char *const text[] = { [CRAWL_LOG_OK] = "ok",
+		                            [CRAWL_LOG_ERR_NOMEM] = "out of memory",
+		                            [CRAWL_LOG_ERR_INVALID] = "invalid argument",
+		                            [CRAWL_LOG_ERR_IO] = "i/o error" };
+	if ((size_t)err < sizeof text / sizeof text[0])
+		return text[err];
 	return "unknown error";
 }
 

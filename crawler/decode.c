@@ -14,18 +14,14 @@
 
 const char *decode_strerror(enum decode_error err)
 {
-	switch (err) {
-	case DECODE_OK:
-		return "ok";
-	case DECODE_ERR_NOMEM:
-		return "out of memory";
-	case DECODE_ERR_UNSUPPORTED:
-		return "unsupported content-encoding";
-	case DECODE_ERR_CORRUPT:
-		return "corrupt compressed data";
-	case DECODE_ERR_INVALID:
-		return "invalid argument";
-	}
+	static const char *const text[] = { [DECODE_OK] = "ok",
+		                            [DECODE_ERR_NOMEM] = "out of memory",
+		                            [DECODE_ERR_UNSUPPORTED] =
+		                                    "unsupported content-encoding",
+		                            [DECODE_ERR_CORRUPT] = "corrupt compressed data",
+		                            [DECODE_ERR_INVALID] = "invalid argument" };
+	if ((size_t)err < sizeof text / sizeof text[0])
+		return text[err];
 	return "unknown error";
 }
 

@@ -54,9 +54,9 @@ struct link_batch {
 	uint64_t sigs[BATCH_URLS];
 	uint64_t tickets[BATCH_URLS]; /* NO_TICKET: the side-table entry is not ours */
 	size_t n;
-	char *arena;
-	size_t arena_cap, arena_len;
 	uint64_t flushes; /* the sieve's completed flushes, as last read */
+	size_t arena_cap, arena_len;
+	char arena[]; /* the keys, back to back */
 };
 
 struct sieve_path {
@@ -111,24 +111,18 @@ int sieve_path_failed(struct sieve_path *sp, char *msg, size_t cap)
 
 struct link_batch *sieve_path_batch_create(struct sieve_path *sp)
 {
-	struct link_batch *b = calloc(1, sizeof *b);
-	if (!b)
-		return NULL;
-	b->sp = sp;
-	b->arena_cap = 16u * ((size_t)sp->p.cfg->max_url_len + 1);
-	b->arena = malloc(b->arena_cap);
-	if (!b->arena) {
-		free(b);
-		return NULL;
+	size_t cap = 16u * ((size_t)sp->p.cfg->max_url_len + 1);
+	struct link_batch *b = malloc(sizeof *b + cap);
+	if (b) {
+		memset(b, 0, sizeof *b);
+		b->sp = sp;
+		b->arena_cap = cap;
 	}
 	return b;
 }
 
 void sieve_path_batch_destroy(struct link_batch *b)
 {
-	if (!b)
-		return;
-	free(b->arena);
 	free(b);
 }
 
