@@ -43,6 +43,10 @@ struct parse_state {
 	struct links_extractor *ex;
 	struct url *u;
 	struct link_batch *batch;
+	/* The extractor writes each link as its crawl key under url.h's default
+	 * options. When the crawl's options are the same, that is the crawl's
+	 * key already (crawl keys are idempotent, url.h): no second parse. */
+	int links_are_keys;
 };
 
 static void *parse_init(void *ctx)
@@ -52,9 +56,13 @@ static void *parse_init(void *ctx)
 	if (!ps)
 		return NULL;
 	struct links_config lc = { .max_links = pj->p.cfg->max_links };
-	struct url_options uo;
+	struct url_options uo, links_uo;
 	url_options_init(&uo);
+	url_options_init(&links_uo); /* the extractor's (lc.url_options is NULL) */
 	uo.max_len = pj->p.cfg->max_url_len;
+	ps->links_are_keys =
+	        uo.flags == links_uo.flags &&
+	        uo.max_len == (links_uo.max_len ? links_uo.max_len : URL_DEFAULT_MAX_LEN);
 	ps->u = url_create(&uo);
 	ps->batch = sieve_path_batch_create(pj->p.sp);
 	if (!ps->u || !ps->batch || links_extractor_create(&lc, &ps->ex) != LINKS_OK) {
@@ -143,9 +151,12 @@ static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct craw
 			atomic_fetch_add(&ac->nofollow, 1);
 			continue;
 		}
-		size_t room, klen;
+		size_t room, klen = l[i].len;
 		char *key = sieve_path_batch_slot(b, &room);
-		if (url_normalize(ps->u, NULL, l[i].url, l[i].len, key, room, &klen) != URL_OK) {
+		if (ps->links_are_keys && klen < room) {
+			memcpy(key, l[i].url, klen + 1);
+		} else if (url_normalize(ps->u, NULL, l[i].url, l[i].len, key, room, &klen) !=
+		           URL_OK) {
 			atomic_fetch_add(&ac->url_invalid, 1);
 			continue;
 		}
