@@ -11,79 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "frontier/fileio.h"
+
 #define CKPT_DIR "checkpoint"
 #define NAME_FMT "ckpt-%08" PRIu64
-
-static int fsync_path(const char *path, int dir)
-{
-	int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-	int rc, e;
-	if (fd < 0)
-		return -1;
-	rc = fsync(fd);
-	e = errno;
-	close(fd);
-	errno = e;
-	return rc;
-}
-
-/* fsyncs every regular file and folder under dir, dir last. */
-static int fsync_tree(const char *dir)
-{
-	char p[4200];
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int rc = 0;
-
-	if (d == NULL)
-		return -1;
-	while (rc == 0 && (e = readdir(d)) != NULL) {
-		struct stat st;
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) {
-			errno = ENAMETOOLONG;
-			rc = -1;
-		} else if (lstat(p, &st) != 0) {
-			rc = -1;
-		} else if (S_ISDIR(st.st_mode)) {
-			rc = fsync_tree(p);
-		} else if (S_ISREG(st.st_mode)) {
-			rc = fsync_path(p, 0);
-		}
-	}
-	closedir(d);
-	return rc == 0 ? fsync_path(dir, 1) : rc;
-}
-
-int checkpoint_remove_tree(const char *dir)
-{
-	char p[4200];
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int rc = 0;
-
-	if (d == NULL)
-		return errno == ENOENT ? 0 : -1;
-	while ((e = readdir(d)) != NULL) {
-		struct stat st;
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) {
-			rc = -1;
-			continue;
-		}
-		if (lstat(p, &st) != 0)
-			continue;
-		if (S_ISDIR(st.st_mode) ? checkpoint_remove_tree(p) != 0
-		                        : unlink(p) != 0 && errno != ENOENT)
-			rc = -1;
-	}
-	closedir(d);
-	if (rmdir(dir) != 0 && errno != ENOENT)
-		rc = -1;
-	return rc;
-}
 
 static int ckpt_path(char *out, size_t cap, const char *base, uint64_t seq, const char *suffix)
 {
@@ -108,7 +39,7 @@ int checkpoint_prepare(const char *out, uint64_t seq, char *path, size_t cap, ch
 		snprintf(err, errlen, "%s: path too long", out);
 		return -1;
 	}
-	checkpoint_remove_tree(path);
+	fileio_remove_tree(path);
 	if (mkdir(path, 0755) != 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
@@ -120,7 +51,7 @@ void checkpoint_discard(const char *out, uint64_t seq)
 {
 	char p[4200];
 	if (ckpt_path(p, sizeof p, out, seq, ".tmp") == 0)
-		checkpoint_remove_tree(p);
+		fileio_remove_tree(p);
 }
 
 /* Removes every entry of OUT/checkpoint but ckpt-SEQ and CURRENT. */
@@ -141,7 +72,7 @@ static void remove_others(const char *out, uint64_t seq)
 			continue;
 		if (snprintf(p, sizeof p, "%s/%s", top, e->d_name) >= (int)sizeof p)
 			continue;
-		checkpoint_remove_tree(p);
+		fileio_remove_tree(p);
 		unlink(p);
 	}
 	closedir(d);
@@ -160,12 +91,12 @@ int checkpoint_commit(const char *out, uint64_t seq, char *err, size_t errlen)
 	snprintf(top, sizeof top, "%s/" CKPT_DIR, out);
 	snprintf(cur, sizeof cur, "%s/CURRENT", top);
 	snprintf(curtmp, sizeof curtmp, "%s/CURRENT.tmp", top);
-	if (fsync_tree(tmp) != 0) {
+	if (fileio_fsync_tree(tmp) != 0) {
 		snprintf(err, errlen, "fsync of %s: %s", tmp, strerror(errno));
 		return -1;
 	}
-	checkpoint_remove_tree(fin);
-	if (rename(tmp, fin) != 0 || fsync_path(top, 1) != 0) {
+	fileio_remove_tree(fin);
+	if (rename(tmp, fin) != 0 || fileio_fsync_dir(top) != 0) {
 		snprintf(err, errlen, "%s: %s", fin, strerror(errno));
 		return -1;
 	}
@@ -179,7 +110,7 @@ int checkpoint_commit(const char *out, uint64_t seq, char *err, size_t errlen)
 		return -1;
 	}
 	close(fd);
-	if (rename(curtmp, cur) != 0 || fsync_path(top, 1) != 0) {
+	if (rename(curtmp, cur) != 0 || fileio_fsync_dir(top) != 0) {
 		snprintf(err, errlen, "%s: %s", cur, strerror(errno));
 		return -1;
 	}
@@ -255,7 +186,7 @@ int checkpoint_repair_log(const char *path, uint64_t *cut)
 		*cut = (uint64_t)(end - pos);
 	}
 	rc = 0;
-out: {
+out : {
 	int e = errno;
 	close(fd);
 	errno = e;

@@ -47,9 +47,6 @@ void checkpoint_discard(const char *out, uint64_t seq);
 int checkpoint_find(const char *out, char *path, size_t cap, uint64_t *seq, char *err,
                     size_t errlen);
 
-/* Removes dir and everything in it. 0, or -1 with errno set. */
-int checkpoint_remove_tree(const char *dir);
-
 /* Cuts a text log (crawl.log) after its last newline: a line torn by a
  * crash is dropped. *cut gets the bytes removed. 0, or -1 with errno set;
  * a missing file is fine (0). */

@@ -20,7 +20,7 @@
 struct crawl_log {
 	int fd;
 	int is_stdout;
-	size_t len;      /* bytes in buf not yet written */
+	size_t len; /* bytes in buf not yet written */
 	char buf[LOG_BUF];
 };
 
@@ -47,17 +47,17 @@ static enum crawl_log_error drain(struct crawl_log *log)
 }
 
 static const char header_line[] =
-	"#timestamp\tstatus\tbytes\turl\tvia\tdepth\tcontent_type\tduration_ms"
-	"\tip\terror\tredirect\tflags\n";
+        "#timestamp\tstatus\tbytes\turl\tvia\tdepth\tcontent_type\tduration_ms"
+        "\tip\terror\tredirect\tflags\n";
 
 const char *crawl_log_strerror(enum crawl_log_error err)
 {
-	switch (err) {
-	case CRAWL_LOG_OK: return "ok";
-	case CRAWL_LOG_ERR_NOMEM: return "out of memory";
-	case CRAWL_LOG_ERR_INVALID: return "invalid argument";
-	case CRAWL_LOG_ERR_IO: return "i/o error";
-	}
+	static const char *const text[] = { [CRAWL_LOG_OK] = "ok",
+		                            [CRAWL_LOG_ERR_NOMEM] = "out of memory",
+		                            [CRAWL_LOG_ERR_INVALID] = "invalid argument",
+		                            [CRAWL_LOG_ERR_IO] = "i/o error" };
+	if ((size_t)err < sizeof text / sizeof text[0])
+		return text[err];
 	return "unknown error";
 }
 
@@ -77,20 +77,22 @@ static void put_field(char *buf, size_t cap, size_t *pos, const char *s)
 		put(buf, cap, pos, "-", 1);
 		return;
 	}
+	/* backslash, tab, newline and return as \\, \t, \n, \r; other controls as \xNN */
+	static const char special[] = "\\\t\n\r", letter[] = "\\tnr";
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		char esc[5];
-		switch (*p) {
-		case '\\': put(buf, cap, pos, "\\\\", 2); break;
-		case '\t': put(buf, cap, pos, "\\t", 2); break;
-		case '\n': put(buf, cap, pos, "\\n", 2); break;
-		case '\r': put(buf, cap, pos, "\\r", 2); break;
-		default:
-			if (*p < 0x20 || *p == 0x7f) {
-				snprintf(esc, sizeof(esc), "\\x%02x", *p);
-				put(buf, cap, pos, esc, 4);
-			} else {
-				put(buf, cap, pos, (const char *)p, 1);
-			}
+		if (*p >= 0x20 && *p != 0x7f && *p != '\\') {
+			put(buf, cap, pos, (const char *)p, 1);
+			continue;
+		}
+		const char *sp = strchr(special, *p);
+		if (sp) {
+			esc[0] = '\\';
+			esc[1] = letter[sp - special];
+			put(buf, cap, pos, esc, 2);
+		} else {
+			snprintf(esc, sizeof(esc), "\\x%02x", *p);
+			put(buf, cap, pos, esc, 4);
 		}
 	}
 }
@@ -114,35 +116,41 @@ size_t crawl_log_format(const struct crawl_log_entry *e, char *buf, size_t cap)
 		secs -= 1;
 	}
 	gmtime_r(&secs, &tm);
-	int n = snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-	                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	                 tm.tm_min, tm.tm_sec, ms);
+	int n = snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+	                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 	put(buf, cap, &pos, ts, (size_t)n);
+	/* the columns after the timestamp, in order */
+	const struct {
+		const char *fmt; /* a number's format; NULL for a text field */
+		long long num;
+		const char *text;
+	} cols[] = {
+		{ "%lld", e->status, NULL },
+		{ "%llu", (long long)e->bytes, NULL },
+		{ NULL, 0, e->url },
+		{ NULL, 0, e->via },
+		{ "%lld", e->depth, NULL },
+		{ NULL, 0, e->content_type },
+		{ "%llu", (long long)e->duration_ms, NULL },
+		{ NULL, 0, e->ip },
+		{ NULL, 0, e->error },
+		{ NULL, 0, e->redirect },
+	};
 	put(buf, cap, &pos, "\t", 1);
-	put_num(buf, cap, &pos, "%lld", e->status);
-	put(buf, cap, &pos, "\t", 1);
-	put_num(buf, cap, &pos, "%llu", (long long)e->bytes);
-	put(buf, cap, &pos, "\t", 1);
-	put_field(buf, cap, &pos, e->url);
-	put(buf, cap, &pos, "\t", 1);
-	put_field(buf, cap, &pos, e->via);
-	put(buf, cap, &pos, "\t", 1);
-	put_num(buf, cap, &pos, "%lld", e->depth);
-	put(buf, cap, &pos, "\t", 1);
-	put_field(buf, cap, &pos, e->content_type);
-	put(buf, cap, &pos, "\t", 1);
-	put_num(buf, cap, &pos, "%llu", (long long)e->duration_ms);
-	put(buf, cap, &pos, "\t", 1);
-	put_field(buf, cap, &pos, e->ip);
-	put(buf, cap, &pos, "\t", 1);
-	put_field(buf, cap, &pos, e->error);
-	put(buf, cap, &pos, "\t", 1);
-	put_field(buf, cap, &pos, e->redirect);
-	put(buf, cap, &pos, "\t", 1);
-	static const struct { unsigned bit; const char *name; } names[] = {
-		{CRAWL_LOG_TRUNCATED, "truncated"}, {CRAWL_LOG_REDIRECT, "redirect"},
-		{CRAWL_LOG_NEAR_DUP, "near-dup"}, {CRAWL_LOG_REVISIT, "revisit"},
-		{CRAWL_LOG_ROBOTS, "robots"},
+	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
+		if (cols[i].fmt)
+			put_num(buf, cap, &pos, cols[i].fmt, cols[i].num);
+		else
+			put_field(buf, cap, &pos, cols[i].text);
+		put(buf, cap, &pos, "\t", 1);
+	}
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} names[] = {
+		{ CRAWL_LOG_TRUNCATED, "truncated" }, { CRAWL_LOG_REDIRECT, "redirect" },
+		{ CRAWL_LOG_NEAR_DUP, "near-dup" },   { CRAWL_LOG_REVISIT, "revisit" },
+		{ CRAWL_LOG_ROBOTS, "robots" },
 	};
 	int any = 0;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -231,7 +239,8 @@ enum crawl_log_error crawl_log_write(struct crawl_log *log, const struct crawl_l
 				continue;
 			if (k < 0) {
 				int saved = errno;
-				if (before >= 0 && !log->is_stdout && ftruncate(log->fd, before) != 0)
+				if (before >= 0 && !log->is_stdout &&
+				    ftruncate(log->fd, before) != 0)
 					(void)0; /* the next resume cuts the torn line */
 				errno = saved;
 				rc = CRAWL_LOG_ERR_IO;

@@ -1,13 +1,20 @@
 /*
  * crawl_run.h: one crawl, start to end: the fetch loop thread (libuv loop
  * owning the fetch engine, the DNS resolver, the frontier and the politeness
- * heap), the parse threads (parse/parse_pool.h), the URL sieve
- * (sieve/sieve.h, in OUTPUT_DIR/sieve) with its side table of depth and
- * via-URL (crawler/link_meta.h), the feeder thread and the writer thread
- * (WARC + crawl log), joined by bounded queues.
+ * heap), the parse threads, the URL sieve with its feeder thread, and the
+ * writer thread, joined by bounded queues. Each piece owns its state and
+ * reaches the loop through hooks given at its creation:
+ *   visit.h            the visit of a held host (RESOLVE, ROBOTS, FETCH),
+ *                      per-host table, requests in flight, DNS wait line;
+ *   sieve_path.h       every URL reaches the frontier through the sieve,
+ *                      as a crawl key, exactly once (feeder, emit queue);
+ *   parse_jobs.h       parse threads: links, scope, near-duplicates;
+ *   crawl_writer.h     the writer thread: WARC and crawl.log;
+ *   crawl_checkpoint.h the checkpoint phases and the crawl state file;
+ *   crawl_stats.h      the counters, stats.json and the summary;
+ *   crawl_outdir.h     the output folder's claim, inputs and repairs.
  *
- * Every URL reaches the frontier through the sieve, as a crawl key
- * (frontier/url.h), exactly once:
+ * The hand-offs between threads:
  *   seeds, redirect targets --(feed queue, try_push)--> feeder thread --+
  *   fetch loop --try_submit--> parse pool (links: scope, crawl key) ----+
  *     --sieve_add_batch--> sieve --emit (flush thread)--> side table lookup
@@ -21,23 +28,12 @@
  * (both sieve buffers full); the sieve's flush thread may wait for room in
  * the emit queue, which the loop drains without waiting.
  *
- * The sieve flushes by itself when its buffer is full. When the frontier
- * runs dry the loop asks the feeder for a forced flush (sieve_flush): early,
- * while pages are still in flight or parsed, and once everything is idle.
- *
  * End: a forced flush requested with nothing in flight, no host held,
  * nothing queued in the frontier, no parse job outstanding and the emit and
- * feed queues empty emitted nothing; or max_pages / max_time / SIGINT; or a
- * sieve failure (exit 1). Every end but a second SIGINT and a sieve
- * failure writes a last checkpoint first.
- *
- * Checkpoints (every checkpoint_interval_s, checkpoint.h): the loop stops
- * starting transfers and parks finished ones, waits for the parse threads
- * and the feeder, forces a sieve flush and moves every emitted URL into
- * the frontier, has the writer sync; then frontier, crawl state and (on a
- * worker thread) sieve are written and committed as one cut; parked
- * results go on. A resume restores the three and re-queues what was in
- * flight.
+ * feed queues empty emitted nothing (sieve_path_dry); or max_pages /
+ * max_time / SIGINT; or a sieve failure (exit 1). Every end but a second
+ * SIGINT and a sieve failure writes a last checkpoint first. Every exit,
+ * after a failed set-up too, goes through one teardown.
  *
  * Output in cfg->output_dir: WARC files, crawl.log, stats.json, sieve/ (the
  * live sieve), checkpoint/, seeds.txt and crawl.conf (for --resume),
@@ -52,10 +48,10 @@
 
 /* Exit codes of a crawl (also of `crawler crawl`). */
 enum crawl_exit {
-	CRAWL_EXIT_OK = 0,       /* crawl finished (frontier exhausted or a limit) */
-	CRAWL_EXIT_FAILURE = 1,  /* setup or I/O failure */
-	CRAWL_EXIT_USAGE = 2,    /* bad command line or configuration */
-	CRAWL_EXIT_ABORTED = 3,  /* second SIGINT: stopped at once */
+	CRAWL_EXIT_OK = 0,      /* crawl finished (frontier exhausted or a limit) */
+	CRAWL_EXIT_FAILURE = 1, /* setup or I/O failure */
+	CRAWL_EXIT_USAGE = 2,   /* bad command line or configuration */
+	CRAWL_EXIT_ABORTED = 3, /* second SIGINT: stopped at once */
 };
 
 /* Runs a crawl from seeds (n absolute URLs, borrowed) with cfg (borrowed).

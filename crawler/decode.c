@@ -14,13 +14,14 @@
 
 const char *decode_strerror(enum decode_error err)
 {
-	switch (err) {
-	case DECODE_OK: return "ok";
-	case DECODE_ERR_NOMEM: return "out of memory";
-	case DECODE_ERR_UNSUPPORTED: return "unsupported content-encoding";
-	case DECODE_ERR_CORRUPT: return "corrupt compressed data";
-	case DECODE_ERR_INVALID: return "invalid argument";
-	}
+	static const char *const text[] = { [DECODE_OK] = "ok",
+		                            [DECODE_ERR_NOMEM] = "out of memory",
+		                            [DECODE_ERR_UNSUPPORTED] =
+		                                    "unsupported content-encoding",
+		                            [DECODE_ERR_CORRUPT] = "corrupt compressed data",
+		                            [DECODE_ERR_INVALID] = "invalid argument" };
+	if ((size_t)err < sizeof text / sizeof text[0])
+		return text[err];
 	return "unknown error";
 }
 
@@ -63,9 +64,28 @@ static int obuf_room(struct obuf *o, size_t want)
 	return 0;
 }
 
+/* Room for the next chunk of output: 1 with *want bytes free at
+ * o->data + o->len; 0 when the output cap is reached (*truncated) or out
+ * of memory (*rc = DECODE_ERR_NOMEM). */
+static int obuf_next(struct obuf *o, bool *truncated, size_t *want, enum decode_error *rc)
+{
+	if (o->len >= o->cap) {
+		*truncated = true;
+		return 0;
+	}
+	*want = o->cap - o->len;
+	if (*want > 65536)
+		*want = 65536;
+	if (obuf_room(o, *want) != 0) {
+		*rc = DECODE_ERR_NOMEM;
+		return 0;
+	}
+	return 1;
+}
+
 /* zlib: windowBits 15+32 autodetects gzip/zlib; raw deflate when raw. */
-static enum decode_error inflate_one(const uint8_t *in, size_t len, int raw,
-                                     struct obuf *o, bool *truncated)
+static enum decode_error inflate_one(const uint8_t *in, size_t len, int raw, struct obuf *o,
+                                     bool *truncated)
 {
 	z_stream zs;
 	enum decode_error rc = DECODE_OK;
@@ -75,17 +95,9 @@ static enum decode_error inflate_one(const uint8_t *in, size_t len, int raw,
 	const uint8_t *p = in;
 	size_t left = len;
 	for (;;) {
-		if (o->len >= o->cap) {
-			*truncated = true;
+		size_t want;
+		if (!obuf_next(o, truncated, &want, &rc))
 			break;
-		}
-		size_t want = o->cap - o->len;
-		if (want > 65536)
-			want = 65536;
-		if (obuf_room(o, want) != 0) {
-			rc = DECODE_ERR_NOMEM;
-			break;
-		}
 		uInt chunk_in = left > (1u << 30) ? (1u << 30) : (uInt)left;
 		zs.next_in = (Bytef *)(uintptr_t)p;
 		zs.avail_in = chunk_in;
@@ -125,8 +137,8 @@ static enum decode_error inflate_one(const uint8_t *in, size_t len, int raw,
 	return rc;
 }
 
-static enum decode_error do_inflate(const uint8_t *in, size_t len, struct obuf *o,
-                                    bool *truncated, int deflate)
+static enum decode_error do_inflate(const uint8_t *in, size_t len, struct obuf *o, bool *truncated,
+                                    int deflate)
 {
 	enum decode_error rc = inflate_one(in, len, 0, o, truncated);
 	if (rc == DECODE_ERR_CORRUPT && deflate && o->len == 0) {
@@ -137,8 +149,7 @@ static enum decode_error do_inflate(const uint8_t *in, size_t len, struct obuf *
 	return rc;
 }
 
-static enum decode_error do_brotli(const uint8_t *in, size_t len, struct obuf *o,
-                                   bool *truncated)
+static enum decode_error do_brotli(const uint8_t *in, size_t len, struct obuf *o, bool *truncated)
 {
 	enum decode_error rc = DECODE_OK;
 	BrotliDecoderState *st = BrotliDecoderCreateInstance(NULL, NULL, NULL);
@@ -147,21 +158,13 @@ static enum decode_error do_brotli(const uint8_t *in, size_t len, struct obuf *o
 	size_t avail_in = len;
 	const uint8_t *next_in = in;
 	for (;;) {
-		if (o->len >= o->cap) {
-			*truncated = true;
+		size_t want;
+		if (!obuf_next(o, truncated, &want, &rc))
 			break;
-		}
-		size_t want = o->cap - o->len;
-		if (want > 65536)
-			want = 65536;
-		if (obuf_room(o, want) != 0) {
-			rc = DECODE_ERR_NOMEM;
-			break;
-		}
 		size_t avail_out = want;
 		uint8_t *next_out = o->data + o->len;
-		BrotliDecoderResult r = BrotliDecoderDecompressStream(
-			st, &avail_in, &next_in, &avail_out, &next_out, NULL);
+		BrotliDecoderResult r = BrotliDecoderDecompressStream(st, &avail_in, &next_in,
+		                                                      &avail_out, &next_out, NULL);
 		o->len += want - avail_out;
 		if (r == BROTLI_DECODER_RESULT_SUCCESS)
 			break;
@@ -178,13 +181,13 @@ static enum decode_error do_brotli(const uint8_t *in, size_t len, struct obuf *o
 	return rc;
 }
 
-enum decode_error decode_body(const char *encoding, const void *in, size_t len,
-                              size_t cap, struct decode_output *out)
+enum decode_error decode_body(const char *encoding, const void *in, size_t len, size_t cap,
+                              struct decode_output *out)
 {
 	enum decode_error rc = DECODE_OK;
 	enum coding layers[DECODE_MAX_LAYERS];
 	size_t nlayers = 0;
-	uint8_t *cur = NULL;       /* owned intermediate */
+	uint8_t *cur = NULL; /* owned intermediate */
 	size_t cur_len = 0;
 	bool truncated = false;
 
@@ -215,7 +218,7 @@ enum decode_error decode_body(const char *encoding, const void *in, size_t len,
 	size_t src_len = len;
 	/* Codings were applied left to right: undo them right to left. */
 	for (size_t i = nlayers; i-- > 0;) {
-		struct obuf o = {.cap = cap};
+		struct obuf o = { .cap = cap };
 		bool t = false;
 		if (layers[i] == COD_BR)
 			rc = do_brotli(src, src_len, &o, &t);

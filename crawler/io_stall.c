@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "frontier/clock.h"
+
 #define MAX_STALLED 16 /* distinct outputs stalled at once (more share the last slot) */
 
 struct io_stall {
@@ -19,18 +21,11 @@ struct io_stall {
 	int aborted;
 	char what[MAX_STALLED][256]; /* the outputs stalled now */
 	int nwhat;
-	char msg[512];               /* the first of this stall */
-	struct timespec since;
+	char msg[512];  /* the first of this stall */
+	double since_s; /* monotonic start of this stall */
 	uint64_t stalls;
 	double seconds;
 };
-
-static double elapsed_s(const struct timespec *a)
-{
-	struct timespec b;
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	return (double)(b.tv_sec - a->tv_sec) + (double)(b.tv_nsec - a->tv_nsec) / 1e9;
-}
 
 struct io_stall *io_stall_create(unsigned retry_ms)
 {
@@ -49,10 +44,10 @@ struct io_stall *io_stall_create(unsigned retry_ms)
 
 void io_stall_destroy(struct io_stall *s)
 {
-	if (!s)
-		return;
-	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cv);
+	if (s) {
+		pthread_cond_destroy(&s->cv);
+		pthread_mutex_destroy(&s->mu);
+	}
 	free(s);
 }
 
@@ -71,27 +66,22 @@ static void note_locked(struct io_stall *s, const char *what, int err)
 		snprintf(s->what[s->nwhat++], sizeof s->what[0], "%s", what);
 	if (s->nwhat == 1) {
 		s->stalls++;
-		clock_gettime(CLOCK_MONOTONIC, &s->since);
+		s->since_s = monotonic_s();
 		snprintf(s->msg, sizeof s->msg, "%s: %s", what, strerror(err));
 		atomic_store(&s->active, 1);
-		fprintf(stderr, "\ncrawler crawl: %s: fetching paused, retrying every %.1f s\n", s->msg,
-		        s->retry_ms / 1000.0);
+		fprintf(stderr, "\ncrawler crawl: %s: fetching paused, retrying every %.1f s\n",
+		        s->msg, s->retry_ms / 1000.0);
 	}
 }
 
 int io_stall_wait(struct io_stall *s, const char *what, int err)
 {
-	struct timespec until;
+	/* the condition variable waits on CLOCK_MONOTONIC (io_stall_create) */
+	uint64_t t = monotonic_us() + (uint64_t)s->retry_ms * 1000u;
+	struct timespec until = { (time_t)(t / 1000000u), (long)(t % 1000000u) * 1000L };
 	int go;
 	pthread_mutex_lock(&s->mu);
 	note_locked(s, what, err);
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += s->retry_ms / 1000;
-	until.tv_nsec += (long)(s->retry_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	while (!s->aborted && pthread_cond_timedwait(&s->cv, &s->mu, &until) != ETIMEDOUT)
 		;
 	go = !s->aborted;
@@ -111,13 +101,16 @@ void io_stall_resolved(struct io_stall *s, const char *what)
 	pthread_mutex_lock(&s->mu);
 	for (int i = 0; i < s->nwhat; i++)
 		if (strcmp(s->what[i], what) == 0) {
-			memmove(s->what[i], s->what[i + 1], (size_t)(s->nwhat - i - 1) * sizeof s->what[0]);
+			memmove(s->what[i], s->what[i + 1],
+			        (size_t)(s->nwhat - i - 1) * sizeof s->what[0]);
 			s->nwhat--;
 			if (s->nwhat == 0) {
-				double d = elapsed_s(&s->since);
+				double d = monotonic_s() - s->since_s;
 				s->seconds += d;
 				atomic_store(&s->active, 0);
-				fprintf(stderr, "\ncrawler crawl: %s: written again after %.1f s: fetching goes on\n",
+				fprintf(stderr,
+				        "\ncrawler crawl: %s: written again after %.1f s: fetching "
+				        "goes on\n",
 				        what, d);
 			}
 			break;
@@ -149,6 +142,6 @@ void io_stall_stats(struct io_stall *s, uint64_t *stalls, double *seconds)
 {
 	pthread_mutex_lock(&s->mu);
 	*stalls = s->stalls;
-	*seconds = s->seconds + (s->nwhat ? elapsed_s(&s->since) : 0);
+	*seconds = s->seconds + (s->nwhat ? monotonic_s() - s->since_s : 0);
 	pthread_mutex_unlock(&s->mu);
 }

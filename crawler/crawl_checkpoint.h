@@ -1,0 +1,96 @@
+/*
+ * crawl_checkpoint.h: taking a checkpoint of a running crawl (every
+ * checkpoint_interval_s, and once more at the end), as a phase machine the
+ * fetch loop moves on from its pump; and the crawl state file it writes.
+ *
+ *   IDLE --start--> DRAIN  the loop starts no transfer and parks finished
+ *                          ones unprocessed; waits for the parse threads
+ *                          and the feeder to be idle
+ *        --> FLUSH   a forced sieve flush; then every emitted URL is
+ *                    moved into the frontier
+ *        --> WRITER  the writer thread syncs WARC and crawl log
+ *        --> COMMIT  frontier and crawl state written by the loop, the
+ *                    sieve copied by a worker thread, all committed as one
+ *                    cut (checkpoint.h)
+ *        --> IDLE    parked results go on as if they had just arrived.
+ * Invariant: while not IDLE nothing reaches the parse threads, the sieve or
+ * the writer but what the cut waits for, so sieve, frontier and crawl
+ * state agree. A failed checkpoint leaves the previous one standing; a
+ * failed sieve cannot be checkpointed at all.
+ *
+ * The crawl state (OUTPUT_DIR/checkpoint/ckpt-N/state, recfile.h): crawl
+ * time so far, the counters (crawl_stats.h), the scope's counts, where the
+ * WARC stood, per host its DNS answer and politeness state, and the URLs
+ * taken from the frontier and not done (visit.h). A resume restores
+ * frontier, sieve and state, and re-queues what was in flight.
+ *
+ * Fetch loop thread only, but the commit's worker.
+ */
+#ifndef CRAWLER_CRAWL_CHECKPOINT_H
+#define CRAWLER_CRAWL_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "crawler/config.h"
+#include "crawler/crawl_stats.h"
+#include "crawler/crawl_writer.h"
+#include "crawler/parse_jobs.h"
+#include "crawler/sieve_path.h"
+#include "crawler/visit.h"
+#include "frontier/frontier.h"
+#include "frontier/scope.h"
+#include "politeness/politeness.h"
+
+/* What a checkpoint reads and writes (all borrowed), and the loop's hooks. */
+struct crawl_ckpt_parts {
+	const struct crawl_config *cfg;
+	uv_loop_t *loop;
+	struct frontier *frontier;
+	struct politeness *pol; /* its robots.txt cache is part of a checkpoint */
+	struct scope *scope;
+	struct visit *visit;
+	struct sieve_path *sieve;
+	struct parse_jobs *parse;
+	struct crawl_writer *writer;
+	struct crawl_stats *stats;
+	const char *spill_label; /* the frontier's spill folder, for reports */
+	void *ctx;
+	void (*finish)(void *ctx);                           /* after the final checkpoint */
+	void (*replay)(void *ctx, struct fetch_result *res); /* a parked result goes on */
+	void (*pump)(void *ctx);
+};
+
+struct crawl_ckpt;
+
+/* seq: the number of the last checkpoint written (0 for none). NULL if out
+ * of memory. */
+struct crawl_ckpt *crawl_ckpt_create(const struct crawl_ckpt_parts *parts, uint64_t seq);
+/* Frees parked results; NULL is a no-op. */
+void crawl_ckpt_destroy(struct crawl_ckpt *c);
+
+/* Begins a checkpoint, or (final) the last one, after which the crawl
+ * ends; during one, final is remembered. */
+void crawl_ckpt_start(struct crawl_ckpt *c, int final);
+/* 1 while a checkpoint is being taken (no transfer may start). */
+int crawl_ckpt_active(const struct crawl_ckpt *c);
+/* 1 when checkpoint_interval_s has passed since the last one ended. */
+int crawl_ckpt_due(const struct crawl_ckpt *c);
+/* Moves the checkpoint on as far as it can now. */
+void crawl_ckpt_step(struct crawl_ckpt *c);
+/* A finished transfer during a checkpoint: kept (1), or 0 when it must be
+ * processed now (no checkpoint, or no memory to keep it). */
+int crawl_ckpt_park(struct crawl_ckpt *c, struct fetch_result *res);
+
+/* Resume from the checkpoint folder ckpt (NULL: none was written, the
+ * crawl starts over from its seeds): reads its state file into stats,
+ * scope and visit (whose frontier and politeness were restored from the
+ * same checkpoint), then cuts what the crash tore off the WARC files the
+ * checkpoint does not cover and the crawl log (crawl_outdir.h). 0, or -1
+ * (a message on stderr). */
+int crawl_ckpt_resume(const struct crawl_config *cfg, const char *ckpt, struct crawl_stats *stats,
+                      struct scope *scope, struct visit *visit);
+
+#endif

@@ -1,0 +1,283 @@
+/*
+ * crawl_writer.c: the writer thread (see crawl_writer.h).
+ */
+#include "crawler/crawl_writer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "crawler/crawl_log.h"
+#include "frontier/bqueue.h"
+
+struct crawl_writer {
+	struct crawl_writer_parts p;
+	struct bqueue *q;
+	pthread_t thread;
+	int started;
+	struct warc_writer *warc;
+	struct crawl_log *log;
+	char log_path[4200];
+	/* the last barrier: written by the thread before `synced` */
+	int sync_rc;
+	struct warc_position sync_pos;
+	atomic_uint_fast64_t synced;
+};
+
+void crawl_job_free(struct crawl_job *j)
+{
+	if (!j)
+		return;
+	fetch_result_free(j->res);
+	free(j->via);
+	free(j->redirect);
+	free(j);
+}
+
+/* 1 if deflating the payload again would gain next to nothing: it has a
+ * Content-Encoding, or its type is a compressed format. */
+static int payload_compressed(const struct fetch_result *res)
+{
+	static const char *const types[] = {
+		"image/jpeg",       "image/png",          "image/gif",
+		"image/webp",       "image/avif",         "audio/",
+		"video/",           "application/pdf",    "application/zip",
+		"application/gzip", "application/x-gzip", "application/x-bzip2",
+		"application/x-xz", "font/woff",
+	};
+	const char *ce = res->content_encoding, *ct = res->content_type;
+	if (ce && *ce && strcasecmp(ce, "identity") != 0)
+		return 1;
+	if (!ct)
+		return 0;
+	while (*ct == ' ')
+		ct++;
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+		if (strncasecmp(ct, types[i], strlen(types[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/* The path of the WARC file being written (for reports). */
+static void warc_label(struct crawl_writer *w, char *buf, size_t cap)
+{
+	struct warc_position pos;
+	warc_writer_position(w->warc, &pos);
+	snprintf(buf, cap, "%s/%s", w->p.cfg->output_dir, pos.file);
+}
+
+/* A write failed: on a full disk (or quota, or EIO) wait and say to retry
+ * (fetching pauses meanwhile: io_stall); otherwise 0. */
+static int writer_retry(struct crawl_writer *w, const char *what, int err, int *stalled)
+{
+	if (!io_stall_retryable(err))
+		return 0;
+	*stalled = 1;
+	return io_stall_wait(w->p.io, what, err);
+}
+
+/* Writes one record pair; 1 if the fetch was a WARC revisit. */
+static int write_warc(struct crawl_writer *w, const struct fetch_result *res)
+{
+	bool revisit = false;
+	char what[4400];
+	int stalled = 0;
+	struct warc_fetch wf = {
+		.url = res->url,
+		.ip = res->ip,
+		.date_unix_ms = res->start_unix_ms,
+		.request_headers = res->request_headers.data,
+		.request_len = res->request_headers.len,
+		.response_headers = res->response_headers.data,
+		.response_headers_len = res->response_headers.len,
+		.body = res->body.data,
+		.body_len = res->body.len,
+		.truncated = res->truncated,
+		.incompressible = payload_compressed(res),
+	};
+	enum warc_error we;
+	warc_label(w, what, sizeof what);
+	/* all or nothing (warc.h): the same fetch is written again */
+	while ((we = warc_writer_write_fetch(w->warc, &wf, NULL, &revisit)) == WARC_ERR_IO &&
+	       writer_retry(w, what, errno, &stalled))
+		;
+	if (stalled && we == WARC_OK)
+		io_stall_resolved(w->p.io, what);
+	if (we != WARC_OK)
+		atomic_fetch_add(&w->p.stats->ac.writer_errors, 1);
+	if (revisit)
+		atomic_fetch_add(&w->p.stats->ac.warc_revisits, 1);
+	return revisit;
+}
+
+/* Runs a crawl log call until it goes through or the disk is given up on;
+ * flush: crawl_log_flush(log, 1), else crawl_log_write(log, e). */
+static enum crawl_log_error log_retry(struct crawl_writer *w, const struct crawl_log_entry *e)
+{
+	enum crawl_log_error le;
+	int stalled = 0;
+	/* a refused line was not taken (crawl_log.h): write it again */
+	while ((le = e ? crawl_log_write(w->log, e) : crawl_log_flush(w->log, 1)) ==
+	               CRAWL_LOG_ERR_IO &&
+	       writer_retry(w, w->log_path, errno, &stalled))
+		;
+	if (stalled && le == CRAWL_LOG_OK)
+		io_stall_resolved(w->p.io, w->log_path);
+	return le;
+}
+
+static void write_job(struct crawl_writer *w, struct crawl_job *j)
+{
+	struct fetch_result *res = j->res;
+	int revisit = 0;
+	if (w->warc && res->status > 0)
+		revisit = write_warc(w, res);
+	unsigned flags = j->flags;
+	if (revisit)
+		flags |= CRAWL_LOG_REVISIT;
+	if (res->truncated)
+		flags |= CRAWL_LOG_TRUNCATED;
+	struct crawl_log_entry e = {
+		.timestamp_unix_ms = res->end_unix_ms,
+		.status = res->error == FETCH_OK ? res->status : -(long)res->error,
+		.bytes = res->body.len,
+		.url = res->url,
+		.via = j->via && j->via[0] ? j->via : NULL,
+		.depth = (int)j->depth,
+		.content_type = res->content_type,
+		.duration_ms = res->total_ms,
+		.ip = res->ip[0] ? res->ip : NULL,
+		.error = res->error != FETCH_OK ? fetch_strerror(res->error) : j->error,
+		.redirect = j->redirect,
+		.flags = flags,
+	};
+	if (log_retry(w, &e) != CRAWL_LOG_OK)
+		atomic_fetch_add(&w->p.stats->ac.writer_errors, 1);
+}
+
+/* A checkpoint's barrier: every job queued before it is written; make it
+ * durable and say where the WARC stands. */
+static void writer_barrier(struct crawl_writer *w, uint64_t seq)
+{
+	int rc = 0;
+	if (w->warc) {
+		if (warc_writer_sync(w->warc) != WARC_OK)
+			rc = -1;
+		warc_writer_position(w->warc, &w->sync_pos);
+	}
+	if (log_retry(w, NULL) != CRAWL_LOG_OK)
+		rc = -1;
+	w->sync_rc = rc;
+	atomic_store(&w->synced, seq);
+}
+
+static void *writer_main(void *arg)
+{
+	struct crawl_writer *w = arg;
+	void *item;
+	while (bqueue_pop(w->q, &item) == BQUEUE_OK) {
+		struct crawl_job *j = item;
+		if (j->barrier) {
+			writer_barrier(w, j->barrier);
+			w->p.wake(w->p.ctx);
+		} else {
+			write_job(w, j);
+		}
+		crawl_job_free(j);
+	}
+	return NULL;
+}
+
+int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_writer **out)
+{
+	const struct warc_config *wc = parts->warc_config;
+	struct crawl_writer *w = calloc(1, sizeof *w);
+	*out = NULL;
+	if (!w)
+		return -1;
+	w->p = *parts;
+	snprintf(w->log_path, sizeof w->log_path, "%s/crawl.log", parts->cfg->output_dir);
+	w->q = bqueue_create(parts->queue_cap);
+	if (!w->q)
+		goto fail;
+	if (wc) {
+		enum warc_error we = warc_writer_open(wc, &w->warc);
+		if (we != WARC_OK) {
+			fprintf(stderr, "crawler crawl: WARC: %s\n", warc_strerror(we));
+			goto fail;
+		}
+	}
+	if (crawl_log_open(w->log_path, &w->log) != CRAWL_LOG_OK) {
+		fprintf(stderr, "crawler crawl: cannot open %s\n", w->log_path);
+		goto fail;
+	}
+	if (pthread_create(&w->thread, NULL, writer_main, w) != 0)
+		goto fail;
+	w->started = 1;
+	*out = w;
+	return 0;
+fail:
+	crawl_writer_close(w);
+	return -1;
+}
+
+int crawl_writer_has_room(const struct crawl_writer *w, size_t in_flight)
+{
+	return bqueue_size(w->q) + in_flight + 1 <= bqueue_cap(w->q) / 2;
+}
+
+int crawl_writer_try_push(struct crawl_writer *w, struct crawl_job *j)
+{
+	return bqueue_try_push(w->q, j) == BQUEUE_OK ? 0 : -1;
+}
+
+void crawl_writer_push(struct crawl_writer *w, struct crawl_job *j)
+{
+	if (bqueue_push(w->q, j) != BQUEUE_OK)
+		crawl_job_free(j);
+}
+
+int crawl_writer_request_sync(struct crawl_writer *w, uint64_t seq)
+{
+	struct crawl_job *j = calloc(1, sizeof *j);
+	if (!j)
+		return -1;
+	j->barrier = seq;
+	if (bqueue_try_push(w->q, j) != BQUEUE_OK) {
+		free(j);
+		return -1;
+	}
+	return 0;
+}
+
+int crawl_writer_synced(struct crawl_writer *w, uint64_t seq, int *rc, struct warc_position *pos)
+{
+	if (atomic_load(&w->synced) < seq)
+		return 0;
+	*rc = w->sync_rc;
+	*pos = w->sync_pos;
+	return 1;
+}
+
+void crawl_writer_close(struct crawl_writer *w)
+{
+	void *item;
+	if (!w)
+		return;
+	if (w->started) {
+		bqueue_close(w->q);
+		pthread_join(w->thread, NULL);
+	}
+	if (w->q) {
+		while (bqueue_try_pop(w->q, &item) == BQUEUE_OK)
+			crawl_job_free(item);
+		bqueue_destroy(w->q);
+	}
+	warc_writer_close(w->warc);
+	crawl_log_close(w->log);
+	free(w);
+}

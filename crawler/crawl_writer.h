@@ -1,0 +1,92 @@
+/*
+ * crawl_writer.h: the writer thread and its queue: every fetch result,
+ * parsed or not, ends here as one WARC record pair (when WARC output is
+ * on) and one crawl.log line.
+ *
+ * A job (struct crawl_job) is made by the fetch loop for each finished
+ * transfer, goes through the parse pool when it is an HTML page, and is
+ * freed by the writer after writing. The queue is bounded (queue_cap): the
+ * fetch loop only try-pushes, and starts no transfer unless
+ * crawl_writer_has_room says every transfer in flight would still find a
+ * slot (back-pressure), so its pushes never fail for lack of room; parse
+ * threads push and may wait.
+ *
+ * A write that fails on a full disk waits it out (io_stall.h) and writes
+ * the same record again: nothing is dropped, fetching pauses meanwhile.
+ *
+ * Checkpoints: a barrier job (crawl_writer_request_sync) makes everything
+ * queued before it durable; crawl_writer_synced then says so and where the
+ * WARC stood.
+ *
+ * Threads: the writer thread alone touches the WARC writer and the crawl
+ * log; every function here is for the fetch loop unless said otherwise.
+ */
+#ifndef CRAWLER_CRAWL_WRITER_H
+#define CRAWLER_CRAWL_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "crawler/config.h"
+#include "crawler/crawl_stats.h"
+#include "crawler/fetch.h"
+#include "crawler/io_stall.h"
+#include "crawler/warc.h"
+
+/* One finished transfer on its way to the parse pool and the writer. */
+struct crawl_job {
+	struct fetch_result *res; /* owned */
+	uint32_t host;
+	uint32_t depth;
+	int robots;
+	unsigned flags;    /* CRAWL_LOG_* */
+	char *via;         /* owned */
+	char *redirect;    /* owned: resolved Location, or NULL */
+	const char *error; /* static reason word, or NULL */
+	int parse;         /* parse it (HTML 2xx page) */
+	uint64_t barrier;  /* nonzero: no fetch; the writer syncs for checkpoint #barrier */
+};
+
+/* Frees the job and what it owns; NULL is a no-op. */
+void crawl_job_free(struct crawl_job *j);
+
+struct crawl_writer;
+
+/* What the writer uses, all borrowed (warc_config during the open only). */
+struct crawl_writer_parts {
+	const struct crawl_config *cfg;
+	const struct warc_config *warc_config; /* NULL: no WARC output */
+	size_t queue_cap;
+	struct io_stall *io;
+	struct crawl_stats *stats;
+	void (*wake)(void *ctx); /* writer thread: a barrier was reached */
+	void *ctx;
+};
+
+/* Opens the WARC output and crawl.log in cfg->output_dir and starts the
+ * writer thread. 0, or -1 (a message on stderr). */
+int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_writer **out);
+
+/* Loop thread: 1 if the queue keeps room for in_flight + 1 more jobs. */
+int crawl_writer_has_room(const struct crawl_writer *w, size_t in_flight);
+
+/* Loop thread: queues j without waiting (takes it). 0, or -1 when full
+ * (j not taken). */
+int crawl_writer_try_push(struct crawl_writer *w, struct crawl_job *j);
+
+/* Parse threads: queues j, waiting for room; after crawl_writer_close
+ * (teardown) j is freed. Takes j. */
+void crawl_writer_push(struct crawl_writer *w, struct crawl_job *j);
+
+/* Queues the barrier of checkpoint seq. 0, or -1 (try again later). */
+int crawl_writer_request_sync(struct crawl_writer *w, uint64_t seq);
+
+/* 1 once the barrier of checkpoint seq was reached: then *rc is 0 if the
+ * WARC and log are durable, and *pos where the WARC stood. */
+int crawl_writer_synced(struct crawl_writer *w, uint64_t seq, int *rc, struct warc_position *pos);
+
+/* Drains the queue, stops the thread, closes the WARC and the log. NULL is
+ * a no-op. */
+void crawl_writer_close(struct crawl_writer *w);
+
+#endif

@@ -1,0 +1,277 @@
+/*
+ * parse_jobs.c: the parse threads' work (see parse_jobs.h).
+ */
+#include "crawler/parse_jobs.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crawler/crawl_log.h"
+#include "crawler/decode.h"
+#include "frontier/url.h"
+#include "parse/links.h"
+#include "parse/parse_pool.h"
+#include "parse/simhash.h"
+
+#define NEAR_DUP_STRIPES 64
+#define NEAR_DUP_PER_HOST 4096 /* fingerprints kept per host (oldest dropped) */
+#define NEAR_DUP_DISTANCE 3
+
+struct near_dup_host {
+	uint32_t host;
+	uint32_t n, next;
+	uint64_t fp[NEAR_DUP_PER_HOST];
+	struct near_dup_host *chain;
+};
+
+struct near_dup_stripe {
+	pthread_mutex_t mu;
+	struct near_dup_host *hosts;
+};
+
+struct parse_jobs {
+	struct parse_jobs_parts p;
+	struct parse_pool *pool;
+	struct near_dup_stripe nd[NEAR_DUP_STRIPES];
+};
+
+/* One parse thread's own objects. */
+struct parse_state {
+	struct links_extractor *ex;
+	struct url *u;
+	struct link_batch *batch;
+	/* The extractor writes each link as its crawl key under url.h's default
+	 * options. When the crawl's options are the same, that is the crawl's
+	 * key already (crawl keys are idempotent, url.h): no second parse. */
+	int links_are_keys;
+};
+
+static void *parse_init(void *ctx)
+{
+	struct parse_jobs *pj = ctx;
+	struct parse_state *ps = calloc(1, sizeof *ps);
+	if (!ps)
+		return NULL;
+	struct links_config lc = { .max_links = pj->p.cfg->max_links };
+	struct url_options uo, links_uo;
+	url_options_init(&uo);
+	url_options_init(&links_uo); /* the extractor's (lc.url_options is NULL) */
+	uo.max_len = pj->p.cfg->max_url_len;
+	ps->links_are_keys =
+	        uo.flags == links_uo.flags &&
+	        uo.max_len == (links_uo.max_len ? links_uo.max_len : URL_DEFAULT_MAX_LEN);
+	ps->u = url_create(&uo);
+	ps->batch = sieve_path_batch_create(pj->p.sp);
+	if (!ps->u || !ps->batch || links_extractor_create(&lc, &ps->ex) != LINKS_OK) {
+		url_destroy(ps->u);
+		sieve_path_batch_destroy(ps->batch);
+		free(ps);
+		return NULL;
+	}
+	return ps;
+}
+
+static void parse_fini(void *ctx, void *state)
+{
+	(void)ctx;
+	struct parse_state *ps = state;
+	if (!ps)
+		return;
+	links_extractor_destroy(ps->ex);
+	url_destroy(ps->u);
+	sieve_path_batch_destroy(ps->batch);
+	free(ps);
+}
+
+/* 1 if fp is near a page already seen on host; records fp. */
+static int near_dup_check(struct parse_jobs *pj, uint32_t host, uint64_t fp)
+{
+	struct near_dup_stripe *s = &pj->nd[host % NEAR_DUP_STRIPES];
+	int dup = 0;
+	pthread_mutex_lock(&s->mu);
+	struct near_dup_host *h = s->hosts;
+	while (h && h->host != host)
+		h = h->chain;
+	if (!h) {
+		h = calloc(1, sizeof *h);
+		if (!h)
+			goto out;
+		h->host = host;
+		h->chain = s->hosts;
+		s->hosts = h;
+	}
+	for (uint32_t i = 0; i < h->n; i++)
+		if (simhash_distance(h->fp[i], fp) <= NEAR_DUP_DISTANCE) {
+			dup = 1;
+			break;
+		}
+	if (!dup) {
+		h->fp[h->next] = fp;
+		h->next = (h->next + 1) % NEAR_DUP_PER_HOST;
+		if (h->n < NEAR_DUP_PER_HOST)
+			h->n++;
+	}
+out:
+	pthread_mutex_unlock(&s->mu);
+	return dup;
+}
+
+/* The charset parameter of a Content-Type, copied into buf, or NULL. */
+static const char *charset_of(const char *ct, char *buf, size_t cap)
+{
+	if (!ct)
+		return NULL;
+	const char *p = strcasestr(ct, "charset=");
+	if (!p)
+		return NULL;
+	p += 8;
+	if (*p == '"')
+		p++;
+	size_t n = 0;
+	while (p[n] && p[n] != ';' && p[n] != '"' && p[n] != ' ' && n + 1 < cap) {
+		buf[n] = p[n];
+		n++;
+	}
+	buf[n] = '\0';
+	return n ? buf : NULL;
+}
+
+/* The page's links into the thread's batch, via the page's URL. */
+static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j,
+                      const struct link *l, size_t n, struct link_meta_via *via)
+{
+	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct link_batch *b = ps->batch;
+	for (size_t i = 0; i < n; i++) {
+		atomic_fetch_add(&ac->links, 1);
+		if (l[i].nofollow) {
+			atomic_fetch_add(&ac->nofollow, 1);
+			continue;
+		}
+		size_t room, klen = l[i].len;
+		char *key = sieve_path_batch_slot(b, &room);
+		if (ps->links_are_keys && klen < room) {
+			memcpy(key, l[i].url, klen + 1);
+		} else if (url_normalize(ps->u, NULL, l[i].url, l[i].len, key, room, &klen) !=
+		           URL_OK) {
+			atomic_fetch_add(&ac->url_invalid, 1);
+			continue;
+		}
+		if (scope_check(pj->p.scope, key, klen, j->depth + 1) != SCOPE_OK) {
+			atomic_fetch_add(&ac->scope_rejected, 1);
+			continue;
+		}
+		sieve_path_batch_add(b, klen, j->depth + 1, via);
+	}
+	/* Before the job counts as finished: "no parse job outstanding" then
+	 * means every link found so far is in the sieve. */
+	sieve_path_batch_flush(b);
+}
+
+static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
+{
+	struct fetch_result *res = j->res;
+	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct decode_output d = { 0 };
+	struct link_meta_via *via = NULL;
+	char csbuf[64];
+	if (decode_body(res->content_encoding, res->body.data, res->body.len,
+	                pj->p.cfg->max_body_bytes, &d) != DECODE_OK) {
+		atomic_fetch_add(&ac->decode_errors, 1);
+		j->error = "decode";
+		return;
+	}
+	const char *cs = charset_of(res->content_type, csbuf, sizeof csbuf);
+	if (links_extract(ps->ex, res->url, cs, (const char *)d.data, d.len) != LINKS_OK)
+		goto out;
+	atomic_fetch_add(&ac->parsed, 1);
+	const struct links_page *pg = links_page_info(ps->ex);
+	if (pj->p.cfg->near_dup && near_dup_check(pj, j->host, pg->simhash)) {
+		j->flags |= CRAWL_LOG_NEAR_DUP;
+		atomic_fetch_add(&ac->near_dups, 1);
+	}
+	if (pg->nofollow) {
+		atomic_fetch_add(&ac->nofollow, 1);
+		goto out;
+	}
+	size_t n;
+	const struct link *l = links_result(ps->ex, &n);
+	if (n == 0 || sieve_path_adding_stopped(pj->p.sp))
+		goto out;
+	/* One via string per page, shared by the side-table entries of its links. */
+	via = sieve_path_via(pj->p.sp, res->url, strlen(res->url));
+	if (!via) {
+		atomic_fetch_add(&ac->emit_dropped, n);
+		goto out;
+	}
+	add_links(pj, ps, j, l, n, via);
+out:
+	sieve_path_via_release(pj->p.sp, via);
+	free(d.data);
+}
+
+static void parse_work(void *ctx, void *state, void *item)
+{
+	struct parse_jobs *pj = ctx;
+	struct crawl_job *j = item;
+	if (j->parse && state)
+		parse_page(pj, state, j);
+	crawl_writer_push(pj->p.writer, j);
+	pj->p.wake(pj->p.ctx);
+}
+
+int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **out)
+{
+	const struct crawl_config *cfg = parts->cfg;
+	struct parse_jobs *pj = calloc(1, sizeof *pj);
+	struct parse_pool_ops ops = { parse_init, parse_work, parse_fini };
+	*out = NULL;
+	if (!pj)
+		return -1;
+	pj->p = *parts;
+	for (int i = 0; i < NEAR_DUP_STRIPES; i++)
+		pthread_mutex_init(&pj->nd[i].mu, NULL);
+	if (parse_pool_create(cfg->parse_threads, cfg->parse_queue + cfg->max_connections, &ops, pj,
+	                      &pj->pool) != PARSE_POOL_OK) {
+		fprintf(stderr, "crawler crawl: cannot start parse threads\n");
+		parse_jobs_destroy(pj);
+		return -1;
+	}
+	*out = pj;
+	return 0;
+}
+
+int parse_jobs_try_submit(struct parse_jobs *pj, struct crawl_job *j)
+{
+	return parse_pool_try_submit(pj->pool, j) == PARSE_POOL_OK ? 0 : -1;
+}
+
+int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight)
+{
+	return parse_pool_queued(pj->pool) + in_flight + 1 <= parse_pool_capacity(pj->pool);
+}
+
+uint64_t parse_jobs_outstanding(struct parse_jobs *pj)
+{
+	return parse_pool_outstanding(pj->pool);
+}
+
+void parse_jobs_destroy(struct parse_jobs *pj)
+{
+	if (!pj)
+		return;
+	parse_pool_destroy(pj->pool);
+	for (int i = 0; i < NEAR_DUP_STRIPES; i++) {
+		struct near_dup_host *h = pj->nd[i].hosts;
+		while (h) {
+			struct near_dup_host *n = h->chain;
+			free(h);
+			h = n;
+		}
+		pthread_mutex_destroy(&pj->nd[i].mu);
+	}
+	free(pj);
+}

@@ -1,0 +1,58 @@
+/*
+ * parse_jobs.h: what the parse threads do with a fetched HTML page
+ * (parse/parse_pool.h runs them): decode the body, extract its links,
+ * check each one against the scope, write its crawl key into the thread's
+ * link batch for the sieve (sieve_path.h), mark near-duplicates, then hand
+ * the job to the writer.
+ *
+ * Near-duplicate table: per host, the SimHash fingerprints of its last
+ * NEAR_DUP_PER_HOST pages (a ring; the oldest is dropped), in 64 stripes
+ * by host id, each under its own mutex. A page within distance 3 of one of
+ * its host's fingerprints is marked (CRAWL_LOG_NEAR_DUP), not dropped.
+ *
+ * A job counts as outstanding (parse_jobs_outstanding) until its links are
+ * in the sieve: "no parse job outstanding" then means every link found so
+ * far was added. The pool's queue is bounded: the fetch loop submits
+ * without waiting and starts no transfer unless parse_jobs_has_room.
+ */
+#ifndef CRAWLER_PARSE_JOBS_H
+#define CRAWLER_PARSE_JOBS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "crawler/config.h"
+#include "crawler/crawl_stats.h"
+#include "crawler/crawl_writer.h"
+#include "crawler/sieve_path.h"
+#include "frontier/scope.h"
+
+struct parse_jobs;
+
+/* What the parse threads use, all borrowed. */
+struct parse_jobs_parts {
+	const struct crawl_config *cfg;
+	struct scope *scope;
+	struct sieve_path *sp;
+	struct crawl_writer *writer;
+	struct crawl_stats *stats;
+	void (*wake)(void *ctx); /* any thread: a job went to the writer */
+	void *ctx;
+};
+
+/* Starts cfg->parse_threads threads with a queue of cfg->parse_queue +
+ * cfg->max_connections jobs. 0, or -1 (a message on stderr). */
+int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **out);
+
+/* Loop thread: queues j without waiting (takes it). 0, or -1 when full (j
+ * not taken). */
+int parse_jobs_try_submit(struct parse_jobs *pj, struct crawl_job *j);
+/* 1 if the queue keeps room for in_flight + 1 more jobs. */
+int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight);
+/* Jobs submitted and not yet handed to the writer. */
+uint64_t parse_jobs_outstanding(struct parse_jobs *pj);
+
+/* Finishes every queued job, joins the threads, frees. NULL is a no-op. */
+void parse_jobs_destroy(struct parse_jobs *pj);
+
+#endif

@@ -1,0 +1,151 @@
+/*
+ * sieve_path.h: how a URL reaches the frontier, exactly once: the URL
+ * sieve (sieve/sieve.h, in OUTPUT_DIR/sieve), its side table of depth and
+ * via-URL (crawler/link_meta.h), the feeder thread, and the feed and emit
+ * queues.
+ *
+ *   seeds, redirect targets --(feed queue, try_push)--> feeder thread --+
+ *   parse threads (links: scope, crawl key, link batches) --------------+
+ *     --sieve_add_batch--> sieve --emit (flush thread)--> side table lookup
+ *     --blocking push--> emit queue --wake--> fetch loop
+ *     --sieve_path_drain--> take callback (the frontier).
+ *
+ * The fetch loop never blocks and never calls the sieve: what it hands over
+ * goes through the feed queue, which cannot overflow since the loop starts
+ * no transfer unless sieve_path_has_room (one item per transfer in flight
+ * plus a flush request). Parse threads and the feeder may wait in
+ * sieve_add (both sieve buffers full); the sieve's flush thread may wait
+ * for room in the emit queue, which the loop drains without waiting. One
+ * feeder thread keeps its items in order: a flush requested after a
+ * redirect covers it.
+ *
+ * Link batches: crawl keys on their way into the sieve, one batch per
+ * adding thread, written straight into the batch's arena. A key whose
+ * signature already has a side-table entry is on its way already (or was
+ * dropped by the sieve as seen) and is skipped.
+ *
+ * Forced flushes: the sieve flushes by itself when its buffer is full.
+ * When the frontier runs dry the loop asks (sieve_path_dry) for a forced
+ * flush: early, while pages are still in flight or parsed, and once
+ * everything is idle; an idle flush that emitted nothing ends the crawl.
+ *
+ * A sieve failure leaves the sieve unusable (URLs would be lost
+ * silently): the crawl stops (sieve_path_failed).
+ */
+#ifndef CRAWLER_SIEVE_PATH_H
+#define CRAWLER_SIEVE_PATH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "crawler/config.h"
+#include "crawler/crawl_stats.h"
+#include "crawler/io_stall.h"
+#include "crawler/link_meta.h"
+#include "sieve/sieve.h"
+
+struct sieve_path;
+struct link_batch;
+
+struct sieve_path_hooks {
+	void *ctx;
+	/* any thread: something for the loop happened (thread-safe) */
+	void (*wake)(void *ctx);
+	/* loop thread: an emitted URL for the frontier. 0 taken, -1 not now
+	 * (kept and offered again first at the next drain). */
+	int (*take)(void *ctx, const char *url, size_t len, const char *via, size_t via_len,
+	            uint32_t depth);
+};
+
+/* What the sieve path uses, all borrowed. */
+struct sieve_path_parts {
+	const struct crawl_config *cfg;
+	struct io_stall *io;
+	struct crawl_stats *stats;
+	struct sieve_path_hooks hooks;
+};
+
+/* The queues and the side table (cfg->sieve_meta_memory). 0, or -1 (out
+ * of memory). */
+int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **out);
+
+/* Empties a sieve folder for a new crawl (a sieve that remembered an
+ * earlier crawl's URLs would emit nothing). -1 with errno EBUSY when a live
+ * sieve holds its LOCK (another crawl in this output folder). */
+int sieve_path_clear_dir(const char *dir);
+
+/* Opens the sieve with svc (borrowed; its emit and write-error callbacks
+ * are set here). Returns a sieve error code; err gets the message. */
+int sieve_path_open_sieve(struct sieve_path *sp, struct sieve_config *svc, char *err,
+                          size_t errlen);
+
+/* Starts the feeder thread: it adds the n seeds (borrowed until
+ * sieve_path_stop_feeder), then serves the feed queue. 0 or -1. */
+int sieve_path_start_feeder(struct sieve_path *sp, char *const *seeds, size_t n);
+
+/* ---- loop thread ---- */
+
+/* 1 if the feed queue keeps room for in_flight transfers and a flush. */
+int sieve_path_has_room(const struct sieve_path *sp, size_t in_flight);
+/* A redirect target (crawl key, scope-checked) for the sieve. 0, or -1
+ * (dropped). */
+int sieve_path_feed_redirect(struct sieve_path *sp, const char *url, size_t len, const char *via,
+                             size_t via_len, uint32_t depth);
+/* Hands emitted URLs to hooks->take: all of them (all), else at most one
+ * queue's worth. 0 if one had to stay pending, else 1. */
+int sieve_path_drain(struct sieve_path *sp, int all);
+/* The frontier is dry and the loop idle or not (loop_idle: nothing in
+ * flight, no host held, no parse job): asks for the forced flushes that
+ * deliver what waits in the sieve. 1 when the crawl is over: an idle flush
+ * emitted nothing and everything is still idle. */
+int sieve_path_dry(struct sieve_path *sp, int loop_idle);
+/* Checkpoint: 1 when the seeds are in, no forced flush is pending and the
+ * feed queue is empty. */
+int sieve_path_quiet(struct sieve_path *sp);
+/* Checkpoint: asks for a forced flush; *seq names it. 0 or -1 (not now). */
+int sieve_path_push_flush(struct sieve_path *sp, uint64_t *seq);
+/* 1 once the forced flush seq delivered everything added before it. */
+int sieve_path_flushed(const struct sieve_path *sp, uint64_t seq);
+/* 1 after a sieve failure: msg gets its description. */
+int sieve_path_failed(struct sieve_path *sp, char *msg, size_t cap);
+
+/* Worker thread, all adders quiet: the sieve's copy into path. A sieve
+ * error code; err gets the message. */
+int sieve_path_checkpoint(struct sieve_path *sp, const char *path, char *err, size_t errlen);
+
+/* ---- adding threads (parse threads) ---- */
+
+/* A batch for one thread; NULL if out of memory. */
+struct link_batch *sieve_path_batch_create(struct sieve_path *sp);
+void sieve_path_batch_destroy(struct link_batch *b);
+/* Room for one more crawl key (at most max_url_len): *room bytes at the
+ * returned address. */
+char *sieve_path_batch_slot(struct link_batch *b, size_t *room);
+/* Queues the key just written at the slot (klen bytes) with its metadata
+ * (via borrowed). */
+void sieve_path_batch_add(struct link_batch *b, size_t klen, uint32_t depth,
+                          struct link_meta_via *via);
+/* Hands the batch to the sieve (may wait: never on the loop). */
+void sieve_path_batch_flush(struct link_batch *b);
+/* A via string shared by several keys (link_meta_via_new); NULL if out of
+ * memory. Release with sieve_path_via_release (NULL is a no-op). */
+struct link_meta_via *sieve_path_via(struct sieve_path *sp, const char *s, size_t len);
+void sieve_path_via_release(struct sieve_path *sp, struct link_meta_via *via);
+/* 1 once teardown began: add nothing more. */
+int sieve_path_adding_stopped(const struct sieve_path *sp);
+
+/* ---- teardown, in this order ---- */
+
+void sieve_path_stop_adding(struct sieve_path *sp);
+/* Closes the emit queue (the flush thread drops instead of waiting), then
+ * the feed queue, and joins the feeder. */
+void sieve_path_stop_feeder(struct sieve_path *sp);
+/* Saves the sieve's figures (what the crawl saw, not the final flush) and
+ * closes it; after every adder has stopped. */
+void sieve_path_close_sieve(struct sieve_path *sp);
+/* The sieve's and the side table's figures (saved at close). */
+void sieve_path_stats(struct sieve_path *sp, struct sieve_stats *ss, struct link_meta_stats *ms);
+/* Frees the rest; NULL is a no-op. */
+void sieve_path_destroy(struct sieve_path *sp);
+
+#endif

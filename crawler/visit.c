@@ -1,0 +1,752 @@
+/*
+ * visit.c: the per-host visit state machine (see visit.h).
+ */
+#include "crawler/visit.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "crawler/crawl_log.h"
+#include "crawler/decode.h"
+#include "frontier/clock.h"
+#include "frontier/recfile.h"
+#include "frontier/url.h"
+#include "politeness/robots.h"
+
+#define HOST_BLOCK_BITS 12
+
+enum visit_state {
+	VISIT_IDLE = 0, /* not held */
+	VISIT_RESOLVE,  /* waiting for the resolver (in line or looking up) */
+	VISIT_ROBOTS,   /* robots.txt (or one of its redirects) in flight */
+	VISIT_FETCH,    /* a page in flight, or choosing the next one */
+};
+
+/* The host's DNS answer, kept across visits (saved by checkpoints: the
+ * values are part of the state file). */
+enum host_dns { HOST_DNS_NONE = 0, HOST_DNS_PENDING, HOST_DNS_OK, HOST_DNS_FAILED };
+
+struct host_state {
+	uint8_t dns;     /* enum host_dns */
+	uint8_t state;   /* enum visit_state */
+	uint8_t outcome; /* enum visit_kind so far */
+	uint32_t visit_requests;
+	uint32_t visit_max_urls;
+	uint64_t visit_start_us;
+	uint64_t visit_max_us;
+	uint64_t retry_after_us;
+};
+
+/* One request in flight (fetch_request.user). */
+struct req {
+	uint32_t host;
+	uint32_t depth;
+	int robots;    /* robots.txt fetch */
+	int redirects; /* robots redirects followed so far */
+	char *url;
+	char *via; /* "" if none */
+	struct req *prev, *next;
+};
+
+struct visit {
+	struct visit_parts p;
+	struct host_state **blocks; /* see host_state() */
+	size_t n_blocks;
+	struct req *live;   /* requests in flight or parked */
+	uint32_t *dns_wait; /* held hosts waiting for the resolver (FIFO) */
+	size_t dns_wait_head, dns_wait_n, dns_wait_cap;
+	int in_dns_call;                   /* inside dns_resolve: its callback must not pump */
+	struct url *url_base, *url_target; /* resolving Locations */
+};
+
+/* A lookup's context. */
+struct dns_wait {
+	struct visit *v;
+	uint32_t host;
+};
+
+static void visit_next(struct visit *v, uint32_t host);
+static void dns_done(void *ctx, enum dns_error err, const char *name, const struct in_addr *addrs,
+                     size_t naddrs);
+
+/* ---- URLs (absolute and normalized here) ---- */
+
+/* Resolves a Location against the URL that answered with it. Returns a
+ * malloc'd string, NULL when it does not resolve: the crawl key when the
+ * target is http(s) (*crawlable = 1), else the resolved href (*crawlable =
+ * 0: logged, not followed). */
+static char *resolve_location(struct visit *v, const char *base, const char *loc, int *crawlable)
+{
+	*crawlable = 0;
+	if (url_parse(v->url_base, base, strlen(base), NULL) != URL_OK)
+		return NULL;
+	if (url_parse(v->url_target, loc, strlen(loc), v->url_base) != URL_OK)
+		return NULL;
+	size_t cap = url_href_cap(v->url_target) + 2, len;
+	char *out = malloc(cap);
+	if (!out)
+		return NULL;
+	if (url_crawl_key(v->url_target, out, cap, &len) == URL_OK) {
+		*crawlable = 1;
+		return out;
+	}
+	const char *href = url_href(v->url_target, &len);
+	if (len >= cap) {
+		free(out);
+		return NULL;
+	}
+	memcpy(out, href, len + 1);
+	return out;
+}
+
+static int is_html(const char *ct)
+{
+	if (!ct)
+		return 0;
+	while (*ct == ' ')
+		ct++;
+	return strncasecmp(ct, "text/html", 9) == 0 ||
+	       strncasecmp(ct, "application/xhtml+xml", 21) == 0;
+}
+
+/* ---- the per-host table ---- */
+
+static struct host_state *host_state(struct visit *v, uint32_t host)
+{
+	size_t b = host >> HOST_BLOCK_BITS;
+	if (b >= v->n_blocks) {
+		size_t n = v->n_blocks ? v->n_blocks : 16;
+		while (n <= b)
+			n *= 2;
+		struct host_state **nb = realloc(v->blocks, n * sizeof *nb);
+		if (!nb)
+			return NULL;
+		memset(nb + v->n_blocks, 0, (n - v->n_blocks) * sizeof *nb);
+		v->blocks = nb;
+		v->n_blocks = n;
+	}
+	if (!v->blocks[b]) {
+		v->blocks[b] = calloc((size_t)1 << HOST_BLOCK_BITS, sizeof **v->blocks);
+		if (!v->blocks[b])
+			return NULL;
+	}
+	return &v->blocks[b][host & ((1u << HOST_BLOCK_BITS) - 1)];
+}
+
+/* The host's entry if the table has its block, else NULL (no allocation). */
+static const struct host_state *host_state_if_any(const struct visit *v, uint32_t host)
+{
+	size_t b = host >> HOST_BLOCK_BITS;
+	if (b >= v->n_blocks || !v->blocks[b])
+		return NULL;
+	return &v->blocks[b][host & ((1u << HOST_BLOCK_BITS) - 1)];
+}
+
+int visit_host_get(struct visit *v, const char *url, size_t len, uint32_t *host)
+{
+	size_t kl, hs, hl;
+	if (url_key_split(url, len, &kl, &hs, &hl) < 0)
+		return -1;
+	if (frontier_host_get(v->p.frontier, url, kl, 1, host) != FRONTIER_OK)
+		return -1;
+	return host_state(v, *host) ? 0 : -1;
+}
+
+/* ---- robots.txt of a host (kept by politeness) ---- */
+
+static enum politeness_robots_state robots_of(struct visit *v, uint32_t host,
+                                              const struct robots **robots, uint64_t *expires_us)
+{
+	enum politeness_robots_state st;
+	const struct robots *rob = NULL;
+	uint64_t exp = 0;
+	politeness_robots_state(v->p.pol, host, &st, &rob, &exp);
+	if (robots)
+		*robots = rob;
+	if (expires_us)
+		*expires_us = exp;
+	return st;
+}
+
+/* Takes robots (freed by politeness, even when the call fails). */
+static void set_robots(struct visit *v, uint32_t host, enum politeness_robots_state st,
+                       struct robots *robots, uint64_t expires_us)
+{
+	politeness_robots_set(v->p.pol, host, st, robots, expires_us);
+}
+
+/* ---- states ---- */
+
+/* Every change of a host's visit state: the one place to trace them. */
+static void set_state(struct host_state *hs, enum visit_state st)
+{
+	hs->state = (uint8_t)st;
+}
+
+static void visit_end(struct visit *v, uint32_t host)
+{
+	struct host_state *hs = host_state(v, host);
+	struct visit_outcome o = {
+		.kind = hs->visit_requests ? (enum visit_kind)hs->outcome : VISIT_NONE,
+		.start_us = hs->visit_start_us,
+		.requests = hs->visit_requests,
+		.retry_after_us = hs->retry_after_us,
+	};
+	set_state(hs, VISIT_IDLE);
+	politeness_release(v->p.pol, host, &o, monotonic_us());
+}
+
+/* ---- requests ---- */
+
+static void req_release(struct visit *v, struct req *q)
+{
+	if (q->prev)
+		q->prev->next = q->next;
+	else if (v->live == q)
+		v->live = q->next;
+	if (q->next)
+		q->next->prev = q->prev;
+	free(q->url);
+	free(q->via);
+	free(q);
+}
+
+static int start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t depth,
+                       const char *via, int robots, int redirects)
+{
+	struct host_state *hs = host_state(v, host);
+	struct req *q = calloc(1, sizeof *q);
+	if (!q)
+		return -1;
+	q->host = host;
+	q->depth = depth;
+	q->robots = robots;
+	q->redirects = redirects;
+	q->via = strdup(via ? via : "");
+	q->url = strdup(url);
+	q->next = v->live;
+	if (v->live)
+		v->live->prev = q;
+	v->live = q;
+	if (!q->via || !q->url) {
+		req_release(v, q);
+		return -1;
+	}
+	char ip[INET_ADDRSTRLEN] = "";
+	uint32_t ipv4;
+	if (politeness_host_ip(v->p.pol, host, &ipv4)) {
+		struct in_addr a = { htonl(ipv4) };
+		inet_ntop(AF_INET, &a, ip, sizeof ip);
+	}
+	struct fetch_request fr = {
+		.url = url, .ip = ip, .user = q, .flags = robots ? FETCH_FLAG_ROBOTS : 0
+	};
+	enum fetch_error e = fetch_engine_start(v->p.fetch, &fr);
+	if (e != FETCH_OK) {
+		if ((size_t)e < CRAWL_STATS_ERRORS)
+			v->p.stats->fetch_errors[e]++;
+		req_release(v, q);
+		return -1;
+	}
+	hs->visit_requests++;
+	v->p.stats->requests++;
+	return 0;
+}
+
+/* ---- ROBOTS ---- */
+
+static void start_robots(struct visit *v, uint32_t host)
+{
+	size_t kl;
+	const char *key = frontier_host_key(v->p.frontier, host, &kl);
+	char url[FRONTIER_KEY_MAX + 16];
+	snprintf(url, sizeof url, "%s/robots.txt", key);
+	set_state(host_state(v, host), VISIT_ROBOTS);
+	set_robots(v, host, POLITENESS_ROBOTS_FETCHING, NULL, 0);
+	v->p.stats->robots_fetches++;
+	if (start_fetch(v, host, url, 0, NULL, 1, 0) < 0) {
+		/* Could not even start: treat as unreachable (disallow, retry later). */
+		struct robots_policy pol;
+		if (robots_policy_from_fetch(-1, NULL, 0, v->p.cfg->user_agent,
+		                             (int64_t)(monotonic_us() / 1000), &pol) == ROBOTS_OK)
+			set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
+			           (uint64_t)pol.expires_ms * 1000u);
+		visit_end(v, host);
+	}
+}
+
+/* A robots.txt answer: follows a same-origin redirect (returns 1: still in
+ * flight), else sets the host's policy (the visit goes on: FETCH). */
+static int robots_answer(struct visit *v, struct req *q, struct fetch_result *res,
+                         struct crawl_job *j)
+{
+	uint32_t host = q->host;
+	long st = res->error == FETCH_OK ? res->status : -1;
+	if (st >= 300 && st < 400 && res->location && q->redirects < ROBOTS_MAX_REDIRECTS) {
+		int crawlable;
+		char *to = resolve_location(v, res->url, res->location, &crawlable);
+		size_t kl, h, hl, bkl;
+		const char *key = frontier_host_key(v->p.frontier, host, &bkl);
+		/* Only same-origin redirects: another host has no resolved IP here. */
+		if (to && crawlable && url_key_split(to, strlen(to), &kl, &h, &hl) == 0 &&
+		    kl == bkl && memcmp(to, key, kl) == 0 && !*v->p.stopping &&
+		    v->p.hooks.can_start(v->p.hooks.ctx)) {
+			j->redirect = to;
+			if (start_fetch(v, host, to, 0, NULL, 1, q->redirects + 1) == 0)
+				return 1;
+		} else {
+			free(to);
+		}
+	}
+	struct decode_output d = { 0 };
+	const char *body = NULL;
+	size_t blen = 0;
+	if (st >= 200 && st < 300 &&
+	    decode_body(res->content_encoding, res->body.data, res->body.len, ROBOTS_PARSE_LIMIT,
+	                &d) == DECODE_OK) {
+		body = (const char *)d.data;
+		blen = d.len;
+	}
+	struct robots_policy pol;
+	if (robots_policy_from_fetch((int)st, body, blen, v->p.cfg->user_agent,
+	                             (int64_t)(monotonic_us() / 1000), &pol) == ROBOTS_OK) {
+		set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
+		           (uint64_t)pol.expires_ms * 1000u);
+		set_state(host_state(v, host), VISIT_FETCH);
+		double cd = robots_crawl_delay(pol.robots);
+		if (cd > 0)
+			politeness_host_set_crawl_delay(v->p.pol, host, (uint64_t)(cd * 1e6));
+	}
+	free(d.data);
+	return 0;
+}
+
+/* ---- RESOLVE ---- */
+
+static void retire_host(struct visit *v, uint32_t host)
+{
+	uint64_t n = 0;
+	frontier_host_retire(v->p.frontier, host, NULL, NULL, &n);
+}
+
+/* Held host (its token) waiting for the resolver to have room for one
+ * more lookup: started, in order, as lookups end (visit_dns_line_run). */
+static int dns_wait_push(struct visit *v, uint32_t host)
+{
+	if (v->dns_wait_n == v->dns_wait_cap) {
+		if (v->dns_wait_head > 0) {
+			memmove(v->dns_wait, v->dns_wait + v->dns_wait_head,
+			        (v->dns_wait_n - v->dns_wait_head) * sizeof *v->dns_wait);
+			v->dns_wait_n -= v->dns_wait_head;
+			v->dns_wait_head = 0;
+		}
+		if (v->dns_wait_n == v->dns_wait_cap) {
+			size_t cap = v->dns_wait_cap ? 2 * v->dns_wait_cap : 256;
+			uint32_t *q = realloc(v->dns_wait, cap * sizeof *q);
+			if (!q)
+				return -1;
+			v->dns_wait = q;
+			v->dns_wait_cap = cap;
+		}
+	}
+	v->dns_wait[v->dns_wait_n++] = host;
+	return 0;
+}
+
+/* A host that will never resolve: its URLs go, its visit ends. */
+static void host_unresolvable(struct visit *v, uint32_t host, struct host_state *hs)
+{
+	hs->dns = HOST_DNS_FAILED;
+	retire_host(v, host);
+	visit_end(v, host);
+}
+
+/* Starts the lookup of a held host's name; the visit goes on in dns_done.
+ * Returns 0, or -1 when the resolver is at max_pending (the host was put
+ * in line, still held). */
+static int resolve_host(struct visit *v, uint32_t host)
+{
+	struct host_state *hs = host_state(v, host);
+	size_t hl;
+	const char *name = frontier_host_name(v->p.frontier, host, &hl);
+	if (hs->dns == HOST_DNS_FAILED || name == NULL || hl == 0) {
+		retire_host(v, host);
+		visit_end(v, host);
+		return 0;
+	}
+	if (name[0] == '[') { /* IPv6 literal: the engine is IPv4 only */
+		host_unresolvable(v, host, hs);
+		return 0;
+	}
+	struct dns_wait *w = malloc(sizeof *w);
+	if (!w) {
+		visit_end(v, host);
+		return 0;
+	}
+	w->v = v;
+	w->host = host;
+	hs->dns = HOST_DNS_PENDING;
+	set_state(hs, VISIT_RESOLVE);
+	v->in_dns_call++;
+	enum dns_error e = dns_resolve(v->p.dns, name, dns_done, w, uv_now(v->p.loop));
+	v->in_dns_call--;
+	if (e == DNS_OK)
+		return 0;
+	free(w);
+	if (e == DNS_ERR_BUSY && dns_wait_push(v, host) == 0)
+		return -1; /* HOST_DNS_PENDING: in line */
+	hs->dns = HOST_DNS_NONE;
+	v->p.stats->dns_errors[e < CRAWL_STATS_ERRORS ? e : CRAWL_STATS_ERRORS - 1]++;
+	hs->outcome = VISIT_RETRY_LATER;
+	hs->visit_requests = 1; /* so the retry delay applies */
+	hs->retry_after_us = monotonic_us() + 1000000u;
+	visit_end(v, host);
+	return 0;
+}
+
+static void dns_start_waiting(struct visit *v)
+{
+	while (v->dns_wait_head < v->dns_wait_n && !*v->p.finished) {
+		uint32_t host = v->dns_wait[v->dns_wait_head++];
+		if (resolve_host(v, host) < 0) {
+			v->dns_wait_n--; /* put back in front: it was pushed last */
+			v->dns_wait[--v->dns_wait_head] = host;
+			break;
+		}
+	}
+	if (v->dns_wait_head == v->dns_wait_n)
+		v->dns_wait_head = v->dns_wait_n = 0;
+}
+
+void visit_dns_line_run(struct visit *v)
+{
+	if (v->dns_wait_head < v->dns_wait_n && !v->in_dns_call)
+		dns_start_waiting(v);
+}
+
+/* A lookup's answer; the visit ends either way (VISIT_NONE on success:
+ * the host comes back under its IP's token). */
+static void dns_answered(struct visit *v, uint32_t host, enum dns_error err,
+                         const struct in_addr *addrs, size_t naddrs)
+{
+	struct host_state *hs = host_state(v, host);
+	if (*v->p.finished) {
+		hs->dns = HOST_DNS_NONE;
+		return;
+	}
+	if (err != DNS_OK || naddrs == 0) {
+		v->p.stats->dns_errors[err < CRAWL_STATS_ERRORS ? err : CRAWL_STATS_ERRORS - 1]++;
+		if (err == DNS_ERR_TIMEOUT || err == DNS_ERR_SERVFAIL || err == DNS_ERR_BUSY) {
+			/* Transient: the host backs off as after a failed visit and
+			 * is retired only after max_consecutive_errors of them. */
+			hs->dns = HOST_DNS_NONE;
+			hs->outcome = VISIT_ERROR;
+			hs->visit_requests = 1;
+			visit_end(v, host);
+		} else {
+			v->p.stats->hosts_dns_failed++;
+			host_unresolvable(v, host, hs);
+		}
+		return;
+	}
+	char ip[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &addrs[0], ip, sizeof ip);
+	if (!v->p.cfg->allow_private_networks && fetch_addr_is_private(ip)) {
+		v->p.stats->private_refused++;
+		host_unresolvable(v, host, hs);
+		return;
+	}
+	hs->dns = HOST_DNS_OK;
+	politeness_host_set_ip(v->p.pol, host, ntohl(addrs[0].s_addr));
+	visit_end(v, host); /* VISIT_NONE: back under the IP's token */
+}
+
+/* The resolver's callback: the host's visit goes on, then hosts waiting in
+ * line for the resolver take the room this lookup left. A synchronous
+ * answer (inside dns_resolve) leaves both to the caller's pump. */
+static void dns_done(void *ctx, enum dns_error err, const char *name, const struct in_addr *addrs,
+                     size_t naddrs)
+{
+	(void)name;
+	struct dns_wait *w = ctx;
+	struct visit *v = w->v;
+	uint32_t host = w->host;
+	int was_finished = *v->p.finished;
+	free(w);
+	dns_answered(v, host, err, addrs, naddrs);
+	if (v->in_dns_call)
+		return;
+	if (!was_finished)
+		v->p.hooks.pump(v->p.hooks.ctx);
+	dns_start_waiting(v);
+}
+
+/* ---- FETCH ---- */
+
+void visit_begin(struct visit *v, uint32_t host)
+{
+	struct host_state *hs = host_state(v, host);
+	if (!hs)
+		return;
+	set_state(hs, VISIT_FETCH);
+	hs->visit_requests = 0;
+	hs->outcome = VISIT_OK;
+	hs->retry_after_us = 0;
+	hs->visit_start_us = monotonic_us();
+	politeness_visit_budget(v->p.pol, host, &hs->visit_max_urls, &hs->visit_max_us);
+	if (hs->dns != HOST_DNS_OK) {
+		resolve_host(v, host);
+		return;
+	}
+	uint64_t exp;
+	enum politeness_robots_state st = robots_of(v, host, NULL, &exp);
+	if (v->p.cfg->obey_robots &&
+	    (st == POLITENESS_ROBOTS_UNKNOWN ||
+	     (st == POLITENESS_ROBOTS_KNOWN && exp && exp < monotonic_us()))) {
+		start_robots(v, host);
+		return;
+	}
+	visit_next(v, host);
+}
+
+/* 1 if the visit must end before its next request. */
+static int visit_over(struct visit *v, const struct host_state *hs)
+{
+	return *v->p.stopping || hs->outcome != VISIT_OK ||
+	       hs->visit_requests >= hs->visit_max_urls ||
+	       (hs->visit_requests && monotonic_us() - hs->visit_start_us >= hs->visit_max_us) ||
+	       (v->p.cfg->max_pages && v->p.stats->pages_started >= v->p.cfg->max_pages) ||
+	       !v->p.hooks.can_start(v->p.hooks.ctx);
+}
+
+/* 1 if robots.txt forbids the URL. */
+static int disallowed(struct visit *v, uint32_t host, const struct frontier_url *fu)
+{
+	const struct robots *rob = NULL;
+	char path[FRONTIER_URL_MAX + 8];
+	if (!v->p.cfg->obey_robots)
+		return 0;
+	robots_of(v, host, &rob, NULL);
+	return rob && (robots_path_from_url(fu->url, fu->url_len, path, sizeof path) != ROBOTS_OK ||
+	               !robots_allowed(rob, path, strlen(path)));
+}
+
+static void visit_next(struct visit *v, uint32_t host)
+{
+	struct host_state *hs = host_state(v, host);
+	for (;;) {
+		struct frontier_url fu;
+		if (visit_over(v, hs) || frontier_pop(v->p.frontier, host, &fu) != FRONTIER_OK) {
+			visit_end(v, host);
+			return;
+		}
+		if (disallowed(v, host, &fu)) {
+			v->p.stats->robots_disallowed++;
+			continue;
+		}
+		char *url = strndup(fu.url, fu.url_len);
+		char *via = strndup(fu.via, fu.via_len);
+		int rc = (url && via) ? start_fetch(v, host, url, fu.depth, via, 0, 0) : -1;
+		free(url);
+		free(via);
+		if (rc == 0) {
+			v->p.stats->pages_started++;
+			return; /* one request per host in flight; visit_continue goes on */
+		}
+	}
+}
+
+void visit_continue(struct visit *v, uint32_t host)
+{
+	if (host_state(v, host)->state == VISIT_FETCH)
+		visit_next(v, host);
+}
+
+/* ---- results ---- */
+
+/* Counts a result and what it says about the host's visit. */
+static void count_result(struct visit *v, struct host_state *hs, const struct fetch_result *res)
+{
+	struct crawl_stats *s = v->p.stats;
+	if (res->error != FETCH_OK) {
+		if ((size_t)res->error < CRAWL_STATS_ERRORS)
+			s->fetch_errors[res->error]++;
+		if (res->error != FETCH_ERR_CANCELLED)
+			hs->outcome = VISIT_ERROR;
+		return;
+	}
+	if (res->status >= 0 && res->status < CRAWL_STATS_STATUS_MAX)
+		s->status[res->status]++;
+	s->bytes += res->body.len;
+	if (res->status == 429 || (res->status == 503 && res->retry_after_s >= 0)) {
+		hs->outcome = VISIT_RETRY_LATER;
+		uint64_t ra = res->retry_after_s >= 0 ? (uint64_t)res->retry_after_s : 60u;
+		hs->retry_after_us = monotonic_us() + ra * 1000000u;
+	} else if (res->status >= 500) {
+		hs->outcome = VISIT_ERROR;
+	}
+}
+
+/* A page (not robots.txt): its redirect, whether to parse it. */
+static void page_result(struct visit *v, struct req *q, struct fetch_result *res,
+                        struct crawl_job *j, int *follow)
+{
+	v->p.stats->pages_done++;
+	frontier_host_account(v->p.frontier, q->host, 1, res->body.len);
+	if (res->error == FETCH_OK && res->status >= 300 && res->status < 400 && res->location) {
+		int crawlable;
+		j->flags |= CRAWL_LOG_REDIRECT;
+		j->redirect = resolve_location(v, res->url, res->location, &crawlable);
+		v->p.stats->redirects++;
+		*follow = j->redirect && crawlable;
+	}
+	j->parse = res->error == FETCH_OK && res->status >= 200 && res->status < 300 &&
+	           is_html(res->content_type) && res->body.len > 0;
+}
+
+struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *follow)
+{
+	struct req *q = res->user;
+	struct host_state *hs = host_state(v, q->host);
+	struct crawl_job *j = calloc(1, sizeof *j);
+	*follow = 0;
+	if (!j) {
+		fetch_result_free(res);
+		req_release(v, q);
+		return NULL;
+	}
+	j->res = res;
+	j->host = q->host;
+	j->depth = q->depth;
+	j->robots = q->robots;
+	j->via = q->via;
+	q->via = NULL;
+	count_result(v, hs, res);
+	if (q->robots) {
+		j->flags |= CRAWL_LOG_ROBOTS;
+		if (!*v->p.finished)
+			robots_answer(v, q, res, j);
+	} else {
+		page_result(v, q, res, j, follow);
+	}
+	req_release(v, q);
+	return j;
+}
+
+/* ---- checkpoints ---- */
+
+void visit_save(struct visit *v, struct recfile_writer *w, uint64_t now)
+{
+	uint32_t nhosts = frontier_host_count(v->p.frontier), n = 0;
+	recfile_put_u32(w, nhosts);
+	for (uint32_t h = 0; h < nhosts; h++) {
+		struct politeness_host_saved ps;
+		const struct host_state *hs = host_state_if_any(v, h);
+		politeness_host_save(v->p.pol, h, now, &ps);
+		/* a lookup in progress is made again */
+		recfile_put_u8(w, hs && (hs->dns == HOST_DNS_OK || hs->dns == HOST_DNS_FAILED)
+		                          ? hs->dns
+		                          : HOST_DNS_NONE);
+		recfile_put_u64(w, ps.wait_us);
+		recfile_put_u64(w, ps.ip_wait_us);
+		recfile_put_u64(w, ps.crawl_delay_us);
+		recfile_put_u32(w, ps.errors);
+		recfile_put_u32(w, ps.ipv4);
+		recfile_put_u8(w, ps.has_ip);
+	}
+	for (const struct req *q = v->live; q; q = q->next)
+		n += !q->robots;
+	recfile_put_u32(w, n);
+	for (const struct req *q = v->live; q; q = q->next) {
+		if (q->robots)
+			continue;
+		recfile_put_u32(w, q->host);
+		recfile_put_u32(w, q->depth);
+		recfile_put_bytes(w, q->url, (uint32_t)strlen(q->url));
+		recfile_put_bytes(w, q->via, (uint32_t)strlen(q->via));
+	}
+}
+
+static int load_host(struct visit *v, struct recfile_reader *rd, uint32_t h, uint64_t now)
+{
+	struct politeness_host_saved ps;
+	uint8_t dns;
+	struct host_state *hs = host_state(v, h);
+	if (!hs || recfile_get_u8(rd, &dns) != RECFILE_OK ||
+	    recfile_get_u64(rd, &ps.wait_us) != RECFILE_OK ||
+	    recfile_get_u64(rd, &ps.ip_wait_us) != RECFILE_OK ||
+	    recfile_get_u64(rd, &ps.crawl_delay_us) != RECFILE_OK ||
+	    recfile_get_u32(rd, &ps.errors) != RECFILE_OK ||
+	    recfile_get_u32(rd, &ps.ipv4) != RECFILE_OK ||
+	    recfile_get_u8(rd, &ps.has_ip) != RECFILE_OK)
+		return -1;
+	hs->dns = dns == HOST_DNS_OK && ps.has_ip ? HOST_DNS_OK
+	          : dns == HOST_DNS_FAILED        ? HOST_DNS_FAILED
+	                                          : HOST_DNS_NONE;
+	if (politeness_host_restore(v->p.pol, h, &ps, now) == POLITENESS_ERR_NOMEM)
+		return -1;
+	return 0;
+}
+
+int visit_load(struct visit *v, struct recfile_reader *rd, uint64_t now)
+{
+	uint32_t n, nhosts;
+	char url[FRONTIER_URL_MAX + 1], via[FRONTIER_URL_MAX + 1];
+	if (recfile_get_u32(rd, &nhosts) != RECFILE_OK ||
+	    nhosts != frontier_host_count(v->p.frontier))
+		return -1;
+	for (uint32_t h = 0; h < nhosts; h++)
+		if (load_host(v, rd, h, now) != 0)
+			return -1;
+	if (recfile_get_u32(rd, &n) != RECFILE_OK)
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t host, depth, ulen, vlen;
+		if (recfile_get_u32(rd, &host) != RECFILE_OK ||
+		    recfile_get_u32(rd, &depth) != RECFILE_OK ||
+		    recfile_get_bytes(rd, url, sizeof url, &ulen) != RECFILE_OK ||
+		    recfile_get_bytes(rd, via, sizeof via, &vlen) != RECFILE_OK || host >= nhosts)
+			return -1;
+		/* a retired host counts it as dropped */
+		frontier_unpop(v->p.frontier, host, url, ulen, via, vlen, depth);
+	}
+	return 0;
+}
+
+/* ---- set-up and teardown ---- */
+
+struct visit *visit_create(const struct visit_parts *parts)
+{
+	struct visit *v = calloc(1, sizeof *v);
+	struct url_options uo;
+	if (!v)
+		return NULL;
+	v->p = *parts;
+	url_options_init(&uo);
+	uo.max_len = parts->cfg->max_url_len;
+	v->url_base = url_create(&uo);
+	v->url_target = url_create(&uo);
+	if (!v->url_base || !v->url_target) {
+		visit_destroy(v);
+		return NULL;
+	}
+	return v;
+}
+
+void visit_destroy(struct visit *v)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < v->n_blocks; i++)
+		free(v->blocks[i]);
+	free(v->blocks);
+	while (v->live)
+		req_release(v, v->live);
+	free(v->dns_wait);
+	url_destroy(v->url_base);
+	url_destroy(v->url_target);
+	free(v);
+}

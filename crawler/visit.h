@@ -1,0 +1,108 @@
+/*
+ * visit.h: the visit of a host the politeness heap hands out, as a state
+ * machine per held host (fetch loop thread only):
+ *
+ *   IDLE --visit_begin--> RESOLVE (DNS, when the host has no IP yet: ends
+ *                          with a VISIT_NONE release, so the host comes
+ *                          back under its IP's token)
+ *                    \--> ROBOTS  (robots.txt first for each new host, and
+ *                          again when it expired; redirects followed on the
+ *                          same origin)
+ *                    \--> FETCH   (one URL after another while the
+ *                          politeness visit budget allows)
+ *   any --visit end--> IDLE, with politeness_release carrying the outcome
+ *                          (status class, Retry-After, duration).
+ * Every transition goes through one function (set_state in visit.c).
+ * Exactly one request of a host is in flight at a time.
+ *
+ * Per-host table: one struct per frontier host id, in fixed blocks of 4096
+ * that never move, so a pointer to one stays valid while the table grows
+ * (callbacks nest: a redirect can add a host while a visit holds its
+ * host's state). It keeps the host's DNS answer (IPv4) and its visit.
+ *
+ * Live requests: every request from its start until its result is
+ * processed, on one list: what a checkpoint puts back in the frontier.
+ *
+ * DNS wait line: held hosts waiting for the resolver to have room for one
+ * more lookup (FIFO), started as lookups end.
+ *
+ * The visit reaches the loop through hooks given at creation: whether a
+ * transfer may start (back-pressure) and the pump (after an asynchronous
+ * DNS answer); it reads the loop's stopping and finished flags.
+ */
+#ifndef CRAWLER_VISIT_H
+#define CRAWLER_VISIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "crawler/config.h"
+#include "crawler/crawl_stats.h"
+#include "crawler/crawl_writer.h"
+#include "crawler/dns.h"
+#include "crawler/fetch.h"
+#include "frontier/frontier.h"
+#include "politeness/politeness.h"
+
+struct visit;
+
+struct visit_hooks {
+	void *ctx;
+	int (*can_start)(void *ctx); /* room for one more transfer */
+	void (*pump)(void *ctx);     /* the loop's pump, after a DNS answer */
+};
+
+/* What a visit uses, all borrowed (the engine's results come back through
+ * visit_result). */
+struct visit_parts {
+	const struct crawl_config *cfg;
+	uv_loop_t *loop;
+	struct frontier *frontier;
+	struct politeness *pol;
+	struct fetch_engine *fetch;
+	struct dns_resolver *dns;
+	struct crawl_stats *stats;
+	struct visit_hooks hooks;
+	const int *stopping; /* the loop's: the crawl starts nothing new */
+	const int *finished; /* the loop's: it is over */
+};
+
+/* NULL if out of memory. */
+struct visit *visit_create(const struct visit_parts *parts);
+/* Frees the table, the live requests and the wait line; NULL is a no-op. */
+void visit_destroy(struct visit *v);
+
+/* The frontier host of an absolute URL, created (with its table entry) if
+ * new. 0, or -1 (not absolute, or refused: the frontier counts why). */
+int visit_host_get(struct visit *v, const char *url, size_t len, uint32_t *host);
+
+/* Starts the visit of a host the politeness heap handed out. */
+void visit_begin(struct visit *v, uint32_t host);
+
+/* A finished transfer: counts it, moves its host's visit on (robots.txt,
+ * Retry-After, errors), resolves a page's redirect. Returns the job for
+ * the parse pool or writer (NULL if out of memory: the result is freed),
+ * with *follow = 1 when j->redirect is a crawl key to follow. */
+struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *follow);
+
+/* After a result was handed on: the host's next URL, unless its visit
+ * waits for something else. */
+void visit_continue(struct visit *v, uint32_t host);
+
+/* Starts lookups of hosts waiting in line while the resolver has room. */
+void visit_dns_line_run(struct visit *v);
+
+struct recfile_writer;
+struct recfile_reader;
+
+/* Checkpoint: per host, its DNS answer and politeness state, then the
+ * URLs taken from the frontier and not done (in flight or parked). */
+void visit_save(struct visit *v, struct recfile_writer *w, uint64_t now_us);
+/* Resume: reads what visit_save wrote into a visit whose frontier and
+ * politeness were restored from the same checkpoint; the URLs not done go
+ * back at the front of their queues. 0, or -1 (corrupt). */
+int visit_load(struct visit *v, struct recfile_reader *rd, uint64_t now_us);
+
+#endif
