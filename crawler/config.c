@@ -40,86 +40,84 @@ struct key_def {
 };
 
 #define FIELD(m) offsetof(struct crawl_config, m), sizeof(((struct crawl_config *)0)->m)
-#define AS_IS 1u
+#define KIB 1024.0
+#define TIB (1024.0 * 1024 * 1024 * 1024)
 #define MS_TO_US 1000u
 #define MIB_TO_BYTES (1024u * 1024u)
+/* A key stored as it is written, a key in ms stored in us, one in MiB stored
+ * in bytes. */
+#define KEY(section, name, type, field, min, max)                                                  \
+	{                                                                                          \
+		section, name, type, FIELD(field), 1u, min, max                                    \
+	}
+#define MS_AS_US(section, name, field, min, max)                                                   \
+	{                                                                                          \
+		section, name, T_UINT, FIELD(field), MS_TO_US, min, max                            \
+	}
+#define MIB_AS_BYTES(section, name, field, min, max)                                               \
+	{                                                                                          \
+		section, name, T_UINT, FIELD(field), MIB_TO_BYTES, min, max                        \
+	}
 
 static const struct key_def keys[] = {
-	{ "crawl", "max_pages", T_UINT, FIELD(crawl.max_pages), AS_IS, 0, 1e15 },
-	{ "crawl", "max_time_ms", T_UINT, FIELD(crawl.max_time_ms), AS_IS, 0, 1e12 },
-	{ "crawl", "max_depth", T_UINT, FIELD(scope.max_depth), AS_IS, 0, 1e6 },
-	{ "crawl", "user_agent", T_STR, FIELD(crawl.user_agent), AS_IS, 1, 512 },
-	{ "crawl", "domains", T_DOMAINS, FIELD(crawl.domains), AS_IS, 0, 0 },
-	{ "crawl", "any_domain", T_BOOL, FIELD(crawl.any_domain), AS_IS, 0, 1 },
-	{ "crawl", "quiet", T_BOOL, FIELD(crawl.quiet), AS_IS, 0, 1 },
-	{ "politeness", "policy", T_POLICY, FIELD(politeness.policy), AS_IS, 0, 1 },
-	{ "politeness", "host_delay_ms", T_UINT, FIELD(politeness.host_delay_us), MS_TO_US, 0,
-	  3.6e6 },
-	{ "politeness", "ip_delay_ms", T_UINT, FIELD(politeness.ip_delay_us), MS_TO_US, 0, 3.6e6 },
-	{ "politeness", "ip_politeness", T_BOOL, FIELD(politeness.ip_politeness), AS_IS, 0, 1 },
-	{ "politeness", "ratio", T_DOUBLE, FIELD(politeness.ratio), AS_IS, 1e-6, 1 },
-	{ "politeness", "visit_budget_ms", T_UINT, FIELD(politeness.visit_budget_us), MS_TO_US, 1,
-	  3.6e6 },
-	{ "politeness", "min_delay_ms", T_UINT, FIELD(politeness.min_delay_us), MS_TO_US, 0,
-	  3.6e6 },
-	{ "politeness", "max_delay_ms", T_UINT, FIELD(politeness.max_delay_us), MS_TO_US, 0,
-	  8.64e7 },
-	{ "politeness", "max_urls_per_visit", T_UINT, FIELD(politeness.max_urls_per_visit), AS_IS,
-	  0, 1e6 },
-	{ "politeness", "crawl_delay_cap_ms", T_UINT, FIELD(politeness.crawl_delay_cap_us),
-	  MS_TO_US, 0, 8.64e7 },
-	{ "politeness", "backoff_base_ms", T_UINT, FIELD(politeness.backoff_base_us), MS_TO_US, 0,
-	  8.64e7 },
-	{ "politeness", "backoff_max_ms", T_UINT, FIELD(politeness.backoff_max_us), MS_TO_US, 0,
-	  8.64e7 },
-	{ "politeness", "max_consecutive_errors", T_UINT, FIELD(politeness.max_consecutive_errors),
-	  AS_IS, 0, 1e6 },
-	{ "politeness", "retry_after_cap_ms", T_UINT, FIELD(politeness.retry_after_cap_us),
-	  MS_TO_US, 0, 8.64e7 },
-	{ "politeness", "obey_robots", T_BOOL, FIELD(crawl.obey_robots), AS_IS, 0, 1 },
-	{ "fetch", "max_connections", T_UINT, FIELD(fetch.max_connections), AS_IS, 1, 15000 },
-	{ "fetch", "timeout_ms", T_UINT, FIELD(fetch.total_timeout_ms), AS_IS, 100, 3.6e6 },
-	{ "fetch", "connect_timeout_ms", T_UINT, FIELD(fetch.connect_timeout_ms), AS_IS, 100,
-	  3.6e6 },
-	{ "fetch", "low_speed_bytes", T_UINT, FIELD(fetch.low_speed_limit), AS_IS, 0, 1e9 },
-	{ "fetch", "low_speed_time_s", T_UINT, FIELD(fetch.low_speed_time_s), AS_IS, 0, 3600 },
-	{ "fetch", "max_body_bytes", T_UINT, FIELD(fetch.max_body_bytes), AS_IS, 1024, 1e10 },
-	{ "fetch", "max_header_bytes", T_UINT, FIELD(fetch.max_header_bytes), AS_IS, 1024, 1e8 },
-	{ "fetch", "allow_private_networks", T_BOOL, FIELD(fetch.allow_private_networks), AS_IS, 0,
-	  1 },
-	{ "fetch", "accept_encoding", T_NOT_BOOL, FIELD(fetch.no_accept_encoding), AS_IS, 0, 1 },
-	{ "dns", "server", T_STR, FIELD(dns.server), AS_IS, 0, 300 },
-	{ "dns", "cache_ttl_s", T_UINT, FIELD(dns.max_ttl_s), AS_IS, 0, 8.64e5 },
-	{ "dns", "timeout_ms", T_UINT, FIELD(dns.timeout_ms), AS_IS, 10, 600000 },
-	{ "dns", "max_pending", T_UINT, FIELD(dns.max_pending), AS_IS, 1, 65536 },
-	{ "dns", "negative_ttl_s", T_UINT, FIELD(dns.negative_ttl_s), AS_IS, 1, 86400 },
-	{ "frontier", "mem_mb", T_UINT, FIELD(frontier.mem_budget), MIB_TO_BYTES, 1, 1e6 },
-	{ "frontier", "spill_dir", T_STR, FIELD(frontier.spill_dir), AS_IS, 0, 4096 },
-	{ "frontier", "max_urls_per_host", T_UINT, FIELD(frontier.max_urls_per_host), AS_IS, 0,
-	  1e15 },
-	{ "frontier", "max_hosts", T_UINT, FIELD(frontier.max_hosts), AS_IS, 0, 2147483647.0 },
-	{ "frontier", "max_url_len", T_UINT, FIELD(scope.max_url_len), AS_IS, 16, 8192 },
-	{ "frontier", "max_path_segments", T_UINT, FIELD(scope.max_path_segments), AS_IS, 1,
-	  10000 },
-	{ "frontier", "max_segment_repeats", T_UINT, FIELD(scope.max_segment_repeats), AS_IS, 0,
-	  10000 },
-	{ "sieve", "impl", T_SIEVE_IMPL, FIELD(sieve.impl), AS_IS, 1, 64 },
-	{ "sieve", "memory", T_SIZE, FIELD(sieve.memory), AS_IS, 512.0 * 1024,
-	  1024.0 * 1024 * 1024 * 1024 },
-	{ "sieve", "buffer_urls", T_UINT, FIELD(sieve.buffer_urls), AS_IS, 0, 4294967295.0 },
-	{ "sieve", "meta_memory", T_SIZE, FIELD(link_meta_memory), AS_IS, 64.0 * 1024,
-	  1024.0 * 1024 * 1024 * 1024 },
-	{ "parse", "threads", T_UINT, FIELD(parse.threads), AS_IS, 0, 1024 },
-	{ "parse", "queue", T_UINT, FIELD(parse.queue), AS_IS, 1, 1000000 },
-	{ "parse", "max_links", T_UINT, FIELD(links.max_links), AS_IS, 1, 1000000 },
-	{ "parse", "near_dup", T_BOOL, FIELD(parse.near_dup), AS_IS, 0, 1 },
-	{ "output", "dir", T_STR, FIELD(output.dir), AS_IS, 0, 4096 },
-	{ "output", "warc", T_BOOL, FIELD(output.warc), AS_IS, 0, 1 },
-	{ "output", "warc_max_mb", T_UINT, FIELD(warc.max_file_bytes), MIB_TO_BYTES, 1, 1e6 },
-	{ "output", "warc_level", T_UINT, FIELD(warc.compression_level), AS_IS, 1, 9 },
-	{ "output", "stats_interval_s", T_UINT, FIELD(output.stats_interval_s), AS_IS, 1, 3600 },
-	{ "output", "checkpoint_interval_s", T_UINT, FIELD(output.checkpoint_interval_s), AS_IS, 0,
-	  86400 },
+	KEY("crawl", "max_pages", T_UINT, crawl.max_pages, 0, 1e15),
+	KEY("crawl", "max_time_ms", T_UINT, crawl.max_time_ms, 0, 1e12),
+	KEY("crawl", "max_depth", T_UINT, scope.max_depth, 0, 1e6),
+	KEY("crawl", "user_agent", T_STR, crawl.user_agent, 1, 512),
+	KEY("crawl", "domains", T_DOMAINS, crawl.domains, 0, 0),
+	KEY("crawl", "any_domain", T_BOOL, crawl.any_domain, 0, 1),
+	KEY("crawl", "quiet", T_BOOL, crawl.quiet, 0, 1),
+	KEY("politeness", "policy", T_POLICY, politeness.policy, 0, 1),
+	MS_AS_US("politeness", "host_delay_ms", politeness.host_delay_us, 0, 3.6e6),
+	MS_AS_US("politeness", "ip_delay_ms", politeness.ip_delay_us, 0, 3.6e6),
+	KEY("politeness", "ip_politeness", T_BOOL, politeness.ip_politeness, 0, 1),
+	KEY("politeness", "ratio", T_DOUBLE, politeness.ratio, 1e-6, 1),
+	MS_AS_US("politeness", "visit_budget_ms", politeness.visit_budget_us, 1, 3.6e6),
+	MS_AS_US("politeness", "min_delay_ms", politeness.min_delay_us, 0, 3.6e6),
+	MS_AS_US("politeness", "max_delay_ms", politeness.max_delay_us, 0, 8.64e7),
+	KEY("politeness", "max_urls_per_visit", T_UINT, politeness.max_urls_per_visit, 0, 1e6),
+	MS_AS_US("politeness", "crawl_delay_cap_ms", politeness.crawl_delay_cap_us, 0, 8.64e7),
+	MS_AS_US("politeness", "backoff_base_ms", politeness.backoff_base_us, 0, 8.64e7),
+	MS_AS_US("politeness", "backoff_max_ms", politeness.backoff_max_us, 0, 8.64e7),
+	KEY("politeness", "max_consecutive_errors", T_UINT, politeness.max_consecutive_errors, 0,
+	    1e6),
+	MS_AS_US("politeness", "retry_after_cap_ms", politeness.retry_after_cap_us, 0, 8.64e7),
+	KEY("politeness", "obey_robots", T_BOOL, crawl.obey_robots, 0, 1),
+	KEY("fetch", "max_connections", T_UINT, fetch.max_connections, 1, 15000),
+	KEY("fetch", "timeout_ms", T_UINT, fetch.total_timeout_ms, 100, 3.6e6),
+	KEY("fetch", "connect_timeout_ms", T_UINT, fetch.connect_timeout_ms, 100, 3.6e6),
+	KEY("fetch", "low_speed_bytes", T_UINT, fetch.low_speed_limit, 0, 1e9),
+	KEY("fetch", "low_speed_time_s", T_UINT, fetch.low_speed_time_s, 0, 3600),
+	KEY("fetch", "max_body_bytes", T_UINT, fetch.max_body_bytes, 1024, 1e10),
+	KEY("fetch", "max_header_bytes", T_UINT, fetch.max_header_bytes, 1024, 1e8),
+	KEY("fetch", "allow_private_networks", T_BOOL, fetch.allow_private_networks, 0, 1),
+	KEY("fetch", "accept_encoding", T_NOT_BOOL, fetch.no_accept_encoding, 0, 1),
+	KEY("dns", "server", T_STR, dns.server, 0, 300),
+	KEY("dns", "cache_ttl_s", T_UINT, dns.max_ttl_s, 0, 8.64e5),
+	KEY("dns", "timeout_ms", T_UINT, dns.timeout_ms, 10, 600000),
+	KEY("dns", "max_pending", T_UINT, dns.max_pending, 1, 65536),
+	KEY("dns", "negative_ttl_s", T_UINT, dns.negative_ttl_s, 1, 86400),
+	MIB_AS_BYTES("frontier", "mem_mb", frontier.mem_budget, 1, 1e6),
+	KEY("frontier", "spill_dir", T_STR, frontier.spill_dir, 0, 4096),
+	KEY("frontier", "max_urls_per_host", T_UINT, frontier.max_urls_per_host, 0, 1e15),
+	KEY("frontier", "max_hosts", T_UINT, frontier.max_hosts, 0, 2147483647.0),
+	KEY("frontier", "max_url_len", T_UINT, scope.max_url_len, 16, 8192),
+	KEY("frontier", "max_path_segments", T_UINT, scope.max_path_segments, 1, 10000),
+	KEY("frontier", "max_segment_repeats", T_UINT, scope.max_segment_repeats, 0, 10000),
+	KEY("sieve", "impl", T_SIEVE_IMPL, sieve.impl, 1, 64),
+	KEY("sieve", "memory", T_SIZE, sieve.memory, 512 * KIB, TIB),
+	KEY("sieve", "buffer_urls", T_UINT, sieve.buffer_urls, 0, 4294967295.0),
+	KEY("sieve", "meta_memory", T_SIZE, link_meta_memory, 64 * KIB, TIB),
+	KEY("parse", "threads", T_UINT, parse.threads, 0, 1024),
+	KEY("parse", "queue", T_UINT, parse.queue, 1, 1000000),
+	KEY("parse", "max_links", T_UINT, links.max_links, 1, 1000000),
+	KEY("parse", "near_dup", T_BOOL, parse.near_dup, 0, 1),
+	KEY("output", "dir", T_STR, output.dir, 0, 4096),
+	KEY("output", "warc", T_BOOL, output.warc, 0, 1),
+	MIB_AS_BYTES("output", "warc_max_mb", warc.max_file_bytes, 1, 1e6),
+	KEY("output", "warc_level", T_UINT, warc.compression_level, 1, 9),
+	KEY("output", "stats_interval_s", T_UINT, output.stats_interval_s, 1, 3600),
+	KEY("output", "checkpoint_interval_s", T_UINT, output.checkpoint_interval_s, 0, 86400),
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
@@ -325,7 +323,7 @@ static int parse_size(const char *v, double min, double max, double *out)
 		break;
 	case 't':
 	case 'T':
-		mult = 1024.0 * 1024 * 1024 * 1024;
+		mult = TIB;
 		end++;
 		break;
 	default:
@@ -625,16 +623,10 @@ int crawl_config_write(const struct crawl_config *c, const char *path)
 
 const char *crawl_config_strerror(enum crawl_config_err e)
 {
-	static const char *const messages[] = {
-		[CRAWL_CONFIG_OK] = "ok",
-		[CRAWL_CONFIG_ERR_UNKNOWN_KEY] = "unknown key",
-		[CRAWL_CONFIG_ERR_BAD_VALUE] = "bad value",
-		[CRAWL_CONFIG_ERR_IO] = "cannot read file",
-		[CRAWL_CONFIG_ERR_NOMEM] = "out of memory",
-	};
-	if ((size_t)e < sizeof messages / sizeof messages[0])
-		return messages[e];
-	return "unknown error";
+	/* indexed by the enum's values, 0..4 */
+	static const char *const messages[] = { "ok", "unknown key", "bad value",
+		                                "cannot read file", "out of memory" };
+	return (size_t)e < sizeof messages / sizeof messages[0] ? messages[e] : "unknown error";
 }
 
 int crawl_config_key(size_t i, const char **section, const char **name)

@@ -198,130 +198,116 @@ static int add_set_override(struct crawl_flags *fl, const char *arg)
 	return add_override(fl->ov, &fl->nov, s, dot + 1, eq + 1) ? 1 : 0;
 }
 
+enum {
+	OPT_SEEDS = 256,
+	OPT_MAX_PAGES,
+	OPT_MAX_TIME,
+	OPT_MAX_DEPTH,
+	OPT_MAX_CONN,
+	OPT_HOST_DELAY,
+	OPT_IP_DELAY,
+	OPT_POLICY,
+	OPT_UA,
+	OPT_DOMAINS,
+	OPT_DNS,
+	OPT_PRIVATE,
+	OPT_PARSE_THREADS,
+	OPT_SET,
+	OPT_CKPT_INTERVAL,
+	OPT_RESUME,
+};
+
+static const struct option opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "seeds", required_argument, NULL, OPT_SEEDS },
+	{ "max-pages", required_argument, NULL, OPT_MAX_PAGES },
+	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
+	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
+	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
+	{ "host-delay", required_argument, NULL, OPT_HOST_DELAY },
+	{ "ip-delay", required_argument, NULL, OPT_IP_DELAY },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "user-agent", required_argument, NULL, OPT_UA },
+	{ "domains", required_argument, NULL, OPT_DOMAINS },
+	{ "dns-server", required_argument, NULL, OPT_DNS },
+	{ "allow-private-networks", no_argument, NULL, OPT_PRIVATE },
+	{ "parse-threads", required_argument, NULL, OPT_PARSE_THREADS },
+	{ "set", required_argument, NULL, OPT_SET },
+	{ "checkpoint-interval", required_argument, NULL, OPT_CKPT_INTERVAL },
+	{ "resume", no_argument, NULL, OPT_RESUME },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Flags that set one configuration key: to their argument, or to value. */
+static const struct flag_key {
+	int opt;
+	const char *section, *key, *value;
+} flag_keys[] = {
+	{ 'o', "output", "dir", NULL },
+	{ OPT_CKPT_INTERVAL, "output", "checkpoint_interval_s", NULL },
+	{ OPT_MAX_PAGES, "crawl", "max_pages", NULL },
+	{ OPT_MAX_DEPTH, "crawl", "max_depth", NULL },
+	{ OPT_MAX_CONN, "fetch", "max_connections", NULL },
+	{ OPT_HOST_DELAY, "politeness", "host_delay_ms", NULL },
+	{ OPT_IP_DELAY, "politeness", "ip_delay_ms", NULL },
+	{ OPT_POLICY, "politeness", "policy", NULL },
+	{ OPT_UA, "crawl", "user_agent", NULL },
+	{ OPT_DOMAINS, "crawl", "domains", NULL },
+	{ OPT_DNS, "dns", "server", NULL },
+	{ OPT_PRIVATE, "fetch", "allow_private_networks", "true" },
+	{ OPT_PARSE_THREADS, "parse", "threads", NULL },
+	{ 'q', "crawl", "quiet", "true" },
+};
+
+static const struct flag_key *flag_key_of(int opt)
+{
+	for (size_t i = 0; i < sizeof flag_keys / sizeof flag_keys[0]; i++)
+		if (flag_keys[i].opt == opt)
+			return &flag_keys[i];
+	return NULL;
+}
+
 /* Reads the flags into fl: 0 to go on, -1 after --help (exit 0), else the
  * exit code. */
 static int parse_flags(int argc, char **argv, struct crawl_flags *fl)
 {
-	enum {
-		OPT_SEEDS = 256,
-		OPT_MAX_PAGES,
-		OPT_MAX_TIME,
-		OPT_MAX_DEPTH,
-		OPT_MAX_CONN,
-		OPT_HOST_DELAY,
-		OPT_IP_DELAY,
-		OPT_POLICY,
-		OPT_UA,
-		OPT_DOMAINS,
-		OPT_DNS,
-		OPT_PRIVATE,
-		OPT_PARSE_THREADS,
-		OPT_SET,
-		OPT_CKPT_INTERVAL,
-		OPT_RESUME,
-	};
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "seeds", required_argument, NULL, OPT_SEEDS },
-		{ "max-pages", required_argument, NULL, OPT_MAX_PAGES },
-		{ "max-time", required_argument, NULL, OPT_MAX_TIME },
-		{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
-		{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
-		{ "host-delay", required_argument, NULL, OPT_HOST_DELAY },
-		{ "ip-delay", required_argument, NULL, OPT_IP_DELAY },
-		{ "policy", required_argument, NULL, OPT_POLICY },
-		{ "user-agent", required_argument, NULL, OPT_UA },
-		{ "domains", required_argument, NULL, OPT_DOMAINS },
-		{ "dns-server", required_argument, NULL, OPT_DNS },
-		{ "allow-private-networks", no_argument, NULL, OPT_PRIVATE },
-		{ "parse-threads", required_argument, NULL, OPT_PARSE_THREADS },
-		{ "set", required_argument, NULL, OPT_SET },
-		{ "checkpoint-interval", required_argument, NULL, OPT_CKPT_INTERVAL },
-		{ "resume", no_argument, NULL, OPT_RESUME },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct override *ov = fl->ov;
-	size_t *nov = &fl->nov;
 	char numbuf[64];
 	int c;
 
 	optind = 1;
 	opterr = 1;
 	while ((c = getopt_long(argc, argv, "c:o:qh", opts, NULL)) != -1) {
+		const struct flag_key *fk = flag_key_of(c);
 		int bad = 0;
-		switch (c) {
-		case 'c':
+		if (fk) {
+			bad = add_override(fl->ov, &fl->nov, fk->section, fk->key,
+			                   fk->value ? fk->value : optarg);
+			if (c == 'o')
+				fl->out_dir = optarg;
+		} else if (c == 'c') {
 			fl->config_path = optarg;
-			break;
-		case 'o':
-			fl->out_dir = optarg;
-			bad = add_override(ov, nov, "output", "dir", optarg);
-			break;
-		case OPT_CKPT_INTERVAL:
-			bad = add_override(ov, nov, "output", "checkpoint_interval_s", optarg);
-			break;
-		case OPT_RESUME:
+		} else if (c == OPT_RESUME) {
 			fl->resume = 1;
-			break;
-		case OPT_SEEDS:
+		} else if (c == OPT_SEEDS) {
 			fl->seeds_path = optarg;
-			break;
-		case OPT_MAX_PAGES:
-			bad = add_override(ov, nov, "crawl", "max_pages", optarg);
-			break;
-		case OPT_MAX_TIME:
+		} else if (c == OPT_MAX_TIME) {
 			if (secs_to_ms(optarg, numbuf, sizeof numbuf) < 0) {
 				fprintf(stderr, "crawler crawl: --max-time: bad value '%s'\n",
 				        optarg);
 				return 2;
 			}
-			bad = add_override(ov, nov, "crawl", "max_time_ms", numbuf);
-			break;
-		case OPT_MAX_DEPTH:
-			bad = add_override(ov, nov, "crawl", "max_depth", optarg);
-			break;
-		case OPT_MAX_CONN:
-			bad = add_override(ov, nov, "fetch", "max_connections", optarg);
-			break;
-		case OPT_HOST_DELAY:
-			bad = add_override(ov, nov, "politeness", "host_delay_ms", optarg);
-			break;
-		case OPT_IP_DELAY:
-			bad = add_override(ov, nov, "politeness", "ip_delay_ms", optarg);
-			break;
-		case OPT_POLICY:
-			bad = add_override(ov, nov, "politeness", "policy", optarg);
-			break;
-		case OPT_UA:
-			bad = add_override(ov, nov, "crawl", "user_agent", optarg);
-			break;
-		case OPT_DOMAINS:
-			bad = add_override(ov, nov, "crawl", "domains", optarg);
-			break;
-		case OPT_DNS:
-			bad = add_override(ov, nov, "dns", "server", optarg);
-			break;
-		case OPT_PRIVATE:
-			bad = add_override(ov, nov, "fetch", "allow_private_networks", "true");
-			break;
-		case OPT_PARSE_THREADS:
-			bad = add_override(ov, nov, "parse", "threads", optarg);
-			break;
-		case OPT_SET:
+			bad = add_override(fl->ov, &fl->nov, "crawl", "max_time_ms", numbuf);
+		} else if (c == OPT_SET) {
 			bad = add_set_override(fl, optarg);
 			if (bad < 0)
 				return 2;
-			break;
-		case 'q':
-			bad = add_override(ov, nov, "crawl", "quiet", "true");
-			break;
-		case 'h':
+		} else if (c == 'h') {
 			usage(stdout);
 			return -1;
-		default:
+		} else {
 			usage(stderr);
 			return 2;
 		}

@@ -63,40 +63,26 @@ static int curl_users; /* engines alive: curl_global_init is done once */
 
 const char *fetch_strerror(enum fetch_error err)
 {
-	switch (err) {
-	case FETCH_OK:
-		return "ok";
-	case FETCH_ERR_NOMEM:
-		return "nomem";
-	case FETCH_ERR_INVALID:
-		return "invalid";
-	case FETCH_ERR_PRIVATE_ADDR:
-		return "private-address";
-	case FETCH_ERR_BUSY:
-		return "busy";
-	case FETCH_ERR_PROTOCOL:
-		return "protocol";
-	case FETCH_ERR_CONNECT:
-		return "connect";
-	case FETCH_ERR_TIMEOUT:
-		return "timeout";
-	case FETCH_ERR_TOO_SLOW:
-		return "too-slow";
-	case FETCH_ERR_HEADER_TOO_LARGE:
-		return "header-too-large";
-	case FETCH_ERR_TLS:
-		return "tls";
-	case FETCH_ERR_RECV:
-		return "recv";
-	case FETCH_ERR_BAD_RESPONSE:
-		return "bad-response";
-	case FETCH_ERR_EMPTY_REPLY:
-		return "empty-reply";
-	case FETCH_ERR_CURL:
-		return "curl";
-	case FETCH_ERR_CANCELLED:
-		return "cancelled";
-	}
+	static const char *const names[] = {
+		[FETCH_OK] = "ok",
+		[FETCH_ERR_NOMEM] = "nomem",
+		[FETCH_ERR_INVALID] = "invalid",
+		[FETCH_ERR_PRIVATE_ADDR] = "private-address",
+		[FETCH_ERR_BUSY] = "busy",
+		[FETCH_ERR_PROTOCOL] = "protocol",
+		[FETCH_ERR_CONNECT] = "connect",
+		[FETCH_ERR_TIMEOUT] = "timeout",
+		[FETCH_ERR_TOO_SLOW] = "too-slow",
+		[FETCH_ERR_HEADER_TOO_LARGE] = "header-too-large",
+		[FETCH_ERR_TLS] = "tls",
+		[FETCH_ERR_RECV] = "recv",
+		[FETCH_ERR_BAD_RESPONSE] = "bad-response",
+		[FETCH_ERR_EMPTY_REPLY] = "empty-reply",
+		[FETCH_ERR_CURL] = "curl",
+		[FETCH_ERR_CANCELLED] = "cancelled",
+	};
+	if ((size_t)err < sizeof(names) / sizeof(names[0]) && names[err] != NULL)
+		return names[err];
 	return "unknown";
 }
 
@@ -424,6 +410,31 @@ static int on_timer(CURLM *multi, long timeout_ms, void *userp)
 
 /* ---------- transfers ---------- */
 
+/* libcurl results that mean one fetch error whatever the transfer saw. */
+static const struct {
+	CURLcode code;
+	enum fetch_error error;
+} curl_errors[] = {
+	{ CURLE_UNSUPPORTED_PROTOCOL, FETCH_ERR_PROTOCOL },
+	{ CURLE_SSL_CONNECT_ERROR, FETCH_ERR_TLS },
+	{ CURLE_PEER_FAILED_VERIFICATION, FETCH_ERR_TLS },
+	{ CURLE_SSL_CERTPROBLEM, FETCH_ERR_TLS },
+	{ CURLE_SSL_CIPHER, FETCH_ERR_TLS },
+	{ CURLE_SSL_CACERT_BADFILE, FETCH_ERR_TLS },
+	{ CURLE_SSL_ENGINE_NOTFOUND, FETCH_ERR_TLS },
+	{ CURLE_SSL_ENGINE_SETFAILED, FETCH_ERR_TLS },
+	{ CURLE_SSL_ISSUER_ERROR, FETCH_ERR_TLS },
+	{ CURLE_SSL_PINNEDPUBKEYNOTMATCH, FETCH_ERR_TLS },
+	{ CURLE_SSL_INVALIDCERTSTATUS, FETCH_ERR_TLS },
+	{ CURLE_USE_SSL_FAILED, FETCH_ERR_TLS },
+	{ CURLE_GOT_NOTHING, FETCH_ERR_EMPTY_REPLY },
+	{ CURLE_WEIRD_SERVER_REPLY, FETCH_ERR_BAD_RESPONSE },
+	{ CURLE_BAD_CONTENT_ENCODING, FETCH_ERR_BAD_RESPONSE },
+	{ CURLE_HTTP2, FETCH_ERR_BAD_RESPONSE },
+	{ CURLE_HTTP2_STREAM, FETCH_ERR_BAD_RESPONSE },
+	{ CURLE_OUT_OF_MEMORY, FETCH_ERR_NOMEM },
+};
+
 static enum fetch_error map_curl_error(struct transfer *t, CURLcode cc)
 {
 	switch (cc) {
@@ -441,38 +452,19 @@ static enum fetch_error map_curl_error(struct transfer *t, CURLcode cc)
 		if (strstr(t->errbuf, "too slow") != NULL)
 			return FETCH_ERR_TOO_SLOW;
 		return FETCH_ERR_TIMEOUT;
-	case CURLE_UNSUPPORTED_PROTOCOL:
-		return FETCH_ERR_PROTOCOL;
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CIPHER:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_ENGINE_NOTFOUND:
-	case CURLE_SSL_ENGINE_SETFAILED:
-	case CURLE_SSL_ISSUER_ERROR:
-	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-	case CURLE_SSL_INVALIDCERTSTATUS:
-	case CURLE_USE_SSL_FAILED:
-		return FETCH_ERR_TLS;
 	case CURLE_RECV_ERROR:
 	case CURLE_SEND_ERROR:
 	case CURLE_PARTIAL_FILE:
 		if (strstr(t->errbuf, "chunk") != NULL)
 			return FETCH_ERR_BAD_RESPONSE;
 		return FETCH_ERR_RECV;
-	case CURLE_GOT_NOTHING:
-		return FETCH_ERR_EMPTY_REPLY;
-	case CURLE_WEIRD_SERVER_REPLY:
-	case CURLE_BAD_CONTENT_ENCODING:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-		return FETCH_ERR_BAD_RESPONSE;
-	case CURLE_OUT_OF_MEMORY:
-		return FETCH_ERR_NOMEM;
 	default:
-		return FETCH_ERR_CURL;
+		break;
 	}
+	for (size_t i = 0; i < sizeof(curl_errors) / sizeof(curl_errors[0]); i++)
+		if (curl_errors[i].code == cc)
+			return curl_errors[i].error;
+	return FETCH_ERR_CURL;
 }
 
 static void transfer_unlink(struct fetch_engine *e, struct transfer *t)
