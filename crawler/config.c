@@ -19,6 +19,8 @@
 
 enum key_type {
 	T_UINT,       /* a whole number */
+	T_MS,         /* a whole number of milliseconds, stored in microseconds */
+	T_MIB,        /* a whole number of MiB, stored in bytes */
 	T_SIZE,       /* bytes, with an optional K/M/G/T suffix */
 	T_BOOL,       /* true/false, yes/no, on/off, 1/0 */
 	T_NOT_BOOL,   /* the same, stored negated (a module field named no_...) */
@@ -35,7 +37,7 @@ struct key_def {
 	enum key_type type;
 	size_t offset;   /* the field the key fills in struct crawl_config */
 	size_t size;     /* its size: integers of 1, 4 or 8 bytes, a double, a pointer */
-	uint64_t unit;   /* field = value * unit (ms -> us: 1000); 1 for the rest */
+	uint64_t unit;   /* field = value * unit: 1000 for T_MS, 2^20 for T_MIB, else 1 */
 	double min, max; /* range of the value, in the key's own unit */
 };
 
@@ -44,19 +46,10 @@ struct key_def {
 #define TIB (1024.0 * 1024 * 1024 * 1024)
 #define MS_TO_US 1000u
 #define MIB_TO_BYTES (1024u * 1024u)
-/* A key stored as it is written, a key in ms stored in us, one in MiB stored
- * in bytes. */
+#define UNIT_OF(type) ((type) == T_MS ? MS_TO_US : (type) == T_MIB ? MIB_TO_BYTES : 1u)
 #define KEY(section, name, type, field, min, max)                                                  \
 	{                                                                                          \
-		section, name, type, FIELD(field), 1u, min, max                                    \
-	}
-#define MS_AS_US(section, name, field, min, max)                                                   \
-	{                                                                                          \
-		section, name, T_UINT, FIELD(field), MS_TO_US, min, max                            \
-	}
-#define MIB_AS_BYTES(section, name, field, min, max)                                               \
-	{                                                                                          \
-		section, name, T_UINT, FIELD(field), MIB_TO_BYTES, min, max                        \
+		section, name, type, FIELD(field), UNIT_OF(type), min, max                         \
 	}
 
 static const struct key_def keys[] = {
@@ -68,20 +61,20 @@ static const struct key_def keys[] = {
 	KEY("crawl", "any_domain", T_BOOL, crawl.any_domain, 0, 1),
 	KEY("crawl", "quiet", T_BOOL, crawl.quiet, 0, 1),
 	KEY("politeness", "policy", T_POLICY, politeness.policy, 0, 1),
-	MS_AS_US("politeness", "host_delay_ms", politeness.host_delay_us, 0, 3.6e6),
-	MS_AS_US("politeness", "ip_delay_ms", politeness.ip_delay_us, 0, 3.6e6),
+	KEY("politeness", "host_delay_ms", T_MS, politeness.host_delay_us, 0, 3.6e6),
+	KEY("politeness", "ip_delay_ms", T_MS, politeness.ip_delay_us, 0, 3.6e6),
 	KEY("politeness", "ip_politeness", T_BOOL, politeness.ip_politeness, 0, 1),
 	KEY("politeness", "ratio", T_DOUBLE, politeness.ratio, 1e-6, 1),
-	MS_AS_US("politeness", "visit_budget_ms", politeness.visit_budget_us, 1, 3.6e6),
-	MS_AS_US("politeness", "min_delay_ms", politeness.min_delay_us, 0, 3.6e6),
-	MS_AS_US("politeness", "max_delay_ms", politeness.max_delay_us, 0, 8.64e7),
+	KEY("politeness", "visit_budget_ms", T_MS, politeness.visit_budget_us, 1, 3.6e6),
+	KEY("politeness", "min_delay_ms", T_MS, politeness.min_delay_us, 0, 3.6e6),
+	KEY("politeness", "max_delay_ms", T_MS, politeness.max_delay_us, 0, 8.64e7),
 	KEY("politeness", "max_urls_per_visit", T_UINT, politeness.max_urls_per_visit, 0, 1e6),
-	MS_AS_US("politeness", "crawl_delay_cap_ms", politeness.crawl_delay_cap_us, 0, 8.64e7),
-	MS_AS_US("politeness", "backoff_base_ms", politeness.backoff_base_us, 0, 8.64e7),
-	MS_AS_US("politeness", "backoff_max_ms", politeness.backoff_max_us, 0, 8.64e7),
+	KEY("politeness", "crawl_delay_cap_ms", T_MS, politeness.crawl_delay_cap_us, 0, 8.64e7),
+	KEY("politeness", "backoff_base_ms", T_MS, politeness.backoff_base_us, 0, 8.64e7),
+	KEY("politeness", "backoff_max_ms", T_MS, politeness.backoff_max_us, 0, 8.64e7),
 	KEY("politeness", "max_consecutive_errors", T_UINT, politeness.max_consecutive_errors, 0,
 	    1e6),
-	MS_AS_US("politeness", "retry_after_cap_ms", politeness.retry_after_cap_us, 0, 8.64e7),
+	KEY("politeness", "retry_after_cap_ms", T_MS, politeness.retry_after_cap_us, 0, 8.64e7),
 	KEY("politeness", "obey_robots", T_BOOL, crawl.obey_robots, 0, 1),
 	KEY("fetch", "max_connections", T_UINT, fetch.max_connections, 1, 15000),
 	KEY("fetch", "timeout_ms", T_UINT, fetch.total_timeout_ms, 100, 3.6e6),
@@ -97,7 +90,7 @@ static const struct key_def keys[] = {
 	KEY("dns", "timeout_ms", T_UINT, dns.timeout_ms, 10, 600000),
 	KEY("dns", "max_pending", T_UINT, dns.max_pending, 1, 65536),
 	KEY("dns", "negative_ttl_s", T_UINT, dns.negative_ttl_s, 1, 86400),
-	MIB_AS_BYTES("frontier", "mem_mb", frontier.mem_budget, 1, 1e6),
+	KEY("frontier", "mem_mb", T_MIB, frontier.mem_budget, 1, 1e6),
 	KEY("frontier", "spill_dir", T_STR, frontier.spill_dir, 0, 4096),
 	KEY("frontier", "max_urls_per_host", T_UINT, frontier.max_urls_per_host, 0, 1e15),
 	KEY("frontier", "max_hosts", T_UINT, frontier.max_hosts, 0, 2147483647.0),
@@ -114,7 +107,7 @@ static const struct key_def keys[] = {
 	KEY("parse", "near_dup", T_BOOL, parse.near_dup, 0, 1),
 	KEY("output", "dir", T_STR, output.dir, 0, 4096),
 	KEY("output", "warc", T_BOOL, output.warc, 0, 1),
-	MIB_AS_BYTES("output", "warc_max_mb", warc.max_file_bytes, 1, 1e6),
+	KEY("output", "warc_max_mb", T_MIB, warc.max_file_bytes, 1, 1e6),
 	KEY("output", "warc_level", T_UINT, warc.compression_level, 1, 9),
 	KEY("output", "stats_interval_s", T_UINT, output.stats_interval_s, 1, 3600),
 	KEY("output", "checkpoint_interval_s", T_UINT, output.checkpoint_interval_s, 0, 86400),
@@ -443,6 +436,8 @@ static enum crawl_config_err key_set(struct crawl_config *c, const struct key_de
 	int b;
 	switch (k->type) {
 	case T_UINT:
+	case T_MS:
+	case T_MIB:
 		if (parse_number(value, k->min, k->max, &d) < 0 || d != (double)(uint64_t)d)
 			return CRAWL_CONFIG_ERR_BAD_VALUE;
 		field_store(field, k->size, (uint64_t)d * k->unit);
@@ -566,6 +561,8 @@ static void key_write(FILE *f, const struct crawl_config *c, const struct key_de
 	fprintf(f, "%s = ", k->name);
 	switch (k->type) {
 	case T_UINT:
+	case T_MS:
+	case T_MIB:
 	case T_SIZE:
 		fprintf(f, "%llu\n", (unsigned long long)(field_load(field, k->size) / k->unit));
 		break;

@@ -54,7 +54,7 @@
 #include "frontier/scope.h"
 #include "frontier/url.h"
 #include "parse/links.h"
-#include "politeness/politeness.h"
+#include "politeness/delay_policy.h"
 #include "sieve/sieve.h"
 
 #define CRAWL_CONFIG_MAX_DOMAINS 256

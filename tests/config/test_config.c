@@ -218,6 +218,22 @@ START_TEST(keys_fill_the_module_structs)
 	                 CRAWL_CONFIG_OK);
 	ck_assert_ptr_null(c.scope.domains);
 	ck_assert_uint_eq(c.scope.n_domains, 0);
+	/* written back in the key's own unit and sense, read back the same */
+	char *path = write_tmp_config(&c);
+	char *text = read_all(path);
+	ck_assert_ptr_nonnull(strstr(text, "\naccept_encoding = false\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nip_delay_ms = 250\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nmem_mb = 3\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nwarc_max_mb = 2\n"));
+	struct crawl_config back;
+	ck_assert_int_eq(crawl_config_default(&back), 0);
+	ck_assert_int_eq(crawl_config_load(&back, path, err, sizeof err), CRAWL_CONFIG_OK);
+	ck_assert(back.fetch.no_accept_encoding);
+	ck_assert_uint_eq(back.politeness.ip_delay_us, 250000);
+	crawl_config_free(&back);
+	unlink(path);
+	free(path);
+	free(text);
 	/* a refused value changes nothing, shared copies included */
 	ck_assert_int_eq(crawl_config_set(&c, "frontier", "max_url_len", "9", err, sizeof err),
 	                 CRAWL_CONFIG_ERR_BAD_VALUE);
