@@ -88,25 +88,26 @@ const char *fetch_strerror(enum fetch_error err)
 
 /* ---------- address policy ---------- */
 
+/* The IPv4 block a.b.c.d/bits as a network and a mask (bits 1..32). */
+#define CIDR4(a, b, c, d, bits)                                                                    \
+	{                                                                                          \
+		(uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d),    \
+		        0xffffffffu << (32 - (bits))                                               \
+	}
+
 static bool v4_private(uint32_t a)
 {
+	/* The special-purpose blocks (RFC 6890): "this network", private,
+	 * carrier-grade NAT, loopback, link-local, IETF assignments,
+	 * documentation, benchmarking, multicast, reserved and broadcast. */
 	static const struct {
 		uint32_t net, mask;
 	} ranges[] = {
-		{ 0x00000000u, 0xff000000u }, /* 0/8 */
-		{ 0x0a000000u, 0xff000000u }, /* 10/8 */
-		{ 0x64400000u, 0xffc00000u }, /* 100.64/10 */
-		{ 0x7f000000u, 0xff000000u }, /* 127/8 */
-		{ 0xa9fe0000u, 0xffff0000u }, /* 169.254/16 */
-		{ 0xac100000u, 0xfff00000u }, /* 172.16/12 */
-		{ 0xc0000000u, 0xffffff00u }, /* 192.0.0/24 */
-		{ 0xc0000200u, 0xffffff00u }, /* 192.0.2/24 */
-		{ 0xc0a80000u, 0xffff0000u }, /* 192.168/16 */
-		{ 0xc6120000u, 0xfffe0000u }, /* 198.18/15 */
-		{ 0xc6336400u, 0xffffff00u }, /* 198.51.100/24 */
-		{ 0xcb007100u, 0xffffff00u }, /* 203.0.113/24 */
-		{ 0xe0000000u, 0xf0000000u }, /* 224/4 multicast */
-		{ 0xf0000000u, 0xf0000000u }, /* 240/4 reserved + broadcast */
+		CIDR4(0, 0, 0, 0, 8),     CIDR4(10, 0, 0, 0, 8),      CIDR4(100, 64, 0, 0, 10),
+		CIDR4(127, 0, 0, 0, 8),   CIDR4(169, 254, 0, 0, 16),  CIDR4(172, 16, 0, 0, 12),
+		CIDR4(192, 0, 0, 0, 24),  CIDR4(192, 0, 2, 0, 24),    CIDR4(192, 168, 0, 0, 16),
+		CIDR4(198, 18, 0, 0, 15), CIDR4(198, 51, 100, 0, 24), CIDR4(203, 0, 113, 0, 24),
+		CIDR4(224, 0, 0, 0, 4),   CIDR4(240, 0, 0, 0, 4),
 	};
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
 		if ((a & ranges[i].mask) == ranges[i].net)
