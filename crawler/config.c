@@ -1,7 +1,8 @@
 /*
- * config.c: a table of keys (section, name, type, offset, range) drives both
- * the INI reader and the command-line overrides, so each key is validated
- * in exactly one place.
+ * config.c: a table of keys (section, name, type, field, unit, range) drives
+ * the INI reader, the command-line overrides and the file a resumed crawl
+ * reads back, so each key is validated, converted and written in exactly
+ * one place.
  */
 #include "crawler/config.h"
 
@@ -14,133 +15,226 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "sieve/sieve.h"
-
 #define DEFAULT_UA "crawler/0.1 (+mailto:CONTACT-ME@example.invalid)"
 
-enum key_type { T_U64, T_U32, T_BOOL, T_STR, T_DOUBLE, T_POLICY, T_DOMAINS, T_SIZE, T_SIEVE_IMPL };
+enum key_type {
+	T_UINT,       /* a whole number */
+	T_MS,         /* a whole number of milliseconds, stored in microseconds */
+	T_MIB,        /* a whole number of MiB, stored in bytes */
+	T_SIZE,       /* bytes, with an optional K/M/G/T suffix */
+	T_BOOL,       /* true/false, yes/no, on/off, 1/0 */
+	T_NOT_BOOL,   /* the same, stored negated (a module field named no_...) */
+	T_DOUBLE,     /* a real number */
+	T_POLICY,     /* fixed or ratio: enum delay_policy_kind */
+	T_STR,        /* an owned string; min..max is its length */
+	T_SIEVE_IMPL, /* an owned string naming a sieve implementation */
+	T_DOMAINS,    /* a list of host suffixes into crawl.domains */
+};
 
 struct key_def {
 	const char *section;
 	const char *name;
 	enum key_type type;
-	size_t offset;
-	double min, max;
+	size_t offset;   /* the field the key fills in struct crawl_config */
+	size_t size;     /* its size: integers of 1, 4 or 8 bytes, a double, a pointer */
+	uint64_t unit;   /* field = value * unit: 1000 for T_MS, 2^20 for T_MIB, else 1 */
+	double min, max; /* range of the value, in the key's own unit */
 };
 
-#define OFF(f) offsetof(struct crawl_config, f)
+#define FIELD(m) offsetof(struct crawl_config, m), sizeof(((struct crawl_config *)0)->m)
+#define KIB 1024.0
+#define TIB (1024.0 * 1024 * 1024 * 1024)
+#define MS_TO_US 1000u
+#define MIB_TO_BYTES (1024u * 1024u)
+#define UNIT_OF(type) ((type) == T_MS ? MS_TO_US : (type) == T_MIB ? MIB_TO_BYTES : 1u)
+#define KEY(section, name, type, field, min, max)                                                  \
+	{                                                                                          \
+		section, name, type, FIELD(field), UNIT_OF(type), min, max                         \
+	}
+
 static const struct key_def keys[] = {
-	{"crawl", "max_pages", T_U64, OFF(max_pages), 0, 1e15},
-	{"crawl", "max_time_ms", T_U64, OFF(max_time_ms), 0, 1e12},
-	{"crawl", "max_depth", T_U32, OFF(max_depth), 0, 1e6},
-	{"crawl", "user_agent", T_STR, OFF(user_agent), 1, 512},
-	{"crawl", "domains", T_DOMAINS, OFF(domains), 0, 0},
-	{"crawl", "any_domain", T_BOOL, OFF(any_domain), 0, 1},
-	{"crawl", "quiet", T_BOOL, OFF(quiet), 0, 1},
-	{"politeness", "policy", T_POLICY, OFF(policy), 0, 1},
-	{"politeness", "host_delay_ms", T_U64, OFF(host_delay_ms), 0, 3.6e6},
-	{"politeness", "ip_delay_ms", T_U64, OFF(ip_delay_ms), 0, 3.6e6},
-	{"politeness", "ip_politeness", T_BOOL, OFF(ip_politeness), 0, 1},
-	{"politeness", "ratio", T_DOUBLE, OFF(ratio), 1e-6, 1},
-	{"politeness", "visit_budget_ms", T_U64, OFF(visit_budget_ms), 1, 3.6e6},
-	{"politeness", "min_delay_ms", T_U64, OFF(min_delay_ms), 0, 3.6e6},
-	{"politeness", "max_delay_ms", T_U64, OFF(max_delay_ms), 0, 8.64e7},
-	{"politeness", "max_urls_per_visit", T_U32, OFF(max_urls_per_visit), 0, 1e6},
-	{"politeness", "crawl_delay_cap_ms", T_U64, OFF(crawl_delay_cap_ms), 0, 8.64e7},
-	{"politeness", "backoff_base_ms", T_U64, OFF(backoff_base_ms), 0, 8.64e7},
-	{"politeness", "backoff_max_ms", T_U64, OFF(backoff_max_ms), 0, 8.64e7},
-	{"politeness", "max_consecutive_errors", T_U32, OFF(max_consecutive_errors), 0, 1e6},
-	{"politeness", "retry_after_cap_ms", T_U64, OFF(retry_after_cap_ms), 0, 8.64e7},
-	{"politeness", "obey_robots", T_BOOL, OFF(obey_robots), 0, 1},
-	{"fetch", "max_connections", T_U32, OFF(max_connections), 1, 15000},
-	{"fetch", "timeout_ms", T_U64, OFF(timeout_ms), 100, 3.6e6},
-	{"fetch", "connect_timeout_ms", T_U64, OFF(connect_timeout_ms), 100, 3.6e6},
-	{"fetch", "low_speed_bytes", T_U64, OFF(low_speed_bytes), 0, 1e9},
-	{"fetch", "low_speed_time_s", T_U64, OFF(low_speed_time_s), 0, 3600},
-	{"fetch", "max_body_bytes", T_U64, OFF(max_body_bytes), 1024, 1e10},
-	{"fetch", "max_header_bytes", T_U64, OFF(max_header_bytes), 1024, 1e8},
-	{"fetch", "allow_private_networks", T_BOOL, OFF(allow_private_networks), 0, 1},
-	{"fetch", "accept_encoding", T_BOOL, OFF(accept_encoding), 0, 1},
-	{"dns", "server", T_STR, OFF(dns_server), 0, 300},
-	{"dns", "cache_ttl_s", T_U64, OFF(dns_cache_ttl_s), 0, 8.64e5},
-	{"dns", "timeout_ms", T_U64, OFF(dns_timeout_ms), 10, 600000},
-	{"dns", "max_pending", T_U32, OFF(dns_max_pending), 1, 65536},
-	{"dns", "negative_ttl_s", T_U32, OFF(dns_negative_ttl_s), 1, 86400},
-	{"frontier", "mem_mb", T_U64, OFF(frontier_mem_mb), 1, 1e6},
-	{"frontier", "spill_dir", T_STR, OFF(spill_dir), 0, 4096},
-	{"frontier", "max_urls_per_host", T_U64, OFF(max_urls_per_host), 0, 1e15},
-	{"frontier", "max_hosts", T_U32, OFF(max_hosts), 0, 2147483647.0},
-	{"frontier", "max_url_len", T_U32, OFF(max_url_len), 16, 8192},
-	{"frontier", "max_path_segments", T_U32, OFF(max_path_segments), 1, 10000},
-	{"frontier", "max_segment_repeats", T_U32, OFF(max_segment_repeats), 0, 10000},
-	{"sieve", "impl", T_SIEVE_IMPL, OFF(sieve_impl), 1, 64},
-	{"sieve", "memory", T_SIZE, OFF(sieve_memory), 512.0 * 1024, 1024.0 * 1024 * 1024 * 1024},
-	{"sieve", "buffer_urls", T_U64, OFF(sieve_buffer_urls), 0, 4294967295.0},
-	{"sieve", "meta_memory", T_SIZE, OFF(sieve_meta_memory), 64.0 * 1024, 1024.0 * 1024 * 1024 * 1024},
-	{"parse", "threads", T_U32, OFF(parse_threads), 0, 1024},
-	{"parse", "queue", T_U32, OFF(parse_queue), 1, 1000000},
-	{"parse", "max_links", T_U32, OFF(max_links), 1, 1000000},
-	{"parse", "near_dup", T_BOOL, OFF(near_dup), 0, 1},
-	{"output", "dir", T_STR, OFF(output_dir), 0, 4096},
-	{"output", "warc", T_BOOL, OFF(warc), 0, 1},
-	{"output", "warc_max_mb", T_U64, OFF(warc_max_mb), 1, 1e6},
-	{"output", "warc_level", T_U32, OFF(warc_level), 1, 9},
-	{"output", "stats_interval_s", T_U32, OFF(stats_interval_s), 1, 3600},
-	{"output", "checkpoint_interval_s", T_U32, OFF(checkpoint_interval_s), 0, 86400},
+	KEY("crawl", "max_pages", T_UINT, crawl.max_pages, 0, 1e15),
+	KEY("crawl", "max_time_ms", T_UINT, crawl.max_time_ms, 0, 1e12),
+	KEY("crawl", "max_depth", T_UINT, scope.max_depth, 0, 1e6),
+	KEY("crawl", "user_agent", T_STR, crawl.user_agent, 1, 512),
+	KEY("crawl", "domains", T_DOMAINS, crawl.domains, 0, 0),
+	KEY("crawl", "any_domain", T_BOOL, crawl.any_domain, 0, 1),
+	KEY("crawl", "quiet", T_BOOL, crawl.quiet, 0, 1),
+	KEY("politeness", "policy", T_POLICY, politeness.policy, 0, 1),
+	KEY("politeness", "host_delay_ms", T_MS, politeness.host_delay_us, 0, 3.6e6),
+	KEY("politeness", "ip_delay_ms", T_MS, politeness.ip_delay_us, 0, 3.6e6),
+	KEY("politeness", "ip_politeness", T_BOOL, politeness.ip_politeness, 0, 1),
+	KEY("politeness", "ratio", T_DOUBLE, politeness.ratio, 1e-6, 1),
+	KEY("politeness", "visit_budget_ms", T_MS, politeness.visit_budget_us, 1, 3.6e6),
+	KEY("politeness", "min_delay_ms", T_MS, politeness.min_delay_us, 0, 3.6e6),
+	KEY("politeness", "max_delay_ms", T_MS, politeness.max_delay_us, 0, 8.64e7),
+	KEY("politeness", "max_urls_per_visit", T_UINT, politeness.max_urls_per_visit, 0, 1e6),
+	KEY("politeness", "crawl_delay_cap_ms", T_MS, politeness.crawl_delay_cap_us, 0, 8.64e7),
+	KEY("politeness", "backoff_base_ms", T_MS, politeness.backoff_base_us, 0, 8.64e7),
+	KEY("politeness", "backoff_max_ms", T_MS, politeness.backoff_max_us, 0, 8.64e7),
+	KEY("politeness", "max_consecutive_errors", T_UINT, politeness.max_consecutive_errors, 0,
+	    1e6),
+	KEY("politeness", "retry_after_cap_ms", T_MS, politeness.retry_after_cap_us, 0, 8.64e7),
+	KEY("politeness", "obey_robots", T_BOOL, crawl.obey_robots, 0, 1),
+	KEY("fetch", "max_connections", T_UINT, fetch.max_connections, 1, 15000),
+	KEY("fetch", "timeout_ms", T_UINT, fetch.total_timeout_ms, 100, 3.6e6),
+	KEY("fetch", "connect_timeout_ms", T_UINT, fetch.connect_timeout_ms, 100, 3.6e6),
+	KEY("fetch", "low_speed_bytes", T_UINT, fetch.low_speed_limit, 0, 1e9),
+	KEY("fetch", "low_speed_time_s", T_UINT, fetch.low_speed_time_s, 0, 3600),
+	KEY("fetch", "max_body_bytes", T_UINT, fetch.max_body_bytes, 1024, 1e10),
+	KEY("fetch", "max_header_bytes", T_UINT, fetch.max_header_bytes, 1024, 1e8),
+	KEY("fetch", "allow_private_networks", T_BOOL, fetch.allow_private_networks, 0, 1),
+	KEY("fetch", "accept_encoding", T_NOT_BOOL, fetch.no_accept_encoding, 0, 1),
+	KEY("dns", "server", T_STR, dns.server, 0, 300),
+	KEY("dns", "cache_ttl_s", T_UINT, dns.max_ttl_s, 0, 8.64e5),
+	KEY("dns", "timeout_ms", T_UINT, dns.timeout_ms, 10, 600000),
+	KEY("dns", "max_pending", T_UINT, dns.max_pending, 1, 65536),
+	KEY("dns", "negative_ttl_s", T_UINT, dns.negative_ttl_s, 1, 86400),
+	KEY("frontier", "mem_mb", T_MIB, frontier.mem_budget, 1, 1e6),
+	KEY("frontier", "spill_dir", T_STR, frontier.spill_dir, 0, 4096),
+	KEY("frontier", "max_urls_per_host", T_UINT, frontier.max_urls_per_host, 0, 1e15),
+	KEY("frontier", "max_hosts", T_UINT, frontier.max_hosts, 0, 2147483647.0),
+	KEY("frontier", "max_url_len", T_UINT, scope.max_url_len, 16, 8192),
+	KEY("frontier", "max_path_segments", T_UINT, scope.max_path_segments, 1, 10000),
+	KEY("frontier", "max_segment_repeats", T_UINT, scope.max_segment_repeats, 0, 10000),
+	KEY("sieve", "impl", T_SIEVE_IMPL, sieve.impl, 1, 64),
+	KEY("sieve", "memory", T_SIZE, sieve.memory, 512 * KIB, TIB),
+	KEY("sieve", "buffer_urls", T_UINT, sieve.buffer_urls, 0, 4294967295.0),
+	KEY("sieve", "meta_memory", T_SIZE, link_meta_memory, 64 * KIB, TIB),
+	KEY("parse", "threads", T_UINT, parse.threads, 0, 1024),
+	KEY("parse", "queue", T_UINT, parse.queue, 1, 1000000),
+	KEY("parse", "max_links", T_UINT, links.max_links, 1, 1000000),
+	KEY("parse", "near_dup", T_BOOL, parse.near_dup, 0, 1),
+	KEY("output", "dir", T_STR, output.dir, 0, 4096),
+	KEY("output", "warc", T_BOOL, output.warc, 0, 1),
+	KEY("output", "warc_max_mb", T_MIB, warc.max_file_bytes, 1, 1e6),
+	KEY("output", "warc_level", T_UINT, warc.compression_level, 1, 9),
+	KEY("output", "stats_interval_s", T_UINT, output.stats_interval_s, 1, 3600),
+	KEY("output", "checkpoint_interval_s", T_UINT, output.checkpoint_interval_s, 0, 86400),
 };
+#define N_KEYS (sizeof keys / sizeof keys[0])
+
+static const char *const policy_names[] = {
+	[DELAY_POLICY_FIXED] = "fixed", [DELAY_POLICY_RATIO] = "ratio"
+};
+
+/* Integer fields of any width the table names, through memcpy (the fields
+ * are size_t, long, unsigned, enums, int and bool flags). */
+static void field_store(void *field, size_t size, uint64_t v)
+{
+	uint8_t v8 = (uint8_t)v;
+	uint16_t v16 = (uint16_t)v;
+	uint32_t v32 = (uint32_t)v;
+	switch (size) {
+	case 1:
+		memcpy(field, &v8, 1);
+		break;
+	case 2:
+		memcpy(field, &v16, 2);
+		break;
+	case 4:
+		memcpy(field, &v32, 4);
+		break;
+	default:
+		memcpy(field, &v, 8);
+		break;
+	}
+}
+
+static uint64_t field_load(const void *field, size_t size)
+{
+	uint8_t v8;
+	uint16_t v16;
+	uint32_t v32;
+	uint64_t v;
+	switch (size) {
+	case 1:
+		memcpy(&v8, field, 1);
+		return v8;
+	case 2:
+		memcpy(&v16, field, 2);
+		return v16;
+	case 4:
+		memcpy(&v32, field, 4);
+		return v32;
+	default:
+		memcpy(&v, field, 8);
+		return v;
+	}
+}
+
+static char *field_string(const void *field)
+{
+	char *s;
+	memcpy(&s, field, sizeof s);
+	return s;
+}
+
+/* Frees the string a field holds and puts s there (s may be NULL). */
+static void field_string_replace(void *field, char *s)
+{
+	free(field_string(field));
+	memcpy(field, &s, sizeof s);
+}
+
+/* Copies the settings several modules read from the one field their key
+ * fills (see config.h) and points the module structs at the strings. */
+static void share_settings(struct crawl_config *c)
+{
+	int restricted = !c->crawl.any_domain && c->crawl.n_domains > 0;
+	c->frontier.max_depth = c->scope.max_depth;
+	c->url.max_len = c->scope.max_url_len;
+	c->sieve.max_url_len = c->scope.max_url_len;
+	c->links.url_options = &c->url;
+	c->fetch.user_agent = c->crawl.user_agent;
+	c->warc.user_agent = c->crawl.user_agent;
+	c->warc.dir = c->output.dir;
+	c->scope.domains = restricted ? (const char *const *)c->crawl.domains : NULL;
+	c->scope.n_domains = restricted ? c->crawl.n_domains : 0;
+}
 
 int crawl_config_default(struct crawl_config *c)
 {
 	memset(c, 0, sizeof *c);
-	c->user_agent = strdup(DEFAULT_UA);
-	c->spill_dir = strdup("");
-	c->output_dir = strdup("crawl-out");
-	c->dns_server = strdup("");
-	c->sieve_impl = strdup("mercator");
-	if (!c->user_agent || !c->spill_dir || !c->output_dir || !c->dns_server || !c->sieve_impl) {
+	politeness_config_default(&c->politeness);
+	frontier_config_default(&c->frontier);
+	scope_config_default(&c->scope);
+	url_options_init(&c->url);
+	c->crawl.user_agent = strdup(DEFAULT_UA);
+	c->frontier.spill_dir = strdup(""); /* "": the output folder */
+	c->output.dir = strdup("crawl-out");
+	c->dns.server = strdup("");
+	c->sieve.impl = strdup("mercator");
+	if (!c->crawl.user_agent || !c->frontier.spill_dir || !c->output.dir || !c->dns.server ||
+	    !c->sieve.impl) {
 		crawl_config_free(c);
 		return -1;
 	}
-	c->policy = 0;
-	c->host_delay_ms = 2000;
-	c->ip_delay_ms = 500;
-	c->ip_politeness = 1;
-	c->ratio = 0.1;
-	c->visit_budget_ms = 1000;
-	c->min_delay_ms = 500;
-	c->max_delay_ms = 60000;
-	c->crawl_delay_cap_ms = 30000;
-	c->backoff_base_ms = 10000;
-	c->backoff_max_ms = 3600000;
-	c->max_consecutive_errors = 8;
-	c->retry_after_cap_ms = 3600000;
-	c->obey_robots = 1;
-	c->max_connections = 256;
-	c->timeout_ms = 30000;
-	c->connect_timeout_ms = 10000;
-	c->low_speed_bytes = 100;
-	c->low_speed_time_s = 10;
-	c->max_body_bytes = 10u * 1024 * 1024;
-	c->max_header_bytes = 256u * 1024;
-	c->accept_encoding = 1;
-	c->dns_cache_ttl_s = 3600;
-	c->dns_timeout_ms = 5000;
-	c->dns_max_pending = 256;
-	c->dns_negative_ttl_s = 60;
-	c->frontier_mem_mb = 256;
-	c->max_url_len = 2048;
-	c->max_path_segments = 32;
-	c->max_segment_repeats = 3;
-	c->sieve_memory = 64u * 1024 * 1024;
-	c->sieve_meta_memory = 16u * 1024 * 1024;
-	c->parse_queue = 1024;
-	c->max_links = 10000;
-	c->near_dup = 1;
-	c->warc = 1;
-	c->warc_max_mb = 1024;
-	c->warc_level = 1;
-	c->stats_interval_s = 10;
-	c->checkpoint_interval_s = 60;
+	c->crawl.obey_robots = 1;
+	c->fetch.max_connections = 256;
+	c->fetch.total_timeout_ms = 30000;
+	c->fetch.connect_timeout_ms = 10000;
+	c->fetch.low_speed_limit = 100;
+	c->fetch.low_speed_time_s = 10;
+	c->fetch.max_body_bytes = 10u * 1024 * 1024;
+	c->fetch.max_header_bytes = 256u * 1024;
+	c->dns.max_ttl_s = 3600;
+	c->dns.timeout_ms = 5000;
+	c->dns.max_pending = 256;
+	c->dns.negative_ttl_s = 60;
+	c->frontier.mem_budget = 256u * MIB_TO_BYTES;
+	c->sieve.memory = 64u * 1024 * 1024;
+	c->link_meta_memory = 16u * 1024 * 1024;
+	c->parse.queue = 1024;
+	c->parse.near_dup = 1;
+	c->links.max_links = LINKS_DEFAULT_MAX_LINKS;
+	c->output.warc = 1;
+	c->output.stats_interval_s = 10;
+	c->output.checkpoint_interval_s = 60;
+	c->warc.prefix = "crawl";
+	c->warc.max_file_bytes = 1024u * MIB_TO_BYTES;
+	c->warc.compression_level = 1;
+	share_settings(c);
 	return 0;
 }
 
@@ -148,13 +242,11 @@ void crawl_config_free(struct crawl_config *c)
 {
 	if (!c)
 		return;
-	free(c->user_agent);
-	free(c->spill_dir);
-	free(c->output_dir);
-	free(c->dns_server);
-	free(c->sieve_impl);
-	for (size_t i = 0; i < c->n_domains; i++)
-		free(c->domains[i]);
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (keys[i].type == T_STR || keys[i].type == T_SIEVE_IMPL)
+			field_string_replace((char *)c + keys[i].offset, NULL);
+	for (size_t i = 0; i < c->crawl.n_domains; i++)
+		free(c->crawl.domains[i]);
 	memset(c, 0, sizeof *c);
 }
 
@@ -177,8 +269,8 @@ static int parse_number(const char *v, double min, double max, double *out)
 
 static int parse_bool(const char *v, int *out)
 {
-	static const char *yes[] = {"1", "true", "yes", "on"};
-	static const char *no[] = {"0", "false", "no", "off"};
+	static const char *yes[] = { "1", "true", "yes", "on" };
+	static const char *no[] = { "0", "false", "no", "off" };
 	for (size_t i = 0; i < 4; i++) {
 		if (strcasecmp(v, yes[i]) == 0) {
 			*out = 1;
@@ -207,11 +299,28 @@ static int parse_size(const char *v, double min, double max, double *out)
 		return -1;
 	double mult = 1;
 	switch (*end) {
-	case 'k': case 'K': mult = 1024.0; end++; break;
-	case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
-	case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
-	case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		mult = 1024.0;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		mult = 1024.0 * 1024;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		mult = 1024.0 * 1024 * 1024;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		mult = TIB;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (mult > 1 && (*end == 'i' || *end == 'I'))
 		end++;
@@ -234,7 +343,7 @@ static int parse_size(const char *v, double min, double max, double *out)
  * once by one that does not. */
 static int sieve_impl_known(const char *name)
 {
-	struct sieve_config sc = {.impl = name, .dir = NULL, .memory = 64u * 1024 * 1024};
+	struct sieve_config sc = { .impl = name, .dir = NULL, .memory = 64u * 1024 * 1024 };
 	sieve_t *s = NULL;
 	int rc = sieve_open(&sc, NULL, NULL, &s, NULL, 0);
 	if (rc == SIEVE_OK)
@@ -272,10 +381,10 @@ static enum crawl_config_err set_domains(struct crawl_config *c, const char *v, 
 			memmove(tmp[n], tmp[n] + 1, strlen(tmp[n]));
 		n++;
 	}
-	for (size_t i = 0; i < c->n_domains; i++)
-		free(c->domains[i]);
-	memcpy(c->domains, tmp, n * sizeof tmp[0]);
-	c->n_domains = n;
+	for (size_t i = 0; i < c->crawl.n_domains; i++)
+		free(c->crawl.domains[i]);
+	memcpy(c->crawl.domains, tmp, n * sizeof tmp[0]);
+	c->crawl.n_domains = n;
 	return CRAWL_CONFIG_OK;
 fail:
 	for (size_t i = 0; i < n; i++)
@@ -283,12 +392,101 @@ fail:
 	return CRAWL_CONFIG_ERR_BAD_VALUE;
 }
 
-enum crawl_config_err crawl_config_set(struct crawl_config *c, const char *section,
-                                       const char *key, const char *value, char *err,
-                                       size_t errlen)
+/* The message for a value the key refuses. */
+static void bad_value_message(const struct key_def *k, const char *value, char *err, size_t errlen)
+{
+	const char *key = k->name;
+	switch (k->type) {
+	case T_BOOL:
+	case T_NOT_BOOL:
+		snprintf(err, errlen, "%s: bad value '%s' (expected true/false)", key, value);
+		break;
+	case T_POLICY:
+		snprintf(err, errlen, "%s: bad value '%s' (expected fixed or ratio)", key, value);
+		break;
+	case T_SIZE:
+		snprintf(err, errlen,
+		         "%s: bad value '%s' (expected a size such as 64M: bytes with an optional"
+		         " K/M/G/T suffix, at least %.0fK)",
+		         key, value, k->min / 1024);
+		break;
+	case T_SIEVE_IMPL:
+		snprintf(err, errlen,
+		         "%s: bad value '%s' (no sieve implementation of that name;"
+		         " the default is mercator)",
+		         key, value);
+		break;
+	case T_STR:
+		snprintf(err, errlen, "%s: bad value (length must be %g..%g)", key, k->min, k->max);
+		break;
+	default:
+		snprintf(err, errlen, "%s: bad value '%s' (expected a number in %g..%g)", key,
+		         value, k->min, k->max);
+		break;
+	}
+}
+
+/* Parses value as key k and stores it; BAD_VALUE leaves the field as it was. */
+static enum crawl_config_err key_set(struct crawl_config *c, const struct key_def *k,
+                                     const char *value, char *err, size_t errlen)
+{
+	void *field = (char *)c + k->offset;
+	size_t len = strlen(value);
+	double d;
+	int b;
+	switch (k->type) {
+	case T_UINT:
+	case T_MS:
+	case T_MIB:
+		if (parse_number(value, k->min, k->max, &d) < 0 || d != (double)(uint64_t)d)
+			return CRAWL_CONFIG_ERR_BAD_VALUE;
+		field_store(field, k->size, (uint64_t)d * k->unit);
+		return CRAWL_CONFIG_OK;
+	case T_SIZE:
+		if (parse_size(value, k->min, k->max, &d) < 0)
+			return CRAWL_CONFIG_ERR_BAD_VALUE;
+		field_store(field, k->size, (uint64_t)d * k->unit);
+		return CRAWL_CONFIG_OK;
+	case T_BOOL:
+	case T_NOT_BOOL:
+		if (parse_bool(value, &b) < 0)
+			return CRAWL_CONFIG_ERR_BAD_VALUE;
+		field_store(field, k->size, (uint64_t)(k->type == T_NOT_BOOL ? !b : b));
+		return CRAWL_CONFIG_OK;
+	case T_DOUBLE:
+		if (parse_number(value, k->min, k->max, &d) < 0)
+			return CRAWL_CONFIG_ERR_BAD_VALUE;
+		memcpy(field, &d, sizeof d);
+		return CRAWL_CONFIG_OK;
+	case T_POLICY:
+		for (size_t i = 0; i < sizeof policy_names / sizeof policy_names[0]; i++)
+			if (strcmp(value, policy_names[i]) == 0) {
+				field_store(field, k->size, i);
+				return CRAWL_CONFIG_OK;
+			}
+		return CRAWL_CONFIG_ERR_BAD_VALUE;
+	case T_STR:
+	case T_SIEVE_IMPL: {
+		if (len < (size_t)k->min || len > (size_t)k->max ||
+		    (k->type == T_SIEVE_IMPL && !sieve_impl_known(value)))
+			return CRAWL_CONFIG_ERR_BAD_VALUE;
+		char *copy = strdup(value);
+		if (!copy)
+			return CRAWL_CONFIG_ERR_NOMEM;
+		field_string_replace(field, copy);
+		return CRAWL_CONFIG_OK;
+	}
+	case T_DOMAINS:
+		return set_domains(c, value, err, errlen);
+	}
+	return CRAWL_CONFIG_ERR_BAD_VALUE;
+}
+
+enum crawl_config_err crawl_config_set(struct crawl_config *c, const char *section, const char *key,
+                                       const char *value, char *err, size_t errlen)
 {
 	const struct key_def *k = NULL;
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+	for (size_t i = 0; i < N_KEYS; i++)
 		if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, key) == 0) {
 			k = &keys[i];
 			break;
@@ -297,88 +495,11 @@ enum crawl_config_err crawl_config_set(struct crawl_config *c, const char *secti
 		snprintf(err, errlen, "unknown key '%s' in section [%s]", key, section);
 		return CRAWL_CONFIG_ERR_UNKNOWN_KEY;
 	}
-	char *base = (char *)c;
-	double d;
-	int b;
-	switch (k->type) {
-	case T_U64:
-	case T_U32:
-		if (parse_number(value, k->min, k->max, &d) < 0 || d != (double)(uint64_t)d)
-			goto bad;
-		if (k->type == T_U64)
-			*(uint64_t *)(void *)(base + k->offset) = (uint64_t)d;
-		else
-			*(uint32_t *)(void *)(base + k->offset) = (uint32_t)d;
-		return CRAWL_CONFIG_OK;
-	case T_DOUBLE:
-		if (parse_number(value, k->min, k->max, &d) < 0)
-			goto bad;
-		*(double *)(void *)(base + k->offset) = d;
-		return CRAWL_CONFIG_OK;
-	case T_BOOL:
-		if (parse_bool(value, &b) < 0)
-			goto bad;
-		*(int *)(void *)(base + k->offset) = b;
-		return CRAWL_CONFIG_OK;
-	case T_POLICY:
-		if (strcmp(value, "fixed") == 0)
-			c->policy = 0;
-		else if (strcmp(value, "ratio") == 0)
-			c->policy = 1;
-		else
-			goto bad;
-		return CRAWL_CONFIG_OK;
-	case T_STR: {
-		size_t len = strlen(value);
-		if (len < (size_t)k->min || len > (size_t)k->max)
-			goto bad;
-		char *s = strdup(value);
-		if (!s)
-			return CRAWL_CONFIG_ERR_NOMEM;
-		char **slot = (char **)(void *)(base + k->offset);
-		free(*slot);
-		*slot = s;
-		return CRAWL_CONFIG_OK;
-	}
-	case T_DOMAINS:
-		return set_domains(c, value, err, errlen);
-	case T_SIZE:
-		if (parse_size(value, k->min, k->max, &d) < 0)
-			goto bad;
-		*(uint64_t *)(void *)(base + k->offset) = (uint64_t)d;
-		return CRAWL_CONFIG_OK;
-	case T_SIEVE_IMPL: {
-		size_t len = strlen(value);
-		if (len < (size_t)k->min || len > (size_t)k->max || !sieve_impl_known(value))
-			goto bad;
-		char *s = strdup(value);
-		if (!s)
-			return CRAWL_CONFIG_ERR_NOMEM;
-		free(c->sieve_impl);
-		c->sieve_impl = s;
-		return CRAWL_CONFIG_OK;
-	}
-	}
-bad:
-	if (k->type == T_BOOL)
-		snprintf(err, errlen, "%s: bad value '%s' (expected true/false)", key, value);
-	else if (k->type == T_POLICY)
-		snprintf(err, errlen, "%s: bad value '%s' (expected fixed or ratio)", key, value);
-	else if (k->type == T_SIZE)
-		snprintf(err, errlen,
-		         "%s: bad value '%s' (expected a size such as 64M: bytes with an optional"
-		         " K/M/G/T suffix, at least %.0fK)",
-		         key, value, k->min / 1024);
-	else if (k->type == T_SIEVE_IMPL)
-		snprintf(err, errlen, "%s: bad value '%s' (no sieve implementation of that name;"
-		         " the default is mercator)",
-		         key, value);
-	else if (k->type == T_STR)
-		snprintf(err, errlen, "%s: bad value (length must be %g..%g)", key, k->min, k->max);
-	else
-		snprintf(err, errlen, "%s: bad value '%s' (expected a number in %g..%g)", key, value,
-		         k->min, k->max);
-	return CRAWL_CONFIG_ERR_BAD_VALUE;
+	enum crawl_config_err rc = key_set(c, k, value, err, errlen);
+	if (rc == CRAWL_CONFIG_ERR_BAD_VALUE && k->type != T_DOMAINS)
+		bad_value_message(k, value, err, errlen);
+	share_settings(c);
+	return rc;
 }
 
 struct load_ctx {
@@ -409,7 +530,7 @@ static int on_ini(void *user, const char *section, const char *name, const char 
 enum crawl_config_err crawl_config_load(struct crawl_config *c, const char *path, char *err,
                                         size_t errlen)
 {
-	struct load_ctx lc = {c, path, err, errlen, CRAWL_CONFIG_OK, 0};
+	struct load_ctx lc = { c, path, err, errlen, CRAWL_CONFIG_OK, 0 };
 	char msg[CRAWL_CONFIG_ERR_MAX] = "";
 	lc.err = msg;
 	lc.errlen = sizeof msg;
@@ -433,40 +554,61 @@ enum crawl_config_err crawl_config_load(struct crawl_config *c, const char *path
 	return CRAWL_CONFIG_OK;
 }
 
+/* One "key = value" line, the value in the key's own unit. */
+static void key_write(FILE *f, const struct crawl_config *c, const struct key_def *k)
+{
+	const void *field = (const char *)c + k->offset;
+	fprintf(f, "%s = ", k->name);
+	switch (k->type) {
+	case T_UINT:
+	case T_MS:
+	case T_MIB:
+	case T_SIZE:
+		fprintf(f, "%llu\n", (unsigned long long)(field_load(field, k->size) / k->unit));
+		break;
+	case T_BOOL:
+	case T_NOT_BOOL:
+		fprintf(f, "%s\n",
+		        (field_load(field, k->size) != 0) != (k->type == T_NOT_BOOL) ? "true"
+		                                                                     : "false");
+		break;
+	case T_DOUBLE: {
+		double d;
+		memcpy(&d, field, sizeof d);
+		fprintf(f, "%.17g\n", d);
+		break;
+	}
+	case T_POLICY:
+		fprintf(f, "%s\n", policy_names[field_load(field, k->size) ? 1 : 0]);
+		break;
+	case T_STR:
+	case T_SIEVE_IMPL:
+		fprintf(f, "%s\n", field_string(field));
+		break;
+	case T_DOMAINS:
+		for (size_t d = 0; d < c->crawl.n_domains; d++)
+			fprintf(f, "%s%s", d ? "," : "", c->crawl.domains[d]);
+		fputc('\n', f);
+		break;
+	}
+}
+
 int crawl_config_write(const struct crawl_config *c, const char *path)
 {
 	FILE *f = fopen(path, "w");
 	const char *section = "";
-	const char *base = (const char *)c;
 	int rc;
 
 	if (!f)
 		return -1;
 	fprintf(f, "# The configuration of this crawl as it started (crawler crawl --resume\n"
 	           "# reads it back; flags given with --resume override it).\n");
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-		const struct key_def *k = &keys[i];
-		const void *v = base + k->offset;
-		if (strcmp(section, k->section) != 0) {
-			section = k->section;
+	for (size_t i = 0; i < N_KEYS; i++) {
+		if (strcmp(section, keys[i].section) != 0) {
+			section = keys[i].section;
 			fprintf(f, "\n[%s]\n", section);
 		}
-		fprintf(f, "%s = ", k->name);
-		switch (k->type) {
-		case T_U64:
-		case T_SIZE: fprintf(f, "%llu\n", (unsigned long long)*(const uint64_t *)v); break;
-		case T_U32: fprintf(f, "%u\n", *(const uint32_t *)v); break;
-		case T_BOOL: fprintf(f, "%s\n", *(const int *)v ? "true" : "false"); break;
-		case T_DOUBLE: fprintf(f, "%.17g\n", *(const double *)v); break;
-		case T_POLICY: fprintf(f, "%s\n", c->policy ? "ratio" : "fixed"); break;
-		case T_STR:
-		case T_SIEVE_IMPL: fprintf(f, "%s\n", *(char *const *)v); break;
-		case T_DOMAINS:
-			for (size_t d = 0; d < c->n_domains; d++)
-				fprintf(f, "%s%s", d ? "," : "", c->domains[d]);
-			fputc('\n', f);
-			break;
-		}
+		key_write(f, c, &keys[i]);
 	}
 	rc = ferror(f) ? -1 : 0;
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
@@ -478,12 +620,17 @@ int crawl_config_write(const struct crawl_config *c, const char *path)
 
 const char *crawl_config_strerror(enum crawl_config_err e)
 {
-	switch (e) {
-	case CRAWL_CONFIG_OK: return "ok";
-	case CRAWL_CONFIG_ERR_UNKNOWN_KEY: return "unknown key";
-	case CRAWL_CONFIG_ERR_BAD_VALUE: return "bad value";
-	case CRAWL_CONFIG_ERR_IO: return "cannot read file";
-	case CRAWL_CONFIG_ERR_NOMEM: return "out of memory";
-	}
-	return "unknown error";
+	/* indexed by the enum's values, 0..4 */
+	static const char *const messages[] = { "ok", "unknown key", "bad value",
+		                                "cannot read file", "out of memory" };
+	return (size_t)e < sizeof messages / sizeof messages[0] ? messages[e] : "unknown error";
+}
+
+int crawl_config_key(size_t i, const char **section, const char **name)
+{
+	if (i >= N_KEYS)
+		return -1;
+	*section = keys[i].section;
+	*name = keys[i].name;
+	return 0;
 }

@@ -158,129 +158,272 @@ static int check_seed(char *s)
 	return 0;
 }
 
-int crawl_tool_main(int argc, char **argv)
+/* What the command line asked for, before the configuration is built. */
+struct crawl_flags {
+	struct override ov[MAX_OVERRIDES]; /* values owned */
+	size_t nov;
+	char *set_copy[MAX_OVERRIDES]; /* --set arguments, cut in place; owned */
+	size_t nset;
+	const char *config_path;
+	const char *seeds_path;
+	const char *out_dir;
+	int resume;
+};
+
+static void crawl_flags_free(struct crawl_flags *fl)
 {
-	enum {
-		OPT_SEEDS = 256, OPT_MAX_PAGES, OPT_MAX_TIME, OPT_MAX_DEPTH, OPT_MAX_CONN,
-		OPT_HOST_DELAY, OPT_IP_DELAY, OPT_POLICY, OPT_UA, OPT_DOMAINS, OPT_DNS,
-		OPT_PRIVATE, OPT_PARSE_THREADS, OPT_SET, OPT_CKPT_INTERVAL, OPT_RESUME,
-	};
-	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"output", required_argument, NULL, 'o'},
-		{"seeds", required_argument, NULL, OPT_SEEDS},
-		{"max-pages", required_argument, NULL, OPT_MAX_PAGES},
-		{"max-time", required_argument, NULL, OPT_MAX_TIME},
-		{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
-		{"max-connections", required_argument, NULL, OPT_MAX_CONN},
-		{"host-delay", required_argument, NULL, OPT_HOST_DELAY},
-		{"ip-delay", required_argument, NULL, OPT_IP_DELAY},
-		{"policy", required_argument, NULL, OPT_POLICY},
-		{"user-agent", required_argument, NULL, OPT_UA},
-		{"domains", required_argument, NULL, OPT_DOMAINS},
-		{"dns-server", required_argument, NULL, OPT_DNS},
-		{"allow-private-networks", no_argument, NULL, OPT_PRIVATE},
-		{"parse-threads", required_argument, NULL, OPT_PARSE_THREADS},
-		{"set", required_argument, NULL, OPT_SET},
-		{"checkpoint-interval", required_argument, NULL, OPT_CKPT_INTERVAL},
-		{"resume", no_argument, NULL, OPT_RESUME},
-		{"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int rc = 2;
-	struct crawl_config cfg;
-	struct override ov[MAX_OVERRIDES];
-	size_t nov = 0;
-	char **seeds = NULL;
-	size_t nseeds = 0, seeds_cap = 0;
-	const char *config_path = NULL;
-	const char *seeds_path = NULL;
-	char err[CRAWL_CONFIG_ERR_MAX];
+	for (size_t i = 0; i < fl->nov; i++)
+		free(fl->ov[i].value);
+	for (size_t i = 0; i < fl->nset; i++)
+		free(fl->set_copy[i]);
+}
+
+/* --set SECTION.KEY=VALUE: 0, 1 (too many options) or -1 (malformed, said). */
+static int add_set_override(struct crawl_flags *fl, const char *arg)
+{
+	char *s = strdup(arg);
+	if (!s || fl->nset == MAX_OVERRIDES) {
+		free(s);
+		return 1;
+	}
+	fl->set_copy[fl->nset++] = s;
+	char *dot = strchr(s, '.'), *eq = strchr(s, '=');
+	if (!dot || !eq || dot > eq) {
+		fprintf(stderr, "crawler crawl: --set: expected SECTION.KEY=VALUE, got '%s'\n",
+		        arg);
+		return -1;
+	}
+	*dot = '\0';
+	*eq = '\0';
+	return add_override(fl->ov, &fl->nov, s, dot + 1, eq + 1) ? 1 : 0;
+}
+
+enum {
+	OPT_SEEDS = 256,
+	OPT_MAX_PAGES,
+	OPT_MAX_TIME,
+	OPT_MAX_DEPTH,
+	OPT_MAX_CONN,
+	OPT_HOST_DELAY,
+	OPT_IP_DELAY,
+	OPT_POLICY,
+	OPT_UA,
+	OPT_DOMAINS,
+	OPT_DNS,
+	OPT_PRIVATE,
+	OPT_PARSE_THREADS,
+	OPT_SET,
+	OPT_CKPT_INTERVAL,
+	OPT_RESUME,
+};
+
+static const struct option opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "seeds", required_argument, NULL, OPT_SEEDS },
+	{ "max-pages", required_argument, NULL, OPT_MAX_PAGES },
+	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
+	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
+	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
+	{ "host-delay", required_argument, NULL, OPT_HOST_DELAY },
+	{ "ip-delay", required_argument, NULL, OPT_IP_DELAY },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "user-agent", required_argument, NULL, OPT_UA },
+	{ "domains", required_argument, NULL, OPT_DOMAINS },
+	{ "dns-server", required_argument, NULL, OPT_DNS },
+	{ "allow-private-networks", no_argument, NULL, OPT_PRIVATE },
+	{ "parse-threads", required_argument, NULL, OPT_PARSE_THREADS },
+	{ "set", required_argument, NULL, OPT_SET },
+	{ "checkpoint-interval", required_argument, NULL, OPT_CKPT_INTERVAL },
+	{ "resume", no_argument, NULL, OPT_RESUME },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Flags that set one configuration key: to their argument, or to value. */
+static const struct flag_key {
+	int opt;
+	const char *section, *key, *value;
+} flag_keys[] = {
+	{ 'o', "output", "dir", NULL },
+	{ OPT_CKPT_INTERVAL, "output", "checkpoint_interval_s", NULL },
+	{ OPT_MAX_PAGES, "crawl", "max_pages", NULL },
+	{ OPT_MAX_DEPTH, "crawl", "max_depth", NULL },
+	{ OPT_MAX_CONN, "fetch", "max_connections", NULL },
+	{ OPT_HOST_DELAY, "politeness", "host_delay_ms", NULL },
+	{ OPT_IP_DELAY, "politeness", "ip_delay_ms", NULL },
+	{ OPT_POLICY, "politeness", "policy", NULL },
+	{ OPT_UA, "crawl", "user_agent", NULL },
+	{ OPT_DOMAINS, "crawl", "domains", NULL },
+	{ OPT_DNS, "dns", "server", NULL },
+	{ OPT_PRIVATE, "fetch", "allow_private_networks", "true" },
+	{ OPT_PARSE_THREADS, "parse", "threads", NULL },
+	{ 'q', "crawl", "quiet", "true" },
+};
+
+static const struct flag_key *flag_key_of(int opt)
+{
+	for (size_t i = 0; i < sizeof flag_keys / sizeof flag_keys[0]; i++)
+		if (flag_keys[i].opt == opt)
+			return &flag_keys[i];
+	return NULL;
+}
+
+/* Reads the flags into fl: 0 to go on, -1 after --help (exit 0), else the
+ * exit code. */
+static int parse_flags(int argc, char **argv, struct crawl_flags *fl)
+{
 	char numbuf[64];
-	char *set_copy[MAX_OVERRIDES];
-	size_t nset = 0;
-	int have_cfg = 0;
-	int resume = 0;
-	const char *out_dir = NULL;
+	int c;
 
 	optind = 1;
 	opterr = 1;
-	int c;
 	while ((c = getopt_long(argc, argv, "c:o:qh", opts, NULL)) != -1) {
+		const struct flag_key *fk = flag_key_of(c);
 		int bad = 0;
-		switch (c) {
-		case 'c': config_path = optarg; break;
-		case 'o':
-			out_dir = optarg;
-			bad = add_override(ov, &nov, "output", "dir", optarg);
-			break;
-		case OPT_CKPT_INTERVAL:
-			bad = add_override(ov, &nov, "output", "checkpoint_interval_s", optarg);
-			break;
-		case OPT_RESUME: resume = 1; break;
-		case OPT_SEEDS: seeds_path = optarg; break;
-		case OPT_MAX_PAGES: bad = add_override(ov, &nov, "crawl", "max_pages", optarg); break;
-		case OPT_MAX_TIME:
+		if (fk) {
+			bad = add_override(fl->ov, &fl->nov, fk->section, fk->key,
+			                   fk->value ? fk->value : optarg);
+			if (c == 'o')
+				fl->out_dir = optarg;
+		} else if (c == 'c') {
+			fl->config_path = optarg;
+		} else if (c == OPT_RESUME) {
+			fl->resume = 1;
+		} else if (c == OPT_SEEDS) {
+			fl->seeds_path = optarg;
+		} else if (c == OPT_MAX_TIME) {
 			if (secs_to_ms(optarg, numbuf, sizeof numbuf) < 0) {
-				fprintf(stderr, "crawler crawl: --max-time: bad value '%s'\n", optarg);
-				goto out;
-			}
-			bad = add_override(ov, &nov, "crawl", "max_time_ms", numbuf);
-			break;
-		case OPT_MAX_DEPTH: bad = add_override(ov, &nov, "crawl", "max_depth", optarg); break;
-		case OPT_MAX_CONN:
-			bad = add_override(ov, &nov, "fetch", "max_connections", optarg);
-			break;
-		case OPT_HOST_DELAY:
-			bad = add_override(ov, &nov, "politeness", "host_delay_ms", optarg);
-			break;
-		case OPT_IP_DELAY:
-			bad = add_override(ov, &nov, "politeness", "ip_delay_ms", optarg);
-			break;
-		case OPT_POLICY: bad = add_override(ov, &nov, "politeness", "policy", optarg); break;
-		case OPT_UA: bad = add_override(ov, &nov, "crawl", "user_agent", optarg); break;
-		case OPT_DOMAINS: bad = add_override(ov, &nov, "crawl", "domains", optarg); break;
-		case OPT_DNS: bad = add_override(ov, &nov, "dns", "server", optarg); break;
-		case OPT_PRIVATE:
-			bad = add_override(ov, &nov, "fetch", "allow_private_networks", "true");
-			break;
-		case OPT_PARSE_THREADS:
-			bad = add_override(ov, &nov, "parse", "threads", optarg);
-			break;
-		case OPT_SET: {
-			/* SECTION.KEY=VALUE */
-			char *s = strdup(optarg);
-			if (!s || nset == MAX_OVERRIDES) {
-				free(s);
-				bad = 1;
-				break;
-			}
-			set_copy[nset++] = s;
-			char *dot = strchr(s, '.'), *eq = strchr(s, '=');
-			if (!dot || !eq || dot > eq) {
-				fprintf(stderr, "crawler crawl: --set: expected SECTION.KEY=VALUE, got '%s'\n",
+				fprintf(stderr, "crawler crawl: --max-time: bad value '%s'\n",
 				        optarg);
-				goto out;
+				return 2;
 			}
-			*dot = '\0';
-			*eq = '\0';
-			bad = add_override(ov, &nov, s, dot + 1, eq + 1);
-			break;
-		}
-		case 'q': bad = add_override(ov, &nov, "crawl", "quiet", "true"); break;
-		case 'h':
+			bad = add_override(fl->ov, &fl->nov, "crawl", "max_time_ms", numbuf);
+		} else if (c == OPT_SET) {
+			bad = add_set_override(fl, optarg);
+			if (bad < 0)
+				return 2;
+		} else if (c == 'h') {
 			usage(stdout);
-			rc = 0;
-			goto out;
-		default:
+			return -1;
+		} else {
 			usage(stderr);
-			goto out;
+			return 2;
 		}
 		if (bad) {
 			fprintf(stderr, "crawler crawl: too many options\n");
-			goto out;
+			return 2;
 		}
+	}
+	return 0;
+}
+
+/* Defaults < the first run's crawl.conf (--resume) < -c FILE < the flags.
+ * cfg holds the defaults already. 0, or the exit code. */
+static int configure(struct crawl_config *cfg, const struct crawl_flags *fl)
+{
+	char err[CRAWL_CONFIG_ERR_MAX];
+	const char *dir = fl->out_dir ? fl->out_dir : cfg->output.dir;
+	if (fl->resume) {
+		char path[4200];
+		snprintf(path, sizeof path, "%s/crawl.conf", dir);
+		enum crawl_config_err e = crawl_config_load(cfg, path, err, sizeof err);
+		if (e != CRAWL_CONFIG_OK) {
+			if (e == CRAWL_CONFIG_ERR_IO)
+				fprintf(stderr,
+				        "crawler crawl: --resume: %s holds no crawl to resume "
+				        "(%s)\n",
+				        dir, err);
+			else
+				fprintf(stderr, "crawler crawl: --resume: %s\n", err);
+			return 2;
+		}
+	}
+	if (fl->config_path) {
+		enum crawl_config_err e = crawl_config_load(cfg, fl->config_path, err, sizeof err);
+		if (e != CRAWL_CONFIG_OK) {
+			fprintf(stderr, "crawler crawl: %s\n", err);
+			return e == CRAWL_CONFIG_ERR_NOMEM ? 1 : 2;
+		}
+	}
+	for (size_t i = 0; i < fl->nov; i++) {
+		if (crawl_config_set(cfg, fl->ov[i].section, fl->ov[i].key, fl->ov[i].value, err,
+		                     sizeof err) != CRAWL_CONFIG_OK) {
+			fprintf(stderr, "crawler crawl: command line: %s\n", err);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+/* The seeds: DIR/seeds.txt on --resume, else the arguments and --seeds,
+ * each checked (and "http://host" given its "/"). 0 or -1 (said). */
+static int gather_seeds(int argc, char **argv, const struct crawl_flags *fl,
+                        const struct crawl_config *cfg, char ***seeds, size_t *nseeds)
+{
+	size_t seeds_cap = 0;
+	if (fl->resume && (optind < argc || fl->seeds_path)) {
+		fprintf(stderr,
+		        "crawler crawl: --resume takes no seeds: they come from %s/seeds.txt\n",
+		        cfg->output.dir);
+		return -1;
+	}
+	if (fl->resume) {
+		char path[4200];
+		snprintf(path, sizeof path, "%s/seeds.txt", cfg->output.dir);
+		if (read_seeds(path, seeds, nseeds, &seeds_cap) < 0)
+			return -1;
+	}
+	for (int i = optind; i < argc; i++) {
+		if (*nseeds == seeds_cap) {
+			size_t nc = seeds_cap ? seeds_cap * 2 : 16;
+			char **ns = realloc(*seeds, nc * sizeof *ns);
+			if (!ns)
+				return -1;
+			*seeds = ns;
+			seeds_cap = nc;
+		}
+		(*seeds)[*nseeds] = strdup(argv[i]);
+		if (!(*seeds)[*nseeds])
+			return -1;
+		(*nseeds)++;
+	}
+	if (fl->seeds_path && read_seeds(fl->seeds_path, seeds, nseeds, &seeds_cap) < 0)
+		return -1;
+	for (size_t i = 0; i < *nseeds; i++) {
+		int k = check_seed((*seeds)[i]);
+		if (k < 0) {
+			fprintf(stderr, "crawler crawl: seed '%s' is not an http(s) URL\n",
+			        (*seeds)[i]);
+			return -1;
+		}
+		if (k == 1) {
+			size_t l = strlen((*seeds)[i]);
+			char *s = realloc((*seeds)[i], l + 2);
+			if (!s)
+				return -1;
+			s[l] = '/';
+			s[l + 1] = '\0';
+			(*seeds)[i] = s;
+		}
+	}
+	return 0;
+}
+
+int crawl_tool_main(int argc, char **argv)
+{
+	int rc = 2;
+	struct crawl_config cfg;
+	struct crawl_flags fl = { 0 };
+	char **seeds = NULL;
+	size_t nseeds = 0;
+	int have_cfg = 0;
+
+	int f = parse_flags(argc, argv, &fl);
+	if (f != 0) {
+		rc = f < 0 ? 0 : f;
+		goto out;
 	}
 	if (crawl_config_default(&cfg) != 0) {
 		fprintf(stderr, "crawler crawl: out of memory\n");
@@ -288,99 +431,29 @@ int crawl_tool_main(int argc, char **argv)
 		goto out;
 	}
 	have_cfg = 1;
-	if (resume) {
-		/* the first run's configuration, then -c, then the flags */
-		char path[4200];
-		snprintf(path, sizeof path, "%s/crawl.conf", out_dir ? out_dir : cfg.output_dir);
-		enum crawl_config_err e = crawl_config_load(&cfg, path, err, sizeof err);
-		if (e != CRAWL_CONFIG_OK) {
-			if (e == CRAWL_CONFIG_ERR_IO)
-				fprintf(stderr, "crawler crawl: --resume: %s holds no crawl to resume (%s)\n",
-				        out_dir ? out_dir : cfg.output_dir, err);
-			else
-				fprintf(stderr, "crawler crawl: --resume: %s\n", err);
-			goto out;
-		}
-	}
-	if (config_path) {
-		enum crawl_config_err e = crawl_config_load(&cfg, config_path, err, sizeof err);
-		if (e != CRAWL_CONFIG_OK) {
-			fprintf(stderr, "crawler crawl: %s\n", err);
-			rc = e == CRAWL_CONFIG_ERR_IO || e == CRAWL_CONFIG_ERR_NOMEM ? 1 : 2;
-			if (e == CRAWL_CONFIG_ERR_IO)
-				rc = 2;
-			goto out;
-		}
-	}
-	for (size_t i = 0; i < nov; i++) {
-		if (crawl_config_set(&cfg, ov[i].section, ov[i].key, ov[i].value, err, sizeof err) !=
-		    CRAWL_CONFIG_OK) {
-			fprintf(stderr, "crawler crawl: command line: %s\n", err);
-			goto out;
-		}
-	}
-	if (resume && (optind < argc || seeds_path)) {
-		fprintf(stderr, "crawler crawl: --resume takes no seeds: they come from %s/seeds.txt\n",
-		        cfg.output_dir);
+	rc = configure(&cfg, &fl);
+	if (rc != 0)
 		goto out;
-	}
-	if (resume) {
-		char path[4200];
-		snprintf(path, sizeof path, "%s/seeds.txt", cfg.output_dir);
-		if (read_seeds(path, &seeds, &nseeds, &seeds_cap) < 0)
-			goto out;
-	}
-	for (int i = optind; i < argc; i++) {
-		if (nseeds == seeds_cap) {
-			size_t nc = seeds_cap ? seeds_cap * 2 : 16;
-			char **ns = realloc(seeds, nc * sizeof *ns);
-			if (!ns)
-				goto out;
-			seeds = ns;
-			seeds_cap = nc;
-		}
-		seeds[nseeds] = strdup(argv[i]);
-		if (!seeds[nseeds])
-			goto out;
-		nseeds++;
-	}
-	if (seeds_path && read_seeds(seeds_path, &seeds, &nseeds, &seeds_cap) < 0)
+	rc = 2;
+	if (gather_seeds(argc, argv, &fl, &cfg, &seeds, &nseeds) != 0)
 		goto out;
-	for (size_t i = 0; i < nseeds; i++) {
-		int k = check_seed(seeds[i]);
-		if (k < 0) {
-			fprintf(stderr, "crawler crawl: seed '%s' is not an http(s) URL\n", seeds[i]);
-			goto out;
-		}
-		if (k == 1) {
-			size_t l = strlen(seeds[i]);
-			char *s = realloc(seeds[i], l + 2);
-			if (!s)
-				goto out;
-			s[l] = '/';
-			s[l + 1] = '\0';
-			seeds[i] = s;
-		}
-	}
 	if (nseeds == 0) {
 		fprintf(stderr, "crawler crawl: no seed URL (give URLs or --seeds FILE)\n");
 		usage(stderr);
 		goto out;
 	}
-	if (cfg.dns_server[0] == '\0') {
+	if (cfg.dns.server[0] == '\0') {
 		fprintf(stderr, "crawler crawl: no DNS server: set --dns-server ADDR[:PORT] (or\n"
 		                "[dns] server in the config); the system resolver is never used\n");
 		goto out;
 	}
-	if (strstr(cfg.user_agent, "CONTACT-ME") && !cfg.allow_private_networks)
-		fprintf(stderr, "crawler crawl: warning: the user agent still has the contact\n"
-		                "placeholder; set --user-agent or [crawl] user_agent to name you\n");
-	rc = crawl_run(&cfg, seeds, nseeds, resume);
+	if (strstr(cfg.crawl.user_agent, "CONTACT-ME") && !cfg.fetch.allow_private_networks)
+		fprintf(stderr,
+		        "crawler crawl: warning: the user agent still has the contact\n"
+		        "placeholder; set --user-agent or [crawl] user_agent to name you\n");
+	rc = crawl_run(&cfg, seeds, nseeds, fl.resume);
 out:
-	for (size_t i = 0; i < nov; i++)
-		free(ov[i].value);
-	for (size_t i = 0; i < nset; i++)
-		free(set_copy[i]);
+	crawl_flags_free(&fl);
 	for (size_t i = 0; i < nseeds; i++)
 		free(seeds[i]);
 	free(seeds);

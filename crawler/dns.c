@@ -28,17 +28,17 @@ struct waiter {
 };
 
 struct entry {
-	struct entry *hnext;          /* hash chain */
-	struct entry *lprev, *lnext;  /* LRU list (resolved/negative only) */
+	struct entry *hnext;         /* hash chain */
+	struct entry *lprev, *lnext; /* LRU list (resolved/negative only) */
 	struct dns_resolver *r;
 	enum entry_state state;
-	enum dns_error err;           /* for NEGATIVE */
+	enum dns_error err; /* for NEGATIVE */
 	struct in_addr addrs[DNS_MAX_ADDRS];
 	size_t naddrs;
-	uint64_t req_now;             /* now of the request that queried */
+	uint64_t req_now; /* now of the request that queried */
 	uint64_t expires;
-	unsigned fail_streak;         /* transient failures in a row (back-off) */
-	struct waiter *waiters;       /* PENDING only */
+	unsigned fail_streak;   /* transient failures in a row (back-off) */
+	struct waiter *waiters; /* PENDING only */
 	size_t hash;
 	char name[];
 };
@@ -57,7 +57,7 @@ struct dns_resolver {
 	uv_timer_t timer;
 	struct dns_config cfg;
 	struct entry **buckets;
-	size_t nbuckets;              /* power of two */
+	size_t nbuckets; /* power of two */
 	struct entry *lru_head, *lru_tail;
 	struct dns_poll *polls;
 	size_t open_handles;
@@ -68,15 +68,24 @@ struct dns_resolver {
 const char *dns_strerror(enum dns_error err)
 {
 	switch (err) {
-	case DNS_OK: return "ok";
-	case DNS_ERR_NOMEM: return "nomem";
-	case DNS_ERR_INVALID: return "invalid";
-	case DNS_ERR_NOTFOUND: return "dns-notfound";
-	case DNS_ERR_TIMEOUT: return "dns-timeout";
-	case DNS_ERR_SERVFAIL: return "dns-servfail";
-	case DNS_ERR_BUSY: return "dns-busy";
-	case DNS_ERR_CANCELLED: return "dns-cancelled";
-	case DNS_ERR_ARES: return "dns-error";
+	case DNS_OK:
+		return "ok";
+	case DNS_ERR_NOMEM:
+		return "nomem";
+	case DNS_ERR_INVALID:
+		return "invalid";
+	case DNS_ERR_NOTFOUND:
+		return "dns-notfound";
+	case DNS_ERR_TIMEOUT:
+		return "dns-timeout";
+	case DNS_ERR_SERVFAIL:
+		return "dns-servfail";
+	case DNS_ERR_BUSY:
+		return "dns-busy";
+	case DNS_ERR_CANCELLED:
+		return "dns-cancelled";
+	case DNS_ERR_ARES:
+		return "dns-error";
 	}
 	return "unknown";
 }
@@ -225,12 +234,14 @@ static void on_sock_state(void *data, ares_socket_t fd, int readable, int writab
 static enum dns_error map_status(int status)
 {
 	switch (status) {
-	case ARES_SUCCESS: return DNS_OK;
+	case ARES_SUCCESS:
+		return DNS_OK;
 	case ARES_ENODATA:
 	case ARES_ENOTFOUND:
 	case ARES_ENONAME:
 		return DNS_ERR_NOTFOUND;
-	case ARES_ETIMEOUT: return DNS_ERR_TIMEOUT;
+	case ARES_ETIMEOUT:
+		return DNS_ERR_TIMEOUT;
 	case ARES_ESERVFAIL:
 	case ARES_EREFUSED:
 	case ARES_EBADRESP:
@@ -238,11 +249,13 @@ static enum dns_error map_status(int status)
 	case ARES_ECONNREFUSED:
 	case ARES_ENOTIMP:
 		return DNS_ERR_SERVFAIL;
-	case ARES_ENOMEM: return DNS_ERR_NOMEM;
+	case ARES_ENOMEM:
+		return DNS_ERR_NOMEM;
 	case ARES_ECANCELLED:
 	case ARES_EDESTRUCTION:
 		return DNS_ERR_CANCELLED;
-	default: return DNS_ERR_ARES;
+	default:
+		return DNS_ERR_ARES;
 	}
 }
 
@@ -332,8 +345,8 @@ static void on_answer(void *arg, int status, int timeouts, unsigned char *abuf, 
 	}
 }
 
-enum dns_error dns_resolve(struct dns_resolver *r, const char *host, dns_done_fn cb,
-                           void *ctx, uint64_t now_ms)
+enum dns_error dns_resolve(struct dns_resolver *r, const char *host, dns_done_fn cb, void *ctx,
+                           uint64_t now_ms)
 {
 	char name[DNS_NAME_MAX + 2];
 	struct in_addr lit;
@@ -481,6 +494,31 @@ static void on_handle_closed(uv_handle_t *h)
 		free_resolver(r);
 }
 
+/* Makes "ADDR[:PORT]" (IPv4) the channel's only server; DNS_ERR_INVALID
+ * when it is not one. */
+static enum dns_error channel_set_server(ares_channel channel, const char *server)
+{
+	struct in_addr a;
+	char hostpart[64];
+	const char *colon = strchr(server, ':');
+	size_t hl = colon ? (size_t)(colon - server) : strlen(server);
+	if (hl == 0 || hl >= sizeof(hostpart))
+		return DNS_ERR_INVALID;
+	memcpy(hostpart, server, hl);
+	hostpart[hl] = '\0';
+	if (inet_pton(AF_INET, hostpart, &a) != 1)
+		return DNS_ERR_INVALID;
+	if (colon != NULL) {
+		char *end = NULL;
+		long port = strtol(colon + 1, &end, 10);
+		if (end == colon + 1 || *end != '\0' || port <= 0 || port > 65535)
+			return DNS_ERR_INVALID;
+	}
+	if (ares_set_servers_ports_csv(channel, server) != ARES_SUCCESS)
+		return DNS_ERR_INVALID;
+	return DNS_OK;
+}
+
 enum dns_error dns_resolver_create(uv_loop_t *loop, const struct dns_config *config,
                                    struct dns_resolver **out)
 {
@@ -558,32 +596,9 @@ enum dns_error dns_resolver_create(uv_loop_t *loop, const struct dns_config *con
 	}
 	r->channel_ok = true;
 	if (r->cfg.server != NULL) {
-		struct in_addr a;
-		char hostpart[64];
-		const char *colon = strchr(r->cfg.server, ':');
-		size_t hl = colon ? (size_t)(colon - r->cfg.server) : strlen(r->cfg.server);
-		if (hl == 0 || hl >= sizeof(hostpart)) {
-			rc = DNS_ERR_INVALID;
+		rc = channel_set_server(r->channel, r->cfg.server);
+		if (rc != DNS_OK)
 			goto out;
-		}
-		memcpy(hostpart, r->cfg.server, hl);
-		hostpart[hl] = '\0';
-		if (inet_pton(AF_INET, hostpart, &a) != 1) {
-			rc = DNS_ERR_INVALID;
-			goto out;
-		}
-		if (colon != NULL) {
-			char *end = NULL;
-			long port = strtol(colon + 1, &end, 10);
-			if (end == colon + 1 || *end != '\0' || port <= 0 || port > 65535) {
-				rc = DNS_ERR_INVALID;
-				goto out;
-			}
-		}
-		if (ares_set_servers_ports_csv(r->channel, r->cfg.server) != ARES_SUCCESS) {
-			rc = DNS_ERR_INVALID;
-			goto out;
-		}
 	}
 	if (uv_timer_init(loop, &r->timer) != 0) {
 		rc = DNS_ERR_NOMEM;

@@ -26,20 +26,20 @@ struct sock_ctx {
 	uv_poll_t poll;
 	curl_socket_t fd;
 	struct fetch_engine *engine;
-	struct sock_ctx *prev, *next;  /* engine's list of open polls */
+	struct sock_ctx *prev, *next; /* engine's list of open polls */
 };
 
 struct transfer {
-	struct transfer *prev, *next;  /* engine's in-flight list */
+	struct transfer *prev, *next; /* engine's in-flight list */
 	struct fetch_engine *engine;
 	CURL *easy;
 	struct curl_slist *resolve;
 	struct fetch_result *res;
 	size_t req_alloc, hdr_alloc, body_alloc;
-	size_t header_total;           /* all header bytes, 1xx blocks included */
+	size_t header_total; /* all header bytes, 1xx blocks included */
 	bool header_too_big;
 	bool refused_private;
-	uint64_t start_hr;             /* uv_hrtime at start */
+	uint64_t start_hr; /* uv_hrtime at start */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -52,57 +52,62 @@ struct fetch_engine {
 	struct fetch_config cfg;
 	char *user_agent;
 	struct transfer *head;
-	struct sock_ctx *socks;        /* polls open (not yet uv_close'd) */
+	struct sock_ctx *socks; /* polls open (not yet uv_close'd) */
 	size_t in_flight;
-	size_t open_handles;   /* timer + socket polls not yet closed */
+	size_t open_handles; /* timer + socket polls not yet closed */
 	bool destroying;
 	struct fetch_stats stats;
 };
 
-static int curl_users;  /* engines alive: curl_global_init is done once */
+static int curl_users; /* engines alive: curl_global_init is done once */
 
 const char *fetch_strerror(enum fetch_error err)
 {
-	switch (err) {
-	case FETCH_OK: return "ok";
-	case FETCH_ERR_NOMEM: return "nomem";
-	case FETCH_ERR_INVALID: return "invalid";
-	case FETCH_ERR_PRIVATE_ADDR: return "private-address";
-	case FETCH_ERR_BUSY: return "busy";
-	case FETCH_ERR_PROTOCOL: return "protocol";
-	case FETCH_ERR_CONNECT: return "connect";
-	case FETCH_ERR_TIMEOUT: return "timeout";
-	case FETCH_ERR_TOO_SLOW: return "too-slow";
-	case FETCH_ERR_HEADER_TOO_LARGE: return "header-too-large";
-	case FETCH_ERR_TLS: return "tls";
-	case FETCH_ERR_RECV: return "recv";
-	case FETCH_ERR_BAD_RESPONSE: return "bad-response";
-	case FETCH_ERR_EMPTY_REPLY: return "empty-reply";
-	case FETCH_ERR_CURL: return "curl";
-	case FETCH_ERR_CANCELLED: return "cancelled";
-	}
+	static const char *const names[] = {
+		[FETCH_OK] = "ok",
+		[FETCH_ERR_NOMEM] = "nomem",
+		[FETCH_ERR_INVALID] = "invalid",
+		[FETCH_ERR_PRIVATE_ADDR] = "private-address",
+		[FETCH_ERR_BUSY] = "busy",
+		[FETCH_ERR_PROTOCOL] = "protocol",
+		[FETCH_ERR_CONNECT] = "connect",
+		[FETCH_ERR_TIMEOUT] = "timeout",
+		[FETCH_ERR_TOO_SLOW] = "too-slow",
+		[FETCH_ERR_HEADER_TOO_LARGE] = "header-too-large",
+		[FETCH_ERR_TLS] = "tls",
+		[FETCH_ERR_RECV] = "recv",
+		[FETCH_ERR_BAD_RESPONSE] = "bad-response",
+		[FETCH_ERR_EMPTY_REPLY] = "empty-reply",
+		[FETCH_ERR_CURL] = "curl",
+		[FETCH_ERR_CANCELLED] = "cancelled",
+	};
+	if ((size_t)err < sizeof(names) / sizeof(names[0]) && names[err] != NULL)
+		return names[err];
 	return "unknown";
 }
 
 /* ---------- address policy ---------- */
 
+/* The IPv4 block a.b.c.d/bits as a network and a mask (bits 1..32). */
+#define CIDR4(a, b, c, d, bits)                                                                    \
+	{                                                                                          \
+		(uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d),    \
+		        0xffffffffu << (32 - (bits))                                               \
+	}
+
 static bool v4_private(uint32_t a)
 {
-	static const struct { uint32_t net, mask; } ranges[] = {
-		{0x00000000u, 0xff000000u}, /* 0/8 */
-		{0x0a000000u, 0xff000000u}, /* 10/8 */
-		{0x64400000u, 0xffc00000u}, /* 100.64/10 */
-		{0x7f000000u, 0xff000000u}, /* 127/8 */
-		{0xa9fe0000u, 0xffff0000u}, /* 169.254/16 */
-		{0xac100000u, 0xfff00000u}, /* 172.16/12 */
-		{0xc0000000u, 0xffffff00u}, /* 192.0.0/24 */
-		{0xc0000200u, 0xffffff00u}, /* 192.0.2/24 */
-		{0xc0a80000u, 0xffff0000u}, /* 192.168/16 */
-		{0xc6120000u, 0xfffe0000u}, /* 198.18/15 */
-		{0xc6336400u, 0xffffff00u}, /* 198.51.100/24 */
-		{0xcb007100u, 0xffffff00u}, /* 203.0.113/24 */
-		{0xe0000000u, 0xf0000000u}, /* 224/4 multicast */
-		{0xf0000000u, 0xf0000000u}, /* 240/4 reserved + broadcast */
+	/* The special-purpose blocks (RFC 6890): "this network", private,
+	 * carrier-grade NAT, loopback, link-local, IETF assignments,
+	 * documentation, benchmarking, multicast, reserved and broadcast. */
+	static const struct {
+		uint32_t net, mask;
+	} ranges[] = {
+		CIDR4(0, 0, 0, 0, 8),     CIDR4(10, 0, 0, 0, 8),      CIDR4(100, 64, 0, 0, 10),
+		CIDR4(127, 0, 0, 0, 8),   CIDR4(169, 254, 0, 0, 16),  CIDR4(172, 16, 0, 0, 12),
+		CIDR4(192, 0, 0, 0, 24),  CIDR4(192, 0, 2, 0, 24),    CIDR4(192, 168, 0, 0, 16),
+		CIDR4(198, 18, 0, 0, 15), CIDR4(198, 51, 100, 0, 24), CIDR4(203, 0, 113, 0, 24),
+		CIDR4(224, 0, 0, 0, 4),   CIDR4(240, 0, 0, 0, 4),
 	};
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
 		if ((a & ranges[i].mask) == ranges[i].net)
@@ -113,7 +118,7 @@ static bool v4_private(uint32_t a)
 static bool v6_private(const uint8_t b[16])
 {
 	static const uint8_t zero[16];
-	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	if (memcmp(b, zero, 15) == 0 && (b[15] == 0 || b[15] == 1))
 		return true; /* :: and ::1 */
 	if (memcmp(b, mapped, 12) == 0 || memcmp(b, zero, 12) == 0)
@@ -149,16 +154,17 @@ bool fetch_addr_is_private(const char *ip)
 static bool sockaddr_private(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
-		return v4_private(ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr));
+		return v4_private(
+		        ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr));
 	if (sa->sa_family == AF_INET6)
-		return v6_private(((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr);
+		return v6_private(
+		        ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr);
 	return true;
 }
 
 /* ---------- buffers ---------- */
 
-static int buf_append(struct fetch_buf *b, size_t *alloc, const void *data, size_t n,
-                      size_t cap)
+static int buf_append(struct fetch_buf *b, size_t *alloc, const void *data, size_t n, size_t cap)
 {
 	if (n == 0)
 		return 0;
@@ -273,13 +279,13 @@ static int on_debug(CURL *easy, curl_infotype type, char *data, size_t size, voi
 	if (type == CURLINFO_HEADER_OUT) {
 		struct fetch_result *r = t->res;
 		if (r->request_headers.len + size <= FETCH_REQ_HDR_CAP)
-			buf_append(&r->request_headers, &t->req_alloc, data, size, FETCH_REQ_HDR_CAP);
+			buf_append(&r->request_headers, &t->req_alloc, data, size,
+			           FETCH_REQ_HDR_CAP);
 	}
 	return 0;
 }
 
-static curl_socket_t on_opensocket(void *userp, curlsocktype purpose,
-                                   struct curl_sockaddr *address)
+static curl_socket_t on_opensocket(void *userp, curlsocktype purpose, struct curl_sockaddr *address)
 {
 	struct transfer *t = userp;
 	(void)purpose;
@@ -292,15 +298,22 @@ static curl_socket_t on_opensocket(void *userp, curlsocktype purpose,
 
 static void check_multi_info(struct fetch_engine *e);
 
+/* Takes node out of the doubly linked list that starts at head (the
+ * engine's sockets and its transfers are both such lists). */
+#define LIST_UNLINK(head, node)                                                                    \
+	do {                                                                                       \
+		if ((node)->prev)                                                                  \
+			(node)->prev->next = (node)->next;                                         \
+		else                                                                               \
+			(head) = (node)->next;                                                     \
+		if ((node)->next)                                                                  \
+			(node)->next->prev = (node)->prev;                                         \
+		(node)->prev = (node)->next = NULL;                                                \
+	} while (0)
+
 static void sock_unlink(struct fetch_engine *e, struct sock_ctx *sc)
 {
-	if (sc->prev)
-		sc->prev->next = sc->next;
-	else
-		e->socks = sc->next;
-	if (sc->next)
-		sc->next->prev = sc->prev;
-	sc->prev = sc->next = NULL;
+	LIST_UNLINK(e->socks, sc);
 }
 
 static void on_poll_closed(uv_handle_t *h)
@@ -398,6 +411,31 @@ static int on_timer(CURLM *multi, long timeout_ms, void *userp)
 
 /* ---------- transfers ---------- */
 
+/* libcurl results that mean one fetch error whatever the transfer saw. */
+static const struct {
+	CURLcode code;
+	enum fetch_error error;
+} curl_errors[] = {
+	{ CURLE_UNSUPPORTED_PROTOCOL, FETCH_ERR_PROTOCOL },
+	{ CURLE_SSL_CONNECT_ERROR, FETCH_ERR_TLS },
+	{ CURLE_PEER_FAILED_VERIFICATION, FETCH_ERR_TLS },
+	{ CURLE_SSL_CERTPROBLEM, FETCH_ERR_TLS },
+	{ CURLE_SSL_CIPHER, FETCH_ERR_TLS },
+	{ CURLE_SSL_CACERT_BADFILE, FETCH_ERR_TLS },
+	{ CURLE_SSL_ENGINE_NOTFOUND, FETCH_ERR_TLS },
+	{ CURLE_SSL_ENGINE_SETFAILED, FETCH_ERR_TLS },
+	{ CURLE_SSL_ISSUER_ERROR, FETCH_ERR_TLS },
+	{ CURLE_SSL_PINNEDPUBKEYNOTMATCH, FETCH_ERR_TLS },
+	{ CURLE_SSL_INVALIDCERTSTATUS, FETCH_ERR_TLS },
+	{ CURLE_USE_SSL_FAILED, FETCH_ERR_TLS },
+	{ CURLE_GOT_NOTHING, FETCH_ERR_EMPTY_REPLY },
+	{ CURLE_WEIRD_SERVER_REPLY, FETCH_ERR_BAD_RESPONSE },
+	{ CURLE_BAD_CONTENT_ENCODING, FETCH_ERR_BAD_RESPONSE },
+	{ CURLE_HTTP2, FETCH_ERR_BAD_RESPONSE },
+	{ CURLE_HTTP2_STREAM, FETCH_ERR_BAD_RESPONSE },
+	{ CURLE_OUT_OF_MEMORY, FETCH_ERR_NOMEM },
+};
+
 static enum fetch_error map_curl_error(struct transfer *t, CURLcode cc)
 {
 	switch (cc) {
@@ -415,49 +453,24 @@ static enum fetch_error map_curl_error(struct transfer *t, CURLcode cc)
 		if (strstr(t->errbuf, "too slow") != NULL)
 			return FETCH_ERR_TOO_SLOW;
 		return FETCH_ERR_TIMEOUT;
-	case CURLE_UNSUPPORTED_PROTOCOL:
-		return FETCH_ERR_PROTOCOL;
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CIPHER:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_ENGINE_NOTFOUND:
-	case CURLE_SSL_ENGINE_SETFAILED:
-	case CURLE_SSL_ISSUER_ERROR:
-	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-	case CURLE_SSL_INVALIDCERTSTATUS:
-	case CURLE_USE_SSL_FAILED:
-		return FETCH_ERR_TLS;
 	case CURLE_RECV_ERROR:
 	case CURLE_SEND_ERROR:
 	case CURLE_PARTIAL_FILE:
 		if (strstr(t->errbuf, "chunk") != NULL)
 			return FETCH_ERR_BAD_RESPONSE;
 		return FETCH_ERR_RECV;
-	case CURLE_GOT_NOTHING:
-		return FETCH_ERR_EMPTY_REPLY;
-	case CURLE_WEIRD_SERVER_REPLY:
-	case CURLE_BAD_CONTENT_ENCODING:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-		return FETCH_ERR_BAD_RESPONSE;
-	case CURLE_OUT_OF_MEMORY:
-		return FETCH_ERR_NOMEM;
 	default:
-		return FETCH_ERR_CURL;
+		break;
 	}
+	for (size_t i = 0; i < sizeof(curl_errors) / sizeof(curl_errors[0]); i++)
+		if (curl_errors[i].code == cc)
+			return curl_errors[i].error;
+	return FETCH_ERR_CURL;
 }
 
 static void transfer_unlink(struct fetch_engine *e, struct transfer *t)
 {
-	if (t->prev)
-		t->prev->next = t->next;
-	else
-		e->head = t->next;
-	if (t->next)
-		t->next->prev = t->prev;
-	t->prev = t->next = NULL;
+	LIST_UNLINK(e->head, t);
 }
 
 static void transfer_free(struct transfer *t)
@@ -472,8 +485,7 @@ static void transfer_free(struct transfer *t)
 }
 
 /* Fills the result, detaches the transfer and hands the result over. */
-static void transfer_finish(struct fetch_engine *e, struct transfer *t, CURLcode cc,
-                            bool cancelled)
+static void transfer_finish(struct fetch_engine *e, struct transfer *t, CURLcode cc, bool cancelled)
 {
 	struct fetch_result *r = t->res;
 	char *ip = NULL;
@@ -618,7 +630,8 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 	cc |= curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	cc |= curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
 	cc |= curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	cc |= curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "gzip, deflate, br");
+	if (!e->cfg.no_accept_encoding)
+		cc |= curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "gzip, deflate, br");
 	cc |= curl_easy_setopt(c, CURLOPT_HTTP_CONTENT_DECODING, 0L);
 	cc |= curl_easy_setopt(c, CURLOPT_USERAGENT, e->user_agent);
 	cc |= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->cfg.connect_timeout_ms);
@@ -682,56 +695,30 @@ void fetch_engine_stats(const struct fetch_engine *e, struct fetch_stats *out)
 	*out = e->stats;
 }
 
-enum fetch_error fetch_engine_create(uv_loop_t *loop, const struct fetch_config *config,
-                                     fetch_done_fn done, void *ctx,
-                                     struct fetch_engine **out)
+/* Fills in the defaults of the settings left at zero. */
+static void engine_config_settle(struct fetch_config *c)
 {
-	enum fetch_error rc = FETCH_OK;
-	struct fetch_engine *e = NULL;
-	bool global = false;
+	if (c->max_connections == 0)
+		c->max_connections = FETCH_DEFAULT_MAX_CONN;
+	if (c->connect_timeout_ms <= 0)
+		c->connect_timeout_ms = 10000;
+	if (c->total_timeout_ms <= 0)
+		c->total_timeout_ms = 60000;
+	if (c->low_speed_limit <= 0)
+		c->low_speed_limit = 64;
+	if (c->low_speed_time_s <= 0)
+		c->low_speed_time_s = 20;
+	if (c->max_body_bytes == 0)
+		c->max_body_bytes = 4u << 20;
+	if (c->max_header_bytes == 0)
+		c->max_header_bytes = 64u << 10;
+	if (c->max_conn_age_s <= 0)
+		c->max_conn_age_s = 118;
+}
 
-	if (out == NULL)
-		return FETCH_ERR_INVALID;
-	*out = NULL;
-	if (loop == NULL || done == NULL)
-		return FETCH_ERR_INVALID;
-	if (curl_users == 0 && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-		return FETCH_ERR_NOMEM;
-	curl_users++;
-	global = true;
-	e = calloc(1, sizeof(*e));
-	if (e == NULL) {
-		rc = FETCH_ERR_NOMEM;
-		goto out;
-	}
-	e->loop = loop;
-	e->done = done;
-	e->ctx = ctx;
-	if (config != NULL)
-		e->cfg = *config;
-	if (e->cfg.max_connections == 0)
-		e->cfg.max_connections = FETCH_DEFAULT_MAX_CONN;
-	if (e->cfg.connect_timeout_ms <= 0)
-		e->cfg.connect_timeout_ms = 10000;
-	if (e->cfg.total_timeout_ms <= 0)
-		e->cfg.total_timeout_ms = 60000;
-	if (e->cfg.low_speed_limit <= 0)
-		e->cfg.low_speed_limit = 64;
-	if (e->cfg.low_speed_time_s <= 0)
-		e->cfg.low_speed_time_s = 20;
-	if (e->cfg.max_body_bytes == 0)
-		e->cfg.max_body_bytes = 4u << 20;
-	if (e->cfg.max_header_bytes == 0)
-		e->cfg.max_header_bytes = 64u << 10;
-	if (e->cfg.max_conn_age_s <= 0)
-		e->cfg.max_conn_age_s = 118;
-	e->user_agent = strdup(e->cfg.user_agent ? e->cfg.user_agent : "crawler/0.1");
-	e->cfg.user_agent = NULL;
-	e->multi = curl_multi_init();
-	if (e->user_agent == NULL || e->multi == NULL) {
-		rc = FETCH_ERR_NOMEM;
-		goto out;
-	}
+/* Hands curl's sockets and timer to the engine and sets the connection caps. */
+static enum fetch_error engine_multi_setup(struct fetch_engine *e)
+{
 	CURLMcode mc = CURLM_OK;
 	mc |= curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
 	mc |= curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
@@ -743,28 +730,55 @@ enum fetch_error fetch_engine_create(uv_loop_t *loop, const struct fetch_config 
 	if (e->cfg.max_host_connections > 0)
 		mc |= curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
 		                        e->cfg.max_host_connections);
-	if (mc != CURLM_OK) {
-		rc = FETCH_ERR_INVALID;
+	return mc == CURLM_OK ? FETCH_OK : FETCH_ERR_INVALID;
+}
+
+enum fetch_error fetch_engine_create(uv_loop_t *loop, const struct fetch_config *config,
+                                     fetch_done_fn done, void *ctx, struct fetch_engine **out)
+{
+	enum fetch_error rc = FETCH_ERR_NOMEM;
+	struct fetch_engine *e = NULL;
+
+	if (out == NULL)
+		return FETCH_ERR_INVALID;
+	*out = NULL;
+	if (loop == NULL || done == NULL)
+		return FETCH_ERR_INVALID;
+	if (curl_users == 0 && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return FETCH_ERR_NOMEM;
+	curl_users++;
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
 		goto out;
-	}
-	if (uv_timer_init(loop, &e->timer) != 0) {
+	e->loop = loop;
+	e->done = done;
+	e->ctx = ctx;
+	if (config != NULL)
+		e->cfg = *config;
+	engine_config_settle(&e->cfg);
+	e->user_agent = strdup(e->cfg.user_agent ? e->cfg.user_agent : "crawler/0.1");
+	e->cfg.user_agent = NULL;
+	e->multi = curl_multi_init();
+	if (e->user_agent == NULL || e->multi == NULL)
+		goto out;
+	rc = engine_multi_setup(e);
+	if (rc == FETCH_OK && uv_timer_init(loop, &e->timer) != 0)
 		rc = FETCH_ERR_NOMEM;
-		goto out;
+	if (rc == FETCH_OK) {
+		e->timer.data = e;
+		e->open_handles = 1;
+		*out = e;
 	}
-	e->timer.data = e;
-	e->open_handles = 1;
-	*out = e;
-	e = NULL;
-	global = false;
 out:
-	if (e != NULL) {
-		if (e->multi)
+	if (rc != FETCH_OK) {
+		if (e != NULL && e->multi != NULL)
 			curl_multi_cleanup(e->multi);
-		free(e->user_agent);
+		if (e != NULL)
+			free(e->user_agent);
 		free(e);
+		if (--curl_users == 0)
+			curl_global_cleanup();
 	}
-	if (global && --curl_users == 0)
-		curl_global_cleanup();
 	return rc;
 }
 

@@ -21,6 +21,8 @@
  *    not failed); header block capped at max_header_bytes (failure).
  *  - only http and https; HTTP/1.1; curl does not decode Content-Encoding
  *    (the body is kept as received, for the WARC; decode.h decodes it).
+ *    Requests carry "Accept-Encoding: gzip, deflate, br" unless
+ *    no_accept_encoding, and then no Accept-Encoding at all.
  *  - the engine never blocks and never parses bodies.
  *
  * Workload: thousands of concurrent transfers (10,000 must work, given the
@@ -37,22 +39,22 @@
 #include <uv.h>
 
 enum fetch_error {
-	FETCH_OK = 0,                 /* transfer completed (any HTTP status) */
-	FETCH_ERR_NOMEM = 1,          /* allocation failed */
-	FETCH_ERR_INVALID = 2,        /* bad argument: URL, IP literal, config */
-	FETCH_ERR_PRIVATE_ADDR = 3,   /* address in a refused range */
-	FETCH_ERR_BUSY = 4,           /* max_connections already in flight */
-	FETCH_ERR_PROTOCOL = 5,       /* scheme other than http/https */
-	FETCH_ERR_CONNECT = 6,        /* could not connect (refused, unreachable) */
-	FETCH_ERR_TIMEOUT = 7,        /* connect or total timeout */
-	FETCH_ERR_TOO_SLOW = 8,       /* below the low-speed limit for too long */
+	FETCH_OK = 0,                   /* transfer completed (any HTTP status) */
+	FETCH_ERR_NOMEM = 1,            /* allocation failed */
+	FETCH_ERR_INVALID = 2,          /* bad argument: URL, IP literal, config */
+	FETCH_ERR_PRIVATE_ADDR = 3,     /* address in a refused range */
+	FETCH_ERR_BUSY = 4,             /* max_connections already in flight */
+	FETCH_ERR_PROTOCOL = 5,         /* scheme other than http/https */
+	FETCH_ERR_CONNECT = 6,          /* could not connect (refused, unreachable) */
+	FETCH_ERR_TIMEOUT = 7,          /* connect or total timeout */
+	FETCH_ERR_TOO_SLOW = 8,         /* below the low-speed limit for too long */
 	FETCH_ERR_HEADER_TOO_LARGE = 9, /* response headers above max_header_bytes */
-	FETCH_ERR_TLS = 10,           /* TLS handshake or certificate failure */
-	FETCH_ERR_RECV = 11,          /* connection reset / receive or send error */
-	FETCH_ERR_BAD_RESPONSE = 12,  /* malformed HTTP (bad chunk, bad status line) */
-	FETCH_ERR_EMPTY_REPLY = 13,   /* server closed without answering */
-	FETCH_ERR_CURL = 14,          /* other libcurl failure (see error_detail) */
-	FETCH_ERR_CANCELLED = 15,     /* engine destroyed while in flight */
+	FETCH_ERR_TLS = 10,             /* TLS handshake or certificate failure */
+	FETCH_ERR_RECV = 11,            /* connection reset / receive or send error */
+	FETCH_ERR_BAD_RESPONSE = 12,    /* malformed HTTP (bad chunk, bad status line) */
+	FETCH_ERR_EMPTY_REPLY = 13,     /* server closed without answering */
+	FETCH_ERR_CURL = 14,            /* other libcurl failure (see error_detail) */
+	FETCH_ERR_CANCELLED = 15,       /* engine destroyed while in flight */
 };
 
 /* A static English name for an error ("timeout", "connect", ...), for logs. */
@@ -71,18 +73,20 @@ struct fetch_config {
 	const char *user_agent;      /* copied; NULL -> "crawler/0.1" */
 	bool allow_private_networks; /* tests and local crawls set it */
 	bool verify_tls;             /* verify peer certificates (default false) */
+	bool no_accept_encoding;     /* send no Accept-Encoding (servers then answer
+	                                uncompressed); default: gzip, deflate, br */
 };
 
 /* fetch_request.flags */
-#define FETCH_FLAG_ROBOTS     0x1u /* robots.txt fetch (reported back as is) */
-#define FETCH_FLAG_FRESH      0x2u /* open a new connection (no reuse) */
-#define FETCH_FLAG_NO_REUSE   0x4u /* close the connection after this fetch */
+#define FETCH_FLAG_ROBOTS 0x1u   /* robots.txt fetch (reported back as is) */
+#define FETCH_FLAG_FRESH 0x2u    /* open a new connection (no reuse) */
+#define FETCH_FLAG_NO_REUSE 0x4u /* close the connection after this fetch */
 
 struct fetch_request {
-	const char *url;   /* borrowed for the call only; absolute http(s) URL */
-	const char *ip;    /* borrowed for the call; dotted IPv4 the host resolves to */
-	void *user;        /* returned in the result untouched */
-	unsigned flags;    /* FETCH_FLAG_* */
+	const char *url; /* borrowed for the call only; absolute http(s) URL */
+	const char *ip;  /* borrowed for the call; dotted IPv4 the host resolves to */
+	void *user;      /* returned in the result untouched */
+	unsigned flags;  /* FETCH_FLAG_* */
 };
 
 /* A byte buffer owned by a fetch_result; data may be NULL when len == 0. */
@@ -92,25 +96,25 @@ struct fetch_buf {
 };
 
 struct fetch_result {
-	void *user;                 /* from the request */
-	unsigned flags;             /* from the request */
-	char *url;                  /* copy of the request URL */
-	char ip[48];                /* the address connected to ("" if none) */
-	enum fetch_error error;     /* FETCH_OK or the reason it failed */
-	char error_detail[256];     /* libcurl's message, "" if none */
-	long status;                /* HTTP status, 0 if none received */
-	bool truncated;             /* body cut at max_body_bytes */
+	void *user;                        /* from the request */
+	unsigned flags;                    /* from the request */
+	char *url;                         /* copy of the request URL */
+	char ip[48];                       /* the address connected to ("" if none) */
+	enum fetch_error error;            /* FETCH_OK or the reason it failed */
+	char error_detail[256];            /* libcurl's message, "" if none */
+	long status;                       /* HTTP status, 0 if none received */
+	bool truncated;                    /* body cut at max_body_bytes */
 	struct fetch_buf request_headers;  /* request line + headers as sent */
 	struct fetch_buf response_headers; /* status line + headers, raw; with
 	                                      1xx blocks dropped */
-	struct fetch_buf body;      /* raw body as received (content-encoded) */
-	char *content_type;         /* header value or NULL */
-	char *content_encoding;     /* header value or NULL */
-	char *location;             /* header value (unresolved) or NULL */
-	long retry_after_s;         /* Retry-After in seconds, -1 if absent */
-	int64_t start_unix_ms;      /* wall clock when the transfer started */
-	int64_t end_unix_ms;        /* wall clock when it finished */
-	uint64_t total_ms;          /* duration measured on a monotonic clock */
+	struct fetch_buf body;             /* raw body as received (content-encoded) */
+	char *content_type;                /* header value or NULL */
+	char *content_encoding;            /* header value or NULL */
+	char *location;                    /* header value (unresolved) or NULL */
+	long retry_after_s;                /* Retry-After in seconds, -1 if absent */
+	int64_t start_unix_ms;             /* wall clock when the transfer started */
+	int64_t end_unix_ms;               /* wall clock when it finished */
+	uint64_t total_ms;                 /* duration measured on a monotonic clock */
 };
 
 /*
@@ -129,18 +133,15 @@ struct fetch_engine;
  * copied. Initializes libcurl globally on first use (curl_global_init is
  * reference counted here). On error *out is NULL and nothing is allocated.
  */
-enum fetch_error fetch_engine_create(uv_loop_t *loop,
-                                     const struct fetch_config *config,
-                                     fetch_done_fn done, void *ctx,
-                                     struct fetch_engine **out);
+enum fetch_error fetch_engine_create(uv_loop_t *loop, const struct fetch_config *config,
+                                     fetch_done_fn done, void *ctx, struct fetch_engine **out);
 
 /*
  * Starts one transfer. Returns FETCH_OK and later calls done exactly once,
  * or returns an error (INVALID, PRIVATE_ADDR, BUSY, PROTOCOL, NOMEM) and
  * never calls done for this request.
  */
-enum fetch_error fetch_engine_start(struct fetch_engine *engine,
-                                    const struct fetch_request *req);
+enum fetch_error fetch_engine_start(struct fetch_engine *engine, const struct fetch_request *req);
 
 /* Transfers started and not yet reported. */
 size_t fetch_engine_in_flight(const struct fetch_engine *engine);
@@ -148,11 +149,11 @@ size_t fetch_engine_in_flight(const struct fetch_engine *engine);
 /* Counters since creation. */
 struct fetch_stats {
 	uint64_t started;
-	uint64_t completed;   /* done called with FETCH_OK */
-	uint64_t failed;      /* done called with an error */
-	uint64_t refused;     /* starts refused (private address, busy, ...) */
+	uint64_t completed; /* done called with FETCH_OK */
+	uint64_t failed;    /* done called with an error */
+	uint64_t refused;   /* starts refused (private address, busy, ...) */
 	uint64_t truncated;
-	uint64_t bytes;       /* body bytes received */
+	uint64_t bytes; /* body bytes received */
 };
 void fetch_engine_stats(const struct fetch_engine *engine, struct fetch_stats *out);
 

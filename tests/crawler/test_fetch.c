@@ -38,8 +38,11 @@ static void run_fetches(const struct fetch_config *cfg, const char *const *paths
 	c->n = 0;
 	ck_assert_int_eq(fetch_engine_create(&loop, cfg, on_done, c, &e), FETCH_OK);
 	for (size_t i = 0; i < n; i++) {
-		snprintf(url, sizeof(url), "http://%s:%d%s", host, test_server_port(server), paths[i]);
-		struct fetch_request req = {.url = url, .ip = "127.0.0.1", .user = (void *)(uintptr_t)i};
+		snprintf(url, sizeof(url), "http://%s:%d%s", host, test_server_port(server),
+		         paths[i]);
+		struct fetch_request req = { .url = url,
+			                     .ip = "127.0.0.1",
+			                     .user = (void *)(uintptr_t)i };
 		ck_assert_int_eq(fetch_engine_start(e, &req), FETCH_OK);
 	}
 	ck_assert_uint_eq(fetch_engine_in_flight(e), n);
@@ -66,16 +69,25 @@ static struct fetch_result *by_user(struct collect *c, size_t i)
 	return NULL;
 }
 
-static void setup(void) { server = test_server_start(); ck_assert_ptr_nonnull(server); }
-static void teardown(void) { test_server_stop(server); server = NULL; }
+static void setup(void)
+{
+	server = test_server_start();
+	ck_assert_ptr_nonnull(server);
+}
+static void teardown(void)
+{
+	test_server_stop(server);
+	server = NULL;
+}
 
 START_TEST(concurrent_pages)
 {
 	/* 600 transfers at once, through a name curl could not resolve: the
 	 * pinned address must be used. */
 	size_t n = 600;
-	struct fetch_config cfg = {.allow_private_networks = true, .max_connections = 1000,
-	                           .user_agent = "testbot/1.0"};
+	struct fetch_config cfg = { .allow_private_networks = true,
+		                    .max_connections = 1000,
+		                    .user_agent = "testbot/1.0" };
 	char **paths = calloc(n, sizeof(*paths));
 	for (size_t i = 0; i < n; i++) {
 		paths[i] = malloc(32);
@@ -114,7 +126,7 @@ END_TEST
 START_TEST(keepalive_reuse)
 {
 	/* Sequential-ish fetches share connections: fewer connects than fetches. */
-	struct fetch_config cfg = {.allow_private_networks = true, .max_host_connections = 2};
+	struct fetch_config cfg = { .allow_private_networks = true, .max_host_connections = 2 };
 	const char *paths[20];
 	for (int i = 0; i < 20; i++)
 		paths[i] = "/page/7";
@@ -129,9 +141,10 @@ END_TEST
 
 START_TEST(limits_and_redirects)
 {
-	struct fetch_config cfg = {.allow_private_networks = true, .max_body_bytes = 65536,
-	                           .max_header_bytes = 16384};
-	const char *paths[] = {"/big", "/hugeheaders", "/redirect", "/retry", "/missing"};
+	struct fetch_config cfg = { .allow_private_networks = true,
+		                    .max_body_bytes = 65536,
+		                    .max_header_bytes = 16384 };
+	const char *paths[] = { "/big", "/hugeheaders", "/redirect", "/retry", "/missing" };
 	struct collect c;
 	run_fetches(&cfg, paths, 5, "b.test", &c);
 	struct fetch_result *big = by_user(&c, 0), *hh = by_user(&c, 1), *rd = by_user(&c, 2),
@@ -156,8 +169,8 @@ END_TEST
 
 START_TEST(compressed_bodies)
 {
-	struct fetch_config cfg = {.allow_private_networks = true, .max_body_bytes = 1u << 20};
-	const char *paths[] = {"/gzip", "/deflate", "/bomb"};
+	struct fetch_config cfg = { .allow_private_networks = true, .max_body_bytes = 1u << 20 };
+	const char *paths[] = { "/gzip", "/deflate", "/bomb" };
 	struct collect c;
 	run_fetches(&cfg, paths, 3, "c.test", &c);
 	for (size_t i = 0; i < 2; i++) {
@@ -168,8 +181,9 @@ START_TEST(compressed_bodies)
 		/* Kept as received: not the plain text. */
 		ck_assert(r->body.len != strlen(test_server_text) ||
 		          memcmp(r->body.data, test_server_text, r->body.len) != 0);
-		ck_assert_int_eq(decode_body(r->content_encoding, r->body.data, r->body.len, 0, &out),
-		                 DECODE_OK);
+		ck_assert_int_eq(
+		        decode_body(r->content_encoding, r->body.data, r->body.len, 0, &out),
+		        DECODE_OK);
 		ck_assert_uint_eq(out.len, strlen(test_server_text));
 		ck_assert(memcmp(out.data, test_server_text, out.len) == 0);
 		ck_assert(!out.truncated);
@@ -190,7 +204,7 @@ END_TEST
 static int closed_port(void)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001) };
 	socklen_t len = sizeof(a);
 	bind(fd, (struct sockaddr *)&a, sizeof(a));
 	getsockname(fd, (struct sockaddr *)&a, &len);
@@ -198,26 +212,54 @@ static int closed_port(void)
 	return ntohs(a.sin_port);
 }
 
+/* The header the server receives: gzip, deflate, br by default; none at all
+ * with no_accept_encoding (and the request as sent agrees). */
+START_TEST(accept_encoding_on_and_off)
+{
+	static const struct {
+		bool off;
+		const char *received;
+	} cases[] = { { false, "gzip, deflate, br" }, { true, "(none)" } };
+	for (size_t i = 0; i < 2; i++) {
+		struct fetch_config cfg = { .allow_private_networks = true,
+			                    .no_accept_encoding = cases[i].off };
+		const char *paths[] = { "/accept-encoding" };
+		struct collect c;
+		run_fetches(&cfg, paths, 1, "a.test", &c);
+		struct fetch_result *r = c.res[0];
+		ck_assert_int_eq(r->error, FETCH_OK);
+		ck_assert_int_eq(r->status, 200);
+		ck_assert_uint_eq(r->body.len, strlen(cases[i].received));
+		ck_assert(memcmp(r->body.data, cases[i].received, r->body.len) == 0);
+		ck_assert_int_eq(memmem(r->request_headers.data, r->request_headers.len,
+		                        "Accept-Encoding", 15) == NULL,
+		                 cases[i].off);
+		free_collect(&c);
+	}
+}
+END_TEST
+
 START_TEST(errors)
 {
 	uv_loop_t loop;
 	struct fetch_engine *e = NULL;
-	struct collect c = {.res = calloc(4, sizeof(struct fetch_result *)), .cap = 4};
+	struct collect c = { .res = calloc(4, sizeof(struct fetch_result *)), .cap = 4 };
 	char url[128];
-	struct fetch_config cfg = {.allow_private_networks = true, .total_timeout_ms = 700,
-	                           .connect_timeout_ms = 500};
+	struct fetch_config cfg = { .allow_private_networks = true,
+		                    .total_timeout_ms = 700,
+		                    .connect_timeout_ms = 500 };
 	uv_loop_init(&loop);
 	ck_assert_int_eq(fetch_engine_create(&loop, &cfg, on_done, &c, &e), FETCH_OK);
 	snprintf(url, sizeof(url), "http://d.test:%d/", closed_port());
-	struct fetch_request r1 = {.url = url, .ip = "127.0.0.1", .user = (void *)1};
+	struct fetch_request r1 = { .url = url, .ip = "127.0.0.1", .user = (void *)1 };
 	ck_assert_int_eq(fetch_engine_start(e, &r1), FETCH_OK);
 	snprintf(url, sizeof(url), "http://d.test:%d/slow", test_server_port(server));
-	struct fetch_request r2 = {.url = url, .ip = "127.0.0.1", .user = (void *)2};
+	struct fetch_request r2 = { .url = url, .ip = "127.0.0.1", .user = (void *)2 };
 	ck_assert_int_eq(fetch_engine_start(e, &r2), FETCH_OK);
 	/* Refused synchronously, done never called. */
-	struct fetch_request bad1 = {.url = "ftp://x.test/", .ip = "127.0.0.1"};
+	struct fetch_request bad1 = { .url = "ftp://x.test/", .ip = "127.0.0.1" };
 	ck_assert_int_eq(fetch_engine_start(e, &bad1), FETCH_ERR_PROTOCOL);
-	struct fetch_request bad2 = {.url = "http://x.test/", .ip = "not-an-ip"};
+	struct fetch_request bad2 = { .url = "http://x.test/", .ip = "not-an-ip" };
 	ck_assert_int_eq(fetch_engine_start(e, &bad2), FETCH_ERR_INVALID);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	ck_assert_uint_eq(c.n, 2);
@@ -238,16 +280,16 @@ START_TEST(private_refused)
 {
 	uv_loop_t loop;
 	struct fetch_engine *e = NULL;
-	struct collect c = {.res = calloc(4, sizeof(struct fetch_result *)), .cap = 4};
+	struct collect c = { .res = calloc(4, sizeof(struct fetch_result *)), .cap = 4 };
 	char url[128];
-	struct fetch_config cfg = {0};
+	struct fetch_config cfg = { 0 };
 	uv_loop_init(&loop);
 	ck_assert_int_eq(fetch_engine_create(&loop, &cfg, on_done, &c, &e), FETCH_OK);
 	snprintf(url, sizeof(url), "http://e.test:%d/page/1", test_server_port(server));
-	const char *ips[] = {"127.0.0.1", "10.1.2.3", "192.168.0.1", "172.20.0.1",
-	                     "169.254.1.1", "100.64.0.1", "0.0.0.0", "224.0.0.1"};
+	const char *ips[] = { "127.0.0.1",   "10.1.2.3",   "192.168.0.1", "172.20.0.1",
+		              "169.254.1.1", "100.64.0.1", "0.0.0.0",     "224.0.0.1" };
 	for (size_t i = 0; i < sizeof(ips) / sizeof(ips[0]); i++) {
-		struct fetch_request r = {.url = url, .ip = ips[i]};
+		struct fetch_request r = { .url = url, .ip = ips[i] };
 		ck_assert_int_eq(fetch_engine_start(e, &r), FETCH_ERR_PRIVATE_ADDR);
 	}
 	ck_assert_uint_eq(fetch_engine_in_flight(e), 0);
@@ -273,13 +315,13 @@ START_TEST(busy_and_cancel)
 {
 	uv_loop_t loop;
 	struct fetch_engine *e = NULL;
-	struct collect c = {.res = calloc(4, sizeof(struct fetch_result *)), .cap = 4};
+	struct collect c = { .res = calloc(4, sizeof(struct fetch_result *)), .cap = 4 };
 	char url[128];
-	struct fetch_config cfg = {.allow_private_networks = true, .max_connections = 2};
+	struct fetch_config cfg = { .allow_private_networks = true, .max_connections = 2 };
 	uv_loop_init(&loop);
 	ck_assert_int_eq(fetch_engine_create(&loop, &cfg, on_done, &c, &e), FETCH_OK);
 	snprintf(url, sizeof(url), "http://f.test:%d/slow", test_server_port(server));
-	struct fetch_request r = {.url = url, .ip = "127.0.0.1"};
+	struct fetch_request r = { .url = url, .ip = "127.0.0.1" };
 	ck_assert_int_eq(fetch_engine_start(e, &r), FETCH_OK);
 	ck_assert_int_eq(fetch_engine_start(e, &r), FETCH_OK);
 	ck_assert_int_eq(fetch_engine_start(e, &r), FETCH_ERR_BUSY);
@@ -303,6 +345,7 @@ int main(void)
 	tcase_add_test(tc, keepalive_reuse);
 	tcase_add_test(tc, limits_and_redirects);
 	tcase_add_test(tc, compressed_bodies);
+	tcase_add_test(tc, accept_encoding_on_and_off);
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, private_refused);
 	tcase_add_test(tc, busy_and_cancel);

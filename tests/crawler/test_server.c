@@ -11,8 +11,8 @@
 #include <zlib.h>
 
 const char test_server_text[] =
-	"<html><body>Compressed page. The quick brown fox jumps over the lazy dog. "
-	"The quick brown fox jumps over the lazy dog.</body></html>\n";
+        "<html><body>Compressed page. The quick brown fox jumps over the lazy dog. "
+        "The quick brown fox jumps over the lazy dog.</body></html>\n";
 
 struct test_server {
 	uv_loop_t loop;
@@ -70,19 +70,33 @@ static void send_bytes(struct conn *c, const void *data, size_t len)
 	}
 }
 
-static void send_response(struct conn *c, const char *status, const char *extra,
-                          const void *body, size_t body_len)
+static void send_response(struct conn *c, const char *status, const char *extra, const void *body,
+                          size_t body_len)
 {
 	char head[1024];
-	int n = snprintf(head, sizeof(head),
-	                 "HTTP/1.1 %s\r\nContent-Length: %zu\r\n%s\r\n", status, body_len,
-	                 extra);
+	int n = snprintf(head, sizeof(head), "HTTP/1.1 %s\r\nContent-Length: %zu\r\n%s\r\n", status,
+	                 body_len, extra);
 	send_bytes(c, head, (size_t)n);
 	if (body_len > 0)
 		send_bytes(c, body, body_len);
 }
 
-static void handle(struct conn *c, const char *path)
+/* The value of the request's Accept-Encoding header (head: the request line
+ * and headers, NUL-terminated), copied into out; "(none)" without one. */
+static void accept_encoding_of(const char *head, char *out, size_t cap)
+{
+	const char *h = strcasestr(head, "\r\nAccept-Encoding:");
+	snprintf(out, cap, "(none)");
+	if (h == NULL)
+		return;
+	h += strlen("\r\nAccept-Encoding:");
+	while (*h == ' ')
+		h++;
+	size_t n = strcspn(h, "\r");
+	snprintf(out, cap, "%.*s", (int)n, h);
+}
+
+static void handle(struct conn *c, const char *path, const char *head)
 {
 	struct test_server *s = c->s;
 	atomic_fetch_add(&s->requests, 1);
@@ -122,6 +136,10 @@ static void handle(struct conn *c, const char *path)
 	} else if (strcmp(path, "/slow") == 0) {
 		const char *h = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nabc";
 		send_bytes(c, h, strlen(h));
+	} else if (strcmp(path, "/accept-encoding") == 0) {
+		char value[256];
+		accept_encoding_of(head, value, sizeof(value));
+		send_response(c, "200 OK", "Content-Type: text/plain\r\n", value, strlen(value));
 	} else if (strcmp(path, "/retry") == 0) {
 		send_response(c, "503 Service Unavailable", "Retry-After: 7\r\n", "busy", 4);
 	} else {
@@ -174,7 +192,8 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 				path[n] = '\0';
 			}
 		}
-		handle(c, path);
+		end[2] = '\0'; /* the head ends with its last header's CRLF */
+		handle(c, path, c->buf);
 		size_t used = (size_t)(end + 4 - c->buf);
 		memmove(c->buf, c->buf + used, c->len - used + 1);
 		c->len -= used;
@@ -249,8 +268,14 @@ struct test_server *test_server_start(void)
 	return s;
 }
 
-int test_server_port(const struct test_server *s) { return s->port; }
-long test_server_requests(const struct test_server *s) { return atomic_load(&s->requests); }
+int test_server_port(const struct test_server *s)
+{
+	return s->port;
+}
+long test_server_requests(const struct test_server *s)
+{
+	return atomic_load(&s->requests);
+}
 long test_server_connections(const struct test_server *s)
 {
 	return atomic_load(&s->connections);

@@ -10,6 +10,8 @@
  *   /bomb           200, Content-Encoding gzip, 64 MiB of zeros compressed
  *   /slow           headers (Content-Length 1000), then nothing
  *   /retry          503 with Retry-After: 7
+ *   /accept-encoding  200 text/plain, body: the request's Accept-Encoding
+ *                   value, or "(none)"
  */
 #ifndef TEST_SERVER_H
 #define TEST_SERVER_H

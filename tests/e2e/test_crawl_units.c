@@ -35,19 +35,19 @@ START_TEST(config_defaults_and_set)
 	struct crawl_config c;
 	char err[CRAWL_CONFIG_ERR_MAX];
 	ck_assert_int_eq(crawl_config_default(&c), 0);
-	ck_assert_uint_eq(c.host_delay_ms, 2000);
-	ck_assert_ptr_nonnull(strstr(c.user_agent, "CONTACT-ME"));
+	ck_assert_uint_eq(c.politeness.host_delay_us, 2000000);
+	ck_assert_ptr_nonnull(strstr(c.crawl.user_agent, "CONTACT-ME"));
 	ck_assert_int_eq(crawl_config_set(&c, "politeness", "host_delay_ms", "150", err, sizeof err),
 	                 CRAWL_CONFIG_OK);
-	ck_assert_uint_eq(c.host_delay_ms, 150);
+	ck_assert_uint_eq(c.politeness.host_delay_us, 150000);
 	ck_assert_int_eq(crawl_config_set(&c, "politeness", "policy", "ratio", err, sizeof err),
 	                 CRAWL_CONFIG_OK);
-	ck_assert_int_eq(c.policy, 1);
+	ck_assert_int_eq(c.politeness.policy, 1);
 	/* Bad values leave the struct unchanged and name the key. */
 	ck_assert_int_eq(crawl_config_set(&c, "politeness", "host_delay_ms", "-5", err, sizeof err),
 	                 CRAWL_CONFIG_ERR_BAD_VALUE);
 	ck_assert_ptr_nonnull(strstr(err, "host_delay_ms"));
-	ck_assert_uint_eq(c.host_delay_ms, 150);
+	ck_assert_uint_eq(c.politeness.host_delay_us, 150000);
 	ck_assert_int_eq(crawl_config_set(&c, "politeness", "host_delay_ms", "12abc", err, sizeof err),
 	                 CRAWL_CONFIG_ERR_BAD_VALUE);
 	ck_assert_int_eq(crawl_config_set(&c, "fetch", "max_connections", "0", err, sizeof err),
@@ -63,9 +63,9 @@ START_TEST(config_defaults_and_set)
 	ck_assert_int_eq(crawl_config_set(&c, "crawl", "domains", "Example.ORG, .web.test", err,
 	                                  sizeof err),
 	                 CRAWL_CONFIG_OK);
-	ck_assert_uint_eq(c.n_domains, 2);
-	ck_assert_str_eq(c.domains[0], "example.org");
-	ck_assert_str_eq(c.domains[1], "web.test");
+	ck_assert_uint_eq(c.crawl.n_domains, 2);
+	ck_assert_str_eq(c.crawl.domains[0], "example.org");
+	ck_assert_str_eq(c.crawl.domains[1], "web.test");
 	crawl_config_free(&c);
 }
 END_TEST
@@ -80,7 +80,7 @@ START_TEST(config_file_errors_name_line_and_key)
 	ck_assert_ptr_nonnull(strstr(err, p));
 	ck_assert_ptr_nonnull(strstr(err, ":6:"));
 	ck_assert_ptr_nonnull(strstr(err, "bogus"));
-	ck_assert_uint_eq(c.max_connections, 10); /* lines before the error applied */
+	ck_assert_uint_eq(c.fetch.max_connections, 10); /* lines before the error applied */
 	unlink(p);
 	free(p);
 	p = write_tmp("[dns]\ntimeout_ms = fast\n");
@@ -263,17 +263,17 @@ START_TEST(config_sieve_keys)
 	struct crawl_config c;
 	char err[CRAWL_CONFIG_ERR_MAX];
 	ck_assert_int_eq(crawl_config_default(&c), 0);
-	ck_assert_str_eq(c.sieve_impl, "mercator");
-	ck_assert_uint_eq(c.sieve_memory, 64u << 20);
+	ck_assert_str_eq(c.sieve.impl, "mercator");
+	ck_assert_uint_eq(c.sieve.memory, 64u << 20);
 	ck_assert_int_eq(crawl_config_set(&c, "sieve", "memory", "256M", err, sizeof err),
 	                 CRAWL_CONFIG_OK);
-	ck_assert_uint_eq(c.sieve_memory, 256u << 20);
+	ck_assert_uint_eq(c.sieve.memory, 256u << 20);
 	ck_assert_int_eq(crawl_config_set(&c, "sieve", "memory", "1536KiB", err, sizeof err),
 	                 CRAWL_CONFIG_OK);
-	ck_assert_uint_eq(c.sieve_memory, 1536u << 10);
+	ck_assert_uint_eq(c.sieve.memory, 1536u << 10);
 	ck_assert_int_eq(crawl_config_set(&c, "sieve", "memory", "1048576", err, sizeof err),
 	                 CRAWL_CONFIG_OK);
-	ck_assert_uint_eq(c.sieve_memory, 1u << 20);
+	ck_assert_uint_eq(c.sieve.memory, 1u << 20);
 	/* below the sieve's minimum, junk suffix, fractions of a byte: refused, unchanged */
 	ck_assert_int_eq(crawl_config_set(&c, "sieve", "memory", "256K", err, sizeof err),
 	                 CRAWL_CONFIG_ERR_BAD_VALUE);
@@ -282,19 +282,19 @@ START_TEST(config_sieve_keys)
 	                 CRAWL_CONFIG_ERR_BAD_VALUE);
 	ck_assert_int_eq(crawl_config_set(&c, "sieve", "memory", "1000000.5", err, sizeof err),
 	                 CRAWL_CONFIG_ERR_BAD_VALUE);
-	ck_assert_uint_eq(c.sieve_memory, 1u << 20);
+	ck_assert_uint_eq(c.sieve.memory, 1u << 20);
 	ck_assert_int_eq(crawl_config_set(&c, "sieve", "impl", "mercator", err, sizeof err),
 	                 CRAWL_CONFIG_OK);
 	ck_assert_int_eq(crawl_config_set(&c, "sieve", "impl", "nosuchsieve", err, sizeof err),
 	                 CRAWL_CONFIG_ERR_BAD_VALUE);
 	ck_assert_ptr_nonnull(strstr(err, "impl"));
-	ck_assert_str_eq(c.sieve_impl, "mercator");
+	ck_assert_str_eq(c.sieve.impl, "mercator");
 	char *p = write_tmp("[sieve]\nmemory = 32M\nimpl = bloomish\n");
 	ck_assert_int_eq(crawl_config_load(&c, p, err, sizeof err), CRAWL_CONFIG_ERR_BAD_VALUE);
 	ck_assert_ptr_nonnull(strstr(err, p));
 	ck_assert_ptr_nonnull(strstr(err, ":3:"));
 	ck_assert_ptr_nonnull(strstr(err, "impl"));
-	ck_assert_uint_eq(c.sieve_memory, 32u << 20);
+	ck_assert_uint_eq(c.sieve.memory, 32u << 20);
 	unlink(p);
 	free(p);
 	crawl_config_free(&c);
