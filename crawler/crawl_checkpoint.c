@@ -133,8 +133,8 @@ int crawl_ckpt_resume(const struct crawl_config *cfg, const char *ckpt, struct c
 	}
 	if (crawl_outdir_repair(cfg, warc_from) != 0)
 		return -1;
-	if (!cfg->quiet)
-		fprintf(stderr, "crawler crawl: resuming %s from %s\n", cfg->output_dir,
+	if (!cfg->crawl.quiet)
+		fprintf(stderr, "crawler crawl: resuming %s from %s\n", cfg->output.dir,
 		        ckpt ? ckpt : "its seeds (no checkpoint was written)");
 	return 0;
 }
@@ -169,7 +169,7 @@ int crawl_ckpt_active(const struct crawl_ckpt *c)
 
 int crawl_ckpt_due(const struct crawl_ckpt *c)
 {
-	unsigned s = c->p.cfg->checkpoint_interval_s;
+	unsigned s = c->p.cfg->output.checkpoint_interval_s;
 	return s && monotonic_us() - c->last_us >= (uint64_t)s * 1000000u;
 }
 
@@ -227,7 +227,7 @@ static void ckpt_end(struct crawl_ckpt *c, int ok)
 		        "\ncrawler crawl: checkpoint %" PRIu64
 		        " failed: %s; the previous one stands\n",
 		        c->seq, c->err[0] ? c->err : "unknown error");
-		checkpoint_discard(c->p.cfg->output_dir, c->seq);
+		checkpoint_discard(c->p.cfg->output.dir, c->seq);
 	}
 	c->phase = CKPT_IDLE;
 	c->last_us = monotonic_us();
@@ -253,7 +253,7 @@ static void ckpt_work(uv_work_t *w)
 		c->rc = -1;
 		return;
 	}
-	c->rc = checkpoint_commit(c->p.cfg->output_dir, c->seq, c->err, sizeof c->err);
+	c->rc = checkpoint_commit(c->p.cfg->output.dir, c->seq, c->err, sizeof c->err);
 }
 
 static void ckpt_work_done(uv_work_t *w, int status)
@@ -269,7 +269,7 @@ static int ckpt_write_local(struct crawl_ckpt *c)
 	char path[4300];
 	enum frontier_err fe;
 	enum politeness_err pe;
-	if (checkpoint_prepare(c->p.cfg->output_dir, c->seq, c->dir, sizeof c->dir, c->err,
+	if (checkpoint_prepare(c->p.cfg->output.dir, c->seq, c->dir, sizeof c->dir, c->err,
 	                       sizeof c->err) != 0)
 		return -1;
 	snprintf(path, sizeof path, "%s/frontier", c->dir);

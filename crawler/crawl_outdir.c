@@ -25,28 +25,28 @@ int crawl_outdir_claim(const struct crawl_config *cfg, int resume, struct outdir
 {
 	char err[4800];
 	pid_t owner = 0;
-	if (fileio_mkdir_p(cfg->output_dir) != 0) {
-		fprintf(stderr, "crawler crawl: cannot create %s: %s\n", cfg->output_dir,
+	if (fileio_mkdir_p(cfg->output.dir) != 0) {
+		fprintf(stderr, "crawler crawl: cannot create %s: %s\n", cfg->output.dir,
 		        strerror(errno));
 		return CRAWL_EXIT_FAILURE;
 	}
 	enum outdir_lock_result lr =
-	        outdir_lock_acquire(cfg->output_dir, lock, &owner, err, sizeof err);
+	        outdir_lock_acquire(cfg->output.dir, lock, &owner, err, sizeof err);
 	if (lr == OUTDIR_LOCK_BUSY) {
 		fprintf(stderr, "crawler crawl: %s is in use by another crawl (pid %ld)\n",
-		        cfg->output_dir, (long)owner);
+		        cfg->output.dir, (long)owner);
 		return CRAWL_EXIT_USAGE;
 	}
 	if (lr == OUTDIR_LOCK_STALE) {
 		fprintf(stderr,
 		        "crawler crawl: %s: taking over the lock of crawl %ld, which is"
 		        " no longer running\n",
-		        cfg->output_dir, (long)owner);
+		        cfg->output.dir, (long)owner);
 	} else if (lr != OUTDIR_LOCK_OK) {
 		fprintf(stderr, "crawler crawl: %s\n", err);
 		return CRAWL_EXIT_FAILURE;
 	}
-	int f = checkpoint_find(cfg->output_dir, ckpt, cap, ckpt_seq, err, sizeof err);
+	int f = checkpoint_find(cfg->output.dir, ckpt, cap, ckpt_seq, err, sizeof err);
 	if (f < 0) {
 		fprintf(stderr, "crawler crawl: %s\n", err);
 		return CRAWL_EXIT_FAILURE;
@@ -55,7 +55,7 @@ int crawl_outdir_claim(const struct crawl_config *cfg, int resume, struct outdir
 		fprintf(stderr,
 		        "crawler crawl: %s holds a crawl (%s): continue it with --resume,"
 		        " or choose another output folder\n",
-		        cfg->output_dir, ckpt);
+		        cfg->output.dir, ckpt);
 		return CRAWL_EXIT_USAGE;
 	}
 	*found = f == 0;
@@ -67,12 +67,12 @@ int crawl_outdir_save_inputs(const struct crawl_config *cfg, char *const *seeds,
 	char path[4200];
 	FILE *f;
 	int rc;
-	snprintf(path, sizeof path, "%s/crawl.conf", cfg->output_dir);
+	snprintf(path, sizeof path, "%s/crawl.conf", cfg->output.dir);
 	if (crawl_config_write(cfg, path) != 0) {
 		fprintf(stderr, "crawler crawl: cannot write %s: %s\n", path, strerror(errno));
 		return -1;
 	}
-	snprintf(path, sizeof path, "%s/seeds.txt", cfg->output_dir);
+	snprintf(path, sizeof path, "%s/seeds.txt", cfg->output.dir);
 	f = fopen(path, "w");
 	if (!f) {
 		fprintf(stderr, "crawler crawl: cannot write %s: %s\n", path, strerror(errno));
@@ -93,14 +93,14 @@ void crawl_outdir_remove_stale_spill(const struct crawl_config *cfg)
 	char path[4400];
 	DIR *d;
 	struct dirent *e;
-	if (cfg->spill_dir[0] && strcmp(cfg->spill_dir, cfg->output_dir) != 0)
+	if (cfg->frontier.spill_dir[0] && strcmp(cfg->frontier.spill_dir, cfg->output.dir) != 0)
 		return;
-	d = opendir(cfg->output_dir);
+	d = opendir(cfg->output.dir);
 	if (!d)
 		return;
 	while ((e = readdir(d)) != NULL)
 		if (strncmp(e->d_name, "frontier-", 9) == 0) {
-			snprintf(path, sizeof path, "%s/%s", cfg->output_dir, e->d_name);
+			snprintf(path, sizeof path, "%s/%s", cfg->output.dir, e->d_name);
 			fileio_remove_tree(path);
 		}
 	closedir(d);
@@ -117,7 +117,7 @@ static int warc_to_repair(const char *name, const char *from)
 int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 {
 	char path[4400], err[512];
-	DIR *d = opendir(cfg->output_dir);
+	DIR *d = opendir(cfg->output.dir);
 	struct dirent *e;
 	uint64_t cut = 0;
 	int rc = 0;
@@ -127,7 +127,7 @@ int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 		struct warc_repair_result res;
 		if (!warc_to_repair(e->d_name, from))
 			continue;
-		snprintf(path, sizeof path, "%s/%s", cfg->output_dir, e->d_name);
+		snprintf(path, sizeof path, "%s/%s", cfg->output.dir, e->d_name);
 		if (warc_repair_tail(path, 0, &res, err, sizeof err) != WARC_REPAIR_OK) {
 			fprintf(stderr, "crawler crawl: resume: %s\n", err);
 			rc = -1;
@@ -139,7 +139,7 @@ int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 		}
 	}
 	closedir(d);
-	snprintf(path, sizeof path, "%s/crawl.log", cfg->output_dir);
+	snprintf(path, sizeof path, "%s/crawl.log", cfg->output.dir);
 	if (checkpoint_repair_log(path, &cut) != 0) {
 		fprintf(stderr, "crawler crawl: resume: %s: %s\n", path, strerror(errno));
 		rc = -1;

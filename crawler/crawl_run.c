@@ -110,7 +110,7 @@ static int can_start(void *ctx)
 	if (crawl_ckpt_active(r->ckpt) || io_stall_active(r->io, NULL, 0))
 		return 0;
 	size_t inflight = fetch_engine_in_flight(r->fetch);
-	if (inflight >= r->cfg->max_connections)
+	if (inflight >= r->cfg->fetch.max_connections)
 		return 0;
 	return parse_jobs_has_room(r->parse, inflight) &&
 	       crawl_writer_has_room(r->writer, inflight) && sieve_path_has_room(r->sp, inflight);
@@ -216,7 +216,7 @@ static void on_fetch_done(void *ctx, struct fetch_result *res)
 
 static int max_pages_reached(const struct run *r)
 {
-	return r->cfg->max_pages && r->stats.pages_started >= r->cfg->max_pages;
+	return r->cfg->crawl.max_pages && r->stats.pages_started >= r->cfg->crawl.max_pages;
 }
 
 /* The end: see crawl_run.h. */
@@ -335,14 +335,14 @@ static void on_tick(uv_timer_t *t)
 	struct run *r = t->data;
 	r->tick_count++;
 	uint64_t el_ms = (monotonic_us() - r->stats.t0_us) / 1000u;
-	if (r->cfg->max_time_ms && el_ms >= r->cfg->max_time_ms && !r->stopping)
+	if (r->cfg->crawl.max_time_ms && el_ms >= r->cfg->crawl.max_time_ms && !r->stopping)
 		stop(r);
 	if (!r->stopping && crawl_ckpt_due(r->ckpt))
 		ckpt_start(r, 0);
 	if (r->tick_count % 10 == 0) {
 		if (r->progress)
 			print_progress(r, 0);
-		uint64_t per = r->cfg->stats_interval_s * 10u;
+		uint64_t per = r->cfg->output.stats_interval_s * 10u;
 		if (per && r->tick_count % per == 0)
 			crawl_stats_sample(&r->stats);
 	}
@@ -403,83 +403,28 @@ static int seed_domains(char *const *seeds, size_t n, char ***out, size_t *nout)
 static int module_configs_from(struct run *r, const struct crawl_config *cfg, char *const *seeds,
                                size_t nseeds, struct module_configs *mc)
 {
-	frontier_config_default(&mc->frontier);
-	mc->frontier.spill_dir = cfg->spill_dir[0] ? cfg->spill_dir : cfg->output_dir;
-	mc->frontier.mem_budget = cfg->frontier_mem_mb * 1024u * 1024u;
-	mc->frontier.max_urls_per_host = cfg->max_urls_per_host;
-	mc->frontier.max_depth = cfg->max_depth;
-	mc->frontier.max_hosts = cfg->max_hosts;
-	struct politeness_config *pc = &mc->politeness;
-	politeness_config_default(pc);
-	pc->policy = (enum delay_policy_kind)cfg->policy;
-	pc->host_delay_us = cfg->host_delay_ms * 1000u;
-	pc->ip_delay_us = cfg->ip_delay_ms * 1000u;
-	pc->ip_politeness = cfg->ip_politeness;
-	pc->ratio = cfg->ratio;
-	pc->visit_budget_us = cfg->visit_budget_ms * 1000u;
-	pc->min_delay_us = cfg->min_delay_ms * 1000u;
-	pc->max_delay_us = cfg->max_delay_ms * 1000u;
-	pc->max_urls_per_visit = cfg->max_urls_per_visit;
-	pc->crawl_delay_cap_us = cfg->crawl_delay_cap_ms * 1000u;
-	pc->backoff_base_us = cfg->backoff_base_ms * 1000u;
-	pc->backoff_max_us = cfg->backoff_max_ms * 1000u;
-	pc->max_consecutive_errors = cfg->max_consecutive_errors;
-	pc->retry_after_cap_us = cfg->retry_after_cap_ms * 1000u;
-	struct scope_config *sc = &mc->scope;
-	scope_config_default(sc);
-	if (!cfg->any_domain) {
-		if (cfg->n_domains) {
-			sc->domains = (const char *const *)cfg->domains;
-			sc->n_domains = cfg->n_domains;
-		} else {
-			if (seed_domains(seeds, nseeds, &r->doms, &r->ndoms) < 0)
-				return -1;
-			sc->domains = (const char *const *)r->doms;
-			sc->n_domains = r->ndoms;
-		}
+	mc->frontier = cfg->frontier;
+	if (!cfg->frontier.spill_dir[0])
+		mc->frontier.spill_dir = cfg->output.dir;
+	mc->politeness = cfg->politeness;
+	mc->scope = cfg->scope;
+	if (!cfg->crawl.any_domain && cfg->crawl.n_domains == 0) {
+		if (seed_domains(seeds, nseeds, &r->doms, &r->ndoms) < 0)
+			return -1;
+		mc->scope.domains = (const char *const *)r->doms;
+		mc->scope.n_domains = r->ndoms;
 	}
-	sc->max_depth = cfg->max_depth;
-	sc->max_url_len = cfg->max_url_len;
-	sc->max_path_segments = cfg->max_path_segments;
-	sc->max_segment_repeats = cfg->max_segment_repeats;
 	/* The sieve, in OUTPUT_DIR/sieve. A crashed crawl resumes from its
 	 * checkpoint's copy of the sieve, never from this live folder, and a
 	 * checkpoint fsyncs what it links: the live sieve's own fsyncs (three
 	 * per flush) would buy nothing. */
-	snprintf(mc->sieve_dir, sizeof mc->sieve_dir, "%s/sieve", cfg->output_dir);
-	mc->sieve = (struct sieve_config){
-		.impl = cfg->sieve_impl,
-		.dir = mc->sieve_dir,
-		.memory = cfg->sieve_memory,
-		.buffer_urls = cfg->sieve_buffer_urls,
-		.max_url_len = cfg->max_url_len,
-		.no_fsync = 1,
-	};
-	mc->fetch = (struct fetch_config){
-		.max_connections = cfg->max_connections,
-		.connect_timeout_ms = (long)cfg->connect_timeout_ms,
-		.total_timeout_ms = (long)cfg->timeout_ms,
-		.low_speed_limit = (long)cfg->low_speed_bytes,
-		.low_speed_time_s = (long)cfg->low_speed_time_s,
-		.max_body_bytes = cfg->max_body_bytes,
-		.max_header_bytes = cfg->max_header_bytes,
-		.user_agent = cfg->user_agent,
-		.allow_private_networks = cfg->allow_private_networks,
-	};
-	mc->dns = (struct dns_config){
-		.server = cfg->dns_server,
-		.max_ttl_s = (unsigned)cfg->dns_cache_ttl_s,
-		.timeout_ms = (unsigned)cfg->dns_timeout_ms,
-		.max_pending = cfg->dns_max_pending,
-		.negative_ttl_s = cfg->dns_negative_ttl_s,
-	};
-	mc->warc = (struct warc_config){
-		.dir = cfg->output_dir,
-		.prefix = "crawl",
-		.max_file_bytes = cfg->warc_max_mb * 1024u * 1024u,
-		.user_agent = cfg->user_agent,
-		.compression_level = (int)cfg->warc_level,
-	};
+	snprintf(mc->sieve_dir, sizeof mc->sieve_dir, "%s/sieve", cfg->output.dir);
+	mc->sieve = cfg->sieve;
+	mc->sieve.dir = mc->sieve_dir;
+	mc->sieve.no_fsync = 1;
+	mc->fetch = cfg->fetch;
+	mc->dns = cfg->dns;
+	mc->warc = cfg->warc;
 	return 0;
 }
 
@@ -544,7 +489,7 @@ static int open_sieve(struct run *r, struct module_configs *mc, const char *ckpt
 	if (sierr != SIEVE_OK) {
 		fprintf(stderr,
 		        "crawler crawl: sieve ([sieve] impl = %s, memory = %" PRIu64 "): %s\n",
-		        cfg->sieve_impl, cfg->sieve_memory, serr[0] ? serr : sieve_strerror(sierr));
+		        cfg->sieve.impl, cfg->sieve.memory, serr[0] ? serr : sieve_strerror(sierr));
 		return sierr == SIEVE_EINVAL || sierr == SIEVE_ENOTSUP ? CRAWL_EXIT_USAGE
 		                                                       : CRAWL_EXIT_FAILURE;
 	}
@@ -562,7 +507,7 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 	}
 	enum dns_error de = dns_resolver_create(&r->loop, &mc->dns, &r->dns);
 	if (de != DNS_OK) {
-		fprintf(stderr, "crawler crawl: DNS resolver (%s): %s\n", r->cfg->dns_server,
+		fprintf(stderr, "crawler crawl: DNS resolver (%s): %s\n", r->cfg->dns.server,
 		        dns_strerror(de));
 		return de == DNS_ERR_INVALID ? CRAWL_EXIT_USAGE : CRAWL_EXIT_FAILURE;
 	}
@@ -577,9 +522,9 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 static int start_workers(struct run *r, struct module_configs *mc, uint64_t ckpt_seq)
 {
 	const struct crawl_config *cfg = r->cfg;
-	size_t wcap = (size_t)cfg->parse_queue + 2u * cfg->max_connections + 1024u;
+	size_t wcap = (size_t)cfg->parse.queue + 2u * cfg->fetch.max_connections + 1024u;
 	struct crawl_writer_parts wp = {
-		cfg, cfg->warc ? &mc->warc : NULL, 2 * wcap, r->io, &r->stats, wake_loop, r
+		cfg, cfg->output.warc ? &mc->warc : NULL, 2 * wcap, r->io, &r->stats, wake_loop, r
 	};
 	if (crawl_writer_open(&wp, &r->writer) != 0)
 		return CRAWL_EXIT_FAILURE;
@@ -622,17 +567,17 @@ static void start_handles(struct run *r, int resume)
 	r->wake_ok = 1;
 	pthread_mutex_unlock(&r->wake_mu);
 	uv_signal_start(&r->sigint, on_sigint, SIGINT);
-	r->progress = !cfg->quiet && isatty(STDERR_FILENO);
+	r->progress = !cfg->crawl.quiet && isatty(STDERR_FILENO);
 	r->stats.t0_us = monotonic_us() - r->stats.elapsed_before_us;
 	/* The crashed run may have contacted any host or IP just before it died,
 	 * hosts it found after its last checkpoint too (unknown here): no
 	 * request before one policy delay has passed. */
 	if (resume) {
-		uint64_t d =
-		        cfg->policy == DELAY_POLICY_RATIO ? cfg->min_delay_ms : cfg->host_delay_ms;
-		if (cfg->ip_politeness && cfg->ip_delay_ms > d)
-			d = cfg->ip_delay_ms;
-		r->start_after_us = monotonic_us() + d * 1000u;
+		const struct politeness_config *pc = &cfg->politeness;
+		uint64_t d = pc->policy == DELAY_POLICY_RATIO ? pc->min_delay_us : pc->host_delay_us;
+		if (pc->ip_politeness && pc->ip_delay_us > d)
+			d = pc->ip_delay_us;
+		r->start_after_us = monotonic_us() + d;
 	}
 }
 
@@ -659,7 +604,7 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	if (!r->io || module_configs_from(r, cfg, seeds, nseeds, mc) != 0)
 		goto out;
 	snprintf(r->spill_label, sizeof r->spill_label, "%s (frontier spill)",
-	         cfg->spill_dir[0] ? cfg->spill_dir : cfg->output_dir);
+	         cfg->frontier.spill_dir[0] ? cfg->frontier.spill_dir : cfg->output.dir);
 	if (uv_loop_init(&r->loop) != 0)
 		goto out;
 	r->loop_ok = 1;
@@ -709,10 +654,10 @@ static void write_reports(struct run *r, double elapsed)
 	char path[4400];
 	struct crawl_stats_sources src;
 	gather(r, &src);
-	snprintf(path, sizeof path, "%s/stats.json", r->cfg->output_dir);
+	snprintf(path, sizeof path, "%s/stats.json", r->cfg->output.dir);
 	if (crawl_stats_write_json(&r->stats, &src, path, elapsed) != 0)
 		fprintf(stderr, "crawler crawl: cannot write %s\n", path);
-	if (!r->cfg->quiet)
+	if (!r->cfg->crawl.quiet)
 		crawl_stats_print_summary(&r->stats, r->cfg, elapsed);
 }
 

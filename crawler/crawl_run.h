@@ -35,7 +35,7 @@
  * SIGINT and a sieve failure writes a last checkpoint first. Every exit,
  * after a failed set-up too, goes through one teardown.
  *
- * Output in cfg->output_dir: WARC files, crawl.log, stats.json, sieve/ (the
+ * Output in cfg->output.dir: WARC files, crawl.log, stats.json, sieve/ (the
  * live sieve), checkpoint/, seeds.txt and crawl.conf (for --resume),
  * crawl.lock while running.
  */

@@ -243,8 +243,8 @@ static void write_json(FILE *f, const struct crawl_stats *s, const struct crawl_
 	const struct sieve_stats *ss = &src->sieve;
 	const struct link_meta_stats *ms = &src->meta;
 	const struct dns_stats *ds = &src->dns;
-	const char *impl = src->cfg->sieve_impl ? src->cfg->sieve_impl : "mercator";
-	const struct stat_series series = { s->samples, s->n_samples, src->cfg->stats_interval_s };
+	const char *impl = src->cfg->sieve.impl ? src->cfg->sieve.impl : "mercator";
+	const struct stat_series series = { s->samples, s->n_samples, src->cfg->output.stats_interval_s };
 	struct stat_table status = { d->status_e, status_entries(s, d, d->status_e) };
 	struct stat_table errors = { d->error_e, error_entries(s, src, d->error_e, d->dns_names) };
 	struct stat_table scope = { d->scope_e, scope_entries(src, d, d->scope_e) };
@@ -330,7 +330,7 @@ static void write_json(FILE *f, const struct crawl_stats *s, const struct crawl_
 		{ "dns", STAT_OBJECT, &dns, 0 },
 		{ "checkpoints", STAT_OBJECT, &ckpt, 0 },
 		{ "output_stalls", STAT_OBJECT, &stalls, 0 },
-		{ "pages_per_s_interval_s", STAT_UINT, &src->cfg->stats_interval_s, 0 },
+		{ "pages_per_s_interval_s", STAT_UINT, &src->cfg->output.stats_interval_s, 0 },
 		{ "pages_per_s_series", STAT_SERIES, &series, 0 },
 	};
 	const struct stat_table top = TABLE(top_e);
@@ -381,8 +381,8 @@ void crawl_stats_print_summary(const struct crawl_stats *s, const struct crawl_c
 			any = 1;
 		}
 	printf("%s\n", any ? "" : " none");
-	printf("output: %s/crawl.log %s/stats.json%s\n", cfg->output_dir, cfg->output_dir,
-	       cfg->warc ? " and WARC files crawl-*.warc.gz" : "");
+	printf("output: %s/crawl.log %s/stats.json%s\n", cfg->output.dir, cfg->output.dir,
+	       cfg->output.warc ? " and WARC files crawl-*.warc.gz" : "");
 }
 
 void crawl_stats_print_progress(const struct crawl_stats *s, const struct crawl_stats_sources *src,

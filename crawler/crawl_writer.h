@@ -63,7 +63,7 @@ struct crawl_writer_parts {
 	void *ctx;
 };
 
-/* Opens the WARC output and crawl.log in cfg->output_dir and starts the
+/* Opens the WARC output and crawl.log in cfg->output.dir and starts the
  * writer thread. 0, or -1 (a message on stderr). */
 int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_writer **out);
 

@@ -43,10 +43,6 @@ struct parse_state {
 	struct links_extractor *ex;
 	struct url *u;
 	struct link_batch *batch;
-	/* The extractor writes each link as its crawl key under url.h's default
-	 * options. When the crawl's options are the same, that is the crawl's
-	 * key already (crawl keys are idempotent, url.h): no second parse. */
-	int links_are_keys;
 };
 
 static void *parse_init(void *ctx)
@@ -55,17 +51,9 @@ static void *parse_init(void *ctx)
 	struct parse_state *ps = calloc(1, sizeof *ps);
 	if (!ps)
 		return NULL;
-	struct links_config lc = { .max_links = pj->p.cfg->max_links };
-	struct url_options uo, links_uo;
-	url_options_init(&uo);
-	url_options_init(&links_uo); /* the extractor's (lc.url_options is NULL) */
-	uo.max_len = pj->p.cfg->max_url_len;
-	ps->links_are_keys =
-	        uo.flags == links_uo.flags &&
-	        uo.max_len == (links_uo.max_len ? links_uo.max_len : URL_DEFAULT_MAX_LEN);
-	ps->u = url_create(&uo);
+	ps->u = url_create(&pj->p.cfg->url);
 	ps->batch = sieve_path_batch_create(pj->p.sp);
-	if (!ps->u || !ps->batch || links_extractor_create(&lc, &ps->ex) != LINKS_OK) {
+	if (!ps->u || !ps->batch || links_extractor_create(&pj->p.cfg->links, &ps->ex) != LINKS_OK) {
 		url_destroy(ps->u);
 		sieve_path_batch_destroy(ps->batch);
 		free(ps);
@@ -153,7 +141,10 @@ static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct craw
 		}
 		size_t room, klen = l[i].len;
 		char *key = sieve_path_batch_slot(b, &room);
-		if (ps->links_are_keys && klen < room) {
+		/* The extractor writes each link as its crawl key under the
+		 * crawl's URL options (crawl keys are idempotent, url.h): only a
+		 * key longer than the batch's slot is parsed again, to fail. */
+		if (klen < room) {
 			memcpy(key, l[i].url, klen + 1);
 		} else if (url_normalize(ps->u, NULL, l[i].url, l[i].len, key, room, &klen) !=
 		           URL_OK) {
@@ -179,7 +170,7 @@ static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct cra
 	struct link_meta_via *via = NULL;
 	char csbuf[64];
 	if (decode_body(res->content_encoding, res->body.data, res->body.len,
-	                pj->p.cfg->max_body_bytes, &d) != DECODE_OK) {
+	                pj->p.cfg->fetch.max_body_bytes, &d) != DECODE_OK) {
 		atomic_fetch_add(&ac->decode_errors, 1);
 		j->error = "decode";
 		return;
@@ -189,7 +180,7 @@ static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct cra
 		goto out;
 	atomic_fetch_add(&ac->parsed, 1);
 	const struct links_page *pg = links_page_info(ps->ex);
-	if (pj->p.cfg->near_dup && near_dup_check(pj, j->host, pg->simhash)) {
+	if (pj->p.cfg->parse.near_dup && near_dup_check(pj, j->host, pg->simhash)) {
 		j->flags |= CRAWL_LOG_NEAR_DUP;
 		atomic_fetch_add(&ac->near_dups, 1);
 	}
@@ -234,7 +225,7 @@ int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **
 	pj->p = *parts;
 	for (int i = 0; i < NEAR_DUP_STRIPES; i++)
 		pthread_mutex_init(&pj->nd[i].mu, NULL);
-	if (parse_pool_create(cfg->parse_threads, cfg->parse_queue + cfg->max_connections, &ops, pj,
+	if (parse_pool_create(cfg->parse.threads, cfg->parse.queue + cfg->fetch.max_connections, &ops, pj,
 	                      &pj->pool) != PARSE_POOL_OK) {
 		fprintf(stderr, "crawler crawl: cannot start parse threads\n");
 		parse_jobs_destroy(pj);

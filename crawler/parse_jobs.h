@@ -40,8 +40,8 @@ struct parse_jobs_parts {
 	void *ctx;
 };
 
-/* Starts cfg->parse_threads threads with a queue of cfg->parse_queue +
- * cfg->max_connections jobs. 0, or -1 (a message on stderr). */
+/* Starts cfg->parse.threads threads with a queue of cfg->parse.queue +
+ * cfg->fetch.max_connections jobs. 0, or -1 (a message on stderr). */
 int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **out);
 
 /* Loop thread: queues j without waiting (takes it). 0, or -1 when full (j

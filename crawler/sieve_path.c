@@ -111,7 +111,7 @@ int sieve_path_failed(struct sieve_path *sp, char *msg, size_t cap)
 
 struct link_batch *sieve_path_batch_create(struct sieve_path *sp)
 {
-	size_t cap = 16u * ((size_t)sp->p.cfg->max_url_len + 1);
+	size_t cap = 16u * ((size_t)sp->p.cfg->scope.max_url_len + 1);
 	struct link_batch *b = malloc(sizeof *b + cap);
 	if (b) {
 		memset(b, 0, sizeof *b);
@@ -178,7 +178,7 @@ static void meta_make_room(struct link_batch *b)
 
 char *sieve_path_batch_slot(struct link_batch *b, size_t *room)
 {
-	if (b->arena_cap - b->arena_len < (size_t)b->sp->p.cfg->max_url_len + 1)
+	if (b->arena_cap - b->arena_len < (size_t)b->sp->p.cfg->scope.max_url_len + 1)
 		sieve_path_batch_flush(b);
 	*room = b->arena_cap - b->arena_len;
 	return b->arena + b->arena_len;
@@ -368,10 +368,7 @@ static void feed_one(struct sieve_path *sp, struct link_batch *b, const struct f
 static void *feeder_main(void *arg)
 {
 	struct sieve_path *sp = arg;
-	struct url_options uo;
-	url_options_init(&uo);
-	uo.max_len = sp->p.cfg->max_url_len;
-	struct url *u = url_create(&uo);
+	struct url *u = url_create(&sp->p.cfg->url);
 	struct link_meta_via *none = link_meta_via_new(sp->meta, "", 0);
 	struct link_batch *b = sieve_path_batch_create(sp);
 	int ok = u && none && b;
@@ -544,8 +541,8 @@ int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **
 	sp->p = *parts;
 	pthread_mutex_init(&sp->error_mu, NULL);
 	sp->emitq = bqueue_create(EMIT_QUEUE);
-	sp->feedq = bqueue_create((size_t)cfg->max_connections + FEED_SLACK);
-	sp->meta = link_meta_create(cfg->sieve_meta_memory);
+	sp->feedq = bqueue_create((size_t)cfg->fetch.max_connections + FEED_SLACK);
+	sp->meta = link_meta_create(cfg->link_meta_memory);
 	if (!sp->emitq || !sp->feedq || !sp->meta) {
 		sieve_path_destroy(sp);
 		return -1;

@@ -65,7 +65,7 @@ struct sieve_path_parts {
 	struct sieve_path_hooks hooks;
 };
 
-/* The queues and the side table (cfg->sieve_meta_memory). 0, or -1 (out
+/* The queues and the side table (cfg->link_meta_memory). 0, or -1 (out
  * of memory). */
 int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **out);
 

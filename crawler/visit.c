@@ -270,7 +270,7 @@ static void start_robots(struct visit *v, uint32_t host)
 	if (start_fetch(v, host, url, 0, NULL, 1, 0) < 0) {
 		/* Could not even start: treat as unreachable (disallow, retry later). */
 		struct robots_policy pol;
-		if (robots_policy_from_fetch(-1, NULL, 0, v->p.cfg->user_agent,
+		if (robots_policy_from_fetch(-1, NULL, 0, v->p.cfg->crawl.user_agent,
 		                             (int64_t)(monotonic_us() / 1000), &pol) == ROBOTS_OK)
 			set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
 			           (uint64_t)pol.expires_ms * 1000u);
@@ -311,7 +311,7 @@ static int robots_answer(struct visit *v, struct req *q, struct fetch_result *re
 		blen = d.len;
 	}
 	struct robots_policy pol;
-	if (robots_policy_from_fetch((int)st, body, blen, v->p.cfg->user_agent,
+	if (robots_policy_from_fetch((int)st, body, blen, v->p.cfg->crawl.user_agent,
 	                             (int64_t)(monotonic_us() / 1000), &pol) == ROBOTS_OK) {
 		set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
 		           (uint64_t)pol.expires_ms * 1000u);
@@ -454,7 +454,7 @@ static void dns_answered(struct visit *v, uint32_t host, enum dns_error err,
 	}
 	char ip[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &addrs[0], ip, sizeof ip);
-	if (!v->p.cfg->allow_private_networks && fetch_addr_is_private(ip)) {
+	if (!v->p.cfg->fetch.allow_private_networks && fetch_addr_is_private(ip)) {
 		v->p.stats->private_refused++;
 		host_unresolvable(v, host, hs);
 		return;
@@ -503,7 +503,7 @@ void visit_begin(struct visit *v, uint32_t host)
 	}
 	uint64_t exp;
 	enum politeness_robots_state st = robots_of(v, host, NULL, &exp);
-	if (v->p.cfg->obey_robots &&
+	if (v->p.cfg->crawl.obey_robots &&
 	    (st == POLITENESS_ROBOTS_UNKNOWN ||
 	     (st == POLITENESS_ROBOTS_KNOWN && exp && exp < monotonic_us()))) {
 		start_robots(v, host);
@@ -518,7 +518,7 @@ static int visit_over(struct visit *v, const struct host_state *hs)
 	return *v->p.stopping || hs->outcome != VISIT_OK ||
 	       hs->visit_requests >= hs->visit_max_urls ||
 	       (hs->visit_requests && monotonic_us() - hs->visit_start_us >= hs->visit_max_us) ||
-	       (v->p.cfg->max_pages && v->p.stats->pages_started >= v->p.cfg->max_pages) ||
+	       (v->p.cfg->crawl.max_pages && v->p.stats->pages_started >= v->p.cfg->crawl.max_pages) ||
 	       !v->p.hooks.can_start(v->p.hooks.ctx);
 }
 
@@ -527,7 +527,7 @@ static int disallowed(struct visit *v, uint32_t host, const struct frontier_url 
 {
 	const struct robots *rob = NULL;
 	char path[FRONTIER_URL_MAX + 8];
-	if (!v->p.cfg->obey_robots)
+	if (!v->p.cfg->crawl.obey_robots)
 		return 0;
 	robots_of(v, host, &rob, NULL);
 	return rob && (robots_path_from_url(fu->url, fu->url_len, path, sizeof path) != ROBOTS_OK ||
@@ -721,14 +721,11 @@ int visit_load(struct visit *v, struct recfile_reader *rd, uint64_t now)
 struct visit *visit_create(const struct visit_parts *parts)
 {
 	struct visit *v = calloc(1, sizeof *v);
-	struct url_options uo;
 	if (!v)
 		return NULL;
 	v->p = *parts;
-	url_options_init(&uo);
-	uo.max_len = parts->cfg->max_url_len;
-	v->url_base = url_create(&uo);
-	v->url_target = url_create(&uo);
+	v->url_base = url_create(&parts->cfg->url);
+	v->url_target = url_create(&parts->cfg->url);
 	if (!v->url_base || !v->url_target) {
 		visit_destroy(v);
 		return NULL;
