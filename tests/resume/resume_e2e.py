@@ -340,12 +340,12 @@ def test_diskfull():
             p = subprocess.Popen(c.argv(False), stdout=subprocess.DEVNULL, stderr=err_f)
             time.sleep(2.0)
             ballast = os.path.join(mnt, "ballast")
-            with open(ballast, "wb") as b:
+            # unbuffered: nothing is left to flush (and fail) at close
+            with open(ballast, "wb", buffering=0) as b:
                 chunk = b"\0" * (1 << 20)
                 try:
                     while True:
                         b.write(chunk)
-                        b.flush()
                 except OSError:
                     pass
             # the crawl notices and pauses
