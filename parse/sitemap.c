@@ -325,14 +325,35 @@ static void on_text(void *arg, const xmlChar *text, int len)
 		text_append(&p->lastmod, (const char *)text, (size_t)len);
 }
 
+/* Entity references resolve to the five predefined entities only: every
+ * other one is undeclared, whatever a DTD says, so nothing expands. */
+static xmlEntityPtr on_get_entity(void *arg, const xmlChar *name)
+{
+	(void)arg;
+	return xmlGetPredefinedEntity(name);
+}
+
 /* ---- lifecycle ---- */
+
+/* Frees the document's libxml2 context, and the scratch document libxml2
+ * builds (for expat compatibility) to record a DTD's entity declarations
+ * in SAX mode: the context does not free it. */
+static void context_free(struct sitemap_parser *p)
+{
+	if (!p->ctxt)
+		return;
+	if (p->ctxt->myDoc)
+		xmlFreeDoc(p->ctxt->myDoc);
+	p->ctxt->myDoc = NULL;
+	xmlFreeParserCtxt(p->ctxt);
+	p->ctxt = NULL;
+}
 
 void sitemap_parser_destroy(struct sitemap_parser *p)
 {
 	if (!p)
 		return;
-	if (p->ctxt)
-		xmlFreeParserCtxt(p->ctxt);
+	context_free(p);
 	if (p->z_ready)
 		inflateEnd(&p->z);
 	url_destroy(p->loc_url);
@@ -376,13 +397,15 @@ int sitemap_parser_create(const struct sitemap_config *config, struct sitemap_pa
 		sitemap_parser_destroy(p);
 		return SITEMAP_ENOMEM;
 	}
-	/* Only what we need: no entity table (getEntity, entityDecl), no DTD
-	 * (internalSubset, externalSubset, resolveEntity), so nothing expands. */
+	/* Only what we need: no entity but the predefined ones (getEntity), no
+	 * DTD (internalSubset, externalSubset, resolveEntity), so nothing expands
+	 * and nothing is loaded. */
 	p->sax.initialized = XML_SAX2_MAGIC;
 	p->sax.startElementNs = on_start;
 	p->sax.endElementNs = on_end;
 	p->sax.characters = on_text;
 	p->sax.cdataBlock = on_text;
+	p->sax.getEntity = on_get_entity;
 	p->sax.serror = on_xml_error;
 	*out = p;
 	return SITEMAP_OK;
@@ -391,10 +414,7 @@ int sitemap_parser_create(const struct sitemap_config *config, struct sitemap_pa
 /* Drops the previous document's state (not the buffers). */
 static void document_reset(struct sitemap_parser *p)
 {
-	if (p->ctxt) {
-		xmlFreeParserCtxt(p->ctxt);
-		p->ctxt = NULL;
-	}
+	context_free(p);
 	p->begun = p->stopped = p->nomem = false;
 	p->started_body = p->gzip = p->gzip_ended = false;
 	p->magic_len = 0;
@@ -442,8 +462,8 @@ static void feed_xml(struct sitemap_parser *p, const char *data, size_t len)
 			return;
 		}
 		size_t n = len < room ? len : room;
-		if (n > INT32_MAX)
-			n = INT32_MAX;
+		if (n > SITEMAP_INFLATE_CHUNK)
+			n = SITEMAP_INFLATE_CHUNK; /* libxml2 copies its input: keep it a window */
 		p->res.bytes += n;
 		xmlParseChunk(p->ctxt, data, (int)n, 0);
 		data += n;
@@ -556,8 +576,7 @@ int sitemap_finish(struct sitemap_parser *p, struct sitemap_result *result)
 		stop_with(p, SITEMAP_MALFORMED, "no root element");
 	*result = p->res;
 	bool nomem = p->nomem;
-	xmlFreeParserCtxt(p->ctxt);
-	p->ctxt = NULL;
+	context_free(p);
 	p->begun = false;
 	return nomem ? SITEMAP_ENOMEM : SITEMAP_OK;
 }

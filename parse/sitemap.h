@@ -36,12 +36,14 @@
  * robots.txt of the host listed submitted it (cross-submission): the caller
  * knows which, and passes the scope URL.
  *
- * Safety: no DTD is loaded, no entity declared in a DTD is recorded (so
- * none is ever expanded: no external entity is read, no "billion laughs"),
- * no network access (XML_PARSE_NONET); libxml2's own limits on names and
- * text nodes stay on (no XML_PARSE_HUGE). A reference to such an entity is
- * a well-formedness error or skipped, as libxml2 rules; either way nothing
- * is expanded. Malformed XML stops the document with SITEMAP_MALFORMED and
+ * Safety: no external DTD is loaded, and entity references resolve to the
+ * five predefined entities only (our getEntity callback; libxml2 records a
+ * DTD's declarations in a scratch document we free, but never looks there
+ * for us), so no entity is ever expanded: no external entity is read, no
+ * "billion laughs". A reference to a DTD's entity is undeclared: the
+ * document is malformed there ("Entity 'x' not defined"). No network access
+ * (XML_PARSE_NONET); libxml2's own limits on names and text nodes stay on
+ * (no XML_PARSE_HUGE). Malformed XML stops the document with SITEMAP_MALFORMED and
  * libxml2's message; the entries emitted before stay emitted.
  *
  * Nesting of sitemap indexes is the crawler's business (it fetches the
