@@ -19,7 +19,9 @@
  *  - a loc over the URL length limit, relative and non-http locs, nesting
  *    over the depth limit, the callback stopping the document;
  *  - scope rules: same host, the protocol's directory rule, and the
- *    cross-submission scope URL.
+ *    cross-submission scope URL;
+ *  - bad calls: a relative or non-http sitemap or scope URL, feed or finish
+ *    without a document.
  */
 #include <check.h>
 #include <stdio.h>
@@ -528,60 +530,74 @@ START_TEST(test_limits)
 }
 END_TEST
 
+static const char scope_doc[] = "<urlset>"
+                                "<url><loc>http://example.com/catalog/a</loc></url>"
+                                "<url><loc>https://example.com/catalog/b</loc></url>"
+                                "<url><loc>http://example.com/images/c</loc></url>"
+                                "<url><loc>http://other.example/catalog/d</loc></url>"
+                                "<url><loc>http://example.com:8080/catalog/e</loc></url>"
+                                "</urlset>";
+
+/* scope_doc from http://example.com/catalog/sitemap.xml under `rule`,
+ * compared with `scope_url` (NULL: the sitemap's). */
+static struct sitemap_result parse_scoped(enum sitemap_scope rule, const char *scope_url,
+                                          struct seen *s)
+{
+	struct sitemap_config cfg = { .scope = rule };
+	struct sitemap_parser *p = NULL;
+	struct sitemap_result r;
+	ck_assert_int_eq(sitemap_parser_create(&cfg, &p), SITEMAP_OK);
+	ck_assert_int_eq(sitemap_parse(p, "http://example.com/catalog/sitemap.xml", scope_url,
+	                               scope_doc, strlen(scope_doc), collect, s, &r),
+	                 SITEMAP_OK);
+	sitemap_parser_destroy(p);
+	ck_assert_uint_eq(r.locs + r.out_of_scope, 5);
+	return r;
+}
+
 START_TEST(test_scope)
 {
-	static const char doc[] = "<urlset>"
-	                          "<url><loc>http://example.com/catalog/a</loc></url>"
-	                          "<url><loc>https://example.com/catalog/b</loc></url>"
-	                          "<url><loc>http://example.com/images/c</loc></url>"
-	                          "<url><loc>http://other.example/catalog/d</loc></url>"
-	                          "<url><loc>http://example.com:8080/catalog/e</loc></url>"
-	                          "</urlset>";
-	static const char *const url = "http://example.com/catalog/sitemap.xml";
-	struct sitemap_config cfg = { .scope = SITEMAP_SCOPE_ANY };
-	struct sitemap_parser *p = NULL;
 	struct seen s = { 0 };
-	struct sitemap_result r;
-
-	ck_assert_int_eq(sitemap_parser_create(&cfg, &p), SITEMAP_OK);
-	ck_assert_int_eq(sitemap_parse(p, url, NULL, doc, strlen(doc), collect, &s, &r),
-	                 SITEMAP_OK);
+	struct sitemap_result r = parse_scoped(SITEMAP_SCOPE_ANY, NULL, &s);
 	ck_assert_uint_eq(r.locs, 5);
-	sitemap_parser_destroy(p);
 	seen_free(&s);
 
-	cfg.scope = SITEMAP_SCOPE_HOST;
-	ck_assert_int_eq(sitemap_parser_create(&cfg, &p), SITEMAP_OK);
-	ck_assert_int_eq(sitemap_parse(p, url, NULL, doc, strlen(doc), collect, &s, &r),
-	                 SITEMAP_OK);
+	/* Same host: scheme and port may differ. */
+	r = parse_scoped(SITEMAP_SCOPE_HOST, NULL, &s);
 	ck_assert_uint_eq(r.locs, 4);
-	ck_assert_uint_eq(r.out_of_scope, 1);
+	ck_assert_str_eq(s.url[3], "http://example.com:8080/catalog/e");
 	seen_free(&s);
+
 	/* Cross-submission: other.example's robots.txt listed this sitemap. */
-	ck_assert_int_eq(sitemap_parse(p, url, "http://other.example/robots.txt", doc, strlen(doc),
-	                               collect, &s, &r),
-	                 SITEMAP_OK);
+	r = parse_scoped(SITEMAP_SCOPE_HOST, "http://other.example/robots.txt", &s);
 	ck_assert_uint_eq(r.locs, 1);
 	ck_assert_str_eq(s.url[0], "http://other.example/catalog/d");
-	sitemap_parser_destroy(p);
 	seen_free(&s);
 
-	cfg.scope = SITEMAP_SCOPE_DIRECTORY;
-	ck_assert_int_eq(sitemap_parser_create(&cfg, &p), SITEMAP_OK);
-	ck_assert_int_eq(sitemap_parse(p, url, NULL, doc, strlen(doc), collect, &s, &r),
-	                 SITEMAP_OK);
+	/* The protocol's rule: under http://example.com/catalog/ only. */
+	r = parse_scoped(SITEMAP_SCOPE_DIRECTORY, NULL, &s);
 	ck_assert_uint_eq(r.locs, 1);
-	ck_assert_uint_eq(r.out_of_scope, 4);
 	ck_assert_str_eq(s.url[0], "http://example.com/catalog/a");
 	seen_free(&s);
+}
+END_TEST
 
-	/* Bad calls. */
-	ck_assert_int_eq(sitemap_parse(p, "/relative.xml", NULL, doc, 1, collect, &s, &r),
+START_TEST(test_bad_calls)
+{
+	struct sitemap_parser *p = NULL;
+	struct sitemap_result r;
+	struct seen s = { 0 };
+	ck_assert_int_eq(sitemap_parser_create(NULL, &p), SITEMAP_OK);
+	ck_assert_int_eq(sitemap_parse(p, "/relative.xml", NULL, "<", 1, collect, &s, &r),
 	                 SITEMAP_EINVAL);
-	ck_assert_int_eq(sitemap_parse(p, "ftp://example.com/s.xml", NULL, doc, 1, collect, &s, &r),
+	ck_assert_int_eq(sitemap_parse(p, "ftp://example.com/s.xml", NULL, "<", 1, collect, &s, &r),
 	                 SITEMAP_EINVAL);
-	ck_assert_int_eq(sitemap_feed(p, "x", 1), SITEMAP_EINVAL);
+	ck_assert_int_eq(
+	        sitemap_parse(p, SITEMAP_URL, "mailto:x@example.com", "<", 1, collect, &s, &r),
+	        SITEMAP_EINVAL);
+	ck_assert_int_eq(sitemap_feed(p, "x", 1), SITEMAP_EINVAL); /* no document begun */
 	ck_assert_int_eq(sitemap_finish(p, &r), SITEMAP_EINVAL);
+	ck_assert_uint_eq(s.count, 0);
 	sitemap_parser_destroy(p);
 	sitemap_parser_destroy(NULL);
 	ck_assert_int_eq(sitemap_parser_create(NULL, NULL), SITEMAP_EINVAL);
@@ -605,6 +621,7 @@ int main(void)
 	tcase_add_test(tc, test_namespaces);
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_scope);
+	tcase_add_test(tc, test_bad_calls);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
