@@ -2,15 +2,15 @@
  * sitemap.h: streaming parser of sitemap files (sitemaps.org protocol 0.9).
  *
  * Data structure. A `struct sitemap_parser` owns, for one document at a
- * time, a libxml2 SAX2 push parser context (only the element and text
- * callbacks are set: no tree, no entity table), a zlib inflate stream used
- * when the body starts with the gzip magic bytes 1f 8b, one inflate output
- * buffer (SITEMAP_INFLATE_CHUNK bytes), a text buffer for the current
- * `<loc>` (the caller's URL length limit) and `<lastmod>`, and three parsed
- * URLs (frontier/url.h) for the loc, the sitemap and the scope. A document
- * is pushed in pieces (sitemap_begin, sitemap_feed..., sitemap_finish) or in
- * one call (sitemap_parse); memory stays bounded by those buffers plus
- * libxml2's input window, whatever the document's size.
+ * time, a libxml2 SAX2 push parser context (only the element, text, entity
+ * lookup and error callbacks are set: no tree is built), a zlib inflate
+ * stream used when the body starts with the gzip magic bytes 1f 8b, one
+ * inflate output buffer (SITEMAP_INFLATE_CHUNK bytes), a text buffer for
+ * the current `<loc>` (the caller's URL length limit) and `<lastmod>`, and
+ * two parsed URLs (frontier/url.h): the current loc and the scope URL. A
+ * document is pushed in pieces (sitemap_begin, sitemap_feed...,
+ * sitemap_finish) or in one call (sitemap_parse); memory stays bounded by
+ * those buffers plus libxml2's input window, whatever the document's size.
  *
  * What is emitted: for `<urlset>` each `<url><loc>`, for `<sitemapindex>`
  * each `<sitemap><loc>` (children of the root's children only, so the
@@ -32,9 +32,9 @@
  * there, problem SITEMAP_TRUNCATED: a gzip bomb costs at most that much
  * inflating and parsing), locs longer than the URL length limit, element
  * nesting deeper than `max_depth`. Scope (`scope`): the protocol lets a
- * sitemap list URLs of its own host only, under its own directory, unless
- * robots.txt of the host listed submitted it (cross-submission): the caller
- * knows which, and passes the scope URL.
+ * sitemap list only URLs under its own directory on its own host, and a
+ * sitemap listed by a host's robots.txt URLs of that host (cross-submission):
+ * the caller knows which case applies and passes the scope URL.
  *
  * Safety: no external DTD is loaded, and entity references resolve to the
  * five predefined entities only (our getEntity callback; libxml2 records a
@@ -43,8 +43,9 @@
  * "billion laughs". A reference to a DTD's entity is undeclared: the
  * document is malformed there ("Entity 'x' not defined"). No network access
  * (XML_PARSE_NONET); libxml2's own limits on names and text nodes stay on
- * (no XML_PARSE_HUGE). Malformed XML stops the document with SITEMAP_MALFORMED and
- * libxml2's message; the entries emitted before stay emitted.
+ * (no XML_PARSE_HUGE). Malformed XML stops the document with
+ * SITEMAP_MALFORMED and libxml2's message; the entries emitted before stay
+ * emitted.
  *
  * Nesting of sitemap indexes is the crawler's business (it fetches the
  * listed sitemaps): the protocol forbids an index listing indexes
@@ -59,7 +60,8 @@
  *
  * Workload: a few sitemaps per site, each up to 50,000 locs and 50 MB,
  * often gzip-compressed; the cost is libxml2's parse plus one URL parse per
- * loc (see the speed figure in the module's commit notes).
+ * loc: a 50,000-loc sitemap (10.6 MB, with lastmod, changefreq and
+ * priority) takes about 0.1 s on one core, gzip-compressed or not.
  */
 #ifndef CRAWLER_SITEMAP_H
 #define CRAWLER_SITEMAP_H
