@@ -18,6 +18,7 @@ static const struct subcommand subcommands[] = {
     {"url", url_tool_main, "parse, resolve and normalize URLs (WHATWG URL Standard)"},
     {"robots", robots_tool_main, "check URLs against a robots.txt file (RFC 9309)"},
     {"links", links_tool_main, "extract the links of an HTML page read on stdin"},
+    {"sitemaps", sitemap_tool_main, "list the entries of a sitemap (XML or gzip) read on stdin"},
     {"assign", assign_tool_main, "assign hosts read on stdin to the agents of a distributed crawl"},
     {"audit", audit_tool_main, "audit the politeness of a finished crawl from its output folder"},
 };

@@ -16,6 +16,7 @@ int sieve_tool_main(int argc, char **argv);   /* sieve/sieve_tool.c */
 int url_tool_main(int argc, char **argv);     /* frontier/url_tool.c */
 int robots_tool_main(int argc, char **argv);  /* politeness/robots_tool.c */
 int links_tool_main(int argc, char **argv);   /* parse/links_tool.c */
+int sitemap_tool_main(int argc, char **argv); /* parse/sitemap_tool.c */
 int assign_tool_main(int argc, char **argv);  /* crawler/assign_tool.c */
 int audit_tool_main(int argc, char **argv);   /* crawler/audit_tool.c */
 
