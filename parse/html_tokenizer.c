@@ -118,6 +118,12 @@ static void emit_text(struct html_tokenizer *t, const char *s, const char *e)
 	}
 }
 
+static void emit_raw_text(struct html_tokenizer *t, const char *s, const char *e)
+{
+	if (t->cb->raw_text && e > s)
+		t->cb->raw_text(t->ctx, s, (size_t)(e - s));
+}
+
 /* Does the value need the tokenizer's rewriting (references, NUL, CR)? */
 static bool value_needs_rewrite(const char *s, size_t n)
 {
@@ -357,6 +363,16 @@ static const char *scan_bogus_comment(const char *p, const char *e)
 	return gt ? gt + 1 : e;
 }
 
+/* CDATA section, p after "<![CDATA[". */
+static const char *scan_cdata(struct html_tokenizer *t, const char *p)
+{
+	const char *close = memmem(p, (size_t)(t->end - p), "]]>", 3);
+	const char *stop = close ? close : t->end;
+	if (t->cb->text && stop > p)
+		t->cb->text(t->ctx, p, (size_t)(stop - p));
+	return close ? close + 3 : t->end;
+}
+
 /* Markup declaration open, p after "<!". */
 static const char *scan_markup_declaration(struct html_tokenizer *t, const char *p)
 {
@@ -364,13 +380,8 @@ static const char *scan_markup_declaration(struct html_tokenizer *t, const char 
 	size_t left = (size_t)(e - p);
 	if (left >= 2 && p[0] == '-' && p[1] == '-')
 		return scan_comment(p + 2, e);
-	if (left >= 7 && memcmp(p, "[CDATA[", 7) == 0 && t->foreign_depth > 0) {
-		const char *close = memmem(p + 7, left - 7, "]]>", 3);
-		const char *stop = close ? close : e;
-		if (t->cb->text && stop > p + 7)
-			t->cb->text(t->ctx, p + 7, (size_t)(stop - (p + 7)));
-		return close ? close + 3 : e;
-	}
+	if (left >= 7 && memcmp(p, "[CDATA[", 7) == 0 && t->foreign_depth > 0)
+		return scan_cdata(t, p + 7);
 	/* DOCTYPE ends at its first '>' in every one of its states. */
 	return scan_bogus_comment(p, e);
 }
@@ -379,7 +390,8 @@ static const char *scan_markup_declaration(struct html_tokenizer *t, const char 
 static bool at_end_tag(const struct html_tokenizer *t, const char *q)
 {
 	size_t n = t->raw_end_len;
-	if ((size_t)(t->end - q) < n + 3 || q[1] != '/' || strncasecmp(q + 2, t->raw_end, n) != 0)
+	if (n == 0 || (size_t)(t->end - q) < n + 3 || q[1] != '/' ||
+	    strncasecmp(q + 2, t->raw_end, n) != 0)
 		return false;
 	unsigned char d = (unsigned char)q[2 + n];
 	return is_ws(d) || d == '/' || d == '>';
@@ -396,11 +408,15 @@ static const char *scan_raw_text(struct html_tokenizer *t, const char *p, bool r
 		if (at_end_tag(t, q)) {
 			if (rcdata)
 				emit_text(t, p, q);
+			else
+				emit_raw_text(t, p, q);
 			return scan_tag(t, q + 2, true);
 		}
 	}
 	if (rcdata)
 		emit_text(t, p, e);
+	else
+		emit_raw_text(t, p, e);
 	return e;
 }
 
@@ -417,7 +433,17 @@ enum script_state { SD, ESC, ESC_DASH, ESC_DASH_DASH, DESC, DESC_DASH, DESC_DASH
 
 /* Script data with its escaped and double escaped states (13.2.5.4,
  * 13.2.5.15-32): where a `</script>` inside `<!-- <script>` does not end it. */
+static const char *scan_script_end(struct html_tokenizer *t, const char *p);
+
 static const char *scan_script(struct html_tokenizer *t, const char *p)
+{
+	const char *q = scan_script_end(t, p);
+	emit_raw_text(t, p, q);
+	return q == t->end ? q : scan_tag(t, q + 2, true);
+}
+
+/* Where the script's end tag starts, or the end of the page. */
+static const char *scan_script_end(struct html_tokenizer *t, const char *p)
 {
 	const char *e = t->end;
 	enum script_state st = SD;
@@ -427,7 +453,7 @@ static const char *scan_script(struct html_tokenizer *t, const char *p)
 			if (!p)
 				return e;
 			if (at_end_tag(t, p))
-				return scan_tag(t, p + 2, true);
+				return p;
 			if (e - p >= 4 && memcmp(p, "<!--", 4) == 0) {
 				st = ESC_DASH_DASH;
 				p += 4;
@@ -449,7 +475,7 @@ static const char *scan_script(struct html_tokenizer *t, const char *p)
 			p++;
 		} else if (c == '<' && escaped) {
 			if (at_end_tag(t, p))
-				return scan_tag(t, p + 2, true);
+				return p;
 			st = at_script_word(p + 1, e) ? DESC : ESC;
 			p += st == DESC ? 8 : 1;
 		} else if (c == '<' && p + 1 < e && p[1] == '/' && at_script_word(p + 2, e)) {
@@ -472,7 +498,10 @@ static const char *scan_pending_text(struct html_tokenizer *t, const char *p)
 	case TEXT_RCDATA: return scan_raw_text(t, p, true);
 	case TEXT_RAWTEXT: return scan_raw_text(t, p, false);
 	case TEXT_SCRIPT: return scan_script(t, p);
-	case TEXT_PLAINTEXT: emit_text(t, p, t->end); return t->end;
+	case TEXT_PLAINTEXT:
+		if (t->cb->text && p < t->end)
+			t->cb->text(t->ctx, p, (size_t)(t->end - p));
+		return t->end;
 	case TEXT_NONE: break;
 	}
 	return p;
@@ -508,17 +537,29 @@ static const char *scan_tag_open(struct html_tokenizer *t, const char *lt)
 	return scan_bogus_comment(q + 1, e);
 }
 
-void html_tokenize(struct html_tokenizer *t, const char *page, size_t len,
-                   const struct html_tokenizer_callbacks *cb, void *ctx,
-                   struct html_tokenizer_stats *stats)
+void html_tokenize_from(struct html_tokenizer *t, const char *page, size_t len,
+                        enum html_tokenizer_start start, const char *last_start_tag,
+                        const struct html_tokenizer_callbacks *cb, void *ctx,
+                        struct html_tokenizer_stats *stats)
 {
+	static const enum text_state pending[] = {
+		[HTML_START_DATA] = TEXT_NONE,           [HTML_START_RCDATA] = TEXT_RCDATA,
+		[HTML_START_RAWTEXT] = TEXT_RAWTEXT,     [HTML_START_SCRIPT] = TEXT_SCRIPT,
+		[HTML_START_PLAINTEXT] = TEXT_PLAINTEXT, [HTML_START_CDATA] = TEXT_NONE,
+	};
 	memset(&t->stats, 0, sizeof t->stats);
 	t->end = page + len;
 	t->cb = cb;
 	t->ctx = ctx;
 	t->foreign_depth = 0;
-	t->pending = TEXT_NONE;
-	const char *p = page;
+	t->pending = pending[start];
+	t->raw_end_len = 0;
+	if (last_start_tag && strlen(last_start_tag) <= HTML_TOKENIZER_MAX_NAME) {
+		t->raw_end_len = strlen(last_start_tag);
+		memcpy(t->raw_end, last_start_tag, t->raw_end_len);
+	}
+	const char *p = start == HTML_START_CDATA ? scan_cdata(t, page) : page;
+	p = scan_pending_text(t, p);
 	while (p < t->end) {
 		const char *lt = memchr(p, '<', (size_t)(t->end - p));
 		if (!lt) {
@@ -532,4 +573,11 @@ void html_tokenize(struct html_tokenizer *t, const char *page, size_t len,
 	}
 	if (stats)
 		*stats = t->stats;
+}
+
+void html_tokenize(struct html_tokenizer *t, const char *page, size_t len,
+                   const struct html_tokenizer_callbacks *cb, void *ctx,
+                   struct html_tokenizer_stats *stats)
+{
+	html_tokenize_from(t, page, len, HTML_START_DATA, NULL, cb, ctx, stats);
 }

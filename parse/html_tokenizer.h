@@ -72,9 +72,12 @@ struct html_tokenizer_callbacks {
 	/* A start or end tag that was closed by '>' (one cut by the end of the
 	 * page is no tag, as the Standard says). */
 	void (*tag)(void *ctx, const struct html_tag *tag);
-	/* Text of the data and RCDATA states and of CDATA sections, character
-	 * references decoded; NULL to skip. Raw text and comments are not text. */
+	/* Text of the data and RCDATA states (character references decoded),
+	 * of PLAINTEXT and of CDATA sections; NULL to skip. */
 	void (*text)(void *ctx, const char *s, size_t len);
+	/* Content of RAWTEXT elements and scripts, which is not page text;
+	 * NULL to skip (the tests compare it with the html5lib suite). */
+	void (*raw_text)(void *ctx, const char *s, size_t len);
 };
 
 /* Counters of what a pass dropped (web-controlled sizes past a limit). */
@@ -96,5 +99,23 @@ void html_tokenizer_destroy(struct html_tokenizer *t);
 void html_tokenize(struct html_tokenizer *t, const char *page, size_t len,
                    const struct html_tokenizer_callbacks *cb, void *ctx,
                    struct html_tokenizer_stats *stats);
+
+/* The tokenizer states a pass can start in: the Standard's states that the
+ * html5lib suite starts its cases in. */
+enum html_tokenizer_start {
+	HTML_START_DATA,
+	HTML_START_RCDATA,
+	HTML_START_RAWTEXT,
+	HTML_START_SCRIPT,
+	HTML_START_PLAINTEXT,
+	HTML_START_CDATA,
+};
+
+/* html_tokenize starting in `start`, with `last_start_tag` (NULL: none)
+ * the name an end tag must have to end RCDATA, RAWTEXT or script data. */
+void html_tokenize_from(struct html_tokenizer *t, const char *page, size_t len,
+                        enum html_tokenizer_start start, const char *last_start_tag,
+                        const struct html_tokenizer_callbacks *cb, void *ctx,
+                        struct html_tokenizer_stats *stats);
 
 #endif

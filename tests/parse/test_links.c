@@ -31,6 +31,11 @@
 /* Cases of the html5lib suite with start tags with attributes that
  * test_html5lib_tokenizer_tags must run and pass. */
 #define HTML5LIB_TAG_CASES_FLOOR 350
+/* The same for every case, in each of its initial states, with its text;
+ * and of those, the ones starting in RCDATA, RAWTEXT, script data,
+ * PLAINTEXT or a CDATA section. */
+#define HTML5LIB_ALL_CASES_FLOOR 7000
+#define HTML5LIB_TEXT_STATE_CASES_FLOOR 320
 
 static int cmpstr(const void *a, const void *b)
 {
@@ -439,7 +444,8 @@ END_TEST
 struct tag_log {
 	char *s;
 	size_t len, cap;
-	bool cut; /* an attribute value was cut: not comparable */
+	bool cut;     /* an attribute value was cut: not comparable */
+	bool in_text; /* a text entry ('T', text, RS) is open */
 };
 
 static void log_put(struct tag_log *lg, const char *s, size_t n)
@@ -454,9 +460,28 @@ static void log_put(struct tag_log *lg, const char *s, size_t n)
 	lg->s[lg->len] = '\0';
 }
 
+static void log_text_end(struct tag_log *lg)
+{
+	if (lg->in_text)
+		log_put(lg, "\x1e", 1);
+	lg->in_text = false;
+}
+
+/* Text and raw text as one entry until the next tag, as the suite's
+ * Character tokens run together once comments are left out. */
+static void log_text(void *ctx, const char *s, size_t n)
+{
+	struct tag_log *lg = ctx;
+	if (!lg->in_text)
+		log_put(lg, "T", 1);
+	lg->in_text = true;
+	log_put(lg, s, n);
+}
+
 static void log_tag(void *ctx, const struct html_tag *tag)
 {
 	struct tag_log *lg = ctx;
+	log_text_end(lg);
 	log_put(lg, tag->end ? "E" : "S", 1);
 	log_put(lg, tag->name, tag->name_len);
 	for (size_t i = 0; !tag->end && i < tag->nattrs; i++) {
@@ -567,6 +592,145 @@ START_TEST(test_html5lib_tokenizer_tags)
 	       counts[CASE_PASSED], attrs, counts[CASE_FAILED], counts[CASE_SKIPPED]);
 	ck_assert_uint_eq(counts[CASE_FAILED], 0);
 	ck_assert_uint_ge(counts[CASE_PASSED], HTML5LIB_TAG_CASES_FLOOR);
+	html_tokenizer_destroy(tok);
+}
+END_TEST
+
+/* Every token of one case but comments and DOCTYPEs into lg, text only
+ * when with_text; false when a start tag would change the tokenizer's
+ * state in the extractor and not in the suite, or passes a limit. */
+static bool expected_tokens(const struct jval *out, bool with_text, struct tag_log *lg)
+{
+	for (size_t i = 0; i < out->n; i++) {
+		const struct jval *tok = out->v[i];
+		if (tok->type != J_ARR || tok->n < 2 || tok->v[0]->type != J_STR)
+			continue;
+		const char *type = tok->v[0]->s;
+		if (strcmp(type, "Character") == 0 && with_text) {
+			log_text(lg, tok->v[1]->s, tok->v[1]->s_len);
+			continue;
+		}
+		bool start = strcmp(type, "StartTag") == 0;
+		if (!start && strcmp(type, "EndTag") != 0)
+			continue;
+		log_text_end(lg);
+		const struct jval *name = tok->v[1];
+		if (name->s_len > HTML_TOKENIZER_MAX_NAME || (start && changes_state(name->s)))
+			return false;
+		log_put(lg, start ? "S" : "E", 1);
+		log_put(lg, name->s, name->s_len);
+		const struct jval *attrs = start && tok->n >= 3 ? tok->v[2] : NULL;
+		if (attrs && attrs->type == J_OBJ && attrs->n / 2 > HTML_TOKENIZER_MAX_ATTRS)
+			return false;
+		for (size_t k = 0; attrs && attrs->type == J_OBJ && k + 1 < attrs->n; k += 2) {
+			if (attrs->v[k]->s_len > HTML_TOKENIZER_MAX_NAME)
+				return false;
+			log_put(lg, "\x1f", 1);
+			log_put(lg, attrs->v[k]->s, attrs->v[k]->s_len);
+			log_put(lg, "=", 1);
+			log_put(lg, attrs->v[k + 1]->s, attrs->v[k + 1]->s_len);
+		}
+		if (start && tok->n >= 4 && tok->v[3]->type == J_BOOL && tok->v[3]->b)
+			log_put(lg, "/", 1);
+		log_put(lg, "\x1e", 1);
+	}
+	log_text_end(lg);
+	return true;
+}
+
+static bool start_state(const char *name, enum html_tokenizer_start *start)
+{
+	static const struct {
+		const char *name;
+		enum html_tokenizer_start start;
+	} states[] = {
+		{ "Data state", HTML_START_DATA },
+		{ "RCDATA state", HTML_START_RCDATA },
+		{ "RAWTEXT state", HTML_START_RAWTEXT },
+		{ "Script data state", HTML_START_SCRIPT },
+		{ "PLAINTEXT state", HTML_START_PLAINTEXT },
+		{ "CDATA section state", HTML_START_CDATA },
+	};
+	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
+		if (strcmp(name, states[i].name) == 0) {
+			*start = states[i].start;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* One case in one initial state; *with_text says whether text was compared
+ * (not when the input has a CR or NUL: the extractor's text keeps them, as
+ * page text needs no more). */
+static enum case_outcome all_tokens_case(struct html_tokenizer *tok, const char *file,
+                                         const struct jval *t, const char *state, bool *with_text)
+{
+	const struct jval *in = jget(t, "input"), *out = jget(t, "output");
+	const struct jval *de = jget(t, "doubleEscaped"), *last = jget(t, "lastStartTag");
+	enum html_tokenizer_start start;
+	if (!in || in->type != J_STR || !out || out->type != J_ARR || !start_state(state, &start) ||
+	    (de && de->type == J_BOOL && de->b))
+		return CASE_SKIPPED;
+	*with_text = !memchr(in->s, '\r', in->s_len) && !memchr(in->s, '\0', in->s_len);
+	struct tag_log want = { 0 }, got = { 0 };
+	log_put(&want, "", 0);
+	log_put(&got, "", 0);
+	enum case_outcome rc = CASE_SKIPPED;
+	if (!expected_tokens(out, *with_text, &want))
+		goto out;
+	const struct html_tokenizer_callbacks cb = {
+		.tag = log_tag,
+		.text = *with_text ? log_text : NULL,
+		.raw_text = *with_text ? log_text : NULL,
+	};
+	html_tokenize_from(tok, in->s, in->s_len, start,
+	                   last && last->type == J_STR ? last->s : NULL, &cb, &got, NULL);
+	log_text_end(&got);
+	rc = !got.cut && got.len == want.len && memcmp(got.s, want.s, want.len) == 0 ? CASE_PASSED
+	                                                                             : CASE_FAILED;
+	if (rc == CASE_FAILED)
+		fprintf(stderr, "%s: %s (%s):\n  want %s\n  got  %s\n", file, case_name(t), state,
+		        want.s, got.s);
+out:
+	free(want.s);
+	free(got.s);
+	return rc;
+}
+
+START_TEST(test_html5lib_tokenizer_all)
+{
+	struct html_tokenizer *tok = html_tokenizer_create();
+	ck_assert_ptr_nonnull(tok);
+	size_t counts[3] = { 0 }, with_text = 0, text_states = 0;
+	for (size_t f = 0; f < suite_file_count; f++) {
+		struct jval *root = load_suite(suite_files[f]);
+		const struct jval *tests = suite_tests(root);
+		for (size_t i = 0; i < tests->n; i++) {
+			const struct jval *st = jget(tests->v[i], "initialStates");
+			size_t nstates = st && st->type == J_ARR ? st->n : 1;
+			for (size_t k = 0; k < nstates; k++) {
+				const char *state =
+				        st && st->type == J_ARR && st->v[k]->type == J_STR
+				                ? st->v[k]->s
+				                : "Data state";
+				bool text = false;
+				enum case_outcome o = all_tokens_case(tok, suite_files[f],
+				                                      tests->v[i], state, &text);
+				counts[o]++;
+				with_text += o == CASE_PASSED && text;
+				text_states += o == CASE_PASSED && strcmp(state, "Data state") != 0;
+			}
+		}
+		jfree(root);
+	}
+	printf("html5lib tokenizer, all tokens: %zu (case, state) pairs passed (%zu with their "
+	       "text, %zu in a text state), %zu failed, %zu skipped\n",
+	       counts[CASE_PASSED], with_text, text_states, counts[CASE_FAILED],
+	       counts[CASE_SKIPPED]);
+	ck_assert_uint_eq(counts[CASE_FAILED], 0);
+	ck_assert_uint_ge(counts[CASE_PASSED], HTML5LIB_ALL_CASES_FLOOR);
+	ck_assert_uint_ge(text_states, HTML5LIB_TEXT_STATE_CASES_FLOOR);
 	html_tokenizer_destroy(tok);
 }
 END_TEST
@@ -753,6 +917,7 @@ int main(void)
 	tcase_add_test(tc, test_whatwg_http_cases);
 	tcase_add_test(tc, test_url_options);
 	tcase_add_test(tc, test_html5lib_tokenizer_tags);
+	tcase_add_test(tc, test_html5lib_tokenizer_all);
 	tcase_add_test(tc, test_slash_between_attributes);
 	tcase_add_test(tc, test_comments);
 	tcase_add_test(tc, test_text_elements);
