@@ -8,6 +8,24 @@
  * "@nofollow", "@base URL", "@canonical URL", "@dropped_scheme N"). The
  * expected sets were written with an HTML5 parser (html5lib) as the oracle.
  * test_whatwg_http_cases runs the WHATWG URL tests an href can meet.
+ *
+ * The tokenizer (parse/html_tokenizer.h) against the html5lib-tests
+ * tokenizer suite (CONFORMANCE_DIR/html5lib-tokenizer):
+ * test_html5lib_tokenizer_tags takes every Data-state case whose expected
+ * tokens hold a start tag with attributes and asserts the tokenizer sees
+ * the same start and end tags, in order, with the same attribute names and
+ * values (references, NUL, duplicates, self-closing flag);
+ * test_html5lib_tokenizer_all runs every case in each of its initial states
+ * (RCDATA, RAWTEXT, script data, PLAINTEXT, CDATA section too) and
+ * compares tags and text (text unless the input has a CR or NUL, which page
+ * text keeps). Skipped: cases where a start tag (title, script, svg...)
+ * would switch the extractor's tokenizer, as a tree builder does, and the
+ * suite's not, and names past the tokenizer's limits. Both assert no
+ * failure and a floor of cases passed.
+ * Then one test per HTML5 rule that decides a link: '/' between
+ * attributes, comment forms, text elements, script escapes, tags after
+ * </html> and CDATA, references in attribute values, NUL in an href, and
+ * the tokenizer's limits.
  * The other tests check caps, reuse, bad input, and that the page's SimHash
  * ignores markup, scripts and styles.
  */
