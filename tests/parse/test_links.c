@@ -24,8 +24,8 @@
  * failure and a floor of cases passed.
  * Then one test per HTML5 rule that decides a link: '/' between
  * attributes, comment forms, text elements, script escapes, tags after
- * </html> and CDATA, references in attribute values, NUL in an href, and
- * the tokenizer's limits.
+ * </html> and CDATA, references in attribute values, NUL in an href, the
+ * encoding sniffing, and the tokenizer's limits.
  * The other tests check caps, reuse, bad input, and that the page's SimHash
  * ignores markup, scripts and styles.
  */
@@ -879,6 +879,31 @@ START_TEST(test_nul_in_href)
 }
 END_TEST
 
+/* The encoding sniffing of parse/html_charset.h where the pages/ tests do
+ * not reach: the default, a declared UTF-16, bytes invalid in the encoding. */
+START_TEST(test_charset_sniffing)
+{
+	/* Not UTF-8 and undeclared: windows-1252 (0xE9 e-acute, 0x80 euro). */
+	check_links("<a href=/caf\xE9\x80>", "http://h.example/caf%C3%A9%E2%82%AC\n");
+	/* Valid UTF-8 and undeclared: UTF-8. */
+	check_links("<a href=/caf\xC3\xA9>", "http://h.example/caf%C3%A9\n");
+	/* A page that says UTF-16 in a meta is read as UTF-8. */
+	check_links("<meta charset=utf-16><a href=/caf\xC3\xA9>", "http://h.example/caf%C3%A9\n");
+	/* A byte Shift_JIS cannot decode is U+FFFD, and decoding goes on. */
+	struct links_extractor *ex = NULL;
+	ck_assert_int_eq(links_extractor_create(NULL, &ex), LINKS_OK);
+	static const char sjis[] = "<a href=/a\xFF\x62><a href=/\x83\x65>";
+	ck_assert_int_eq(links_extract(ex, "http://h.example/", "shift_jis", sjis, sizeof sjis - 1),
+	                 LINKS_OK);
+	size_t n = 0;
+	const struct link *l = links_result(ex, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(l[0].url, "http://h.example/a%EF%BF%BDb");
+	ck_assert_str_eq(l[1].url, "http://h.example/%E3%83%86");
+	links_extractor_destroy(ex);
+}
+END_TEST
+
 /* Tags, comments and text states at the page's end, and sizes past the
  * tokenizer's limits: the tag is dropped or cut as the contract says. */
 START_TEST(test_tokenizer_limits)
@@ -943,6 +968,7 @@ int main(void)
 	tcase_add_test(tc, test_after_html_and_cdata);
 	tcase_add_test(tc, test_attribute_references);
 	tcase_add_test(tc, test_nul_in_href);
+	tcase_add_test(tc, test_charset_sniffing);
 	tcase_add_test(tc, test_tokenizer_limits);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
