@@ -1,6 +1,6 @@
 /*
- * links.c: SAX pass over an HTML page collecting raw link attributes and
- * text, then resolution of the raw links against the document base (see
+ * links.c: a tokenizer pass over an HTML page collecting raw link
+ * attributes and text, then resolution of the raw links against the document base (see
  * links.h for the contract).
  *
  * Two phases because HTML5 resolves every link against the document's base
@@ -11,16 +11,13 @@
  */
 #include "parse/links.h"
 
-#include <libxml/HTMLparser.h>
-#include <libxml/parserInternals.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include <libxml/xmlerror.h>
-
 #include "frontier/url.h"
+#include "parse/html_charset.h"
+#include "parse/html_tokenizer.h"
 #include "parse/simhash.h"
 
 /* ---- URL resolution: frontier/url.h ----
@@ -139,7 +136,9 @@ struct out_link {
 
 struct links_extractor {
 	struct links_config cfg;
-	htmlSAXHandler sax;
+	struct html_decoder *decoder;
+	struct html_tokenizer *tokenizer;
+	struct html_tokenizer_callbacks callbacks;
 	struct simhash_builder *sh;
 
 	/* pass 1 */
@@ -149,8 +148,6 @@ struct links_extractor {
 	size_t nrl, rl_cap;
 	bool have_base;
 	size_t base_off, base_len;
-	const char *suppress; /* element whose content HTML5 keeps as text */
-	int suppress_depth;
 	bool oom;
 
 	/* pass 2 */
@@ -171,16 +168,11 @@ struct links_extractor {
 const char *links_strerror(int err)
 {
 	switch (err) {
-	case LINKS_OK:
-		return "success";
-	case LINKS_ENOMEM:
-		return "out of memory";
-	case LINKS_EINVAL:
-		return "invalid argument or page URL";
-	case LINKS_EPARSER:
-		return "cannot create the HTML parser";
-	default:
-		return "unknown links error";
+	case LINKS_OK: return "success";
+	case LINKS_ENOMEM: return "out of memory";
+	case LINKS_EINVAL: return "invalid argument or page URL";
+	case LINKS_EPARSER: return "cannot create the HTML parser";
+	default: return "unknown links error";
 	}
 }
 
@@ -200,33 +192,45 @@ static bool is_ws(unsigned char c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
 }
 
-static const char *attr(const xmlChar **atts, const char *name)
+/* The attribute `name` of the tag, or NULL. */
+static const struct html_attr *attr(const struct html_tag *tag, const char *name)
 {
-	if (!atts)
-		return NULL;
-	for (size_t i = 0; atts[i]; i += 2) {
-		if (strcmp((const char *)atts[i], name) == 0)
-			return atts[i + 1] ? (const char *)atts[i + 1] : "";
+	size_t n = strlen(name);
+	for (size_t i = 0; i < tag->nattrs; i++) {
+		const struct html_attr *a = &tag->attrs[i];
+		if (a->name_len == n && memcmp(a->name, name, n) == 0)
+			return a;
 	}
 	return NULL;
 }
 
-/* Does the space- (or comma-) separated list `list` hold `tok`
+static bool attr_equals_nocase(const struct html_attr *a, const char *want)
+{
+	size_t n = strlen(want);
+	return a && a->value_len == n && strncasecmp(a->value, want, n) == 0;
+}
+
+/* Does the space- (or comma-) separated list `list` (len bytes) hold `tok`
  * (ASCII case-insensitive)? */
-static bool has_token(const char *list, const char *tok, bool commas)
+static bool has_token(const char *list, size_t len, const char *tok, bool commas)
 {
 	size_t tl = strlen(tok);
-	const char *p = list;
-	while (*p) {
-		while (*p && (is_ws((unsigned char)*p) || (commas && *p == ',')))
+	const char *p = list, *end = list + len;
+	while (p < end) {
+		while (p < end && (is_ws((unsigned char)*p) || (commas && *p == ',')))
 			p++;
 		const char *s = p;
-		while (*p && !is_ws((unsigned char)*p) && !(commas && *p == ','))
+		while (p < end && !is_ws((unsigned char)*p) && !(commas && *p == ','))
 			p++;
 		if ((size_t)(p - s) == tl && strncasecmp(s, tok, tl) == 0)
 			return true;
 	}
 	return false;
+}
+
+static bool attr_has_token(const struct html_attr *a, const char *tok, bool commas)
+{
+	return a && has_token(a->value, a->value_len, tok, commas);
 }
 
 /* Appends s[0, n) and a NUL to one of the extractor's string arenas (buf,
@@ -259,10 +263,10 @@ static bool arena_put(struct links_extractor *ex, char **buf, size_t *used, size
 	return true;
 }
 
-/* Stores a raw value in the arena; false if a cap is hit (counted). */
-static bool raw_store(struct links_extractor *ex, const char *val, size_t *off, size_t *len)
+/* Stores a raw value (n bytes) in the arena; false if a cap is hit (counted). */
+static bool raw_store(struct links_extractor *ex, const char *val, size_t n, size_t *off,
+                      size_t *len)
 {
-	size_t n = strlen(val);
 	if (n > LINKS_MAX_URL_LEN) {
 		ex->page.dropped_invalid++;
 		return false;
@@ -273,7 +277,8 @@ static bool raw_store(struct links_extractor *ex, const char *val, size_t *off, 
 	return true;
 }
 
-static void add_raw(struct links_extractor *ex, const char *val, enum link_kind kind, bool nofollow)
+static void add_raw(struct links_extractor *ex, const char *val, size_t n, enum link_kind kind,
+                    bool nofollow)
 {
 	if (ex->nrl >= ex->cfg.max_links) {
 		ex->page.truncated++;
@@ -281,196 +286,151 @@ static void add_raw(struct links_extractor *ex, const char *val, enum link_kind 
 	}
 	if (ex->nrl == ex->rl_cap) {
 		size_t ncap = ex->rl_cap ? ex->rl_cap * 2 : 64;
-		struct raw_link *n = realloc(ex->rl, ncap * sizeof *n);
-		if (!n) {
+		struct raw_link *nrl = realloc(ex->rl, ncap * sizeof *nrl);
+		if (!nrl) {
 			ex->oom = true;
 			return;
 		}
-		ex->rl = n;
+		ex->rl = nrl;
 		ex->rl_cap = ncap;
 	}
 	struct raw_link *r = &ex->rl[ex->nrl];
-	if (!raw_store(ex, val, &r->off, &r->len))
+	if (!raw_store(ex, val, n, &r->off, &r->len))
 		return;
 	r->kind = kind;
 	r->nofollow = nofollow;
 	ex->nrl++;
 }
 
-/* The URL of `<meta http-equiv=refresh content=...>` (HTML5 "shared
- * declarative refresh steps", simplified): "N; url=X", "N,X", "N; 'X'".
- * Returns a pointer into content and sets *len, or NULL for none. */
-static const char *refresh_url(const char *c, size_t *len)
+/* add_raw for an attribute's value; one cut by the tokenizer is invalid. */
+static void add_attr_link(struct links_extractor *ex, const struct html_attr *a,
+                          enum link_kind kind, bool nofollow)
 {
-	const char *p = c;
-	while (is_ws((unsigned char)*p))
-		p++;
-	if (!((*p >= '0' && *p <= '9') || *p == '.'))
-		return NULL;
-	while ((*p >= '0' && *p <= '9') || *p == '.')
-		p++;
-	while (is_ws((unsigned char)*p))
-		p++;
-	if (*p == ';' || *p == ',')
-		p++;
-	while (is_ws((unsigned char)*p))
-		p++;
-	if (strncasecmp(p, "url", 3) == 0) {
-		const char *q = p + 3;
-		while (is_ws((unsigned char)*q))
-			q++;
-		if (*q == '=') {
-			q++;
-			while (is_ws((unsigned char)*q))
-				q++;
-			p = q;
-		}
+	if (a->value_cut) {
+		ex->page.dropped_invalid++;
+		return;
 	}
-	const char *end;
-	if (*p == '"' || *p == '\'') {
-		char quote = *p++;
-		end = strchr(p, quote);
-		if (!end)
-			end = p + strlen(p);
-	} else {
-		end = p + strlen(p);
-	}
-	while (end > p && is_ws((unsigned char)end[-1]))
-		end--;
-	if (end == p)
-		return NULL;
-	*len = (size_t)(end - p);
+	add_raw(ex, a->value, a->value_len, kind, nofollow);
+}
+
+static const char *skip_ws(const char *p, const char *end)
+{
+	while (p < end && is_ws((unsigned char)*p))
+		p++;
 	return p;
 }
 
-/* ---- SAX callbacks ---- */
-
-static const char *const text_elements[] = {
-	/* HTML5 parses their content as text; libxml2 builds elements. */
-	"textarea", "title", "xmp", "noembed", "noframes", "plaintext", "iframe", NULL,
-};
-
-static void on_start(void *ctx, const xmlChar *xname, const xmlChar **atts)
+/* The URL of `<meta http-equiv=refresh content=...>` (HTML5 "shared
+ * declarative refresh steps", simplified): "N; url=X", "N,X", "N; 'X'".
+ * Returns a pointer into c (len bytes) and sets *ulen, or NULL for none. */
+static const char *refresh_url(const char *c, size_t len, size_t *ulen)
 {
-	struct links_extractor *ex = ctx;
-	const char *name = (const char *)xname;
-	if (ex->sh)
-		simhash_builder_break(ex->sh);
-	if (ex->suppress) {
-		if (strcmp(name, ex->suppress) == 0)
-			ex->suppress_depth++;
+	const char *end = c + len, *p = skip_ws(c, end);
+	if (p == end || !((*p >= '0' && *p <= '9') || *p == '.'))
+		return NULL;
+	while (p < end && ((*p >= '0' && *p <= '9') || *p == '.'))
+		p++;
+	p = skip_ws(p, end);
+	if (p < end && (*p == ';' || *p == ','))
+		p++;
+	p = skip_ws(p, end);
+	if (end - p >= 3 && strncasecmp(p, "url", 3) == 0) {
+		const char *q = skip_ws(p + 3, end);
+		if (q < end && *q == '=')
+			p = skip_ws(q + 1, end);
+	}
+	const char *stop = end;
+	if (p < end && (*p == '"' || *p == '\'')) {
+		char quote = *p++;
+		const char *close = memchr(p, quote, (size_t)(end - p));
+		if (close)
+			stop = close;
+	}
+	while (stop > p && is_ws((unsigned char)stop[-1]))
+		stop--;
+	if (stop == p)
+		return NULL;
+	*ulen = (size_t)(stop - p);
+	return p;
+}
+
+/* ---- what a start tag gives ---- */
+
+static void on_link_element(struct links_extractor *ex, const struct html_tag *tag)
+{
+	const struct html_attr *rel = attr(tag, "rel"), *href = attr(tag, "href");
+	if (!rel || !href || attr_has_token(rel, "stylesheet", false) ||
+	    attr_has_token(rel, "icon", false))
 		return;
+	bool nofollow = attr_has_token(rel, "nofollow", false);
+	if (attr_has_token(rel, "canonical", false))
+		add_attr_link(ex, href, LINK_CANONICAL, nofollow);
+	else if (attr_has_token(rel, "next", false))
+		add_attr_link(ex, href, LINK_NEXT, nofollow);
+	else if (attr_has_token(rel, "prev", false) || attr_has_token(rel, "previous", false))
+		add_attr_link(ex, href, LINK_PREV, nofollow);
+	else if (attr_has_token(rel, "alternate", false))
+		add_attr_link(ex, href, LINK_ALTERNATE, nofollow);
+}
+
+static void on_meta(struct links_extractor *ex, const struct html_tag *tag)
+{
+	const struct html_attr *content = attr(tag, "content");
+	if (!content || content->value_cut)
+		return;
+	if (attr_equals_nocase(attr(tag, "http-equiv"), "refresh")) {
+		size_t ulen = 0;
+		const char *u = refresh_url(content->value, content->value_len, &ulen);
+		if (u)
+			add_raw(ex, u, ulen, LINK_META_REFRESH, false);
+	} else if (attr_equals_nocase(attr(tag, "name"), "robots")) {
+		if (attr_has_token(content, "noindex", true) ||
+		    attr_has_token(content, "none", true))
+			ex->page.noindex = true;
+		if (attr_has_token(content, "nofollow", true) ||
+		    attr_has_token(content, "none", true))
+			ex->page.nofollow = true;
 	}
-	switch (name[0]) {
-	case 'a':
-		if (name[1] == '\0' || strcmp(name, "area") == 0) {
-			const char *href = attr(atts, "href");
-			if (href) {
-				const char *rel = attr(atts, "rel");
-				add_raw(ex, href, name[1] ? LINK_AREA : LINK_A,
-				        rel && has_token(rel, "nofollow", false));
-			}
-		}
-		break;
-	case 'b':
-		if (strcmp(name, "base") == 0 && !ex->have_base) {
-			const char *href = attr(atts, "href");
-			if (href && raw_store(ex, href, &ex->base_off, &ex->base_len))
-				ex->have_base = true;
-		}
-		break;
-	case 'f':
-	case 'i': {
-		bool frame = strcmp(name, "frame") == 0;
-		const char *src = frame || strcmp(name, "iframe") == 0 ? attr(atts, "src") : NULL;
+}
+
+static bool tag_is(const struct html_tag *tag, const char *name)
+{
+	return tag->name_len == strlen(name) && memcmp(tag->name, name, tag->name_len) == 0;
+}
+
+static void on_tag(void *ctx, const struct html_tag *tag)
+{
+	struct links_extractor *ex = ctx;
+	if (ex->sh)
+		simhash_builder_break(ex->sh);
+	if (tag->end)
+		return;
+	if (tag_is(tag, "a") || tag_is(tag, "area")) {
+		const struct html_attr *href = attr(tag, "href");
+		if (href)
+			add_attr_link(ex, href, tag->name_len == 1 ? LINK_A : LINK_AREA,
+			              attr_has_token(attr(tag, "rel"), "nofollow", false));
+	} else if (tag_is(tag, "base")) {
+		const struct html_attr *href = attr(tag, "href");
+		if (href && !ex->have_base && !href->value_cut &&
+		    raw_store(ex, href->value, href->value_len, &ex->base_off, &ex->base_len))
+			ex->have_base = true;
+	} else if (tag_is(tag, "frame") || tag_is(tag, "iframe")) {
+		const struct html_attr *src = attr(tag, "src");
 		if (src)
-			add_raw(ex, src, frame ? LINK_FRAME : LINK_IFRAME, false);
-		break;
-	}
-	case 'l':
-		if (strcmp(name, "link") == 0) {
-			const char *rel = attr(atts, "rel"), *href = attr(atts, "href");
-			if (!rel || !href || has_token(rel, "stylesheet", false) ||
-			    has_token(rel, "icon", false))
-				break;
-			bool nofollow = has_token(rel, "nofollow", false);
-			if (has_token(rel, "canonical", false))
-				add_raw(ex, href, LINK_CANONICAL, nofollow);
-			else if (has_token(rel, "next", false))
-				add_raw(ex, href, LINK_NEXT, nofollow);
-			else if (has_token(rel, "prev", false) || has_token(rel, "previous", false))
-				add_raw(ex, href, LINK_PREV, nofollow);
-			else if (has_token(rel, "alternate", false))
-				add_raw(ex, href, LINK_ALTERNATE, nofollow);
-		}
-		break;
-	case 'm':
-		if (strcmp(name, "meta") == 0) {
-			const char *content = attr(atts, "content");
-			if (!content)
-				break;
-			const char *equiv = attr(atts, "http-equiv"), *mname = attr(atts, "name");
-			if (equiv && strcasecmp(equiv, "refresh") == 0) {
-				size_t ulen;
-				const char *u = refresh_url(content, &ulen);
-				if (u && ulen <= LINKS_MAX_URL_LEN) {
-					char buf[LINKS_MAX_URL_LEN + 1];
-					memcpy(buf, u, ulen);
-					buf[ulen] = '\0';
-					add_raw(ex, buf, LINK_META_REFRESH, false);
-				}
-			} else if (mname && strcasecmp(mname, "robots") == 0) {
-				if (has_token(content, "noindex", true) ||
-				    has_token(content, "none", true))
-					ex->page.noindex = true;
-				if (has_token(content, "nofollow", true) ||
-				    has_token(content, "none", true))
-					ex->page.nofollow = true;
-			}
-		}
-		break;
-	default:
-		break;
-	}
-	for (size_t i = 0; text_elements[i]; i++) {
-		if (name[0] == text_elements[i][0] && strcmp(name, text_elements[i]) == 0) {
-			ex->suppress = text_elements[i];
-			ex->suppress_depth = 1;
-			break;
-		}
+			add_attr_link(ex, src, tag->name[0] == 'f' ? LINK_FRAME : LINK_IFRAME,
+			              false);
+	} else if (tag_is(tag, "link")) {
+		on_link_element(ex, tag);
+	} else if (tag_is(tag, "meta")) {
+		on_meta(ex, tag);
 	}
 }
 
-static void on_end(void *ctx, const xmlChar *xname)
+static void on_text(void *ctx, const char *s, size_t len)
 {
 	struct links_extractor *ex = ctx;
-	if (ex->sh)
-		simhash_builder_break(ex->sh);
-	if (ex->suppress && strcmp((const char *)xname, ex->suppress) == 0 &&
-	    --ex->suppress_depth == 0)
-		ex->suppress = NULL;
-}
-
-static void on_text(void *ctx, const xmlChar *s, int len)
-{
-	struct links_extractor *ex = ctx;
-	if (ex->sh && len > 0)
-		simhash_builder_add(ex->sh, (const char *)s, (size_t)len);
-}
-
-static void on_break(void *ctx, const xmlChar *s, int len)
-{
-	struct links_extractor *ex = ctx;
-	(void)s;
-	(void)len;
-	if (ex->sh)
-		simhash_builder_break(ex->sh);
-}
-
-/* script and style content: not text, not markup. */
-static void on_cdata(void *ctx, const xmlChar *s, int len)
-{
-	on_break(ctx, s, len);
+	simhash_builder_add(ex->sh, s, len);
 }
 
 /* ---- lifecycle ---- */
@@ -480,7 +440,6 @@ int links_extractor_create(const struct links_config *config, struct links_extra
 	if (!out)
 		return LINKS_EINVAL;
 	*out = NULL;
-	xmlInitParser();
 	struct links_extractor *ex = calloc(1, sizeof *ex);
 	if (!ex)
 		return LINKS_ENOMEM;
@@ -496,13 +455,12 @@ int links_extractor_create(const struct links_config *config, struct links_extra
 			goto fail;
 	}
 	ex->resolver = link_resolver_create(ex->cfg.url_options);
-	if (!ex->resolver)
+	ex->tokenizer = html_tokenizer_create();
+	ex->decoder = html_decoder_create();
+	if (!ex->resolver || !ex->tokenizer || !ex->decoder)
 		goto fail;
-	ex->sax.startElement = on_start;
-	ex->sax.endElement = on_end;
-	ex->sax.characters = on_text;
-	ex->sax.ignorableWhitespace = on_break;
-	ex->sax.cdataBlock = on_cdata;
+	ex->callbacks.tag = on_tag;
+	ex->callbacks.text = ex->sh ? on_text : NULL;
 	*out = ex;
 	return LINKS_OK;
 fail:
@@ -516,6 +474,8 @@ void links_extractor_destroy(struct links_extractor *ex)
 		return;
 	simhash_builder_destroy(ex->sh);
 	link_resolver_destroy(ex->resolver);
+	html_tokenizer_destroy(ex->tokenizer);
+	html_decoder_destroy(ex->decoder);
 	free(ex->raw);
 	free(ex->rl);
 	free(ex->out);
@@ -530,8 +490,6 @@ static void reset(struct links_extractor *ex)
 	ex->raw_len = 0;
 	ex->nrl = 0;
 	ex->have_base = false;
-	ex->suppress = NULL;
-	ex->suppress_depth = 0;
 	ex->oom = false;
 	ex->out_len = 0;
 	ex->nol = 0;
@@ -544,126 +502,17 @@ static void reset(struct links_extractor *ex)
 		simhash_builder_reset(ex->sh);
 }
 
-/* Maps a Content-Type charset label to the encoding we ask libxml2 for.
- * HTML5 decodes the Latin-1 and ASCII labels as windows-1252. */
-static const char *charset_name(const char *label)
-{
-	static const char *const as1252[] = { "iso-8859-1", "iso8859-1",  "latin1",      "l1",
-		                              "us-ascii",   "ascii",      "iso_8859-1",  "cp819",
-		                              "ibm819",     "iso-ir-100", "csisolatin1", NULL };
-	for (size_t i = 0; as1252[i]; i++)
-		if (strcasecmp(label, as1252[i]) == 0)
-			return "windows-1252";
-	return label;
-}
-
-static bool is_label_char(unsigned char c)
-{
-	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || c == '-' ||
-	       c == '_' || c == '.' || c == ':';
-}
-
-/* HTML5's prescan, reduced to what libxml2 gets wrong: a `<meta>` in the
- * first 1024 bytes declaring a Latin-1 label (charset=... or content="...;
- * charset=...") means windows-1252, while libxml2 would decode ISO-8859-1
- * (0x80-0x9F as C1 controls instead of the euro sign, quotes, dashes).
- * Returns "windows-1252" or NULL (then libxml2's own detection applies). */
-static const char *prescan_latin1(const char *body, size_t len)
-{
-	size_t n = len < 1024 ? len : 1024;
-	for (size_t i = 0; i + 5 < n; i++) {
-		if (body[i] != '<' || strncasecmp(body + i + 1, "meta", 4) != 0)
-			continue;
-		const char *end = memchr(body + i, '>', n - i);
-		size_t tl = end ? (size_t)(end - (body + i)) : n - i;
-		for (size_t k = i + 5; k + 7 < i + tl; k++) {
-			if (strncasecmp(body + k, "charset", 7) != 0)
-				continue;
-			size_t p = k + 7;
-			while (p < i + tl && is_ws((unsigned char)body[p]))
-				p++;
-			if (p >= i + tl || body[p] != '=')
-				continue;
-			p++;
-			while (p < i + tl &&
-			       (is_ws((unsigned char)body[p]) || body[p] == '"' || body[p] == '\''))
-				p++;
-			char label[32];
-			size_t ll = 0;
-			while (p < i + tl && ll + 1 < sizeof label &&
-			       (is_label_char((unsigned char)body[p])))
-				label[ll++] = body[p++];
-			label[ll] = '\0';
-			const char *mapped = charset_name(label);
-			return strcmp(mapped, "windows-1252") == 0 && strcasecmp(label, mapped) != 0
-			               ? mapped
-			               : NULL;
-		}
-	}
-	return NULL;
-}
-
-/* Swallows libxml2's context-free messages (encoding errors). */
-static void quiet(void *ctx, const char *msg, ...)
-{
-	(void)ctx;
-	(void)msg;
-}
-
+/* Pass 1: the page to UTF-8, then tokenized; raw links land in ex->rl. */
 static int parse_pass(struct links_extractor *ex, const char *charset, const char *body, size_t len)
 {
-	int rc = LINKS_OK;
-	const char *enc = NULL;
-	/* A BOM wins over the Content-Type charset (HTML5 "BOM sniffing"). */
-	if (len >= 3 && memcmp(body, "\xEF\xBB\xBF", 3) == 0) {
-		enc = "UTF-8";
-		body += 3;
-		len -= 3;
-	} else if (len >= 2 && memcmp(body, "\xFF\xFE", 2) == 0) {
-		enc = "UTF-16LE";
-		body += 2;
-		len -= 2;
-	} else if (len >= 2 && memcmp(body, "\xFE\xFF", 2) == 0) {
-		enc = "UTF-16BE";
-		body += 2;
-		len -= 2;
-	} else if (charset && *charset) {
-		enc = charset_name(charset);
-	} else {
-		enc = prescan_latin1(body, len);
-	}
-	/* Errors raised without a parser context (the encoders') go to libxml2's
-     * generic handler, which is per thread: silence it for this parse only. */
-	xmlGenericErrorFunc saved_err = xmlGenericError;
-	void *saved_ctx = xmlGenericErrorContext;
-	xmlSetGenericErrorFunc(NULL, quiet);
-	htmlParserCtxtPtr ctxt =
-	        htmlCreatePushParserCtxt(&ex->sax, ex, NULL, 0, NULL, XML_CHAR_ENCODING_NONE);
-	if (!ctxt) {
-		xmlSetGenericErrorFunc(saved_ctx, saved_err);
-		return LINKS_EPARSER;
-	}
-	htmlCtxtUseOptions(ctxt, HTML_PARSE_RECOVER | HTML_PARSE_NONET | HTML_PARSE_NOERROR |
-	                                 HTML_PARSE_NOWARNING | HTML_PARSE_COMPACT);
-	if (enc) {
-		xmlCharEncodingHandlerPtr h = xmlFindCharEncodingHandler(enc);
-		/* An unknown label is ignored: the page's own declaration or the
-         * default applies. libxml2 frees the handler with the context. */
-		if (h)
-			xmlSwitchToEncoding(ctxt, h);
-	}
-	const size_t chunk = (size_t)INT_MAX / 2;
-	while (len > chunk) {
-		htmlParseChunk(ctxt, body, (int)chunk, 0);
-		body += chunk;
-		len -= chunk;
-	}
-	htmlParseChunk(ctxt, body, (int)len, 1);
-	htmlFreeParserCtxt(ctxt);
-	xmlSetGenericErrorFunc(saved_ctx, saved_err);
-	if (ex->oom)
-		rc = LINKS_ENOMEM;
-	return rc;
+	const char *page = NULL;
+	size_t page_len = 0;
+	if (html_decoder_run(ex->decoder, charset, body, len, &page, &page_len) != 0)
+		return LINKS_ENOMEM;
+	struct html_tokenizer_stats stats;
+	html_tokenize(ex->tokenizer, page, page_len, &ex->callbacks, ex, &stats);
+	ex->page.dropped_invalid += stats.cut_values;
+	return ex->oom ? LINKS_ENOMEM : LINKS_OK;
 }
 
 /* Appends a resolved URL to `out`; false if a cap is hit. */

@@ -1,11 +1,25 @@
 /*
- * links.h: link extraction from an HTML page with libxml2's SAX push parser.
+ * links.h: link extraction from an HTML page by the HTML Standard's
+ * tokenizer rules.
  *
- * Data structure. A `struct links_extractor` owns a libxml2 HTML push parser
- * context created per page (htmlCreatePushParserCtxt with only the SAX
- * callbacks we need: no tree is built), an arena that holds the raw
- * attribute values seen during the pass, the array of resolved links, and a
- * SimHash builder fed with the page's text in the same pass. After the pass
+ * Design. The page is decoded to UTF-8 (parse/html_charset.h) and run
+ * through a tokenizer of our own (parse/html_tokenizer.h) that implements
+ * the states which decide where tags, attributes, comments, raw text and
+ * CDATA begin and end, as the Standard does, and hands over each tag with
+ * its attribute values rewritten as the Standard says (character
+ * references by charref.h, NUL to U+FFFD, CR LF to LF). It replaced
+ * libxml2 2.9's HTML parser, which is no HTML5 tokenizer: it decoded
+ * attribute values by HTML 4's rules (and cut "/a&#0;b" to "/a"), ended a
+ * value at a NUL, read `<a/href=x>`, `<!-->`, `--!>`, script escapes and
+ * `<![CDATA[` otherwise, and stopped at `</html>`. The tokenizer pass is
+ * also several times faster than libxml2's parse (tests/bench/links.sh),
+ * since it builds no tree and looks at text only to find the next '<'.
+ *
+ * Data structure. A `struct links_extractor` owns the decoder and the
+ * tokenizer, an arena that holds the raw attribute values seen during the
+ * pass, the array of resolved links, and a SimHash builder fed with the
+ * page's text (data and RCDATA text, references decoded, broken at every
+ * tag) in the same pass. After the pass
  * every raw link is resolved against the document's base URL (the first
  * `<base href>`, itself resolved against the page URL, wherever it appears,
  * as HTML5 does) by the project's WHATWG URL parser (frontier/url.h,
@@ -21,34 +35,32 @@
  * canonical, alternate (not with stylesheet / icon), next or prev/previous;
  * `frame` and `iframe` src; `<meta http-equiv=refresh content="N; url=...">`.
  * Page-level: `<meta name=robots>` noindex / nofollow / none, the first
- * canonical, the base. Per link: rel=nofollow.
- * What does not: anything inside comments, `script`, `style` (libxml2 reads
- * them as raw text), nor inside the elements HTML5 parses as text or raw
- * text but libxml2 does not (`textarea`, `title`, `xmp`, `noembed`,
- * `noframes`, `plaintext`, and the content of `iframe`). `noscript` content
- * IS parsed: a crawler runs no scripts, and an HTML5 parser with scripting
- * off builds those elements.
+ * canonical, the base. Per link: rel=nofollow. Tags after `</html>` count,
+ * as an HTML5 parser moves them into the body.
+ * What does not: anything inside comments and bogus comments, `script`
+ * (with its escaped states: `<!--<script>` hides a `</script>`), `style`,
+ * and the elements whose content HTML5 parses as text (`textarea`, `title`,
+ * `xmp`, `noembed`, `noframes`, `iframe`, and everything after
+ * `<plaintext>`), and CDATA sections in SVG and MathML. `noscript`
+ * content IS parsed: a crawler runs no scripts, and an HTML5 parser with
+ * scripting off builds those elements.
  *
- * Charset: the caller passes the Content-Type charset (or NULL); it wins over
- * `<meta charset>`, which wins over the default; a BOM is honoured. libxml2
- * converts everything to UTF-8; the URL module percent-encodes non-ASCII
- * octets as UTF-8. The WHATWG rule that encodes the query of a link on a
- * non-UTF-8 page in the page's own encoding is NOT implemented: queries are
- * always encoded as UTF-8.
+ * Charset: the caller passes the Content-Type charset (or NULL); a BOM wins
+ * over it, and it wins over `<meta charset>`, which wins over the default
+ * (html_charset.h). The URL module percent-encodes non-ASCII octets as
+ * UTF-8. The WHATWG rule that encodes the query of a link on a non-UTF-8
+ * page in the page's own encoding is NOT implemented: queries are always
+ * encoded as UTF-8.
  *
  * Invariants: at most `max_links` links and `max_bytes` bytes of URLs per
- * page (the rest is counted in `truncated`); the extractor is reused page
- * after page by one thread (not thread-safe; one extractor per parse thread).
- * The only global state is libxml2's, initialised once by xmlInitParser()
- * (called from links_extractor_create, safe to repeat; call it once from the
- * main thread before starting parse threads to be safe). libxml2's error
- * output is silenced: per parser context (NOERROR / NOWARNING), and for the
- * encoders' context-free messages by swapping libxml2's generic error
- * handler (a per-thread variable in libxml2) during each parse and restoring
- * it after.
+ * page (the rest is counted in `truncated`); attribute values past the
+ * tokenizer's limits are counted in `dropped_invalid`. The extractor is
+ * reused page after page by one thread (not thread-safe; one extractor per
+ * parse thread). No global state.
  *
  * Workload: one page after another, 10-500 KiB each, hundreds of links; the
- * cost must stay close to libxml2's own parse (see tests/bench/links.sh).
+ * cost must stay at least 0.8x libxml2's own bare parse (see
+ * tests/bench/links.sh).
  */
 #ifndef CRAWLER_LINKS_H
 #define CRAWLER_LINKS_H
@@ -63,26 +75,27 @@
 #define LINKS_MAX_URL_LEN 8192
 
 enum links_err {
-    LINKS_OK = 0,      /* success (a malformed page is still a success) */
-    LINKS_ENOMEM = 1,  /* allocation failed; results of the page are partial */
-    LINKS_EINVAL = 2,  /* NULL argument, or the page URL is not an absolute
+	LINKS_OK = 0,     /* success (a malformed page is still a success) */
+	LINKS_ENOMEM = 1, /* allocation failed; results of the page are partial */
+	LINKS_EINVAL = 2, /* NULL argument, or the page URL is not an absolute
                           http(s) URL */
-    LINKS_EPARSER = 3  /* libxml2 could not create a parser context */
+	/* retired, no longer returned: libxml2 could not create a parser context */
+	LINKS_EPARSER = 3
 };
 
 const char *links_strerror(int err);
 
 enum link_kind {
-    LINK_A = 0,
-    LINK_AREA,
-    LINK_CANONICAL,     /* <link rel=canonical> */
-    LINK_ALTERNATE,     /* <link rel=alternate> */
-    LINK_NEXT,          /* <link rel=next> */
-    LINK_PREV,          /* <link rel=prev> or previous */
-    LINK_FRAME,
-    LINK_IFRAME,
-    LINK_META_REFRESH,
-    LINK_KIND_COUNT
+	LINK_A = 0,
+	LINK_AREA,
+	LINK_CANONICAL, /* <link rel=canonical> */
+	LINK_ALTERNATE, /* <link rel=alternate> */
+	LINK_NEXT,      /* <link rel=next> */
+	LINK_PREV,      /* <link rel=prev> or previous */
+	LINK_FRAME,
+	LINK_IFRAME,
+	LINK_META_REFRESH,
+	LINK_KIND_COUNT
 };
 
 /* "a", "area", "link-canonical", "link-alternate", "link-next",
@@ -90,42 +103,41 @@ enum link_kind {
 const char *link_kind_name(enum link_kind kind);
 
 struct link {
-    const char *url;    /* absolute, normalized, NUL-terminated */
-    size_t len;
-    enum link_kind kind;
-    bool nofollow;      /* rel=nofollow on this element */
+	const char *url; /* absolute, normalized, NUL-terminated */
+	size_t len;
+	enum link_kind kind;
+	bool nofollow; /* rel=nofollow on this element */
 };
 
 /* Page-level results of the last links_extract(). Strings are borrowed from
  * the extractor (valid until the next extract/reset/destroy), NULL if absent. */
 struct links_page {
-    bool noindex;             /* meta robots noindex or none */
-    bool nofollow;            /* meta robots nofollow or none */
-    const char *base;         /* resolved <base href>, or the page URL */
-    const char *canonical;    /* first resolved rel=canonical */
-    uint64_t simhash;         /* SimHash of the page's text (simhash.h) */
-    size_t dropped_scheme;    /* links with a non-http(s) scheme */
-    size_t dropped_invalid;   /* links that did not parse / resolve */
-    size_t truncated;         /* links beyond max_links / max_bytes */
+	bool noindex;           /* meta robots noindex or none */
+	bool nofollow;          /* meta robots nofollow or none */
+	const char *base;       /* resolved <base href>, or the page URL */
+	const char *canonical;  /* first resolved rel=canonical */
+	uint64_t simhash;       /* SimHash of the page's text (simhash.h) */
+	size_t dropped_scheme;  /* links with a non-http(s) scheme */
+	size_t dropped_invalid; /* links that did not parse / resolve */
+	size_t truncated;       /* links beyond max_links / max_bytes */
 };
 
 struct url_options;
 
 struct links_config {
-    size_t max_links;   /* 0 = LINKS_DEFAULT_MAX_LINKS */
-    size_t max_bytes;   /* 0 = LINKS_DEFAULT_MAX_BYTES */
-    bool no_simhash;    /* skip the text pass (faster) */
-    /* URL length limit and canonicalizations for the links' crawl keys
+	size_t max_links; /* 0 = LINKS_DEFAULT_MAX_LINKS */
+	size_t max_bytes; /* 0 = LINKS_DEFAULT_MAX_BYTES */
+	bool no_simhash;  /* skip the text pass (faster) */
+	/* URL length limit and canonicalizations for the links' crawl keys
      * (frontier/url.h); borrowed during links_extractor_create only (copied);
      * NULL = url.h's defaults. */
-    const struct url_options *url_options;
+	const struct url_options *url_options;
 };
 
 struct links_extractor;
 
 /* New extractor (config may be NULL for the defaults). On error *out = NULL. */
-int links_extractor_create(const struct links_config *config,
-                           struct links_extractor **out);
+int links_extractor_create(const struct links_config *config, struct links_extractor **out);
 /* Frees everything; NULL is a no-op. */
 void links_extractor_destroy(struct links_extractor *ex);
 
@@ -134,8 +146,8 @@ void links_extractor_destroy(struct links_extractor *ex);
  * absolute http(s) URL), `charset` the Content-Type charset label or NULL.
  * Replaces the previous page's results. Returns LINKS_OK even for garbage.
  */
-int links_extract(struct links_extractor *ex, const char *page_url,
-                  const char *charset, const char *body, size_t len);
+int links_extract(struct links_extractor *ex, const char *page_url, const char *charset,
+                  const char *body, size_t len);
 
 /* Links of the last page in document order (borrowed, valid until the next
  * links_extract or destroy); *count gets their number. */
