@@ -64,8 +64,7 @@ uint64_t delay_policy_host_wait(const struct politeness_config *c, uint64_t star
 	return c->host_delay_us;
 }
 
-uint64_t delay_policy_ip_wait(const struct politeness_config *c, uint64_t start_us,
-                              uint64_t end_us)
+uint64_t delay_policy_ip_wait(const struct politeness_config *c, uint64_t start_us, uint64_t end_us)
 {
 	if (c->policy == DELAY_POLICY_RATIO) {
 		uint64_t w = ratio_wait(c, start_us, end_us);
@@ -96,9 +95,8 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-uint64_t delay_policy_next_time(const struct politeness_config *c,
-                                const struct visit_outcome *o, uint64_t end_us,
-                                uint64_t crawl_delay_us, uint32_t errors)
+uint64_t delay_policy_next_time(const struct politeness_config *c, const struct visit_outcome *o,
+                                uint64_t end_us, uint64_t crawl_delay_us, uint32_t errors)
 {
 	uint64_t wait, next;
 
@@ -107,7 +105,7 @@ uint64_t delay_policy_next_time(const struct politeness_config *c,
 	wait = delay_policy_host_wait(c, o->start_us, end_us);
 	if (crawl_delay_us > 0) {
 		uint64_t cd = crawl_delay_us < c->crawl_delay_cap_us ? crawl_delay_us
-		                                                      : c->crawl_delay_cap_us;
+		                                                     : c->crawl_delay_cap_us;
 		if (cd > wait)
 			wait = cd;
 	}
@@ -127,10 +125,10 @@ uint64_t delay_policy_next_time(const struct politeness_config *c,
 /* ----- HTTP-date (RFC 9110 5.6.7) ----- */
 
 static const char *const months[12] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-	                                    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	                                "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
 static const char *const wdays[7] = { "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun" };
-static const char *const wdays_long[7] = { "Monday", "Tuesday", "Wednesday", "Thursday",
-	                                       "Friday", "Saturday", "Sunday" };
+static const char *const wdays_long[7] = { "Monday", "Tuesday",  "Wednesday", "Thursday",
+	                                   "Friday", "Saturday", "Sunday" };
 
 /* Reads exactly n digits. */
 static int digits(const char **p, int n, int *v)
@@ -249,7 +247,8 @@ int politeness_parse_http_date(const char *s, int64_t *unix_seconds)
 			} else if (digits(&p, 2, &d)) {
 				return -1;
 			}
-			if (lit(&p, " ") || hms(&p, &h, &mi, &sec) || lit(&p, " ") || digits(&p, 4, &y))
+			if (lit(&p, " ") || hms(&p, &h, &mi, &sec) || lit(&p, " ") ||
+			    digits(&p, 4, &y))
 				return -1;
 		}
 	} else {
@@ -276,7 +275,8 @@ int politeness_parse_retry_after(const char *value, uint64_t now_us, int64_t now
 		uint64_t secs = 0;
 		while (isdigit((unsigned char)*p)) {
 			if (secs > (UINT64_MAX / SEC - 9) / 10)
-				secs = UINT64_MAX / SEC; /* absurd: saturate, the cap applies later */
+				secs = UINT64_MAX /
+				       SEC; /* absurd: saturate, the cap applies later */
 			else
 				secs = secs * 10 + (uint64_t)(*p - '0');
 			p++;

@@ -30,28 +30,29 @@ enum delay_policy_kind {
 };
 
 struct politeness_config {
-	enum delay_policy_kind policy; /* default FIXED */
-	uint64_t host_delay_us;        /* fixed policy, per host; default 2 s */
-	uint64_t ip_delay_us;          /* per IP (both policies); default 0.5 s */
-	int ip_politeness;             /* 1 (default): per-IP token and delay; 0: off */
-	double ratio;                  /* ratio policy p in (0,1]; default 0.1 (wait 10x) */
-	uint64_t visit_budget_us;      /* ratio policy s; default 1 s */
-	uint64_t min_delay_us;         /* ratio policy clamp; default 0.5 s */
-	uint64_t max_delay_us;         /* ratio policy clamp; default 60 s */
-	uint32_t max_urls_per_visit;   /* 0 (default) = policy default: fixed 1, ratio 100 */
-	uint64_t crawl_delay_cap_us;   /* cap for robots Crawl-delay; default 30 s */
-	uint64_t backoff_base_us;      /* first error backoff; default 10 s */
-	uint64_t backoff_max_us;       /* default 1 h */
+	enum delay_policy_kind policy;   /* default FIXED */
+	uint64_t host_delay_us;          /* fixed policy, per host; default 2 s */
+	uint64_t ip_delay_us;            /* per IP (both policies); default 0.5 s */
+	int ip_politeness;               /* 1 (default): per-IP token and delay; 0: off */
+	double ratio;                    /* ratio policy p in (0,1]; default 0.1 (wait 10x) */
+	uint64_t visit_budget_us;        /* ratio policy s; default 1 s */
+	uint64_t min_delay_us;           /* ratio policy clamp; default 0.5 s */
+	uint64_t max_delay_us;           /* ratio policy clamp; default 60 s */
+	uint32_t max_urls_per_visit;     /* 0 (default) = policy default: fixed 1, ratio 100 */
+	uint64_t crawl_delay_cap_us;     /* cap for robots Crawl-delay; default 30 s */
+	uint64_t backoff_base_us;        /* first error backoff; default 10 s */
+	uint64_t backoff_max_us;         /* default 1 h */
 	uint32_t max_consecutive_errors; /* retire after this many; default 8; 0 = never */
-	uint64_t retry_after_cap_us;   /* default 1 h */
+	uint64_t retry_after_cap_us;     /* default 1 h */
 };
 
 /* What happened during a visit (given to politeness_release). */
 enum visit_kind {
-	VISIT_OK = 0,          /* requests made, no host-level failure (4xx pages count as ok) */
-	VISIT_ERROR = 1,       /* connect failure, timeout, DNS failure, 5xx: counts toward retirement */
-	VISIT_RETRY_LATER = 2, /* 429 (or 503 judged transient): honour retry_after_us, no error count */
-	VISIT_NONE = 3,        /* no request was made (e.g. only DNS resolved): no delay, no count */
+	VISIT_OK = 0,    /* requests made, no host-level failure (4xx pages count as ok) */
+	VISIT_ERROR = 1, /* connect failure, timeout, DNS failure, 5xx: counts toward retirement */
+	VISIT_RETRY_LATER =
+	        2,      /* 429 (or 503 judged transient): honour retry_after_us, no error count */
+	VISIT_NONE = 3, /* no request was made (e.g. only DNS resolved): no delay, no count */
 };
 
 struct visit_outcome {
@@ -78,9 +79,8 @@ uint64_t delay_policy_ip_wait(const struct politeness_config *c, uint64_t start_
 uint64_t delay_policy_backoff(const struct politeness_config *c, uint32_t k);
 /* Full next-allowed time of a host after a visit ending at end_us, given its
  * crawl-delay (0 = none) and its consecutive errors after this visit. */
-uint64_t delay_policy_next_time(const struct politeness_config *c,
-                                const struct visit_outcome *o, uint64_t end_us,
-                                uint64_t crawl_delay_us, uint32_t errors);
+uint64_t delay_policy_next_time(const struct politeness_config *c, const struct visit_outcome *o,
+                                uint64_t end_us, uint64_t crawl_delay_us, uint32_t errors);
 
 /* Parses an HTTP-date (RFC 9110 5.6.7: IMF-fixdate "Sun, 06 Nov 1994
  * 08:49:37 GMT", obsolete RFC 850 "Sunday, 06-Nov-94 08:49:37 GMT", asctime

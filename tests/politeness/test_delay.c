@@ -85,35 +85,44 @@ START_TEST(retry_after)
 	ck_assert_uint_eq(at, 125 * S);
 	ck_assert_int_eq(politeness_parse_retry_after(" 0 ", 5 * S, now_unix, &at), 0);
 	ck_assert_uint_eq(at, 5 * S);
-	ck_assert_int_eq(politeness_parse_retry_after("Sun, 06 Nov 1994 08:50:37 GMT", 5 * S,
-	                                              now_unix, &at), 0);
+	ck_assert_int_eq(
+	        politeness_parse_retry_after("Sun, 06 Nov 1994 08:50:37 GMT", 5 * S, now_unix, &at),
+	        0);
 	ck_assert_uint_eq(at, 65 * S);
 	ck_assert_int_eq(politeness_parse_retry_after("Sunday, 06-Nov-94 08:49:47 GMT", 5 * S,
-	                                              now_unix, &at), 0);
+	                                              now_unix, &at),
+	                 0);
 	ck_assert_uint_eq(at, 15 * S);
-	ck_assert_int_eq(politeness_parse_retry_after("Sun Nov  6 08:49:57 1994", 5 * S,
-	                                              now_unix, &at), 0);
+	ck_assert_int_eq(
+	        politeness_parse_retry_after("Sun Nov  6 08:49:57 1994", 5 * S, now_unix, &at), 0);
 	ck_assert_uint_eq(at, 25 * S);
 	/* a date in the past means now */
-	ck_assert_int_eq(politeness_parse_retry_after("Sat, 05 Nov 1994 08:49:37 GMT", 5 * S,
-	                                              now_unix, &at), 0);
+	ck_assert_int_eq(
+	        politeness_parse_retry_after("Sat, 05 Nov 1994 08:49:37 GMT", 5 * S, now_unix, &at),
+	        0);
 	ck_assert_uint_eq(at, 5 * S);
 	ck_assert_int_eq(politeness_parse_retry_after("", 0, 0, &at), -1);
 	ck_assert_int_eq(politeness_parse_retry_after("12abc", 0, 0, &at), -1);
 	ck_assert_int_eq(politeness_parse_retry_after("-5", 0, 0, &at), -1);
-	ck_assert_int_eq(politeness_parse_retry_after("Sun, 31 Feb 1994 08:49:37 GMT", 0, 0, &at), -1);
-	ck_assert_int_eq(politeness_parse_retry_after("Sun, 06 Nov 1994 25:49:37 GMT", 0, 0, &at), -1);
-	ck_assert_int_eq(politeness_parse_retry_after("Sun, 06 Nov 1994 08:49:37 UTC", 0, 0, &at), -1);
+	ck_assert_int_eq(politeness_parse_retry_after("Sun, 31 Feb 1994 08:49:37 GMT", 0, 0, &at),
+	                 -1);
+	ck_assert_int_eq(politeness_parse_retry_after("Sun, 06 Nov 1994 25:49:37 GMT", 0, 0, &at),
+	                 -1);
+	ck_assert_int_eq(politeness_parse_retry_after("Sun, 06 Nov 1994 08:49:37 UTC", 0, 0, &at),
+	                 -1);
 	ck_assert_int_eq(politeness_parse_retry_after("99999999999999999999999", 0, 0, &at), 0);
 	ck_assert_int_eq(politeness_parse_retry_after(NULL, 0, 0, &at), -1);
 
 	{
 		int64_t t = 0;
-		ck_assert_int_eq(politeness_parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT", &t), 0);
+		ck_assert_int_eq(politeness_parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT", &t),
+		                 0);
 		ck_assert_int_eq(t, 0);
-		ck_assert_int_eq(politeness_parse_http_date("Tue, 29 Feb 2000 12:00:00 GMT", &t), 0);
+		ck_assert_int_eq(politeness_parse_http_date("Tue, 29 Feb 2000 12:00:00 GMT", &t),
+		                 0);
 		ck_assert_int_eq(t, 951825600);
-		ck_assert_int_eq(politeness_parse_http_date("Fri, 29 Feb 2001 12:00:00 GMT", &t), -1);
+		ck_assert_int_eq(politeness_parse_http_date("Fri, 29 Feb 2001 12:00:00 GMT", &t),
+		                 -1);
 	}
 
 	politeness_config_default(&c);
