@@ -22,6 +22,7 @@
 #ifndef POLITENESS_DELAY_POLICY_H
 #define POLITENESS_DELAY_POLICY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum delay_policy_kind {
@@ -82,14 +83,30 @@ uint64_t delay_policy_backoff(const struct politeness_config *c, uint32_t k);
 uint64_t delay_policy_next_time(const struct politeness_config *c, const struct visit_outcome *o,
                                 uint64_t end_us, uint64_t crawl_delay_us, uint32_t errors);
 
+/* now_us + seconds s, saturating at UINT64_MAX instead of wrapping: a
+ * huge delay a server asks for stays huge until a cap applies. */
+uint64_t delay_policy_after_seconds(uint64_t now_us, uint64_t s);
+
+/* Parses a number of seconds a server sent (robots.txt Crawl-delay, the
+ * delay-seconds of Retry-After) at the start of s[len]: an optional '+',
+ * digits with an optional fraction and exponent ("2.5", ".5", "2e13"), or
+ * "inf" / "infinity" (any case). *us receives the value in microseconds,
+ * rounded up and saturating at UINT64_MAX, so any number too large for the
+ * clock means "as long as the cap allows", never a wrapped small one; *used
+ * the bytes read (the caller judges what follows). Returns 0, or -1 when s
+ * starts with no such number ('-', "nan", empty: nothing a delay can be). */
+int delay_policy_parse_seconds(const char *s, size_t len, uint64_t *us, size_t *used);
+
 /* Parses an HTTP-date (RFC 9110 5.6.7: IMF-fixdate "Sun, 06 Nov 1994
  * 08:49:37 GMT", obsolete RFC 850 "Sunday, 06-Nov-94 08:49:37 GMT", asctime
  * "Sun Nov  6 08:49:37 1994") into Unix seconds. Returns 0 or -1. */
 int politeness_parse_http_date(const char *s, int64_t *unix_seconds);
-/* Parses a Retry-After value: delay-seconds or an HTTP-date. now_us is the
- * current time on the caller's clock and now_unix_s the same instant in Unix
- * seconds (to turn a date into the caller's clock); *at_us receives the
- * absolute time on the caller's clock (a past date gives now_us).
+/* Parses a Retry-After value: delay-seconds (read leniently by
+ * delay_policy_parse_seconds, so "1.5" and "2e13" count, saturating) or an
+ * HTTP-date. now_us is the current time on the caller's clock and now_unix_s
+ * the same instant in Unix seconds (to turn a date into the caller's clock);
+ * *at_us receives the absolute time on the caller's clock (a past date gives
+ * now_us; a time beyond the clock gives UINT64_MAX, for the cap to clamp).
  * Returns 0 or -1 on a malformed value. */
 int politeness_parse_retry_after(const char *value, uint64_t now_us, int64_t now_unix_s,
                                  uint64_t *at_us);

@@ -94,8 +94,15 @@ void robots_destroy(struct robots *r);
  */
 bool robots_allowed(const struct robots *r, const char *path_and_query, size_t len);
 
-/* Crawl-delay of the applicable group(s) in seconds (the largest if merged
- * groups give several), or a negative value if none. The caller caps it. */
+/* Crawl-delay values above this (a year), infinite and overflowing ones
+ * included, read as this: far above any cap, and small enough that the
+ * delay in microseconds fits a 64-bit integer (the caller's conversion can
+ * not overflow). */
+#define ROBOTS_CRAWL_DELAY_MAX_S (365.0 * 24 * 3600)
+
+/* Crawl-delay of the applicable group(s) in seconds, at most
+ * ROBOTS_CRAWL_DELAY_MAX_S (the largest if merged groups give several), or a
+ * negative value if none. The caller caps it. */
 double robots_crawl_delay(const struct robots *r);
 
 /* Sitemap URLs of the whole file, in file order (borrowed strings, valid

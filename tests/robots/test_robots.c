@@ -5,6 +5,7 @@
  * a comparison of the matcher against a naive reference on random rules.
  */
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,47 @@ START_TEST(test_crawl_delay)
 	r = parse("User-agent: Other\nCrawl-delay: 3\nUser-agent: FooBot\nDisallow: /z\n");
 	ck_assert(robots_crawl_delay(r) < 0);
 	ck_assert(!ok(r, "/z"));
+	robots_destroy(r);
+}
+END_TEST
+
+/* Hostile Crawl-delay values: huge, infinite and overflowing ones read as
+ * ROBOTS_CRAWL_DELAY_MAX_S (so delay * 10^6 fits 64 bits), signs and NaN as
+ * no delay; a checkpointed value past the limit is clamped on decoding. */
+START_TEST(test_crawl_delay_hostile)
+{
+	static const char *const huge[] = { "1e300",
+		                            "2e13",
+		                            "1e400",
+		                            "inf",
+		                            "INFINITY",
+		                            "18446744073710",
+		                            "1e99999999999999999999" };
+	char txt[128];
+	for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+		snprintf(txt, sizeof txt, "User-agent: *\nCrawl-delay: %s\n", huge[i]);
+		struct robots *r = parse(txt);
+		ck_assert_msg(robots_crawl_delay(r) == ROBOTS_CRAWL_DELAY_MAX_S, "%s", huge[i]);
+		robots_destroy(r);
+	}
+	struct robots *r = parse("User-agent: *\nCrawl-delay: nan\nCrawl-delay: -1e300\n");
+	ck_assert(robots_crawl_delay(r) < 0);
+	robots_destroy(r);
+	r = parse("User-agent: *\nCrawl-delay: 10 seconds\n");
+	ck_assert_double_eq_tol(robots_crawl_delay(r), 10.0, 1e-9);
+	char *enc = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(robots_encode(r, &enc, &len), ROBOTS_OK);
+	double big = 1e300;
+	uint64_t bits;
+	memcpy(&bits, &big, sizeof bits);
+	for (unsigned i = 0; i < 8; i++) /* "RB1", deny-all byte, then the f64 LE */
+		enc[4 + i] = (char)(bits >> (8 * i));
+	struct robots *d = robots_decode(enc, len);
+	ck_assert_ptr_nonnull(d);
+	ck_assert(robots_crawl_delay(d) == ROBOTS_CRAWL_DELAY_MAX_S);
+	robots_destroy(d);
+	free(enc);
 	robots_destroy(r);
 }
 END_TEST
@@ -389,6 +431,7 @@ static Suite *robots_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_agent_token_and_groups);
 	tcase_add_test(tc, test_crawl_delay);
+	tcase_add_test(tc, test_crawl_delay_hostile);
 	tcase_add_test(tc, test_sitemaps);
 	tcase_add_test(tc, test_parse_limit);
 	tcase_add_test(tc, test_line_ends_bom_comments);
