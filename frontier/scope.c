@@ -215,22 +215,14 @@ uint64_t scope_count(const struct scope *s, enum scope_verdict v)
 const char *scope_verdict_name(enum scope_verdict v)
 {
 	switch (v) {
-	case SCOPE_OK:
-		return "ok";
-	case SCOPE_BAD_URL:
-		return "bad-url";
-	case SCOPE_TOO_LONG:
-		return "too-long";
-	case SCOPE_TOO_DEEP:
-		return "too-deep";
-	case SCOPE_OFF_DOMAIN:
-		return "off-domain";
-	case SCOPE_TOO_MANY_SEGMENTS:
-		return "too-many-segments";
-	case SCOPE_REPEATED_SEGMENT:
-		return "repeated-segment";
-	case SCOPE_VERDICT_COUNT:
-		break;
+	case SCOPE_OK: return "ok";
+	case SCOPE_BAD_URL: return "bad-url";
+	case SCOPE_TOO_LONG: return "too-long";
+	case SCOPE_TOO_DEEP: return "too-deep";
+	case SCOPE_OFF_DOMAIN: return "off-domain";
+	case SCOPE_TOO_MANY_SEGMENTS: return "too-many-segments";
+	case SCOPE_REPEATED_SEGMENT: return "repeated-segment";
+	case SCOPE_VERDICT_COUNT: break;
 	}
 	return "unknown";
 }
@@ -238,12 +230,9 @@ const char *scope_verdict_name(enum scope_verdict v)
 const char *scope_strerror(enum scope_err e)
 {
 	switch (e) {
-	case SCOPE_ERR_OK:
-		return "ok";
-	case SCOPE_ERR_NOMEM:
-		return "out of memory";
-	case SCOPE_ERR_INVALID:
-		return "invalid argument";
+	case SCOPE_ERR_OK: return "ok";
+	case SCOPE_ERR_NOMEM: return "out of memory";
+	case SCOPE_ERR_INVALID: return "invalid argument";
 	}
 	return "unknown error";
 }

@@ -45,14 +45,14 @@ enum scope_err {
 };
 
 struct scope_config {
-	const char *const *domains;  /* allowed host suffixes (lowercase); may be NULL */
+	const char *const *domains; /* allowed host suffixes (lowercase); may be NULL */
 	size_t n_domains;
 	const char *const *prefixes; /* allowed URL prefixes; may be NULL */
 	size_t n_prefixes;
-	uint32_t max_depth;          /* 0 = unlimited; default 0 */
-	uint32_t max_url_len;        /* default 2048 */
-	uint32_t max_path_segments;  /* default 32 */
-	uint32_t max_segment_repeats;/* default 3; 0 disables the rule */
+	uint32_t max_depth;           /* 0 = unlimited; default 0 */
+	uint32_t max_url_len;         /* default 2048 */
+	uint32_t max_path_segments;   /* default 32 */
+	uint32_t max_segment_repeats; /* default 3; 0 disables the rule */
 };
 
 struct scope;

@@ -34,10 +34,8 @@ static bool forbidden_host_cp(unsigned char c)
 	case '\\':
 	case ']':
 	case '^':
-	case '|':
-		return true;
-	default:
-		return false;
+	case '|': return true;
+	default: return false;
 	}
 }
 

@@ -96,7 +96,8 @@ START_TEST(traps)
 	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_OK);
 	ck_assert_int_eq(chk(s, "http://a.test/a/b/a/c", 0), SCOPE_OK);
 	ck_assert_int_eq(chk(s, "http://a.test/a/a/a", 0), SCOPE_REPEATED_SEGMENT);
-	ck_assert_int_eq(chk(s, "http://a.test/cal/2020/x/2020/y/2020/", 0), SCOPE_REPEATED_SEGMENT);
+	ck_assert_int_eq(chk(s, "http://a.test/cal/2020/x/2020/y/2020/", 0),
+	                 SCOPE_REPEATED_SEGMENT);
 	/* repeats in the query do not count; empty segments do not count */
 	ck_assert_int_eq(chk(s, "http://a.test/a/b?x=/a/a/a", 0), SCOPE_OK);
 	ck_assert_int_eq(chk(s, "http://a.test/a///b//", 0), SCOPE_OK);
