@@ -186,6 +186,17 @@ enum url_error url_crawl_key(const struct url *u, char *out, size_t cap, size_t 
 int url_key_split(const char *key, size_t len, size_t *authority_len, size_t *host_off,
                   size_t *host_len);
 
+/*
+ * true if host[len] is a name DNS can carry and a resolver will look up:
+ * 1 to 253 octets (a final '.' of a fully qualified name not counted), no
+ * empty label, labels of 1 to 63 octets of ASCII letters, digits, '-' and
+ * '_' (underscores occur in real host names and resolvers pass them). A
+ * URL host that fails it can never resolve, so it is refused once, before
+ * it reaches the frontier (scope rule "invalid-host"). IPv4 dotted quads
+ * pass; an IPv6 literal ("[...]") does not: test IP literals first.
+ */
+bool url_host_is_dns_name(const char *host, size_t len);
+
 /* One shot: url_parse(u, ref, len, base) then url_crawl_key(u, ...). */
 enum url_error url_normalize(struct url *u, const struct url *base, const char *ref, size_t len,
                              char *out, size_t cap, size_t *out_len);

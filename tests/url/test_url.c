@@ -345,6 +345,23 @@ START_TEST(test_key_split)
 }
 END_TEST
 
+/* Host names a resolver can look up; the length limits are in test_scope. */
+START_TEST(test_host_is_dns_name)
+{
+	static const char *const good[] = { "example.com", "EXAMPLE.com.", "a",  "xn--bcher-kva.de",
+		                            "a_b-c.d",     "1.2.3.4",      "-a-" };
+	static const char *const bad[] = { "",      ".",    "..",         "a..b", ".a",
+		                           "a.b..", "a b",  "a!b",        "a*b",  "a/b",
+		                           "[::1]", "a%41", "\xc3\xbc.de" };
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+		ck_assert_msg(url_host_is_dns_name(good[i], strlen(good[i])), "%s", good[i]);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		ck_assert_msg(!url_host_is_dns_name(bad[i], strlen(bad[i])), "%s", bad[i]);
+	ck_assert(!url_host_is_dns_name(NULL, 0));
+	ck_assert(url_host_is_dns_name("ab.c", 2)); /* only len bytes count */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("url");
@@ -359,6 +376,7 @@ int main(void)
 	tcase_add_test(tc, test_accessors);
 	tcase_add_test(tc, test_idempotent);
 	tcase_add_test(tc, test_key_split);
+	tcase_add_test(tc, test_host_is_dns_name);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
