@@ -24,7 +24,11 @@
  * Known deviation: libidn2 (IDNA2008 on top of UTS #46) refuses some
  * non-ASCII hosts the standard accepts (symbols such as U+2603): they are
  * rejected with URL_ERR_IDNA. ASCII "xn--" labels it refuses are kept when
- * they are valid Punycode, as UTS #46 does.
+ * they are valid Punycode decoding to some non-ASCII text free of the code
+ * points UTS #46 maps to nothing (U+00AD...) or disallows as invisible
+ * (controls, format characters, private use...), else refused with
+ * URL_ERR_IDNA. Mapped code points in such a label are not refused, nor is
+ * the bare "xn--": the conformance suite in use expects both kept.
  *
  * Invariants: after a successful parse the href is NUL-terminated, at most
  * url_href_cap(u) bytes, and every accessor returns a span inside it. After a
