@@ -102,7 +102,14 @@ static char *jstring(struct reader *r, size_t *len)
 		return NULL;
 	}
 	r->i++;
-	char *o = malloc(4 * (r->n - r->i) + 1);
+	/* The decoded string is never longer than its escaped text (\uXXXX
+	 * gives at most 3 bytes, a surrogate pair 4): size the copy by the text
+	 * up to the closing quote. Sizing it by the rest of the file would cost
+	 * a file-sized allocation per string, slow under AddressSanitizer. */
+	size_t end = r->i;
+	while (end < r->n && r->s[end] != '"')
+		end += r->s[end] == '\\' ? 2 : 1;
+	char *o = malloc((end < r->n ? end : r->n) - r->i + 1);
 	size_t k = 0;
 	if (!o) {
 		r->err = true;
