@@ -132,6 +132,25 @@ struct seg {
 	size_t n;
 };
 
+/* The port written after the host, between host_end and authority_end
+ * (none: ""), is 1..65535. */
+static int port_ok(const char *url, size_t host_end, size_t authority_end)
+{
+	uint32_t port = 0;
+	size_t i;
+
+	if (host_end >= authority_end || url[host_end] != ':' || host_end + 1 == authority_end)
+		return 1;
+	for (i = host_end + 1; i < authority_end; i++) {
+		if (url[i] < '0' || url[i] > '9')
+			return 0;
+		port = port * 10 + (uint32_t)(url[i] - '0');
+		if (port > 65535)
+			return 0;
+	}
+	return port != 0;
+}
+
 static enum scope_verdict verdict(struct scope *s, enum scope_verdict v)
 {
 	__atomic_add_fetch(&s->counts[v], 1, __ATOMIC_RELAXED);
@@ -150,6 +169,10 @@ enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uin
 	/* a crawl key: a scheme, "://" and a host */
 	if (url[0] == ':' || url_key_split(url, len, &ps, &hs, &hl) < 0)
 		return verdict(s, SCOPE_BAD_URL);
+	if (url[hs] != '[' && !url_host_is_dns_name(url + hs, hl))
+		return verdict(s, SCOPE_INVALID_HOST);
+	if (!port_ok(url, hs + hl, ps))
+		return verdict(s, SCOPE_BAD_PORT);
 	if (s->max_url_len != 0 && len > s->max_url_len)
 		return verdict(s, SCOPE_TOO_LONG);
 	if (s->max_depth != 0 && depth > s->max_depth)
@@ -215,22 +238,16 @@ uint64_t scope_count(const struct scope *s, enum scope_verdict v)
 const char *scope_verdict_name(enum scope_verdict v)
 {
 	switch (v) {
-	case SCOPE_OK:
-		return "ok";
-	case SCOPE_BAD_URL:
-		return "bad-url";
-	case SCOPE_TOO_LONG:
-		return "too-long";
-	case SCOPE_TOO_DEEP:
-		return "too-deep";
-	case SCOPE_OFF_DOMAIN:
-		return "off-domain";
-	case SCOPE_TOO_MANY_SEGMENTS:
-		return "too-many-segments";
-	case SCOPE_REPEATED_SEGMENT:
-		return "repeated-segment";
-	case SCOPE_VERDICT_COUNT:
-		break;
+	case SCOPE_OK: return "ok";
+	case SCOPE_BAD_URL: return "bad-url";
+	case SCOPE_TOO_LONG: return "too-long";
+	case SCOPE_TOO_DEEP: return "too-deep";
+	case SCOPE_OFF_DOMAIN: return "off-domain";
+	case SCOPE_TOO_MANY_SEGMENTS: return "too-many-segments";
+	case SCOPE_REPEATED_SEGMENT: return "repeated-segment";
+	case SCOPE_INVALID_HOST: return "invalid-host";
+	case SCOPE_BAD_PORT: return "bad-port";
+	case SCOPE_VERDICT_COUNT: break;
 	}
 	return "unknown";
 }
@@ -238,12 +255,9 @@ const char *scope_verdict_name(enum scope_verdict v)
 const char *scope_strerror(enum scope_err e)
 {
 	switch (e) {
-	case SCOPE_ERR_OK:
-		return "ok";
-	case SCOPE_ERR_NOMEM:
-		return "out of memory";
-	case SCOPE_ERR_INVALID:
-		return "invalid argument";
+	case SCOPE_ERR_OK: return "ok";
+	case SCOPE_ERR_NOMEM: return "out of memory";
+	case SCOPE_ERR_INVALID: return "invalid argument";
 	}
 	return "unknown error";
 }

@@ -4,6 +4,11 @@
  *
  * Rules, checked in this order (the first failing rule gives the reason):
  *   1. the URL must parse as scheme://authority[/path][?query][#frag];
+ *   1a. its host must be an IPv6 literal or a name DNS can carry
+ *       (url_host_is_dns_name: labels of 1..63 LDH or '_' octets, at most
+ *       253 in all): any other never resolves, and would be retried;
+ *   1b. its port, when written, must be 1..65535: port 0 is valid URL
+ *       syntax but no server can listen on it, so the URL is uncrawlable;
  *   2. length <= max_url_len;
  *   3. depth <= max_depth (0 = unlimited);
  *   4. if any allowed domain or URL prefix is configured, the URL must match
@@ -35,7 +40,9 @@ enum scope_verdict {
 	SCOPE_OFF_DOMAIN = 4,        /* matches no allowed domain nor prefix */
 	SCOPE_TOO_MANY_SEGMENTS = 5, /* more than max_path_segments */
 	SCOPE_REPEATED_SEGMENT = 6,  /* a segment repeated max_segment_repeats+ times */
-	SCOPE_VERDICT_COUNT = 7
+	SCOPE_INVALID_HOST = 7,      /* host is no IP literal and no valid DNS name */
+	SCOPE_BAD_PORT = 8,          /* port 0 (or not 1..65535) */
+	SCOPE_VERDICT_COUNT = 9
 };
 
 enum scope_err {
@@ -45,14 +52,14 @@ enum scope_err {
 };
 
 struct scope_config {
-	const char *const *domains;  /* allowed host suffixes (lowercase); may be NULL */
+	const char *const *domains; /* allowed host suffixes (lowercase); may be NULL */
 	size_t n_domains;
 	const char *const *prefixes; /* allowed URL prefixes; may be NULL */
 	size_t n_prefixes;
-	uint32_t max_depth;          /* 0 = unlimited; default 0 */
-	uint32_t max_url_len;        /* default 2048 */
-	uint32_t max_path_segments;  /* default 32 */
-	uint32_t max_segment_repeats;/* default 3; 0 disables the rule */
+	uint32_t max_depth;           /* 0 = unlimited; default 0 */
+	uint32_t max_url_len;         /* default 2048 */
+	uint32_t max_path_segments;   /* default 32 */
+	uint32_t max_segment_repeats; /* default 3; 0 disables the rule */
 };
 
 struct scope;
@@ -71,7 +78,9 @@ uint64_t scope_count(const struct scope *s, enum scope_verdict v);
 /* Adds n to the count of verdict v (a resumed crawl carries its counts on). */
 void scope_count_add(struct scope *s, enum scope_verdict v, uint64_t n);
 /* Short stable name for logs ("ok", "bad-url", "too-long", "too-deep",
- * "off-domain", "too-many-segments", "repeated-segment"). */
+ * "off-domain", "too-many-segments", "repeated-segment", "invalid-host",
+ * "bad-port"). New verdicts are only ever appended, so saved counts keep
+ * their meaning. */
 const char *scope_verdict_name(enum scope_verdict v);
 const char *scope_strerror(enum scope_err e);
 

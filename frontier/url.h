@@ -24,7 +24,11 @@
  * Known deviation: libidn2 (IDNA2008 on top of UTS #46) refuses some
  * non-ASCII hosts the standard accepts (symbols such as U+2603): they are
  * rejected with URL_ERR_IDNA. ASCII "xn--" labels it refuses are kept when
- * they are valid Punycode, as UTS #46 does.
+ * they are valid Punycode decoding to some non-ASCII text free of the code
+ * points UTS #46 maps to nothing (U+00AD...) or disallows as invisible
+ * (controls, format characters, private use...), else refused with
+ * URL_ERR_IDNA. Mapped code points in such a label are not refused, nor is
+ * the bare "xn--": the conformance suite in use expects both kept.
  *
  * Invariants: after a successful parse the href is NUL-terminated, at most
  * url_href_cap(u) bytes, and every accessor returns a span inside it. After a
@@ -185,6 +189,17 @@ enum url_error url_crawl_key(const struct url *u, char *out, size_t cap, size_t 
  */
 int url_key_split(const char *key, size_t len, size_t *authority_len, size_t *host_off,
                   size_t *host_len);
+
+/*
+ * true if host[len] is a name DNS can carry and a resolver will look up:
+ * 1 to 253 octets (a final '.' of a fully qualified name not counted), no
+ * empty label, labels of 1 to 63 octets of ASCII letters, digits, '-' and
+ * '_' (underscores occur in real host names and resolvers pass them). A
+ * URL host that fails it can never resolve, so it is refused once, before
+ * it reaches the frontier (scope rule "invalid-host"). IPv4 dotted quads
+ * pass; an IPv6 literal ("[...]") does not: test IP literals first.
+ */
+bool url_host_is_dns_name(const char *host, size_t len);
 
 /* One shot: url_parse(u, ref, len, base) then url_crawl_key(u, ...). */
 enum url_error url_normalize(struct url *u, const struct url *base, const char *ref, size_t len,

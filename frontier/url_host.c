@@ -34,10 +34,8 @@ static bool forbidden_host_cp(unsigned char c)
 	case '\\':
 	case ']':
 	case '^':
-	case '|':
-		return true;
-	default:
-		return false;
+	case '|': return true;
+	default: return false;
 	}
 }
 
@@ -272,9 +270,41 @@ static void ipv6_serialize(struct url *u, struct sbuf *b, const uint16_t a[8])
 	put(u, b, ']');
 }
 
+/* Code points a decoded A-label may not hold, though libidn2's refusal left
+ * the label to us: those UTS #46 maps to nothing (U+00AD soft hyphen,
+ * variation selectors, zero-width space...), so that their A-label names
+ * what a user never sees, and the disallowed ones that are no visible
+ * character (C1 controls, spaces, format and bidi controls, surrogates,
+ * private use, noncharacters, tags). Mapped code points are left alone, as
+ * the conformance suite in use keeps labels such as "xn--pokxncvks". */
+static bool alabel_cp_refused(uint64_t cp)
+{
+	static const struct {
+		uint32_t lo, hi;
+	} refused[] = {
+		{ 0x0080, 0x00a0 },    { 0x00ad, 0x00ad },   { 0x034f, 0x034f },
+		{ 0x115f, 0x1160 },    { 0x1680, 0x1680 },   { 0x17b4, 0x17b5 },
+		{ 0x180b, 0x180f },    { 0x2000, 0x200b },   { 0x200e, 0x200f },
+		{ 0x2028, 0x202f },    { 0x205f, 0x206f },   { 0x3000, 0x3000 },
+		{ 0x3164, 0x3164 },    { 0xd800, 0xf8ff },   { 0xfdd0, 0xfdef },
+		{ 0xfe00, 0xfe0f },    { 0xfeff, 0xfeff },   { 0xffa0, 0xffa0 },
+		{ 0xfff0, 0xfffd },    { 0x1bca0, 0x1bca3 }, { 0xe0000, 0xe0fff },
+		{ 0xf0000, 0x10ffff },
+	};
+	if (cp > 0x10ffff || (cp & 0xfffe) == 0xfffe)
+		return true;
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+		if (cp >= refused[i].lo && cp <= refused[i].hi)
+			return true;
+	return false;
+}
+
 /* true if s[n] (the part of an ASCII label after "xn--") is valid Punycode
- * (RFC 3492) decoding to Unicode scalar values. Used when libidn2 refuses an
- * A-label that UTS #46 accepts (its IDNA2008 checks are stricter). */
+ * (RFC 3492) decoding to a label UTS #46 can have produced: at least one
+ * non-ASCII code point (an A-label of plain ASCII is no IDNA label; the
+ * empty "xn--" is kept, as the conformance suite in use expects) and none
+ * that alabel_cp_refused. Used when libidn2 refuses an A-label, as its
+ * IDNA2008 checks are stricter than UTS #46 (U+2603 in "xn--n3h"). */
 static bool punycode_valid(const char *s, size_t n)
 {
 	enum { BASE = 36, TMIN = 1, TMAX = 26, SKEW = 38, DAMP = 700 };
@@ -290,6 +320,7 @@ static bool punycode_valid(const char *s, size_t n)
 		out = b;
 		in = b + 1;
 	}
+	const size_t basic = out;
 	uint64_t cp = 128, i = 0, bias = 72;
 	while (in < n) {
 		uint64_t oldi = i, w = 1;
@@ -324,12 +355,12 @@ static bool punycode_valid(const char *s, size_t n)
 		bias = k + (BASE - TMIN + 1) * delta / (delta + SKEW);
 		cp += i / (out + 1);
 		i %= out + 1;
-		if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		if (alabel_cp_refused(cp))
 			return false;
 		out++;
 		i++;
 	}
-	return true;
+	return n == 0 || out > basic;
 }
 
 /* All labels of an ASCII domain that start with "xn--" are valid Punycode. */

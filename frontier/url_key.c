@@ -1,7 +1,8 @@
 /*
  * url_key.c: the crawl key of a parsed URL (percent-encoding normalized,
- * the opt-in canonicalizations of url.h), the one-shot url_normalize, and
- * url_key_split, the cut of a key into its host key and host name.
+ * the opt-in canonicalizations of url.h), the one-shot url_normalize,
+ * url_key_split, the cut of a key into its host key and host name, and
+ * url_host_is_dns_name, the test that such a host name can resolve.
  */
 #include "frontier/url_internal.h"
 
@@ -53,6 +54,33 @@ int url_key_split(const char *key, size_t len, size_t *authority_len, size_t *ho
 	*host_off = hs;
 	*host_len = he - hs;
 	return 0;
+}
+
+bool url_host_is_dns_name(const char *host, size_t len)
+{
+	enum { NAME_MAX_OCTETS = 253, LABEL_MAX_OCTETS = 63 };
+	size_t label = 0;
+
+	if (host == NULL)
+		return false;
+	if (len > 0 && host[len - 1] == '.')
+		len--; /* the root label of a fully qualified name */
+	if (len == 0 || len > NAME_MAX_OCTETS)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		int c = (unsigned char)host[i];
+		if (c == '.') {
+			if (label == 0)
+				return false;
+			label = 0;
+		} else if (is_alpha(c) || is_digit(c) || c == '-' || c == '_') {
+			if (++label > LABEL_MAX_OCTETS)
+				return false;
+		} else {
+			return false;
+		}
+	}
+	return label > 0;
 }
 
 struct obuf {

@@ -5,6 +5,7 @@
 #include "politeness/delay_policy.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 #include <strings.h>
@@ -64,8 +65,7 @@ uint64_t delay_policy_host_wait(const struct politeness_config *c, uint64_t star
 	return c->host_delay_us;
 }
 
-uint64_t delay_policy_ip_wait(const struct politeness_config *c, uint64_t start_us,
-                              uint64_t end_us)
+uint64_t delay_policy_ip_wait(const struct politeness_config *c, uint64_t start_us, uint64_t end_us)
 {
 	if (c->policy == DELAY_POLICY_RATIO) {
 		uint64_t w = ratio_wait(c, start_us, end_us);
@@ -96,9 +96,8 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-uint64_t delay_policy_next_time(const struct politeness_config *c,
-                                const struct visit_outcome *o, uint64_t end_us,
-                                uint64_t crawl_delay_us, uint32_t errors)
+uint64_t delay_policy_next_time(const struct politeness_config *c, const struct visit_outcome *o,
+                                uint64_t end_us, uint64_t crawl_delay_us, uint32_t errors)
 {
 	uint64_t wait, next;
 
@@ -107,7 +106,7 @@ uint64_t delay_policy_next_time(const struct politeness_config *c,
 	wait = delay_policy_host_wait(c, o->start_us, end_us);
 	if (crawl_delay_us > 0) {
 		uint64_t cd = crawl_delay_us < c->crawl_delay_cap_us ? crawl_delay_us
-		                                                      : c->crawl_delay_cap_us;
+		                                                     : c->crawl_delay_cap_us;
 		if (cd > wait)
 			wait = cd;
 	}
@@ -127,10 +126,10 @@ uint64_t delay_policy_next_time(const struct politeness_config *c,
 /* ----- HTTP-date (RFC 9110 5.6.7) ----- */
 
 static const char *const months[12] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-	                                    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	                                "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
 static const char *const wdays[7] = { "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun" };
-static const char *const wdays_long[7] = { "Monday", "Tuesday", "Wednesday", "Thursday",
-	                                       "Friday", "Saturday", "Sunday" };
+static const char *const wdays_long[7] = { "Monday", "Tuesday",  "Wednesday", "Thursday",
+	                                   "Friday", "Saturday", "Sunday" };
 
 /* Reads exactly n digits. */
 static int digits(const char **p, int n, int *v)
@@ -249,7 +248,8 @@ int politeness_parse_http_date(const char *s, int64_t *unix_seconds)
 			} else if (digits(&p, 2, &d)) {
 				return -1;
 			}
-			if (lit(&p, " ") || hms(&p, &h, &mi, &sec) || lit(&p, " ") || digits(&p, 4, &y))
+			if (lit(&p, " ") || hms(&p, &h, &mi, &sec) || lit(&p, " ") ||
+			    digits(&p, 4, &y))
 				return -1;
 		}
 	} else {
@@ -263,38 +263,137 @@ int politeness_parse_http_date(const char *s, int64_t *unix_seconds)
 	return 0;
 }
 
+uint64_t delay_policy_after_seconds(uint64_t now_us, uint64_t s)
+{
+	return sat_add(now_us, s > UINT64_MAX / SEC ? UINT64_MAX : s * SEC);
+}
+
+/* A decimal number 0.d1d2d3... x 10^point: its first significant digits,
+ * enough to tell every value below 2^64 exactly (20 integer digits) and
+ * whether it has a fraction to round up. */
+struct decimal {
+	unsigned char digit[24];
+	size_t n;      /* digits kept */
+	bool more;     /* a nonzero digit past the kept ones */
+	int64_t point; /* the integer part is digit[0 .. point) */
+};
+
+static void decimal_push(struct decimal *d, int c)
+{
+	if (d->n < sizeof d->digit)
+		d->digit[d->n++] = (unsigned char)c;
+	else if (c != 0)
+		d->more = true;
+}
+
+/* Reads an exponent "e[+-]digits" at s[*i] into d->point (magnitudes past
+ * EXP_MAX saturate there: such values are 0 or UINT64_MAX anyway). An 'e'
+ * without digits is not part of the number. */
+static void parse_exponent(const char *s, size_t len, size_t *i, struct decimal *d)
+{
+	enum { EXP_MAX = 100000 };
+	size_t j = *i + 1;
+	int64_t e = 0;
+	int neg = 0;
+
+	if (*i >= len || (s[*i] != 'e' && s[*i] != 'E'))
+		return;
+	if (j < len && (s[j] == '+' || s[j] == '-'))
+		neg = s[j++] == '-';
+	if (j >= len || !isdigit((unsigned char)s[j]))
+		return;
+	for (; j < len && isdigit((unsigned char)s[j]); j++)
+		if (e < EXP_MAX)
+			e = e * 10 + (s[j] - '0');
+	d->point += neg ? -e : e;
+	*i = j;
+}
+
+/* The integer value of d rounded up, saturating at UINT64_MAX. */
+static uint64_t decimal_ceil(const struct decimal *d)
+{
+	uint64_t v = 0;
+	bool frac = d->more;
+
+	if (d->n == 0)
+		return 0;
+	if (d->point > 20) /* 10^20 > UINT64_MAX */
+		return UINT64_MAX;
+	for (int64_t k = 0; k < d->point; k++) {
+		unsigned c = (size_t)k < d->n ? d->digit[k] : 0;
+		if (v > (UINT64_MAX - c) / 10)
+			return UINT64_MAX;
+		v = v * 10 + c;
+	}
+	for (size_t k = d->point > 0 ? (size_t)d->point : 0; k < d->n; k++)
+		frac = frac || d->digit[k] != 0;
+	return frac && v < UINT64_MAX ? v + 1 : v;
+}
+
+int delay_policy_parse_seconds(const char *s, size_t len, uint64_t *us, size_t *used)
+{
+	struct decimal d = { .n = 0 };
+	size_t i = 0, ndigits = 0;
+
+	if (s == NULL || us == NULL || used == NULL)
+		return -1;
+	if (i < len && s[i] == '+')
+		i++;
+	if (len - i >= 3 && strncasecmp(s + i, "inf", 3) == 0) {
+		*us = UINT64_MAX;
+		*used = i + (len - i >= 8 && strncasecmp(s + i, "infinity", 8) == 0 ? 8 : 3);
+		return 0;
+	}
+	for (; i < len && isdigit((unsigned char)s[i]); i++, ndigits++) {
+		if (d.n > 0 || s[i] != '0') {
+			decimal_push(&d, s[i] - '0');
+			d.point++;
+		}
+	}
+	if (i < len && s[i] == '.') {
+		for (i++; i < len && isdigit((unsigned char)s[i]); i++, ndigits++) {
+			if (d.n > 0 || s[i] != '0')
+				decimal_push(&d, s[i] - '0');
+			else
+				d.point--; /* a leading zero of the fraction */
+		}
+	}
+	if (ndigits == 0)
+		return -1;
+	parse_exponent(s, len, &i, &d);
+	d.point += 6; /* seconds to microseconds */
+	*us = decimal_ceil(&d);
+	*used = i;
+	return 0;
+}
+
 int politeness_parse_retry_after(const char *value, uint64_t now_us, int64_t now_unix_s,
                                  uint64_t *at_us)
 {
 	const char *p = value;
+	uint64_t us;
+	size_t used;
+	int64_t t;
 
 	if (value == NULL || at_us == NULL)
 		return -1;
 	while (*p == ' ' || *p == '\t')
 		p++;
-	if (isdigit((unsigned char)*p)) {
-		uint64_t secs = 0;
-		while (isdigit((unsigned char)*p)) {
-			if (secs > (UINT64_MAX / SEC - 9) / 10)
-				secs = UINT64_MAX / SEC; /* absurd: saturate, the cap applies later */
-			else
-				secs = secs * 10 + (uint64_t)(*p - '0');
-			p++;
-		}
+	if (delay_policy_parse_seconds(p, strlen(p), &us, &used) == 0) {
+		p += used;
 		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
 			p++;
 		if (*p != '\0')
 			return -1;
-		*at_us = sat_add(now_us, secs * SEC);
-		return 0;
-	} else {
-		int64_t t;
-		if (politeness_parse_http_date(p, &t) != 0)
-			return -1;
-		if (t <= now_unix_s)
-			*at_us = now_us;
-		else
-			*at_us = sat_add(now_us, (uint64_t)(t - now_unix_s) * SEC);
+		*at_us = sat_add(now_us, us);
 		return 0;
 	}
+	if (politeness_parse_http_date(p, &t) != 0)
+		return -1;
+	/* t > now_unix_s: the difference fits in 64 unsigned bits however far
+	 * apart the two are, where a signed subtraction could overflow. */
+	*at_us = t <= now_unix_s
+	                 ? now_us
+	                 : delay_policy_after_seconds(now_us, (uint64_t)t - (uint64_t)now_unix_s);
+	return 0;
 }

@@ -22,6 +22,7 @@
 #ifndef POLITENESS_DELAY_POLICY_H
 #define POLITENESS_DELAY_POLICY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum delay_policy_kind {
@@ -30,28 +31,29 @@ enum delay_policy_kind {
 };
 
 struct politeness_config {
-	enum delay_policy_kind policy; /* default FIXED */
-	uint64_t host_delay_us;        /* fixed policy, per host; default 2 s */
-	uint64_t ip_delay_us;          /* per IP (both policies); default 0.5 s */
-	int ip_politeness;             /* 1 (default): per-IP token and delay; 0: off */
-	double ratio;                  /* ratio policy p in (0,1]; default 0.1 (wait 10x) */
-	uint64_t visit_budget_us;      /* ratio policy s; default 1 s */
-	uint64_t min_delay_us;         /* ratio policy clamp; default 0.5 s */
-	uint64_t max_delay_us;         /* ratio policy clamp; default 60 s */
-	uint32_t max_urls_per_visit;   /* 0 (default) = policy default: fixed 1, ratio 100 */
-	uint64_t crawl_delay_cap_us;   /* cap for robots Crawl-delay; default 30 s */
-	uint64_t backoff_base_us;      /* first error backoff; default 10 s */
-	uint64_t backoff_max_us;       /* default 1 h */
+	enum delay_policy_kind policy;   /* default FIXED */
+	uint64_t host_delay_us;          /* fixed policy, per host; default 2 s */
+	uint64_t ip_delay_us;            /* per IP (both policies); default 0.5 s */
+	int ip_politeness;               /* 1 (default): per-IP token and delay; 0: off */
+	double ratio;                    /* ratio policy p in (0,1]; default 0.1 (wait 10x) */
+	uint64_t visit_budget_us;        /* ratio policy s; default 1 s */
+	uint64_t min_delay_us;           /* ratio policy clamp; default 0.5 s */
+	uint64_t max_delay_us;           /* ratio policy clamp; default 60 s */
+	uint32_t max_urls_per_visit;     /* 0 (default) = policy default: fixed 1, ratio 100 */
+	uint64_t crawl_delay_cap_us;     /* cap for robots Crawl-delay; default 30 s */
+	uint64_t backoff_base_us;        /* first error backoff; default 10 s */
+	uint64_t backoff_max_us;         /* default 1 h */
 	uint32_t max_consecutive_errors; /* retire after this many; default 8; 0 = never */
-	uint64_t retry_after_cap_us;   /* default 1 h */
+	uint64_t retry_after_cap_us;     /* default 1 h */
 };
 
 /* What happened during a visit (given to politeness_release). */
 enum visit_kind {
-	VISIT_OK = 0,          /* requests made, no host-level failure (4xx pages count as ok) */
-	VISIT_ERROR = 1,       /* connect failure, timeout, DNS failure, 5xx: counts toward retirement */
-	VISIT_RETRY_LATER = 2, /* 429 (or 503 judged transient): honour retry_after_us, no error count */
-	VISIT_NONE = 3,        /* no request was made (e.g. only DNS resolved): no delay, no count */
+	VISIT_OK = 0,    /* requests made, no host-level failure (4xx pages count as ok) */
+	VISIT_ERROR = 1, /* connect failure, timeout, DNS failure, 5xx: counts toward retirement */
+	VISIT_RETRY_LATER =
+	        2,      /* 429 (or 503 judged transient): honour retry_after_us, no error count */
+	VISIT_NONE = 3, /* no request was made (e.g. only DNS resolved): no delay, no count */
 };
 
 struct visit_outcome {
@@ -78,18 +80,33 @@ uint64_t delay_policy_ip_wait(const struct politeness_config *c, uint64_t start_
 uint64_t delay_policy_backoff(const struct politeness_config *c, uint32_t k);
 /* Full next-allowed time of a host after a visit ending at end_us, given its
  * crawl-delay (0 = none) and its consecutive errors after this visit. */
-uint64_t delay_policy_next_time(const struct politeness_config *c,
-                                const struct visit_outcome *o, uint64_t end_us,
-                                uint64_t crawl_delay_us, uint32_t errors);
+uint64_t delay_policy_next_time(const struct politeness_config *c, const struct visit_outcome *o,
+                                uint64_t end_us, uint64_t crawl_delay_us, uint32_t errors);
+
+/* now_us + seconds s, saturating at UINT64_MAX instead of wrapping: a
+ * huge delay a server asks for stays huge until a cap applies. */
+uint64_t delay_policy_after_seconds(uint64_t now_us, uint64_t s);
+
+/* Parses a number of seconds a server sent (robots.txt Crawl-delay, the
+ * delay-seconds of Retry-After) at the start of s[len]: an optional '+',
+ * digits with an optional fraction and exponent ("2.5", ".5", "2e13"), or
+ * "inf" / "infinity" (any case). *us receives the value in microseconds,
+ * rounded up and saturating at UINT64_MAX, so any number too large for the
+ * clock means "as long as the cap allows", never a wrapped small one; *used
+ * the bytes read (the caller judges what follows). Returns 0, or -1 when s
+ * starts with no such number ('-', "nan", empty: nothing a delay can be). */
+int delay_policy_parse_seconds(const char *s, size_t len, uint64_t *us, size_t *used);
 
 /* Parses an HTTP-date (RFC 9110 5.6.7: IMF-fixdate "Sun, 06 Nov 1994
  * 08:49:37 GMT", obsolete RFC 850 "Sunday, 06-Nov-94 08:49:37 GMT", asctime
  * "Sun Nov  6 08:49:37 1994") into Unix seconds. Returns 0 or -1. */
 int politeness_parse_http_date(const char *s, int64_t *unix_seconds);
-/* Parses a Retry-After value: delay-seconds or an HTTP-date. now_us is the
- * current time on the caller's clock and now_unix_s the same instant in Unix
- * seconds (to turn a date into the caller's clock); *at_us receives the
- * absolute time on the caller's clock (a past date gives now_us).
+/* Parses a Retry-After value: delay-seconds (read leniently by
+ * delay_policy_parse_seconds, so "1.5" and "2e13" count, saturating) or an
+ * HTTP-date. now_us is the current time on the caller's clock and now_unix_s
+ * the same instant in Unix seconds (to turn a date into the caller's clock);
+ * *at_us receives the absolute time on the caller's clock (a past date gives
+ * now_us; a time beyond the clock gives UINT64_MAX, for the cap to clamp).
  * Returns 0 or -1 on a malformed value. */
 int politeness_parse_retry_after(const char *value, uint64_t now_us, int64_t now_unix_s,
                                  uint64_t *at_us);

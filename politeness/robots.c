@@ -10,8 +10,8 @@
  * us, else the second.
  */
 #include "politeness/robots.h"
+#include "politeness/delay_policy.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,16 +40,11 @@ struct robots {
 const char *robots_strerror(int err)
 {
 	switch (err) {
-	case ROBOTS_OK:
-		return "success";
-	case ROBOTS_ENOMEM:
-		return "out of memory";
-	case ROBOTS_EINVAL:
-		return "invalid argument";
-	case ROBOTS_ETOOLONG:
-		return "output buffer too small";
-	default:
-		return "unknown robots error";
+	case ROBOTS_OK: return "success";
+	case ROBOTS_ENOMEM: return "out of memory";
+	case ROBOTS_EINVAL: return "invalid argument";
+	case ROBOTS_ETOOLONG: return "output buffer too small";
+	default: return "unknown robots error";
 	}
 }
 
@@ -272,19 +267,17 @@ static int rule_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/* A Crawl-delay value in seconds, or -1 when it is no delay ("soon", "-3",
+ * "nan"). Text after the number is tolerated ("10 seconds"); numbers too
+ * large to honour read as ROBOTS_CRAWL_DELAY_MAX_S. */
 static double parse_delay(const char *val, size_t vlen)
 {
-	char buf[64];
-	if (vlen == 0 || vlen >= sizeof buf)
+	uint64_t us;
+	size_t used;
+	if (delay_policy_parse_seconds(val, vlen, &us, &used) != 0)
 		return -1;
-	memcpy(buf, val, vlen);
-	buf[vlen] = '\0';
-	char *end = NULL;
-	errno = 0;
-	double d = strtod(buf, &end);
-	if (errno != 0 || end == buf || !isfinite(d) || d < 0)
-		return -1;
-	return d;
+	double d = (double)us / 1e6;
+	return d < ROBOTS_CRAWL_DELAY_MAX_S ? d : ROBOTS_CRAWL_DELAY_MAX_S;
 }
 
 struct parse_state {
@@ -742,6 +735,8 @@ struct robots *robots_decode(const char *data, size_t len)
 	memcpy(&r->crawl_delay, &bits, sizeof bits);
 	if (isnan(r->crawl_delay))
 		d.bad = true;
+	else if (r->crawl_delay > ROBOTS_CRAWL_DELAY_MAX_S)
+		r->crawl_delay = ROBOTS_CRAWL_DELAY_MAX_S;
 	n = dec_u64(&d, 4);
 	if (!d.bad && n > d.left / 5) /* each rule takes at least 5 bytes */
 		d.bad = true;

@@ -55,10 +55,10 @@
 
 /* Error codes. */
 enum robots_err {
-    ROBOTS_OK = 0,      /* success */
-    ROBOTS_ENOMEM = 1,  /* allocation failed; nothing was returned */
-    ROBOTS_EINVAL = 2,  /* a NULL pointer where one is required */
-    ROBOTS_ETOOLONG = 3 /* output buffer too small (robots_path_*) */
+	ROBOTS_OK = 0,      /* success */
+	ROBOTS_ENOMEM = 1,  /* allocation failed; nothing was returned */
+	ROBOTS_EINVAL = 2,  /* a NULL pointer where one is required */
+	ROBOTS_ETOOLONG = 3 /* output buffer too small (robots_path_*) */
 };
 
 /* Static English text for an error code (never NULL). */
@@ -74,8 +74,7 @@ struct robots;
  * user_agent matches only `*` groups. On success *out is a new object the
  * caller frees with robots_destroy(); on error *out is NULL.
  */
-int robots_parse(const char *body, size_t len, const char *user_agent,
-                 struct robots **out);
+int robots_parse(const char *body, size_t len, const char *user_agent, struct robots **out);
 
 /* New objects that allow / disallow every path (except /robots.txt, always
  * allowed). NULL only when out of memory. The caller frees them. */
@@ -95,8 +94,15 @@ void robots_destroy(struct robots *r);
  */
 bool robots_allowed(const struct robots *r, const char *path_and_query, size_t len);
 
-/* Crawl-delay of the applicable group(s) in seconds (the largest if merged
- * groups give several), or a negative value if none. The caller caps it. */
+/* Crawl-delay values above this (a year), infinite and overflowing ones
+ * included, read as this: far above any cap, and small enough that the
+ * delay in microseconds fits a 64-bit integer (the caller's conversion can
+ * not overflow). */
+#define ROBOTS_CRAWL_DELAY_MAX_S (365.0 * 24 * 3600)
+
+/* Crawl-delay of the applicable group(s) in seconds, at most
+ * ROBOTS_CRAWL_DELAY_MAX_S (the largest if merged groups give several), or a
+ * negative value if none. The caller caps it. */
 double robots_crawl_delay(const struct robots *r);
 
 /* Sitemap URLs of the whole file, in file order (borrowed strings, valid
@@ -120,17 +126,17 @@ struct robots *robots_decode(const char *data, size_t len);
 /* ---- Fetch semantics (RFC 9309 2.3.1) as a pure function ---- */
 
 enum robots_source {
-    ROBOTS_SRC_PARSED = 0,      /* 2xx: the body's rules apply */
-    ROBOTS_SRC_UNAVAILABLE = 1, /* 4xx (but 429), or a 3xx left after
+	ROBOTS_SRC_PARSED = 0,      /* 2xx: the body's rules apply */
+	ROBOTS_SRC_UNAVAILABLE = 1, /* 4xx (but 429), or a 3xx left after
                                    ROBOTS_MAX_REDIRECTS: allow all */
-    ROBOTS_SRC_UNREACHABLE = 2  /* 5xx, 429, other status, network error
+	ROBOTS_SRC_UNREACHABLE = 2  /* 5xx, 429, other status, network error
                                    (status < 0): disallow all, retry later */
 };
 
 struct robots_policy {
-    struct robots *robots;     /* owned by the caller: robots_destroy() */
-    enum robots_source source;
-    int64_t expires_ms;        /* now_ms + ROBOTS_TTL_MS or ROBOTS_RETRY_MS */
+	struct robots *robots; /* owned by the caller: robots_destroy() */
+	enum robots_source source;
+	int64_t expires_ms; /* now_ms + ROBOTS_TTL_MS or ROBOTS_RETRY_MS */
 };
 
 /*
@@ -141,9 +147,8 @@ struct robots_policy {
  * caller's clock (any epoch, milliseconds). On success out->robots is a new
  * object; on error (ROBOTS_ENOMEM) out->robots is NULL.
  */
-int robots_policy_from_fetch(int status, const char *body, size_t len,
-                             const char *user_agent, int64_t now_ms,
-                             struct robots_policy *out);
+int robots_policy_from_fetch(int status, const char *body, size_t len, const char *user_agent,
+                             int64_t now_ms, struct robots_policy *out);
 
 /* ---- Helpers (exposed for the tool and the conformance tests) ---- */
 
@@ -162,7 +167,6 @@ int robots_path_from_url(const char *url, size_t len, char *out, size_t cap);
  * octets >= 0x80 encoded as %XX. Rules and paths both go through it.
  * Returns ROBOTS_OK or ROBOTS_ETOOLONG (out needs at most 3 * len + 1).
  */
-int robots_path_normalize(const char *in, size_t len, char *out, size_t cap,
-                          size_t *out_len);
+int robots_path_normalize(const char *in, size_t len, char *out, size_t cap, size_t *out_len);
 
 #endif

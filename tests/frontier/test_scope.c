@@ -1,12 +1,14 @@
 /*
  * Check suite for frontier/scope.h: each rule accepts what it should, rejects
- * what it should with the right reason, and counts it.
+ * what it should with the right reason, and counts it; hosts no resolver can
+ * look up and port 0 are refused as "invalid-host" and "bad-port".
  */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "frontier/scope.h"
+#include "frontier/url.h"
 
 static enum scope_verdict chk(struct scope *s, const char *url, uint32_t depth)
 {
@@ -96,7 +98,8 @@ START_TEST(traps)
 	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_OK);
 	ck_assert_int_eq(chk(s, "http://a.test/a/b/a/c", 0), SCOPE_OK);
 	ck_assert_int_eq(chk(s, "http://a.test/a/a/a", 0), SCOPE_REPEATED_SEGMENT);
-	ck_assert_int_eq(chk(s, "http://a.test/cal/2020/x/2020/y/2020/", 0), SCOPE_REPEATED_SEGMENT);
+	ck_assert_int_eq(chk(s, "http://a.test/cal/2020/x/2020/y/2020/", 0),
+	                 SCOPE_REPEATED_SEGMENT);
 	/* repeats in the query do not count; empty segments do not count */
 	ck_assert_int_eq(chk(s, "http://a.test/a/b?x=/a/a/a", 0), SCOPE_OK);
 	ck_assert_int_eq(chk(s, "http://a.test/a///b//", 0), SCOPE_OK);
@@ -117,6 +120,107 @@ START_TEST(traps)
 	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_OK);
 	ck_assert_int_eq(chk(s, "http://a.test/a/a/a/a", 0), SCOPE_OK);
 	scope_destroy(s);
+}
+END_TEST
+
+/* A URL whose host can never resolve, or whose port is 0, is refused once
+ * here and counted, instead of being queued and retried for ever. */
+START_TEST(invalid_hosts_and_ports)
+{
+	static const struct {
+		const char *url;
+		enum scope_verdict v;
+	} cases[] = {
+		{ "http://a..b/", SCOPE_INVALID_HOST },
+		{ "http://.a.test/", SCOPE_INVALID_HOST },
+		{ "http://a.test../", SCOPE_INVALID_HOST },
+		{ "http://a!b.test/", SCOPE_INVALID_HOST },
+		{ "http://a*b.test/", SCOPE_INVALID_HOST },
+		{ "http://a%20b.test/", SCOPE_INVALID_HOST },
+		{ "http://a.test./", SCOPE_OK },
+		{ "http://a_b.test/", SCOPE_OK },
+		{ "http://-a-.test/", SCOPE_OK },
+		{ "http://10.0.0.1/", SCOPE_OK },
+		{ "http://[::1]/", SCOPE_OK },
+		{ "http://h.test:0/", SCOPE_BAD_PORT },
+		{ "http://h.test:00/", SCOPE_BAD_PORT },
+		{ "http://[::1]:0/", SCOPE_BAD_PORT },
+		{ "http://u:p@h.test:0/", SCOPE_BAD_PORT },
+		{ "http://h.test:65536/", SCOPE_BAD_PORT },
+		{ "http://h.test:8x/", SCOPE_BAD_PORT },
+		{ "http://h.test:1/", SCOPE_OK },
+		{ "http://h.test:65535/", SCOPE_OK },
+		{ "http://h.test:/", SCOPE_OK },
+		{ "http://u:0@h.test/", SCOPE_OK }, /* a password, not a port */
+	};
+	char label[64], url[600];
+	struct scope_config c;
+	struct scope *s = NULL;
+	size_t n;
+
+	scope_config_default(&c);
+	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_OK);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		ck_assert_msg(chk(s, cases[i].url, 0) == cases[i].v, "%s", cases[i].url);
+	ck_assert_uint_eq(scope_count(s, SCOPE_INVALID_HOST), 6);
+	ck_assert_uint_eq(scope_count(s, SCOPE_BAD_PORT), 6);
+
+	/* labels of 63 octets pass, 64 fail */
+	memset(label, 'a', 63);
+	label[63] = '\0';
+	snprintf(url, sizeof url, "http://%s.test/", label);
+	ck_assert_int_eq(chk(s, url, 0), SCOPE_OK);
+	snprintf(url, sizeof url, "http://%sa.test/", label);
+	ck_assert_int_eq(chk(s, url, 0), SCOPE_INVALID_HOST);
+	/* names of 253 octets pass (254 with the root's dot), 254 fail */
+	n = (size_t)snprintf(url, sizeof url, "http://");
+	for (int i = 0; i < 3; i++)
+		n += (size_t)snprintf(url + n, sizeof url - n, "%s.", label);
+	n += (size_t)snprintf(url + n, sizeof url - n, "%.61s", label); /* 3 * 64 + 61 = 253 */
+	snprintf(url + n, sizeof url - n, "/");
+	ck_assert_int_eq(chk(s, url, 0), SCOPE_OK);
+	snprintf(url + n, sizeof url - n, "./");
+	ck_assert_int_eq(chk(s, url, 0), SCOPE_OK);
+	snprintf(url + n, sizeof url - n, "b/");
+	ck_assert_int_eq(chk(s, url, 0), SCOPE_INVALID_HOST);
+	ck_assert_uint_eq(scope_count(s, SCOPE_INVALID_HOST), 8);
+	ck_assert_str_eq(scope_verdict_name(SCOPE_INVALID_HOST), "invalid-host");
+	ck_assert_str_eq(scope_verdict_name(SCOPE_BAD_PORT), "bad-port");
+	scope_destroy(s);
+}
+END_TEST
+
+/* The same refusals for crawl keys made by the URL parser, which keeps
+ * port 0 and such hosts as the URL Standard says. */
+START_TEST(crawl_keys_refused)
+{
+	static const struct {
+		const char *ref;
+		enum scope_verdict v;
+	} cases[] = {
+		{ "http://example.com:0/", SCOPE_BAD_PORT },
+		{ "https://example.com:000/x", SCOPE_BAD_PORT },
+		{ "http://a..example.com/", SCOPE_INVALID_HOST },
+		{ "http://a$b.example.com/", SCOPE_INVALID_HOST },
+		{ "http://ex%C2%ADample.com/", SCOPE_OK },
+	};
+	struct url *u = url_create(NULL);
+	struct scope_config c;
+	struct scope *s = NULL;
+	char key[256];
+	size_t klen;
+
+	ck_assert_ptr_nonnull(u);
+	scope_config_default(&c);
+	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_OK);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *r = cases[i].ref;
+		ck_assert_int_eq(url_normalize(u, NULL, r, strlen(r), key, sizeof key, &klen),
+		                 URL_OK);
+		ck_assert_msg(scope_check(s, key, klen, 0) == cases[i].v, "%s -> %s", r, key);
+	}
+	scope_destroy(s);
+	url_destroy(u);
 }
 END_TEST
 
@@ -148,6 +252,8 @@ int main(void)
 	tcase_add_test(tc, no_restriction);
 	tcase_add_test(tc, limits);
 	tcase_add_test(tc, traps);
+	tcase_add_test(tc, invalid_hosts_and_ports);
+	tcase_add_test(tc, crawl_keys_refused);
 	tcase_add_test(tc, bad_config);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

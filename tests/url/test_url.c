@@ -112,6 +112,56 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* A-labels that are no valid Punycode, or decode to what UTS #46 never
+ * produces (controls, characters it maps to nothing such as U+00AD, plain
+ * ASCII), are refused: they would go to DNS as names no user sees. */
+START_TEST(test_idna_alabels)
+{
+	static const char *const refused[] = {
+		"http://xn--a.com/",         /* U+0080, a C1 control */
+		"http://xn--abc.com/",       /* U+0080..U+0082 */
+		"http://xn--ab-5da.com/",    /* "a" U+00AD "b": a soft hyphen */
+		"http://XN--AB-5DA.com/",    /* the same, upper case */
+		"http://xn--b-vca9u.com/",   /* U+00FC "b" U+00AD */
+		"http://xn--ab-g1t.com/",    /* "a" U+200B "b": zero-width space */
+		"http://xn--ab-372n.com/",   /* "a" U+FE0F "b": variation selector */
+		"http://xn--ab-.com/",       /* decodes to plain "ab" */
+		"http://a.xn--zz!.com/",     /* not Punycode */
+		"http://a.xn--99999999999/", /* Punycode overflow */
+		"http://m\xc3\xbcnchen.xn--ab-5da.de/",
+	};
+	static const char *const kept[][2] = {
+		{ "http://xn--n3h.com/", "http://xn--n3h.com/" }, /* U+2603: UTS #46 valid */
+		{ "http://xn--bcher-kva.de/", "http://xn--bcher-kva.de/" },
+		{ "http://XN--ls8h.la/", "http://xn--ls8h.la/" },
+		{ "http://xn--zca.com/", "http://xn--zca.com/" },
+		{ "http://xn--.com/", "http://xn--.com/" },
+		{ "http://a.b.c.xn--pokxncvks/", "http://a.b.c.xn--pokxncvks/" },
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+		ck_assert_msg(err_of(refused[i]) == URL_ERR_IDNA, "%s", refused[i]);
+	for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+		ck_assert_str_eq(key_of(NULL, kept[i][0], 0), kept[i][1]);
+}
+END_TEST
+
+/* Code points UTS #46 maps to nothing vanish from the ASCII host. */
+START_TEST(test_idna_ignored)
+{
+	static const char *const ignored[] = { "\xc2\xad",     "%C2%AD",       "\xcd\x8f",
+		                               "\xe1\xa0\x8b", "\xe2\x80\x8b", "\xe2\x81\xa0",
+		                               "\xef\xb8\x8f", "\xef\xbb\xbf", "\xf3\xa0\x84\x80" };
+	char url[64];
+	for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++) {
+		snprintf(url, sizeof url, "http://exa%smple.com/", ignored[i]);
+		ck_assert_str_eq(key_of(NULL, url, 0), "http://example.com/");
+		snprintf(url, sizeof url, "http://m\xc3\xbcn%schen.de/", ignored[i]);
+		ck_assert_str_eq(key_of(NULL, url, 0), "http://xn--mnchen-3ya.de/");
+	}
+	ck_assert_int_eq(err_of("http://\xc2\xad/"), URL_ERR_IDNA);
+}
+END_TEST
+
 START_TEST(test_length_limit)
 {
 	char *in = malloc(4096);
@@ -345,6 +395,23 @@ START_TEST(test_key_split)
 }
 END_TEST
 
+/* Host names a resolver can look up; the length limits are in test_scope. */
+START_TEST(test_host_is_dns_name)
+{
+	static const char *const good[] = { "example.com", "EXAMPLE.com.", "a",  "xn--bcher-kva.de",
+		                            "a_b-c.d",     "1.2.3.4",      "-a-" };
+	static const char *const bad[] = { "",      ".",    "..",         "a..b", ".a",
+		                           "a.b..", "a b",  "a!b",        "a*b",  "a/b",
+		                           "[::1]", "a%41", "\xc3\xbc.de" };
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+		ck_assert_msg(url_host_is_dns_name(good[i], strlen(good[i])), "%s", good[i]);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		ck_assert_msg(!url_host_is_dns_name(bad[i], strlen(bad[i])), "%s", bad[i]);
+	ck_assert(!url_host_is_dns_name(NULL, 0));
+	ck_assert(url_host_is_dns_name("ab.c", 2)); /* only len bytes count */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("url");
@@ -359,6 +426,9 @@ int main(void)
 	tcase_add_test(tc, test_accessors);
 	tcase_add_test(tc, test_idempotent);
 	tcase_add_test(tc, test_key_split);
+	tcase_add_test(tc, test_host_is_dns_name);
+	tcase_add_test(tc, test_idna_alabels);
+	tcase_add_test(tc, test_idna_ignored);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
