@@ -14,6 +14,7 @@
 #include "frontier/clock.h"
 #include "frontier/recfile.h"
 #include "frontier/url.h"
+#include "politeness/delay_policy.h"
 #include "politeness/robots.h"
 
 #define HOST_BLOCK_BITS 12
@@ -584,7 +585,7 @@ static void count_result(struct visit *v, struct host_state *hs, const struct fe
 	if (res->status == 429 || (res->status == 503 && res->retry_after_s >= 0)) {
 		hs->outcome = VISIT_RETRY_LATER;
 		uint64_t ra = res->retry_after_s >= 0 ? (uint64_t)res->retry_after_s : 60u;
-		hs->retry_after_us = monotonic_us() + ra * 1000000u;
+		hs->retry_after_us = delay_policy_after_seconds(monotonic_us(), ra);
 	} else if (res->status >= 500) {
 		hs->outcome = VISIT_ERROR;
 	}
