@@ -9,8 +9,11 @@
  *    itself while its lease key still exists, and the other agent sees it
  *    dead within three lease periods; an agent destroyed without leaving
  *    is seen dead likewise;
+ *  - cluster-status lists both agents alive and sums their counters;
  *  - a third agent with another --assign method is refused and never
  *    joins the view;
+ *  - per-IP lease: granted to A, refused to B with the time left, granted
+ *    to B once that time has passed;
  *  - exchange: URLs sent from A to B arrive in order, in batches, each
  *    once, with their via and depth; once acked nothing is pending and
  *    nothing comes again;
@@ -39,6 +42,7 @@
 #include <hiredis/hiredis.h>
 
 #include "crawler/cluster.h"
+#include "crawler/tools.h"
 #include "frontier/clock.h"
 
 #define LEASE_MS 300
@@ -342,6 +346,29 @@ static bool a_sees_one(void *arg)
 	return cluster_view_size(p->a->c) == 1;
 }
 
+/* `crawler cluster-status` on the test's crawl, its output into out. */
+static void run_status(int port, char *out, size_t size)
+{
+	char url[64], path[] = "/tmp/test_cluster_status.XXXXXX";
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d/t", port);
+	int fd = mkstemp(path), saved = dup(1);
+	ck_assert(fd >= 0 && saved >= 0);
+	fflush(stdout);
+	dup2(fd, 1);
+	char *argv[] = { "cluster-status", url, NULL };
+	int rc = cluster_status_tool_main(2, argv);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	ssize_t n = pread(fd, out, size - 1, 0);
+	close(fd);
+	unlink(path);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_gt(n, 0);
+	out[n] = '\0';
+	printf("%s", out);
+}
+
 START_TEST(test_membership)
 {
 	struct redis r;
@@ -355,6 +382,19 @@ START_TEST(test_membership)
 	const char *o = cluster_owner(a.c, "www.example.com", 15);
 	ck_assert_str_eq(o, cluster_owner(b.c, "www.example.com", 15));
 	ck_assert(a.views >= 1 && b.views >= 1);
+	cluster_publish_stats(a.c, 10, 12, 1000);
+	cluster_publish_stats(b.c, 5, 6, 500);
+	cluster_send(a.c, "b", "http://x.example/", "", 1);
+	cluster_flush(a.c);
+	run_until(never, NULL, 100);
+	char status[4096];
+	run_status(r.port, status, sizeof status);
+	ck_assert_msg(strstr(status, "assign consistent, 2 agents") != NULL, "%s", status);
+	ck_assert_msg(strstr(status, "\na ") && strstr(status, "\nb "), "%s", status);
+	ck_assert_msg(strstr(status, "alive") != NULL, "%s", status);
+	/* pages, requests and bytes summed; B's inbox holds the entry sent */
+	ck_assert_msg(strstr(status, " 15 ") && strstr(status, " 18 ") && strstr(status, " 1500 "),
+	              "%s", status);
 	agent_free(&a);
 	agent_free(&b);
 	loop_finish();
@@ -430,6 +470,56 @@ START_TEST(test_method_refused)
 	ck_assert(!cluster_is_live(c.c));
 	agent_free(&a);
 	agent_free(&c);
+	loop_finish();
+	redis_stop(&r);
+}
+END_TEST
+
+struct ip_result {
+	int n;
+	bool granted;
+	long wait_ms;
+};
+
+static void ip_done(void *arg, bool granted, long wait_ms)
+{
+	struct ip_result *res = arg;
+	res->n++;
+	res->granted = granted;
+	res->wait_ms = wait_ms;
+}
+
+static bool ip_answered(void *arg)
+{
+	return ((struct ip_result *)arg)->n > 0;
+}
+
+/* One holder of an IP's lease at a time, across agents, for the delay. */
+START_TEST(test_ip_lease)
+{
+	struct redis r;
+	struct agent a = { 0 }, b = { 0 };
+	redis_start(&r);
+	agent_start(&a, r.port, "a", ASSIGN_CONSISTENT, LEASE_MS, 0);
+	agent_start(&b, r.port, "b", ASSIGN_CONSISTENT, LEASE_MS, 0);
+	struct pair p = { &a, &b, 0 };
+	ck_assert(run_until(both_see_two, &p, 3000));
+	struct ip_result ra = { 0 }, rb = { 0 }, rb2 = { 0 };
+	ck_assert_int_eq(cluster_ip_lease(a.c, "192.0.2.7", 400, ip_done, &ra), CLUSTER_OK);
+	ck_assert(run_until(ip_answered, &ra, 2000));
+	ck_assert(ra.granted);
+	ck_assert_int_eq(cluster_ip_lease(b.c, "192.0.2.7", 400, ip_done, &rb), CLUSTER_OK);
+	ck_assert(run_until(ip_answered, &rb, 2000));
+	ck_assert(!rb.granted);
+	ck_assert_msg(rb.wait_ms > 0 && rb.wait_ms <= 400, "wait %ld ms", rb.wait_ms);
+	run_until(never, NULL, (unsigned)rb.wait_ms + 20);
+	ck_assert_int_eq(cluster_ip_lease(b.c, "192.0.2.7", 400, ip_done, &rb2), CLUSTER_OK);
+	ck_assert(run_until(ip_answered, &rb2, 2000));
+	ck_assert(rb2.granted);
+	ck_assert_int_eq(ra.n + rb.n + rb2.n, 3);
+	ck_assert_int_eq(cluster_ip_lease(a.c, "", 400, ip_done, &ra), CLUSTER_EINVAL);
+	agent_free(&a);
+	agent_free(&b);
 	loop_finish();
 	redis_stop(&r);
 }
@@ -639,6 +729,7 @@ int main(void)
 	tcase_add_test(tc, test_membership);
 	tcase_add_test(tc, test_death_and_fencing);
 	tcase_add_test(tc, test_method_refused);
+	tcase_add_test(tc, test_ip_lease);
 	tcase_add_test(tc, test_exchange_order);
 	tcase_add_test(tc, test_dead_inbox);
 	tcase_add_test(tc, test_redis_restart);
