@@ -352,6 +352,30 @@ static bool a_sees_one(void *arg)
 	return cluster_view_size(p->a->c) == 1;
 }
 
+/* A redis-server and agents a and b on it (lease lease_ms; B reads at
+ * most b_unacked URLs ahead of its acks, 0 for the default), both live
+ * and seeing each other. */
+static void two_agents_start(struct redis *r, struct agent *a, struct agent *b, unsigned lease_ms,
+                             size_t b_unacked)
+{
+	redis_start(r);
+	agent_start(a, r->port, "a", ASSIGN_CONSISTENT, lease_ms, 0);
+	agent_start(b, r->port, "b", ASSIGN_CONSISTENT, lease_ms, b_unacked);
+	struct pair p = { a, b, 0 };
+	ck_assert_msg(run_until(both_see_two, &p, 3000), "agents did not see each other");
+}
+
+/* Destroys the agents still there, checks the loop closes, stops Redis. */
+static void two_agents_stop(struct redis *r, struct agent *a, struct agent *b)
+{
+	if (a != NULL)
+		agent_free(a);
+	if (b != NULL)
+		agent_free(b);
+	loop_finish();
+	redis_stop(r);
+}
+
 /* `crawler cluster-status` on the test's crawl, its output into out. */
 static void run_status(int port, char *out, size_t size)
 {
@@ -379,11 +403,7 @@ START_TEST(test_membership)
 {
 	struct redis r;
 	struct agent a = { 0 }, b = { 0 };
-	redis_start(&r);
-	agent_start(&a, r.port, "a", ASSIGN_CONSISTENT, LEASE_MS, 0);
-	agent_start(&b, r.port, "b", ASSIGN_CONSISTENT, LEASE_MS, 0);
-	struct pair p = { &a, &b, 0 };
-	ck_assert_msg(run_until(both_see_two, &p, 3000), "agents did not see each other");
+	two_agents_start(&r, &a, &b, LEASE_MS, 0);
 	ck_assert(cluster_incarnation(a.c) != cluster_incarnation(b.c));
 	const char *o = cluster_owner(a.c, "www.example.com", 15);
 	ck_assert_str_eq(o, cluster_owner(b.c, "www.example.com", 15));
@@ -401,10 +421,7 @@ START_TEST(test_membership)
 	/* pages, requests and bytes summed; B's inbox holds the entry sent */
 	ck_assert_msg(strstr(status, " 15 ") && strstr(status, " 18 ") && strstr(status, " 1500 "),
 	              "%s", status);
-	agent_free(&a);
-	agent_free(&b);
-	loop_finish();
-	redis_stop(&r);
+	two_agents_stop(&r, &a, &b);
 }
 END_TEST
 
@@ -505,11 +522,7 @@ START_TEST(test_ip_lease)
 {
 	struct redis r;
 	struct agent a = { 0 }, b = { 0 };
-	redis_start(&r);
-	agent_start(&a, r.port, "a", ASSIGN_CONSISTENT, LEASE_MS, 0);
-	agent_start(&b, r.port, "b", ASSIGN_CONSISTENT, LEASE_MS, 0);
-	struct pair p = { &a, &b, 0 };
-	ck_assert(run_until(both_see_two, &p, 3000));
+	two_agents_start(&r, &a, &b, LEASE_MS, 0);
 	struct ip_result ra = { 0 }, rb = { 0 }, rb2 = { 0 };
 	ck_assert_int_eq(cluster_ip_lease(a.c, "192.0.2.7", 400, ip_done, &ra), CLUSTER_OK);
 	ck_assert(run_until(ip_answered, &ra, 2000));
@@ -524,10 +537,7 @@ START_TEST(test_ip_lease)
 	ck_assert(rb2.granted);
 	ck_assert_int_eq(ra.n + rb.n + rb2.n, 3);
 	ck_assert_int_eq(cluster_ip_lease(a.c, "", 400, ip_done, &ra), CLUSTER_EINVAL);
-	agent_free(&a);
-	agent_free(&b);
-	loop_finish();
-	redis_stop(&r);
+	two_agents_stop(&r, &a, &b);
 }
 END_TEST
 
@@ -561,11 +571,8 @@ START_TEST(test_exchange_order)
 	enum { N = 3000 };
 	struct redis r;
 	struct agent a = { 0 }, b = { .ack_each = true };
-	redis_start(&r);
-	agent_start(&a, r.port, "a", ASSIGN_CONSISTENT, LEASE_MS, 0);
-	agent_start(&b, r.port, "b", ASSIGN_CONSISTENT, LEASE_MS, 0);
+	two_agents_start(&r, &a, &b, LEASE_MS, 0);
 	struct pair p = { &a, &b, N };
-	ck_assert(run_until(both_see_two, &p, 3000));
 	ck_assert_uint_eq(send_range(&a, 0, N), N);
 	ck_assert_msg(run_until(got_n, &p, 5000), "B got %zu of %d", b.ngot, N);
 	run_until(never, NULL, 2 * LEASE_MS); /* anything more would come now */
@@ -579,10 +586,7 @@ START_TEST(test_exchange_order)
 	ck_assert_msg(b.batches <= N / CLUSTER_BATCH_URLS + 2, "%zu batches", b.batches);
 	ck_assert_int_eq(redis_int(r.port, "XPENDING t:inbox:%s g", "b"), 0);
 	ck_assert_uint_eq(cluster_unacked(b.c), 0);
-	agent_free(&a);
-	agent_free(&b);
-	loop_finish();
-	redis_stop(&r);
+	two_agents_stop(&r, &a, &b);
 }
 END_TEST
 
@@ -608,11 +612,8 @@ START_TEST(test_dead_inbox)
 	enum { N = 2000 };
 	struct redis r;
 	struct agent a = { .ack_each = true }, b = { 0 };
-	redis_start(&r);
-	agent_start(&a, r.port, "a", ASSIGN_CONSISTENT, LEASE_MS, 0);
-	agent_start(&b, r.port, "b", ASSIGN_CONSISTENT, LEASE_MS, 300);
+	two_agents_start(&r, &a, &b, LEASE_MS, 300);
 	struct pair p = { &a, &b, N };
-	ck_assert(run_until(both_see_two, &p, 3000));
 	ck_assert_uint_eq(send_range(&a, 0, N), N);
 	ck_assert_msg(run_until(b_stalled, &p, 3000), "B read %zu", b.ngot);
 	ck_assert_uint_lt(b.ngot, N); /* part read and not acked, part unread */
@@ -624,9 +625,7 @@ START_TEST(test_dead_inbox)
 	for (size_t i = 1; i < a.ngot; i++)
 		ck_assert_str_ne(a.got[i - 1], a.got[i]);
 	ck_assert_int_eq(redis_int(r.port, "XPENDING t:inbox:%s g", "b"), 0);
-	agent_free(&a);
-	loop_finish();
-	redis_stop(&r);
+	two_agents_stop(&r, &a, NULL);
 }
 END_TEST
 
@@ -668,11 +667,8 @@ START_TEST(test_redis_restart)
 	struct redis r;
 	static struct agent a, b;
 	b.ack_each = true;
-	redis_start(&r);
-	agent_start(&a, r.port, "a", ASSIGN_CONSISTENT, 1000, 0);
-	agent_start(&b, r.port, "b", ASSIGN_CONSISTENT, 1000, 0);
+	two_agents_start(&r, &a, &b, 1000, 0);
 	struct restart s = { .p = { &a, &b, N }, .r = &r };
-	ck_assert(run_until(both_see_two, &s.p, 3000));
 	uv_timer_t feed;
 	uv_timer_init(&loop, &feed);
 	feed.data = &s;
@@ -688,10 +684,7 @@ START_TEST(test_redis_restart)
 	printf("redis restart: %zu URLs received, %zu distinct of %d; fenced: a %d, b %d\n", b.ngot,
 	       distinct, N, a.fenced, b.fenced);
 	ck_assert_uint_eq(distinct, N);
-	agent_free(&a);
-	agent_free(&b);
-	loop_finish();
-	redis_stop(&r);
+	two_agents_stop(&r, &a, &b);
 }
 END_TEST
 
@@ -700,12 +693,9 @@ START_TEST(test_cost)
 	enum { N = 100000 };
 	struct redis r;
 	struct agent a = { 0 }, b = { .ack_each = true };
-	redis_start(&r);
 	/* A long lease: this test measures, fencing is tested above. */
-	agent_start(&a, r.port, "a", ASSIGN_CONSISTENT, 5000, 0);
-	agent_start(&b, r.port, "b", ASSIGN_CONSISTENT, 5000, 0);
+	two_agents_start(&r, &a, &b, 5000, 0);
 	struct pair p = { &a, &b, N };
-	ck_assert(run_until(both_see_two, &p, 3000));
 	double redis0 = redis_cpu_ms(r.port), self0 = self_cpu_ms();
 	uint64_t t0 = monotonic_ms();
 	size_t sent = 0;
