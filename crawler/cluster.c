@@ -530,6 +530,8 @@ static void on_ip_set(redisAsyncContext *ac, void *reply, void *priv)
 	struct ip_lease *l = priv;
 	(void)ac;
 	l->granted = reply_is_str(reply, "OK");
+	if (l->done == NULL)
+		free(l); /* the PTTL could not be queued: nobody is told */
 }
 
 static void on_ip_pttl(redisAsyncContext *ac, void *reply, void *priv)
@@ -564,6 +566,9 @@ int cluster_ip_lease(struct cluster *c, const char *addr, unsigned delay_ms,
 		free(l);
 		return CLUSTER_EDOWN;
 	}
-	redisAsyncCommand(ac, on_ip_pttl, l, "PTTL %s:ip:%s", c->prefix, addr);
+	if (redisAsyncCommand(ac, on_ip_pttl, l, "PTTL %s:ip:%s", c->prefix, addr) != REDIS_OK) {
+		l->done = NULL;
+		return CLUSTER_EDOWN;
+	}
 	return CLUSTER_OK;
 }
