@@ -57,6 +57,15 @@
  * entry is moved exactly once. When D rejoins it first XAUTOCLAIMs its own
  * pending entries (min idle 0) from its earlier incarnations.
  *
+ * Delivery is at least once: a URL comes twice when an XADD's reply or
+ * an XACK is lost with the connection (the batch is sent again; entries
+ * handed out are claimed again on reconnecting), or when a dead agent
+ * rejoins while its heir drains its inbox; the receiver's sieve drops the
+ * copies. Nothing is lost as long as Redis keeps what it acknowledged:
+ * run it with appendonly yes and appendfsync always (with everysec Redis
+ * may postpone the AOF write of acknowledged entries while an fsync is
+ * slow, and a crash of Redis then loses them).
+ *
  * Per-IP politeness. cluster_ip_lease() does SET P:ip:ADDR NAME PX delay
  * NX: granted, the caller may send one request to ADDR now; refused, it
  * learns how long the holder's lease has left.
