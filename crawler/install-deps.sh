@@ -11,6 +11,7 @@ packages=(
   check libsubunit-dev libidn2-dev libpsl-dev libinih-dev zlib1g-dev
   libbrotli-dev librocksdb-dev libdeflate-dev
   python3 time wget curl wrk nginx-light
+  redis-server libhiredis-dev
 )
 
 missing=()

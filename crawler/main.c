@@ -21,6 +21,7 @@ static const struct subcommand subcommands[] = {
     {"sitemaps", sitemap_tool_main, "list the entries of a sitemap (XML or gzip) read on stdin"},
     {"assign", assign_tool_main, "assign hosts read on stdin to the agents of a distributed crawl"},
     {"audit", audit_tool_main, "audit the politeness of a finished crawl from its output folder"},
+    {"cluster-status", cluster_status_tool_main, "print the agents, counters and streams of a distributed crawl"},
 };
 
 static void usage(FILE *out)

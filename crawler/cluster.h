@@ -1,0 +1,213 @@
+/*
+ * cluster.h: the Redis coordination layer of a distributed crawl: which
+ * agents are alive, and the URLs they hand each other.
+ *
+ * A crawl is named by a key prefix P in one Redis server; its agents share
+ * nothing else. Keys (NAME an agent's name, INC an incarnation number):
+ *   P:config        string, the assignment method ("consistent"), SET NX by
+ *                   the first agent; an agent with another method is refused
+ *   P:incarnation   counter; INCR gives each (re)join a new incarnation
+ *   P:members       hash NAME -> INC of its latest incarnation (never
+ *                   shrinks: a dead agent stays, for cluster-status)
+ *   P:lease:NAME    string INC with a PX TTL of the lease period, renewed
+ *                   every period / 3 with SET XX GET (a renewal that finds
+ *                   no key, or another incarnation's, fails); an agent is
+ *                   alive exactly while its lease key exists
+ *   P:inbox:NAME    stream of URL batches for NAME; consumer group "g",
+ *                   consumer INC; an entry has one field "u" holding lines
+ *                   "URL \t VIA \t DEPTH \n"
+ *   P:stats:NAME    hash pages, requests, bytes, incarnation, lease_ms
+ *   P:ip:ADDR       string NAME with a PX TTL: the per-IP politeness lease
+ *
+ * Membership. The view is the set of agents whose lease key exists; it is
+ * read every period / 3 (HGETALL members, then MGET of their leases) and
+ * kept as an assign_view (crawler/assign.h) of the crawl's method:
+ * cluster_owner() answers from it. on_view runs when the set changes.
+ *
+ * Fencing. An agent counts its lease from the moment it SENT its last
+ * successful renewal (the key's TTL started no earlier), on its own
+ * monotonic clock, and fences itself (on_fenced; no more deliveries) once
+ * TTL - TTL / 4 have passed without one: before Redis can expire the key,
+ * hence before anyone else can see it dead and take its hosts. A fenced
+ * agent rejoins as a new incarnation as soon as its old key is gone.
+ * Clock rates must agree within 25% over one TTL, which they do.
+ *
+ * URL exchange. cluster_send() appends a URL to the batch of its owner;
+ * a batch is XADDed when it holds CLUSTER_BATCH_URLS URLs or
+ * flush_delay_ms after its first URL. A batch stays in memory until Redis
+ * answers its XADD; when the connection fails it is sent again, in order,
+ * after reconnecting (so a Redis restart loses nothing once its AOF holds
+ * the entry). An agent reads its inbox with XREADGROUP (polled: at once
+ * after a non-empty read, every poll_ms otherwise), hands each entry to
+ * on_urls and remembers its ID; cluster_ack() XACKs every entry handed
+ * out so far. Bound on re-delivery: the entries handed out since the last
+ * cluster_ack() (at most max_unacked URLs: reads stop there) come again,
+ * to this agent's next incarnation or to its heir, if it dies or fences
+ * itself before acking. Order: per (sender, receiver) entries arrive in
+ * sending order, except across a re-delivery.
+ *
+ * A dead agent's inbox. The heir of a dead agent D is
+ * assign_view_owner(view, D's name) among the live agents (every agent
+ * computes the same). While D is dead, its heir drains P:inbox:D each view
+ * poll: XAUTOCLAIM entries idle for over one lease period (those D read
+ * but never acked: D fenced itself before its lease lapsed, so it no
+ * longer handles them), then XREADGROUP the unread ones, and re-routes
+ * each URL to its owner in the current view (the heir itself included) in
+ * one MULTI { XADD to each owner's inbox; XACK on D's inbox } EXEC, so an
+ * entry is moved exactly once. When D rejoins it first XAUTOCLAIMs its own
+ * pending entries (min idle 0) from its earlier incarnations.
+ *
+ * Delivery is at least once: a URL comes twice when an XADD's reply or
+ * an XACK is lost with the connection (the batch is sent again; entries
+ * handed out are claimed again on reconnecting), or when a dead agent
+ * rejoins while its heir drains its inbox; the receiver's sieve drops the
+ * copies. Nothing is lost as long as Redis keeps what it acknowledged:
+ * run it with appendonly yes and appendfsync always (with everysec Redis
+ * may postpone the AOF write of acknowledged entries while an fsync is
+ * slow, and a crash of Redis then loses them).
+ *
+ * Per-IP politeness. cluster_ip_lease() does SET P:ip:ADDR NAME PX delay
+ * NX: granted, the caller may send one request to ADDR now; refused, it
+ * learns how long the holder's lease has left.
+ *
+ * Threads: everything runs on the loop given to cluster_create(), from its
+ * thread only, and never blocks: every Redis call is asynchronous (hiredis
+ * with its libuv adapter, one connection). Redis unreachable: commands
+ * wait in memory and the connection is retried every CLUSTER_RETRY_MS;
+ * nothing is dropped, and the lease runs out only if the outage outlasts
+ * the fencing deadline.
+ *
+ * Memory: the unsent batches (capped by max_unsent URLs: cluster_send()
+ * answers CLUSTER_FULL beyond), the IDs handed out and not acked, and one
+ * reply being parsed.
+ */
+#ifndef CRAWLER_CLUSTER_H
+#define CRAWLER_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "crawler/assign.h"
+
+/* URLs per XADDed batch. */
+#define CLUSTER_BATCH_URLS 256
+/* Delay between two attempts to connect to Redis. */
+#define CLUSTER_RETRY_MS 100
+/* Longest crawl prefix, in bytes. */
+#define CLUSTER_PREFIX_MAX 200
+
+enum cluster_err {
+	CLUSTER_OK = 0,      /* success */
+	CLUSTER_ENOMEM = 1,  /* allocation failed */
+	CLUSTER_EINVAL = 2,  /* bad argument: URL, name, prefix, period, or a URL
+	                      * holding a tab or a newline */
+	CLUSTER_ECONFIG = 3, /* the crawl exists with another assignment method */
+	CLUSTER_EREDIS = 4,  /* Redis answered with an error */
+	CLUSTER_FULL = 5,    /* not an error: max_unsent URLs are waiting to
+	                      * be sent; retry after the exchange drains */
+	CLUSTER_EDOWN = 6,   /* not an error: not connected to Redis now */
+	CLUSTER_EUV = 7,     /* a libuv call failed */
+};
+
+/* Static description of a cluster_err value. */
+const char *cluster_strerror(int err);
+
+/* A URL received from another agent; the strings live until on_urls returns. */
+struct cluster_url {
+	const char *url;
+	const char *via;
+	unsigned depth;
+};
+
+struct cluster;
+
+struct cluster_callbacks {
+	/* The set of live agents changed: re-evaluate which hosts are ours. */
+	void (*on_view)(struct cluster *c, void *arg);
+	/* n URLs from one inbox entry; call cluster_ack() once they are taken. */
+	void (*on_urls)(struct cluster *c, const struct cluster_url *urls, size_t n, void *arg);
+	/* The lease may lapse: stop fetching now. The agent rejoins by itself
+	 * (on_view follows with it live again). */
+	void (*on_fenced)(struct cluster *c, void *arg);
+	/* A fatal error (CLUSTER_ECONFIG): the agent stopped and will not rejoin. */
+	void (*on_error)(struct cluster *c, int err, void *arg);
+	void *arg;
+};
+
+struct cluster_options {
+	const char *url;           /* redis://HOST:PORT[/PREFIX] (prefix "crawl") */
+	const char *name;          /* this agent's name (assign.h's rules) */
+	enum assign_method method; /* refused if the crawl has another one */
+	unsigned lease_ms;         /* lease TTL, at least 30 */
+	unsigned flush_delay_ms;   /* a batch waits at most this; 0: 10 */
+	unsigned poll_ms;          /* idle inbox poll; 0: 20 */
+	size_t max_unsent;         /* cap of URLs not yet in Redis; 0: 100000 */
+	size_t max_unacked;        /* cap of URLs handed out, not acked; 0: 10000 */
+};
+
+/* Parses redis://HOST:PORT[/PREFIX] into host (size hostsz), *port and
+ * prefix (CLUSTER_PREFIX_MAX + 1 bytes): CLUSTER_OK or CLUSTER_EINVAL. */
+int cluster_url_parse(const char *url, char *host, size_t hostsz, int *port, char *prefix);
+
+/*
+ * Creates the agent on loop and starts joining (connecting is asynchronous:
+ * failures to reach Redis are retried, never reported). Copies the options'
+ * strings. *out is NULL on error: CLUSTER_EINVAL, CLUSTER_ENOMEM, CLUSTER_EUV.
+ */
+int cluster_create(uv_loop_t *loop, const struct cluster_options *opt,
+                   const struct cluster_callbacks *cb, struct cluster **out);
+/*
+ * Stops the agent without leaving: its lease runs out as if it had
+ * crashed. Unsent batches are dropped. No callback runs after this; the
+ * memory is freed once the loop has run the handles' close callbacks.
+ * NULL is a no-op.
+ */
+void cluster_destroy(struct cluster *c);
+
+/* This agent's name, and its incarnation (0 before the first join). */
+const char *cluster_name(const struct cluster *c);
+uint64_t cluster_incarnation(const struct cluster *c);
+/* True while the agent holds its lease (joined, not fenced). */
+bool cluster_is_live(const struct cluster *c);
+/* Live agents in the last view read, and the view itself (valid until the
+ * next on_view). */
+size_t cluster_view_size(const struct cluster *c);
+const struct assign_view *cluster_view(const struct cluster *c);
+/* The owner of a host in the current view (assign_view_owner), or NULL. */
+const char *cluster_owner(const struct cluster *c, const char *host, size_t len);
+
+/*
+ * Queues a URL for agent owner (url and via copied; neither may hold a tab
+ * or a newline). CLUSTER_OK, CLUSTER_FULL (max_unsent reached: not queued),
+ * CLUSTER_EINVAL or CLUSTER_ENOMEM.
+ */
+int cluster_send(struct cluster *c, const char *owner, const char *url, const char *via,
+                 unsigned depth);
+/* Sends every partial batch now. */
+void cluster_flush(struct cluster *c);
+/* URLs queued by cluster_send() that Redis has not yet stored: a checkpoint
+ * that must not lose discovered URLs waits for 0 (after cluster_flush()). */
+size_t cluster_unsent(const struct cluster *c);
+/* XACKs every entry handed to on_urls so far: call once the URLs are
+ * durably taken (after a checkpoint). */
+void cluster_ack(struct cluster *c);
+/* URLs handed to on_urls and not acked yet. */
+size_t cluster_unacked(const struct cluster *c);
+
+/* Publishes this agent's counters to P:stats:NAME (fire and forget). */
+void cluster_publish_stats(struct cluster *c, uint64_t pages, uint64_t requests, uint64_t bytes);
+
+/*
+ * Asks for the lease of IP address addr (text) for delay_ms. done runs
+ * later, once, with granted (true: send one request now) and, when
+ * refused, wait_ms the time left on the holder's lease (-1 if unknown).
+ * Returns CLUSTER_OK, or CLUSTER_EDOWN / CLUSTER_ENOMEM / CLUSTER_EINVAL
+ * and then done never runs.
+ */
+int cluster_ip_lease(struct cluster *c, const char *addr, unsigned delay_ms,
+                     void (*done)(void *arg, bool granted, long wait_ms), void *arg);
+
+#endif
