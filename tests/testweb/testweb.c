@@ -49,119 +49,120 @@
 #include <string.h>
 
 #include "tests/testweb/gen.h"
+#include "tests/testweb/models.h"
 #include "tests/testweb/server.h"
 
 static const char usage_text[] =
-"usage: testweb [MODE] [OPTIONS]\n"
-"\n"
-"A deterministic synthetic web on loopback for crawler tests.\n"
-"\n"
-"MODES (default: serve)\n"
-"  (none)              serve HTTP on the K host addresses and on 127.0.0.1 (same\n"
-"                      port; 127.0.0.1:PORT works as an HTTP proxy), DNS on\n"
-"                      127.0.0.1, until SIGTERM/SIGINT (then flush the log, exit 0)\n"
-"  --seeds             print the seed URLs, one per line: the front page\n"
-"                      http://hI.D:PORT/ of each non-fault host I < --seed-hosts\n"
-"  --expected          print the expected set, sorted, one 'URL<TAB>STATUS' a line\n"
-"                      (see EXPECTED SET); needs --agent (default 'testcrawler')\n"
-"  --hosts-info        print one line per host: name, ip, robots.txt status,\n"
-"                      robots kind (0-9), crawl-delay ('-' if none), sitemap (0/1),\n"
-"                      fault mode ('-' if none), TAB separated\n"
-"  --dump DIR          write every 200 resource (pages, images, PDFs, robots.txt,\n"
-"                      sitemap.xml) of the non-fault hosts to DIR/<host>/<path>\n"
-"                      ('/' -> index.html), plus DIR/urls.txt (one URL a line,\n"
-"                      HTML pages only); query variants and redirects not dumped\n"
-"  --help              this text\n"
-"\n"
-"GENERATION OPTIONS (same values in every mode, or URLs/pages differ)\n"
-"  --seed S            generation seed (default 1); same seed -> same bytes\n"
-"  --hosts N           number of hosts h0..h(N-1) (default 10)\n"
-"  --pages P           HTML pages per host (default 20, min 1)\n"
-"  --domain D          test domain (default web.test)\n"
-"  --ips K             host hI is on 127.0.1.(1 + I % K), 1 <= K <= 250 (default 4)\n"
-"  --http-port N       HTTP port; 0 = ephemeral when serving (default 0). Other\n"
-"                      modes need the real served port, since URLs embed it\n"
-"  --seed-hosts S      seeds are the front pages of hosts 0..S-1 (default all)\n"
-"  --robots-agent NAME agent named in the agent-specific robots.txt groups\n"
-"                      (default badbot)\n"
-"  --crawl-delay SECS  value of Crawl-delay lines (default 1)\n"
-"  --fault hI=MODE     make host hI a fault host (repeatable). MODE is one of:\n"
-"       slow       200, Content-Length 1000, body at 1 byte per second\n"
-"       endless    200, chunked HTML body that never ends\n"
-"       hugeheaders 200 with about 1 MiB of header lines, then a small body\n"
-"       gzipbomb   200, Content-Encoding: gzip, ~2 MB on the wire that inflates\n"
-"                  to 2 GiB of zeros (sent whatever Accept-Encoding says)\n"
-"       badchunk   200, Transfer-Encoding: chunked with a non-hex chunk size\n"
-"       reset      200, Content-Length 100000, 1000 bytes then TCP RST\n"
-"       trap       normal host plus an infinite calendar: the front page links\n"
-"                  /cal/2026/11/, each /cal/Y/M/ links the next and previous month\n"
-"       429        429 Too Many Requests with Retry-After: 30\n"
-"                  The fault applies to every path but /robots.txt (allow all).\n"
-"                  Pages of fault hosts link only to their own host (and\n"
-"                  /rx/J stays there), so nothing is discovered through them.\n"
-"\n"
-"SERVER OPTIONS\n"
-"  --dns-port N        UDP port of the DNS responder on 127.0.0.1, 0 = ephemeral\n"
-"                      (default 0); -1 = no DNS\n"
-"  --ttl SECS          TTL of DNS answers (default 60)\n"
-"  --ready-file FILE   when listening, write 'http_port=N\\ndns_port=N\\npid=N\\n'\n"
-"                      to FILE.tmp and rename it to FILE\n"
-"  --log FILE          request log, TSV, one line per response:\n"
-"                      time_us conn_id host server_ip method path status body_bytes\n"
-"                      (flushed every 100 ms and at exit)\n"
-"  --latency-ms MS     delay every response by MS milliseconds (default 0)\n"
-"  --max-conns N       connection cap; beyond it new connections are closed\n"
-"                      at once (default 10000)\n"
-"  --max-request BYTES cap on request line + headers; beyond it 431 and close\n"
-"                      (default 16384)\n"
-"  --idle-ms MS        close idle keep-alive connections after MS (default 30000)\n"
-"  --cache-mb MB       response cache budget (default 256)\n"
-"\n"
-"THE WEB\n"
-"  Any host hI.D with I < N is a site (names case-insensitive, no leading zeros).\n"
-"  Requests may use origin-form with a Host header or absolute-form\n"
-"  (GET http://hI.D:PORT/p HTTP/1.1), so the server works as an HTTP proxy\n"
-"  for clients that resolve nothing. Unknown hosts get 404.\n"
-"  Paths of host hI: '/' (page 0), /sJ%5/pJ.html (page J, 0 < J < P, J%10 != 7),\n"
-"  /private/pJ.html (J%10 == 7), PAGE?q=1 and PAGE?q=2 (small variant pages),\n"
-"  /img/iJ.png (image/png), /doc/dJ.pdf (application/pdf), /gone/... (404),\n"
-"  /r/J (301 -> page J), /r2/J (302 -> /r/J), /r3/J (301 -> /r2/J),\n"
-"  /rx/J (302 -> page J of host h(I+1)%N; of hI itself on fault hosts),\n"
-"  /loop/a <-> /loop/b (302 loop; linked from front pages of hosts I%5 == 2),\n"
-"  /robots.txt, /sitemap.xml (hosts with robots kind 5 or 6, else 404).\n"
-"  Every page links pages J+1 and J+2 (mod P); front pages link the front\n"
-"  page of h(I+1)%N, so every host is reachable from any seed unless a fault\n"
-"  host or robots.txt breaks that ring (the BFS accounts for it). Links are\n"
-"  <a href> (images also <img src>), written absolute (some with upper-case\n"
-"  host), root-relative, ./ and ../ relative, with fragments, duplicated; some\n"
-"  pages carry <base href> to another directory. Links also point to unknown\n"
-"  hosts nxJ.D (DNS NXDOMAIN), to www.example.org (outside the domain) and\n"
-"  to mailto:. About 1/3 of pages are sent gzip-encoded to clients sending\n"
-"  Accept-Encoding: gzip. HTML pages carry 5-60 KB of filler text.\n"
-"  robots.txt kind = (I + seed) % 10: 0 allow all; 1 '*' disallows /private/;\n"
-"  2 the --robots-agent disallows /s1/ and /doc/, '*' allows all; 3 '*'\n"
-"  disallows /s3/ with Crawl-delay; 4 404; 5 allow all + Sitemap; 6 '*' allows\n"
-"  /private/p7.html, disallows /private/, + Sitemap; 7 503; 8 '*' disallows /r/\n"
-"  with Crawl-delay; 9 the --robots-agent disallows /, '*' allows all.\n"
-"\n"
-"EXPECTED SET (--expected --agent UA)\n"
-"  Every URL a polite crawler starting at the seeds must request, each once,\n"
-"  as 'URL<TAB>STATUS', sorted bytewise. Computed by a BFS over the generator:\n"
-"  start at the seeds; follow every <a href> of every 200 text/html response\n"
-"  (resolved against <base href> if present) and every redirect Location.\n"
-"  A URL is listed if it is on a non-fault host hI.D (I < N), and robots.txt\n"
-"  of that host allows it for UA (RFC 9309: UA's product token, i.e. up to\n"
-"  the first '/', matched case-insensitively against user-agent lines, else\n"
-"  the '*' group; longest match wins, Allow on ties; a 404 robots.txt allows\n"
-"  all; a 5xx robots.txt disallows all). For every host with at least one\n"
-"  discovered URL, http://hI.D:PORT/robots.txt is listed with its status.\n"
-"  Fragments dropped; URLs in normalized absolute form: lowercase scheme and\n"
-"  host, explicit :PORT, path and query as generated (no dot segments).\n"
-"  Not listed: URLs of fault hosts (and nothing linked from them), unknown\n"
-"  hosts, other domains, sitemap.xml (no sitemap is followed), disallowed URLs.\n"
-"  Compare a crawl with it by taking the request log, dropping fault hosts\n"
-"  (see --hosts-info), and comparing sets of 'http://HOST:PORTPATH<TAB>STATUS'\n"
-"  built from its host, path and status columns (duplicates are retries).\n";
+        "usage: testweb [MODE] [OPTIONS]\n"
+        "\n"
+        "A deterministic synthetic web on loopback for crawler tests.\n"
+        "\n"
+        "MODES (default: serve)\n"
+        "  (none)              serve HTTP on the K host addresses and on 127.0.0.1 (same\n"
+        "                      port; 127.0.0.1:PORT works as an HTTP proxy), DNS on\n"
+        "                      127.0.0.1, until SIGTERM/SIGINT (then flush the log, exit 0)\n"
+        "  --seeds             print the seed URLs, one per line: the front page\n"
+        "                      http://hI.D:PORT/ of each non-fault host I < --seed-hosts\n"
+        "  --expected          print the expected set, sorted, one 'URL<TAB>STATUS' a line\n"
+        "                      (see EXPECTED SET); needs --agent (default 'testcrawler')\n"
+        "  --hosts-info        print one line per host: name, ip, robots.txt status,\n"
+        "                      robots kind (0-9), crawl-delay ('-' if none), sitemap (0/1),\n"
+        "                      fault mode ('-' if none), TAB separated\n"
+        "  --dump DIR          write every 200 resource (pages, images, PDFs, robots.txt,\n"
+        "                      sitemap.xml) of the non-fault hosts to DIR/<host>/<path>\n"
+        "                      ('/' -> index.html), plus DIR/urls.txt (one URL a line,\n"
+        "                      HTML pages only); query variants and redirects not dumped\n"
+        "  --help              this text\n"
+        "\n"
+        "GENERATION OPTIONS (same values in every mode, or URLs/pages differ)\n"
+        "  --seed S            generation seed (default 1); same seed -> same bytes\n"
+        "  --hosts N           number of hosts h0..h(N-1) (default 10)\n"
+        "  --pages P           HTML pages per host (default 20, min 1)\n"
+        "  --domain D          test domain (default web.test)\n"
+        "  --ips K             host hI is on 127.0.1.(1 + I % K), 1 <= K <= 250 (default 4)\n"
+        "  --http-port N       HTTP port; 0 = ephemeral when serving (default 0). Other\n"
+        "                      modes need the real served port, since URLs embed it\n"
+        "  --seed-hosts S      seeds are the front pages of hosts 0..S-1 (default all)\n"
+        "  --robots-agent NAME agent named in the agent-specific robots.txt groups\n"
+        "                      (default badbot)\n"
+        "  --crawl-delay SECS  value of Crawl-delay lines (default 1)\n"
+        "  --fault hI=MODE     make host hI a fault host (repeatable). MODE is one of:\n"
+        "       slow       200, Content-Length 1000, body at 1 byte per second\n"
+        "       endless    200, chunked HTML body that never ends\n"
+        "       hugeheaders 200 with about 1 MiB of header lines, then a small body\n"
+        "       gzipbomb   200, Content-Encoding: gzip, ~2 MB on the wire that inflates\n"
+        "                  to 2 GiB of zeros (sent whatever Accept-Encoding says)\n"
+        "       badchunk   200, Transfer-Encoding: chunked with a non-hex chunk size\n"
+        "       reset      200, Content-Length 100000, 1000 bytes then TCP RST\n"
+        "       trap       normal host plus an infinite calendar: the front page links\n"
+        "                  /cal/2026/11/, each /cal/Y/M/ links the next and previous month\n"
+        "       429        429 Too Many Requests with Retry-After: 30\n"
+        "                  The fault applies to every path but /robots.txt (allow all).\n"
+        "                  Pages of fault hosts link only to their own host (and\n"
+        "                  /rx/J stays there), so nothing is discovered through them.\n"
+        "\n"
+        "SERVER OPTIONS\n"
+        "  --dns-port N        UDP port of the DNS responder on 127.0.0.1, 0 = ephemeral\n"
+        "                      (default 0); -1 = no DNS\n"
+        "  --ttl SECS          TTL of DNS answers (default 60)\n"
+        "  --ready-file FILE   when listening, write 'http_port=N\\ndns_port=N\\npid=N\\n'\n"
+        "                      to FILE.tmp and rename it to FILE\n"
+        "  --log FILE          request log, TSV, one line per response:\n"
+        "                      time_us conn_id host server_ip method path status body_bytes\n"
+        "                      (flushed every 100 ms and at exit)\n"
+        "  --latency-ms MS     delay every response by MS milliseconds (default 0)\n"
+        "  --max-conns N       connection cap; beyond it new connections are closed\n"
+        "                      at once (default 10000)\n"
+        "  --max-request BYTES cap on request line + headers; beyond it 431 and close\n"
+        "                      (default 16384)\n"
+        "  --idle-ms MS        close idle keep-alive connections after MS (default 30000)\n"
+        "  --cache-mb MB       response cache budget (default 256)\n"
+        "\n"
+        "THE WEB\n"
+        "  Any host hI.D with I < N is a site (names case-insensitive, no leading zeros).\n"
+        "  Requests may use origin-form with a Host header or absolute-form\n"
+        "  (GET http://hI.D:PORT/p HTTP/1.1), so the server works as an HTTP proxy\n"
+        "  for clients that resolve nothing. Unknown hosts get 404.\n"
+        "  Paths of host hI: '/' (page 0), /sJ%5/pJ.html (page J, 0 < J < P, J%10 != 7),\n"
+        "  /private/pJ.html (J%10 == 7), PAGE?q=1 and PAGE?q=2 (small variant pages),\n"
+        "  /img/iJ.png (image/png), /doc/dJ.pdf (application/pdf), /gone/... (404),\n"
+        "  /r/J (301 -> page J), /r2/J (302 -> /r/J), /r3/J (301 -> /r2/J),\n"
+        "  /rx/J (302 -> page J of host h(I+1)%N; of hI itself on fault hosts),\n"
+        "  /loop/a <-> /loop/b (302 loop; linked from front pages of hosts I%5 == 2),\n"
+        "  /robots.txt, /sitemap.xml (hosts with robots kind 5 or 6, else 404).\n"
+        "  Every page links pages J+1 and J+2 (mod P); front pages link the front\n"
+        "  page of h(I+1)%N, so every host is reachable from any seed unless a fault\n"
+        "  host or robots.txt breaks that ring (the BFS accounts for it). Links are\n"
+        "  <a href> (images also <img src>), written absolute (some with upper-case\n"
+        "  host), root-relative, ./ and ../ relative, with fragments, duplicated; some\n"
+        "  pages carry <base href> to another directory. Links also point to unknown\n"
+        "  hosts nxJ.D (DNS NXDOMAIN), to www.example.org (outside the domain) and\n"
+        "  to mailto:. About 1/3 of pages are sent gzip-encoded to clients sending\n"
+        "  Accept-Encoding: gzip. HTML pages carry 5-60 KB of filler text.\n"
+        "  robots.txt kind = (I + seed) % 10: 0 allow all; 1 '*' disallows /private/;\n"
+        "  2 the --robots-agent disallows /s1/ and /doc/, '*' allows all; 3 '*'\n"
+        "  disallows /s3/ with Crawl-delay; 4 404; 5 allow all + Sitemap; 6 '*' allows\n"
+        "  /private/p7.html, disallows /private/, + Sitemap; 7 503; 8 '*' disallows /r/\n"
+        "  with Crawl-delay; 9 the --robots-agent disallows /, '*' allows all.\n"
+        "\n"
+        "EXPECTED SET (--expected --agent UA)\n"
+        "  Every URL a polite crawler starting at the seeds must request, each once,\n"
+        "  as 'URL<TAB>STATUS', sorted bytewise. Computed by a BFS over the generator:\n"
+        "  start at the seeds; follow every <a href> of every 200 text/html response\n"
+        "  (resolved against <base href> if present) and every redirect Location.\n"
+        "  A URL is listed if it is on a non-fault host hI.D (I < N), and robots.txt\n"
+        "  of that host allows it for UA (RFC 9309: UA's product token, i.e. up to\n"
+        "  the first '/', matched case-insensitively against user-agent lines, else\n"
+        "  the '*' group; longest match wins, Allow on ties; a 404 robots.txt allows\n"
+        "  all; a 5xx robots.txt disallows all). For every host with at least one\n"
+        "  discovered URL, http://hI.D:PORT/robots.txt is listed with its status.\n"
+        "  Fragments dropped; URLs in normalized absolute form: lowercase scheme and\n"
+        "  host, explicit :PORT, path and query as generated (no dot segments).\n"
+        "  Not listed: URLs of fault hosts (and nothing linked from them), unknown\n"
+        "  hosts, other domains, sitemap.xml (no sitemap is followed), disallowed URLs.\n"
+        "  Compare a crawl with it by taking the request log, dropping fault hosts\n"
+        "  (see --hosts-info), and comparing sets of 'http://HOST:PORTPATH<TAB>STATUS'\n"
+        "  built from its host, path and status columns (duplicates are retries).\n";
 
 static void usage(FILE *f)
 {
@@ -188,6 +189,9 @@ int main(int argc, char **argv)
 	enum mode mode = MODE_SERVE;
 	const char *dump_dir = NULL;
 	const char *agent = "testcrawler";
+	struct tw_models *models = NULL;
+	int model_lines = 0;
+	char err[512];
 	int rc = 2;
 
 	tw_config_defaults(&cfg);
@@ -197,8 +201,22 @@ int main(int argc, char **argv)
 		const char *a = argv[i];
 		const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
 		long n = 0;
-#define NEED_ARG() do { if (v == NULL) { fprintf(stderr, "testweb: %s needs a value\n", a); goto out; } i++; } while (0)
-#define NUM(lo, hi) do { NEED_ARG(); if (parse_long(v, (lo), (hi), &n) != 0) { fprintf(stderr, "testweb: bad value for %s: %s\n", a, v); goto out; } } while (0)
+#define NEED_ARG()                                                                                 \
+	do {                                                                                       \
+		if (v == NULL) {                                                                   \
+			fprintf(stderr, "testweb: %s needs a value\n", a);                         \
+			goto out;                                                                  \
+		}                                                                                  \
+		i++;                                                                               \
+	} while (0)
+#define NUM(lo, hi)                                                                                \
+	do {                                                                                       \
+		NEED_ARG();                                                                        \
+		if (parse_long(v, (lo), (hi), &n) != 0) {                                          \
+			fprintf(stderr, "testweb: bad value for %s: %s\n", a, v);                  \
+			goto out;                                                                  \
+		}                                                                                  \
+	} while (0)
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			usage(stdout);
 			rc = 0;
@@ -289,6 +307,19 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--idle-ms") == 0) {
 			NUM(1, 3600000);
 			so.idle_ms = (unsigned)n;
+		} else if (strcmp(a, "--models") == 0 || strcmp(a, "--model") == 0) {
+			NEED_ARG();
+			if (models == NULL && (models = tw_models_create()) == NULL) {
+				fprintf(stderr, "testweb: out of memory\n");
+				goto out;
+			}
+			int bad = a[7] == 's' ? tw_models_load(models, v, err, sizeof err)
+			                      : tw_models_parse(models, v, strlen(v), "--model",
+			                                        ++model_lines, err, sizeof err);
+			if (bad != 0) {
+				fprintf(stderr, "testweb: models: %s\n", err);
+				goto out;
+			}
 		} else if (strcmp(a, "--cache-mb") == 0) {
 			NUM(0, 1 << 20);
 			so.cache_bytes = (size_t)n << 20;
@@ -303,30 +334,27 @@ int main(int argc, char **argv)
 		fprintf(stderr, "testweb: inconsistent options (fault host beyond --hosts?)\n");
 		goto out;
 	}
+	if (models != NULL &&
+	    tw_models_bind(models, cfg.domain, cfg.hosts, cfg.seed, err, sizeof err) != 0) {
+		fprintf(stderr, "testweb: models: %s\n", err);
+		goto out;
+	}
+	so.models = models;
 	if (mode != MODE_SERVE && cfg.http_port == 0) {
 		fprintf(stderr, "testweb: this mode needs --http-port N (the served port)\n");
 		goto out;
 	}
 	switch (mode) {
-	case MODE_SERVE:
-		rc = tw_server_run(&cfg, &so) == 0 ? 0 : 1;
-		break;
-	case MODE_SEEDS:
-		rc = tw_seeds_write(&cfg, stdout) == 0 ? 0 : 1;
-		break;
-	case MODE_EXPECTED:
-		rc = tw_expected_write(&cfg, agent, stdout) == 0 ? 0 : 1;
-		break;
-	case MODE_HOSTS_INFO:
-		rc = tw_hosts_info_write(&cfg, stdout) == 0 ? 0 : 1;
-		break;
-	case MODE_DUMP:
-		rc = tw_dump(&cfg, dump_dir) == 0 ? 0 : 1;
-		break;
+	case MODE_SERVE: rc = tw_server_run(&cfg, &so) == 0 ? 0 : 1; break;
+	case MODE_SEEDS: rc = tw_seeds_write(&cfg, stdout) == 0 ? 0 : 1; break;
+	case MODE_EXPECTED: rc = tw_expected_write(&cfg, agent, stdout) == 0 ? 0 : 1; break;
+	case MODE_HOSTS_INFO: rc = tw_hosts_info_write(&cfg, stdout) == 0 ? 0 : 1; break;
+	case MODE_DUMP: rc = tw_dump(&cfg, dump_dir) == 0 ? 0 : 1; break;
 	}
 	if (fflush(stdout) != 0)
 		rc = 1;
 out:
+	tw_models_destroy(models);
 	tw_config_release(&cfg);
 	return rc;
 }
