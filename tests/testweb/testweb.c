@@ -38,10 +38,25 @@
  * host = lowercase host name without port ("-" if none); target_path =
  * path with query as requested (absolute-form targets reduced to the path);
  * body_bytes = body bytes actually written (HEAD: 0).
+ * With --models/--model, three columns follow (what the server saw):
+ *   in_flight  rate_1s  service_us
+ * in_flight = requests of the same host in service when this one arrived
+ * (not counting it); rate_1s = requests of the host that arrived in the
+ * last second, this one included; service_us = microseconds from parsing
+ * the request to its last byte written (or the connection's end). Both
+ * counts are '-' for requests not of a host of the web (unknown host,
+ * malformed request). Without models the log has exactly the 8 columns.
+ *
+ * Server models (--models FILE, --model LINE; see SERVER MODELS in
+ * --help and tests/testweb/models.h): per host a latency distribution, a
+ * bandwidth, a capacity with 429/503 + Retry-After beyond it, and phases
+ * that change them some time after the host's first request. The format
+ * is line-based so a plan file can embed the lines or name the file.
  *
  * Layout of the code: gen.c (deterministic web: pages, links, robots, the
  * expected set, dump), server.c (libuv HTTP server, DNS responder, faults,
- * log), this file (option parsing and dispatch).
+ * log, model shaping), models.c (model rules, per-host accounting), this
+ * file (option parsing and dispatch).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -109,7 +124,11 @@ static const char usage_text[] =
         "                      to FILE.tmp and rename it to FILE\n"
         "  --log FILE          request log, TSV, one line per response:\n"
         "                      time_us conn_id host server_ip method path status body_bytes\n"
-        "                      (flushed every 100 ms and at exit)\n"
+        "                      and with models: in_flight rate_1s service_us (requests of\n"
+        "                      the host in service at arrival, not counting this one;\n"
+        "                      its arrivals in the last second, this one included; us\n"
+        "                      from parsing to the last byte; '-' '-' if no host of the\n"
+        "                      web). Flushed every 100 ms and at exit\n"
         "  --latency-ms MS     delay every response by MS milliseconds (default 0)\n"
         "  --max-conns N       connection cap; beyond it new connections are closed\n"
         "                      at once (default 10000)\n"
@@ -117,6 +136,44 @@ static const char usage_text[] =
         "                      (default 16384)\n"
         "  --idle-ms MS        close idle keep-alive connections after MS (default 30000)\n"
         "  --cache-mb MB       response cache budget (default 256)\n"
+        "  --models FILE       server models per host, one rule a line (see SERVER MODELS)\n"
+        "  --model LINE        one more rule (repeatable); rules apply in command-line order\n"
+        "\n"
+        "SERVER MODELS (--models FILE, --model LINE)\n"
+        "  One rule a line, '#' starts a comment:\n"
+        "      SELECTOR [after DURATION] SETTING [SETTING ...]\n"
+        "  SELECTOR: '*' (every host), hI, hA-hB (inclusive), or a glob on the host\n"
+        "  name hI.D (case-insensitive, must contain '.', '*', '?' or '[').\n"
+        "  SETTING:\n"
+        "    latency fixed D | uniform D1 D2 | normal MEAN SD | lognormal MEAN SD\n"
+        "          | exponential MEAN   time before the first byte of each response;\n"
+        "                               D with its unit: 800us, 50ms, 1.5s; normal is\n"
+        "                               cut at 0; lognormal takes the latency's own mean\n"
+        "                               and sd. Draws are reproducible: host I's k-th\n"
+        "                               request draws the same latency for the same --seed\n"
+        "    bandwidth RATE             bytes per second per response (headers + body),\n"
+        "                               RATE = N[B|KB|KiB|MB|MiB|GB|GiB][/s] or unlimited;\n"
+        "                               written in 10 ms chunks, never faster than RATE\n"
+        "    capacity N                 at most N requests of the host in service (waiting\n"
+        "                               out latency or being written); beyond, answered at\n"
+        "                               once with the 'over' status; 0 = unlimited\n"
+        "    over 429|503               that status (default 429)\n"
+        "    retry-after N              its Retry-After header, seconds (default 1)\n"
+        "  Defaults: latency fixed 0ms, bandwidth unlimited, capacity 0. Every rule\n"
+        "  matching a host applies in order, later settings overriding earlier ones.\n"
+        "  'after T' rules form a phase starting T after the host's first request,\n"
+        "  built on the phase before it (at most 15 distinct offsets). Hosts outside\n"
+        "  the web get no model; a fault host's fault responses are counted but not\n"
+        "  shaped (its robots.txt is). --latency-ms adds to the model's latency.\n"
+        "  The log then carries in_flight, rate_1s and service_us (see --log); an\n"
+        "  empty FILE gives those columns and shapes nothing.\n"
+        "  Example:\n"
+        "      *          latency lognormal 80ms 40ms\n"
+        "      h3         latency fixed 50ms\n"
+        "      h4-h7      capacity 2 over 503 retry-after 5\n"
+        "      h1*.web.test bandwidth 100KB/s\n"
+        "      h3         after 5s latency fixed 200ms\n"
+        "  A bad line stops testweb (exit 2): 'testweb: models: FILE:LINE: why'.\n"
         "\n"
         "THE WEB\n"
         "  Any host hI.D with I < N is a site (names case-insensitive, no leading zeros).\n"
