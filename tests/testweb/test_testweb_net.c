@@ -933,6 +933,21 @@ static void models_file(char *path, size_t cap, const char *text)
 	close(fd);
 }
 
+/* Starts a server of 8 hosts without DNS whose models are text; the
+ * models file is named in mf (removed by model_srv_end). */
+static void model_srv_start(struct srv *s, char *mf, size_t cap, const char *text)
+{
+	models_file(mf, cap, text);
+	const char *const args[] = { "--hosts", "8", "--dns-port", "-1", "--models", mf, NULL };
+	srv_start(s, args);
+}
+
+static void model_srv_end(struct srv *s, const char *mf)
+{
+	unlink(mf);
+	srv_cleanup(s);
+}
+
 /* One request-log line with the three model columns. */
 struct logrow {
 	char host[64];
@@ -996,10 +1011,8 @@ static double timed_get(int fd, long host, const char *path, int *status)
 START_TEST(model_latency)
 {
 	char mf[64];
-	models_file(mf, sizeof mf, "# a 50 ms host\nh0 latency fixed 50ms\n");
-	const char *const args[] = { "--hosts", "8", "--dns-port", "-1", "--models", mf, NULL };
 	struct srv s;
-	srv_start(&s, args);
+	model_srv_start(&s, mf, sizeof mf, "# a 50 ms host\nh0 latency fixed 50ms\n");
 	int fd = tcp_connect(0x7f000101, s.http_port); /* h0 and h4 */
 	int st = 0;
 	double dt[3];
@@ -1026,8 +1039,7 @@ START_TEST(model_latency)
 	ck_assert_int_eq(log_rows(s.log, "h4.web.test", r, 4), 1);
 	ck_assert_int_eq(r[0].in_flight, 0);
 	ck_assert(r[0].service_us < 45000);
-	unlink(mf);
-	srv_cleanup(&s);
+	model_srv_end(&s, mf);
 }
 END_TEST
 
@@ -1072,13 +1084,11 @@ static void count_answers(int *fds, int n, int refusal, const char *want_retry, 
 START_TEST(model_capacity)
 {
 	char mf[64];
-	models_file(mf, sizeof mf,
-	            "h1 capacity 2 retry-after 7 latency fixed 1s\n"
-	            "h2 capacity 1 over 503 retry-after 3\n"
-	            "h2 latency fixed 1s\n");
-	const char *const args[] = { "--hosts", "8", "--dns-port", "-1", "--models", mf, NULL };
 	struct srv s;
-	srv_start(&s, args);
+	model_srv_start(&s, mf, sizeof mf,
+	                "h1 capacity 2 retry-after 7 latency fixed 1s\n"
+	                "h2 capacity 1 over 503 retry-after 3\n"
+	                "h2 latency fixed 1s\n");
 	int f1[5], f2[3], ok = 0, refused = 0;
 	concurrent_gets(&s, 1, 5, f1);
 	concurrent_gets(&s, 2, 3, f2);
@@ -1108,8 +1118,7 @@ START_TEST(model_capacity)
 	ck_assert_int_eq(seen429, 3);
 	ck_assert_int_eq(admitted_flight, 0 + 1);
 	ck_assert_int_eq(log_rows(s.log, "h2.web.test", r, 8), 3);
-	unlink(mf);
-	srv_cleanup(&s);
+	model_srv_end(&s, mf);
 }
 END_TEST
 
@@ -1118,10 +1127,8 @@ END_TEST
 START_TEST(model_bandwidth)
 {
 	char mf[64];
-	models_file(mf, sizeof mf, "h3 bandwidth 50KB/s\n");
-	const char *const args[] = { "--hosts", "8", "--dns-port", "-1", "--models", mf, NULL };
 	struct srv s;
-	srv_start(&s, args);
+	model_srv_start(&s, mf, sizeof mf, "h3 bandwidth 50KB/s\n");
 	struct tw_config cfg;
 	tw_config_defaults(&cfg);
 	cfg.hosts = 8;
@@ -1154,8 +1161,7 @@ START_TEST(model_bandwidth)
 	ck_assert_int_eq(log_rows(s.log, "h3.web.test", r, 2), 1);
 	ck_assert_uint_eq(r[0].bytes, body);
 	ck_assert(r[0].service_us >= (unsigned long long)(min * 1e6));
-	unlink(mf);
-	srv_cleanup(&s);
+	model_srv_end(&s, mf);
 }
 END_TEST
 
@@ -1164,10 +1170,9 @@ END_TEST
 START_TEST(model_latency_change)
 {
 	char mf[64];
-	models_file(mf, sizeof mf, "h5 latency fixed 20ms\nh5 after 1s latency fixed 300ms\n");
-	const char *const args[] = { "--hosts", "8", "--dns-port", "-1", "--models", mf, NULL };
 	struct srv s;
-	srv_start(&s, args);
+	model_srv_start(&s, mf, sizeof mf,
+	                "h5 latency fixed 20ms\nh5 after 1s latency fixed 300ms\n");
 	int fd = tcp_connect(0x7f000102, s.http_port); /* h5 */
 	int st = 0;
 	double t0 = now_s();
@@ -1182,8 +1187,7 @@ START_TEST(model_latency_change)
 	ck_assert_int_eq(log_rows(s.log, "h5.web.test", r, 3), 2);
 	ck_assert(r[0].service_us >= 20000 && r[0].service_us < 300000);
 	ck_assert(r[1].service_us >= 300000);
-	unlink(mf);
-	srv_cleanup(&s);
+	model_srv_end(&s, mf);
 }
 END_TEST
 
