@@ -65,6 +65,8 @@ struct tw_models {
 	size_t npages;
 	struct tw_model *interned;
 	size_t ninterned, interned_cap;
+	uint64_t offsets[TW_MODEL_PHASES - 1]; /* distinct 'after' offsets */
+	size_t noffsets;
 };
 
 struct tw_models *tw_models_create(void)
@@ -324,19 +326,19 @@ static int parse_setting(const struct parse_ctx *pc, char **w, int nw, int *k, s
 	return 0;
 }
 
-/* Distinct 'after' offsets among the rules, plus the base phase. */
-static size_t phases_used(const struct tw_models *m)
+/* Records the rule's 'after' offset among the distinct ones; -1 if that
+ * makes more phases than a model holds. */
+static int offset_note(struct tw_models *m, uint64_t after_us)
 {
-	size_t n = 1;
-	for (size_t k = 0; k < m->nrules; k++) {
-		if (m->rules[k].after_us == 0)
-			continue;
-		size_t j = 0;
-		while (j < k && m->rules[j].after_us != m->rules[k].after_us)
-			j++;
-		n += j == k;
-	}
-	return n;
+	if (after_us == 0)
+		return 0;
+	for (size_t k = 0; k < m->noffsets; k++)
+		if (m->offsets[k] == after_us)
+			return 0;
+	if (m->noffsets == TW_MODEL_PHASES - 1)
+		return -1;
+	m->offsets[m->noffsets++] = after_us;
+	return 0;
 }
 
 static int rule_push(struct tw_models *m, const struct rule *r)
@@ -391,13 +393,15 @@ static int parse_line(struct tw_models *m, const struct parse_ctx *pc, char *lin
 		if (parse_setting(pc, w, nw, &k, &r) != 0)
 			goto fail;
 	}
+	if (offset_note(m, r.after_us) != 0) {
+		fail(pc, "more than %d distinct 'after' offsets", TW_MODEL_PHASES - 1);
+		goto fail;
+	}
 	r.source = strdup(pc->source);
 	if (r.source == NULL || rule_push(m, &r) != 0) {
 		fail(pc, "out of memory");
 		goto fail;
 	}
-	if (phases_used(m) > TW_MODEL_PHASES)
-		return fail(pc, "more than %d distinct 'after' offsets", TW_MODEL_PHASES - 1);
 	return 0;
 fail:
 	rule_clear(&r);
@@ -408,7 +412,7 @@ int tw_models_parse(struct tw_models *m, const char *text, size_t len, const cha
                     int first_line, char *err, size_t errcap)
 {
 	struct parse_ctx pc = { source, first_line, err, errcap };
-	size_t keep = m->nrules;
+	size_t keep = m->nrules, keep_offsets = m->noffsets;
 	char line[MAX_LINE + 1];
 	size_t pos = 0;
 	while (pos < len) {
@@ -436,6 +440,7 @@ int tw_models_parse(struct tw_models *m, const char *text, size_t len, const cha
 fail:
 	while (m->nrules > keep)
 		rule_clear(&m->rules[--m->nrules]);
+	m->noffsets = keep_offsets;
 	return -1;
 }
 
@@ -558,7 +563,7 @@ static void model_build(const struct tw_models *m, long host, struct tw_model *o
 			if (r->after_us > at && r->after_us < next && rule_matches(r, host, name))
 				next = r->after_us;
 		}
-		/* phases_used() bounds the distinct offsets below TW_MODEL_PHASES. */
+		/* offset_note() keeps the distinct offsets below TW_MODEL_PHASES. */
 		if (next == UINT64_MAX || out->nphases == TW_MODEL_PHASES)
 			break;
 		struct tw_model_phase *p = &out->phase[out->nphases];
