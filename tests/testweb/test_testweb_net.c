@@ -2,8 +2,10 @@
  * Check suite for the running testweb server: DNS answers (c-ares asking
  * only the test DNS), HTTP/1.1 keep-alive and pipelining, absolute-form
  * (proxy) targets, request limits, connection cap, gzip, every fault mode,
- * and the request log after SIGTERM. The server binary is argv[1]; each
- * test starts the server it needs (ephemeral ports, ready file).
+ * and the request log after SIGTERM (test case "net"); server models as
+ * the client and the log see them (test case "models"). The server binary
+ * is argv[1]; each test starts the server it needs (ephemeral ports, ready
+ * file).
  */
 #include <arpa/inet.h>
 #include <ares.h>
@@ -1253,12 +1255,16 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, fault_trap);
 	tcase_add_test(tc, fault_429);
 	tcase_add_test(tc, log_after_sigterm);
-	tcase_add_test(tc, model_latency);
-	tcase_add_test(tc, model_capacity);
-	tcase_add_test(tc, model_bandwidth);
-	tcase_add_test(tc, model_latency_change);
-	tcase_add_test(tc, model_errors);
 	suite_add_tcase(s, tc);
+	/* The server models: its own ctest (CK_RUN_CASE=models), run in parallel. */
+	TCase *tm = tcase_create("models");
+	tcase_set_timeout(tm, 60);
+	tcase_add_test(tm, model_latency);
+	tcase_add_test(tm, model_capacity);
+	tcase_add_test(tm, model_bandwidth);
+	tcase_add_test(tm, model_latency_change);
+	tcase_add_test(tm, model_errors);
+	suite_add_tcase(s, tm);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
