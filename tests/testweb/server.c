@@ -888,6 +888,50 @@ static void set_path(struct conn *c, const char *p, size_t pl)
 	c->path[pl] = '\0';
 }
 
+/* What the request's headers say. */
+struct req_headers {
+	int keep_alive_req, close_req, gz, has_body;
+};
+
+/* Reads the header lines from p to end (the blank line); the first Host
+ * header sets c->host unless the target named it. -1 on a malformed line. */
+static int parse_headers(struct conn *c, char *p, char *end, struct req_headers *h)
+{
+	int host_seen = 0;
+	memset(h, 0, sizeof *h);
+	while (p < end) {
+		char *le = memchr(p, '\r', (size_t)(end - p) + 1);
+		if (le == NULL)
+			le = end;
+		char *colon = memchr(p, ':', (size_t)(le - p));
+		if (colon == NULL || colon == p)
+			return -1;
+		size_t nl = (size_t)(colon - p), vl = 0;
+		const char *v = hdr_value(colon + 1, le, &vl);
+		if (nl == 4 && strncasecmp(p, "host", 4) == 0) {
+			if (!host_seen && c->host[0] == '\0')
+				set_host(c, v, vl);
+			host_seen = 1;
+		} else if (nl == 10 && strncasecmp(p, "connection", 10) == 0) {
+			if (contains_token(v, vl, "close"))
+				h->close_req = 1;
+			if (contains_token(v, vl, "keep-alive"))
+				h->keep_alive_req = 1;
+		} else if (nl == 15 && strncasecmp(p, "accept-encoding", 15) == 0) {
+			h->gz = contains_token(v, vl, "gzip");
+		} else if (nl == 14 && strncasecmp(p, "content-length", 14) == 0) {
+			if (!(vl == 1 && v[0] == '0'))
+				h->has_body = 1;
+		} else if (nl == 17 && strncasecmp(p, "transfer-encoding", 17) == 0) {
+			h->has_body = 1;
+		}
+		p = le + 2;
+	}
+	return 0;
+}
+
+static void answer_request(struct conn *c, int gz, int head);
+
 /* Parse and answer the next complete request in the buffer, if any. */
 static void conn_next(struct conn *c)
 {
@@ -995,41 +1039,13 @@ static void conn_next(struct conn *c)
 	}
 	set_path(c, tgt, tl);
 
-	/* Headers. */
-	int keep_alive_req = 0, close_req = 0, gz = 0, has_body = 0, host_seen = 0;
-	char *p = line_end + 2;
-	while (p < end) {
-		char *le = memchr(p, '\r', (size_t)(end - p) + 1);
-		if (le == NULL)
-			le = end;
-		char *colon = memchr(p, ':', (size_t)(le - p));
-		if (colon == NULL || colon == p) {
-			send_error(c, 400);
-			return;
-		}
-		size_t nl = (size_t)(colon - p), vl = 0;
-		const char *v = hdr_value(colon + 1, le, &vl);
-		if (nl == 4 && strncasecmp(p, "host", 4) == 0) {
-			if (!host_seen && c->host[0] == '\0')
-				set_host(c, v, vl);
-			host_seen = 1;
-		} else if (nl == 10 && strncasecmp(p, "connection", 10) == 0) {
-			if (contains_token(v, vl, "close"))
-				close_req = 1;
-			if (contains_token(v, vl, "keep-alive"))
-				keep_alive_req = 1;
-		} else if (nl == 15 && strncasecmp(p, "accept-encoding", 15) == 0) {
-			gz = contains_token(v, vl, "gzip");
-		} else if (nl == 14 && strncasecmp(p, "content-length", 14) == 0) {
-			if (!(vl == 1 && v[0] == '0'))
-				has_body = 1;
-		} else if (nl == 17 && strncasecmp(p, "transfer-encoding", 17) == 0) {
-			has_body = 1;
-		}
-		p = le + 2;
+	struct req_headers h;
+	if (parse_headers(c, line_end + 2, end, &h) != 0) {
+		send_error(c, 400);
+		return;
 	}
-	c->close_after = close_req || (http10 && !keep_alive_req);
-	if (has_body) {
+	c->close_after = h.close_req || (http10 && !h.keep_alive_req);
+	if (h.has_body) {
 		send_error(c, 400);
 		return;
 	}
@@ -1038,6 +1054,13 @@ static void conn_next(struct conn *c)
 		send_error(c, 405);
 		return;
 	}
+	answer_request(c, h.gz, head);
+}
+
+/* Answers a parsed GET or HEAD: model, fault or the generated resource. */
+static void answer_request(struct conn *c, int gz, int head)
+{
+	struct server *s = c->srv;
 	if (c->host[0] == '\0') {
 		send_error(c, 400);
 		return;

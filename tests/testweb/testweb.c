@@ -239,20 +239,93 @@ static int parse_long(const char *s, long lo, long hi, long *out)
 	return 0;
 }
 
+/* The serve mode's options, models included. */
+struct server_args {
+	struct tw_server_options so;
+	struct tw_models *models; /* owned; NULL until --models or --model */
+	int model_lines;          /* --model lines so far */
+};
+
+static int models_option(struct server_args *sa, const char *a, const char *v)
+{
+	char err[512];
+	if (sa->models == NULL && (sa->models = tw_models_create()) == NULL) {
+		fprintf(stderr, "testweb: out of memory\n");
+		return -1;
+	}
+	int rc = strcmp(a, "--models") == 0 ? tw_models_load(sa->models, v, err, sizeof err)
+	                                    : tw_models_parse(sa->models, v, strlen(v), "--model",
+	                                                      ++sa->model_lines, err, sizeof err);
+	if (rc != 0)
+		fprintf(stderr, "testweb: models: %s\n", err);
+	return rc;
+}
+
+/* Option a with value v if it is a server option: 1 = taken (v used),
+ * 0 = not a server option, -1 = bad (message on stderr). */
+static int server_option(struct server_args *sa, const char *a, const char *v)
+{
+	enum { DNS_PORT, TTL, LATENCY, MAX_CONNS, MAX_REQUEST, IDLE, CACHE, NNUM };
+	static const struct {
+		const char *name;
+		long lo, hi;
+	} num[NNUM] = { [DNS_PORT] = { "--dns-port", -1, 65535 },
+		        [TTL] = { "--ttl", 0, 2147483647L },
+		        [LATENCY] = { "--latency-ms", 0, 3600000 },
+		        [MAX_CONNS] = { "--max-conns", 1, 1000000 },
+		        [MAX_REQUEST] = { "--max-request", 256, 16 * 1024 * 1024 },
+		        [IDLE] = { "--idle-ms", 1, 3600000 },
+		        [CACHE] = { "--cache-mb", 0, 1 << 20 } };
+	static const char *const text[] = { "--ready-file", "--log", "--models", "--model" };
+	struct tw_server_options *so = &sa->so;
+	size_t k = 0, t = 0;
+	while (k < NNUM && strcmp(a, num[k].name) != 0)
+		k++;
+	while (t < sizeof text / sizeof *text && strcmp(a, text[t]) != 0)
+		t++;
+	if (k == NNUM && t == sizeof text / sizeof *text)
+		return 0;
+	if (v == NULL) {
+		fprintf(stderr, "testweb: %s needs a value\n", a);
+		return -1;
+	}
+	if (t == 0)
+		so->ready_file = v;
+	else if (t == 1)
+		so->log_file = v;
+	else if (t < sizeof text / sizeof *text)
+		return models_option(sa, a, v) == 0 ? 1 : -1;
+	if (k == NNUM)
+		return 1;
+	long n = 0;
+	if (parse_long(v, num[k].lo, num[k].hi, &n) != 0) {
+		fprintf(stderr, "testweb: bad value for %s: %s\n", a, v);
+		return -1;
+	}
+	switch (k) {
+	case DNS_PORT: so->dns_port = (int)n; break;
+	case TTL: so->ttl = (unsigned)n; break;
+	case LATENCY: so->latency_ms = (unsigned)n; break;
+	case MAX_CONNS: so->max_conns = (unsigned)n; break;
+	case MAX_REQUEST: so->max_request = (size_t)n; break;
+	case IDLE: so->idle_ms = (unsigned)n; break;
+	case CACHE: so->cache_bytes = (size_t)n << 20; break;
+	}
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct tw_config cfg;
-	struct tw_server_options so;
+	struct server_args sa = { .models = NULL, .model_lines = 0 };
 	enum mode mode = MODE_SERVE;
 	const char *dump_dir = NULL;
 	const char *agent = "testcrawler";
-	struct tw_models *models = NULL;
-	int model_lines = 0;
 	char err[512];
-	int rc = 2;
+	int rc = 2, taken;
 
 	tw_config_defaults(&cfg);
-	tw_server_options_defaults(&so);
+	tw_server_options_defaults(&sa.so);
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -340,46 +413,10 @@ int main(int argc, char **argv)
 				fprintf(stderr, "testweb: bad --fault %s (want hI=MODE)\n", v);
 				goto out;
 			}
-		} else if (strcmp(a, "--dns-port") == 0) {
-			NUM(-1, 65535);
-			so.dns_port = (int)n;
-		} else if (strcmp(a, "--ttl") == 0) {
-			NUM(0, 2147483647L);
-			so.ttl = (unsigned)n;
-		} else if (strcmp(a, "--ready-file") == 0) {
-			NEED_ARG();
-			so.ready_file = v;
-		} else if (strcmp(a, "--log") == 0) {
-			NEED_ARG();
-			so.log_file = v;
-		} else if (strcmp(a, "--latency-ms") == 0) {
-			NUM(0, 3600000);
-			so.latency_ms = (unsigned)n;
-		} else if (strcmp(a, "--max-conns") == 0) {
-			NUM(1, 1000000);
-			so.max_conns = (unsigned)n;
-		} else if (strcmp(a, "--max-request") == 0) {
-			NUM(256, 16 * 1024 * 1024);
-			so.max_request = (size_t)n;
-		} else if (strcmp(a, "--idle-ms") == 0) {
-			NUM(1, 3600000);
-			so.idle_ms = (unsigned)n;
-		} else if (strcmp(a, "--models") == 0 || strcmp(a, "--model") == 0) {
-			NEED_ARG();
-			if (models == NULL && (models = tw_models_create()) == NULL) {
-				fprintf(stderr, "testweb: out of memory\n");
+		} else if ((taken = server_option(&sa, a, v)) != 0) {
+			if (taken < 0)
 				goto out;
-			}
-			int bad = a[7] == 's' ? tw_models_load(models, v, err, sizeof err)
-			                      : tw_models_parse(models, v, strlen(v), "--model",
-			                                        ++model_lines, err, sizeof err);
-			if (bad != 0) {
-				fprintf(stderr, "testweb: models: %s\n", err);
-				goto out;
-			}
-		} else if (strcmp(a, "--cache-mb") == 0) {
-			NUM(0, 1 << 20);
-			so.cache_bytes = (size_t)n << 20;
+			i++;
 		} else {
 			fprintf(stderr, "testweb: unknown option %s (see --help)\n", a);
 			goto out;
@@ -391,18 +428,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "testweb: inconsistent options (fault host beyond --hosts?)\n");
 		goto out;
 	}
-	if (models != NULL &&
-	    tw_models_bind(models, cfg.domain, cfg.hosts, cfg.seed, err, sizeof err) != 0) {
+	if (sa.models != NULL &&
+	    tw_models_bind(sa.models, cfg.domain, cfg.hosts, cfg.seed, err, sizeof err) != 0) {
 		fprintf(stderr, "testweb: models: %s\n", err);
 		goto out;
 	}
-	so.models = models;
+	sa.so.models = sa.models;
 	if (mode != MODE_SERVE && cfg.http_port == 0) {
 		fprintf(stderr, "testweb: this mode needs --http-port N (the served port)\n");
 		goto out;
 	}
 	switch (mode) {
-	case MODE_SERVE: rc = tw_server_run(&cfg, &so) == 0 ? 0 : 1; break;
+	case MODE_SERVE: rc = tw_server_run(&cfg, &sa.so) == 0 ? 0 : 1; break;
 	case MODE_SEEDS: rc = tw_seeds_write(&cfg, stdout) == 0 ? 0 : 1; break;
 	case MODE_EXPECTED: rc = tw_expected_write(&cfg, agent, stdout) == 0 ? 0 : 1; break;
 	case MODE_HOSTS_INFO: rc = tw_hosts_info_write(&cfg, stdout) == 0 ? 0 : 1; break;
@@ -411,7 +448,7 @@ int main(int argc, char **argv)
 	if (fflush(stdout) != 0)
 		rc = 1;
 out:
-	tw_models_destroy(models);
+	tw_models_destroy(sa.models);
 	tw_config_release(&cfg);
 	return rc;
 }
