@@ -24,6 +24,7 @@
 #define SLOW_LEN 1000
 #define RESET_TOTAL 100000
 #define RESET_SENT 1000
+#define PACE_TICKS_PER_S 100 /* a paced response is written in 10 ms chunks */
 
 void tw_server_options_defaults(struct tw_server_options *so)
 {
@@ -118,8 +119,21 @@ struct server {
 	size_t huge_len;
 };
 
-enum stream { ST_NONE, ST_SLOW, ST_ENDLESS, ST_RESET };
-enum tmode { TM_NONE, TM_IDLE, TM_LATENCY, TM_SLOW, TM_RESET };
+enum stream { ST_NONE, ST_SLOW, ST_ENDLESS, ST_RESET, ST_PACED };
+enum tmode { TM_NONE, TM_IDLE, TM_LATENCY, TM_SLOW, TM_RESET, TM_SHAPE };
+
+/* The server model's view of a connection's current request (models only). */
+struct conn_model {
+	int seen;              /* counted by tw_models_arrive: log its figures */
+	int shaped;            /* admitted and shaped: latency, bandwidth */
+	long admitted_host;    /* host to depart when the response ends, or -1 */
+	struct tw_arrival arr; /* what the server saw and decided */
+	uint64_t arrive_ns;    /* uv_hrtime when the request was parsed */
+	uint64_t start_ns;     /* first byte allowed (arrival + latency) */
+	size_t total, done;    /* bytes of c->out to write, written */
+	size_t hdr_len;        /* leading bytes of c->out that are not body */
+	uv_buf_t chunk[2];
+};
 
 struct conn {
 	uv_tcp_t tcp;
@@ -134,7 +148,7 @@ struct conn {
 	int busy;
 	int writing;
 	int close_after;
-	int eof;        /* client half-closed: answer what is buffered, then close */
+	int eof; /* client half-closed: answer what is buffered, then close */
 	enum stream stream;
 	enum tmode tmode;
 	char *buf;
@@ -154,6 +168,7 @@ struct conn {
 	unsigned nout;
 	char hdr[1024];
 	char byte;
+	struct conn_model model;
 };
 
 static uint64_t now_us(void)
@@ -169,15 +184,36 @@ static void send_out(struct conn *c);
 
 /* ---------- log ---------- */
 
+/* Ends the request's model accounting; writes the three model columns. */
+static void log_model_columns(struct conn *c)
+{
+	struct conn_model *cm = &c->model;
+	struct server *s = c->srv;
+	if (cm->admitted_host >= 0)
+		tw_models_depart(s->so->models, cm->admitted_host);
+	cm->admitted_host = -1;
+	if (s->log == NULL)
+		return;
+	unsigned long long service_us = (uv_hrtime() - cm->arrive_ns) / 1000u;
+	if (cm->seen)
+		fprintf(s->log, "\t%u\t%u\t%llu", cm->arr.in_flight, cm->arr.rate_1s, service_us);
+	else
+		fprintf(s->log, "\t-\t-\t%llu", service_us);
+}
+
+/* Called once per request, when its response ended or was cut short. */
 static void log_response(struct conn *c)
 {
 	struct server *s = c->srv;
-	if (s->log == NULL)
-		return;
-	fprintf(s->log, "%llu\t%llu\t%s\t%s\t%s\t%s\t%d\t%llu\n", (unsigned long long)c->t_us,
-		(unsigned long long)c->id, c->host[0] ? c->host : "-", c->lis->ip,
-		c->method[0] ? c->method : "-", c->path[0] ? c->path : "-", c->status,
-		(unsigned long long)c->body_sent);
+	if (s->log != NULL)
+		fprintf(s->log, "%llu\t%llu\t%s\t%s\t%s\t%s\t%d\t%llu", (unsigned long long)c->t_us,
+		        (unsigned long long)c->id, c->host[0] ? c->host : "-", c->lis->ip,
+		        c->method[0] ? c->method : "-", c->path[0] ? c->path : "-", c->status,
+		        (unsigned long long)c->body_sent);
+	if (s->so->models != NULL)
+		log_model_columns(c);
+	if (s->log != NULL)
+		putc('\n', s->log);
 }
 
 static void on_flush_timer(uv_timer_t *t)
@@ -314,20 +350,32 @@ static const char *reason(int st)
 	}
 }
 
-/* An error response built in c->hdr (body included), connection closes. */
-static void send_error(struct conn *c, int st)
+/* A short text/plain response "ST REASON\n" built in c->hdr as c->out;
+ * retry_after 0 = no Retry-After header. */
+static void plain_build(struct conn *c, int st, unsigned retry_after)
 {
+	char retry[48] = "";
+	if (retry_after > 0)
+		snprintf(retry, sizeof retry, "Retry-After: %u\r\n", retry_after);
+	size_t blen = strlen(reason(st)) + 5;
 	int n = snprintf(c->hdr, sizeof c->hdr,
-			 "HTTP/1.1 %d %s\r\nServer: testweb\r\nContent-Type: text/plain\r\n"
-			 "Content-Length: %zu\r\nConnection: close\r\n\r\n%d %s\n",
-			 st, reason(st), strlen(reason(st)) + 5, st, reason(st));
+	                 "HTTP/1.1 %d %s\r\nServer: testweb\r\nContent-Type: text/plain\r\n"
+	                 "%sContent-Length: %zu\r\nConnection: %s\r\n\r\n%d %s\n",
+	                 st, reason(st), retry, blen, c->close_after ? "close" : "keep-alive", st,
+	                 reason(st));
 	c->status = st;
-	c->close_after = 1;
 	c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
 	c->nout = 1;
-	c->body_pending = strcmp(c->method, "HEAD") == 0 ? 0 : strlen(reason(st)) + 5;
+	c->body_pending = strcmp(c->method, "HEAD") == 0 ? 0 : blen;
 	if (c->body_pending == 0)
-		c->out[0].len -= (unsigned)(strlen(reason(st)) + 5);
+		c->out[0].len -= (unsigned)blen;
+}
+
+/* An error response, connection closes. */
+static void send_error(struct conn *c, int st)
+{
+	c->close_after = 1;
+	plain_build(c, st, 0);
 	send_out(c);
 }
 
@@ -374,13 +422,13 @@ static struct centry *entry_build(struct server *s, long host, const char *path,
 	const char *body = gz ? gzbody : res.body;
 	size_t blen = gz ? gzlen : res.body_len;
 	int n = snprintf(hdr, sizeof hdr,
-			 "HTTP/1.1 %d %s\r\nServer: testweb\r\nContent-Type: %s\r\n"
-			 "Content-Length: %zu\r\n%s%s%s%s%s",
-			 res.status, reason(res.status), res.content_type, blen,
-			 gz ? "Content-Encoding: gzip\r\n" : "",
-			 res.gzip_ok ? "Vary: Accept-Encoding\r\n" : "",
-			 res.location[0] ? "Location: " : "", res.location,
-			 res.location[0] ? "\r\n" : "");
+	                 "HTTP/1.1 %d %s\r\nServer: testweb\r\nContent-Type: %s\r\n"
+	                 "Content-Length: %zu\r\n%s%s%s%s%s",
+	                 res.status, reason(res.status), res.content_type, blen,
+	                 gz ? "Content-Encoding: gzip\r\n" : "",
+	                 res.gzip_ok ? "Vary: Accept-Encoding\r\n" : "",
+	                 res.location[0] ? "Location: " : "", res.location,
+	                 res.location[0] ? "\r\n" : "");
 	if (n < 0 || (size_t)n + 32 >= sizeof hdr)
 		goto out;
 	size_t common = (size_t)n;
@@ -460,7 +508,7 @@ static void send_entry(struct conn *c, struct centry *e, int head)
 			cl = sizeof c->hdr - 64;
 		memcpy(c->hdr, e->data, cl);
 		int n = snprintf(c->hdr + cl, sizeof c->hdr - cl, "Connection: %s\r\n\r\n",
-				 c->close_after ? "close" : "keep-alive");
+		                 c->close_after ? "close" : "keep-alive");
 		c->out[0] = uv_buf_init(c->hdr, (unsigned)(cl + (size_t)n));
 		c->nout = 1;
 		c->body_pending = 0;
@@ -475,18 +523,119 @@ static void send_entry(struct conn *c, struct centry *e, int head)
 
 static void on_write(uv_write_t *w, int status);
 
-static void write_now(struct conn *c)
+static void write_bufs(struct conn *c, uv_buf_t *bufs, unsigned n)
 {
 	c->writing = 1;
-	if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, c->out, c->nout, on_write) != 0) {
+	if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, bufs, n, on_write) != 0) {
 		c->writing = 0;
 		conn_close(c);
 	}
 }
 
+static void write_now(struct conn *c)
+{
+	write_bufs(c, c->out, c->nout);
+}
+
+/* ---------- server models: admission, latency, bandwidth ---------- */
+
+/* Arms the connection's timer to fire at due_ns or just after: the loop's
+ * clock is refreshed first, and the shaping step re-arms if it fired a
+ * millisecond early, so a response never leaves before its time. */
+static void shape_wait(struct conn *c, uint64_t due_ns, uint64_t now_ns)
+{
+	uv_update_time(c->srv->loop);
+	timer_set(c, TM_SHAPE, (due_ns - now_ns + 999999u) / 1000000u, 0);
+}
+
+/* Writes the next chunk of c->out when its time has come: with bandwidth
+ * B, the chunk ending at byte k leaves at start + k / B, so the response
+ * is never faster than B; without, everything leaves at start. */
+static void shape_step(struct conn *c)
+{
+	struct conn_model *cm = &c->model;
+	uint64_t bw = cm->arr.bandwidth;
+	size_t left = cm->total - cm->done;
+	size_t n = left;
+	uint64_t due = cm->start_ns;
+	if (bw > 0) {
+		size_t chunk = (size_t)(bw / PACE_TICKS_PER_S);
+		n = chunk == 0 ? 1 : chunk < left ? chunk : left;
+		due += (uint64_t)((double)(cm->done + n) * 1e9 / (double)bw);
+	}
+	uint64_t now = uv_hrtime();
+	if (now < due) {
+		shape_wait(c, due, now);
+		return;
+	}
+	if (bw == 0) {
+		cm->done = cm->total;
+		write_now(c);
+		return;
+	}
+	/* The chunk [done, done + n) of the bytes of c->out. */
+	unsigned nb = 0;
+	size_t off = cm->done, want = n;
+	for (unsigned k = 0; k < c->nout && want > 0; k++) {
+		if (off >= c->out[k].len) {
+			off -= c->out[k].len;
+			continue;
+		}
+		size_t take = c->out[k].len - off < want ? c->out[k].len - off : want;
+		cm->chunk[nb++] = uv_buf_init(c->out[k].base + off, (unsigned)take);
+		want -= take;
+		off = 0;
+	}
+	size_t body_from = cm->done > cm->hdr_len ? cm->done : cm->hdr_len;
+	c->body_pending = cm->done + n > body_from ? cm->done + n - body_from : 0;
+	cm->done += n;
+	write_bufs(c, cm->chunk, nb);
+}
+
+/* Starts an admitted response: c->out ready, body_pending its body bytes. */
+static void shape_start(struct conn *c)
+{
+	struct conn_model *cm = &c->model;
+	uint64_t delay_us = cm->arr.delay_us + (uint64_t)c->srv->so->latency_ms * 1000u;
+	cm->total = 0;
+	for (unsigned k = 0; k < c->nout; k++)
+		cm->total += c->out[k].len;
+	cm->done = 0;
+	cm->hdr_len = cm->total - (size_t)c->body_pending;
+	cm->start_ns = cm->arrive_ns + delay_us * 1000u;
+	if (cm->arr.bandwidth > 0)
+		c->stream = ST_PACED;
+	shape_step(c);
+}
+
+/* Counts a request of host idx; 0 = go on answering it, 1 = answered
+ * already (beyond capacity, or out of memory). */
+static int model_arrive(struct conn *c, long idx, int observe_only)
+{
+	struct conn_model *cm = &c->model;
+	struct tw_models *m = c->srv->so->models;
+	if (tw_models_arrive(m, idx, cm->arrive_ns / 1000u, observe_only, &cm->arr) != 0) {
+		send_error(c, 503);
+		return 1;
+	}
+	cm->seen = 1;
+	if (cm->arr.reject_status != 0) {
+		plain_build(c, cm->arr.reject_status, cm->arr.retry_after);
+		write_now(c);
+		return 1;
+	}
+	cm->admitted_host = idx;
+	cm->shaped = !observe_only;
+	return 0;
+}
+
 /* Send c->out, after the configured latency if any. */
 static void send_out(struct conn *c)
 {
+	if (c->model.shaped) {
+		shape_start(c);
+		return;
+	}
 	unsigned lat = c->srv->so->latency_ms;
 	if (lat > 0)
 		timer_set(c, TM_LATENCY, lat, 0);
@@ -550,9 +699,7 @@ static void on_write(uv_write_t *w, int status)
 	c->body_sent += c->body_pending;
 	c->body_pending = 0;
 	switch (c->stream) {
-	case ST_ENDLESS:
-		endless_next(c);
-		return;
+	case ST_ENDLESS: endless_next(c); return;
 	case ST_SLOW:
 		if (c->tmode != TM_SLOW)
 			timer_set(c, TM_SLOW, 1000, 1000);
@@ -561,12 +708,14 @@ static void on_write(uv_write_t *w, int status)
 			finish_response(c);
 		}
 		return;
-	case ST_RESET:
-		timer_set(c, TM_RESET, 50, 0);
+	case ST_RESET: timer_set(c, TM_RESET, 50, 0); return;
+	case ST_PACED:
+		if (c->model.done < c->model.total)
+			shape_step(c);
+		else
+			finish_response(c);
 		return;
-	case ST_NONE:
-		finish_response(c);
-		return;
+	case ST_NONE: finish_response(c); return;
 	}
 }
 
@@ -577,22 +726,16 @@ static void on_timer(uv_timer_t *t)
 	if (m != TM_SLOW)
 		c->tmode = TM_NONE;
 	switch (m) {
-	case TM_IDLE:
-		conn_close(c);
-		break;
-	case TM_LATENCY:
-		write_now(c);
-		break;
-	case TM_SLOW:
-		slow_tick(c);
-		break;
+	case TM_IDLE: conn_close(c); break;
+	case TM_LATENCY: write_now(c); break;
+	case TM_SLOW: slow_tick(c); break;
 	case TM_RESET:
 		log_response(c);
 		c->busy = 0;
 		conn_reset(c);
 		break;
-	case TM_NONE:
-		break;
+	case TM_SHAPE: shape_step(c); break;
+	case TM_NONE: break;
 	}
 }
 
@@ -606,8 +749,9 @@ static void send_fault(struct conn *c, enum tw_fault f)
 	switch (f) {
 	case TW_FAULT_SLOW:
 		n = snprintf(c->hdr, sizeof c->hdr,
-			     "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
-			     "Content-Length: %d\r\nConnection: close\r\n\r\n", SLOW_LEN);
+		             "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
+		             "Content-Length: %d\r\nConnection: close\r\n\r\n",
+		             SLOW_LEN);
 		c->status = 200;
 		c->stream = ST_SLOW;
 		c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
@@ -615,8 +759,8 @@ static void send_fault(struct conn *c, enum tw_fault f)
 		break;
 	case TW_FAULT_ENDLESS:
 		n = snprintf(c->hdr, sizeof c->hdr,
-			     "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
-			     "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+		             "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
+		             "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
 		c->status = 200;
 		c->stream = ST_ENDLESS;
 		c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
@@ -641,9 +785,10 @@ static void send_fault(struct conn *c, enum tw_fault f)
 			return;
 		}
 		n = snprintf(c->hdr, sizeof c->hdr,
-			     "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
-			     "Content-Encoding: gzip\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
-			     blen);
+		             "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
+		             "Content-Encoding: gzip\r\nContent-Length: %zu\r\nConnection: "
+		             "close\r\n\r\n",
+		             blen);
 		c->status = 200;
 		c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
 		c->out[1] = uv_buf_init((char *)b, (unsigned)blen);
@@ -653,9 +798,9 @@ static void send_fault(struct conn *c, enum tw_fault f)
 	}
 	case TW_FAULT_BADCHUNK:
 		n = snprintf(c->hdr, sizeof c->hdr,
-			     "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
-			     "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
-			     "zz\r\nhello\r\n0\r\n\r\n");
+		             "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
+		             "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+		             "zz\r\nhello\r\n0\r\n\r\n");
 		c->status = 200;
 		c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
 		c->nout = 1;
@@ -663,8 +808,9 @@ static void send_fault(struct conn *c, enum tw_fault f)
 		break;
 	case TW_FAULT_RESET: {
 		n = snprintf(c->hdr, sizeof c->hdr,
-			     "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
-			     "Content-Length: %d\r\nConnection: close\r\n\r\n", RESET_TOTAL);
+		             "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/html\r\n"
+		             "Content-Length: %d\r\nConnection: close\r\n\r\n",
+		             RESET_TOTAL);
 		c->status = 200;
 		c->stream = ST_RESET;
 		c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
@@ -676,17 +822,15 @@ static void send_fault(struct conn *c, enum tw_fault f)
 	case TW_FAULT_429:
 		c->close_after = 0;
 		n = snprintf(c->hdr, sizeof c->hdr,
-			     "HTTP/1.1 429 Too Many Requests\r\nServer: testweb\r\n"
-			     "Content-Type: text/plain\r\nRetry-After: 30\r\nContent-Length: 18\r\n"
-			     "Connection: keep-alive\r\n\r\n429 slow down now\n");
+		             "HTTP/1.1 429 Too Many Requests\r\nServer: testweb\r\n"
+		             "Content-Type: text/plain\r\nRetry-After: 30\r\nContent-Length: 18\r\n"
+		             "Connection: keep-alive\r\n\r\n429 slow down now\n");
 		c->status = 429;
 		c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
 		c->nout = 1;
 		c->body_pending = 18;
 		break;
-	default:
-		send_error(c, 500);
-		return;
+	default: send_error(c, 500); return;
 	}
 	send_out(c);
 }
@@ -744,6 +888,50 @@ static void set_path(struct conn *c, const char *p, size_t pl)
 	c->path[pl] = '\0';
 }
 
+/* What the request's headers say. */
+struct req_headers {
+	int keep_alive_req, close_req, gz, has_body;
+};
+
+/* Reads the header lines from p to end (the blank line); the first Host
+ * header sets c->host unless the target named it. -1 on a malformed line. */
+static int parse_headers(struct conn *c, char *p, char *end, struct req_headers *h)
+{
+	int host_seen = 0;
+	memset(h, 0, sizeof *h);
+	while (p < end) {
+		char *le = memchr(p, '\r', (size_t)(end - p) + 1);
+		if (le == NULL)
+			le = end;
+		char *colon = memchr(p, ':', (size_t)(le - p));
+		if (colon == NULL || colon == p)
+			return -1;
+		size_t nl = (size_t)(colon - p), vl = 0;
+		const char *v = hdr_value(colon + 1, le, &vl);
+		if (nl == 4 && strncasecmp(p, "host", 4) == 0) {
+			if (!host_seen && c->host[0] == '\0')
+				set_host(c, v, vl);
+			host_seen = 1;
+		} else if (nl == 10 && strncasecmp(p, "connection", 10) == 0) {
+			if (contains_token(v, vl, "close"))
+				h->close_req = 1;
+			if (contains_token(v, vl, "keep-alive"))
+				h->keep_alive_req = 1;
+		} else if (nl == 15 && strncasecmp(p, "accept-encoding", 15) == 0) {
+			h->gz = contains_token(v, vl, "gzip");
+		} else if (nl == 14 && strncasecmp(p, "content-length", 14) == 0) {
+			if (!(vl == 1 && v[0] == '0'))
+				h->has_body = 1;
+		} else if (nl == 17 && strncasecmp(p, "transfer-encoding", 17) == 0) {
+			h->has_body = 1;
+		}
+		p = le + 2;
+	}
+	return 0;
+}
+
+static void answer_request(struct conn *c, int gz, int head);
+
 /* Parse and answer the next complete request in the buffer, if any. */
 static void conn_next(struct conn *c)
 {
@@ -775,6 +963,11 @@ static void conn_next(struct conn *c)
 	}
 	c->busy = 1;
 	c->t_us = now_us();
+	if (s->so->models != NULL) {
+		memset(&c->model, 0, sizeof c->model);
+		c->model.admitted_host = -1;
+		c->model.arrive_ns = uv_hrtime();
+	}
 	c->method[0] = c->host[0] = c->path[0] = '\0';
 	c->body_sent = 0;
 	c->body_pending = 0;
@@ -846,41 +1039,13 @@ static void conn_next(struct conn *c)
 	}
 	set_path(c, tgt, tl);
 
-	/* Headers. */
-	int keep_alive_req = 0, close_req = 0, gz = 0, has_body = 0, host_seen = 0;
-	char *p = line_end + 2;
-	while (p < end) {
-		char *le = memchr(p, '\r', (size_t)(end - p) + 1);
-		if (le == NULL)
-			le = end;
-		char *colon = memchr(p, ':', (size_t)(le - p));
-		if (colon == NULL || colon == p) {
-			send_error(c, 400);
-			return;
-		}
-		size_t nl = (size_t)(colon - p), vl = 0;
-		const char *v = hdr_value(colon + 1, le, &vl);
-		if (nl == 4 && strncasecmp(p, "host", 4) == 0) {
-			if (!host_seen && c->host[0] == '\0')
-				set_host(c, v, vl);
-			host_seen = 1;
-		} else if (nl == 10 && strncasecmp(p, "connection", 10) == 0) {
-			if (contains_token(v, vl, "close"))
-				close_req = 1;
-			if (contains_token(v, vl, "keep-alive"))
-				keep_alive_req = 1;
-		} else if (nl == 15 && strncasecmp(p, "accept-encoding", 15) == 0) {
-			gz = contains_token(v, vl, "gzip");
-		} else if (nl == 14 && strncasecmp(p, "content-length", 14) == 0) {
-			if (!(vl == 1 && v[0] == '0'))
-				has_body = 1;
-		} else if (nl == 17 && strncasecmp(p, "transfer-encoding", 17) == 0) {
-			has_body = 1;
-		}
-		p = le + 2;
+	struct req_headers h;
+	if (parse_headers(c, line_end + 2, end, &h) != 0) {
+		send_error(c, 400);
+		return;
 	}
-	c->close_after = close_req || (http10 && !keep_alive_req);
-	if (has_body) {
+	c->close_after = h.close_req || (http10 && !h.keep_alive_req);
+	if (h.has_body) {
 		send_error(c, 400);
 		return;
 	}
@@ -889,6 +1054,13 @@ static void conn_next(struct conn *c)
 		send_error(c, 405);
 		return;
 	}
+	answer_request(c, h.gz, head);
+}
+
+/* Answers a parsed GET or HEAD: model, fault or the generated resource. */
+static void answer_request(struct conn *c, int gz, int head)
+{
+	struct server *s = c->srv;
 	if (c->host[0] == '\0') {
 		send_error(c, 400);
 		return;
@@ -898,7 +1070,11 @@ static void conn_next(struct conn *c)
 		idx = -1;
 	if (idx >= 0) {
 		enum tw_fault f = tw_host_fault(s->cfg, idx);
-		if (f != TW_FAULT_NONE && f != TW_FAULT_TRAP && strcmp(c->path, "/robots.txt") != 0) {
+		int fault = f != TW_FAULT_NONE && f != TW_FAULT_TRAP &&
+		            strcmp(c->path, "/robots.txt") != 0;
+		if (s->so->models != NULL && model_arrive(c, idx, fault) != 0)
+			return;
+		if (fault) {
 			send_fault(c, f);
 			return;
 		}
@@ -980,8 +1156,8 @@ static void on_dns_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 
 /* Builds the answer to query q (n bytes) in out (cap >= 600); returns its
  * length or 0 to drop the packet. */
-static size_t dns_answer(struct server *s, const unsigned char *q, size_t n,
-			 unsigned char *out, size_t cap)
+static size_t dns_answer(struct server *s, const unsigned char *q, size_t n, unsigned char *out,
+                         size_t cap)
 {
 	if (n < 12 || (q[2] & 0x80))
 		return 0; /* too short, or a response */
@@ -1048,11 +1224,22 @@ static size_t dns_answer(struct server *s, const unsigned char *q, size_t n,
 	if (qclass == 1 && (qtype == 1 || qtype == 255)) {
 		uint32_t a = tw_host_addr(s->cfg, idx);
 		uint32_t ttl = s->so->ttl;
-		unsigned char rr[16] = { 0xc0, 0x0c, 0, 1, 0, 1,
-					 (unsigned char)(ttl >> 24), (unsigned char)(ttl >> 16),
-					 (unsigned char)(ttl >> 8), (unsigned char)ttl, 0, 4,
-					 (unsigned char)(a >> 24), (unsigned char)(a >> 16),
-					 (unsigned char)(a >> 8), (unsigned char)a };
+		unsigned char rr[16] = { 0xc0,
+			                 0x0c,
+			                 0,
+			                 1,
+			                 0,
+			                 1,
+			                 (unsigned char)(ttl >> 24),
+			                 (unsigned char)(ttl >> 16),
+			                 (unsigned char)(ttl >> 8),
+			                 (unsigned char)ttl,
+			                 0,
+			                 4,
+			                 (unsigned char)(a >> 24),
+			                 (unsigned char)(a >> 16),
+			                 (unsigned char)(a >> 8),
+			                 (unsigned char)a };
 		memcpy(out + o, rr, sizeof rr);
 		o += sizeof rr;
 		out[7] = 1;
@@ -1060,8 +1247,8 @@ static size_t dns_answer(struct server *s, const unsigned char *q, size_t n,
 	return o;
 }
 
-static void on_dns_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *b,
-			const struct sockaddr *addr, unsigned flags)
+static void on_dns_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *b, const struct sockaddr *addr,
+                        unsigned flags)
 {
 	struct server *s = h->data;
 	unsigned char out[2048];
@@ -1186,8 +1373,9 @@ static int build_static(struct server *s)
 	s->huge_hdr = malloc(cap);
 	if (s->huge_hdr == NULL)
 		return -1;
-	pos += (size_t)snprintf(s->huge_hdr, cap, "HTTP/1.1 200 OK\r\nServer: testweb\r\n"
-					       "Content-Type: text/html\r\n");
+	pos += (size_t)snprintf(s->huge_hdr, cap,
+	                        "HTTP/1.1 200 OK\r\nServer: testweb\r\n"
+	                        "Content-Type: text/html\r\n");
 	char val[101];
 	tw_filler(7, val, 100);
 	for (size_t k = 0; k < 100; k++)
@@ -1195,9 +1383,10 @@ static int build_static(struct server *s)
 			val[k] = ' ';
 	val[100] = '\0';
 	for (int k = 0; pos < (1u << 20); k++)
-		pos += (size_t)snprintf(s->huge_hdr + pos, cap - pos, "X-Filler-%05d: %s\r\n", k, val);
+		pos += (size_t)snprintf(s->huge_hdr + pos, cap - pos, "X-Filler-%05d: %s\r\n", k,
+		                        val);
 	pos += (size_t)snprintf(s->huge_hdr + pos, cap - pos,
-				"Content-Length: 39\r\nConnection: close\r\n\r\n");
+	                        "Content-Length: 39\r\nConnection: close\r\n\r\n");
 	s->huge_len = pos;
 	return 0;
 }
@@ -1225,7 +1414,8 @@ int tw_server_run(struct tw_config *cfg, const struct tw_server_options *so)
 	if (so->log_file != NULL) {
 		s.log = fopen(so->log_file, "w");
 		if (s.log == NULL) {
-			fprintf(stderr, "testweb: cannot open log %s: %s\n", so->log_file, strerror(errno));
+			fprintf(stderr, "testweb: cannot open log %s: %s\n", so->log_file,
+			        strerror(errno));
 			goto out;
 		}
 		s.logbuf = malloc(1u << 20);
@@ -1235,7 +1425,7 @@ int tw_server_run(struct tw_config *cfg, const struct tw_server_options *so)
 	int port = bind_all(cfg->ips, nl, cfg->http_port, fds);
 	if (port < 0) {
 		fprintf(stderr, "testweb: cannot bind port %d on 127.0.1.1-%d and 127.0.0.1: %s\n",
-			cfg->http_port, cfg->ips, strerror(errno));
+		        cfg->http_port, cfg->ips, strerror(errno));
 		goto out;
 	}
 	cfg->http_port = port;
@@ -1246,8 +1436,8 @@ int tw_server_run(struct tw_config *cfg, const struct tw_server_options *so)
 		struct listener *l = &s.lis[k];
 		uint32_t a = listener_addr(cfg->ips, k);
 		l->srv = &s;
-		snprintf(l->ip, sizeof l->ip, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255,
-			 a & 255);
+		snprintf(l->ip, sizeof l->ip, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255,
+		         (a >> 8) & 255, a & 255);
 		uv_tcp_init(&loop, &l->tcp);
 		l->tcp.data = l;
 		s.nlis++;

@@ -8,6 +8,15 @@
  * after a request stay in the buffer until its response is written) and
  * writes responses with one uv_write of [headers, body] whose body is a
  * refcounted entry of a bounded response cache (cache_bytes budget).
+ *
+ * With server models (so->models), each request of a host of the web is
+ * counted on arrival (tw_models_arrive): beyond the host's capacity it is
+ * answered at once with 429/503 and Retry-After; otherwise its response
+ * waits out the sampled latency on the connection's uv timer and is then
+ * written in chunks paced by the same timer (bandwidth), never blocking
+ * the loop. Fault responses are counted but not shaped. The log gains
+ * three columns: in_flight, rate_1s, service_us. Without models the
+ * request path only tests so->models.
  */
 #ifndef TESTWEB_SERVER_H
 #define TESTWEB_SERVER_H
@@ -15,17 +24,20 @@
 #include <stddef.h>
 
 #include "tests/testweb/gen.h"
+#include "tests/testweb/models.h"
 
 struct tw_server_options {
-	int dns_port;            /* 0 = ephemeral, -1 = no DNS */
-	unsigned ttl;            /* DNS TTL, seconds */
-	const char *ready_file;  /* borrowed; NULL = none */
-	const char *log_file;    /* borrowed; NULL = no log */
+	int dns_port;           /* 0 = ephemeral, -1 = no DNS */
+	unsigned ttl;           /* DNS TTL, seconds */
+	const char *ready_file; /* borrowed; NULL = none */
+	const char *log_file;   /* borrowed; NULL = no log */
 	unsigned latency_ms;
 	unsigned max_conns;
 	size_t max_request;
 	unsigned idle_ms;
 	size_t cache_bytes;
+	struct tw_models *models; /* borrowed, bound; NULL = no models, and
+				   * the log keeps its 8 columns */
 };
 
 void tw_server_options_defaults(struct tw_server_options *so);

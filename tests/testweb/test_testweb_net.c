@@ -2,8 +2,10 @@
  * Check suite for the running testweb server: DNS answers (c-ares asking
  * only the test DNS), HTTP/1.1 keep-alive and pipelining, absolute-form
  * (proxy) targets, request limits, connection cap, gzip, every fault mode,
- * and the request log after SIGTERM. The server binary is argv[1]; each
- * test starts the server it needs (ephemeral ports, ready file).
+ * and the request log after SIGTERM (test case "net"); server models as
+ * the client and the log see them (test case "models"). The server binary
+ * is argv[1]; each test starts the server it needs (ephemeral ports, ready
+ * file).
  */
 #include <arpa/inet.h>
 #include <ares.h>
@@ -40,12 +42,19 @@ struct srv {
 };
 
 /* Common generation options for the fault server. */
-static const char *const fault_args[] = {
-	"--hosts", "20", "--pages", "20", "--ips", "4", "--ttl", "77",
-	"--fault", "h11=slow", "--fault", "h12=endless", "--fault", "h13=hugeheaders",
-	"--fault", "h14=gzipbomb", "--fault", "h15=badchunk", "--fault", "h16=reset",
-	"--fault", "h17=trap", "--fault", "h18=429", NULL
-};
+static const char *const fault_args[] = { "--hosts", "20",
+	                                  "--pages", "20",
+	                                  "--ips",   "4",
+	                                  "--ttl",   "77",
+	                                  "--fault", "h11=slow",
+	                                  "--fault", "h12=endless",
+	                                  "--fault", "h13=hugeheaders",
+	                                  "--fault", "h14=gzipbomb",
+	                                  "--fault", "h15=badchunk",
+	                                  "--fault", "h16=reset",
+	                                  "--fault", "h17=trap",
+	                                  "--fault", "h18=429",
+	                                  NULL };
 
 static void srv_start(struct srv *s, const char *const *extra)
 {
@@ -77,7 +86,8 @@ static void srv_start(struct srv *s, const char *const *extra)
 	for (int tries = 0; tries < 1000; tries++) {
 		FILE *f = fopen(ready, "r");
 		if (f != NULL) {
-			int ok = fscanf(f, "http_port=%d\ndns_port=%d\n", &s->http_port, &s->dns_port);
+			int ok = fscanf(f, "http_port=%d\ndns_port=%d\n", &s->http_port,
+			                &s->dns_port);
 			fclose(f);
 			ck_assert_int_eq(ok, 2);
 			ck_assert_int_gt(s->http_port, 0);
@@ -146,8 +156,10 @@ static void dns_query(int port, const char *name, int type, struct qres *r)
 	o.timeout = 2000;
 	o.tries = 2;
 	o.ndots = 0;
-	ck_assert_int_eq(ares_init_options(&ch, &o, ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS |
-						    ARES_OPT_TRIES | ARES_OPT_NDOTS), ARES_SUCCESS);
+	ck_assert_int_eq(ares_init_options(&ch, &o,
+	                                   ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES |
+	                                           ARES_OPT_NDOTS),
+	                 ARES_SUCCESS);
 	char csv[64];
 	snprintf(csv, sizeof csv, "127.0.0.1:%d", port);
 	ck_assert_int_eq(ares_set_servers_ports_csv(ch, csv), ARES_SUCCESS);
@@ -193,10 +205,11 @@ START_TEST(dns_answers)
 	}
 	/* Unknown names: NXDOMAIN. */
 	const char *const unknown[] = { "h20.web.test", "h999.web.test", "nx3.web.test",
-					"web.test", "h01.web.test", "h1.web.test.example" };
+		                        "web.test",     "h01.web.test",  "h1.web.test.example" };
 	for (size_t k = 0; k < sizeof unknown / sizeof *unknown; k++) {
 		dns_query(s.dns_port, unknown[k], 1, &r);
-		ck_assert_msg(r.status == ARES_ENOTFOUND, "%s: %s", unknown[k], ares_strerror(r.status));
+		ck_assert_msg(r.status == ARES_ENOTFOUND, "%s: %s", unknown[k],
+		              ares_strerror(r.status));
 		ck_assert_int_eq(r.buf[3] & 0xf, 3);
 	}
 	/* AAAA of a known name: NOERROR with no records. */
@@ -233,7 +246,8 @@ START_TEST(dns_malformed)
 		sendto(fd, pk, n, 0, (struct sockaddr *)&sa, sizeof sa);
 	}
 	/* A compression pointer in the question: FORMERR. */
-	unsigned char cp[] = { 0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 0xc0, 0x0c, 0, 1, 0, 1 };
+	unsigned char cp[] = { 0x12, 0x34, 0x01, 0x00, 0,    1, 0, 0, 0,
+		               0,    0,    0,    0xc0, 0x0c, 0, 1, 0, 1 };
 	for (;;) { /* drain */
 		unsigned char junk[600];
 		if (recv(fd, junk, sizeof junk, 0) < 0)
@@ -283,7 +297,7 @@ static void send_all(int fd, const char *s, size_t n)
 
 /* Reads one response with Content-Length; returns status, body length in *bl. */
 static int read_response(int fd, char *buf, size_t cap, size_t *have, size_t *bl, char *hdrs,
-			 size_t hcap)
+                         size_t hcap)
 {
 	char *end = NULL;
 	for (;;) {
@@ -332,13 +346,13 @@ START_TEST(http_keepalive_pipelining)
 	size_t have = 0, bl = 0;
 	char req[2048];
 	int n = snprintf(req, sizeof req,
-			 "GET / HTTP/1.1\r\nHost: h1.web.test:%d\r\n\r\n"
-			 "GET /s2/p2.html HTTP/1.1\r\nHost: H5.WEB.TEST\r\nUser-Agent: t\r\n\r\n"
-			 "HEAD /img/i3.png HTTP/1.1\r\nHost: h5.web.test\r\n\r\n"
-			 "GET /gone/x.html HTTP/1.1\r\nHost: h5.web.test\r\n\r\n"
-			 "GET http://h9.web.test:%d/r/3 HTTP/1.1\r\nHost: ignored\r\n\r\n"
-			 "GET / HTTP/1.1\r\nHost: nx1.web.test\r\nConnection: close\r\n\r\n",
-			 s.http_port, s.http_port);
+	                 "GET / HTTP/1.1\r\nHost: h1.web.test:%d\r\n\r\n"
+	                 "GET /s2/p2.html HTTP/1.1\r\nHost: H5.WEB.TEST\r\nUser-Agent: t\r\n\r\n"
+	                 "HEAD /img/i3.png HTTP/1.1\r\nHost: h5.web.test\r\n\r\n"
+	                 "GET /gone/x.html HTTP/1.1\r\nHost: h5.web.test\r\n\r\n"
+	                 "GET http://h9.web.test:%d/r/3 HTTP/1.1\r\nHost: ignored\r\n\r\n"
+	                 "GET / HTTP/1.1\r\nHost: nx1.web.test\r\nConnection: close\r\n\r\n",
+	                 s.http_port, s.http_port);
 	/* Send in small pieces to exercise partial parsing. */
 	for (int k = 0; k < n; k += 7)
 		send_all(fd, req + k, (size_t)(n - k < 7 ? n - k : 7));
@@ -346,8 +360,9 @@ START_TEST(http_keepalive_pipelining)
 		long host;
 		const char *path;
 		int status;
-	} want[] = { { 1, "/", 200 }, { 5, "/s2/p2.html", 200 }, { 5, "/img/i3.png", -1 },
-		     { 5, "/gone/x.html", 404 }, { 9, "/r/3", 301 }, { -1, "/", 404 } };
+	} want[] = { { 1, "/", 200 },          { 5, "/s2/p2.html", 200 },
+		     { 5, "/img/i3.png", -1 }, { 5, "/gone/x.html", 404 },
+		     { 9, "/r/3", 301 },       { -1, "/", 404 } };
 	for (size_t k = 0; k < 6; k++) {
 		char hdrs[2048];
 		if (want[k].status == -1) {
@@ -370,10 +385,12 @@ START_TEST(http_keepalive_pipelining)
 		if (want[k].host >= 0) {
 			struct tw_resource r;
 			ck_assert_int_eq(tw_resource_get(&cfg, want[k].host, want[k].path,
-							 strlen(want[k].path), &r, NULL, 0, NULL), 0);
+			                                 strlen(want[k].path), &r, NULL, 0, NULL),
+			                 0);
 			ck_assert_uint_eq(bl, r.body_len);
 			if (st == 301)
-				ck_assert_ptr_nonnull(strstr(hdrs, "Location: http://h9.web.test:"));
+				ck_assert_ptr_nonnull(
+				        strstr(hdrs, "Location: http://h9.web.test:"));
 			tw_resource_clear(&r);
 		}
 	}
@@ -392,7 +409,7 @@ START_TEST(http_keepalive_pipelining)
 	/* Half-close after two pipelined requests: both answered, then EOF. */
 	fd = tcp_connect(0x7f000101, s.http_port);
 	const char *two = "GET /robots.txt HTTP/1.1\r\nHost: h1.web.test\r\n\r\n"
-			  "GET /robots.txt HTTP/1.1\r\nHost: h2.web.test\r\n\r\n";
+	                  "GET /robots.txt HTTP/1.1\r\nHost: h2.web.test\r\n\r\n";
 	send_all(fd, two, strlen(two));
 	shutdown(fd, SHUT_WR);
 	have = 0;
@@ -415,7 +432,8 @@ END_TEST
 START_TEST(connection_cap)
 {
 	struct srv s;
-	const char *const args[] = { "--max-conns", "5", "--dns-port", "-1", "--idle-ms", "1500", NULL };
+	const char *const args[] = { "--max-conns", "5",    "--dns-port", "-1",
+		                     "--idle-ms",   "1500", NULL };
 	srv_start(&s, args);
 	int fds[10];
 	for (int k = 0; k < 10; k++) {
@@ -435,7 +453,8 @@ START_TEST(connection_cap)
 		if (r <= 0) {
 			refused++;
 		} else {
-			ck_assert_int_eq(read_response(fds[k], buf, sizeof buf, &have, &bl, NULL, 0), 200);
+			ck_assert_int_eq(
+			        read_response(fds[k], buf, sizeof buf, &have, &bl, NULL, 0), 200);
 			served++;
 		}
 	}
@@ -464,12 +483,33 @@ START_TEST(http_garbage)
 	struct srv s;
 	const char *const args[] = { "--dns-port", "-1", "--max-request", "1024", NULL };
 	srv_start(&s, args);
-	static const char *const frags[] = {
-		"GET ", "HEAD ", "POST ", "/", "http://", "h1.web.test", ":", "80", " HTTP/1.1",
-		" HTTP/1.0", " HTTP/2", "\r\n", "\r\n\r\n", "Host: ", "Connection: close",
-		"Content-Length: 5", "Transfer-Encoding: chunked", "\n", " ", "\t", "?q=1", "%00",
-		"Accept-Encoding: gzip", "\xff\xfe", "H1.WEB.TEST", "/robots.txt", "/cal/2026/1/"
-	};
+	static const char *const frags[] = { "GET ",
+		                             "HEAD ",
+		                             "POST ",
+		                             "/",
+		                             "http://",
+		                             "h1.web.test",
+		                             ":",
+		                             "80",
+		                             " HTTP/1.1",
+		                             " HTTP/1.0",
+		                             " HTTP/2",
+		                             "\r\n",
+		                             "\r\n\r\n",
+		                             "Host: ",
+		                             "Connection: close",
+		                             "Content-Length: 5",
+		                             "Transfer-Encoding: chunked",
+		                             "\n",
+		                             " ",
+		                             "\t",
+		                             "?q=1",
+		                             "%00",
+		                             "Accept-Encoding: gzip",
+		                             "\xff\xfe",
+		                             "H1.WEB.TEST",
+		                             "/robots.txt",
+		                             "/cal/2026/1/" };
 	unsigned seed = 7;
 	char req[4096], buf[65536];
 	for (int k = 0; k < 300; k++) {
@@ -522,13 +562,15 @@ START_TEST(many_connections)
 	for (int round = 0; round < 2; round++) {
 		for (int k = 0; k < NC; k++) {
 			char req[128];
-			int n = snprintf(req, sizeof req, "GET /img/i%d.png HTTP/1.1\r\nHost: h%d.web.test\r\n\r\n",
-					 k % 20, k % 30);
+			int n = snprintf(req, sizeof req,
+			                 "GET /img/i%d.png HTTP/1.1\r\nHost: h%d.web.test\r\n\r\n",
+			                 k % 20, k % 30);
 			send_all(fds[k], req, (size_t)n);
 		}
 		for (int k = 0; k < NC; k++) {
 			size_t have = 0, bl = 0;
-			ck_assert_int_eq(read_response(fds[k], buf, sizeof buf, &have, &bl, NULL, 0), 200);
+			ck_assert_int_eq(
+			        read_response(fds[k], buf, sizeof buf, &have, &bl, NULL, 0), 200);
 			ck_assert_uint_ge(bl, 1000);
 		}
 	}
@@ -543,8 +585,8 @@ END_TEST
 
 struct sink {
 	size_t bytes;
-	size_t cap;        /* abort when bytes > cap (0 = never) */
-	size_t first_n;    /* stop after this many bytes (0 = never) */
+	size_t cap;     /* abort when bytes > cap (0 = never) */
+	size_t first_n; /* stop after this many bytes (0 = never) */
 	double t_start, t_first, t_n;
 	char head[4096];
 	size_t head_len;
@@ -587,13 +629,13 @@ static size_t sink_header(char *p, size_t sz, size_t n, void *ud)
 
 /* GET http://h<host>.web.test:PORT<path> connecting to the host's address. */
 static CURLcode fetch(const struct srv *srv, long host, const char *path, struct sink *s,
-		      const char *enc, long *code, long timeout_ms)
+                      const char *enc, long *code, long timeout_ms)
 {
 	char url[256], conn[128];
 	uint32_t ip = (127u << 24) | (1u << 8) | (uint32_t)(1 + host % 4);
 	snprintf(url, sizeof url, "http://h%ld.web.test:%d%s", host, srv->http_port, path);
 	snprintf(conn, sizeof conn, "h%ld.web.test:%d:127.0.1.%u:%d", host, srv->http_port,
-		 ip & 255, srv->http_port);
+	         ip & 255, srv->http_port);
 	struct curl_slist *ct = curl_slist_append(NULL, conn);
 	CURL *c = curl_easy_init();
 	s->t_start = now_s();
@@ -856,8 +898,15 @@ START_TEST(log_after_sigterm)
 		char host[64], ip[32], method[16], path[256];
 		int st;
 		ck_assert_int_lt(n, 3);
-		ck_assert_int_eq(sscanf(line, "%llu\t%llu\t%63[^\t]\t%31[^\t]\t%15[^\t]\t%255[^\t]\t%d\t%llu",
-					&t, &id, host, ip, method, path, &st, &bytes), 8);
+		int tabs = 0;
+		for (const char *p = line; *p; p++)
+			tabs += *p == '\t';
+		ck_assert_int_eq(tabs, 7); /* without --models: the 8 columns */
+		ck_assert_int_eq(
+		        sscanf(line,
+		               "%llu\t%llu\t%63[^\t]\t%31[^\t]\t%15[^\t]\t%255[^\t]\t%d\t%llu", &t,
+		               &id, host, ip, method, path, &st, &bytes),
+		        8);
 		ck_assert(t >= prev_t && t > 1600000000000000ull);
 		prev_t = t;
 		ck_assert_str_eq(host, want_host[n]);
@@ -871,6 +920,315 @@ START_TEST(log_after_sigterm)
 	fclose(f);
 	ck_assert_int_eq(n, 3);
 	srv_cleanup(&s);
+}
+END_TEST
+
+/* ---------- server models (--models, --model) ---------- */
+
+/* Writes text to a fresh file under /tmp; path receives its name. */
+static void models_file(char *path, size_t cap, const char *text)
+{
+	snprintf(path, cap, "/tmp/testweb_models_XXXXXX");
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* Starts a server of 8 hosts without DNS whose models are text; the
+ * models file is named in mf (removed by model_srv_end). */
+static void model_srv_start(struct srv *s, char *mf, size_t cap, const char *text)
+{
+	models_file(mf, cap, text);
+	const char *const args[] = { "--hosts", "8", "--dns-port", "-1", "--models", mf, NULL };
+	srv_start(s, args);
+}
+
+static void model_srv_end(struct srv *s, const char *mf)
+{
+	unlink(mf);
+	srv_cleanup(s);
+}
+
+/* One request-log line with the three model columns. */
+struct logrow {
+	char host[64];
+	char path[256];
+	int status;
+	unsigned long long bytes;
+	long in_flight; /* -1 for '-' */
+	long rate_1s;
+	unsigned long long service_us;
+};
+
+/* Reads the log (11 columns a line); returns the rows of host, in order. */
+static int log_rows(const char *log, const char *host, struct logrow *rows, int max)
+{
+	FILE *f = fopen(log, "r");
+	ck_assert_ptr_nonnull(f);
+	char line[1024];
+	int n = 0;
+	while (fgets(line, sizeof line, f) != NULL) {
+		struct logrow r;
+		char inf[16], rate[16];
+		int tabs = 0;
+		for (const char *p = line; *p; p++)
+			tabs += *p == '\t';
+		ck_assert_msg(tabs == 10, "log line with %d columns: %s", tabs + 1, line);
+		ck_assert_int_eq(
+		        sscanf(line,
+		               "%*u\t%*u\t%63[^\t]\t%*[^\t]\t%*[^\t]\t%255[^\t]\t%d\t%llu\t"
+		               "%15[^\t]\t%15[^\t]\t%llu",
+		               r.host, r.path, &r.status, &r.bytes, inf, rate, &r.service_us),
+		        7);
+		r.in_flight = strcmp(inf, "-") == 0 ? -1 : atol(inf);
+		r.rate_1s = strcmp(rate, "-") == 0 ? -1 : atol(rate);
+		if (strcmp(r.host, host) == 0 && n < max)
+			rows[n++] = r;
+	}
+	fclose(f);
+	return n;
+}
+
+/* GET path of hI.web.test on fd (keep-alive); returns the seconds from
+ * sending to the last byte; *status set. */
+static double timed_get(int fd, long host, const char *path, int *status)
+{
+	char req[256];
+	size_t cap = 256u << 10, have = 0, bl = 0;
+	char *buf = malloc(cap);
+	ck_assert_ptr_nonnull(buf);
+	snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: h%ld.web.test\r\n\r\n", path, host);
+	double t0 = now_s();
+	send_all(fd, req, strlen(req));
+	*status = read_response(fd, buf, cap, &have, &bl, NULL, 0);
+	double dt = now_s() - t0;
+	free(buf);
+	return dt;
+}
+
+/* A 50 ms host answers in 50 ms and more, as the client's clock and the
+ * log's service time both say; an unmodelled host is logged with its
+ * counts too. */
+START_TEST(model_latency)
+{
+	char mf[64];
+	struct srv s;
+	model_srv_start(&s, mf, sizeof mf, "# a 50 ms host\nh0 latency fixed 50ms\n");
+	int fd = tcp_connect(0x7f000101, s.http_port); /* h0 and h4 */
+	int st = 0;
+	double dt[3];
+	for (int k = 0; k < 3; k++) {
+		dt[k] = timed_get(fd, 0, "/robots.txt", &st);
+		ck_assert_int_eq(st, 200);
+		ck_assert_msg(dt[k] >= 0.050 && dt[k] < 2.0, "h0 answered in %.4f s", dt[k]);
+	}
+	(void)timed_get(fd, 4, "/robots.txt", &st);
+	ck_assert_int_eq(st, 200);
+	close(fd);
+	srv_stop(&s);
+	struct logrow r[4];
+	ck_assert_int_eq(log_rows(s.log, "h0.web.test", r, 4), 3);
+	for (int k = 0; k < 3; k++) {
+		ck_assert_int_eq(r[k].status, 200);
+		ck_assert_int_eq(r[k].in_flight, 0);
+		ck_assert(r[k].rate_1s >= 1 && r[k].rate_1s <= k + 1);
+		ck_assert_msg(r[k].service_us >= 50000 && r[k].service_us < 2000000,
+		              "service %llu us", r[k].service_us);
+		/* The server's write callback may run after the client read. */
+		ck_assert(r[k].service_us <= (unsigned long long)(dt[k] * 1e6) + 100000);
+	}
+	ck_assert_int_eq(r[0].rate_1s, 1);
+	/* The unmodelled host is counted too. */
+	ck_assert_int_eq(log_rows(s.log, "h4.web.test", r, 4), 1);
+	ck_assert_int_eq(r[0].in_flight, 0);
+	ck_assert_int_eq(r[0].rate_1s, 1);
+	model_srv_end(&s, mf);
+}
+END_TEST
+
+/* Sends GET / for host on n fresh connections at once; counts statuses. */
+static void concurrent_gets(const struct srv *s, long host, int n, int *fds)
+{
+	uint32_t ip = (127u << 24) | (1u << 8) | (uint32_t)(1 + host % 4);
+	char req[128];
+	snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: h%ld.web.test\r\n\r\n", host);
+	for (int k = 0; k < n; k++)
+		fds[k] = tcp_connect(ip, s->http_port);
+	for (int k = 0; k < n; k++)
+		send_all(fds[k], req, strlen(req));
+}
+
+/* Reads the n responses; counts 200s and refusals carrying want_retry. */
+static void count_answers(int *fds, int n, int refusal, const char *want_retry, int *ok,
+                          int *refused)
+{
+	size_t cap = 256u << 10;
+	char *buf = malloc(cap);
+	char hdrs[2048];
+	ck_assert_ptr_nonnull(buf);
+	*ok = *refused = 0;
+	for (int k = 0; k < n; k++) {
+		size_t have = 0, bl = 0;
+		int st = read_response(fds[k], buf, cap, &have, &bl, hdrs, sizeof hdrs);
+		if (st == 200) {
+			(*ok)++;
+		} else {
+			ck_assert_int_eq(st, refusal);
+			ck_assert_msg(strcasestr(hdrs, want_retry) != NULL, "%s", hdrs);
+			(*refused)++;
+		}
+		close(fds[k]);
+	}
+	free(buf);
+}
+
+/* Capacity 2 and five concurrent requests: exactly three 429s with the
+ * configured Retry-After, sent at once; capacity 1 with 503 likewise. */
+START_TEST(model_capacity)
+{
+	char mf[64];
+	struct srv s;
+	model_srv_start(&s, mf, sizeof mf,
+	                "h1 capacity 2 retry-after 7 latency fixed 1s\n"
+	                "h2 capacity 1 over 503 retry-after 3\n"
+	                "h2 latency fixed 1s\n");
+	int f1[5], f2[3], ok = 0, refused = 0;
+	concurrent_gets(&s, 1, 5, f1);
+	concurrent_gets(&s, 2, 3, f2);
+	count_answers(f1, 5, 429, "Retry-After: 7\r\n", &ok, &refused);
+	ck_assert_int_eq(ok, 2);
+	ck_assert_int_eq(refused, 3);
+	count_answers(f2, 3, 503, "Retry-After: 3\r\n", &ok, &refused);
+	ck_assert_int_eq(ok, 1);
+	ck_assert_int_eq(refused, 2);
+	srv_stop(&s);
+	struct logrow r[8];
+	ck_assert_int_eq(log_rows(s.log, "h1.web.test", r, 8), 5);
+	int seen429 = 0, admitted_flight = 0;
+	for (int k = 0; k < 5; k++) {
+		if (r[k].status == 429) {
+			seen429++;
+			ck_assert_int_eq(r[k].in_flight, 2);
+			ck_assert_msg(r[k].service_us < 500000, "429 after %llu us",
+			              r[k].service_us);
+		} else {
+			ck_assert_int_eq(r[k].status, 200);
+			ck_assert(r[k].service_us >= 1000000);
+			admitted_flight += (int)r[k].in_flight;
+		}
+		ck_assert(r[k].rate_1s >= 1 && r[k].rate_1s <= 5);
+	}
+	ck_assert_int_eq(seen429, 3);
+	ck_assert_int_eq(admitted_flight, 0 + 1);
+	ck_assert_int_eq(log_rows(s.log, "h2.web.test", r, 8), 3);
+	model_srv_end(&s, mf);
+}
+END_TEST
+
+/* A 50 KB/s host delivers a page of >= 40 KB no faster than its rate,
+ * and paced (the first bytes come early, not all at the end). */
+START_TEST(model_bandwidth)
+{
+	char mf[64];
+	struct srv s;
+	model_srv_start(&s, mf, sizeof mf, "h3 bandwidth 50KB/s\n");
+	struct tw_config cfg;
+	tw_config_defaults(&cfg);
+	cfg.hosts = 8;
+	cfg.http_port = s.http_port; /* pages embed the port */
+	char page[64] = "";
+	size_t body = 0;
+	for (long j = 1; j < cfg.pages && body < 40000; j++) {
+		struct tw_resource res;
+		if (j % 10 == 7)
+			snprintf(page, sizeof page, "/private/p%ld.html", j);
+		else
+			snprintf(page, sizeof page, "/s%ld/p%ld.html", j % 5, j);
+		ck_assert_int_eq(tw_resource_get(&cfg, 3, page, strlen(page), &res, NULL, 0, NULL),
+		                 0);
+		body = res.status == 200 ? res.body_len : 0;
+		tw_resource_clear(&res);
+	}
+	ck_assert_uint_ge(body, 40000);
+	struct sink sk = { 0 };
+	long code;
+	ck_assert_int_eq(fetch(&s, 3, page, &sk, NULL, &code, 20000), CURLE_OK);
+	double dt = now_s() - sk.t_start, min = (double)body / 50000.0;
+	ck_assert_int_eq(code, 200);
+	ck_assert_uint_eq(sk.bytes, body);
+	ck_assert_msg(dt >= min && dt < min + 3.0, "%zu bytes in %.3f s", body, dt);
+	ck_assert_msg(sk.t_first - sk.t_start < dt * 0.6, "first bytes after %.3f of %.3f s",
+	              sk.t_first - sk.t_start, dt);
+	srv_stop(&s);
+	struct logrow r[2];
+	ck_assert_int_eq(log_rows(s.log, "h3.web.test", r, 2), 1);
+	ck_assert_uint_eq(r[0].bytes, body);
+	ck_assert(r[0].service_us >= (unsigned long long)(min * 1e6));
+	model_srv_end(&s, mf);
+}
+END_TEST
+
+/* 'after 1s latency ...': the host's latency changes 1 s after its first
+ * request, in what the client sees and in the log (the phases are far
+ * apart so that a loaded machine cannot blur them). */
+START_TEST(model_latency_change)
+{
+	char mf[64];
+	struct srv s;
+	model_srv_start(&s, mf, sizeof mf,
+	                "h5 latency fixed 20ms\nh5 after 1s latency fixed 600ms\n");
+	int fd = tcp_connect(0x7f000102, s.http_port); /* h5 */
+	int st = 0;
+	double t0 = now_s();
+	double before = timed_get(fd, 5, "/robots.txt", &st);
+	ck_assert_msg(before >= 0.020 && before < 0.600, "before: %.4f s", before);
+	double wait = t0 + 1.5 - now_s();
+	if (wait > 0)
+		usleep((useconds_t)(wait * 1e6));
+	double after = timed_get(fd, 5, "/robots.txt", &st);
+	ck_assert_msg(after >= 0.600 && after < 3.0, "after: %.4f s", after);
+	close(fd);
+	srv_stop(&s);
+	struct logrow r[3];
+	ck_assert_int_eq(log_rows(s.log, "h5.web.test", r, 3), 2);
+	ck_assert(r[0].service_us >= 20000 && r[0].service_us < 600000);
+	ck_assert(r[1].service_us >= 600000);
+	model_srv_end(&s, mf);
+}
+END_TEST
+
+/* Runs testweb with args (a shell word list); returns its exit status and
+ * its stderr in out. */
+static int run_testweb(const char *args, char *out, size_t cap)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "'%s' %s 2>&1 >/dev/null", testweb_bin, args);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	size_t n = fread(out, 1, cap - 1, p);
+	out[n] = '\0';
+	int st = pclose(p);
+	ck_assert(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* A bad models file or --model line stops testweb with its line number. */
+START_TEST(model_errors)
+{
+	char mf[64], args[256], out[1024], want[128];
+	models_file(mf, sizeof mf, "* latency fixed 10ms\n\nh2 capacity two\n");
+	snprintf(args, sizeof args, "--hosts 8 --models %s", mf);
+	ck_assert_int_eq(run_testweb(args, out, sizeof out), 2);
+	snprintf(want, sizeof want, "testweb: models: %s:3: bad capacity 'two'", mf);
+	ck_assert_msg(strstr(out, want) == out, "%s", out);
+	ck_assert_int_eq(run_testweb("--hosts 8 --model 'h1 latency fixed 1ms' --model 'h9 "
+	                             "capacity 1'",
+	                             out, sizeof out),
+	                 2);
+	ck_assert_msg(strstr(out, "testweb: models: --model:2: host h9 beyond --hosts 8") == out,
+	              "%s", out);
+	unlink(mf);
 }
 END_TEST
 
@@ -903,6 +1261,15 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, fault_429);
 	tcase_add_test(tc, log_after_sigterm);
 	suite_add_tcase(s, tc);
+	/* The server models: its own ctest (CK_RUN_CASE=models), run in parallel. */
+	TCase *tm = tcase_create("models");
+	tcase_set_timeout(tm, 60);
+	tcase_add_test(tm, model_latency);
+	tcase_add_test(tm, model_capacity);
+	tcase_add_test(tm, model_bandwidth);
+	tcase_add_test(tm, model_latency_change);
+	tcase_add_test(tm, model_errors);
+	suite_add_tcase(s, tm);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
