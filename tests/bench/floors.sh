@@ -21,6 +21,10 @@
 # BENCH_HOSTS / BENCH_PAGES override the size; BENCH_WARC_LEVEL (default 1,
 # configs/default.conf's warc_level); BENCH_ROUNDS (compute floors, best of;
 # default 3, 1 in the full run); BENCH_MAX_CONNECTIONS (default 1024).
+# BENCH_PERF=1: the crawler runs under `perf record` (cpu-clock samples, all
+# its threads) and its profile is printed by shared object, each share also
+# in ms per page, to set against the floors (the samples cost a little CPU:
+# judge the ratio without it). BENCH_KEEP=1 keeps the temporary folder.
 # Needs CRAWLER_BUILD (crawler/crawler, tests/testweb/testweb,
 # tests/bench/floors/bench_floors), python3, /usr/bin/time.
 set -euo pipefail
@@ -79,8 +83,10 @@ dns=$(sed -n 's/^dns_port=//p' "$tmp/ready")
 "$tw" "${gen[@]}" --http-port "$port" --hosts-info >"$tmp/hosts.tsv"
 
 # 1. The crawler, every feature on (configs/testweb.conf, crawl.sh's flags).
+prof=()
+[[ -n "${BENCH_PERF:-}" ]] && prof=(perf record -q -e cpu-clock -F 499 -o "$tmp/perf.data" --)
 /usr/bin/time -f "%e %U %S %M" -o "$tmp/crawler.time" \
-  "$crawler" crawl --seeds "$tmp/seeds.txt" -c "$src/configs/testweb.conf" \
+  "${prof[@]}" "$crawler" crawl --seeds "$tmp/seeds.txt" -c "$src/configs/testweb.conf" \
   --dns-server "127.0.0.1:$dns" --allow-private-networks -o "$tmp/out" --quiet \
   --host-delay 0 --ip-delay 0 --set politeness.ip_politeness=false \
   --set politeness.crawl_delay_cap_ms=0 --max-connections "$maxconn" \
@@ -94,7 +100,7 @@ cp "$tmp/web.log" "$tmp/crawler.log"
 
 # The crawler's figures, and its distinct requests (host TAB path, in the
 # order it made them) for the floors client.
-read -r c_pages c_requests c_cpu c_elapsed < <(python3 - "$tmp/crawler.log" "$tmp/crawler.time" \
+read -r c_pages c_requests c_cpu c_sys c_elapsed < <(python3 - "$tmp/crawler.log" "$tmp/crawler.time" \
   "$tmp/requests.tsv" <<'EOF'
 import sys
 log, timef, out = sys.argv[1:4]
@@ -112,10 +118,11 @@ with open(out, "w") as o:
             seen.add((r[1], r[2]))
             o.write("%s\t%s\n" % (r[1], r[2]))
 t = [l for l in open(timef).read().splitlines() if l and l[0].isdigit()][-1].split()
-print(len(pages), len(rows), float(t[1]) + float(t[2]), float(t[0]))
+print(len(pages), len(rows), float(t[1]) + float(t[2]), float(t[2]), float(t[0]))
 EOF
 )
-echo "crawler: $c_pages pages (200), $c_requests requests, $c_elapsed s, $c_cpu s CPU (user + sys, all threads)"
+echo "crawler: $c_pages pages (200), $c_requests requests, $c_elapsed s, $c_cpu s CPU" \
+  "(user + sys, all threads; sys $c_sys s)"
 
 # 2. The floors, on the same web and the same requests.
 "$floors" --port "$port" --hosts-info "$tmp/hosts.tsv" --requests "$tmp/requests.tsv" \
@@ -145,4 +152,16 @@ if bad or not total or total <= 0 or crawler <= 0:
     sys.exit("floors bench: FAIL: missing or non-positive figure(s): %s"
              % (", ".join(bad) or "sum or crawler"))
 EOF
+if [[ -n "${BENCH_PERF:-}" ]]; then
+  echo "crawler profile (BENCH_PERF), share of its cpu-clock samples and ms/page, by shared object:"
+  perf report -i "$tmp/perf.data" --no-children --stdio --sort dso 2>/dev/null |
+    awk -v cpu="$c_cpu" -v pages="$c_pages" '/^ +[0-9.]+%/ && n++ < 14 {
+      p = $1; sub("%", "", p); printf "  %6.2f%%  %7.4f ms/page  %s\n", p, p / 100 * cpu * 1e3 / pages, $2 }'
+  echo "by thread (tid:comm) and shared object (top 16):"
+  perf report -i "$tmp/perf.data" --no-children --stdio --sort pid,dso 2>/dev/null |
+    grep -E '^ +[0-9]' | head -16 | sed 's/^/  /' || true
+  echo "by shared object and symbol (top 25):"
+  perf report -i "$tmp/perf.data" --no-children --stdio --sort dso,sym 2>/dev/null |
+    grep -E '^ +[0-9]' | head -25 | sed 's/^/  /' || true
+fi
 echo ok
