@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontier/ascii.h"
+
 struct robots_rule {
 	char *pat; /* normalized pattern, NUL-terminated */
 	size_t len;
@@ -40,16 +42,11 @@ struct robots {
 const char *robots_strerror(int err)
 {
 	switch (err) {
-	case ROBOTS_OK:
-		return "success";
-	case ROBOTS_ENOMEM:
-		return "out of memory";
-	case ROBOTS_EINVAL:
-		return "invalid argument";
-	case ROBOTS_ETOOLONG:
-		return "output buffer too small";
-	default:
-		return "unknown robots error";
+	case ROBOTS_OK: return "success";
+	case ROBOTS_ENOMEM: return "out of memory";
+	case ROBOTS_EINVAL: return "invalid argument";
+	case ROBOTS_ETOOLONG: return "output buffer too small";
+	default: return "unknown robots error";
 	}
 }
 
@@ -69,17 +66,6 @@ static bool is_unreserved(unsigned char c)
 	return is_alnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
 }
 
-static int hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int robots_path_normalize(const char *in, size_t len, char *out, size_t cap, size_t *out_len)
 {
 	static const char hex[] = "0123456789ABCDEF";
@@ -88,10 +74,10 @@ int robots_path_normalize(const char *in, size_t len, char *out, size_t cap, siz
 		return ROBOTS_EINVAL;
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)in[i];
-		if (c == '%' && i + 2 < len && hexval((unsigned char)in[i + 1]) >= 0 &&
-		    hexval((unsigned char)in[i + 2]) >= 0) {
-			int v = hexval((unsigned char)in[i + 1]) * 16 +
-			        hexval((unsigned char)in[i + 2]);
+		if (c == '%' && i + 2 < len && ascii_hex_value((unsigned char)in[i + 1]) >= 0 &&
+		    ascii_hex_value((unsigned char)in[i + 2]) >= 0) {
+			int v = ascii_hex_value((unsigned char)in[i + 1]) * 16 +
+			        ascii_hex_value((unsigned char)in[i + 2]);
 			if (is_unreserved((unsigned char)v)) {
 				if (o + 1 >= cap)
 					return ROBOTS_ETOOLONG;
