@@ -51,29 +51,32 @@ static int64_t margin(const struct audit_entity *e, int64_t required)
 	return e->min_gap - (required > 0 ? required : 0);
 }
 
-static int cmp_entity(const void *x, const void *y, void *ctx)
+/* The entity that sort element x (an index into the table) stands for. */
+static const struct audit_entity *entity_at(const struct sort_ctx *c, const void *x)
 {
-	const struct sort_ctx *c = ctx;
-	const struct audit_entity *a = &c->t->v[*(const uint32_t *)x];
-	const struct audit_entity *b = &c->t->v[*(const uint32_t *)y];
-	if (a->violations != b->violations)
-		return a->violations > b->violations ? -1 : 1;
-	int64_t ma = margin(a, c->required), mb = margin(b, c->required);
-	if (ma != mb)
-		return ma < mb ? -1 : 1;
+	return &c->t->v[*(const uint32_t *)x];
+}
+
+/* Most requests first, then by name. */
+static int cmp_requests(const void *x, const void *y, void *ctx)
+{
+	const struct audit_entity *a = entity_at(ctx, x), *b = entity_at(ctx, y);
 	if (a->requests != b->requests)
 		return a->requests > b->requests ? -1 : 1;
 	return strcmp(a->name, b->name);
 }
 
-static int cmp_requests(const void *x, const void *y, void *ctx)
+/* Most violations first, then the smallest margin, then as cmp_requests. */
+static int cmp_entity(const void *x, const void *y, void *ctx)
 {
 	const struct sort_ctx *c = ctx;
-	const struct audit_entity *a = &c->t->v[*(const uint32_t *)x];
-	const struct audit_entity *b = &c->t->v[*(const uint32_t *)y];
-	if (a->requests != b->requests)
-		return a->requests > b->requests ? -1 : 1;
-	return strcmp(a->name, b->name);
+	const struct audit_entity *a = entity_at(c, x), *b = entity_at(c, y);
+	if (a->violations != b->violations)
+		return a->violations > b->violations ? -1 : 1;
+	int64_t ma = margin(a, c->required), mb = margin(b, c->required);
+	if (ma != mb)
+		return ma < mb ? -1 : 1;
+	return cmp_requests(x, y, ctx);
 }
 
 /* Fills order (report order) and top (most requests) of one table. */

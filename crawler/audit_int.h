@@ -185,5 +185,13 @@ void audit_fmt_bytes(char *buf, size_t cap, double bytes);
 void audit_fmt_time(char *buf, size_t cap, int64_t unix_ms);
 void audit_view(const struct audit *a, const struct audit_table *t, uint32_t idx,
                 struct audit_entity_view *v);
+/* A row of the host (ip 0) or IP (ip 1) table as both reports show it:
+ * entity i in report order, its bytes, minimum gap and median gap formatted
+ * (the gaps "-" when it has none). */
+struct audit_entity_row {
+	struct audit_entity_view v;
+	char bytes[32], min_gap[32], median_gap[32];
+};
+void audit_entity_row(const struct audit *a, int ip, size_t i, struct audit_entity_row *r);
 
 #endif
