@@ -12,14 +12,10 @@
 const char *audit_strerror(enum audit_error err)
 {
 	switch (err) {
-	case AUDIT_OK:
-		return "ok";
-	case AUDIT_ERR_NOMEM:
-		return "out of memory";
-	case AUDIT_ERR_IO:
-		return "cannot read";
-	case AUDIT_ERR_CONF:
-		return "bad configuration";
+	case AUDIT_OK: return "ok";
+	case AUDIT_ERR_NOMEM: return "out of memory";
+	case AUDIT_ERR_IO: return "cannot read";
+	case AUDIT_ERR_CONF: return "bad configuration";
 	}
 	return "unknown error";
 }
@@ -82,11 +78,7 @@ void audit_destroy(struct audit *a)
 	free(a->host_order);
 	free(a->ip_order);
 	free(a->tl);
-	free(a->series.pages_per_s);
-	free(a->series.bytes_per_s);
-	free(a->series.busy);
-	free(a->series.waiting);
-	free(a->series.idle);
+	free(a->series.pages_per_s); /* and the other series */
 	for (int k = 0; k < 3; k++)
 		free(a->pct_ends[k]);
 	free(a->scratch);

@@ -137,10 +137,14 @@ static int build_series(struct audit *a)
 	se->interval_s = nice_interval(secs);
 	se->n = (size_t)((secs + se->interval_s - 1) / se->interval_s);
 	se->start_ms = s0 * 1000;
-	double **arr[] = { &se->pages_per_s, &se->bytes_per_s, &se->busy, &se->waiting, &se->idle };
-	for (size_t k = 0; k < 5; k++)
-		if (!(*arr[k] = calloc(se->n, sizeof(double))))
-			return -1;
+	double *all = calloc(5 * se->n, sizeof(double));
+	if (!all)
+		return -1;
+	se->pages_per_s = all;
+	se->bytes_per_s = all + se->n;
+	se->busy = all + 2 * se->n;
+	se->waiting = all + 3 * se->n;
+	se->idle = all + 4 * se->n;
 	for (size_t b = 0; b < se->n; b++) {
 		int64_t from = s0 + (int64_t)b * se->interval_s;
 		int64_t to = from + se->interval_s > s1 + 1 ? s1 + 1 : from + se->interval_s;

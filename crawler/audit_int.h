@@ -124,6 +124,7 @@ struct audit_series {
 	size_t n;
 	int64_t interval_s;
 	int64_t start_ms; /* bin 0 starts here (a whole second) */
+	/* n bins each, in one allocation owned by pages_per_s */
 	double *pages_per_s, *bytes_per_s, *busy, *waiting, *idle;
 };
 
