@@ -42,11 +42,16 @@ struct robots {
 const char *robots_strerror(int err)
 {
 	switch (err) {
-	case ROBOTS_OK: return "success";
-	case ROBOTS_ENOMEM: return "out of memory";
-	case ROBOTS_EINVAL: return "invalid argument";
-	case ROBOTS_ETOOLONG: return "output buffer too small";
-	default: return "unknown robots error";
+	case ROBOTS_OK:
+		return "success";
+	case ROBOTS_ENOMEM:
+		return "out of memory";
+	case ROBOTS_EINVAL:
+		return "invalid argument";
+	case ROBOTS_ETOOLONG:
+		return "output buffer too small";
+	default:
+		return "unknown robots error";
 	}
 }
 
