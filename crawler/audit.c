@@ -64,6 +64,7 @@ static void table_free(struct audit_table *t)
 	}
 	free(t->v);
 	free(t->slots);
+	free(t->order);
 }
 
 void audit_destroy(struct audit *a)
@@ -78,9 +79,6 @@ void audit_destroy(struct audit *a)
 	}
 	free(a->viol);
 	free(a->want_lines);
-	free(a->want_viol);
-	free(a->host_order);
-	free(a->ip_order);
 	free(a->tl);
 	free(a->series.pages_per_s); /* and the other series */
 	for (int k = 0; k < 3; k++)

@@ -80,19 +80,18 @@ static int cmp_entity(const void *x, const void *y, void *ctx)
 }
 
 /* Fills order (report order) and top (most requests) of one table. */
-static int order_table(const struct audit_table *t, int64_t required, uint32_t **order,
-                       uint32_t *top, size_t *ntop)
+static int order_table(struct audit_table *t, int64_t required, uint32_t *top, size_t *ntop)
 {
-	*order = malloc((t->n ? t->n : 1) * sizeof **order);
+	t->order = malloc((t->n ? t->n : 1) * sizeof *t->order);
 	uint32_t *tmp = malloc((t->n ? t->n : 1) * sizeof *tmp);
-	if (!*order || !tmp) {
+	if (!t->order || !tmp) {
 		free(tmp);
 		return -1;
 	}
 	for (size_t i = 0; i < t->n; i++)
-		(*order)[i] = tmp[i] = (uint32_t)i;
+		t->order[i] = tmp[i] = (uint32_t)i;
 	struct sort_ctx ctx = { t, required };
-	qsort_r(*order, t->n, sizeof **order, cmp_entity, &ctx);
+	qsort_r(t->order, t->n, sizeof *t->order, cmp_entity, &ctx);
 	qsort_r(tmp, t->n, sizeof *tmp, cmp_requests, &ctx);
 	*ntop = t->n < AUDIT_TOP ? t->n : AUDIT_TOP;
 	memcpy(top, tmp, *ntop * sizeof *top);
@@ -241,9 +240,8 @@ enum audit_error audit_finish(struct audit *a)
 	}
 	a->sum.hosts = a->hosts.n;
 	a->sum.ips = a->ips.n;
-	if (order_table(&a->hosts, a->host_required, &a->host_order, a->top_hosts,
-	                &a->ntop_hosts) != 0 ||
-	    order_table(&a->ips, a->ip_required, &a->ip_order, a->top_ips, &a->ntop_ips) != 0 ||
+	if (order_table(&a->hosts, a->host_required, a->top_hosts, &a->ntop_hosts) != 0 ||
+	    order_table(&a->ips, a->ip_required, a->top_ips, &a->ntop_ips) != 0 ||
 	    build_series(a) != 0 || want_lines(a) != 0)
 		return AUDIT_ERR_NOMEM;
 	for (int ip = 0; ip < 2 && a->series.n; ip++) {
@@ -367,18 +365,18 @@ void audit_view(const struct audit *a, const struct audit_table *t, uint32_t idx
 
 void audit_host_get(const struct audit *a, size_t i, struct audit_entity_view *v)
 {
-	audit_view(a, &a->hosts, a->host_order[i], v);
+	audit_view(a, &a->hosts, a->hosts.order[i], v);
 }
 
 void audit_ip_get(const struct audit *a, size_t i, struct audit_entity_view *v)
 {
-	audit_view(a, &a->ips, a->ip_order[i], v);
+	audit_view(a, &a->ips, a->ips.order[i], v);
 }
 
 long audit_host_find(const struct audit *a, const char *name)
 {
 	for (size_t i = 0; i < a->hosts.n; i++)
-		if (strcmp(a->hosts.v[a->host_order[i]].name, name) == 0)
+		if (strcmp(a->hosts.v[a->hosts.order[i]].name, name) == 0)
 			return (long)i;
 	return -1;
 }

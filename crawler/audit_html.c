@@ -327,7 +327,7 @@ int audit_report_html(const struct audit *a, FILE *f)
 	      f);
 	plot_hist(a, f, "Gap histogram, all hosts (ms)", a->disp_host, H);
 	for (size_t i = 0; i < a->hosts.n && i < HTML_HOST_HISTS; i++) {
-		const struct audit_entity *e = &a->hosts.v[a->host_order[i]];
+		const struct audit_entity *e = &a->hosts.v[a->hosts.order[i]];
 		uint64_t c[AUDIT_DISPLAY_BINS];
 		char title[600];
 		for (unsigned b = 0; b < AUDIT_DISPLAY_BINS; b++)

@@ -102,6 +102,7 @@ struct audit_table {
 	uint64_t *slots;
 	size_t nslots;
 	uint32_t window;
+	uint32_t *order; /* report order of v, built by audit_finish */
 };
 
 struct audit_violation {
@@ -150,7 +151,6 @@ struct audit {
 	size_t nviol, capviol;
 	/* pass 2: (line << 1 | next) sorted, and the cursor */
 	uint64_t *want_lines;
-	uint32_t *want_viol;
 	size_t nwant, want_pos;
 	/* time to 50/90/99% of the pages: the second holding each target page,
 	 * its rank among that second's pages (1-based), and pass 2's end times
@@ -159,8 +159,7 @@ struct audit {
 	uint64_t pct_rank[3];
 	int64_t *pct_ends[3];
 	uint32_t pct_n[3], pct_cap[3];
-	/* report order */
-	uint32_t *host_order, *ip_order;
+	/* most requests first */
 	uint32_t top_hosts[AUDIT_TOP], top_ips[AUDIT_TOP];
 	size_t ntop_hosts, ntop_ips;
 	int64_t host_required, ip_required; /* -1: not judged */

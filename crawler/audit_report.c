@@ -275,7 +275,7 @@ static void json_doubles(FILE *f, const char *key, const double *v, size_t n)
 static void json_entity(const struct audit *a, FILE *f, int ip, size_t i)
 {
 	const struct audit_table *t = ip ? &a->ips : &a->hosts;
-	uint32_t k = ip ? a->ip_order[i] : a->host_order[i];
+	uint32_t k = ip ? a->ips.order[i] : a->hosts.order[i];
 	const struct audit_entity *e = &t->v[k];
 	struct audit_entity_view v;
 	audit_view(a, t, k, &v);
