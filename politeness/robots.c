@@ -41,18 +41,15 @@ struct robots {
 
 const char *robots_strerror(int err)
 {
-	switch (err) {
-	case ROBOTS_OK:
-		return "success";
-	case ROBOTS_ENOMEM:
-		return "out of memory";
-	case ROBOTS_EINVAL:
-		return "invalid argument";
-	case ROBOTS_ETOOLONG:
-		return "output buffer too small";
-	default:
+	static const char *const msg[] = {
+		[ROBOTS_OK] = "success",
+		[ROBOTS_ENOMEM] = "out of memory",
+		[ROBOTS_EINVAL] = "invalid argument",
+		[ROBOTS_ETOOLONG] = "output buffer too small",
+	};
+	if (err < 0 || (size_t)err >= sizeof msg / sizeof msg[0])
 		return "unknown robots error";
-	}
+	return msg[err];
 }
 
 /* ASCII only, whatever the locale. */
