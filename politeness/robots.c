@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontier/array.h"
 #include "frontier/ascii.h"
 
 struct robots_rule {
@@ -198,14 +199,10 @@ static const char *const delay_keys[] = { "crawl-delay", "crawldelay", NULL };
 
 static int rules_push(struct rule_list *l, const char *val, size_t vlen, bool allow)
 {
-	if (l->n == l->cap) {
-		size_t ncap = l->cap ? l->cap * 2 : 16;
-		struct robots_rule *nv = realloc(l->v, ncap * sizeof *nv);
-		if (!nv)
-			return ROBOTS_ENOMEM;
-		l->v = nv;
-		l->cap = ncap;
-	}
+	struct robots_rule *nv = array_grow(l->v, &l->cap, l->n, sizeof *nv, 16);
+	if (!nv)
+		return ROBOTS_ENOMEM;
+	l->v = nv;
 	size_t cap = 3 * vlen + 1;
 	char *pat = malloc(cap);
 	if (!pat)
