@@ -61,6 +61,14 @@ static int split_agents(char *list, char ***names, size_t *n)
 	return ASSIGN_OK;
 }
 
+/* The agents that --add (or --remove) names, applied in order to the view. */
+struct change {
+	const char *option;
+	int (*apply)(struct assign_view *v, const char *name);
+	const char **names;
+	size_t n;
+};
+
 int assign_tool_main(int argc, char **argv)
 {
 	const char *method_name = NULL;
@@ -122,21 +130,18 @@ int assign_tool_main(int argc, char **argv)
 		status = rc == ASSIGN_ENOMEM ? 1 : 2;
 		goto out;
 	}
-	for (size_t i = 0; i < n_adds; i++) {
-		rc = assign_view_add(after, adds[i]);
-		if (rc != ASSIGN_OK) {
-			fprintf(stderr, "crawler assign: --add '%s': %s\n", adds[i],
-			        assign_strerror(rc));
-			status = rc == ASSIGN_ENOMEM ? 1 : 2;
-			goto out;
-		}
-	}
-	for (size_t i = 0; i < n_removes; i++) {
-		rc = assign_view_remove(after, removes[i]);
-		if (rc != ASSIGN_OK) {
-			fprintf(stderr, "crawler assign: --remove '%s': %s\n", removes[i],
-			        assign_strerror(rc));
-			goto out;
+	const struct change changes[] = { { "--add", assign_view_add, adds, n_adds },
+		                          { "--remove", assign_view_remove, removes, n_removes } };
+	for (size_t k = 0; k < 2; k++) {
+		const struct change *c = &changes[k];
+		for (size_t i = 0; i < c->n; i++) {
+			rc = c->apply(after, c->names[i]);
+			if (rc != ASSIGN_OK) {
+				fprintf(stderr, "crawler assign: %s '%s': %s\n", c->option,
+				        c->names[i], assign_strerror(rc));
+				status = rc == ASSIGN_ENOMEM ? 1 : 2;
+				goto out;
+			}
 		}
 	}
 	if (after && assign_view_size(after) == 0) {

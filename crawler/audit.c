@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "crawler/audit_int.h"
+#include "frontier/array.h"
 
 const char *audit_strerror(enum audit_error err)
 {
@@ -64,6 +65,7 @@ static void table_free(struct audit_table *t)
 	}
 	free(t->v);
 	free(t->slots);
+	free(t->order);
 }
 
 void audit_destroy(struct audit *a)
@@ -78,15 +80,8 @@ void audit_destroy(struct audit *a)
 	}
 	free(a->viol);
 	free(a->want_lines);
-	free(a->want_viol);
-	free(a->host_order);
-	free(a->ip_order);
 	free(a->tl);
-	free(a->series.pages_per_s);
-	free(a->series.bytes_per_s);
-	free(a->series.busy);
-	free(a->series.waiting);
-	free(a->series.idle);
+	free(a->series.pages_per_s); /* and the other series */
 	for (int k = 0; k < 3; k++)
 		free(a->pct_ends[k]);
 	free(a->scratch);
@@ -169,14 +164,10 @@ static uint32_t table_get(struct audit_table *t, const char *name, const char *o
 		return UINT32_MAX;
 	if ((t->n + 1) * 2 > t->nslots && table_rehash(t, t->nslots ? t->nslots * 2 : 64) != 0)
 		return UINT32_MAX;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		struct audit_entity *v = realloc(t->v, cap * sizeof *v);
-		if (!v)
-			return UINT32_MAX;
-		t->v = v;
-		t->cap = cap;
-	}
+	struct audit_entity *v = array_grow(t->v, &t->cap, t->n, sizeof *v, 64);
+	if (!v)
+		return UINT32_MAX;
+	t->v = v;
 	struct audit_entity *e = &t->v[t->n];
 	memset(e, 0, sizeof *e);
 	e->name = strdup(name);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "crawler/audit_int.h"
+#include "crawler/config.h"
 
 void audit_config_default(struct audit_config *c)
 {
@@ -33,23 +34,6 @@ static char *trim(char *s)
 	while (n > 0 && isspace((unsigned char)s[n - 1]))
 		s[--n] = '\0';
 	return s;
-}
-
-static int parse_bool(const char *v, int *out)
-{
-	static const char *const yes[] = { "true", "yes", "on", "1" };
-	static const char *const no[] = { "false", "no", "off", "0" };
-	for (size_t i = 0; i < 4; i++) {
-		if (strcasecmp(v, yes[i]) == 0) {
-			*out = 1;
-			return 0;
-		}
-		if (strcasecmp(v, no[i]) == 0) {
-			*out = 0;
-			return 0;
-		}
-	}
-	return -1;
 }
 
 static int parse_ms(const char *v, int64_t *out)
@@ -81,7 +65,7 @@ static int set_key(struct audit_config *c, const char *k, const char *v)
 	if (strcmp(k, "ip_delay_ms") == 0)
 		return parse_ms(v, &c->ip_delay_ms);
 	if (strcmp(k, "ip_politeness") == 0)
-		return parse_bool(v, &c->ip_politeness);
+		return crawl_config_parse_bool(v, &c->ip_politeness);
 	if (strcmp(k, "ratio") == 0) {
 		char *end;
 		double r = strtod(v, &end);

@@ -51,45 +51,47 @@ static int64_t margin(const struct audit_entity *e, int64_t required)
 	return e->min_gap - (required > 0 ? required : 0);
 }
 
+/* The entity that sort element x (an index into the table) stands for. */
+static const struct audit_entity *entity_at(const struct sort_ctx *c, const void *x)
+{
+	return &c->t->v[*(const uint32_t *)x];
+}
+
+/* Most requests first, then by name. */
+static int cmp_requests(const void *x, const void *y, void *ctx)
+{
+	const struct audit_entity *a = entity_at(ctx, x), *b = entity_at(ctx, y);
+	if (a->requests != b->requests)
+		return a->requests > b->requests ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* Most violations first, then the smallest margin, then as cmp_requests. */
 static int cmp_entity(const void *x, const void *y, void *ctx)
 {
 	const struct sort_ctx *c = ctx;
-	const struct audit_entity *a = &c->t->v[*(const uint32_t *)x];
-	const struct audit_entity *b = &c->t->v[*(const uint32_t *)y];
+	const struct audit_entity *a = entity_at(c, x), *b = entity_at(c, y);
 	if (a->violations != b->violations)
 		return a->violations > b->violations ? -1 : 1;
 	int64_t ma = margin(a, c->required), mb = margin(b, c->required);
 	if (ma != mb)
 		return ma < mb ? -1 : 1;
-	if (a->requests != b->requests)
-		return a->requests > b->requests ? -1 : 1;
-	return strcmp(a->name, b->name);
-}
-
-static int cmp_requests(const void *x, const void *y, void *ctx)
-{
-	const struct sort_ctx *c = ctx;
-	const struct audit_entity *a = &c->t->v[*(const uint32_t *)x];
-	const struct audit_entity *b = &c->t->v[*(const uint32_t *)y];
-	if (a->requests != b->requests)
-		return a->requests > b->requests ? -1 : 1;
-	return strcmp(a->name, b->name);
+	return cmp_requests(x, y, ctx);
 }
 
 /* Fills order (report order) and top (most requests) of one table. */
-static int order_table(const struct audit_table *t, int64_t required, uint32_t **order,
-                       uint32_t *top, size_t *ntop)
+static int order_table(struct audit_table *t, int64_t required, uint32_t *top, size_t *ntop)
 {
-	*order = malloc((t->n ? t->n : 1) * sizeof **order);
+	t->order = malloc((t->n ? t->n : 1) * sizeof *t->order);
 	uint32_t *tmp = malloc((t->n ? t->n : 1) * sizeof *tmp);
-	if (!*order || !tmp) {
+	if (!t->order || !tmp) {
 		free(tmp);
 		return -1;
 	}
 	for (size_t i = 0; i < t->n; i++)
-		(*order)[i] = tmp[i] = (uint32_t)i;
+		t->order[i] = tmp[i] = (uint32_t)i;
 	struct sort_ctx ctx = { t, required };
-	qsort_r(*order, t->n, sizeof **order, cmp_entity, &ctx);
+	qsort_r(t->order, t->n, sizeof *t->order, cmp_entity, &ctx);
 	qsort_r(tmp, t->n, sizeof *tmp, cmp_requests, &ctx);
 	*ntop = t->n < AUDIT_TOP ? t->n : AUDIT_TOP;
 	memcpy(top, tmp, *ntop * sizeof *top);
@@ -134,10 +136,14 @@ static int build_series(struct audit *a)
 	se->interval_s = nice_interval(secs);
 	se->n = (size_t)((secs + se->interval_s - 1) / se->interval_s);
 	se->start_ms = s0 * 1000;
-	double **arr[] = { &se->pages_per_s, &se->bytes_per_s, &se->busy, &se->waiting, &se->idle };
-	for (size_t k = 0; k < 5; k++)
-		if (!(*arr[k] = calloc(se->n, sizeof(double))))
-			return -1;
+	double *all = calloc(5 * se->n, sizeof(double));
+	if (!all)
+		return -1;
+	se->pages_per_s = all;
+	se->bytes_per_s = all + se->n;
+	se->busy = all + 2 * se->n;
+	se->waiting = all + 3 * se->n;
+	se->idle = all + 4 * se->n;
 	for (size_t b = 0; b < se->n; b++) {
 		int64_t from = s0 + (int64_t)b * se->interval_s;
 		int64_t to = from + se->interval_s > s1 + 1 ? s1 + 1 : from + se->interval_s;
@@ -234,9 +240,8 @@ enum audit_error audit_finish(struct audit *a)
 	}
 	a->sum.hosts = a->hosts.n;
 	a->sum.ips = a->ips.n;
-	if (order_table(&a->hosts, a->host_required, &a->host_order, a->top_hosts,
-	                &a->ntop_hosts) != 0 ||
-	    order_table(&a->ips, a->ip_required, &a->ip_order, a->top_ips, &a->ntop_ips) != 0 ||
+	if (order_table(&a->hosts, a->host_required, a->top_hosts, &a->ntop_hosts) != 0 ||
+	    order_table(&a->ips, a->ip_required, a->top_ips, &a->ntop_ips) != 0 ||
 	    build_series(a) != 0 || want_lines(a) != 0)
 		return AUDIT_ERR_NOMEM;
 	for (int ip = 0; ip < 2 && a->series.n; ip++) {
@@ -360,18 +365,18 @@ void audit_view(const struct audit *a, const struct audit_table *t, uint32_t idx
 
 void audit_host_get(const struct audit *a, size_t i, struct audit_entity_view *v)
 {
-	audit_view(a, &a->hosts, a->host_order[i], v);
+	audit_view(a, &a->hosts, a->hosts.order[i], v);
 }
 
 void audit_ip_get(const struct audit *a, size_t i, struct audit_entity_view *v)
 {
-	audit_view(a, &a->ips, a->ip_order[i], v);
+	audit_view(a, &a->ips, a->ips.order[i], v);
 }
 
 long audit_host_find(const struct audit *a, const char *name)
 {
 	for (size_t i = 0; i < a->hosts.n; i++)
-		if (strcmp(a->hosts.v[a->host_order[i]].name, name) == 0)
+		if (strcmp(a->hosts.v[a->hosts.order[i]].name, name) == 0)
 			return (long)i;
 	return -1;
 }

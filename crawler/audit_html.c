@@ -222,28 +222,21 @@ static void table_hosts(const struct audit *a, FILE *f, int ip)
 	        "<th>violations</th></tr>\n",
 	        ip ? "IP" : "host", ip ? "hosts" : "IP");
 	for (size_t i = 0; i < n && i < HTML_HOSTS; i++) {
-		struct audit_entity_view v;
-		char b[32], mg[32] = "-", md[32] = "-";
-		if (ip)
-			audit_ip_get(a, i, &v);
-		else
-			audit_host_get(a, i, &v);
-		audit_fmt_bytes(b, sizeof b, (double)v.bytes);
-		if (v.gaps) {
-			audit_fmt_ms(mg, sizeof mg, (double)v.min_gap_ms);
-			audit_fmt_ms(md, sizeof md, v.median_gap_ms);
-		}
-		fprintf(f, "<tr%s><td>", v.violations ? " class=\"bad\"" : "");
-		html_str(f, v.name);
+		struct audit_entity_row r;
+		audit_entity_row(a, ip, i, &r);
+		const struct audit_entity_view *v = &r.v;
+		fprintf(f, "<tr%s><td>", v->violations ? " class=\"bad\"" : "");
+		html_str(f, v->name);
 		fputs("</td><td>", f);
 		if (ip)
-			fprintf(f, "%" PRIu64, v.hosts);
+			fprintf(f, "%" PRIu64, v->hosts);
 		else
-			html_str(f, v.ip);
+			html_str(f, v->ip);
 		fprintf(f,
 		        "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td>"
 		        "<td>%" PRIu64 "</td><td>%" PRIu64 "</td></tr>\n",
-		        v.requests, b, mg, md, 100 * v.busy_share, v.overlaps, v.violations);
+		        v->requests, r.bytes, r.min_gap, r.median_gap, 100 * v->busy_share,
+		        v->overlaps, v->violations);
 	}
 	fputs("</table>\n", f);
 	if (n > HTML_HOSTS)
@@ -334,7 +327,7 @@ int audit_report_html(const struct audit *a, FILE *f)
 	      f);
 	plot_hist(a, f, "Gap histogram, all hosts (ms)", a->disp_host, H);
 	for (size_t i = 0; i < a->hosts.n && i < HTML_HOST_HISTS; i++) {
-		const struct audit_entity *e = &a->hosts.v[a->host_order[i]];
+		const struct audit_entity *e = &a->hosts.v[a->hosts.order[i]];
 		uint64_t c[AUDIT_DISPLAY_BINS];
 		char title[600];
 		for (unsigned b = 0; b < AUDIT_DISPLAY_BINS; b++)

@@ -102,6 +102,7 @@ struct audit_table {
 	uint64_t *slots;
 	size_t nslots;
 	uint32_t window;
+	uint32_t *order; /* report order of v, built by audit_finish */
 };
 
 struct audit_violation {
@@ -124,6 +125,7 @@ struct audit_series {
 	size_t n;
 	int64_t interval_s;
 	int64_t start_ms; /* bin 0 starts here (a whole second) */
+	/* n bins each, in one allocation owned by pages_per_s */
 	double *pages_per_s, *bytes_per_s, *busy, *waiting, *idle;
 };
 
@@ -149,7 +151,6 @@ struct audit {
 	size_t nviol, capviol;
 	/* pass 2: (line << 1 | next) sorted, and the cursor */
 	uint64_t *want_lines;
-	uint32_t *want_viol;
 	size_t nwant, want_pos;
 	/* time to 50/90/99% of the pages: the second holding each target page,
 	 * its rank among that second's pages (1-based), and pass 2's end times
@@ -158,8 +159,7 @@ struct audit {
 	uint64_t pct_rank[3];
 	int64_t *pct_ends[3];
 	uint32_t pct_n[3], pct_cap[3];
-	/* report order */
-	uint32_t *host_order, *ip_order;
+	/* most requests first */
 	uint32_t top_hosts[AUDIT_TOP], top_ips[AUDIT_TOP];
 	size_t ntop_hosts, ntop_ips;
 	int64_t host_required, ip_required; /* -1: not judged */
@@ -185,5 +185,13 @@ void audit_fmt_bytes(char *buf, size_t cap, double bytes);
 void audit_fmt_time(char *buf, size_t cap, int64_t unix_ms);
 void audit_view(const struct audit *a, const struct audit_table *t, uint32_t idx,
                 struct audit_entity_view *v);
+/* A row of the host (ip 0) or IP (ip 1) table as both reports show it:
+ * entity i in report order, its bytes, minimum gap and median gap formatted
+ * (the gaps "-" when it has none). */
+struct audit_entity_row {
+	struct audit_entity_view v;
+	char bytes[32], min_gap[32], median_gap[32];
+};
+void audit_entity_row(const struct audit *a, int ip, size_t i, struct audit_entity_row *r);
 
 #endif

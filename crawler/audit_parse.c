@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "crawler/audit_int.h"
+#include "frontier/ascii.h"
 
 #define FIELDS 12
 
@@ -87,17 +88,6 @@ static int parse_i64(const char *s, size_t len, int64_t *out)
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Undoes the log's escaping into out (NUL-terminated); "-" becomes "".
  * Returns the end of out, or NULL on a bad escape or a NUL byte. */
 static char *unescape(const char *s, size_t len, char *out)
@@ -129,8 +119,8 @@ static char *unescape(const char *s, size_t len, char *out)
 			*out++ = '\r';
 			break;
 		case 'x': {
-			int hi = i + 2 < len ? hexval(s[i + 1]) : -1;
-			int lo = hi >= 0 ? hexval(s[i + 2]) : -1;
+			int hi = i + 2 < len ? ascii_hex_value((unsigned char)s[i + 1]) : -1;
+			int lo = hi >= 0 ? ascii_hex_value((unsigned char)s[i + 2]) : -1;
 			if (lo < 0 || (hi == 0 && lo == 0))
 				return NULL;
 			*out++ = (char)(hi * 16 + lo);

@@ -184,6 +184,21 @@ static void text_not_judged(const struct audit *a, FILE *f)
 		        a->series.interval_s);
 }
 
+void audit_entity_row(const struct audit *a, int ip, size_t i, struct audit_entity_row *r)
+{
+	if (ip)
+		audit_ip_get(a, i, &r->v);
+	else
+		audit_host_get(a, i, &r->v);
+	audit_fmt_bytes(r->bytes, sizeof r->bytes, (double)r->v.bytes);
+	snprintf(r->min_gap, sizeof r->min_gap, "-");
+	snprintf(r->median_gap, sizeof r->median_gap, "-");
+	if (r->v.gaps) {
+		audit_fmt_ms(r->min_gap, sizeof r->min_gap, (double)r->v.min_gap_ms);
+		audit_fmt_ms(r->median_gap, sizeof r->median_gap, r->v.median_gap_ms);
+	}
+}
+
 static void text_table(const struct audit *a, FILE *f, int ip)
 {
 	size_t n = ip ? a->ips.n : a->hosts.n, lim = ip ? TEXT_IPS : TEXT_HOSTS;
@@ -192,20 +207,13 @@ static void text_table(const struct audit *a, FILE *f, int ip)
 	        ip ? "ip" : "host", ip ? "hosts" : "ip", "requests", "bytes", "min gap", "median",
 	        "busy", "viol");
 	for (size_t i = 0; i < n && i < lim; i++) {
-		struct audit_entity_view v;
-		char b[32], mg[32] = "-", md[32] = "-", hosts[32];
-		if (ip)
-			audit_ip_get(a, i, &v);
-		else
-			audit_host_get(a, i, &v);
-		audit_fmt_bytes(b, sizeof b, (double)v.bytes);
-		if (v.gaps) {
-			audit_fmt_ms(mg, sizeof mg, (double)v.min_gap_ms);
-			audit_fmt_ms(md, sizeof md, v.median_gap_ms);
-		}
-		snprintf(hosts, sizeof hosts, "%" PRIu64, v.hosts);
-		fprintf(f, "%-32s %-15s %8" PRIu64 " %10s %9s %9s %5.1f%% %5" PRIu64 "\n", v.name,
-		        ip ? hosts : v.ip, v.requests, b, mg, md, 100 * v.busy_share, v.violations);
+		struct audit_entity_row r;
+		char hosts[32];
+		audit_entity_row(a, ip, i, &r);
+		snprintf(hosts, sizeof hosts, "%" PRIu64, r.v.hosts);
+		fprintf(f, "%-32s %-15s %8" PRIu64 " %10s %9s %9s %5.1f%% %5" PRIu64 "\n", r.v.name,
+		        ip ? hosts : r.v.ip, r.v.requests, r.bytes, r.min_gap, r.median_gap,
+		        100 * r.v.busy_share, r.v.violations);
 	}
 	if (n > lim)
 		fprintf(f, "... %zu more\n", n - lim);
@@ -267,7 +275,7 @@ static void json_doubles(FILE *f, const char *key, const double *v, size_t n)
 static void json_entity(const struct audit *a, FILE *f, int ip, size_t i)
 {
 	const struct audit_table *t = ip ? &a->ips : &a->hosts;
-	uint32_t k = ip ? a->ip_order[i] : a->host_order[i];
+	uint32_t k = ip ? a->ips.order[i] : a->hosts.order[i];
 	const struct audit_entity *e = &t->v[k];
 	struct audit_entity_view v;
 	audit_view(a, t, k, &v);

@@ -8,6 +8,7 @@
 
 #include "crawler/audit.h"
 #include "crawler/tools.h"
+#include "frontier/tool_args.h"
 
 static void usage(FILE *out)
 {
@@ -64,11 +65,9 @@ int audit_tool_main(int argc, char **argv)
 			html = argv[++i];
 		} else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
 			quiet = 1;
-		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			fprintf(stderr, "crawler audit: unknown option or missing value '%s'\n",
-			        argv[i]);
-			usage(stderr);
-			return 2;
+		} else if (tool_is_option(argv[i])) {
+			return tool_usage_error("audit", "unknown option or missing value", argv[i],
+			                        usage);
 		} else if (!dir) {
 			dir = argv[i];
 		} else {

@@ -267,10 +267,10 @@ static int parse_number(const char *v, double min, double max, double *out)
 	return 0;
 }
 
-static int parse_bool(const char *v, int *out)
+int crawl_config_parse_bool(const char *v, int *out)
 {
-	static const char *yes[] = { "1", "true", "yes", "on" };
-	static const char *no[] = { "0", "false", "no", "off" };
+	static const char *const yes[] = { "1", "true", "yes", "on" };
+	static const char *const no[] = { "0", "false", "no", "off" };
 	for (size_t i = 0; i < 4; i++) {
 		if (strcasecmp(v, yes[i]) == 0) {
 			*out = 1;
@@ -449,7 +449,7 @@ static enum crawl_config_err key_set(struct crawl_config *c, const struct key_de
 		return CRAWL_CONFIG_OK;
 	case T_BOOL:
 	case T_NOT_BOOL:
-		if (parse_bool(value, &b) < 0)
+		if (crawl_config_parse_bool(value, &b) < 0)
 			return CRAWL_CONFIG_ERR_BAD_VALUE;
 		field_store(field, k->size, (uint64_t)(k->type == T_NOT_BOOL ? !b : b));
 		return CRAWL_CONFIG_OK;

@@ -133,6 +133,11 @@ enum crawl_config_err crawl_config_load(struct crawl_config *c, const char *path
 int crawl_config_write(const struct crawl_config *c, const char *path);
 const char *crawl_config_strerror(enum crawl_config_err e);
 
+/* A boolean value as the configuration writes it: "1", "true", "yes", "on"
+ * set *out to 1; "0", "false", "no", "off" to 0 (any case). 0, or -1 on
+ * anything else (*out unchanged). Shared with the audit's own config. */
+int crawl_config_parse_bool(const char *v, int *out);
+
 /* The keys, in table order, for tests and documentation: *section and *name
  * of key i (static strings); 0, or -1 when i is past the last key. */
 int crawl_config_key(size_t i, const char **section, const char **name);

@@ -60,6 +60,9 @@ struct digest_entry {
 };
 
 struct warc_writer {
+	/* The configuration's strings, copied into one allocation, `strings`;
+	 * operator_info and user_agent may be NULL. */
+	char *strings;
 	char *dir;
 	char *prefix;
 	char *software;
@@ -377,11 +380,29 @@ static enum warc_error open_file(struct warc_writer *w)
 	return rc;
 }
 
-static char *dup_or(const char *s, const char *dflt)
+/* Copies the configuration's strings into w->strings (defaults for the
+ * prefix and software); 0, or -1 when out of memory. */
+static int copy_strings(struct warc_writer *w, const struct warc_config *c)
 {
-	if (s == NULL)
-		s = dflt;
-	return s ? strdup(s) : NULL;
+	const char *src[] = { c->dir, c->prefix ? c->prefix : "crawl",
+		              c->software ? c->software : "crawler/0.1", c->operator_info,
+		              c->user_agent };
+	char **dst[] = { &w->dir, &w->prefix, &w->software, &w->operator_info, &w->user_agent };
+	size_t total = 0;
+	for (size_t k = 0; k < 5; k++)
+		total += src[k] ? strlen(src[k]) + 1 : 0;
+	char *p = w->strings = malloc(total);
+	if (p == NULL)
+		return -1;
+	for (size_t k = 0; k < 5; k++) {
+		if (src[k] == NULL)
+			continue;
+		size_t n = strlen(src[k]) + 1;
+		memcpy(p, src[k], n);
+		*dst[k] = p;
+		p += n;
+	}
+	return 0;
 }
 
 enum warc_error warc_writer_open(const struct warc_config *config, struct warc_writer **out)
@@ -396,14 +417,7 @@ enum warc_error warc_writer_open(const struct warc_config *config, struct warc_w
 	w = calloc(1, sizeof(*w));
 	if (w == NULL)
 		return WARC_ERR_NOMEM;
-	w->dir = strdup(config->dir);
-	w->prefix = dup_or(config->prefix, "crawl");
-	w->software = dup_or(config->software, "crawler/0.1");
-	w->operator_info = dup_or(config->operator_info, NULL);
-	w->user_agent = dup_or(config->user_agent, NULL);
-	if (w->dir == NULL || w->prefix == NULL || w->software == NULL ||
-	    (config->operator_info && w->operator_info == NULL) ||
-	    (config->user_agent && w->user_agent == NULL)) {
+	if (copy_strings(w, config) != 0) {
 		rc = WARC_ERR_NOMEM;
 		goto out;
 	}
@@ -695,11 +709,7 @@ enum warc_error warc_writer_close(struct warc_writer *w)
 			free(w->entries[i].url);
 	free(w->entries);
 	free(w->buckets);
-	free(w->dir);
-	free(w->prefix);
-	free(w->software);
-	free(w->operator_info);
-	free(w->user_agent);
+	free(w->strings);
 	free(w);
 	return rc;
 }

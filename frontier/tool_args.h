@@ -2,12 +2,14 @@
  * tool_args.h: the command-line spellings the `crawler` subcommands share
  * (the url, robots and links tools beside their modules): a flag with a
  * long and a short name, and an option whose value follows as the next
- * argument or after '='. Header only: each tool parses its own argv.
+ * argument or after '='; and the usage error every tool gives for an
+ * argument it does not know. Header only: each tool parses its own argv.
  */
 #ifndef FRONTIER_TOOL_ARGS_H
 #define FRONTIER_TOOL_ARGS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 /* true when arg is the flag's long name or its short one (may be NULL). */
@@ -27,6 +29,23 @@ static inline const char *tool_option(int argc, char **argv, int *i, const char 
 	if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=')
 		return argv[*i] + n + 1;
 	return NULL;
+}
+
+/* true when arg is spelled as an option ("-x", "--x"); "-" alone is an
+ * operand (standard input). */
+static inline bool tool_is_option(const char *arg)
+{
+	return arg[0] == '-' && arg[1] != '\0';
+}
+
+/* The usage error of tool `name` ("crawler NAME: WHAT 'ARG'" on stderr,
+ * then the tool's usage on stderr). Returns 2, the usage-error status. */
+static inline int tool_usage_error(const char *name, const char *what, const char *arg,
+                                   void (*usage)(FILE *out))
+{
+	fprintf(stderr, "crawler %s: %s '%s'\n", name, what, arg);
+	usage(stderr);
+	return 2;
 }
 
 #endif

@@ -7,34 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "frontier/ascii.h"
 #include "parse/charref_table.h"
-
-static bool is_digit(unsigned char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static bool is_alpha(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
-}
-
-static bool is_alnum(unsigned char c)
-{
-	return is_digit(c) || is_alpha(c);
-}
-
-/* Value of hex digit c, or -1. */
-static int hex_value(unsigned char c)
-{
-	if (is_digit(c))
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Character `at` of entry i's name; the caller knows the name is longer. */
 static unsigned char name_at(size_t i, size_t at)
@@ -64,7 +38,7 @@ static size_t bound_at(size_t lo, size_t hi, size_t at, unsigned char c, bool ab
  * a name, since a name sorts before its extensions. */
 static const struct charref_entry *named_match(const unsigned char *p, size_t n)
 {
-	if (n == 0 || !is_alpha(p[0]))
+	if (n == 0 || !ascii_is_alpha(p[0]))
 		return NULL;
 	size_t letter = p[0] <= 'Z' ? (size_t)(p[0] - 'A') : (size_t)(p[0] - 'a') + 26;
 	size_t lo = charref_first[letter], hi = charref_first[letter + 1];
@@ -77,7 +51,7 @@ static const struct charref_entry *named_match(const unsigned char *p, size_t n)
 		if (at == n || lo == hi)
 			break;
 		unsigned char c = p[at];
-		if (!is_alnum(c) && c != ';')
+		if (!ascii_is_alnum(c) && c != ';')
 			break;
 		lo = bound_at(lo, hi, at, c, false);
 		hi = bound_at(lo, hi, at, c, true);
@@ -122,7 +96,7 @@ static size_t numeric_ref(const unsigned char *in, size_t len, char *out, size_t
 	size_t digits = i;
 	uint32_t cp = 0;
 	for (; i < len; i++) {
-		int d = hex ? hex_value(in[i]) : (is_digit(in[i]) ? in[i] - '0' : -1);
+		int d = hex ? ascii_hex_value(in[i]) : (ascii_is_digit(in[i]) ? in[i] - '0' : -1);
 		if (d < 0)
 			break;
 		/* Past 0x10FFFF the value no longer matters: it saturates. */
@@ -154,7 +128,7 @@ size_t charref_decode_one(const char *in, size_t len, bool in_attribute, char ou
 		return 0;
 	size_t end = 1 + e->name_len;
 	if (in_attribute && charref_names[e->name + e->name_len - 1] != ';' && end < len &&
-	    (p[end] == '=' || is_alnum(p[end])))
+	    (p[end] == '=' || ascii_is_alnum(p[end])))
 		return 0; /* legacy name glued to what follows: kept as written */
 	memcpy(out, e->value, e->value_len);
 	*out_len = e->value_len;

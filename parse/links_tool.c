@@ -63,10 +63,8 @@ int links_tool_main(int argc, char **argv)
 			return 0;
 		} else if (tool_flag(argv[i], "--verbose", "-v")) {
 			verbose = true;
-		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			fprintf(stderr, "crawler links: unknown option '%s'\n", argv[i]);
-			usage(stderr);
-			return 2;
+		} else if (tool_is_option(argv[i])) {
+			return tool_usage_error("links", "unknown option", argv[i], usage);
 		} else if (!url) {
 			url = argv[i];
 		} else {

@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontier/array.h"
+#include "frontier/ascii.h"
+
 struct robots_rule {
 	char *pat; /* normalized pattern, NUL-terminated */
 	size_t len;
@@ -39,13 +42,15 @@ struct robots {
 
 const char *robots_strerror(int err)
 {
-	switch (err) {
-	case ROBOTS_OK: return "success";
-	case ROBOTS_ENOMEM: return "out of memory";
-	case ROBOTS_EINVAL: return "invalid argument";
-	case ROBOTS_ETOOLONG: return "output buffer too small";
-	default: return "unknown robots error";
-	}
+	static const char *const msg[] = {
+		[ROBOTS_OK] = "success",
+		[ROBOTS_ENOMEM] = "out of memory",
+		[ROBOTS_EINVAL] = "invalid argument",
+		[ROBOTS_ETOOLONG] = "output buffer too small",
+	};
+	if (err < 0 || (size_t)err >= sizeof msg / sizeof msg[0])
+		return "unknown robots error";
+	return msg[err];
 }
 
 /* ASCII only, whatever the locale. */
@@ -64,17 +69,6 @@ static bool is_unreserved(unsigned char c)
 	return is_alnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
 }
 
-static int hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int robots_path_normalize(const char *in, size_t len, char *out, size_t cap, size_t *out_len)
 {
 	static const char hex[] = "0123456789ABCDEF";
@@ -83,10 +77,10 @@ int robots_path_normalize(const char *in, size_t len, char *out, size_t cap, siz
 		return ROBOTS_EINVAL;
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)in[i];
-		if (c == '%' && i + 2 < len && hexval((unsigned char)in[i + 1]) >= 0 &&
-		    hexval((unsigned char)in[i + 2]) >= 0) {
-			int v = hexval((unsigned char)in[i + 1]) * 16 +
-			        hexval((unsigned char)in[i + 2]);
+		if (c == '%' && i + 2 < len && ascii_hex_value((unsigned char)in[i + 1]) >= 0 &&
+		    ascii_hex_value((unsigned char)in[i + 2]) >= 0) {
+			int v = ascii_hex_value((unsigned char)in[i + 1]) * 16 +
+			        ascii_hex_value((unsigned char)in[i + 2]);
 			if (is_unreserved((unsigned char)v)) {
 				if (o + 1 >= cap)
 					return ROBOTS_ETOOLONG;
@@ -205,14 +199,10 @@ static const char *const delay_keys[] = { "crawl-delay", "crawldelay", NULL };
 
 static int rules_push(struct rule_list *l, const char *val, size_t vlen, bool allow)
 {
-	if (l->n == l->cap) {
-		size_t ncap = l->cap ? l->cap * 2 : 16;
-		struct robots_rule *nv = realloc(l->v, ncap * sizeof *nv);
-		if (!nv)
-			return ROBOTS_ENOMEM;
-		l->v = nv;
-		l->cap = ncap;
-	}
+	struct robots_rule *nv = array_grow(l->v, &l->cap, l->n, sizeof *nv, 16);
+	if (!nv)
+		return ROBOTS_ENOMEM;
+	l->v = nv;
 	size_t cap = 3 * vlen + 1;
 	char *pat = malloc(cap);
 	if (!pat)

@@ -63,10 +63,8 @@ int robots_tool_main(int argc, char **argv)
 			agent = value;
 		} else if (tool_flag(argv[i], "--verbose", "-v")) {
 			verbose = true;
-		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			fprintf(stderr, "crawler robots: unknown option '%s'\n", argv[i]);
-			usage(stderr);
-			return 2;
+		} else if (tool_is_option(argv[i])) {
+			return tool_usage_error("robots", "unknown option", argv[i], usage);
 		} else {
 			file = argv[i];
 			first_url = i + 1;

@@ -1,0 +1,30 @@
+/*
+ * array.h: the growable array every module hand-rolled: a pointer, a count
+ * and a capacity, the capacity doubling when the array is full. Header
+ * only; the caller keeps the three fields in its own struct.
+ */
+#ifndef FRONTIER_ARRAY_H
+#define FRONTIER_ARRAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Room for element n of the array v (*cap elements of `size` bytes):
+ * returns v itself when n < *cap; otherwise v reallocated to twice *cap
+ * elements (`first` when *cap is 0), *cap updated. NULL when out of memory
+ * or the size overflows: then v is still valid and *cap unchanged. */
+static inline void *array_grow(void *v, size_t *cap, size_t n, size_t size, size_t first)
+{
+	if (n < *cap)
+		return v;
+	size_t ncap = *cap ? *cap * 2 : first;
+	if (ncap > SIZE_MAX / size)
+		return NULL;
+	void *nv = realloc(v, ncap * size);
+	if (nv)
+		*cap = ncap;
+	return nv;
+}
+
+#endif
