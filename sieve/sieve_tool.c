@@ -13,7 +13,6 @@
  * crash, URLs committed but not printed are in that log, never printed twice).
  */
 #include <errno.h>
-#include <dirent.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -25,8 +24,8 @@
 #endif
 
 #include "crawler/tools.h"
+#include "frontier/fileio.h"
 #include "sieve/sieve.h"
-#include "sieve/sieve_files.h"
 
 #define OUT_BUF ((size_t)1 << 20)
 
@@ -60,7 +59,7 @@ static void *out_writer(void *arg)
         if (!o->ready[i])
             break;
         pthread_mutex_unlock(&o->mu);
-        int rc = sieve_write_full(STDOUT_FILENO, o->buf[i], o->n[i]);
+        int rc = fileio_write_all(STDOUT_FILENO, o->buf[i], o->n[i]);
         pthread_mutex_lock(&o->mu);
         if (rc != 0)
             o->failed = true;
@@ -97,7 +96,7 @@ static void tool_emit(void *ctx, const char *url, size_t len)
         if (len + 1 > OUT_BUF) {
             /* longer than a buffer: once everything before it is written */
             out_submit(o);
-            if (sieve_write_full(STDOUT_FILENO, url, len) != 0 || sieve_write_full(STDOUT_FILENO, "\n", 1) != 0)
+            if (fileio_write_all(STDOUT_FILENO, url, len) != 0 || fileio_write_all(STDOUT_FILENO, "\n", 1) != 0)
                 o->failed = true;
             return;
         }
@@ -224,26 +223,6 @@ static void usage(FILE *f)
             "  bloom: sized for --expected N distinct URLs at false-positive rate\n"
             "  --fp-rate P (default 0.01), or from --memory without --expected;\n"
             "  --blocked for the cache-blocked filter. Its false positives drop URLs.\n");
-}
-
-/* Removes dir and what it holds (the lsm sieve keeps a rocksdb/ subfolder). */
-static void rm_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[4096];
-
-    if (d == NULL)
-        return;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p && unlink(p) != 0 &&
-            (errno == EISDIR || errno == EPERM))
-            rm_tree(p);
-    }
-    closedir(d);
-    rmdir(dir);
 }
 
 int sieve_tool_main(int argc, char **argv)
@@ -457,6 +436,6 @@ out:
         out_finish(&out);
     free(buf);
     if (tmpdir[0] != '\0')
-        rm_tree(tmpdir);
+        fileio_remove_tree(tmpdir); /* (the lsm sieve keeps a rocksdb/ subfolder) */
     return rc;
 }

@@ -1,20 +1,28 @@
 /*
  * test_zcodec.c: the Mercator sieve's Z codec (Elias-Fano in blocks, see
- * sieve/mercator.c) on signatures the public interface cannot choose (they
+ * sieve/zcodec.h) on signatures the public interface cannot choose (they
  * are hashes): n = 0, 1, 2; signatures 0 and 2^64-1; every L from 0 to
  * Z_LMAX; gaps far larger than a buffer; equal signatures; payloads read
  * through the smallest buffer; damaged and truncated payloads. Each set is
  * encoded to a file by the writer and read back by the reader, and compared
- * with the input. This file includes mercator.c to reach its static codec.
+ * with the input. Also the flush's layout and sort (flush_sort.h) and the
+ * load of a slice from its S file: internal parts, reached through their
+ * headers.
  *
  * `test_zcodec --bench` instead prints the codec's speed on 10^7 random
  * signatures (ns per signature to encode and to decode, bytes per signature).
  */
-#include "sieve/mercator.c"
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
-#include <check.h>
-
-static char base_dir[128];
+#include "frontier/clock.h"
+#include "harness.h"
+#include "sieve/mercator.h"
 
 /* A xorshift generator: the same sets on every run. */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -56,13 +64,11 @@ struct coded {
  * an I/O buffer of cap bytes, a block of Z_BLOCK at a time. */
 static struct coded encode(int fd, const uint64_t *v, size_t n, unsigned L, size_t cap)
 {
-    struct merc m;
     struct zw w;
     struct coded c;
     struct stat sb;
     XXH3_state_t *xs = XXH3_createState();
 
-    memset(&m, 0, sizeof m);
     memset(&w, 0, sizeof w);
     need(xs != NULL);
     XXH3_64bits_reset(xs);
@@ -70,7 +76,6 @@ static struct coded encode(int fd, const uint64_t *v, size_t n, unsigned L, size
         need(ftruncate(fd, 0) == 0);
         need(lseek(fd, 0, SEEK_SET) == 0);
     }
-    w.m = &m;
     w.fd = fd;
     w.buf = malloc(cap);
     need(w.buf != NULL);
@@ -80,7 +85,7 @@ static struct coded encode(int fd, const uint64_t *v, size_t n, unsigned L, size
     /* blocks of Z_BLOCK, as the merge of flush_segment hands them */
     for (size_t i = 0; i < n; i += Z_BLOCK)
         zw_block(&w, v + i, n - i < Z_BLOCK ? n - i : Z_BLOCK);
-    zw_finish(&w);
+    zw_drain(&w);
     need(!w.ioerr);
     need(!w.unsorted);
     c.payload = w.total;
@@ -123,7 +128,7 @@ static int open_tmp(void)
 {
     char p[256];
     int fd;
-    snprintf(p, sizeof p, "%s/zcodec-%d", base_dir, (int)getpid());
+    make_dir(p, sizeof p, "zcodec");
     fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
     need(fd >= 0);
     unlink(p);
@@ -355,16 +360,13 @@ START_TEST(test_unsorted_input)
 {
     uint64_t v[3] = {UINT64_MAX, 0, 5}; /* the second block goes back */
     uint64_t u[3] = {0, (uint64_t)1 << 40, 5}, got[3];
-    struct merc m;
     struct zw w;
     XXH3_state_t *xs = XXH3_createState();
     int fd = open_tmp();
     struct coded c;
 
-    memset(&m, 0, sizeof m);
     memset(&w, 0, sizeof w);
     XXH3_64bits_reset(xs);
-    w.m = &m;
     w.fd = fd;
     w.buf = malloc(64 << 10);
     w.cap = 64 << 10;
@@ -373,7 +375,7 @@ START_TEST(test_unsorted_input)
     zw_block(&w, v, 1);
     ck_assert(!w.unsorted);
     zw_block(&w, v + 1, 2);
-    zw_finish(&w);
+    zw_drain(&w);
     ck_assert(w.unsorted);
     ck_assert_uint_eq(w.count, 1);
     free(w.buf);
@@ -419,12 +421,12 @@ START_TEST(test_signature_list)
     const unsigned p = 8, r = 2; /* slice 2: buckets 64..95 */
     const uint64_t slice_bits = (uint64_t)r << (64 - SLICE_BITS);
     struct merc m;
-    struct buf b;
+    struct segment b;
     struct zpart zp;
     uint32_t top[256];
     uint64_t *v = malloc(n * sizeof *v), *want = malloc(n * sizeof *want), sum;
     uint8_t *bytes = malloc(n * 8 + 8), *scratch = malloc(64 << 10);
-    char sp[512];
+    char sp[512], dir[256];
     int fd;
     size_t crowded = 0;
 
@@ -435,13 +437,15 @@ START_TEST(test_signature_list)
     memset(&m, 0, sizeof m);
     memset(&b, 0, sizeof b);
     memset(&zp, 0, sizeof zp);
-    m.dir = base_dir;
+    make_dir(dir, sizeof dir, "slist");
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    m.base.dir = dir;
     m.io = 64 << 10;
     m.pbits = p;
-    m.sig = malloc(n * sizeof *m.sig);
+    m.keys = malloc(n * sizeof *m.keys);
     m.bstart = malloc((256 + 1) * sizeof *m.bstart);
     m.bnext = malloc(256 * sizeof *m.bnext);
-    ck_assert_ptr_nonnull(m.sig);
+    ck_assert_ptr_nonnull(m.keys);
     ck_assert_ptr_nonnull(m.bstart);
     ck_assert_ptr_nonnull(m.bnext);
     memset(top, 0, sizeof top);
@@ -451,57 +455,58 @@ START_TEST(test_signature_list)
                : i % 3 == 0 ? (uint64_t)70 << 56 | (rng() >> 8)
                             : slice_bits | (rng() >> SLICE_BITS);
         top[v[i] >> 56]++;
-        put64(bytes + 8 * i, v[i]);
+        store_le64(bytes + 8 * i, v[i]);
     }
     ck_assert_uint_gt(top[70], 255);
     sum = XXH3_64bits(bytes, n * 8);
-    b.seg = 900000 + (uint64_t)getpid();
-    b.sn[r] = (uint32_t)n;
-    b.ssum[r] = sum;
+    b.id = 900000 + (uint64_t)getpid();
+    b.s_count[r] = (uint32_t)n;
+    b.s.sum[r] = sum;
     zp.m = &m;
-    zp.b = &b;
-    zp.region = m.sig;
-    ck_assert_int_eq(seg_path(&m, sp, sizeof sp, "S", b.seg, (int)r, false), 0);
+    zp.sg = &b;
+    zp.region = m.keys;
+    ck_assert_int_eq(seg_path(dir, sp, sizeof sp, "S", b.id, (int)r, false), 0);
     unlink(sp);
     ck_assert_uint_eq(layout_starts(top, p, m.bstart), n);
     ck_assert_uint_eq(m.bstart[64], 0);
-    ck_assert_int_eq(slice_load_s(&zp, r, scratch, 64 << 10), -1); /* missing */
+    ck_assert_int_eq(merc_slice_load_s(&zp, r, scratch, 64 << 10), -1); /* missing */
     fd = open(sp, O_RDWR | O_CREAT | O_TRUNC, 0644);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(write(fd, bytes, n * 8), (ssize_t)(n * 8));
-    ck_assert_int_eq(slice_load_s(&zp, r, scratch, 64 << 10), 0);
+    ck_assert_int_eq(merc_slice_load_s(&zp, r, scratch, 64 << 10), 0);
     layout_expect(v, n, p, top, want);
     for (size_t i = 0; i < n; i++) {
-        ck_assert_uint_eq(m.sig[i], want[i]);
-        crowded += (m.sig[i] & 255) == 255;
+        ck_assert_uint_eq(m.keys[i], want[i]);
+        crowded += (m.keys[i] & 255) == 255;
     }
     ck_assert_uint_eq(m.bstart[70 + 1] - m.bstart[70], top[70]);
     ck_assert_uint_ge(crowded, top[70] - 255); /* saturated ranks */
-    b.ssum[r] = sum ^ 1;
-    ck_assert_int_eq(slice_load_s(&zp, r, scratch, 64 << 10), -1); /* checksum */
-    b.ssum[r] = sum;
+    b.s.sum[r] = sum ^ 1;
+    ck_assert_int_eq(merc_slice_load_s(&zp, r, scratch, 64 << 10), -1); /* checksum */
+    b.s.sum[r] = sum;
     top[64]++;
     top[95]--;
     layout_starts(top, p, m.bstart);
-    ck_assert_int_eq(slice_load_s(&zp, r, scratch, 64 << 10), -1); /* count per bucket */
+    ck_assert_int_eq(merc_slice_load_s(&zp, r, scratch, 64 << 10), -1); /* count per bucket */
     top[64]--;
     top[95]++;
     layout_starts(top, p, m.bstart);
     ck_assert_int_eq(write(fd, bytes, 8), 8);
-    ck_assert_int_eq(slice_load_s(&zp, r, scratch, 64 << 10), 0); /* longer: a recycled file's stale tail, not read */
+    ck_assert_int_eq(merc_slice_load_s(&zp, r, scratch, 64 << 10), 0); /* longer: a recycled file's stale tail, not read */
     for (size_t i = 0; i < n; i++)
-        ck_assert_uint_eq(m.sig[i], want[i]);
+        ck_assert_uint_eq(m.keys[i], want[i]);
     ck_assert_int_eq(ftruncate(fd, (off_t)(n * 8 - 8)), 0);
-    ck_assert_int_eq(slice_load_s(&zp, r, scratch, 64 << 10), -1); /* shorter */
+    ck_assert_int_eq(merc_slice_load_s(&zp, r, scratch, 64 << 10), -1); /* shorter */
     /* a signature of another slice in the file (its checksum matching) */
-    put64(bytes + 8 * 17, v[17] ^ (uint64_t)1 << 63);
+    store_le64(bytes + 8 * 17, v[17] ^ (uint64_t)1 << 63);
     ck_assert_int_eq(pwrite(fd, bytes, n * 8, 0), (ssize_t)(n * 8));
-    b.ssum[r] = XXH3_64bits(bytes, n * 8);
-    ck_assert_int_eq(slice_load_s(&zp, r, scratch, 64 << 10), -1);
+    b.s.sum[r] = XXH3_64bits(bytes, n * 8);
+    ck_assert_int_eq(merc_slice_load_s(&zp, r, scratch, 64 << 10), -1);
     close(fd);
     unlink(sp);
+    rm_tree(dir);
     free(scratch);
-    free(m.sig);
+    free(m.keys);
     free(m.bstart);
     free(m.bnext);
     free(v);
@@ -564,16 +569,9 @@ START_TEST(test_layout_bits)
 }
 END_TEST
 
-static double secs(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Prints the codec's time per signature for n random signatures at the
  * sieve's L (best of 5): encoding to /dev/null (the codec and XXH3),
- * encoding to a file in base_dir and decoding it back (with the copies of
+ * encoding to a scratch file and decoding it back (with the copies of
  * write and read, as in a flush). */
 static int bench(size_t n)
 {
@@ -586,13 +584,13 @@ static int bench(size_t n)
     need(got != NULL && nul >= 0);
     for (int r = 0; r < 5; r++) {
         double t[4];
-        t[0] = secs();
+        t[0] = monotonic_s();
         encode(nul, v, n, L, 1 << 20);
-        t[1] = secs();
+        t[1] = monotonic_s();
         c = encode(fd, v, n, L, 1 << 20);
-        t[2] = secs();
+        t[2] = monotonic_s();
         need(decode(fd, got, n, L, c.payload, c.sum, 1 << 20));
-        t[3] = secs();
+        t[3] = monotonic_s();
         for (int k = 0; k < 3; k++)
             if (t[k + 1] - t[k] < best[k])
                 best[k] = t[k + 1] - t[k];
@@ -610,21 +608,11 @@ static int bench(size_t n)
     return 0;
 }
 
-int main(int argc, char **argv)
+static Suite *zcodec_suite(void)
 {
-    struct stat sb;
-    const char *base = stat("/dev/shm", &sb) == 0 ? "/dev/shm" : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    Suite *s;
-    TCase *tc;
-    SRunner *sr;
-    int failed;
+    Suite *s = suite_create("zcodec");
+    TCase *tc = tcase_create("core");
 
-    snprintf(base_dir, sizeof base_dir, "%s", base);
-    bench_mode = argc > 1 && strcmp(argv[1], "--bench") == 0;
-    if (bench_mode)
-        return bench(argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 10000000);
-    s = suite_create("zcodec");
-    tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_low_bits_choice);
     tcase_add_test(tc, test_tiny_sets);
@@ -638,9 +626,15 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_unsorted_input);
     tcase_add_test(tc, test_signature_list);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    bench_mode = argc > 1 && strcmp(argv[1], "--bench") == 0;
+    if (bench_mode) {
+        harness_scratch();
+        return bench(argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 10000000);
+    }
+    return harness_main(zcodec_suite(), argc, argv);
 }
