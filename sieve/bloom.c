@@ -24,14 +24,14 @@
  * fill passes the point where that reaches the target, the sieve warns once
  * on stderr (the filter degrades gracefully: the rate keeps rising to 1).
  *
- * Persistence: the bits are written to BLOOM (80-byte header {magic
- * "MSIEVEB1", u64 m, d, blocked, bits_set, inserted, capacity, target rate
- * (IEEE bits), XXH64(bits), XXH64(header so far)} then the words) at
- * sieve_sync and sieve_close; a reopened filter keeps its stored size.
+ * Persistence: the bits are written to BLOOM, a snapshot (sieve_base.h:
+ * 80-byte header {magic "MSIEVEB1", u64 m, d, blocked, bits_set, inserted,
+ * capacity, target rate (IEEE bits), XXH64(bits), XXH64(header so far)}
+ * then the words) at sieve_sync and sieve_close; a reopened filter keeps
+ * its stored size.
  */
 #include "sieve/sieve.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -126,23 +126,11 @@ static int bloom_snapshot(struct sieve_base *sb)
 {
     struct bloom *b = (struct bloom *)sb;
     uint8_t h[BLOOM_HDR];
-    uint64_t tbits;
-    size_t bytes = (size_t)(b->m / 8);
+    uint64_t f[7] = {b->m, b->d, b->blocked, b->bits_set, b->inserted, b->capacity};
 
-    memcpy(&tbits, &b->target, sizeof tbits);
-    memcpy(h, BLOOM_MAGIC, 8);
-    le_put64(h + 8, b->m);
-    le_put64(h + 16, b->d);
-    le_put64(h + 24, b->blocked);
-    le_put64(h + 32, b->bits_set);
-    le_put64(h + 40, b->inserted);
-    le_put64(h + 48, b->capacity);
-    le_put64(h + 56, tbits);
-    le_put64(h + 64, XXH64(b->word, bytes, 0));
-    le_put64(h + 72, XXH64(h, 72, 0));
-    if (sieve_file_replace(sb->dir, "BLOOM", h, sizeof h, b->word, bytes, sb->cfg.no_fsync) != 0)
-        return sieve_fail(sb, SIEVE_EIO, "%s/BLOOM: %s", sb->dir, strerror(errno));
-    return SIEVE_OK;
+    memcpy(&f[6], &b->target, sizeof f[6]);
+    le_put64s(h + 8, f, 7);
+    return sieve_snapshot_write(sb, "BLOOM", BLOOM_MAGIC, h, sizeof h, b->word, (size_t)(b->m / 8));
 }
 
 static void bloom_destroy(struct sieve_base *sb)
@@ -206,28 +194,19 @@ static int bloom_size(struct bloom *b)
 static int snapshot_load(struct bloom *b, bool *loaded)
 {
     struct sieve_base *sb = &b->base;
-    char p[4096];
     uint8_t h[BLOOM_HDR];
     uint64_t m, d, blocked, tbits;
-    int r;
+    int rc = sieve_snapshot_read(sb, "BLOOM", BLOOM_MAGIC, h, sizeof h, loaded);
 
-    *loaded = false;
-    if (sieve_path(p, sizeof p, sb->dir, "BLOOM") != 0)
-        return sieve_fail(sb, SIEVE_EINVAL, "%s: path too long", sb->dir);
-    r = sieve_file_read_at(p, h, sizeof h, 0);
-    if (r == 1)
-        return SIEVE_OK;
-    if (r == -2)
-        return sieve_fail(sb, SIEVE_EIO, "%s: %s", p, strerror(errno));
-    if (r == -1 || memcmp(h, BLOOM_MAGIC, 8) != 0 || le_get64(h + 72) != XXH64(h, 72, 0))
-        return sieve_fail(sb, SIEVE_ECORRUPT, "%s: truncated or corrupt header", p);
+    if (rc != SIEVE_OK || !*loaded)
+        return rc;
     m = le_get64(h + 8);
     d = le_get64(h + 16);
     blocked = le_get64(h + 24);
     tbits = le_get64(h + 56);
     if (m == 0 || m % BLOCK_BITS != 0 || m / 8 > SIZE_MAX || d < 1 || d > MAX_HASHES || blocked > 1 ||
         le_get64(h + 32) > m)
-        return sieve_fail(sb, SIEVE_ECORRUPT, "%s: corrupt header values", p);
+        return sieve_fail(sb, SIEVE_ECORRUPT, "%s/BLOOM: corrupt header values", sb->dir);
     b->m = m;
     b->d = (unsigned)d;
     b->blocked = blocked != 0;
@@ -237,14 +216,9 @@ static int snapshot_load(struct bloom *b, bool *loaded)
     memcpy(&b->target, &tbits, sizeof tbits);
     b->word = malloc((size_t)(m / 8));
     if (b->word == NULL)
-        return sieve_fail(sb, SIEVE_ENOMEM, "out of memory loading %s (%llu bits)", p, (unsigned long long)m);
-    r = sieve_file_read_at(p, b->word, (size_t)(m / 8), BLOOM_HDR);
-    if (r == -2)
-        return sieve_fail(sb, SIEVE_EIO, "%s: %s", p, strerror(errno));
-    if (r != 0 || XXH64(b->word, (size_t)(m / 8), 0) != le_get64(h + 64))
-        return sieve_fail(sb, SIEVE_ECORRUPT, "%s: truncated or corrupt bits", p);
-    *loaded = true;
-    return SIEVE_OK;
+        return sieve_fail(sb, SIEVE_ENOMEM, "out of memory loading %s/BLOOM (%llu bits)", sb->dir,
+                          (unsigned long long)m);
+    return sieve_snapshot_body(sb, "BLOOM", h, sizeof h, b->word, (size_t)(m / 8));
 }
 
 /* Sizes the filter, locks the folder and loads or allocates the bits. */
@@ -278,10 +252,4 @@ static const struct sieve_hooks bloom_hooks = {
     .start = bloom_start, .destroy = bloom_destroy, .add_locked = bloom_add_locked, .sync_locked = bloom_snapshot,
     .stats_locked = bloom_stats_locked, .snapshot = "BLOOM", .decides_in_add = true};
 
-static int bloom_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx, void **impl, char *err,
-                      size_t errlen)
-{
-    return sieve_base_open(&bloom_hooks, sizeof(struct bloom), cfg, emit, emit_ctx, impl, err, errlen);
-}
-
-const struct sieve_ops sieve_bloom_ops = SIEVE_BASE_OPS("bloom", bloom_open, sieve_snapshot_checkpoint);
+SIEVE_BASE_OPS(sieve_bloom_ops, "bloom", struct bloom, bloom_hooks, sieve_snapshot_checkpoint);

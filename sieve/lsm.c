@@ -41,8 +41,6 @@
 struct lsm {
     struct sieve_base base; /* first: the generic operations reach it */
     rocksdb_t *db;
-    rocksdb_options_t *opts;
-    rocksdb_cache_t *cache;
     rocksdb_readoptions_t *ropts;
     rocksdb_writeoptions_t *wopts;
     rocksdb_writebatch_t *batch; /* add_batch's, reused */
@@ -208,16 +206,10 @@ static void lsm_destroy(struct sieve_base *b)
 
     if (l->db != NULL)
         rocksdb_close(l->db);
-    if (l->ropts != NULL)
-        rocksdb_readoptions_destroy(l->ropts);
-    if (l->wopts != NULL)
-        rocksdb_writeoptions_destroy(l->wopts);
-    if (l->batch != NULL)
-        rocksdb_writebatch_destroy(l->batch);
-    if (l->opts != NULL)
-        rocksdb_options_destroy(l->opts);
-    if (l->cache != NULL)
-        rocksdb_cache_destroy(l->cache);
+    /* (the destroy functions delete: NULL is a no-op) */
+    rocksdb_readoptions_destroy(l->ropts);
+    rocksdb_writeoptions_destroy(l->wopts);
+    rocksdb_writebatch_destroy(l->batch);
     sieve_base_release(b);
     free(l);
 }
@@ -240,9 +232,9 @@ static void lsm_stats_locked(struct sieve_base *b, struct sieve_stats *out)
 
 /* The table options: the block cache, a Bloom filter per table, filters
  * and index partitioned. */
-static void table_options(struct lsm *l, rocksdb_block_based_table_options_t *table)
+static void table_options(rocksdb_block_based_table_options_t *table, rocksdb_cache_t *cache)
 {
-    rocksdb_block_based_options_set_block_cache(table, l->cache);
+    rocksdb_block_based_options_set_block_cache(table, cache);
     rocksdb_block_based_options_set_filter_policy(table, rocksdb_filterpolicy_create_bloom(10));
     rocksdb_block_based_options_set_cache_index_and_filter_blocks(table, 1);
     rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(table, 1);
@@ -256,28 +248,32 @@ static void table_options(struct lsm *l, rocksdb_block_based_table_options_t *ta
 }
 
 /* The database options for a budget of mem bytes (see the top). */
-static void db_options(struct lsm *l, size_t mem)
+static void db_options(rocksdb_options_t *opts, size_t mem)
 {
-    rocksdb_options_set_create_if_missing(l->opts, 1);
-    rocksdb_options_set_write_buffer_size(l->opts, mem / 8);
-    rocksdb_options_set_max_write_buffer_number(l->opts, 2);
+    rocksdb_options_set_create_if_missing(opts, 1);
+    rocksdb_options_set_write_buffer_size(opts, mem / 8);
+    rocksdb_options_set_max_write_buffer_number(opts, 2);
     /* a Bloom filter on the memtable too (a tenth of it), so that a new
      * URL's lookup skips the skiplist search */
-    rocksdb_options_set_memtable_prefix_bloom_size_ratio(l->opts, 0.1);
-    rocksdb_options_set_memtable_whole_key_filtering(l->opts, 1);
-    rocksdb_options_set_max_open_files(l->opts, 256);
-    rocksdb_options_set_max_background_jobs(l->opts, 2);
+    rocksdb_options_set_memtable_prefix_bloom_size_ratio(opts, 0.1);
+    rocksdb_options_set_memtable_whole_key_filtering(opts, 1);
+    rocksdb_options_set_max_open_files(opts, 256);
+    rocksdb_options_set_max_background_jobs(opts, 2);
     /* random 8-byte keys do not compress */
-    rocksdb_options_set_compression(l->opts, rocksdb_no_compression);
-    rocksdb_options_set_keep_log_file_num(l->opts, 2);
-    rocksdb_options_set_max_log_file_size(l->opts, (size_t)1 << 20);
+    rocksdb_options_set_compression(opts, rocksdb_no_compression);
+    rocksdb_options_set_keep_log_file_num(opts, 2);
+    rocksdb_options_set_max_log_file_size(opts, (size_t)1 << 20);
 }
 
-/* Locks the folder and opens the database in dir/rocksdb. */
+/* Locks the folder and opens the database in dir/rocksdb. The options and
+ * the cache's handle are the database's once it is open (it keeps copies
+ * and a reference). */
 static int lsm_start(struct sieve_base *b)
 {
     struct lsm *l = (struct lsm *)b;
-    rocksdb_block_based_table_options_t *table = NULL;
+    rocksdb_options_t *opts;
+    rocksdb_block_based_table_options_t *table;
+    rocksdb_cache_t *cache;
     char path[4096], *dberr = NULL;
     size_t mem = b->cfg.memory ? b->cfg.memory : (size_t)64 << 20;
     int rc;
@@ -287,28 +283,29 @@ static int lsm_start(struct sieve_base *b)
     rc = sieve_base_lock(b);
     if (rc != SIEVE_OK)
         return rc;
-    l->opts = rocksdb_options_create();
+    opts = rocksdb_options_create();
     table = rocksdb_block_based_options_create();
-    l->cache = rocksdb_cache_create_lru(mem / 4 * 3);
+    cache = rocksdb_cache_create_lru(mem / 4 * 3);
     l->ropts = rocksdb_readoptions_create();
     l->wopts = rocksdb_writeoptions_create();
     l->batch = rocksdb_writebatch_create();
-    if (l->opts == NULL || table == NULL || l->cache == NULL || l->ropts == NULL || l->wopts == NULL ||
-        l->batch == NULL) {
-        if (table != NULL)
-            rocksdb_block_based_options_destroy(table);
-        return sieve_fail(b, SIEVE_ENOMEM, "out of memory for RocksDB options");
+    if (opts != NULL && table != NULL && cache != NULL) {
+        table_options(table, cache);
+        rocksdb_options_set_block_based_table_factory(opts, table);
+        db_options(opts, mem);
     }
-    table_options(l, table);
-    rocksdb_options_set_block_based_table_factory(l->opts, table);
-    rocksdb_block_based_options_destroy(table);
-    db_options(l, mem);
-    l->db = rocksdb_open(l->opts, path, &dberr);
+    if (opts == NULL || table == NULL || cache == NULL || l->ropts == NULL || l->wopts == NULL || l->batch == NULL)
+        rc = sieve_fail(b, SIEVE_ENOMEM, "out of memory for RocksDB options");
+    else
+        l->db = rocksdb_open(opts, path, &dberr);
     if (dberr != NULL) {
         rc = sieve_fail(b, SIEVE_EIO, "%s: cannot open: %s", path, dberr);
         rocksdb_free(dberr);
         l->db = NULL;
     }
+    rocksdb_block_based_options_destroy(table);
+    rocksdb_options_destroy(opts);
+    rocksdb_cache_destroy(cache);
     return rc;
 }
 
@@ -317,10 +314,4 @@ static const struct sieve_hooks lsm_hooks = {
     .add_batch_locked = lsm_add_batch_locked, .sync_locked = lsm_sync_locked, .stats_locked = lsm_stats_locked,
     .decides_in_add = true};
 
-static int lsm_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx, void **impl, char *err,
-                    size_t errlen)
-{
-    return sieve_base_open(&lsm_hooks, sizeof(struct lsm), cfg, emit, emit_ctx, impl, err, errlen);
-}
-
-const struct sieve_ops sieve_lsm_ops = SIEVE_BASE_OPS("lsm", lsm_open, lsm_checkpoint);
+SIEVE_BASE_OPS(sieve_lsm_ops, "lsm", struct lsm, lsm_hooks, lsm_checkpoint);

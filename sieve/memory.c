@@ -7,15 +7,14 @@
  * load, so memory grows with the crawl (8 / 0.35..0.7 bytes per URL): this
  * is why it is not the default, and why cfg->memory is not a bound here.
  *
- * Persistence: the table is written as-is to MEMSET (48-byte header {magic
- * "MSIEVEH1", u64 slots, u64 count, u64 has_zero, u64 XXH64(table), u64
- * XXH64(header so far)} then the slots) at sieve_sync and sieve_close, and
+ * Persistence: the table is written as-is to MEMSET, a snapshot
+ * (sieve_base.h: 48-byte header {magic "MSIEVEH1", u64 slots, u64 count,
+ * u64 has_zero, u64 XXH64(table), u64 XXH64(header so far)} then the slots) at sieve_sync and sieve_close, and
  * reloaded at open. No replay is needed: a URL is decided and emitted inside
  * its add.
  */
 #include "sieve/sieve.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,17 +98,10 @@ static int mem_snapshot(struct sieve_base *b)
 {
     struct memsieve *m = (struct memsieve *)b;
     uint8_t h[MEM_HDR];
-    size_t bytes = (size_t)(m->mask + 1) * sizeof(uint64_t);
+    const uint64_t f[3] = {m->mask + 1, m->count, m->has_zero};
 
-    memcpy(h, MEM_MAGIC, 8);
-    le_put64(h + 8, m->mask + 1);
-    le_put64(h + 16, m->count);
-    le_put64(h + 24, m->has_zero);
-    le_put64(h + 32, XXH64(m->slot, bytes, 0));
-    le_put64(h + 40, XXH64(h, 40, 0));
-    if (sieve_file_replace(b->dir, "MEMSET", h, sizeof h, m->slot, bytes, b->cfg.no_fsync) != 0)
-        return sieve_fail(b, SIEVE_EIO, "%s/MEMSET: %s", b->dir, strerror(errno));
-    return SIEVE_OK;
+    le_put64s(h + 8, f, 3);
+    return sieve_snapshot_write(b, "MEMSET", MEM_MAGIC, h, sizeof h, m->slot, (size_t)(m->mask + 1) * sizeof(uint64_t));
 }
 
 static void mem_stats_locked(struct sieve_base *b, struct sieve_stats *out)
@@ -133,38 +125,26 @@ static void mem_destroy(struct sieve_base *b)
 static int snapshot_load(struct memsieve *m)
 {
     struct sieve_base *b = &m->base;
-    char p[4096];
     uint8_t h[MEM_HDR];
     uint64_t slots, count, zero;
-    int r;
+    bool present;
+    int rc = sieve_snapshot_read(b, "MEMSET", MEM_MAGIC, h, sizeof h, &present);
 
-    if (sieve_path(p, sizeof p, b->dir, "MEMSET") != 0)
-        return sieve_fail(b, SIEVE_EINVAL, "%s: path too long", b->dir);
-    r = sieve_file_read_at(p, h, sizeof h, 0);
-    if (r == 1)
-        return SIEVE_OK;
-    if (r == -2)
-        return sieve_fail(b, SIEVE_EIO, "%s: %s", p, strerror(errno));
-    if (r == -1 || memcmp(h, MEM_MAGIC, 8) != 0 || le_get64(h + 40) != XXH64(h, 40, 0))
-        return sieve_fail(b, SIEVE_ECORRUPT, "%s: truncated or corrupt header", p);
+    if (rc != SIEVE_OK || !present)
+        return rc;
     slots = le_get64(h + 8);
     count = le_get64(h + 16);
     zero = le_get64(h + 24);
     if (slots < MEM_MIN_SLOTS || (slots & (slots - 1)) != 0 || count * 10 > slots * 7 || zero > 1 ||
         slots > SIZE_MAX / sizeof(uint64_t))
-        return sieve_fail(b, SIEVE_ECORRUPT, "%s: corrupt header values", p);
+        return sieve_fail(b, SIEVE_ECORRUPT, "%s/MEMSET: corrupt header values", b->dir);
     m->slot = malloc((size_t)slots * sizeof(uint64_t));
     if (m->slot == NULL)
-        return sieve_fail(b, SIEVE_ENOMEM, "out of memory loading %s", p);
+        return sieve_fail(b, SIEVE_ENOMEM, "out of memory loading %s/MEMSET", b->dir);
     m->mask = slots - 1;
-    r = sieve_file_read_at(p, m->slot, (size_t)slots * sizeof(uint64_t), MEM_HDR);
-    if (r == -2)
-        return sieve_fail(b, SIEVE_EIO, "%s: %s", p, strerror(errno));
-    if (r != 0 || XXH64(m->slot, (size_t)slots * sizeof(uint64_t), 0) != le_get64(h + 32))
-        return sieve_fail(b, SIEVE_ECORRUPT, "%s: truncated or corrupt table", p);
     m->count = count;
     m->has_zero = zero != 0;
-    return SIEVE_OK;
+    return sieve_snapshot_body(b, "MEMSET", h, sizeof h, m->slot, (size_t)slots * sizeof(uint64_t));
 }
 
 /* Locks the folder, loads MEMSET or starts an empty table. */
@@ -188,10 +168,4 @@ static const struct sieve_hooks mem_hooks = {
     .start = mem_start, .destroy = mem_destroy, .add_locked = mem_add_locked, .sync_locked = mem_snapshot,
     .stats_locked = mem_stats_locked, .snapshot = "MEMSET", .decides_in_add = true};
 
-static int mem_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx, void **impl, char *err,
-                    size_t errlen)
-{
-    return sieve_base_open(&mem_hooks, sizeof(struct memsieve), cfg, emit, emit_ctx, impl, err, errlen);
-}
-
-const struct sieve_ops sieve_memory_ops = SIEVE_BASE_OPS("memory", mem_open, sieve_snapshot_checkpoint);
+SIEVE_BASE_OPS(sieve_memory_ops, "memory", struct memsieve, mem_hooks, sieve_snapshot_checkpoint);

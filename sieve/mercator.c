@@ -410,7 +410,7 @@ static int merc_close(void *impl)
     int rc = SIEVE_OK, r;
 
     if (m->thr_started) {
-        const struct segment *cur = &m->segs[m->cur];
+        const struct segment *cur;
         char p[4096];
         rc = merc_flush(m);
         r = merc_sync(m);
@@ -421,6 +421,7 @@ static int merc_close(void *impl)
         pthread_cond_broadcast(&m->cv_work);
         pthread_mutex_unlock(&m->base.mu);
         pthread_join(m->thr, NULL);
+        cur = &m->segs[m->cur]; /* (the flush sealed the one current before) */
         /* the empty current segment is not needed any more, nor its list
          * of signatures (a reopen replays A, not S) */
         if (cur->n == 0 && m->base.err == 0 && seg_path(m->base.dir, p, sizeof p, "A", cur->id, -1, false) == 0)

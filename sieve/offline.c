@@ -83,7 +83,8 @@ struct offline {
     uint64_t gen, z_count, z_bytes;
     /* merge work memory */
     uint64_t *marks;
-    uint8_t *rbuf[RUNS_PER_MERGE + 1], *zin, *zout;
+    uint8_t *bufs;          /* the I/O buffers, io bytes each: */
+    uint8_t *rbuf[RUNS_PER_MERGE + 1], *zin, *zout; /* the runs' (A's: the first), Z's, Z''s */
 };
 
 /* dir/NAME, or dir/NAME.<num> when num >= 0. */
@@ -156,13 +157,9 @@ static int state_write(struct offline *o, uint64_t gen, uint64_t count)
 {
     uint8_t b[M_SIZE];
 
-    memcpy(b, M_MAGIC, 8);
     le_put64(b + 8, gen);
     le_put64(b + 16, count);
-    le_put64(b + 24, XXH64(b, 24, 0));
-    if (sieve_file_replace(o->base.dir, "STATE", b, sizeof b, NULL, 0, o->base.cfg.no_fsync) != 0)
-        return sieve_fail(&o->base, SIEVE_EIO, "%s/STATE: %s", o->base.dir, strerror(errno));
-    return SIEVE_OK;
+    return sieve_snapshot_write(&o->base, "STATE", M_MAGIC, b, sizeof b, NULL, 0);
 }
 
 /* The runs being merged: each run's reader and its smallest pair not yet
@@ -418,28 +415,56 @@ out:
     return rc;
 }
 
-/* Scans A in order and emits the marked records; then empties A and the runs. */
-static int emit_marked(struct offline *o)
+/* Reads A from its start, calling fn(o, pos, url, len, sig) for each of
+ * its first limit records; a torn or damaged record ends A. *count: the
+ * records read, *good: the bytes of whole records. SIEVE_OK, fn's error,
+ * or SIEVE_EIO (a read error). */
+static int a_read(struct offline *o, uint64_t limit,
+                  int (*fn)(struct offline *o, uint64_t pos, const char *url, size_t len, uint64_t sig),
+                  uint64_t *count, uint64_t *good)
 {
     struct rd r;
     const char *u;
     size_t ul;
-    uint64_t pos = 0, sig;
-    char p[4096];
+    uint64_t sig;
+    int g = 1, rc = SIEVE_OK;
 
+    *count = *good = 0;
     if (lseek(o->a_fd, 0, SEEK_SET) < 0)
         return sieve_fail(&o->base, SIEVE_EIO, "%s/A: seek: %s", o->base.dir, strerror(errno));
     rd_init(&r, o->a_fd, o->rbuf[0], o->io);
-    while (pos < o->a_count && rec_take(&r, o->base.cfg.max_url_len, 0, &u, &ul, &sig) == 1) {
-        if (o->marks[pos >> 6] >> (pos & 63) & 1) {
-            sieve_crash_point();
-            sieve_emit(&o->base, u, ul);
-        }
-        pos++;
+    while (rc == SIEVE_OK && *count < limit && (g = rec_take(&r, o->base.cfg.max_url_len, 0, &u, &ul, &sig)) == 1) {
+        rc = fn != NULL ? fn(o, *count, u, ul, sig) : SIEVE_OK;
+        *count += rc == SIEVE_OK;
     }
-    if (pos != o->a_count)
+    *good = r.off;
+    if (g == -2)
+        return sieve_fail(&o->base, SIEVE_EIO, "%s/A: read error", o->base.dir);
+    return rc;
+}
+
+static int emit_one(struct offline *o, uint64_t pos, const char *url, size_t len, uint64_t sig)
+{
+    (void)sig;
+    if (o->marks[pos >> 6] >> (pos & 63) & 1) {
+        sieve_crash_point();
+        sieve_emit(&o->base, url, len);
+    }
+    return SIEVE_OK;
+}
+
+/* Scans A in order and emits the marked records; then empties A and the runs. */
+static int emit_marked(struct offline *o)
+{
+    char p[4096];
+    uint64_t n, good;
+    int rc = a_read(o, o->a_count, emit_one, &n, &good);
+
+    if (rc != SIEVE_OK)
+        return rc;
+    if (n != o->a_count)
         return sieve_fail(&o->base, SIEVE_EIO, "%s/A: cannot read back record %llu", o->base.dir,
-                          (unsigned long long)pos);
+                          (unsigned long long)n);
     sieve_crash_point();
     if (ftruncate(o->a_fd, 0) != 0 || lseek(o->a_fd, 0, SEEK_SET) < 0)
         return sieve_fail(&o->base, SIEVE_EIO, "%s/A: truncate: %s", o->base.dir, strerror(errno));
@@ -549,11 +574,7 @@ static void off_destroy(struct sieve_base *b)
     if (o->a_fd >= 0)
         close(o->a_fd);
     sieve_base_release(b);
-    for (int i = 0; i <= RUNS_PER_MERGE; i++)
-        free(o->rbuf[i]);
-    free(o->zin);
-    free(o->zout);
-    free(o->abuf);
+    free(o->bufs);
     free(o->run);
     free(o->marks);
     free(o);
@@ -584,18 +605,14 @@ static int leftover_remove(void *want, const char *path, const char *name)
 /* Reads STATE; removes files a crash may have left (runs, uncommitted Z). */
 static int state_load(struct offline *o)
 {
-    char p[4096], want[64];
+    char want[64];
     uint8_t b[M_SIZE];
-    int r;
+    bool present;
+    int rc = sieve_snapshot_read(&o->base, "STATE", M_MAGIC, b, sizeof b, &present);
 
-    if (path_of(o, p, sizeof p, "STATE", -1))
-        return sieve_fail(&o->base, SIEVE_EINVAL, "%s: path too long", o->base.dir);
-    r = sieve_file_read_at(p, b, sizeof b, 0);
-    if (r == -2)
-        return sieve_fail(&o->base, SIEVE_EIO, "%s: %s", p, strerror(errno));
-    if (r == -1 || (r == 0 && (memcmp(b, M_MAGIC, 8) != 0 || le_get64(b + 24) != XXH64(b, 24, 0))))
-        return sieve_fail(&o->base, SIEVE_ECORRUPT, "%s: truncated or corrupt", p);
-    if (r == 0) {
+    if (rc != SIEVE_OK)
+        return rc;
+    if (present) {
         o->gen = le_get64(b + 8);
         o->z_count = le_get64(b + 16);
         o->z_bytes = o->gen > 0 ? Z_HDR + 8 * o->z_count : 0;
@@ -606,62 +623,56 @@ static int state_load(struct offline *o)
     return SIEVE_OK;
 }
 
-/* Counts the whole records of A (cutting a torn tail): how many there are,
- * or -1 on a read error. */
-static int64_t a_count_whole(struct offline *o)
+static int push_one(struct offline *o, uint64_t pos, const char *url, size_t len, uint64_t sig)
 {
-    struct rd r;
-    const char *u;
-    size_t ul;
-    uint64_t count = 0, sig;
-    int g;
+    int rc = run_push(o, sig, pos);
 
-    rd_init(&r, o->a_fd, o->rbuf[0], o->io);
-    while ((g = rec_next(&r, o->base.cfg.max_url_len, 0, &u, &ul, &sig)) == 1)
-        count++;
-    if (g == -2)
-        return -sieve_fail(&o->base, SIEVE_EIO, "%s/A: read error", o->base.dir);
-    if (ftruncate(o->a_fd, (off_t)r.off) != 0 || lseek(o->a_fd, 0, SEEK_SET) < 0)
-        return -sieve_fail(&o->base, SIEVE_EIO, "%s/A: %s", o->base.dir, strerror(errno));
-    return (int64_t)count;
+    (void)url;
+    (void)len;
+    o->a_count = pos + 1;
+    return rc;
 }
 
-/* Re-reads an A left by a crash, rebuilding its runs (cutting a torn tail).
- * An A written under a smaller configuration may hold more than a_max
- * records: the runs and the bitmap are then enlarged for this one merge. */
+/* Makes room for the runs and bitmap of an A of count records: one
+ * written under a smaller configuration may hold more than a_max. */
+static int a_room(struct offline *o, uint64_t count)
+{
+    size_t cap = (size_t)((count + RUNS_PER_MERGE - 1) / RUNS_PER_MERGE);
+    struct pair *run;
+    uint64_t *marks;
+
+    if (count <= o->a_max)
+        return SIEVE_OK;
+    run = realloc(o->run, cap * sizeof *run);
+    if (run == NULL)
+        return sieve_fail(&o->base, SIEVE_ENOMEM, "out of memory recovering %s/A", o->base.dir);
+    o->run = run;
+    marks = realloc(o->marks, (size_t)((count + 63) / 64) * 8);
+    if (marks == NULL)
+        return sieve_fail(&o->base, SIEVE_ENOMEM, "out of memory recovering %s/A", o->base.dir);
+    o->marks = marks;
+    o->run_cap = cap;
+    o->a_max = (uint64_t)cap * RUNS_PER_MERGE;
+    return SIEVE_OK;
+}
+
+/* Re-reads an A left by a crash, cutting a torn tail, and rebuilds its
+ * runs (the runs and the bitmap enlarged for this one merge if needed). */
 static int a_recover(struct offline *o)
 {
-    struct rd r;
-    const char *u;
-    size_t ul;
-    uint64_t sig;
-    int64_t count = a_count_whole(o);
-    int rc;
+    uint64_t count, good, n;
+    int rc = a_read(o, UINT64_MAX, NULL, &count, &good);
 
-    if (count < 0)
-        return (int)-count;
-    if ((uint64_t)count > o->a_max) {
-        size_t cap = (size_t)(((uint64_t)count + RUNS_PER_MERGE - 1) / RUNS_PER_MERGE);
-        struct pair *run = realloc(o->run, cap * sizeof *run);
-        uint64_t *marks;
-        if (run == NULL)
-            return sieve_fail(&o->base, SIEVE_ENOMEM, "out of memory recovering %s/A", o->base.dir);
-        o->run = run;
-        marks = realloc(o->marks, (size_t)(((uint64_t)count + 63) / 64) * 8);
-        if (marks == NULL)
-            return sieve_fail(&o->base, SIEVE_ENOMEM, "out of memory recovering %s/A", o->base.dir);
-        o->marks = marks;
-        o->run_cap = cap;
-        o->a_max = (uint64_t)cap * RUNS_PER_MERGE;
-    }
-    rd_init(&r, o->a_fd, o->rbuf[0], o->io);
-    while (o->a_count < (uint64_t)count && rec_next(&r, o->base.cfg.max_url_len, 0, &u, &ul, &sig) == 1) {
-        rc = run_push(o, sig, o->a_count);
-        if (rc != SIEVE_OK)
-            return rc;
-        o->a_count++;
-    }
-    if (o->a_count != (uint64_t)count)
+    if (rc != SIEVE_OK)
+        return rc;
+    if (ftruncate(o->a_fd, (off_t)good) != 0)
+        return sieve_fail(&o->base, SIEVE_EIO, "%s/A: %s", o->base.dir, strerror(errno));
+    rc = a_room(o, count);
+    if (rc == SIEVE_OK)
+        rc = a_read(o, count, push_one, &n, &good);
+    if (rc != SIEVE_OK)
+        return rc;
+    if (n != count)
         return sieve_fail(&o->base, SIEVE_EIO, "%s/A: changed while recovering", o->base.dir);
     if (lseek(o->a_fd, 0, SEEK_END) < 0)
         return sieve_fail(&o->base, SIEVE_EIO, "%s/A: %s", o->base.dir, strerror(errno));
@@ -673,7 +684,6 @@ static int off_alloc(struct offline *o)
 {
     const struct sieve_config *cfg = &o->base.cfg;
     size_t mem = cfg->memory ? cfg->memory : (size_t)64 << 20, fixed;
-    bool ok = true;
 
     o->io = mem / 64;
     if (o->io > ((size_t)1 << 20))
@@ -693,15 +703,14 @@ static int off_alloc(struct offline *o)
     o->a_max = (uint64_t)o->run_cap * RUNS_PER_MERGE;
     o->run = malloc(o->run_cap * sizeof *o->run);
     o->marks = malloc((size_t)((o->a_max + 63) / 64) * 8);
-    o->abuf = malloc(o->io);
-    o->zin = malloc(o->io);
-    o->zout = malloc(o->io);
-    for (int i = 0; i <= RUNS_PER_MERGE; i++) {
-        o->rbuf[i] = malloc(o->io);
-        ok &= o->rbuf[i] != NULL;
-    }
-    if (!ok || o->run == NULL || o->marks == NULL || o->abuf == NULL || o->zin == NULL || o->zout == NULL)
+    o->bufs = malloc((RUNS_PER_MERGE + 4) * o->io);
+    if (o->run == NULL || o->marks == NULL || o->bufs == NULL)
         return sieve_fail(&o->base, SIEVE_ENOMEM, "out of memory");
+    for (int i = 0; i <= RUNS_PER_MERGE; i++)
+        o->rbuf[i] = o->bufs + i * o->io;
+    o->abuf = o->bufs + (RUNS_PER_MERGE + 1) * o->io;
+    o->zin = o->abuf + o->io;
+    o->zout = o->zin + o->io;
     return SIEVE_OK;
 }
 
@@ -744,10 +753,4 @@ static const struct sieve_hooks off_hooks = {
     .start = off_start, .destroy = off_destroy, .add_locked = off_add_locked, .flush_locked = merge_locked,
     .sync_locked = off_sync_locked, .close_locked = off_close_locked, .stats_locked = off_stats_locked};
 
-static int off_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx, void **impl, char *err,
-                    size_t errlen)
-{
-    return sieve_base_open(&off_hooks, sizeof(struct offline), cfg, emit, emit_ctx, impl, err, errlen);
-}
-
-const struct sieve_ops sieve_offline_ops = SIEVE_BASE_OPS("offline", off_open, off_checkpoint);
+SIEVE_BASE_OPS(sieve_offline_ops, "offline", struct offline, off_hooks, off_checkpoint);

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
+#include "frontier/byteorder.h"
 #include "sieve/sieve_files.h"
 
 int sieve_base_init(struct sieve_base *b, const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx,
@@ -58,35 +60,22 @@ void sieve_base_release(struct sieve_base *b)
     pthread_mutex_destroy(&b->mu);
 }
 
-/* Formats first, then copies: an argument may point into b->msg. */
-static int vfail(struct sieve_base *b, int code, bool fatal, const char *fmt, va_list ap)
-{
-    char tmp[sizeof b->msg];
-
-    vsnprintf(tmp, sizeof tmp, fmt, ap);
-    memcpy(b->msg, tmp, sizeof tmp);
-    if (fatal && b->err == 0)
-        b->err = code;
-    return code;
-}
-
 int sieve_fail(struct sieve_base *b, int code, const char *fmt, ...)
 {
+    char tmp[sizeof b->msg]; /* formatted first: an argument may point into b->msg */
     va_list ap;
 
     va_start(ap, fmt);
-    vfail(b, code, false, fmt, ap);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
+    memcpy(b->msg, tmp, sizeof tmp);
     return code;
 }
 
-int sieve_fatal(struct sieve_base *b, int code, const char *fmt, ...)
+int sieve_set_fatal(struct sieve_base *b, int code)
 {
-    va_list ap;
-
-    va_start(ap, fmt);
-    vfail(b, code, true, fmt, ap);
-    va_end(ap);
+    if (b->err == 0)
+        b->err = code;
     return code;
 }
 
@@ -228,4 +217,52 @@ int sieve_snapshot_checkpoint(void *impl, const char *dir)
         rc = sieve_fail(b, SIEVE_EIO, "checkpoint of %s/%s into %s: %s", b->dir, b->h->snapshot, dir, strerror(errno));
     pthread_mutex_unlock(&b->mu);
     return rc;
+}
+
+int sieve_snapshot_write(struct sieve_base *b, const char *name, const char *magic, uint8_t *h, size_t hlen,
+                         const void *body, size_t blen)
+{
+    memcpy(h, magic, 8);
+    if (body != NULL)
+        le_put64(h + hlen - 16, XXH64(body, blen, 0));
+    le_put64(h + hlen - 8, XXH64(h, hlen - 8, 0));
+    if (sieve_file_replace(b->dir, name, h, hlen, body, blen, b->cfg.no_fsync) != 0)
+        return sieve_fail(b, SIEVE_EIO, "%s/%s: %s", b->dir, name, strerror(errno));
+    return SIEVE_OK;
+}
+
+int sieve_snapshot_read(struct sieve_base *b, const char *name, const char *magic, uint8_t *h, size_t hlen,
+                        bool *present)
+{
+    char p[4096];
+    int r;
+
+    *present = false;
+    if (sieve_path(p, sizeof p, b->dir, "%s", name) != 0)
+        return sieve_fail(b, SIEVE_EINVAL, "%s: path too long", b->dir);
+    r = sieve_file_read_at(p, h, hlen, 0);
+    if (r == 1)
+        return SIEVE_OK;
+    if (r == -2)
+        return sieve_fail(b, SIEVE_EIO, "%s: %s", p, strerror(errno));
+    if (r == -1 || memcmp(h, magic, 8) != 0 || le_get64(h + hlen - 8) != XXH64(h, hlen - 8, 0))
+        return sieve_fail(b, SIEVE_ECORRUPT, "%s: truncated or corrupt header", p);
+    *present = true;
+    return SIEVE_OK;
+}
+
+int sieve_snapshot_body(struct sieve_base *b, const char *name, const uint8_t *h, size_t hlen, void *body,
+                        size_t blen)
+{
+    char p[4096];
+    int r;
+
+    if (sieve_path(p, sizeof p, b->dir, "%s", name) != 0)
+        return sieve_fail(b, SIEVE_EINVAL, "%s: path too long", b->dir);
+    r = sieve_file_read_at(p, body, blen, hlen);
+    if (r == -2)
+        return sieve_fail(b, SIEVE_EIO, "%s: %s", p, strerror(errno));
+    if (r != 0 || XXH64(body, blen, 0) != le_get64(h + hlen - 16))
+        return sieve_fail(b, SIEVE_ECORRUPT, "%s: truncated or corrupt body", p);
+    return SIEVE_OK;
 }

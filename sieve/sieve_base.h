@@ -67,10 +67,26 @@ int sieve_base_opened(struct sieve_base *b, int rc, char *err, size_t errlen);
 /* Releases the lock, the copy of dir and the mutex (not b itself). */
 void sieve_base_release(struct sieve_base *b);
 
-/* Records an error message; returns code. sieve_fatal also makes code the
- * sieve's fatal error (the first one sticks). */
+/* Records an error message; returns code. */
 int sieve_fail(struct sieve_base *b, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int sieve_fatal(struct sieve_base *b, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Makes code the sieve's fatal error (the first one sticks); returns it. */
+int sieve_set_fatal(struct sieve_base *b, int code);
+/* sieve_fail, then sieve_set_fatal. */
+#define sieve_fatal(b, code, ...) sieve_set_fatal((b), sieve_fail((b), (code), __VA_ARGS__))
+
+/* Snapshots (state files replaced whole, sieve_file_replace): a header of
+ * hlen bytes beginning with an 8-byte magic and ending with {u64 XXH64 of
+ * the body (when there is one), u64 XXH64 of the header before it}, then
+ * the body. sieve_snapshot_write fills the magic and the checksums of h
+ * and writes dir/name; sieve_snapshot_read reads and checks the header
+ * (*present false when the file is absent); sieve_snapshot_body reads and
+ * checks the body. SIEVE_OK, or an error with the file named. */
+int sieve_snapshot_write(struct sieve_base *b, const char *name, const char *magic, uint8_t *h, size_t hlen,
+                         const void *body, size_t blen);
+int sieve_snapshot_read(struct sieve_base *b, const char *name, const char *magic, uint8_t *h, size_t hlen,
+                        bool *present);
+int sieve_snapshot_body(struct sieve_base *b, const char *name, const uint8_t *h, size_t hlen, void *body,
+                        size_t blen);
 
 /* Delivers a URL: counts it and calls the callback. */
 static inline void sieve_emit(struct sieve_base *b, const char *url, size_t len)
@@ -98,10 +114,17 @@ int sieve_base_sync_locked(struct sieve_base *b);
  * a fresh snapshot (sync hook), hard-linked into dir, under mu. */
 int sieve_snapshot_checkpoint(void *impl, const char *dir);
 
-/* The table of operations of a sieve built on the generic ones. */
-#define SIEVE_BASE_OPS(nm, open_fn, checkpoint_fn)                                                             \
+/* Defines the table of operations ops of the sieve named nm built on the
+ * generic operations: its state is a `type` (beginning with a struct
+ * sieve_base), hooks its struct sieve_hooks, checkpoint_fn its checkpoint. */
+#define SIEVE_BASE_OPS(ops, nm, type, hooks, checkpoint_fn)                                                   \
+    static int ops##_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx, void **impl,     \
+                          char *err, size_t errlen)                                                            \
     {                                                                                                          \
-        .name = nm, .open = open_fn, .add = sieve_base_add, .add_batch = sieve_base_add_batch,                 \
+        return sieve_base_open(&hooks, sizeof(type), cfg, emit, emit_ctx, impl, err, errlen);                  \
+    }                                                                                                          \
+    const struct sieve_ops ops = {                                                                             \
+        .name = nm, .open = ops##_open, .add = sieve_base_add, .add_batch = sieve_base_add_batch,              \
         .flush = sieve_base_flush, .sync = sieve_base_sync, .close = sieve_base_close,                         \
         .stats = sieve_base_stats, .last_error = sieve_base_last_error, .checkpoint = checkpoint_fn,           \
     }

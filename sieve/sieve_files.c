@@ -142,20 +142,20 @@ int sieve_dir_each(const char *dir, int (*fn)(void *arg, const char *path, const
 {
     char p[4096];
     DIR *d = opendir(dir);
-    struct dirent *e;
+    const struct dirent *e;
     int rc = 0;
 
     if (d == NULL)
         return -1;
-    while (rc == 0 && (e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+    for (e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
+        const char *n = e->d_name;
+        bool dots = n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'));
+        if (dots)
             continue;
-        if (sieve_path(p, sizeof p, dir, "%s", e->d_name) != 0) {
-            errno = ENAMETOOLONG;
-            rc = -1;
-        } else {
-            rc = fn(arg, p, e->d_name);
-        }
+        if (sieve_path(p, sizeof p, dir, "%s", n) == 0)
+            rc = fn(arg, p, n);
+        else
+            rc = -1, errno = ENAMETOOLONG;
     }
     closedir(d);
     return rc;

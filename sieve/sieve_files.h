@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "frontier/byteorder.h"
 #include "sieve/sieve.h"
 
 /* Creates dir if needed and locks dir/LOCK. On success *lock_fd is the open
@@ -72,6 +73,13 @@ int sieve_dir_each(const char *dir, int (*fn)(void *arg, const char *path, const
  * (sieve_crash_arm), the Nth call of sieve_crash_point raises SIGKILL. */
 void sieve_crash_arm(void);
 void sieve_crash_point(void);
+
+/* The fields v[0..n) of a header, little-endian, from p on. */
+static inline void le_put64s(uint8_t *p, const uint64_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        le_put64(p + 8 * i, v[i]);
+}
 
 /* Little-endian 64-bit load and store for the hot paths (the codec, the
  * records, the signature lists): one unaligned move each. frontier's

@@ -164,6 +164,38 @@ void cfg_for(struct sieve_config *c, const char *impl, const char *dir, size_t b
     c->fp_rate = 1e-9;
 }
 
+void for_sizes(unsigned seed, void (*each)(const unsigned *seq, size_t n))
+{
+    static const size_t sizes[] = {1, 2, 3, 1000};
+
+    srand(seed);
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        unsigned *seq = malloc(n * sizeof *seq);
+        ck_assert_ptr_nonnull(seq);
+        for (size_t i = 0; i < n; i++)
+            seq[i] = (unsigned)rand() % (unsigned)(n / 2 + 1);
+        each(seq, n);
+        free(seq);
+    }
+}
+
+unsigned *boundary_seq(size_t n, size_t bufn, unsigned range)
+{
+    unsigned *seq = malloc(n * sizeof *seq);
+
+    ck_assert_ptr_nonnull(seq);
+    for (size_t i = 0; i < n; i++) {
+        if (i % bufn == 0 && i > 0)
+            seq[i] = seq[i - 1];
+        else if (i % bufn == 1 && i > bufn)
+            seq[i] = seq[i - bufn - 1];
+        else
+            seq[i] = (unsigned)(i * 2654435761u % range);
+    }
+    return seq;
+}
+
 /* Adds strs[i..i+k) in one call (k <= 64), or one by one when k is 1. */
 static void add_some(sieve_t *s, char *const *strs, size_t i, size_t k)
 {
@@ -372,6 +404,20 @@ void cut_file(const char *path, long keep_num, long den)
     ck_assert_int_eq(truncate(path, sb.st_size * keep_num / den), 0);
 }
 
+int open_add_flush(const struct sieve_config *c, char *err, size_t errlen)
+{
+    sieve_t *s = NULL;
+    int rc = sieve_open(c, NULL, NULL, &s, err, errlen);
+
+    if (rc != SIEVE_OK)
+        return rc;
+    ck_assert_int_eq(sieve_add(s, "http://new.example/", 19), SIEVE_OK);
+    rc = sieve_flush(s);
+    snprintf(err, errlen, "%s", sieve_last_error(s));
+    sieve_close(s);
+    return rc;
+}
+
 void pipe_emit(void *ctx, const char *url, size_t len)
 {
     int fd = *(int *)ctx;
@@ -382,13 +428,21 @@ void pipe_emit(void *ctx, const char *url, size_t len)
         _exit(9);
 }
 
-void pipe_synced(int fd, size_t k)
+void child_adds(sieve_t *s, int fd, char *const *strs, size_t n)
 {
-    char line[32];
-    int n = snprintf(line, sizeof line, "#%zu\n", k);
-
-    if (write(fd, line, (size_t)n) != n)
-        _exit(6);
+    for (size_t i = 0; i < n; i++) {
+        char line[32];
+        int k;
+        if (sieve_add(s, strs[i], strlen(strs[i])) != SIEVE_OK)
+            _exit(4);
+        if (i % 7 != 6)
+            continue;
+        if (sieve_sync(s) != SIEVE_OK)
+            _exit(5);
+        k = snprintf(line, sizeof line, "#%zu\n", i + 1);
+        if (write(fd, line, (size_t)k) != k)
+            _exit(6);
+    }
 }
 
 void read_child(int fd, struct slist *got, size_t *synced)
@@ -442,6 +496,15 @@ void harness_scratch(void)
     const char *base = stat("/dev/shm", &sb) == 0 ? "/dev/shm" : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 
     snprintf(base_dir, sizeof base_dir, "%s", base);
+}
+
+TCase *harness_case(Suite *s, const char *name, int timeout)
+{
+    TCase *tc = tcase_create(name);
+
+    tcase_set_timeout(tc, timeout);
+    suite_add_tcase(s, tc);
+    return tc;
 }
 
 int harness_main(Suite *s, int argc, char **argv)

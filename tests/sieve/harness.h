@@ -59,6 +59,15 @@ void rm_tree(const char *dir);
  * thousand URLs is ~1e-6 likely. */
 void cfg_for(struct sieve_config *c, const char *impl, const char *dir, size_t bufn);
 
+/* ---- the inputs ---- */
+/* For sizes 1, 2, 3 and 1000, n URLs of n / 2 + 1 at random (seeded):
+ * calls each(seq, n). */
+void for_sizes(unsigned seed, void (*each)(const unsigned *seq, size_t n));
+/* n URLs out of range with repeats placed across segment boundaries: the
+ * first of each bufn repeats the one before it, the second the second of
+ * the segment before. */
+unsigned *boundary_seq(size_t n, size_t bufn, unsigned range);
+
 /* ---- the runs ---- */
 /* A reference run: strs through a sieve, reopening every reopen_every
  * adds, forcing a flush every flush_every adds (never if 0), adding in
@@ -87,12 +96,16 @@ void run_add_flush(sieve_t *s, struct slist *got, int deferred);
 /* ---- damaged files ---- */
 void flip_byte(const char *path, long off);
 void cut_file(const char *path, long keep_num, long den);
+/* Opens the sieve c, adds one new URL and flushes: the first error, its
+ * message in err (damage is found at open or at the flush). */
+int open_add_flush(const struct sieve_config *c, char *err, size_t errlen);
 
 /* ---- children reporting through a pipe ---- */
 /* An emit callback writing "URL\n" to the fd *ctx. */
 void pipe_emit(void *ctx, const char *url, size_t len);
-/* Writes "#k\n" (k adds synced) to fd; _exits 6 when it cannot. */
-void pipe_synced(int fd, size_t k);
+/* In a child: adds strs[0..n), syncing every 7 adds and reporting "#k\n"
+ * (k adds synced) to fd; _exits on an error. */
+void child_adds(sieve_t *s, int fd, char *const *strs, size_t n);
 /* Reads a child's report (emitted URLs, "#k" = k adds synced) until EOF. */
 void read_child(int fd, struct slist *got, size_t *synced);
 /* got must be a duplicate-free subsequence of order[0..nref) holding every
@@ -107,5 +120,7 @@ void check_emissions(const char *what, long point, const struct slist *got, char
 int harness_main(Suite *s, int argc, char **argv);
 /* Chooses the scratch folders' place (harness_main does it). */
 void harness_scratch(void);
+/* A test case of s named name, timeout in seconds. */
+TCase *harness_case(Suite *s, const char *name, int timeout);
 
 #endif

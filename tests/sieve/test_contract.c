@@ -21,23 +21,22 @@
 static const char *const impls[] = {"mercator", "memory", "bloom", "lsm", "offline"};
 #define NIMPLS (sizeof impls / sizeof impls[0])
 
+/* The sieve of the running test (the loop index of its case). */
+static const char *cur_impl;
+
+static void sizes_run(const unsigned *seq, size_t n)
+{
+    run_reference_seq(&(struct ref_run){.impl = cur_impl, .bufn = 7}, seq, n);
+    run_reference_seq(&(struct ref_run){.impl = cur_impl, .bufn = 64, .batch = 13}, seq, n);
+    run_reference_seq(&(struct ref_run){.impl = cur_impl, .bufn = 7, .reopen_every = 5}, seq, n);
+    run_reference_seq(&(struct ref_run){.impl = cur_impl, .bufn = 5, .flush_every = 11, .batch = 3}, seq, n);
+    run_reference_seq(&(struct ref_run){.impl = cur_impl, .bufn = 100000}, seq, n);
+}
+
 START_TEST(test_reference_sizes)
 {
-    static const size_t sizes[] = {1, 2, 3, 1000};
-    const char *impl = impls[_i];
-    srand(4242);
-    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-        size_t n = sizes[k];
-        unsigned *seq = malloc(n * sizeof *seq);
-        for (size_t i = 0; i < n; i++)
-            seq[i] = (unsigned)rand() % (unsigned)(n / 2 + 1);
-        run_reference_seq(&(struct ref_run){.impl = impl, .bufn = 7}, seq, n);
-        run_reference_seq(&(struct ref_run){.impl = impl, .bufn = 64, .batch = 13}, seq, n);
-        run_reference_seq(&(struct ref_run){.impl = impl, .bufn = 7, .reopen_every = 5}, seq, n);
-        run_reference_seq(&(struct ref_run){.impl = impl, .bufn = 5, .flush_every = 11, .batch = 3}, seq, n);
-        run_reference_seq(&(struct ref_run){.impl = impl, .bufn = 100000}, seq, n);
-        free(seq);
-    }
+    cur_impl = impls[_i];
+    for_sizes(4242, sizes_run);
 }
 END_TEST
 
@@ -48,15 +47,8 @@ START_TEST(test_boundary_repeats)
 {
     const char *impl = impls[_i];
     const size_t bufn = 10, n = 500;
-    unsigned *seq = malloc(n * sizeof *seq);
-    for (size_t i = 0; i < n; i++) {
-        if (i % bufn == 0 && i > 0)
-            seq[i] = seq[i - 1];
-        else if (i % bufn == 1 && i > bufn)
-            seq[i] = seq[i - bufn - 1];
-        else
-            seq[i] = (unsigned)(i * 2654435761u % 180);
-    }
+    unsigned *seq = boundary_seq(n, bufn, 180);
+
     run_reference_seq(&(struct ref_run){.impl = impl, .bufn = bufn}, seq, n);
     run_reference_seq(&(struct ref_run){.impl = impl, .bufn = bufn, .batch = 7}, seq, n);
     run_reference_seq(&(struct ref_run){.impl = impl, .bufn = bufn, .reopen_every = bufn}, seq, n);
@@ -119,15 +111,7 @@ static void die_child(const struct sieve_config *c, int fd, char *const *strs, s
 
     if (sieve_open(c, pipe_emit, &fd, &s, err, sizeof err) != SIEVE_OK)
         _exit(3);
-    for (size_t i = 0; i < stop; i++) {
-        if (sieve_add(s, strs[i], strlen(strs[i])) != SIEVE_OK)
-            _exit(4);
-        if (i % 7 == 6) {
-            if (sieve_sync(s) != SIEVE_OK)
-                _exit(5);
-            pipe_synced(fd, i + 1);
-        }
-    }
+    child_adds(s, fd, strs, stop);
     _exit(0); /* no close */
 }
 
@@ -313,13 +297,7 @@ START_TEST(test_corruption)
         ck_assert_int_eq(sieve_close(s), SIEVE_OK);
         snprintf(f, sizeof f, "%s/%s", dir, cases[k].file);
         flip_byte(f, cases[k].off);
-        rc = sieve_open(&c, NULL, NULL, &s, err, sizeof err);
-        if (rc == SIEVE_OK) {
-            ck_assert_int_eq(sieve_add(s, "http://new.example/", 19), SIEVE_OK);
-            rc = sieve_flush(s);
-            snprintf(err, sizeof err, "%s", sieve_last_error(s));
-            sieve_close(s);
-        }
+        rc = open_add_flush(&c, err, sizeof err);
         ck_assert_msg(rc == SIEVE_ECORRUPT, "%s %s: want ECORRUPT, got %d (%s)", cases[k].impl, cases[k].file, rc,
                       err);
         ck_assert_msg(strstr(err, cases[k].file) != NULL, "error '%s' does not name %s", err, cases[k].file);
@@ -333,8 +311,7 @@ static Suite *contract_suite(void)
     Suite *s = suite_create("contract");
 
     for (int i = 0; i < (int)NIMPLS; i++) {
-        TCase *tc = tcase_create(impls[i]);
-        tcase_set_timeout(tc, 300);
+        TCase *tc = harness_case(s, impls[i], 300);
         tcase_add_loop_test(tc, test_reference_sizes, i, i + 1);
         tcase_add_loop_test(tc, test_boundary_repeats, i, i + 1);
         tcase_add_loop_test(tc, test_flush_stats_lock, i, i + 1);
@@ -342,7 +319,6 @@ static Suite *contract_suite(void)
         tcase_add_loop_test(tc, test_die_without_close, i, i + 1);
         tcase_add_loop_test(tc, test_checkpoint_restore, i, i + 1);
         tcase_add_loop_test(tc, test_corruption, i, i + 1);
-        suite_add_tcase(s, tc);
     }
     return s;
 }

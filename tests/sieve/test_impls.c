@@ -46,6 +46,22 @@ static double bloom_expected_loss(double m, double d, double *k, unsigned n)
     return e;
 }
 
+/* A bloom sieve in a new folder dir (tag), sized for n URLs at rate p. */
+static sieve_t *bloom_for(struct sieve_config *c, char *dir, size_t dlen, const char *tag, unsigned n, double p,
+                          int blocked)
+{
+    char err[256];
+    sieve_t *s = NULL;
+
+    make_dir(dir, dlen, tag);
+    cfg_for(c, "bloom", dir, 0);
+    c->expected_urls = n;
+    c->fp_rate = p;
+    c->bloom_blocked = blocked;
+    ck_assert_msg(sieve_open(c, NULL, NULL, &s, err, sizeof err) == SIEVE_OK, "bloom: %s", err);
+    return s;
+}
+
 START_TEST(test_bloom_loss_rate)
 {
     const unsigned n = 200000, extra = 20000;
@@ -53,15 +69,10 @@ START_TEST(test_bloom_loss_rate)
     char dir[256], err[256];
     struct sieve_config c;
     struct sieve_stats st;
-    sieve_t *s = NULL;
+    sieve_t *s = bloom_for(&c, dir, sizeof dir, "bloomrate", n, p, 0);
     double k = 0, e1, e2, rate2, sd;
     uint64_t l1, l2;
 
-    make_dir(dir, sizeof dir, "bloomrate");
-    cfg_for(&c, "bloom", dir, 0);
-    c.expected_urls = n;
-    c.fp_rate = p;
-    ck_assert_int_eq(sieve_open(&c, NULL, NULL, &s, err, sizeof err), SIEVE_OK);
     sieve_stats_get(s, &st);
     /* the notes' sizing: m = n ln(1/p) / ln^2 2, d = m ln2 / n */
     ck_assert_double_eq_tol((double)st.filter_bits, n * -log(p) / (M_LN2 * M_LN2), 512);
@@ -98,20 +109,14 @@ END_TEST
 
 START_TEST(test_bloom_blocked_and_memory_sizing)
 {
-    const unsigned n = 100000, extra = 20000;
     const double p = 0.01;
+    const unsigned n = 100000, extra = 20000;
+    double rate;
     char dir[256], err[256];
     struct sieve_config c;
     struct sieve_stats st;
-    sieve_t *s = NULL;
-    double rate;
+    sieve_t *s = bloom_for(&c, dir, sizeof dir, "bloomblk", n, p, 1);
 
-    make_dir(dir, sizeof dir, "bloomblk");
-    cfg_for(&c, "bloom", dir, 0);
-    c.expected_urls = n;
-    c.fp_rate = p;
-    c.bloom_blocked = 1;
-    ck_assert_int_eq(sieve_open(&c, NULL, NULL, &s, err, sizeof err), SIEVE_OK);
     bloom_feed(s, 0, n);
     rate = (double)bloom_feed(s, n, extra) / extra;
     /* blocks of one cache line cost some accuracy (the notes, [Sin10]) */
@@ -158,15 +163,7 @@ static void crash_child(const char *dir, long point, int wfd, char *const *strs,
     c.no_fsync = 0;
     if (sieve_open(&c, pipe_emit, &wfd, &s, err, sizeof err) != SIEVE_OK)
         _exit(3);
-    for (size_t i = 0; i < n; i++) {
-        if (sieve_add(s, strs[i], strlen(strs[i])) != SIEVE_OK)
-            _exit(4);
-        if (i % 7 == 6) {
-            if (sieve_sync(s) != SIEVE_OK)
-                _exit(5);
-            pipe_synced(wfd, i + 1);
-        }
-    }
+    child_adds(s, wfd, strs, n);
     _exit(sieve_close(s) == SIEVE_OK ? 0 : 7);
 }
 
@@ -255,16 +252,11 @@ END_TEST
 static Suite *impls_suite(void)
 {
     Suite *s = suite_create("impls");
-    TCase *tb = tcase_create("bloom");
-    TCase *tc = tcase_create("offline_crash");
+    TCase *tb = harness_case(s, "bloom", 200);
 
-    tcase_set_timeout(tb, 200);
-    tcase_set_timeout(tc, 200);
     tcase_add_test(tb, test_bloom_loss_rate);
     tcase_add_test(tb, test_bloom_blocked_and_memory_sizing);
-    tcase_add_test(tc, test_offline_crash_points);
-    suite_add_tcase(s, tb);
-    suite_add_tcase(s, tc);
+    tcase_add_test(harness_case(s, "offline_crash", 200), test_offline_crash_points);
     return s;
 }
 

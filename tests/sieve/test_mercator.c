@@ -21,6 +21,8 @@
 
 #include "harness.h"
 
+static int count_files(const char *dir, const char *prefix, char *out, size_t len);
+
 /* Mercator in dir, bufn URLs a segment, fsyncs on, with the durable log. */
 static void cfg_small(struct sieve_config *c, const char *dir, size_t bufn)
 {
@@ -40,21 +42,17 @@ static void run_logged(const unsigned *seq, size_t n, size_t bufn, size_t reopen
     run_reference_seq(&r, seq, n);
 }
 
+static void sizes_run(const unsigned *seq, size_t n)
+{
+    run_logged(seq, n, 7, 0, 0);
+    run_logged(seq, n, 64, 0, 0);
+    run_logged(seq, n, 7, 5, 0);
+    run_logged(seq, n, 100000, 0, 0);
+}
+
 START_TEST(test_reference_sizes)
 {
-    static const size_t sizes[] = {1, 2, 3, 1000};
-    srand(12345);
-    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-        size_t n = sizes[k];
-        unsigned *seq = malloc(n * sizeof *seq);
-        for (size_t i = 0; i < n; i++)
-            seq[i] = (unsigned)rand() % (unsigned)(n / 2 + 1);
-        run_logged(seq, n, 7, 0, 0);
-        run_logged(seq, n, 64, 0, 0);
-        run_logged(seq, n, 7, 5, 0);
-        run_logged(seq, n, 100000, 0, 0);
-        free(seq);
-    }
+    for_sizes(12345, sizes_run);
 }
 END_TEST
 
@@ -172,15 +170,8 @@ END_TEST
 START_TEST(test_boundary_repeats)
 {
     const size_t bufn = 10, n = 400;
-    unsigned *seq = malloc(n * sizeof *seq);
-    for (size_t i = 0; i < n; i++) {
-        if (i % bufn == 0 && i > 0)
-            seq[i] = seq[i - 1];
-        else if (i % bufn == 1 && i > bufn)
-            seq[i] = seq[i - bufn - 1];
-        else
-            seq[i] = (unsigned)(i * 2654435761u % 150);
-    }
+    unsigned *seq = boundary_seq(n, bufn, 150);
+
     run_logged(seq, n, bufn, 0, 0);
     run_logged(seq, n, bufn, bufn, 0);
     run_logged(seq, n, bufn, 33, 0);
@@ -210,6 +201,9 @@ START_TEST(test_forced_flush_and_stats)
     ck_assert_int_eq(sieve_add(s, big, sizeof big), SIEVE_ETOOLONG);
     ck_assert_int_eq(sieve_close(s), SIEVE_OK);
     ck_assert_uint_eq(got.n, 21);
+    /* a clean close leaves no URL segment and no signature list */
+    ck_assert_int_eq(count_files(dir, "A.", NULL, 0), 0);
+    ck_assert_int_eq(count_files(dir, "S.", NULL, 0), 0);
     /* the folder is locked while open */
     ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
     ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s2, err, sizeof err), SIEVE_ELOCKED);
@@ -223,15 +217,22 @@ START_TEST(test_forced_flush_and_stats)
 }
 END_TEST
 
-START_TEST(test_threads)
+/* Threads adding to segments of bufn URLs (while another forces flushes,
+ * if flushing). */
+static void threads_round(const char *tag, size_t bufn, int flushing)
 {
     char dir[256];
     struct sieve_config c;
 
-    make_dir(dir, sizeof dir, "thr");
-    cfg_small(&c, dir, 50);
-    run_threads(&c, 0);
+    make_dir(dir, sizeof dir, tag);
+    cfg_small(&c, dir, bufn);
+    run_threads(&c, flushing);
     rm_tree(dir);
+}
+
+START_TEST(test_threads)
+{
+    threads_round("thr", 50, 0);
 }
 END_TEST
 
@@ -241,15 +242,8 @@ END_TEST
  * URL exactly once. */
 START_TEST(test_threads_with_forced_flushes)
 {
-    for (int round = 0; round < 10; round++) {
-        char dir[256];
-        struct sieve_config c;
-
-        make_dir(dir, sizeof dir, "thrflush");
-        cfg_small(&c, dir, 200);
-        run_threads(&c, 1);
-        rm_tree(dir);
-    }
+    for (int round = 0; round < 10; round++)
+        threads_round("thrflush", 200, 1);
 }
 END_TEST
 
@@ -529,36 +523,41 @@ static void build_sieve(const char *dir, unsigned n, int leave_open_a)
     ck_assert_int_eq(WEXITSTATUS(st), 0);
 }
 
-static void find_file(const char *dir, const char *prefix, char *out, size_t len)
+/* How many files of dir begin with prefix (leaving a "tmp" one aside); out
+ * (if not NULL) names the last. */
+static int count_files(const char *dir, const char *prefix, char *out, size_t len)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
-    out[0] = '\0';
+    int n = 0;
+
     ck_assert_ptr_nonnull(d);
-    while ((e = readdir(d)) != NULL)
-        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && strstr(e->d_name, "tmp") == NULL)
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || strstr(e->d_name, "tmp") != NULL)
+            continue;
+        n++;
+        if (out != NULL)
             snprintf(out, len, "%s/%s", dir, e->d_name);
+    }
     closedir(d);
-    ck_assert_msg(out[0] != '\0', "no %s in %s", prefix, dir);
+    return n;
 }
 
-/* Opens dir, adds one more URL and flushes; expects `want` with the file
- * named in the message (at open or at the flush). */
+static void find_file(const char *dir, const char *prefix, char *out, size_t len)
+{
+    ck_assert_msg(count_files(dir, prefix, out, len) > 0, "no %s in %s", prefix, dir);
+}
+
+/* Opens dir, adds one more URL and flushes; expects SIEVE_ECORRUPT with
+ * the file named in the message (at open or at the flush). */
 static void expect_corrupt(const char *dir, const char *name)
 {
     struct sieve_config c;
-    sieve_t *s = NULL;
     char err[600];
     int rc;
 
     cfg_small(&c, dir, 100000);
-    rc = sieve_open(&c, NULL, NULL, &s, err, sizeof err);
-    if (rc == SIEVE_OK) {
-        ck_assert_int_eq(sieve_add(s, "http://new.example/", 19), SIEVE_OK);
-        rc = sieve_flush(s);
-        snprintf(err, sizeof err, "%s", sieve_last_error(s));
-        sieve_close(s);
-    }
+    rc = open_add_flush(&c, err, sizeof err);
     ck_assert_msg(rc == SIEVE_ECORRUPT, "want ECORRUPT for %s, got %d (%s)", name, rc, err);
     ck_assert_msg(strstr(err, name) != NULL, "error '%s' does not name %s", err, name);
 }
@@ -647,13 +646,9 @@ END_TEST
 static Suite *mercator_suite(void)
 {
     Suite *s = suite_create("mercator");
-    TCase *tc = tcase_create("core");
-    TCase *tk = tcase_create("crash");
-    TCase *td = tcase_create("corruption");
+    TCase *tc = harness_case(s, "core", 100);
+    TCase *td = harness_case(s, "corruption", 100);
 
-    tcase_set_timeout(tc, 100);
-    tcase_set_timeout(tk, 100);
-    tcase_set_timeout(td, 100);
     tcase_add_test(tc, test_reference_sizes);
     tcase_add_test(tc, test_boundary_repeats);
     tcase_add_test(tc, test_crowded_bucket);
@@ -663,12 +658,9 @@ static Suite *mercator_suite(void)
     tcase_add_test(tc, test_threads_with_forced_flushes);
     tcase_add_test(tc, test_early_seal);
     tcase_add_test(tc, test_slice_full);
-    tcase_add_test(tk, test_crash_points);
+    tcase_add_test(harness_case(s, "crash", 100), test_crash_points);
     tcase_add_test(td, test_corruption);
     tcase_add_test(td, test_foreign_manifest);
-    suite_add_tcase(s, tc);
-    suite_add_tcase(s, tk);
-    suite_add_tcase(s, td);
     return s;
 }
 

@@ -611,9 +611,8 @@ static int bench(size_t n)
 static Suite *zcodec_suite(void)
 {
     Suite *s = suite_create("zcodec");
-    TCase *tc = tcase_create("core");
+    TCase *tc = harness_case(s, "core", 60);
 
-    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_low_bits_choice);
     tcase_add_test(tc, test_tiny_sets);
     tcase_add_test(tc, test_every_l);
@@ -625,7 +624,6 @@ static Suite *zcodec_suite(void)
     tcase_add_test(tc, test_bucket_sort);
     tcase_add_test(tc, test_unsorted_input);
     tcase_add_test(tc, test_signature_list);
-    suite_add_tcase(s, tc);
     return s;
 }
 
