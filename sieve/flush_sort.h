@@ -44,16 +44,17 @@ uint64_t layout_starts(const uint32_t *top, unsigned p, uint32_t *bstart);
 /* The next position of signature v's bucket (bnext counts the records met
  * so far, starting at bstart); false when the bucket is already full, i.e.
  * the records do not match the histogram the layout was built from. */
-static inline bool layout_next(const uint32_t *bstart, uint32_t *bnext, unsigned p, uint64_t v, uint32_t *pos)
+static inline bool layout_next(const uint32_t *bstart, uint32_t *bnext, unsigned p, uint64_t v,
+                               uint32_t *pos)
 {
-    size_t d = (size_t)(v >> (64 - p));
-    uint32_t at = bnext[d];
+	size_t d = (size_t)(v >> (64 - p));
+	uint32_t at = bnext[d];
 
-    if (at == bstart[d + 1])
-        return false;
-    bnext[d] = at + 1;
-    *pos = at;
-    return true;
+	if (at == bstart[d + 1])
+		return false;
+	bnext[d] = at + 1;
+	*pos = at;
+	return true;
 }
 
 /* Sorts a bucket of the flush's array (n keys, whose bits above the

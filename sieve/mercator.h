@@ -34,9 +34,9 @@
  * payload (zcodec.h), the signatures less the part's first possible one
  * (j << (64 - Z_PART_BITS)).
  *
- * A flush (flush_segment): a thread per part of Z (part_merge), for each
- * of the part's slices: load the slice's signatures from S (or A) into
- * the part's share of the flush's array in the bucketed layout
+ * A flush (merc_flush_segment): a thread per part of Z (merc_part_merge),
+ * for each of the part's slices: load the slice's signatures from S (or A)
+ * into the part's share of the flush's array in the bucketed layout
  * (flush_sort.h); sort its buckets in place, merge its distinct signatures
  * into the merge of the part of Z into Z.tmp.<j>, a block of Z decoded and
  * a block of Z' encoded at a time, marking the position of the first
@@ -65,85 +65,91 @@
 
 #define Z_MAGIC "MSIEVEZ4"
 #define M_MAGIC "MSIEVEM3"
-#define Z_PART_BITS 1 /* Z is in 2^Z_PART_BITS parts by the signatures' top bits, merged in parallel */
+#define Z_PART_BITS                                                                                \
+	1 /* Z is in 2^Z_PART_BITS parts by the signatures' top bits, merged in parallel */
 #define Z_PARTS (1u << Z_PART_BITS)
 #define SLICES_PER_PART (SLICES / Z_PARTS)
 #define Z_HDR 48
 #define M_SIZE 72
-#define SEAL_Z_RATIO 2                     /* an early seal hands over at least |Z| / SEAL_Z_RATIO records */
+#define SEAL_Z_RATIO 2 /* an early seal hands over at least |Z| / SEAL_Z_RATIO records */
 #define SEAL_MIN_DEFAULT ((size_t)1 << 18) /* and at least this many (cfg->seal_min_urls = 0) */
 
-_Static_assert(SLICE_BITS >= Z_PART_BITS && SLICE_BITS <= 8, "slices subdivide the parts; a slice is whole buckets");
+_Static_assert(SLICE_BITS >= Z_PART_BITS && SLICE_BITS <= 8,
+               "slices subdivide the parts; a slice is whole buckets");
 
 /* A segment being filled or flushed: its URLs are in A.<id>; their
  * signatures are also listed, in the same order, slice by slice, in its S
  * files. */
 struct segment {
-    size_t n;                  /* records */
-    uint64_t id;
-    int a_fd;                  /* A.<id> */
-    uint64_t mask;             /* the mask of A.<id>'s records (seg_mask) */
-    struct s_files s;
-    uint32_t s_count[SLICES];  /* records per slice */
-    uint32_t *top;             /* records per bucket (top pbits of the signature): 2^pbits */
+	size_t n; /* records */
+	uint64_t id;
+	int a_fd;      /* A.<id> */
+	uint64_t mask; /* the mask of A.<id>'s records (seg_mask) */
+	struct s_files s;
+	uint32_t s_count[SLICES]; /* records per slice */
+	uint32_t *top;            /* records per bucket (top pbits of the signature): 2^pbits */
 };
 
 /* The committed state (MANIFEST). */
 struct mstate {
-    uint64_t gen, z_count, z_bytes, first_seg, log_len, sync_seg, sync_len;
+	uint64_t gen, z_count, z_bytes, first_seg, log_len, sync_seg, sync_len;
 };
 
 /* A part's merge buffers. */
 struct part_bufs {
-    uint8_t *zin, *zout;       /* Z's reader, Z''s writer (and the sort's scratch before) */
-    uint64_t zvals[Z_BLOCK];   /* the block of Z being merged */
-    uint64_t ovals[Z_BLOCK];   /* the block of Z' being filled */
+	uint8_t *zin, *zout;     /* Z's reader, Z''s writer (and the sort's scratch before) */
+	uint64_t zvals[Z_BLOCK]; /* the block of Z being merged */
+	uint64_t ovals[Z_BLOCK]; /* the block of Z' being filled */
 };
 
 struct merc {
-    struct sieve_base base;    /* mu, err, msg, st: see "Locks" */
-    size_t slice_cap;          /* most records of a slice in a segment: a part thread's share of the flush's array */
-    size_t seg_cap;            /* most records of a segment (SLICES slices, the flush's array Z_PARTS slices) */
-    size_t io;                 /* bytes per I/O buffer */
+	struct sieve_base base; /* mu, err, msg, st: see "Locks" */
+	/* most records of a slice in a segment: a part thread's share of the
+	 * flush's array */
+	size_t slice_cap;
+	/* most records of a segment (SLICES slices, the flush's array Z_PARTS slices) */
+	size_t seg_cap;
+	size_t io; /* bytes per I/O buffer */
 
-    pthread_cond_t cv_work, cv_free, cv_done;
-    pthread_t thr;
-    bool thr_started, stop;
-    struct segment segs[2];
-    int cur, pending;
-    bool sealing;              /* a thread is in seal_locked */
-    uint64_t next_seg, sealed_upto; /* sealed_upto: 1 + last sealed segment */
-    uint64_t done_upto;        /* 1 + last segment flushed AND emitted */
-    uint64_t z_known;          /* Z's signatures after the last flush (for seal_early) */
-    size_t seal_min;           /* fewest records an early seal hands over (seal_early) */
-    uint8_t *a_wbuf;           /* A's write buffer */
-    size_t a_wlen;
-    struct s_writer s_w;       /* S's write buffers */
-    uint64_t cur_len;          /* bytes in the current segment (buffered ones too) */
-    uint64_t *cache;           /* recent signatures, direct-mapped */
-    uint64_t cache_mask;
+	pthread_cond_t cv_work, cv_free, cv_done;
+	pthread_t thr;
+	bool thr_started, stop;
+	struct segment segs[2];
+	int cur, pending;
+	bool sealing;                   /* a thread is in seal_locked */
+	uint64_t next_seg, sealed_upto; /* sealed_upto: 1 + last sealed segment */
+	uint64_t done_upto;             /* 1 + last segment flushed AND emitted */
+	uint64_t z_known;               /* Z's signatures after the last flush (for seal_early) */
+	size_t seal_min;                /* fewest records an early seal hands over (seal_early) */
+	uint8_t *a_wbuf;                /* A's write buffer */
+	size_t a_wlen;
+	struct s_writer s_w; /* S's write buffers */
+	uint64_t cur_len;    /* bytes in the current segment (buffered ones too) */
+	uint64_t *cache;     /* recent signatures, direct-mapped */
+	uint64_t cache_mask;
 
-    pthread_mutex_t mmu;
-    struct mstate ms;
+	pthread_mutex_t mmu;
+	struct mstate ms;
 
-    /* the flush thread's work memory */
-    unsigned pbits;            /* bucket bits of the layout (flush_sort.h) */
-    uint64_t *keys;            /* the flush's array, Z_PARTS * slice_cap keys: a slice of each part at a
-                                * time, in the bucketed layout; then its late fresh signatures at its front */
-    uint32_t *bstart;          /* 2^pbits + 1: where each bucket starts in the segment's layout */
-    uint32_t *bnext;           /* 2^pbits: per bucket, the next position (the loads, then the scans) */
-    uint64_t *marks;           /* a bit per position of the segment's layout: emit that record */
-    uint64_t *late_used;       /* per part, slice_cap bits: a slice's late fresh signatures met */
-    uint8_t *scan_buf;         /* the scans of A */
-    uint8_t *log_buf;          /* EMITTED's write buffer */
-    struct part_bufs pb[Z_PARTS];
+	/* the flush thread's work memory */
+	unsigned pbits; /* bucket bits of the layout (flush_sort.h) */
+	/* the flush's array, Z_PARTS * slice_cap keys: a slice of each part at a
+	 * time, in the bucketed layout; then its late fresh signatures at its front */
+	uint64_t *keys;
+	uint32_t *bstart; /* 2^pbits + 1: where each bucket starts in the segment's layout */
+	uint32_t *bnext;  /* 2^pbits: per bucket, the next position (the loads, then the scans) */
+	uint64_t *marks;  /* a bit per position of the segment's layout: emit that record */
+	uint64_t *late_used; /* per part, slice_cap bits: a slice's late fresh signatures met */
+	uint8_t *scan_buf;   /* the scans of A */
+	uint8_t *log_buf;    /* EMITTED's write buffer */
+	struct part_bufs pb[Z_PARTS];
 };
 
 /* A part of Z as its header describes it. */
 struct zhead {
-    int fd;                     /* open at the payload, or -1 (no Z yet) */
-    uint64_t count, plen, psum; /* signatures, payload bytes, XXH3 of the payload */
-    unsigned lbits;
+	int fd;                     /* open at the payload, or -1 (no Z yet) */
+	uint64_t count, plen, psum; /* signatures, payload bytes, XXH3 of the payload */
+	unsigned lbits;
 };
 
 /* A part of a flush: the slices j * SLICES_PER_PART .. (j + 1) *
@@ -153,20 +159,20 @@ struct zhead {
  * edges of a part's positions they set with an atomic OR, and bnext, whose
  * buckets they split). */
 struct zpart {
-    struct merc *m;
-    const struct segment *sg;
-    const char *ap;            /* A.<seg>'s path (the slices' loads from A, the late ones) */
-    unsigned j;
-    uint64_t gen;              /* Z's generation */
-    struct zhead in;           /* part j of Z (fd owned by the flush) */
-    uint64_t *region;          /* the part's share of the array: slice_cap keys */
-    uint64_t *used;            /* slice_cap bits: the late fresh signatures met */
-    size_t wlo, whi;           /* the edge words of the part's marks */
-    /* results */
-    int rc;
-    char msg[512];
-    uint64_t distinct, fresh, ocount, obytes;
-    pthread_t thr;
+	struct merc *m;
+	const struct segment *sg;
+	const char *ap; /* A.<seg>'s path (the slices' loads from A, the late ones) */
+	unsigned j;
+	uint64_t gen;     /* Z's generation */
+	struct zhead in;  /* part j of Z (fd owned by the flush) */
+	uint64_t *region; /* the part's share of the array: slice_cap keys */
+	uint64_t *used;   /* slice_cap bits: the late fresh signatures met */
+	size_t wlo, whi;  /* the edge words of the part's marks */
+	/* results */
+	int rc;
+	char msg[512];
+	uint64_t distinct, fresh, ocount, obytes;
+	pthread_t thr;
 };
 
 /* mercator_merge.c */

@@ -35,25 +35,25 @@
  * (the unsegmented files have none). */
 static inline uint64_t seg_mask(uint64_t seg)
 {
-    return (seg + 1) * 0x9e3779b97f4a7c15ull;
+	return (seg + 1) * 0x9e3779b97f4a7c15ull;
 }
 
 /* Writes the record of url (signature sig) with mask at p; its size. */
 static inline size_t rec_put(uint8_t *p, const char *url, size_t len, uint64_t sig, uint64_t mask)
 {
-    le_put32(p, (uint32_t)len);
-    store_le64(p + 4, sig ^ mask);
-    memcpy(p + REC_HDR, url, len);
-    return REC_HDR + len;
+	le_put32(p, (uint32_t)len);
+	store_le64(p + 4, sig ^ mask);
+	memcpy(p + REC_HDR, url, len);
+	return REC_HDR + len;
 }
 
 /* A buffered sequential reader of a file (of records, of runs, of Z). */
 struct rd {
-    int fd;
-    uint8_t *buf;
-    size_t cap, pos, len;
-    uint64_t off; /* file offset of buf[pos] (counted by the record reads) */
-    bool eof;
+	int fd;
+	uint8_t *buf;
+	size_t cap, pos, len;
+	uint64_t off; /* file offset of buf[pos] (counted by the record reads) */
+	bool eof;
 };
 
 void rd_init(struct rd *r, int fd, uint8_t *buf, size_t cap);
@@ -64,40 +64,44 @@ ssize_t rd_need(struct rd *r, size_t k);
 /* Reads the next record (mask: the file's): 1 = got one (*url, *len valid
  * until the next call, *sig its verified signature), 0 = clean end, -1 =
  * torn or corrupt record at r->off, -2 = read error. */
-int rec_next(struct rd *r, size_t maxlen, uint64_t mask, const char **url, size_t *len, uint64_t *sig);
+int rec_next(struct rd *r, size_t maxlen, uint64_t mask, const char **url, size_t *len,
+             uint64_t *sig);
 
 /* Takes the record at r's position when it lies whole in the buffer and
  * checks (length within maxlen, XXH3 equal to its signature): the fast
  * path of the scans. false leaves r as it was: the buffer's end, or damage
  * that rec_next then reads the careful way and reports. */
-static inline bool rec_take_whole(struct rd *r, size_t maxlen, uint64_t mask, const char **url, size_t *len,
-                                  uint64_t *sig)
+static inline bool rec_take_whole(struct rd *r, size_t maxlen, uint64_t mask, const char **url,
+                                  size_t *len, uint64_t *sig)
 {
-    size_t avail = r->len - r->pos;
-    uint32_t l;
-    uint64_t h;
+	size_t avail = r->len - r->pos;
+	uint32_t l;
+	uint64_t h;
 
-    if (avail < REC_HDR)
-        return false;
-    l = le_get32(r->buf + r->pos);
-    if (l > maxlen || avail - REC_HDR < l)
-        return false;
-    h = load_le64(r->buf + r->pos + 4) ^ mask;
-    if (XXH3_64bits(r->buf + r->pos + REC_HDR, l) != h)
-        return false;
-    *url = (const char *)r->buf + r->pos + REC_HDR;
-    *len = l;
-    *sig = h;
-    r->pos += REC_HDR + l;
-    r->off += REC_HDR + l;
-    return true;
+	if (avail < REC_HDR)
+		return false;
+	l = le_get32(r->buf + r->pos);
+	if (l > maxlen || avail - REC_HDR < l)
+		return false;
+	h = load_le64(r->buf + r->pos + 4) ^ mask;
+	if (XXH3_64bits(r->buf + r->pos + REC_HDR, l) != h)
+		return false;
+	*url = (const char *)r->buf + r->pos + REC_HDR;
+	*len = l;
+	*sig = h;
+	r->pos += REC_HDR + l;
+	r->off += REC_HDR + l;
+	return true;
 }
 
 /* The next record, as rec_next returns it: the whole-record fast path
  * first, rec_next at the buffer's end (or at damage, to report it). */
-static inline int rec_take(struct rd *r, size_t maxlen, uint64_t mask, const char **url, size_t *len, uint64_t *sig)
+static inline int rec_take(struct rd *r, size_t maxlen, uint64_t mask, const char **url,
+                           size_t *len, uint64_t *sig)
 {
-    return rec_take_whole(r, maxlen, mask, url, len, sig) ? 1 : rec_next(r, maxlen, mask, url, len, sig);
+	return rec_take_whole(r, maxlen, mask, url, len, sig)
+	               ? 1
+	               : rec_next(r, maxlen, mask, url, len, sig);
 }
 
 /* ---- Mercator's segment files ---- */
@@ -109,21 +113,21 @@ static inline int rec_take(struct rd *r, size_t maxlen, uint64_t mask, const cha
 /* The slice of signature h. */
 static inline unsigned slice_of(uint64_t h)
 {
-    return (unsigned)(h >> (64 - SLICE_BITS));
+	return (unsigned)(h >> (64 - SLICE_BITS));
 }
 
 /* A segment's S files as its adds leave them for the flush. */
 struct s_files {
-    int fd[SLICES];        /* S.<seg>.<r>, while filled (-1 once sealed or failed) */
-    bool ok[SLICES];       /* S.<seg>.<r> holds all of slice r's signatures */
-    uint64_t sum[SLICES];  /* XXH3 of S.<seg>.<r>'s bytes (set at the seal) */
+	int fd[SLICES];       /* S.<seg>.<r>, while filled (-1 once sealed or failed) */
+	bool ok[SLICES];      /* S.<seg>.<r> holds all of slice r's signatures */
+	uint64_t sum[SLICES]; /* XXH3 of S.<seg>.<r>'s bytes (set at the seal) */
 };
 
 /* The writer of the filling segment's S files: a buffer per slice. */
 struct s_writer {
-    uint8_t *buf;          /* slice r's signatures at r * cap */
-    size_t cap, len[SLICES];
-    XXH3_state_t *xs[SLICES]; /* XXH3 of S.<seg>.<r> so far */
+	uint8_t *buf; /* slice r's signatures at r * cap */
+	size_t cap, len[SLICES];
+	XXH3_state_t *xs[SLICES]; /* XXH3 of S.<seg>.<r> so far */
 };
 
 /* Opens segment seg's S files (one that cannot be opened leaves its slice
@@ -138,20 +142,21 @@ void s_files_seal(struct s_writer *w, struct s_files *f);
 /* Lists signature h, of the segment's next record, in its slice's file. */
 static inline void s_files_put(struct s_writer *w, struct s_files *f, uint64_t h)
 {
-    const unsigned r = slice_of(h);
+	const unsigned r = slice_of(h);
 
-    if (f->ok[r]) {
-        store_le64(w->buf + r * w->cap + w->len[r], h);
-        w->len[r] += 8;
-        if (w->len[r] == w->cap)
-            s_files_drain(w, f, r);
-    }
+	if (f->ok[r]) {
+		store_le64(w->buf + r * w->cap + w->len[r], h);
+		w->len[r] += 8;
+		if (w->len[r] == w->cap)
+			s_files_drain(w, f, r);
+	}
 }
 
 /* The path of segment seg's file NAME.<seg>, or NAME.<seg>.<slice> when
  * slice >= 0 (S's files); with spare set, of the spare NAME.spare or
  * NAME.spare.<slice> instead. 0 or -1 (too long). */
-int seg_path(const char *dir, char *out, size_t len, const char *name, uint64_t seg, int slice, bool spare);
+int seg_path(const char *dir, char *out, size_t len, const char *name, uint64_t seg, int slice,
+             bool spare);
 /* Opens segment seg's file (seg_path, written into p) for writing from its
  * start: the spare renamed, else a new file. The spare's tail past what
  * the segment writes is never taken for records (A's records carry their

@@ -30,12 +30,12 @@ int sieve_dir_lock(const char *dir, int *lock_fd, char *err, size_t errlen);
 /* out = dir/name (name may be a printf format with its arguments). 0, or -1
  * when it does not fit len. */
 int sieve_path(char *out, size_t len, const char *dir, const char *name, ...)
-    __attribute__((format(printf, 4, 5)));
+        __attribute__((format(printf, 4, 5)));
 
 /* Writes hdr then body to dir/name atomically (see above); skips the fsyncs
  * when no_fsync. Returns 0, or -1 with errno set. */
-int sieve_file_replace(const char *dir, const char *name, const void *hdr, size_t hlen, const void *body,
-                       size_t blen, int no_fsync);
+int sieve_file_replace(const char *dir, const char *name, const void *hdr, size_t hlen,
+                       const void *body, size_t blen, int no_fsync);
 
 /* Reads exactly len bytes at offset off of path into buf. Returns 0, 1 if the
  * file is absent, -1 on a short file (corrupt), -2 on an I/O error. */
@@ -67,7 +67,8 @@ int sieve_empty_dir(const char *dir, const char *keep);
 /* Calls fn(arg, path, name) for each entry of dir but . and .. (path is
  * dir/name); stops at the first nonzero return and returns it. -1 with
  * errno set when dir cannot be read or a path is too long. */
-int sieve_dir_each(const char *dir, int (*fn)(void *arg, const char *path, const char *name), void *arg);
+int sieve_dir_each(const char *dir, int (*fn)(void *arg, const char *path, const char *name),
+                   void *arg);
 
 /* Test hook: with SIEVE_CRASH_POINT=N in the environment when a sieve opens
  * (sieve_crash_arm), the Nth call of sieve_crash_point raises SIGKILL. */
@@ -77,8 +78,8 @@ void sieve_crash_point(void);
 /* The fields v[0..n) of a header, little-endian, from p on. */
 static inline void le_put64s(uint8_t *p, const uint64_t *v, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        le_put64(p + 8 * i, v[i]);
+	for (size_t i = 0; i < n; i++)
+		le_put64(p + 8 * i, v[i]);
 }
 
 /* Little-endian 64-bit load and store for the hot paths (the codec, the
@@ -87,20 +88,20 @@ static inline void le_put64s(uint8_t *p, const uint64_t *v, size_t n)
  * GCC 12 at -O2; every other field goes through them. */
 static inline uint64_t load_le64(const uint8_t *p)
 {
-    uint64_t v;
-    memcpy(&v, p, 8);
+	uint64_t v;
+	memcpy(&v, p, 8);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
+	v = __builtin_bswap64(v);
 #endif
-    return v;
+	return v;
 }
 
 static inline void store_le64(uint8_t *p, uint64_t v)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
+	v = __builtin_bswap64(v);
 #endif
-    memcpy(p, &v, 8);
+	memcpy(p, &v, 8);
 }
 
 #endif

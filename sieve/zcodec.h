@@ -29,7 +29,8 @@
 #define Z_LMAX 56    /* most low bits (a multiple of 8): a low part is one 8-byte load and a mask */
 #define Z_SLACK 8    /* bytes past the reader's buffer that a low part's last load may touch */
 
-_Static_assert(Z_BLOCK * Z_LMAX / 8 + 16 <= 64 << 10, "a block's low parts fit the smallest I/O buffer");
+_Static_assert(Z_BLOCK *Z_LMAX / 8 + 16 <= 64 << 10,
+               "a block's low parts fit the smallest I/O buffer");
 
 /* Low bits per signature for n signatures: the multiple of 8 that
  * minimizes Elias-Fano's size, at most Z_LMAX. */
@@ -39,19 +40,19 @@ unsigned z_low_bits(uint64_t n);
  * (S sorted, Z checked by its reader), so the writer checks only each
  * block's ends. */
 struct zw {
-    const struct sieve_config *cfg; /* the writes' on_write_error (may be NULL) */
-    int fd;
-    uint64_t base;       /* the payload's offset in the file */
-    uint8_t *buf;
-    size_t cap, len;
-    unsigned L;          /* a multiple of 8, <= Z_LMAX */
-    uint64_t hprev;      /* high part of the last signature written */
-    uint64_t vprev;      /* the last signature written */
-    uint64_t count;      /* signatures written */
-    uint64_t total;      /* payload bytes written to the file */
-    XXH3_state_t *xs;    /* of the payload written */
-    bool ioerr;
-    bool unsorted;       /* a block out of order was given (see zw_block) */
+	const struct sieve_config *cfg; /* the writes' on_write_error (may be NULL) */
+	int fd;
+	uint64_t base; /* the payload's offset in the file */
+	uint8_t *buf;
+	size_t cap, len;
+	unsigned L;       /* a multiple of 8, <= Z_LMAX */
+	uint64_t hprev;   /* high part of the last signature written */
+	uint64_t vprev;   /* the last signature written */
+	uint64_t count;   /* signatures written */
+	uint64_t total;   /* payload bytes written to the file */
+	XXH3_state_t *xs; /* of the payload written */
+	bool ioerr;
+	bool unsorted; /* a block out of order was given (see zw_block) */
 };
 
 /* Encodes the block v[0..cnt), cnt <= Z_BLOCK. A block out of order at its
@@ -67,15 +68,15 @@ void zw_drain(struct zw *w);
  * every byte is hashed as it is read, and reading stops at the payload's
  * end. */
 struct zr {
-    int fd;
-    uint8_t *buf;
-    size_t cap, pos, len;
-    uint64_t left;       /* payload bytes not yet read from the file */
-    XXH3_state_t *xs;
-    uint64_t vprev;      /* the last signature decoded (when count > 0) */
-    uint64_t count;      /* signatures decoded */
-    int ioerr;           /* errno of a failed read, or 0 */
-    bool bad;
+	int fd;
+	uint8_t *buf;
+	size_t cap, pos, len;
+	uint64_t left; /* payload bytes not yet read from the file */
+	XXH3_state_t *xs;
+	uint64_t vprev; /* the last signature decoded (when count > 0) */
+	uint64_t count; /* signatures decoded */
+	int ioerr;      /* errno of a failed read, or 0 */
+	bool bad;
 };
 
 /* Decodes one block of cnt signatures into out (*hprev: the high part of

@@ -17,9 +17,9 @@
 
 /* ---- emitted URLs and a naive string set ---- */
 struct slist {
-    char **v;
-    size_t n, cap;
-    pthread_mutex_t mu;
+	char **v;
+	size_t n, cap;
+	pthread_mutex_t mu;
 };
 
 void slist_init(struct slist *l);
@@ -31,8 +31,8 @@ size_t slist_count(struct slist *l);
 void emit_cb(void *ctx, const char *url, size_t len);
 
 struct sset {
-    char **t;
-    size_t cap;
+	char **t;
+	size_t cap;
 };
 
 void sset_init(struct sset *s, size_t n);
@@ -74,11 +74,11 @@ unsigned *boundary_seq(size_t n, size_t bufn, unsigned range);
  * batches of batch (if > 1); the emitted list must be the first-appearance
  * order, and so must the durable log with emit_log. */
 struct ref_run {
-    const char *impl;
-    size_t bufn, reopen_every, flush_every, batch;
-    int emit_log;
-    int fsync;         /* fsyncs on (the configuration's no_fsync off) */
-    size_t seal_min;   /* Mercator's seal_min_urls (0: the default) */
+	const char *impl;
+	size_t bufn, reopen_every, flush_every, batch;
+	int emit_log;
+	int fsync;       /* fsyncs on (the configuration's no_fsync off) */
+	size_t seal_min; /* Mercator's seal_min_urls (0: the default) */
 };
 
 void run_reference(const struct ref_run *r, char *const *strs, size_t n);
