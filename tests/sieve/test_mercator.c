@@ -6,7 +6,8 @@
  * slices; SIGKILL at each of its crash points (SIEVE_CRASH_POINT), also
  * during the replay; damaged Z, A, MANIFEST and EMITTED files.
  *
- * `test_mercator NAME` runs one test case: "core", "crash" or "corruption".
+ * `test_mercator NAME` runs one test case: "core", "crowd", "large_z",
+ * "crash" or "corruption".
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -669,14 +670,14 @@ static Suite *mercator_suite(void)
 
 	tcase_add_test(tc, test_reference_sizes);
 	tcase_add_test(tc, test_boundary_repeats);
-	tcase_add_test(tc, test_crowded_bucket);
-	tcase_add_test(tc, test_large_z);
 	tcase_add_test(tc, test_forced_flush_and_stats);
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_threads_with_forced_flushes);
 	tcase_add_test(tc, test_early_seal);
 	tcase_add_test(tc, test_slice_full);
-	tcase_add_test(harness_case(s, "crash", 100), test_crash_points);
+	tcase_add_test(harness_case(s, "crowd", 100), test_crowded_bucket);
+	tcase_add_test(harness_case(s, "large_z", 100), test_large_z);
+	tcase_add_test(harness_case(s, "crash", 250), test_crash_points);
 	tcase_add_test(td, test_corruption);
 	tcase_add_test(td, test_foreign_manifest);
 	return s;

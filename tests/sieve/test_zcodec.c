@@ -630,7 +630,7 @@ static Suite *zcodec_suite(void)
 
 	tcase_add_test(tc, test_low_bits_choice);
 	tcase_add_test(tc, test_tiny_sets);
-	tcase_add_test(tc, test_every_l);
+	tcase_add_test(harness_case(s, "every_l", 200), test_every_l);
 	tcase_add_test(tc, test_huge_gaps);
 	tcase_add_test(tc, test_space);
 	tcase_add_test(tc, test_damage);
