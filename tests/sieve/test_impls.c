@@ -260,11 +260,12 @@ END_TEST
 static Suite *impls_suite(void)
 {
 	Suite *s = suite_create("impls");
-	TCase *tb = harness_case(s, "bloom", 200);
+	TCase *bloom = harness_case(s, "bloom", 200),
+	      *offline = harness_case(s, "offline_crash", 200);
 
-	tcase_add_test(tb, test_bloom_loss_rate);
-	tcase_add_test(tb, test_bloom_blocked_and_memory_sizing);
-	tcase_add_test(harness_case(s, "offline_crash", 200), test_offline_crash_points);
+	tcase_add_test(offline, test_offline_crash_points);
+	tcase_add_test(bloom, test_bloom_loss_rate);
+	tcase_add_test(bloom, test_bloom_blocked_and_memory_sizing);
 	return s;
 }
 
