@@ -24,24 +24,23 @@
  * fill passes the point where that reaches the target, the sieve warns once
  * on stderr (the filter degrades gracefully: the rate keeps rising to 1).
  *
- * Persistence: the bits are written to BLOOM (80-byte header {magic
- * "MSIEVEB1", u64 m, d, blocked, bits_set, inserted, capacity, target rate
- * (IEEE bits), XXH64(bits), XXH64(header so far)} then the words) at
- * sieve_sync and sieve_close; a reopened filter keeps its stored size.
+ * Persistence: the bits are written to BLOOM, a snapshot (sieve_base.h:
+ * 80-byte header {magic "MSIEVEB1", u64 m, d, blocked, bits_set, inserted,
+ * capacity, target rate (IEEE bits), XXH64(bits), XXH64(header so far)}
+ * then the words) at sieve_sync and sieve_close; a reopened filter keeps
+ * its stored size.
  */
 #include "sieve/sieve.h"
 
-#include <errno.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <xxhash.h>
 
+#include "frontier/byteorder.h"
+#include "sieve/sieve_base.h"
 #include "sieve/sieve_files.h"
 
 #define BLOOM_MAGIC "MSIEVEB1"
@@ -50,368 +49,214 @@
 #define MAX_HASHES 48
 
 struct bloom {
-    char *dir;
-    struct sieve_config cfg;
-    sieve_emit_fn emit;
-    void *emit_ctx;
-    int lock_fd;
-    pthread_mutex_t mu;
-    uint64_t *word;     /* m / 64 words of bits */
-    uint64_t m;         /* bits */
-    uint64_t blocks;    /* m / 512 */
-    unsigned d;         /* hashes */
-    bool blocked;
-    uint64_t bits_set;
-    uint64_t inserted;  /* URLs that set at least one bit (the emitted ones, ever) */
-    uint64_t capacity;  /* n the filter was sized for */
-    double target;      /* p */
-    uint64_t warn_bits; /* bits_set past which (bits_set/m)^d > p */
-    bool warned;
-    struct sieve_stats st;
-    char msg[512];
-    char lastmsg[512];
+	struct sieve_base base; /* first: the generic operations reach it */
+	uint64_t *word;         /* m / 64 words of bits */
+	uint64_t m;             /* bits */
+	uint64_t blocks;        /* m / 512 */
+	unsigned d;             /* hashes */
+	bool blocked;
+	uint64_t bits_set;
+	uint64_t inserted;  /* URLs that set at least one bit (the emitted ones, ever) */
+	uint64_t capacity;  /* n the filter was sized for */
+	double target;      /* p */
+	uint64_t warn_bits; /* bits_set past which (bits_set/m)^d > p */
+	bool warned;
 };
-
-static int bloom_fail(struct bloom *b, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b->msg, sizeof b->msg, fmt, ap);
-    va_end(ap);
-    return code;
-}
 
 static inline uint64_t mulhi(uint64_t x, uint64_t n)
 {
-    return (uint64_t)(((unsigned __int128)x * n) >> 64);
+	return (uint64_t)(((unsigned __int128)x * n) >> 64);
 }
 
 /* Sets the bit; 1 if it was 0. */
 static inline int set_bit(struct bloom *b, uint64_t pos)
 {
-    uint64_t bit = 1ull << (pos & 63), *w = &b->word[pos >> 6];
-    if (*w & bit)
-        return 0;
-    *w |= bit;
-    return 1;
+	uint64_t bit = 1ull << (pos & 63), *w = &b->word[pos >> 6];
+	if (*w & bit)
+		return 0;
+	*w |= bit;
+	return 1;
 }
 
 /* Check-and-set of the URL's d bits; returns how many were 0. */
 static unsigned check_and_set(struct bloom *b, const char *url, size_t len)
 {
-    XXH128_hash_t h = XXH3_128bits(url, len);
-    uint64_t a = h.low64, step = h.high64 | 1;
-    unsigned fresh = 0;
+	XXH128_hash_t h = XXH3_128bits(url, len);
+	uint64_t a = h.low64, step = h.high64 | 1;
+	unsigned fresh = 0;
 
-    if (b->blocked) {
-        uint64_t base = mulhi(a, b->blocks) * BLOCK_BITS;
-        uint64_t g = (a << 32) | (a >> 32);
-        for (unsigned i = 0; i < b->d; i++, g += step)
-            fresh += (unsigned)set_bit(b, base + (g >> 55));
-    } else {
-        uint64_t g = a;
-        for (unsigned i = 0; i < b->d; i++, g += step)
-            fresh += (unsigned)set_bit(b, mulhi(g, b->m));
-    }
-    return fresh;
+	if (b->blocked) {
+		uint64_t base = mulhi(a, b->blocks) * BLOCK_BITS;
+		uint64_t g = (a << 32) | (a >> 32);
+		for (unsigned i = 0; i < b->d; i++, g += step)
+			fresh += (unsigned)set_bit(b, base + (g >> 55));
+	} else {
+		uint64_t g = a;
+		for (unsigned i = 0; i < b->d; i++, g += step)
+			fresh += (unsigned)set_bit(b, mulhi(g, b->m));
+	}
+	return fresh;
 }
 
-static int add_locked(struct bloom *b, const char *url, size_t len)
+static int bloom_add_locked(struct sieve_base *sb, const char *url, size_t len)
 {
-    unsigned fresh;
+	struct bloom *b = (struct bloom *)sb;
+	unsigned fresh;
 
-    if (len > b->cfg.max_url_len)
-        return bloom_fail(b, SIEVE_ETOOLONG, "URL of %zu bytes (max %zu)", len, b->cfg.max_url_len);
-    b->st.added++;
-    fresh = check_and_set(b, url, len);
-    if (fresh == 0)
-        return SIEVE_OK; /* seen, or a false positive */
-    b->bits_set += fresh;
-    b->inserted++;
-    b->st.emitted++;
-    if (!b->warned && b->bits_set > b->warn_bits) {
-        b->warned = true;
-        fprintf(stderr,
-                "sieve bloom: warning: estimated false-positive rate %.4g passed the target %.4g "
-                "(%llu URLs in a filter sized for %llu): new URLs are being dropped more often\n",
-                pow((double)b->bits_set / (double)b->m, b->d), b->target, (unsigned long long)b->inserted,
-                (unsigned long long)b->capacity);
-    }
-    if (b->emit != NULL)
-        b->emit(b->emit_ctx, url, len);
-    return SIEVE_OK;
+	sb->st.added++;
+	fresh = check_and_set(b, url, len);
+	if (fresh == 0)
+		return SIEVE_OK; /* seen, or a false positive */
+	b->bits_set += fresh;
+	b->inserted++;
+	if (!b->warned && b->bits_set > b->warn_bits) {
+		b->warned = true;
+		fprintf(stderr,
+		        "sieve bloom: warning: estimated false-positive rate %.4g passed the "
+		        "target %.4g "
+		        "(%llu URLs in a filter sized for %llu): new URLs are being dropped more "
+		        "often\n",
+		        pow((double)b->bits_set / (double)b->m, b->d), b->target,
+		        (unsigned long long)b->inserted, (unsigned long long)b->capacity);
+	}
+	sieve_emit(sb, url, len);
+	return SIEVE_OK;
 }
 
-static int bloom_add(void *impl, const char *url, size_t len)
+/* Writes BLOOM (the sync hook). */
+static int bloom_snapshot(struct sieve_base *sb)
 {
-    struct bloom *b = impl;
-    int rc;
-    pthread_mutex_lock(&b->mu);
-    rc = add_locked(b, url, len);
-    b->st.flushes++; /* decided: see sieve.h on flushes */
-    pthread_mutex_unlock(&b->mu);
-    return rc;
+	struct bloom *b = (struct bloom *)sb;
+	uint8_t h[BLOOM_HDR];
+	uint64_t f[7] = { b->m, b->d, b->blocked, b->bits_set, b->inserted, b->capacity };
+
+	memcpy(&f[6], &b->target, sizeof f[6]);
+	le_put64s(h + 8, f, 7);
+	return sieve_snapshot_write(sb, "BLOOM", BLOOM_MAGIC, h, sizeof h, b->word,
+	                            (size_t)(b->m / 8));
 }
 
-static int bloom_add_batch(void *impl, const char *const *urls, const size_t *lens, size_t n)
+static void bloom_destroy(struct sieve_base *sb)
 {
-    struct bloom *b = impl;
-    int rc = SIEVE_OK;
-    pthread_mutex_lock(&b->mu);
-    for (size_t i = 0; i < n && rc == SIEVE_OK; i++)
-        rc = add_locked(b, urls[i], lens[i]);
-    b->st.flushes++;
-    pthread_mutex_unlock(&b->mu);
-    return rc;
+	struct bloom *b = (struct bloom *)sb;
+
+	sieve_base_release(sb);
+	free(b->word);
+	free(b);
 }
 
-static int bloom_flush(void *impl)
+static void bloom_stats_locked(struct sieve_base *sb, struct sieve_stats *out)
 {
-    struct bloom *b = impl;
-    pthread_mutex_lock(&b->mu);
-    b->st.flushes++; /* every URL is decided inside its add: nothing to do */
-    pthread_mutex_unlock(&b->mu);
-    return SIEVE_OK;
-}
+	struct bloom *b = (struct bloom *)sb;
 
-static int snapshot_locked(struct bloom *b)
-{
-    uint8_t h[BLOOM_HDR];
-    uint64_t tbits;
-    size_t bytes = (size_t)(b->m / 8);
-
-    memcpy(&tbits, &b->target, sizeof tbits);
-    memcpy(h, BLOOM_MAGIC, 8);
-    sieve_put64(h + 8, b->m);
-    sieve_put64(h + 16, b->d);
-    sieve_put64(h + 24, b->blocked);
-    sieve_put64(h + 32, b->bits_set);
-    sieve_put64(h + 40, b->inserted);
-    sieve_put64(h + 48, b->capacity);
-    sieve_put64(h + 56, tbits);
-    sieve_put64(h + 64, XXH64(b->word, bytes, 0));
-    sieve_put64(h + 72, XXH64(h, 72, 0));
-    if (sieve_file_replace(b->dir, "BLOOM", h, sizeof h, b->word, bytes, b->cfg.no_fsync) != 0)
-        return bloom_fail(b, SIEVE_EIO, "%s/BLOOM: %s", b->dir, strerror(errno));
-    return SIEVE_OK;
-}
-
-/* A fresh snapshot (replaced by rename, so linkable) under the lock. */
-static int bloom_checkpoint(void *impl, const char *dir)
-{
-    struct bloom *b = impl;
-    char src[4096], dst[4096];
-    int rc;
-    pthread_mutex_lock(&b->mu);
-    rc = snapshot_locked(b);
-    if (rc == SIEVE_OK &&
-        (snprintf(src, sizeof src, "%s/BLOOM", b->dir) >= (int)sizeof src ||
-         snprintf(dst, sizeof dst, "%s/BLOOM", dir) >= (int)sizeof dst ||
-         sieve_checkpoint_file(src, dst, SIEVE_WHOLE_FILE) != 0))
-        rc = bloom_fail(b, SIEVE_EIO, "checkpoint of %s/BLOOM into %s: %s", b->dir, dir, strerror(errno));
-    pthread_mutex_unlock(&b->mu);
-    return rc;
-}
-
-static int bloom_sync(void *impl)
-{
-    struct bloom *b = impl;
-    int rc;
-    pthread_mutex_lock(&b->mu);
-    rc = snapshot_locked(b);
-    pthread_mutex_unlock(&b->mu);
-    return rc;
-}
-
-static void bloom_free(struct bloom *b)
-{
-    if (b == NULL)
-        return;
-    if (b->lock_fd >= 0)
-        close(b->lock_fd);
-    free(b->word);
-    free(b->dir);
-    pthread_mutex_destroy(&b->mu);
-    free(b);
-}
-
-static int bloom_close(void *impl)
-{
-    struct bloom *b = impl;
-    int rc = snapshot_locked(b);
-    bloom_free(b);
-    return rc;
-}
-
-static void bloom_stats(void *impl, struct sieve_stats *out)
-{
-    struct bloom *b = impl;
-    pthread_mutex_lock(&b->mu);
-    *out = b->st;
-    out->z_count = b->inserted;
-    out->z_bytes = b->m / 8;
-    out->filter_bits = b->m;
-    out->filter_hashes = b->d;
-    out->filter_bits_set = b->bits_set;
-    out->filter_fp_estimate = pow((double)b->bits_set / (double)b->m, b->d);
-    out->filter_fp_target = b->target;
-    pthread_mutex_unlock(&b->mu);
-}
-
-static const char *bloom_last_error(void *impl)
-{
-    struct bloom *b = impl;
-    pthread_mutex_lock(&b->mu);
-    memcpy(b->lastmsg, b->msg, sizeof b->lastmsg);
-    pthread_mutex_unlock(&b->mu);
-    return b->lastmsg;
+	out->z_count = b->inserted;
+	out->z_bytes = b->m / 8;
+	out->filter_bits = b->m;
+	out->filter_hashes = b->d;
+	out->filter_bits_set = b->bits_set;
+	out->filter_fp_estimate = pow((double)b->bits_set / (double)b->m, b->d);
+	out->filter_fp_target = b->target;
 }
 
 /* Chooses m, d and the capacity from the configuration (see the top). */
 static int bloom_size(struct bloom *b)
 {
-    const double ln2 = 0.69314718055994530942;
-    double p = b->cfg.fp_rate > 0 ? b->cfg.fp_rate : 0.01;
-    double bits, dd;
+	const struct sieve_config *cfg = &b->base.cfg;
+	const double ln2 = 0.69314718055994530942;
+	double p = cfg->fp_rate > 0 ? cfg->fp_rate : 0.01;
+	double bits, dd;
 
-    if (!(p > 0 && p <= 0.5))
-        return bloom_fail(b, SIEVE_EINVAL, "bloom: fp_rate %g not in (0, 0.5]", b->cfg.fp_rate);
-    b->target = p;
-    if (b->cfg.expected_urls > 0) {
-        bits = ceil((double)b->cfg.expected_urls * -log(p) / (ln2 * ln2));
-        if (bits > 64.0 * (double)((size_t)1 << 40))
-            return bloom_fail(b, SIEVE_EINVAL, "bloom: %llu URLs at rate %g need too many bits",
-                              (unsigned long long)b->cfg.expected_urls, p);
-        b->m = ((uint64_t)bits + BLOCK_BITS - 1) / BLOCK_BITS * BLOCK_BITS;
-        b->capacity = b->cfg.expected_urls;
-        dd = round((double)b->m * ln2 / (double)b->capacity);
-    } else {
-        size_t mem = b->cfg.memory ? b->cfg.memory : (size_t)64 << 20;
-        b->m = (uint64_t)mem * 8 / BLOCK_BITS * BLOCK_BITS;
-        if (b->m == 0)
-            return bloom_fail(b, SIEVE_EINVAL, "bloom: memory %zu too small", mem);
-        dd = round(-log2(p));
-        b->capacity = (uint64_t)((double)b->m * ln2 * ln2 / -log(p));
-    }
-    if (dd < 1)
-        dd = 1;
-    if (dd > MAX_HASHES)
-        dd = MAX_HASHES;
-    b->d = (unsigned)dd;
-    return SIEVE_OK;
+	if (!(p > 0 && p <= 0.5))
+		return sieve_fail(&b->base, SIEVE_EINVAL, "bloom: fp_rate %g not in (0, 0.5]",
+		                  cfg->fp_rate);
+	b->target = p;
+	if (cfg->expected_urls > 0) {
+		bits = ceil((double)cfg->expected_urls * -log(p) / (ln2 * ln2));
+		if (bits > 64.0 * (double)((size_t)1 << 40))
+			return sieve_fail(&b->base, SIEVE_EINVAL,
+			                  "bloom: %llu URLs at rate %g need too many bits",
+			                  (unsigned long long)cfg->expected_urls, p);
+		b->m = ((uint64_t)bits + BLOCK_BITS - 1) / BLOCK_BITS * BLOCK_BITS;
+		b->capacity = cfg->expected_urls;
+		dd = round((double)b->m * ln2 / (double)b->capacity);
+	} else {
+		size_t mem = cfg->memory ? cfg->memory : (size_t)64 << 20;
+		b->m = (uint64_t)mem * 8 / BLOCK_BITS * BLOCK_BITS;
+		if (b->m == 0)
+			return sieve_fail(&b->base, SIEVE_EINVAL, "bloom: memory %zu too small",
+			                  mem);
+		dd = round(-log2(p));
+		b->capacity = (uint64_t)((double)b->m * ln2 * ln2 / -log(p));
+	}
+	if (dd < 1)
+		dd = 1;
+	if (dd > MAX_HASHES)
+		dd = MAX_HASHES;
+	b->d = (unsigned)dd;
+	return SIEVE_OK;
 }
 
-/* Loads BLOOM if present (its size wins over the configuration's). 1 = loaded. */
+/* Loads BLOOM if present (its size wins over the configuration's). */
 static int snapshot_load(struct bloom *b, bool *loaded)
 {
-    char p[4096];
-    uint8_t h[BLOOM_HDR];
-    uint64_t m, d, blocked, tbits;
-    int r;
+	struct sieve_base *sb = &b->base;
+	uint8_t h[BLOOM_HDR];
+	uint64_t m, d, blocked, tbits;
+	int rc = sieve_snapshot_read(sb, "BLOOM", BLOOM_MAGIC, h, sizeof h, loaded);
 
-    *loaded = false;
-    if (snprintf(p, sizeof p, "%s/BLOOM", b->dir) >= (int)sizeof p)
-        return bloom_fail(b, SIEVE_EINVAL, "%s: path too long", b->dir);
-    r = sieve_file_read_at(p, h, sizeof h, 0);
-    if (r == 1)
-        return SIEVE_OK;
-    if (r == -2)
-        return bloom_fail(b, SIEVE_EIO, "%s: %s", p, strerror(errno));
-    if (r == -1 || memcmp(h, BLOOM_MAGIC, 8) != 0 || sieve_get64(h + 72) != XXH64(h, 72, 0))
-        return bloom_fail(b, SIEVE_ECORRUPT, "%s: truncated or corrupt header", p);
-    m = sieve_get64(h + 8);
-    d = sieve_get64(h + 16);
-    blocked = sieve_get64(h + 24);
-    tbits = sieve_get64(h + 56);
-    if (m == 0 || m % BLOCK_BITS != 0 || m / 8 > SIZE_MAX || d < 1 || d > MAX_HASHES || blocked > 1 ||
-        sieve_get64(h + 32) > m)
-        return bloom_fail(b, SIEVE_ECORRUPT, "%s: corrupt header values", p);
-    b->m = m;
-    b->d = (unsigned)d;
-    b->blocked = blocked != 0;
-    b->bits_set = sieve_get64(h + 32);
-    b->inserted = sieve_get64(h + 40);
-    b->capacity = sieve_get64(h + 48);
-    memcpy(&b->target, &tbits, sizeof tbits);
-    b->word = malloc((size_t)(m / 8));
-    if (b->word == NULL)
-        return bloom_fail(b, SIEVE_ENOMEM, "out of memory loading %s (%llu bits)", p, (unsigned long long)m);
-    r = sieve_file_read_at(p, b->word, (size_t)(m / 8), BLOOM_HDR);
-    if (r == -2)
-        return bloom_fail(b, SIEVE_EIO, "%s: %s", p, strerror(errno));
-    if (r != 0 || XXH64(b->word, (size_t)(m / 8), 0) != sieve_get64(h + 64))
-        return bloom_fail(b, SIEVE_ECORRUPT, "%s: truncated or corrupt bits", p);
-    *loaded = true;
-    return SIEVE_OK;
+	if (rc != SIEVE_OK || !*loaded)
+		return rc;
+	m = le_get64(h + 8);
+	d = le_get64(h + 16);
+	blocked = le_get64(h + 24);
+	tbits = le_get64(h + 56);
+	if (m == 0 || m % BLOCK_BITS != 0 || m / 8 > SIZE_MAX || d < 1 || d > MAX_HASHES ||
+	    blocked > 1 || le_get64(h + 32) > m)
+		return sieve_fail(sb, SIEVE_ECORRUPT, "%s/BLOOM: corrupt header values", sb->dir);
+	b->m = m;
+	b->d = (unsigned)d;
+	b->blocked = blocked != 0;
+	b->bits_set = le_get64(h + 32);
+	b->inserted = le_get64(h + 40);
+	b->capacity = le_get64(h + 48);
+	memcpy(&b->target, &tbits, sizeof tbits);
+	b->word = malloc((size_t)(m / 8));
+	if (b->word == NULL)
+		return sieve_fail(sb, SIEVE_ENOMEM, "out of memory loading %s/BLOOM (%llu bits)",
+		                  sb->dir, (unsigned long long)m);
+	return sieve_snapshot_body(sb, "BLOOM", h, sizeof h, b->word, (size_t)(m / 8));
 }
 
-static int bloom_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx, void **impl, char *err,
-                      size_t errlen)
+/* Sizes the filter, locks the folder and loads or allocates the bits. */
+static int bloom_start(struct sieve_base *sb)
 {
-    struct bloom *b;
-    bool loaded = false;
-    int rc;
+	struct bloom *b = (struct bloom *)sb;
+	bool loaded = false;
+	int rc = bloom_size(b);
 
-    *impl = NULL;
-    if (cfg->dir == NULL || cfg->dir[0] == '\0') {
-        snprintf(err, errlen, "no sieve folder given");
-        return SIEVE_EINVAL;
-    }
-    b = calloc(1, sizeof *b);
-    if (b == NULL)
-        return SIEVE_ENOMEM;
-    b->lock_fd = -1;
-    pthread_mutex_init(&b->mu, NULL);
-    b->cfg = *cfg;
-    b->emit = emit;
-    b->emit_ctx = emit_ctx;
-    b->dir = strdup(cfg->dir);
-    if (b->dir == NULL) {
-        rc = bloom_fail(b, SIEVE_ENOMEM, "out of memory");
-        goto out;
-    }
-    b->cfg.dir = b->dir;
-    if (b->cfg.max_url_len == 0)
-        b->cfg.max_url_len = 65536;
-    rc = bloom_size(b);
-    if (rc != SIEVE_OK)
-        goto out;
-    b->blocked = cfg->bloom_blocked != 0;
-    rc = sieve_dir_lock(b->dir, &b->lock_fd, b->msg, sizeof b->msg);
-    if (rc != SIEVE_OK)
-        goto out;
-    rc = snapshot_load(b, &loaded);
-    if (rc != SIEVE_OK)
-        goto out;
-    if (!loaded) {
-        b->word = calloc((size_t)(b->m / 64), sizeof(uint64_t));
-        if (b->word == NULL) {
-            rc = bloom_fail(b, SIEVE_ENOMEM, "out of memory for %llu filter bits", (unsigned long long)b->m);
-            goto out;
-        }
-    }
-    b->blocks = b->m / BLOCK_BITS;
-    b->warn_bits = (uint64_t)(pow(b->target, 1.0 / b->d) * (double)b->m);
-    b->warned = b->bits_set > b->warn_bits;
-out:
-    if (rc != SIEVE_OK) {
-        snprintf(err, errlen, "%s", b->msg[0] ? b->msg : sieve_strerror(rc));
-        bloom_free(b);
-        return rc;
-    }
-    *impl = b;
-    return SIEVE_OK;
+	if (rc != SIEVE_OK)
+		return rc;
+	b->blocked = b->base.cfg.bloom_blocked != 0;
+	rc = sieve_base_lock(&b->base);
+	if (rc == SIEVE_OK)
+		rc = snapshot_load(b, &loaded);
+	if (rc != SIEVE_OK)
+		return rc;
+	if (!loaded) {
+		b->word = calloc((size_t)(b->m / 64), sizeof(uint64_t));
+		if (b->word == NULL)
+			return sieve_fail(&b->base, SIEVE_ENOMEM,
+			                  "out of memory for %llu filter bits",
+			                  (unsigned long long)b->m);
+	}
+	b->blocks = b->m / BLOCK_BITS;
+	b->warn_bits = (uint64_t)(pow(b->target, 1.0 / b->d) * (double)b->m);
+	b->warned = b->bits_set > b->warn_bits;
+	return SIEVE_OK;
 }
 
-const struct sieve_ops sieve_bloom_ops = {
-    .name = "bloom",
-    .open = bloom_open,
-    .add = bloom_add,
-    .add_batch = bloom_add_batch,
-    .flush = bloom_flush,
-    .sync = bloom_sync,
-    .close = bloom_close,
-    .stats = bloom_stats,
-    .last_error = bloom_last_error,
-    .checkpoint = bloom_checkpoint,
-};
+/* A URL is decided inside its add; the state is the snapshot BLOOM. */
+SIEVE_BASE_OPS(sieve_bloom_ops, "bloom", struct bloom, sieve_snapshot_checkpoint,
+               .start = bloom_start, .destroy = bloom_destroy, .add_locked = bloom_add_locked,
+               .sync_locked = bloom_snapshot, .stats_locked = bloom_stats_locked,
+               .snapshot = "BLOOM", .decides_in_add = true);

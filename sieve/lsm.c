@@ -28,96 +28,73 @@
  */
 #include "sieve/sieve.h"
 
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <xxhash.h>
 #include <rocksdb/c.h>
 
+#include "sieve/sieve_base.h"
 #include "sieve/sieve_files.h"
 
 struct lsm {
-    char *dir;
-    struct sieve_config cfg;
-    sieve_emit_fn emit;
-    void *emit_ctx;
-    int lock_fd;
-    pthread_mutex_t mu;
-    rocksdb_t *db;
-    rocksdb_options_t *opts;
-    rocksdb_cache_t *cache;
-    rocksdb_readoptions_t *ropts;
-    rocksdb_writeoptions_t *wopts;
-    rocksdb_writebatch_t *batch; /* add_batch's, reused */
-    int err; /* a RocksDB error made the sieve unusable */
-    struct sieve_stats st;
-    char msg[512];
-    char lastmsg[512];
+	struct sieve_base base; /* first: the generic operations reach it */
+	rocksdb_t *db;
+	rocksdb_readoptions_t *ropts;
+	rocksdb_writeoptions_t *wopts;
+	rocksdb_writebatch_t *batch; /* add_batch's, reused */
 };
-
-static int lsm_fail(struct lsm *l, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(l->msg, sizeof l->msg, fmt, ap);
-    va_end(ap);
-    return code;
-}
 
 /* Records a RocksDB error (freeing its message); the sieve becomes unusable. */
 static int lsm_dberr(struct lsm *l, const char *what, char *dberr)
 {
-    lsm_fail(l, SIEVE_EIO, "%s/rocksdb: %s: %s", l->dir, what, dberr);
-    rocksdb_free(dberr);
-    if (l->err == 0)
-        l->err = SIEVE_EIO;
-    return SIEVE_EIO;
+	sieve_fatal(&l->base, SIEVE_EIO, "%s/rocksdb: %s: %s", l->base.dir, what, dberr);
+	rocksdb_free(dberr);
+	return SIEVE_EIO;
 }
 
-static int add_locked(struct lsm *l, const char *url, size_t len)
+/* The key of a signature: its 8 bytes, big-endian (RocksDB orders keys
+ * bytewise). */
+static void sig_key(uint8_t key[8], uint64_t sig)
 {
-    uint8_t key[8];
-    uint64_t sig;
-    char *dberr = NULL;
-    rocksdb_pinnableslice_t *found;
-
-    if (l->err != 0)
-        return SIEVE_ECLOSED;
-    if (len > l->cfg.max_url_len)
-        return lsm_fail(l, SIEVE_ETOOLONG, "URL of %zu bytes (max %zu)", len, l->cfg.max_url_len);
-    l->st.added++;
-    sig = XXH3_64bits(url, len);
-    for (int i = 0; i < 8; i++)
-        key[i] = (uint8_t)(sig >> (56 - 8 * i));
-    found = rocksdb_get_pinned(l->db, l->ropts, (const char *)key, sizeof key, &dberr);
-    if (dberr != NULL)
-        return lsm_dberr(l, "get", dberr);
-    if (found != NULL) {
-        rocksdb_pinnableslice_destroy(found);
-        return SIEVE_OK;
-    }
-    rocksdb_put(l->db, l->wopts, (const char *)key, sizeof key, "", 0, &dberr);
-    if (dberr != NULL)
-        return lsm_dberr(l, "put", dberr);
-    l->st.emitted++;
-    if (l->emit != NULL)
-        l->emit(l->emit_ctx, url, len);
-    return SIEVE_OK;
+	for (int i = 0; i < 8; i++)
+		key[i] = (uint8_t)(sig >> (56 - 8 * i));
 }
 
-static int lsm_add(void *impl, const char *url, size_t len)
+/* Whether the key is in the database: 1, 0, or minus an error code (the
+ * error recorded). */
+static int key_seen(struct lsm *l, const uint8_t key[8])
 {
-    struct lsm *l = impl;
-    int rc;
-    pthread_mutex_lock(&l->mu);
-    rc = add_locked(l, url, len);
-    l->st.flushes++; /* decided: see sieve.h on flushes */
-    pthread_mutex_unlock(&l->mu);
-    return rc;
+	char *dberr = NULL;
+	rocksdb_pinnableslice_t *found =
+	        rocksdb_get_pinned(l->db, l->ropts, (const char *)key, 8, &dberr);
+
+	if (dberr != NULL)
+		return -lsm_dberr(l, "get", dberr);
+	if (found == NULL)
+		return 0;
+	rocksdb_pinnableslice_destroy(found);
+	return 1;
+}
+
+static int lsm_add_locked(struct sieve_base *b, const char *url, size_t len)
+{
+	struct lsm *l = (struct lsm *)b;
+	uint8_t key[8];
+	char *dberr = NULL;
+	int seen;
+
+	b->st.added++;
+	sig_key(key, XXH3_64bits(url, len));
+	seen = key_seen(l, key);
+	if (seen != 0)
+		return seen < 0 ? -seen : SIEVE_OK;
+	rocksdb_put(l->db, l->wopts, (const char *)key, sizeof key, "", 0, &dberr);
+	if (dberr != NULL)
+		return lsm_dberr(l, "put", dberr);
+	sieve_emit(b, url, len);
+	return SIEVE_OK;
 }
 
 /* Up to CHUNK URLs in one write batch (one WAL append instead of one per
@@ -128,294 +105,219 @@ static int lsm_add(void *impl, const char *url, size_t len)
 
 static int chunk_locked(struct lsm *l, const char *const *urls, const size_t *lens, size_t n)
 {
-    uint64_t seen[2 * CHUNK];
-    bool used[2 * CHUNK] = {false};
-    bool fresh[CHUNK];
-    size_t nfresh = 0;
-    char *dberr = NULL;
-    int rc = SIEVE_OK;
+	uint64_t seen[2 * CHUNK];
+	bool used[2 * CHUNK] = { false };
+	bool fresh[CHUNK];
+	size_t nfresh = 0;
+	char *dberr = NULL;
 
-    for (size_t i = 0; i < n; i++)
-        if (lens[i] > l->cfg.max_url_len)
-            return lsm_fail(l, SIEVE_ETOOLONG, "URL of %zu bytes (max %zu)", lens[i], l->cfg.max_url_len);
-    rocksdb_writebatch_clear(l->batch);
-    for (size_t i = 0; i < n; i++) {
-        uint8_t key[8];
-        uint64_t sig = XXH3_64bits(urls[i], lens[i]);
-        size_t slot = (size_t)(sig & (2 * CHUNK - 1));
-        rocksdb_pinnableslice_t *found;
+	for (size_t i = 0; i < n; i++)
+		if (lens[i] > l->base.cfg.max_url_len)
+			return sieve_fail(&l->base, SIEVE_ETOOLONG, "URL of %zu bytes (max %zu)",
+			                  lens[i], l->base.cfg.max_url_len);
+	rocksdb_writebatch_clear(l->batch);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t key[8];
+		uint64_t sig = XXH3_64bits(urls[i], lens[i]);
+		size_t slot = (size_t)(sig & (2 * CHUNK - 1));
+		int old;
 
-        fresh[i] = false;
-        while (used[slot] && seen[slot] != sig)
-            slot = (slot + 1) & (2 * CHUNK - 1);
-        if (used[slot])
-            continue; /* a repeat inside the chunk */
-        used[slot] = true;
-        seen[slot] = sig;
-        for (int b = 0; b < 8; b++)
-            key[b] = (uint8_t)(sig >> (56 - 8 * b));
-        found = rocksdb_get_pinned(l->db, l->ropts, (const char *)key, sizeof key, &dberr);
-        if (dberr != NULL)
-            return lsm_dberr(l, "get", dberr);
-        if (found != NULL) {
-            rocksdb_pinnableslice_destroy(found);
-            continue;
-        }
-        rocksdb_writebatch_put(l->batch, (const char *)key, sizeof key, "", 0);
-        fresh[i] = true;
-        nfresh++;
-    }
-    if (nfresh > 0) {
-        rocksdb_write(l->db, l->wopts, l->batch, &dberr);
-        if (dberr != NULL)
-            return lsm_dberr(l, "write", dberr);
-    }
-    l->st.added += n;
-    for (size_t i = 0; i < n; i++) {
-        if (!fresh[i])
-            continue;
-        l->st.emitted++;
-        if (l->emit != NULL)
-            l->emit(l->emit_ctx, urls[i], lens[i]);
-    }
-    return rc;
+		fresh[i] = false;
+		while (used[slot] && seen[slot] != sig)
+			slot = (slot + 1) & (2 * CHUNK - 1);
+		if (used[slot])
+			continue; /* a repeat inside the chunk */
+		used[slot] = true;
+		seen[slot] = sig;
+		sig_key(key, sig);
+		old = key_seen(l, key);
+		if (old < 0)
+			return -old;
+		if (old)
+			continue;
+		rocksdb_writebatch_put(l->batch, (const char *)key, sizeof key, "", 0);
+		fresh[i] = true;
+		nfresh++;
+	}
+	if (nfresh > 0) {
+		rocksdb_write(l->db, l->wopts, l->batch, &dberr);
+		if (dberr != NULL)
+			return lsm_dberr(l, "write", dberr);
+	}
+	l->base.st.added += n;
+	for (size_t i = 0; i < n; i++)
+		if (fresh[i])
+			sieve_emit(&l->base, urls[i], lens[i]);
+	return SIEVE_OK;
 }
 
-static int lsm_add_batch(void *impl, const char *const *urls, const size_t *lens, size_t n)
+static int lsm_add_batch_locked(struct sieve_base *b, const char *const *urls, const size_t *lens,
+                                size_t n)
 {
-    struct lsm *l = impl;
-    int rc = SIEVE_OK;
-    pthread_mutex_lock(&l->mu);
-    if (l->err != 0)
-        rc = SIEVE_ECLOSED;
-    for (size_t i = 0; i < n && rc == SIEVE_OK; i += CHUNK)
-        rc = chunk_locked(l, urls + i, lens + i, n - i < CHUNK ? n - i : CHUNK);
-    l->st.flushes++;
-    pthread_mutex_unlock(&l->mu);
-    return rc;
+	int rc = SIEVE_OK;
+
+	for (size_t i = 0; i < n && rc == SIEVE_OK; i += CHUNK)
+		rc = chunk_locked((struct lsm *)b, urls + i, lens + i,
+		                  n - i < CHUNK ? n - i : CHUNK);
+	return rc;
 }
 
-static int lsm_flush(void *impl)
+static int lsm_sync_locked(struct sieve_base *b)
 {
-    struct lsm *l = impl;
-    int rc;
-    pthread_mutex_lock(&l->mu);
-    rc = l->err != 0 ? SIEVE_ECLOSED : SIEVE_OK; /* every URL is decided inside its add */
-    l->st.flushes++;
-    pthread_mutex_unlock(&l->mu);
-    return rc;
-}
+	struct lsm *l = (struct lsm *)b;
+	char *dberr = NULL;
 
-static int sync_locked(struct lsm *l)
-{
-    char *dberr = NULL;
-    if (l->err != 0)
-        return SIEVE_ECLOSED;
-    if (l->cfg.no_fsync)
-        return SIEVE_OK;
-    rocksdb_flush_wal(l->db, 1, &dberr);
-    if (dberr != NULL)
-        return lsm_dberr(l, "WAL sync", dberr);
-    return SIEVE_OK;
-}
-
-static int lsm_sync(void *impl)
-{
-    struct lsm *l = impl;
-    int rc;
-    pthread_mutex_lock(&l->mu);
-    rc = sync_locked(l);
-    pthread_mutex_unlock(&l->mu);
-    return rc;
+	if (b->cfg.no_fsync)
+		return SIEVE_OK;
+	rocksdb_flush_wal(l->db, 1, &dberr);
+	if (dberr != NULL)
+		return lsm_dberr(l, "WAL sync", dberr);
+	return SIEVE_OK;
 }
 
 /* RocksDB's own checkpoint: a consistent copy of the database in dir/rocksdb,
  * its immutable tables hard-linked, the memtable flushed first. */
 static int lsm_checkpoint(void *impl, const char *dir)
 {
-    struct lsm *l = impl;
-    char path[4096], *dberr = NULL;
-    int rc = SIEVE_OK;
-    pthread_mutex_lock(&l->mu);
-    if (l->err != 0) {
-        rc = SIEVE_ECLOSED;
-    } else if (snprintf(path, sizeof path, "%s/rocksdb", dir) >= (int)sizeof path) {
-        rc = lsm_fail(l, SIEVE_EINVAL, "%s: path too long", dir);
-    } else {
-        rocksdb_checkpoint_t *cp = rocksdb_checkpoint_object_create(l->db, &dberr);
-        if (cp != NULL && dberr == NULL)
-            rocksdb_checkpoint_create(cp, path, 0, &dberr);
-        if (cp != NULL)
-            rocksdb_checkpoint_object_destroy(cp);
-        if (dberr != NULL) {
-            rc = lsm_fail(l, SIEVE_EIO, "checkpoint of %s/rocksdb into %s: %s", l->dir, path, dberr);
-            free(dberr);
-        }
-    }
-    pthread_mutex_unlock(&l->mu);
-    return rc;
+	struct lsm *l = impl;
+	char path[4096], *dberr = NULL;
+	int rc = SIEVE_OK;
+
+	pthread_mutex_lock(&l->base.mu);
+	if (l->base.err != 0) {
+		rc = SIEVE_ECLOSED;
+	} else if (sieve_path(path, sizeof path, dir, "rocksdb") != 0) {
+		rc = sieve_fail(&l->base, SIEVE_EINVAL, "%s: path too long", dir);
+	} else {
+		rocksdb_checkpoint_t *cp = rocksdb_checkpoint_object_create(l->db, &dberr);
+		if (cp != NULL && dberr == NULL)
+			rocksdb_checkpoint_create(cp, path, 0, &dberr);
+		if (cp != NULL)
+			rocksdb_checkpoint_object_destroy(cp);
+		if (dberr != NULL) {
+			rc = sieve_fail(&l->base, SIEVE_EIO, "checkpoint of %s/rocksdb into %s: %s",
+			                l->base.dir, path, dberr);
+			free(dberr);
+		}
+	}
+	pthread_mutex_unlock(&l->base.mu);
+	return rc;
 }
 
-static void lsm_free(struct lsm *l)
+static void lsm_destroy(struct sieve_base *b)
 {
-    if (l == NULL)
-        return;
-    if (l->db != NULL)
-        rocksdb_close(l->db);
-    if (l->ropts != NULL)
-        rocksdb_readoptions_destroy(l->ropts);
-    if (l->wopts != NULL)
-        rocksdb_writeoptions_destroy(l->wopts);
-    if (l->batch != NULL)
-        rocksdb_writebatch_destroy(l->batch);
-    if (l->opts != NULL)
-        rocksdb_options_destroy(l->opts);
-    if (l->cache != NULL)
-        rocksdb_cache_destroy(l->cache);
-    if (l->lock_fd >= 0)
-        close(l->lock_fd);
-    free(l->dir);
-    pthread_mutex_destroy(&l->mu);
-    free(l);
-}
+	struct lsm *l = (struct lsm *)b;
 
-static int lsm_close(void *impl)
-{
-    struct lsm *l = impl;
-    int rc = sync_locked(l);
-    lsm_free(l);
-    return rc;
+	if (l->db != NULL)
+		rocksdb_close(l->db);
+	/* (the destroy functions delete: NULL is a no-op) */
+	rocksdb_readoptions_destroy(l->ropts);
+	rocksdb_writeoptions_destroy(l->wopts);
+	rocksdb_writebatch_destroy(l->batch);
+	sieve_base_release(b);
+	free(l);
 }
 
 static uint64_t prop_u64(rocksdb_t *db, const char *name)
 {
-    char *v = rocksdb_property_value(db, name);
-    uint64_t r = v != NULL ? strtoull(v, NULL, 10) : 0;
-    rocksdb_free(v);
-    return r;
+	char *v = rocksdb_property_value(db, name);
+	uint64_t r = v != NULL ? strtoull(v, NULL, 10) : 0;
+	rocksdb_free(v);
+	return r;
 }
 
-static void lsm_stats(void *impl, struct sieve_stats *out)
+static void lsm_stats_locked(struct sieve_base *b, struct sieve_stats *out)
 {
-    struct lsm *l = impl;
-    pthread_mutex_lock(&l->mu);
-    *out = l->st;
-    out->z_count = prop_u64(l->db, "rocksdb.estimate-num-keys");
-    out->z_bytes = prop_u64(l->db, "rocksdb.total-sst-files-size");
-    pthread_mutex_unlock(&l->mu);
+	struct lsm *l = (struct lsm *)b;
+
+	out->z_count = prop_u64(l->db, "rocksdb.estimate-num-keys");
+	out->z_bytes = prop_u64(l->db, "rocksdb.total-sst-files-size");
 }
 
-static const char *lsm_last_error(void *impl)
+/* The table options: the block cache, a Bloom filter per table, filters
+ * and index partitioned. */
+static void table_options(rocksdb_block_based_table_options_t *table, rocksdb_cache_t *cache)
 {
-    struct lsm *l = impl;
-    pthread_mutex_lock(&l->mu);
-    memcpy(l->lastmsg, l->msg, sizeof l->lastmsg);
-    pthread_mutex_unlock(&l->mu);
-    return l->lastmsg;
+	rocksdb_block_based_options_set_block_cache(table, cache);
+	rocksdb_block_based_options_set_filter_policy(table, rocksdb_filterpolicy_create_bloom(10));
+	rocksdb_block_based_options_set_cache_index_and_filter_blocks(table, 1);
+	rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(table, 1);
+	/* partitioned filters and index: a lookup loads one 4 KiB partition of a
+	 * table's filter, not the whole filter, so a cache smaller than all the
+	 * filters (about 1.25 bytes per URL) does not thrash */
+	rocksdb_block_based_options_set_index_type(
+	        table, rocksdb_block_based_table_index_type_two_level_index_search);
+	rocksdb_block_based_options_set_partition_filters(table, 1);
+	rocksdb_block_based_options_set_metadata_block_size(table, 4096);
+	rocksdb_block_based_options_set_pin_top_level_index_and_filter(table, 1);
 }
 
-static int lsm_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx, void **impl, char *err,
-                    size_t errlen)
+/* The database options for a budget of mem bytes (see the top). */
+static void db_options(rocksdb_options_t *opts, size_t mem)
 {
-    struct lsm *l;
-    rocksdb_block_based_table_options_t *table = NULL;
-    char path[4096], *dberr = NULL;
-    size_t mem;
-    int rc;
-
-    *impl = NULL;
-    if (cfg->dir == NULL || cfg->dir[0] == '\0') {
-        snprintf(err, errlen, "no sieve folder given");
-        return SIEVE_EINVAL;
-    }
-    l = calloc(1, sizeof *l);
-    if (l == NULL)
-        return SIEVE_ENOMEM;
-    l->lock_fd = -1;
-    pthread_mutex_init(&l->mu, NULL);
-    l->cfg = *cfg;
-    l->emit = emit;
-    l->emit_ctx = emit_ctx;
-    l->dir = strdup(cfg->dir);
-    if (l->dir == NULL) {
-        rc = lsm_fail(l, SIEVE_ENOMEM, "out of memory");
-        goto out;
-    }
-    l->cfg.dir = l->dir;
-    if (l->cfg.max_url_len == 0)
-        l->cfg.max_url_len = 65536;
-    if (snprintf(path, sizeof path, "%s/rocksdb", l->dir) >= (int)sizeof path) {
-        rc = lsm_fail(l, SIEVE_EINVAL, "%s: path too long", l->dir);
-        goto out;
-    }
-    rc = sieve_dir_lock(l->dir, &l->lock_fd, l->msg, sizeof l->msg);
-    if (rc != SIEVE_OK)
-        goto out;
-    mem = l->cfg.memory ? l->cfg.memory : (size_t)64 << 20;
-    l->opts = rocksdb_options_create();
-    table = rocksdb_block_based_options_create();
-    l->cache = rocksdb_cache_create_lru(mem / 4 * 3);
-    l->ropts = rocksdb_readoptions_create();
-    l->wopts = rocksdb_writeoptions_create();
-    l->batch = rocksdb_writebatch_create();
-    if (l->opts == NULL || table == NULL || l->cache == NULL || l->ropts == NULL || l->wopts == NULL ||
-        l->batch == NULL) {
-        rc = lsm_fail(l, SIEVE_ENOMEM, "out of memory for RocksDB options");
-        goto out;
-    }
-    rocksdb_block_based_options_set_block_cache(table, l->cache);
-    rocksdb_block_based_options_set_filter_policy(table, rocksdb_filterpolicy_create_bloom(10));
-    rocksdb_block_based_options_set_cache_index_and_filter_blocks(table, 1);
-    rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(table, 1);
-    /* partitioned filters and index: a lookup loads one 4 KiB partition of a
-     * table's filter, not the whole filter, so a cache smaller than all the
-     * filters (about 1.25 bytes per URL) does not thrash */
-    rocksdb_block_based_options_set_index_type(table, rocksdb_block_based_table_index_type_two_level_index_search);
-    rocksdb_block_based_options_set_partition_filters(table, 1);
-    rocksdb_block_based_options_set_metadata_block_size(table, 4096);
-    rocksdb_block_based_options_set_pin_top_level_index_and_filter(table, 1);
-    rocksdb_options_set_block_based_table_factory(l->opts, table);
-    rocksdb_options_set_create_if_missing(l->opts, 1);
-    rocksdb_options_set_write_buffer_size(l->opts, mem / 8);
-    rocksdb_options_set_max_write_buffer_number(l->opts, 2);
-    /* a Bloom filter on the memtable too (a tenth of it), so that a new
-     * URL's lookup skips the skiplist search */
-    rocksdb_options_set_memtable_prefix_bloom_size_ratio(l->opts, 0.1);
-    rocksdb_options_set_memtable_whole_key_filtering(l->opts, 1);
-    rocksdb_options_set_max_open_files(l->opts, 256);
-    rocksdb_options_set_max_background_jobs(l->opts, 2);
-    /* random 8-byte keys do not compress */
-    rocksdb_options_set_compression(l->opts, rocksdb_no_compression);
-    rocksdb_options_set_keep_log_file_num(l->opts, 2);
-    rocksdb_options_set_max_log_file_size(l->opts, (size_t)1 << 20);
-    l->db = rocksdb_open(l->opts, path, &dberr);
-    if (dberr != NULL) {
-        rc = lsm_fail(l, SIEVE_EIO, "%s: cannot open: %s", path, dberr);
-        rocksdb_free(dberr);
-        l->db = NULL;
-        goto out;
-    }
-out:
-    if (table != NULL)
-        rocksdb_block_based_options_destroy(table);
-    if (rc != SIEVE_OK) {
-        snprintf(err, errlen, "%s", l->msg[0] ? l->msg : sieve_strerror(rc));
-        lsm_free(l);
-        return rc;
-    }
-    *impl = l;
-    return SIEVE_OK;
+	rocksdb_options_set_create_if_missing(opts, 1);
+	rocksdb_options_set_write_buffer_size(opts, mem / 8);
+	rocksdb_options_set_max_write_buffer_number(opts, 2);
+	/* a Bloom filter on the memtable too (a tenth of it), so that a new
+	 * URL's lookup skips the skiplist search */
+	rocksdb_options_set_memtable_prefix_bloom_size_ratio(opts, 0.1);
+	rocksdb_options_set_memtable_whole_key_filtering(opts, 1);
+	rocksdb_options_set_max_open_files(opts, 256);
+	rocksdb_options_set_max_background_jobs(opts, 2);
+	/* random 8-byte keys do not compress */
+	rocksdb_options_set_compression(opts, rocksdb_no_compression);
+	rocksdb_options_set_keep_log_file_num(opts, 2);
+	rocksdb_options_set_max_log_file_size(opts, (size_t)1 << 20);
 }
 
-const struct sieve_ops sieve_lsm_ops = {
-    .name = "lsm",
-    .open = lsm_open,
-    .add = lsm_add,
-    .add_batch = lsm_add_batch,
-    .flush = lsm_flush,
-    .sync = lsm_sync,
-    .close = lsm_close,
-    .stats = lsm_stats,
-    .last_error = lsm_last_error,
-    .checkpoint = lsm_checkpoint,
-};
+/* Locks the folder and opens the database in dir/rocksdb. The options and
+ * the cache's handle are the database's once it is open (it keeps copies
+ * and a reference). */
+static int lsm_start(struct sieve_base *b)
+{
+	struct lsm *l = (struct lsm *)b;
+	rocksdb_options_t *opts;
+	rocksdb_block_based_table_options_t *table;
+	rocksdb_cache_t *cache;
+	char path[4096], *dberr = NULL;
+	size_t mem = b->cfg.memory ? b->cfg.memory : (size_t)64 << 20;
+	int rc;
+
+	if (sieve_path(path, sizeof path, b->dir, "rocksdb") != 0)
+		return sieve_fail(b, SIEVE_EINVAL, "%s: path too long", b->dir);
+	rc = sieve_base_lock(b);
+	if (rc != SIEVE_OK)
+		return rc;
+	opts = rocksdb_options_create();
+	table = rocksdb_block_based_options_create();
+	cache = rocksdb_cache_create_lru(mem / 4 * 3);
+	l->ropts = rocksdb_readoptions_create();
+	l->wopts = rocksdb_writeoptions_create();
+	l->batch = rocksdb_writebatch_create();
+	if (opts != NULL && table != NULL && cache != NULL) {
+		table_options(table, cache);
+		rocksdb_options_set_block_based_table_factory(opts, table);
+		db_options(opts, mem);
+	}
+	if (opts == NULL || table == NULL || cache == NULL || l->ropts == NULL ||
+	    l->wopts == NULL || l->batch == NULL)
+		rc = sieve_fail(b, SIEVE_ENOMEM, "out of memory for RocksDB options");
+	else
+		l->db = rocksdb_open(opts, path, &dberr);
+	if (dberr != NULL) {
+		rc = sieve_fail(b, SIEVE_EIO, "%s: cannot open: %s", path, dberr);
+		rocksdb_free(dberr);
+		l->db = NULL;
+	}
+	rocksdb_block_based_options_destroy(table);
+	rocksdb_options_destroy(opts);
+	rocksdb_cache_destroy(cache);
+	return rc;
+}
+
+/* A URL is decided inside its add (a batch in chunks); the state is
+ * RocksDB's, checkpointed by RocksDB. */
+SIEVE_BASE_OPS(sieve_lsm_ops, "lsm", struct lsm, lsm_checkpoint, .start = lsm_start,
+               .destroy = lsm_destroy, .add_locked = lsm_add_locked,
+               .add_batch_locked = lsm_add_batch_locked, .sync_locked = lsm_sync_locked,
+               .stats_locked = lsm_stats_locked, .decides_in_add = true);

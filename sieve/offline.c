@@ -3,9 +3,9 @@
  * only, constant memory, emission in batches.
  *
  * Files in cfg->dir:
- *   A        the URLs added since the last merge, in discovery order (records
- *            as Mercator's A: u32 length, u32 XXH32 of the bytes, the bytes);
- *            a URL's position is its record's ordinal in A.
+ *   A        the URLs added since the last merge, in discovery order, as
+ *            URL records (segment.h, mask 0); a URL's position is its
+ *            record's ordinal in A.
  *   R.<k>    sorted runs: every r adds (r = cfg->buffer_urls, or from
  *            cfg->memory) the (signature, position) pairs of the last r URLs
  *            are sorted by (signature, position), deduplicated (the first
@@ -39,21 +39,19 @@
  */
 #include "sieve/sieve.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "frontier/byteorder.h"
+#include "frontier/clock.h"
+#include "frontier/fileio.h"
+#include "sieve/segment.h"
+#include "sieve/sieve_base.h"
 #include "sieve/sieve_files.h"
 
 #define RUNS_PER_MERGE 8
@@ -61,567 +59,497 @@
 #define M_MAGIC "MSIEVEO1"
 #define Z_HDR 32
 #define M_SIZE 32
-#define REC_HDR 8
 
 struct pair {
-    uint64_t sig;
-    uint64_t pos;
-};
-
-/* A buffered sequential reader of one file. */
-struct rdr {
-    int fd;
-    uint8_t *buf;
-    size_t cap, pos, len;
-    bool ioerr;
+	uint64_t sig;
+	uint64_t pos;
 };
 
 struct offline {
-    char *dir;
-    struct sieve_config cfg;
-    sieve_emit_fn emit;
-    void *emit_ctx;
-    int lock_fd;
-    pthread_mutex_t mu;
-    size_t io;          /* bytes per I/O buffer */
-    size_t run_cap;     /* r */
-    uint64_t a_max;     /* URLs in A that trigger a merge */
-    /* A */
-    int a_fd;
-    uint8_t *abuf;      /* write buffer of A */
-    size_t alen;
-    uint64_t a_count;   /* records in A (written or buffered) */
-    /* runs */
-    struct pair *run;
-    size_t run_n;
-    unsigned nruns;
-    /* committed state */
-    uint64_t gen, z_count, z_bytes;
-    /* merge work memory */
-    uint64_t *marks;
-    uint8_t *rbuf[RUNS_PER_MERGE + 1], *zin, *zout;
-    int err;
-    struct sieve_stats st;
-    char msg[512];
-    char lastmsg[512];
+	struct sieve_base base; /* first: the generic operations reach it */
+	size_t io;              /* bytes per I/O buffer */
+	size_t run_cap;         /* r */
+	uint64_t a_max;         /* URLs in A that trigger a merge */
+	/* A */
+	int a_fd;
+	uint8_t *abuf; /* write buffer of A */
+	size_t alen;
+	uint64_t a_count; /* records in A (written or buffered) */
+	/* runs */
+	struct pair *run;
+	size_t run_n;
+	unsigned nruns;
+	/* committed state */
+	uint64_t gen, z_count, z_bytes;
+	/* merge work memory */
+	uint64_t *marks;
+	uint8_t *bufs;                                  /* the I/O buffers, io bytes each: */
+	uint8_t *rbuf[RUNS_PER_MERGE + 1], *zin, *zout; /* the runs' (A's: the first), Z's, Z''s */
 };
 
-static int off_fail(struct offline *o, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(o->msg, sizeof o->msg, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
+/* dir/NAME, or dir/NAME.<num> when num >= 0. */
 static int path_of(const struct offline *o, char *out, size_t len, const char *name, long long num)
 {
-    int r = num >= 0 ? snprintf(out, len, "%s/%s.%lld", o->dir, name, num) : snprintf(out, len, "%s/%s", o->dir, name);
-    return (r < 0 || (size_t)r >= len) ? -1 : 0;
-}
-
-/* ---- test hook: SIEVE_CRASH_POINT=N raises SIGKILL at the Nth crash point ---- */
-static long crash_at = -1;
-static long crash_n;
-
-static void crash_point(void)
-{
-    if (crash_at > 0 && __atomic_add_fetch(&crash_n, 1, __ATOMIC_SEQ_CST) == crash_at)
-        raise(SIGKILL);
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* ---------------- buffered reading ---------------- */
-
-static void rdr_init(struct rdr *r, int fd, uint8_t *buf, size_t cap)
-{
-    r->fd = fd;
-    r->buf = buf;
-    r->cap = cap;
-    r->pos = r->len = 0;
-    r->ioerr = false;
-}
-
-/* Makes k bytes available at buf+pos if the file has them; returns how many are. */
-static size_t rdr_need(struct rdr *r, size_t k)
-{
-    if (r->len - r->pos >= k)
-        return k;
-    memmove(r->buf, r->buf + r->pos, r->len - r->pos);
-    r->len -= r->pos;
-    r->pos = 0;
-    while (r->len < k && r->len < r->cap) {
-        ssize_t g = read(r->fd, r->buf + r->len, r->cap - r->len);
-        if (g < 0) {
-            if (errno == EINTR)
-                continue;
-            r->ioerr = true;
-            break;
-        }
-        if (g == 0)
-            break;
-        r->len += (size_t)g;
-    }
-    return r->len - r->pos;
-}
-
-/* Next record of A: 1 = got one, 0 = clean end, -1 = torn/corrupt, -2 = I/O error. */
-static int rec_next(struct rdr *r, size_t maxlen, const char **url, size_t *len)
-{
-    size_t have = rdr_need(r, REC_HDR);
-    uint32_t l, h;
-
-    if (r->ioerr)
-        return -2;
-    if (have == 0)
-        return 0;
-    if (have < REC_HDR)
-        return -1;
-    l = sieve_get32(r->buf + r->pos);
-    h = sieve_get32(r->buf + r->pos + 4);
-    if (l > maxlen || l + REC_HDR > r->cap)
-        return -1;
-    have = rdr_need(r, REC_HDR + l);
-    if (r->ioerr)
-        return -2;
-    if (have < REC_HDR + l || XXH32(r->buf + r->pos + REC_HDR, l, 0) != h)
-        return -1;
-    *url = (const char *)r->buf + r->pos + REC_HDR;
-    *len = l;
-    r->pos += REC_HDR + l;
-    return 1;
+	if (num >= 0)
+		return sieve_path(out, len, o->base.dir, "%s.%lld", name, num);
+	return sieve_path(out, len, o->base.dir, "%s", name);
 }
 
 /* ---------------- A and the runs ---------------- */
 
 static int a_drain(struct offline *o)
 {
-    if (o->alen > 0 && sieve_write_full(o->a_fd, o->abuf, o->alen) != 0)
-        return off_fail(o, SIEVE_EIO, "%s/A: write: %s", o->dir, strerror(errno));
-    o->alen = 0;
-    crash_point();
-    return SIEVE_OK;
+	if (o->alen > 0 && fileio_write_all(o->a_fd, o->abuf, o->alen) != 0)
+		return sieve_fail(&o->base, SIEVE_EIO, "%s/A: write: %s", o->base.dir,
+		                  strerror(errno));
+	o->alen = 0;
+	sieve_crash_point();
+	return SIEVE_OK;
 }
 
 static int pair_cmp(const void *x, const void *y)
 {
-    const struct pair *a = x, *b = y;
-    if (a->sig != b->sig)
-        return a->sig < b->sig ? -1 : 1;
-    return a->pos < b->pos ? -1 : (a->pos > b->pos);
+	const struct pair *a = x, *b = y;
+	if (a->sig != b->sig)
+		return a->sig < b->sig ? -1 : 1;
+	return a->pos < b->pos ? -1 : (a->pos > b->pos);
 }
 
 /* Sorts the in-memory run, keeps the first position per signature, writes R.<nruns>. */
 static int run_write(struct offline *o)
 {
-    char p[4096];
-    size_t k = 0;
-    int fd, rc = SIEVE_OK;
+	char p[4096];
+	size_t k = 0;
+	int fd, rc = SIEVE_OK;
 
-    if (o->run_n == 0)
-        return SIEVE_OK;
-    qsort(o->run, o->run_n, sizeof *o->run, pair_cmp);
-    for (size_t i = 0; i < o->run_n; i++)
-        if (k == 0 || o->run[i].sig != o->run[k - 1].sig)
-            o->run[k++] = o->run[i];
-    if (path_of(o, p, sizeof p, "R", o->nruns))
-        return off_fail(o, SIEVE_EINVAL, "%s: path too long", o->dir);
-    fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return off_fail(o, SIEVE_EIO, "%s: %s", p, strerror(errno));
-    if (sieve_write_full(fd, o->run, k * sizeof *o->run) != 0)
-        rc = off_fail(o, SIEVE_EIO, "%s: write: %s", p, strerror(errno));
-    close(fd);
-    o->run_n = 0;
-    o->nruns++;
-    crash_point();
-    return rc;
+	if (o->run_n == 0)
+		return SIEVE_OK;
+	qsort(o->run, o->run_n, sizeof *o->run, pair_cmp);
+	for (size_t i = 0; i < o->run_n; i++)
+		if (k == 0 || o->run[i].sig != o->run[k - 1].sig)
+			o->run[k++] = o->run[i];
+	if (path_of(o, p, sizeof p, "R", o->nruns))
+		return sieve_fail(&o->base, SIEVE_EINVAL, "%s: path too long", o->base.dir);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return sieve_fail(&o->base, SIEVE_EIO, "%s: %s", p, strerror(errno));
+	if (fileio_write_all(fd, o->run, k * sizeof *o->run) != 0)
+		rc = sieve_fail(&o->base, SIEVE_EIO, "%s: write: %s", p, strerror(errno));
+	close(fd);
+	o->run_n = 0;
+	o->nruns++;
+	sieve_crash_point();
+	return rc;
 }
 
-/* Appends the pair for the URL at position pos (already in A) to the runs. */
-static int run_push(struct offline *o, const char *url, size_t len, uint64_t pos)
+/* Appends the pair of the URL of signature sig at position pos (already in
+ * A) to the runs. */
+static int run_push(struct offline *o, uint64_t sig, uint64_t pos)
 {
-    o->run[o->run_n].sig = XXH3_64bits(url, len);
-    o->run[o->run_n].pos = pos;
-    o->run_n++;
-    return o->run_n == o->run_cap ? run_write(o) : SIEVE_OK;
+	o->run[o->run_n].sig = sig;
+	o->run[o->run_n].pos = pos;
+	o->run_n++;
+	return o->run_n == o->run_cap ? run_write(o) : SIEVE_OK;
 }
 
 /* ---------------- the merge ---------------- */
 
-static int manifest_write(struct offline *o, uint64_t gen, uint64_t count)
+static int state_write(struct offline *o, uint64_t gen, uint64_t count)
 {
-    uint8_t b[M_SIZE];
-    memcpy(b, M_MAGIC, 8);
-    sieve_put64(b + 8, gen);
-    sieve_put64(b + 16, count);
-    sieve_put64(b + 24, XXH64(b, 24, 0));
-    if (sieve_file_replace(o->dir, "STATE", b, sizeof b, NULL, 0, o->cfg.no_fsync) != 0)
-        return off_fail(o, SIEVE_EIO, "%s/STATE: %s", o->dir, strerror(errno));
-    return SIEVE_OK;
+	uint8_t b[M_SIZE];
+
+	le_put64(b + 8, gen);
+	le_put64(b + 16, count);
+	return sieve_snapshot_write(&o->base, "STATE", M_MAGIC, b, sizeof b, NULL, 0);
 }
 
-struct zw {
-    int fd;
-    uint8_t *buf;
-    size_t cap, len;
-    XXH64_state_t *xs;
-    uint64_t count;
-    bool ioerr;
+/* The runs being merged: each run's reader and its smallest pair not yet
+ * taken. */
+struct runs {
+	unsigned n;
+	int fd[RUNS_PER_MERGE + 1];
+	struct rd rd[RUNS_PER_MERGE + 1];
+	struct pair head[RUNS_PER_MERGE + 1];
+	bool live[RUNS_PER_MERGE + 1];
 };
 
-static void zw_put(struct zw *w, uint64_t sig)
+/* Reads run i's next pair into its head; false at its end (or a read
+ * error: rd.eof unset). */
+static bool runs_advance(struct runs *rs, unsigned i)
 {
-    if (w->len + 8 > w->cap) {
-        XXH64_update(w->xs, w->buf, w->len);
-        if (sieve_write_full(w->fd, w->buf, w->len) != 0)
-            w->ioerr = true;
-        w->len = 0;
-    }
-    sieve_put64(w->buf + w->len, sig);
-    w->len += 8;
-    w->count++;
+	struct rd *r = &rs->rd[i];
+
+	if (rd_need(r, sizeof(struct pair)) < (ssize_t)sizeof(struct pair))
+		return rs->live[i] = false;
+	memcpy(&rs->head[i], r->buf + r->pos, sizeof rs->head[i]);
+	r->pos += sizeof(struct pair);
+	return rs->live[i] = true;
 }
 
-/* Opens Z.<gen> and checks its header; *fd = -1 when gen is 0 (no Z yet). */
-static int z_open(struct offline *o, uint64_t gen, uint64_t want_count, int *fd, uint64_t *sum)
+static int runs_open(struct offline *o, struct runs *rs)
 {
-    char p[4096];
-    uint8_t h[Z_HDR];
-    ssize_t g;
+	char p[4096];
 
-    *fd = -1;
-    if (gen == 0)
-        return SIEVE_OK;
-    if (path_of(o, p, sizeof p, "Z", (long long)gen))
-        return off_fail(o, SIEVE_EINVAL, "%s: path too long", o->dir);
-    *fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (*fd < 0)
-        return off_fail(o, SIEVE_ECORRUPT, "%s: committed signature file missing: %s", p, strerror(errno));
-    g = read(*fd, h, sizeof h);
-    if (g != Z_HDR || memcmp(h, Z_MAGIC, 8) != 0 || sieve_get64(h + 24) != XXH64(h, 24, 0) ||
-        sieve_get64(h + 8) != want_count)
-        return off_fail(o, SIEVE_ECORRUPT, "%s: truncated or corrupt header", p);
-    *sum = sieve_get64(h + 16);
-    return SIEVE_OK;
+	rs->n = o->nruns;
+	for (unsigned i = 0; i < rs->n; i++)
+		rs->fd[i] = -1;
+	for (unsigned i = 0; i < rs->n; i++) {
+		if (path_of(o, p, sizeof p, "R", i))
+			return sieve_fail(&o->base, SIEVE_EINVAL, "%s: path too long", o->base.dir);
+		rs->fd[i] = open(p, O_RDONLY | O_CLOEXEC);
+		if (rs->fd[i] < 0)
+			return sieve_fail(&o->base, SIEVE_EIO, "%s: %s", p, strerror(errno));
+		rd_init(&rs->rd[i], rs->fd[i], o->rbuf[i], o->io);
+		runs_advance(rs, i);
+	}
+	return SIEVE_OK;
+}
+
+static void runs_close(struct runs *rs)
+{
+	for (unsigned i = 0; i < rs->n; i++)
+		if (rs->fd[i] >= 0)
+			close(rs->fd[i]);
+}
+
+/* Takes the smallest (signature, position) of the runs into *cur: 1, 0 at
+ * their end, or an error. */
+static int runs_next(struct offline *o, struct runs *rs, struct pair *cur)
+{
+	int best = -1;
+
+	for (unsigned i = 0; i < rs->n; i++)
+		if (rs->live[i] && (best < 0 || pair_cmp(&rs->head[i], &rs->head[best]) < 0))
+			best = (int)i;
+	if (best < 0)
+		return 0;
+	*cur = rs->head[best];
+	if (!runs_advance(rs, (unsigned)best) && !rs->rd[best].eof)
+		return -sieve_fail(&o->base, SIEVE_EIO, "%s/R.%d: read error", o->base.dir, best);
+	return 1;
+}
+
+/* Z.<gen> read in order, its payload hashed. */
+struct zin {
+	int fd;
+	struct rd rd;
+	uint64_t left, sum, cur;
+	XXH64_state_t *xs;
+	bool have;
+};
+
+/* Opens Z.<gen> and checks its header; z->fd = -1 when gen is 0 (no Z yet). */
+static int zin_open(struct offline *o, struct zin *z)
+{
+	char p[4096];
+	uint8_t h[Z_HDR];
+
+	z->fd = -1;
+	z->left = o->z_count;
+	if (o->gen == 0)
+		return SIEVE_OK;
+	if (path_of(o, p, sizeof p, "Z", (long long)o->gen))
+		return sieve_fail(&o->base, SIEVE_EINVAL, "%s: path too long", o->base.dir);
+	z->fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (z->fd < 0)
+		return sieve_fail(&o->base, SIEVE_ECORRUPT,
+		                  "%s: committed signature file missing: %s", p, strerror(errno));
+	if (read(z->fd, h, sizeof h) != Z_HDR || memcmp(h, Z_MAGIC, 8) != 0 ||
+	    le_get64(h + 24) != XXH64(h, 24, 0) || le_get64(h + 8) != o->z_count)
+		return sieve_fail(&o->base, SIEVE_ECORRUPT, "%s: truncated or corrupt header", p);
+	z->sum = le_get64(h + 16);
+	rd_init(&z->rd, z->fd, o->zin, o->io);
+	return SIEVE_OK;
+}
+
+/* Reads Z's next signature into z->cur (z->have false at its end). */
+static void zin_next(struct zin *z)
+{
+	z->have = false;
+	if (z->fd >= 0 && z->left > 0 && rd_need(&z->rd, 8) >= 8) {
+		XXH64_update(z->xs, z->rd.buf + z->rd.pos, 8);
+		z->cur = le_get64(z->rd.buf + z->rd.pos);
+		z->rd.pos += 8;
+		z->left--;
+		z->have = true;
+	}
+}
+
+/* Z' being written: its payload buffered, hashed as drained. */
+struct zout {
+	int fd;
+	uint8_t *buf;
+	size_t cap, len;
+	XXH64_state_t *xs;
+	uint64_t count;
+	bool ioerr;
+};
+
+static void zout_drain(struct zout *w)
+{
+	XXH64_update(w->xs, w->buf, w->len);
+	if (fileio_write_all(w->fd, w->buf, w->len) != 0)
+		w->ioerr = true;
+	w->len = 0;
+}
+
+static void zout_put(struct zout *w, uint64_t sig)
+{
+	if (w->len + 8 > w->cap)
+		zout_drain(w);
+	le_put64(w->buf + w->len, sig);
+	w->len += 8;
+	w->count++;
+}
+
+/* The merge proper: the runs' distinct signatures against Z into Z',
+ * marking the positions of those not in Z. */
+static int merge_streams(struct offline *o, struct runs *rs, struct zin *z, struct zout *w)
+{
+	struct pair cur;
+	uint64_t last = 0;
+	bool have_last = false;
+	int g;
+
+	zin_next(z);
+	while ((g = runs_next(o, rs, &cur)) == 1) {
+		if (have_last && cur.sig == last)
+			continue; /* a later copy: the first position came first */
+		have_last = true;
+		last = cur.sig;
+		while (z->have && z->cur < cur.sig) {
+			zout_put(w, z->cur);
+			zin_next(z);
+		}
+		if (z->have && z->cur == cur.sig)
+			continue; /* seen in an earlier merge */
+		if (cur.pos >= o->a_count)
+			return sieve_fail(&o->base, SIEVE_ECORRUPT, "%s/R.*: position out of range",
+			                  o->base.dir);
+		o->marks[cur.pos >> 6] |= 1ull << (cur.pos & 63);
+		zout_put(w, cur.sig);
+	}
+	if (g < 0)
+		return -g;
+	while (z->have) {
+		zout_put(w, z->cur);
+		zin_next(z);
+	}
+	if (z->fd >= 0 && (z->left != 0 || XXH64_digest(z->xs) != z->sum))
+		return sieve_fail(&o->base, SIEVE_ECORRUPT, "%s/Z.%llu: truncated or corrupt",
+		                  o->base.dir, (unsigned long long)o->gen);
+	return SIEVE_OK;
+}
+
+/* Finishes Z' (payload, header, sync) and commits it: STATE names it, the
+ * old Z goes. */
+static int merge_finish(struct offline *o, struct zout *w, const char *zp)
+{
+	char p[4096];
+	uint8_t h[Z_HDR];
+	int rc;
+
+	zout_drain(w);
+	memcpy(h, Z_MAGIC, 8);
+	le_put64(h + 8, w->count);
+	le_put64(h + 16, XXH64_digest(w->xs));
+	le_put64(h + 24, XXH64(h, 24, 0));
+	if (w->ioerr || fileio_pwrite_all(w->fd, h, sizeof h, 0) != 0 ||
+	    sieve_datasync(&o->base.cfg, w->fd) != 0)
+		return sieve_fail(&o->base, SIEVE_EIO, "%s: write: %s", zp, strerror(errno));
+	sieve_crash_point();
+	rc = state_write(o, o->gen + 1, w->count);
+	if (rc != SIEVE_OK)
+		return rc;
+	sieve_crash_point();
+	if (o->gen > 0 && path_of(o, p, sizeof p, "Z", (long long)o->gen) == 0)
+		unlink(p);
+	o->gen++;
+	o->z_count = w->count;
+	o->z_bytes = Z_HDR + 8 * w->count;
+	return SIEVE_OK;
 }
 
 /* Merges the runs with Z into Z.<gen+1>, marking the new positions; commits. */
 static int merge_commit(struct offline *o)
 {
-    struct rdr rr[RUNS_PER_MERGE + 1], zr;
-    int rfd[RUNS_PER_MERGE + 1];
-    bool rlive[RUNS_PER_MERGE + 1];
-    struct pair head[RUNS_PER_MERGE + 1];
-    struct zw w = {.fd = -1};
-    char p[4096], zp[4096] = "";
-    uint8_t h[Z_HDR];
-    uint64_t zsum = 0, zleft = 0, zcur = 0, last = 0;
-    bool zhave = false, have_last = false;
-    XXH64_state_t *zin_xs = NULL;
-    int zfd = -1, rc;
-    unsigned n = o->nruns;
+	struct runs rs;
+	struct zin z = { .fd = -1 };
+	struct zout w = { .fd = -1, .buf = o->zout, .cap = o->io };
+	char zp[4096] = "";
+	uint8_t h[Z_HDR];
+	int rc;
 
-    for (unsigned i = 0; i < n; i++)
-        rfd[i] = -1;
-    memset(o->marks, 0, (size_t)((o->a_max + 63) / 64) * 8);
-    w.xs = XXH64_createState();
-    zin_xs = XXH64_createState();
-    if (w.xs == NULL || zin_xs == NULL) {
-        rc = off_fail(o, SIEVE_ENOMEM, "out of memory");
-        goto out;
-    }
-    XXH64_reset(w.xs, 0);
-    XXH64_reset(zin_xs, 0);
-    for (unsigned i = 0; i < n; i++) {
-        if (path_of(o, p, sizeof p, "R", i)) {
-            rc = off_fail(o, SIEVE_EINVAL, "%s: path too long", o->dir);
-            goto out;
-        }
-        rfd[i] = open(p, O_RDONLY | O_CLOEXEC);
-        if (rfd[i] < 0) {
-            rc = off_fail(o, SIEVE_EIO, "%s: %s", p, strerror(errno));
-            goto out;
-        }
-        rdr_init(&rr[i], rfd[i], o->rbuf[i], o->io);
-        rlive[i] = false;
-        if (rdr_need(&rr[i], sizeof(struct pair)) >= sizeof(struct pair)) {
-            memcpy(&head[i], rr[i].buf + rr[i].pos, sizeof head[i]);
-            rr[i].pos += sizeof(struct pair);
-            rlive[i] = true;
-        }
-    }
-    rc = z_open(o, o->gen, o->z_count, &zfd, &zsum);
-    if (rc != SIEVE_OK)
-        goto out;
-    zleft = o->z_count;
-    if (zfd >= 0)
-        rdr_init(&zr, zfd, o->zin, o->io);
-    if (path_of(o, zp, sizeof zp, "Z", (long long)(o->gen + 1))) {
-        rc = off_fail(o, SIEVE_EINVAL, "%s: path too long", o->dir);
-        goto out;
-    }
-    w.fd = open(zp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (w.fd < 0) {
-        rc = off_fail(o, SIEVE_EIO, "%s: %s", zp, strerror(errno));
-        goto out;
-    }
-    w.buf = o->zout;
-    w.cap = o->io;
-    memset(h, 0, sizeof h);
-    if (sieve_write_full(w.fd, h, sizeof h) != 0) {
-        rc = off_fail(o, SIEVE_EIO, "%s: write: %s", zp, strerror(errno));
-        goto out;
-    }
-#define Z_NEXT()                                                                 \
-    do {                                                                         \
-        zhave = false;                                                           \
-        if (zleft > 0 && rdr_need(&zr, 8) >= 8) {                                \
-            XXH64_update(zin_xs, zr.buf + zr.pos, 8);                            \
-            zcur = sieve_get64(zr.buf + zr.pos);                                 \
-            zr.pos += 8;                                                         \
-            zleft--;                                                             \
-            zhave = true;                                                        \
-        }                                                                        \
-    } while (0)
-    if (zfd >= 0)
-        Z_NEXT();
-    for (;;) {
-        int best = -1;
-        struct pair cur;
-        for (unsigned i = 0; i < n; i++)
-            if (rlive[i] && (best < 0 || pair_cmp(&head[i], &head[best]) < 0))
-                best = (int)i;
-        if (best < 0)
-            break;
-        cur = head[best];
-        if (rdr_need(&rr[best], sizeof(struct pair)) >= sizeof(struct pair)) {
-            memcpy(&head[best], rr[best].buf + rr[best].pos, sizeof head[best]);
-            rr[best].pos += sizeof(struct pair);
-        } else {
-            rlive[best] = false;
-            if (rr[best].ioerr) {
-                rc = off_fail(o, SIEVE_EIO, "%s/R.%d: read error", o->dir, best);
-                goto out;
-            }
-        }
-        if (have_last && cur.sig == last)
-            continue; /* a later copy: the first position came first */
-        have_last = true;
-        last = cur.sig;
-        while (zhave && zcur < cur.sig) {
-            zw_put(&w, zcur);
-            Z_NEXT();
-        }
-        if (zhave && zcur == cur.sig)
-            continue; /* seen in an earlier merge */
-        if (cur.pos >= o->a_count) {
-            rc = off_fail(o, SIEVE_ECORRUPT, "%s/R.%d: position out of range", o->dir, best);
-            goto out;
-        }
-        o->marks[cur.pos >> 6] |= 1ull << (cur.pos & 63);
-        zw_put(&w, cur.sig);
-    }
-    while (zhave) {
-        zw_put(&w, zcur);
-        Z_NEXT();
-    }
-#undef Z_NEXT
-    if (zfd >= 0 && (zleft != 0 || zr.ioerr || XXH64_digest(zin_xs) != zsum)) {
-        rc = off_fail(o, SIEVE_ECORRUPT, "%s/Z.%llu: truncated or corrupt", o->dir, (unsigned long long)o->gen);
-        goto out;
-    }
-    XXH64_update(w.xs, w.buf, w.len);
-    if (sieve_write_full(w.fd, w.buf, w.len) != 0)
-        w.ioerr = true;
-    memcpy(h, Z_MAGIC, 8);
-    sieve_put64(h + 8, w.count);
-    sieve_put64(h + 16, XXH64_digest(w.xs));
-    sieve_put64(h + 24, XXH64(h, 24, 0));
-    if (w.ioerr || pwrite(w.fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
-        (!o->cfg.no_fsync && fdatasync(w.fd) != 0)) {
-        rc = off_fail(o, SIEVE_EIO, "%s: write: %s", zp, strerror(errno));
-        goto out;
-    }
-    crash_point();
-    rc = manifest_write(o, o->gen + 1, w.count);
-    if (rc != SIEVE_OK)
-        goto out;
-    crash_point();
-    if (o->gen > 0 && path_of(o, p, sizeof p, "Z", (long long)o->gen) == 0)
-        unlink(p);
-    o->gen++;
-    o->z_count = w.count;
-    o->z_bytes = Z_HDR + 8 * w.count;
+	memset(o->marks, 0, (size_t)((o->a_max + 63) / 64) * 8);
+	rs.n = 0;
+	w.xs = XXH64_createState();
+	z.xs = XXH64_createState();
+	if (w.xs == NULL || z.xs == NULL) {
+		rc = sieve_fail(&o->base, SIEVE_ENOMEM, "out of memory");
+		goto out;
+	}
+	XXH64_reset(w.xs, 0);
+	XXH64_reset(z.xs, 0);
+	rc = runs_open(o, &rs);
+	if (rc == SIEVE_OK)
+		rc = zin_open(o, &z);
+	if (rc == SIEVE_OK && path_of(o, zp, sizeof zp, "Z", (long long)(o->gen + 1)))
+		rc = sieve_fail(&o->base, SIEVE_EINVAL, "%s: path too long", o->base.dir);
+	if (rc != SIEVE_OK)
+		goto out;
+	w.fd = open(zp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	memset(h, 0, sizeof h);
+	if (w.fd < 0 || fileio_write_all(w.fd, h, sizeof h) != 0) {
+		rc = sieve_fail(&o->base, SIEVE_EIO, "%s: %s", zp, strerror(errno));
+		goto out;
+	}
+	rc = merge_streams(o, &rs, &z, &w);
+	if (rc == SIEVE_OK)
+		rc = merge_finish(o, &w, zp);
 out:
-    for (unsigned i = 0; i < n; i++)
-        if (rfd[i] >= 0)
-            close(rfd[i]);
-    if (zfd >= 0)
-        close(zfd);
-    if (w.fd >= 0)
-        close(w.fd);
-    if (rc != SIEVE_OK && zp[0] != '\0')
-        unlink(zp);
-    XXH64_freeState(w.xs);
-    XXH64_freeState(zin_xs);
-    return rc;
+	runs_close(&rs);
+	if (z.fd >= 0)
+		close(z.fd);
+	if (w.fd >= 0)
+		close(w.fd);
+	if (rc != SIEVE_OK && zp[0] != '\0')
+		unlink(zp);
+	XXH64_freeState(w.xs);
+	XXH64_freeState(z.xs);
+	return rc;
+}
+
+/* Reads A from its start, calling fn(o, pos, url, len, sig) for each of
+ * its first limit records; a torn or damaged record ends A. *count: the
+ * records read, *good: the bytes of whole records. SIEVE_OK, fn's error,
+ * or SIEVE_EIO (a read error). */
+static int a_read(struct offline *o, uint64_t limit,
+                  int (*fn)(struct offline *o, uint64_t pos, const char *url, size_t len,
+                            uint64_t sig),
+                  uint64_t *count, uint64_t *good)
+{
+	struct rd r;
+	const char *u;
+	size_t ul;
+	uint64_t sig;
+	int g = 1, rc = SIEVE_OK;
+
+	*count = *good = 0;
+	if (lseek(o->a_fd, 0, SEEK_SET) < 0)
+		return sieve_fail(&o->base, SIEVE_EIO, "%s/A: seek: %s", o->base.dir,
+		                  strerror(errno));
+	rd_init(&r, o->a_fd, o->rbuf[0], o->io);
+	while (rc == SIEVE_OK && *count < limit &&
+	       (g = rec_take(&r, o->base.cfg.max_url_len, 0, &u, &ul, &sig)) == 1) {
+		rc = fn != NULL ? fn(o, *count, u, ul, sig) : SIEVE_OK;
+		*count += rc == SIEVE_OK;
+	}
+	*good = r.off;
+	if (g == -2)
+		return sieve_fail(&o->base, SIEVE_EIO, "%s/A: read error", o->base.dir);
+	return rc;
+}
+
+static int emit_one(struct offline *o, uint64_t pos, const char *url, size_t len, uint64_t sig)
+{
+	(void)sig;
+	if (o->marks[pos >> 6] >> (pos & 63) & 1) {
+		sieve_crash_point();
+		sieve_emit(&o->base, url, len);
+	}
+	return SIEVE_OK;
 }
 
 /* Scans A in order and emits the marked records; then empties A and the runs. */
 static int emit_marked(struct offline *o)
 {
-    struct rdr r;
-    const char *u;
-    size_t ul;
-    uint64_t pos = 0;
-    char p[4096];
-    int g;
+	char p[4096];
+	uint64_t n, good;
+	int rc = a_read(o, o->a_count, emit_one, &n, &good);
 
-    if (lseek(o->a_fd, 0, SEEK_SET) < 0)
-        return off_fail(o, SIEVE_EIO, "%s/A: seek: %s", o->dir, strerror(errno));
-    rdr_init(&r, o->a_fd, o->rbuf[0], o->io);
-    while (pos < o->a_count && (g = rec_next(&r, o->cfg.max_url_len, &u, &ul)) == 1) {
-        if (o->marks[pos >> 6] >> (pos & 63) & 1) {
-            crash_point();
-            o->st.emitted++;
-            if (o->emit != NULL)
-                o->emit(o->emit_ctx, u, ul);
-        }
-        pos++;
-    }
-    if (pos != o->a_count)
-        return off_fail(o, SIEVE_EIO, "%s/A: cannot read back record %llu", o->dir, (unsigned long long)pos);
-    crash_point();
-    if (ftruncate(o->a_fd, 0) != 0 || lseek(o->a_fd, 0, SEEK_SET) < 0)
-        return off_fail(o, SIEVE_EIO, "%s/A: truncate: %s", o->dir, strerror(errno));
-    crash_point();
-    for (unsigned i = 0; i < o->nruns; i++)
-        if (path_of(o, p, sizeof p, "R", i) == 0)
-            unlink(p);
-    o->nruns = 0;
-    o->a_count = 0;
-    return SIEVE_OK;
+	if (rc != SIEVE_OK)
+		return rc;
+	if (n != o->a_count)
+		return sieve_fail(&o->base, SIEVE_EIO, "%s/A: cannot read back record %llu",
+		                  o->base.dir, (unsigned long long)n);
+	sieve_crash_point();
+	if (ftruncate(o->a_fd, 0) != 0 || lseek(o->a_fd, 0, SEEK_SET) < 0)
+		return sieve_fail(&o->base, SIEVE_EIO, "%s/A: truncate: %s", o->base.dir,
+		                  strerror(errno));
+	sieve_crash_point();
+	for (unsigned i = 0; i < o->nruns; i++)
+		if (path_of(o, p, sizeof p, "R", i) == 0)
+			unlink(p);
+	o->nruns = 0;
+	o->a_count = 0;
+	return SIEVE_OK;
 }
 
-/* The merge of 2.4: runs + Z -> Z', commit, emit in discovery order. */
-static int merge_locked(struct offline *o)
+/* The merge of 2.4: runs + Z -> Z', commit, emit in discovery order (the
+ * flush hook). */
+static int merge_locked(struct sieve_base *b)
 {
-    uint64_t t0 = now_ns(), dt;
-    int rc;
+	struct offline *o = (struct offline *)b;
+	uint64_t t0 = monotonic_us(), dt;
+	int rc;
 
-    if (o->a_count == 0)
-        return SIEVE_OK;
-    rc = a_drain(o);
-    if (rc == SIEVE_OK)
-        rc = run_write(o);
-    if (rc == SIEVE_OK)
-        rc = merge_commit(o);
-    if (rc == SIEVE_OK)
-        rc = emit_marked(o);
-    if (rc != SIEVE_OK) {
-        if (o->err == 0)
-            o->err = rc;
-        return rc;
-    }
-    dt = now_ns() - t0;
-    o->st.flushes++;
-    o->st.flush_ns_total += dt;
-    if (dt > o->st.flush_ns_max)
-        o->st.flush_ns_max = dt;
-    return SIEVE_OK;
+	if (o->a_count == 0)
+		return SIEVE_OK;
+	rc = a_drain(o);
+	if (rc == SIEVE_OK)
+		rc = run_write(o);
+	if (rc == SIEVE_OK)
+		rc = merge_commit(o);
+	if (rc == SIEVE_OK)
+		rc = emit_marked(o);
+	if (rc != SIEVE_OK) {
+		if (b->err == 0)
+			b->err = rc;
+		return rc;
+	}
+	dt = (monotonic_us() - t0) * 1000;
+	b->st.flushes++;
+	b->st.flush_ns_total += dt;
+	if (dt > b->st.flush_ns_max)
+		b->st.flush_ns_max = dt;
+	return SIEVE_OK;
 }
 
 /* ---------------- operations ---------------- */
 
-static int add_locked(struct offline *o, const char *url, size_t len)
+static int off_add_locked(struct sieve_base *b, const char *url, size_t len)
 {
-    int rc;
+	struct offline *o = (struct offline *)b;
+	uint64_t sig = XXH3_64bits(url, len);
+	int rc = SIEVE_OK;
 
-    if (o->err != 0)
-        return SIEVE_ECLOSED;
-    if (len > o->cfg.max_url_len)
-        return off_fail(o, SIEVE_ETOOLONG, "URL of %zu bytes (max %zu)", len, o->cfg.max_url_len);
-    o->st.added++;
-    if (o->alen + REC_HDR + len > o->io) {
-        rc = a_drain(o);
-        if (rc != SIEVE_OK)
-            goto fatal;
-    }
-    sieve_put32(o->abuf + o->alen, (uint32_t)len);
-    sieve_put32(o->abuf + o->alen + 4, XXH32(url, len, 0));
-    memcpy(o->abuf + o->alen + REC_HDR, url, len);
-    o->alen += REC_HDR + len;
-    rc = run_push(o, url, len, o->a_count);
-    o->a_count++;
-    if (rc != SIEVE_OK)
-        goto fatal;
-    if (o->a_count == o->a_max)
-        return merge_locked(o);
-    return SIEVE_OK;
-fatal:
-    if (o->err == 0)
-        o->err = rc;
-    return rc;
+	b->st.added++;
+	if (o->alen + REC_HDR + len > o->io)
+		rc = a_drain(o);
+	if (rc == SIEVE_OK) {
+		o->alen += rec_put(o->abuf + o->alen, url, len, sig, 0);
+		rc = run_push(o, sig, o->a_count);
+		o->a_count++;
+	}
+	if (rc != SIEVE_OK) {
+		if (b->err == 0)
+			b->err = rc;
+		return rc;
+	}
+	if (o->a_count == o->a_max)
+		return merge_locked(b);
+	return SIEVE_OK;
 }
 
-static int off_add(void *impl, const char *url, size_t len)
+/* Makes A durable (the sync hook). */
+static int off_sync_locked(struct sieve_base *b)
 {
-    struct offline *o = impl;
-    int rc;
-    pthread_mutex_lock(&o->mu);
-    rc = add_locked(o, url, len);
-    pthread_mutex_unlock(&o->mu);
-    return rc;
-}
+	struct offline *o = (struct offline *)b;
+	int rc = a_drain(o);
 
-static int off_add_batch(void *impl, const char *const *urls, const size_t *lens, size_t n)
-{
-    struct offline *o = impl;
-    int rc = SIEVE_OK;
-    pthread_mutex_lock(&o->mu);
-    for (size_t i = 0; i < n && rc == SIEVE_OK; i++)
-        rc = add_locked(o, urls[i], lens[i]);
-    pthread_mutex_unlock(&o->mu);
-    return rc;
-}
-
-static int off_flush(void *impl)
-{
-    struct offline *o = impl;
-    int rc;
-    pthread_mutex_lock(&o->mu);
-    rc = o->err != 0 ? SIEVE_ECLOSED : merge_locked(o);
-    pthread_mutex_unlock(&o->mu);
-    return rc;
-}
-
-static int sync_locked(struct offline *o)
-{
-    int rc;
-    if (o->err != 0)
-        return SIEVE_ECLOSED;
-    rc = a_drain(o);
-    if (rc == SIEVE_OK && !o->cfg.no_fsync && fdatasync(o->a_fd) != 0)
-        rc = off_fail(o, SIEVE_EIO, "%s/A: fdatasync: %s", o->dir, strerror(errno));
-    return rc;
-}
-
-static int off_sync(void *impl)
-{
-    struct offline *o = impl;
-    int rc;
-    pthread_mutex_lock(&o->mu);
-    rc = sync_locked(o);
-    pthread_mutex_unlock(&o->mu);
-    return rc;
+	if (rc == SIEVE_OK && sieve_datasync(&b->cfg, o->a_fd) != 0)
+		rc = sieve_fail(b, SIEVE_EIO, "%s/A: fdatasync: %s", b->dir, strerror(errno));
+	return rc;
 }
 
 /* After a merge A is empty and the runs gone: the state is STATE (replaced
@@ -629,277 +557,213 @@ static int off_sync(void *impl)
  * linkable. */
 static int off_checkpoint(void *impl, const char *dir)
 {
-    struct offline *o = impl;
-    char src[4096], dst[4096];
-    int rc;
-    pthread_mutex_lock(&o->mu);
-    rc = o->err != 0 ? SIEVE_ECLOSED : merge_locked(o);
-    if (rc == SIEVE_OK)
-        rc = sync_locked(o);
-    if (rc == SIEVE_OK && o->gen > 0 &&
-        (snprintf(src, sizeof src, "%s/STATE", o->dir) >= (int)sizeof src ||
-         snprintf(dst, sizeof dst, "%s/STATE", dir) >= (int)sizeof dst ||
-         sieve_checkpoint_file(src, dst, SIEVE_WHOLE_FILE) != 0 ||
-         path_of(o, src, sizeof src, "Z", (long long)o->gen) ||
-         snprintf(dst, sizeof dst, "%s/Z.%llu", dir, (unsigned long long)o->gen) >= (int)sizeof dst ||
-         sieve_checkpoint_file(src, dst, SIEVE_WHOLE_FILE) != 0))
-        rc = off_fail(o, SIEVE_EIO, "checkpoint of %s into %s: %s", o->dir, dir, strerror(errno));
-    pthread_mutex_unlock(&o->mu);
-    return rc;
+	struct offline *o = impl;
+	struct sieve_base *b = &o->base;
+	char name[64];
+	int rc;
+
+	pthread_mutex_lock(&b->mu);
+	rc = b->err != 0 ? SIEVE_ECLOSED : merge_locked(b);
+	if (rc == SIEVE_OK)
+		rc = sieve_base_sync_locked(b);
+	snprintf(name, sizeof name, "Z.%llu", (unsigned long long)o->gen);
+	if (rc == SIEVE_OK && o->gen > 0 &&
+	    (sieve_checkpoint_file(b->dir, dir, "STATE", SIEVE_WHOLE_FILE) != 0 ||
+	     sieve_checkpoint_file(b->dir, dir, name, SIEVE_WHOLE_FILE) != 0))
+		rc = sieve_fail(b, SIEVE_EIO, "checkpoint of %s into %s: %s", b->dir, dir,
+		                strerror(errno));
+	pthread_mutex_unlock(&b->mu);
+	return rc;
 }
 
-static void off_free(struct offline *o)
+static void off_destroy(struct sieve_base *b)
 {
-    if (o == NULL)
-        return;
-    if (o->a_fd >= 0)
-        close(o->a_fd);
-    if (o->lock_fd >= 0)
-        close(o->lock_fd);
-    for (int i = 0; i <= RUNS_PER_MERGE; i++)
-        free(o->rbuf[i]);
-    free(o->zin);
-    free(o->zout);
-    free(o->abuf);
-    free(o->run);
-    free(o->marks);
-    free(o->dir);
-    pthread_mutex_destroy(&o->mu);
-    free(o);
+	struct offline *o = (struct offline *)b;
+
+	if (o->a_fd >= 0)
+		close(o->a_fd);
+	sieve_base_release(b);
+	free(o->bufs);
+	free(o->run);
+	free(o->marks);
+	free(o);
 }
 
-static int off_close(void *impl)
+static int off_close_locked(struct sieve_base *b)
 {
-    struct offline *o = impl;
-    int rc = o->err != 0 ? o->err : merge_locked(o);
-    off_free(o);
-    return rc;
+	return b->err != 0 ? b->err : merge_locked(b);
 }
 
-static void off_stats(void *impl, struct sieve_stats *out)
+static void off_stats_locked(struct sieve_base *b, struct sieve_stats *out)
 {
-    struct offline *o = impl;
-    pthread_mutex_lock(&o->mu);
-    *out = o->st;
-    out->z_count = o->z_count;
-    out->z_bytes = o->z_bytes;
-    out->buffer_urls = o->run_cap;
-    pthread_mutex_unlock(&o->mu);
+	struct offline *o = (struct offline *)b;
+
+	out->z_count = o->z_count;
+	out->z_bytes = o->z_bytes;
+	out->buffer_urls = o->run_cap;
 }
 
-static const char *off_last_error(void *impl)
+/* Removes a run, or a Z not committed (want: the committed one's name). */
+static int leftover_remove(void *want, const char *path, const char *name)
 {
-    struct offline *o = impl;
-    pthread_mutex_lock(&o->mu);
-    memcpy(o->lastmsg, o->msg, sizeof o->lastmsg);
-    pthread_mutex_unlock(&o->mu);
-    return o->lastmsg;
+	if ((strncmp(name, "R.", 2) == 0 || strncmp(name, "Z.", 2) == 0) && strcmp(name, want) != 0)
+		unlink(path);
+	return 0;
 }
 
 /* Reads STATE; removes files a crash may have left (runs, uncommitted Z). */
 static int state_load(struct offline *o)
 {
-    char p[4096];
-    uint8_t b[M_SIZE];
-    DIR *d;
-    struct dirent *e;
-    int r;
+	char want[64];
+	uint8_t b[M_SIZE];
+	bool present;
+	int rc = sieve_snapshot_read(&o->base, "STATE", M_MAGIC, b, sizeof b, &present);
 
-    if (path_of(o, p, sizeof p, "STATE", -1))
-        return off_fail(o, SIEVE_EINVAL, "%s: path too long", o->dir);
-    r = sieve_file_read_at(p, b, sizeof b, 0);
-    if (r == -2)
-        return off_fail(o, SIEVE_EIO, "%s: %s", p, strerror(errno));
-    if (r == -1 || (r == 0 && (memcmp(b, M_MAGIC, 8) != 0 || sieve_get64(b + 24) != XXH64(b, 24, 0))))
-        return off_fail(o, SIEVE_ECORRUPT, "%s: truncated or corrupt", p);
-    if (r == 0) {
-        o->gen = sieve_get64(b + 8);
-        o->z_count = sieve_get64(b + 16);
-        o->z_bytes = o->gen > 0 ? Z_HDR + 8 * o->z_count : 0;
-    }
-    d = opendir(o->dir);
-    if (d == NULL)
-        return off_fail(o, SIEVE_EIO, "%s: %s", o->dir, strerror(errno));
-    while ((e = readdir(d)) != NULL) {
-        char want[64];
-        snprintf(want, sizeof want, "Z.%llu", (unsigned long long)o->gen);
-        if ((strncmp(e->d_name, "R.", 2) == 0 || strncmp(e->d_name, "Z.", 2) == 0) && strcmp(e->d_name, want) != 0 &&
-            path_of(o, p, sizeof p, e->d_name, -1) == 0)
-            unlink(p);
-    }
-    closedir(d);
-    return SIEVE_OK;
+	if (rc != SIEVE_OK)
+		return rc;
+	if (present) {
+		o->gen = le_get64(b + 8);
+		o->z_count = le_get64(b + 16);
+		o->z_bytes = o->gen > 0 ? Z_HDR + 8 * o->z_count : 0;
+	}
+	snprintf(want, sizeof want, "Z.%llu", (unsigned long long)o->gen);
+	if (sieve_dir_each(o->base.dir, leftover_remove, want) != 0)
+		return sieve_fail(&o->base, SIEVE_EIO, "%s: %s", o->base.dir, strerror(errno));
+	return SIEVE_OK;
 }
 
-/* Re-reads an A left by a crash, rebuilding its runs (cutting a torn tail).
- * An A written under a smaller configuration may hold more than a_max
- * records: the runs and the bitmap are then enlarged for this one merge. */
+static int push_one(struct offline *o, uint64_t pos, const char *url, size_t len, uint64_t sig)
+{
+	int rc = run_push(o, sig, pos);
+
+	(void)url;
+	(void)len;
+	o->a_count = pos + 1;
+	return rc;
+}
+
+/* Makes room for the runs and bitmap of an A of count records: one
+ * written under a smaller configuration may hold more than a_max. */
+static int a_room(struct offline *o, uint64_t count)
+{
+	size_t cap = (size_t)((count + RUNS_PER_MERGE - 1) / RUNS_PER_MERGE);
+	struct pair *run;
+	uint64_t *marks;
+
+	if (count <= o->a_max)
+		return SIEVE_OK;
+	run = realloc(o->run, cap * sizeof *run);
+	if (run == NULL)
+		return sieve_fail(&o->base, SIEVE_ENOMEM, "out of memory recovering %s/A",
+		                  o->base.dir);
+	o->run = run;
+	marks = realloc(o->marks, (size_t)((count + 63) / 64) * 8);
+	if (marks == NULL)
+		return sieve_fail(&o->base, SIEVE_ENOMEM, "out of memory recovering %s/A",
+		                  o->base.dir);
+	o->marks = marks;
+	o->run_cap = cap;
+	o->a_max = (uint64_t)cap * RUNS_PER_MERGE;
+	return SIEVE_OK;
+}
+
+/* Re-reads an A left by a crash, cutting a torn tail, and rebuilds its
+ * runs (the runs and the bitmap enlarged for this one merge if needed). */
 static int a_recover(struct offline *o)
 {
-    struct rdr r;
-    const char *u;
-    size_t ul;
-    off_t good = 0;
-    uint64_t count = 0;
-    int g, rc = SIEVE_OK;
+	uint64_t count, good, n;
+	int rc = a_read(o, UINT64_MAX, NULL, &count, &good);
 
-    rdr_init(&r, o->a_fd, o->rbuf[0], o->io);
-    while ((g = rec_next(&r, o->cfg.max_url_len, &u, &ul)) == 1) {
-        count++;
-        good += (off_t)(REC_HDR + ul);
-    }
-    if (g == -2)
-        return off_fail(o, SIEVE_EIO, "%s/A: read error", o->dir);
-    if (ftruncate(o->a_fd, good) != 0 || lseek(o->a_fd, 0, SEEK_SET) < 0)
-        return off_fail(o, SIEVE_EIO, "%s/A: %s", o->dir, strerror(errno));
-    if (count > o->a_max) {
-        size_t cap = (size_t)((count + RUNS_PER_MERGE - 1) / RUNS_PER_MERGE);
-        struct pair *run = realloc(o->run, cap * sizeof *run);
-        uint64_t *marks;
-        if (run == NULL)
-            return off_fail(o, SIEVE_ENOMEM, "out of memory recovering %s/A", o->dir);
-        o->run = run;
-        marks = realloc(o->marks, (size_t)((count + 63) / 64) * 8);
-        if (marks == NULL)
-            return off_fail(o, SIEVE_ENOMEM, "out of memory recovering %s/A", o->dir);
-        o->marks = marks;
-        o->run_cap = cap;
-        o->a_max = (uint64_t)cap * RUNS_PER_MERGE;
-    }
-    rdr_init(&r, o->a_fd, o->rbuf[0], o->io);
-    while (o->a_count < count && (g = rec_next(&r, o->cfg.max_url_len, &u, &ul)) == 1) {
-        rc = run_push(o, u, ul, o->a_count);
-        if (rc != SIEVE_OK)
-            return rc;
-        o->a_count++;
-    }
-    if (o->a_count != count)
-        return off_fail(o, SIEVE_EIO, "%s/A: changed while recovering", o->dir);
-    if (lseek(o->a_fd, 0, SEEK_END) < 0)
-        return off_fail(o, SIEVE_EIO, "%s/A: %s", o->dir, strerror(errno));
-    return SIEVE_OK;
+	if (rc != SIEVE_OK)
+		return rc;
+	if (ftruncate(o->a_fd, (off_t)good) != 0)
+		return sieve_fail(&o->base, SIEVE_EIO, "%s/A: %s", o->base.dir, strerror(errno));
+	rc = a_room(o, count);
+	if (rc == SIEVE_OK)
+		rc = a_read(o, count, push_one, &n, &good);
+	if (rc != SIEVE_OK)
+		return rc;
+	if (n != count)
+		return sieve_fail(&o->base, SIEVE_EIO, "%s/A: changed while recovering",
+		                  o->base.dir);
+	if (lseek(o->a_fd, 0, SEEK_END) < 0)
+		return sieve_fail(&o->base, SIEVE_EIO, "%s/A: %s", o->base.dir, strerror(errno));
+	return SIEVE_OK;
 }
 
-static int off_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx, void **impl, char *err,
-                    size_t errlen)
+/* Sizes the buffers from the budget and allocates them. */
+static int off_alloc(struct offline *o)
 {
-    struct offline *o;
-    char p[4096];
-    size_t mem, fixed;
-    const char *env = getenv("SIEVE_CRASH_POINT");
-    int rc;
+	const struct sieve_config *cfg = &o->base.cfg;
+	size_t mem = cfg->memory ? cfg->memory : (size_t)64 << 20, fixed;
 
-    *impl = NULL;
-    if (env != NULL) {
-        char *end;
-        long v = strtol(env, &end, 10);
-        if (*end == '\0' && v > 0) {
-            crash_at = v;
-            crash_n = 0;
-        }
-    }
-    if (cfg->dir == NULL || cfg->dir[0] == '\0') {
-        snprintf(err, errlen, "no sieve folder given");
-        return SIEVE_EINVAL;
-    }
-    o = calloc(1, sizeof *o);
-    if (o == NULL)
-        return SIEVE_ENOMEM;
-    o->lock_fd = o->a_fd = -1;
-    pthread_mutex_init(&o->mu, NULL);
-    o->cfg = *cfg;
-    o->emit = emit;
-    o->emit_ctx = emit_ctx;
-    o->dir = strdup(cfg->dir);
-    if (o->dir == NULL) {
-        rc = off_fail(o, SIEVE_ENOMEM, "out of memory");
-        goto out;
-    }
-    o->cfg.dir = o->dir;
-    if (o->cfg.max_url_len == 0)
-        o->cfg.max_url_len = 65536;
-    if (o->cfg.max_url_len > (1u << 30)) {
-        rc = off_fail(o, SIEVE_EINVAL, "max_url_len too large");
-        goto out;
-    }
-    mem = o->cfg.memory ? o->cfg.memory : (size_t)64 << 20;
-    o->io = mem / 64;
-    if (o->io > ((size_t)1 << 20))
-        o->io = (size_t)1 << 20;
-    if (o->io < ((size_t)16 << 10))
-        o->io = (size_t)16 << 10;
-    if (o->io < o->cfg.max_url_len + 2 * REC_HDR)
-        o->io = o->cfg.max_url_len + 2 * REC_HDR;
-    fixed = (RUNS_PER_MERGE + 4) * o->io;
-    if (fixed + 64 * 17 > mem) {
-        rc = off_fail(o, SIEVE_EINVAL, "memory %zu too small (needs at least %zu for I/O buffers)", mem,
-                      fixed + 64 * 17);
-        goto out;
-    }
-    /* per run slot: a 16-byte pair, and RUNS_PER_MERGE bits of the bitmap */
-    o->run_cap = (mem - fixed) / (16 + RUNS_PER_MERGE / 8);
-    if (o->cfg.buffer_urls > 0)
-        o->run_cap = o->cfg.buffer_urls;
-    o->a_max = (uint64_t)o->run_cap * RUNS_PER_MERGE;
-    o->run = malloc(o->run_cap * sizeof *o->run);
-    o->marks = malloc((size_t)((o->a_max + 63) / 64) * 8);
-    o->abuf = malloc(o->io);
-    o->zin = malloc(o->io);
-    o->zout = malloc(o->io);
-    for (int i = 0; i <= RUNS_PER_MERGE; i++)
-        o->rbuf[i] = malloc(o->io);
-    if (o->run == NULL || o->marks == NULL || o->abuf == NULL || o->zin == NULL || o->zout == NULL) {
-        rc = off_fail(o, SIEVE_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (int i = 0; i <= RUNS_PER_MERGE; i++)
-        if (o->rbuf[i] == NULL) {
-            rc = off_fail(o, SIEVE_ENOMEM, "out of memory");
-            goto out;
-        }
-    rc = sieve_dir_lock(o->dir, &o->lock_fd, o->msg, sizeof o->msg);
-    if (rc != SIEVE_OK)
-        goto out;
-    rc = state_load(o);
-    if (rc != SIEVE_OK)
-        goto out;
-    if (path_of(o, p, sizeof p, "A", -1)) {
-        rc = off_fail(o, SIEVE_EINVAL, "%s: path too long", o->dir);
-        goto out;
-    }
-    o->a_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (o->a_fd < 0 || (!o->cfg.no_fsync && sieve_dir_fsync(o->dir) != 0)) {
-        rc = off_fail(o, SIEVE_EIO, "%s: %s", p, strerror(errno));
-        goto out;
-    }
-    {
-        size_t cap = o->run_cap;
-        uint64_t amax = o->a_max;
-        rc = a_recover(o);
-        if (rc == SIEVE_OK)
-            rc = merge_locked(o);
-        o->run_cap = cap; /* the arrays may stay larger */
-        o->a_max = amax;
-    }
-out:
-    if (rc != SIEVE_OK) {
-        snprintf(err, errlen, "%s", o->msg[0] ? o->msg : sieve_strerror(rc));
-        off_free(o);
-        return rc;
-    }
-    *impl = o;
-    return SIEVE_OK;
+	o->io = mem / 64;
+	if (o->io > ((size_t)1 << 20))
+		o->io = (size_t)1 << 20;
+	if (o->io < ((size_t)16 << 10))
+		o->io = (size_t)16 << 10;
+	if (o->io < cfg->max_url_len + 2 * REC_HDR)
+		o->io = cfg->max_url_len + 2 * REC_HDR;
+	fixed = (RUNS_PER_MERGE + 4) * o->io;
+	if (fixed + 64 * 17 > mem)
+		return sieve_fail(&o->base, SIEVE_EINVAL,
+		                  "memory %zu too small (needs at least %zu for I/O buffers)", mem,
+		                  fixed + 64 * 17);
+	/* per run slot: a 16-byte pair, and RUNS_PER_MERGE bits of the bitmap */
+	o->run_cap = (mem - fixed) / (16 + RUNS_PER_MERGE / 8);
+	if (cfg->buffer_urls > 0)
+		o->run_cap = cfg->buffer_urls;
+	o->a_max = (uint64_t)o->run_cap * RUNS_PER_MERGE;
+	o->run = malloc(o->run_cap * sizeof *o->run);
+	o->marks = malloc((size_t)((o->a_max + 63) / 64) * 8);
+	o->bufs = malloc((RUNS_PER_MERGE + 4) * o->io);
+	if (o->run == NULL || o->marks == NULL || o->bufs == NULL)
+		return sieve_fail(&o->base, SIEVE_ENOMEM, "out of memory");
+	for (int i = 0; i <= RUNS_PER_MERGE; i++)
+		o->rbuf[i] = o->bufs + i * o->io;
+	o->abuf = o->bufs + (RUNS_PER_MERGE + 1) * o->io;
+	o->zin = o->abuf + o->io;
+	o->zout = o->zin + o->io;
+	return SIEVE_OK;
 }
 
-const struct sieve_ops sieve_offline_ops = {
-    .name = "offline",
-    .open = off_open,
-    .add = off_add,
-    .add_batch = off_add_batch,
-    .flush = off_flush,
-    .sync = off_sync,
-    .close = off_close,
-    .stats = off_stats,
-    .last_error = off_last_error,
-    .checkpoint = off_checkpoint,
-};
+/* Allocates, locks, loads STATE and merges an A left by a crash. */
+static int off_start(struct sieve_base *b)
+{
+	struct offline *o = (struct offline *)b;
+	char p[4096];
+	size_t cap;
+	uint64_t amax;
+	int rc;
+
+	o->a_fd = -1;
+	sieve_crash_arm();
+	if (b->cfg.max_url_len > (1u << 30))
+		return sieve_fail(b, SIEVE_EINVAL, "max_url_len too large");
+	rc = off_alloc(o);
+	if (rc == SIEVE_OK)
+		rc = sieve_base_lock(b);
+	if (rc == SIEVE_OK)
+		rc = state_load(o);
+	if (rc == SIEVE_OK && path_of(o, p, sizeof p, "A", -1))
+		rc = sieve_fail(b, SIEVE_EINVAL, "%s: path too long", b->dir);
+	if (rc != SIEVE_OK)
+		return rc;
+	o->a_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (o->a_fd < 0 || (!b->cfg.no_fsync && fileio_fsync_dir(b->dir) != 0))
+		return sieve_fail(b, SIEVE_EIO, "%s: %s", p, strerror(errno));
+	cap = o->run_cap;
+	amax = o->a_max;
+	rc = a_recover(o);
+	if (rc == SIEVE_OK)
+		rc = merge_locked(b);
+	o->run_cap = cap; /* the arrays may stay larger */
+	o->a_max = amax;
+	return rc;
+}
+
+/* URLs are decided by the merges: when A is full, at a flush, at close. */
+SIEVE_BASE_OPS(sieve_offline_ops, "offline", struct offline, off_checkpoint, .start = off_start,
+               .destroy = off_destroy, .add_locked = off_add_locked, .flush_locked = merge_locked,
+               .sync_locked = off_sync_locked, .close_locked = off_close_locked,
+               .stats_locked = off_stats_locked);

@@ -141,15 +141,15 @@
 
 /* Error codes: 0 is success; values never renumber. */
 enum sieve_err {
-    SIEVE_OK = 0,
-    SIEVE_EINVAL = 1,    /* bad argument or configuration (see last_error) */
-    SIEVE_ENOMEM = 2,    /* allocation failed */
-    SIEVE_EIO = 3,       /* a read/write/fsync/rename failed (errno in last_error) */
-    SIEVE_ECORRUPT = 4,  /* a sieve file is truncated or corrupt (named in last_error) */
-    SIEVE_ETOOLONG = 5,  /* URL longer than cfg->max_url_len: not added */
-    SIEVE_ECLOSED = 6,   /* the sieve failed earlier (a flush error); it is unusable */
-    SIEVE_ENOTSUP = 7,   /* unknown implementation name, or not supported by it */
-    SIEVE_ELOCKED = 8,   /* the folder is in use by another open sieve */
+	SIEVE_OK = 0,
+	SIEVE_EINVAL = 1,   /* bad argument or configuration (see last_error) */
+	SIEVE_ENOMEM = 2,   /* allocation failed */
+	SIEVE_EIO = 3,      /* a read/write/fsync/rename failed (errno in last_error) */
+	SIEVE_ECORRUPT = 4, /* a sieve file is truncated or corrupt (named in last_error) */
+	SIEVE_ETOOLONG = 5, /* URL longer than cfg->max_url_len: not added */
+	SIEVE_ECLOSED = 6,  /* the sieve failed earlier (a flush error); it is unusable */
+	SIEVE_ENOTSUP = 7,  /* unknown implementation name, or not supported by it */
+	SIEVE_ELOCKED = 8,  /* the folder is in use by another open sieve */
 };
 
 /* Called with each emitted URL (bytes not NUL-terminated, borrowed for the
@@ -157,46 +157,52 @@ enum sieve_err {
 typedef void (*sieve_emit_fn)(void *ctx, const char *url, size_t len);
 
 struct sieve_config {
-    const char *impl;      /* implementation name: NULL or "mercator", "memory", "bloom", "lsm", "offline" */
-    const char *dir;       /* folder of the sieve's files (created if missing); required */
-    size_t memory;         /* heap budget in bytes (>= 64 KiB); 0 = 64 MiB */
-    size_t buffer_urls;    /* tests: most URLs in a segment (Mercator: any slice may hold them all); 0 = derived from memory */
-    size_t seal_min_urls;  /* Mercator: fewest URLs a segment is flushed with before it is full; 0 = 262144 */
-    size_t max_url_len;    /* longest URL accepted; 0 = 65536 */
-    int emit_log;          /* nonzero: keep EMITTED, the durable output log */
-    int no_fsync;          /* nonzero: skip fsyncs (tests, throwaway sieves); crash safety then holds for process crashes only */
-    /* for "bloom" (zero = default): */
-    uint64_t expected_urls; /* distinct URLs the filter is sized for; 0 = size from memory */
-    double fp_rate;         /* target false-positive rate, in (0, 0.5]; 0 = 0.01 */
-    int bloom_blocked;      /* nonzero: cache-blocked filter (a URL's bits in one 512-bit block) */
-    /* Mercator: called by the thread whose write to a file of dir failed
-     * with ENOSPC, EDQUOT or EIO; return nonzero to retry the write (the
-     * callback waits first: the bytes written so far stay, so nothing is
-     * torn), zero to fail as without it. Called once more with err 0 when
-     * such a write went through. NULL: fail at once. */
-    int (*on_write_error)(void *ctx, const char *dir, int err);
-    void *write_error_ctx;
+	/* implementation name: NULL or "mercator", "memory", "bloom", "lsm", "offline" */
+	const char *impl;
+	const char *dir; /* folder of the sieve's files (created if missing); required */
+	size_t memory;   /* heap budget in bytes (>= 64 KiB); 0 = 64 MiB */
+	/* tests: most URLs in a segment (Mercator: any slice may hold them
+	 * all); 0 = derived from memory */
+	size_t buffer_urls;
+	/* Mercator: fewest URLs a segment is flushed with before it is full; 0 = 262144 */
+	size_t seal_min_urls;
+	size_t max_url_len; /* longest URL accepted; 0 = 65536 */
+	int emit_log;       /* nonzero: keep EMITTED, the durable output log */
+	/* nonzero: skip fsyncs (tests, throwaway sieves); crash safety then
+	 * holds for process crashes only */
+	int no_fsync;
+	/* for "bloom" (zero = default): */
+	uint64_t expected_urls; /* distinct URLs the filter is sized for; 0 = size from memory */
+	double fp_rate;         /* target false-positive rate, in (0, 0.5]; 0 = 0.01 */
+	int bloom_blocked; /* nonzero: cache-blocked filter (a URL's bits in one 512-bit block) */
+	/* Mercator: called by the thread whose write to a file of dir failed
+	 * with ENOSPC, EDQUOT or EIO; return nonzero to retry the write (the
+	 * callback waits first: the bytes written so far stay, so nothing is
+	 * torn), zero to fail as without it. Called once more with err 0 when
+	 * such a write went through. NULL: fail at once. */
+	int (*on_write_error)(void *ctx, const char *dir, int err);
+	void *write_error_ctx;
 };
 
 /* Counters (monotonic since open, except z_* which describe the current Z). */
 struct sieve_stats {
-    uint64_t added;          /* URLs given to add */
-    uint64_t emitted;        /* URLs delivered to the callback */
-    uint64_t cache_drops;    /* repeats dropped by the recent-signature cache */
-    uint64_t flushes;        /* flushes completed (including forced and replays) */
-    uint64_t flush_ns_total; /* wall time spent in flushes */
-    uint64_t flush_ns_max;   /* longest flush */
-    uint64_t add_waits;      /* adds that waited for a flush (both buffers full) */
-    uint64_t z_count;        /* signatures in Z */
-    uint64_t z_bytes;        /* Z's size in bytes (header included) */
-    uint64_t buffer_urls;    /* most URLs in a segment (Mercator: slices x a part's slots) */
-    uint64_t cache_entries;  /* entries of the recent-signature cache */
-    /* "bloom" only (zero for the others): */
-    uint64_t filter_bits;      /* m, bits in the filter */
-    uint64_t filter_hashes;    /* d, bits set and tested per URL */
-    uint64_t filter_bits_set;  /* bits now at 1 (fill = filter_bits_set / filter_bits) */
-    double filter_fp_estimate; /* estimated false-positive rate now: fill^d */
-    double filter_fp_target;   /* the configured target rate */
+	uint64_t added;          /* URLs given to add */
+	uint64_t emitted;        /* URLs delivered to the callback */
+	uint64_t cache_drops;    /* repeats dropped by the recent-signature cache */
+	uint64_t flushes;        /* flushes completed (including forced and replays) */
+	uint64_t flush_ns_total; /* wall time spent in flushes */
+	uint64_t flush_ns_max;   /* longest flush */
+	uint64_t add_waits;      /* adds that waited for a flush (both buffers full) */
+	uint64_t z_count;        /* signatures in Z */
+	uint64_t z_bytes;        /* Z's size in bytes (header included) */
+	uint64_t buffer_urls;    /* most URLs in a segment (Mercator: slices x a part's slots) */
+	uint64_t cache_entries;  /* entries of the recent-signature cache */
+	/* "bloom" only (zero for the others): */
+	uint64_t filter_bits;      /* m, bits in the filter */
+	uint64_t filter_hashes;    /* d, bits set and tested per URL */
+	uint64_t filter_bits_set;  /* bits now at 1 (fill = filter_bits_set / filter_bits) */
+	double filter_fp_estimate; /* estimated false-positive rate now: fill^d */
+	double filter_fp_target;   /* the configured target rate */
 };
 
 typedef struct sieve sieve_t;
@@ -204,16 +210,17 @@ typedef struct sieve sieve_t;
 /* The table of operations an implementation provides (sieve_open picks it by
  * cfg->impl). Each function has the contract of the public wrapper below. */
 struct sieve_ops {
-    const char *name;
-    int (*open)(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx, void **impl, char *err, size_t errlen);
-    int (*add)(void *impl, const char *url, size_t len);
-    int (*add_batch)(void *impl, const char *const *urls, const size_t *lens, size_t n);
-    int (*flush)(void *impl);
-    int (*sync)(void *impl);
-    int (*close)(void *impl);
-    void (*stats)(void *impl, struct sieve_stats *out);
-    const char *(*last_error)(void *impl);
-    int (*checkpoint)(void *impl, const char *dir);
+	const char *name;
+	int (*open)(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx, void **impl,
+	            char *err, size_t errlen);
+	int (*add)(void *impl, const char *url, size_t len);
+	int (*add_batch)(void *impl, const char *const *urls, const size_t *lens, size_t n);
+	int (*flush)(void *impl);
+	int (*sync)(void *impl);
+	int (*close)(void *impl);
+	void (*stats)(void *impl, struct sieve_stats *out);
+	const char *(*last_error)(void *impl);
+	int (*checkpoint)(void *impl, const char *dir);
 };
 
 /* Opens (creating if needed) the sieve in cfg->dir; cfg is copied (dir too).
@@ -221,8 +228,8 @@ struct sieve_ops {
  * before returning). On success *out owns the sieve: release with
  * sieve_close. On error *out is NULL and, if errbuf is non-NULL, a message
  * naming the file is written there. */
-int sieve_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx,
-               sieve_t **out, char *errbuf, size_t errlen);
+int sieve_open(const struct sieve_config *cfg, sieve_emit_fn emit, void *emit_ctx, sieve_t **out,
+               char *errbuf, size_t errlen);
 
 /* Adds one URL (borrowed; copied). May block while both buffers are full.
  * SIEVE_ETOOLONG leaves the sieve usable. */

@@ -1,257 +1,250 @@
 /*
- * sieve_files.c: folder lock and atomic file replacement for the sieves
- * (see sieve_files.h).
+ * sieve_files.c: the sieves' shared file helpers (see sieve_files.h).
  */
 #include "sieve/sieve_files.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
-#include <string.h>
+#include <stdlib.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sieve/sieve.h"
+#include "frontier/fileio.h"
 
 int sieve_dir_lock(const char *dir, int *lock_fd, char *err, size_t errlen)
 {
-    char p[4096];
-    int fd;
+	char p[4096];
+	int fd;
 
-    *lock_fd = -1;
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        snprintf(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
-        return SIEVE_EIO;
-    }
-    if (snprintf(p, sizeof p, "%s/LOCK", dir) >= (int)sizeof p) {
-        snprintf(err, errlen, "%s: path too long", dir);
-        return SIEVE_EINVAL;
-    }
-    fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", p, strerror(errno));
-        return SIEVE_EIO;
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        snprintf(err, errlen, "%s: folder in use by another sieve", dir);
-        close(fd);
-        return SIEVE_ELOCKED;
-    }
-    *lock_fd = fd;
-    return SIEVE_OK;
+	*lock_fd = -1;
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		snprintf(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
+		return SIEVE_EIO;
+	}
+	if (sieve_path(p, sizeof p, dir, "LOCK") != 0) {
+		snprintf(err, errlen, "%s: path too long", dir);
+		return SIEVE_EINVAL;
+	}
+	fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", p, strerror(errno));
+		return SIEVE_EIO;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		snprintf(err, errlen, "%s: folder in use by another sieve", dir);
+		close(fd);
+		return SIEVE_ELOCKED;
+	}
+	*lock_fd = fd;
+	return SIEVE_OK;
 }
 
-int sieve_write_full(int fd, const void *p, size_t n)
+int sieve_path(char *out, size_t len, const char *dir, const char *name, ...)
 {
-    const uint8_t *c = p;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
+	va_list ap;
+	int k = snprintf(out, len, "%s/", dir), r;
+
+	if (k < 0 || (size_t)k >= len)
+		return -1;
+	va_start(ap, name);
+	r = vsnprintf(out + k, len - (size_t)k, name, ap);
+	va_end(ap);
+	return (r < 0 || (size_t)r >= len - (size_t)k) ? -1 : 0;
 }
 
-int sieve_dir_fsync(const char *dir)
+int sieve_file_replace(const char *dir, const char *name, const void *hdr, size_t hlen,
+                       const void *body, size_t blen, int no_fsync)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc;
-    if (fd < 0)
-        return -1;
-    rc = fsync(fd);
-    close(fd);
-    return rc;
-}
+	char tmp[4096], fin[4096];
+	int fd = -1, rc = -1, saved;
 
-int sieve_file_replace(const char *dir, const char *name, const void *hdr, size_t hlen, const void *body,
-                       size_t blen, int no_fsync)
-{
-    char tmp[4096], fin[4096];
-    int fd = -1, rc = -1, saved;
-
-    if (snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name) >= (int)sizeof tmp ||
-        snprintf(fin, sizeof fin, "%s/%s", dir, name) >= (int)sizeof fin) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        goto out;
-    if (sieve_write_full(fd, hdr, hlen) != 0 || (blen > 0 && sieve_write_full(fd, body, blen) != 0))
-        goto out;
-    if (!no_fsync && fdatasync(fd) != 0)
-        goto out;
-    if (close(fd) != 0) {
-        fd = -1;
-        goto out;
-    }
-    fd = -1;
-    if (rename(tmp, fin) != 0)
-        goto out;
-    if (!no_fsync && sieve_dir_fsync(dir) != 0)
-        goto out;
-    rc = 0;
+	if (sieve_path(tmp, sizeof tmp, dir, "%s.tmp", name) != 0 ||
+	    sieve_path(fin, sizeof fin, dir, "%s", name) != 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		goto out;
+	if (fileio_write_all(fd, hdr, hlen) != 0 ||
+	    (blen > 0 && fileio_write_all(fd, body, blen) != 0))
+		goto out;
+	if (!no_fsync && fdatasync(fd) != 0)
+		goto out;
+	rc = close(fd);
+	fd = -1;
+	if (rc != 0 || rename(tmp, fin) != 0 || (!no_fsync && fileio_fsync_dir(dir) != 0))
+		rc = -1;
 out:
-    saved = errno;
-    if (fd >= 0)
-        close(fd);
-    if (rc != 0)
-        unlink(tmp);
-    errno = saved;
-    return rc;
+	saved = errno;
+	if (fd >= 0)
+		close(fd);
+	if (rc != 0)
+		unlink(tmp);
+	errno = saved;
+	return rc;
 }
 
 int sieve_file_read_at(const char *path, void *buf, size_t len, uint64_t off)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    size_t got = 0;
-    int rc = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
 
-    if (fd < 0)
-        return errno == ENOENT ? 1 : -2;
-    while (got < len) {
-        ssize_t g = pread(fd, (uint8_t *)buf + got, len - got, (off_t)(off + got));
-        if (g < 0) {
-            if (errno == EINTR)
-                continue;
-            rc = -2;
-            break;
-        }
-        if (g == 0) {
-            rc = -1;
-            break;
-        }
-        got += (size_t)g;
-    }
-    close(fd);
-    return rc;
+	if (fd < 0)
+		return errno == ENOENT ? 1 : -2;
+	if (fileio_pread_all(fd, buf, len, off) != 0)
+		rc = errno == EIO ? -1 : -2; /* fileio reports a short file as EIO */
+	close(fd);
+	return rc;
 }
 
-/* Copies up to len bytes of src into a new dst (fsynced). */
-static int copy_file(const char *src, const char *dst, uint64_t len)
+int sieve_write_at(const struct sieve_config *cfg, int fd, const void *p, size_t n, uint64_t off)
 {
-    uint8_t buf[64 * 1024];
-    int in, out = -1, rc = -1, saved;
-    uint64_t done = 0;
+	bool waited = false;
 
-    in = open(src, O_RDONLY | O_CLOEXEC);
-    if (in < 0)
-        return -1;
-    out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out < 0)
-        goto out;
-    while (done < len) {
-        size_t want = len - done < sizeof buf ? (size_t)(len - done) : sizeof buf;
-        ssize_t k = read(in, buf, want);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0)
-            goto out;
-        if (k == 0) {
-            if (len != SIEVE_WHOLE_FILE) { /* shorter than the state it should hold */
-                errno = EIO;
-                goto out;
-            }
-            break;
-        }
-        if (sieve_write_full(out, buf, (size_t)k) != 0)
-            goto out;
-        done += (uint64_t)k;
-    }
-    if (fsync(out) != 0)
-        goto out;
-    rc = 0;
-out:
-    saved = errno;
-    close(in);
-    if (out >= 0 && close(out) != 0 && rc == 0) {
-        saved = errno;
-        rc = -1;
-    }
-    errno = saved;
-    return rc;
+	while (fileio_pwrite_all(fd, p, n, off) != 0) {
+		int err = errno;
+		if ((err != ENOSPC && err != EDQUOT && err != EIO) || cfg == NULL ||
+		    cfg->on_write_error == NULL)
+			return -1;
+		if (cfg->on_write_error(cfg->write_error_ctx, cfg->dir, err) == 0) {
+			errno = err;
+			return -1;
+		}
+		waited = true;
+	}
+	if (waited)
+		cfg->on_write_error(cfg->write_error_ctx, cfg->dir, 0);
+	return 0;
 }
 
-int sieve_checkpoint_file(const char *src, const char *dst, uint64_t len)
+int sieve_datasync(const struct sieve_config *cfg, int fd)
 {
-    if (len == SIEVE_WHOLE_FILE) {
-        if (link(src, dst) == 0)
-            return 0;
-        if (errno != EXDEV && errno != EPERM && errno != EMLINK)
-            return -1;
-    }
-    return copy_file(src, dst, len);
+	return cfg->no_fsync ? 0 : fdatasync(fd);
+}
+
+int sieve_checkpoint_file(const char *from_dir, const char *to_dir, const char *name, uint64_t len)
+{
+	char src[4096], dst[4096];
+
+	if (sieve_path(src, sizeof src, from_dir, "%s", name) != 0 ||
+	    sieve_path(dst, sizeof dst, to_dir, "%s", name) != 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (len == SIEVE_WHOLE_FILE)
+		return fileio_link_or_copy(src, dst);
+	return fileio_copy_file(src, dst, len);
+}
+
+int sieve_dir_each(const char *dir, int (*fn)(void *arg, const char *path, const char *name),
+                   void *arg)
+{
+	char p[4096];
+	DIR *d = opendir(dir);
+	const struct dirent *e;
+	int rc = 0;
+
+	if (d == NULL)
+		return -1;
+	for (e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
+		const char *n = e->d_name;
+		bool dots = n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'));
+		if (dots)
+			continue;
+		if (sieve_path(p, sizeof p, dir, "%s", n) == 0)
+			rc = fn(arg, p, n);
+		else
+			rc = -1, errno = ENAMETOOLONG;
+	}
+	closedir(d);
+	return rc;
+}
+
+struct copy_to {
+	const char *dst;
+};
+
+static int copy_entry(void *arg, const char *path, const char *name)
+{
+	const struct copy_to *c = arg;
+	char d[4096];
+	struct stat st;
+
+	if (sieve_path(d, sizeof d, c->dst, "%s", name) != 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (lstat(path, &st) != 0)
+		return -1;
+	if (S_ISDIR(st.st_mode))
+		return sieve_copy_tree(path, d);
+	return S_ISREG(st.st_mode) ? fileio_copy_file(path, d, FILEIO_WHOLE_FILE) : 0;
 }
 
 int sieve_copy_tree(const char *src, const char *dst)
 {
-    char s[4096], d[4096];
-    DIR *dir;
-    struct dirent *e;
-    int rc = 0;
+	struct copy_to c = { dst };
 
-    if (mkdir(dst, 0755) != 0 && errno != EEXIST)
-        return -1;
-    dir = opendir(src);
-    if (dir == NULL)
-        return -1;
-    while (rc == 0 && (e = readdir(dir)) != NULL) {
-        struct stat st;
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        if (snprintf(s, sizeof s, "%s/%s", src, e->d_name) >= (int)sizeof s ||
-            snprintf(d, sizeof d, "%s/%s", dst, e->d_name) >= (int)sizeof d) {
-            errno = ENAMETOOLONG;
-            rc = -1;
-        } else if (lstat(s, &st) != 0) {
-            rc = -1;
-        } else if (S_ISDIR(st.st_mode)) {
-            rc = sieve_copy_tree(s, d);
-        } else if (S_ISREG(st.st_mode)) {
-            rc = copy_file(s, d, SIEVE_WHOLE_FILE);
-        }
-    }
-    closedir(dir);
-    if (rc == 0)
-        rc = sieve_dir_fsync(dst);
-    return rc;
+	if (mkdir(dst, 0755) != 0 && errno != EEXIST)
+		return -1;
+	if (sieve_dir_each(src, copy_entry, &c) != 0)
+		return -1;
+	return fileio_fsync_dir(dst);
+}
+
+struct empty_ctx {
+	const char *keep;
+	int rc;
+};
+
+static int empty_entry(void *arg, const char *path, const char *name)
+{
+	struct empty_ctx *c = arg;
+	struct stat st;
+
+	if ((c->keep != NULL && strcmp(name, c->keep) == 0) || lstat(path, &st) != 0)
+		return 0;
+	if (S_ISDIR(st.st_mode) ? fileio_remove_tree(path) != 0
+	                        : (unlink(path) != 0 && errno != ENOENT))
+		c->rc = -1; /* go on with the others */
+	return 0;
 }
 
 int sieve_empty_dir(const char *dir, const char *keep)
 {
-    char p[4096];
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int rc = 0;
+	struct empty_ctx c = { keep, 0 };
 
-    if (d == NULL)
-        return errno == ENOENT ? 0 : -1;
-    while ((e = readdir(d)) != NULL) {
-        struct stat st;
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-            (keep != NULL && strcmp(e->d_name, keep) == 0))
-            continue;
-        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) {
-            errno = ENAMETOOLONG;
-            rc = -1;
-            continue;
-        }
-        if (lstat(p, &st) != 0)
-            continue;
-        if (S_ISDIR(st.st_mode)) {
-            if (sieve_empty_dir(p, NULL) != 0 || rmdir(p) != 0)
-                rc = -1;
-        } else if (unlink(p) != 0 && errno != ENOENT) {
-            rc = -1;
-        }
-    }
-    closedir(d);
-    return rc;
+	if (sieve_dir_each(dir, empty_entry, &c) != 0)
+		return errno == ENOENT ? 0 : -1;
+	return c.rc;
+}
+
+static long crash_at = -1;
+static long crash_n;
+
+void sieve_crash_arm(void)
+{
+	const char *env = getenv("SIEVE_CRASH_POINT");
+	char *end;
+	long v;
+
+	if (env == NULL)
+		return;
+	v = strtol(env, &end, 10);
+	if (*end == '\0' && v > 0) {
+		crash_at = v;
+		crash_n = 0;
+	}
+}
+
+void sieve_crash_point(void)
+{
+	if (crash_at > 0 && __atomic_add_fetch(&crash_n, 1, __ATOMIC_SEQ_CST) == crash_at)
+		raise(SIGKILL);
 }

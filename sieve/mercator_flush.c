@@ -1,0 +1,449 @@
+/*
+ * mercator_flush.c: a flush of the Mercator sieve (see mercator.h): the
+ * segment's layout, the parts' merges on their threads, the output log,
+ * the commit of a new generation (the Z parts renamed, MANIFEST
+ * replaced), the emission; and MANIFEST itself.
+ */
+#include "sieve/mercator.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "frontier/byteorder.h"
+#include "frontier/clock.h"
+#include "frontier/fileio.h"
+
+int merc_z_path(const struct merc *m, char *out, size_t len, uint64_t gen, unsigned j, bool tmp)
+{
+	if (tmp)
+		return sieve_path(out, len, m->base.dir, "Z.tmp.%u", j);
+	return sieve_path(out, len, m->base.dir, "Z.%llu.%u", (unsigned long long)gen, j);
+}
+
+/* MANIFEST: {magic "MSIEVEM3", u64 gen, z_count, z_bytes, first_seg,
+ * log_len, sync_seg, sync_len, XXH64 of the 64 bytes before}. Written to
+ * MANIFEST.tmp, synced, renamed, the folder synced. */
+int merc_manifest_write(struct merc *m, const struct mstate *s)
+{
+	char tmp[4096], fin[4096];
+	uint8_t b[M_SIZE];
+	int fd = -1, rc = -1;
+
+	if (sieve_path(tmp, sizeof tmp, m->base.dir, "MANIFEST.tmp") ||
+	    sieve_path(fin, sizeof fin, m->base.dir, "MANIFEST"))
+		return -1;
+	memcpy(b, M_MAGIC, 8);
+	le_put64(b + 8, s->gen);
+	le_put64(b + 16, s->z_count);
+	le_put64(b + 24, s->z_bytes);
+	le_put64(b + 32, s->first_seg);
+	le_put64(b + 40, s->log_len);
+	le_put64(b + 48, s->sync_seg);
+	le_put64(b + 56, s->sync_len);
+	le_put64(b + 64, XXH64(b, 64, 0));
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		goto out;
+	if (sieve_write_at(&m->base.cfg, fd, b, sizeof b, 0) != 0 ||
+	    sieve_datasync(&m->base.cfg, fd) != 0)
+		goto out;
+	close(fd);
+	fd = -1;
+	sieve_crash_point();
+	if (rename(tmp, fin) != 0)
+		goto out;
+	sieve_crash_point();
+	if (!m->base.cfg.no_fsync && fileio_fsync_dir(m->base.dir) != 0)
+		goto out;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int merc_manifest_read(const char *dir, struct mstate *s)
+{
+	char fin[4096];
+	uint8_t b[M_SIZE + 1];
+	int fd;
+	ssize_t g;
+
+	if (sieve_path(fin, sizeof fin, dir, "MANIFEST"))
+		return -2;
+	fd = open(fin, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 1 : -2;
+	g = read(fd, b, sizeof b);
+	close(fd);
+	if (g < 0)
+		return -2;
+	if (g != M_SIZE || memcmp(b, M_MAGIC, 8) != 0 || le_get64(b + 64) != XXH64(b, 64, 0))
+		return -1;
+	s->gen = le_get64(b + 8);
+	s->z_count = le_get64(b + 16);
+	s->z_bytes = le_get64(b + 24);
+	s->first_seg = le_get64(b + 32);
+	s->log_len = le_get64(b + 40);
+	s->sync_seg = le_get64(b + 48);
+	s->sync_len = le_get64(b + 56);
+	return 0;
+}
+
+/* Opens part j of Z.<gen> (the file Z.<gen>.<j>) and checks its header;
+ * zh->fd = -1 when gen == 0. The caller checks the parts against the
+ * manifest's totals (merc_z_open_all). */
+static int z_open(struct merc *m, const struct mstate *s, unsigned j, struct zhead *zh)
+{
+	char p[4096];
+	uint8_t h[Z_HDR];
+	struct stat sb;
+
+	memset(zh, 0, sizeof *zh);
+	zh->fd = -1;
+	if (s->gen == 0)
+		return SIEVE_OK;
+	if (merc_z_path(m, p, sizeof p, s->gen, j, false) != 0)
+		return sieve_fatal(&m->base, SIEVE_EINVAL, "%s: path too long", m->base.dir);
+	zh->fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (zh->fd < 0)
+		return sieve_fatal(&m->base, errno == ENOENT ? SIEVE_ECORRUPT : SIEVE_EIO,
+		                   "%s: cannot open: %s", p, strerror(errno));
+	if (fstat(zh->fd, &sb) != 0 || pread(zh->fd, h, Z_HDR, 0) != Z_HDR)
+		goto bad;
+	if (memcmp(h, Z_MAGIC, 8) != 0)
+		goto bad;
+	zh->count = le_get64(h + 8);
+	zh->lbits = le_get32(h + 16);
+	zh->plen = le_get64(h + 24);
+	zh->psum = le_get64(h + 32);
+	/* each signature takes at least its L low bits and one high bit */
+	if (zh->lbits > Z_LMAX || zh->lbits % 8 != 0 || le_get32(h + 20) != Z_BLOCK ||
+	    le_get32(h + 40) != j || le_get32(h + 44) != Z_PARTS ||
+	    (uint64_t)sb.st_size != Z_HDR + zh->plen || zh->count > zh->plen * 8 ||
+	    zh->plen / (zh->lbits + 1) < zh->count / 8)
+		goto bad;
+	if (lseek(zh->fd, Z_HDR, SEEK_SET) != Z_HDR)
+		goto bad;
+	return SIEVE_OK;
+bad:
+	close(zh->fd);
+	zh->fd = -1;
+	return sieve_fatal(&m->base, SIEVE_ECORRUPT,
+	                   "%s: truncated or corrupt signature file (bad header or size)", p);
+}
+
+void merc_z_close_all(struct zhead *zh)
+{
+	for (unsigned j = 0; j < Z_PARTS; j++) {
+		if (zh[j].fd >= 0)
+			close(zh[j].fd);
+		zh[j].fd = -1;
+	}
+}
+
+/* (A part of another generation would not add up.) */
+int merc_z_open_all(struct merc *m, const struct mstate *s, struct zhead *zh)
+{
+	uint64_t count = 0, bytes = 0;
+	int rc = SIEVE_OK;
+
+	for (unsigned j = 0; j < Z_PARTS; j++)
+		zh[j].fd = -1;
+	for (unsigned j = 0; j < Z_PARTS && rc == SIEVE_OK; j++) {
+		rc = z_open(m, s, j, &zh[j]);
+		count += zh[j].count;
+		bytes += zh[j].fd >= 0 ? Z_HDR + zh[j].plen : 0;
+	}
+	if (rc == SIEVE_OK && s->gen > 0 && (count != s->z_count || bytes != s->z_bytes))
+		rc = sieve_fatal(&m->base, SIEVE_ECORRUPT,
+		                 "%s/Z.%llu.*: signature file parts hold %llu signatures in %llu "
+		                 "bytes, the manifest says %llu in %llu",
+		                 m->base.dir, (unsigned long long)s->gen, (unsigned long long)count,
+		                 (unsigned long long)bytes, (unsigned long long)s->z_count,
+		                 (unsigned long long)s->z_bytes);
+	if (rc != SIEVE_OK)
+		merc_z_close_all(zh);
+	return rc;
+}
+
+/* Scans the n records of A.<seg> (afd, named ap) in order and emits the
+ * marked ones: each record's signature gives its bucket, the bucket's
+ * count of records so far its position in the segment's layout, and that
+ * position's mark says whether it is the first record of a fresh
+ * signature (the merge set the marks, and resolved the late ones: see
+ * slice_late). Picked URLs go to EMITTED (lfd >= 0, appended at
+ * *log_len) or to the emit callback (lfd < 0). */
+static int a_scan(struct merc *m, int afd, const char *ap, uint64_t mask, size_t n, int lfd,
+                  uint64_t *log_len, uint64_t *emitted)
+{
+	const unsigned p = m->pbits;
+	const uint32_t *bstart = m->bstart;
+	uint32_t *bnext = m->bnext;
+	const uint64_t *marks = m->marks;
+	struct rd r;
+	size_t idx = 0, lb = 0;
+	int g = 1;
+
+	if (lseek(afd, 0, SEEK_SET) != 0)
+		return sieve_fatal(&m->base, SIEVE_EIO, "%s: %s", ap, strerror(errno));
+	memcpy(bnext, bstart, ((size_t)1 << p) * sizeof *bnext);
+	rd_init(&r, afd, m->scan_buf, m->io);
+	while (idx < n) {
+		const char *u;
+		size_t ul;
+		uint64_t sig;
+		uint32_t pos;
+
+		g = rec_take(&r, m->base.cfg.max_url_len, mask, &u, &ul, &sig);
+		if (g != 1)
+			break;
+		if (!layout_next(bstart, bnext, p, sig, &pos)) {
+			g = -1; /* more records of a bucket than its signatures counted */
+			break;
+		}
+		idx++;
+		if (!(marks[pos / 64] >> (pos % 64) & 1))
+			continue;
+		if (lfd >= 0) {
+			if (lb + REC_HDR + ul > m->io) {
+				if (sieve_write_at(&m->base.cfg, lfd, m->log_buf, lb, *log_len) !=
+				    0)
+					return sieve_fatal(&m->base, SIEVE_EIO,
+					                   "%s/EMITTED: write failed: %s",
+					                   m->base.dir, strerror(errno));
+				*log_len += lb;
+				lb = 0;
+			}
+			lb += rec_put(m->log_buf + lb, u, ul, sig, 0);
+		} else {
+			if (m->base.emit != NULL)
+				m->base.emit(m->base.emit_ctx, u, ul);
+			(*emitted)++;
+			sieve_crash_point();
+		}
+	}
+	if (g == -2)
+		return sieve_fatal(&m->base, SIEVE_EIO, "%s: read failed: %s", ap, strerror(errno));
+	if (lfd >= 0) {
+		if (sieve_write_at(&m->base.cfg, lfd, m->log_buf, lb, *log_len) != 0)
+			return sieve_fatal(&m->base, SIEVE_EIO, "%s/EMITTED: write failed: %s",
+			                   m->base.dir, strerror(errno));
+		*log_len += lb;
+	}
+	if (idx != n)
+		return sieve_fatal(&m->base, SIEVE_ECORRUPT,
+		                   "%s: truncated or corrupt URL segment (%zu of %zu records)", ap,
+		                   idx, n);
+	return SIEVE_OK;
+}
+
+/* The segment's layout from its histogram, which must agree with the
+ * slices' counts, each within its share of the array (A must hold exactly
+ * the n URLs: its records are checked by the scans). */
+static int flush_layout(struct merc *m, const struct segment *sg, const char *ap)
+{
+	if (layout_starts(sg->top, m->pbits, m->bstart) != sg->n)
+		return sieve_fatal(&m->base, SIEVE_ECORRUPT,
+		                   "%s: %zu records, histogram of the segment differs", ap, sg->n);
+	for (unsigned r = 0; r < SLICES; r++) {
+		size_t d0 = (size_t)r << (m->pbits - SLICE_BITS), d1 = (size_t)(r + 1)
+		                                                       << (m->pbits - SLICE_BITS);
+		if (m->bstart[d1] - m->bstart[d0] != sg->s_count[r] ||
+		    sg->s_count[r] > m->slice_cap)
+			return sieve_fatal(
+			        &m->base, SIEVE_ECORRUPT,
+			        "%s: slice %u holds %u records, histogram of the segment differs",
+			        ap, r, sg->s_count[r]);
+	}
+	return SIEVE_OK;
+}
+
+/* Each part's slices sorted and merged with Z into Z', the parts in
+ * parallel (the first on this thread); the first record of each fresh
+ * signature marked. Adds the parts' results to *out (fresh, ocount and
+ * obytes). */
+static int flush_parts(struct merc *m, const struct segment *sg, const char *ap,
+                       const struct mstate *s, const struct zhead *zh, struct zpart *out)
+{
+	struct zpart zp[Z_PARTS];
+	bool started[Z_PARTS] = { false };
+	int rc = SIEVE_OK;
+
+	memset(m->marks, 0, ((sg->n + 63) / 64) * 8);
+	for (unsigned j = 0; j < Z_PARTS; j++) {
+		size_t d0 = (size_t)j << (m->pbits - Z_PART_BITS), d1 = (size_t)(j + 1)
+		                                                        << (m->pbits - Z_PART_BITS);
+		memset(&zp[j], 0, sizeof zp[j]);
+		zp[j].m = m;
+		zp[j].sg = sg;
+		zp[j].ap = ap;
+		zp[j].j = j;
+		zp[j].gen = s->gen;
+		zp[j].in = zh[j];
+		zp[j].region = m->keys + j * m->slice_cap;
+		zp[j].used = m->late_used + j * ((m->slice_cap + 63) / 64);
+		zp[j].wlo = m->bstart[d0] / 64;
+		zp[j].whi = (m->bstart[d1] + 63) / 64 - 1;
+	}
+	for (unsigned j = 1; j < Z_PARTS; j++)
+		started[j] = pthread_create(&zp[j].thr, NULL, merc_part_merge, &zp[j]) == 0;
+	merc_part_merge(&zp[0]);
+	for (unsigned j = 1; j < Z_PARTS; j++) {
+		if (started[j])
+			pthread_join(zp[j].thr, NULL);
+		else
+			merc_part_merge(&zp[j]); /* no thread: here, after the first */
+	}
+	for (unsigned j = 0; j < Z_PARTS; j++) {
+		if (zp[j].rc != SIEVE_OK && rc == SIEVE_OK)
+			rc = sieve_fatal(&m->base, zp[j].rc, "%s", zp[j].msg);
+		out->fresh += zp[j].fresh;
+		out->ocount += zp[j].ocount;
+		out->obytes += zp[j].obytes;
+	}
+	return rc;
+}
+
+/* The durable output log: the segment's fresh URLs appended to EMITTED
+ * (from *log_len, updated), synced, before the commit (a reopen cuts what
+ * no commit counted). */
+static int flush_log(struct merc *m, const struct segment *sg, int afd, const char *ap,
+                     uint64_t *log_len)
+{
+	char lp[4096];
+	int lfd, rc;
+
+	if (sieve_path(lp, sizeof lp, m->base.dir, "EMITTED") != 0)
+		return sieve_fatal(&m->base, SIEVE_EINVAL, "%s: path too long", m->base.dir);
+	lfd = open(lp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (lfd < 0)
+		return sieve_fatal(&m->base, SIEVE_EIO, "%s: %s", lp, strerror(errno));
+	rc = a_scan(m, afd, ap, sg->mask, sg->n, lfd, log_len, NULL);
+	if (rc == SIEVE_OK &&
+	    (ftruncate(lfd, (off_t)*log_len) != 0 || sieve_datasync(&m->base.cfg, lfd) != 0))
+		rc = sieve_fatal(&m->base, SIEVE_EIO, "%s: %s", lp, strerror(errno));
+	close(lfd);
+	return rc;
+}
+
+/* The commit: the parts of Z' become Z.<gen+1>.<j>, then the manifest
+ * names that generation (a crash between leaves files of a generation no
+ * manifest names, removed at reopen); the previous Z's parts become the
+ * next flush's Z.tmp.<j>. */
+static int flush_commit(struct merc *m, const struct mstate *s, struct mstate *ns, uint64_t seg)
+{
+	char zt[4096], zn[4096];
+
+	for (unsigned j = 0; j < Z_PARTS; j++) {
+		if (merc_z_path(m, zt, sizeof zt, 0, j, true) != 0 ||
+		    merc_z_path(m, zn, sizeof zn, ns->gen, j, false) != 0 || rename(zt, zn) != 0)
+			return sieve_fatal(&m->base, SIEVE_EIO, "%s: rename failed: %s", zt,
+			                   strerror(errno));
+		sieve_crash_point();
+	}
+	pthread_mutex_lock(&m->mmu);
+	ns->sync_seg = m->ms.sync_seg;
+	ns->sync_len = m->ms.sync_len;
+	if (ns->sync_seg <= seg) {
+		ns->sync_seg = seg + 1;
+		ns->sync_len = 0;
+	}
+	if (merc_manifest_write(m, ns) != 0) {
+		pthread_mutex_unlock(&m->mmu);
+		return sieve_fatal(&m->base, SIEVE_EIO, "%s/MANIFEST: write failed: %s",
+		                   m->base.dir, strerror(errno));
+	}
+	m->ms = *ns;
+	pthread_mutex_unlock(&m->mmu);
+	sieve_crash_point();
+	for (unsigned j = 0; j < Z_PARTS && s->gen > 0; j++) {
+		/* kept as the next flush's Z.tmp.<j> (garbage at reopen), unless
+		 * another name links it (a checkpoint): the next flush would
+		 * overwrite it */
+		struct stat zs;
+		if (merc_z_path(m, zn, sizeof zn, s->gen, j, false) != 0 ||
+		    merc_z_path(m, zt, sizeof zt, 0, j, true) != 0)
+			continue;
+		if (stat(zn, &zs) != 0 || zs.st_nlink > 1 || rename(zn, zt) != 0)
+			unlink(zn);
+	}
+	return SIEVE_OK;
+}
+
+/* Flushes segment sg: A.<id> holds its sg->n URLs in the order added,
+ * each record carrying its signature; sg->top is their histogram by
+ * bucket, sg->s_count by slice. Commits a new generation, then emits. */
+static int flush_run(struct merc *m, const struct segment *sg, int afd, const char *ap,
+                     uint64_t *emitted)
+{
+	struct mstate s, ns;
+	struct zhead zh[Z_PARTS];
+	struct zpart sum;
+	int rc;
+
+	pthread_mutex_lock(&m->mmu);
+	s = m->ms;
+	pthread_mutex_unlock(&m->mmu);
+	memset(&sum, 0, sizeof sum);
+	rc = flush_layout(m, sg, ap);
+	if (rc == SIEVE_OK)
+		rc = merc_z_open_all(m, &s, zh);
+	if (rc != SIEVE_OK)
+		return rc;
+	rc = flush_parts(m, sg, ap, &s, zh, &sum);
+	merc_z_close_all(zh);
+	if (rc != SIEVE_OK)
+		return rc;
+	sieve_crash_point();
+	ns = s;
+	ns.gen = s.gen + 1;
+	ns.z_count = sum.ocount;
+	ns.z_bytes = sum.obytes;
+	ns.first_seg = sg->id + 1;
+	if (m->base.cfg.emit_log && sum.fresh > 0)
+		rc = flush_log(m, sg, afd, ap, &ns.log_len);
+	if (rc == SIEVE_OK)
+		rc = flush_commit(m, &s, &ns, sg->id);
+	/* scan A in order, emit the first URL of each fresh signature */
+	if (rc == SIEVE_OK && sum.fresh > 0)
+		rc = a_scan(m, afd, ap, sg->mask, sg->n, -1, NULL, emitted);
+	return rc;
+}
+
+int merc_flush_segment(struct merc *m, const struct segment *sg)
+{
+	char ap[4096];
+	int afd = -1, rc = SIEVE_OK;
+	uint64_t t0 = monotonic_us(), emitted = 0;
+
+	if (seg_path(m->base.dir, ap, sizeof ap, "A", sg->id, -1, false) != 0)
+		rc = sieve_fatal(&m->base, SIEVE_EINVAL, "%s: path too long", m->base.dir);
+	if (rc == SIEVE_OK && sg->n > 0 && (afd = open(ap, O_RDONLY | O_CLOEXEC)) < 0)
+		rc = sieve_fatal(&m->base, SIEVE_EIO, "%s: %s", ap, strerror(errno));
+	if (rc == SIEVE_OK)
+		rc = flush_run(m, sg, afd, ap, &emitted);
+	if (rc == SIEVE_OK) {
+		/* the segment's files become the spares the next segment overwrites */
+		seg_recycle(m->base.dir, "A", sg->id, -1);
+		for (unsigned r = 0; r < SLICES; r++)
+			seg_recycle(m->base.dir, "S", sg->id, (int)r);
+	}
+	if (afd >= 0)
+		close(afd);
+	uint64_t dt = (monotonic_us() - t0) * 1000;
+	pthread_mutex_lock(&m->base.mu);
+	m->base.st.emitted += emitted;
+	if (rc == SIEVE_OK) {
+		m->base.st.flushes++;
+		m->base.st.flush_ns_total += dt;
+		if (dt > m->base.st.flush_ns_max)
+			m->base.st.flush_ns_max = dt;
+	}
+	pthread_mutex_unlock(&m->base.mu);
+	return rc;
+}

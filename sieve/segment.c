@@ -1,0 +1,173 @@
+/*
+ * segment.c: the record reader and Mercator's segment files (see
+ * segment.h).
+ */
+#include "sieve/segment.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "frontier/fileio.h"
+
+void rd_init(struct rd *r, int fd, uint8_t *buf, size_t cap)
+{
+	r->fd = fd;
+	r->buf = buf;
+	r->cap = cap;
+	r->pos = r->len = 0;
+	r->off = 0;
+	r->eof = false;
+}
+
+ssize_t rd_need(struct rd *r, size_t k)
+{
+	if (r->len - r->pos >= k)
+		return (ssize_t)(r->len - r->pos);
+	if (r->pos > 0) {
+		memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+		r->len -= r->pos;
+		r->pos = 0;
+	}
+	while (r->len < k && !r->eof) {
+		ssize_t g = read(r->fd, r->buf + r->len, r->cap - r->len);
+		if (g < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (g == 0)
+			r->eof = true;
+		r->len += (size_t)g;
+	}
+	return (ssize_t)(r->len - r->pos);
+}
+
+int rec_next(struct rd *r, size_t maxlen, uint64_t mask, const char **url, size_t *len,
+             uint64_t *sig)
+{
+	ssize_t have = rd_need(r, REC_HDR);
+	uint32_t l;
+	uint64_t h;
+
+	if (have < 0)
+		return -2;
+	if (have == 0)
+		return 0;
+	if (have < REC_HDR)
+		return -1;
+	l = le_get32(r->buf + r->pos);
+	h = load_le64(r->buf + r->pos + 4) ^ mask;
+	if (l > maxlen || l + REC_HDR > r->cap)
+		return -1;
+	have = rd_need(r, REC_HDR + l);
+	if (have < 0)
+		return -2;
+	if ((size_t)have < REC_HDR + l || XXH3_64bits(r->buf + r->pos + REC_HDR, l) != h)
+		return -1;
+	*url = (const char *)r->buf + r->pos + REC_HDR;
+	*len = l;
+	*sig = h;
+	r->pos += REC_HDR + l;
+	r->off += REC_HDR + l;
+	return 1;
+}
+
+int seg_path(const char *dir, char *out, size_t len, const char *name, uint64_t seg, int slice,
+             bool spare)
+{
+	char num[32];
+
+	if (spare)
+		snprintf(num, sizeof num, "spare");
+	else
+		snprintf(num, sizeof num, "%llu", (unsigned long long)seg);
+	if (slice >= 0)
+		return sieve_path(out, len, dir, "%s.%s.%d", name, num, slice);
+	return sieve_path(out, len, dir, "%s.%s", name, num);
+}
+
+/* Writing over a file's cached pages costs about half as much as filling
+ * new ones, and nobody has to free them: hence the spares. */
+int seg_open(const char *dir, const char *name, uint64_t seg, int slice, char *p, size_t plen)
+{
+	char spare[4096];
+	int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+
+	if (seg_path(dir, p, plen, name, seg, slice, false) != 0 ||
+	    seg_path(dir, spare, sizeof spare, name, 0, slice, true) != 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (rename(spare, p) != 0)
+		flags |= O_TRUNC;
+	return open(p, flags, 0644);
+}
+
+void seg_recycle(const char *dir, const char *name, uint64_t seg, int slice)
+{
+	char p[4096], spare[4096];
+
+	if (seg_path(dir, p, sizeof p, name, seg, slice, false) != 0)
+		return;
+	if (seg_path(dir, spare, sizeof spare, name, 0, slice, true) != 0 || rename(p, spare) != 0)
+		unlink(p);
+}
+
+/* Removes NAME.<seg> (or the spare), and its S files of every slice. */
+static void files_remove(const char *dir, const char *name, uint64_t seg, bool spare)
+{
+	char p[4096];
+
+	if (name != NULL && seg_path(dir, p, sizeof p, name, seg, -1, spare) == 0)
+		unlink(p);
+	for (unsigned r = 0; r < SLICES; r++)
+		if (seg_path(dir, p, sizeof p, "S", seg, (int)r, spare) == 0)
+			unlink(p);
+}
+
+void seg_spares_remove(const char *dir)
+{
+	files_remove(dir, "A", 0, true);
+}
+
+void s_files_remove(const char *dir, uint64_t seg)
+{
+	files_remove(dir, NULL, seg, false);
+}
+
+void s_files_open(struct s_writer *w, struct s_files *f, const char *dir, uint64_t seg)
+{
+	char p[4096];
+
+	for (unsigned r = 0; r < SLICES; r++) {
+		w->len[r] = 0;
+		f->fd[r] = seg_open(dir, "S", seg, (int)r, p, sizeof p);
+		f->ok[r] = f->fd[r] >= 0;
+		XXH3_64bits_reset(w->xs[r]);
+	}
+}
+
+void s_files_drain(struct s_writer *w, struct s_files *f, unsigned r)
+{
+	const uint8_t *p = w->buf + r * w->cap;
+	size_t len = w->len[r];
+
+	if (f->ok[r] && len > 0) {
+		XXH3_64bits_update(w->xs[r], p, len);
+		f->ok[r] = fileio_write_all(f->fd[r], p, len) == 0;
+	}
+	w->len[r] = 0;
+}
+
+void s_files_seal(struct s_writer *w, struct s_files *f)
+{
+	for (unsigned r = 0; r < SLICES; r++) {
+		s_files_drain(w, f, r);
+		f->sum[r] = XXH3_64bits_digest(w->xs[r]);
+		if (f->fd[r] >= 0)
+			close(f->fd[r]);
+		f->fd[r] = -1;
+	}
+}
