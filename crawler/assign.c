@@ -55,18 +55,12 @@ struct assign_view {
 const char *assign_strerror(int err)
 {
 	switch (err) {
-	case ASSIGN_OK:
-		return "success";
-	case ASSIGN_ENOMEM:
-		return "out of memory";
-	case ASSIGN_EINVAL:
-		return "invalid argument (method or agent name)";
-	case ASSIGN_EEXIST:
-		return "agent already in the view";
-	case ASSIGN_ENOENT:
-		return "agent not in the view";
-	case ASSIGN_EFULL:
-		return "every permutation slot is taken";
+	case ASSIGN_OK: return "success";
+	case ASSIGN_ENOMEM: return "out of memory";
+	case ASSIGN_EINVAL: return "invalid argument (method or agent name)";
+	case ASSIGN_EEXIST: return "agent already in the view";
+	case ASSIGN_ENOENT: return "agent not in the view";
+	case ASSIGN_EFULL: return "every permutation slot is taken";
 	}
 	return "unknown assign error";
 }

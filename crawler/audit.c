@@ -13,14 +13,10 @@
 const char *audit_strerror(enum audit_error err)
 {
 	switch (err) {
-	case AUDIT_OK:
-		return "ok";
-	case AUDIT_ERR_NOMEM:
-		return "out of memory";
-	case AUDIT_ERR_IO:
-		return "cannot read";
-	case AUDIT_ERR_CONF:
-		return "bad configuration";
+	case AUDIT_OK: return "ok";
+	case AUDIT_ERR_NOMEM: return "out of memory";
+	case AUDIT_ERR_IO: return "cannot read";
+	case AUDIT_ERR_CONF: return "bad configuration";
 	}
 	return "unknown error";
 }

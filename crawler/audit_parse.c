@@ -106,18 +106,10 @@ static char *unescape(const char *s, size_t len, char *out)
 		if (++i == len)
 			return NULL;
 		switch (s[i]) {
-		case '\\':
-			*out++ = '\\';
-			break;
-		case 't':
-			*out++ = '\t';
-			break;
-		case 'n':
-			*out++ = '\n';
-			break;
-		case 'r':
-			*out++ = '\r';
-			break;
+		case '\\': *out++ = '\\'; break;
+		case 't': *out++ = '\t'; break;
+		case 'n': *out++ = '\n'; break;
+		case 'r': *out++ = '\r'; break;
 		case 'x': {
 			int hi = i + 2 < len ? ascii_hex_value((unsigned char)s[i + 1]) : -1;
 			int lo = hi >= 0 ? ascii_hex_value((unsigned char)s[i + 2]) : -1;
@@ -127,8 +119,7 @@ static char *unescape(const char *s, size_t len, char *out)
 			i += 2;
 			break;
 		}
-		default:
-			return NULL;
+		default: return NULL;
 		}
 	}
 	*out = '\0';

@@ -126,18 +126,10 @@ static void field_store(void *field, size_t size, uint64_t v)
 	uint16_t v16 = (uint16_t)v;
 	uint32_t v32 = (uint32_t)v;
 	switch (size) {
-	case 1:
-		memcpy(field, &v8, 1);
-		break;
-	case 2:
-		memcpy(field, &v16, 2);
-		break;
-	case 4:
-		memcpy(field, &v32, 4);
-		break;
-	default:
-		memcpy(field, &v, 8);
-		break;
+	case 1: memcpy(field, &v8, 1); break;
+	case 2: memcpy(field, &v16, 2); break;
+	case 4: memcpy(field, &v32, 4); break;
+	default: memcpy(field, &v, 8); break;
 	}
 }
 
@@ -148,18 +140,10 @@ static uint64_t field_load(const void *field, size_t size)
 	uint32_t v32;
 	uint64_t v;
 	switch (size) {
-	case 1:
-		memcpy(&v8, field, 1);
-		return v8;
-	case 2:
-		memcpy(&v16, field, 2);
-		return v16;
-	case 4:
-		memcpy(&v32, field, 4);
-		return v32;
-	default:
-		memcpy(&v, field, 8);
-		return v;
+	case 1: memcpy(&v8, field, 1); return v8;
+	case 2: memcpy(&v16, field, 2); return v16;
+	case 4: memcpy(&v32, field, 4); return v32;
+	default: memcpy(&v, field, 8); return v;
 	}
 }
 
@@ -319,8 +303,7 @@ static int parse_size(const char *v, double min, double max, double *out)
 		mult = TIB;
 		end++;
 		break;
-	default:
-		break;
+	default: break;
 	}
 	if (mult > 1 && (*end == 'i' || *end == 'I'))
 		end++;
@@ -476,8 +459,7 @@ static enum crawl_config_err key_set(struct crawl_config *c, const struct key_de
 		field_string_replace(field, copy);
 		return CRAWL_CONFIG_OK;
 	}
-	case T_DOMAINS:
-		return set_domains(c, value, err, errlen);
+	case T_DOMAINS: return set_domains(c, value, err, errlen);
 	}
 	return CRAWL_CONFIG_ERR_BAD_VALUE;
 }
@@ -578,13 +560,9 @@ static void key_write(FILE *f, const struct crawl_config *c, const struct key_de
 		fprintf(f, "%.17g\n", d);
 		break;
 	}
-	case T_POLICY:
-		fprintf(f, "%s\n", policy_names[field_load(field, k->size) ? 1 : 0]);
-		break;
+	case T_POLICY: fprintf(f, "%s\n", policy_names[field_load(field, k->size) ? 1 : 0]); break;
 	case T_STR:
-	case T_SIEVE_IMPL:
-		fprintf(f, "%s\n", field_string(field));
-		break;
+	case T_SIEVE_IMPL: fprintf(f, "%s\n", field_string(field)); break;
 	case T_DOMAINS:
 		for (size_t d = 0; d < c->crawl.n_domains; d++)
 			fprintf(f, "%s%s", d ? "," : "", c->crawl.domains[d]);

@@ -360,10 +360,7 @@ void crawl_ckpt_step(struct crawl_ckpt *c)
 			return;
 		c->phase = CKPT_WRITER;
 		/* fall through */
-	case CKPT_WRITER:
-		ckpt_commit(c);
-		return;
-	default:
-		return;
+	case CKPT_WRITER: ckpt_commit(c); return;
+	default: return;
 	}
 }

@@ -38,10 +38,10 @@ enum crawl_log_error {
 const char *crawl_log_strerror(enum crawl_log_error err);
 
 #define CRAWL_LOG_TRUNCATED 0x01u
-#define CRAWL_LOG_REDIRECT  0x02u
-#define CRAWL_LOG_NEAR_DUP  0x04u
-#define CRAWL_LOG_REVISIT   0x08u
-#define CRAWL_LOG_ROBOTS    0x10u
+#define CRAWL_LOG_REDIRECT 0x02u
+#define CRAWL_LOG_NEAR_DUP 0x04u
+#define CRAWL_LOG_REVISIT 0x08u
+#define CRAWL_LOG_ROBOTS 0x10u
 
 /* One line. Strings borrowed for the call; NULL prints "-". */
 struct crawl_log_entry {
@@ -56,7 +56,7 @@ struct crawl_log_entry {
 	const char *ip;
 	const char *error;
 	const char *redirect;
-	unsigned flags;        /* CRAWL_LOG_* */
+	unsigned flags; /* CRAWL_LOG_* */
 };
 
 struct crawl_log;
@@ -65,8 +65,7 @@ struct crawl_log;
  * file is empty. On error *out is NULL. */
 enum crawl_log_error crawl_log_open(const char *path, struct crawl_log **out);
 
-enum crawl_log_error crawl_log_write(struct crawl_log *log,
-                                     const struct crawl_log_entry *e);
+enum crawl_log_error crawl_log_write(struct crawl_log *log, const struct crawl_log_entry *e);
 
 /* Formats one entry (no trailing newline needed by caller: one is added)
  * into buf; returns the length it needs (like snprintf), so a return >= cap

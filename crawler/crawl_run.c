@@ -574,7 +574,8 @@ static void start_handles(struct run *r, int resume)
 	 * request before one policy delay has passed. */
 	if (resume) {
 		const struct politeness_config *pc = &cfg->politeness;
-		uint64_t d = pc->policy == DELAY_POLICY_RATIO ? pc->min_delay_us : pc->host_delay_us;
+		uint64_t d =
+		        pc->policy == DELAY_POLICY_RATIO ? pc->min_delay_us : pc->host_delay_us;
 		if (pc->ip_politeness && pc->ip_delay_us > d)
 			d = pc->ip_delay_us;
 		r->start_after_us = monotonic_us() + d;

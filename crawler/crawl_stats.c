@@ -82,33 +82,15 @@ static void json_value(FILE *f, const struct stat_entry *e)
 {
 	switch (e->kind) {
 	case STAT_U64:
-	case STAT_ATOMIC:
-		fprintf(f, "%" PRIu64, entry_u64(e));
-		break;
-	case STAT_LONG:
-		fprintf(f, "%ld", *(const long *)e->p);
-		break;
-	case STAT_F2:
-		fprintf(f, "%.2f", *(const double *)e->p);
-		break;
-	case STAT_F3:
-		fprintf(f, "%.3f", *(const double *)e->p);
-		break;
-	case STAT_F6:
-		fprintf(f, "%.6f", *(const double *)e->p);
-		break;
-	case STAT_UINT:
-		fprintf(f, "%u", *(const unsigned *)e->p);
-		break;
-	case STAT_BOOL:
-		fputs(*(const int *)e->p ? "true" : "false", f);
-		break;
-	case STAT_STR:
-		json_str(f, e->p);
-		break;
-	case STAT_OBJECT:
-		json_table(f, e->p, "{", ", ", "}");
-		break;
+	case STAT_ATOMIC: fprintf(f, "%" PRIu64, entry_u64(e)); break;
+	case STAT_LONG: fprintf(f, "%ld", *(const long *)e->p); break;
+	case STAT_F2: fprintf(f, "%.2f", *(const double *)e->p); break;
+	case STAT_F3: fprintf(f, "%.3f", *(const double *)e->p); break;
+	case STAT_F6: fprintf(f, "%.6f", *(const double *)e->p); break;
+	case STAT_UINT: fprintf(f, "%u", *(const unsigned *)e->p); break;
+	case STAT_BOOL: fputs(*(const int *)e->p ? "true" : "false", f); break;
+	case STAT_STR: json_str(f, e->p); break;
+	case STAT_OBJECT: json_table(f, e->p, "{", ", ", "}"); break;
 	case STAT_SERIES: {
 		const struct stat_series *se = e->p;
 		fputc('[', f);
@@ -244,7 +226,8 @@ static void write_json(FILE *f, const struct crawl_stats *s, const struct crawl_
 	const struct link_meta_stats *ms = &src->meta;
 	const struct dns_stats *ds = &src->dns;
 	const char *impl = src->cfg->sieve.impl ? src->cfg->sieve.impl : "mercator";
-	const struct stat_series series = { s->samples, s->n_samples, src->cfg->output.stats_interval_s };
+	const struct stat_series series = { s->samples, s->n_samples,
+		                            src->cfg->output.stats_interval_s };
 	struct stat_table status = { d->status_e, status_entries(s, d, d->status_e) };
 	struct stat_table errors = { d->error_e, error_entries(s, src, d->error_e, d->dns_names) };
 	struct stat_table scope = { d->scope_e, scope_entries(src, d, d->scope_e) };

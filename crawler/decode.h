@@ -29,9 +29,9 @@ enum decode_error {
 const char *decode_strerror(enum decode_error err);
 
 struct decode_output {
-	uint8_t *data;   /* malloc'd, NUL-terminated (not counted in len); caller frees */
+	uint8_t *data; /* malloc'd, NUL-terminated (not counted in len); caller frees */
 	size_t len;
-	bool truncated;  /* output reached cap, or the compressed stream ended
+	bool truncated; /* output reached cap, or the compressed stream ended
 	                    early (input was cut) */
 };
 
@@ -41,7 +41,7 @@ struct decode_output {
  * out->data is a new buffer the caller frees with free(); on error out is
  * zeroed. in is borrowed.
  */
-enum decode_error decode_body(const char *encoding, const void *in, size_t len,
-                              size_t cap, struct decode_output *out);
+enum decode_error decode_body(const char *encoding, const void *in, size_t len, size_t cap,
+                              struct decode_output *out);
 
 #endif

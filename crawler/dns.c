@@ -68,24 +68,15 @@ struct dns_resolver {
 const char *dns_strerror(enum dns_error err)
 {
 	switch (err) {
-	case DNS_OK:
-		return "ok";
-	case DNS_ERR_NOMEM:
-		return "nomem";
-	case DNS_ERR_INVALID:
-		return "invalid";
-	case DNS_ERR_NOTFOUND:
-		return "dns-notfound";
-	case DNS_ERR_TIMEOUT:
-		return "dns-timeout";
-	case DNS_ERR_SERVFAIL:
-		return "dns-servfail";
-	case DNS_ERR_BUSY:
-		return "dns-busy";
-	case DNS_ERR_CANCELLED:
-		return "dns-cancelled";
-	case DNS_ERR_ARES:
-		return "dns-error";
+	case DNS_OK: return "ok";
+	case DNS_ERR_NOMEM: return "nomem";
+	case DNS_ERR_INVALID: return "invalid";
+	case DNS_ERR_NOTFOUND: return "dns-notfound";
+	case DNS_ERR_TIMEOUT: return "dns-timeout";
+	case DNS_ERR_SERVFAIL: return "dns-servfail";
+	case DNS_ERR_BUSY: return "dns-busy";
+	case DNS_ERR_CANCELLED: return "dns-cancelled";
+	case DNS_ERR_ARES: return "dns-error";
 	}
 	return "unknown";
 }
@@ -234,28 +225,21 @@ static void on_sock_state(void *data, ares_socket_t fd, int readable, int writab
 static enum dns_error map_status(int status)
 {
 	switch (status) {
-	case ARES_SUCCESS:
-		return DNS_OK;
+	case ARES_SUCCESS: return DNS_OK;
 	case ARES_ENODATA:
 	case ARES_ENOTFOUND:
-	case ARES_ENONAME:
-		return DNS_ERR_NOTFOUND;
-	case ARES_ETIMEOUT:
-		return DNS_ERR_TIMEOUT;
+	case ARES_ENONAME: return DNS_ERR_NOTFOUND;
+	case ARES_ETIMEOUT: return DNS_ERR_TIMEOUT;
 	case ARES_ESERVFAIL:
 	case ARES_EREFUSED:
 	case ARES_EBADRESP:
 	case ARES_EFORMERR:
 	case ARES_ECONNREFUSED:
-	case ARES_ENOTIMP:
-		return DNS_ERR_SERVFAIL;
-	case ARES_ENOMEM:
-		return DNS_ERR_NOMEM;
+	case ARES_ENOTIMP: return DNS_ERR_SERVFAIL;
+	case ARES_ENOMEM: return DNS_ERR_NOMEM;
 	case ARES_ECANCELLED:
-	case ARES_EDESTRUCTION:
-		return DNS_ERR_CANCELLED;
-	default:
-		return DNS_ERR_ARES;
+	case ARES_EDESTRUCTION: return DNS_ERR_CANCELLED;
+	default: return DNS_ERR_ARES;
 	}
 }
 

@@ -52,18 +52,18 @@ enum dns_error {
 const char *dns_strerror(enum dns_error err);
 
 struct dns_config {
-	const char *server;       /* "ADDR[:PORT]" (IPv4), copied; NULL/"" ->
+	const char *server;        /* "ADDR[:PORT]" (IPv4), copied; NULL/"" ->
 	                             the system's resolv.conf servers */
-	size_t cache_entries;     /* resolved+negative entries; 0 -> 65536 */
-	unsigned min_ttl_s;       /* clamp; 0 -> 0 (honour tiny TTLs) */
-	unsigned max_ttl_s;       /* clamp; 0 -> 86400 */
-	unsigned negative_ttl_s;  /* NXDOMAIN/NODATA caching; 0 -> 60 */
-	unsigned retry_backoff_ms;/* timeout/SERVFAIL caching, first failure;
+	size_t cache_entries;      /* resolved+negative entries; 0 -> 65536 */
+	unsigned min_ttl_s;        /* clamp; 0 -> 0 (honour tiny TTLs) */
+	unsigned max_ttl_s;        /* clamp; 0 -> 86400 */
+	unsigned negative_ttl_s;   /* NXDOMAIN/NODATA caching; 0 -> 60 */
+	unsigned retry_backoff_ms; /* timeout/SERVFAIL caching, first failure;
 	                             doubles per failure in a row up to
 	                             negative_ttl; 0 -> 1000 */
-	unsigned timeout_ms;      /* per try; 0 -> 2000 */
-	unsigned tries;           /* 0 -> 2 */
-	size_t max_pending;       /* distinct names in flight; 0 -> 4096 */
+	unsigned timeout_ms;       /* per try; 0 -> 2000 */
+	unsigned tries;            /* 0 -> 2 */
+	size_t max_pending;        /* distinct names in flight; 0 -> 4096 */
 };
 
 /*
@@ -89,18 +89,18 @@ enum dns_error dns_resolver_create(uv_loop_t *loop, const struct dns_config *con
  * DNS_OK and calls cb exactly once (maybe before returning), or returns an
  * error (INVALID, NOMEM, BUSY) and never calls cb.
  */
-enum dns_error dns_resolve(struct dns_resolver *r, const char *host,
-                           dns_done_fn cb, void *ctx, uint64_t now_ms);
+enum dns_error dns_resolve(struct dns_resolver *r, const char *host, dns_done_fn cb, void *ctx,
+                           uint64_t now_ms);
 
 struct dns_stats {
-	uint64_t lookups;     /* dns_resolve calls accepted */
-	uint64_t queries;     /* queries sent to c-ares */
-	uint64_t cache_hits;  /* answered from the cache (positive or negative) */
-	uint64_t coalesced;   /* waited on a query already in flight */
-	uint64_t failures;    /* queries that ended in an error */
-	uint64_t evictions;   /* cache entries evicted for space */
-	size_t pending;       /* queries in flight now */
-	size_t cached;        /* resolved+negative entries now */
+	uint64_t lookups;    /* dns_resolve calls accepted */
+	uint64_t queries;    /* queries sent to c-ares */
+	uint64_t cache_hits; /* answered from the cache (positive or negative) */
+	uint64_t coalesced;  /* waited on a query already in flight */
+	uint64_t failures;   /* queries that ended in an error */
+	uint64_t evictions;  /* cache entries evicted for space */
+	size_t pending;      /* queries in flight now */
+	size_t cached;       /* resolved+negative entries now */
 };
 void dns_resolver_stats(const struct dns_resolver *r, struct dns_stats *out);
 

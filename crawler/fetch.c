@@ -439,8 +439,7 @@ static const struct {
 static enum fetch_error map_curl_error(struct transfer *t, CURLcode cc)
 {
 	switch (cc) {
-	case CURLE_OK:
-		return FETCH_OK;
+	case CURLE_OK: return FETCH_OK;
 	case CURLE_WRITE_ERROR:
 		if (t->header_too_big)
 			return FETCH_ERR_HEADER_TOO_LARGE;
@@ -459,8 +458,7 @@ static enum fetch_error map_curl_error(struct transfer *t, CURLcode cc)
 		if (strstr(t->errbuf, "chunk") != NULL)
 			return FETCH_ERR_BAD_RESPONSE;
 		return FETCH_ERR_RECV;
-	default:
-		break;
+	default: break;
 	}
 	for (size_t i = 0; i < sizeof(curl_errors) / sizeof(curl_errors[0]); i++)
 		if (curl_errors[i].code == cc)

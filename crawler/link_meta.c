@@ -23,7 +23,7 @@ struct entry {
 	uint64_t tag;              /* IN_PROGRESS | ticket, or the done sequence */
 	uint64_t epoch;            /* done: the sieve's completed flushes after the add */
 	uint32_t depth;
-	uint32_t next;             /* chain, or the free list */
+	uint32_t next; /* chain, or the free list */
 };
 
 struct stripe {

@@ -38,11 +38,12 @@ static pid_t read_pid(int fd)
 static int still_linked(int fd, const char *path)
 {
 	struct stat a, b;
-	return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
 }
 
-enum outdir_lock_result outdir_lock_acquire(const char *dir, struct outdir_lock **out,
-                                            pid_t *owner, char *err, size_t errlen)
+enum outdir_lock_result outdir_lock_acquire(const char *dir, struct outdir_lock **out, pid_t *owner,
+                                            char *err, size_t errlen)
 {
 	enum outdir_lock_result res = OUTDIR_LOCK_ERR_IO;
 	struct outdir_lock *lock = NULL;
@@ -70,8 +71,9 @@ enum outdir_lock_result outdir_lock_acquire(const char *dir, struct outdir_lock 
 			if (errno == EAGAIN || errno == EACCES) {
 				*owner = read_pid(fd);
 				if (err)
-					snprintf(err, errlen, "%s: the folder is in use by process %ld",
-					         path, (long)*owner);
+					snprintf(err, errlen,
+					         "%s: the folder is in use by process %ld", path,
+					         (long)*owner);
 				res = OUTDIR_LOCK_BUSY;
 			} else if (err) {
 				snprintf(err, errlen, "%s: cannot lock: %s", path, strerror(errno));

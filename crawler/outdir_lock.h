@@ -19,10 +19,10 @@
 #include <sys/types.h>
 
 enum outdir_lock_result {
-	OUTDIR_LOCK_OK = 0,      /* acquired; the folder was not locked */
-	OUTDIR_LOCK_STALE = 1,   /* acquired, taking over the file of a dead owner */
-	OUTDIR_LOCK_BUSY = 2,    /* a live process holds it (its PID in *owner) */
-	OUTDIR_LOCK_ERR_IO = 3,  /* open/lock/write failed (errno text in err) */
+	OUTDIR_LOCK_OK = 0,     /* acquired; the folder was not locked */
+	OUTDIR_LOCK_STALE = 1,  /* acquired, taking over the file of a dead owner */
+	OUTDIR_LOCK_BUSY = 2,   /* a live process holds it (its PID in *owner) */
+	OUTDIR_LOCK_ERR_IO = 3, /* open/lock/write failed (errno text in err) */
 	OUTDIR_LOCK_ERR_NOMEM = 4,
 };
 
@@ -35,8 +35,8 @@ struct outdir_lock;
  * On any other result *out is NULL and err (if non-NULL) says why, naming
  * the file.
  */
-enum outdir_lock_result outdir_lock_acquire(const char *dir, struct outdir_lock **out,
-                                            pid_t *owner, char *err, size_t errlen);
+enum outdir_lock_result outdir_lock_acquire(const char *dir, struct outdir_lock **out, pid_t *owner,
+                                            char *err, size_t errlen);
 
 /* Unlocks and removes the lock file. NULL is a no-op. */
 void outdir_lock_release(struct outdir_lock *lock);

@@ -53,7 +53,8 @@ static void *parse_init(void *ctx)
 		return NULL;
 	ps->u = url_create(&pj->p.cfg->url);
 	ps->batch = sieve_path_batch_create(pj->p.sp);
-	if (!ps->u || !ps->batch || links_extractor_create(&pj->p.cfg->links, &ps->ex) != LINKS_OK) {
+	if (!ps->u || !ps->batch ||
+	    links_extractor_create(&pj->p.cfg->links, &ps->ex) != LINKS_OK) {
 		url_destroy(ps->u);
 		sieve_path_batch_destroy(ps->batch);
 		free(ps);
@@ -225,8 +226,8 @@ int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **
 	pj->p = *parts;
 	for (int i = 0; i < NEAR_DUP_STRIPES; i++)
 		pthread_mutex_init(&pj->nd[i].mu, NULL);
-	if (parse_pool_create(cfg->parse.threads, cfg->parse.queue + cfg->fetch.max_connections, &ops, pj,
-	                      &pj->pool) != PARSE_POOL_OK) {
+	if (parse_pool_create(cfg->parse.threads, cfg->parse.queue + cfg->fetch.max_connections,
+	                      &ops, pj, &pj->pool) != PARSE_POOL_OK) {
 		fprintf(stderr, "crawler crawl: cannot start parse threads\n");
 		parse_jobs_destroy(pj);
 		return -1;

@@ -11,14 +11,14 @@
 #ifndef CRAWLER_TOOLS_H
 #define CRAWLER_TOOLS_H
 
-int crawl_tool_main(int argc, char **argv);   /* crawler/crawl.c */
-int sieve_tool_main(int argc, char **argv);   /* sieve/sieve_tool.c */
-int url_tool_main(int argc, char **argv);     /* frontier/url_tool.c */
-int robots_tool_main(int argc, char **argv);  /* politeness/robots_tool.c */
-int links_tool_main(int argc, char **argv);   /* parse/links_tool.c */
-int sitemap_tool_main(int argc, char **argv); /* parse/sitemap_tool.c */
-int assign_tool_main(int argc, char **argv);  /* crawler/assign_tool.c */
-int audit_tool_main(int argc, char **argv);   /* crawler/audit_tool.c */
+int crawl_tool_main(int argc, char **argv);          /* crawler/crawl.c */
+int sieve_tool_main(int argc, char **argv);          /* sieve/sieve_tool.c */
+int url_tool_main(int argc, char **argv);            /* frontier/url_tool.c */
+int robots_tool_main(int argc, char **argv);         /* politeness/robots_tool.c */
+int links_tool_main(int argc, char **argv);          /* parse/links_tool.c */
+int sitemap_tool_main(int argc, char **argv);        /* parse/sitemap_tool.c */
+int assign_tool_main(int argc, char **argv);         /* crawler/assign_tool.c */
+int audit_tool_main(int argc, char **argv);          /* crawler/audit_tool.c */
 int cluster_status_tool_main(int argc, char **argv); /* crawler/cluster_status.c */
 
 #endif

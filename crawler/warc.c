@@ -52,9 +52,9 @@ void warc_sha1_label(const uint8_t digest[20], char out[38])
 
 struct digest_entry {
 	uint8_t digest[20];
-	int32_t next;          /* bucket chain, -1 ends */
+	int32_t next; /* bucket chain, -1 ends */
 	int used;
-	char id[48];           /* <urn:uuid:...> */
+	char id[48]; /* <urn:uuid:...> */
 	char date[32];
 	char *url;
 };
@@ -83,7 +83,7 @@ struct warc_writer {
 	size_t nentries;
 	size_t ring_pos;
 	int32_t *buckets;
-	size_t nbuckets;     /* power of two */
+	size_t nbuckets; /* power of two */
 
 	struct warc_stats stats;
 
@@ -91,8 +91,8 @@ struct warc_writer {
 	 * level 1 (the writer's largest CPU cost): a member is gathered into
 	 * `in` and compressed into `out`, both grown to the largest record seen
 	 * (bounded by the body limit). One compressor per level used. */
-	struct libdeflate_compressor *packer;  /* at `level` */
-	struct libdeflate_compressor *storer;  /* level 0: stored blocks */
+	struct libdeflate_compressor *packer; /* at `level` */
+	struct libdeflate_compressor *storer; /* level 0: stored blocks */
 	uint8_t *in, *out;
 	size_t in_cap, out_cap;
 
@@ -183,8 +183,8 @@ static void make_uuid(char out[48])
 	snprintf(out, 48,
 	         "<urn:uuid:%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
 	         "%02x%02x%02x%02x%02x%02x>",
-	         u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10],
-	         u[11], u[12], u[13], u[14], u[15]);
+	         u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+	         u[13], u[14], u[15]);
 }
 
 static void format_date(int64_t unix_ms, char out[32])
@@ -240,10 +240,10 @@ static enum warc_error write_member(struct warc_writer *w, int level, const char
 	struct piece all[6];
 	size_t n = 0, total = 0, k;
 	enum warc_error rc = WARC_OK;
-	all[n++] = (struct piece){hdr, hdr_len};
+	all[n++] = (struct piece){ hdr, hdr_len };
 	for (size_t i = 0; i < npieces && n < 5; i++)
 		all[n++] = pieces[i];
-	all[n++] = (struct piece){"\r\n\r\n", 4};
+	all[n++] = (struct piece){ "\r\n\r\n", 4 };
 	for (size_t i = 0; i < n; i++)
 		total += all[i].len;
 	size_t bound = libdeflate_gzip_compress_bound(c, total);
@@ -282,8 +282,7 @@ static enum warc_error write_warcinfo(struct warc_writer *w)
 	                  "conformsTo: http://iipc.github.io/warc-specifications/"
 	                  "specifications/warc-format/warc-1.1/\r\n%s%s%s%s%s%s",
 	                  w->software, w->operator_info ? "operator: " : "",
-	                  w->operator_info ? w->operator_info : "",
-	                  w->operator_info ? "\r\n" : "",
+	                  w->operator_info ? w->operator_info : "", w->operator_info ? "\r\n" : "",
 	                  w->user_agent ? "http-header-user-agent: " : "",
 	                  w->user_agent ? w->user_agent : "", w->user_agent ? "\r\n" : "");
 	if (fl < 0 || (size_t)fl >= sizeof(fields))
@@ -298,7 +297,7 @@ static enum warc_error write_warcinfo(struct warc_writer *w)
 	                  id, date, w->file, fl);
 	if (hl < 0 || (size_t)hl >= sizeof(hdr))
 		return WARC_ERR_INVALID;
-	struct piece p = {fields, (size_t)fl};
+	struct piece p = { fields, (size_t)fl };
 	return write_member(w, w->level, hdr, (size_t)hl, &p, 1);
 }
 
@@ -341,8 +340,8 @@ static enum warc_error open_file(struct warc_writer *w)
 	/* The serial keeps names unique even within one second; on a clash
 	 * with an existing file (a restart), move on to the next serial. */
 	for (int tries = 0; tries < 100000; tries++) {
-		int n = snprintf(w->file, sizeof(w->file), "%s-%s-%05u.warc.gz", w->prefix,
-		                 stamp, w->serial);
+		int n = snprintf(w->file, sizeof(w->file), "%s-%s-%05u.warc.gz", w->prefix, stamp,
+		                 w->serial);
 		if (n < 0 || (size_t)n >= sizeof(w->file))
 			return WARC_ERR_INVALID;
 		n = snprintf(path, sizeof(path), "%s/%s", w->dir, w->file);
@@ -423,7 +422,8 @@ enum warc_error warc_writer_open(const struct warc_config *config, struct warc_w
 	}
 	w->max_file_bytes = config->max_file_bytes ? config->max_file_bytes : WARC_DEFAULT_MAX_FILE;
 	w->level = config->compression_level > 0 && config->compression_level <= 9
-	                   ? config->compression_level : 6;
+	                   ? config->compression_level
+	                   : 6;
 	w->no_revisits = config->no_revisits;
 	w->nentries = config->digest_entries ? config->digest_entries : WARC_DEFAULT_DIGESTS;
 	w->nbuckets = 1;
@@ -487,18 +487,18 @@ static enum warc_error digest_pieces(struct warc_writer *w, const struct piece *
 	if (EVP_DigestInit_ex(w->md, w->sha1, NULL) != 1)
 		return WARC_ERR_NOMEM;
 	for (size_t i = 0; i < npieces; i++)
-		if (pieces[i].len > 0 && EVP_DigestUpdate(w->md, pieces[i].data, pieces[i].len) != 1)
+		if (pieces[i].len > 0 &&
+		    EVP_DigestUpdate(w->md, pieces[i].data, pieces[i].len) != 1)
 			return WARC_ERR_NOMEM;
 	if (EVP_DigestFinal_ex(w->md, d, NULL) != 1)
 		return WARC_ERR_NOMEM;
 	return WARC_OK;
 }
 
-static enum warc_error write_record(struct warc_writer *w, const char *type,
-                                    const char *id, const char *date,
-                                    const struct warc_fetch *f, const char *extra_names[],
-                                    const char *extra_values[], size_t nextra,
-                                    const char *content_type, int level,
+static enum warc_error write_record(struct warc_writer *w, const char *type, const char *id,
+                                    const char *date, const struct warc_fetch *f,
+                                    const char *extra_names[], const char *extra_values[],
+                                    size_t nextra, const char *content_type, int level,
                                     const struct piece *pieces, size_t npieces)
 {
 	char hdr[WARC_HDR_CAP];
@@ -554,16 +554,16 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 	make_uuid(req_id);
 	make_uuid(resp_id);
 	format_date(f->date_unix_ms, date);
-	struct piece body = {f->body, f->body_len};
+	struct piece body = { f->body, f->body_len };
 	rc = digest_pieces(w, &body, 1, pd);
 	if (rc != WARC_OK)
 		return rc;
 	warc_sha1_label(pd, plabel);
 
 	if (f->request_headers != NULL && f->request_len > 0) {
-		const char *names[] = {"WARC-Concurrent-To"};
-		const char *values[] = {resp_id};
-		struct piece p = {f->request_headers, f->request_len};
+		const char *names[] = { "WARC-Concurrent-To" };
+		const char *values[] = { resp_id };
+		struct piece p = { f->request_headers, f->request_len };
 		rc = write_record(w, "request", req_id, date, f, names, values, 1,
 		                  "application/http; msgtype=request", w->level, &p, 1);
 		if (rc != WARC_OK)
@@ -576,21 +576,29 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 	struct digest_entry *prev = NULL;
 	if (!w->no_revisits && f->body_len > 0 && !f->truncated)
 		prev = digest_find(w, pd);
-	struct piece pieces[2] = {{f->response_headers, f->response_headers_len},
-	                          {f->body, f->body_len}};
+	struct piece pieces[2] = { { f->response_headers, f->response_headers_len },
+		                   { f->body, f->body_len } };
 	if (prev != NULL) {
-		const char *names[] = {"WARC-Concurrent-To", "WARC-Payload-Digest",
-		                       "WARC-Profile", "WARC-Refers-To",
-		                       "WARC-Refers-To-Target-URI", "WARC-Refers-To-Date",
-		                       "WARC-Truncated"};
-		const char *values[] = {req_id, plabel,
-		                        "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
-		                        prev->id, prev->url, prev->date, "length"};
+		const char *names[] = {
+			"WARC-Concurrent-To", "WARC-Payload-Digest",       "WARC-Profile",
+			"WARC-Refers-To",     "WARC-Refers-To-Target-URI", "WARC-Refers-To-Date",
+			"WARC-Truncated"
+		};
+		const char *values[] = {
+			req_id,
+			plabel,
+			"http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
+			prev->id,
+			prev->url,
+			prev->date,
+			"length"
+		};
 		size_t nn = (f->request_headers && f->request_len) ? 0 : 1;
 		/* A revisit keeps the HTTP headers only (the profile says the
 		 * payload is elsewhere); the trailing WARC-Truncated is unused. */
 		rc = write_record(w, "revisit", resp_id, date, f, names + nn, values + nn,
-		                  7 - nn - 1, "application/http; msgtype=response", w->level, pieces, 1);
+		                  7 - nn - 1, "application/http; msgtype=response", w->level,
+		                  pieces, 1);
 		if (rc == WARC_OK) {
 			w->stats.revisits++;
 			if (revisit != NULL)
@@ -598,8 +606,8 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 		}
 		return rc;
 	}
-	const char *names[] = {"WARC-Concurrent-To", "WARC-Payload-Digest", "WARC-Truncated"};
-	const char *values[] = {req_id, plabel, "length"};
+	const char *names[] = { "WARC-Concurrent-To", "WARC-Payload-Digest", "WARC-Truncated" };
+	const char *values[] = { req_id, plabel, "length" };
 	size_t first = (f->request_headers && f->request_len) ? 0 : 1;
 	size_t count = 2 - first + (f->truncated ? 1 : 0);
 	const char *nm[3], *vl[3];
@@ -615,15 +623,14 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 	/* A payload compressed already would cost a deflate pass for nothing:
 	 * its member is stored (level 0: still a gzip member, any reader reads it). */
 	rc = write_record(w, "response", resp_id, date, f, nm, vl, count,
-	                  "application/http; msgtype=response",
-	                  f->incompressible ? 0 : w->level, pieces, 2);
+	                  "application/http; msgtype=response", f->incompressible ? 0 : w->level,
+	                  pieces, 2);
 	if (rc == WARC_OK) {
 		w->stats.responses++;
 		*remember = !w->no_revisits && f->body_len > 0 && !f->truncated;
 	}
 	return rc;
 }
-
 
 enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc_fetch *f,
                                         struct warc_position *where, bool *revisit)

@@ -30,55 +30,54 @@
 #include <stdint.h>
 
 enum warc_error {
-	WARC_OK = 0,           /* done */
-	WARC_ERR_NOMEM = 1,    /* allocation failed */
-	WARC_ERR_INVALID = 2,  /* bad argument (missing URL, bad prefix) */
-	WARC_ERR_IO = 3,       /* open/write/fsync failed (errno kept) */
-	WARC_ERR_ZLIB = 4,     /* compression failed */
+	WARC_OK = 0,          /* done */
+	WARC_ERR_NOMEM = 1,   /* allocation failed */
+	WARC_ERR_INVALID = 2, /* bad argument (missing URL, bad prefix) */
+	WARC_ERR_IO = 3,      /* open/write/fsync failed (errno kept) */
+	WARC_ERR_ZLIB = 4,    /* compression failed */
 };
 
 const char *warc_strerror(enum warc_error err);
 
 struct warc_config {
-	const char *dir;            /* output directory, must exist; copied */
-	const char *prefix;         /* file name prefix, no '/'; NULL -> "crawl" */
-	uint64_t max_file_bytes;    /* rotate at this compressed size; 0 -> 1e9 */
-	size_t digest_entries;      /* revisit table size; 0 -> 65536 */
-	bool no_revisits;           /* never write revisit records */
-	const char *software;       /* warcinfo "software:"; NULL -> "crawler/0.1" */
-	const char *operator_info;  /* warcinfo "operator:", or NULL */
-	const char *user_agent;     /* warcinfo "http-header-user-agent:", or NULL */
-	int compression_level;      /* zlib level; 0 -> 6 */
+	const char *dir;           /* output directory, must exist; copied */
+	const char *prefix;        /* file name prefix, no '/'; NULL -> "crawl" */
+	uint64_t max_file_bytes;   /* rotate at this compressed size; 0 -> 1e9 */
+	size_t digest_entries;     /* revisit table size; 0 -> 65536 */
+	bool no_revisits;          /* never write revisit records */
+	const char *software;      /* warcinfo "software:"; NULL -> "crawler/0.1" */
+	const char *operator_info; /* warcinfo "operator:", or NULL */
+	const char *user_agent;    /* warcinfo "http-header-user-agent:", or NULL */
+	int compression_level;     /* zlib level; 0 -> 6 */
 };
 
 /* One fetch to record. All pointers borrowed for the call. */
 struct warc_fetch {
-	const char *url;                  /* WARC-Target-URI (required) */
-	const char *ip;                   /* WARC-IP-Address, or NULL/"" */
-	int64_t date_unix_ms;             /* WARC-Date (fetch start), UTC */
-	const void *request_headers;      /* as sent; NULL/0 -> no request record */
+	const char *url;             /* WARC-Target-URI (required) */
+	const char *ip;              /* WARC-IP-Address, or NULL/"" */
+	int64_t date_unix_ms;        /* WARC-Date (fetch start), UTC */
+	const void *request_headers; /* as sent; NULL/0 -> no request record */
 	size_t request_len;
-	const void *response_headers;     /* status line + headers, as received */
+	const void *response_headers; /* status line + headers, as received */
 	size_t response_headers_len;
-	const void *body;                 /* raw body as received */
+	const void *body; /* raw body as received */
 	size_t body_len;
-	bool truncated;                   /* adds WARC-Truncated: length */
-	bool incompressible;              /* payload compressed already (Content-Encoding,
+	bool truncated;      /* adds WARC-Truncated: length */
+	bool incompressible; /* payload compressed already (Content-Encoding,
 	                                     images, archives): its response member is
 	                                     stored, not deflated again */
 };
 
 /* Where a record landed, for checkpoints and indexes. */
 struct warc_position {
-	char file[256];     /* base name of the current file */
-	uint64_t offset;    /* byte offset of the record's gzip member */
+	char file[256];  /* base name of the current file */
+	uint64_t offset; /* byte offset of the record's gzip member */
 };
 
 struct warc_writer;
 
 /* Opens a writer and its first file (with warcinfo). On error *out NULL. */
-enum warc_error warc_writer_open(const struct warc_config *config,
-                                 struct warc_writer **out);
+enum warc_error warc_writer_open(const struct warc_config *config, struct warc_writer **out);
 
 /*
  * Writes the request and response (or revisit) records of one fetch.
@@ -89,10 +88,8 @@ enum warc_error warc_writer_open(const struct warc_config *config,
  * so the same fetch can be written again later. A rotation that failed is
  * retried by the next call.
  */
-enum warc_error warc_writer_write_fetch(struct warc_writer *w,
-                                        const struct warc_fetch *f,
-                                        struct warc_position *where,
-                                        bool *revisit);
+enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc_fetch *f,
+                                        struct warc_position *where, bool *revisit);
 
 /* fflush + fsync of the current file. */
 enum warc_error warc_writer_sync(struct warc_writer *w);
@@ -102,11 +99,11 @@ void warc_writer_position(const struct warc_writer *w, struct warc_position *out
 
 /* Counters. */
 struct warc_stats {
-	uint64_t records;     /* all records, warcinfo included */
+	uint64_t records; /* all records, warcinfo included */
 	uint64_t responses;
 	uint64_t revisits;
-	uint64_t files;       /* files opened */
-	uint64_t bytes;       /* compressed bytes written, all files */
+	uint64_t files; /* files opened */
+	uint64_t bytes; /* compressed bytes written, all files */
 };
 void warc_writer_stats(const struct warc_writer *w, struct warc_stats *out);
 

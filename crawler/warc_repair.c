@@ -20,11 +20,11 @@
 struct record_check {
 	char header[MAX_HEADER_BLOCK];
 	size_t header_fill;
-	int header_done;       /* the CRLF CRLF ending the header block was seen */
-	uint64_t header_len;   /* bytes up to and including that CRLF CRLF */
+	int header_done;     /* the CRLF CRLF ending the header block was seen */
+	uint64_t header_len; /* bytes up to and including that CRLF CRLF */
 	uint64_t content_length;
-	uint64_t total;        /* inflated bytes of the member so far */
-	const char *bad;       /* why the record is invalid, or NULL */
+	uint64_t total;  /* inflated bytes of the member so far */
+	const char *bad; /* why the record is invalid, or NULL */
 };
 
 static void check_reset(struct record_check *c)
@@ -50,7 +50,8 @@ static void check_parse_header(struct record_check *c)
 		if (eol == NULL)
 			break;
 		static const char key[] = "Content-Length:";
-		if ((size_t)(eol - p) > sizeof key - 1 && strncasecmp(p, key, sizeof key - 1) == 0) {
+		if ((size_t)(eol - p) > sizeof key - 1 &&
+		    strncasecmp(p, key, sizeof key - 1) == 0) {
 			const char *v = p + sizeof key - 1;
 			while (v < eol && (*v == ' ' || *v == '\t'))
 				v++;
@@ -108,8 +109,7 @@ static const char *check_finish(const struct record_check *c)
 }
 
 enum warc_repair_error warc_repair_tail(const char *path, int dry_run,
-                                        struct warc_repair_result *out,
-                                        char *err, size_t errlen)
+                                        struct warc_repair_result *out, char *err, size_t errlen)
 {
 	enum warc_repair_error res = WARC_REPAIR_ERR_IO;
 	unsigned char *in = NULL, *inflated = NULL;

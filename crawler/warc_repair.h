@@ -22,21 +22,20 @@
 
 enum warc_repair_error {
 	WARC_REPAIR_OK = 0,
-	WARC_REPAIR_ERR_IO = 1,    /* open/read/truncate/fsync failed */
+	WARC_REPAIR_ERR_IO = 1, /* open/read/truncate/fsync failed */
 	WARC_REPAIR_ERR_NOMEM = 2,
 };
 
 struct warc_repair_result {
-	uint64_t records;      /* whole records kept */
-	uint64_t kept_bytes;   /* the file's length after repair */
-	uint64_t cut_bytes;    /* bytes removed from the tail (0: file was whole) */
-	const char *reason;    /* why the tail was cut (static text), or NULL */
+	uint64_t records;    /* whole records kept */
+	uint64_t kept_bytes; /* the file's length after repair */
+	uint64_t cut_bytes;  /* bytes removed from the tail (0: file was whole) */
+	const char *reason;  /* why the tail was cut (static text), or NULL */
 };
 
 /* Checks path and truncates a torn or invalid tail. With dry_run nonzero
  * only reports. err (if non-NULL) names the file on error. */
 enum warc_repair_error warc_repair_tail(const char *path, int dry_run,
-                                        struct warc_repair_result *out,
-                                        char *err, size_t errlen);
+                                        struct warc_repair_result *out, char *err, size_t errlen);
 
 #endif

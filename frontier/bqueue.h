@@ -32,9 +32,9 @@ struct bqueue *bqueue_create(size_t cap);
 /* Frees the queue (not the items). NULL is a no-op. */
 void bqueue_destroy(struct bqueue *q);
 
-enum bqueue_result bqueue_push(struct bqueue *q, void *item);     /* waits for room */
+enum bqueue_result bqueue_push(struct bqueue *q, void *item); /* waits for room */
 enum bqueue_result bqueue_try_push(struct bqueue *q, void *item);
-enum bqueue_result bqueue_pop(struct bqueue *q, void **item);     /* waits for an item */
+enum bqueue_result bqueue_pop(struct bqueue *q, void **item); /* waits for an item */
 enum bqueue_result bqueue_try_pop(struct bqueue *q, void **item);
 /* Wakes all waiters; later pushes return BQUEUE_CLOSED. */
 void bqueue_close(struct bqueue *q);

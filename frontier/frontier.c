@@ -518,28 +518,17 @@ enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *
 const char *frontier_strerror(enum frontier_err e)
 {
 	switch (e) {
-	case FRONTIER_OK:
-		return "ok";
-	case FRONTIER_ERR_NOMEM:
-		return "out of memory";
-	case FRONTIER_ERR_IO:
-		return "spill file I/O error";
-	case FRONTIER_ERR_INVALID:
-		return "invalid argument";
-	case FRONTIER_ERR_EMPTY:
-		return "queue empty";
-	case FRONTIER_ERR_NOT_FOUND:
-		return "unknown host";
-	case FRONTIER_ERR_RETIRED:
-		return "host retired";
-	case FRONTIER_ERR_BUDGET:
-		return "host URL budget reached";
-	case FRONTIER_ERR_DEPTH:
-		return "depth limit exceeded";
-	case FRONTIER_ERR_FULL:
-		return "host table full";
-	case FRONTIER_ERR_CORRUPT:
-		return "checkpoint truncated or corrupt";
+	case FRONTIER_OK: return "ok";
+	case FRONTIER_ERR_NOMEM: return "out of memory";
+	case FRONTIER_ERR_IO: return "spill file I/O error";
+	case FRONTIER_ERR_INVALID: return "invalid argument";
+	case FRONTIER_ERR_EMPTY: return "queue empty";
+	case FRONTIER_ERR_NOT_FOUND: return "unknown host";
+	case FRONTIER_ERR_RETIRED: return "host retired";
+	case FRONTIER_ERR_BUDGET: return "host URL budget reached";
+	case FRONTIER_ERR_DEPTH: return "depth limit exceeded";
+	case FRONTIER_ERR_FULL: return "host table full";
+	case FRONTIER_ERR_CORRUPT: return "checkpoint truncated or corrupt";
 	}
 	return "unknown error";
 }

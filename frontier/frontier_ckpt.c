@@ -98,14 +98,10 @@ enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir)
 static enum frontier_err ckpt_err(enum recfile_err e)
 {
 	switch (e) {
-	case RECFILE_OK:
-		return FRONTIER_OK;
-	case RECFILE_ERR_NOMEM:
-		return FRONTIER_ERR_NOMEM;
-	case RECFILE_ERR_IO:
-		return FRONTIER_ERR_IO;
-	case RECFILE_ERR_CORRUPT:
-		break;
+	case RECFILE_OK: return FRONTIER_OK;
+	case RECFILE_ERR_NOMEM: return FRONTIER_ERR_NOMEM;
+	case RECFILE_ERR_IO: return FRONTIER_ERR_IO;
+	case RECFILE_ERR_CORRUPT: break;
 	}
 	return FRONTIER_ERR_CORRUPT;
 }

@@ -379,14 +379,10 @@ void recfile_reader_close(struct recfile_reader *r)
 const char *recfile_strerror(enum recfile_err e)
 {
 	switch (e) {
-	case RECFILE_OK:
-		return "ok";
-	case RECFILE_ERR_IO:
-		return "I/O error";
-	case RECFILE_ERR_CORRUPT:
-		return "truncated or corrupt (magic, length or checksum)";
-	case RECFILE_ERR_NOMEM:
-		return "out of memory";
+	case RECFILE_OK: return "ok";
+	case RECFILE_ERR_IO: return "I/O error";
+	case RECFILE_ERR_CORRUPT: return "truncated or corrupt (magic, length or checksum)";
+	case RECFILE_ERR_NOMEM: return "out of memory";
 	}
 	return "unknown error";
 }

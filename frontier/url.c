@@ -41,36 +41,21 @@ const unsigned char url__enc_table[256] = {
 const char *url_strerror(enum url_error e)
 {
 	switch (e) {
-	case URL_OK:
-		return "ok";
-	case URL_ERR_TOO_LONG:
-		return "URL too long";
-	case URL_ERR_NO_SCHEME_NO_BASE:
-		return "relative reference without a usable base";
-	case URL_ERR_INVALID_SCHEME:
-		return "invalid scheme";
-	case URL_ERR_MISSING_HOST:
-		return "missing host";
-	case URL_ERR_INVALID_HOST:
-		return "invalid host";
-	case URL_ERR_INVALID_PORT:
-		return "invalid port";
-	case URL_ERR_INVALID_IPV4:
-		return "invalid IPv4 address";
-	case URL_ERR_INVALID_IPV6:
-		return "invalid IPv6 address";
-	case URL_ERR_IDNA:
-		return "IDNA processing failed";
-	case URL_ERR_CREDENTIALS_NO_HOST:
-		return "credentials without host";
-	case URL_ERR_NOT_HTTP:
-		return "not an http(s) URL";
-	case URL_ERR_NO_SPACE:
-		return "output buffer too small";
-	case URL_ERR_INVALID_ARG:
-		return "invalid argument";
-	case URL_ERR_NOMEM:
-		return "out of memory";
+	case URL_OK: return "ok";
+	case URL_ERR_TOO_LONG: return "URL too long";
+	case URL_ERR_NO_SCHEME_NO_BASE: return "relative reference without a usable base";
+	case URL_ERR_INVALID_SCHEME: return "invalid scheme";
+	case URL_ERR_MISSING_HOST: return "missing host";
+	case URL_ERR_INVALID_HOST: return "invalid host";
+	case URL_ERR_INVALID_PORT: return "invalid port";
+	case URL_ERR_INVALID_IPV4: return "invalid IPv4 address";
+	case URL_ERR_INVALID_IPV6: return "invalid IPv6 address";
+	case URL_ERR_IDNA: return "IDNA processing failed";
+	case URL_ERR_CREDENTIALS_NO_HOST: return "credentials without host";
+	case URL_ERR_NOT_HTTP: return "not an http(s) URL";
+	case URL_ERR_NO_SPACE: return "output buffer too small";
+	case URL_ERR_INVALID_ARG: return "invalid argument";
+	case URL_ERR_NOMEM: return "out of memory";
 	}
 	return "unknown error";
 }

@@ -125,16 +125,11 @@ unsigned parse_pool_threads(const struct parse_pool *p)
 const char *parse_pool_strerror(enum parse_pool_err e)
 {
 	switch (e) {
-	case PARSE_POOL_OK:
-		return "ok";
-	case PARSE_POOL_ERR_FULL:
-		return "queue full";
-	case PARSE_POOL_ERR_NOMEM:
-		return "out of memory";
-	case PARSE_POOL_ERR_THREAD:
-		return "cannot start a thread";
-	case PARSE_POOL_ERR_INVALID:
-		return "invalid argument";
+	case PARSE_POOL_OK: return "ok";
+	case PARSE_POOL_ERR_FULL: return "queue full";
+	case PARSE_POOL_ERR_NOMEM: return "out of memory";
+	case PARSE_POOL_ERR_THREAD: return "cannot start a thread";
+	case PARSE_POOL_ERR_INVALID: return "invalid argument";
 	}
 	return "unknown error";
 }

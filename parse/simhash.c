@@ -19,27 +19,28 @@
 #include <xxhash.h>
 
 struct simhash_builder {
-    uint32_t ones[64];              /* shingles with bit i set (flushed) */
-    uint64_t acc[8];                /* byte j of acc[b]: pending ones of bit 8b+j */
-    uint32_t pending;               /* shingles in acc (< 255, so bytes never overflow) */
-    uint64_t shingles;              /* shingles counted since reset */
-    uint64_t ring[SIMHASH_SHINGLE]; /* hashes of the last tokens, oldest first */
-    uint64_t ntokens;               /* tokens seen since reset */
-    size_t toklen;                  /* bytes of the current token */
-    uint64_t tokword;               /* its first 8 bytes, little-endian */
-    bool digits_only;               /* the current token is a number */
-    char tok[SIMHASH_TOKEN_MAX];
+	uint32_t ones[64];              /* shingles with bit i set (flushed) */
+	uint64_t acc[8];                /* byte j of acc[b]: pending ones of bit 8b+j */
+	uint32_t pending;               /* shingles in acc (< 255, so bytes never overflow) */
+	uint64_t shingles;              /* shingles counted since reset */
+	uint64_t ring[SIMHASH_SHINGLE]; /* hashes of the last tokens, oldest first */
+	uint64_t ntokens;               /* tokens seen since reset */
+	size_t toklen;                  /* bytes of the current token */
+	uint64_t tokword;               /* its first 8 bytes, little-endian */
+	bool digits_only;               /* the current token is a number */
+	char tok[SIMHASH_TOKEN_MAX];
 };
 
 /* spread[v]: byte j is bit j of v, so 8 additions count 64 bits at once. */
-#define SP(v) ((uint64_t)((v) & 1) | ((uint64_t)(((v) >> 1) & 1) << 8) |           \
-               ((uint64_t)(((v) >> 2) & 1) << 16) | ((uint64_t)(((v) >> 3) & 1) << 24) | \
-               ((uint64_t)(((v) >> 4) & 1) << 32) | ((uint64_t)(((v) >> 5) & 1) << 40) | \
-               ((uint64_t)(((v) >> 6) & 1) << 48) | ((uint64_t)(((v) >> 7) & 1) << 56))
+#define SP(v)                                                                                      \
+	((uint64_t)((v)&1) | ((uint64_t)(((v) >> 1) & 1) << 8) |                                   \
+	 ((uint64_t)(((v) >> 2) & 1) << 16) | ((uint64_t)(((v) >> 3) & 1) << 24) |                 \
+	 ((uint64_t)(((v) >> 4) & 1) << 32) | ((uint64_t)(((v) >> 5) & 1) << 40) |                 \
+	 ((uint64_t)(((v) >> 6) & 1) << 48) | ((uint64_t)(((v) >> 7) & 1) << 56))
 #define SP4(v) SP(v), SP((v) + 1), SP((v) + 2), SP((v) + 3)
 #define SP16(v) SP4(v), SP4((v) + 4), SP4((v) + 8), SP4((v) + 12)
 #define SP64(v) SP16(v), SP16((v) + 16), SP16((v) + 32), SP16((v) + 48)
-static const uint64_t spread[256] = {SP64(0), SP64(64), SP64(128), SP64(192)};
+static const uint64_t spread[256] = { SP64(0), SP64(64), SP64(128), SP64(192) };
 #undef SP64
 #undef SP16
 #undef SP4
@@ -48,48 +49,133 @@ static const uint64_t spread[256] = {SP64(0), SP64(64), SP64(128), SP64(192)};
 /* 0 for separators, else the byte as it enters a token (ASCII lowercased). */
 static const unsigned char token_map[256] = {
 #define R16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
-    R16(0), R16(0), R16(0),
-    /* 0x30 */ '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 0, 0, 0, 0, 0, 0,
-    /* 0x40 */ 0, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o',
-    /* 0x50 */ 'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x', 'y', 'z', 0, 0, 0, 0, 0,
-    /* 0x60 */ 0, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o',
-    /* 0x70 */ 'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x', 'y', 'z', 0, 0, 0, 0, 0,
-    /* 0x80-0xFF: kept as they are, so UTF-8 letters stay in their word */
-#define H16(b) b, b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7, b + 8, b + 9, b + 10, \
-               b + 11, b + 12, b + 13, b + 14, b + 15
-    H16(0x80), H16(0x90), H16(0xA0), H16(0xB0), H16(0xC0), H16(0xD0), H16(0xE0), H16(0xF0),
+	R16(0),
+	R16(0),
+	R16(0),
+	/* 0x30 */ '0',
+	'1',
+	'2',
+	'3',
+	'4',
+	'5',
+	'6',
+	'7',
+	'8',
+	'9',
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	/* 0x40 */ 0,
+	'a',
+	'b',
+	'c',
+	'd',
+	'e',
+	'f',
+	'g',
+	'h',
+	'i',
+	'j',
+	'k',
+	'l',
+	'm',
+	'n',
+	'o',
+	/* 0x50 */ 'p',
+	'q',
+	'r',
+	's',
+	't',
+	'u',
+	'v',
+	'w',
+	'x',
+	'y',
+	'z',
+	0,
+	0,
+	0,
+	0,
+	0,
+	/* 0x60 */ 0,
+	'a',
+	'b',
+	'c',
+	'd',
+	'e',
+	'f',
+	'g',
+	'h',
+	'i',
+	'j',
+	'k',
+	'l',
+	'm',
+	'n',
+	'o',
+	/* 0x70 */ 'p',
+	'q',
+	'r',
+	's',
+	't',
+	'u',
+	'v',
+	'w',
+	'x',
+	'y',
+	'z',
+	0,
+	0,
+	0,
+	0,
+	0,
+/* 0x80-0xFF: kept as they are, so UTF-8 letters stay in their word */
+#define H16(b)                                                                                     \
+	b, b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7, b + 8, b + 9, b + 10, b + 11, b + 12,  \
+	        b + 13, b + 14, b + 15
+	H16(0x80),
+	H16(0x90),
+	H16(0xA0),
+	H16(0xB0),
+	H16(0xC0),
+	H16(0xD0),
+	H16(0xE0),
+	H16(0xF0),
 #undef H16
 #undef R16
 };
 
 static void flush_acc(struct simhash_builder *b)
 {
-    for (int k = 0; k < 8; k++) {
-        for (int j = 0; j < 8; j++)
-            b->ones[8 * k + j] += (uint32_t)((b->acc[k] >> (8 * j)) & 0xFF);
-        b->acc[k] = 0;
-    }
-    b->pending = 0;
+	for (int k = 0; k < 8; k++) {
+		for (int j = 0; j < 8; j++)
+			b->ones[8 * k + j] += (uint32_t)((b->acc[k] >> (8 * j)) & 0xFF);
+		b->acc[k] = 0;
+	}
+	b->pending = 0;
 }
 
 static void count_shingle(struct simhash_builder *b, uint64_t h)
 {
-    for (int k = 0; k < 8; k++)
-        b->acc[k] += spread[(h >> (8 * k)) & 0xFF];
-    b->shingles++;
-    if (++b->pending == 255)
-        flush_acc(b);
+	for (int k = 0; k < 8; k++)
+		b->acc[k] += spread[(h >> (8 * k)) & 0xFF];
+	b->shingles++;
+	if (++b->pending == 255)
+		flush_acc(b);
 }
 
 /* MurmurHash3's 64-bit finalizer: a bijection with full avalanche. */
 static inline uint64_t fmix64(uint64_t h)
 {
-    h ^= h >> 33;
-    h *= 0xFF51AFD7ED558CCDULL;
-    h ^= h >> 33;
-    h *= 0xC4CEB9FE1A85EC53ULL;
-    h ^= h >> 33;
-    return h;
+	h ^= h >> 33;
+	h *= 0xFF51AFD7ED558CCDULL;
+	h ^= h >> 33;
+	h *= 0xC4CEB9FE1A85EC53ULL;
+	h ^= h >> 33;
+	return h;
 }
 
 /* Shingle hash from token hashes (already uniform): a different odd
@@ -97,55 +183,55 @@ static inline uint64_t fmix64(uint64_t h)
  * so they run in parallel), then a 64-bit finalizer. */
 static uint64_t mix_tokens(const uint64_t *t, size_t n)
 {
-    static const uint64_t k[SIMHASH_SHINGLE] = {0x9E3779B97F4A7C15ULL, 0xC2B2AE3D27D4EB4FULL,
-                                                0x165667B19E3779F9ULL, 0x27D4EB2F165667C5ULL};
-    uint64_t h = 0x2545F4914F6CDD1DULL + n;
-    for (size_t i = 0; i < n; i++)
-        h += (t[i] ^ (t[i] >> 29)) * k[i];
-    h ^= h >> 32;
-    h *= 0xD6E8FEB86659FD93ULL;
-    h ^= h >> 32;
-    return h;
+	static const uint64_t k[SIMHASH_SHINGLE] = { 0x9E3779B97F4A7C15ULL, 0xC2B2AE3D27D4EB4FULL,
+		                                     0x165667B19E3779F9ULL, 0x27D4EB2F165667C5ULL };
+	uint64_t h = 0x2545F4914F6CDD1DULL + n;
+	for (size_t i = 0; i < n; i++)
+		h += (t[i] ^ (t[i] >> 29)) * k[i];
+	h ^= h >> 32;
+	h *= 0xD6E8FEB86659FD93ULL;
+	h ^= h >> 32;
+	return h;
 }
 
 static void end_token(struct simhash_builder *b)
 {
-    if (b->toklen == 0)
-        return;
-    /* Numbers (dates, counters, prices) all hash alike, so pages that differ
+	if (b->toklen == 0)
+		return;
+	/* Numbers (dates, counters, prices) all hash alike, so pages that differ
      * only by them are near-duplicates (course notes 2.6: "removing dates
      * and other data that differ by automatic mechanisms"). */
-    uint64_t th;
-    if (b->digits_only) {
-        th = 0x6A09E667F3BCC908ULL;
-    } else if (b->toklen <= 8) {
-        /* Most words: a bijection of (bytes, length), so no collisions. */
-        th = fmix64(b->tokword ^ ((uint64_t)b->toklen << 59));
-    } else {
-        th = XXH3_64bits(b->tok, b->toklen);
-    }
-    b->toklen = 0;
-    b->tokword = 0;
-    for (int k = 0; k + 1 < SIMHASH_SHINGLE; k++)
-        b->ring[k] = b->ring[k + 1];
-    b->ring[SIMHASH_SHINGLE - 1] = th;
-    if (++b->ntokens >= SIMHASH_SHINGLE)
-        count_shingle(b, mix_tokens(b->ring, SIMHASH_SHINGLE));
+	uint64_t th;
+	if (b->digits_only) {
+		th = 0x6A09E667F3BCC908ULL;
+	} else if (b->toklen <= 8) {
+		/* Most words: a bijection of (bytes, length), so no collisions. */
+		th = fmix64(b->tokword ^ ((uint64_t)b->toklen << 59));
+	} else {
+		th = XXH3_64bits(b->tok, b->toklen);
+	}
+	b->toklen = 0;
+	b->tokword = 0;
+	for (int k = 0; k + 1 < SIMHASH_SHINGLE; k++)
+		b->ring[k] = b->ring[k + 1];
+	b->ring[SIMHASH_SHINGLE - 1] = th;
+	if (++b->ntokens >= SIMHASH_SHINGLE)
+		count_shingle(b, mix_tokens(b->ring, SIMHASH_SHINGLE));
 }
 
 struct simhash_builder *simhash_builder_create(void)
 {
-    return calloc(1, sizeof(struct simhash_builder));
+	return calloc(1, sizeof(struct simhash_builder));
 }
 
 void simhash_builder_destroy(struct simhash_builder *b)
 {
-    free(b);
+	free(b);
 }
 
 void simhash_builder_reset(struct simhash_builder *b)
 {
-    memset(b, 0, sizeof *b);
+	memset(b, 0, sizeof *b);
 }
 
 #define BYTES(c) (0x0101010101010101ULL * (uint64_t)(c))
@@ -155,7 +241,7 @@ void simhash_builder_reset(struct simhash_builder *b)
  * between bytes since every sum stays below 0x100). */
 static inline uint64_t in_range(uint64_t h7, unsigned lo, unsigned hi)
 {
-    return (h7 + BYTES(0x80 - lo)) & ~(h7 + BYTES(0x7F - hi)) & HIGH;
+	return (h7 + BYTES(0x80 - lo)) & ~(h7 + BYTES(0x7F - hi)) & HIGH;
 }
 
 /* Fast path for a token that starts at p and ends within the next 8
@@ -163,99 +249,99 @@ static inline uint64_t in_range(uint64_t h7, unsigned lo, unsigned hi)
  * (1..7) with *word / *digits set, or 0 when the token is 8 bytes or longer. */
 static inline size_t short_token(const unsigned char *p, uint64_t *word, bool *digits)
 {
-    uint64_t x;
-    memcpy(&x, p, 8);
-    uint64_t h7 = x & BYTES(0x7F);
-    uint64_t high = x & HIGH;
-    uint64_t digit = in_range(h7, '0', '9') & ~high;
-    uint64_t letter = in_range(h7 | BYTES(0x20), 'a', 'z') & ~high;
-    uint64_t tok = digit | letter | high;
-    uint64_t non = ~tok & HIGH;
-    if (!non)
-        return 0;
-    size_t n = (size_t)__builtin_ctzll(non) >> 3;
-    uint64_t keep = (1ULL << (8 * n)) - 1; /* n <= 7 */
-    uint64_t upper = in_range(h7, 'A', 'Z') & ~high;
-    *word = (x | (upper >> 2)) & keep;
-    *digits = (digit & keep) == (HIGH & keep);
-    return n;
+	uint64_t x;
+	memcpy(&x, p, 8);
+	uint64_t h7 = x & BYTES(0x7F);
+	uint64_t high = x & HIGH;
+	uint64_t digit = in_range(h7, '0', '9') & ~high;
+	uint64_t letter = in_range(h7 | BYTES(0x20), 'a', 'z') & ~high;
+	uint64_t tok = digit | letter | high;
+	uint64_t non = ~tok & HIGH;
+	if (!non)
+		return 0;
+	size_t n = (size_t)__builtin_ctzll(non) >> 3;
+	uint64_t keep = (1ULL << (8 * n)) - 1; /* n <= 7 */
+	uint64_t upper = in_range(h7, 'A', 'Z') & ~high;
+	*word = (x | (upper >> 2)) & keep;
+	*digits = (digit & keep) == (HIGH & keep);
+	return n;
 }
 
 void simhash_builder_add(struct simhash_builder *b, const char *text, size_t len)
 {
-    const unsigned char *p = (const unsigned char *)text, *end = p + len;
-    while (p < end) {
-        if (b->toklen == 0) {
-            while (p < end && !token_map[*p])
-                p++;
-            if (p == end)
-                break;
-            if (end - p >= 8) {
-                uint64_t w;
-                bool dig;
-                size_t n = short_token(p, &w, &dig);
-                if (n) {
-                    b->tokword = w;
-                    b->toklen = n;
-                    b->digits_only = dig;
-                    p += n;
-                    end_token(b);
-                    continue;
-                }
-            }
-            b->digits_only = true;
-        }
-        /* One run of token bytes; longer tokens are cut at SIMHASH_TOKEN_MAX
+	const unsigned char *p = (const unsigned char *)text, *end = p + len;
+	while (p < end) {
+		if (b->toklen == 0) {
+			while (p < end && !token_map[*p])
+				p++;
+			if (p == end)
+				break;
+			if (end - p >= 8) {
+				uint64_t w;
+				bool dig;
+				size_t n = short_token(p, &w, &dig);
+				if (n) {
+					b->tokword = w;
+					b->toklen = n;
+					b->digits_only = dig;
+					p += n;
+					end_token(b);
+					continue;
+				}
+			}
+			b->digits_only = true;
+		}
+		/* One run of token bytes; longer tokens are cut at SIMHASH_TOKEN_MAX
          * (the rest of the run is skipped). */
-        size_t n = b->toklen;
-        bool digits = b->digits_only;
-        uint64_t word = b->tokword; /* kept in a register: no store-to-load */
-        while (p < end) {
-            unsigned char m = token_map[*p];
-            if (!m)
-                break;
-            digits = digits && m <= '9';
-            if (n < 8)
-                word |= (uint64_t)m << (8 * n);
-            if (n < SIMHASH_TOKEN_MAX)
-                b->tok[n++] = (char)m;
-            p++;
-        }
-        b->toklen = n;
-        b->tokword = word;
-        b->digits_only = digits;
-        if (p < end)
-            end_token(b);
-    }
+		size_t n = b->toklen;
+		bool digits = b->digits_only;
+		uint64_t word = b->tokword; /* kept in a register: no store-to-load */
+		while (p < end) {
+			unsigned char m = token_map[*p];
+			if (!m)
+				break;
+			digits = digits && m <= '9';
+			if (n < 8)
+				word |= (uint64_t)m << (8 * n);
+			if (n < SIMHASH_TOKEN_MAX)
+				b->tok[n++] = (char)m;
+			p++;
+		}
+		b->toklen = n;
+		b->tokword = word;
+		b->digits_only = digits;
+		if (p < end)
+			end_token(b);
+	}
 }
 
 void simhash_builder_break(struct simhash_builder *b)
 {
-    end_token(b);
+	end_token(b);
 }
 
 uint64_t simhash_builder_value(const struct simhash_builder *b)
 {
-    struct simhash_builder tmp = *b;
-    end_token(&tmp);
-    if (tmp.ntokens == 0)
-        return 0;
-    if (tmp.ntokens < SIMHASH_SHINGLE)
-        count_shingle(&tmp, mix_tokens(tmp.ring + SIMHASH_SHINGLE - tmp.ntokens,
-                                       (size_t)tmp.ntokens));
-    flush_acc(&tmp);
-    /* bit i is set iff more shingles have it set than clear */
-    uint64_t v = 0;
-    for (int i = 0; i < 64; i++)
-        if (2 * (uint64_t)tmp.ones[i] > tmp.shingles)
-            v |= (uint64_t)1 << i;
-    return v;
+	struct simhash_builder tmp = *b;
+	end_token(&tmp);
+	if (tmp.ntokens == 0)
+		return 0;
+	if (tmp.ntokens < SIMHASH_SHINGLE)
+		count_shingle(&tmp, mix_tokens(tmp.ring + SIMHASH_SHINGLE - tmp.ntokens,
+		                               (size_t)tmp.ntokens));
+	flush_acc(&tmp);
+	/* bit i is set iff more shingles have it set than clear */
+	uint64_t v = 0;
+	for (int i = 0; i < 64; i++)
+		if (2 * (uint64_t)tmp.ones[i] > tmp.shingles)
+			v |= (uint64_t)1 << i;
+	return v;
 }
 
 uint64_t simhash_text(const char *text, size_t len)
 {
-    struct simhash_builder b;
-    memset(&b, 0, sizeof b);
-    simhash_builder_add(&b, text, len);
-    return simhash_builder_value(&b);
+	struct simhash_builder b;
+	memset(&b, 0, sizeof b);
+	simhash_builder_add(&b, text, len);
+	return simhash_builder_value(&b);
 }

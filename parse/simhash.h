@@ -53,7 +53,7 @@ uint64_t simhash_text(const char *text, size_t len);
 /* Hamming distance between two fingerprints (0..64). */
 static inline int simhash_distance(uint64_t a, uint64_t b)
 {
-    return __builtin_popcountll(a ^ b);
+	return __builtin_popcountll(a ^ b);
 }
 
 #endif

@@ -463,20 +463,15 @@ enum politeness_err politeness_release(struct politeness *p, uint32_t host,
 	if (h->state != HS_HELD)
 		return POLITENESS_ERR_STATE;
 	switch (o->kind) {
-	case VISIT_OK:
-		h->errors = 0;
-		break;
+	case VISIT_OK: h->errors = 0; break;
 	case VISIT_ERROR:
 		h->errors++;
 		p->st.errors++;
 		retire = p->cfg.max_consecutive_errors != 0 &&
 		         h->errors >= p->cfg.max_consecutive_errors;
 		break;
-	case VISIT_RETRY_LATER:
-		p->st.retry_laters++;
-		break;
-	case VISIT_NONE:
-		break;
+	case VISIT_RETRY_LATER: p->st.retry_laters++; break;
+	case VISIT_NONE: break;
 	}
 	h->next = delay_policy_next_time(&p->cfg, o, now_us, h->crawl_delay,
 	                                 o->kind == VISIT_ERROR ? h->errors : 0);
@@ -826,24 +821,15 @@ void politeness_stats(const struct politeness *p, struct politeness_stats *s)
 const char *politeness_strerror(enum politeness_err e)
 {
 	switch (e) {
-	case POLITENESS_OK:
-		return "ok";
-	case POLITENESS_NOT_READY:
-		return "no host ready yet";
-	case POLITENESS_EMPTY:
-		return "no host waiting";
-	case POLITENESS_RETIRED:
-		return "host retired";
-	case POLITENESS_ERR_NOMEM:
-		return "out of memory";
-	case POLITENESS_ERR_INVALID:
-		return "invalid argument";
-	case POLITENESS_ERR_STATE:
-		return "host is not held";
-	case POLITENESS_ERR_IO:
-		return "checkpoint file I/O error";
-	case POLITENESS_ERR_CORRUPT:
-		return "checkpoint file torn or inconsistent";
+	case POLITENESS_OK: return "ok";
+	case POLITENESS_NOT_READY: return "no host ready yet";
+	case POLITENESS_EMPTY: return "no host waiting";
+	case POLITENESS_RETIRED: return "host retired";
+	case POLITENESS_ERR_NOMEM: return "out of memory";
+	case POLITENESS_ERR_INVALID: return "invalid argument";
+	case POLITENESS_ERR_STATE: return "host is not held";
+	case POLITENESS_ERR_IO: return "checkpoint file I/O error";
+	case POLITENESS_ERR_CORRUPT: return "checkpoint file torn or inconsistent";
 	}
 	return "unknown error";
 }

@@ -159,25 +159,15 @@ const char *sieve_last_error(sieve_t *s)
 const char *sieve_strerror(int err)
 {
 	switch (err) {
-	case SIEVE_OK:
-		return "success";
-	case SIEVE_EINVAL:
-		return "invalid argument or configuration";
-	case SIEVE_ENOMEM:
-		return "out of memory";
-	case SIEVE_EIO:
-		return "I/O error";
-	case SIEVE_ECORRUPT:
-		return "sieve file truncated or corrupt";
-	case SIEVE_ETOOLONG:
-		return "URL too long";
-	case SIEVE_ECLOSED:
-		return "sieve unusable after an earlier error";
-	case SIEVE_ENOTSUP:
-		return "not supported";
-	case SIEVE_ELOCKED:
-		return "sieve folder in use by another process";
-	default:
-		return "unknown sieve error";
+	case SIEVE_OK: return "success";
+	case SIEVE_EINVAL: return "invalid argument or configuration";
+	case SIEVE_ENOMEM: return "out of memory";
+	case SIEVE_EIO: return "I/O error";
+	case SIEVE_ECORRUPT: return "sieve file truncated or corrupt";
+	case SIEVE_ETOOLONG: return "URL too long";
+	case SIEVE_ECLOSED: return "sieve unusable after an earlier error";
+	case SIEVE_ENOTSUP: return "not supported";
+	case SIEVE_ELOCKED: return "sieve folder in use by another process";
+	default: return "unknown sieve error";
 	}
 }

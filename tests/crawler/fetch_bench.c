@@ -41,7 +41,7 @@ static void start_next(void)
 		/* query variants make repeated pages distinct URLs */
 		snprintf(url, sizeof(url), "http://h%d.web.test:%d/s%d/p%d.html?q=%ld", h,
 		         http_port, j % 5, j, 1 + (k / PAGES) % 2);
-		struct fetch_request req = {.url = url, .ip = ips[h]};
+		struct fetch_request req = { .url = url, .ip = ips[h] };
 		enum fetch_error e = fetch_engine_start(fe, &req);
 		if (e == FETCH_ERR_BUSY)
 			break;
@@ -62,8 +62,8 @@ static void on_done(void *ctx, struct fetch_result *r)
 		done_ok++;
 	} else {
 		if (done_err < 5)
-			fprintf(stderr, "%s: %s %ld %s\n", r->url, fetch_strerror(r->error), r->status,
-			        r->error_detail);
+			fprintf(stderr, "%s: %s %ld %s\n", r->url, fetch_strerror(r->error),
+			        r->status, r->error_detail);
 		done_err++;
 	}
 	bytes += r->body.len;
@@ -71,8 +71,8 @@ static void on_done(void *ctx, struct fetch_result *r)
 	start_next();
 }
 
-static void on_dns(void *ctx, enum dns_error err, const char *host,
-                   const struct in_addr *a, size_t n)
+static void on_dns(void *ctx, enum dns_error err, const char *host, const struct in_addr *a,
+                   size_t n)
 {
 	int h = (int)(intptr_t)ctx;
 	(void)host;
@@ -104,8 +104,8 @@ int main(int argc, char **argv)
 	snprintf(hosts, sizeof(hosts), "%d", HOSTS);
 	snprintf(pages, sizeof(pages), "%d", PAGES);
 	snprintf(mc, sizeof(mc), "%ld", conc + 100);
-	char *sargv[] = {argv[1], "--hosts", hosts, "--pages", pages, "--max-conns", mc,
-	                 "--ready-file", ready, NULL};
+	char *sargv[] = { argv[1],       "--hosts", hosts,          "--pages", pages,
+		          "--max-conns", mc,        "--ready-file", ready,     NULL };
 	pid_t pid;
 	if (posix_spawn(&pid, argv[1], NULL, NULL, sargv, environ) != 0)
 		return 1;
@@ -132,9 +132,11 @@ int main(int argc, char **argv)
 	struct dns_resolver *dr = NULL;
 	char server[64];
 	snprintf(server, sizeof(server), "127.0.0.1:%d", dns_port);
-	struct dns_config dc = {.server = server};
-	struct fetch_config fc = {.allow_private_networks = true, .max_connections = (size_t)conc,
-	                          .connect_timeout_ms = 30000, .total_timeout_ms = 120000};
+	struct dns_config dc = { .server = server };
+	struct fetch_config fc = { .allow_private_networks = true,
+		                   .max_connections = (size_t)conc,
+		                   .connect_timeout_ms = 30000,
+		                   .total_timeout_ms = 120000 };
 	if (dns_resolver_create(&loop, &dc, &dr) != DNS_OK ||
 	    fetch_engine_create(&loop, &fc, on_done, NULL, &fe) != FETCH_OK)
 		return 1;
@@ -147,8 +149,8 @@ int main(int argc, char **argv)
 	uv_run(&loop, UV_RUN_DEFAULT);
 	double secs = (double)(uv_hrtime() - t0) / 1e9;
 	printf("fetched=%ld errors=%ld seconds=%.3f pages_per_s=%.0f MB_per_s=%.1f "
-	       "peak_in_flight=%zu\n", done_ok, done_err, secs, (double)done_ok / secs,
-	       (double)bytes / secs / 1e6, peak);
+	       "peak_in_flight=%zu\n",
+	       done_ok, done_err, secs, (double)done_ok / secs, (double)bytes / secs / 1e6, peak);
 	fetch_engine_destroy(fe);
 	dns_resolver_destroy(dr);
 	uv_run(&loop, UV_RUN_DEFAULT);

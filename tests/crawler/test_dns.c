@@ -64,12 +64,18 @@ static long name_count(struct responder *r, const char *name)
 static size_t put_a(unsigned char *p, uint32_t ttl, const unsigned char ip[4])
 {
 	size_t n = 0;
-	p[n++] = 0xc0; p[n++] = 12;          /* name: pointer to question */
-	p[n++] = 0; p[n++] = 1;              /* A */
-	p[n++] = 0; p[n++] = 1;              /* IN */
-	p[n++] = (unsigned char)(ttl >> 24); p[n++] = (unsigned char)(ttl >> 16);
-	p[n++] = (unsigned char)(ttl >> 8); p[n++] = (unsigned char)ttl;
-	p[n++] = 0; p[n++] = 4;
+	p[n++] = 0xc0;
+	p[n++] = 12; /* name: pointer to question */
+	p[n++] = 0;
+	p[n++] = 1; /* A */
+	p[n++] = 0;
+	p[n++] = 1; /* IN */
+	p[n++] = (unsigned char)(ttl >> 24);
+	p[n++] = (unsigned char)(ttl >> 16);
+	p[n++] = (unsigned char)(ttl >> 8);
+	p[n++] = (unsigned char)ttl;
+	p[n++] = 0;
+	p[n++] = 4;
 	memcpy(p + n, ip, 4);
 	return n + 4;
 }
@@ -79,7 +85,7 @@ static void *responder_run(void *arg)
 	struct responder *r = arg;
 	unsigned char q[512], a[1024];
 	while (!atomic_load(&r->stop)) {
-		struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
+		struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
 		if (poll(&pfd, 1, 20) <= 0)
 			continue;
 		struct sockaddr_in from;
@@ -116,12 +122,12 @@ static void *responder_run(void *arg)
 		} else if (strncmp(name, "nodata-", 7) == 0) {
 			/* no answer records */
 		} else if (strncmp(name, "multi-", 6) == 0) {
-			unsigned char ip1[4] = {10, 9, 8, 7}, ip2[4] = {10, 9, 8, 6};
+			unsigned char ip1[4] = { 10, 9, 8, 7 }, ip2[4] = { 10, 9, 8, 6 };
 			a[7] = 2;
 			len += put_a(a + len, 300, ip1);
 			len += put_a(a + len, 100, ip2);
 		} else {
-			unsigned char ip[4] = {127, 0, 1, (unsigned char)nl};
+			unsigned char ip[4] = { 127, 0, 1, (unsigned char)nl };
 			a[7] = 1;
 			len += put_a(a + len, strncmp(name, "ttl1-", 5) == 0 ? 1 : 300, ip);
 		}
@@ -133,7 +139,7 @@ static void *responder_run(void *arg)
 static struct responder *responder_start(void)
 {
 	struct responder *r = calloc(1, sizeof(*r));
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001) };
 	socklen_t len = sizeof(a);
 	pthread_mutex_init(&r->mu, NULL);
 	r->fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -161,8 +167,8 @@ struct answer {
 	char host[256];
 };
 
-static void on_dns(void *ctx, enum dns_error err, const char *host,
-                   const struct in_addr *addrs, size_t n)
+static void on_dns(void *ctx, enum dns_error err, const char *host, const struct in_addr *addrs,
+                   size_t n)
 {
 	struct answer *a = ctx;
 	a->calls++;
@@ -184,8 +190,11 @@ static void make_resolver(const char *server, unsigned neg_ttl)
 		snprintf(addr, sizeof(addr), "127.0.0.1:%d", resp->port);
 		server = addr;
 	}
-	struct dns_config cfg = {.server = server, .negative_ttl_s = neg_ttl,
-	                         .timeout_ms = 300, .tries = 1, .cache_entries = 4};
+	struct dns_config cfg = { .server = server,
+		                  .negative_ttl_s = neg_ttl,
+		                  .timeout_ms = 300,
+		                  .tries = 1,
+		                  .cache_entries = 4 };
 	ck_assert_int_eq(dns_resolver_create(&loop, &cfg, &res), DNS_OK);
 }
 
@@ -367,7 +376,7 @@ START_TEST(only_configured_server)
 	struct answer a;
 	char dead[64];
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001) };
 	socklen_t len = sizeof(sa);
 	bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	getsockname(fd, (struct sockaddr *)&sa, &len);
@@ -395,7 +404,7 @@ START_TEST(destroy_cancels)
 	res = NULL;
 	ck_assert_int_eq(a.calls, 1);
 	ck_assert_int_eq(a.err, DNS_ERR_CANCELLED);
-	struct dns_config bad = {.server = "not-an-ip:53"};
+	struct dns_config bad = { .server = "not-an-ip:53" };
 	struct dns_resolver *r2 = (void *)1;
 	ck_assert_int_eq(dns_resolver_create(&loop, &bad, &r2), DNS_ERR_INVALID);
 	ck_assert_ptr_null(r2);

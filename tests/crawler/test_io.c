@@ -95,8 +95,9 @@ END_TEST
 START_TEST(warc_roundtrip)
 {
 	struct warc_writer *w = NULL;
-	struct warc_config cfg = {.dir = tmpdir, .prefix = "test", .max_file_bytes = 4096,
-	                          .user_agent = "testbot/1.0"};
+	struct warc_config cfg = {
+		.dir = tmpdir, .prefix = "test", .max_file_bytes = 4096, .user_agent = "testbot/1.0"
+	};
 	ck_assert_int_eq(warc_writer_open(&cfg, &w), WARC_OK);
 	char url[128], req[256], hdr[256], body[2048];
 	int revisits = 0;
@@ -105,14 +106,23 @@ START_TEST(warc_roundtrip)
 		int k = (i % 4 == 3) ? 0 : i;
 		int bl = snprintf(body, sizeof(body), "<html>page %d %0300d</html>", k, k);
 		snprintf(url, sizeof(url), "http://h%d.test/p\r\nX-Injected: 1/%d", i % 3, i);
-		int rl = snprintf(req, sizeof(req),
-		                  "GET /p/%d HTTP/1.1\r\nHost: h.test\r\nUser-Agent: testbot/1.0\r\n\r\n", i);
-		int hl = snprintf(hdr, sizeof(hdr),
-		                  "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n", bl);
-		struct warc_fetch f = {.url = url, .ip = "127.0.1.2", .date_unix_ms = 1700000000123 + i,
-		                       .request_headers = req, .request_len = (size_t)rl,
-		                       .response_headers = hdr, .response_headers_len = (size_t)hl,
-		                       .body = body, .body_len = (size_t)bl, .truncated = (i == 5)};
+		int rl = snprintf(
+		        req, sizeof(req),
+		        "GET /p/%d HTTP/1.1\r\nHost: h.test\r\nUser-Agent: testbot/1.0\r\n\r\n", i);
+		int hl = snprintf(
+		        hdr, sizeof(hdr),
+		        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n",
+		        bl);
+		struct warc_fetch f = { .url = url,
+			                .ip = "127.0.1.2",
+			                .date_unix_ms = 1700000000123 + i,
+			                .request_headers = req,
+			                .request_len = (size_t)rl,
+			                .response_headers = hdr,
+			                .response_headers_len = (size_t)hl,
+			                .body = body,
+			                .body_len = (size_t)bl,
+			                .truncated = (i == 5) };
 		struct warc_position pos;
 		bool rv = false;
 		ck_assert_int_eq(warc_writer_write_fetch(w, &f, &pos, &rv), WARC_OK);
@@ -162,11 +172,14 @@ START_TEST(warc_reader_detects_corruption)
 {
 	/* The reader must fail on a bad digest, proving it checks. */
 	struct warc_writer *w = NULL;
-	struct warc_config cfg = {.dir = tmpdir, .compression_level = 1};
+	struct warc_config cfg = { .dir = tmpdir, .compression_level = 1 };
 	ck_assert_int_eq(warc_writer_open(&cfg, &w), WARC_OK);
 	const char *hdr = "HTTP/1.1 200 OK\r\n\r\n";
-	struct warc_fetch f = {.url = "http://x.test/", .response_headers = hdr,
-	                       .response_headers_len = strlen(hdr), .body = "hello", .body_len = 5};
+	struct warc_fetch f = { .url = "http://x.test/",
+		                .response_headers = hdr,
+		                .response_headers_len = strlen(hdr),
+		                .body = "hello",
+		                .body_len = 5 };
 	ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, NULL), WARC_OK);
 	struct warc_position pos;
 	warc_writer_position(w, &pos);
@@ -220,15 +233,25 @@ START_TEST(crawl_log_lines)
 	snprintf(path, sizeof(path), "%s/crawl.log", tmpdir);
 	struct crawl_log *log = NULL;
 	ck_assert_int_eq(crawl_log_open(path, &log), CRAWL_LOG_OK);
-	struct crawl_log_entry e = {.timestamp_unix_ms = 1700000000123, .status = 200,
-	                            .bytes = 1234, .url = "http://a.test/x\ty\nz\\w",
-	                            .via = NULL, .depth = 2, .content_type = "text/html",
-	                            .duration_ms = 42, .ip = "127.0.1.1", .error = NULL,
-	                            .redirect = "", .flags = CRAWL_LOG_TRUNCATED | CRAWL_LOG_NEAR_DUP};
+	struct crawl_log_entry e = { .timestamp_unix_ms = 1700000000123,
+		                     .status = 200,
+		                     .bytes = 1234,
+		                     .url = "http://a.test/x\ty\nz\\w",
+		                     .via = NULL,
+		                     .depth = 2,
+		                     .content_type = "text/html",
+		                     .duration_ms = 42,
+		                     .ip = "127.0.1.1",
+		                     .error = NULL,
+		                     .redirect = "",
+		                     .flags = CRAWL_LOG_TRUNCATED | CRAWL_LOG_NEAR_DUP };
 	ck_assert_int_eq(crawl_log_write(log, &e), CRAWL_LOG_OK);
-	struct crawl_log_entry e2 = {.timestamp_unix_ms = 1700000000999, .status = -7,
-	                             .url = "http://b.test/\x01", .via = "http://a.test/",
-	                             .error = "timeout", .redirect = "http://c.test/"};
+	struct crawl_log_entry e2 = { .timestamp_unix_ms = 1700000000999,
+		                      .status = -7,
+		                      .url = "http://b.test/\x01",
+		                      .via = "http://a.test/",
+		                      .error = "timeout",
+		                      .redirect = "http://c.test/" };
 	ck_assert_int_eq(crawl_log_write(log, &e2), CRAWL_LOG_OK);
 	ck_assert_int_eq(crawl_log_close(log), CRAWL_LOG_OK);
 	/* Reopen: appends without a second header. */
@@ -245,15 +268,17 @@ START_TEST(crawl_log_lines)
 			tabs += *p == '\t';
 		ck_assert_int_eq(tabs, 11);
 		if (nlines == 0)
-			ck_assert(strncmp(line, "#timestamp\tstatus\tbytes\turl\tvia\tdepth", 37) == 0);
+			ck_assert(strncmp(line, "#timestamp\tstatus\tbytes\turl\tvia\tdepth", 37) ==
+			          0);
 		if (nlines == 1)
 			ck_assert_str_eq(line,
-			                 "2023-11-14T22:13:20.123Z\t200\t1234\thttp://a.test/x\\ty\\nz\\\\w\t-\t2"
+			                 "2023-11-14T22:13:20.123Z\t200\t1234\thttp://a.test/"
+			                 "x\\ty\\nz\\\\w\t-\t2"
 			                 "\ttext/html\t42\t127.0.1.1\t-\t-\ttruncated,near-dup\n");
 		if (nlines == 2)
-			ck_assert_str_eq(line,
-			                 "2023-11-14T22:13:20.999Z\t-7\t0\thttp://b.test/\\x01\thttp://a.test/"
-			                 "\t0\t-\t0\t-\ttimeout\thttp://c.test/\t-\n");
+			ck_assert_str_eq(line, "2023-11-14T22:13:20.999Z\t-7\t0\thttp://b.test/"
+			                       "\\x01\thttp://a.test/"
+			                       "\t0\t-\t0\t-\ttimeout\thttp://c.test/\t-\n");
 		nlines++;
 	}
 	fclose(f);
@@ -288,8 +313,8 @@ START_TEST(decode_codings)
 	size_t tl = strlen(text);
 	struct decode_output out;
 	unsigned char *c;
-	const int wbits[] = {31, 15, -15};
-	const char *names[] = {"gzip", "deflate", "deflate"};
+	const int wbits[] = { 31, 15, -15 };
+	const char *names[] = { "gzip", "deflate", "deflate" };
 	for (int i = 0; i < 3; i++) {
 		size_t cl = gz(text, tl, wbits[i], &c);
 		ck_assert_int_eq(decode_body(names[i], c, cl, 0, &out), DECODE_OK);
@@ -306,7 +331,8 @@ START_TEST(decode_codings)
 	/* Brotli, and a stack "gzip, br" (br applied last, decoded first). */
 	uint8_t br[256];
 	size_t bl = sizeof(br);
-	ck_assert(BrotliEncoderCompress(5, 22, BROTLI_MODE_TEXT, tl, (const uint8_t *)text, &bl, br));
+	ck_assert(
+	        BrotliEncoderCompress(5, 22, BROTLI_MODE_TEXT, tl, (const uint8_t *)text, &bl, br));
 	ck_assert_int_eq(decode_body("br", br, bl, 0, &out), DECODE_OK);
 	ck_assert_uint_eq(out.len, tl);
 	ck_assert(memcmp(out.data, text, tl) == 0);
@@ -341,7 +367,7 @@ START_TEST(decode_bomb)
 	z_stream zs;
 	memset(&zs, 0, sizeof(zs));
 	deflateInit2(&zs, 9, Z_DEFLATED, 31, 9, Z_DEFAULT_STRATEGY);
-	unsigned char zeros[65536] = {0};
+	unsigned char zeros[65536] = { 0 };
 	size_t cap = 1u << 20, len = 0;
 	unsigned char *c = malloc(cap);
 	for (size_t done = 0; done < n; done += sizeof(zeros)) {

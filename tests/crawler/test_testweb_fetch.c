@@ -29,10 +29,22 @@ static void start_testweb(void)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(ready, sizeof(ready), "%s/ready", dir);
 	snprintf(hp, sizeof(hp), "%d", 0);
-	char *argv[] = {(char *)testweb_path, "--hosts", "7", "--pages", "5",
-	                "--fault", "h3=gzipbomb", "--fault", "h4=hugeheaders",
-	                "--fault", "h5=badchunk", "--fault", "h6=slow",
-	                "--ready-file", ready, NULL};
+	char *argv[] = { (char *)testweb_path,
+		         "--hosts",
+		         "7",
+		         "--pages",
+		         "5",
+		         "--fault",
+		         "h3=gzipbomb",
+		         "--fault",
+		         "h4=hugeheaders",
+		         "--fault",
+		         "h5=badchunk",
+		         "--fault",
+		         "h6=slow",
+		         "--ready-file",
+		         ready,
+		         NULL };
 	ck_assert_int_eq(posix_spawn(&server_pid, testweb_path, NULL, NULL, argv, environ), 0);
 	for (int i = 0; i < 200; i++) {
 		FILE *f = fopen(ready, "r");
@@ -95,8 +107,9 @@ static void on_resolved(void *ctx, enum dns_error err, const char *host,
 		return;
 	snprintf(url, sizeof(url), "http://%s:%d%s", t->host, http_port, t->path);
 	snprintf(ip, sizeof(ip), "%s", inet_ntoa(addrs[0]));
-	struct fetch_request req = {.url = url, .ip = ip,
-	                            .user = (void *)(uintptr_t)(t - world.t)};
+	struct fetch_request req = { .url = url,
+		                     .ip = ip,
+		                     .user = (void *)(uintptr_t)(t - world.t) };
 	ck_assert_int_eq(fetch_engine_start(world.fe, &req), FETCH_OK);
 	t->started = 1;
 }
@@ -104,9 +117,15 @@ static void on_resolved(void *ctx, enum dns_error err, const char *host,
 START_TEST(testweb_faults)
 {
 	struct target t[] = {
-		{.host = "h0.web.test", .path = "/"}, {.host = "H1.web.test", .path = "/robots.txt"}, {.host = "h2.web.test", .path = "/r/1"},
-		{.host = "h3.web.test", .path = "/"}, {.host = "h4.web.test", .path = "/"}, {.host = "h5.web.test", .path = "/"},
-		{.host = "h6.web.test", .path = "/"}, {.host = "nx1.web.test", .path = "/"}, {.host = "h0.web.test", .path = "/gone/x"},
+		{ .host = "h0.web.test", .path = "/" },
+		{ .host = "H1.web.test", .path = "/robots.txt" },
+		{ .host = "h2.web.test", .path = "/r/1" },
+		{ .host = "h3.web.test", .path = "/" },
+		{ .host = "h4.web.test", .path = "/" },
+		{ .host = "h5.web.test", .path = "/" },
+		{ .host = "h6.web.test", .path = "/" },
+		{ .host = "nx1.web.test", .path = "/" },
+		{ .host = "h0.web.test", .path = "/gone/x" },
 	};
 	size_t nt = sizeof(t) / sizeof(t[0]);
 	uv_loop_t loop;
@@ -115,14 +134,17 @@ START_TEST(testweb_faults)
 	start_testweb();
 	uv_loop_init(&loop);
 	snprintf(server, sizeof(server), "127.0.0.1:%d", dns_port);
-	struct dns_config dc = {.server = server, .timeout_ms = 1000};
+	struct dns_config dc = { .server = server, .timeout_ms = 1000 };
 	ck_assert_int_eq(dns_resolver_create(&loop, &dc, &dr), DNS_OK);
-	struct fetch_config fc = {.allow_private_networks = true, .total_timeout_ms = 3000,
-	                          .low_speed_limit = 100, .low_speed_time_s = 2};
+	struct fetch_config fc = { .allow_private_networks = true,
+		                   .total_timeout_ms = 3000,
+		                   .low_speed_limit = 100,
+		                   .low_speed_time_s = 2 };
 	world.t = t;
 	ck_assert_int_eq(fetch_engine_create(&loop, &fc, on_fetched, &world, &world.fe), FETCH_OK);
 	for (size_t i = 0; i < nt; i++)
-		ck_assert_int_eq(dns_resolve(dr, t[i].host, on_resolved, &t[i], uv_now(&loop)), DNS_OK);
+		ck_assert_int_eq(dns_resolve(dr, t[i].host, on_resolved, &t[i], uv_now(&loop)),
+		                 DNS_OK);
 	uv_run(&loop, UV_RUN_DEFAULT);
 
 	struct dns_stats ds;
@@ -152,13 +174,15 @@ START_TEST(testweb_faults)
 	r = t[3].res;
 	ck_assert_int_eq(r->error, FETCH_OK);
 	ck_assert_str_eq(r->content_encoding, "gzip");
-	ck_assert_int_eq(decode_body(r->content_encoding, r->body.data, r->body.len, 4u << 20,
-	                             &out), DECODE_OK);
+	ck_assert_int_eq(
+	        decode_body(r->content_encoding, r->body.data, r->body.len, 4u << 20, &out),
+	        DECODE_OK);
 	ck_assert(out.truncated);
 	ck_assert_uint_eq(out.len, 4u << 20);
 	free(out.data);
 	ck_assert_int_eq(t[4].res->error, FETCH_ERR_HEADER_TOO_LARGE);
-	ck_assert_msg(t[5].res->error == FETCH_ERR_BAD_RESPONSE || t[5].res->error == FETCH_ERR_RECV,
+	ck_assert_msg(t[5].res->error == FETCH_ERR_BAD_RESPONSE ||
+	                      t[5].res->error == FETCH_ERR_RECV,
 	              "badchunk gave %s", fetch_strerror(t[5].res->error));
 	ck_assert_msg(t[6].res->error == FETCH_ERR_TIMEOUT || t[6].res->error == FETCH_ERR_TOO_SLOW,
 	              "slow gave %s", fetch_strerror(t[6].res->error));

@@ -37,8 +37,9 @@ START_TEST(config_defaults_and_set)
 	ck_assert_int_eq(crawl_config_default(&c), 0);
 	ck_assert_uint_eq(c.politeness.host_delay_us, 2000000);
 	ck_assert_ptr_nonnull(strstr(c.crawl.user_agent, "CONTACT-ME"));
-	ck_assert_int_eq(crawl_config_set(&c, "politeness", "host_delay_ms", "150", err, sizeof err),
-	                 CRAWL_CONFIG_OK);
+	ck_assert_int_eq(
+	        crawl_config_set(&c, "politeness", "host_delay_ms", "150", err, sizeof err),
+	        CRAWL_CONFIG_OK);
 	ck_assert_uint_eq(c.politeness.host_delay_us, 150000);
 	ck_assert_int_eq(crawl_config_set(&c, "politeness", "policy", "ratio", err, sizeof err),
 	                 CRAWL_CONFIG_OK);
@@ -48,21 +49,22 @@ START_TEST(config_defaults_and_set)
 	                 CRAWL_CONFIG_ERR_BAD_VALUE);
 	ck_assert_ptr_nonnull(strstr(err, "host_delay_ms"));
 	ck_assert_uint_eq(c.politeness.host_delay_us, 150000);
-	ck_assert_int_eq(crawl_config_set(&c, "politeness", "host_delay_ms", "12abc", err, sizeof err),
-	                 CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_int_eq(
+	        crawl_config_set(&c, "politeness", "host_delay_ms", "12abc", err, sizeof err),
+	        CRAWL_CONFIG_ERR_BAD_VALUE);
 	ck_assert_int_eq(crawl_config_set(&c, "fetch", "max_connections", "0", err, sizeof err),
 	                 CRAWL_CONFIG_ERR_BAD_VALUE);
 	ck_assert_int_eq(crawl_config_set(&c, "politeness", "ratio", "1.5", err, sizeof err),
 	                 CRAWL_CONFIG_ERR_BAD_VALUE);
-	ck_assert_int_eq(crawl_config_set(&c, "fetch", "allow_private_networks", "maybe", err,
-	                                  sizeof err),
-	                 CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_int_eq(
+	        crawl_config_set(&c, "fetch", "allow_private_networks", "maybe", err, sizeof err),
+	        CRAWL_CONFIG_ERR_BAD_VALUE);
 	ck_assert_int_eq(crawl_config_set(&c, "crawl", "no_such_key", "1", err, sizeof err),
 	                 CRAWL_CONFIG_ERR_UNKNOWN_KEY);
 	ck_assert_ptr_nonnull(strstr(err, "no_such_key"));
-	ck_assert_int_eq(crawl_config_set(&c, "crawl", "domains", "Example.ORG, .web.test", err,
-	                                  sizeof err),
-	                 CRAWL_CONFIG_OK);
+	ck_assert_int_eq(
+	        crawl_config_set(&c, "crawl", "domains", "Example.ORG, .web.test", err, sizeof err),
+	        CRAWL_CONFIG_OK);
 	ck_assert_uint_eq(c.crawl.n_domains, 2);
 	ck_assert_str_eq(c.crawl.domains[0], "example.org");
 	ck_assert_str_eq(c.crawl.domains[1], "web.test");
@@ -75,7 +77,8 @@ START_TEST(config_file_errors_name_line_and_key)
 	struct crawl_config c;
 	char err[CRAWL_CONFIG_ERR_MAX];
 	ck_assert_int_eq(crawl_config_default(&c), 0);
-	char *p = write_tmp("# comment\n[fetch]\nmax_connections = 10\n\n[politeness]\nbogus = 3\n");
+	char *p =
+	        write_tmp("# comment\n[fetch]\nmax_connections = 10\n\n[politeness]\nbogus = 3\n");
 	ck_assert_int_eq(crawl_config_load(&c, p, err, sizeof err), CRAWL_CONFIG_ERR_UNKNOWN_KEY);
 	ck_assert_ptr_nonnull(strstr(err, p));
 	ck_assert_ptr_nonnull(strstr(err, ":6:"));
@@ -97,7 +100,8 @@ END_TEST
 
 START_TEST(config_shipped_files_load)
 {
-	static const char *files[] = {"default.conf", "polite.conf", "research.conf", "testweb.conf"};
+	static const char *files[] = { "default.conf", "polite.conf", "research.conf",
+		                       "testweb.conf" };
 	for (size_t i = 0; i < 4; i++) {
 		struct crawl_config c;
 		char err[CRAWL_CONFIG_ERR_MAX] = "";
@@ -214,7 +218,7 @@ START_TEST(parse_pool_bounded_and_complete)
 	struct pool_ctx c;
 	memset(&c, 0, sizeof c);
 	pthread_mutex_init(&c.gate, NULL);
-	struct parse_pool_ops ops = {pinit, pwork, pfini};
+	struct parse_pool_ops ops = { pinit, pwork, pfini };
 	struct parse_pool *p;
 	pthread_mutex_lock(&c.gate); /* workers block on the first jobs */
 	ck_assert_int_eq(parse_pool_create(2, 4, &ops, &c, &p), PARSE_POOL_OK);
@@ -309,8 +313,8 @@ START_TEST(link_meta_put_take_first_writer)
 	struct link_meta_via *b = link_meta_via_new(m, "http://b/", 9);
 	uint64_t t1, t2, flushes = 0;
 	for (uint64_t sig = 1; sig <= 5000; sig++)
-		ck_assert_int_eq(link_meta_put(m, sig * 0x9E3779B97F4A7C15u, (uint32_t)sig, a, flushes,
-		                               0, &t1),
+		ck_assert_int_eq(link_meta_put(m, sig * 0x9E3779B97F4A7C15u, (uint32_t)sig, a,
+		                               flushes, 0, &t1),
 		                 LINK_META_ADDED);
 	/* first writer wins: b does not replace a */
 	ck_assert_int_eq(link_meta_put(m, 7 * 0x9E3779B97F4A7C15u, 99, b, flushes, 0, &t2),
@@ -352,7 +356,7 @@ START_TEST(link_meta_sweep_rules)
 	/* a wrong ticket does not mark another writer's entry done */
 	link_meta_done(m, 11, ta + 1000, 5);
 	ck_assert_uint_eq(link_meta_sweep(m, 1000, UINT64_MAX), 0);
-	link_meta_done(m, 11, ta, 5); /* added when 5 flushes had completed */
+	link_meta_done(m, 11, ta, 5);                   /* added when 5 flushes had completed */
 	ck_assert_uint_eq(link_meta_sweep(m, 7, 0), 0); /* may still be in a buffer */
 	ck_assert_uint_eq(link_meta_sweep(m, 8, 0), 1); /* 5 + 3: certainly processed */
 	uint64_t before = link_meta_clock(m);

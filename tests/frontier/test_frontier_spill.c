@@ -28,12 +28,12 @@
 #define SANITIZED 0
 #endif
 
-#define FAIL(...)                                                                             \
-	do {                                                                                  \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                          \
-		fprintf(stderr, __VA_ARGS__);                                                 \
-		fputc('\n', stderr);                                                          \
-		exit(1);                                                                      \
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
+		fprintf(stderr, __VA_ARGS__);                                                      \
+		fputc('\n', stderr);                                                               \
+		exit(1);                                                                           \
 	} while (0)
 
 static double scale(void)
@@ -106,7 +106,8 @@ int main(void)
 		enum frontier_err e;
 		if (rng() % 10 < 7) {
 			int n = url_of(buf, sizeof buf, h, in[h]);
-			e = frontier_push(f, ids[h], buf, (size_t)n, NULL, 0, (uint32_t)(in[h] & 0xff));
+			e = frontier_push(f, ids[h], buf, (size_t)n, NULL, 0,
+			                  (uint32_t)(in[h] & 0xff));
 			if (e != FRONTIER_OK)
 				FAIL("push: %s", frontier_strerror(e));
 			in[h]++;
@@ -124,7 +125,8 @@ int main(void)
 			int n = url_of(buf, sizeof buf, h, out[h]);
 			if (u.url_len != (size_t)n || memcmp(u.url, buf, (size_t)n) != 0 ||
 			    u.depth != (out[h] & 0xff))
-				FAIL("host %llu: got %s want %s", (unsigned long long)h, u.url, buf);
+				FAIL("host %llu: got %s want %s", (unsigned long long)h, u.url,
+				     buf);
 			out[h]++;
 			popped++;
 		}
@@ -151,10 +153,12 @@ int main(void)
 			enum frontier_err e = frontier_pop(f, ids[h], &u);
 			int n;
 			if (e != FRONTIER_OK)
-				FAIL("drain pop host %llu: %s", (unsigned long long)h, frontier_strerror(e));
+				FAIL("drain pop host %llu: %s", (unsigned long long)h,
+				     frontier_strerror(e));
 			n = url_of(buf, sizeof buf, h, out[h]);
 			if (u.url_len != (size_t)n || memcmp(u.url, buf, (size_t)n) != 0)
-				FAIL("drain host %llu: got %s want %s", (unsigned long long)h, u.url, buf);
+				FAIL("drain host %llu: got %s want %s", (unsigned long long)h,
+				     u.url, buf);
 			out[h]++;
 			popped++;
 			frontier_stats(f, &st);

@@ -15,41 +15,41 @@ static struct links_extractor *ex;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const charsets[] = {NULL, "utf-8", "iso-8859-1", "shift_jis",
-                                           "koi8-r", "x-no-such-charset"};
-    if (!ex) {
-        struct links_config cfg = {.max_links = 500, .max_bytes = 64 * 1024};
-        if (links_extractor_create(&cfg, &ex) != LINKS_OK)
-            abort();
-    }
-    const char *charset = NULL;
-    if (size > 0) {
-        charset = charsets[data[0] % 6];
-        data++;
-        size--;
-    }
-    int rc = links_extract(ex, "http://example.com/dir/page.html?q=1", charset,
-                           (const char *)data, size);
-    if (rc != LINKS_OK && rc != LINKS_ENOMEM)
-        abort();
-    size_t n = 0;
-    const struct link *l = links_result(ex, &n);
-    if (n > 500)
-        abort();
-    size_t bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (strlen(l[i].url) != l[i].len)
-            abort();
-        if (strncmp(l[i].url, "http://", 7) != 0 && strncmp(l[i].url, "https://", 8) != 0)
-            abort();
-        if ((unsigned)l[i].kind >= LINK_KIND_COUNT)
-            abort();
-        bytes += l[i].len + 1;
-    }
-    if (bytes > 64 * 1024)
-        abort();
-    const struct links_page *p = links_page_info(ex);
-    if (!p || !p->base)
-        abort();
-    return 0;
+	static const char *const charsets[] = { NULL,        "utf-8",  "iso-8859-1",
+		                                "shift_jis", "koi8-r", "x-no-such-charset" };
+	if (!ex) {
+		struct links_config cfg = { .max_links = 500, .max_bytes = 64 * 1024 };
+		if (links_extractor_create(&cfg, &ex) != LINKS_OK)
+			abort();
+	}
+	const char *charset = NULL;
+	if (size > 0) {
+		charset = charsets[data[0] % 6];
+		data++;
+		size--;
+	}
+	int rc = links_extract(ex, "http://example.com/dir/page.html?q=1", charset,
+	                       (const char *)data, size);
+	if (rc != LINKS_OK && rc != LINKS_ENOMEM)
+		abort();
+	size_t n = 0;
+	const struct link *l = links_result(ex, &n);
+	if (n > 500)
+		abort();
+	size_t bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strlen(l[i].url) != l[i].len)
+			abort();
+		if (strncmp(l[i].url, "http://", 7) != 0 && strncmp(l[i].url, "https://", 8) != 0)
+			abort();
+		if ((unsigned)l[i].kind >= LINK_KIND_COUNT)
+			abort();
+		bytes += l[i].len + 1;
+	}
+	if (bytes > 64 * 1024)
+		abort();
+	const struct links_page *p = links_page_info(ex);
+	if (!p || !p->base)
+		abort();
+	return 0;
 }

@@ -12,33 +12,34 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const paths[] = {"/", "/a", "/robots.txt", "/x/y.html?q=1",
-                                        "/%E3%83%84", "/\xE3\x83\x84/*$", ""};
-    const char *body = (const char *)data;
-    struct robots *r = NULL;
-    if (robots_parse(body, size, "FooBot/1.0 (+http://x)", &r) == ROBOTS_OK) {
-        for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
-            (void)robots_allowed(r, paths[i], strlen(paths[i]));
-        /* The input's last line as a path, capped to keep runs fast. */
-        size_t start = size;
-        while (start > 0 && data[start - 1] != '\n')
-            start--;
-        size_t n = size - start;
-        if (n > 4096)
-            n = 4096;
-        (void)robots_allowed(r, body + start, n);
-        (void)robots_crawl_delay(r);
-        for (size_t i = 0; i < robots_sitemap_count(r); i++)
-            (void)strlen(robots_sitemap(r, i));
-        robots_destroy(r);
-    }
-    size_t cap = 3 * (size < 4096 ? size : 4096) + 2;
-    char *out = malloc(cap);
-    if (out) {
-        size_t n = size < 4096 ? size : 4096;
-        (void)robots_path_from_url(body, n, out, cap);
-        (void)robots_path_normalize(body, n, out, cap, NULL);
-        free(out);
-    }
-    return 0;
+	static const char *const paths[] = {
+		"/", "/a", "/robots.txt", "/x/y.html?q=1", "/%E3%83%84", "/\xE3\x83\x84/*$", ""
+	};
+	const char *body = (const char *)data;
+	struct robots *r = NULL;
+	if (robots_parse(body, size, "FooBot/1.0 (+http://x)", &r) == ROBOTS_OK) {
+		for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+			(void)robots_allowed(r, paths[i], strlen(paths[i]));
+		/* The input's last line as a path, capped to keep runs fast. */
+		size_t start = size;
+		while (start > 0 && data[start - 1] != '\n')
+			start--;
+		size_t n = size - start;
+		if (n > 4096)
+			n = 4096;
+		(void)robots_allowed(r, body + start, n);
+		(void)robots_crawl_delay(r);
+		for (size_t i = 0; i < robots_sitemap_count(r); i++)
+			(void)strlen(robots_sitemap(r, i));
+		robots_destroy(r);
+	}
+	size_t cap = 3 * (size < 4096 ? size : 4096) + 2;
+	char *out = malloc(cap);
+	if (out) {
+		size_t n = size < 4096 ? size : 4096;
+		(void)robots_path_from_url(body, n, out, cap);
+		(void)robots_path_normalize(body, n, out, cap, NULL);
+		free(out);
+	}
+	return 0;
 }

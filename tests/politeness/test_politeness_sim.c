@@ -42,12 +42,12 @@
 #define S 1000000ull
 #define NEVER UINT64_MAX
 
-#define FAIL(...)                                                                             \
-	do {                                                                                  \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                          \
-		fprintf(stderr, __VA_ARGS__);                                                 \
-		fputc('\n', stderr);                                                          \
-		exit(1);                                                                      \
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
+		fprintf(stderr, __VA_ARGS__);                                                      \
+		fputc('\n', stderr);                                                               \
+		exit(1);                                                                           \
 	} while (0)
 
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
@@ -65,10 +65,10 @@ static uint64_t rnd(uint64_t lo, uint64_t hi) /* [lo, hi] */
 }
 
 struct mhost {
-	uint64_t in, out;     /* URLs pushed / taken (FIFO sequence numbers) */
-	uint64_t last_end;    /* end of the last real visit, NEVER if none */
-	uint64_t required;    /* last_end + policy delay (independent formula) */
-	uint64_t next;        /* model of the library's next allowed time */
+	uint64_t in, out;  /* URLs pushed / taken (FIFO sequence numbers) */
+	uint64_t last_end; /* end of the last real visit, NEVER if none */
+	uint64_t required; /* last_end + policy delay (independent formula) */
+	uint64_t next;     /* model of the library's next allowed time */
 	uint32_t ip;
 	uint8_t has_ip, held, retired;
 };
@@ -139,8 +139,7 @@ static void on_drop(void *ctx, uint32_t host, const struct frontier_url *u)
 	struct sim *s = ctx;
 	char want[64];
 
-	snprintf(want, sizeof want, "http://h%u.t/%llu", host,
-	         (unsigned long long)s->h[host].out);
+	snprintf(want, sizeof want, "http://h%u.t/%llu", host, (unsigned long long)s->h[host].out);
 	if (strcmp(u->url, want) != 0)
 		FAIL("drop order: got %s want %s", u->url, want);
 	s->h[host].out++;
@@ -213,8 +212,8 @@ static void push_url(struct sim *s, uint32_t i)
 	s->h[i].in++;
 }
 
-static void run(const char *name, enum delay_policy_kind pol, int ip_pol, uint32_t nh,
-                uint32_t nip, uint64_t urls, uint32_t slots, uint64_t budget)
+static void run(const char *name, enum delay_policy_kind pol, int ip_pol, uint32_t nh, uint32_t nip,
+                uint64_t urls, uint32_t slots, uint64_t budget)
 {
 	struct sim s;
 	struct frontier_config fc;
@@ -259,7 +258,8 @@ static void run(const char *name, enum delay_policy_kind pol, int ip_pol, uint32
 		s.h[i].last_end = NEVER;
 		if (rng() % 10 != 0) {
 			s.h[i].has_ip = 1;
-			if (politeness_host_set_ip(s.p, i, 0x0a000000u + s.h[i].ip) != POLITENESS_OK)
+			if (politeness_host_set_ip(s.p, i, 0x0a000000u + s.h[i].ip) !=
+			    POLITENESS_OK)
 				FAIL("set_ip");
 		}
 	}
@@ -284,12 +284,13 @@ static void run(const char *name, enum delay_policy_kind pol, int ip_pol, uint32
 			m->required = now + host_delay(&s.cfg, v.start, now);
 			m->next = politeness_host_next(s.p, v.host);
 			if (m->next < m->required)
-				FAIL("library next %llu before required %llu", (unsigned long long)m->next,
-				     (unsigned long long)m->required);
+				FAIL("library next %llu before required %llu",
+				     (unsigned long long)m->next, (unsigned long long)m->required);
 			if (m->has_ip && ip_pol) {
 				struct mip *ip = &s.ip[m->ip];
 				uint64_t iw = s.cfg.ip_delay_us;
-				if (pol == DELAY_POLICY_RATIO && host_delay(&s.cfg, v.start, now) > iw)
+				if (pol == DELAY_POLICY_RATIO &&
+				    host_delay(&s.cfg, v.start, now) > iw)
 					iw = host_delay(&s.cfg, v.start, now);
 				if (ip->required < now + iw)
 					ip->required = now + iw;
@@ -339,12 +340,14 @@ static void run(const char *name, enum delay_policy_kind pol, int ip_pol, uint32
 			m = &s.h[hid];
 			if (model_ready(&s, hid) > now)
 				FAIL("host %u handed out before it is ready (%llu > %llu)", hid,
-				     (unsigned long long)model_ready(&s, hid), (unsigned long long)now);
+				     (unsigned long long)model_ready(&s, hid),
+				     (unsigned long long)now);
 			if (!m->has_ip) {
 				/* DNS: resolve, set the IP, give the host back without a request */
 				struct visit_outcome none = { VISIT_NONE, now, 0, 0 };
 				m->has_ip = 1;
-				if (politeness_host_set_ip(s.p, hid, 0x0a000000u + m->ip) != POLITENESS_OK)
+				if (politeness_host_set_ip(s.p, hid, 0x0a000000u + m->ip) !=
+				    POLITENESS_OK)
 					FAIL("set_ip");
 				if (politeness_release(s.p, hid, &none, now) != POLITENESS_OK)
 					FAIL("release none");
@@ -355,15 +358,16 @@ static void run(const char *name, enum delay_policy_kind pol, int ip_pol, uint32
 			if (m->held)
 				FAIL("host %u visited twice at once", hid);
 			if (m->last_end != NEVER && now < m->required)
-				FAIL("host %u: start %llu < required %llu", hid, (unsigned long long)now,
-				     (unsigned long long)m->required);
+				FAIL("host %u: start %llu < required %llu", hid,
+				     (unsigned long long)now, (unsigned long long)m->required);
 			if (ip_pol) {
 				struct mip *ip = &s.ip[m->ip];
 				if (ip->held)
 					FAIL("IP %u visited twice at once", m->ip);
 				if (now < ip->required)
 					FAIL("IP %u: start %llu < required %llu", m->ip,
-					     (unsigned long long)now, (unsigned long long)ip->required);
+					     (unsigned long long)now,
+					     (unsigned long long)ip->required);
 				ip->held = 1;
 			}
 			m->held = 1;
@@ -384,7 +388,8 @@ static void run(const char *name, enum delay_policy_kind pol, int ip_pol, uint32
 					FAIL("FIFO: got %s want %s", u.url, want);
 				m->out++;
 				delivered++;
-				dur += pol == DELAY_POLICY_FIXED ? rnd(1000, S) : rnd(10000, 300000);
+				dur += pol == DELAY_POLICY_FIXED ? rnd(1000, S)
+				                                 : rnd(10000, 300000);
 			}
 			if (k == 0)
 				FAIL("host %u handed out with an empty queue", hid);
@@ -394,7 +399,9 @@ static void run(const char *name, enum delay_policy_kind pol, int ip_pol, uint32
 			v.retry_after = 0;
 			{
 				uint64_t x = rng() % 100;
-				v.kind = x < 95 ? VISIT_OK : x < 98 ? VISIT_ERROR : VISIT_RETRY_LATER;
+				v.kind = x < 95   ? VISIT_OK
+				         : x < 98 ? VISIT_ERROR
+				                  : VISIT_RETRY_LATER;
 				if (v.kind == VISIT_RETRY_LATER)
 					v.retry_after = v.end + rnd(0, 30 * S);
 			}
@@ -429,7 +436,8 @@ static void run(const char *name, enum delay_policy_kind pol, int ip_pol, uint32
 			     (unsigned long long)arrived);
 		if (fs.dropped_retired != s.dropped_model || ps.hosts_retired != s.retired)
 			FAIL("retirement accounting: frontier %llu model %llu",
-			     (unsigned long long)fs.dropped_retired, (unsigned long long)s.dropped_model);
+			     (unsigned long long)fs.dropped_retired,
+			     (unsigned long long)s.dropped_model);
 		if (ps.hosts_held != 0 || ps.hosts_in_heap != 0)
 			FAIL("hosts left held or in heap");
 		check_idle(&s, NEVER, 1);

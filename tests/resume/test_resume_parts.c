@@ -78,14 +78,16 @@ START_TEST(lock_excludes_live_owner_and_takes_over_dead_one)
 	pid_t owner = 0;
 	char err[512];
 
-	ck_assert_int_eq(outdir_lock_acquire(dir, &lock, &owner, err, sizeof err), OUTDIR_LOCK_BUSY);
+	ck_assert_int_eq(outdir_lock_acquire(dir, &lock, &owner, err, sizeof err),
+	                 OUTDIR_LOCK_BUSY);
 	ck_assert_ptr_null(lock);
 	ck_assert_int_eq(owner, child);
 	ck_assert_ptr_nonnull(strstr(err, "in use by process"));
 
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
-	ck_assert_int_eq(outdir_lock_acquire(dir, &lock, &owner, err, sizeof err), OUTDIR_LOCK_STALE);
+	ck_assert_int_eq(outdir_lock_acquire(dir, &lock, &owner, err, sizeof err),
+	                 OUTDIR_LOCK_STALE);
 	ck_assert_ptr_nonnull(lock);
 	ck_assert_int_eq(owner, child);
 	ck_assert_ptr_nonnull(strstr(err, "taking over"));
@@ -95,7 +97,10 @@ START_TEST(lock_excludes_live_owner_and_takes_over_dead_one)
 	if (probe == 0) {
 		struct outdir_lock *l2;
 		pid_t o2;
-		_exit(outdir_lock_acquire(dir, &l2, &o2, NULL, 0) == OUTDIR_LOCK_BUSY && o2 == getppid() ? 0 : 1);
+		_exit(outdir_lock_acquire(dir, &l2, &o2, NULL, 0) == OUTDIR_LOCK_BUSY &&
+		                      o2 == getppid()
+		              ? 0
+		              : 1);
 	}
 	int status;
 	waitpid(probe, &status, 0);
@@ -139,10 +144,15 @@ static char *write_warc(const char *dir, int n)
 			body[j] = (char)('a' + (j * 7 + (size_t)i) % 26);
 		static const char req[] = "GET / HTTP/1.1\r\nHost: h.test\r\n\r\n";
 		static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
-		struct warc_fetch f = { .url = url, .ip = "127.0.0.1", .date_unix_ms = 1700000000000 + i,
-		                        .request_headers = req, .request_len = sizeof req - 1,
-		                        .response_headers = resp, .response_headers_len = sizeof resp - 1,
-		                        .body = body, .body_len = (size_t)(i * 97) % sizeof body };
+		struct warc_fetch f = { .url = url,
+			                .ip = "127.0.0.1",
+			                .date_unix_ms = 1700000000000 + i,
+			                .request_headers = req,
+			                .request_len = sizeof req - 1,
+			                .response_headers = resp,
+			                .response_headers_len = sizeof resp - 1,
+			                .body = body,
+			                .body_len = (size_t)(i * 97) % sizeof body };
 		ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, NULL), WARC_OK);
 	}
 	struct warc_position pos;
@@ -225,7 +235,8 @@ static void append_gzip_member(const char *path, const char *text, size_t keep)
 	unsigned char out[4096];
 	z_stream z;
 	memset(&z, 0, sizeof z);
-	ck_assert_int_eq(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	ck_assert_int_eq(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY),
+	                 Z_OK);
 	z.next_in = (unsigned char *)(uintptr_t)text;
 	z.avail_in = (uInt)strlen(text);
 	z.next_out = out;
@@ -246,7 +257,8 @@ START_TEST(repair_rejects_members_that_are_not_whole_records)
 	struct warc_repair_result r;
 
 	/* A gzip member whose record is shorter than its Content-Length. */
-	append_gzip_member(path, "WARC/1.1\r\nContent-Length: 100\r\n\r\nshort\r\n\r\n", (size_t)-1);
+	append_gzip_member(path, "WARC/1.1\r\nContent-Length: 100\r\n\r\nshort\r\n\r\n",
+	                   (size_t)-1);
 	ck_assert_int_eq(warc_repair_tail(path, 1, &r, NULL, 0), WARC_REPAIR_OK);
 	ck_assert_uint_eq(r.kept_bytes, size);
 	ck_assert_ptr_nonnull(r.reason);
@@ -270,7 +282,8 @@ START_TEST(repair_rejects_members_that_are_not_whole_records)
 	ck_assert_str_eq(r.reason, "corrupt gzip member");
 
 	char err[256];
-	ck_assert_int_eq(warc_repair_tail("/nonexistent/x.warc.gz", 0, &r, err, sizeof err), WARC_REPAIR_ERR_IO);
+	ck_assert_int_eq(warc_repair_tail("/nonexistent/x.warc.gz", 0, &r, err, sizeof err),
+	                 WARC_REPAIR_ERR_IO);
 	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/x.warc.gz"));
 	free(path);
 	remove_tree(dir);

@@ -13,8 +13,8 @@
 #include <sys/types.h>
 #include <zlib.h>
 
-#define BODY_MAX (8u << 20)   /* cap on any generated body */
-#define LINKS_MAX 64          /* links per page, hard cap */
+#define BODY_MAX (8u << 20) /* cap on any generated body */
+#define LINKS_MAX 64        /* links per page, hard cap */
 
 /* ---------- random streams ---------- */
 
@@ -98,8 +98,7 @@ static void sb_str(struct sbuf *b, const char *s)
 	sb_add(b, s, strlen(s));
 }
 
-__attribute__((format(printf, 2, 3)))
-static void sb_fmt(struct sbuf *b, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void sb_fmt(struct sbuf *b, const char *fmt, ...)
 {
 	char tmp[1024];
 	va_list ap;
@@ -115,9 +114,9 @@ static void sb_fmt(struct sbuf *b, const char *fmt, ...)
 
 /* ---------- configuration ---------- */
 
-static const char *const fault_names[] = {
-	"-", "slow", "endless", "hugeheaders", "gzipbomb", "badchunk", "reset", "trap", "429"
-};
+static const char *const fault_names[] = { "-",           "slow",     "endless",
+	                                   "hugeheaders", "gzipbomb", "badchunk",
+	                                   "reset",       "trap",     "429" };
 
 const char *tw_fault_name(enum tw_fault f)
 {
@@ -352,14 +351,17 @@ static long match_num(const char *p, const char *end, const char *prefix, const 
 /* ---------- filler ---------- */
 
 static const char *const words[] = {
-	"crawler", "frontier", "sieve", "politeness", "robots", "anchor", "lorem", "ipsum",
-	"dolor", "amet", "consectetur", "adipiscing", "elit", "sed", "do", "eiusmod",
-	"tempor", "incididunt", "labore", "dolore", "magna", "aliqua", "enim", "minim",
-	"veniam", "quis", "nostrud", "exercitation", "ullamco", "laboris", "nisi", "aliquip",
-	"commodo", "consequat", "duis", "aute", "irure", "reprehenderit", "voluptate", "velit",
-	"esse", "cillum", "fugiat", "nulla", "pariatur", "excepteur", "sint", "occaecat",
-	"cupidatat", "proident", "sunt", "culpa", "officia", "deserunt", "mollit", "anim",
-	"hash", "queue", "heap", "socket", "buffer", "graph", "page", "link"
+	"crawler",   "frontier",      "sieve",     "politeness",   "robots",      "anchor",
+	"lorem",     "ipsum",         "dolor",     "amet",         "consectetur", "adipiscing",
+	"elit",      "sed",           "do",        "eiusmod",      "tempor",      "incididunt",
+	"labore",    "dolore",        "magna",     "aliqua",       "enim",        "minim",
+	"veniam",    "quis",          "nostrud",   "exercitation", "ullamco",     "laboris",
+	"nisi",      "aliquip",       "commodo",   "consequat",    "duis",        "aute",
+	"irure",     "reprehenderit", "voluptate", "velit",        "esse",        "cillum",
+	"fugiat",    "nulla",         "pariatur",  "excepteur",    "sint",        "occaecat",
+	"cupidatat", "proident",      "sunt",      "culpa",        "officia",     "deserunt",
+	"mollit",    "anim",          "hash",      "queue",        "heap",        "socket",
+	"buffer",    "graph",         "page",      "link"
 };
 
 /* Appends about n bytes of words in <p> paragraphs. */
@@ -448,8 +450,8 @@ static void add_link(struct linkset *ls, long host, const char *canon, const cha
 }
 
 /* Same-host target t written in one of several forms, maybe with a fragment. */
-static void add_same_host(const struct tw_config *cfg, struct linkset *ls, struct rng *r,
-			  long host, const char *bdir, const char *t, int img)
+static void add_same_host(const struct tw_config *cfg, struct linkset *ls, struct rng *r, long host,
+                          const char *bdir, const char *t, int img)
 {
 	char href[256], pre[128];
 	int form = (int)rng_below(r, 6);
@@ -459,12 +461,8 @@ static void add_same_host(const struct tw_config *cfg, struct linkset *ls, struc
 		snprintf(href, sizeof href, "%s%s", pre, t);
 		break;
 	case 1:
-	case 5:
-		snprintf(href, sizeof href, "%s", t);
-		break;
-	default:
-		rel_ref(bdir, t, form == 4, href, sizeof href);
-		break;
+	case 5: snprintf(href, sizeof href, "%s", t); break;
+	default: rel_ref(bdir, t, form == 4, href, sizeof href); break;
 	}
 	if (!img && rng_below(r, 5) == 0) {
 		size_t hl = strlen(href);
@@ -474,7 +472,7 @@ static void add_same_host(const struct tw_config *cfg, struct linkset *ls, struc
 }
 
 static void add_cross_host(const struct tw_config *cfg, struct linkset *ls, struct rng *r,
-			   long host, const char *t)
+                           long host, const char *t)
 {
 	char href[256], pre[128];
 	host_prefix(cfg, host, rng_below(r, 4) == 0, pre, sizeof pre);
@@ -484,7 +482,7 @@ static void add_cross_host(const struct tw_config *cfg, struct linkset *ls, stru
 
 /* The link list of page j of host i (variant pages and calendar excluded). */
 static void page_links(const struct tw_config *cfg, long i, long j, const char *bdir,
-		       struct linkset *ls)
+                       struct linkset *ls)
 {
 	struct rng r = { key5(cfg, i, j, 0, TAG_LINKS) };
 	char t[160];
@@ -539,13 +537,13 @@ static void page_links(const struct tw_config *cfg, long i, long j, const char *
 			add_same_host(cfg, ls, &r, i, bdir, t, 0);
 		} else if (u < 90) {
 			char href[256];
-			snprintf(href, sizeof href, "http://nx%u.%s:%d/", (unsigned)rng_below(&r, 100),
-				 cfg->domain, cfg->http_port);
+			snprintf(href, sizeof href, "http://nx%u.%s:%d/",
+			         (unsigned)rng_below(&r, 100), cfg->domain, cfg->http_port);
 			add_link(ls, -1, NULL, href, 0);
 		} else if (u < 91) {
 			char href[256];
 			snprintf(href, sizeof href, "http://www.example.org/x%u.html",
-				 (unsigned)rng_below(&r, 100));
+			         (unsigned)rng_below(&r, 100));
 			add_link(ls, -1, NULL, href, 0);
 		} else if (u < 92) {
 			add_link(ls, -1, NULL, "mailto:webmaster@example.org", 0);
@@ -601,14 +599,15 @@ static int make_simple(struct tw_resource *res, int status)
 	struct sbuf b = { 0 };
 	res->status = status;
 	res->content_type = "text/html; charset=utf-8";
-	sb_fmt(&b, "<!DOCTYPE html>\n<html><head><title>%d %s</title></head>"
-		   "<body><h1>%d %s</h1></body></html>\n",
+	sb_fmt(&b,
+	       "<!DOCTYPE html>\n<html><head><title>%d %s</title></head>"
+	       "<body><h1>%d %s</h1></body></html>\n",
 	       status, status_text(status), status, status_text(status));
 	return finish(&b, res);
 }
 
 static int make_redirect(const struct tw_config *cfg, struct tw_resource *res, int status,
-			 long host, const char *path, int absolute, long self)
+                         long host, const char *path, int absolute, long self)
 {
 	char pre[128];
 	res->loc.host = host;
@@ -623,7 +622,7 @@ static int make_redirect(const struct tw_config *cfg, struct tw_resource *res, i
 }
 
 static int make_page(const struct tw_config *cfg, long i, long j, struct tw_resource *res,
-		     struct tw_link *links, size_t links_cap, size_t *nlinks)
+                     struct tw_link *links, size_t links_cap, size_t *nlinks)
 {
 	struct sbuf b = { 0 };
 	struct rng fr = { key5(cfg, i, j, 0, TAG_FILL) };
@@ -644,15 +643,18 @@ static int make_page(const struct tw_config *cfg, long i, long j, struct tw_reso
 	size_t total = 5000 + (size_t)rng_below(&sr, 55000);
 	size_t chunk = total / (ls->nh + 1);
 	host_prefix(cfg, i, 0, pre, sizeof pre);
-	sb_fmt(&b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-		   "<title>h%ld page %ld</title>\n", i, j);
+	sb_fmt(&b,
+	       "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+	       "<title>h%ld page %ld</title>\n",
+	       i, j);
 	if (has_base)
 		sb_fmt(&b, "<base href=\"%s%s\">\n", pre, bdir);
 	sb_fmt(&b, "</head>\n<body>\n<h1>Host h%ld, page %ld</h1>\n", i, j);
 	for (size_t k = 0; k < ls->nh; k++) {
 		filler_html(&b, &fr, chunk);
 		if (ls->is_img[k])
-			sb_fmt(&b, "<p><a href=\"%s\"><img src=\"%s\" alt=\"figure %zu\"></a></p>\n",
+			sb_fmt(&b,
+			       "<p><a href=\"%s\"><img src=\"%s\" alt=\"figure %zu\"></a></p>\n",
 			       ls->href[k], ls->href[k], k);
 		else if (k % 3 == 2)
 			sb_fmt(&b, "<p>See <a href='%s'>item %zu</a>.</p>\n", ls->href[k], k);
@@ -670,16 +672,17 @@ static int make_page(const struct tw_config *cfg, long i, long j, struct tw_reso
 	return finish(&b, res);
 }
 
-static int make_variant(const struct tw_config *cfg, long i, long j, int q,
-			struct tw_resource *res, struct tw_link *links, size_t links_cap,
-			size_t *nlinks)
+static int make_variant(const struct tw_config *cfg, long i, long j, int q, struct tw_resource *res,
+                        struct tw_link *links, size_t links_cap, size_t *nlinks)
 {
 	struct sbuf b = { 0 };
 	struct rng fr = { key5(cfg, i, j, q, TAG_VAR) };
 	char t[160];
 	page_path(j, t, sizeof t);
-	sb_fmt(&b, "<!DOCTYPE html>\n<html><head><title>h%ld page %ld variant %d</title></head>\n"
-		   "<body><h1>Variant %d of page %ld</h1>\n", i, j, q, q, j);
+	sb_fmt(&b,
+	       "<!DOCTYPE html>\n<html><head><title>h%ld page %ld variant %d</title></head>\n"
+	       "<body><h1>Variant %d of page %ld</h1>\n",
+	       i, j, q, q, j);
 	filler_html(&b, &fr, 2000 + (size_t)rng_below(&fr, 3000));
 	sb_fmt(&b, "<p><a href=\"%s\">back</a></p>\n</body></html>\n", t);
 	if (links != NULL && links_cap > 0) {
@@ -693,8 +696,8 @@ static int make_variant(const struct tw_config *cfg, long i, long j, int q,
 }
 
 static int make_calendar(const struct tw_config *cfg, long i, long y, long m,
-			 struct tw_resource *res, struct tw_link *links, size_t links_cap,
-			 size_t *nlinks)
+                         struct tw_resource *res, struct tw_link *links, size_t links_cap,
+                         size_t *nlinks)
 {
 	struct sbuf b = { 0 };
 	struct rng fr = { key5(cfg, i, y, m, TAG_CAL) };
@@ -703,11 +706,15 @@ static int make_calendar(const struct tw_config *cfg, long i, long y, long m,
 	char next[64], prev[64];
 	snprintf(next, sizeof next, "/cal/%ld/%ld/", ny, nm);
 	snprintf(prev, sizeof prev, "/cal/%ld/%ld/", py, pm);
-	sb_fmt(&b, "<!DOCTYPE html>\n<html><head><title>Calendar %ld-%ld</title></head>\n"
-		   "<body><h1>Calendar %ld-%02ld</h1>\n", y, m, y, m);
+	sb_fmt(&b,
+	       "<!DOCTYPE html>\n<html><head><title>Calendar %ld-%ld</title></head>\n"
+	       "<body><h1>Calendar %ld-%02ld</h1>\n",
+	       y, m, y, m);
 	filler_html(&b, &fr, 1000);
-	sb_fmt(&b, "<p><a href=\"%s\">next month</a> <a href=\"%s\">previous month</a>"
-		   " <a href=\"/\">home</a></p>\n</body></html>\n", next, py >= 1 ? prev : next);
+	sb_fmt(&b,
+	       "<p><a href=\"%s\">next month</a> <a href=\"%s\">previous month</a>"
+	       " <a href=\"/\">home</a></p>\n</body></html>\n",
+	       next, py >= 1 ? prev : next);
 	size_t n = 0;
 	if (links != NULL) {
 		const char *ts[3] = { next, py >= 1 ? prev : next, "/" };
@@ -733,22 +740,22 @@ static int make_robots(const struct tw_config *cfg, long i, struct tw_resource *
 		return make_simple(res, robots_status(kind));
 	sb_fmt(&b, "# robots.txt of h%ld (kind %d)\n", i, kind);
 	switch (kind) {
-	case 1:
-		sb_str(&b, "User-agent: *\nDisallow: /private/\n");
-		break;
+	case 1: sb_str(&b, "User-agent: *\nDisallow: /private/\n"); break;
 	case 2:
-		sb_fmt(&b, "User-agent: %s\nDisallow: /s1/\nDisallow: /doc/\n\n"
-			   "User-agent: *\nDisallow:\n", cfg->robots_agent);
+		sb_fmt(&b,
+		       "User-agent: %s\nDisallow: /s1/\nDisallow: /doc/\n\n"
+		       "User-agent: *\nDisallow:\n",
+		       cfg->robots_agent);
 		break;
 	case 3:
 		sb_fmt(&b, "User-agent: *\nCrawl-delay: %s\nDisallow: /s3/\n", cfg->crawl_delay);
 		break;
-	case 5:
-		sb_fmt(&b, "User-agent: *\nDisallow:\n\nSitemap: %s/sitemap.xml\n", pre);
-		break;
+	case 5: sb_fmt(&b, "User-agent: *\nDisallow:\n\nSitemap: %s/sitemap.xml\n", pre); break;
 	case 6:
-		sb_fmt(&b, "User-agent: *\nAllow: /private/p7.html\nDisallow: /private/\n\n"
-			   "Sitemap: %s/sitemap.xml\n", pre);
+		sb_fmt(&b,
+		       "User-agent: *\nAllow: /private/p7.html\nDisallow: /private/\n\n"
+		       "Sitemap: %s/sitemap.xml\n",
+		       pre);
 		break;
 	case 8:
 		sb_fmt(&b, "User-agent: *\nDisallow: /r/\nCrawl-delay: %s\n", cfg->crawl_delay);
@@ -757,9 +764,7 @@ static int make_robots(const struct tw_config *cfg, long i, struct tw_resource *
 		sb_fmt(&b, "User-agent: %s\nDisallow: /\n\nUser-agent: *\nDisallow:\n",
 		       cfg->robots_agent);
 		break;
-	default:
-		sb_str(&b, "User-agent: *\nDisallow:\n");
-		break;
+	default: sb_str(&b, "User-agent: *\nDisallow:\n"); break;
 	}
 	res->status = 200;
 	res->content_type = "text/plain";
@@ -772,7 +777,7 @@ static int make_sitemap(const struct tw_config *cfg, long i, struct tw_resource 
 	char pre[128], t[160];
 	host_prefix(cfg, i, 0, pre, sizeof pre);
 	sb_str(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		   "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
+	           "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
 	for (long j = 0; j < cfg->pages && j < 50000 && !b.err; j++) {
 		page_path(j, t, sizeof t);
 		sb_fmt(&b, "<url><loc>%s%s</loc></url>\n", pre, t);
@@ -784,7 +789,7 @@ static int make_sitemap(const struct tw_config *cfg, long i, struct tw_resource 
 }
 
 static int make_binary(const struct tw_config *cfg, long i, long k, int pdf,
-		       struct tw_resource *res)
+                       struct tw_resource *res)
 {
 	struct sbuf b = { 0 };
 	struct rng r = { key5(cfg, i, k, 0, pdf ? TAG_PDF : TAG_IMG) };
@@ -814,9 +819,9 @@ static int make_binary(const struct tw_config *cfg, long i, long k, int pdf,
 	return finish(&b, res);
 }
 
-int tw_resource_get(const struct tw_config *cfg, long host, const char *path,
-		    size_t path_len, struct tw_resource *res,
-		    struct tw_link *links, size_t links_cap, size_t *nlinks)
+int tw_resource_get(const struct tw_config *cfg, long host, const char *path, size_t path_len,
+                    struct tw_resource *res, struct tw_link *links, size_t links_cap,
+                    size_t *nlinks)
 {
 	const char *p = path, *end = path + path_len;
 	const char *q = memchr(path, '?', path_len);
@@ -834,7 +839,8 @@ int tw_resource_get(const struct tw_config *cfg, long host, const char *path,
 	if (q != NULL) {
 		size_t ql = (size_t)(end - q);
 		if (j >= 0 && ql == 4 && (memcmp(q, "?q=1", 4) == 0 || memcmp(q, "?q=2", 4) == 0))
-			return make_variant(cfg, host, j, q[3] - '0', res, links, links_cap, nlinks);
+			return make_variant(cfg, host, j, q[3] - '0', res, links, links_cap,
+			                    nlinks);
 		return make_simple(res, 404);
 	}
 	if (j >= 0)
@@ -865,19 +871,21 @@ int tw_resource_get(const struct tw_config *cfg, long host, const char *path,
 	}
 	if ((v = match_num(p, pend, "/rx/", "")) >= 0 && v < cfg->pages) {
 		page_path(v, t, sizeof t);
-		long to = tw_host_fault(cfg, host) != TW_FAULT_NONE ? host : (host + 1) % cfg->hosts;
+		long to =
+		        tw_host_fault(cfg, host) != TW_FAULT_NONE ? host : (host + 1) % cfg->hosts;
 		return make_redirect(cfg, res, 302, to, t, 1, host);
 	}
 	if (pend - p == 7 && memcmp(p, "/loop/a", 7) == 0)
 		return make_redirect(cfg, res, 302, host, "/loop/b", 0, host);
 	if (pend - p == 7 && memcmp(p, "/loop/b", 7) == 0)
 		return make_redirect(cfg, res, 302, host, "/loop/a", 0, host);
-	if (tw_host_fault(cfg, host) == TW_FAULT_TRAP && pend - p > 5 && memcmp(p, "/cal/", 5) == 0) {
+	if (tw_host_fault(cfg, host) == TW_FAULT_TRAP && pend - p > 5 &&
+	    memcmp(p, "/cal/", 5) == 0) {
 		long y = 0, m = 0;
 		const char *s = p + 5;
 		if (parse_num(&s, pend, &y) == 0 && s < pend && *s == '/' && (s++, 1) &&
-		    parse_num(&s, pend, &m) == 0 && s + 1 == pend && *s == '/' &&
-		    y >= 1 && m >= 1 && m <= 12)
+		    parse_num(&s, pend, &m) == 0 && s + 1 == pend && *s == '/' && y >= 1 &&
+		    m >= 1 && m <= 12)
 			return make_calendar(cfg, host, y, m, res, links, links_cap, nlinks);
 	}
 	return make_simple(res, 404);
@@ -899,8 +907,8 @@ static size_t bomb_len;
 static uint64_t bomb_inflated;
 
 /* A raw-deflate segment of `in` from a fresh stream, ended by flush. */
-static int deflate_segment(const unsigned char *in, size_t in_len, int flush,
-			   unsigned char *out, size_t cap, size_t *out_len)
+static int deflate_segment(const unsigned char *in, size_t in_len, int flush, unsigned char *out,
+                           size_t cap, size_t *out_len)
 {
 	z_stream zs;
 	memset(&zs, 0, sizeof zs);
@@ -911,7 +919,8 @@ static int deflate_segment(const unsigned char *in, size_t in_len, int flush,
 	zs.next_out = out;
 	zs.avail_out = (uInt)cap;
 	int zr = deflate(&zs, flush);
-	int ok = (flush == Z_FINISH) ? zr == Z_STREAM_END : (zr == Z_OK && zs.avail_in == 0 && zs.avail_out > 0);
+	int ok = (flush == Z_FINISH) ? zr == Z_STREAM_END
+	                             : (zr == Z_OK && zs.avail_in == 0 && zs.avail_out > 0);
 	*out_len = cap - zs.avail_out;
 	deflateEnd(&zs);
 	return ok ? 0 : -1;
@@ -982,11 +991,11 @@ int tw_hosts_info_write(const struct tw_config *cfg, FILE *out)
 	for (long i = 0; i < cfg->hosts; i++) {
 		int kind = tw_robots_kind(cfg, i);
 		uint32_t a = tw_host_addr(cfg, i);
-		fprintf(out, "h%ld.%s\t%u.%u.%u.%u\t%d\t%d\t%s\t%d\t%s\n", i, cfg->domain,
-			a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255, robots_status(kind), kind,
-			(kind == 3 || kind == 8) ? cfg->crawl_delay : "-",
-			(kind == 5 || kind == 6) && tw_host_fault(cfg, i) == TW_FAULT_NONE,
-			tw_fault_name(tw_host_fault(cfg, i)));
+		fprintf(out, "h%ld.%s\t%u.%u.%u.%u\t%d\t%d\t%s\t%d\t%s\n", i, cfg->domain, a >> 24,
+		        (a >> 16) & 255, (a >> 8) & 255, a & 255, robots_status(kind), kind,
+		        (kind == 3 || kind == 8) ? cfg->crawl_delay : "-",
+		        (kind == 5 || kind == 6) && tw_host_fault(cfg, i) == TW_FAULT_NONE,
+		        tw_fault_name(tw_host_fault(cfg, i)));
 	}
 	return ferror(out) ? -1 : 0;
 }
@@ -999,44 +1008,36 @@ struct rule {
 };
 
 /* Rules of the group that applies to agent token tok; *all_denied for 5xx. */
-static size_t robots_rules(const struct tw_config *cfg, long host, const char *tok,
-			   struct rule *r, int *all_denied)
+static size_t robots_rules(const struct tw_config *cfg, long host, const char *tok, struct rule *r,
+                           int *all_denied)
 {
 	int kind = tw_robots_kind(cfg, host);
 	int named = strcasecmp(tok, cfg->robots_agent) == 0;
 	*all_denied = robots_status(kind) >= 500;
 	switch (kind) {
-	case 1:
-		r[0] = (struct rule){ 0, "/private/" };
-		return 1;
+	case 1: r[0] = (struct rule){ 0, "/private/" }; return 1;
 	case 2:
 		if (!named)
 			return 0;
 		r[0] = (struct rule){ 0, "/s1/" };
 		r[1] = (struct rule){ 0, "/doc/" };
 		return 2;
-	case 3:
-		r[0] = (struct rule){ 0, "/s3/" };
-		return 1;
+	case 3: r[0] = (struct rule){ 0, "/s3/" }; return 1;
 	case 6:
 		r[0] = (struct rule){ 1, "/private/p7.html" };
 		r[1] = (struct rule){ 0, "/private/" };
 		return 2;
-	case 8:
-		r[0] = (struct rule){ 0, "/r/" };
-		return 1;
+	case 8: r[0] = (struct rule){ 0, "/r/" }; return 1;
 	case 9:
 		if (!named)
 			return 0;
 		r[0] = (struct rule){ 0, "/" };
 		return 1;
-	default:
-		return 0;
+	default: return 0;
 	}
 }
 
-static int robots_allowed(const struct tw_config *cfg, long host, const char *tok,
-			  const char *path)
+static int robots_allowed(const struct tw_config *cfg, long host, const char *tok, const char *path)
 {
 	struct rule r[4];
 	int denied = 0;
@@ -1179,12 +1180,12 @@ static int queue_push(struct queue *q, long host, const char *path)
 	return 0;
 }
 
-static int record(const struct tw_config *cfg, struct strvec *lines, long host,
-		  const char *path, int status)
+static int record(const struct tw_config *cfg, struct strvec *lines, long host, const char *path,
+                  int status)
 {
 	char buf[512];
 	int n = snprintf(buf, sizeof buf, "http://h%ld.%s:%d%s\t%d", host, cfg->domain,
-			 cfg->http_port, path, status);
+	                 cfg->http_port, path, status);
 	if (n < 0 || (size_t)n >= sizeof buf)
 		return -1;
 	char *s = strdup(buf);
@@ -1254,12 +1255,13 @@ int tw_expected_write(const struct tw_config *cfg, const char *agent, FILE *out)
 		struct qitem it = q.v[q.head++];
 		struct tw_resource res;
 		size_t nl = 0;
-		if (tw_resource_get(cfg, it.host, it.path, strlen(it.path), &res, links,
-				    LINKS_MAX, &nl) != 0)
+		if (tw_resource_get(cfg, it.host, it.path, strlen(it.path), &res, links, LINKS_MAX,
+		                    &nl) != 0)
 			goto out;
 		int st = res.status;
 		struct tw_link loc = res.loc;
-		int html = res.content_type != NULL && strncmp(res.content_type, "text/html", 9) == 0;
+		int html =
+		        res.content_type != NULL && strncmp(res.content_type, "text/html", 9) == 0;
 		tw_resource_clear(&res);
 		if (record(cfg, &lines, it.host, it.path, st) != 0)
 			goto out;
@@ -1317,7 +1319,7 @@ static int mkdir_p(const char *path)
 }
 
 static int dump_one(const struct tw_config *cfg, const char *dir, long i, const char *path,
-		    FILE *urls)
+                    FILE *urls)
 {
 	struct tw_resource res;
 	char file[4096], d[4096];
@@ -1329,7 +1331,7 @@ static int dump_one(const struct tw_config *cfg, const char *dir, long i, const 
 		goto out;
 	}
 	int n = snprintf(file, sizeof file, "%s/h%ld.%s%s%s", dir, i, cfg->domain, path,
-			 strcmp(path, "/") == 0 ? "index.html" : "");
+	                 strcmp(path, "/") == 0 ? "index.html" : "");
 	if (n < 0 || (size_t)n >= sizeof file)
 		goto out;
 	memcpy(d, file, (size_t)n + 1);

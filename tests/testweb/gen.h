@@ -43,8 +43,8 @@ struct tw_config {
 	long pages;
 	int ips;
 	int http_port;
-	long seed_hosts;               /* -1 = all hosts */
-	char domain[TW_NAME_MAX];      /* lowercase */
+	long seed_hosts;          /* -1 = all hosts */
+	char domain[TW_NAME_MAX]; /* lowercase */
 	char robots_agent[TW_NAME_MAX];
 	char crawl_delay[16];
 	int nfaults;
@@ -63,13 +63,13 @@ struct tw_link {
  * (free with tw_resource_clear). location is set for 3xx. */
 struct tw_resource {
 	int status;
-	const char *content_type;  /* static string */
+	const char *content_type; /* static string */
 	char *body;
 	size_t body_len;
 	char location[512];
-	struct tw_link loc;        /* canonical Location target for 3xx */
-	int gzip_ok;               /* page is in the gzip-encoded share */
-	unsigned retry_after;      /* 0 = none */
+	struct tw_link loc;   /* canonical Location target for 3xx */
+	int gzip_ok;          /* page is in the gzip-encoded share */
+	unsigned retry_after; /* 0 = none */
 };
 
 void tw_config_defaults(struct tw_config *cfg);
@@ -101,9 +101,9 @@ int tw_robots_kind(const struct tw_config *cfg, long host);
  * up to links_cap canonical links of an HTML body are stored there and
  * *nlinks set (only the server's BFS uses it). Returns 0, or -1 on
  * allocation failure. res->body is owned by the caller. */
-int tw_resource_get(const struct tw_config *cfg, long host, const char *path,
-		    size_t path_len, struct tw_resource *res,
-		    struct tw_link *links, size_t links_cap, size_t *nlinks);
+int tw_resource_get(const struct tw_config *cfg, long host, const char *path, size_t path_len,
+                    struct tw_resource *res, struct tw_link *links, size_t links_cap,
+                    size_t *nlinks);
 void tw_resource_clear(struct tw_resource *res);
 
 /* Small deterministic HTML filler of exactly len bytes (for endless /

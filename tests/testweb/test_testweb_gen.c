@@ -30,11 +30,21 @@ static void doc_page_path(long j, char *p, size_t cap)
 		snprintf(p, cap, "/s%ld/p%ld.html", j % 5, j);
 }
 
-static const char *const sample_paths[] = {
-	"/", "/s1/p1.html", "/s2/p12.html", "/private/p7.html", "/s4/p9.html?q=1",
-	"/img/i3.png", "/doc/d5.pdf", "/robots.txt", "/r/4", "/r2/4", "/r3/4", "/rx/4",
-	"/loop/a", "/gone/x1.html", "/nothing"
-};
+static const char *const sample_paths[] = { "/",
+	                                    "/s1/p1.html",
+	                                    "/s2/p12.html",
+	                                    "/private/p7.html",
+	                                    "/s4/p9.html?q=1",
+	                                    "/img/i3.png",
+	                                    "/doc/d5.pdf",
+	                                    "/robots.txt",
+	                                    "/r/4",
+	                                    "/r2/4",
+	                                    "/r3/4",
+	                                    "/rx/4",
+	                                    "/loop/a",
+	                                    "/gone/x1.html",
+	                                    "/nothing" };
 
 START_TEST(same_seed_same_bytes)
 {
@@ -43,8 +53,10 @@ START_TEST(same_seed_same_bytes)
 		for (size_t k = 0; k < sizeof sample_paths / sizeof *sample_paths; k++) {
 			const char *p = sample_paths[k];
 			struct tw_resource r1, r2;
-			ck_assert_int_eq(tw_resource_get(&a, h, p, strlen(p), &r1, NULL, 0, NULL), 0);
-			ck_assert_int_eq(tw_resource_get(&b, h, p, strlen(p), &r2, NULL, 0, NULL), 0);
+			ck_assert_int_eq(tw_resource_get(&a, h, p, strlen(p), &r1, NULL, 0, NULL),
+			                 0);
+			ck_assert_int_eq(tw_resource_get(&b, h, p, strlen(p), &r2, NULL, 0, NULL),
+			                 0);
 			ck_assert_int_eq(r1.status, r2.status);
 			ck_assert_uint_eq(r1.body_len, r2.body_len);
 			ck_assert(memcmp(r1.body, r2.body, r1.body_len) == 0);
@@ -62,8 +74,10 @@ START_TEST(other_seed_other_bytes)
 	const char *const paths[] = { "/", "/s1/p1.html", "/img/i3.png", "/doc/d5.pdf" };
 	for (size_t k = 0; k < 4; k++) {
 		struct tw_resource r1, r2;
-		ck_assert_int_eq(tw_resource_get(&a, 3, paths[k], strlen(paths[k]), &r1, NULL, 0, NULL), 0);
-		ck_assert_int_eq(tw_resource_get(&b, 3, paths[k], strlen(paths[k]), &r2, NULL, 0, NULL), 0);
+		ck_assert_int_eq(
+		        tw_resource_get(&a, 3, paths[k], strlen(paths[k]), &r1, NULL, 0, NULL), 0);
+		ck_assert_int_eq(
+		        tw_resource_get(&b, 3, paths[k], strlen(paths[k]), &r2, NULL, 0, NULL), 0);
 		ck_assert_int_eq(r1.status, 200);
 		ck_assert(r1.body_len != r2.body_len || memcmp(r1.body, r2.body, r1.body_len) != 0);
 		tw_resource_clear(&r1);
@@ -114,7 +128,8 @@ START_TEST(links_resolve)
 			char p[64];
 			doc_page_path(j, p, sizeof p);
 			struct tw_resource r;
-			ck_assert_int_eq(tw_resource_get(&c, h, p, strlen(p), &r, links, 64, &nl), 0);
+			ck_assert_int_eq(tw_resource_get(&c, h, p, strlen(p), &r, links, 64, &nl),
+			                 0);
 			ck_assert_int_eq(r.status, 200);
 			ck_assert(nl >= 2);
 			if (r.body_len >= 5000 && r.body_len <= 64000)
@@ -125,9 +140,11 @@ START_TEST(links_resolve)
 				struct tw_resource t;
 				ck_assert(links[k].host >= 0 && links[k].host < c.hosts);
 				ck_assert_int_eq(tw_resource_get(&c, links[k].host, links[k].path,
-								 strlen(links[k].path), &t, NULL, 0, NULL), 0);
+				                                 strlen(links[k].path), &t, NULL, 0,
+				                                 NULL),
+				                 0);
 				ck_assert(t.status == 200 || t.status == 301 || t.status == 302 ||
-					  t.status == 404);
+				          t.status == 404);
 				if (t.status < 600)
 					seen[t.status]++;
 				tw_resource_clear(&t);

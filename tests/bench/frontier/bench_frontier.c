@@ -124,14 +124,15 @@ static int bench_ops(uint64_t hosts, uint64_t per_host)
 		int n = snprintf(buf, sizeof buf, "http://h%llu.web.test", (unsigned long long)h);
 		if (frontier_host_get(f, buf, (size_t)n, 1, &id) != FRONTIER_OK)
 			goto out;
-		if (politeness_host_set_ip(p, id, (uint32_t)(h % (hosts / 20 + 1))) != POLITENESS_OK)
+		if (politeness_host_set_ip(p, id, (uint32_t)(h % (hosts / 20 + 1))) !=
+		    POLITENESS_OK)
 			goto out;
 	}
 	t0 = now_s();
 	for (uint64_t i = 0; i < total; i++) {
 		uint64_t h = rng() % hosts;
-		int n = snprintf(buf, sizeof buf, "http://h%llu.web.test/p/%llu", (unsigned long long)h,
-		                 (unsigned long long)i);
+		int n = snprintf(buf, sizeof buf, "http://h%llu.web.test/p/%llu",
+		                 (unsigned long long)h, (unsigned long long)i);
 		if (frontier_push(f, (uint32_t)h, buf, (size_t)n, NULL, 0, 1) != FRONTIER_OK)
 			goto out;
 	}
@@ -184,7 +185,8 @@ static int bench_ops(uint64_t hosts, uint64_t per_host)
 	printf("hosts %llu\n", (unsigned long long)hosts);
 	printf("urls %llu\n", (unsigned long long)total);
 	printf("enqueue %.0f ops/s\n", (double)total / t_push);
-	printf("pop_ready %.0f ops/s (politeness_pop_ready + frontier_pop)\n", (double)pops / t_pop);
+	printf("pop_ready %.0f ops/s (politeness_pop_ready + frontier_pop)\n",
+	       (double)pops / t_pop);
 	printf("release %.0f ops/s\n", (double)pops / t_rel);
 	printf("baseline_plain_heap_push_pop %.0f ops/s\n", (double)total / t_base);
 	printf("ratio_pop_release_vs_baseline %.2f (cycle time / plain heap push+pop time)\n",
@@ -307,8 +309,9 @@ int main(int argc, char **argv)
 	if (argc == 6 && strcmp(argv[1], "rss") == 0 && parse_u64(argv[2], &a) == 0 &&
 	    parse_u64(argv[3], &b) == 0 && parse_u64(argv[4], &c) == 0 && a > 0 && c > 0)
 		return bench_rss(a, b, c, argv[5]);
-	fprintf(stderr, "usage: %s ops HOSTS URLS_PER_HOST\n"
-	                "       %s rss BUDGET_MIB URLS HOSTS SPILL_DIR\n",
+	fprintf(stderr,
+	        "usage: %s ops HOSTS URLS_PER_HOST\n"
+	        "       %s rss BUDGET_MIB URLS HOSTS SPILL_DIR\n",
 	        argv[0], argv[0]);
 	return 2;
 }
