@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # README command (2): build and run every test.
+#   0. the format check: every C file is clang-format's output;
 #   1. a normal build (warnings are errors) and every ctest test in it:
 #      Check unit suites, conformance suites, end-to-end crawls of the local
 #      test web, benchmark smoke runs;
@@ -16,6 +17,9 @@ fuzz_seconds=${FUZZ_SECONDS:-60}
 bash "$root/crawler/install-deps.sh"
 
 step() { printf '\n=== %s ===\n' "$*"; }
+
+step "format check (clang-format, the root .clang-format)"
+bash "$root/tests/format-check.sh"
 
 step "normal build"
 cmake -S "$root" -B "$build/normal" -DCRAWLER_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
