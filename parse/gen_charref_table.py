@@ -82,13 +82,17 @@ def main():
     rows = INC_HEADER.splitlines()
     r = rows.append
     off = 0
+    cells = []
     for n in names:
         v = table[n].encode("utf-8")
         if len(v) > 6:
             sys.exit("gen_charref_table: value of %r longer than 6 bytes" % n)
-        row = "\t{ %d, %d, %d, %s }," % (off, len(n), len(v), c_bytes(v))
-        r("%-50s /* %s */" % (row, n))
+        cells.append(("{ %d, %d, %d, %s }," % (off, len(n), len(v), c_bytes(v)), n))
         off += len(n)
+    # three rows a line keep the data file short; the comment names them
+    for i in range(0, len(cells), 3):
+        group = cells[i:i + 3]
+        r("\t%s /* %s */" % (" ".join(c for c, _ in group), " ".join(n for _, n in group)))
     w("")
     first = []
     letters = [chr(c) for c in range(ord("A"), ord("Z") + 1)] + \
