@@ -244,13 +244,15 @@ static uint64_t next_after_crawl_delay(const char *value)
 
 START_TEST(crawl_delay_saturates)
 {
-	static const char *const huge[] = { "1e300",
-		                            "2e13",
-		                            "1e400",
-		                            "inf",
-		                            "18446744073710",
-		                            "99999999999999999999999999999999999999999999999999"
-		                            "99999999999999999999999999999999999999999999999999" };
+	static const char *const huge[] = {
+		"1e300",
+		"2e13",
+		"1e400",
+		"inf",
+		"18446744073710",
+		("99999999999999999999999999999999999999999999999999"
+		 "99999999999999999999999999999999999999999999999999")
+	};
 	for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++)
 		ck_assert_msg(next_after_crawl_delay(huge[i]) == 106 * S, "Crawl-delay: %s",
 		              huge[i]);
