@@ -52,7 +52,7 @@ int cluster_url_parse(const char *url, char *host, size_t hostsz, int *port, cha
 	memcpy(host, h, (size_t)(colon - h));
 	host[colon - h] = '\0';
 	*port = (int)p;
-	strcpy(prefix, pre);
+	snprintf(prefix, CLUSTER_PREFIX_MAX + 1, "%s", pre);
 	return CLUSTER_OK;
 }
 
@@ -423,7 +423,7 @@ static int copy_options(struct cluster *c, const struct cluster_options *opt)
 	if (assign_view_create(opt->method, names, 1, &probe) != ASSIGN_OK)
 		return CLUSTER_EINVAL;
 	assign_view_destroy(probe);
-	strcpy(c->name, opt->name);
+	snprintf(c->name, sizeof c->name, "%s", opt->name);
 	c->method = opt->method;
 	c->lease_ms = opt->lease_ms;
 	c->flush_delay_ms = opt->flush_delay_ms ? opt->flush_delay_ms : 10;

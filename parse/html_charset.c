@@ -7,6 +7,7 @@
 #include <iconv.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -148,7 +149,7 @@ static bool decoder_open(struct html_decoder *d, const char *name)
 	if (d->cd != (iconv_t)-1)
 		iconv_close(d->cd);
 	d->cd = cd;
-	strcpy(d->cd_label, name); /* length checked above */
+	snprintf(d->cd_label, sizeof d->cd_label, "%s", name);
 	return true;
 }
 

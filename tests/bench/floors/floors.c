@@ -210,7 +210,8 @@ static int hosts_load(struct bench *b, const char *path)
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof line, f)) {
-		char *name = strtok(line, "\t\n"), *ip = strtok(NULL, "\t\n");
+		char *save = NULL, *name = strtok_r(line, "\t\n", &save),
+		     *ip = strtok_r(NULL, "\t\n", &save);
 		if (!name || !ip)
 			continue;
 		if (b->nhosts == cap) {
@@ -246,7 +247,8 @@ static int requests_load(struct bench *b, const char *path, size_t *skipped)
 		return -1;
 	*skipped = 0;
 	while (fgets(line, sizeof line, f)) {
-		char *host = strtok(line, "\t\n"), *target = strtok(NULL, "\t\n");
+		char *save = NULL, *host = strtok_r(line, "\t\n", &save),
+		     *target = strtok_r(NULL, "\t\n", &save);
 		long h = host && target ? host_find(b, host) : -1;
 		if (h < 0) {
 			*skipped += host != NULL;
