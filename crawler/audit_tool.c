@@ -68,17 +68,12 @@ int audit_tool_main(int argc, char **argv)
 		} else if (tool_is_option(argv[i])) {
 			return tool_usage_error("audit", "unknown option or missing value", argv[i],
 			                        usage);
-		} else if (!dir) {
-			dir = argv[i];
-		} else {
-			usage(stderr);
+		} else if (tool_take_operand(argv[i], &dir, usage) != 0) {
 			return 2;
 		}
 	}
-	if (!dir) {
-		usage(stderr);
+	if (tool_need_operand(dir, usage) != 0)
 		return 2;
-	}
 	struct audit *a = NULL;
 	enum audit_error rc = audit_load_dir(dir, &a, stderr);
 	if (rc != AUDIT_OK) {

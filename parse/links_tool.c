@@ -65,17 +65,12 @@ int links_tool_main(int argc, char **argv)
 			verbose = true;
 		} else if (tool_is_option(argv[i])) {
 			return tool_usage_error("links", "unknown option", argv[i], usage);
-		} else if (!url) {
-			url = argv[i];
-		} else {
-			usage(stderr);
+		} else if (tool_take_operand(argv[i], &url, usage) != 0) {
 			return 2;
 		}
 	}
-	if (!url) {
-		usage(stderr);
+	if (tool_need_operand(url, usage) != 0)
 		return 2;
-	}
 	int status = 1;
 	size_t len = 0;
 	struct links_extractor *ex = NULL;

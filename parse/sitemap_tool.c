@@ -140,20 +140,13 @@ int sitemap_tool_main(int argc, char **argv)
 			return 0;
 		} else if (tool_flag(argv[i], "--verbose", "-v")) {
 			verbose = true;
-		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			fprintf(stderr, "crawler sitemaps: unknown option '%s'\n", argv[i]);
-			usage(stderr);
-			return 2;
-		} else if (!url) {
-			url = argv[i];
-		} else {
-			usage(stderr);
+		} else if (tool_is_option(argv[i])) {
+			return tool_usage_error("sitemaps", "unknown option", argv[i], usage);
+		} else if (tool_take_operand(argv[i], &url, usage) != 0) {
 			return 2;
 		}
 	}
-	if (!url) {
-		usage(stderr);
+	if (tool_need_operand(url, usage) != 0)
 		return 2;
-	}
 	return run(&cfg, url, scope_url, verbose);
 }
