@@ -61,6 +61,22 @@ static inline int tool_take_operand(const char *arg, const char **operand, void 
 	return 2;
 }
 
+/* An argument that is none of the tool's own options: "--help"/"-h"
+ * prints the usage on stdout and returns 0; another option is the usage
+ * error `what` (2); anything else is taken as the one operand (-1, go on
+ * with the next argument; 2 when it is a second operand). */
+static inline int tool_other_arg(const char *name, const char *what, const char *arg,
+                                 const char **operand, void (*usage)(FILE *out))
+{
+	if (tool_flag(arg, "--help", "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (tool_is_option(arg))
+		return tool_usage_error(name, what, arg, usage);
+	return tool_take_operand(arg, operand, usage) != 0 ? 2 : -1;
+}
+
 /* 0 when the tool's operand was given; else prints the usage on stderr and
  * returns 2, the usage-error status. */
 static inline int tool_need_operand(const char *operand, void (*usage)(FILE *out))

@@ -135,15 +135,12 @@ int sitemap_tool_main(int argc, char **argv)
 				return 2;
 			}
 			cfg.max_locs = (size_t)v;
-		} else if (tool_flag(argv[i], "--help", "-h")) {
-			usage(stdout);
-			return 0;
 		} else if (tool_flag(argv[i], "--verbose", "-v")) {
 			verbose = true;
-		} else if (tool_is_option(argv[i])) {
-			return tool_usage_error("sitemaps", "unknown option", argv[i], usage);
-		} else if (tool_take_operand(argv[i], &url, usage) != 0) {
-			return 2;
+		} else {
+			int st = tool_other_arg("sitemaps", "unknown option", argv[i], &url, usage);
+			if (st >= 0)
+				return st;
 		}
 	}
 	if (tool_need_operand(url, usage) != 0)
