@@ -12,6 +12,7 @@
 #include <xxhash.h>
 
 #include "crawler/assign.h"
+#include "frontier/array.h"
 
 #define PERM_MASK (ASSIGN_PERM_SLOTS - 1)
 
@@ -478,9 +479,7 @@ void assign_view_destroy(struct assign_view *v)
 {
 	if (!v)
 		return;
-	for (size_t i = 0; i < v->n; i++)
-		free(v->agents[i]);
-	free(v->agents);
+	ARRAY_FREE_EACH(v->agents, v->n);
 	free(v->slots);
 	free(v->ring);
 	free(v);

@@ -56,29 +56,21 @@ int audit_tool_main(int argc, char **argv)
 	const char *dir = NULL, *json = NULL, *html = NULL;
 	int quiet = 0;
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		} else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
+		if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
 			json = argv[++i];
 		} else if (strcmp(argv[i], "--html") == 0 && i + 1 < argc) {
 			html = argv[++i];
 		} else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
 			quiet = 1;
-		} else if (tool_is_option(argv[i])) {
-			return tool_usage_error("audit", "unknown option or missing value", argv[i],
-			                        usage);
-		} else if (!dir) {
-			dir = argv[i];
 		} else {
-			usage(stderr);
-			return 2;
+			int st = tool_other_arg("audit", "unknown option or missing value", argv[i],
+			                        &dir, usage);
+			if (st >= 0)
+				return st;
 		}
 	}
-	if (!dir) {
-		usage(stderr);
+	if (tool_need_operand(dir, usage) != 0)
 		return 2;
-	}
 	struct audit *a = NULL;
 	enum audit_error rc = audit_load_dir(dir, &a, stderr);
 	if (rc != AUDIT_OK) {

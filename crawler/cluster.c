@@ -10,6 +10,7 @@
 
 #include "crawler/cluster_int.h"
 #include "frontier/clock.h"
+#include "frontier/array.h"
 
 #define CLUSTER_HANDLES 4
 /* A connection attempt pending this long is abandoned. */
@@ -139,9 +140,7 @@ static int cmp_names(const void *a, const void *b)
 
 static void free_names(char **names, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	ARRAY_FREE_EACH(names, n);
 }
 
 static void fence_timer_cb(uv_timer_t *t)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "crawler/cluster_int.h"
+#include "frontier/chain.h"
 #include "frontier/clock.h"
 
 /* Entries per read or claim. */
@@ -16,12 +17,7 @@
 
 static void list_push(struct cl_list *l, struct cl_batch *b)
 {
-	b->next = NULL;
-	if (l->tail != NULL)
-		l->tail->next = b;
-	else
-		l->head = b;
-	l->tail = b;
+	CHAIN_APPEND(l->head, l->tail, b);
 }
 
 static struct cl_batch *list_pop(struct cl_list *l)

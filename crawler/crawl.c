@@ -16,6 +16,7 @@
 #include "crawler/config.h"
 #include "crawler/crawl_run.h"
 #include "crawler/tools.h"
+#include "frontier/array.h"
 
 #define MAX_SEEDS 1000000
 #define MAX_OVERRIDES 64
@@ -454,9 +455,7 @@ int crawl_tool_main(int argc, char **argv)
 	rc = crawl_run(&cfg, seeds, nseeds, fl.resume);
 out:
 	crawl_flags_free(&fl);
-	for (size_t i = 0; i < nseeds; i++)
-		free(seeds[i]);
-	free(seeds);
+	ARRAY_FREE_EACH(seeds, nseeds);
 	if (have_cfg)
 		crawl_config_free(&cfg);
 	return rc;

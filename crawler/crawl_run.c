@@ -37,6 +37,7 @@
 #include "frontier/scope.h"
 #include "politeness/delay_policy.h"
 #include "politeness/politeness.h"
+#include "frontier/array.h"
 
 #define ABANDON_MS 3000 /* in-flight transfers' grace at a stop */
 
@@ -704,9 +705,7 @@ static void teardown(struct run *r, int ran, double elapsed)
 	scope_destroy(r->scope);
 	politeness_destroy(r->pol);
 	frontier_destroy(r->frontier);
-	for (size_t i = 0; i < r->ndoms; i++)
-		free(r->doms[i]);
-	free(r->doms);
+	ARRAY_FREE_EACH(r->doms, r->ndoms);
 	io_stall_destroy(r->io);
 	outdir_lock_release(r->lock);
 }

@@ -16,6 +16,7 @@
 #include "frontier/url.h"
 #include "politeness/delay_policy.h"
 #include "politeness/robots.h"
+#include "frontier/array.h"
 
 #define HOST_BLOCK_BITS 12
 
@@ -739,9 +740,7 @@ void visit_destroy(struct visit *v)
 {
 	if (!v)
 		return;
-	for (size_t i = 0; i < v->n_blocks; i++)
-		free(v->blocks[i]);
-	free(v->blocks);
+	ARRAY_FREE_EACH(v->blocks, v->n_blocks);
 	while (v->live)
 		req_release(v, v->live);
 	free(v->dns_wait);

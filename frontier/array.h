@@ -27,4 +27,13 @@ static inline void *array_grow(void *v, size_t *cap, size_t n, size_t size, size
 	return nv;
 }
 
+/* Frees each of the n elements of v (pointers from malloc, or NULL), then
+ * v itself: the teardown of an array that owns what it points to. */
+#define ARRAY_FREE_EACH(v, n)                                                                      \
+	do {                                                                                       \
+		for (size_t array_i_ = 0; array_i_ < (size_t)(n); array_i_++)                      \
+			free((v)[array_i_]);                                                       \
+		free(v);                                                                           \
+	} while (0)
+
 #endif

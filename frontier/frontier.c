@@ -6,6 +6,7 @@
  */
 #include "frontier/frontier_internal.h"
 #include "frontier/url.h"
+#include "frontier/array.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -214,9 +215,7 @@ static void host_table_free(struct frontier *f)
 			n = next;
 		}
 	}
-	for (uint32_t i = 0; i < f->npages; i++)
-		free(f->pages[i]);
-	free(f->pages);
+	ARRAY_FREE_EACH(f->pages, f->npages);
 	while (f->keys != NULL) {
 		struct key_chunk *c = f->keys;
 		f->keys = c->next;

@@ -113,6 +113,32 @@ static int ckpt_pos_ok(const struct frontier *f, uint64_t pos)
 	       (uint64_t)pos_off(pos) + sizeof(struct ext_hdr) <= f->segs[pos_seg(pos)].size;
 }
 
+/* One fixed-width field of a checkpoint record: the tables below read a
+ * record's fields in order instead of a chain of recfile_get calls. */
+struct ckpt_field {
+	enum { CKPT_U8, CKPT_U32, CKPT_U64 } width;
+	union {
+		uint8_t *u8;
+		uint32_t *u32;
+		uint64_t *u64;
+	} to;
+};
+
+/* Reads the n fields in order; the first error stops the reading. */
+static enum recfile_err ckpt_get_fields(struct recfile_reader *r, const struct ckpt_field *fl,
+                                        size_t n)
+{
+	enum recfile_err re = RECFILE_OK;
+	for (size_t i = 0; i < n && re == RECFILE_OK; i++) {
+		switch (fl[i].width) {
+		case CKPT_U8: re = recfile_get_u8(r, fl[i].to.u8); break;
+		case CKPT_U32: re = recfile_get_u32(r, fl[i].to.u32); break;
+		case CKPT_U64: re = recfile_get_u64(r, fl[i].to.u64); break;
+		}
+	}
+	return re;
+}
+
 static enum frontier_err ckpt_read_host(struct frontier *f, struct recfile_reader *r,
                                         uint32_t want_id, char *buf)
 {
@@ -133,11 +159,13 @@ static enum frontier_err ckpt_read_host(struct frontier *f, struct recfile_reade
 	if (id != want_id) /* a key saved twice */
 		return FRONTIER_ERR_CORRUPT;
 	h = host_at(f, id);
-	if ((re = recfile_get_u8(r, &retired)) != RECFILE_OK ||
-	    (re = recfile_get_u64(r, &h->pages)) != RECFILE_OK ||
-	    (re = recfile_get_u64(r, &h->bytes)) != RECFILE_OK ||
-	    (re = recfile_get_u64(r, &h->urls_ever)) != RECFILE_OK ||
-	    (re = recfile_get_u32(r, &mcount)) != RECFILE_OK)
+	const struct ckpt_field host_fields[] = {
+		{ CKPT_U8, { .u8 = &retired } },    { CKPT_U64, { .u64 = &h->pages } },
+		{ CKPT_U64, { .u64 = &h->bytes } }, { CKPT_U64, { .u64 = &h->urls_ever } },
+		{ CKPT_U32, { .u32 = &mcount } },
+	};
+	re = ckpt_get_fields(r, host_fields, sizeof host_fields / sizeof *host_fields);
+	if (re != RECFILE_OK)
 		return ckpt_err(re);
 	h->retired = retired != 0;
 	for (uint32_t k = 0; k < mcount; k++) {
@@ -158,15 +186,19 @@ static enum frontier_err ckpt_read_host(struct frontier *f, struct recfile_reade
 		return ckpt_err(re);
 	if (h->dcount > 0) {
 		uint8_t need_hdr;
-		if ((re = recfile_get_u64(r, &h->ext_head)) != RECFILE_OK ||
-		    (re = recfile_get_u64(r, &h->ext_tail)) != RECFILE_OK ||
-		    (re = recfile_get_u64(r, &h->ext_next.pos)) != RECFILE_OK ||
-		    (re = recfile_get_u32(r, &h->ext_next.count)) != RECFILE_OK ||
-		    (re = recfile_get_u32(r, &h->ext_next.bytes)) != RECFILE_OK ||
-		    (re = recfile_get_u32(r, &h->ext_left)) != RECFILE_OK ||
-		    (re = recfile_get_u32(r, &h->ext_off)) != RECFILE_OK ||
-		    (re = recfile_get_u32(r, &h->ext_bytes)) != RECFILE_OK ||
-		    (re = recfile_get_u8(r, &need_hdr)) != RECFILE_OK)
+		const struct ckpt_field ext_fields[] = {
+			{ CKPT_U64, { .u64 = &h->ext_head } },
+			{ CKPT_U64, { .u64 = &h->ext_tail } },
+			{ CKPT_U64, { .u64 = &h->ext_next.pos } },
+			{ CKPT_U32, { .u32 = &h->ext_next.count } },
+			{ CKPT_U32, { .u32 = &h->ext_next.bytes } },
+			{ CKPT_U32, { .u32 = &h->ext_left } },
+			{ CKPT_U32, { .u32 = &h->ext_off } },
+			{ CKPT_U32, { .u32 = &h->ext_bytes } },
+			{ CKPT_U8, { .u8 = &need_hdr } },
+		};
+		re = ckpt_get_fields(r, ext_fields, sizeof ext_fields / sizeof *ext_fields);
+		if (re != RECFILE_OK)
 			return ckpt_err(re);
 		h->ext_need_hdr = need_hdr != 0;
 		if (!ckpt_pos_ok(f, h->ext_head) || !ckpt_pos_ok(f, h->ext_tail) ||

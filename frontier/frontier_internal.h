@@ -25,6 +25,7 @@
 #ifndef FRONTIER_FRONTIER_INTERNAL_H
 #define FRONTIER_FRONTIER_INTERNAL_H
 
+#include "frontier/chain.h"
 #include "frontier/frontier.h"
 
 #include <stddef.h>
@@ -178,12 +179,7 @@ static inline uint32_t pos_off(uint64_t pos)
 
 static inline void mem_append(struct frontier *f, struct fr_host *h, struct mnode *n)
 {
-	n->next = NULL;
-	if (h->mtail != NULL)
-		h->mtail->next = n;
-	else
-		h->mhead = n;
-	h->mtail = n;
+	CHAIN_APPEND(h->mhead, h->mtail, n);
 	h->mcount++;
 	f->st.mem_bytes += node_cost(n->url_len, n->via_len);
 	f->st.urls_in_memory++;

@@ -5,6 +5,7 @@
  */
 #include "frontier/scope.h"
 #include "frontier/url.h"
+#include "frontier/array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +37,9 @@ void scope_config_default(struct scope_config *c)
 
 static void free_list(char **l, size_t n)
 {
-	size_t i;
-
 	if (l == NULL)
 		return;
-	for (i = 0; i < n; i++)
-		free(l[i]);
-	free(l);
+	ARRAY_FREE_EACH(l, n);
 }
 
 void scope_destroy(struct scope *s)

@@ -2,8 +2,8 @@
  * tool_args.h: the command-line spellings the `crawler` subcommands share
  * (the url, robots and links tools beside their modules): a flag with a
  * long and a short name, and an option whose value follows as the next
- * argument or after '='; and the usage error every tool gives for an
- * argument it does not know. Header only: each tool parses its own argv.
+ * argument or after '='; the usage error every tool gives for an
+ * argument it does not know; and the one operand a tool takes. Header only: each tool parses its own argv.
  */
 #ifndef FRONTIER_TOOL_ARGS_H
 #define FRONTIER_TOOL_ARGS_H
@@ -44,6 +44,45 @@ static inline int tool_usage_error(const char *name, const char *what, const cha
                                    void (*usage)(FILE *out))
 {
 	fprintf(stderr, "crawler %s: %s '%s'\n", name, what, arg);
+	usage(stderr);
+	return 2;
+}
+
+/* Takes arg as the tool's one operand: stores it in *operand and returns 0.
+ * When *operand is already set (a second operand), prints the usage on
+ * stderr and returns 2, the usage-error status. */
+static inline int tool_take_operand(const char *arg, const char **operand, void (*usage)(FILE *out))
+{
+	if (*operand == NULL) {
+		*operand = arg;
+		return 0;
+	}
+	usage(stderr);
+	return 2;
+}
+
+/* An argument that is none of the tool's own options: "--help"/"-h"
+ * prints the usage on stdout and returns 0; another option is the usage
+ * error `what` (2); anything else is taken as the one operand (-1, go on
+ * with the next argument; 2 when it is a second operand). */
+static inline int tool_other_arg(const char *name, const char *what, const char *arg,
+                                 const char **operand, void (*usage)(FILE *out))
+{
+	if (tool_flag(arg, "--help", "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (tool_is_option(arg))
+		return tool_usage_error(name, what, arg, usage);
+	return tool_take_operand(arg, operand, usage) != 0 ? 2 : -1;
+}
+
+/* 0 when the tool's operand was given; else prints the usage on stderr and
+ * returns 2, the usage-error status. */
+static inline int tool_need_operand(const char *operand, void (*usage)(FILE *out))
+{
+	if (operand != NULL)
+		return 0;
 	usage(stderr);
 	return 2;
 }

@@ -37,28 +37,17 @@ struct html_tokenizer {
 	char names[HTML_TOKENIZER_MAX_ATTRS + 1][HTML_TOKENIZER_MAX_NAME];
 	struct html_attr attrs[HTML_TOKENIZER_MAX_ATTRS];
 	size_t nattrs;
-	char *scratch; /* HTML_TOKENIZER_SCRATCH bytes */
 	size_t scratch_used;
+	char scratch[HTML_TOKENIZER_SCRATCH]; /* last: the tokenizer is one allocation */
 };
 
 struct html_tokenizer *html_tokenizer_create(void)
 {
-	struct html_tokenizer *t = calloc(1, sizeof *t);
-	if (!t)
-		return NULL;
-	t->scratch = malloc(HTML_TOKENIZER_SCRATCH);
-	if (!t->scratch) {
-		free(t);
-		return NULL;
-	}
-	return t;
+	return calloc(1, sizeof(struct html_tokenizer));
 }
 
 void html_tokenizer_destroy(struct html_tokenizer *t)
 {
-	if (!t)
-		return;
-	free(t->scratch);
 	free(t);
 }
 

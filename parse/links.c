@@ -37,41 +37,32 @@ struct link_resolver {
 	size_t key_cap;
 };
 
-static void link_resolver_destroy(struct link_resolver *r)
+/* Frees what the resolver holds (not r itself); r may be partly set up. */
+static void link_resolver_fini(struct link_resolver *r)
 {
-	if (!r)
-		return;
 	url_destroy(r->page);
 	url_destroy(r->base_url);
 	url_destroy(r->link);
 	free(r->key);
-	free(r);
 }
 
-/* A resolver with the URL options `opt` (NULL = url.h's defaults); NULL when
- * out of memory. */
-static struct link_resolver *link_resolver_create(const struct url_options *opt)
+/* Sets up the resolver r (zeroed, inside its extractor) with the URL options
+ * `opt` (NULL = url.h's defaults). -1 when out of memory: then what r
+ * holds is for link_resolver_fini. */
+static int link_resolver_init(struct link_resolver *r, const struct url_options *opt)
 {
-	struct link_resolver *r = calloc(1, sizeof *r);
-	if (!r)
-		return NULL;
 	r->page = url_create(opt);
 	r->base_url = url_create(opt);
 	r->link = url_create(opt);
 	if (!r->page || !r->base_url || !r->link)
-		goto fail;
+		return -1;
 	/* A crawl key is at most max_len bytes (longer ones are refused) and
      * never longer than the href it comes from. */
 	size_t max_len = opt && opt->max_len ? opt->max_len : URL_DEFAULT_MAX_LEN;
 	size_t href_cap = url_href_cap(r->link);
 	r->key_cap = (max_len > href_cap ? max_len : href_cap) + 1;
 	r->key = malloc(r->key_cap);
-	if (!r->key)
-		goto fail;
-	return r;
-fail:
-	link_resolver_destroy(r);
-	return NULL;
+	return r->key ? 0 : -1;
 }
 
 /* Parses the page URL (NUL-terminated) and makes it the base; it must be an
@@ -162,7 +153,7 @@ struct links_extractor {
 	char *base_str; /* malloc'd resolved base */
 	size_t canonical_off;
 	bool have_canonical;
-	struct link_resolver *resolver;
+	struct link_resolver resolver;
 };
 
 const char *links_strerror(int err)
@@ -454,10 +445,10 @@ int links_extractor_create(const struct links_config *config, struct links_extra
 		if (!ex->sh)
 			goto fail;
 	}
-	ex->resolver = link_resolver_create(ex->cfg.url_options);
+	int resolver_rc = link_resolver_init(&ex->resolver, ex->cfg.url_options);
 	ex->tokenizer = html_tokenizer_create();
 	ex->decoder = html_decoder_create();
-	if (!ex->resolver || !ex->tokenizer || !ex->decoder)
+	if (resolver_rc != 0 || !ex->tokenizer || !ex->decoder)
 		goto fail;
 	ex->callbacks.tag = on_tag;
 	ex->callbacks.text = ex->sh ? on_text : NULL;
@@ -473,7 +464,7 @@ void links_extractor_destroy(struct links_extractor *ex)
 	if (!ex)
 		return;
 	simhash_builder_destroy(ex->sh);
-	link_resolver_destroy(ex->resolver);
+	link_resolver_fini(&ex->resolver);
 	html_tokenizer_destroy(ex->tokenizer);
 	html_decoder_destroy(ex->decoder);
 	free(ex->raw);
@@ -533,10 +524,10 @@ static int resolve_pass(struct links_extractor *ex)
 	/* The document base: the first <base href> resolved against the page
      * when it is an http(s) URL, else the page URL. */
 	if (ex->have_base)
-		(void)link_resolver_set_base(ex->resolver, ex->raw + ex->base_off, ex->base_len);
+		(void)link_resolver_set_base(&ex->resolver, ex->raw + ex->base_off, ex->base_len);
 	const char *b = NULL;
 	size_t blen = 0;
-	if (link_resolver_key(ex->resolver, ex->resolver->base, &b, &blen) != LINK_RESOLVE_OK)
+	if (link_resolver_key(&ex->resolver, ex->resolver.base, &b, &blen) != LINK_RESOLVE_OK)
 		return LINKS_EINVAL;
 	ex->base_str = strndup(b, blen);
 	if (!ex->base_str)
@@ -546,7 +537,7 @@ static int resolve_pass(struct links_extractor *ex)
 		const struct raw_link *r = &ex->rl[i];
 		const char *u = NULL;
 		size_t ulen = 0;
-		int v = link_resolve(ex->resolver, ex->raw + r->off, r->len, &u, &ulen);
+		int v = link_resolve(&ex->resolver, ex->raw + r->off, r->len, &u, &ulen);
 		if (v == LINK_RESOLVE_SCHEME) {
 			ex->page.dropped_scheme++;
 			continue;
@@ -595,7 +586,7 @@ int links_extract(struct links_extractor *ex, const char *page_url, const char *
 	if (!ex || !page_url || (!body && len > 0))
 		return LINKS_EINVAL;
 	reset(ex);
-	if (link_resolver_set_page(ex->resolver, page_url) != LINK_RESOLVE_OK)
+	if (link_resolver_set_page(&ex->resolver, page_url) != LINK_RESOLVE_OK)
 		return LINKS_EINVAL;
 	int rc = parse_pass(ex, charset, body ? body : "", len);
 	if (rc != LINKS_OK && rc != LINKS_ENOMEM)

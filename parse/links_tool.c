@@ -58,24 +58,16 @@ int links_tool_main(int argc, char **argv)
 				fprintf(stderr, "crawler links: bad --max-links '%s'\n", argv[i]);
 				return 2;
 			}
-		} else if (tool_flag(argv[i], "--help", "-h")) {
-			usage(stdout);
-			return 0;
 		} else if (tool_flag(argv[i], "--verbose", "-v")) {
 			verbose = true;
-		} else if (tool_is_option(argv[i])) {
-			return tool_usage_error("links", "unknown option", argv[i], usage);
-		} else if (!url) {
-			url = argv[i];
 		} else {
-			usage(stderr);
-			return 2;
+			int st = tool_other_arg("links", "unknown option", argv[i], &url, usage);
+			if (st >= 0)
+				return st;
 		}
 	}
-	if (!url) {
-		usage(stderr);
+	if (tool_need_operand(url, usage) != 0)
 		return 2;
-	}
 	int status = 1;
 	size_t len = 0;
 	struct links_extractor *ex = NULL;

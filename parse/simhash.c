@@ -46,106 +46,25 @@ static const uint64_t spread[256] = { SP64(0), SP64(64), SP64(128), SP64(192) };
 #undef SP4
 #undef SP
 
+/* 0x30-0x3F: the digits, then separators. */
+#define DIGITS_ROW '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 0, 0, 0, 0, 0, 0
+/* 0x40-0x5F and 0x60-0x7F alike: the letters in lower case, the rest separators. */
+#define LETTERS_ROW                                                                                \
+	0, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q',    \
+	        'r', 's', 't', 'u', 'v', 'w', 'x', 'y', 'z', 0, 0, 0, 0, 0
 /* 0 for separators, else the byte as it enters a token (ASCII lowercased). */
 static const unsigned char token_map[256] = {
 #define R16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
-	R16(0),
-	R16(0),
-	R16(0),
-	/* 0x30 */ '0',
-	'1',
-	'2',
-	'3',
-	'4',
-	'5',
-	'6',
-	'7',
-	'8',
-	'9',
-	0,
-	0,
-	0,
-	0,
-	0,
-	0,
-	/* 0x40 */ 0,
-	'a',
-	'b',
-	'c',
-	'd',
-	'e',
-	'f',
-	'g',
-	'h',
-	'i',
-	'j',
-	'k',
-	'l',
-	'm',
-	'n',
-	'o',
-	/* 0x50 */ 'p',
-	'q',
-	'r',
-	's',
-	't',
-	'u',
-	'v',
-	'w',
-	'x',
-	'y',
-	'z',
-	0,
-	0,
-	0,
-	0,
-	0,
-	/* 0x60 */ 0,
-	'a',
-	'b',
-	'c',
-	'd',
-	'e',
-	'f',
-	'g',
-	'h',
-	'i',
-	'j',
-	'k',
-	'l',
-	'm',
-	'n',
-	'o',
-	/* 0x70 */ 'p',
-	'q',
-	'r',
-	's',
-	't',
-	'u',
-	'v',
-	'w',
-	'x',
-	'y',
-	'z',
-	0,
-	0,
-	0,
-	0,
-	0,
+	R16(0),    R16(0),    R16(0),    DIGITS_ROW, LETTERS_ROW, LETTERS_ROW,
 /* 0x80-0xFF: kept as they are, so UTF-8 letters stay in their word */
 #define H16(b)                                                                                     \
 	b, b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7, b + 8, b + 9, b + 10, b + 11, b + 12,  \
 	        b + 13, b + 14, b + 15
-	H16(0x80),
-	H16(0x90),
-	H16(0xA0),
-	H16(0xB0),
-	H16(0xC0),
-	H16(0xD0),
-	H16(0xE0),
-	H16(0xF0),
+	H16(0x80), H16(0x90), H16(0xA0), H16(0xB0),  H16(0xC0),   H16(0xD0),   H16(0xE0), H16(0xF0),
 #undef H16
 #undef R16
+#undef LETTERS_ROW
+#undef DIGITS_ROW
 };
 
 static void flush_acc(struct simhash_builder *b)

@@ -135,25 +135,15 @@ int sitemap_tool_main(int argc, char **argv)
 				return 2;
 			}
 			cfg.max_locs = (size_t)v;
-		} else if (tool_flag(argv[i], "--help", "-h")) {
-			usage(stdout);
-			return 0;
 		} else if (tool_flag(argv[i], "--verbose", "-v")) {
 			verbose = true;
-		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			fprintf(stderr, "crawler sitemaps: unknown option '%s'\n", argv[i]);
-			usage(stderr);
-			return 2;
-		} else if (!url) {
-			url = argv[i];
 		} else {
-			usage(stderr);
-			return 2;
+			int st = tool_other_arg("sitemaps", "unknown option", argv[i], &url, usage);
+			if (st >= 0)
+				return st;
 		}
 	}
-	if (!url) {
-		usage(stderr);
+	if (tool_need_operand(url, usage) != 0)
 		return 2;
-	}
 	return run(&cfg, url, scope_url, verbose);
 }

@@ -419,9 +419,7 @@ void robots_destroy(struct robots *r)
 	for (size_t i = 0; i < r->nrules; i++)
 		free(r->rules[i].pat);
 	free(r->rules);
-	for (size_t i = 0; i < r->nsitemaps; i++)
-		free(r->sitemaps[i]);
-	free(r->sitemaps);
+	ARRAY_FREE_EACH(r->sitemaps, r->nsitemaps);
 	free(r);
 }
 
@@ -486,9 +484,7 @@ out:
 	robots_destroy(r);
 	rules_free(&st.specific);
 	rules_free(&st.global);
-	for (size_t i = 0; i < st.nsitemaps; i++)
-		free(st.sitemaps[i]);
-	free(st.sitemaps);
+	ARRAY_FREE_EACH(st.sitemaps, st.nsitemaps);
 	return rc;
 }
 
