@@ -27,6 +27,26 @@ static inline void *array_grow(void *v, size_t *cap, size_t n, size_t size, size
 	return nv;
 }
 
+/* Room for n elements of `size` bytes in v (*cap of them now): v itself
+ * when it holds n, else v reallocated to exactly n elements (at least one,
+ * so that NULL always means failure). NULL when out of memory or the size
+ * overflows: then v is still valid and *cap unchanged. For arrays sized
+ * once per use to a count known in advance. */
+static inline void *array_reserve(void *v, size_t *cap, size_t n, size_t size)
+{
+	if (v != NULL && n <= *cap)
+		return v;
+	size_t want = n > *cap ? n : *cap;
+	if (want == 0)
+		want = 1;
+	if (want > SIZE_MAX / size)
+		return NULL;
+	void *nv = realloc(v, want * size);
+	if (nv)
+		*cap = want;
+	return nv;
+}
+
 /* Frees each of the n elements of v (pointers from malloc, or NULL), then
  * v itself: the teardown of an array that owns what it points to. */
 #define ARRAY_FREE_EACH(v, n)                                                                      \

@@ -77,6 +77,18 @@ static inline int tool_other_arg(const char *name, const char *what, const char 
 	return tool_take_operand(arg, operand, usage) != 0 ? 2 : -1;
 }
 
+/* tool_other_arg for the tools that also take --verbose/-v (sets *verbose,
+ * returns -1 to go on). */
+static inline int tool_verbose_or_other(const char *name, const char *arg, bool *verbose,
+                                        const char **operand, void (*usage)(FILE *out))
+{
+	if (tool_flag(arg, "--verbose", "-v")) {
+		*verbose = true;
+		return -1;
+	}
+	return tool_other_arg(name, "unknown option", arg, operand, usage);
+}
+
 /* 0 when the tool's operand was given; else prints the usage on stderr and
  * returns 2, the usage-error status. */
 static inline int tool_need_operand(const char *operand, void (*usage)(FILE *out))

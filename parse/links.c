@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "frontier/array.h"
 #include "frontier/url.h"
 #include "parse/html_charset.h"
 #include "parse/html_tokenizer.h"
@@ -275,16 +276,12 @@ static void add_raw(struct links_extractor *ex, const char *val, size_t n, enum 
 		ex->page.truncated++;
 		return;
 	}
-	if (ex->nrl == ex->rl_cap) {
-		size_t ncap = ex->rl_cap ? ex->rl_cap * 2 : 64;
-		struct raw_link *nrl = realloc(ex->rl, ncap * sizeof *nrl);
-		if (!nrl) {
-			ex->oom = true;
-			return;
-		}
-		ex->rl = nrl;
-		ex->rl_cap = ncap;
+	struct raw_link *grown = array_grow(ex->rl, &ex->rl_cap, ex->nrl, sizeof *grown, 64);
+	if (!grown) {
+		ex->oom = true;
+		return;
 	}
+	ex->rl = grown;
 	struct raw_link *r = &ex->rl[ex->nrl];
 	if (!raw_store(ex, val, n, &r->off, &r->len))
 		return;
@@ -514,13 +511,10 @@ static bool out_store(struct links_extractor *ex, const char *url, size_t n, siz
 
 static int resolve_pass(struct links_extractor *ex)
 {
-	if (ex->nrl > ex->ol_cap) {
-		struct out_link *n = realloc(ex->ol, ex->nrl * sizeof *n);
-		if (!n)
-			return LINKS_ENOMEM;
-		ex->ol = n;
-		ex->ol_cap = ex->nrl;
-	}
+	struct out_link *ol = array_reserve(ex->ol, &ex->ol_cap, ex->nrl, sizeof *ol);
+	if (!ol)
+		return LINKS_ENOMEM;
+	ex->ol = ol;
 	/* The document base: the first <base href> resolved against the page
      * when it is an http(s) URL, else the page URL. */
 	if (ex->have_base)
@@ -561,13 +555,10 @@ static int resolve_pass(struct links_extractor *ex)
 		}
 		ex->nol++;
 	}
-	if (ex->nol > ex->links_cap) {
-		struct link *n = realloc(ex->links, ex->nol * sizeof *n);
-		if (!n)
-			return LINKS_ENOMEM;
-		ex->links = n;
-		ex->links_cap = ex->nol;
-	}
+	struct link *links = array_reserve(ex->links, &ex->links_cap, ex->nol, sizeof *links);
+	if (!links)
+		return LINKS_ENOMEM;
+	ex->links = links;
 	for (size_t i = 0; i < ex->nol; i++) {
 		ex->links[i].url = ex->out + ex->ol[i].off;
 		ex->links[i].len = ex->ol[i].len;

@@ -58,10 +58,8 @@ int links_tool_main(int argc, char **argv)
 				fprintf(stderr, "crawler links: bad --max-links '%s'\n", argv[i]);
 				return 2;
 			}
-		} else if (tool_flag(argv[i], "--verbose", "-v")) {
-			verbose = true;
 		} else {
-			int st = tool_other_arg("links", "unknown option", argv[i], &url, usage);
+			int st = tool_verbose_or_other("links", argv[i], &verbose, &url, usage);
 			if (st >= 0)
 				return st;
 		}

@@ -135,10 +135,8 @@ int sitemap_tool_main(int argc, char **argv)
 				return 2;
 			}
 			cfg.max_locs = (size_t)v;
-		} else if (tool_flag(argv[i], "--verbose", "-v")) {
-			verbose = true;
 		} else {
-			int st = tool_other_arg("sitemaps", "unknown option", argv[i], &url, usage);
+			int st = tool_verbose_or_other("sitemaps", argv[i], &verbose, &url, usage);
 			if (st >= 0)
 				return st;
 		}

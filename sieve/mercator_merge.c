@@ -98,7 +98,7 @@ int merc_slice_load_s(struct zpart *zp, unsigned r, uint8_t *buf, size_t cap)
 		XXH3_64bits_update(xs, buf + have, (size_t)g);
 		have += (size_t)g;
 		for (size_t o = 0; o + 8 <= have; o += 8) {
-			uint64_t v = load_le64(buf + o);
+			uint64_t v = le_get64(buf + o);
 			if (slice_of(v) != r || !layout_put(m, zp->region, base, v))
 				goto out; /* not what the adds wrote */
 		}

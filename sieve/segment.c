@@ -58,7 +58,7 @@ int rec_next(struct rd *r, size_t maxlen, uint64_t mask, const char **url, size_
 	if (have < REC_HDR)
 		return -1;
 	l = le_get32(r->buf + r->pos);
-	h = load_le64(r->buf + r->pos + 4) ^ mask;
+	h = le_get64(r->buf + r->pos + 4) ^ mask;
 	if (l > maxlen || l + REC_HDR > r->cap)
 		return -1;
 	have = rd_need(r, REC_HDR + l);

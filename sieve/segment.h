@@ -42,7 +42,7 @@ static inline uint64_t seg_mask(uint64_t seg)
 static inline size_t rec_put(uint8_t *p, const char *url, size_t len, uint64_t sig, uint64_t mask)
 {
 	le_put32(p, (uint32_t)len);
-	store_le64(p + 4, sig ^ mask);
+	le_put64(p + 4, sig ^ mask);
 	memcpy(p + REC_HDR, url, len);
 	return REC_HDR + len;
 }
@@ -83,7 +83,7 @@ static inline bool rec_take_whole(struct rd *r, size_t maxlen, uint64_t mask, co
 	l = le_get32(r->buf + r->pos);
 	if (l > maxlen || avail - REC_HDR < l)
 		return false;
-	h = load_le64(r->buf + r->pos + 4) ^ mask;
+	h = le_get64(r->buf + r->pos + 4) ^ mask;
 	if (XXH3_64bits(r->buf + r->pos + REC_HDR, l) != h)
 		return false;
 	*url = (const char *)r->buf + r->pos + REC_HDR;
@@ -145,7 +145,7 @@ static inline void s_files_put(struct s_writer *w, struct s_files *f, uint64_t h
 	const unsigned r = slice_of(h);
 
 	if (f->ok[r]) {
-		store_le64(w->buf + r * w->cap + w->len[r], h);
+		le_put64(w->buf + r * w->cap + w->len[r], h);
 		w->len[r] += 8;
 		if (w->len[r] == w->cap)
 			s_files_drain(w, f, r);

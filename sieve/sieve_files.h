@@ -82,26 +82,4 @@ static inline void le_put64s(uint8_t *p, const uint64_t *v, size_t n)
 		le_put64(p + 8 * i, v[i]);
 }
 
-/* Little-endian 64-bit load and store for the hot paths (the codec, the
- * records, the signature lists): one unaligned move each. frontier's
- * le_get64 and le_put64, byte loops, are not merged into one move by
- * GCC 12 at -O2; every other field goes through them. */
-static inline uint64_t load_le64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
-}
-
-static inline void store_le64(uint8_t *p, uint64_t v)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	memcpy(p, &v, 8);
-}
-
 #endif

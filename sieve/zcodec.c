@@ -131,7 +131,7 @@ void zw_block(struct zw *w, const uint64_t *v, size_t cnt)
 			wi = wi < words ? wi : words - 1;
 			acc = (wi == cw ? acc : 0) | (uint64_t)1 << (pos & 63);
 			cw = wi;
-			store_le64(p + 8 * wi, acc);
+			le_put64(p + 8 * wi, acc);
 		}
 		w->len += hbytes;
 	} else {
@@ -142,7 +142,7 @@ void zw_block(struct zw *w, const uint64_t *v, size_t cnt)
 	if (lb > 0) {
 		uint8_t *q = zw_room(w, cnt * lb);
 		for (size_t i = 0; i < cnt; i++)
-			store_le64(q + i * lb, v[i]);
+			le_put64(q + i * lb, v[i]);
 		w->len += cnt * lb;
 	}
 	w->hprev = v[cnt - 1] >> L;
@@ -204,7 +204,7 @@ bool zr_block(struct zr *z, unsigned L, uint64_t *hprev, uint64_t *out, size_t c
 			z->bad = true;
 			return false;
 		}
-		w = load_le64(z->buf + z->pos);
+		w = le_get64(z->buf + z->pos);
 		if (nb < 8)
 			w &= ~(uint64_t)0 >> (64 - 8 * nb);
 		while (w != 0 && j < cnt) {
@@ -235,7 +235,7 @@ bool zr_block(struct zr *z, unsigned L, uint64_t *hprev, uint64_t *out, size_t c
 		}
 		p = z->buf + z->pos;
 		for (size_t i = 0; i < cnt; i++)
-			out[i] = out[i] << L | (load_le64(p + i * lb) & mask);
+			out[i] = out[i] << L | (le_get64(p + i * lb) & mask);
 		z->pos += cnt * lb;
 	}
 	down = z->count > 0 && out[0] <= z->vprev;

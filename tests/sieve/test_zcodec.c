@@ -466,7 +466,7 @@ START_TEST(test_signature_list)
 		       : i % 3 == 0         ? (uint64_t)70 << 56 | (rng() >> 8)
 		                            : slice_bits | (rng() >> SLICE_BITS);
 		top[v[i] >> 56]++;
-		store_le64(bytes + 8 * i, v[i]);
+		le_put64(bytes + 8 * i, v[i]);
 	}
 	ck_assert_uint_gt(top[70], 255);
 	sum = XXH3_64bits(bytes, n * 8);
@@ -510,7 +510,7 @@ START_TEST(test_signature_list)
 	ck_assert_int_eq(ftruncate(fd, (off_t)(n * 8 - 8)), 0);
 	ck_assert_int_eq(merc_slice_load_s(&zp, r, scratch, 64 << 10), -1); /* shorter */
 	/* a signature of another slice in the file (its checksum matching) */
-	store_le64(bytes + 8 * 17, v[17] ^ (uint64_t)1 << 63);
+	le_put64(bytes + 8 * 17, v[17] ^ (uint64_t)1 << 63);
 	ck_assert_int_eq(pwrite(fd, bytes, n * 8, 0), (ssize_t)(n * 8));
 	b.s.sum[r] = XXH3_64bits(bytes, n * 8);
 	ck_assert_int_eq(merc_slice_load_s(&zp, r, scratch, 64 << 10), -1);
