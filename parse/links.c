@@ -521,8 +521,13 @@ static int resolve_pass(struct links_extractor *ex)
 		(void)link_resolver_set_base(&ex->resolver, ex->raw + ex->base_off, ex->base_len);
 	const char *b = NULL;
 	size_t blen = 0;
-	if (link_resolver_key(&ex->resolver, ex->resolver.base, &b, &blen) != LINK_RESOLVE_OK)
-		return LINKS_EINVAL;
+	/* A base whose crawl key is too long is no base: the page URL is. */
+	if (link_resolver_key(&ex->resolver, ex->resolver.base, &b, &blen) != LINK_RESOLVE_OK) {
+		ex->resolver.base = ex->resolver.page;
+		if (link_resolver_key(&ex->resolver, ex->resolver.base, &b, &blen) !=
+		    LINK_RESOLVE_OK)
+			return LINKS_EINVAL;
+	}
 	ex->base_str = strndup(b, blen);
 	if (!ex->base_str)
 		return LINKS_ENOMEM;

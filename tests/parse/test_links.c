@@ -290,6 +290,28 @@ START_TEST(test_reuse_and_bad_input)
 }
 END_TEST
 
+/* A <base href> that parses but whose crawl key is over the length cap is
+ * no base: the page URL stays the base and the page's links still come out. */
+START_TEST(test_base_key_too_long)
+{
+	struct links_extractor *ex = NULL;
+	ck_assert_int_eq(links_extractor_create(NULL, &ex), LINKS_OK);
+	static char page[512];
+	/* Each NUL becomes U+FFFD, percent-encoded as 9 bytes in the key. */
+	size_t o = (size_t)snprintf(page, sizeof page, "<base href=\"/");
+	while (o < 300) /* 2,700 bytes in the key, over the default cap of 2,048 */
+		page[o++] = '\0';
+	o += (size_t)snprintf(page + o, sizeof page - o, "\"><a href=x>1</a>");
+	ck_assert_int_eq(links_extract(ex, "http://one.example/d/", NULL, page, o), LINKS_OK);
+	ck_assert_str_eq(links_page_info(ex)->base, "http://one.example/d/");
+	size_t n;
+	const struct link *l = links_result(ex, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(l[0].url, "http://one.example/d/x");
+	links_extractor_destroy(ex);
+}
+END_TEST
+
 START_TEST(test_page_simhash)
 {
 	struct links_extractor *ex = NULL;
@@ -925,6 +947,7 @@ int main(void)
 	tcase_add_test(tc, test_pages);
 	tcase_add_test(tc, test_caps);
 	tcase_add_test(tc, test_reuse_and_bad_input);
+	tcase_add_test(tc, test_base_key_too_long);
 	tcase_add_test(tc, test_page_simhash);
 	tcase_add_test(tc, test_whatwg_http_cases);
 	tcase_add_test(tc, test_url_options);
