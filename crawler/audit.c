@@ -21,6 +21,93 @@ const char *audit_strerror(enum audit_error err)
 	return "unknown error";
 }
 
+/* ---- gaps ---- */
+
+const int64_t audit_display_edges[AUDIT_DISPLAY_BINS - 1] = {
+	0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000,
+};
+const char *const audit_display_labels[AUDIT_DISPLAY_BINS] = {
+	"<0",     "0",      "1",        "2-4",      "5-9",     "10-19",
+	"20-49",  "50-99",  "100-199",  "200-499",  "500-999", "1-1.9s",
+	"2-4.9s", "5-9.9s", "10-29.9s", "30-59.9s", ">=60s",
+};
+
+unsigned audit_display_bin(int64_t gap)
+{
+	unsigned b = 0;
+	while (b < AUDIT_DISPLAY_BINS - 1 && gap >= audit_display_edges[b])
+		b++;
+	return b;
+}
+
+static unsigned fine_bucket(int64_t v)
+{
+	if (v < 64)
+		return (unsigned)v;
+	if (v >= (1LL << 31))
+		return AUDIT_FINE_BUCKETS - 1;
+	unsigned o = 63u - (unsigned)__builtin_clzll((unsigned long long)v);
+	return 64 + (o - 6) * 32 + (unsigned)((v >> (o - 5)) & 31);
+}
+
+double audit_fine_mid(unsigned b)
+{
+	if (b < 64)
+		return b;
+	unsigned o = 6 + (b - 64) / 32, sub = (b - 64) % 32;
+	double lo = (double)((32ull + sub) << (o - 5));
+	return lo + ((double)(1ull << (o - 5)) - 1) / 2;
+}
+
+static int gaps_add(struct audit_gaps *g, int64_t gap)
+{
+	if (!g->hist && g->n == g->cap && g->cap < AUDIT_EXACT_GAPS) {
+		uint32_t cap = g->cap ? g->cap * 2 : 4;
+		int32_t *x = realloc(g->exact, cap * sizeof *x);
+		if (!x)
+			return -1;
+		g->exact = x;
+		g->cap = cap;
+	}
+	if (!g->hist && g->n == AUDIT_EXACT_GAPS) {
+		/* the list is full: the histogram takes over for good */
+		g->hist = calloc(AUDIT_FINE_BUCKETS, sizeof *g->hist);
+		if (!g->hist)
+			return -1;
+		for (uint32_t i = 0; i < g->n; i++) {
+			if (g->exact[i] < 0) {
+				g->neg++;
+				g->neg_sum += g->exact[i];
+			} else {
+				g->hist[fine_bucket(g->exact[i])]++;
+			}
+		}
+		free(g->exact);
+		g->exact = NULL;
+		g->cap = 0;
+	}
+	if (g->hist) {
+		if (gap < 0) {
+			g->neg++;
+			g->neg_sum += gap;
+		} else {
+			g->hist[fine_bucket(gap)]++;
+		}
+	} else {
+		g->exact[g->n] = gap > INT32_MAX   ? INT32_MAX
+		                 : gap < INT32_MIN ? INT32_MIN
+		                                   : (int32_t)gap;
+	}
+	g->n++;
+	return 0;
+}
+
+static void gaps_free(struct audit_gaps *g)
+{
+	free(g->exact);
+	free(g->hist);
+}
+
 struct audit *audit_create(const struct audit_config *cfg)
 {
 	struct audit *a = calloc(1, sizeof *a);
@@ -48,17 +135,21 @@ struct audit *audit_create(const struct audit_config *cfg)
 	return a;
 }
 
+/* Frees what one entity owns; its fields were zeroed when it was added,
+ * so a half-made entity frees as well. */
+static void entity_free(struct audit_entity *e)
+{
+	free(e->name);
+	free(e->origin);
+	free(e->win);
+	gaps_free(&e->g);
+	free(e->load);
+}
+
 static void table_free(struct audit_table *t)
 {
-	for (size_t i = 0; i < t->n; i++) {
-		struct audit_entity *e = &t->v[i];
-		free(e->name);
-		free(e->origin);
-		free(e->win);
-		free(e->g.exact);
-		free(e->g.hist);
-		free(e->load);
-	}
+	for (size_t i = 0; i < t->n; i++)
+		entity_free(&t->v[i]);
 	free(t->v);
 	free(t->slots);
 	free(t->order);
@@ -171,9 +262,7 @@ static uint32_t table_get(struct audit_table *t, const char *name, const char *o
 	e->wcap = t->window;
 	e->win = malloc(e->wcap * sizeof *e->win);
 	if (!e->name || (origin && !e->origin) || !e->win) {
-		free(e->name);
-		free(e->origin);
-		free(e->win);
+		entity_free(e);
 		return UINT32_MAX;
 	}
 	e->ip = UINT32_MAX;
@@ -182,87 +271,6 @@ static uint32_t table_get(struct audit_table *t, const char *name, const char *o
 	e->after_retry_min_gap = INT64_MAX;
 	slot_put(t->slots, t->nslots, hash_str(origin ? origin : name), t->n);
 	return (uint32_t)t->n++;
-}
-
-/* ---- gaps ---- */
-
-const int64_t audit_display_edges[AUDIT_DISPLAY_BINS - 1] = {
-	0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000,
-};
-const char *const audit_display_labels[AUDIT_DISPLAY_BINS] = {
-	"<0",     "0",      "1",        "2-4",      "5-9",     "10-19",
-	"20-49",  "50-99",  "100-199",  "200-499",  "500-999", "1-1.9s",
-	"2-4.9s", "5-9.9s", "10-29.9s", "30-59.9s", ">=60s",
-};
-
-unsigned audit_display_bin(int64_t gap)
-{
-	unsigned b = 0;
-	while (b < AUDIT_DISPLAY_BINS - 1 && gap >= audit_display_edges[b])
-		b++;
-	return b;
-}
-
-static unsigned fine_bucket(int64_t v)
-{
-	if (v < 64)
-		return (unsigned)v;
-	if (v >= (1LL << 31))
-		return AUDIT_FINE_BUCKETS - 1;
-	unsigned o = 63u - (unsigned)__builtin_clzll((unsigned long long)v);
-	return 64 + (o - 6) * 32 + (unsigned)((v >> (o - 5)) & 31);
-}
-
-double audit_fine_mid(unsigned b)
-{
-	if (b < 64)
-		return b;
-	unsigned o = 6 + (b - 64) / 32, sub = (b - 64) % 32;
-	double lo = (double)((32ull + sub) << (o - 5));
-	return lo + ((double)(1ull << (o - 5)) - 1) / 2;
-}
-
-static int gaps_add(struct audit_gaps *g, int64_t gap)
-{
-	if (!g->hist && g->n == g->cap && g->cap < AUDIT_EXACT_GAPS) {
-		uint32_t cap = g->cap ? g->cap * 2 : 4;
-		int32_t *x = realloc(g->exact, cap * sizeof *x);
-		if (!x)
-			return -1;
-		g->exact = x;
-		g->cap = cap;
-	}
-	if (!g->hist && g->n == AUDIT_EXACT_GAPS) {
-		/* the list is full: the histogram takes over for good */
-		g->hist = calloc(AUDIT_FINE_BUCKETS, sizeof *g->hist);
-		if (!g->hist)
-			return -1;
-		for (uint32_t i = 0; i < g->n; i++) {
-			if (g->exact[i] < 0) {
-				g->neg++;
-				g->neg_sum += g->exact[i];
-			} else {
-				g->hist[fine_bucket(g->exact[i])]++;
-			}
-		}
-		free(g->exact);
-		g->exact = NULL;
-		g->cap = 0;
-	}
-	if (g->hist) {
-		if (gap < 0) {
-			g->neg++;
-			g->neg_sum += gap;
-		} else {
-			g->hist[fine_bucket(gap)]++;
-		}
-	} else {
-		g->exact[g->n] = gap > INT32_MAX   ? INT32_MAX
-		                 : gap < INT32_MIN ? INT32_MIN
-		                                   : (int32_t)gap;
-	}
-	g->n++;
-	return 0;
 }
 
 /* ---- timeline ---- */

@@ -54,23 +54,12 @@ static int write_report(const struct audit *a, const char *path,
 int audit_tool_main(int argc, char **argv)
 {
 	const char *dir = NULL, *json = NULL, *html = NULL;
-	int quiet = 0;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
-			json = argv[++i];
-		} else if (strcmp(argv[i], "--html") == 0 && i + 1 < argc) {
-			html = argv[++i];
-		} else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
-			quiet = 1;
-		} else {
-			int st = tool_other_arg("audit", "unknown option or missing value", argv[i],
-			                        &dir, usage);
-			if (st >= 0)
-				return st;
-		}
-	}
-	if (tool_need_operand(dir, usage) != 0)
-		return 2;
+	bool quiet = false;
+	const struct tool_value_opt opts[] = { { "--json", &json }, { "--html", &html } };
+	const struct tool_spec spec = { "audit", usage, opts, 2, "--quiet", "-q", &quiet, &dir };
+	int st = tool_parse_args(&spec, argc, argv);
+	if (st >= 0)
+		return st;
 	struct audit *a = NULL;
 	enum audit_error rc = audit_load_dir(dir, &a, stderr);
 	if (rc != AUDIT_OK) {

@@ -3,13 +3,15 @@
  * (the url, robots and links tools beside their modules): a flag with a
  * long and a short name, and an option whose value follows as the next
  * argument or after '='; the usage error every tool gives for an
- * argument it does not know; and the one operand a tool takes. Header only: each tool parses its own argv.
+ * argument it does not know; the one operand a tool takes; counts; and a
+ * tool's arguments described as a table. Header only: each tool parses its own argv.
  */
 #ifndef FRONTIER_TOOL_ARGS_H
 #define FRONTIER_TOOL_ARGS_H
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* true when arg is the flag's long name or its short one (may be NULL). */
@@ -77,18 +79,6 @@ static inline int tool_other_arg(const char *name, const char *what, const char 
 	return tool_take_operand(arg, operand, usage) != 0 ? 2 : -1;
 }
 
-/* tool_other_arg for the tools that also take --verbose/-v (sets *verbose,
- * returns -1 to go on). */
-static inline int tool_verbose_or_other(const char *name, const char *arg, bool *verbose,
-                                        const char **operand, void (*usage)(FILE *out))
-{
-	if (tool_flag(arg, "--verbose", "-v")) {
-		*verbose = true;
-		return -1;
-	}
-	return tool_other_arg(name, "unknown option", arg, operand, usage);
-}
-
 /* 0 when the tool's operand was given; else prints the usage on stderr and
  * returns 2, the usage-error status. */
 static inline int tool_need_operand(const char *operand, void (*usage)(FILE *out))
@@ -97,6 +87,65 @@ static inline int tool_need_operand(const char *operand, void (*usage)(FILE *out
 		return 0;
 	usage(stderr);
 	return 2;
+}
+
+/* A count option's value: decimal digits only, from 1 to max, stored in
+ * *out (returns 0). Anything else is the usage error "crawler NAME: bad
+ * OPTION 'VALUE'" on stderr (returns 2). */
+static inline int tool_count(const char *name, const char *option, const char *value,
+                             unsigned long long max, size_t *out)
+{
+	char *end;
+	unsigned long long v = value[0] >= '0' && value[0] <= '9' ? strtoull(value, &end, 10) : 0;
+	if (v == 0 || *end != '\0' || v > max) {
+		fprintf(stderr, "crawler %s: bad %s '%s'\n", name, option, value);
+		return 2;
+	}
+	*out = (size_t)v;
+	return 0;
+}
+
+/* A tool's arguments described as data: its value options (each
+ * "--name VALUE" or "--name=VALUE" sets *value), at most one flag
+ * (long and short name, sets *flag), and its one operand. */
+struct tool_value_opt {
+	const char *name;
+	const char **value;
+};
+
+struct tool_spec {
+	const char *name; /* "links" in "crawler links" */
+	void (*usage)(FILE *out);
+	const struct tool_value_opt *opts;
+	size_t nopts;
+	const char *flag_long, *flag_short; /* flag_long NULL: no flag */
+	bool *flag;
+	const char **operand;
+};
+
+/* Parses argv by the spec; the operand is required. -1 when the tool goes
+ * on, else its exit status: 0 after --help, 2 for a usage error. */
+static inline int tool_parse_args(const struct tool_spec *t, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		size_t k = 0;
+		const char *value = NULL;
+		while (k < t->nopts &&
+		       (value = tool_option(argc, argv, &i, t->opts[k].name)) == NULL)
+			k++;
+		if (value != NULL) {
+			*t->opts[k].value = value;
+		} else if (t->flag_long != NULL &&
+		           tool_flag(argv[i], t->flag_long, t->flag_short)) {
+			*t->flag = true;
+		} else {
+			int st = tool_other_arg(t->name, "unknown option or missing value", argv[i],
+			                        t->operand, t->usage);
+			if (st >= 0)
+				return st;
+		}
+	}
+	return tool_need_operand(*t->operand, t->usage) != 0 ? 2 : -1;
 }
 
 #endif

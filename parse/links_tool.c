@@ -33,38 +33,20 @@ static void usage(FILE *out)
 	             "  SimHash, dropped links) on stderr.\n");
 }
 
-/* --max-links: 1 to 10^7 links. 0, or -1 for anything else. */
-static int parse_max_links(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (*end || v == 0 || v > 10000000ULL)
-		return -1;
-	*out = (size_t)v;
-	return 0;
-}
-
 int links_tool_main(int argc, char **argv)
 {
-	const char *charset = NULL, *url = NULL;
+	const char *charset = NULL, *max_links = NULL, *url = NULL;
 	bool verbose = false;
+	const struct tool_value_opt opts[] = { { "--charset", &charset },
+		                               { "--max-links", &max_links } };
+	const struct tool_spec spec = {
+		"links", usage, opts, 2, "--verbose", "-v", &verbose, &url
+	};
+	int st = tool_parse_args(&spec, argc, argv);
+	if (st >= 0)
+		return st;
 	struct links_config cfg = { 0 };
-	for (int i = 1; i < argc; i++) {
-		const char *value;
-		if ((value = tool_option(argc, argv, &i, "--charset")) != NULL) {
-			charset = value;
-		} else if (strcmp(argv[i], "--max-links") == 0 && i + 1 < argc) {
-			if (parse_max_links(argv[++i], &cfg.max_links) != 0) {
-				fprintf(stderr, "crawler links: bad --max-links '%s'\n", argv[i]);
-				return 2;
-			}
-		} else {
-			int st = tool_verbose_or_other("links", argv[i], &verbose, &url, usage);
-			if (st >= 0)
-				return st;
-		}
-	}
-	if (tool_need_operand(url, usage) != 0)
+	if (max_links && tool_count("links", "--max-links", max_links, 10000000, &cfg.max_links))
 		return 2;
 	int status = 1;
 	size_t len = 0;

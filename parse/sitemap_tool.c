@@ -115,33 +115,23 @@ out:
 
 int sitemap_tool_main(int argc, char **argv)
 {
-	const char *url = NULL, *scope_url = NULL;
+	const char *url = NULL, *scope_url = NULL, *scope = NULL, *max_locs = NULL;
 	bool verbose = false;
+	const struct tool_value_opt opts[] = { { "--scope", &scope },
+		                               { "--scope-url", &scope_url },
+		                               { "--max-locs", &max_locs } };
+	const struct tool_spec spec = { "sitemaps",  usage, opts,     3,
+		                        "--verbose", "-v",  &verbose, &url };
+	int st = tool_parse_args(&spec, argc, argv);
+	if (st >= 0)
+		return st;
 	struct sitemap_config cfg = { 0 };
-	for (int i = 1; i < argc; i++) {
-		const char *value;
-		if ((value = tool_option(argc, argv, &i, "--scope")) != NULL) {
-			if (parse_scope(value, &cfg.scope) != 0) {
-				fprintf(stderr, "crawler sitemaps: bad --scope '%s'\n", value);
-				return 2;
-			}
-		} else if ((value = tool_option(argc, argv, &i, "--scope-url")) != NULL) {
-			scope_url = value;
-		} else if ((value = tool_option(argc, argv, &i, "--max-locs")) != NULL) {
-			char *end;
-			unsigned long long v = strtoull(value, &end, 10);
-			if (*end || v == 0 || v > SITEMAP_MAX_LOCS) {
-				fprintf(stderr, "crawler sitemaps: bad --max-locs '%s'\n", value);
-				return 2;
-			}
-			cfg.max_locs = (size_t)v;
-		} else {
-			int st = tool_verbose_or_other("sitemaps", argv[i], &verbose, &url, usage);
-			if (st >= 0)
-				return st;
-		}
+	if (scope && parse_scope(scope, &cfg.scope) != 0) {
+		fprintf(stderr, "crawler sitemaps: bad --scope '%s'\n", scope);
+		return 2;
 	}
-	if (tool_need_operand(url, usage) != 0)
+	if (max_locs &&
+	    tool_count("sitemaps", "--max-locs", max_locs, SITEMAP_MAX_LOCS, &cfg.max_locs) != 0)
 		return 2;
 	return run(&cfg, url, scope_url, verbose);
 }
