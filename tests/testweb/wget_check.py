@@ -29,6 +29,7 @@ import http.client
 import os
 import signal
 import subprocess
+import shutil
 import sys
 import tempfile
 import time
@@ -210,6 +211,9 @@ def main():
         print(__doc__)
         sys.exit(2)
     testweb, wget = sys.argv[1], sys.argv[2]
+    if shutil.which(wget) is None:
+        print("FAIL: %s not found: run crawler/install-deps.sh as root" % wget, file=sys.stderr)
+        sys.exit(1)
     seeds = [int(x) for x in os.environ.get("TESTWEB_WGET_SEEDS", "1 4").split()]
     for seed in seeds:
         with tempfile.TemporaryDirectory(prefix="testweb_wget_") as d:
