@@ -5,6 +5,7 @@
  * one place.
  */
 #include "crawler/config.h"
+#include "frontier/ascii.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -334,6 +335,19 @@ static int sieve_impl_known(const char *name)
 	return rc != SIEVE_ENOTSUP;
 }
 
+/* A host suffix is not empty and holds only what a host name can (the
+ * letters, digits, '-', '_' and '.' of ASCII, and the bytes of UTF-8):
+ * an empty one would let every host in. */
+static bool host_suffix_ok(const char *d)
+{
+	if (!d[0])
+		return false;
+	for (const unsigned char *q = (const unsigned char *)d; *q; q++)
+		if (*q < 0x80 && !ascii_is_alnum(*q) && *q != '-' && *q != '_' && *q != '.')
+			return false;
+	return true;
+}
+
 /* Splits a comma/space separated list of lowercase host suffixes. */
 static enum crawl_config_err set_domains(struct crawl_config *c, const char *v, char *err,
                                          size_t errlen)
@@ -362,6 +376,12 @@ static enum crawl_config_err set_domains(struct crawl_config *c, const char *v, 
 				*q = (char)(*q - 'A' + 'a');
 		if (tmp[n][0] == '.')
 			memmove(tmp[n], tmp[n] + 1, strlen(tmp[n]));
+		if (!host_suffix_ok(tmp[n])) {
+			snprintf(err, errlen, "domains: '%.*s' is not a host suffix", (int)(p - s),
+			         s);
+			n++;
+			goto fail;
+		}
 		n++;
 	}
 	for (size_t i = 0; i < c->crawl.n_domains; i++)
