@@ -335,17 +335,24 @@ static int sieve_impl_known(const char *name)
 	return rc != SIEVE_ENOTSUP;
 }
 
-/* A host suffix is not empty and holds only what a host name can (the
- * letters, digits, '-', '_' and '.' of ASCII, and the bytes of UTF-8):
- * an empty one would let every host in. */
+/* A host suffix is labels joined by single dots, none empty, spelled as
+ * host names are (the letters, digits, '-' and '_' of ASCII, and the
+ * bytes of UTF-8): an empty suffix would let every host in. */
 static bool host_suffix_ok(const char *d)
 {
-	if (!d[0])
-		return false;
-	for (const unsigned char *q = (const unsigned char *)d; *q; q++)
-		if (*q < 0x80 && !ascii_is_alnum(*q) && *q != '-' && *q != '_' && *q != '.')
+	size_t label = 0;
+	for (const unsigned char *q = (const unsigned char *)d; *q; q++) {
+		if (*q == '.') {
+			if (label == 0)
+				return false;
+			label = 0;
+		} else if (*q < 0x80 && !ascii_is_alnum(*q) && *q != '-' && *q != '_') {
 			return false;
-	return true;
+		} else {
+			label++;
+		}
+	}
+	return label > 0;
 }
 
 /* Splits a comma/space separated list of lowercase host suffixes. */
@@ -376,6 +383,9 @@ static enum crawl_config_err set_domains(struct crawl_config *c, const char *v, 
 				*q = (char)(*q - 'A' + 'a');
 		if (tmp[n][0] == '.')
 			memmove(tmp[n], tmp[n] + 1, strlen(tmp[n]));
+		size_t dlen = strlen(tmp[n]);
+		if (dlen > 0 && tmp[n][dlen - 1] == '.') /* a fully qualified name */
+			tmp[n][dlen - 1] = '\0';
 		if (!host_suffix_ok(tmp[n])) {
 			snprintf(err, errlen, "domains: '%.*s' is not a host suffix", (int)(p - s),
 			         s);

@@ -242,20 +242,20 @@ START_TEST(keys_fill_the_module_structs)
 }
 END_TEST
 
-/* A host suffix that is empty (a lone '.') or holds what no host name can
- * is refused: an empty suffix would let every host in. */
+/* A host suffix with an empty label (a lone '.', "a..b") or what no host
+ * name holds is refused: an empty suffix would let every host in. */
 START_TEST(domains_refuse_what_is_no_host_suffix)
 {
 	struct crawl_config c;
 	char err[256];
 	ck_assert_int_eq(crawl_config_default(&c), 0);
 	ck_assert_int_eq(
-	        crawl_config_set(&c, "crawl", "domains", "A.test, .b.test", err, sizeof err),
+	        crawl_config_set(&c, "crawl", "domains", "A.test, .b.test.", err, sizeof err),
 	        CRAWL_CONFIG_OK);
 	ck_assert_uint_eq(c.crawl.n_domains, 2);
 	ck_assert_str_eq(c.crawl.domains[0], "a.test");
 	ck_assert_str_eq(c.crawl.domains[1], "b.test");
-	const char *bad[] = { "a.test, .", "a.test (b)", "x/y" };
+	const char *bad[] = { "a.test, .", "a.test (b)", "x/y", "..a.test", "a..test", "a.test.." };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		ck_assert_int_eq(crawl_config_set(&c, "crawl", "domains", bad[i], err, sizeof err),
 		                 CRAWL_CONFIG_ERR_BAD_VALUE);

@@ -16,12 +16,20 @@
 
 static char in_path[256], out1[256], out2[256];
 
+static void paths_remove(void)
+{
+	unlink(in_path);
+	unlink(out1);
+	unlink(out2);
+}
+
 static void paths_init(void)
 {
 	const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
 	snprintf(in_path, sizeof in_path, "%s/fuzz_config.%d.in", dir, (int)getpid());
 	snprintf(out1, sizeof out1, "%s/fuzz_config.%d.1", dir, (int)getpid());
 	snprintf(out2, sizeof out2, "%s/fuzz_config.%d.2", dir, (int)getpid());
+	atexit(paths_remove);
 }
 
 static char *slurp(const char *path, size_t *len)
