@@ -60,6 +60,7 @@ static const struct key_def keys[] = {
 	KEY("crawl", "user_agent", T_STR, crawl.user_agent, 1, 512),
 	KEY("crawl", "domains", T_DOMAINS, crawl.domains, 0, 0),
 	KEY("crawl", "any_domain", T_BOOL, crawl.any_domain, 0, 1),
+	KEY("crawl", "sitemaps", T_BOOL, crawl.sitemaps, 0, 1),
 	KEY("crawl", "quiet", T_BOOL, crawl.quiet, 0, 1),
 	KEY("politeness", "policy", T_POLICY, politeness.policy, 0, 1),
 	KEY("politeness", "host_delay_ms", T_MS, politeness.host_delay_us, 0, 3.6e6),

@@ -77,6 +77,7 @@ struct crawl_limits {
 	char *domains[CRAWL_CONFIG_MAX_DOMAINS]; /* allowed host suffixes */
 	size_t n_domains;
 	int any_domain;  /* 1: no domain restriction at all */
+	int sitemaps;    /* follow the Sitemap: lines of robots.txt (and their indexes) */
 	int quiet;       /* no progress line, no summary */
 	int obey_robots; /* fetch robots.txt first and obey it (the crawl does,
 	                    not the politeness module) */

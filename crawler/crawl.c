@@ -52,6 +52,7 @@ static void usage(FILE *out)
 	        "                            checkpoint, after a stop, kill -9 or power cut;\n"
 	        "                            seeds and configuration come from DIR (flags\n"
 	        "                            given here override that configuration)\n"
+	        "      --sitemaps on|off     follow the sitemaps robots.txt lists (off)\n"
 	        "  -q, --quiet               no progress line, no summary\n"
 	        "  -h, --help                this text\n"
 	        "\n"
@@ -213,6 +214,7 @@ enum {
 	OPT_DNS,
 	OPT_PRIVATE,
 	OPT_PARSE_THREADS,
+	OPT_SITEMAPS,
 	OPT_SET,
 	OPT_CKPT_INTERVAL,
 	OPT_RESUME,
@@ -234,6 +236,7 @@ static const struct option opts[] = {
 	{ "dns-server", required_argument, NULL, OPT_DNS },
 	{ "allow-private-networks", no_argument, NULL, OPT_PRIVATE },
 	{ "parse-threads", required_argument, NULL, OPT_PARSE_THREADS },
+	{ "sitemaps", required_argument, NULL, OPT_SITEMAPS },
 	{ "set", required_argument, NULL, OPT_SET },
 	{ "checkpoint-interval", required_argument, NULL, OPT_CKPT_INTERVAL },
 	{ "resume", no_argument, NULL, OPT_RESUME },
@@ -260,6 +263,7 @@ static const struct flag_key {
 	{ OPT_DNS, "dns", "server", NULL },
 	{ OPT_PRIVATE, "fetch", "allow_private_networks", "true" },
 	{ OPT_PARSE_THREADS, "parse", "threads", NULL },
+	{ OPT_SITEMAPS, "crawl", "sitemaps", NULL },
 	{ 'q', "crawl", "quiet", "true" },
 };
 

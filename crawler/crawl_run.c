@@ -30,6 +30,7 @@
 #include "crawler/outdir_lock.h"
 #include "crawler/parse_jobs.h"
 #include "crawler/sieve_path.h"
+#include "crawler/sitemap_registry.h"
 #include "crawler/visit.h"
 #include "frontier/clock.h"
 #include "frontier/url.h"
@@ -40,6 +41,9 @@
 #include "frontier/array.h"
 
 #define ABANDON_MS 3000 /* in-flight transfers' grace at a stop */
+
+/* Sitemap URLs registered and not yet fetched, at most (a few per site). */
+#define SITEMAPS_MAX 100000
 
 struct run {
 	const struct crawl_config *cfg;
@@ -54,6 +58,7 @@ struct run {
 	struct politeness *pol;
 	struct scope *scope;
 	struct visit *visit;
+	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	struct sieve_path *sp;
 	struct parse_jobs *parse;
 	struct crawl_writer *writer;
@@ -167,7 +172,7 @@ static int take_emit(void *ctx, const char *url, size_t len, const char *via, si
 /* A result goes to the parse pool (or straight to the writer). */
 static void hand_off(struct run *r, struct crawl_job *j)
 {
-	if (!j->robots) {
+	if (!j->robots || j->nsitemaps) {
 		if (parse_jobs_try_submit(r->parse, j) == 0)
 			return;
 		r->stats.parse_full++;
@@ -512,8 +517,11 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 		        dns_strerror(de));
 		return de == DNS_ERR_INVALID ? CRAWL_EXIT_USAGE : CRAWL_EXIT_FAILURE;
 	}
-	struct visit_parts vp = { r->cfg,       &r->loop,    r->frontier, r->pol,
-		                  r->fetch,     r->dns,      &r->stats,   { r, can_start, pump },
+	if (r->cfg->crawl.sitemaps && !(r->sitemaps = sitemap_registry_create(SITEMAPS_MAX)))
+		return CRAWL_EXIT_FAILURE;
+	struct visit_parts vp = { r->cfg,       &r->loop,    r->frontier,
+		                  r->pol,       r->fetch,    r->dns,
+		                  &r->stats,    r->sitemaps, { r, can_start, pump },
 		                  &r->stopping, &r->finished };
 	r->visit = visit_create(&vp);
 	return r->visit ? CRAWL_EXIT_OK : CRAWL_EXIT_FAILURE;
@@ -529,7 +537,8 @@ static int start_workers(struct run *r, struct module_configs *mc, uint64_t ckpt
 	};
 	if (crawl_writer_open(&wp, &r->writer) != 0)
 		return CRAWL_EXIT_FAILURE;
-	struct parse_jobs_parts pp = { cfg, r->scope, r->sp, r->writer, &r->stats, wake_loop, r };
+	struct parse_jobs_parts pp = { cfg,       r->scope,    r->sp,     r->writer,
+		                       &r->stats, r->sitemaps, wake_loop, r };
 	if (parse_jobs_create(&pp, &r->parse) != 0)
 		return CRAWL_EXIT_FAILURE;
 	struct crawl_ckpt_parts cp = {
@@ -702,6 +711,7 @@ static void teardown(struct run *r, int ran, double elapsed)
 	crawl_ckpt_destroy(r->ckpt);
 	sieve_path_destroy(r->sp);
 	visit_destroy(r->visit);
+	sitemap_registry_destroy(r->sitemaps);
 	scope_destroy(r->scope);
 	politeness_destroy(r->pol);
 	frontier_destroy(r->frontier);

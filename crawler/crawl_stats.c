@@ -285,9 +285,15 @@ static void write_json(FILE *f, const struct crawl_stats *s, const struct crawl_
 		{ "count", STAT_U64, &src->stalls, 0 },
 		{ "seconds", STAT_F3, &d->stall_s, 0 },
 	};
+	const struct stat_entry sitemap_e[] = {
+		{ "parsed", STAT_ATOMIC, &s->ac.sitemaps, 0 },
+		{ "urls", STAT_ATOMIC, &s->ac.sitemap_urls, 0 },
+		{ "problems", STAT_ATOMIC, &s->ac.sitemap_problems, 0 },
+		{ "not_registered", STAT_ATOMIC, &s->ac.sitemaps_dropped, 0 },
+	};
 	const struct stat_table hosts = TABLE(hosts_e), frontier = TABLE(frontier_e),
 	                        sieve = TABLE(sieve_e), dns = TABLE(dns_e), ckpt = TABLE(ckpt_e),
-	                        stalls = TABLE(stall_e);
+	                        stalls = TABLE(stall_e), sitemaps = TABLE(sitemap_e);
 	const struct stat_entry top_e[] = {
 		{ "pages", STAT_U64, &s->pages_done, 0 },
 		{ "requests", STAT_U64, &s->requests, 0 },
@@ -306,6 +312,7 @@ static void write_json(FILE *f, const struct crawl_stats *s, const struct crawl_
 		{ "links", STAT_ATOMIC, &s->ac.links, 0 },
 		{ "links_new", STAT_ATOMIC, &s->ac.emits_pushed, 0 },
 		{ "nofollow", STAT_ATOMIC, &s->ac.nofollow, 0 },
+		{ "sitemaps", STAT_OBJECT, &sitemaps, 0 },
 		{ "warc_revisits", STAT_ATOMIC, &s->ac.warc_revisits, 0 },
 		{ "hosts", STAT_OBJECT, &hosts, 0 },
 		{ "frontier", STAT_OBJECT, &frontier, 0 },
@@ -443,6 +450,10 @@ static const struct saved_counter saved_counters[] = {
 	ATOMIC_COUNTER(sieve_errors),
 	ATOMIC_COUNTER(emits_pushed),
 	ATOMIC_COUNTER(keys_added),
+	ATOMIC_COUNTER(sitemaps),
+	ATOMIC_COUNTER(sitemap_urls),
+	ATOMIC_COUNTER(sitemap_problems),
+	ATOMIC_COUNTER(sitemaps_dropped),
 };
 #define N_SAVED (sizeof saved_counters / sizeof saved_counters[0])
 

@@ -42,6 +42,9 @@
 struct crawl_stats_atomic {
 	atomic_uint_fast64_t parsed, links, scope_rejected, nofollow, near_dups, decode_errors,
 	        emit_dropped, writer_errors, warc_revisits;
+	/* sitemaps: parsed, their URLs taken, parsed with a problem, not
+	 * registered (the registry was full) */
+	atomic_uint_fast64_t sitemaps, sitemap_urls, sitemap_problems, sitemaps_dropped;
 	/* the sieve path */
 	atomic_uint_fast64_t url_invalid, seeds_invalid, meta_present, meta_dropped, meta_missing,
 	        meta_flushes, sieve_errors, emits_pushed, keys_added;

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "crawler/crawl_log.h"
+#include "frontier/array.h"
 #include "frontier/bqueue.h"
 
 struct crawl_writer {
@@ -35,6 +36,8 @@ void crawl_job_free(struct crawl_job *j)
 	fetch_result_free(j->res);
 	free(j->via);
 	free(j->redirect);
+	ARRAY_FREE_EACH(j->sitemaps, j->nsitemaps);
+	free(j->sitemap_scope);
 	free(j);
 }
 

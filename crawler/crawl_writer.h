@@ -43,8 +43,12 @@ struct crawl_job {
 	char *via;         /* owned */
 	char *redirect;    /* owned: resolved Location, or NULL */
 	const char *error; /* static reason word, or NULL */
-	int parse;         /* parse it (HTML 2xx page) */
-	uint64_t barrier;  /* nonzero: no fetch; the writer syncs for checkpoint #barrier */
+	int parse;         /* parse it (HTML 2xx page, sitemap, robots.txt's sitemaps) */
+	char **sitemaps;   /* owned: robots.txt's Sitemap URLs, for the sieve */
+	size_t nsitemaps;
+	unsigned sitemap_level; /* 0: not a sitemap; else its index level + 1 */
+	char *sitemap_scope;    /* owned: the URL its entries are judged against */
+	uint64_t barrier;       /* nonzero: no fetch; the writer syncs for checkpoint #barrier */
 };
 
 /* Frees the job and what it owns; NULL is a no-op. */

@@ -15,6 +15,7 @@
 #include "parse/links.h"
 #include "parse/parse_pool.h"
 #include "parse/simhash.h"
+#include "parse/sitemap.h"
 
 #define NEAR_DUP_STRIPES 64
 #define NEAR_DUP_PER_HOST 4096 /* fingerprints kept per host (oldest dropped) */
@@ -43,6 +44,7 @@ struct parse_state {
 	struct links_extractor *ex;
 	struct url *u;
 	struct link_batch *batch;
+	struct sitemap_parser *sm; /* made at the thread's first sitemap */
 };
 
 static void *parse_init(void *ctx)
@@ -72,6 +74,7 @@ static void parse_fini(void *ctx, void *state)
 	links_extractor_destroy(ps->ex);
 	url_destroy(ps->u);
 	sieve_path_batch_destroy(ps->batch);
+	sitemap_parser_destroy(ps->sm);
 	free(ps);
 }
 
@@ -128,39 +131,146 @@ static const char *charset_of(const char *ct, char *buf, size_t cap)
 	return n ? buf : NULL;
 }
 
+/* One URL into the thread's batch at depth, via via: 1 if added. A crawl
+ * key (is_key: the extractors write them, under the crawl's URL options,
+ * and keys are idempotent, url.h) is copied, and parsed again only when
+ * longer than the batch's slot, to fail; any other URL is normalized. */
+static char *batch_key(struct parse_jobs *pj, struct parse_state *ps, const char *url, size_t len,
+                       int is_key, uint32_t depth, size_t *klen)
+{
+	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	size_t room;
+	char *key = sieve_path_batch_slot(ps->batch, &room);
+	*klen = len;
+	if (is_key && len < room) {
+		memcpy(key, url, len + 1);
+	} else if (url_normalize(ps->u, NULL, url, len, key, room, klen) != URL_OK) {
+		atomic_fetch_add(&ac->url_invalid, 1);
+		return NULL;
+	}
+	if (scope_check(pj->p.scope, key, *klen, depth) != SCOPE_OK) {
+		atomic_fetch_add(&ac->scope_rejected, 1);
+		return NULL;
+	}
+	return key;
+}
+
+static int add_url(struct parse_jobs *pj, struct parse_state *ps, const char *url, size_t len,
+                   int is_key, uint32_t depth, struct link_meta_via *via)
+{
+	size_t klen;
+	if (!batch_key(pj, ps, url, len, is_key, depth, &klen))
+		return 0;
+	sieve_path_batch_add(ps->batch, klen, depth, via);
+	return 1;
+}
+
+/* A sitemap URL into the batch, registered first (level, scope) so that
+ * its response is known for one whatever thread sees it. */
+static void add_sitemap_url(struct parse_jobs *pj, struct parse_state *ps, const char *url,
+                            size_t len, int is_key, uint32_t depth, unsigned level,
+                            const char *scope, struct link_meta_via *via)
+{
+	size_t klen;
+	char *key = batch_key(pj, ps, url, len, is_key, depth, &klen);
+	if (!key)
+		return;
+	if (sitemap_registry_add(pj->p.sitemaps, key, klen, level, scope) < 0) {
+		atomic_fetch_add(&pj->p.stats->ac.sitemaps_dropped, 1);
+		return;
+	}
+	sieve_path_batch_add(ps->batch, klen, depth, via);
+}
+
 /* The page's links into the thread's batch, via the page's URL. */
 static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j,
                       const struct link *l, size_t n, struct link_meta_via *via)
 {
 	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
-	struct link_batch *b = ps->batch;
 	for (size_t i = 0; i < n; i++) {
 		atomic_fetch_add(&ac->links, 1);
-		if (l[i].nofollow) {
+		if (l[i].nofollow)
 			atomic_fetch_add(&ac->nofollow, 1);
-			continue;
-		}
-		size_t room, klen = l[i].len;
-		char *key = sieve_path_batch_slot(b, &room);
-		/* The extractor writes each link as its crawl key under the
-		 * crawl's URL options (crawl keys are idempotent, url.h): only a
-		 * key longer than the batch's slot is parsed again, to fail. */
-		if (klen < room) {
-			memcpy(key, l[i].url, klen + 1);
-		} else if (url_normalize(ps->u, NULL, l[i].url, l[i].len, key, room, &klen) !=
-		           URL_OK) {
-			atomic_fetch_add(&ac->url_invalid, 1);
-			continue;
-		}
-		if (scope_check(pj->p.scope, key, klen, j->depth + 1) != SCOPE_OK) {
-			atomic_fetch_add(&ac->scope_rejected, 1);
-			continue;
-		}
-		sieve_path_batch_add(b, klen, j->depth + 1, via);
+		else
+			add_url(pj, ps, l[i].url, l[i].len, 1, j->depth + 1, via);
 	}
 	/* Before the job counts as finished: "no parse job outstanding" then
 	 * means every link found so far is in the sieve. */
-	sieve_path_batch_flush(b);
+	sieve_path_batch_flush(ps->batch);
+}
+
+/* A robots.txt's Sitemap URLs: level 0, judged against the robots.txt URL
+ * (a sitemap it lists may list that host's URLs wherever it lives). */
+static void add_robots_sitemaps(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
+{
+	const char *robots_url = j->res->url;
+	struct link_meta_via *via = sieve_path_via(pj->p.sp, robots_url, strlen(robots_url));
+	if (!via || sieve_path_adding_stopped(pj->p.sp)) {
+		sieve_path_via_release(pj->p.sp, via);
+		return;
+	}
+	for (size_t i = 0; i < j->nsitemaps; i++)
+		add_sitemap_url(pj, ps, j->sitemaps[i], strlen(j->sitemaps[i]), 0, j->depth, 0,
+		                robots_url, via);
+	sieve_path_batch_flush(ps->batch);
+	sieve_path_via_release(pj->p.sp, via);
+}
+
+struct sitemap_walk {
+	struct parse_jobs *pj;
+	struct parse_state *ps;
+	struct crawl_job *j;
+	struct link_meta_via *via;
+};
+
+static int on_sitemap_entry(const struct sitemap_entry *e, void *arg)
+{
+	struct sitemap_walk *w = arg;
+	struct crawl_job *j = w->j;
+	unsigned level = j->sitemap_level; /* the entry's own: one below the index */
+	if (e->kind == SITEMAP_KIND_URLSET) {
+		if (add_url(w->pj, w->ps, e->url, e->len, 1, j->depth + 1, w->via))
+			atomic_fetch_add(&w->pj->p.stats->ac.sitemap_urls, 1);
+	} else if (level <= SITEMAP_INDEX_DEPTH_MAX) {
+		add_sitemap_url(w->pj, w->ps, e->url, e->len, 1, j->depth, level, j->sitemap_scope,
+		                w->via);
+	} else {
+		atomic_fetch_add(&w->pj->p.stats->ac.sitemaps_dropped, 1);
+	}
+	return sieve_path_adding_stopped(w->pj->p.sp);
+}
+
+/* A sitemap's entries (the body decoded per Content-Encoding; a .gz file
+ * sent as such is inflated by the parser). */
+static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
+{
+	struct fetch_result *res = j->res;
+	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct decode_output d = { 0 };
+	struct sitemap_walk w = { pj, ps, j, NULL };
+	if (!ps->sm) {
+		struct sitemap_config sc = { .scope = SITEMAP_SCOPE_HOST,
+			                     .url_options = &pj->p.cfg->url };
+		if (sitemap_parser_create(&sc, &ps->sm) != SITEMAP_OK)
+			return;
+	}
+	if (decode_body(res->content_encoding, res->body.data, res->body.len,
+	                pj->p.cfg->fetch.max_body_bytes, &d) != DECODE_OK) {
+		atomic_fetch_add(&ac->decode_errors, 1);
+		j->error = "decode";
+		return;
+	}
+	w.via = sieve_path_via(pj->p.sp, res->url, strlen(res->url));
+	struct sitemap_result sr;
+	if (w.via && sitemap_parse(ps->sm, res->url, j->sitemap_scope, (const char *)d.data, d.len,
+	                           on_sitemap_entry, &w, &sr) == SITEMAP_OK) {
+		atomic_fetch_add(&ac->sitemaps, 1);
+		if (sr.problem != SITEMAP_FINE && sr.problem != SITEMAP_STOPPED)
+			atomic_fetch_add(&ac->sitemap_problems, 1);
+	}
+	sieve_path_batch_flush(ps->batch);
+	sieve_path_via_release(pj->p.sp, w.via);
+	free(d.data);
 }
 
 static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
@@ -209,8 +319,14 @@ static void parse_work(void *ctx, void *state, void *item)
 {
 	struct parse_jobs *pj = ctx;
 	struct crawl_job *j = item;
-	if (j->parse && state)
-		parse_page(pj, state, j);
+	if (j->parse && state) {
+		if (j->nsitemaps)
+			add_robots_sitemaps(pj, state, j);
+		else if (j->sitemap_level)
+			parse_sitemap(pj, state, j);
+		else
+			parse_page(pj, state, j);
+	}
 	crawl_writer_push(pj->p.writer, j);
 	pj->p.wake(pj->p.ctx);
 }

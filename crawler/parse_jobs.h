@@ -10,6 +10,12 @@
  * by host id, each under its own mutex. A page within distance 3 of one of
  * its host's fingerprints is marked (CRAWL_LOG_NEAR_DUP), not dropped.
  *
+ * Sitemaps: a robots.txt job's Sitemap URLs are registered at level 0 and
+ * added like links (via the robots.txt URL, at the robots.txt's depth); a
+ * sitemap's entries are scope-checked and added one hop deeper, with the
+ * sitemap as their via; an index's entries are registered one level down
+ * (up to SITEMAP_INDEX_DEPTH_MAX) and added at the index's own depth.
+ *
  * A job counts as outstanding (parse_jobs_outstanding) until its links are
  * in the sieve: "no parse job outstanding" then means every link found so
  * far was added. The pool's queue is bounded: the fetch loop submits
@@ -24,6 +30,7 @@
 #include "crawler/config.h"
 #include "crawler/crawl_stats.h"
 #include "crawler/crawl_writer.h"
+#include "crawler/sitemap_registry.h"
 #include "crawler/sieve_path.h"
 #include "frontier/scope.h"
 
@@ -36,7 +43,8 @@ struct parse_jobs_parts {
 	struct sieve_path *sp;
 	struct crawl_writer *writer;
 	struct crawl_stats *stats;
-	void (*wake)(void *ctx); /* any thread: a job went to the writer */
+	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
+	void (*wake)(void *ctx);           /* any thread: a job went to the writer */
 	void *ctx;
 };
 

@@ -11,6 +11,7 @@
 
 #include "crawler/crawl_log.h"
 #include "crawler/decode.h"
+#include "crawler/sitemap_registry.h"
 #include "frontier/clock.h"
 #include "frontier/recfile.h"
 #include "frontier/url.h"
@@ -52,6 +53,10 @@ struct req {
 	char *via; /* "" if none */
 	struct req *prev, *next;
 };
+
+/* Sitemaps taken from one robots.txt (the protocol sets no limit; a few are
+ * usual, and each may list 50,000 URLs). */
+#define VISIT_SITEMAPS_PER_HOST 16
 
 struct visit {
 	struct visit_parts p;
@@ -280,6 +285,24 @@ static void start_robots(struct visit *v, uint32_t host)
 	}
 }
 
+/* The Sitemap URLs of a robots.txt (at most VISIT_SITEMAPS_PER_HOST), copied
+ * into its job: a parse thread registers them and hands them to the sieve
+ * (the loop never waits on the sieve). */
+static void take_sitemaps(struct visit *v, const struct robots *rules, struct crawl_job *j)
+{
+	size_t n = rules ? robots_sitemap_count(rules) : 0;
+	if (n > VISIT_SITEMAPS_PER_HOST) {
+		atomic_fetch_add(&v->p.stats->ac.sitemaps_dropped, n - VISIT_SITEMAPS_PER_HOST);
+		n = VISIT_SITEMAPS_PER_HOST;
+	}
+	if (n == 0 || !(j->sitemaps = calloc(n, sizeof *j->sitemaps)))
+		return;
+	for (size_t i = 0; i < n; i++)
+		if ((j->sitemaps[j->nsitemaps] = strdup(robots_sitemap(rules, i))) != NULL)
+			j->nsitemaps++;
+	j->parse = j->nsitemaps > 0;
+}
+
 /* A robots.txt answer: follows a same-origin redirect (returns 1: still in
  * flight), else sets the host's policy (the visit goes on: FETCH). */
 static int robots_answer(struct visit *v, struct req *q, struct fetch_result *res,
@@ -313,8 +336,9 @@ static int robots_answer(struct visit *v, struct req *q, struct fetch_result *re
 		blen = d.len;
 	}
 	struct robots_policy pol;
-	if (robots_policy_from_fetch((int)st, body, blen, v->p.cfg->crawl.user_agent,
-	                             (int64_t)(monotonic_us() / 1000), &pol) == ROBOTS_OK) {
+	int pol_ok = robots_policy_from_fetch((int)st, body, blen, v->p.cfg->crawl.user_agent,
+	                                      (int64_t)(monotonic_us() / 1000), &pol) == ROBOTS_OK;
+	if (pol_ok) {
 		set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
 		           (uint64_t)pol.expires_ms * 1000u);
 		set_state(host_state(v, host), VISIT_FETCH);
@@ -322,6 +346,8 @@ static int robots_answer(struct visit *v, struct req *q, struct fetch_result *re
 		if (cd > 0)
 			politeness_host_set_crawl_delay(v->p.pol, host, (uint64_t)(cd * 1e6));
 	}
+	if (pol_ok && v->p.sitemaps)
+		take_sitemaps(v, pol.robots, j);
 	free(d.data);
 	return 0;
 }
@@ -606,8 +632,16 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 		v->p.stats->redirects++;
 		*follow = j->redirect && crawlable;
 	}
-	j->parse = res->error == FETCH_OK && res->status >= 200 && res->status < 300 &&
-	           is_html(res->content_type) && res->body.len > 0;
+	int ok = res->error == FETCH_OK && res->status >= 200 && res->status < 300 &&
+	         res->body.len > 0;
+	unsigned level;
+	if (v->p.sitemaps &&
+	    sitemap_registry_take(v->p.sitemaps, res->url, &level, &j->sitemap_scope)) {
+		j->sitemap_level = level + 1;
+		j->parse = ok;
+		return;
+	}
+	j->parse = ok && is_html(res->content_type);
 }
 
 struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *follow)

@@ -26,6 +26,10 @@
  * DNS wait line: held hosts waiting for the resolver to have room for one
  * more lookup (FIFO), started as lookups end.
  *
+ * Sitemaps (when followed): a robots.txt's Sitemap URLs go with its job, for
+ * a parse thread to register (sitemap_registry.h) and hand to the sieve; a
+ * response whose URL is registered is marked for the sitemap parser.
+ *
  * The visit reaches the loop through hooks given at creation: whether a
  * transfer may start (back-pressure) and the pump (after an asynchronous
  * DNS answer); it reads the loop's stopping and finished flags.
@@ -56,6 +60,8 @@ struct visit_hooks {
 
 /* What a visit uses, all borrowed (the engine's results come back through
  * visit_result). */
+struct sitemap_registry;
+
 struct visit_parts {
 	const struct crawl_config *cfg;
 	uv_loop_t *loop;
@@ -64,6 +70,7 @@ struct visit_parts {
 	struct fetch_engine *fetch;
 	struct dns_resolver *dns;
 	struct crawl_stats *stats;
+	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	struct visit_hooks hooks;
 	const int *stopping; /* the loop's: the crawl starts nothing new */
 	const int *finished; /* the loop's: it is over */

@@ -15,6 +15,9 @@ test web's own request log (the neutral witness).
       the same exact-coverage checks with a tiny sieve: 16 URLs per buffer
       (hundreds of flushes while fetching), or a 64 KiB side table (full
       side table: parse threads force early flushes).
+  crawl_e2e.py sitemaps
+      exact coverage with --sitemaps on: the sitemaps robots.txt lists (an
+      index and a gzipped sitemap too) and the pages only they list.
   crawl_e2e.py warc
       every WARC record reads back with an independent reader (gzip members,
       headers, Content-Length, sha1 base32 digests), and the crawl log
@@ -207,11 +210,11 @@ def check_sieve_accounting(stats, rows):
     return errors
 
 
-def test_coverage(policy, sieve_args=(), check=None):
+def test_coverage(policy, sieve_args=(), check=None, expected_args=()):
     work = tempfile.mkdtemp(prefix="e2e-cov-")
     tw = TestWeb(work, gen_args())
     try:
-        expected = set(tw.run_mode("--expected", "--agent", AGENT))
+        expected = set(tw.run_mode("--expected", "--agent", AGENT, *expected_args))
         faults = fault_hosts(tw)
         out = os.path.join(work, "out")
         stats, el, rss = crawl(tw, out, ["--policy", policy, "--host-delay", str(HOST_DELAY_MS),
@@ -246,7 +249,7 @@ def test_coverage(policy, sieve_args=(), check=None):
                       (stats["pages"], stats["robots_fetches"], len(rows)))
     errors += check_sieve_accounting(stats, rows)
     if check:
-        errors += check(stats)
+        errors += check(stats, expected)
     if errors:
         fail("; ".join(errors))
     shutil.rmtree(work, ignore_errors=True)
@@ -392,6 +395,22 @@ def test_faults():
     print("ok")
 
 
+def check_sitemaps(stats, expected):
+    errors = []
+    files = [e for e in expected if re.search(r"/sitemap(_index)?\.xml(\.gz)?\t200$", e)]
+    orphans = [e for e in expected if "/o/o" in e]
+    if not files or not orphans or not any(".gz\t" in e for e in files):
+        errors.append("the web lists no sitemap, gzipped sitemap or orphan page: %d, %d" %
+                      (len(files), len(orphans)))
+    sm = stats.get("sitemaps", {})
+    if sm.get("parsed") != len(files):
+        errors.append("stats.json sitemaps.parsed = %s, %d sitemaps fetched" % (sm.get("parsed"), len(files)))
+    if sm.get("problems") or sm.get("not_registered"):
+        errors.append("stats.json sitemaps: %s" % sm)
+    print("sitemaps: %d fetched, %d orphan pages expected, stats %s" % (len(files), len(orphans), sm))
+    return errors
+
+
 def main():
     if len(sys.argv) < 2:
         fail("usage: crawl_e2e.py coverage|warc|faults [--policy fixed|ratio]")
@@ -403,20 +422,25 @@ def main():
         # 16 URLs per buffer: the sieve flushes every 16 new URLs while
         # fetching goes on, so URLs cross flush boundaries all the time.
         test_coverage("fixed", ["--set", "sieve.buffer_urls=16"],
-                      lambda st: [] if st["sieve"]["flushes"] >= 50 else
+                      lambda st, _: [] if st["sieve"]["flushes"] >= 50 else
                       ["only %d sieve flushes with 16-URL buffers" % st["sieve"]["flushes"]])
     elif what == "sieve-meta":
         # A 64 KiB side table (640 entries) with big buffers: it fills, and
         # parse threads force flushes to make room.
         test_coverage("fixed", ["--set", "sieve.meta_memory=64K", "--set", "sieve.memory=1M"],
-                      lambda st: [] if st["sieve"]["meta_full_flushes"] >= 1 else
+                      lambda st, _: [] if st["sieve"]["meta_full_flushes"] >= 1 else
                       ["the side table never filled (meta_full_flushes = 0)"])
     elif what == "dns-line":
         # One lookup at a time: hosts wait in line for the resolver (held,
         # in order) instead of being sent back with a retry delay.
         test_coverage("fixed", ["--set", "dns.max_pending=1"],
-                      lambda st: ["%d lookups refused as busy" % st["errors"]["dns-busy"]]
+                      lambda st, _: ["%d lookups refused as busy" % st["errors"]["dns-busy"]]
                       if st["errors"].get("dns-busy") else [])
+    elif what == "sitemaps":
+        # Sitemaps on: the expected set grows by the sitemaps robots.txt
+        # lists (an index and a gzipped sitemap on kind-6 hosts) and the
+        # pages only they list; nothing else may be requested.
+        test_coverage("fixed", ["--sitemaps", "on"], check_sitemaps, ["--sitemaps"])
     elif what == "warc":
         test_warc()
     elif what == "faults":

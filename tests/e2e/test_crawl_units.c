@@ -14,6 +14,7 @@
 #include "frontier/bqueue.h"
 #include "crawler/config.h"
 #include "crawler/link_meta.h"
+#include "crawler/sitemap_registry.h"
 #include "parse/parse_pool.h"
 
 #ifndef CONFIGS_DIR
@@ -305,6 +306,35 @@ START_TEST(config_sieve_keys)
 }
 END_TEST
 
+/* The sitemap registry: an entry is taken once, with its level and scope;
+ * a second add keeps the first; the cap refuses more. */
+START_TEST(sitemap_registry_take_once_and_cap)
+{
+	struct sitemap_registry *r = sitemap_registry_create(2);
+	ck_assert_ptr_nonnull(r);
+	const char *a = "http://a.test/sitemap.xml", *b = "http://b.test/s.xml.gz";
+	ck_assert_int_eq(sitemap_registry_add(r, a, strlen(a), 0, "http://a.test/robots.txt"), 0);
+	ck_assert_int_eq(sitemap_registry_add(r, a, strlen(a), 1, NULL), 1);
+	ck_assert_int_eq(sitemap_registry_add(r, b, strlen(b), 1, NULL), 0);
+	ck_assert_int_eq(sitemap_registry_add(r, "http://c.test/", 14, 0, NULL), -1); /* full */
+	unsigned level = 9;
+	char *scope = NULL;
+	ck_assert_int_eq(sitemap_registry_take(r, "http://a.test/", &level, &scope), 0);
+	ck_assert_int_eq(sitemap_registry_take(r, a, &level, &scope), 1);
+	ck_assert_uint_eq(level, 0);
+	ck_assert_str_eq(scope, "http://a.test/robots.txt");
+	free(scope);
+	ck_assert_int_eq(sitemap_registry_take(r, a, &level, &scope), 0); /* taken once */
+	ck_assert_int_eq(sitemap_registry_take(r, b, &level, &scope), 1);
+	ck_assert_uint_eq(level, 1);
+	ck_assert_ptr_null(scope);
+	/* room again */
+	ck_assert_int_eq(sitemap_registry_add(r, "http://c.test/", 14, 0, NULL), 0);
+	sitemap_registry_destroy(r);
+	sitemap_registry_destroy(NULL);
+}
+END_TEST
+
 START_TEST(link_meta_put_take_first_writer)
 {
 	struct link_meta *m = link_meta_create(1u << 20);
@@ -421,6 +451,7 @@ int main(void)
 	tcase_add_test(tc, bqueue_mpmc_every_item_once);
 	tcase_add_test(tc, parse_pool_bounded_and_complete);
 	tcase_add_test(tc, config_sieve_keys);
+	tcase_add_test(tc, sitemap_registry_take_once_and_cap);
 	tcase_add_test(tc, link_meta_put_take_first_writer);
 	tcase_add_test(tc, link_meta_sweep_rules);
 	tcase_add_test(tc, link_meta_bounded);

@@ -754,7 +754,7 @@ static int make_robots(const struct tw_config *cfg, long i, struct tw_resource *
 	case 6:
 		sb_fmt(&b,
 		       "User-agent: *\nAllow: /private/p7.html\nDisallow: /private/\n\n"
-		       "Sitemap: %s/sitemap.xml\n",
+		       "Sitemap: %s/sitemap_index.xml\n",
 		       pre);
 		break;
 	case 8:
@@ -771,20 +771,103 @@ static int make_robots(const struct tw_config *cfg, long i, struct tw_resource *
 	return finish(&b, res);
 }
 
-static int make_sitemap(const struct tw_config *cfg, long i, struct tw_resource *res)
+/* Pages listed only by the sitemaps of hosts with robots kind 5 or 6:
+ * /o/oK.html, K < TW_ORPHANS, linked from nowhere. */
+#define TW_ORPHANS 3
+
+static void sitemap_link(struct tw_link *links, size_t cap, size_t *n, long host, const char *path)
+{
+	if (links == NULL || n == NULL || *n >= cap)
+		return;
+	links[*n].host = host;
+	snprintf(links[*n].path, sizeof links[*n].path, "%s", path);
+	(*n)++;
+}
+
+/* gzip of b's bytes, replacing them (the sitemap.xml.gz file). */
+static void sb_gzip(struct sbuf *b)
+{
+	z_stream zs;
+	memset(&zs, 0, sizeof zs);
+	uLong cap = compressBound(b->len) + 64;
+	unsigned char *out = malloc(cap);
+	if (b->err || !out ||
+	    deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(out);
+		b->err = 1;
+		return;
+	}
+	zs.next_in = (unsigned char *)b->p;
+	zs.avail_in = (uInt)b->len;
+	zs.next_out = out;
+	zs.avail_out = (uInt)cap;
+	int zr = deflate(&zs, Z_FINISH);
+	deflateEnd(&zs);
+	if (zr != Z_STREAM_END) {
+		free(out);
+		b->err = 1;
+		return;
+	}
+	free(b->p);
+	b->p = (char *)out;
+	b->len = zs.total_out;
+}
+
+/* /sitemap.xml (and its gzip twin): every page and the orphans; as links
+ * for the expected set of a crawl that follows sitemaps. */
+static int make_sitemap(const struct tw_config *cfg, long i, int gz, struct tw_resource *res,
+                        struct tw_link *links, size_t links_cap, size_t *nlinks)
 {
 	struct sbuf b = { 0 };
 	char pre[128], t[160];
 	host_prefix(cfg, i, 0, pre, sizeof pre);
 	sb_str(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 	           "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
-	for (long j = 0; j < cfg->pages && j < 50000 && !b.err; j++) {
-		page_path(j, t, sizeof t);
+	/* Orphans first: the expected set's BFS takes only the first links. */
+	for (long j = -TW_ORPHANS; j < cfg->pages && j < 50000 && !b.err; j++) {
+		if (j < 0)
+			snprintf(t, sizeof t, "/o/o%ld.html", j + TW_ORPHANS);
+		else
+			page_path(j, t, sizeof t);
 		sb_fmt(&b, "<url><loc>%s%s</loc></url>\n", pre, t);
+		sitemap_link(links, links_cap, nlinks, i, t);
 	}
 	sb_str(&b, "</urlset>\n");
+	if (gz)
+		sb_gzip(&b);
+	res->status = 200;
+	res->content_type = gz ? "application/gzip" : "application/xml";
+	return finish(&b, res);
+}
+
+/* /sitemap_index.xml (robots kind 6): lists /sitemap.xml.gz. */
+static int make_sitemap_index(const struct tw_config *cfg, long i, struct tw_resource *res,
+                              struct tw_link *links, size_t links_cap, size_t *nlinks)
+{
+	struct sbuf b = { 0 };
+	char pre[128];
+	host_prefix(cfg, i, 0, pre, sizeof pre);
+	sb_fmt(&b,
+	       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	       "<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n"
+	       "<sitemap><loc>%s/sitemap.xml.gz</loc></sitemap>\n</sitemapindex>\n",
+	       pre);
+	sitemap_link(links, links_cap, nlinks, i, "/sitemap.xml.gz");
 	res->status = 200;
 	res->content_type = "application/xml";
+	return finish(&b, res);
+}
+
+/* /o/oK.html: a page no page links. */
+static int make_orphan(long i, long k, struct tw_resource *res)
+{
+	struct sbuf b = { 0 };
+	sb_fmt(&b,
+	       "<html><head><title>h%ld orphan %ld</title></head><body><p>Listed only in "
+	       "the sitemap.</p></body></html>\n",
+	       i, k);
+	res->status = 200;
+	res->content_type = "text/html";
 	return finish(&b, res);
 }
 
@@ -847,12 +930,19 @@ int tw_resource_get(const struct tw_config *cfg, long host, const char *path, si
 		return make_page(cfg, host, j, res, links, links_cap, nlinks);
 	if (pend - p == 11 && memcmp(p, "/robots.txt", 11) == 0)
 		return make_robots(cfg, host, res);
-	if (pend - p == 12 && memcmp(p, "/sitemap.xml", 12) == 0) {
-		int kind = tw_robots_kind(cfg, host);
-		if (tw_host_fault(cfg, host) == TW_FAULT_NONE && (kind == 5 || kind == 6))
-			return make_sitemap(cfg, host, res);
-		return make_simple(res, 404);
+	int kind = tw_robots_kind(cfg, host);
+	if (tw_host_fault(cfg, host) == TW_FAULT_NONE && (kind == 5 || kind == 6)) {
+		if (pend - p == 12 && memcmp(p, "/sitemap.xml", 12) == 0)
+			return make_sitemap(cfg, host, 0, res, links, links_cap, nlinks);
+		if (pend - p == 15 && memcmp(p, "/sitemap.xml.gz", 15) == 0)
+			return make_sitemap(cfg, host, 1, res, links, links_cap, nlinks);
+		if (pend - p == 18 && memcmp(p, "/sitemap_index.xml", 18) == 0)
+			return make_sitemap_index(cfg, host, res, links, links_cap, nlinks);
+		if ((v = match_num(p, pend, "/o/o", ".html")) >= 0 && v < TW_ORPHANS)
+			return make_orphan(host, v, res);
 	}
+	if (pend - p == 12 && memcmp(p, "/sitemap.xml", 12) == 0)
+		return make_simple(res, 404);
 	if ((v = match_num(p, pend, "/img/i", ".png")) >= 0 && v < cfg->pages)
 		return make_binary(cfg, host, v, 0, res);
 	if ((v = match_num(p, pend, "/doc/d", ".pdf")) >= 0 && v < cfg->pages)
@@ -1217,9 +1307,14 @@ static int discover(struct bfs *b, long host, const char *path)
 	if (r < 0)
 		return -1;
 	if (r == 1) {
-		int st = robots_status(tw_robots_kind(cfg, host));
+		int kind = tw_robots_kind(cfg, host);
+		int st = robots_status(kind);
 		if (vset_add(b->seen, host, "/robots.txt") < 0 ||
 		    record(cfg, b->lines, host, "/robots.txt", st) != 0)
+			return -1;
+		/* A crawler that follows sitemaps asks for those robots.txt lists. */
+		if (cfg->sitemaps && (kind == 5 || kind == 6) &&
+		    discover(b, host, kind == 5 ? "/sitemap.xml" : "/sitemap_index.xml") != 0)
 			return -1;
 	}
 	if (!robots_allowed(cfg, host, b->tok, path))
@@ -1265,7 +1360,7 @@ int tw_expected_write(const struct tw_config *cfg, const char *agent, FILE *out)
 		tw_resource_clear(&res);
 		if (record(cfg, &lines, it.host, it.path, st) != 0)
 			goto out;
-		if (st == 200 && html) {
+		if (st == 200 && (html || cfg->sitemaps)) {
 			for (size_t k = 0; k < nl; k++)
 				if (discover(&b, links[k].host, links[k].path) != 0)
 					goto out;

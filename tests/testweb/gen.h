@@ -50,6 +50,7 @@ struct tw_config {
 	int nfaults;
 	long fault_host[TW_MAX_FAULTS];
 	enum tw_fault fault_mode[TW_MAX_FAULTS];
+	int sitemaps; /* --expected: the crawler follows robots.txt's sitemaps */
 };
 
 /* A link a page carries, canonical form. host = -1: off the web (unknown

@@ -98,6 +98,8 @@ static const char usage_text[] =
         "  --http-port N       HTTP port; 0 = ephemeral when serving (default 0). Other\n"
         "                      modes need the real served port, since URLs embed it\n"
         "  --seed-hosts S      seeds are the front pages of hosts 0..S-1 (default all)\n"
+        "  --sitemaps          --expected: for a crawler that follows the sitemaps\n"
+        "                      robots.txt lists (and the pages only they list)\n"
         "  --robots-agent NAME agent named in the agent-specific robots.txt groups\n"
         "                      (default badbot)\n"
         "  --crawl-delay SECS  value of Crawl-delay lines (default 1)\n"
@@ -186,7 +188,9 @@ static const char usage_text[] =
         "  /r/J (301 -> page J), /r2/J (302 -> /r/J), /r3/J (301 -> /r2/J),\n"
         "  /rx/J (302 -> page J of host h(I+1)%N; of hI itself on fault hosts),\n"
         "  /loop/a <-> /loop/b (302 loop; linked from front pages of hosts I%5 == 2),\n"
-        "  /robots.txt, /sitemap.xml (hosts with robots kind 5 or 6, else 404).\n"
+        "  /robots.txt, /sitemap.xml (hosts with robots kind 5 or 6, else 404), there\n"
+        "  also /sitemap.xml.gz, /sitemap_index.xml (listed by kind 6) and /o/oK.html,\n"
+        "  K < 3 (pages listed only by the sitemaps).\n"
         "  Every page links pages J+1 and J+2 (mod P); front pages link the front\n"
         "  page of h(I+1)%N, so every host is reachable from any seed unless a fault\n"
         "  host or robots.txt breaks that ring (the BFS accounts for it). Links are\n"
@@ -216,7 +220,8 @@ static const char usage_text[] =
         "  Fragments dropped; URLs in normalized absolute form: lowercase scheme and\n"
         "  host, explicit :PORT, path and query as generated (no dot segments).\n"
         "  Not listed: URLs of fault hosts (and nothing linked from them), unknown\n"
-        "  hosts, other domains, sitemap.xml (no sitemap is followed), disallowed URLs.\n"
+        "  hosts, other domains, sitemaps (unless --sitemaps: then the sitemaps a\n"
+        "  robots.txt lists, and what they list, as links), disallowed URLs.\n"
         "  Compare a crawl with it by taking the request log, dropping fault hosts\n"
         "  (see --hosts-info), and comparing sets of 'http://HOST:PORTPATH<TAB>STATUS'\n"
         "  built from its host, path and status columns (duplicates are retries).\n";
@@ -392,6 +397,8 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--http-port") == 0) {
 			NUM(0, 65535);
 			cfg.http_port = (int)n;
+		} else if (strcmp(a, "--sitemaps") == 0) {
+			cfg.sitemaps = 1;
 		} else if (strcmp(a, "--seed-hosts") == 0) {
 			NUM(0, 100000000);
 			cfg.seed_hosts = n;
