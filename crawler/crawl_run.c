@@ -74,6 +74,7 @@ struct run {
 	uint64_t start_after_us; /* resume: no request before (see start_handles) */
 	int stopping, finished, sigints, progress, exit_code, resumed;
 	int spill_stalled; /* an emitted URL waits for the frontier's spill */
+	int none_ready;    /* the last pump found hosts queued, none of them ready */
 	char **doms;       /* the seeds' domains, when they are the scope */
 	size_t ndoms;
 	char spill_label[4200];
@@ -92,6 +93,7 @@ struct module_configs {
 };
 
 static void pump(void *ctx);
+static void on_wake(uv_timer_t *t);
 
 /* ---- waking the loop from other threads ---- */
 
@@ -225,6 +227,18 @@ static int max_pages_reached(const struct run *r)
 	return r->cfg->crawl.max_pages && r->stats.pages_started >= r->cfg->crawl.max_pages;
 }
 
+/* Arms the wake timer for monotonic time at_us (0: no need), unless it
+ * already rings sooner. */
+static void wake_at(struct run *r, uint64_t at_us)
+{
+	if (!at_us)
+		return;
+	uint64_t now = monotonic_us();
+	uint64_t ms = at_us > now ? (at_us - now + 999) / 1000 : 0;
+	if (!uv_is_active((uv_handle_t *)&r->wake) || uv_timer_get_due_in(&r->wake) > ms)
+		uv_timer_start(&r->wake, on_wake, ms, 0);
+}
+
 /* The end: see crawl_run.h. */
 static int crawl_is_done(struct run *r)
 {
@@ -236,8 +250,14 @@ static int crawl_is_done(struct run *r)
 		return inflight == 0 && ps.hosts_held == 0 && (outstanding == 0 || r->sigints > 0);
 	if (max_pages_reached(r))
 		return inflight == 0 && ps.hosts_held == 0 && outstanding == 0;
-	if (ps.hosts_in_heap > 0)
+	if (ps.hosts_in_heap > 0) {
+		if (r->none_ready)
+			wake_at(r, sieve_path_none_ready(r->sp,
+			                                 inflight == 0 && ps.hosts_held == 0 &&
+			                                         outstanding == 0,
+			                                 monotonic_us()));
 		return 0;
+	}
 	return sieve_path_dry(r->sp, inflight == 0 && ps.hosts_held == 0 && outstanding == 0);
 }
 
@@ -281,6 +301,7 @@ static void pump(void *ctx)
 			break;
 		}
 		enum politeness_err e = politeness_pop_ready(r->pol, now, &host, &at);
+		r->none_ready = e == POLITENESS_NOT_READY;
 		if (e == POLITENESS_OK) {
 			visit_begin(r->visit, host);
 			continue;

@@ -19,6 +19,7 @@
 #include <xxhash.h>
 
 #include "frontier/bqueue.h"
+#include "frontier/clock.h"
 #include "frontier/frontier.h"
 #include "frontier/url.h"
 
@@ -26,6 +27,8 @@
 #define NO_TICKET UINT64_MAX /* the side-table entry is not the batch's */
 #define FEED_SLACK 16        /* feed queue room beyond one item per transfer */
 #define EMIT_QUEUE 65536
+/* Least time between two flushes asked for while every queued host waits. */
+#define NONE_READY_GAP_US 500000
 #define EARLY_FLUSH_RATIO 64 /* see sieve_path_dry */
 
 /* A URL emitted by the sieve, on its way to the frontier. */
@@ -77,6 +80,7 @@ struct sieve_path {
 	/* forced flushes (loop thread) */
 	int flush_pending, flush_idle;
 	uint64_t flush_seq, flush_emits_before, flush_keys_at;
+	uint64_t flush_asked_us, flush_done_us, flush_took_us; /* monotonic */
 	struct emit *pending_emit; /* a URL the frontier could not take yet */
 	struct sieve_stats sst;    /* saved before the sieve is closed */
 	struct link_meta_stats mst;
@@ -450,6 +454,7 @@ static void request_flush(struct sieve_path *sp, int idle)
 		return; /* no room (cannot happen: has_room keeps one slot); next pump retries */
 	sp->flush_seq++;
 	sp->flush_pending = 1;
+	sp->flush_asked_us = monotonic_us();
 	sp->flush_idle = idle;
 	sp->flush_emits_before = emits;
 	sp->flush_keys_at = atomic_load(&sp->p.stats->ac.keys_added);
@@ -466,7 +471,25 @@ static int flush_completed(struct sieve_path *sp)
 	if (!sp->flush_pending || atomic_load(&sp->flush_done_seq) != sp->flush_seq)
 		return 0;
 	sp->flush_pending = 0;
+	sp->flush_done_us = monotonic_us();
+	sp->flush_took_us = sp->flush_done_us - sp->flush_asked_us;
 	return 1;
+}
+
+/* Nothing to fetch while pages are still fetched or parsed, or only hosts
+ * that wait: delivers the links found so far now instead of after the
+ * whole wave has drained (fetching would stall meanwhile). A flush reads
+ * and rewrites the sieve's whole signature file (one entry per URL emitted
+ * so far), so one is asked for only once the keys added since the last one
+ * are a fair share of that file: flush work stays within
+ * EARLY_FLUSH_RATIO entries per key, however big the crawl. */
+static void early_flush(struct sieve_path *sp)
+{
+	const struct crawl_stats_atomic *ac = &sp->p.stats->ac;
+	if (bqueue_size(sp->emitq) == 0 &&
+	    atomic_load(&ac->keys_added) - sp->flush_keys_at >
+	            atomic_load(&ac->emits_pushed) / EARLY_FLUSH_RATIO)
+		request_flush(sp, 0);
 }
 
 int sieve_path_dry(struct sieve_path *sp, int loop_idle)
@@ -486,17 +509,27 @@ int sieve_path_dry(struct sieve_path *sp, int loop_idle)
 		return 0;
 	if (idle)
 		request_flush(sp, 1);
-	else if (bqueue_size(sp->emitq) == 0 &&
-	         atomic_load(&ac->keys_added) - sp->flush_keys_at >
-	                 atomic_load(&ac->emits_pushed) / EARLY_FLUSH_RATIO)
-		/* Dry while pages are still fetched or parsed: deliver the links
-		 * found so far now instead of after the whole wave has drained
-		 * (fetching would stall meanwhile). A flush reads and rewrites the
-		 * sieve's whole signature file (one entry per URL emitted so far),
-		 * so one is asked for only once the keys added since the last one
-		 * are a fair share of that file: flush work stays within
-		 * EARLY_FLUSH_RATIO entries per key, however big the crawl. */
-		request_flush(sp, 0);
+	else
+		early_flush(sp);
+	return 0;
+}
+
+uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t now_us)
+{
+	flush_completed(sp);
+	if (sp->flush_pending || !atomic_load(&sp->seeded))
+		return 0;
+	if (!loop_idle || bqueue_size(sp->emitq) != 0 || bqueue_size(sp->feedq) != 0 ||
+	    atomic_load(&sp->p.stats->ac.keys_added) == sp->flush_keys_at) {
+		early_flush(sp);
+		return 0;
+	}
+	/* Flushing takes at most a tenth of the time so spent waiting. */
+	uint64_t gap = 10 * sp->flush_took_us;
+	uint64_t at = sp->flush_done_us + (gap > NONE_READY_GAP_US ? gap : NONE_READY_GAP_US);
+	if (now_us < at)
+		return at;
+	request_flush(sp, 0);
 	return 0;
 }
 

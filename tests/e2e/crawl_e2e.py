@@ -18,6 +18,9 @@ test web's own request log (the neutral witness).
   crawl_e2e.py sitemaps
       exact coverage with --sitemaps on: the sitemaps robots.txt lists (an
       index and a gzipped sitemap too) and the pages only they list.
+  crawl_e2e.py waiting-host
+      a host waiting out a 30 s Retry-After delays no other host: the rest
+      of the web is crawled whole within 20 s.
   crawl_e2e.py warc
       every WARC record reads back with an independent reader (gzip members,
       headers, Content-Length, sha1 base32 digests), and the crawl log
@@ -395,6 +398,40 @@ def test_faults():
     print("ok")
 
 
+def test_waiting_host():
+    """One host answers 429 with Retry-After: 30; the others must be
+    crawled whole meanwhile: a host that waits delays no other host's
+    links (they must not stay in the sieve's buffer until it is ready)."""
+    work = tempfile.mkdtemp(prefix="e2e-wait-")
+    tw = TestWeb(work, ["--hosts", "4", "--pages", "30", "--ips", "4", "--crawl-delay", "0.02",
+                        "--fault", "h1=429"])
+    try:
+        expected = set(tw.run_mode("--expected", "--agent", AGENT))
+        faults = fault_hosts(tw)
+        out = os.path.join(work, "out")
+        stats, el, rss = crawl(tw, out, ["--host-delay", "20", "--ip-delay", "0", "--max-time", "20",
+                                         "--set", "politeness.retry_after_cap_ms=60000",
+                                         "--set", "politeness.max_consecutive_errors=0"],
+                               timeout=60)
+    finally:
+        tw.stop()
+    rows = tw.requests()
+    got = observed_set(tw, rows, faults)
+    missing = sorted(expected - set(got))
+    waited = [r for r in rows if r[2].split(":")[0] in faults and r[5] != "/robots.txt"]
+    print("waiting host: %d expected, %d requested of the others, %d of the 429 host, %.1f s" %
+          (len(expected), len(got), len(waited), el))
+    errors = []
+    if missing:
+        errors.append("%d expected URLs never requested while h1 waited, e.g. %s" % (len(missing), missing[:5]))
+    if not waited or any(r[6] != 429 for r in waited):
+        errors.append("the 429 host was not asked, or answered otherwise")
+    if errors:
+        fail("; ".join(errors))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
 def check_sitemaps(stats, expected):
     errors = []
     files = [e for e in expected if re.search(r"/sitemap(_index)?\.xml(\.gz)?\t200$", e)]
@@ -441,6 +478,8 @@ def main():
         # lists (an index and a gzipped sitemap on kind-6 hosts) and the
         # pages only they list; nothing else may be requested.
         test_coverage("fixed", ["--sitemaps", "on"], check_sitemaps, ["--sitemaps"])
+    elif what == "waiting-host":
+        test_waiting_host()
     elif what == "warc":
         test_warc()
     elif what == "faults":
