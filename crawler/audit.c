@@ -124,13 +124,13 @@ struct audit *audit_create(const struct audit_config *cfg)
 	}
 	a->sum.start_ms = INT64_MAX;
 	a->sum.end_ms = INT64_MIN;
-	/* One URL per visit under the fixed policy: every gap is between two
-	 * visits. Otherwise visits hold back-to-back requests the log cannot
-	 * tell apart, and only overlaps are judged. */
-	int one_per_visit = !cfg->ratio_policy && cfg->max_urls_per_visit <= 1;
+	/* One URL per visit under the fixed and adaptive policies: every gap is
+	 * between two visits. Otherwise visits hold back-to-back requests the
+	 * log cannot tell apart, and only overlaps are judged. */
+	int one_per_visit = cfg->policy != DELAY_POLICY_RATIO && cfg->max_urls_per_visit <= 1;
 	int64_t ipd = cfg->ip_politeness ? cfg->ip_delay_ms : 0;
-	a->host_required =
-	        one_per_visit ? (cfg->host_delay_ms > ipd ? cfg->host_delay_ms : ipd) : 0;
+	int64_t hd = cfg->policy == DELAY_POLICY_ADAPTIVE ? cfg->min_delay_ms : cfg->host_delay_ms;
+	a->host_required = one_per_visit ? (hd > ipd ? hd : ipd) : 0;
 	a->ip_required = cfg->ip_politeness ? cfg->ip_delay_ms : -1;
 	return a;
 }

@@ -3,7 +3,8 @@
  *
  * What it reads. DIR/crawl.log (crawl_log.h), DIR/crawl.conf (the crawl's
  * effective configuration, written at its start: only [politeness] policy,
- * host_delay_ms, ip_delay_ms, ip_politeness, ratio, max_urls_per_visit are
+ * host_delay_ms, min_delay_ms, ip_delay_ms, ip_politeness, ratio,
+ * max_urls_per_visit are
  * used; missing keys keep the crawler's defaults) and DIR/stats.json (pages,
  * requests, robots_fetches, elapsed_s, only to cross-check). A crawl resumed
  * with overriding flags is judged against the first run's crawl.conf.
@@ -46,7 +47,9 @@
  *
  * Rules judged (AUDIT_TOLERANCE_MS below each):
  *   - host: fixed policy with one URL per visit: each gap >= max(host delay,
- *     ip delay if ip_politeness). Otherwise (ratio policy, several URLs per
+ *     ip delay if ip_politeness); adaptive policy with one URL per visit:
+ *     each gap >= max(min delay, that ip delay) (the wait the estimate set
+ *     is not in the log). Otherwise (ratio policy, several URLs per
  *     visit: the log does not mark where a visit ends) only overlaps, since
  *     a host is never visited twice at once.
  *   - ip (ip_politeness on): a gap between requests of two different hosts
@@ -80,6 +83,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "politeness/delay_policy.h"
+
 #define AUDIT_TOLERANCE_MS 2
 #define AUDIT_HOST_WINDOW 8
 #define AUDIT_IP_WINDOW 32
@@ -100,8 +105,9 @@ const char *audit_strerror(enum audit_error err);
 
 /* The politeness settings judged against (crawl.conf's [politeness]). */
 struct audit_config {
-	int ratio_policy; /* 0 fixed, 1 ratio */
+	enum delay_policy_kind policy;
 	int64_t host_delay_ms;
+	int64_t min_delay_ms; /* the adaptive policy's floor */
 	int64_t ip_delay_ms;
 	int ip_politeness;
 	double ratio;

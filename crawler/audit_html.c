@@ -296,7 +296,7 @@ static void summary(const struct audit *a, FILE *f)
 	        s->pages, s->requests, s->robots, b, s->hosts, s->ips, d, d > 0 ? s->pages / d : 0,
 	        s->time_to_pct_s[0], s->time_to_pct_s[1], s->time_to_pct_s[2],
 	        c->from_file ? "crawl.conf" : "the crawler's defaults",
-	        c->ratio_policy ? "ratio" : "fixed", c->host_delay_ms, c->ip_delay_ms,
+	        delay_policy_name(c->policy), c->host_delay_ms, c->ip_delay_ms,
 	        c->ip_politeness ? "on" : "off", AUDIT_TOLERANCE_MS, s->violations ? "bad" : "ok",
 	        s->violations, s->host_violations, s->ip_violations, s->malformed, s->late);
 }

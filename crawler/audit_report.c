@@ -4,8 +4,8 @@
  *
  * The JSON object (times in ms unless the key says _s; *_s times inside
  * entities count from the crawl's first start):
- *   dir, config {source, policy, host_delay_ms, ip_delay_ms, ip_politeness,
- *   ratio, max_urls_per_visit}, resolution_ms, tolerance_ms,
+ *   dir, config {source, policy, host_delay_ms, min_delay_ms, ip_delay_ms,
+ *   ip_politeness, ratio, max_urls_per_visit}, resolution_ms, tolerance_ms,
  *   host_required_gap_ms, ip_required_gap_ms (-1: not judged),
  *   timeline_outside_lines, lines, malformed_lines, late_lines, pages,
  *   requests, robots_fetches, bytes, host_count, ip_count, start (ISO),
@@ -73,7 +73,7 @@ static double duration_s(const struct audit_summary *s)
 static void rule_text(const struct audit *a, char *buf, size_t cap)
 {
 	char h[64], i[64];
-	if (a->cfg.ratio_policy || a->cfg.max_urls_per_visit > 1)
+	if (a->cfg.policy == DELAY_POLICY_RATIO || a->cfg.max_urls_per_visit > 1)
 		snprintf(h, sizeof h, "no overlap (visits hold several requests)");
 	else
 		snprintf(h, sizeof h, "gap >= %" PRId64 " ms", a->host_required);
@@ -114,9 +114,11 @@ static void text_summary(const struct audit *a, FILE *f)
 	        "judged against %s: policy %s, host delay %" PRId64 " ms, ip delay %" PRId64
 	        " ms, ip politeness %s",
 	        c->from_file ? "crawl.conf" : "the crawler's defaults (no crawl.conf)",
-	        c->ratio_policy ? "ratio" : "fixed", c->host_delay_ms, c->ip_delay_ms,
+	        delay_policy_name(c->policy), c->host_delay_ms, c->ip_delay_ms,
 	        c->ip_politeness ? "on" : "off");
-	if (c->ratio_policy)
+	if (c->policy == DELAY_POLICY_ADAPTIVE)
+		fprintf(f, ", min delay %" PRId64 " ms", c->min_delay_ms);
+	if (c->policy == DELAY_POLICY_RATIO)
 		fprintf(f, ", ratio %.3g", c->ratio);
 	rule_text(a, rule, sizeof rule);
 	fprintf(f, "\nrules: %s\n", rule);
@@ -359,11 +361,11 @@ static void json_head(const struct audit *a, FILE *f)
 	audit_json_str(f, a->dir);
 	fprintf(f,
 	        ",\n  \"config\": {\"source\": \"%s\", \"policy\": \"%s\", \"host_delay_ms\": "
-	        "%" PRId64 ", \"ip_delay_ms\": %" PRId64 ", \"ip_politeness\": %s, \"ratio\": %g"
-	        ", \"max_urls_per_visit\": %u},\n",
-	        c->from_file ? "crawl.conf" : "defaults", c->ratio_policy ? "ratio" : "fixed",
-	        c->host_delay_ms, c->ip_delay_ms, c->ip_politeness ? "true" : "false", c->ratio,
-	        c->max_urls_per_visit);
+	        "%" PRId64 ", \"min_delay_ms\": %" PRId64 ", \"ip_delay_ms\": %" PRId64
+	        ", \"ip_politeness\": %s, \"ratio\": %g, \"max_urls_per_visit\": %u},\n",
+	        c->from_file ? "crawl.conf" : "defaults", delay_policy_name(c->policy),
+	        c->host_delay_ms, c->min_delay_ms, c->ip_delay_ms,
+	        c->ip_politeness ? "true" : "false", c->ratio, c->max_urls_per_visit);
 	fprintf(f,
 	        "  \"resolution_ms\": 1, \"tolerance_ms\": %d, \"host_required_gap_ms\": %" PRId64
 	        ", \"ip_required_gap_ms\": %" PRId64 ",\n",

@@ -42,8 +42,9 @@ struct heap {
 struct phost {
 	uint64_t next;
 	uint64_t crawl_delay;
-	struct robots *robots; /* owned; NULL: none (allow all when KNOWN) */
-	uint64_t robots_exp;   /* 0: never expires */
+	struct delay_estimate est; /* adaptive policy: response time and back-off */
+	struct robots *robots;     /* owned; NULL: none (allow all when KNOWN) */
+	uint64_t robots_exp;       /* 0: never expires */
 	uint32_t slot;
 	uint32_t group;      /* IP group, NONE32 = solo */
 	uint32_t held_group; /* group whose token the held host carries, NONE32 = solo */
@@ -473,8 +474,10 @@ enum politeness_err politeness_release(struct politeness *p, uint32_t host,
 	case VISIT_RETRY_LATER: p->st.retry_laters++; break;
 	case VISIT_NONE: break;
 	}
-	h->next = delay_policy_next_time(&p->cfg, o, now_us, h->crawl_delay,
-	                                 o->kind == VISIT_ERROR ? h->errors : 0);
+	if (p->cfg.policy == DELAY_POLICY_ADAPTIVE)
+		h->est = delay_estimate_update(&p->cfg, h->est, o, now_us);
+	h->next = delay_policy_next_time_est(&p->cfg, o, now_us, h->crawl_delay,
+	                                     o->kind == VISIT_ERROR ? h->errors : 0, &h->est);
 	g0 = h->held_group;
 	h->held_group = NONE32;
 	if (o->kind != VISIT_NONE) {
@@ -578,6 +581,13 @@ uint64_t politeness_host_ip_next(const struct politeness *p, uint32_t host)
 	if (p == NULL || host >= p->known || p->hosts[host].group == NONE32)
 		return 0;
 	return p->groups[p->hosts[host].group].next;
+}
+
+void politeness_host_estimate(const struct politeness *p, uint32_t host, struct delay_estimate *out)
+{
+	static const struct delay_estimate none = { 0, 0 };
+
+	*out = p != NULL && host < p->known ? p->hosts[host].est : none;
 }
 
 uint32_t politeness_host_errors(const struct politeness *p, uint32_t host)

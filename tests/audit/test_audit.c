@@ -40,7 +40,7 @@ static struct audit *new_audit(int64_t host_delay, int64_t ip_delay, int ip_pol,
 	c.host_delay_ms = host_delay;
 	c.ip_delay_ms = ip_delay;
 	c.ip_politeness = ip_pol;
-	c.ratio_policy = ratio;
+	c.policy = ratio ? DELAY_POLICY_RATIO : DELAY_POLICY_FIXED;
 	struct audit *a = audit_create(&c);
 	ck_assert_ptr_nonnull(a);
 	return a;
@@ -500,6 +500,39 @@ START_TEST(test_load_dir)
 }
 END_TEST
 
+/* The adaptive policy's floor is min_delay (its waits are not in the log):
+ * read from crawl.conf, it is the host rule with one URL per visit. */
+START_TEST(test_adaptive_rule)
+{
+	char dir[] = "/tmp/audit-unit-XXXXXX";
+	char path[600];
+	char err[256];
+	struct audit_config c;
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	write_file(dir, "crawl.conf",
+	           "[politeness]\npolicy = adaptive\nhost_delay_ms = 2000\nmin_delay_ms = 200\n"
+	           "ip_politeness = false\n");
+	snprintf(path, sizeof path, "%s/crawl.conf", dir);
+	audit_config_default(&c);
+	ck_assert_int_eq(audit_config_load(&c, path, err, sizeof err), AUDIT_OK);
+	ck_assert_int_eq(c.policy, DELAY_POLICY_ADAPTIVE);
+	ck_assert_int_eq(c.min_delay_ms, 200);
+	struct audit *a = audit_create(&c);
+	ck_assert_ptr_nonnull(a);
+	three_requests(a); /* gaps 250 and 200 */
+	ck_assert_int_eq(audit_finish(a), AUDIT_OK);
+	struct audit_entity_view v;
+	host(a, "a.test:8080", &v);
+	ck_assert_int_eq(v.required_gap_ms, 200);
+	ck_assert_uint_eq(v.violations, 0);
+	audit_destroy(a);
+	write_file(dir, "crawl.conf", "[politeness]\npolicy = smart\n");
+	ck_assert_int_eq(audit_config_load(&c, path, err, sizeof err), AUDIT_ERR_CONF);
+	unlink(path);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("audit");
@@ -518,6 +551,7 @@ int main(void)
 	tcase_add_test(tc, test_host_key);
 	tcase_add_test(tc, test_timeline);
 	tcase_add_test(tc, test_load_dir);
+	tcase_add_test(tc, test_adaptive_rule);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
