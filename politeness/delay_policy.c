@@ -222,8 +222,11 @@ uint64_t delay_policy_next_time_est(const struct politeness_config *c,
 	}
 	next = sat_add(end_us, wait);
 	if (o->retry_after_us > next) {
+		/* the capped Retry-After only ever lengthens the policy's wait */
 		uint64_t cap = sat_add(end_us, c->retry_after_cap_us);
-		next = o->retry_after_us < cap ? o->retry_after_us : cap;
+		uint64_t ra = o->retry_after_us < cap ? o->retry_after_us : cap;
+		if (ra > next)
+			next = ra;
 	}
 	return next;
 }

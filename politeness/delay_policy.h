@@ -26,7 +26,8 @@
  *     least backoff_base * 2^(k-1), capped at backoff_max, k = errors so far;
  *     after max_consecutive_errors the host is retired;
  *   - Retry-After (429/503) pushes the next time to at least the given
- *     instant, capped at end + retry_after_cap.
+ *     instant, capped at end + retry_after_cap (the cap bounds what the
+ *     server asks, never shortens the wait set above).
  * All times are microseconds on the caller's clock (the functions never read
  * a clock), so the policy can be tested exactly.
  */

@@ -141,6 +141,12 @@ START_TEST(retry_after)
 	ck_assert_uint_eq(delay_policy_next_time(&c, &o, 10 * S, 0, 0), 110 * S);
 	o.retry_after_us = 5 * S; /* earlier than the policy allows: the policy wins */
 	ck_assert_uint_eq(delay_policy_next_time(&c, &o, 10 * S, 0, 0), 11 * S);
+	/* a cap below the policy's own wait bounds the server's ask, and does
+	 * not cut the wait: a Crawl-delay of 4 s stays 4 s */
+	c.retry_after_cap_us = 2 * S;
+	o.retry_after_us = 500 * S;
+	ck_assert_uint_eq(delay_policy_next_time(&c, &o, 10 * S, 4 * S, 0), 14 * S);
+	ck_assert_uint_eq(delay_policy_next_time(&c, &o, 10 * S, 0, 0), 12 * S);
 }
 END_TEST
 
@@ -413,6 +419,12 @@ START_TEST(adaptive_backs_off_and_recovers)
 	o.retry_after_us = 0;
 	ck_assert_uint_eq(delay_policy_next_time_est(&c, &o, 100 * S, 20 * S, 0, &e), 120 * S);
 	ck_assert_uint_eq(delay_policy_next_time_est(&c, &o, 100 * S, 0, 0, &e), 103875 * MS);
+	/* a Retry-After capped below the adaptive wait does not shorten it */
+	c.retry_after_cap_us = 50 * MS;
+	o.kind = VISIT_RETRY_LATER;
+	o.retry_after_us = 130 * S;
+	ck_assert_uint_eq(delay_policy_next_time_est(&c, &o, 100 * S, 0, 0, &e), 103875 * MS);
+	o.retry_after_us = 0;
 	/* error back-off above the adaptive wait */
 	o.kind = VISIT_ERROR;
 	ck_assert_uint_eq(delay_policy_next_time_est(&c, &o, 100 * S, 0, 2, &e),
