@@ -421,6 +421,8 @@ static int judge(struct audit *a, int ip, uint32_t idx, const struct audit_span 
 			e->after_retry_min_gap = gap;
 		int64_t req =
 		        ip ? (s->host != e->max_end_host ? a->ip_required : -1) : a->host_required;
+		if (!ip && s->wait > req)
+			req = s->wait; /* what the crawler itself owed the host */
 		if (req >= 0 && gap < req - AUDIT_TOLERANCE_MS) {
 			e->violations++;
 			if (add_violation(a, ip, idx, e, s, gap, req) != 0)
@@ -558,7 +560,9 @@ enum audit_error audit_feed(struct audit *a, const char *line, size_t len, uint6
 		.line = lineno,
 		.host = h,
 		.retry = r.status == 429 || r.status == 503,
+		.wait = r.wait_ms,
 	};
+	a->sum.wait_lines += r.wait_ms >= 0;
 	if (entity_add(a, 0, h, &s) != 0 || (ip != UINT32_MAX && entity_add(a, 1, ip, &s) != 0))
 		return AUDIT_ERR_NOMEM;
 	return AUDIT_OK;

@@ -10,7 +10,8 @@
  * with overriding flags is judged against the first run's crawl.conf.
  *
  * What it assumes about the log.
- *   - One line per request that was started, 12 tab-separated fields; lines
+ *   - One line per request that was started, 13 tab-separated fields (12
+ *     in logs written before wait_ms); lines
  *     starting with '#' are headers. Any other line (wrong field count, bad
  *     number, timestamp or escape, a URL without host, over 1 MiB, a last
  *     line without newline) is malformed: counted, named on stderr (the
@@ -52,10 +53,15 @@
  *     is not in the log). Otherwise (ratio policy, several URLs per
  *     visit: the log does not mark where a visit ends) only overlaps, since
  *     a host is never visited twice at once.
+ *   - host, every policy: a line with wait_ms (the rest the politeness
+ *     required after the host's previous visit: policy wait, Crawl-delay,
+ *     back-off and Retry-After together) needs a gap >= wait_ms, so those
+ *     are judged in sum, not one by one.
  *   - ip (ip_politeness on): a gap between requests of two different hosts
  *     on one IP >= ip delay. Off: IPs are reported, not judged.
- * Not judged (the log lacks them): robots.txt Crawl-delay per host,
- * Retry-After values, error back-off, where visits begin and end. For the
+ * Not judged one by one (the log has only their sum, wait_ms; logs before
+ * it not at all): robots.txt Crawl-delay per host, Retry-After values,
+ * error back-off, where visits begin and end. For the
  * audit to judge them the log would need, per line: the start time in
  * microseconds (start and end on one clock, instead of a wall-clock end
  * and a monotonic duration, both truncated to ms); a visit number and the
@@ -140,6 +146,7 @@ struct audit_entity_view {
 
 struct audit_summary {
 	uint64_t lines, malformed, requests, robots, pages, bytes, late;
+	uint64_t wait_lines; /* lines carrying wait_ms (judged against it) */
 	uint64_t hosts, ips, violations, host_violations, ip_violations;
 	int64_t start_ms, end_ms; /* first start, last end (unix ms) */
 	double time_to_pct_s[3];  /* 50, 90, 99% of the pages, since start */

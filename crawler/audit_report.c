@@ -11,8 +11,8 @@
  *   requests, robots_fetches, bytes, host_count, ip_count, start (ISO),
  *   duration_s, pages_per_s, time_to_pages_s {50, 90, 99}, stats_json
  *   {pages, requests, robots_fetches, elapsed_s} or null, violations,
- *   host_violations, ip_violations, not_judged {crawl_delay, retry_after,
- *   backoff, visits}, violations_listed [{rule, host|ip, at, gap_ms,
+ *   host_violations, ip_violations, wait_lines, not_judged {crawl_delay,
+ *   retry_after, backoff, visits}, violations_listed [{rule, host|ip, at, gap_ms,
  *   required_ms, line_prev, line_next, url_prev, url_next}], gap_histogram
  *   {labels_ms, hosts, ips}, timeline {interval_s, bins, pages_per_s,
  *   bytes_per_s, hosts_busy, hosts_waiting, hosts_idle},
@@ -81,8 +81,8 @@ static void rule_text(const struct audit *a, char *buf, size_t cap)
 		snprintf(i, sizeof i, "not judged (ip politeness off)");
 	else
 		snprintf(i, sizeof i, "gap >= %" PRId64 " ms between hosts", a->ip_required);
-	snprintf(buf, cap, "host: %s; ip: %s; tolerance %d ms (the log's resolution is 1 ms)", h, i,
-	         AUDIT_TOLERANCE_MS);
+	snprintf(buf, cap, "host: %s%s; ip: %s; tolerance %d ms (the log's resolution is 1 ms)", h,
+	         a->sum.wait_lines ? ", and >= the line's wait_ms" : "", i, AUDIT_TOLERANCE_MS);
 }
 
 static void text_summary(const struct audit *a, FILE *f)
@@ -156,9 +156,9 @@ static void text_not_judged(const struct audit *a, FILE *f)
 			after = a->hosts.v[i].after_retry_min_gap;
 	}
 	fprintf(f,
-	        "not judged, not in the log yet: robots.txt Crawl-delay per host; Retry-After "
+	        "not judged one by one, %s: robots.txt Crawl-delay per host; Retry-After "
 	        "(%" PRIu64 " 429/503 responses",
-	        retry);
+	        a->sum.wait_lines ? "only in sum through wait_ms" : "not in the log", retry);
 	if (after != INT64_MAX)
 		fprintf(f, ", shortest gap after one %" PRId64 " ms", after);
 	fprintf(f, "); error back-off; visit boundaries\n");
@@ -395,11 +395,11 @@ static void json_head(const struct audit *a, FILE *f)
 	        "  \"violations\": %" PRIu64 ", \"host_violations\": %" PRIu64
 	        ", \"ip_violations\": %" PRIu64 ",\n",
 	        s->violations, s->host_violations, s->ip_violations);
-	fputs("  \"not_judged\": {\"crawl_delay\": \"not in the log yet\", \"retry_after\": \"not "
-	      "in "
-	      "the log yet\", \"backoff\": \"not in the log yet\", \"visits\": \"not in the log "
-	      "yet\"},\n",
-	      f);
+	const char *nj = s->wait_lines ? "in sum through wait_ms" : "not in the log";
+	fprintf(f,
+	        "  \"wait_lines\": %" PRIu64 ",\n  \"not_judged\": {\"crawl_delay\": \"%s\", "
+	        "\"retry_after\": \"%s\", \"backoff\": \"%s\", \"visits\": \"not in the log\"},\n",
+	        s->wait_lines, nj, nj, nj);
 }
 
 static void json_series(const struct audit *a, FILE *f)

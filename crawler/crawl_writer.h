@@ -43,6 +43,7 @@ struct crawl_job {
 	char *via;         /* owned */
 	char *redirect;    /* owned: resolved Location, or NULL */
 	const char *error; /* static reason word, or NULL */
+	uint64_t wait_us;  /* rest the politeness required before the request */
 	int parse;         /* parse it (HTML 2xx page) */
 	uint64_t barrier;  /* nonzero: no fetch; the writer syncs for checkpoint #barrier */
 };

@@ -533,6 +533,53 @@ START_TEST(test_adaptive_rule)
 }
 END_TEST
 
+/* wait_ms, the 13th field when present: each request's gap must reach it
+ * (old 12-field lines mix in and are judged by the policy rule alone). */
+START_TEST(test_wait_column)
+{
+	struct audit *a = new_audit(100, 0, 0, 0);
+	char buf[4096], full[4200];
+	/* [0,50]; [150,200] owed 100 (gap 100, ok); [260,300] owed 500 (gap 60:
+	 * a violation, required 500); an old line [900,950] (gap 600, ok);
+	 * [1000,1010] with a malformed wait */
+	static const struct {
+		int64_t end, dur;
+		const char *wait; /* NULL: a 12-field line */
+	} reqs[] = { { 50, 50, "0" },
+		     { 200, 50, "100" },
+		     { 300, 40, "500" },
+		     { 950, 50, NULL },
+		     { 1010, 10, "-5" } };
+	for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+		line(buf, sizeof buf, reqs[i].end, reqs[i].dur, "http://a.test/p", "10.0.0.1", "-");
+		if (reqs[i].wait)
+			snprintf(full, sizeof full, "%s\t%s", buf, reqs[i].wait);
+		else
+			snprintf(full, sizeof full, "%s", buf);
+		ck_assert_int_eq(audit_feed(a, full, strlen(full), ++lineno, NULL), AUDIT_OK);
+	}
+	snprintf(full, sizeof full, "%s\t7\textra", buf);
+	ck_assert_int_eq(audit_feed(a, full, strlen(full), ++lineno, NULL), AUDIT_OK);
+	ck_assert_int_eq(audit_finish(a), AUDIT_OK);
+	struct audit_summary s;
+	audit_summary_get(a, &s);
+	ck_assert_uint_eq(s.requests, 4);
+	ck_assert_uint_eq(s.malformed, 2); /* the bad wait, the 14-field line */
+	ck_assert_uint_eq(s.wait_lines, 3);
+	ck_assert_uint_eq(s.violations, 1);
+	FILE *f = tmpfile();
+	ck_assert_int_eq(audit_report_json(a, f), 0);
+	rewind(f);
+	static char out[1 << 16];
+	size_t n = fread(out, 1, sizeof out - 1, f);
+	out[n] = '\0';
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(out, "\"gap_ms\": 60, \"required_ms\": 500"));
+	ck_assert_ptr_nonnull(strstr(out, "\"wait_lines\": 3"));
+	audit_destroy(a);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("audit");
@@ -552,6 +599,7 @@ int main(void)
 	tcase_add_test(tc, test_timeline);
 	tcase_add_test(tc, test_load_dir);
 	tcase_add_test(tc, test_adaptive_rule);
+	tcase_add_test(tc, test_wait_column);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -28,7 +28,9 @@ test web's own request log (the neutral witness).
       gets gaps of adaptive_factor x 200 ms, a 5 ms host short ones, a host
       answering 429 (Retry-After capped far below) doubling gaps up to
       max_delay, and a host slowing from 5 to 150 ms mid-crawl longer gaps
-      after the change, all measured from the test web's log.
+      after the change, all measured from the test web's log; crawl.log's
+      wait_ms is never above the gap the test web saw, and `crawler audit`
+      finds no violation.
 
 Environment: CRAWLER_BUILD (build dir, holding crawler/crawler and
 tests/testweb/testweb), CRAWLER_SOURCE (source dir), E2E_HOSTS / E2E_PAGES
@@ -341,7 +343,7 @@ def test_warc():
         if line.startswith("#"):
             continue
         f = line.rstrip("\n").split("\t")
-        if len(f) != 12:
+        if len(f) != 13:
             fail("crawl.log line with %d fields: %r" % (len(f), line))
         if int(f[1]) > 0:
             log_set.add("%s\t%s" % (f[3], f[1]))
@@ -429,6 +431,59 @@ def median(xs):
     return xs[len(xs) // 2] if xs else None
 
 
+def check_wait_column(tlog, out):
+    """crawl.log's wait_ms agrees with the test web: the gap the server saw
+    before each request is at least the wait the crawler logged for it;
+    the slow host's waits are the policy's; `crawler audit` (which judges
+    every gap against its wait_ms) finds no violation."""
+    errors = []
+    waits = {}
+    for line in open(os.path.join(out, "crawl.log")):
+        f = line.rstrip("\n").split("\t")
+        if line.startswith("#") or len(f) != 13:
+            continue
+        m = re.match(r"https?://([^/:]+)(?::\d+)?(/.*)?$", f[3])
+        if m:
+            waits[(m.group(1).lower(), m.group(2) or "/")] = int(f[12])
+    worst, checked = None, 0
+    for h in range(4):
+        host = "h%d.web.test" % h
+        rows = []
+        for line in open(tlog):
+            f = line.rstrip("\n").split("\t")
+            if len(f) >= 11 and f[0].isdigit() and f[2].lower() == host:
+                rows.append((int(f[0]), f[5], int(f[10])))
+        rows.sort()
+        for a, b in zip(rows, rows[1:]):
+            w = waits.get((host, b[1]))
+            if w is None:
+                continue
+            gap = (b[0] - a[0] - a[2]) / 1000.0
+            checked += 1
+            if worst is None or gap - w < worst:
+                worst = gap - w
+            if gap < w - 2:
+                errors.append("%s%s: server gap %.1f ms < logged wait %d ms" % (host, b[1], gap, w))
+            if h == 0 and w < 0.9 * ADAPTIVE_FACTOR * 200:
+                errors.append("%s%s: logged wait %d ms" % (host, b[1], w))
+    print("crawl.log wait_ms: %d requests checked, smallest server gap - wait %.1f ms" %
+          (checked, worst or 0))
+    j = os.path.join(out, "audit.json")
+    a = subprocess.run([CRAWLER, "audit", out, "--json", j, "--quiet"], capture_output=True,
+                       text=True, timeout=60)
+    if a.returncode != 0:
+        errors.append("crawler audit exited %d: %s" % (a.returncode, a.stderr[-300:]))
+        return errors
+    rep = json.load(open(j))
+    print("crawler audit: %d requests, %d with wait_ms, %d violations" %
+          (rep["requests"], rep["wait_lines"], rep["violations"]))
+    if rep["violations"] or rep["malformed_lines"] or rep["wait_lines"] != rep["requests"]:
+        errors.append("audit: %d violations (%s), %d malformed, %d of %d lines with wait_ms" %
+                      (rep["violations"], rep["violations_listed"][:2], rep["malformed_lines"],
+                       rep["wait_lines"], rep["requests"]))
+    return errors
+
+
 def test_adaptive():
     work = tempfile.mkdtemp(prefix="e2e-adaptive-")
     models = os.path.join(work, "models.txt")
@@ -495,6 +550,7 @@ def test_adaptive():
     elif median(after) < 0.8 * ADAPTIVE_FACTOR * 150 or median(after) < 4 * median(before):
         errors.append("latency-change host: median gap %.1f ms before, %.1f ms after" %
                       (median(before), median(after)))
+    errors += check_wait_column(tw.log, out)
     if errors:
         fail("; ".join(errors))
     shutil.rmtree(work, ignore_errors=True)
