@@ -417,6 +417,8 @@ START_TEST(adaptive_estimate_per_host)
 	ck_assert_uint_eq(politeness_host_next(x.p, a), 400000 + 2 * S);
 	politeness_host_estimate(x.p, a, &e);
 	ck_assert_uint_eq(e.ewma_us, 400000);
+	ck_assert_uint_eq(politeness_host_wait(x.p, a), 2 * S);
+	ck_assert_uint_eq(politeness_host_wait(x.p, b), 0); /* no visit yet */
 	ck_assert_int_eq(politeness_pop_ready(x.p, 400000, &h, &t), POLITENESS_OK);
 	ck_assert_uint_eq(h, b);
 	o = ok_at(400000);
@@ -434,6 +436,16 @@ START_TEST(adaptive_estimate_per_host)
 	politeness_host_estimate(x.p, b, &e);
 	ck_assert_uint_eq(e.level, 1);
 	ck_assert_uint_eq(e.ewma_us, 10000);
+	ck_assert_uint_eq(politeness_host_wait(x.p, b), S);
+	/* a visit without requests (DNS only) keeps the wait and the estimate */
+	ck_assert_int_eq(politeness_pop_ready(x.p, 1920000, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, b);
+	o.kind = VISIT_NONE;
+	ck_assert_int_eq(politeness_release(x.p, b, &o, 1930000), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_wait(x.p, b), S);
+	ck_assert_uint_eq(politeness_host_next(x.p, b), 1930000);
+	politeness_host_estimate(x.p, b, &e);
+	ck_assert_uint_eq(e.level, 1);
 	politeness_host_estimate(x.p, a, &e);
 	ck_assert_uint_eq(e.level, 0);
 	politeness_host_estimate(x.p, 999, &e);
