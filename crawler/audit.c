@@ -124,13 +124,13 @@ struct audit *audit_create(const struct audit_config *cfg)
 	}
 	a->sum.start_ms = INT64_MAX;
 	a->sum.end_ms = INT64_MIN;
-	/* One URL per visit under the fixed policy: every gap is between two
-	 * visits. Otherwise visits hold back-to-back requests the log cannot
-	 * tell apart, and only overlaps are judged. */
-	int one_per_visit = !cfg->ratio_policy && cfg->max_urls_per_visit <= 1;
+	/* One URL per visit under the fixed and adaptive policies: every gap is
+	 * between two visits. Otherwise visits hold back-to-back requests the
+	 * log cannot tell apart, and only overlaps are judged. */
+	int one_per_visit = cfg->policy != DELAY_POLICY_RATIO && cfg->max_urls_per_visit <= 1;
 	int64_t ipd = cfg->ip_politeness ? cfg->ip_delay_ms : 0;
-	a->host_required =
-	        one_per_visit ? (cfg->host_delay_ms > ipd ? cfg->host_delay_ms : ipd) : 0;
+	int64_t hd = cfg->policy == DELAY_POLICY_ADAPTIVE ? cfg->min_delay_ms : cfg->host_delay_ms;
+	a->host_required = one_per_visit ? (hd > ipd ? hd : ipd) : 0;
 	a->ip_required = cfg->ip_politeness ? cfg->ip_delay_ms : -1;
 	return a;
 }
@@ -421,6 +421,8 @@ static int judge(struct audit *a, int ip, uint32_t idx, const struct audit_span 
 			e->after_retry_min_gap = gap;
 		int64_t req =
 		        ip ? (s->host != e->max_end_host ? a->ip_required : -1) : a->host_required;
+		if (!ip && s->wait > req)
+			req = s->wait; /* what the crawler itself owed the host */
 		if (req >= 0 && gap < req - AUDIT_TOLERANCE_MS) {
 			e->violations++;
 			if (add_violation(a, ip, idx, e, s, gap, req) != 0)
@@ -558,7 +560,9 @@ enum audit_error audit_feed(struct audit *a, const char *line, size_t len, uint6
 		.line = lineno,
 		.host = h,
 		.retry = r.status == 429 || r.status == 503,
+		.wait = r.wait_ms,
 	};
+	a->sum.wait_lines += r.wait_ms >= 0;
 	if (entity_add(a, 0, h, &s) != 0 || (ip != UINT32_MAX && entity_add(a, 1, ip, &s) != 0))
 		return AUDIT_ERR_NOMEM;
 	return AUDIT_OK;

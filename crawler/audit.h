@@ -3,13 +3,15 @@
  *
  * What it reads. DIR/crawl.log (crawl_log.h), DIR/crawl.conf (the crawl's
  * effective configuration, written at its start: only [politeness] policy,
- * host_delay_ms, ip_delay_ms, ip_politeness, ratio, max_urls_per_visit are
+ * host_delay_ms, min_delay_ms, ip_delay_ms, ip_politeness, ratio,
+ * max_urls_per_visit are
  * used; missing keys keep the crawler's defaults) and DIR/stats.json (pages,
  * requests, robots_fetches, elapsed_s, only to cross-check). A crawl resumed
  * with overriding flags is judged against the first run's crawl.conf.
  *
  * What it assumes about the log.
- *   - One line per request that was started, 12 tab-separated fields; lines
+ *   - One line per request that was started, 13 tab-separated fields (12
+ *     in logs written before wait_ms); lines
  *     starting with '#' are headers. Any other line (wrong field count, bad
  *     number, timestamp or escape, a URL without host, over 1 MiB, a last
  *     line without newline) is malformed: counted, named on stderr (the
@@ -46,13 +48,20 @@
  *
  * Rules judged (AUDIT_TOLERANCE_MS below each):
  *   - host: fixed policy with one URL per visit: each gap >= max(host delay,
- *     ip delay if ip_politeness). Otherwise (ratio policy, several URLs per
+ *     ip delay if ip_politeness); adaptive policy with one URL per visit:
+ *     each gap >= max(min delay, that ip delay) (the wait the estimate set
+ *     is not in the log). Otherwise (ratio policy, several URLs per
  *     visit: the log does not mark where a visit ends) only overlaps, since
  *     a host is never visited twice at once.
+ *   - host, every policy: a line with wait_ms (the rest the politeness
+ *     required after the host's previous visit: policy wait, Crawl-delay,
+ *     back-off and Retry-After together) needs a gap >= wait_ms, so those
+ *     are judged in sum, not one by one.
  *   - ip (ip_politeness on): a gap between requests of two different hosts
  *     on one IP >= ip delay. Off: IPs are reported, not judged.
- * Not judged (the log lacks them): robots.txt Crawl-delay per host,
- * Retry-After values, error back-off, where visits begin and end. For the
+ * Not judged one by one (the log has only their sum, wait_ms; logs before
+ * it not at all): robots.txt Crawl-delay per host, Retry-After values,
+ * error back-off, where visits begin and end. For the
  * audit to judge them the log would need, per line: the start time in
  * microseconds (start and end on one clock, instead of a wall-clock end
  * and a monotonic duration, both truncated to ms); a visit number and the
@@ -80,6 +89,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "politeness/delay_policy.h"
+
 #define AUDIT_TOLERANCE_MS 2
 #define AUDIT_HOST_WINDOW 8
 #define AUDIT_IP_WINDOW 32
@@ -100,8 +111,9 @@ const char *audit_strerror(enum audit_error err);
 
 /* The politeness settings judged against (crawl.conf's [politeness]). */
 struct audit_config {
-	int ratio_policy; /* 0 fixed, 1 ratio */
+	enum delay_policy_kind policy;
 	int64_t host_delay_ms;
+	int64_t min_delay_ms; /* the adaptive policy's floor */
 	int64_t ip_delay_ms;
 	int ip_politeness;
 	double ratio;
@@ -134,6 +146,7 @@ struct audit_entity_view {
 
 struct audit_summary {
 	uint64_t lines, malformed, requests, robots, pages, bytes, late;
+	uint64_t wait_lines; /* lines carrying wait_ms (judged against it) */
 	uint64_t hosts, ips, violations, host_violations, ip_violations;
 	int64_t start_ms, end_ms; /* first start, last end (unix ms) */
 	double time_to_pct_s[3];  /* 50, 90, 99% of the pages, since start */

@@ -2,7 +2,7 @@
  * audit_conf.c: the audit's two side inputs. crawl.conf's [politeness]
  * section (read here with a small INI reader rather than the crawler's own
  * configuration code: the audit judges a crawl folder, possibly written by
- * an older crawler, and needs six keys), and stats.json's top-level
+ * an older crawler, and needs seven keys), and stats.json's top-level
  * figures (a scanner that tracks nesting and strings, not a JSON parser:
  * the file is the crawler's own, and only cross-checks the log).
  */
@@ -18,8 +18,9 @@
 void audit_config_default(struct audit_config *c)
 {
 	memset(c, 0, sizeof *c);
-	c->ratio_policy = 0;
+	c->policy = DELAY_POLICY_FIXED;
 	c->host_delay_ms = 2000;
+	c->min_delay_ms = 500;
 	c->ip_delay_ms = 500;
 	c->ip_politeness = 1;
 	c->ratio = 0.1;
@@ -51,17 +52,12 @@ static int parse_ms(const char *v, int64_t *out)
  * of a known one is -1. */
 static int set_key(struct audit_config *c, const char *k, const char *v)
 {
-	if (strcmp(k, "policy") == 0) {
-		if (strcmp(v, "fixed") == 0)
-			c->ratio_policy = 0;
-		else if (strcmp(v, "ratio") == 0)
-			c->ratio_policy = 1;
-		else
-			return -1;
-		return 0;
-	}
+	if (strcmp(k, "policy") == 0)
+		return delay_policy_from_name(v, &c->policy);
 	if (strcmp(k, "host_delay_ms") == 0)
 		return parse_ms(v, &c->host_delay_ms);
+	if (strcmp(k, "min_delay_ms") == 0)
+		return parse_ms(v, &c->min_delay_ms);
 	if (strcmp(k, "ip_delay_ms") == 0)
 		return parse_ms(v, &c->ip_delay_ms);
 	if (strcmp(k, "ip_politeness") == 0)

@@ -291,14 +291,15 @@ static void summary(const struct audit *a, FILE *f)
 	        " ms, IP politeness %s; tolerance %d ms (the log's resolution is 1 ms)</li>\n"
 	        "<li class=\"%s\">violations: %" PRIu64 " (host %" PRIu64 ", IP %" PRIu64 ")</li>\n"
 	        "<li>%" PRIu64 " malformed lines skipped, %" PRIu64 " late lines</li>\n"
-	        "<li>not judged, not in the log yet: robots.txt Crawl-delay, Retry-After, error "
-	        "back-off, visit boundaries</li></ul>\n",
+	        "<li>not judged one by one, %s: robots.txt Crawl-delay, Retry-After, error "
+	        "back-off; visit boundaries not in the log</li></ul>\n",
 	        s->pages, s->requests, s->robots, b, s->hosts, s->ips, d, d > 0 ? s->pages / d : 0,
 	        s->time_to_pct_s[0], s->time_to_pct_s[1], s->time_to_pct_s[2],
 	        c->from_file ? "crawl.conf" : "the crawler's defaults",
-	        c->ratio_policy ? "ratio" : "fixed", c->host_delay_ms, c->ip_delay_ms,
+	        delay_policy_name(c->policy), c->host_delay_ms, c->ip_delay_ms,
 	        c->ip_politeness ? "on" : "off", AUDIT_TOLERANCE_MS, s->violations ? "bad" : "ok",
-	        s->violations, s->host_violations, s->ip_violations, s->malformed, s->late);
+	        s->violations, s->host_violations, s->ip_violations, s->malformed, s->late,
+	        s->wait_lines ? "only in sum (each request's wait_ms)" : "not in the log");
 }
 
 static const char style[] =

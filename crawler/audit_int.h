@@ -38,6 +38,7 @@ unsigned audit_display_bin(int64_t gap_ms);
 /* One parsed log line. Strings point into the parser's scratch buffer. */
 struct audit_rec {
 	int64_t end_ms, start_ms;
+	int64_t wait_ms; /* rest required before the request; -1: not in the log */
 	long status;
 	uint64_t bytes;
 	int robots;
@@ -60,6 +61,7 @@ struct audit_span {
 	uint64_t line;
 	uint32_t host; /* host entity index */
 	uint8_t retry; /* the response was a 429 or 503 */
+	int64_t wait;  /* the line's wait_ms, -1: none */
 };
 
 /* Gaps for the median: an exact list until AUDIT_EXACT_GAPS, then the fine

@@ -1,8 +1,8 @@
 /*
  * audit_parse.c: one crawl.log line into the fields the audit needs (see
  * crawl_log.h for the format). Only the fields the audit uses are checked:
- * timestamp, status, bytes, url, duration_ms, ip, flags; the others need
- * only exist.
+ * timestamp, status, bytes, url, duration_ms, ip, flags and wait_ms when
+ * present (logs before it have 12 fields); the others need only exist.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,7 +11,8 @@
 #include "crawler/audit_int.h"
 #include "frontier/ascii.h"
 
-#define FIELDS 12
+#define FIELDS 13     /* with wait_ms */
+#define OLD_FIELDS 12 /* without */
 
 enum {
 	F_TIME,
@@ -25,7 +26,8 @@ enum {
 	F_IP,
 	F_ERR,
 	F_REDIR,
-	F_FLAGS
+	F_FLAGS,
+	F_WAIT
 };
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's). */
@@ -219,14 +221,14 @@ const char *audit_parse_line(const char *line, size_t len, struct audit_rec *r, 
 		if (i < len && line[i] != '\t')
 			continue;
 		if (nf == FIELDS)
-			return "more than 12 tab-separated fields";
+			return "more than 13 tab-separated fields";
 		f[nf] = line + start;
 		fl[nf++] = i - start;
 		start = i + 1;
 	}
-	if (nf != FIELDS)
+	if (nf < OLD_FIELDS)
 		return "fewer than 12 tab-separated fields";
-	int64_t dur, bytes, status;
+	int64_t dur, bytes, status, wait = -1;
 	if (audit_parse_time(f[F_TIME], fl[F_TIME], &r->end_ms) != 0)
 		return "bad timestamp (want 2026-11-22T23:59:01.123Z)";
 	if (parse_i64(f[F_STATUS], fl[F_STATUS], &status) != 0)
@@ -235,6 +237,9 @@ const char *audit_parse_line(const char *line, size_t len, struct audit_rec *r, 
 		return "bad bytes";
 	if (parse_i64(f[F_DUR], fl[F_DUR], &dur) != 0 || dur < 0)
 		return "bad duration_ms";
+	if (nf == FIELDS && (parse_i64(f[F_WAIT], fl[F_WAIT], &wait) != 0 || wait < 0))
+		return "bad wait_ms";
+	r->wait_ms = wait;
 	r->status = (long)status;
 	r->bytes = (uint64_t)bytes;
 	r->start_ms = r->end_ms - dur;

@@ -4,15 +4,15 @@
  *
  * The JSON object (times in ms unless the key says _s; *_s times inside
  * entities count from the crawl's first start):
- *   dir, config {source, policy, host_delay_ms, ip_delay_ms, ip_politeness,
- *   ratio, max_urls_per_visit}, resolution_ms, tolerance_ms,
+ *   dir, config {source, policy, host_delay_ms, min_delay_ms, ip_delay_ms,
+ *   ip_politeness, ratio, max_urls_per_visit}, resolution_ms, tolerance_ms,
  *   host_required_gap_ms, ip_required_gap_ms (-1: not judged),
  *   timeline_outside_lines, lines, malformed_lines, late_lines, pages,
  *   requests, robots_fetches, bytes, host_count, ip_count, start (ISO),
  *   duration_s, pages_per_s, time_to_pages_s {50, 90, 99}, stats_json
  *   {pages, requests, robots_fetches, elapsed_s} or null, violations,
- *   host_violations, ip_violations, not_judged {crawl_delay, retry_after,
- *   backoff, visits}, violations_listed [{rule, host|ip, at, gap_ms,
+ *   host_violations, ip_violations, wait_lines, not_judged {crawl_delay,
+ *   retry_after, backoff, visits}, violations_listed [{rule, host|ip, at, gap_ms,
  *   required_ms, line_prev, line_next, url_prev, url_next}], gap_histogram
  *   {labels_ms, hosts, ips}, timeline {interval_s, bins, pages_per_s,
  *   bytes_per_s, hosts_busy, hosts_waiting, hosts_idle},
@@ -73,7 +73,7 @@ static double duration_s(const struct audit_summary *s)
 static void rule_text(const struct audit *a, char *buf, size_t cap)
 {
 	char h[64], i[64];
-	if (a->cfg.ratio_policy || a->cfg.max_urls_per_visit > 1)
+	if (a->cfg.policy == DELAY_POLICY_RATIO || a->cfg.max_urls_per_visit > 1)
 		snprintf(h, sizeof h, "no overlap (visits hold several requests)");
 	else
 		snprintf(h, sizeof h, "gap >= %" PRId64 " ms", a->host_required);
@@ -81,8 +81,8 @@ static void rule_text(const struct audit *a, char *buf, size_t cap)
 		snprintf(i, sizeof i, "not judged (ip politeness off)");
 	else
 		snprintf(i, sizeof i, "gap >= %" PRId64 " ms between hosts", a->ip_required);
-	snprintf(buf, cap, "host: %s; ip: %s; tolerance %d ms (the log's resolution is 1 ms)", h, i,
-	         AUDIT_TOLERANCE_MS);
+	snprintf(buf, cap, "host: %s%s; ip: %s; tolerance %d ms (the log's resolution is 1 ms)", h,
+	         a->sum.wait_lines ? ", and >= the line's wait_ms" : "", i, AUDIT_TOLERANCE_MS);
 }
 
 static void text_summary(const struct audit *a, FILE *f)
@@ -114,9 +114,11 @@ static void text_summary(const struct audit *a, FILE *f)
 	        "judged against %s: policy %s, host delay %" PRId64 " ms, ip delay %" PRId64
 	        " ms, ip politeness %s",
 	        c->from_file ? "crawl.conf" : "the crawler's defaults (no crawl.conf)",
-	        c->ratio_policy ? "ratio" : "fixed", c->host_delay_ms, c->ip_delay_ms,
+	        delay_policy_name(c->policy), c->host_delay_ms, c->ip_delay_ms,
 	        c->ip_politeness ? "on" : "off");
-	if (c->ratio_policy)
+	if (c->policy == DELAY_POLICY_ADAPTIVE)
+		fprintf(f, ", min delay %" PRId64 " ms", c->min_delay_ms);
+	if (c->policy == DELAY_POLICY_RATIO)
 		fprintf(f, ", ratio %.3g", c->ratio);
 	rule_text(a, rule, sizeof rule);
 	fprintf(f, "\nrules: %s\n", rule);
@@ -154,9 +156,9 @@ static void text_not_judged(const struct audit *a, FILE *f)
 			after = a->hosts.v[i].after_retry_min_gap;
 	}
 	fprintf(f,
-	        "not judged, not in the log yet: robots.txt Crawl-delay per host; Retry-After "
+	        "not judged one by one, %s: robots.txt Crawl-delay per host; Retry-After "
 	        "(%" PRIu64 " 429/503 responses",
-	        retry);
+	        a->sum.wait_lines ? "only in sum through wait_ms" : "not in the log", retry);
 	if (after != INT64_MAX)
 		fprintf(f, ", shortest gap after one %" PRId64 " ms", after);
 	fprintf(f, "); error back-off; visit boundaries\n");
@@ -359,11 +361,11 @@ static void json_head(const struct audit *a, FILE *f)
 	audit_json_str(f, a->dir);
 	fprintf(f,
 	        ",\n  \"config\": {\"source\": \"%s\", \"policy\": \"%s\", \"host_delay_ms\": "
-	        "%" PRId64 ", \"ip_delay_ms\": %" PRId64 ", \"ip_politeness\": %s, \"ratio\": %g"
-	        ", \"max_urls_per_visit\": %u},\n",
-	        c->from_file ? "crawl.conf" : "defaults", c->ratio_policy ? "ratio" : "fixed",
-	        c->host_delay_ms, c->ip_delay_ms, c->ip_politeness ? "true" : "false", c->ratio,
-	        c->max_urls_per_visit);
+	        "%" PRId64 ", \"min_delay_ms\": %" PRId64 ", \"ip_delay_ms\": %" PRId64
+	        ", \"ip_politeness\": %s, \"ratio\": %g, \"max_urls_per_visit\": %u},\n",
+	        c->from_file ? "crawl.conf" : "defaults", delay_policy_name(c->policy),
+	        c->host_delay_ms, c->min_delay_ms, c->ip_delay_ms,
+	        c->ip_politeness ? "true" : "false", c->ratio, c->max_urls_per_visit);
 	fprintf(f,
 	        "  \"resolution_ms\": 1, \"tolerance_ms\": %d, \"host_required_gap_ms\": %" PRId64
 	        ", \"ip_required_gap_ms\": %" PRId64 ",\n",
@@ -393,11 +395,11 @@ static void json_head(const struct audit *a, FILE *f)
 	        "  \"violations\": %" PRIu64 ", \"host_violations\": %" PRIu64
 	        ", \"ip_violations\": %" PRIu64 ",\n",
 	        s->violations, s->host_violations, s->ip_violations);
-	fputs("  \"not_judged\": {\"crawl_delay\": \"not in the log yet\", \"retry_after\": \"not "
-	      "in "
-	      "the log yet\", \"backoff\": \"not in the log yet\", \"visits\": \"not in the log "
-	      "yet\"},\n",
-	      f);
+	const char *nj = s->wait_lines ? "in sum through wait_ms" : "not in the log";
+	fprintf(f,
+	        "  \"wait_lines\": %" PRIu64 ",\n  \"not_judged\": {\"crawl_delay\": \"%s\", "
+	        "\"retry_after\": \"%s\", \"backoff\": \"%s\", \"visits\": \"not in the log\"},\n",
+	        s->wait_lines, nj, nj, nj);
 }
 
 static void json_series(const struct audit *a, FILE *f)

@@ -25,8 +25,9 @@ static void usage(FILE *out)
 	        "  --json FILE  everything, machine-readable ('-' for stdout)\n"
 	        "  --html FILE  one self-contained page with inline SVG plots\n"
 	        "  --quiet      no text report\n"
-	        "  Malformed log lines are named on stderr and skipped. Crawl-delay,\n"
-	        "  Retry-After and back-off are not in the log yet and not judged.\n"
+	        "  Malformed log lines are named on stderr and skipped. Each request is\n"
+	        "  also judged against its logged wait_ms (the rest the crawler owed the\n"
+	        "  host: policy, Crawl-delay, back-off and Retry-After in sum).\n"
 	        "  Exit: 0 audited (violations or not), 1 unreadable, 2 usage.\n",
 	        AUDIT_TOLERANCE_MS);
 }

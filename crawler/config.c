@@ -26,7 +26,7 @@ enum key_type {
 	T_BOOL,       /* true/false, yes/no, on/off, 1/0 */
 	T_NOT_BOOL,   /* the same, stored negated (a module field named no_...) */
 	T_DOUBLE,     /* a real number */
-	T_POLICY,     /* fixed or ratio: enum delay_policy_kind */
+	T_POLICY,     /* fixed, ratio or adaptive: enum delay_policy_kind */
 	T_STR,        /* an owned string; min..max is its length */
 	T_SIEVE_IMPL, /* an owned string naming a sieve implementation */
 	T_DOMAINS,    /* a list of host suffixes into crawl.domains */
@@ -62,7 +62,7 @@ static const struct key_def keys[] = {
 	KEY("crawl", "any_domain", T_BOOL, crawl.any_domain, 0, 1),
 	KEY("crawl", "sitemaps", T_BOOL, crawl.sitemaps, 0, 1),
 	KEY("crawl", "quiet", T_BOOL, crawl.quiet, 0, 1),
-	KEY("politeness", "policy", T_POLICY, politeness.policy, 0, 1),
+	KEY("politeness", "policy", T_POLICY, politeness.policy, 0, 2),
 	KEY("politeness", "host_delay_ms", T_MS, politeness.host_delay_us, 0, 3.6e6),
 	KEY("politeness", "ip_delay_ms", T_MS, politeness.ip_delay_us, 0, 3.6e6),
 	KEY("politeness", "ip_politeness", T_BOOL, politeness.ip_politeness, 0, 1),
@@ -70,6 +70,9 @@ static const struct key_def keys[] = {
 	KEY("politeness", "visit_budget_ms", T_MS, politeness.visit_budget_us, 1, 3.6e6),
 	KEY("politeness", "min_delay_ms", T_MS, politeness.min_delay_us, 0, 3.6e6),
 	KEY("politeness", "max_delay_ms", T_MS, politeness.max_delay_us, 0, 8.64e7),
+	KEY("politeness", "adaptive_factor", T_DOUBLE, politeness.adaptive_factor, 1e-3, 1e6),
+	KEY("politeness", "adaptive_smoothing", T_DOUBLE, politeness.adaptive_smoothing, 1e-3, 1),
+	KEY("politeness", "adaptive_slowdown", T_DOUBLE, politeness.adaptive_slowdown, 1, 1e6),
 	KEY("politeness", "max_urls_per_visit", T_UINT, politeness.max_urls_per_visit, 0, 1e6),
 	KEY("politeness", "crawl_delay_cap_ms", T_MS, politeness.crawl_delay_cap_us, 0, 8.64e7),
 	KEY("politeness", "backoff_base_ms", T_MS, politeness.backoff_base_us, 0, 8.64e7),
@@ -115,10 +118,6 @@ static const struct key_def keys[] = {
 	KEY("output", "checkpoint_interval_s", T_UINT, output.checkpoint_interval_s, 0, 86400),
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
-
-static const char *const policy_names[] = {
-	[DELAY_POLICY_FIXED] = "fixed", [DELAY_POLICY_RATIO] = "ratio"
-};
 
 /* Integer fields of any width the table names, through memcpy (the fields
  * are size_t, long, unsigned, enums, int and bool flags). */
@@ -416,7 +415,8 @@ static void bad_value_message(const struct key_def *k, const char *value, char *
 		snprintf(err, errlen, "%s: bad value '%s' (expected true/false)", key, value);
 		break;
 	case T_POLICY:
-		snprintf(err, errlen, "%s: bad value '%s' (expected fixed or ratio)", key, value);
+		snprintf(err, errlen, "%s: bad value '%s' (expected fixed, ratio or adaptive)", key,
+		         value);
 		break;
 	case T_SIZE:
 		snprintf(err, errlen,
@@ -472,13 +472,13 @@ static enum crawl_config_err key_set(struct crawl_config *c, const struct key_de
 			return CRAWL_CONFIG_ERR_BAD_VALUE;
 		memcpy(field, &d, sizeof d);
 		return CRAWL_CONFIG_OK;
-	case T_POLICY:
-		for (size_t i = 0; i < sizeof policy_names / sizeof policy_names[0]; i++)
-			if (strcmp(value, policy_names[i]) == 0) {
-				field_store(field, k->size, i);
-				return CRAWL_CONFIG_OK;
-			}
-		return CRAWL_CONFIG_ERR_BAD_VALUE;
+	case T_POLICY: {
+		enum delay_policy_kind kind;
+		if (delay_policy_from_name(value, &kind) != 0)
+			return CRAWL_CONFIG_ERR_BAD_VALUE;
+		field_store(field, k->size, (uint64_t)kind);
+		return CRAWL_CONFIG_OK;
+	}
 	case T_STR:
 	case T_SIEVE_IMPL: {
 		if (len < (size_t)k->min || len > (size_t)k->max ||
@@ -591,7 +591,10 @@ static void key_write(FILE *f, const struct crawl_config *c, const struct key_de
 		fprintf(f, "%.17g\n", d);
 		break;
 	}
-	case T_POLICY: fprintf(f, "%s\n", policy_names[field_load(field, k->size) ? 1 : 0]); break;
+	case T_POLICY:
+		fprintf(f, "%s\n",
+		        delay_policy_name((enum delay_policy_kind)field_load(field, k->size)));
+		break;
 	case T_STR:
 	case T_SIEVE_IMPL: fprintf(f, "%s\n", field_string(field)); break;
 	case T_DOMAINS:

@@ -48,7 +48,7 @@ static enum crawl_log_error drain(struct crawl_log *log)
 
 static const char header_line[] =
         "#timestamp\tstatus\tbytes\turl\tvia\tdepth\tcontent_type\tduration_ms"
-        "\tip\terror\tredirect\tflags\n";
+        "\tip\terror\tredirect\tflags\twait_ms\n";
 
 const char *crawl_log_strerror(enum crawl_log_error err)
 {
@@ -163,6 +163,8 @@ size_t crawl_log_format(const struct crawl_log_entry *e, char *buf, size_t cap)
 	}
 	if (!any)
 		put(buf, cap, &pos, "-", 1);
+	put(buf, cap, &pos, "\t", 1);
+	put_num(buf, cap, &pos, "%llu", (long long)e->wait_ms);
 	put(buf, cap, &pos, "\n", 1);
 	if (cap > 0)
 		buf[pos < cap ? pos : cap - 1] = '\0';

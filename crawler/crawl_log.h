@@ -3,17 +3,21 @@
  *
  * Columns (the first line of a new file is this header, starting with '#'):
  *   #timestamp status bytes url via depth content_type duration_ms ip
- *   error redirect flags
+ *   error redirect flags wait_ms
  * timestamp: ISO 8601 UTC with milliseconds (2026-11-22T23:59:01.123Z);
  * status: HTTP status, or a negative error code when no response;
  * via: the URL the fetched one was discovered from, or "-";
  * error: a reason word, or "-"; redirect: the Location target or "-";
  * flags: comma-separated names (truncated, redirect, near-dup, revisit,
- * robots) or "-".
+ * robots) or "-"; wait_ms: the rest the politeness required of the host
+ * before this request, counted from the end of its previous visit (the
+ * policy's wait with Crawl-delay, back-off and Retry-After applied; 0 for
+ * a host's first visit and for requests after the first of a visit).
+ * Logs written before wait_ms was added have 12 fields.
  * Field escaping: '\\' -> "\\\\", TAB -> "\\t", LF -> "\\n", CR -> "\\r",
  * other control bytes -> "\\xHH"; an empty or NULL field is "-" (and a field
  * that is literally "-" stays "-"). So every record is exactly one line of
- * exactly 12 fields.
+ * exactly 13 fields.
  *
  * Thread-confined and synchronous (the writer thread owns it). Buffered
  * (64 KiB); flush/sync on demand. A write or flush that fails (ENOSPC...)
@@ -56,7 +60,8 @@ struct crawl_log_entry {
 	const char *ip;
 	const char *error;
 	const char *redirect;
-	unsigned flags; /* CRAWL_LOG_* */
+	unsigned flags;   /* CRAWL_LOG_* */
+	uint64_t wait_ms; /* rest required before the request (see above) */
 };
 
 struct crawl_log;

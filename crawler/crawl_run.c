@@ -606,7 +606,7 @@ static void start_handles(struct run *r, int resume)
 	if (resume) {
 		const struct politeness_config *pc = &cfg->politeness;
 		uint64_t d =
-		        pc->policy == DELAY_POLICY_RATIO ? pc->min_delay_us : pc->host_delay_us;
+		        pc->policy == DELAY_POLICY_FIXED ? pc->host_delay_us : pc->min_delay_us;
 		if (pc->ip_politeness && pc->ip_delay_us > d)
 			d = pc->ip_delay_us;
 		r->start_after_us = monotonic_us() + d;

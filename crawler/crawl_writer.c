@@ -157,6 +157,7 @@ static void write_job(struct crawl_writer *w, struct crawl_job *j)
 		.error = res->error != FETCH_OK ? fetch_strerror(res->error) : j->error,
 		.redirect = j->redirect,
 		.flags = flags,
+		.wait_ms = j->wait_us / 1000,
 	};
 	if (log_retry(w, &e) != CRAWL_LOG_OK)
 		atomic_fetch_add(&w->p.stats->ac.writer_errors, 1);

@@ -43,6 +43,7 @@ struct crawl_job {
 	char *via;         /* owned */
 	char *redirect;    /* owned: resolved Location, or NULL */
 	const char *error; /* static reason word, or NULL */
+	uint64_t wait_us;  /* rest the politeness required before the request */
 	int parse;         /* parse it (HTML 2xx page, sitemap, robots.txt's sitemaps) */
 	char **sitemaps;   /* owned: robots.txt's Sitemap URLs, for the sieve */
 	size_t nsitemaps;

@@ -39,6 +39,7 @@ struct host_state {
 	uint32_t visit_requests;
 	uint32_t visit_max_urls;
 	uint64_t visit_start_us;
+	uint64_t visit_wait_us; /* the rest required before this visit */
 	uint64_t visit_max_us;
 	uint64_t retry_after_us;
 };
@@ -47,8 +48,9 @@ struct host_state {
 struct req {
 	uint32_t host;
 	uint32_t depth;
-	int robots;    /* robots.txt fetch */
-	int redirects; /* robots redirects followed so far */
+	int robots;       /* robots.txt fetch */
+	int redirects;    /* robots redirects followed so far */
+	uint64_t wait_us; /* the visit's wait for its first request, else 0 */
 	char *url;
 	char *via; /* "" if none */
 	struct req *prev, *next;
@@ -232,6 +234,7 @@ static int start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t
 	q->depth = depth;
 	q->robots = robots;
 	q->redirects = redirects;
+	q->wait_us = hs->visit_requests == 0 ? hs->visit_wait_us : 0;
 	q->via = strdup(via ? via : "");
 	q->url = strdup(url);
 	q->next = v->live;
@@ -524,6 +527,7 @@ void visit_begin(struct visit *v, uint32_t host)
 	hs->outcome = VISIT_OK;
 	hs->retry_after_us = 0;
 	hs->visit_start_us = monotonic_us();
+	hs->visit_wait_us = politeness_host_wait(v->p.pol, host);
 	politeness_visit_budget(v->p.pol, host, &hs->visit_max_urls, &hs->visit_max_us);
 	if (hs->dns != HOST_DNS_OK) {
 		resolve_host(v, host);
@@ -660,6 +664,7 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 	j->depth = q->depth;
 	j->robots = q->robots;
 	j->via = q->via;
+	j->wait_us = q->wait_us;
 	q->via = NULL;
 	count_result(v, hs, res);
 	if (q->robots) {

@@ -12,6 +12,27 @@
 
 #define SEC 1000000ull
 
+static const char *const policy_names[] = { [DELAY_POLICY_FIXED] = "fixed",
+	                                    [DELAY_POLICY_RATIO] = "ratio",
+	                                    [DELAY_POLICY_ADAPTIVE] = "adaptive" };
+#define N_POLICIES (sizeof policy_names / sizeof policy_names[0])
+
+const char *delay_policy_name(enum delay_policy_kind k)
+{
+	return (size_t)k < N_POLICIES ? policy_names[k] : "?";
+}
+
+int delay_policy_from_name(const char *s, enum delay_policy_kind *k)
+{
+	for (size_t i = 0; s != NULL && i < N_POLICIES; i++) {
+		if (strcmp(s, policy_names[i]) == 0) {
+			*k = (enum delay_policy_kind)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 void politeness_config_default(struct politeness_config *c)
 {
 	memset(c, 0, sizeof *c);
@@ -23,6 +44,9 @@ void politeness_config_default(struct politeness_config *c)
 	c->visit_budget_us = SEC;
 	c->min_delay_us = SEC / 2;
 	c->max_delay_us = 60 * SEC;
+	c->adaptive_factor = 5.0;
+	c->adaptive_smoothing = 0.3;
+	c->adaptive_slowdown = 3.0;
 	c->max_urls_per_visit = 0;
 	c->crawl_delay_cap_us = 30 * SEC;
 	c->backoff_base_us = 10 * SEC;
@@ -35,21 +59,30 @@ int politeness_config_check(const struct politeness_config *c)
 {
 	if (c == NULL)
 		return -1;
-	if (c->policy != DELAY_POLICY_FIXED && c->policy != DELAY_POLICY_RATIO)
+	if (c->policy != DELAY_POLICY_FIXED && c->policy != DELAY_POLICY_RATIO &&
+	    c->policy != DELAY_POLICY_ADAPTIVE)
 		return -1;
 	if (!(c->ratio > 0.0 && c->ratio <= 1.0))
+		return -1;
+	if (!(c->adaptive_factor > 0.0 && c->adaptive_factor < 1e300) ||
+	    !(c->adaptive_smoothing > 0.0 && c->adaptive_smoothing <= 1.0) ||
+	    !(c->adaptive_slowdown >= 1.0 && c->adaptive_slowdown < 1e300))
 		return -1;
 	if (c->min_delay_us > c->max_delay_us)
 		return -1;
 	return 0;
 }
 
-static uint64_t ratio_wait(const struct politeness_config *c, uint64_t start, uint64_t end)
+/* A non-negative real number of microseconds as a wait, saturating. */
+static uint64_t us_of_double(double w)
 {
-	uint64_t spent = end > start ? end - start : 0;
-	double w = (double)spent / c->ratio;
-	uint64_t wait = w >= 1.8e19 ? UINT64_MAX : (uint64_t)w;
+	if (!(w > 0.0))
+		return 0;
+	return w >= 1.8e19 ? UINT64_MAX : (uint64_t)w;
+}
 
+static uint64_t clamp_wait(const struct politeness_config *c, uint64_t wait)
+{
 	if (wait < c->min_delay_us)
 		wait = c->min_delay_us;
 	if (wait > c->max_delay_us)
@@ -57,11 +90,72 @@ static uint64_t ratio_wait(const struct politeness_config *c, uint64_t start, ui
 	return wait;
 }
 
+static uint64_t ratio_wait(const struct politeness_config *c, uint64_t start, uint64_t end)
+{
+	uint64_t spent = end > start ? end - start : 0;
+
+	return clamp_wait(c, us_of_double((double)spent / c->ratio));
+}
+
+/* ----- adaptive policy ----- */
+
+uint64_t delay_estimate_wait(const struct politeness_config *c, const struct delay_estimate *e)
+{
+	uint64_t w = us_of_double(c->adaptive_factor * (double)e->ewma_us);
+	uint32_t k;
+
+	if (w < c->min_delay_us)
+		w = c->min_delay_us;
+	for (k = 0; k < e->level && w < c->max_delay_us; k++)
+		w = w > UINT64_MAX / 2 ? UINT64_MAX : w * 2;
+	return w > c->max_delay_us ? c->max_delay_us : w;
+}
+
+/* One more level of back-off, unless the wait is already at its cap. */
+static void estimate_raise(const struct politeness_config *c, struct delay_estimate *e)
+{
+	if (e->level < DELAY_ADAPTIVE_MAX_LEVEL && delay_estimate_wait(c, e) < c->max_delay_us)
+		e->level++;
+}
+
+struct delay_estimate delay_estimate_update(const struct politeness_config *c,
+                                            struct delay_estimate e, const struct visit_outcome *o,
+                                            uint64_t end_us)
+{
+	uint64_t sample;
+	double ewma;
+
+	if (o->kind == VISIT_NONE)
+		return e;
+	if (o->kind != VISIT_OK) {
+		estimate_raise(c, &e);
+		return e;
+	}
+	sample =
+	        (end_us > o->start_us ? end_us - o->start_us : 0) / (o->requests ? o->requests : 1);
+	if (e.ewma_us > 0 && (double)sample > c->adaptive_slowdown * (double)e.ewma_us)
+		estimate_raise(c, &e);
+	else if (e.level > 0)
+		e.level--;
+	if (e.ewma_us == 0) {
+		e.ewma_us = sample;
+		return e;
+	}
+	/* ewma + a * (sample - ewma), in doubles: both terms are below 2^64 */
+	ewma = (double)e.ewma_us + c->adaptive_smoothing * ((double)sample - (double)e.ewma_us);
+	e.ewma_us = us_of_double(ewma + 0.5);
+	return e;
+}
+
 uint64_t delay_policy_host_wait(const struct politeness_config *c, uint64_t start_us,
                                 uint64_t end_us)
 {
 	if (c->policy == DELAY_POLICY_RATIO)
 		return ratio_wait(c, start_us, end_us);
+	if (c->policy == DELAY_POLICY_ADAPTIVE) {
+		struct delay_estimate e = { end_us > start_us ? end_us - start_us : 0, 0 };
+		return delay_estimate_wait(c, &e);
+	}
 	return c->host_delay_us;
 }
 
@@ -99,11 +193,22 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 uint64_t delay_policy_next_time(const struct politeness_config *c, const struct visit_outcome *o,
                                 uint64_t end_us, uint64_t crawl_delay_us, uint32_t errors)
 {
+	return delay_policy_next_time_est(c, o, end_us, crawl_delay_us, errors, NULL);
+}
+
+uint64_t delay_policy_next_time_est(const struct politeness_config *c,
+                                    const struct visit_outcome *o, uint64_t end_us,
+                                    uint64_t crawl_delay_us, uint32_t errors,
+                                    const struct delay_estimate *e)
+{
 	uint64_t wait, next;
 
 	if (o->kind == VISIT_NONE)
 		return end_us;
-	wait = delay_policy_host_wait(c, o->start_us, end_us);
+	if (c->policy == DELAY_POLICY_ADAPTIVE && e != NULL)
+		wait = delay_estimate_wait(c, e);
+	else
+		wait = delay_policy_host_wait(c, o->start_us, end_us);
 	if (crawl_delay_us > 0) {
 		uint64_t cd = crawl_delay_us < c->crawl_delay_cap_us ? crawl_delay_us
 		                                                     : c->crawl_delay_cap_us;
@@ -117,8 +222,11 @@ uint64_t delay_policy_next_time(const struct politeness_config *c, const struct 
 	}
 	next = sat_add(end_us, wait);
 	if (o->retry_after_us > next) {
+		/* the capped Retry-After only ever lengthens the policy's wait */
 		uint64_t cap = sat_add(end_us, c->retry_after_cap_us);
-		next = o->retry_after_us < cap ? o->retry_after_us : cap;
+		uint64_t ra = o->retry_after_us < cap ? o->retry_after_us : cap;
+		if (ra > next)
+			next = ra;
 	}
 	return next;
 }

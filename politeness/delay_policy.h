@@ -1,7 +1,7 @@
 /*
  * delay_policy.h: how long a host (and its IP) must rest after a visit.
  *
- * Both policies count from the END of the previous visit (course notes 2.7):
+ * The policies count from the END of the previous visit (course notes 2.7):
  *   - fixed: wait host_delay (IP: ip_delay) after each visit; a visit fetches
  *     up to max_urls_per_visit URLs (default 1).
  *   - ratio: a keep-alive visit fetches URLs of one host on one connection
@@ -9,13 +9,25 @@
  *     the host waits s'/ratio (ratio = p, the fraction of time spent
  *     downloading: Heritrix's delay factor is 1/p), clamped to
  *     [min_delay, max_delay]. The IP waits max(ip_delay, that same wait).
+ *   - adaptive: the wait follows the server's response time. Each host keeps
+ *     a struct delay_estimate (owned by its politeness state): an EWMA of
+ *     its response times (one sample a visit: the visit's time over its
+ *     requests; weight adaptive_smoothing, 1 = the last fetch only, which
+ *     is Heritrix's delay factor) and a back-off level L. The host waits
+ *     max(min_delay, adaptive_factor * EWMA) * 2^L, at most max_delay.
+ *     L rises by one on a 429/503 or error visit, or on a visit whose
+ *     sample exceeds adaptive_slowdown times the EWMA (a sharp slowdown),
+ *     and only while the wait is below max_delay; every other visit lowers
+ *     it by one (gradual recovery). The IP waits ip_delay; visits fetch
+ *     max_urls_per_visit URLs (default 1) as under the fixed policy.
  * Adjustments, applied to the policy delay in this order:
  *   - robots.txt Crawl-delay raises the host delay, capped at crawl_delay_cap;
  *   - consecutive errors (connect failures, timeouts, 5xx) raise it to at
  *     least backoff_base * 2^(k-1), capped at backoff_max, k = errors so far;
  *     after max_consecutive_errors the host is retired;
  *   - Retry-After (429/503) pushes the next time to at least the given
- *     instant, capped at end + retry_after_cap.
+ *     instant, capped at end + retry_after_cap (the cap bounds what the
+ *     server asks, never shortens the wait set above).
  * All times are microseconds on the caller's clock (the functions never read
  * a clock), so the policy can be tested exactly.
  */
@@ -28,6 +40,7 @@
 enum delay_policy_kind {
 	DELAY_POLICY_FIXED = 0,
 	DELAY_POLICY_RATIO = 1,
+	DELAY_POLICY_ADAPTIVE = 2,
 };
 
 struct politeness_config {
@@ -37,8 +50,12 @@ struct politeness_config {
 	int ip_politeness;               /* 1 (default): per-IP token and delay; 0: off */
 	double ratio;                    /* ratio policy p in (0,1]; default 0.1 (wait 10x) */
 	uint64_t visit_budget_us;        /* ratio policy s; default 1 s */
-	uint64_t min_delay_us;           /* ratio policy clamp; default 0.5 s */
-	uint64_t max_delay_us;           /* ratio policy clamp; default 60 s */
+	uint64_t min_delay_us;           /* ratio and adaptive clamp; default 0.5 s */
+	uint64_t max_delay_us;           /* ratio and adaptive clamp; default 60 s */
+	double adaptive_factor;          /* adaptive: wait = factor * EWMA; default 5, > 0 */
+	double adaptive_smoothing;       /* adaptive: EWMA weight of a sample, (0,1]; default 0.3 */
+	double adaptive_slowdown;        /* adaptive: back off when a sample > this * EWMA; >= 1,
+					  * default 3 */
 	uint32_t max_urls_per_visit;     /* 0 (default) = policy default: fixed 1, ratio 100 */
 	uint64_t crawl_delay_cap_us;     /* cap for robots Crawl-delay; default 30 s */
 	uint64_t backoff_base_us;        /* first error backoff; default 10 s */
@@ -63,14 +80,28 @@ struct visit_outcome {
 	uint64_t retry_after_us; /* absolute time from Retry-After, 0 = none */
 };
 
+/* The adaptive policy's per-host state: all zero before the first visit. */
+struct delay_estimate {
+	uint64_t ewma_us; /* smoothed response time; 0 = no sample yet */
+	uint32_t level;   /* back-off: the wait is doubled level times */
+};
+#define DELAY_ADAPTIVE_MAX_LEVEL 32
+
+/* The policy's name: "fixed", "ratio", "adaptive" ("?" for another value). */
+const char *delay_policy_name(enum delay_policy_kind k);
+/* The policy named s (exactly, as above): 0 with *k set, or -1. */
+int delay_policy_from_name(const char *s, enum delay_policy_kind *k);
+
 /* Fills *c with the defaults above. */
 void politeness_config_default(struct politeness_config *c);
 /* Checks a config: returns 0 if usable, -1 otherwise (ratio out of (0,1],
- * min_delay > max_delay, unknown policy). */
+ * min_delay > max_delay, unknown policy, adaptive_factor not > 0,
+ * adaptive_smoothing out of (0,1], adaptive_slowdown below 1). */
 int politeness_config_check(const struct politeness_config *c);
 
 /* The host delay after a visit that ran from start_us to end_us, before
- * crawl-delay, backoff and Retry-After. Pure function. */
+ * crawl-delay, backoff and Retry-After. Pure function. The adaptive policy
+ * without an estimate takes the visit's whole time as its only sample. */
 uint64_t delay_policy_host_wait(const struct politeness_config *c, uint64_t start_us,
                                 uint64_t end_us);
 /* The IP delay after such a visit. Pure function. */
@@ -82,6 +113,26 @@ uint64_t delay_policy_backoff(const struct politeness_config *c, uint32_t k);
  * crawl-delay (0 = none) and its consecutive errors after this visit. */
 uint64_t delay_policy_next_time(const struct politeness_config *c, const struct visit_outcome *o,
                                 uint64_t end_us, uint64_t crawl_delay_us, uint32_t errors);
+
+/* The estimate after a visit that ran from o->start_us to end_us (see the
+ * adaptive policy above): VISIT_NONE leaves it; VISIT_ERROR and
+ * VISIT_RETRY_LATER raise the level and add no sample; VISIT_OK adds the
+ * sample (end - start) / max(requests, 1), raising the level if it exceeds
+ * adaptive_slowdown times the old EWMA, else lowering it. Pure function. */
+struct delay_estimate delay_estimate_update(const struct politeness_config *c,
+                                            struct delay_estimate e, const struct visit_outcome *o,
+                                            uint64_t end_us);
+/* The adaptive wait the estimate gives: max(min_delay, factor * EWMA) *
+ * 2^level, at most max_delay, saturating. Pure function. */
+uint64_t delay_estimate_wait(const struct politeness_config *c, const struct delay_estimate *e);
+/* delay_policy_next_time with the host's estimate (already updated with
+ * this visit): under the adaptive policy the host delay is
+ * delay_estimate_wait(c, e); NULL e, or another policy, is
+ * delay_policy_next_time. */
+uint64_t delay_policy_next_time_est(const struct politeness_config *c,
+                                    const struct visit_outcome *o, uint64_t end_us,
+                                    uint64_t crawl_delay_us, uint32_t errors,
+                                    const struct delay_estimate *e);
 
 /* now_us + seconds s, saturating at UINT64_MAX instead of wrapping: a
  * huge delay a server asks for stays huge until a cap applies. */

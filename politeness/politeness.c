@@ -42,8 +42,10 @@ struct heap {
 struct phost {
 	uint64_t next;
 	uint64_t crawl_delay;
-	struct robots *robots; /* owned; NULL: none (allow all when KNOWN) */
-	uint64_t robots_exp;   /* 0: never expires */
+	struct delay_estimate est; /* adaptive policy: response time and back-off */
+	uint64_t wait;             /* next - end of the last visit that made requests */
+	struct robots *robots;     /* owned; NULL: none (allow all when KNOWN) */
+	uint64_t robots_exp;       /* 0: never expires */
 	uint32_t slot;
 	uint32_t group;      /* IP group, NONE32 = solo */
 	uint32_t held_group; /* group whose token the held host carries, NONE32 = solo */
@@ -473,8 +475,12 @@ enum politeness_err politeness_release(struct politeness *p, uint32_t host,
 	case VISIT_RETRY_LATER: p->st.retry_laters++; break;
 	case VISIT_NONE: break;
 	}
-	h->next = delay_policy_next_time(&p->cfg, o, now_us, h->crawl_delay,
-	                                 o->kind == VISIT_ERROR ? h->errors : 0);
+	if (p->cfg.policy == DELAY_POLICY_ADAPTIVE)
+		h->est = delay_estimate_update(&p->cfg, h->est, o, now_us);
+	h->next = delay_policy_next_time_est(&p->cfg, o, now_us, h->crawl_delay,
+	                                     o->kind == VISIT_ERROR ? h->errors : 0, &h->est);
+	if (o->kind != VISIT_NONE)
+		h->wait = h->next - now_us; /* next >= now_us: a wait is never negative */
 	g0 = h->held_group;
 	h->held_group = NONE32;
 	if (o->kind != VISIT_NONE) {
@@ -580,6 +586,18 @@ uint64_t politeness_host_ip_next(const struct politeness *p, uint32_t host)
 	return p->groups[p->hosts[host].group].next;
 }
 
+uint64_t politeness_host_wait(const struct politeness *p, uint32_t host)
+{
+	return p != NULL && host < p->known ? p->hosts[host].wait : 0;
+}
+
+void politeness_host_estimate(const struct politeness *p, uint32_t host, struct delay_estimate *out)
+{
+	static const struct delay_estimate none = { 0, 0 };
+
+	*out = p != NULL && host < p->known ? p->hosts[host].est : none;
+}
+
 uint32_t politeness_host_errors(const struct politeness *p, uint32_t host)
 {
 	return p != NULL && host < p->known ? p->hosts[host].errors : 0;
@@ -633,6 +651,7 @@ enum politeness_err politeness_host_restore(struct politeness *p, uint32_t host,
 	h->errors = s->errors;
 	next = delay_policy_next_time(&p->cfg, &o, now_us, h->crawl_delay, 0);
 	h->next = now_us + s->wait_us > next ? now_us + s->wait_us : next;
+	h->wait = h->next - now_us;
 	if (s->has_ip) {
 		h->ipv4 = s->ipv4;
 		h->has_ip = 1;

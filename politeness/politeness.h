@@ -41,12 +41,15 @@
  *
  * Per host, beside its place in the heaps: its IP (the crawler's one copy
  * of it: the fetch loop formats it for each request, nothing else keeps
- * it), its Crawl-delay and consecutive errors, and its robots.txt cache:
+ * it), its Crawl-delay and consecutive errors, the adaptive policy's
+ * estimate of its response time (delay_policy.h: the one copy, updated on
+ * each release; not checkpointed, a resumed crawl starts it afresh), and
+ * its robots.txt cache:
  * unknown (never fetched, or a fetch in flight when a checkpoint was
  * taken), fetching, or known with its parsed rules (owned here, NULL =
  * allow all) and an expiry time after which they are fetched again.
  *
- * Memory: about 56 bytes per host plus 16 bytes per heap entry and 48 bytes
+ * Memory: about 80 bytes per host plus 16 bytes per heap entry and 48 bytes
  * per IP group, plus each host's robots rules, outside the frontier's
  * budget.
  */
@@ -129,6 +132,14 @@ uint64_t politeness_host_next(const struct politeness *p, uint32_t host);
 /* Next allowed time of the host's IP group (0 if none). */
 uint64_t politeness_host_ip_next(const struct politeness *p, uint32_t host);
 uint32_t politeness_host_errors(const struct politeness *p, uint32_t host);
+/* The rest the host's last visit that made requests imposed: its next
+ * allowed time minus that visit's end (0 before any such visit). The crawl
+ * log's wait_ms. */
+uint64_t politeness_host_wait(const struct politeness *p, uint32_t host);
+/* The host's adaptive-policy estimate (delay_policy.h; zeros for an unknown
+ * host, and under the other policies, which keep none). */
+void politeness_host_estimate(const struct politeness *p, uint32_t host,
+                              struct delay_estimate *out);
 /* 1 if the host is currently held (popped and not released). */
 int politeness_host_held(const struct politeness *p, uint32_t host);
 

@@ -40,7 +40,7 @@ static struct audit *new_audit(int64_t host_delay, int64_t ip_delay, int ip_pol,
 	c.host_delay_ms = host_delay;
 	c.ip_delay_ms = ip_delay;
 	c.ip_politeness = ip_pol;
-	c.ratio_policy = ratio;
+	c.policy = ratio ? DELAY_POLICY_RATIO : DELAY_POLICY_FIXED;
 	struct audit *a = audit_create(&c);
 	ck_assert_ptr_nonnull(a);
 	return a;
@@ -500,6 +500,86 @@ START_TEST(test_load_dir)
 }
 END_TEST
 
+/* The adaptive policy's floor is min_delay (its waits are not in the log):
+ * read from crawl.conf, it is the host rule with one URL per visit. */
+START_TEST(test_adaptive_rule)
+{
+	char dir[] = "/tmp/audit-unit-XXXXXX";
+	char path[600];
+	char err[256];
+	struct audit_config c;
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	write_file(dir, "crawl.conf",
+	           "[politeness]\npolicy = adaptive\nhost_delay_ms = 2000\nmin_delay_ms = 200\n"
+	           "ip_politeness = false\n");
+	snprintf(path, sizeof path, "%s/crawl.conf", dir);
+	audit_config_default(&c);
+	ck_assert_int_eq(audit_config_load(&c, path, err, sizeof err), AUDIT_OK);
+	ck_assert_int_eq(c.policy, DELAY_POLICY_ADAPTIVE);
+	ck_assert_int_eq(c.min_delay_ms, 200);
+	struct audit *a = audit_create(&c);
+	ck_assert_ptr_nonnull(a);
+	three_requests(a); /* gaps 250 and 200 */
+	ck_assert_int_eq(audit_finish(a), AUDIT_OK);
+	struct audit_entity_view v;
+	host(a, "a.test:8080", &v);
+	ck_assert_int_eq(v.required_gap_ms, 200);
+	ck_assert_uint_eq(v.violations, 0);
+	audit_destroy(a);
+	write_file(dir, "crawl.conf", "[politeness]\npolicy = smart\n");
+	ck_assert_int_eq(audit_config_load(&c, path, err, sizeof err), AUDIT_ERR_CONF);
+	unlink(path);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* wait_ms, the 13th field when present: each request's gap must reach it
+ * (old 12-field lines mix in and are judged by the policy rule alone). */
+START_TEST(test_wait_column)
+{
+	struct audit *a = new_audit(100, 0, 0, 0);
+	char buf[4096], full[4200];
+	/* [0,50]; [150,200] owed 100 (gap 100, ok); [260,300] owed 500 (gap 60:
+	 * a violation, required 500); an old line [900,950] (gap 600, ok);
+	 * [1000,1010] with a malformed wait */
+	static const struct {
+		int64_t end, dur;
+		const char *wait; /* NULL: a 12-field line */
+	} reqs[] = { { 50, 50, "0" },
+		     { 200, 50, "100" },
+		     { 300, 40, "500" },
+		     { 950, 50, NULL },
+		     { 1010, 10, "-5" } };
+	for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+		line(buf, sizeof buf, reqs[i].end, reqs[i].dur, "http://a.test/p", "10.0.0.1", "-");
+		if (reqs[i].wait)
+			snprintf(full, sizeof full, "%s\t%s", buf, reqs[i].wait);
+		else
+			snprintf(full, sizeof full, "%s", buf);
+		ck_assert_int_eq(audit_feed(a, full, strlen(full), ++lineno, NULL), AUDIT_OK);
+	}
+	snprintf(full, sizeof full, "%s\t7\textra", buf);
+	ck_assert_int_eq(audit_feed(a, full, strlen(full), ++lineno, NULL), AUDIT_OK);
+	ck_assert_int_eq(audit_finish(a), AUDIT_OK);
+	struct audit_summary s;
+	audit_summary_get(a, &s);
+	ck_assert_uint_eq(s.requests, 4);
+	ck_assert_uint_eq(s.malformed, 2); /* the bad wait, the 14-field line */
+	ck_assert_uint_eq(s.wait_lines, 3);
+	ck_assert_uint_eq(s.violations, 1);
+	FILE *f = tmpfile();
+	ck_assert_int_eq(audit_report_json(a, f), 0);
+	rewind(f);
+	static char out[1 << 16];
+	size_t n = fread(out, 1, sizeof out - 1, f);
+	out[n] = '\0';
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(out, "\"gap_ms\": 60, \"required_ms\": 500"));
+	ck_assert_ptr_nonnull(strstr(out, "\"wait_lines\": 3"));
+	audit_destroy(a);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("audit");
@@ -518,6 +598,8 @@ int main(void)
 	tcase_add_test(tc, test_host_key);
 	tcase_add_test(tc, test_timeline);
 	tcase_add_test(tc, test_load_dir);
+	tcase_add_test(tc, test_adaptive_rule);
+	tcase_add_test(tc, test_wait_column);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

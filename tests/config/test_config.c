@@ -186,11 +186,19 @@ START_TEST(keys_fill_the_module_structs)
 	struct crawl_config c;
 	char err[CRAWL_CONFIG_ERR_MAX];
 	static const char *const set[][3] = {
-		{ "politeness", "ip_delay_ms", "250" },  { "frontier", "mem_mb", "3" },
-		{ "output", "warc_max_mb", "2" },        { "fetch", "accept_encoding", "false" },
-		{ "crawl", "max_depth", "7" },           { "frontier", "max_url_len", "512" },
-		{ "crawl", "user_agent", "bot/2 (x)" },  { "output", "dir", "/tmp/somewhere" },
+		{ "politeness", "ip_delay_ms", "250" },
+		{ "frontier", "mem_mb", "3" },
+		{ "output", "warc_max_mb", "2" },
+		{ "fetch", "accept_encoding", "false" },
+		{ "crawl", "max_depth", "7" },
+		{ "frontier", "max_url_len", "512" },
+		{ "crawl", "user_agent", "bot/2 (x)" },
+		{ "output", "dir", "/tmp/somewhere" },
 		{ "crawl", "domains", "a.test,b.test" },
+		{ "politeness", "policy", "adaptive" },
+		{ "politeness", "adaptive_factor", "2.5" },
+		{ "politeness", "adaptive_smoothing", "0.25" },
+		{ "politeness", "adaptive_slowdown", "4" },
 	};
 	ck_assert_int_eq(crawl_config_default(&c), 0);
 	ck_assert(!c.fetch.no_accept_encoding);
@@ -201,6 +209,20 @@ START_TEST(keys_fill_the_module_structs)
 		                               sizeof err) == CRAWL_CONFIG_OK,
 		              "%s", err);
 	ck_assert_uint_eq(c.politeness.ip_delay_us, 250000);
+	ck_assert_int_eq(c.politeness.policy, DELAY_POLICY_ADAPTIVE);
+	ck_assert(c.politeness.adaptive_factor == 2.5);
+	ck_assert(c.politeness.adaptive_smoothing == 0.25);
+	ck_assert(c.politeness.adaptive_slowdown == 4);
+	ck_assert_int_eq(politeness_config_check(&c.politeness), 0);
+	ck_assert_int_eq(
+	        crawl_config_set(&c, "politeness", "adaptive_smoothing", "0", err, sizeof err),
+	        CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_int_eq(
+	        crawl_config_set(&c, "politeness", "adaptive_slowdown", "0.5", err, sizeof err),
+	        CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_int_eq(crawl_config_set(&c, "politeness", "policy", "smart", err, sizeof err),
+	                 CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_ptr_nonnull(strstr(err, "adaptive"));
 	ck_assert_uint_eq(c.frontier.mem_budget, 3u << 20);
 	ck_assert_uint_eq(c.warc.max_file_bytes, 2u << 20);
 	ck_assert(c.fetch.no_accept_encoding);
@@ -225,11 +247,13 @@ START_TEST(keys_fill_the_module_structs)
 	ck_assert_ptr_nonnull(strstr(text, "\nip_delay_ms = 250\n"));
 	ck_assert_ptr_nonnull(strstr(text, "\nmem_mb = 3\n"));
 	ck_assert_ptr_nonnull(strstr(text, "\nwarc_max_mb = 2\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\npolicy = adaptive\n"));
 	struct crawl_config back;
 	ck_assert_int_eq(crawl_config_default(&back), 0);
 	ck_assert_int_eq(crawl_config_load(&back, path, err, sizeof err), CRAWL_CONFIG_OK);
 	ck_assert(back.fetch.no_accept_encoding);
 	ck_assert_uint_eq(back.politeness.ip_delay_us, 250000);
+	ck_assert(memcmp(&back.politeness, &c.politeness, sizeof c.politeness) == 0);
 	crawl_config_free(&back);
 	unlink(path);
 	free(path);

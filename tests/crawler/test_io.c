@@ -244,7 +244,8 @@ START_TEST(crawl_log_lines)
 		                     .ip = "127.0.1.1",
 		                     .error = NULL,
 		                     .redirect = "",
-		                     .flags = CRAWL_LOG_TRUNCATED | CRAWL_LOG_NEAR_DUP };
+		                     .flags = CRAWL_LOG_TRUNCATED | CRAWL_LOG_NEAR_DUP,
+		                     .wait_ms = 1500 };
 	ck_assert_int_eq(crawl_log_write(log, &e), CRAWL_LOG_OK);
 	struct crawl_log_entry e2 = { .timestamp_unix_ms = 1700000000999,
 		                      .status = -7,
@@ -266,19 +267,22 @@ START_TEST(crawl_log_lines)
 		int tabs = 0;
 		for (char *p = line; *p; p++)
 			tabs += *p == '\t';
-		ck_assert_int_eq(tabs, 11);
-		if (nlines == 0)
+		ck_assert_int_eq(tabs, 12);
+		if (nlines == 0) {
 			ck_assert(strncmp(line, "#timestamp\tstatus\tbytes\turl\tvia\tdepth", 37) ==
 			          0);
+			ck_assert_ptr_nonnull(strstr(line, "\tflags\twait_ms\n"));
+		}
 		if (nlines == 1)
-			ck_assert_str_eq(line,
-			                 "2023-11-14T22:13:20.123Z\t200\t1234\thttp://a.test/"
-			                 "x\\ty\\nz\\\\w\t-\t2"
-			                 "\ttext/html\t42\t127.0.1.1\t-\t-\ttruncated,near-dup\n");
+			ck_assert_str_eq(
+			        line,
+			        "2023-11-14T22:13:20.123Z\t200\t1234\thttp://a.test/"
+			        "x\\ty\\nz\\\\w\t-\t2"
+			        "\ttext/html\t42\t127.0.1.1\t-\t-\ttruncated,near-dup\t1500\n");
 		if (nlines == 2)
 			ck_assert_str_eq(line, "2023-11-14T22:13:20.999Z\t-7\t0\thttp://b.test/"
 			                       "\\x01\thttp://a.test/"
-			                       "\t0\t-\t0\t-\ttimeout\thttp://c.test/\t-\n");
+			                       "\t0\t-\t0\t-\ttimeout\thttp://c.test/\t-\t0\n");
 		nlines++;
 	}
 	fclose(f);

@@ -29,6 +29,14 @@ test web's own request log (the neutral witness).
       a web with every fault mode (slow, endless, gzip bomb, resets, trap,
       429, huge headers, bad chunked) is crawled within its limits, faults
       are counted by reason in stats.json and peak RSS stays bounded.
+  crawl_e2e.py adaptive
+      the adaptive policy against server models (--models): a 200 ms host
+      gets gaps of adaptive_factor x 200 ms, a 5 ms host short ones, a host
+      answering 429 (Retry-After capped far below) doubling gaps up to
+      max_delay, and a host slowing from 5 to 150 ms mid-crawl longer gaps
+      after the change, all measured from the test web's log; crawl.log's
+      wait_ms is never above the gap the test web saw, and `crawler audit`
+      finds no violation.
 
 Environment: CRAWLER_BUILD (build dir, holding crawler/crawler and
 tests/testweb/testweb), CRAWLER_SOURCE (source dir), E2E_HOSTS / E2E_PAGES
@@ -66,13 +74,13 @@ def fail(msg):
 
 
 class TestWeb:
-    def __init__(self, workdir, gen_args):
+    def __init__(self, workdir, gen_args, serve_args=()):
         self.dir = workdir
         self.gen = gen_args
         self.log = os.path.join(workdir, "testweb.log")
         ready = os.path.join(workdir, "ready")
         self.proc = subprocess.Popen(
-            [TESTWEB] + gen_args + ["--ready-file", ready, "--log", self.log],
+            [TESTWEB] + gen_args + list(serve_args) + ["--ready-file", ready, "--log", self.log],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(workdir, "testweb.err"), "w"))
         deadline = time.time() + 20
         while not os.path.exists(ready):
@@ -341,7 +349,7 @@ def test_warc():
         if line.startswith("#"):
             continue
         f = line.rstrip("\n").split("\t")
-        if len(f) != 12:
+        if len(f) != 13:
             fail("crawl.log line with %d fields: %r" % (len(f), line))
         if int(f[1]) > 0:
             log_set.add("%s\t%s" % (f[3], f[1]))
@@ -432,6 +440,163 @@ def test_waiting_host():
     print("ok")
 
 
+# ---- the adaptive policy against server models ----
+
+ADAPTIVE_FACTOR = 3
+ADAPTIVE_MIN_MS = 20
+ADAPTIVE_MAX_MS = 2000
+ADAPTIVE_MODELS = """\
+h0 latency fixed 200ms
+h1 latency fixed 5ms
+h3 latency fixed 5ms
+h3 after 1500ms latency fixed 150ms
+"""
+
+
+def server_gaps(log, host):
+    """The test web's view of one host: [(start_us, gap_ms, status)], the
+    gap being from the end of the previous response (its start plus its
+    service time) to this request's start: the rest the crawler gave it."""
+    rows = []
+    for line in open(log):
+        f = line.rstrip("\n").split("\t")
+        if len(f) >= 11 and f[0].isdigit() and f[2].lower() == host:
+            rows.append((int(f[0]), int(f[6]), int(f[10])))
+    rows.sort()
+    return [(b[0], (b[0] - a[0] - a[2]) / 1000.0, a[1]) for a, b in zip(rows, rows[1:])]
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else None
+
+
+def check_wait_column(tlog, out):
+    """crawl.log's wait_ms agrees with the test web: the gap the server saw
+    before each request is at least the wait the crawler logged for it;
+    the slow host's waits are the policy's; `crawler audit` (which judges
+    every gap against its wait_ms) finds no violation."""
+    errors = []
+    waits = {}
+    for line in open(os.path.join(out, "crawl.log")):
+        f = line.rstrip("\n").split("\t")
+        if line.startswith("#") or len(f) != 13:
+            continue
+        m = re.match(r"https?://([^/:]+)(?::\d+)?(/.*)?$", f[3])
+        if m:
+            waits[(m.group(1).lower(), m.group(2) or "/")] = int(f[12])
+    worst, checked = None, 0
+    for h in range(4):
+        host = "h%d.web.test" % h
+        rows = []
+        for line in open(tlog):
+            f = line.rstrip("\n").split("\t")
+            if len(f) >= 11 and f[0].isdigit() and f[2].lower() == host:
+                rows.append((int(f[0]), f[5], int(f[10])))
+        rows.sort()
+        for a, b in zip(rows, rows[1:]):
+            w = waits.get((host, b[1]))
+            if w is None:
+                continue
+            gap = (b[0] - a[0] - a[2]) / 1000.0
+            checked += 1
+            if worst is None or gap - w < worst:
+                worst = gap - w
+            if gap < w - 2:
+                errors.append("%s%s: server gap %.1f ms < logged wait %d ms" % (host, b[1], gap, w))
+            if h == 0 and w < 0.9 * ADAPTIVE_FACTOR * 200:
+                errors.append("%s%s: logged wait %d ms" % (host, b[1], w))
+    print("crawl.log wait_ms: %d requests checked, smallest server gap - wait %.1f ms" %
+          (checked, worst or 0))
+    j = os.path.join(out, "audit.json")
+    a = subprocess.run([CRAWLER, "audit", out, "--json", j, "--quiet"], capture_output=True,
+                       text=True, timeout=60)
+    if a.returncode != 0:
+        errors.append("crawler audit exited %d: %s" % (a.returncode, a.stderr[-300:]))
+        return errors
+    rep = json.load(open(j))
+    print("crawler audit: %d requests, %d with wait_ms, %d violations" %
+          (rep["requests"], rep["wait_lines"], rep["violations"]))
+    if rep["violations"] or rep["malformed_lines"] or rep["wait_lines"] != rep["requests"]:
+        errors.append("audit: %d violations (%s), %d malformed, %d of %d lines with wait_ms" %
+                      (rep["violations"], rep["violations_listed"][:2], rep["malformed_lines"],
+                       rep["wait_lines"], rep["requests"]))
+    return errors
+
+
+def test_adaptive():
+    work = tempfile.mkdtemp(prefix="e2e-adaptive-")
+    models = os.path.join(work, "models.txt")
+    with open(models, "w") as f:
+        f.write(ADAPTIVE_MODELS)
+    tw = TestWeb(work, ["--hosts", "4", "--pages", "40", "--ips", "4", "--fault", "h2=429"],
+                 ["--models", models])
+    try:
+        out = os.path.join(work, "out")
+        stats, el, _ = crawl(tw, out, [
+            "--policy", "adaptive", "--ip-delay", "0", "--max-time", "12",
+            "--set", "politeness.ip_politeness=false",
+            "--set", "politeness.adaptive_factor=%d" % ADAPTIVE_FACTOR,
+            "--set", "politeness.min_delay_ms=%d" % ADAPTIVE_MIN_MS,
+            "--set", "politeness.max_delay_ms=%d" % ADAPTIVE_MAX_MS,
+            # the 429 host's Retry-After (30 s) capped at 50 ms: any longer
+            # gap is the policy's own back-off
+            "--set", "politeness.retry_after_cap_ms=50"], timeout=60)
+    finally:
+        tw.stop()
+    g = {h: server_gaps(tw.log, "h%d.web.test" % h) for h in range(4)}
+    errors = []
+    slow = [x[1] for x in g[0]]
+    fast = [x[1] for x in g[1]]
+    print("crawl %.1f s; server-side gaps (ms): slow 200 ms host min %.1f median %.1f (%d); "
+          "fast 5 ms host min %.1f median %.1f (%d)" %
+          (el, min(slow or [0]), median(slow) or 0, len(slow), min(fast or [0]),
+           median(fast) or 0, len(fast)))
+    if len(slow) < 5 or len(fast) < 10:
+        errors.append("too few requests: %d slow, %d fast" % (len(slow), len(fast)))
+    else:
+        # every visit of the slow host took >= 200 ms: the wait is >= factor x 200 ms
+        if min(slow) < 0.9 * ADAPTIVE_FACTOR * 200:
+            errors.append("slow host gap %.1f ms < %.0f" % (min(slow), 0.9 * ADAPTIVE_FACTOR * 200))
+        if min(fast) < ADAPTIVE_MIN_MS - 1:
+            errors.append("fast host gap %.1f ms < min_delay %d" % (min(fast), ADAPTIVE_MIN_MS))
+        if median(fast) > 200 or median(slow) < 4 * median(fast):
+            errors.append("fast host median gap %.1f ms vs slow %.1f ms" %
+                          (median(fast), median(slow)))
+    # 429: the gap after the k-th 429 in a row is >= min_delay x 2^k, capped
+    run, grown, backoff = 0, 0, []
+    for _, gap, st in g[2]:
+        if st != 429:
+            run = 0
+            continue
+        run += 1
+        want = min(ADAPTIVE_MAX_MS, ADAPTIVE_MIN_MS * 2 ** run)
+        backoff.append("%.0f" % gap)
+        if gap < 0.95 * want - 2:
+            errors.append("429 host: gap %.1f ms after %d 429s in a row (want >= %d)" %
+                          (gap, run, want))
+        grown = max(grown, run)
+    print("429 host: gaps after each 429 (ms): %s" % " ".join(backoff))
+    if grown < 4:
+        errors.append("429 host: only %d 429s in a row, the back-off is not shown" % grown)
+    # h3: 5 ms, then 150 ms from 1.5 s after its first request
+    t0 = g[3][0][0] if g[3] else 0
+    before = [x[1] for x in g[3] if x[0] < t0 + 1500000]
+    after = [x[1] for x in g[3] if x[0] > t0 + 3000000]
+    print("latency change 5 -> 150 ms: median gap before %s ms, after %s ms (%d, %d)" %
+          (median(before), median(after), len(before), len(after)))
+    if len(before) < 5 or len(after) < 3:
+        errors.append("latency-change host: %d gaps before, %d after" % (len(before), len(after)))
+    elif median(after) < 0.8 * ADAPTIVE_FACTOR * 150 or median(after) < 4 * median(before):
+        errors.append("latency-change host: median gap %.1f ms before, %.1f ms after" %
+                      (median(before), median(after)))
+    errors += check_wait_column(tw.log, out)
+    if errors:
+        fail("; ".join(errors))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
 def check_sitemaps(stats, expected):
     errors = []
     files = [e for e in expected if re.search(r"/sitemap(_index)?\.xml(\.gz)?\t200$", e)]
@@ -450,7 +615,7 @@ def check_sitemaps(stats, expected):
 
 def main():
     if len(sys.argv) < 2:
-        fail("usage: crawl_e2e.py coverage|warc|faults [--policy fixed|ratio]")
+        fail("usage: crawl_e2e.py coverage|warc|faults|adaptive [--policy fixed|ratio]")
     what = sys.argv[1]
     if what == "coverage":
         policy = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--policy" else "fixed"
@@ -484,6 +649,8 @@ def main():
         test_warc()
     elif what == "faults":
         test_faults()
+    elif what == "adaptive":
+        test_adaptive()
     else:
         fail("unknown test " + what)
 

@@ -1,5 +1,7 @@
 /*
- * Check suite for politeness/delay_policy.h: both policies' waits, the
+ * Check suite for politeness/delay_policy.h: the three policies' waits
+ * (the adaptive one's estimate followed visit by visit: smoothing, sharp
+ * slowdowns, 429/503 back-off and its gradual recovery), the
  * crawl-delay cap, exponential backoff, Retry-After (seconds and the three
  * HTTP-date formats of RFC 9110) and its cap, and hostile numbers: every
  * delay a server sends saturates at its cap, none wraps.
@@ -139,6 +141,12 @@ START_TEST(retry_after)
 	ck_assert_uint_eq(delay_policy_next_time(&c, &o, 10 * S, 0, 0), 110 * S);
 	o.retry_after_us = 5 * S; /* earlier than the policy allows: the policy wins */
 	ck_assert_uint_eq(delay_policy_next_time(&c, &o, 10 * S, 0, 0), 11 * S);
+	/* a cap below the policy's own wait bounds the server's ask, and does
+	 * not cut the wait: a Crawl-delay of 4 s stays 4 s */
+	c.retry_after_cap_us = 2 * S;
+	o.retry_after_us = 500 * S;
+	ck_assert_uint_eq(delay_policy_next_time(&c, &o, 10 * S, 4 * S, 0), 14 * S);
+	ck_assert_uint_eq(delay_policy_next_time(&c, &o, 10 * S, 0, 0), 12 * S);
 }
 END_TEST
 
@@ -309,6 +317,199 @@ START_TEST(retry_after_saturates)
 }
 END_TEST
 
+#define MS 1000ull
+
+static void adaptive_config(struct politeness_config *c)
+{
+	politeness_config_default(c);
+	c->policy = DELAY_POLICY_ADAPTIVE;
+	c->adaptive_factor = 5;
+	c->adaptive_smoothing = 0.5;
+	c->adaptive_slowdown = 3;
+	c->min_delay_us = 100 * MS;
+	c->max_delay_us = 10 * S;
+	c->ip_delay_us = 300 * MS;
+}
+
+/* One visit of the given kind and requests, from 0 to end_us. */
+static struct delay_estimate visit(const struct politeness_config *c, struct delay_estimate e,
+                                   enum visit_kind kind, uint32_t requests, uint64_t end_us)
+{
+	struct visit_outcome o = { kind, 0, requests, 0 };
+
+	return delay_estimate_update(c, e, &o, end_us);
+}
+
+START_TEST(adaptive_follows_response_time)
+{
+	struct politeness_config c;
+	struct delay_estimate e = { 0, 0 };
+	struct visit_outcome o = { VISIT_OK, 10 * S, 1, 0 };
+
+	adaptive_config(&c);
+	ck_assert_int_eq(politeness_config_check(&c), 0);
+	/* without an estimate: the factor on the visit's own time (Heritrix), clamped */
+	ck_assert_uint_eq(delay_policy_host_wait(&c, 0, 200 * MS), 1 * S);
+	ck_assert_uint_eq(delay_policy_host_wait(&c, 0, 1 * MS), 100 * MS);
+	ck_assert_uint_eq(delay_policy_host_wait(&c, 0, 100 * S), 10 * S);
+	ck_assert_uint_eq(delay_policy_ip_wait(&c, 0, 5 * S), 300 * MS);
+	ck_assert_uint_eq(delay_policy_next_time(&c, &o, 10 * S + 200 * MS, 0, 0), 11200 * MS);
+	/* the first sample is the estimate; then an EWMA with weight 1/2 */
+	e = visit(&c, e, VISIT_OK, 1, 200 * MS);
+	ck_assert_uint_eq(e.ewma_us, 200 * MS);
+	ck_assert_uint_eq(e.level, 0);
+	ck_assert_uint_eq(delay_estimate_wait(&c, &e), 1 * S);
+	e = visit(&c, e, VISIT_OK, 1, 100 * MS);
+	ck_assert_uint_eq(e.ewma_us, 150 * MS);
+	ck_assert_uint_eq(delay_estimate_wait(&c, &e), 750 * MS);
+	/* a sample is the visit's time over its requests */
+	e = visit(&c, e, VISIT_OK, 2, 400 * MS);
+	ck_assert_uint_eq(e.ewma_us, 175 * MS);
+	ck_assert_uint_eq(e.level, 0);
+	/* a sharp slowdown (600 > 3 * 175 ms) doubles the wait on top of the EWMA */
+	e = visit(&c, e, VISIT_OK, 1, 600 * MS);
+	ck_assert_uint_eq(e.ewma_us, 387500);
+	ck_assert_uint_eq(e.level, 1);
+	ck_assert_uint_eq(delay_estimate_wait(&c, &e), 3875 * MS);
+	ck_assert_uint_eq(delay_policy_next_time_est(&c, &o, 100 * S, 0, 0, &e), 103875 * MS);
+	/* an ordinary visit recovers one level */
+	e = visit(&c, e, VISIT_OK, 1, 387500);
+	ck_assert_uint_eq(e.ewma_us, 387500);
+	ck_assert_uint_eq(e.level, 0);
+	ck_assert_uint_eq(delay_estimate_wait(&c, &e), 1937500);
+	/* a visit without requests changes nothing */
+	e = visit(&c, e, VISIT_NONE, 0, 50 * S);
+	ck_assert_uint_eq(e.ewma_us, 387500);
+	ck_assert_uint_eq(e.level, 0);
+	/* Smoothing 1: the last fetch alone (Heritrix's delay factor). */
+	c.adaptive_smoothing = 1;
+	ck_assert_uint_eq(visit(&c, e, VISIT_OK, 1, 100 * MS).ewma_us, 100 * MS);
+}
+END_TEST
+
+START_TEST(adaptive_backs_off_and_recovers)
+{
+	struct politeness_config c;
+	struct delay_estimate e = { 387500, 0 };
+	struct visit_outcome o = { VISIT_RETRY_LATER, 0, 1, 130 * S };
+	static const uint64_t waits[] = { 1937500, 3875 * MS, 7750 * MS, 10 * S };
+
+	adaptive_config(&c);
+	/* each 429/503 or error doubles the wait, up to max_delay, and adds no sample */
+	for (uint32_t k = 1; k <= 3; k++) {
+		e = visit(&c, e, k == 2 ? VISIT_ERROR : VISIT_RETRY_LATER, 1, 1 * MS);
+		ck_assert_uint_eq(e.level, k);
+		ck_assert_uint_eq(e.ewma_us, 387500);
+		ck_assert_uint_eq(delay_estimate_wait(&c, &e), waits[k]);
+	}
+	/* at the cap the level stops rising, so recovery starts at once */
+	e = visit(&c, e, VISIT_RETRY_LATER, 1, 1 * MS);
+	e = visit(&c, e, VISIT_ERROR, 1, 1 * MS);
+	ck_assert_uint_eq(e.level, 3);
+	for (uint32_t k = 3; k > 0; k--) {
+		e = visit(&c, e, VISIT_OK, 1, 387500);
+		ck_assert_uint_eq(e.level, k - 1);
+		ck_assert_uint_eq(delay_estimate_wait(&c, &e), waits[k - 1]);
+	}
+	/* Retry-After beyond the wait still decides; a Crawl-delay above it too */
+	e = delay_estimate_update(&c, e, &o, 100 * S);
+	ck_assert_uint_eq(e.level, 1);
+	ck_assert_uint_eq(delay_policy_next_time_est(&c, &o, 100 * S, 0, 0, &e), 130 * S);
+	o.kind = VISIT_OK;
+	o.retry_after_us = 0;
+	ck_assert_uint_eq(delay_policy_next_time_est(&c, &o, 100 * S, 20 * S, 0, &e), 120 * S);
+	ck_assert_uint_eq(delay_policy_next_time_est(&c, &o, 100 * S, 0, 0, &e), 103875 * MS);
+	/* a Retry-After capped below the adaptive wait does not shorten it */
+	c.retry_after_cap_us = 50 * MS;
+	o.kind = VISIT_RETRY_LATER;
+	o.retry_after_us = 130 * S;
+	ck_assert_uint_eq(delay_policy_next_time_est(&c, &o, 100 * S, 0, 0, &e), 103875 * MS);
+	o.retry_after_us = 0;
+	/* error back-off above the adaptive wait */
+	o.kind = VISIT_ERROR;
+	ck_assert_uint_eq(delay_policy_next_time_est(&c, &o, 100 * S, 0, 2, &e),
+	                  100 * S + 2 * c.backoff_base_us);
+	/* other policies ignore the estimate */
+	c.policy = DELAY_POLICY_FIXED;
+	o.kind = VISIT_OK;
+	ck_assert_uint_eq(delay_policy_next_time_est(&c, &o, 100 * S, 0, 0, &e),
+	                  100 * S + c.host_delay_us);
+}
+END_TEST
+
+START_TEST(adaptive_saturates)
+{
+	struct politeness_config c;
+	struct delay_estimate e = { UINT64_MAX, 0 };
+	struct visit_outcome o = { VISIT_OK, 0, 1, 0 };
+
+	adaptive_config(&c);
+	c.adaptive_factor = 1e6;
+	c.max_delay_us = UINT64_MAX;
+	ck_assert_uint_eq(delay_estimate_wait(&c, &e), UINT64_MAX);
+	e.ewma_us = UINT64_MAX / 3;
+	e.level = DELAY_ADAPTIVE_MAX_LEVEL;
+	ck_assert_uint_eq(delay_estimate_wait(&c, &e), UINT64_MAX);
+	ck_assert_uint_eq(delay_policy_next_time_est(&c, &o, UINT64_MAX - 5, 0, 0, &e), UINT64_MAX);
+	ck_assert_uint_eq(delay_policy_host_wait(&c, 0, UINT64_MAX), UINT64_MAX);
+	/* the longest sample the clock can give: a slowdown, an EWMA below 2^64 */
+	e.ewma_us = 1;
+	e.level = 0;
+	e = delay_estimate_update(&c, e, &o, UINT64_MAX);
+	ck_assert_uint_eq(e.level, 1);
+	ck_assert_uint_ge(e.ewma_us, UINT64_MAX / 2 - 1);
+	e = delay_estimate_update(&c, e, &o, UINT64_MAX);
+	ck_assert_uint_gt(e.ewma_us, UINT64_MAX / 4 * 3);
+	/* a clock that ran backwards gives a zero sample, not a huge one */
+	e.ewma_us = 0;
+	o.start_us = 10 * S;
+	e = delay_estimate_update(&c, e, &o, 5 * S);
+	ck_assert_uint_eq(e.ewma_us, 0);
+	/* with a zero floor the wait stays 0 and the level stops at its maximum */
+	c.min_delay_us = 0;
+	c.max_delay_us = 10 * S;
+	o.kind = VISIT_RETRY_LATER;
+	for (int i = 0; i < 100; i++)
+		e = delay_estimate_update(&c, e, &o, 5 * S);
+	ck_assert_uint_eq(e.level, DELAY_ADAPTIVE_MAX_LEVEL);
+	ck_assert_uint_eq(delay_estimate_wait(&c, &e), 0);
+}
+END_TEST
+
+START_TEST(adaptive_config_and_names)
+{
+	struct politeness_config c;
+	enum delay_policy_kind k;
+
+	adaptive_config(&c);
+	ck_assert_int_eq(politeness_config_check(&c), 0);
+	c.adaptive_factor = 0;
+	ck_assert_int_eq(politeness_config_check(&c), -1);
+	c.adaptive_factor = 0.0 / 0.0;
+	ck_assert_int_eq(politeness_config_check(&c), -1);
+	adaptive_config(&c);
+	c.adaptive_smoothing = 0;
+	ck_assert_int_eq(politeness_config_check(&c), -1);
+	c.adaptive_smoothing = 1.5;
+	ck_assert_int_eq(politeness_config_check(&c), -1);
+	adaptive_config(&c);
+	c.adaptive_slowdown = 0.9;
+	ck_assert_int_eq(politeness_config_check(&c), -1);
+	adaptive_config(&c);
+	c.policy = (enum delay_policy_kind)3;
+	ck_assert_int_eq(politeness_config_check(&c), -1);
+	ck_assert_str_eq(delay_policy_name((enum delay_policy_kind)3), "?");
+	for (int i = 0; i <= 2; i++) {
+		const char *name = delay_policy_name((enum delay_policy_kind)i);
+		ck_assert_int_eq(delay_policy_from_name(name, &k), 0);
+		ck_assert_int_eq(k, i);
+	}
+	ck_assert_str_eq(delay_policy_name(DELAY_POLICY_ADAPTIVE), "adaptive");
+	ck_assert_int_eq(delay_policy_from_name("Adaptive", &k), -1);
+	ck_assert_int_eq(delay_policy_from_name("", &k), -1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("delay_policy");
@@ -322,6 +523,10 @@ int main(void)
 	tcase_add_test(tc, seconds_saturate);
 	tcase_add_test(tc, crawl_delay_saturates);
 	tcase_add_test(tc, retry_after_saturates);
+	tcase_add_test(tc, adaptive_follows_response_time);
+	tcase_add_test(tc, adaptive_backs_off_and_recovers);
+	tcase_add_test(tc, adaptive_saturates);
+	tcase_add_test(tc, adaptive_config_and_names);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -2,7 +2,8 @@
  * Check suite for politeness/politeness.h: tokens (a host and an IP are
  * handed out once until released), "not ready until T", parking and waking,
  * backoff and retirement accounting through release, the DNS protocol
- * (set_ip on a held host), and IP politeness turned off.
+ * (set_ip on a held host), IP politeness turned off, and the adaptive
+ * policy's per-host estimate.
  */
 #include <check.h>
 #include <stdio.h>
@@ -27,7 +28,7 @@ static void on_drop(void *ctx, uint32_t host, const struct frontier_url *u)
 	x->dropped++;
 }
 
-static void setup(struct fx *x, int ip_pol)
+static void setup_policy(struct fx *x, int ip_pol, enum delay_policy_kind policy)
 {
 	struct frontier_config fc;
 	struct politeness_config pc;
@@ -43,7 +44,13 @@ static void setup(struct fx *x, int ip_pol)
 	pc.backoff_base_us = 10 * S;
 	pc.backoff_max_us = 100 * S;
 	pc.max_consecutive_errors = 3;
+	pc.policy = policy;
 	ck_assert_int_eq(politeness_create(x->f, &pc, on_drop, x, &x->p), POLITENESS_OK);
+}
+
+static void setup(struct fx *x, int ip_pol)
+{
+	setup_policy(x, ip_pol, DELAY_POLICY_FIXED);
 }
 
 static void teardown(struct fx *x)
@@ -390,6 +397,74 @@ START_TEST(picks_up_existing_hosts)
 }
 END_TEST
 
+/* The adaptive policy's estimate lives with the host: each release feeds
+ * it, and the host's next time follows it (defaults: factor 5, min 0.5 s). */
+START_TEST(adaptive_estimate_per_host)
+{
+	struct fx x;
+	uint32_t a, b, h;
+	uint64_t t;
+	struct delay_estimate e;
+	struct visit_outcome o;
+
+	setup_policy(&x, 0, DELAY_POLICY_ADAPTIVE);
+	a = add_host(&x, "http://slow.test", 3);
+	b = add_host(&x, "http://fast.test", 3);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, a);
+	o = ok_at(0);
+	ck_assert_int_eq(politeness_release(x.p, a, &o, 400000), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_next(x.p, a), 400000 + 2 * S);
+	politeness_host_estimate(x.p, a, &e);
+	ck_assert_uint_eq(e.ewma_us, 400000);
+	ck_assert_uint_eq(politeness_host_wait(x.p, a), 2 * S);
+	ck_assert_uint_eq(politeness_host_wait(x.p, b), 0); /* no visit yet */
+	ck_assert_int_eq(politeness_pop_ready(x.p, 400000, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, b);
+	o = ok_at(400000);
+	ck_assert_int_eq(politeness_release(x.p, b, &o, 410000), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_next(x.p, b), 410000 + S / 2);
+	politeness_host_estimate(x.p, b, &e);
+	ck_assert_uint_eq(e.ewma_us, 10000);
+	/* a 429 doubles the fast host's wait and leaves the slow host alone */
+	ck_assert_int_eq(politeness_pop_ready(x.p, 910000, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, b);
+	o.kind = VISIT_RETRY_LATER;
+	o.start_us = 910000;
+	ck_assert_int_eq(politeness_release(x.p, b, &o, 920000), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_next(x.p, b), 920000 + S);
+	politeness_host_estimate(x.p, b, &e);
+	ck_assert_uint_eq(e.level, 1);
+	ck_assert_uint_eq(e.ewma_us, 10000);
+	ck_assert_uint_eq(politeness_host_wait(x.p, b), S);
+	/* a visit without requests (DNS only) keeps the wait and the estimate */
+	ck_assert_int_eq(politeness_pop_ready(x.p, 1920000, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, b);
+	o.kind = VISIT_NONE;
+	ck_assert_int_eq(politeness_release(x.p, b, &o, 1930000), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_wait(x.p, b), S);
+	ck_assert_uint_eq(politeness_host_next(x.p, b), 1930000);
+	politeness_host_estimate(x.p, b, &e);
+	ck_assert_uint_eq(e.level, 1);
+	politeness_host_estimate(x.p, a, &e);
+	ck_assert_uint_eq(e.level, 0);
+	politeness_host_estimate(x.p, 999, &e);
+	ck_assert_uint_eq(e.ewma_us, 0);
+	teardown(&x);
+
+	/* the other policies keep no estimate */
+	setup(&x, 0);
+	a = add_host(&x, "http://slow.test", 2);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
+	o = ok_at(0);
+	ck_assert_int_eq(politeness_release(x.p, a, &o, 400000), POLITENESS_OK);
+	politeness_host_estimate(x.p, a, &e);
+	ck_assert_uint_eq(e.ewma_us, 0);
+	ck_assert_uint_eq(politeness_host_next(x.p, a), 400000 + 2 * S);
+	teardown(&x);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("politeness");
@@ -405,6 +480,7 @@ int main(void)
 	tcase_add_test(tc, crawl_delay_and_retry_after);
 	tcase_add_test(tc, picks_up_existing_hosts);
 	tcase_add_test(tc, save_and_restore);
+	tcase_add_test(tc, adaptive_estimate_per_host);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

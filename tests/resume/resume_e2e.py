@@ -174,7 +174,7 @@ def check_history(tw, out, expected, kills, what):
         if line.startswith("#"):
             continue
         f = line.rstrip("\n").split("\t")
-        if len(f) != 12 or not line.endswith("\n"):
+        if len(f) != 13 or not line.endswith("\n"):
             errors.append("crawl.log: torn line %r" % line[:120])
             break
         if int(f[1]) > 0 and "%s\t%s" % (f[3], f[1]) not in web_set:
