@@ -117,26 +117,60 @@ static bool v4_private(uint32_t a)
 	return false;
 }
 
+/* The IPv4 address in b at byte offset off, XORed with x. */
+static uint32_t v4_at(const uint8_t b[16], size_t off, uint32_t x)
+{
+	return ((uint32_t)b[off] << 24 | (uint32_t)b[off + 1] << 16 | (uint32_t)b[off + 2] << 8 |
+	        b[off + 3]) ^
+	       x;
+}
+
 static bool v6_private(const uint8_t b[16])
 {
-	static const uint8_t zero[16];
+	/* Blocks refused outright (RFC 6890 and successors): unspecified and
+	 * loopback (::/127), discard-only 100::/64, NAT64 local use
+	 * 64:ff9b:1::/48, benchmarking 2001:2::/48, ORCHIDv2 2001:20::/28,
+	 * documentation 2001:db8::/32 and 3fff::/20, unique-local fc00::/7,
+	 * link-local fe80::/10, site-local fec0::/10, multicast ff00::/8. */
+	static const struct {
+		uint8_t prefix[16];
+		unsigned bits;
+	} blocks[] = {
+		{ { 0 }, 127 },
+		{ { 0x01, 0x00 }, 64 },
+		{ { 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01 }, 48 },
+		{ { 0x20, 0x01, 0x00, 0x02 }, 48 },
+		{ { 0x20, 0x01, 0x00, 0x20 }, 28 },
+		{ { 0x20, 0x01, 0x0d, 0xb8 }, 32 },
+		{ { 0x3f, 0xff }, 20 },
+		{ { 0xfc }, 7 },
+		{ { 0xfe, 0x80 }, 10 },
+		{ { 0xfe, 0xc0 }, 10 },
+		{ { 0xff }, 8 },
+	};
+	for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
+		unsigned full = blocks[i].bits / 8, rest = blocks[i].bits % 8;
+		if (memcmp(b, blocks[i].prefix, full) != 0)
+			continue;
+		uint8_t mask = (uint8_t)(0xff00u >> rest);
+		if (rest == 0 || (b[full] & mask) == (blocks[i].prefix[full] & mask))
+			return true;
+	}
+	/* Forms that carry an IPv4 address: judged by it. IPv4-compatible
+	 * ::a.b.c.d, IPv4-mapped ::ffff:a.b.c.d, IPv4-translated
+	 * ::ffff:0:a.b.c.d, NAT64 64:ff9b::a.b.c.d, 6to4 2002:AABB:CCDD::/48,
+	 * Teredo 2001::/32 (client address inverted in the last 32 bits). */
+	static const uint8_t zero[12];
 	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	if (memcmp(b, zero, 15) == 0 && (b[15] == 0 || b[15] == 1))
-		return true; /* :: and ::1 */
-	if (memcmp(b, mapped, 12) == 0 || memcmp(b, zero, 12) == 0)
-		return v4_private((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
-		                  (uint32_t)b[14] << 8 | b[15]);
-	if ((b[0] & 0xfe) == 0xfc)
-		return true; /* fc00::/7 */
-	if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
-		return true; /* fe80::/10 */
-	if (b[0] == 0xff)
-		return true; /* multicast */
-	if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8)
-		return true; /* documentation */
-	if (b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b)
-		return v4_private((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
-		                  (uint32_t)b[14] << 8 | b[15]); /* NAT64 */
+	static const uint8_t translated[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0 };
+	static const uint8_t nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
+	if (memcmp(b, zero, 12) == 0 || memcmp(b, mapped, 12) == 0 ||
+	    memcmp(b, translated, 12) == 0 || memcmp(b, nat64, 12) == 0)
+		return v4_private(v4_at(b, 12, 0));
+	if (b[0] == 0x20 && b[1] == 0x02)
+		return v4_private(v4_at(b, 2, 0));
+	if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0)
+		return v4_private(v4_at(b, 12, 0xffffffffu)) || v4_private(v4_at(b, 4, 0));
 	return false;
 }
 

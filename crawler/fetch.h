@@ -13,7 +13,10 @@
  *    caller resolved (dns.h), pinned with CURLOPT_CONNECT_TO "::IP:" (any host/port goes to IP).
  *  - addresses in private, loopback, link-local, CGNAT, multicast and
  *    reserved ranges are refused unless allow_private_networks (checked before
- *    starting, and again in CURLOPT_OPENSOCKETFUNCTION).
+ *    starting, and again in CURLOPT_OPENSOCKETFUNCTION); for IPv6 also
+ *    unique-local, site-local, discard, documentation, ORCHID, and every form
+ *    that carries an IPv4 address (compatible, mapped, translated, NAT64,
+ *    6to4, Teredo) judged by that address.
  *  - at most max_connections transfers are in flight; start returns
  *    FETCH_ERR_BUSY beyond that (back-pressure, not growth).
  *  - redirects are never followed; Location is reported.
