@@ -538,7 +538,7 @@ static enum dns_error server_append(const char *s, size_t len, char *csv, size_t
  * DNS_ERR_INVALID when an entry is not a server. */
 static enum dns_error channel_set_servers(ares_channel channel, const char *list)
 {
-	size_t cap = strlen(list) * 2 + 64;
+	size_t cap = strlen(list) * 3 + 64; /* "::" -> "[::]:53" */
 	char *csv = calloc(1, cap);
 	enum dns_error rc = DNS_OK;
 	size_t count = 0;
