@@ -14,6 +14,11 @@ links and redirects to https://...:TLS_PORT. Three crawls of https:// seeds:
   2. no CA file: certificates do not verify; tls-cert failures are counted
      in stats.json and the test web sees no request at all.
   3. no CA file, --insecure: the certificates are accepted, pages fetched.
+  4. --resolv-conf FILE (c-ares 1.18 reads no port there, so FILE names a
+     UDP relay this test runs on 127.77.0.2:53 in front of the test web's
+     DNS; only when the test may bind port 53, else skipped): pages fetched,
+     the relay saw the queries. And a FILE with no usable nameserver (a
+     "nameserver ADDR:PORT" line) stops the crawler at start with exit 2.
 
 Environment: as crawl_e2e.py (CRAWLER_BUILD, CRAWLER_SOURCE).
 """
@@ -24,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -137,6 +143,78 @@ def crawl(tw, out, seeds, dns, extra):
     return json.load(open(os.path.join(out, "stats.json")))
 
 
+class DnsRelay:
+    """UDP relay on 127.77.0.2:53 to the test web's DNS port (None when
+    port 53 cannot be bound). Counts the queries it relayed."""
+
+    def __init__(self, dns_port):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.77.0.2", 53))
+        self.sock.settimeout(0.1)
+        self.dns_port = dns_port
+        self.queries = 0
+        self.stopping = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        up.settimeout(1)
+        while not self.stopping:
+            try:
+                q, client = self.sock.recvfrom(2048)
+                up.sendto(q, ("127.0.0.1", self.dns_port))
+                a, _ = up.recvfrom(4096)
+            except OSError:
+                continue
+            self.queries += 1
+            self.sock.sendto(a, client)
+        up.close()
+
+    def stop(self):
+        self.stopping = True
+        self.thread.join()
+        self.sock.close()
+
+
+def start_relay(dns_port):
+    try:
+        return DnsRelay(dns_port)
+    except OSError:
+        return None
+
+
+def resolv_conf_crawls(tw, work, seeds, ca, errors):
+    """Crawl 4 (see the module's text); returns a summary for the log."""
+    bad = os.path.join(work, "resolv-bad.conf")
+    with open(bad, "w") as f:
+        f.write("nameserver 127.0.0.1:%d\n" % tw.dns_port)
+    p = subprocess.run([e2e.CRAWLER, "crawl", "--resolv-conf", bad, "-o", os.path.join(work, "out-bad"),
+                        "--quiet", "https://h0.web.test/"], capture_output=True, text=True, timeout=30)
+    if p.returncode != 2 or "resolv-bad.conf" not in p.stderr:
+        errors.append("an unusable resolv.conf: exit %d, %r" % (p.returncode, p.stderr))
+    relay = start_relay(tw.dns_port)
+    if relay is None:
+        return "resolv.conf crawl skipped (port 53 not available)"
+    try:
+        conf = os.path.join(work, "resolv.conf")
+        with open(conf, "w") as f:
+            f.write("search web.test\nnameserver 127.77.0.2\n")
+        cmd = [e2e.CRAWLER, "crawl", "--seeds", seeds, "-c",
+               os.path.join(e2e.SOURCE, "configs", "testweb.conf"), "--resolv-conf", conf,
+               "--ca-file", ca, "--allow-private-networks", "-o", os.path.join(work, "out-rc"),
+               "--quiet", "--host-delay", "0", "--max-pages", "40"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    finally:
+        relay.stop()
+    st = json.load(open(os.path.join(work, "out-rc", "stats.json"))) if p.returncode == 0 else None
+    if st is None or st["pages"] == 0 or relay.queries == 0:
+        errors.append("--resolv-conf crawl: exit %d, pages %s, relayed queries %d: %s" %
+                      (p.returncode, st and st["pages"], relay.queries, p.stderr[-300:]))
+        return "resolv.conf crawl failed"
+    return "resolv.conf crawl: %d pages, %d queries relayed" % (st["pages"], relay.queries)
+
+
 def logged(tw):
     """The test web's log so far: it flushes every 100 ms."""
     time.sleep(0.3)
@@ -170,12 +248,13 @@ def main():
         out3 = os.path.join(work, "out-insecure")
         st3 = crawl(tw, out3, seeds, dns_list, ["--insecure"])
         rows3 = logged(tw)
+        errors = []
+        rc_summary = resolv_conf_crawls(tw, work, seeds, ca, errors)
     finally:
         if front:
             front.stop()
         tw.stop()
         dead.close()
-    errors = []
     got = e2e.observed_set(tw, rows1, set())
     missing = sorted(expected - set(got))
     extra = sorted(set(got) - expected)
@@ -213,6 +292,7 @@ def main():
                       (st2["pages"], st2["errors"]))
     if st3["pages"] == 0 or st3["errors"].get("tls-cert"):
         errors.append("--insecure crawl: pages %d, errors %s" % (st3["pages"], st3["errors"]))
+    print(rc_summary)
     print("tls: %d expected, %d requested with the CA (WARC %s); without: tls-cert %s; "
           "--insecure: %d pages (%d requests)" %
           (len(expected), len(rows1), p.stdout.strip(), st2["errors"].get("tls-cert"),
