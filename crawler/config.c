@@ -90,7 +90,10 @@ static const struct key_def keys[] = {
 	KEY("fetch", "max_header_bytes", T_UINT, fetch.max_header_bytes, 1024, 1e8),
 	KEY("fetch", "allow_private_networks", T_BOOL, fetch.allow_private_networks, 0, 1),
 	KEY("fetch", "accept_encoding", T_NOT_BOOL, fetch.no_accept_encoding, 0, 1),
-	KEY("dns", "server", T_STR, dns.server, 0, 300),
+	KEY("fetch", "tls_verify", T_BOOL, fetch.verify_tls, 0, 1),
+	KEY("fetch", "ca_file", T_STR, fetch.ca_file, 0, 4096),
+	KEY("dns", "server", T_STR, dns.server, 0, 1024),
+	KEY("dns", "resolv_conf", T_STR, dns.resolv_conf, 0, 4096),
 	KEY("dns", "cache_ttl_s", T_UINT, dns.max_ttl_s, 0, 8.64e5),
 	KEY("dns", "timeout_ms", T_UINT, dns.timeout_ms, 10, 600000),
 	KEY("dns", "max_pending", T_UINT, dns.max_pending, 1, 65536),
@@ -189,9 +192,11 @@ int crawl_config_default(struct crawl_config *c)
 	c->frontier.spill_dir = strdup(""); /* "": the output folder */
 	c->output.dir = strdup("crawl-out");
 	c->dns.server = strdup("");
+	c->dns.resolv_conf = strdup("");
+	c->fetch.ca_file = strdup("");
 	c->sieve.impl = strdup("mercator");
 	if (!c->crawl.user_agent || !c->frontier.spill_dir || !c->output.dir || !c->dns.server ||
-	    !c->sieve.impl) {
+	    !c->dns.resolv_conf || !c->fetch.ca_file || !c->sieve.impl) {
 		crawl_config_free(c);
 		return -1;
 	}
@@ -203,6 +208,7 @@ int crawl_config_default(struct crawl_config *c)
 	c->fetch.low_speed_time_s = 10;
 	c->fetch.max_body_bytes = 10u * 1024 * 1024;
 	c->fetch.max_header_bytes = 256u * 1024;
+	c->fetch.verify_tls = true;
 	c->dns.max_ttl_s = 3600;
 	c->dns.timeout_ms = 5000;
 	c->dns.max_pending = 256;

@@ -29,7 +29,8 @@
  *    user_agent (crawl.user_agent -> fetch, warc), [output] dir (-> warc.dir),
  *    [crawl] domains and any_domain (-> scope.domains: none when any_domain,
  *    or when no domain is given: the crawl then takes the seeds' domains).
- *  - strings (user agent, domains, DNS server, spill folder, sieve
+ *  - strings (user agent, domains, DNS servers, resolv.conf, CA file,
+ *    spill folder, sieve
  *    implementation, output folder) are owned by the struct and freed by
  *    crawl_config_free; the module structs point at them, and links.url_options
  *    and scope.domains point into the struct itself: never copy a

@@ -43,7 +43,14 @@ static void usage(FILE *out)
 	        "      --user-agent UA       User-Agent (name a contact!)\n"
 	        "      --domains D1,D2       stay on these domains (default: the seeds'\n"
 	        "                            registrable domains)\n"
-	        "      --dns-server ADDR[:PORT]  the only DNS server asked (required)\n"
+	        "      --dns-server S1[,S2...]  the DNS servers asked, in order: ADDR, ADDR:PORT,\n"
+	        "                            IPV6 or [IPV6]:PORT (default: /etc/resolv.conf's)\n"
+	        "      --resolv-conf FILE    take the DNS servers from FILE's nameserver lines\n"
+	        "                            (port 53 only) instead of /etc/resolv.conf\n"
+	        "      --ca-file FILE        trust the CAs of this PEM file (default: the "
+	        "system's)\n"
+	        "      --insecure            accept any TLS certificate (default: verify, and\n"
+	        "                            count failures as tls-cert)\n"
 	        "      --allow-private-networks  allow private/loopback addresses (local tests)\n"
 	        "      --parse-threads N     parse threads (0 = number of cores)\n"
 	        "      --set SECTION.KEY=VALUE  any configuration key\n"
@@ -213,6 +220,9 @@ enum {
 	OPT_UA,
 	OPT_DOMAINS,
 	OPT_DNS,
+	OPT_RESOLV_CONF,
+	OPT_CA_FILE,
+	OPT_INSECURE,
 	OPT_PRIVATE,
 	OPT_PARSE_THREADS,
 	OPT_SITEMAPS,
@@ -235,6 +245,9 @@ static const struct option opts[] = {
 	{ "user-agent", required_argument, NULL, OPT_UA },
 	{ "domains", required_argument, NULL, OPT_DOMAINS },
 	{ "dns-server", required_argument, NULL, OPT_DNS },
+	{ "resolv-conf", required_argument, NULL, OPT_RESOLV_CONF },
+	{ "ca-file", required_argument, NULL, OPT_CA_FILE },
+	{ "insecure", no_argument, NULL, OPT_INSECURE },
 	{ "allow-private-networks", no_argument, NULL, OPT_PRIVATE },
 	{ "parse-threads", required_argument, NULL, OPT_PARSE_THREADS },
 	{ "sitemaps", required_argument, NULL, OPT_SITEMAPS },
@@ -262,6 +275,9 @@ static const struct flag_key {
 	{ OPT_UA, "crawl", "user_agent", NULL },
 	{ OPT_DOMAINS, "crawl", "domains", NULL },
 	{ OPT_DNS, "dns", "server", NULL },
+	{ OPT_RESOLV_CONF, "dns", "resolv_conf", NULL },
+	{ OPT_CA_FILE, "fetch", "ca_file", NULL },
+	{ OPT_INSECURE, "fetch", "tls_verify", "false" },
 	{ OPT_PRIVATE, "fetch", "allow_private_networks", "true" },
 	{ OPT_PARSE_THREADS, "parse", "threads", NULL },
 	{ OPT_SITEMAPS, "crawl", "sitemaps", NULL },
@@ -446,11 +462,6 @@ int crawl_tool_main(int argc, char **argv)
 	if (nseeds == 0) {
 		fprintf(stderr, "crawler crawl: no seed URL (give URLs or --seeds FILE)\n");
 		usage(stderr);
-		goto out;
-	}
-	if (cfg.dns.server[0] == '\0') {
-		fprintf(stderr, "crawler crawl: no DNS server: set --dns-server ADDR[:PORT] (or\n"
-		                "[dns] server in the config); the system resolver is never used\n");
 		goto out;
 	}
 	if (strstr(cfg.crawl.user_agent, "CONTACT-ME") && !cfg.fetch.allow_private_networks)

@@ -534,7 +534,10 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 	}
 	enum dns_error de = dns_resolver_create(&r->loop, &mc->dns, &r->dns);
 	if (de != DNS_OK) {
-		fprintf(stderr, "crawler crawl: DNS resolver (%s): %s\n", r->cfg->dns.server,
+		fprintf(stderr, "crawler crawl: DNS resolver (%s): %s\n",
+		        r->cfg->dns.server[0]        ? r->cfg->dns.server
+		        : r->cfg->dns.resolv_conf[0] ? r->cfg->dns.resolv_conf
+		                                     : "/etc/resolv.conf",
 		        dns_strerror(de));
 		return de == DNS_ERR_INVALID ? CRAWL_EXIT_USAGE : CRAWL_EXIT_FAILURE;
 	}

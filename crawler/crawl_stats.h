@@ -35,7 +35,7 @@
 #include "sieve/sieve.h"
 
 #define CRAWL_STATS_STATUS_MAX 600 /* HTTP status codes counted one by one */
-#define CRAWL_STATS_ERRORS 16      /* fetch and DNS error codes counted */
+#define CRAWL_STATS_ERRORS 17      /* fetch and DNS error codes counted */
 #define CRAWL_STATS_SAMPLES 8640   /* pages/s samples kept for the series */
 
 /* Counters any thread may bump. */

@@ -100,6 +100,7 @@ static int write_warc(struct crawl_writer *w, const struct fetch_result *res)
 		.body = res->body.data,
 		.body_len = res->body.len,
 		.truncated = res->truncated,
+		.http2 = res->http2,
 		.incompressible = payload_compressed(res),
 	};
 	enum warc_error we;

@@ -458,7 +458,6 @@ static void free_resolver(struct dns_resolver *r)
 		}
 	}
 	free(r->buckets);
-	free((char *)r->cfg.server);
 	free(r);
 	ares_library_cleanup();
 }
@@ -478,29 +477,171 @@ static void on_handle_closed(uv_handle_t *h)
 		free_resolver(r);
 }
 
-/* Makes "ADDR[:PORT]" (IPv4) the channel's only server; DNS_ERR_INVALID
- * when it is not one. */
-static enum dns_error channel_set_server(ares_channel channel, const char *server)
+/* One server of a list, "ADDR", "ADDR:PORT", "IPV6" or "[IPV6]:PORT"
+ * (len bytes at s), appended to csv in the form c-ares takes with the
+ * port always given ("a.b.c.d:53", "[v6]:53"). DNS_ERR_INVALID when it is
+ * not one. */
+static enum dns_error server_append(const char *s, size_t len, char *csv, size_t cap)
 {
-	struct in_addr a;
-	char hostpart[64];
-	const char *colon = strchr(server, ':');
-	size_t hl = colon ? (size_t)(colon - server) : strlen(server);
-	if (hl == 0 || hl >= sizeof(hostpart))
+	char addr[INET6_ADDRSTRLEN];
+	unsigned char bin[sizeof(struct in6_addr)];
+	const char *end = s + len;
+	const char *a = s, *a_end = end, *port = NULL;
+	int family = AF_INET;
+
+	if (s[0] == '[') {
+		const char *close = memchr(s, ']', len);
+		if (close == NULL || (close + 1 < end && close[1] != ':'))
+			return DNS_ERR_INVALID;
+		a = s + 1;
+		a_end = close;
+		port = close + 1 < end ? close + 2 : NULL;
+		family = AF_INET6;
+	} else {
+		const char *colon = memchr(s, ':', len);
+		if (colon != NULL && memchr(colon + 1, ':', (size_t)(end - colon - 1)) != NULL) {
+			family = AF_INET6; /* bare IPv6: no port */
+		} else if (colon != NULL) {
+			a_end = colon;
+			port = colon + 1;
+		}
+	}
+	size_t alen = (size_t)(a_end - a);
+	if (alen == 0 || alen >= sizeof(addr))
 		return DNS_ERR_INVALID;
-	memcpy(hostpart, server, hl);
-	hostpart[hl] = '\0';
-	if (inet_pton(AF_INET, hostpart, &a) != 1)
+	memcpy(addr, a, alen);
+	addr[alen] = '\0';
+	if (inet_pton(family, addr, bin) != 1)
 		return DNS_ERR_INVALID;
-	if (colon != NULL) {
-		char *end = NULL;
-		long port = strtol(colon + 1, &end, 10);
-		if (end == colon + 1 || *end != '\0' || port <= 0 || port > 65535)
+	long pnum = 53;
+	if (port != NULL) {
+		pnum = 0;
+		if (port == end || end - port > 5)
+			return DNS_ERR_INVALID;
+		for (const char *q = port; q < end; q++) {
+			if (*q < '0' || *q > '9')
+				return DNS_ERR_INVALID;
+			pnum = pnum * 10 + (*q - '0');
+		}
+		if (pnum == 0 || pnum > 65535)
 			return DNS_ERR_INVALID;
 	}
-	if (ares_set_servers_ports_csv(channel, server) != ARES_SUCCESS)
+	size_t used = strlen(csv);
+	int n = snprintf(csv + used, cap - used, "%s%s%s%s:%ld", used ? "," : "",
+	                 family == AF_INET6 ? "[" : "", addr, family == AF_INET6 ? "]" : "", pnum);
+	if (n < 0 || (size_t)n >= cap - used)
 		return DNS_ERR_INVALID;
 	return DNS_OK;
+}
+
+/* Makes the comma-separated list the channel's servers, in order;
+ * DNS_ERR_INVALID when an entry is not a server. */
+static enum dns_error channel_set_servers(ares_channel channel, const char *list)
+{
+	size_t cap = strlen(list) * 3 + 64; /* "::" -> "[::]:53" */
+	char *csv = calloc(1, cap);
+	enum dns_error rc = DNS_OK;
+	size_t count = 0;
+	if (csv == NULL)
+		return DNS_ERR_NOMEM;
+	for (const char *p = list; *p != '\0';) {
+		while (*p == ',' || *p == ' ')
+			p++;
+		const char *s = p;
+		while (*p != '\0' && *p != ',' && *p != ' ')
+			p++;
+		if (p == s)
+			continue;
+		rc = server_append(s, (size_t)(p - s), csv, cap);
+		if (rc != DNS_OK)
+			goto out;
+		count++;
+	}
+	if (count == 0 || ares_set_servers_ports_csv(channel, csv) != ARES_SUCCESS)
+		rc = DNS_ERR_INVALID;
+out:
+	free(csv);
+	return rc;
+}
+
+/* Whether path can be read and has a nameserver line whose address c-ares
+ * 1.18 takes (an IPv4 or IPv6 literal alone: "ADDR:PORT" is skipped by
+ * it). Without one, c-ares would quietly ask 127.0.0.1:53. */
+static bool resolv_conf_usable(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	bool found = false;
+	if (f == NULL)
+		return false;
+	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		char key[16], addr[INET6_ADDRSTRLEN + 1];
+		unsigned char bin[sizeof(struct in6_addr)];
+		if (sscanf(line, " %15s %46s", key, addr) != 2 || strcmp(key, "nameserver") != 0)
+			continue;
+		found = inet_pton(AF_INET, addr, bin) == 1 || inet_pton(AF_INET6, addr, bin) == 1;
+	}
+	fclose(f);
+	return found;
+}
+
+enum dns_error dns_resolver_servers(const struct dns_resolver *r, char *buf, size_t cap)
+{
+	struct ares_addr_port_node *servers = NULL;
+	size_t used = 0;
+	if (cap == 0)
+		return DNS_ERR_INVALID;
+	buf[0] = '\0';
+	if (ares_get_servers_ports(r->channel, &servers) != ARES_SUCCESS)
+		return DNS_ERR_NOMEM;
+	for (struct ares_addr_port_node *s = servers; s != NULL && used < cap; s = s->next) {
+		char addr[INET6_ADDRSTRLEN];
+		inet_ntop(s->family, &s->addr, addr, sizeof(addr));
+		int port = s->udp_port ? s->udp_port : 53;
+		int n = snprintf(buf + used, cap - used, "%s%s%s%s:%d", used ? "," : "",
+		                 s->family == AF_INET6 ? "[" : "", addr,
+		                 s->family == AF_INET6 ? "]" : "", port);
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+	ares_free_data(servers);
+	return DNS_OK;
+}
+
+/* Creates r's channel: its servers from the list, else from the
+ * resolv.conf file, else from the system's (see dns.h). Sets channel_ok. */
+static enum dns_error channel_open(struct dns_resolver *r, const char *servers,
+                                   const char *resolv_conf)
+{
+	struct ares_options opts;
+	bool have_list = servers != NULL && servers[0] != '\0';
+	bool have_file = !have_list && resolv_conf != NULL && resolv_conf[0] != '\0';
+
+	if (have_file && !resolv_conf_usable(resolv_conf))
+		return DNS_ERR_INVALID;
+	memset(&opts, 0, sizeof(opts));
+	int mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_LOOKUPS |
+	           ARES_OPT_SOCK_STATE_CB;
+	opts.flags = ARES_FLAG_NOSEARCH | ARES_FLAG_NOALIASES;
+	opts.timeout = (int)r->cfg.timeout_ms;
+	opts.tries = (int)r->cfg.tries;
+	opts.lookups = (char *)"b";
+	opts.sock_state_cb = on_sock_state;
+	opts.sock_state_cb_data = r;
+	if (have_list) {
+		/* No resolv.conf servers, even briefly: start empty, then set. */
+		mask |= ARES_OPT_SERVERS;
+		opts.servers = NULL;
+		opts.nservers = 0;
+	} else if (have_file) {
+		mask |= ARES_OPT_RESOLVCONF;
+		opts.resolvconf_path = (char *)resolv_conf;
+	}
+	if (ares_init_options(&r->channel, &opts, mask) != ARES_SUCCESS)
+		return DNS_ERR_ARES;
+	r->channel_ok = true;
+	return have_list ? channel_set_servers(r->channel, servers) : DNS_OK;
 }
 
 enum dns_error dns_resolver_create(uv_loop_t *loop, const struct dns_config *config,
@@ -508,7 +649,6 @@ enum dns_error dns_resolver_create(uv_loop_t *loop, const struct dns_config *con
 {
 	enum dns_error rc = DNS_OK;
 	struct dns_resolver *r = NULL;
-	struct ares_options opts;
 	bool lib = false;
 
 	if (out == NULL)
@@ -527,14 +667,9 @@ enum dns_error dns_resolver_create(uv_loop_t *loop, const struct dns_config *con
 	r->loop = loop;
 	if (config != NULL)
 		r->cfg = *config;
+	/* The server settings are used below, not kept. */
 	r->cfg.server = NULL;
-	if (config != NULL && config->server != NULL && config->server[0] != '\0') {
-		r->cfg.server = strdup(config->server);
-		if (r->cfg.server == NULL) {
-			rc = DNS_ERR_NOMEM;
-			goto out;
-		}
-	}
+	r->cfg.resolv_conf = NULL;
 	if (r->cfg.cache_entries == 0)
 		r->cfg.cache_entries = 65536;
 	if (r->cfg.max_ttl_s == 0)
@@ -559,31 +694,10 @@ enum dns_error dns_resolver_create(uv_loop_t *loop, const struct dns_config *con
 		rc = DNS_ERR_NOMEM;
 		goto out;
 	}
-	memset(&opts, 0, sizeof(opts));
-	int mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_LOOKUPS |
-	           ARES_OPT_SOCK_STATE_CB;
-	opts.flags = ARES_FLAG_NOSEARCH | ARES_FLAG_NOALIASES;
-	opts.timeout = (int)r->cfg.timeout_ms;
-	opts.tries = (int)r->cfg.tries;
-	opts.lookups = (char *)"b";
-	opts.sock_state_cb = on_sock_state;
-	opts.sock_state_cb_data = r;
-	if (r->cfg.server != NULL) {
-		/* No resolv.conf servers, even briefly: start empty, then set. */
-		mask |= ARES_OPT_SERVERS;
-		opts.servers = NULL;
-		opts.nservers = 0;
-	}
-	if (ares_init_options(&r->channel, &opts, mask) != ARES_SUCCESS) {
-		rc = DNS_ERR_ARES;
+	rc = channel_open(r, config != NULL ? config->server : NULL,
+	                  config != NULL ? config->resolv_conf : NULL);
+	if (rc != DNS_OK)
 		goto out;
-	}
-	r->channel_ok = true;
-	if (r->cfg.server != NULL) {
-		rc = channel_set_server(r->channel, r->cfg.server);
-		if (rc != DNS_OK)
-			goto out;
-	}
 	if (uv_timer_init(loop, &r->timer) != 0) {
 		rc = DNS_ERR_NOMEM;
 		goto out;
@@ -598,7 +712,6 @@ out:
 		if (r->channel_ok)
 			ares_destroy(r->channel);
 		free(r->buckets);
-		free((char *)r->cfg.server);
 		free(r);
 	}
 	if (lib)

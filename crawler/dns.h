@@ -18,8 +18,12 @@
  *  - a cached answer is served until now >= its expiry, where expiry = the
  *    time of the request that caused the query + the answer's smallest TTL
  *    clamped to [min_ttl_s, max_ttl_s].
- *  - with a configured server, only that server is ever asked (no
- *    resolv.conf servers, no /etc/hosts, no search domains).
+ *  - the servers asked are, in this order of precedence: the configured
+ *    list (server), else the nameserver lines of resolv_conf, else those
+ *    of the system's /etc/resolv.conf (as c-ares reads it). Never
+ *    /etc/hosts, never search domains. c-ares 1.18 reads no port from a
+ *    resolv.conf file (a "nameserver ADDR:PORT" line is skipped), so a
+ *    server on another port than 53 can only be given in the list.
  *  - IP literals are answered synchronously without a query.
  *
  * Time is the caller's: every call takes now_ms (a monotonic clock such as
@@ -52,8 +56,12 @@ enum dns_error {
 const char *dns_strerror(enum dns_error err);
 
 struct dns_config {
-	const char *server;        /* "ADDR[:PORT]" (IPv4), copied; NULL/"" ->
-	                             the system's resolv.conf servers */
+	const char *server;        /* "S1,S2,...", each ADDR, ADDR:PORT, IPV6 or
+	                             [IPV6]:PORT (port 53 by default), asked in
+	                             that order; copied. NULL/"" -> resolv_conf */
+	const char *resolv_conf;   /* a resolv.conf file whose nameserver lines
+	                             are the servers (at least one usable);
+	                             copied. NULL/"" -> /etc/resolv.conf */
 	size_t cache_entries;      /* resolved+negative entries; 0 -> 65536 */
 	unsigned min_ttl_s;        /* clamp; 0 -> 0 (honour tiny TTLs) */
 	unsigned max_ttl_s;        /* clamp; 0 -> 86400 */
@@ -79,10 +87,19 @@ struct dns_resolver;
 
 /*
  * Creates a resolver on loop (borrowed). Initializes c-ares globally
- * (reference counted). On error *out is NULL.
+ * (reference counted). On error *out is NULL: DNS_ERR_INVALID for a bad
+ * server list, or a resolv_conf that cannot be read or names no usable
+ * server (c-ares would fall back to 127.0.0.1:53 without a word).
  */
 enum dns_error dns_resolver_create(uv_loop_t *loop, const struct dns_config *config,
                                    struct dns_resolver **out);
+
+/*
+ * The servers the channel asks, as "ADDR:PORT,[IPV6]:PORT" (port 53 shown
+ * too), into buf (cap bytes, NUL-terminated, cut if short). For tests and
+ * the crawl's start-up line. DNS_OK, or DNS_ERR_NOMEM.
+ */
+enum dns_error dns_resolver_servers(const struct dns_resolver *r, char *buf, size_t cap);
 
 /*
  * Resolves host (borrowed; case-insensitive; trailing dot ignored). Returns

@@ -51,6 +51,7 @@ struct fetch_engine {
 	void *ctx;
 	struct fetch_config cfg;
 	char *user_agent;
+	char *ca_file; /* NULL: the system's store */
 	struct transfer *head;
 	struct sock_ctx *socks; /* polls open (not yet uv_close'd) */
 	size_t in_flight;
@@ -80,6 +81,7 @@ const char *fetch_strerror(enum fetch_error err)
 		[FETCH_ERR_EMPTY_REPLY] = "empty-reply",
 		[FETCH_ERR_CURL] = "curl",
 		[FETCH_ERR_CANCELLED] = "cancelled",
+		[FETCH_ERR_TLS_CERT] = "tls-cert",
 	};
 	if ((size_t)err < sizeof(names) / sizeof(names[0]) && names[err] != NULL)
 		return names[err];
@@ -115,26 +117,60 @@ static bool v4_private(uint32_t a)
 	return false;
 }
 
+/* The IPv4 address in b at byte offset off, XORed with x. */
+static uint32_t v4_at(const uint8_t b[16], size_t off, uint32_t x)
+{
+	return ((uint32_t)b[off] << 24 | (uint32_t)b[off + 1] << 16 | (uint32_t)b[off + 2] << 8 |
+	        b[off + 3]) ^
+	       x;
+}
+
 static bool v6_private(const uint8_t b[16])
 {
-	static const uint8_t zero[16];
+	/* Blocks refused outright (RFC 6890 and successors): unspecified and
+	 * loopback (::/127), discard-only 100::/64, NAT64 local use
+	 * 64:ff9b:1::/48, benchmarking 2001:2::/48, ORCHIDv2 2001:20::/28,
+	 * documentation 2001:db8::/32 and 3fff::/20, unique-local fc00::/7,
+	 * link-local fe80::/10, site-local fec0::/10, multicast ff00::/8. */
+	static const struct {
+		uint8_t prefix[16];
+		unsigned bits;
+	} blocks[] = {
+		{ { 0 }, 127 },
+		{ { 0x01, 0x00 }, 64 },
+		{ { 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01 }, 48 },
+		{ { 0x20, 0x01, 0x00, 0x02 }, 48 },
+		{ { 0x20, 0x01, 0x00, 0x20 }, 28 },
+		{ { 0x20, 0x01, 0x0d, 0xb8 }, 32 },
+		{ { 0x3f, 0xff }, 20 },
+		{ { 0xfc }, 7 },
+		{ { 0xfe, 0x80 }, 10 },
+		{ { 0xfe, 0xc0 }, 10 },
+		{ { 0xff }, 8 },
+	};
+	for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
+		unsigned full = blocks[i].bits / 8, rest = blocks[i].bits % 8;
+		if (memcmp(b, blocks[i].prefix, full) != 0)
+			continue;
+		uint8_t mask = (uint8_t)(0xff00u >> rest);
+		if (rest == 0 || (b[full] & mask) == (blocks[i].prefix[full] & mask))
+			return true;
+	}
+	/* Forms that carry an IPv4 address: judged by it. IPv4-compatible
+	 * ::a.b.c.d, IPv4-mapped ::ffff:a.b.c.d, IPv4-translated
+	 * ::ffff:0:a.b.c.d, NAT64 64:ff9b::a.b.c.d, 6to4 2002:AABB:CCDD::/48,
+	 * Teredo 2001::/32 (client address inverted in the last 32 bits). */
+	static const uint8_t zero[12];
 	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	if (memcmp(b, zero, 15) == 0 && (b[15] == 0 || b[15] == 1))
-		return true; /* :: and ::1 */
-	if (memcmp(b, mapped, 12) == 0 || memcmp(b, zero, 12) == 0)
-		return v4_private((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
-		                  (uint32_t)b[14] << 8 | b[15]);
-	if ((b[0] & 0xfe) == 0xfc)
-		return true; /* fc00::/7 */
-	if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
-		return true; /* fe80::/10 */
-	if (b[0] == 0xff)
-		return true; /* multicast */
-	if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8)
-		return true; /* documentation */
-	if (b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b)
-		return v4_private((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
-		                  (uint32_t)b[14] << 8 | b[15]); /* NAT64 */
+	static const uint8_t translated[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0 };
+	static const uint8_t nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
+	if (memcmp(b, zero, 12) == 0 || memcmp(b, mapped, 12) == 0 ||
+	    memcmp(b, translated, 12) == 0 || memcmp(b, nat64, 12) == 0)
+		return v4_private(v4_at(b, 12, 0));
+	if (b[0] == 0x20 && b[1] == 0x02)
+		return v4_private(v4_at(b, 2, 0));
+	if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0)
+		return v4_private(v4_at(b, 12, 0xffffffffu)) || v4_private(v4_at(b, 4, 0));
 	return false;
 }
 
@@ -418,13 +454,13 @@ static const struct {
 } curl_errors[] = {
 	{ CURLE_UNSUPPORTED_PROTOCOL, FETCH_ERR_PROTOCOL },
 	{ CURLE_SSL_CONNECT_ERROR, FETCH_ERR_TLS },
-	{ CURLE_PEER_FAILED_VERIFICATION, FETCH_ERR_TLS },
+	{ CURLE_PEER_FAILED_VERIFICATION, FETCH_ERR_TLS_CERT },
 	{ CURLE_SSL_CERTPROBLEM, FETCH_ERR_TLS },
 	{ CURLE_SSL_CIPHER, FETCH_ERR_TLS },
 	{ CURLE_SSL_CACERT_BADFILE, FETCH_ERR_TLS },
 	{ CURLE_SSL_ENGINE_NOTFOUND, FETCH_ERR_TLS },
 	{ CURLE_SSL_ENGINE_SETFAILED, FETCH_ERR_TLS },
-	{ CURLE_SSL_ISSUER_ERROR, FETCH_ERR_TLS },
+	{ CURLE_SSL_ISSUER_ERROR, FETCH_ERR_TLS_CERT },
 	{ CURLE_SSL_PINNEDPUBKEYNOTMATCH, FETCH_ERR_TLS },
 	{ CURLE_SSL_INVALIDCERTSTATUS, FETCH_ERR_TLS },
 	{ CURLE_USE_SSL_FAILED, FETCH_ERR_TLS },
@@ -492,6 +528,9 @@ static void transfer_finish(struct fetch_engine *e, struct transfer *t, CURLcode
 		snprintf(r->error_detail, sizeof(r->error_detail), "%s",
 		         t->errbuf[0] ? t->errbuf : curl_easy_strerror(cc));
 	curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &r->status);
+	long version = 0;
+	if (curl_easy_getinfo(t->easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK)
+		r->http2 = version == CURL_HTTP_VERSION_2_0;
 	if (curl_easy_getinfo(t->easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip != NULL)
 		snprintf(r->ip, sizeof(r->ip), "%s", ip);
 	r->content_type = header_value(&r->response_headers, "Content-Type");
@@ -627,7 +666,9 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 	cc |= curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	cc |= curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	cc |= curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-	cc |= curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	/* HTTP/2 when the server offers it by ALPN, else HTTP/1.1; plain
+	 * http stays HTTP/1.1 (no h2c upgrade). */
+	cc |= curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	if (!e->cfg.no_accept_encoding)
 		cc |= curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "gzip, deflate, br");
 	cc |= curl_easy_setopt(c, CURLOPT_HTTP_CONTENT_DECODING, 0L);
@@ -651,6 +692,8 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 	cc |= curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, t);
 	cc |= curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, e->cfg.verify_tls ? 1L : 0L);
 	cc |= curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, e->cfg.verify_tls ? 2L : 0L);
+	if (e->ca_file != NULL)
+		cc |= curl_easy_setopt(c, CURLOPT_CAINFO, e->ca_file);
 	if (req->flags & FETCH_FLAG_FRESH)
 		cc |= curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
 	if (req->flags & FETCH_FLAG_NO_REUSE)
@@ -723,6 +766,9 @@ static enum fetch_error engine_multi_setup(struct fetch_engine *e)
 	mc |= curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_timer);
 	mc |= curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
 	mc |= curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, (long)e->cfg.max_connections);
+	/* HTTP/2 connections are reused, never multiplexed: one request at a
+	 * time per connection, as over HTTP/1.1. */
+	mc |= curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING);
 	mc |= curl_multi_setopt(e->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
 	                        (long)e->cfg.max_connections);
 	if (e->cfg.max_host_connections > 0)
@@ -756,6 +802,12 @@ enum fetch_error fetch_engine_create(uv_loop_t *loop, const struct fetch_config 
 	engine_config_settle(&e->cfg);
 	e->user_agent = strdup(e->cfg.user_agent ? e->cfg.user_agent : "crawler/0.1");
 	e->cfg.user_agent = NULL;
+	if (e->cfg.ca_file != NULL && e->cfg.ca_file[0] != '\0') {
+		e->ca_file = strdup(e->cfg.ca_file);
+		if (e->ca_file == NULL)
+			goto out;
+	}
+	e->cfg.ca_file = NULL;
 	e->multi = curl_multi_init();
 	if (e->user_agent == NULL || e->multi == NULL)
 		goto out;
@@ -771,8 +823,10 @@ out:
 	if (rc != FETCH_OK) {
 		if (e != NULL && e->multi != NULL)
 			curl_multi_cleanup(e->multi);
-		if (e != NULL)
+		if (e != NULL) {
 			free(e->user_agent);
+			free(e->ca_file);
+		}
 		free(e);
 		if (--curl_users == 0)
 			curl_global_cleanup();
@@ -809,6 +863,8 @@ void fetch_engine_destroy(struct fetch_engine *e)
 	}
 	free(e->user_agent);
 	e->user_agent = NULL;
+	free(e->ca_file);
+	e->ca_file = NULL;
 	if (--curl_users == 0)
 		curl_global_cleanup();
 	uv_close((uv_handle_t *)&e->timer, on_timer_closed);

@@ -13,13 +13,18 @@
  *    caller resolved (dns.h), pinned with CURLOPT_CONNECT_TO "::IP:" (any host/port goes to IP).
  *  - addresses in private, loopback, link-local, CGNAT, multicast and
  *    reserved ranges are refused unless allow_private_networks (checked before
- *    starting, and again in CURLOPT_OPENSOCKETFUNCTION).
+ *    starting, and again in CURLOPT_OPENSOCKETFUNCTION); for IPv6 also
+ *    unique-local, site-local, discard, documentation, ORCHID, and every form
+ *    that carries an IPv4 address (compatible, mapped, translated, NAT64,
+ *    6to4, Teredo) judged by that address.
  *  - at most max_connections transfers are in flight; start returns
  *    FETCH_ERR_BUSY beyond that (back-pressure, not growth).
  *  - redirects are never followed; Location is reported.
  *  - body capped at max_body_bytes (the transfer is cut and marked truncated,
  *    not failed); header block capped at max_header_bytes (failure).
- *  - only http and https; HTTP/1.1; curl does not decode Content-Encoding
+ *  - only http and https; HTTP/2 when a TLS server offers it by ALPN, else
+ *    HTTP/1.1; one request at a time per connection (no multiplexing);
+ *    curl does not decode Content-Encoding
  *    (the body is kept as received, for the WARC; decode.h decodes it).
  *    Requests carry "Accept-Encoding: gzip, deflate, br" unless
  *    no_accept_encoding, and then no Accept-Encoding at all.
@@ -55,6 +60,8 @@ enum fetch_error {
 	FETCH_ERR_EMPTY_REPLY = 13,     /* server closed without answering */
 	FETCH_ERR_CURL = 14,            /* other libcurl failure (see error_detail) */
 	FETCH_ERR_CANCELLED = 15,       /* engine destroyed while in flight */
+	FETCH_ERR_TLS_CERT = 16,        /* the peer's certificate did not verify
+	                                   (untrusted issuer, expired, wrong name) */
 };
 
 /* A static English name for an error ("timeout", "connect", ...), for logs. */
@@ -72,7 +79,14 @@ struct fetch_config {
 	long max_host_connections;   /* CURLMOPT_MAX_HOST_CONNECTIONS; 0 = no cap */
 	const char *user_agent;      /* copied; NULL -> "crawler/0.1" */
 	bool allow_private_networks; /* tests and local crawls set it */
-	bool verify_tls;             /* verify peer certificates (default false) */
+	bool verify_tls;             /* verify peer certificates and host names
+	                                (a failure is FETCH_ERR_TLS_CERT); false
+	                                accepts any certificate (archival crawls
+	                                that keep what a browser would refuse).
+	                                The zeroed struct's false is the engine's
+	                                default; the crawl's is true. */
+	const char *ca_file;         /* PEM bundle of trusted CAs, copied;
+	                                NULL/"" -> the system's store */
 	bool no_accept_encoding;     /* send no Accept-Encoding (servers then answer
 	                                uncompressed); default: gzip, deflate, br */
 };
@@ -103,6 +117,9 @@ struct fetch_result {
 	enum fetch_error error;            /* FETCH_OK or the reason it failed */
 	char error_detail[256];            /* libcurl's message, "" if none */
 	long status;                       /* HTTP status, 0 if none received */
+	bool http2;                        /* the response came over HTTP/2: the
+	                                      header blocks are curl's rendering
+	                                      ("HTTP/2 200", "GET / HTTP/2") */
 	bool truncated;                    /* body cut at max_body_bytes */
 	struct fetch_buf request_headers;  /* request line + headers as sent */
 	struct fetch_buf response_headers; /* status line + headers, raw; with

@@ -524,6 +524,7 @@ static enum warc_error write_record(struct warc_writer *w, const char *type, con
 	bad |= hdr_add(hdr, sizeof(hdr), &len, "WARC-Target-URI", f->url);
 	if (f->ip != NULL && f->ip[0] != '\0')
 		bad |= hdr_add(hdr, sizeof(hdr), &len, "WARC-IP-Address", f->ip);
+	bad |= hdr_add(hdr, sizeof(hdr), &len, "WARC-Protocol", f->http2 ? "h2" : "http/1.1");
 	for (size_t i = 0; i < nextra; i++)
 		bad |= hdr_add(hdr, sizeof(hdr), &len, extra_names[i], extra_values[i]);
 	bad |= hdr_add(hdr, sizeof(hdr), &len, "Content-Type", content_type);
@@ -535,6 +536,39 @@ static enum warc_error write_record(struct warc_writer *w, const char *type, con
 	hdr[len++] = '\n';
 	hdr[len] = '\0';
 	return write_member(w, level, hdr, len, pieces, npieces);
+}
+
+/* An HTTP/2 header block as HTTP/1.1: the version token of its first
+ * line ("HTTP/2 200 ..." of a response, "GET /p HTTP/2" of a request)
+ * becomes HTTP/1.1, the rest is kept byte for byte. *out is a new buffer
+ * the caller frees, or NULL when the block needs no change. */
+static enum warc_error h2_block_as_http11(const uint8_t *h, size_t len, uint8_t **out,
+                                          size_t *out_len)
+{
+	static const char v2[] = "HTTP/2", v11[] = "HTTP/1.1";
+	const size_t n2 = sizeof(v2) - 1, n11 = sizeof(v11) - 1;
+	size_t at;
+	*out = NULL;
+	const uint8_t *eol = h != NULL ? memchr(h, '\n', len) : NULL;
+	if (eol == NULL)
+		return WARC_OK;
+	size_t line = (size_t)(eol - h);
+	if (line > 0 && h[line - 1] == '\r')
+		line--;
+	if (line > n2 && memcmp(h, v2, n2) == 0 && h[n2] == ' ')
+		at = 0; /* status line */
+	else if (line > n2 && memcmp(h + line - n2, v2, n2) == 0 && h[line - n2 - 1] == ' ')
+		at = line - n2; /* request line */
+	else
+		return WARC_OK;
+	*out_len = len - n2 + n11;
+	*out = malloc(*out_len);
+	if (*out == NULL)
+		return WARC_ERR_NOMEM;
+	memcpy(*out, h, at);
+	memcpy(*out + at, v11, n11);
+	memcpy(*out + at + n11, h + at + n2, len - at - n2);
+	return WARC_OK;
 }
 
 /* The records of one fetch (warc_writer_write_fetch makes it all or
@@ -658,7 +692,23 @@ enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc
 	uint64_t start = w->file_bytes;
 	struct warc_stats saved = w->stats;
 	uint64_t saved_records = w->file_records;
-	rc = write_fetch_records(w, f, where, revisit, resp_id, date, pd, &remember);
+	struct warc_fetch f11 = *f;
+	uint8_t *req11 = NULL, *resp11 = NULL;
+	if (f->http2) {
+		rc = h2_block_as_http11(f->request_headers, f->request_len, &req11,
+		                        &f11.request_len);
+		if (rc == WARC_OK)
+			rc = h2_block_as_http11(f->response_headers, f->response_headers_len,
+			                        &resp11, &f11.response_headers_len);
+		if (req11 != NULL)
+			f11.request_headers = req11;
+		if (resp11 != NULL)
+			f11.response_headers = resp11;
+	}
+	if (rc == WARC_OK)
+		rc = write_fetch_records(w, &f11, where, revisit, resp_id, date, pd, &remember);
+	free(req11);
+	free(resp11);
 	if (rc == WARC_OK && fflush(w->f) != 0) {
 		w->first_error_errno = errno;
 		rc = WARC_ERR_IO;

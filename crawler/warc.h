@@ -11,7 +11,11 @@
  * the response WARC-Payload-Digest ("sha1:" + base32 SHA-1). A response whose
  * payload digest was already written in this crawl becomes a `revisit`
  * record (WARC-Profile identical-payload-digest, headers only, WARC-Refers-To
- * the earlier record id, WARC-Refers-To-Target-URI/-Date).
+ * the earlier record id, WARC-Refers-To-Target-URI/-Date). Every request,
+ * response and revisit record names its protocol in WARC-Protocol ("h2" or
+ * "http/1.1"); an HTTP/2 exchange is written as an HTTP/1.1 message (the
+ * version of its request and status lines rewritten, nothing else), as
+ * other WARC writers do, so HTTP/1.1 readers replay it.
  *
  * Invariants: a file is rotated before a record would start past
  * max_file_bytes (a record is never split; a file always holds at least one
@@ -63,6 +67,8 @@ struct warc_fetch {
 	const void *body; /* raw body as received */
 	size_t body_len;
 	bool truncated;      /* adds WARC-Truncated: length */
+	bool http2;          /* the exchange was HTTP/2: header blocks in curl's
+	                        rendering ("GET / HTTP/2", "HTTP/2 200") */
 	bool incompressible; /* payload compressed already (Content-Encoding,
 	                                     images, archives): its response member is
 	                                     stored, not deflated again */

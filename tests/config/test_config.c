@@ -199,9 +199,17 @@ START_TEST(keys_fill_the_module_structs)
 		{ "politeness", "adaptive_factor", "2.5" },
 		{ "politeness", "adaptive_smoothing", "0.25" },
 		{ "politeness", "adaptive_slowdown", "4" },
+		{ "dns", "server", "127.0.0.1:5353,[::1]:53" },
+		{ "dns", "resolv_conf", "/tmp/resolv.test" },
+		{ "fetch", "ca_file", "/tmp/ca.pem" },
+		{ "fetch", "tls_verify", "off" },
 	};
 	ck_assert_int_eq(crawl_config_default(&c), 0);
 	ck_assert(!c.fetch.no_accept_encoding);
+	ck_assert(c.fetch.verify_tls); /* certificates verified by default */
+	ck_assert_str_eq(c.fetch.ca_file, "");
+	ck_assert_str_eq(c.dns.server, ""); /* "": the system's resolv.conf */
+	ck_assert_str_eq(c.dns.resolv_conf, "");
 	ck_assert_ptr_null(c.scope.domains);
 	ck_assert_ptr_eq(c.links.url_options, &c.url);
 	for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
@@ -234,6 +242,10 @@ START_TEST(keys_fill_the_module_structs)
 	ck_assert_str_eq(c.fetch.user_agent, "bot/2 (x)");
 	ck_assert_str_eq(c.warc.user_agent, "bot/2 (x)");
 	ck_assert_str_eq(c.warc.dir, "/tmp/somewhere");
+	ck_assert_str_eq(c.dns.server, "127.0.0.1:5353,[::1]:53");
+	ck_assert_str_eq(c.dns.resolv_conf, "/tmp/resolv.test");
+	ck_assert_str_eq(c.fetch.ca_file, "/tmp/ca.pem");
+	ck_assert(!c.fetch.verify_tls);
 	ck_assert_uint_eq(c.scope.n_domains, 2);
 	ck_assert_str_eq(c.scope.domains[1], "b.test");
 	ck_assert_int_eq(crawl_config_set(&c, "crawl", "any_domain", "true", err, sizeof err),
@@ -254,6 +266,10 @@ START_TEST(keys_fill_the_module_structs)
 	ck_assert(back.fetch.no_accept_encoding);
 	ck_assert_uint_eq(back.politeness.ip_delay_us, 250000);
 	ck_assert(memcmp(&back.politeness, &c.politeness, sizeof c.politeness) == 0);
+	ck_assert(!back.fetch.verify_tls);
+	ck_assert_str_eq(back.fetch.ca_file, "/tmp/ca.pem");
+	ck_assert_str_eq(back.dns.server, "127.0.0.1:5353,[::1]:53");
+	ck_assert_str_eq(back.dns.resolv_conf, "/tmp/resolv.test");
 	crawl_config_free(&back);
 	unlink(path);
 	free(path);

@@ -136,17 +136,32 @@ static void *responder_run(void *arg)
 	return NULL;
 }
 
-static struct responder *responder_start(void)
+/* A responder on addr:port (host order; port 0: any), or NULL when that
+ * cannot be bound (port 53 needs privileges). */
+static struct responder *responder_start_at(uint32_t addr, int port)
 {
 	struct responder *r = calloc(1, sizeof(*r));
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001) };
+	struct sockaddr_in a = { .sin_family = AF_INET,
+		                 .sin_addr.s_addr = htonl(addr),
+		                 .sin_port = htons((uint16_t)port) };
 	socklen_t len = sizeof(a);
-	pthread_mutex_init(&r->mu, NULL);
 	r->fd = socket(AF_INET, SOCK_DGRAM, 0);
-	ck_assert_int_eq(bind(r->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	if (bind(r->fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(r->fd);
+		free(r);
+		return NULL;
+	}
+	pthread_mutex_init(&r->mu, NULL);
 	getsockname(r->fd, (struct sockaddr *)&a, &len);
 	r->port = ntohs(a.sin_port);
 	pthread_create(&r->thread, NULL, responder_run, r);
+	return r;
+}
+
+static struct responder *responder_start(void)
+{
+	struct responder *r = responder_start_at(0x7f000001, 0);
+	ck_assert_ptr_nonnull(r);
 	return r;
 }
 
@@ -411,6 +426,119 @@ START_TEST(destroy_cancels)
 }
 END_TEST
 
+/* A bound UDP socket on 127.0.0.1 that never answers; its port in *port. */
+static int silent_socket(int *port)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001) };
+	socklen_t len = sizeof(sa);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	getsockname(fd, (struct sockaddr *)&sa, &len);
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+static enum dns_error try_config(const char *servers, const char *resolv_conf, char *got,
+                                 size_t cap)
+{
+	struct dns_config cfg = { .server = servers, .resolv_conf = resolv_conf };
+	struct dns_resolver *r = NULL;
+	enum dns_error e = dns_resolver_create(&loop, &cfg, &r);
+	got[0] = '\0';
+	if (e == DNS_OK) {
+		ck_assert_int_eq(dns_resolver_servers(r, got, cap), DNS_OK);
+		dns_resolver_destroy(r);
+		uv_run(&loop, UV_RUN_DEFAULT);
+	} else {
+		ck_assert_ptr_null(r);
+	}
+	return e;
+}
+
+START_TEST(server_list)
+{
+	/* Two servers, the first silent: the query moves on to the second. */
+	struct answer a;
+	char list[128], got[256];
+	int dead_port;
+	int fd = silent_socket(&dead_port);
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d", dead_port, resp->port);
+	struct dns_config cfg = { .server = list, .timeout_ms = 200, .tries = 1 };
+	ck_assert_int_eq(dns_resolver_create(&loop, &cfg, &res), DNS_OK);
+	ck_assert_int_eq(dns_resolver_servers(res, got, sizeof(got)), DNS_OK);
+	ck_assert_str_eq(got, list);
+	resolve_run("second.test", 0, &a);
+	ck_assert_int_eq(a.err, DNS_OK);
+	ck_assert_int_eq(name_count(resp, "second.test"), 1);
+	char buf[512];
+	ck_assert_int_gt(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 0);
+	close(fd);
+	/* Every spelling, in order, port 53 by default. */
+	ck_assert_int_eq(try_config("[::1]:5300, ::1,127.0.0.2", NULL, got, sizeof(got)), DNS_OK);
+	ck_assert_str_eq(got, "[::1]:5300,[::1]:53,127.0.0.2:53");
+	static const char *const bad[] = {
+		"127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:", "127.0.0.1:x", "[::1",
+		"[::1]x",      "[127.0.0.1]:53",  "host.test",  "::1::2",      ",",
+		"1.2.3.4,nope"
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(try_config(bad[i], NULL, got, sizeof(got)) == DNS_ERR_INVALID, "%s",
+		              bad[i]);
+}
+END_TEST
+
+/* Writes text to a fresh temporary file; its path in path (64 bytes). */
+static void temp_file(char *path, const char *text)
+{
+	snprintf(path, 64, "/tmp/test_dns_resolv.XXXXXX");
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+START_TEST(resolv_conf_file)
+{
+	char path[64], got[256];
+	/* c-ares 1.18 takes the address-only nameserver lines, in order, and
+	 * skips "ADDR:PORT" ones: no port can be given in the file. */
+	temp_file(path, "# test\nsearch example.test\nnameserver 127.0.0.1:5353\n"
+	                "nameserver 127.0.0.7\nnameserver ::1\noptions ndots:3\n");
+	ck_assert_int_eq(try_config(NULL, path, got, sizeof(got)), DNS_OK);
+	ck_assert_str_eq(got, "127.0.0.7:53,[::1]:53");
+	/* The list wins over the file. */
+	ck_assert_int_eq(try_config("127.0.0.9:99", path, got, sizeof(got)), DNS_OK);
+	ck_assert_str_eq(got, "127.0.0.9:99");
+	unlink(path);
+	/* No usable server (c-ares would ask 127.0.0.1:53): refused. */
+	temp_file(path, "nameserver 127.0.0.1:5353\nsearch x.test\n");
+	ck_assert_int_eq(try_config(NULL, path, got, sizeof(got)), DNS_ERR_INVALID);
+	unlink(path);
+	ck_assert_int_eq(try_config(NULL, path, got, sizeof(got)), DNS_ERR_INVALID);
+}
+END_TEST
+
+START_TEST(resolv_conf_resolves)
+{
+	/* A whole lookup through a resolv.conf file needs a server on port 53:
+	 * a loopback address of its own, when the test may bind it. */
+	struct responder *r53 = responder_start_at(0x7f4d0001, 53); /* 127.77.0.1 */
+	if (r53 == NULL)
+		return; /* unprivileged: resolv_conf_file covers the parsing */
+	char path[64];
+	struct answer a;
+	temp_file(path, "nameserver 127.77.0.1\n");
+	struct dns_config cfg = { .resolv_conf = path, .timeout_ms = 500, .tries = 1 };
+	ck_assert_int_eq(dns_resolver_create(&loop, &cfg, &res), DNS_OK);
+	resolve_run("via-file.test", 0, &a);
+	ck_assert_int_eq(a.err, DNS_OK);
+	ck_assert_int_eq(name_count(r53, "via-file.test"), 1);
+	ck_assert_int_eq(atomic_load(&resp->queries), 0);
+	unlink(path);
+	responder_stop(r53);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("dns");
@@ -424,6 +552,9 @@ int main(void)
 	tcase_add_test(tc, coalescing_and_eviction);
 	tcase_add_test(tc, only_configured_server);
 	tcase_add_test(tc, destroy_cancels);
+	tcase_add_test(tc, server_list);
+	tcase_add_test(tc, resolv_conf_file);
+	tcase_add_test(tc, resolv_conf_resolves);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -308,6 +308,49 @@ START_TEST(private_refused)
 	ck_assert(!fetch_addr_is_private("93.184.216.34"));
 	ck_assert(!fetch_addr_is_private("2606:2800:220:1::1"));
 	ck_assert(!fetch_addr_is_private("172.32.0.1"));
+	/* The IPv6 table: refused blocks, and forms carrying a private IPv4. */
+	static const char *const refused[] = {
+		"::",
+		"::1",
+		"100::1",
+		"fc00::1",
+		"fdff:ffff::1",
+		"fe80::1",
+		"febf::1",
+		"fec0::1",
+		"ff02::1",
+		"2001:db8::1",
+		"3fff::1",
+		"2001:2::1",
+		"2001:20::1",
+		"64:ff9b:1::1",
+		"::10.0.0.1",
+		"::ffff:127.0.0.1",
+		"::ffff:10.0.0.1",
+		"::ffff:192.168.1.1",
+		"::ffff:0:10.1.2.3",
+		"::ffff:0:169.254.0.1",
+		"64:ff9b::10.0.0.1",
+		"64:ff9b::7f00:1",
+		"2002:c0a8:101::1",                     /* 6to4 of 192.168.1.1 */
+		"2002:7f00:1::1",                       /* 6to4 of 127.0.0.1 */
+		"2001:0:4136:e378:8000:63bf:f5ff:fffe", /* Teredo, client 10.0.0.1 */
+		"1.2.3",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		ck_assert_msg(fetch_addr_is_private(refused[i]), "%s", refused[i]);
+	static const char *const allowed[] = {
+		"2606:2800:220:1::1",
+		"2a00:1450:4001::1",
+		"::ffff:93.184.216.34",
+		"64:ff9b::5db8:d822",
+		"2002:5db8:d822::1",
+		"::ffff:0:8.8.8.8",
+		"2001:0:4136:e378:8000:63bf:a247:27dd", /* Teredo, client 93.184.216.34 */
+		"fe00::1",
+	};
+	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+		ck_assert_msg(!fetch_addr_is_private(allowed[i]), "%s", allowed[i]);
 }
 END_TEST
 

@@ -168,6 +168,57 @@ START_TEST(warc_roundtrip)
 }
 END_TEST
 
+START_TEST(warc_http2_as_http11)
+{
+	/* An HTTP/2 exchange in curl's rendering is written as HTTP/1.1 with
+	 * WARC-Protocol: h2; an HTTP/1.1 one says http/1.1. */
+	struct warc_writer *w = NULL;
+	struct warc_config cfg = { .dir = tmpdir, .prefix = "h2", .compression_level = 1 };
+	ck_assert_int_eq(warc_writer_open(&cfg, &w), WARC_OK);
+	const char req2[] = "GET /a HTTP/2\r\nHost: h.test\r\naccept: */*\r\n\r\n";
+	const char hdr2[] = "HTTP/2 200 \r\ncontent-type: text/html\r\n\r\n";
+	const char req1[] = "GET /b HTTP/1.1\r\nHost: h.test\r\n\r\n";
+	const char hdr1[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 1\r\n\r\n";
+	struct warc_fetch f = { .url = "https://h.test/a",
+		                .date_unix_ms = 1700000000000,
+		                .request_headers = req2,
+		                .request_len = sizeof(req2) - 1,
+		                .response_headers = hdr2,
+		                .response_headers_len = sizeof(hdr2) - 1,
+		                .body = "<p>a</p>",
+		                .body_len = 8,
+		                .http2 = true };
+	ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, NULL), WARC_OK);
+	f = (struct warc_fetch){ .url = "https://h.test/b",
+		                 .date_unix_ms = 1700000000001,
+		                 .request_headers = req1,
+		                 .request_len = sizeof(req1) - 1,
+		                 .response_headers = hdr1,
+		                 .response_headers_len = sizeof(hdr1) - 1,
+		                 .body = "x",
+		                 .body_len = 1 };
+	ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, NULL), WARC_OK);
+	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+	const char *line = check_dir();
+	ck_assert_int_eq(field(line, "request"), 2);
+	ck_assert_int_eq(field(line, "response"), 2);
+	ck_assert_int_eq(field(line, "h2"), 2);
+	/* The rewritten lines, byte for byte. */
+	char cmd[600], text[8192];
+	snprintf(cmd, sizeof(cmd), "zcat %s/h2-*.warc.gz", tmpdir);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	size_t n = fread(text, 1, sizeof(text) - 1, p);
+	text[n] = '\0';
+	pclose(p);
+	ck_assert_ptr_nonnull(strstr(text, "WARC-Protocol: h2\r\n"));
+	ck_assert_ptr_nonnull(strstr(text, "WARC-Protocol: http/1.1\r\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\r\n\r\nGET /a HTTP/1.1\r\nHost: h.test\r\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\r\n\r\nHTTP/1.1 200 \r\ncontent-type: text/html"));
+	ck_assert_ptr_null(strstr(text, "HTTP/2"));
+}
+END_TEST
+
 START_TEST(warc_reader_detects_corruption)
 {
 	/* The reader must fail on a bad digest, proving it checks. */
@@ -403,6 +454,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, sha1_vectors);
 	tcase_add_test(tc, warc_roundtrip);
+	tcase_add_test(tc, warc_http2_as_http11);
 	tcase_add_test(tc, warc_reader_detects_corruption);
 	tcase_add_test(tc, crawl_log_lines);
 	tcase_add_test(tc, decode_codings);

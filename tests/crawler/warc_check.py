@@ -7,7 +7,10 @@ members holding exactly one record each, that the first record is warcinfo,
 that Content-Length matches the block, that WARC-Block-Digest and
 WARC-Payload-Digest (sha1, base32) verify, that request/response records
 point at each other with WARC-Concurrent-To, and that revisits refer to a
-response seen earlier. Prints one summary line and exits 0 when all holds.
+response seen earlier, and that request/response/revisit records name
+their protocol (WARC-Protocol h2 or http/1.1) and carry an HTTP/1.1
+message either way (h2 counts the h2 records). Prints one summary line and
+exits 0 when all holds.
 """
 import base64
 import glob
@@ -55,7 +58,7 @@ def parse_record(data):
 def main():
     files = sorted(glob.glob(os.path.join(sys.argv[1], "*.warc.gz")))
     counts = {"files": len(files), "records": 0, "warcinfo": 0, "request": 0,
-              "response": 0, "revisit": 0, "truncated": 0}
+              "response": 0, "revisit": 0, "truncated": 0, "h2": 0}
     ids = {}
     concurrent = []
     refers = []
@@ -80,6 +83,16 @@ def main():
                 continue
             if fields.get("warc-block-digest") != sha1_label(block):
                 raise ValueError("block digest mismatch in %s" % rid)
+            if t in ("request", "response", "revisit"):
+                proto = fields.get("warc-protocol")
+                if proto not in ("h2", "http/1.1"):
+                    raise ValueError("bad WARC-Protocol %r in %s" % (proto, rid))
+                counts["h2"] += proto == "h2"
+                first = block.split(b"\r\n", 1)[0]
+                ok = (first.endswith(b" HTTP/1.1") if t == "request" else
+                      first.startswith(b"HTTP/1.1 ") or first.startswith(b"HTTP/1.0 "))
+                if not ok:
+                    raise ValueError("%s record %s is not HTTP/1.x: %r" % (t, rid, first))
             if t in ("response", "revisit"):
                 if not fields["content-type"].startswith("application/http; msgtype=response"):
                     raise ValueError("bad content-type")
@@ -111,7 +124,7 @@ def main():
             raise ValueError("revisit digest differs from original")
     print(" ".join("%s=%d" % (k, counts.get(k, 0)) for k in
                    ("files", "records", "warcinfo", "request", "response",
-                    "revisit", "truncated")))
+                    "revisit", "truncated", "h2")))
     return 0
 
 
