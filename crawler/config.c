@@ -85,6 +85,7 @@ static const struct key_def keys[] = {
 	KEY("fetch", "max_header_bytes", T_UINT, fetch.max_header_bytes, 1024, 1e8),
 	KEY("fetch", "allow_private_networks", T_BOOL, fetch.allow_private_networks, 0, 1),
 	KEY("fetch", "accept_encoding", T_NOT_BOOL, fetch.no_accept_encoding, 0, 1),
+	KEY("fetch", "max_redirects", T_UINT, crawl.max_redirects, 0, 255),
 	KEY("dns", "server", T_STR, dns.server, 0, 300),
 	KEY("dns", "cache_ttl_s", T_UINT, dns.max_ttl_s, 0, 8.64e5),
 	KEY("dns", "timeout_ms", T_UINT, dns.timeout_ms, 10, 600000),
@@ -202,6 +203,7 @@ int crawl_config_default(struct crawl_config *c)
 	c->fetch.low_speed_time_s = 10;
 	c->fetch.max_body_bytes = 10u * 1024 * 1024;
 	c->fetch.max_header_bytes = 256u * 1024;
+	c->crawl.max_redirects = 20; /* wget's --max-redirect default */
 	c->dns.max_ttl_s = 3600;
 	c->dns.timeout_ms = 5000;
 	c->dns.max_pending = 256;

@@ -106,10 +106,11 @@ class TestWeb:
         return rows
 
 
-def crawl(tw, out, extra, timeout=110):
+def crawl(tw, out, extra, timeout=110, seed_urls=None):
+    """seed_urls: the seeds (default: the test web's --seeds)."""
     seeds = os.path.join(tw.dir, "seeds.txt")
     with open(seeds, "w") as f:
-        f.write("\n".join(tw.run_mode("--seeds")) + "\n")
+        f.write("\n".join(seed_urls or tw.run_mode("--seeds")) + "\n")
     cmd = [CRAWLER, "crawl", "--seeds", seeds, "-c", os.path.join(SOURCE, "configs", "testweb.conf"),
            "--dns-server", "127.0.0.1:%d" % tw.dns_port, "--allow-private-networks",
            "-o", out, "--quiet"] + extra

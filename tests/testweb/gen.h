@@ -33,7 +33,8 @@ enum tw_fault {
 	TW_FAULT_BADCHUNK,    /* invalid chunk size */
 	TW_FAULT_RESET,       /* 1000 body bytes then RST */
 	TW_FAULT_TRAP,        /* infinite calendar /cal/Y/M/ */
-	TW_FAULT_429          /* 429 with Retry-After */
+	TW_FAULT_429,         /* 429 with Retry-After */
+	TW_FAULT_ROBOTSREDIR  /* robots.txt: 5 redirects across hosts to Disallow: / */
 };
 
 /* Parsed once from the command line; copied by nobody, read by everyone. */

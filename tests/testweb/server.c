@@ -1070,7 +1070,7 @@ static void answer_request(struct conn *c, int gz, int head)
 		idx = -1;
 	if (idx >= 0) {
 		enum tw_fault f = tw_host_fault(s->cfg, idx);
-		int fault = f != TW_FAULT_NONE && f != TW_FAULT_TRAP &&
+		int fault = f != TW_FAULT_NONE && f != TW_FAULT_TRAP && f != TW_FAULT_ROBOTSREDIR &&
 		            strcmp(c->path, "/robots.txt") != 0;
 		if (s->so->models != NULL && model_arrive(c, idx, fault) != 0)
 			return;
