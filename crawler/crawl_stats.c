@@ -154,6 +154,7 @@ static size_t error_entries(const struct crawl_stats *s, const struct crawl_stat
 		{ "redirect-dropped", STAT_U64, &s->redirect_dropped, 1 },
 		{ "redirect-limit", STAT_U64, &s->redirect_limit, 1 },
 		{ "robots-redirect-limit", STAT_U64, &s->robots_redirect_limit, 1 },
+		{ "robots-unreachable", STAT_U64, &s->robots_unreachable, 1 },
 		{ "emit-dropped", STAT_ATOMIC, &s->ac.emit_dropped, 1 },
 	};
 	for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
@@ -169,7 +170,7 @@ struct stats_derived {
 	uint64_t status_v[CRAWL_STATS_STATUS_MAX], scope_v[SCOPE_VERDICT_COUNT];
 	char status_names[CRAWL_STATS_STATUS_MAX][4];
 	char dns_names[CRAWL_STATS_ERRORS][64];
-	struct stat_entry status_e[CRAWL_STATS_STATUS_MAX + 1], error_e[3 * CRAWL_STATS_ERRORS],
+	struct stat_entry status_e[CRAWL_STATS_STATUS_MAX + 1], error_e[4 * CRAWL_STATS_ERRORS],
 	        scope_e[SCOPE_VERDICT_COUNT];
 };
 
@@ -425,6 +426,7 @@ static const struct saved_counter saved_counters[] = {
 	LOOP_COUNTER(redirect_dropped),
 	LOOP_COUNTER(redirect_limit),
 	LOOP_COUNTER(robots_redirect_limit),
+	LOOP_COUNTER(robots_unreachable),
 	LOOP_COUNTER(status_other),
 	LOOP_COUNTER(forced_flushes),
 	LOOP_COUNTER(early_flushes),

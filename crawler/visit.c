@@ -263,17 +263,25 @@ static int start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t
 
 /* ---- ROBOTS ---- */
 
-/* robots.txt could not be fetched to its end (the first request or a
- * redirect could not start, a redirect target did not resolve): a network
- * error, RFC 9309 2.3.1.4 "unreachable" (disallow all, retry later); the
- * visit ends. */
+/* robots.txt is unreachable (RFC 9309 2.3.1.4: a 5xx, 429 or network
+ * error, or a request of its chain that could not start or resolve): all
+ * of the host is disallowed for now, but its queued URLs stay for the
+ * retry instead of being popped and dropped as disallowed. The visit ends
+ * at once and the rules go back to unknown, so the host's next visit
+ * fetches robots.txt again; the politeness backoff (5xx, network error)
+ * or Retry-After (429, 503) decides when, else a second from now. A host
+ * that keeps failing is retired after max_consecutive_errors. */
 static void robots_unreachable(struct visit *v, uint32_t host)
 {
-	struct robots_policy pol;
-	if (robots_policy_from_fetch(-1, NULL, 0, v->p.cfg->crawl.user_agent,
-	                             (int64_t)(monotonic_us() / 1000), &pol) == ROBOTS_OK)
-		set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
-		           (uint64_t)pol.expires_ms * 1000u);
+	struct host_state *hs = host_state(v, host);
+	set_robots(v, host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
+	if (hs->outcome == VISIT_OK) {
+		hs->outcome = VISIT_RETRY_LATER;
+		hs->retry_after_us = monotonic_us() + 1000000u;
+	}
+	if (!hs->visit_requests)
+		hs->visit_requests = 1; /* so the delay applies */
+	v->p.stats->robots_unreachable++;
 	visit_end(v, host);
 }
 
@@ -414,8 +422,12 @@ static int robots_answer(struct visit *v, struct req *q, struct fetch_result *re
 		blen = d.len;
 	}
 	struct robots_policy pol;
-	if (robots_policy_from_fetch((int)st, body, blen, v->p.cfg->crawl.user_agent,
-	                             (int64_t)(monotonic_us() / 1000), &pol) == ROBOTS_OK) {
+	int rc = robots_policy_from_fetch((int)st, body, blen, v->p.cfg->crawl.user_agent,
+	                                  (int64_t)(monotonic_us() / 1000), &pol);
+	if (rc != ROBOTS_OK || pol.source == ROBOTS_SRC_UNREACHABLE) {
+		robots_destroy(pol.robots);
+		robots_unreachable(v, host);
+	} else {
 		set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
 		           (uint64_t)pol.expires_ms * 1000u);
 		set_state(host_state(v, host), VISIT_FETCH);

@@ -225,7 +225,9 @@ def test_coverage(policy, sieve_args=(), check=None):
     got = observed_set(tw, rows, faults)
     missing = sorted(expected - set(got))
     extra = sorted(set(got) - expected)
-    dups = sorted(k for k, n in got.items() if n > 1)
+    # A robots.txt that answers 5xx is unreachable: asked again at the
+    # host's next visits (until the host is retired), so it may repeat.
+    dups = sorted(k for k, n in got.items() if n > 1 and not re.search(r"/robots\.txt\t5\d\d$", k))
     sv = stats.get("sieve", {})
     print("policy %s%s: %d expected, %d requested (%d distinct), %.1f s, %s pages/s; sieve: "
           "emitted %s, flushes %s (forced %s, side table full %s)" %

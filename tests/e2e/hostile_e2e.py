@@ -12,6 +12,11 @@ the test web's own request log (helpers from crawl_e2e.py).
         'Disallow: /' (testweb fault robotsredir): the whole chain is
         requested and no path of that host but /robots.txt is;
       - a status outside every class (999) is counted as status.other.
+  hostile_e2e.py robots-retry
+      A host whose robots.txt answers 503 twice, then allows all (testweb
+      fault robotsflaky): its queued URLs are kept, not dropped as
+      disallowed; robots.txt is asked again at the next visits, and the
+      pages are fetched after it answered, none before.
 """
 import os
 import shutil
@@ -74,12 +79,51 @@ def test_redirects():
     print("ok")
 
 
+def test_robots_retry():
+    work = tempfile.mkdtemp(prefix="e2e-robots-retry-")
+    tw = TestWeb(work, ["--hosts", "4", "--pages", "10", "--ips", "4", "--fault", "h1=robotsflaky"])
+    try:
+        host = "h1.web.test:%d" % tw.http_port
+        out = os.path.join(work, "out")
+        stats, el, rss = crawl(tw, out, ["--host-delay", "10", "--ip-delay", "0", "--max-time", "60",
+                                         "--domains", "h1.web.test"],
+                               timeout=100, seed_urls=["http://%s/" % host])
+    finally:
+        tw.stop()
+    rows = [r for r in tw.requests() if r[2] == host]
+    robots = [(r[0], r[6]) for r in rows if r[5] == "/robots.txt"]
+    pages = [r for r in rows if r[5] != "/robots.txt"]
+    errors = stats.get("errors", {})
+    print("robots retry crawl: %.1f s; robots.txt statuses %s; %d pages; errors %s; dropped %s" %
+          (el, [st for _, st in robots], len(pages), errors, stats["hosts"]["dropped_urls"]))
+    problems = []
+    if [st for _, st in robots] != [503, 503, 200]:
+        problems.append("robots.txt answered %s, want 503, 503, 200" % [st for _, st in robots])
+    if len(pages) < 5:
+        problems.append("only %d pages of the host fetched" % len(pages))
+    ok_at = [t for t, st in robots if st == 200]
+    early = [r[5] for r in pages if not ok_at or r[0] < ok_at[0]]
+    if early:
+        problems.append("pages fetched before robots.txt answered: %s" % early)
+    if errors.get("robots-unreachable") != 2:
+        problems.append("errors.robots-unreachable = %s, want 2" % errors.get("robots-unreachable"))
+    if errors.get("robots-disallowed") or stats["hosts"]["dropped_urls"]:
+        problems.append("URLs dropped: %s disallowed, %s with retired hosts" %
+                        (errors.get("robots-disallowed"), stats["hosts"]["dropped_urls"]))
+    if problems:
+        fail("; ".join(problems))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
 def main():
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "redirects":
         test_redirects()
+    elif what == "robots-retry":
+        test_robots_retry()
     else:
-        fail("usage: hostile_e2e.py redirects")
+        fail("usage: hostile_e2e.py redirects|robots-retry")
 
 
 if __name__ == "__main__":
