@@ -11,6 +11,9 @@ the test web's own request log (helpers from crawl_e2e.py).
       - a host whose /robots.txt redirects five times across hosts to a
         'Disallow: /' (testweb fault robotsredir): the whole chain is
         requested and no path of that host but /robots.txt is;
+      - one whose chain has six (robotsredir6): five are followed, the
+        sixth is not (errors.robots-redirect-limit), robots.txt is then
+        unavailable (RFC 9309 2.3.1.2: allow all) and its pages are fetched;
       - a status outside every class (999) is counted as status.other.
   hostile_e2e.py robots-retry
       A host whose robots.txt answers 503 twice, then allows all (testweb
@@ -36,13 +39,16 @@ def test_redirects():
     # h3/rr/3 -> h4/rr/2 -> h5/rr/1 -> h6/rr/0 ('Disallow: /'). h0 (robots
     # kind 1 with the default seed: only /private/ disallowed) serves the
     # endless chain and the odd status.
-    tw = TestWeb(work, ["--hosts", "8", "--pages", "10", "--ips", "4", "--fault", "h1=robotsredir"])
+    # h8 serves the six-redirect chain h9/rr/5 .. h14/rr/0.
+    tw = TestWeb(work, ["--hosts", "15", "--pages", "10", "--ips", "4", "--fault", "h1=robotsredir",
+                        "--fault", "h8=robotsredir6"])
     try:
         base = "http://h%d.web.test:" + str(tw.http_port)
         seeds = [(base % 0) + "/inf/0", (base % 0) + "/status/999", (base % 1) + "/",
-                 (base % 1) + "/s1/p1.html"]
+                 (base % 1) + "/s1/p1.html", (base % 8) + "/"]
         out = os.path.join(work, "out")
         stats, el, rss = crawl(tw, out, ["--host-delay", "10", "--ip-delay", "0", "--max-time", "60",
+                                         "--max-depth", "0", "--domains", "h0.web.test,h1.web.test,h8.web.test",
                                          "--set", "fetch.max_redirects=%d" % MAX_REDIRECTS],
                                timeout=100, seed_urls=seeds)
     finally:
@@ -53,6 +59,7 @@ def test_redirects():
     inf = sorted(int(r[5].split("/")[2]) for r in rows
                  if r[2] == "h0.web.test" + port and r[5].startswith("/inf/"))
     h1 = [r[5] for r in rows if r[2] == "h1.web.test" + port]
+    h8 = [r[5] for r in rows if r[2] == "h8.web.test" + port]
     chain = [(r[2].split(".")[0], r[5]) for r in rows if r[5].startswith("/rr/")]
     print("hostile crawl: %.1f s, %d requests; /inf/ requested %s; h1 paths %s; robots chain %s; "
           "errors %s; status %s" % (el, len(rows), inf, h1, chain, errors, stats.get("status")))
@@ -62,15 +69,20 @@ def test_redirects():
                         (inf, MAX_REDIRECTS))
     if errors.get("redirect-limit") != 1:
         problems.append("errors.redirect-limit = %s, want 1" % errors.get("redirect-limit"))
-    want_chain = [("h%d" % (2 + k), "/rr/%d" % (4 - k)) for k in range(ROBOTS_CHAIN)]
+    # h8's chain: the fifth redirect (h13/rr/1 -> h14/rr/0) is not followed
+    want_chain = ([("h%d" % (2 + k), "/rr/%d" % (4 - k)) for k in range(ROBOTS_CHAIN)] +
+                  [("h%d" % (9 + k), "/rr/%d" % (5 - k)) for k in range(ROBOTS_CHAIN)])
     if sorted(set(chain)) != sorted(want_chain):
         problems.append("robots.txt chain requested %s, want %s" % (chain, want_chain))
     if h1 and set(h1) != {"/robots.txt"}:
         problems.append("disallowed paths of h1 fetched: %s" % sorted(set(h1) - {"/robots.txt"}))
     if "/robots.txt" not in h1:
         problems.append("h1/robots.txt never requested")
-    if errors.get("robots-redirect-limit"):
-        problems.append("a robots.txt chain of %d redirects was cut" % ROBOTS_CHAIN)
+    if errors.get("robots-redirect-limit") != 1:
+        problems.append("errors.robots-redirect-limit = %s, want 1 (h8's chain of 6)" %
+                        errors.get("robots-redirect-limit"))
+    if not set(h8) - {"/robots.txt"}:
+        problems.append("h8 (robots.txt unavailable after 5 redirects: allow all) not crawled: %s" % h8)
     if stats.get("status", {}).get("other") != 1:
         problems.append("status 999 not counted as status.other (status %s)" % stats.get("status"))
     if problems:

@@ -114,9 +114,10 @@ __attribute__((format(printf, 2, 3))) static void sb_fmt(struct sbuf *b, const c
 
 /* ---------- configuration ---------- */
 
-static const char *const fault_names[] = { "-",        "slow",        "endless",    "hugeheaders",
-	                                   "gzipbomb", "badchunk",    "reset",      "trap",
-	                                   "429",      "robotsredir", "robotsflaky" };
+static const char *const fault_names[] = {
+	"-",     "slow", "endless", "hugeheaders", "gzipbomb",    "badchunk",
+	"reset", "trap", "429",     "robotsredir", "robotsflaky", "robotsredir6"
+};
 
 const char *tw_fault_name(enum tw_fault f)
 {
@@ -846,8 +847,10 @@ int tw_resource_get(const struct tw_config *cfg, long host, const char *path, si
 	if (j >= 0)
 		return make_page(cfg, host, j, res, links, links_cap, nlinks);
 	if (pend - p == 11 && memcmp(p, "/robots.txt", 11) == 0) {
-		if (tw_host_fault(cfg, host) == TW_FAULT_ROBOTSREDIR)
-			return make_redirect(cfg, res, 301, (host + 1) % cfg->hosts, "/rr/4", 1,
+		enum tw_fault f = tw_host_fault(cfg, host);
+		if (f == TW_FAULT_ROBOTSREDIR || f == TW_FAULT_ROBOTSREDIR6)
+			return make_redirect(cfg, res, 301, (host + 1) % cfg->hosts,
+			                     f == TW_FAULT_ROBOTSREDIR ? "/rr/4" : "/rr/5", 1,
 			                     host);
 		return make_robots(cfg, host, res);
 	}

@@ -36,7 +36,8 @@ enum tw_fault {
 	TW_FAULT_TRAP,        /* infinite calendar /cal/Y/M/ */
 	TW_FAULT_429,         /* 429 with Retry-After */
 	TW_FAULT_ROBOTSREDIR, /* robots.txt: 5 redirects across hosts to Disallow: / */
-	TW_FAULT_ROBOTSFLAKY  /* robots.txt: 503 to the first TW_FLAKY_ROBOTS_FAILS */
+	TW_FAULT_ROBOTSFLAKY, /* robots.txt: 503 to the first TW_FLAKY_ROBOTS_FAILS */
+	TW_FAULT_ROBOTSREDIR6 /* robotsredir with 6 redirects (one past RFC 9309's 5) */
 };
 
 /* Parsed once from the command line; copied by nobody, read by everyone. */

@@ -1083,7 +1083,7 @@ static void answer_request(struct conn *c, int gz, int head)
 		enum tw_fault f = tw_host_fault(s->cfg, idx);
 		int robots = strcmp(c->path, "/robots.txt") == 0;
 		int fault = f != TW_FAULT_NONE && f != TW_FAULT_TRAP && f != TW_FAULT_ROBOTSREDIR &&
-		            f != TW_FAULT_ROBOTSFLAKY && !robots;
+		            f != TW_FAULT_ROBOTSREDIR6 && f != TW_FAULT_ROBOTSFLAKY && !robots;
 		if (f == TW_FAULT_ROBOTSFLAKY && robots && robots_flaky_fails(s, idx)) {
 			send_error(c, 503);
 			return;

@@ -115,6 +115,7 @@ static const char usage_text[] =
         "       robotsredir /robots.txt: 301 -> /rr/4 of h(I+1)%N, each /rr/K 302 ->\n"
         "                  /rr/K-1 of the next host, /rr/0 'Disallow: /' (5 redirects\n"
         "                  across hosts); its other paths are those of a normal host\n"
+        "       robotsredir6 the same from /rr/5 of h(I+1)%N: 6 redirects\n"
         "       robotsflaky /robots.txt: 503 to the first 2 requests, then allow all;\n"
         "                  its other paths are those of a normal host\n"
         "                  The fault applies to every path but /robots.txt (allow all).\n"
