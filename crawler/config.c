@@ -94,6 +94,7 @@ static const struct key_def keys[] = {
 	KEY("fetch", "ca_file", T_STR, fetch.ca_file, 0, 4096),
 	KEY("dns", "server", T_STR, dns.server, 0, 1024),
 	KEY("dns", "resolv_conf", T_STR, dns.resolv_conf, 0, 4096),
+	KEY("fetch", "max_redirects", T_UINT, crawl.max_redirects, 0, 255),
 	KEY("dns", "cache_ttl_s", T_UINT, dns.max_ttl_s, 0, 8.64e5),
 	KEY("dns", "timeout_ms", T_UINT, dns.timeout_ms, 10, 600000),
 	KEY("dns", "max_pending", T_UINT, dns.max_pending, 1, 65536),
@@ -209,6 +210,7 @@ int crawl_config_default(struct crawl_config *c)
 	c->fetch.max_body_bytes = 10u * 1024 * 1024;
 	c->fetch.max_header_bytes = 256u * 1024;
 	c->fetch.verify_tls = true;
+	c->crawl.max_redirects = 20; /* wget's --max-redirect default */
 	c->dns.max_ttl_s = 3600;
 	c->dns.timeout_ms = 5000;
 	c->dns.max_pending = 256;

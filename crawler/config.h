@@ -77,11 +77,13 @@ struct crawl_limits {
 	char *user_agent;                        /* also the robots.txt product token */
 	char *domains[CRAWL_CONFIG_MAX_DOMAINS]; /* allowed host suffixes */
 	size_t n_domains;
-	int any_domain;  /* 1: no domain restriction at all */
-	int sitemaps;    /* follow the Sitemap: lines of robots.txt (and their indexes) */
-	int quiet;       /* no progress line, no summary */
-	int obey_robots; /* fetch robots.txt first and obey it (the crawl does,
+	int any_domain;         /* 1: no domain restriction at all */
+	int sitemaps;           /* follow robots.txt's Sitemap: lines (and their indexes) */
+	int quiet;              /* no progress line, no summary */
+	int obey_robots;        /* fetch robots.txt first and obey it (the crawl does,
 	                    not the politeness module) */
+	uint32_t max_redirects; /* [fetch]: redirects followed along one chain
+	                           (the fetch engine follows none itself) */
 };
 
 /* [parse]: the pool of parse threads and what it does per page. */

@@ -200,7 +200,8 @@ static void fetch_done(void *ctx, struct fetch_result *res)
 	if (follow && !r->finished &&
 	    scope_check(r->scope, j->redirect, strlen(j->redirect), j->depth) == SCOPE_OK &&
 	    sieve_path_feed_redirect(r->sp, j->redirect, strlen(j->redirect), j->res->url,
-	                             strlen(j->res->url), j->depth) != 0)
+	                             strlen(j->res->url),
+	                             frontier_depth_pack(j->depth, j->redirects)) != 0)
 		r->stats.redirect_dropped++;
 	hand_off(r, j);
 	if (r->finished)

@@ -152,6 +152,9 @@ static size_t error_entries(const struct crawl_stats *s, const struct crawl_stat
 		{ "sieve-meta-missing", STAT_ATOMIC, &s->ac.meta_missing, 1 },
 		{ "sieve-meta-dropped", STAT_ATOMIC, &s->ac.meta_dropped, 1 },
 		{ "redirect-dropped", STAT_U64, &s->redirect_dropped, 1 },
+		{ "redirect-limit", STAT_U64, &s->redirect_limit, 1 },
+		{ "robots-redirect-limit", STAT_U64, &s->robots_redirect_limit, 1 },
+		{ "robots-unreachable", STAT_U64, &s->robots_unreachable, 1 },
 		{ "emit-dropped", STAT_ATOMIC, &s->ac.emit_dropped, 1 },
 	};
 	for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
@@ -167,7 +170,7 @@ struct stats_derived {
 	uint64_t status_v[CRAWL_STATS_STATUS_MAX], scope_v[SCOPE_VERDICT_COUNT];
 	char status_names[CRAWL_STATS_STATUS_MAX][4];
 	char dns_names[CRAWL_STATS_ERRORS][64];
-	struct stat_entry status_e[CRAWL_STATS_STATUS_MAX], error_e[3 * CRAWL_STATS_ERRORS],
+	struct stat_entry status_e[CRAWL_STATS_STATUS_MAX + 1], error_e[4 * CRAWL_STATS_ERRORS],
 	        scope_e[SCOPE_VERDICT_COUNT];
 };
 
@@ -203,6 +206,8 @@ static size_t status_entries(const struct crawl_stats *s, struct stats_derived *
 		snprintf(d->status_names[i], sizeof d->status_names[i], "%d", i);
 		e[n++] = (struct stat_entry){ d->status_names[i], STAT_U64, &s->status[i], 0 };
 	}
+	if (s->status_other) /* 600..999 and beyond: no class of RFC 9110 */
+		e[n++] = (struct stat_entry){ "other", STAT_U64, &s->status_other, 0 };
 	return n;
 }
 
@@ -426,6 +431,10 @@ static const struct saved_counter saved_counters[] = {
 	LOOP_COUNTER(writer_full),
 	LOOP_COUNTER(hosts_dns_failed),
 	LOOP_COUNTER(redirect_dropped),
+	LOOP_COUNTER(redirect_limit),
+	LOOP_COUNTER(robots_redirect_limit),
+	LOOP_COUNTER(robots_unreachable),
+	LOOP_COUNTER(status_other),
 	LOOP_COUNTER(forced_flushes),
 	LOOP_COUNTER(early_flushes),
 	LOOP_COUNTER(ckpt_count),

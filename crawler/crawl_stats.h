@@ -56,6 +56,10 @@ struct crawl_stats {
 	uint64_t elapsed_before_us; /* crawl time of the runs before a resume */
 	uint64_t pages_started, pages_done, requests, bytes, robots_fetches;
 	uint64_t robots_disallowed, redirects, redirect_dropped;
+	uint64_t redirect_limit;        /* redirects not followed: [fetch] max_redirects */
+	uint64_t robots_redirect_limit; /* robots.txt chains cut at ROBOTS_MAX_REDIRECTS */
+	uint64_t robots_unreachable;    /* robots.txt 5xx/429/network error: retried */
+	uint64_t status_other;          /* statuses outside 0..CRAWL_STATS_STATUS_MAX-1 */
 	uint64_t private_refused, parse_full, writer_full, hosts_dns_failed;
 	uint64_t forced_flushes, early_flushes;
 	uint64_t ckpt_count, ckpt_failures, ckpt_us_total, ckpt_us_max;

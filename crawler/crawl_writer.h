@@ -37,7 +37,8 @@
 struct crawl_job {
 	struct fetch_result *res; /* owned */
 	uint32_t host;
-	uint32_t depth;
+	uint32_t depth;     /* link depth */
+	uint32_t redirects; /* redirects that led here (+1 for j->redirect) */
 	int robots;
 	unsigned flags;    /* CRAWL_LOG_* */
 	char *via;         /* owned */

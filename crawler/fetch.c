@@ -38,6 +38,7 @@ struct transfer {
 	size_t req_alloc, hdr_alloc, body_alloc;
 	size_t header_total; /* all header bytes, 1xx blocks included */
 	bool header_too_big;
+	bool header_ended; /* the blank line closing the last block came */
 	bool refused_private;
 	uint64_t start_hr; /* uv_hrtime at start */
 	char errbuf[CURL_ERROR_SIZE];
@@ -235,12 +236,17 @@ void fetch_result_free(struct fetch_result *res)
 	free(res);
 }
 
-/* Copy of the first header NAME's value in a raw header block, trimmed. */
-static char *header_value(const struct fetch_buf *h, const char *name)
+/* Copy of header NAME's value in a raw header block, trimmed: the first
+ * line's, or with all, every line's joined by ", " (RFC 9110 5.3: a field
+ * sent on several lines is one comma-separated list, in order). NULL if
+ * absent or out of memory. */
+static char *header_value(const struct fetch_buf *h, const char *name, bool all)
 {
 	size_t nl = strlen(name);
 	const char *p = (const char *)h->data;
 	const char *end = p + h->len;
+	char *out = NULL;
+	size_t len = 0;
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		const char *line_end = eol ? eol : end;
@@ -251,16 +257,23 @@ static char *header_value(const struct fetch_buf *h, const char *name)
 				v++;
 			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
 				ve--;
-			char *out = malloc((size_t)(ve - v) + 1);
-			if (out != NULL) {
-				memcpy(out, v, (size_t)(ve - v));
-				out[ve - v] = '\0';
+			size_t sep = out != NULL ? 2 : 0;
+			char *grown = realloc(out, len + sep + (size_t)(ve - v) + 1);
+			if (grown == NULL) {
+				free(out);
+				return NULL;
 			}
-			return out;
+			out = grown;
+			memcpy(out + len, ", ", sep);
+			memcpy(out + len + sep, v, (size_t)(ve - v));
+			len += sep + (size_t)(ve - v);
+			out[len] = '\0';
+			if (!all)
+				return out;
 		}
 		p = line_end + 1;
 	}
-	return NULL;
+	return out;
 }
 
 static int64_t now_unix_ms(void)
@@ -303,6 +316,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userp)
 	/* A new status line starts a new block: drop 1xx (and CONNECT) ones. */
 	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0)
 		r->response_headers.len = 0;
+	t->header_ended = (n == 2 && data[0] == '\r') || (n == 1 && data[0] == '\n');
 	if (buf_append(&r->response_headers, &t->hdr_alloc, data, n, SIZE_MAX) != 0)
 		return 0;
 	return n;
@@ -469,7 +483,6 @@ static const struct {
 	{ CURLE_BAD_CONTENT_ENCODING, FETCH_ERR_BAD_RESPONSE },
 	{ CURLE_HTTP2, FETCH_ERR_BAD_RESPONSE },
 	{ CURLE_HTTP2_STREAM, FETCH_ERR_BAD_RESPONSE },
-	{ CURLE_OUT_OF_MEMORY, FETCH_ERR_NOMEM },
 };
 
 static enum fetch_error map_curl_error(struct transfer *t, CURLcode cc)
@@ -482,6 +495,11 @@ static enum fetch_error map_curl_error(struct transfer *t, CURLcode cc)
 		if (t->res->truncated)
 			return FETCH_OK;
 		return FETCH_ERR_NOMEM;
+	case CURLE_OUT_OF_MEMORY:
+		/* curl (7.x) refuses a header line over its own cap (100 KiB)
+		 * as out of memory; before the header block ended that is the
+		 * likely cause, whatever max_header_bytes allows. */
+		return t->header_ended ? FETCH_ERR_NOMEM : FETCH_ERR_HEADER_TOO_LARGE;
 	case CURLE_COULDNT_CONNECT:
 		return t->refused_private ? FETCH_ERR_PRIVATE_ADDR : FETCH_ERR_CONNECT;
 	case CURLE_OPERATION_TIMEDOUT:
@@ -493,6 +511,9 @@ static enum fetch_error map_curl_error(struct transfer *t, CURLcode cc)
 	case CURLE_PARTIAL_FILE:
 		if (strstr(t->errbuf, "chunk") != NULL)
 			return FETCH_ERR_BAD_RESPONSE;
+		/* curl's own cap on a whole header block (300 KiB) */
+		if (strstr(t->errbuf, "Too large response headers") != NULL)
+			return FETCH_ERR_HEADER_TOO_LARGE;
 		return FETCH_ERR_RECV;
 	default: break;
 	}
@@ -533,10 +554,10 @@ static void transfer_finish(struct fetch_engine *e, struct transfer *t, CURLcode
 		r->http2 = version == CURL_HTTP_VERSION_2_0;
 	if (curl_easy_getinfo(t->easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip != NULL)
 		snprintf(r->ip, sizeof(r->ip), "%s", ip);
-	r->content_type = header_value(&r->response_headers, "Content-Type");
-	r->content_encoding = header_value(&r->response_headers, "Content-Encoding");
-	r->location = header_value(&r->response_headers, "Location");
-	char *ra = header_value(&r->response_headers, "Retry-After");
+	r->content_type = header_value(&r->response_headers, "Content-Type", false);
+	r->content_encoding = header_value(&r->response_headers, "Content-Encoding", true);
+	r->location = header_value(&r->response_headers, "Location", false);
+	char *ra = header_value(&r->response_headers, "Retry-After", false);
 	r->retry_after_s = -1;
 	if (ra != NULL) {
 		char *end = NULL;

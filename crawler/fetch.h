@@ -21,7 +21,12 @@
  *    FETCH_ERR_BUSY beyond that (back-pressure, not growth).
  *  - redirects are never followed; Location is reported.
  *  - body capped at max_body_bytes (the transfer is cut and marked truncated,
- *    not failed); header block capped at max_header_bytes (failure).
+ *    not failed); header block capped at max_header_bytes (failure), and
+ *    curl's own caps (a 100 KiB line, a 300 KiB block) fail the same way:
+ *    FETCH_ERR_HEADER_TOO_LARGE.
+ *  - a header sent on several lines is reported as one list: the values
+ *    joined by ", " in order (RFC 9110 5.3), so two Content-Encoding lines
+ *    give "gzip, br", decoded right to left (decode.h).
  *  - only http and https; HTTP/2 when a TLS server offers it by ALPN, else
  *    HTTP/1.1; one request at a time per connection (no multiplexing);
  *    curl does not decode Content-Encoding
@@ -126,7 +131,7 @@ struct fetch_result {
 	                                      1xx blocks dropped */
 	struct fetch_buf body;             /* raw body as received (content-encoded) */
 	char *content_type;                /* header value or NULL */
-	char *content_encoding;            /* header value or NULL */
+	char *content_encoding;            /* every line's value, ", "-joined, or NULL */
 	char *location;                    /* header value (unresolved) or NULL */
 	long retry_after_s;                /* Retry-After in seconds, -1 if absent */
 	int64_t start_unix_ms;             /* wall clock when the transfer started */

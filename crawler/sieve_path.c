@@ -520,10 +520,8 @@ uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t no
 	if (sp->flush_pending || !atomic_load(&sp->seeded))
 		return 0;
 	if (!loop_idle || bqueue_size(sp->emitq) != 0 || bqueue_size(sp->feedq) != 0 ||
-	    atomic_load(&sp->p.stats->ac.keys_added) == sp->flush_keys_at) {
-		early_flush(sp);
-		return 0;
-	}
+	    atomic_load(&sp->p.stats->ac.keys_added) == sp->flush_keys_at)
+		return 0; /* what is under way will ask again when it ends */
 	/* Flushing takes at most a tenth of the time so spent waiting. */
 	uint64_t gap = 10 * sp->flush_took_us;
 	uint64_t at = sp->flush_done_us + (gap > NONE_READY_GAP_US ? gap : NONE_READY_GAP_US);

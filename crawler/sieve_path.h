@@ -100,13 +100,12 @@ int sieve_path_drain(struct sieve_path *sp, int all);
  * emitted nothing and everything is still idle. */
 int sieve_path_dry(struct sieve_path *sp, int loop_idle);
 /* The frontier holds URLs, but every host of theirs waits (a Retry-After,
- * a Crawl-delay): asks for the flush that delivers the links found
- * elsewhere, so that they do not wait in the sieve's buffer for those
- * hosts: as a dry frontier does while the loop is busy (loop_idle 0),
- * and, with nothing else to do (loop_idle 1), when keys came in since the
- * last flush, at most every 500 ms or ten times the last flush's time.
- * Such a flush never ends the crawl. Returns 0, or the monotonic time at
- * which to ask again. */
+ * a Crawl-delay): with nothing else to do (loop_idle: nothing in flight,
+ * no host held, no parse job), asks for the flush that delivers the links
+ * found since the last one, so that they do not wait in the sieve's buffer
+ * for those hosts; at most every 500 ms or ten times the last flush's
+ * time. Such a flush never ends the crawl. Returns 0, or the monotonic
+ * time at which to ask again. */
 uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t now_us);
 /* Checkpoint: 1 when the seeds are in, no forced flush is pending and the
  * feed queue is empty. */

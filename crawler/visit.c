@@ -47,9 +47,9 @@ struct host_state {
 /* One request in flight (fetch_request.user). */
 struct req {
 	uint32_t host;
-	uint32_t depth;
+	uint32_t depth;   /* link depth */
 	int robots;       /* robots.txt fetch */
-	int redirects;    /* robots redirects followed so far */
+	int redirects;    /* redirects followed along the chain so far */
 	uint64_t wait_us; /* the visit's wait for its first request, else 0 */
 	char *url;
 	char *via; /* "" if none */
@@ -78,6 +78,7 @@ struct dns_wait {
 };
 
 static void visit_next(struct visit *v, uint32_t host);
+static void dns_start_waiting(struct visit *v);
 static void dns_done(void *ctx, enum dns_error err, const char *name, const struct in_addr *addrs,
                      size_t naddrs);
 
@@ -223,8 +224,10 @@ static void req_release(struct visit *v, struct req *q)
 	free(q);
 }
 
+/* Starts a request of a held host's visit: to the host's own address, or
+ * to ip (a robots.txt redirect to another host). 0, or -1 (counted). */
 static int start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t depth,
-                       const char *via, int robots, int redirects)
+                       const char *via, int robots, int redirects, const char *ip)
 {
 	struct host_state *hs = host_state(v, host);
 	struct req *q = calloc(1, sizeof *q);
@@ -245,14 +248,14 @@ static int start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t
 		req_release(v, q);
 		return -1;
 	}
-	char ip[INET_ADDRSTRLEN] = "";
+	char own[INET_ADDRSTRLEN] = "";
 	uint32_t ipv4;
-	if (politeness_host_ip(v->p.pol, host, &ipv4)) {
+	if (!ip && politeness_host_ip(v->p.pol, host, &ipv4)) {
 		struct in_addr a = { htonl(ipv4) };
-		inet_ntop(AF_INET, &a, ip, sizeof ip);
+		inet_ntop(AF_INET, &a, own, sizeof own);
 	}
 	struct fetch_request fr = {
-		.url = url, .ip = ip, .user = q, .flags = robots ? FETCH_FLAG_ROBOTS : 0
+		.url = url, .ip = ip ? ip : own, .user = q, .flags = robots ? FETCH_FLAG_ROBOTS : 0
 	};
 	enum fetch_error e = fetch_engine_start(v->p.fetch, &fr);
 	if (e != FETCH_OK) {
@@ -268,6 +271,28 @@ static int start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t
 
 /* ---- ROBOTS ---- */
 
+/* robots.txt is unreachable (RFC 9309 2.3.1.4: a 5xx, 429 or network
+ * error, or a request of its chain that could not start or resolve): all
+ * of the host is disallowed for now, but its queued URLs stay for the
+ * retry instead of being popped and dropped as disallowed. The visit ends
+ * at once and the rules go back to unknown, so the host's next visit
+ * fetches robots.txt again; the politeness backoff (5xx, network error)
+ * or Retry-After (429, 503) decides when, else a second from now. A host
+ * that keeps failing is retired after max_consecutive_errors. */
+static void robots_unreachable(struct visit *v, uint32_t host)
+{
+	struct host_state *hs = host_state(v, host);
+	set_robots(v, host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
+	if (hs->outcome == VISIT_OK) {
+		hs->outcome = VISIT_RETRY_LATER;
+		hs->retry_after_us = monotonic_us() + 1000000u;
+	}
+	if (!hs->visit_requests)
+		hs->visit_requests = 1; /* so the delay applies */
+	v->p.stats->robots_unreachable++;
+	visit_end(v, host);
+}
+
 static void start_robots(struct visit *v, uint32_t host)
 {
 	size_t kl;
@@ -277,15 +302,8 @@ static void start_robots(struct visit *v, uint32_t host)
 	set_state(host_state(v, host), VISIT_ROBOTS);
 	set_robots(v, host, POLITENESS_ROBOTS_FETCHING, NULL, 0);
 	v->p.stats->robots_fetches++;
-	if (start_fetch(v, host, url, 0, NULL, 1, 0) < 0) {
-		/* Could not even start: treat as unreachable (disallow, retry later). */
-		struct robots_policy pol;
-		if (robots_policy_from_fetch(-1, NULL, 0, v->p.cfg->crawl.user_agent,
-		                             (int64_t)(monotonic_us() / 1000), &pol) == ROBOTS_OK)
-			set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
-			           (uint64_t)pol.expires_ms * 1000u);
-		visit_end(v, host);
-	}
+	if (start_fetch(v, host, url, 0, NULL, 1, 0, NULL) < 0)
+		robots_unreachable(v, host);
 }
 
 /* The Sitemap URLs of a robots.txt (at most VISIT_SITEMAPS_PER_HOST), copied
@@ -306,24 +324,115 @@ static void take_sitemaps(struct visit *v, const struct robots *rules, struct cr
 	j->parse = j->nsitemaps > 0;
 }
 
-/* A robots.txt answer: follows a same-origin redirect (returns 1: still in
- * flight), else sets the host's policy (the visit goes on: FETCH). */
+/* A robots.txt redirect to another host, while its name is looked up:
+ * the visit of host (whose robots.txt it is) waits in VISIT_ROBOTS. */
+struct robots_hop {
+	struct visit *v;
+	uint32_t host;
+	int redirects; /* followed so far, this one included */
+	char data[];   /* target URL NUL, its host name NUL */
+};
+
+/* The target's address: the next request of the chain goes there (the
+ * resolver's callback; see dns_done for the pump). */
+static void robots_hop_resolved(void *ctx, enum dns_error err, const char *name,
+                                const struct in_addr *addrs, size_t naddrs)
+{
+	(void)name;
+	struct robots_hop *h = ctx;
+	struct visit *v = h->v;
+	int was_finished = *v->p.finished;
+	if (!was_finished) {
+		char ip[INET_ADDRSTRLEN] = "";
+		if (err != DNS_OK || naddrs == 0)
+			v->p.stats->dns_errors[err < CRAWL_STATS_ERRORS ? err
+			                                                : CRAWL_STATS_ERRORS - 1]++;
+		else
+			inet_ntop(AF_INET, &addrs[0], ip, sizeof ip);
+		int refused = ip[0] && !v->p.cfg->fetch.allow_private_networks &&
+		              fetch_addr_is_private(ip);
+		v->p.stats->private_refused += (uint64_t)refused;
+		if (!ip[0] || refused || *v->p.stopping || !v->p.hooks.can_start(v->p.hooks.ctx) ||
+		    start_fetch(v, h->host, h->data, 0, NULL, 1, h->redirects, ip) != 0)
+			robots_unreachable(v, h->host);
+	}
+	free(h);
+	if (v->in_dns_call || was_finished)
+		return;
+	v->p.hooks.pump(v->p.hooks.ctx);
+	dns_start_waiting(v);
+}
+
+/* Follows a robots.txt redirect (RFC 9309 2.3.1.2: at least five, across
+ * hosts): the same origin goes to the host's own address, another one is
+ * looked up first. Returns 1 when the chain is handled (a request or a
+ * lookup under way, or the host set unreachable), 0 when the target is not
+ * an http(s) URL (robots.txt is then unavailable). Takes to. */
+static int robots_follow(struct visit *v, struct req *q, char *to)
+{
+	uint32_t host = q->host;
+	size_t kl, hs, hl, bkl;
+	const char *key = frontier_host_key(v->p.frontier, host, &bkl);
+	if (url_key_split(to, strlen(to), &kl, &hs, &hl) != 0) {
+		free(to);
+		return 0;
+	}
+	if (*v->p.stopping || !v->p.hooks.can_start(v->p.hooks.ctx) || to[hs] == '[') {
+		free(to); /* IPv6 literal: the engine is IPv4 only */
+		robots_unreachable(v, host);
+		return 1;
+	}
+	if (kl == bkl && memcmp(to, key, kl) == 0) {
+		if (start_fetch(v, host, to, 0, NULL, 1, q->redirects + 1, NULL) != 0)
+			robots_unreachable(v, host);
+		free(to);
+		return 1;
+	}
+	size_t ul = strlen(to);
+	struct robots_hop *h = malloc(sizeof *h + ul + hl + 2);
+	if (!h) {
+		free(to);
+		robots_unreachable(v, host);
+		return 1;
+	}
+	h->v = v;
+	h->host = host;
+	h->redirects = q->redirects + 1;
+	memcpy(h->data, to, ul + 1);
+	memcpy(h->data + ul + 1, to + hs, hl);
+	h->data[ul + 1 + hl] = '\0';
+	free(to);
+	v->in_dns_call++;
+	enum dns_error e =
+	        dns_resolve(v->p.dns, h->data + ul + 1, robots_hop_resolved, h, uv_now(v->p.loop));
+	v->in_dns_call--;
+	if (e != DNS_OK) {
+		free(h);
+		v->p.stats->dns_errors[e < CRAWL_STATS_ERRORS ? e : CRAWL_STATS_ERRORS - 1]++;
+		robots_unreachable(v, host);
+	}
+	return 1;
+}
+
+/* A robots.txt answer: follows a redirect (returns 1: the chain goes on,
+ * or the host was set unreachable), else sets the host's policy (the visit
+ * goes on: FETCH). A redirect past ROBOTS_MAX_REDIRECTS is not followed:
+ * robots.txt is unavailable (RFC 9309 2.3.1.2 allows it; allow all). */
 static int robots_answer(struct visit *v, struct req *q, struct fetch_result *res,
                          struct crawl_job *j)
 {
 	uint32_t host = q->host;
 	long st = res->error == FETCH_OK ? res->status : -1;
-	if (st >= 300 && st < 400 && res->location && q->redirects < ROBOTS_MAX_REDIRECTS) {
+	if (st >= 300 && st < 400 && res->location) {
 		int crawlable;
 		char *to = resolve_location(v, res->url, res->location, &crawlable);
-		size_t kl, h, hl, bkl;
-		const char *key = frontier_host_key(v->p.frontier, host, &bkl);
-		/* Only same-origin redirects: another host has no resolved IP here. */
-		if (to && crawlable && url_key_split(to, strlen(to), &kl, &h, &hl) == 0 &&
-		    kl == bkl && memcmp(to, key, kl) == 0 && !*v->p.stopping &&
-		    v->p.hooks.can_start(v->p.hooks.ctx)) {
-			j->redirect = to;
-			if (start_fetch(v, host, to, 0, NULL, 1, q->redirects + 1) == 0)
+		if (to)
+			j->redirect = strdup(to); /* the crawl log's redirect column */
+		if (q->redirects >= ROBOTS_MAX_REDIRECTS) {
+			v->p.stats->robots_redirect_limit++;
+			free(to);
+		} else if (to && crawlable) {
+			if (robots_follow(v, q, to))
 				return 1;
 		} else {
 			free(to);
@@ -339,9 +448,13 @@ static int robots_answer(struct visit *v, struct req *q, struct fetch_result *re
 		blen = d.len;
 	}
 	struct robots_policy pol;
-	int pol_ok = robots_policy_from_fetch((int)st, body, blen, v->p.cfg->crawl.user_agent,
-	                                      (int64_t)(monotonic_us() / 1000), &pol) == ROBOTS_OK;
-	if (pol_ok) {
+	int rc = robots_policy_from_fetch((int)st, body, blen, v->p.cfg->crawl.user_agent,
+	                                  (int64_t)(monotonic_us() / 1000), &pol);
+	int pol_ok = rc == ROBOTS_OK && pol.source != ROBOTS_SRC_UNREACHABLE;
+	if (!pol_ok) {
+		robots_destroy(pol.robots);
+		robots_unreachable(v, host);
+	} else {
 		set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
 		           (uint64_t)pol.expires_ms * 1000u);
 		set_state(host_state(v, host), VISIT_FETCH);
@@ -582,7 +695,9 @@ static void visit_next(struct visit *v, uint32_t host)
 		}
 		char *url = strndup(fu.url, fu.url_len);
 		char *via = strndup(fu.via, fu.via_len);
-		int rc = (url && via) ? start_fetch(v, host, url, fu.depth, via, 0, 0) : -1;
+		int rc = (url && via) ? start_fetch(v, host, url, frontier_depth_of(fu.depth), via,
+		                                    0, (int)frontier_redirects_of(fu.depth), NULL)
+		                      : -1;
 		free(url);
 		free(via);
 		if (rc == 0) {
@@ -613,6 +728,8 @@ static void count_result(struct visit *v, struct host_state *hs, const struct fe
 	}
 	if (res->status >= 0 && res->status < CRAWL_STATS_STATUS_MAX)
 		s->status[res->status]++;
+	else
+		s->status_other++;
 	s->bytes += res->body.len;
 	if (res->status == 429 || (res->status == 503 && res->retry_after_s >= 0)) {
 		hs->outcome = VISIT_RETRY_LATER;
@@ -633,8 +750,14 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 		int crawlable;
 		j->flags |= CRAWL_LOG_REDIRECT;
 		j->redirect = resolve_location(v, res->url, res->location, &crawlable);
+		j->redirects = (uint32_t)q->redirects + 1;
 		v->p.stats->redirects++;
 		*follow = j->redirect && crawlable;
+		/* An endless chain ends here: the hop count came with the URL. */
+		if (*follow && (uint32_t)q->redirects >= v->p.cfg->crawl.max_redirects) {
+			v->p.stats->redirect_limit++;
+			*follow = 0;
+		}
 	}
 	int ok = res->error == FETCH_OK && res->status >= 200 && res->status < 300 &&
 	         res->body.len > 0;
@@ -706,7 +829,7 @@ void visit_save(struct visit *v, struct recfile_writer *w, uint64_t now)
 		if (q->robots)
 			continue;
 		recfile_put_u32(w, q->host);
-		recfile_put_u32(w, q->depth);
+		recfile_put_u32(w, frontier_depth_pack(q->depth, (uint32_t)q->redirects));
 		recfile_put_bytes(w, q->url, (uint32_t)strlen(q->url));
 		recfile_put_bytes(w, q->via, (uint32_t)strlen(q->via));
 	}

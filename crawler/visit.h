@@ -6,10 +6,15 @@
  *                          with a VISIT_NONE release, so the host comes
  *                          back under its IP's token)
  *                    \--> ROBOTS  (robots.txt first for each new host, and
- *                          again when it expired; redirects followed on the
- *                          same origin)
+ *                          again when it expired or was unreachable; up to
+ *                          ROBOTS_MAX_REDIRECTS redirects followed, another
+ *                          host's name looked up first; unreachable ends
+ *                          the visit with the URLs kept)
  *                    \--> FETCH   (one URL after another while the
- *                          politeness visit budget allows)
+ *                          politeness visit budget allows; a page's
+ *                          redirect is followed while the hops that led
+ *                          to it, carried in its depth word, stay under
+ *                          [fetch] max_redirects)
  *   any --visit end--> IDLE, with politeness_release carrying the outcome
  *                          (status class, Retry-After, duration).
  * Every transition goes through one function (set_state in visit.c).

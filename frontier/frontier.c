@@ -310,7 +310,7 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
 
 	if (e != FRONTIER_OK)
 		return e;
-	if (f->cfg.max_depth != 0 && depth > f->cfg.max_depth) {
+	if (f->cfg.max_depth != 0 && frontier_depth_of(depth) > f->cfg.max_depth) {
 		f->st.rejected_depth++;
 		return FRONTIER_ERR_DEPTH;
 	}

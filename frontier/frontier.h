@@ -71,6 +71,37 @@
 /* Host id returned when there is none. */
 #define FRONTIER_HOST_NONE UINT32_MAX
 
+/* The depth word of a queue record carries two counts: the link depth in
+ * its low FRONTIER_DEPTH_BITS bits and, above them, how many redirects led
+ * to the URL (a redirect target keeps the link depth of the URL that
+ * redirected; its count is one more). The word travels unchanged wherever
+ * depth does (sieve side table, queues, spill files, checkpoints);
+ * max_depth applies to the link depth alone. */
+#define FRONTIER_DEPTH_BITS 24
+#define FRONTIER_DEPTH_MASK ((1u << FRONTIER_DEPTH_BITS) - 1)
+#define FRONTIER_REDIRECTS_MAX (UINT32_MAX >> FRONTIER_DEPTH_BITS)
+
+/* depth must be at most FRONTIER_DEPTH_MASK, redirects at most
+ * FRONTIER_REDIRECTS_MAX (larger values saturate). */
+static inline uint32_t frontier_depth_pack(uint32_t depth, uint32_t redirects)
+{
+	if (depth > FRONTIER_DEPTH_MASK)
+		depth = FRONTIER_DEPTH_MASK;
+	if (redirects > FRONTIER_REDIRECTS_MAX)
+		redirects = FRONTIER_REDIRECTS_MAX;
+	return redirects << FRONTIER_DEPTH_BITS | depth;
+}
+
+static inline uint32_t frontier_depth_of(uint32_t word)
+{
+	return word & FRONTIER_DEPTH_MASK;
+}
+
+static inline uint32_t frontier_redirects_of(uint32_t word)
+{
+	return word >> FRONTIER_DEPTH_BITS;
+}
+
 enum frontier_err {
 	FRONTIER_OK = 0,
 	FRONTIER_ERR_NOMEM = 1,     /* an allocation failed; nothing changed */
@@ -80,7 +111,7 @@ enum frontier_err {
 	FRONTIER_ERR_NOT_FOUND = 5, /* host_get without create: unknown key */
 	FRONTIER_ERR_RETIRED = 6,   /* push: the host is retired; URL counted as dropped */
 	FRONTIER_ERR_BUDGET = 7,    /* push: host reached max_urls_per_host; counted */
-	FRONTIER_ERR_DEPTH = 8,     /* push: depth > max_depth; counted */
+	FRONTIER_ERR_DEPTH = 8,     /* push: link depth > max_depth; counted */
 	FRONTIER_ERR_FULL = 9,      /* host table reached max_hosts */
 	FRONTIER_ERR_CORRUPT = 10,  /* restore: a checkpoint file is truncated or corrupt */
 };
@@ -105,7 +136,7 @@ struct frontier_url {
 	size_t url_len;
 	const char *via; /* "" when none */
 	size_t via_len;
-	uint32_t depth;
+	uint32_t depth; /* the depth word: frontier_depth_of, frontier_redirects_of */
 };
 
 struct frontier_stats {

@@ -22,8 +22,8 @@ struct test_server {
 	int port;
 	atomic_long requests;
 	atomic_long connections;
-	unsigned char *gz, *zl, *bomb;
-	size_t gz_len, zl_len, bomb_len;
+	unsigned char *gz, *zl, *bomb, *gz_zl;
+	size_t gz_len, zl_len, bomb_len, gz_zl_len;
 };
 
 struct conn {
@@ -121,6 +121,21 @@ static void handle(struct conn *c, const char *path, const char *head)
 		n += (size_t)snprintf(h + n, cap - n, "\r\nok");
 		send_bytes(c, h, n);
 		free(h);
+	} else if (strcmp(path, "/hugeline") == 0) {
+		size_t n = 2u << 20;
+		char *h = malloc(n + 128);
+		int k = snprintf(h, 128, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Huge: ");
+		memset(h + k, 'a', n);
+		memcpy(h + k + n, "\r\n\r\nok", 6);
+		send_bytes(c, h, (size_t)k + n + 6);
+		free(h);
+	} else if (strcmp(path, "/two-encodings") == 0) {
+		send_response(c, "200 OK",
+		              "Content-Type: text/html\r\nContent-Encoding: gzip\r\n"
+		              "Content-Encoding: deflate\r\n",
+		              s->gz_zl, s->gz_zl_len);
+	} else if (strcmp(path, "/status999") == 0) {
+		send_response(c, "999 Odd", "Content-Type: text/plain\r\n", "odd", 3);
 	} else if (strcmp(path, "/redirect") == 0) {
 		send_response(c, "302 Found", "Location: /page/1\r\n", "", 0);
 	} else if (strcmp(path, "/gzip") == 0) {
@@ -260,6 +275,7 @@ struct test_server *test_server_start(void)
 	s->stop.data = s;
 	s->gz_len = compress_with(test_server_text, strlen(test_server_text), 31, &s->gz);
 	s->zl_len = compress_with(test_server_text, strlen(test_server_text), 15, &s->zl);
+	s->gz_zl_len = compress_with(s->gz, s->gz_len, 15, &s->gz_zl);
 	size_t bn = 64u << 20;
 	char *zeros = calloc(1, bn);
 	s->bomb_len = compress_with(zeros, bn, 31, &s->bomb);
@@ -291,6 +307,7 @@ void test_server_stop(struct test_server *s)
 	uv_loop_close(&s->loop);
 	free(s->gz);
 	free(s->zl);
+	free(s->gz_zl);
 	free(s->bomb);
 	free(s);
 }

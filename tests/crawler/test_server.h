@@ -5,6 +5,10 @@
  *   /page/N         200 text/html, body "page N\n" repeated 10 times
  *   /big            200, 1 MiB of 'a'
  *   /hugeheaders    200, ~200 KiB of header lines, small body
+ *   /hugeline       200, one 2 MiB header line, small body
+ *   /two-encodings  200, two Content-Encoding lines (gzip, then deflate)
+ *                   over test_server_text gzipped then deflated
+ *   /status999      status 999 (outside every class), small body
  *   /redirect       302, Location: /page/1
  *   /gzip /deflate  200, Content-Encoding gzip / deflate of test_server_text
  *   /bomb           200, Content-Encoding gzip, 64 MiB of zeros compressed

@@ -120,10 +120,11 @@ class TestWeb:
         return rows
 
 
-def crawl(tw, out, extra, timeout=110):
+def crawl(tw, out, extra, timeout=110, seed_urls=None):
+    """seed_urls: the seeds (default: the test web's --seeds)."""
     seeds = os.path.join(tw.dir, "seeds.txt")
     with open(seeds, "w") as f:
-        f.write("\n".join(tw.run_mode("--seeds")) + "\n")
+        f.write("\n".join(seed_urls or tw.run_mode("--seeds")) + "\n")
     cmd = [CRAWLER, "crawl", "--seeds", seeds, "-c", os.path.join(SOURCE, "configs", "testweb.conf"),
            "--dns-server", "127.0.0.1:%d" % tw.dns_port, "--allow-private-networks",
            "-o", out, "--quiet"] + extra
@@ -221,9 +222,9 @@ def check_sieve_accounting(stats, rows):
     return errors
 
 
-def test_coverage(policy, sieve_args=(), check=None, expected_args=()):
+def test_coverage(policy, sieve_args=(), check=None, expected_args=(), web=None):
     work = tempfile.mkdtemp(prefix="e2e-cov-")
-    tw = TestWeb(work, gen_args())
+    tw = TestWeb(work, web or gen_args())
     try:
         expected = set(tw.run_mode("--expected", "--agent", AGENT, *expected_args))
         faults = fault_hosts(tw)
@@ -238,7 +239,9 @@ def test_coverage(policy, sieve_args=(), check=None, expected_args=()):
     got = observed_set(tw, rows, faults)
     missing = sorted(expected - set(got))
     extra = sorted(set(got) - expected)
-    dups = sorted(k for k, n in got.items() if n > 1)
+    # A robots.txt that answers 5xx is unreachable: asked again at the
+    # host's next visits (until the host is retired), so it may repeat.
+    dups = sorted(k for k, n in got.items() if n > 1 and not re.search(r"/robots\.txt\t5\d\d$", k))
     sv = stats.get("sieve", {})
     print("policy %s%s: %d expected, %d requested (%d distinct), %.1f s, %s pages/s; sieve: "
           "emitted %s, flushes %s (forced %s, side table full %s)" %
@@ -628,10 +631,13 @@ def main():
                       ["only %d sieve flushes with 16-URL buffers" % st["sieve"]["flushes"]])
     elif what == "sieve-meta":
         # A 64 KiB side table (640 entries) with big buffers: it fills, and
-        # parse threads force flushes to make room.
+        # parse threads force flushes to make room. One host per IP, so
+        # many pages are parsed at once and keys come faster than flushes
+        # drain them.
         test_coverage("fixed", ["--set", "sieve.meta_memory=64K", "--set", "sieve.memory=1M"],
                       lambda st, _: [] if st["sieve"]["meta_full_flushes"] >= 1 else
-                      ["the side table never filled (meta_full_flushes = 0)"])
+                      ["the side table never filled (meta_full_flushes = 0)"],
+                      web=gen_args()[:-2] + ["--ips", os.environ.get("E2E_HOSTS", "20")])
     elif what == "dns-line":
         # One lookup at a time: hosts wait in line for the resolver (held,
         # in order) instead of being sent back with a retry delay.

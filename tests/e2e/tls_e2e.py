@@ -24,6 +24,7 @@ Environment: as crawl_e2e.py (CRAWLER_BUILD, CRAWLER_SOURCE).
 """
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -258,7 +259,8 @@ def main():
     got = e2e.observed_set(tw, rows1, set())
     missing = sorted(expected - set(got))
     extra = sorted(set(got) - expected)
-    dups = sorted(k for k, n in got.items() if n > 1)
+    # a 5xx robots.txt is asked again at the host's next visit (its URLs wait)
+    dups = sorted(k for k, n in got.items() if n > 1 and not re.search(r"/robots\.txt\t5\d\d$", k))
     if missing:
         errors.append("%d expected URLs never requested, e.g. %s" % (len(missing), missing[:5]))
     if extra:

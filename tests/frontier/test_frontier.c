@@ -244,6 +244,51 @@ START_TEST(budgets)
 }
 END_TEST
 
+/* The depth word carries the redirects that led to a URL above its link
+ * depth: max_depth judges the depth alone, and the word comes back whole,
+ * from memory and from the disk part alike. */
+START_TEST(depth_word)
+{
+	struct frontier_config c;
+	struct frontier *f = NULL;
+	struct frontier_url u;
+	uint32_t a;
+
+	frontier_config_default(&c);
+	c.spill_dir = "/tmp";
+	c.mem_budget = 1 << 20;
+	c.max_depth = 5;
+	ck_assert_int_eq(frontier_create(&c, &f), FRONTIER_OK);
+	a = host(f, "http://a.test");
+	ck_assert_uint_eq(frontier_depth_of(frontier_depth_pack(5, 20)), 5);
+	ck_assert_uint_eq(frontier_redirects_of(frontier_depth_pack(5, 20)), 20);
+	ck_assert_uint_eq(frontier_redirects_of(frontier_depth_pack(0, 1000)),
+	                  FRONTIER_REDIRECTS_MAX);
+	ck_assert_uint_eq(frontier_depth_of(frontier_depth_pack(UINT32_MAX, 0)),
+	                  FRONTIER_DEPTH_MASK);
+	ck_assert_int_eq(frontier_push(f, a, "u0", 2, NULL, 0, frontier_depth_pack(6, 0)),
+	                 FRONTIER_ERR_DEPTH);
+	/* enough records to spill past the budget: the last ones come from disk */
+	enum { N = 20000 };
+	char url[64];
+	for (uint32_t i = 0; i < N; i++) {
+		int n = snprintf(url, sizeof url, "http://a.test/%u/%040u", i, 0u);
+		ck_assert_int_eq(frontier_push(f, a, url, (size_t)n, NULL, 0,
+		                               frontier_depth_pack(i % 6, i % 256)),
+		                 FRONTIER_OK);
+	}
+	struct frontier_stats st;
+	frontier_stats(f, &st);
+	ck_assert_uint_gt(st.urls_on_disk, 0);
+	for (uint32_t i = 0; i < N; i++) {
+		ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_OK);
+		ck_assert_uint_eq(frontier_depth_of(u.depth), i % 6);
+		ck_assert_uint_eq(frontier_redirects_of(u.depth), i % 256);
+	}
+	frontier_destroy(f);
+}
+END_TEST
+
 START_TEST(host_counters_and_name)
 {
 	struct frontier_config c;
@@ -338,6 +383,7 @@ int main(void)
 	tcase_add_test(tc, fifo_spill);
 	tcase_add_test(tc, retire_accounting);
 	tcase_add_test(tc, budgets);
+	tcase_add_test(tc, depth_word);
 	tcase_add_test(tc, host_counters_and_name);
 	tcase_add_test(tc, nonempty_callback);
 	tcase_add_test(tc, bad_spill_dir);

@@ -114,9 +114,10 @@ __attribute__((format(printf, 2, 3))) static void sb_fmt(struct sbuf *b, const c
 
 /* ---------- configuration ---------- */
 
-static const char *const fault_names[] = { "-",           "slow",     "endless",
-	                                   "hugeheaders", "gzipbomb", "badchunk",
-	                                   "reset",       "trap",     "429" };
+static const char *const fault_names[] = {
+	"-",     "slow", "endless", "hugeheaders", "gzipbomb",    "badchunk",
+	"reset", "trap", "429",     "robotsredir", "robotsflaky", "robotsredir6"
+};
 
 const char *tw_fault_name(enum tw_fault f)
 {
@@ -928,8 +929,14 @@ int tw_resource_get(const struct tw_config *cfg, long host, const char *path, si
 	}
 	if (j >= 0)
 		return make_page(cfg, host, j, res, links, links_cap, nlinks);
-	if (pend - p == 11 && memcmp(p, "/robots.txt", 11) == 0)
+	if (pend - p == 11 && memcmp(p, "/robots.txt", 11) == 0) {
+		enum tw_fault f = tw_host_fault(cfg, host);
+		if (f == TW_FAULT_ROBOTSREDIR || f == TW_FAULT_ROBOTSREDIR6)
+			return make_redirect(cfg, res, 301, (host + 1) % cfg->hosts,
+			                     f == TW_FAULT_ROBOTSREDIR ? "/rr/4" : "/rr/5", 1,
+			                     host);
 		return make_robots(cfg, host, res);
+	}
 	int kind = tw_robots_kind(cfg, host);
 	if (tw_host_fault(cfg, host) == TW_FAULT_NONE && (kind == 5 || kind == 6)) {
 		if (pend - p == 12 && memcmp(p, "/sitemap.xml", 12) == 0)
@@ -965,6 +972,23 @@ int tw_resource_get(const struct tw_config *cfg, long host, const char *path, si
 		        tw_host_fault(cfg, host) != TW_FAULT_NONE ? host : (host + 1) % cfg->hosts;
 		return make_redirect(cfg, res, 302, to, t, 1, host);
 	}
+	if ((v = match_num(p, pend, "/inf/", "")) >= 0 && v < 1000000000) {
+		snprintf(t, sizeof t, "/inf/%ld", v + 1);
+		return make_redirect(cfg, res, 302, host, t, 0, host);
+	}
+	if ((v = match_num(p, pend, "/rr/", "")) > 0 && v < 100) {
+		snprintf(t, sizeof t, "/rr/%ld", v - 1);
+		return make_redirect(cfg, res, 302, (host + 1) % cfg->hosts, t, 1, host);
+	}
+	if (v == 0) { /* /rr/0: where the robotsredir chain ends */
+		struct sbuf b = { 0 };
+		sb_str(&b, "User-agent: *\nDisallow: /\n");
+		res->status = 200;
+		res->content_type = "text/plain";
+		return finish(&b, res);
+	}
+	if ((v = match_num(p, pend, "/status/", "")) >= 100 && v <= 999)
+		return make_simple(res, (int)v);
 	if (pend - p == 7 && memcmp(p, "/loop/a", 7) == 0)
 		return make_redirect(cfg, res, 302, host, "/loop/b", 0, host);
 	if (pend - p == 7 && memcmp(p, "/loop/b", 7) == 0)

@@ -23,6 +23,7 @@
 
 #define TW_MAX_FAULTS 64
 #define TW_NAME_MAX 64
+#define TW_FLAKY_ROBOTS_FAILS 2 /* robots.txt requests a robotsflaky host fails */
 
 enum tw_fault {
 	TW_FAULT_NONE = 0,
@@ -33,7 +34,10 @@ enum tw_fault {
 	TW_FAULT_BADCHUNK,    /* invalid chunk size */
 	TW_FAULT_RESET,       /* 1000 body bytes then RST */
 	TW_FAULT_TRAP,        /* infinite calendar /cal/Y/M/ */
-	TW_FAULT_429          /* 429 with Retry-After */
+	TW_FAULT_429,         /* 429 with Retry-After */
+	TW_FAULT_ROBOTSREDIR, /* robots.txt: 5 redirects across hosts to Disallow: / */
+	TW_FAULT_ROBOTSFLAKY, /* robots.txt: 503 to the first TW_FLAKY_ROBOTS_FAILS */
+	TW_FAULT_ROBOTSREDIR6 /* robotsredir with 6 redirects (one past RFC 9309's 5) */
 };
 
 /* Parsed once from the command line; copied by nobody, read by everyone. */

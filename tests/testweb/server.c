@@ -117,6 +117,7 @@ struct server {
 	size_t endless_len;
 	char *huge_hdr;
 	size_t huge_len;
+	unsigned robots_flaky[TW_MAX_FAULTS]; /* robots.txt requests, per fault slot */
 };
 
 enum stream { ST_NONE, ST_SLOW, ST_ENDLESS, ST_RESET, ST_PACED };
@@ -1057,6 +1058,16 @@ static void conn_next(struct conn *c)
 	answer_request(c, h.gz, head);
 }
 
+/* robotsflaky: whether this request of host idx's robots.txt fails (the
+ * first TW_FLAKY_ROBOTS_FAILS do). */
+static int robots_flaky_fails(struct server *s, long idx)
+{
+	for (int k = 0; k < s->cfg->nfaults; k++)
+		if (s->cfg->fault_host[k] == idx)
+			return s->robots_flaky[k]++ < TW_FLAKY_ROBOTS_FAILS;
+	return 0;
+}
+
 /* Answers a parsed GET or HEAD: model, fault or the generated resource. */
 static void answer_request(struct conn *c, int gz, int head)
 {
@@ -1070,8 +1081,13 @@ static void answer_request(struct conn *c, int gz, int head)
 		idx = -1;
 	if (idx >= 0) {
 		enum tw_fault f = tw_host_fault(s->cfg, idx);
-		int fault = f != TW_FAULT_NONE && f != TW_FAULT_TRAP &&
-		            strcmp(c->path, "/robots.txt") != 0;
+		int robots = strcmp(c->path, "/robots.txt") == 0;
+		int fault = f != TW_FAULT_NONE && f != TW_FAULT_TRAP && f != TW_FAULT_ROBOTSREDIR &&
+		            f != TW_FAULT_ROBOTSREDIR6 && f != TW_FAULT_ROBOTSFLAKY && !robots;
+		if (f == TW_FAULT_ROBOTSFLAKY && robots && robots_flaky_fails(s, idx)) {
+			send_error(c, 503);
+			return;
+		}
 		if (s->so->models != NULL && model_arrive(c, idx, fault) != 0)
 			return;
 		if (fault) {
