@@ -213,6 +213,11 @@ static int lab_key(struct parser *p, const char *k, const char *v, enum lab_erro
 			*rc = fail(p, "timeout_s: want 1..86400");
 		else
 			p->plan->timeout_s = (unsigned)x;
+	} else if (strcmp(k, "tolerance_ms") == 0) {
+		if (parse_long(v, 0, 60000, &x) != 0)
+			*rc = fail(p, "tolerance_ms: want 0..60000");
+		else
+			p->plan->tolerance_ms = (unsigned)x;
 	} else if (strcmp(k, "testweb") == 0) {
 		free(p->plan->testweb);
 		if ((p->plan->testweb = strdup(v)) == NULL)
@@ -320,6 +325,7 @@ enum lab_error lab_plan_parse(struct lab_plan *plan, const char *text, size_t le
 	memset(plan, 0, sizeof *plan);
 	plan->repetitions = 1;
 	plan->timeout_s = 300;
+	plan->tolerance_ms = LAB_TOLERANCE_MS;
 	web_unset(&p.defaults.web);
 	p.defaults.judge_delay_ms = -1;
 	const char *slash = strrchr(name, '/');

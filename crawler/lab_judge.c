@@ -202,9 +202,9 @@ static enum lab_error read_log(struct judge *j, const char *path, long port, cha
 }
 
 /* Gaps, loads and counts over the requests sorted by host and start. */
-static void judge_hosts(const struct judge *j, struct lab_result *r)
+static void judge_hosts(const struct judge *j, struct lab_result *r, int64_t tol_ms)
 {
-	int64_t need = r->delay_ms * 1000 - LAB_TOLERANCE_MS * 1000;
+	int64_t need = (r->delay_ms - tol_ms) * 1000;
 	double rate_sum = 0;
 	int64_t max_end = 0; /* latest end of the host's requests so far */
 	r->min_gap_us = INT64_MAX;
@@ -303,7 +303,7 @@ enum lab_error lab_judge(const struct lab_judge_in *in, struct lab_result *r, ch
 	if (rc != LAB_OK)
 		goto out;
 	qsort(j.v, j.n, sizeof *j.v, cmp_req);
-	judge_hosts(&j, r);
+	judge_hosts(&j, r, in->tolerance_ms);
 	rc = judge_time(&j, r);
 out:
 	if (rc == LAB_ERR_NOMEM)

@@ -186,8 +186,8 @@ static void json_row(const struct row *w, void *arg)
 int lab_report_json(const struct lab_report *rep, FILE *f)
 {
 	struct json_state js = { f, 0 };
-	fprintf(f, "{\"repetitions\": %u, \"tolerance_ms\": %d, \"rows\": [",
-	        rep->plan->repetitions, LAB_TOLERANCE_MS);
+	fprintf(f, "{\"repetitions\": %u, \"tolerance_ms\": %u, \"rows\": [",
+	        rep->plan->repetitions, rep->plan->tolerance_ms);
 	each_row(rep, json_row, &js);
 	fputs("\n]}\n", f);
 	return ferror(f) ? -1 : 0;

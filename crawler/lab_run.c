@@ -312,44 +312,63 @@ out:
 	return status;
 }
 
-/* The crawl's user agent from its crawl.conf ([crawl] user_agent), for the
- * expected set; "crawler" (the default's product token) if absent. */
-static void user_agent(const char *conf, char *ua, size_t cap)
+/* The value of KEY in [SECTION] of the crawl's crawl.conf into buf (the
+ * crawler writes it whole at the start, one "key = value" a line); def
+ * when the file or the key is missing. */
+static void conf_value(const char *conf, const char *section, const char *key, const char *def,
+                       char *buf, size_t cap)
 {
-	snprintf(ua, cap, "crawler");
+	snprintf(buf, cap, "%s", def);
 	FILE *f = fopen(conf, "r");
 	char line[1024];
-	int in_crawl = 0;
+	size_t klen = strlen(key);
+	int in = 0;
 	while (f != NULL && fgets(line, sizeof line, f) != NULL) {
 		line[strcspn(line, "\r\n")] = '\0';
 		if (line[0] == '[')
-			in_crawl = strcmp(line, "[crawl]") == 0;
-		char *eq = strchr(line, '=');
-		if (!in_crawl || eq == NULL || strncmp(line, "user_agent", 10) != 0)
+			in = strncmp(line + 1, section, strlen(section)) == 0 &&
+			     line[1 + strlen(section)] == ']';
+		if (!in || strncmp(line, key, klen) != 0 || strchr(" =", line[klen]) == NULL)
 			continue;
-		eq++;
-		while (*eq == ' ')
-			eq++;
-		if (*eq != '\0')
-			snprintf(ua, cap, "%s", eq);
+		char *v = strchr(line, '=');
+		if (v == NULL)
+			continue;
+		v++;
+		while (*v == ' ')
+			v++;
+		if (*v != '\0')
+			snprintf(buf, cap, "%s", v);
 	}
 	if (f != NULL)
 		fclose(f);
 }
 
-/* The delay violations are judged against (lab.h). */
+/* The delay violations are judged against (lab.h): the entry's, else the
+ * least wait the crawl's policy promises between two one-URL visits
+ * (fixed: the host delay; adaptive: its floor min_delay_ms; with the IP
+ * delay when ip_politeness), else 0: overlaps only. */
 static int64_t judged_delay(const struct lab_entry *e, const char *conf)
 {
 	if (e->judge_delay_ms >= 0)
 		return e->judge_delay_ms;
+	char policy[64], min_delay[64], visit[64];
+	conf_value(conf, "politeness", "policy", "fixed", policy, sizeof policy);
+	conf_value(conf, "politeness", "min_delay_ms", "500", min_delay, sizeof min_delay);
+	conf_value(conf, "politeness", "max_urls_per_visit", "0", visit, sizeof visit);
 	struct audit_config c;
 	char err[256];
 	audit_config_default(&c);
-	if (audit_config_load(&c, conf, err, sizeof err) != AUDIT_OK || c.ratio_policy ||
-	    c.max_urls_per_visit > 1)
+	int have = audit_config_load(&c, conf, err, sizeof err) == AUDIT_OK;
+	if (strtol(visit, NULL, 10) > 1)
 		return 0;
-	int64_t ip = c.ip_politeness ? c.ip_delay_ms : 0;
-	return c.host_delay_ms > ip ? c.host_delay_ms : ip;
+	int64_t ip = have && c.ip_politeness ? c.ip_delay_ms : 0, floor = 0;
+	if (strcmp(policy, "fixed") == 0 && have)
+		floor = c.host_delay_ms;
+	else if (strcmp(policy, "adaptive") == 0)
+		floor = strtol(min_delay, NULL, 10);
+	else
+		return 0;
+	return floor > ip ? floor : ip;
 }
 
 enum lab_error lab_run_one(const struct lab_run_ctx *ctx, const struct lab_entry *e,
@@ -379,12 +398,13 @@ enum lab_error lab_run_one(const struct lab_run_ctx *ctx, const struct lab_entry
 		        p.err);
 	if (rc != LAB_OK || stop_flag)
 		return rc;
-	user_agent(p.conf, ua, sizeof ua);
+	conf_value(p.conf, "crawl", "user_agent", "crawler", ua, sizeof ua);
 	const char *expected[] = { "--expected", "--agent", ua };
 	rc = web_helper(ctx, e, &p, http, expected, 3, p.expected);
 	if (rc != LAB_OK)
 		return rc;
-	struct lab_judge_in in = { p.log, p.expected, http, judged_delay(e, p.conf) };
+	struct lab_judge_in in = { p.log, p.expected, http, judged_delay(e, p.conf),
+		                   ctx->tolerance_ms };
 	rc = lab_judge(&in, r, err, sizeof err);
 	if (rc != LAB_OK)
 		fprintf(ctx->errs, "crawler lab: %s\n", err);

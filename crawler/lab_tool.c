@@ -29,7 +29,8 @@ static void usage(FILE *out)
 	             "                  `testweb` beside this binary)\n"
 	             "  --quiet         no table on stdout\n"
 	             "  PLAN format (see configs/lab-policies.plan):\n"
-	             "    [lab]           repetitions = N, timeout_s = S, testweb = PATH, and\n"
+	             "    [lab]           repetitions = N, timeout_s = S, testweb = PATH,\n"
+	             "                    tolerance_ms = N (gaps judged: delay - N), and\n"
 	             "                    defaults for every entry\n"
 	             "    [entry NAME]    one crawl setting to compare\n"
 	             "    hosts/pages/ips/seed = N   the test web's generation\n"
@@ -109,7 +110,9 @@ static int run_all(const struct lab_plan *plan, struct lab_result *runs, const c
 			char run_dir[PATH_MAX];
 			snprintf(run_dir, sizeof run_dir, "%s/%s/rep-%u", dir,
 			         plan->entries[e].name, k + 1);
-			struct lab_run_ctx ctx = { self, tw, run_dir, plan->timeout_s, stderr };
+			struct lab_run_ctx ctx = {
+				self, tw, run_dir, plan->timeout_s, plan->tolerance_ms, stderr
+			};
 			struct lab_result *r = &runs[e * plan->repetitions + k];
 			fprintf(stderr, "crawler lab: %s, repetition %u of %u\n",
 			        plan->entries[e].name, k + 1, plan->repetitions);
