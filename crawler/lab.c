@@ -177,14 +177,21 @@ static enum lab_error split_args(struct lab_strv *sv, const char *v)
 	return LAB_OK;
 }
 
+/* v resolved against the plan's folder (unless absolute) into path. */
+static enum lab_error plan_path(struct parser *p, const char *v, char *path, size_t cap)
+{
+	int n = v[0] == '/' || p->dir[0] == '\0' ? snprintf(path, cap, "%s", v)
+	                                         : snprintf(path, cap, "%s/%s", p->dir, v);
+	if (n < 0 || (size_t)n >= cap)
+		return fail(p, "path too long");
+	return LAB_OK;
+}
+
 static enum lab_error add_model_file(struct parser *p, const char *v)
 {
 	char path[8192];
-	int n = v[0] == '/' || p->dir[0] == '\0' ? snprintf(path, sizeof path, "%s", v)
-	                                         : snprintf(path, sizeof path, "%s/%s", p->dir, v);
-	if (n < 0 || (size_t)n >= sizeof path)
-		return fail(p, "models path too long");
-	return lab_strv_add(&p->cur->model_files, path, strlen(path));
+	enum lab_error rc = plan_path(p, v, path, sizeof path);
+	return rc != LAB_OK ? rc : lab_strv_add(&p->cur->model_files, path, strlen(path));
 }
 
 /* SECTION.KEY = VALUE: `--set SECTION.KEY=VALUE`. */
@@ -219,8 +226,11 @@ static int lab_key(struct parser *p, const char *k, const char *v, enum lab_erro
 		else
 			p->plan->tolerance_ms = (unsigned)x;
 	} else if (strcmp(k, "testweb") == 0) {
+		char path[8192];
 		free(p->plan->testweb);
-		if ((p->plan->testweb = strdup(v)) == NULL)
+		p->plan->testweb = NULL;
+		*rc = plan_path(p, v, path, sizeof path);
+		if (*rc == LAB_OK && (p->plan->testweb = strdup(path)) == NULL)
 			*rc = LAB_ERR_NOMEM;
 	} else {
 		return 0;

@@ -16,8 +16,9 @@
  *   [lab]                          settings and defaults of every entry
  *   repetitions = 3                runs per entry (1..100, default 1)
  *   timeout_s = 300                cap on one crawl (default 300)
- *   testweb = PATH                 the test web binary (else --testweb, else
- *                                  `testweb` beside the crawler binary)
+ *   testweb = PATH                 the test web binary (relative to the plan;
+ *                                  --testweb wins; else `testweb` beside the
+ *                                  crawler binary)
  *   tolerance_ms = N               a gap this much below the judged delay is
  *                                  still polite (default LAB_TOLERANCE_MS)
  *   [entry NAME]                   one policy to compare; NAME is

@@ -39,8 +39,9 @@ static void usage(FILE *out)
 	             "    crawl = ARGS    `crawler crawl` arguments\n"
 	             "    SECTION.KEY = VALUE  any crawler configuration key (--set)\n"
 	             "    judge_delay_ms = N   the gap judged (default: from crawl.conf)\n"
-	             "  Exit: 0 every run judged, 1 a run or a report failed, 2 usage or bad\n"
-	             "  plan, 3 interrupted.\n");
+	             "  Exit: 0 every crawl finished and was judged, 1 a crawl, a run or a report\n"
+	             "  failed (the others are still compared), 2 usage or bad plan,\n"
+	             "  3 interrupted.\n");
 }
 
 /* dir/name if it is executable, into buf. */
@@ -118,6 +119,12 @@ static int run_all(const struct lab_plan *plan, struct lab_result *runs, const c
 			        plan->entries[e].name, k + 1, plan->repetitions);
 			if (lab_run_one(&ctx, &plan->entries[e], r) != LAB_OK)
 				status = 1;
+			else if (r->crawl_status != 0 && !lab_run_stopped()) {
+				fprintf(stderr,
+				        "crawler lab: %s: the crawl exited %d (see %s/crawl.err)\n",
+				        plan->entries[e].name, r->crawl_status, run_dir);
+				status = 1;
+			}
 			if (lab_run_stopped())
 				return 3;
 		}

@@ -116,6 +116,19 @@ START_TEST(test_plan_errors)
 }
 END_TEST
 
+START_TEST(test_plan_relative_testweb)
+{
+	struct lab_plan p;
+	char err[256] = "";
+	ck_assert_int_eq(parse(&p, "[lab]\ntestweb = bin/tw\n[entry a]\n", err, sizeof err),
+	                 LAB_OK);
+	ck_assert_str_eq(p.testweb, "/plans/bin/tw");
+	ck_assert_uint_eq(p.tolerance_ms, LAB_TOLERANCE_MS);
+	ck_assert_uint_eq(p.repetitions, 1);
+	lab_plan_free(&p);
+}
+END_TEST
+
 START_TEST(test_plan_load_missing)
 {
 	struct lab_plan p;
@@ -345,6 +358,7 @@ int main(void)
 	TCase *tc = tcase_create("plan");
 	tcase_add_test(tc, test_plan_defaults);
 	tcase_add_loop_test(tc, test_plan_errors, 0, sizeof bad_plans / sizeof bad_plans[0]);
+	tcase_add_test(tc, test_plan_relative_testweb);
 	tcase_add_test(tc, test_plan_load_missing);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("judge");
