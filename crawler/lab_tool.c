@@ -101,6 +101,17 @@ static int write_report(const struct lab_report *rep, const char *dir, const cha
 	return 0;
 }
 
+/* Names a crawl that did not end well; returns 1, the lab's status. */
+static int crawl_failed(const char *entry, int crawl_status, const char *run_dir)
+{
+	if (crawl_status < 0)
+		fprintf(stderr, "crawler lab: %s: the crawl did not finish\n", entry);
+	else
+		fprintf(stderr, "crawler lab: %s: the crawl exited %d (see %s/crawl.err)\n", entry,
+		        crawl_status, run_dir);
+	return 1;
+}
+
 /* Runs every entry's repetitions; 0 all judged, 1 some failed, 3 stopped. */
 static int run_all(const struct lab_plan *plan, struct lab_result *runs, const char *self,
                    const char *tw, const char *dir)
@@ -119,12 +130,9 @@ static int run_all(const struct lab_plan *plan, struct lab_result *runs, const c
 			        plan->entries[e].name, k + 1, plan->repetitions);
 			if (lab_run_one(&ctx, &plan->entries[e], r) != LAB_OK)
 				status = 1;
-			else if (r->crawl_status != 0 && !lab_run_stopped()) {
-				fprintf(stderr,
-				        "crawler lab: %s: the crawl exited %d (see %s/crawl.err)\n",
-				        plan->entries[e].name, r->crawl_status, run_dir);
-				status = 1;
-			}
+			else if (r->crawl_status != 0 && !lab_run_stopped())
+				status = crawl_failed(plan->entries[e].name, r->crawl_status,
+				                      run_dir);
 			if (lab_run_stopped())
 				return 3;
 		}
