@@ -6,15 +6,22 @@
  * a hand-written test web log whose gaps, loads and coverage are known
  * (robots.txt not a page, requests of no host skipped, lines out of order,
  * an overlap, a gap at the tolerance edge, a log without model columns
- * refused), and the reports built from a judged run.
+ * refused), the reports built from a judged run, and lab_run_one with
+ * stand-ins for the test web and the crawler: a crawl that outlasts its
+ * timeout is stopped, a test web that dies at once is reported, and no
+ * child outlives the call.
  */
 #include <check.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "crawler/lab.h"
+#include "frontier/clock.h"
 
 static enum lab_error parse(struct lab_plan *p, const char *text, char *err, size_t cap)
 {
@@ -277,6 +284,14 @@ START_TEST(test_judge_t90)
 	ck_assert_uint_eq(r.covered, 0);
 	ck_assert_double_eq(r.t90_s, -1);
 	lab_result_clear(&r);
+	/* an empty expected set */
+	write_file("expected0", "", expected);
+	ck_assert_int_eq(lab_judge(&in, &r, err, sizeof err), LAB_OK);
+	ck_assert_uint_eq(r.expected, 0);
+	ck_assert_uint_eq(r.requests, 8);
+	ck_assert_double_eq(r.coverage, 0);
+	ck_assert_double_eq(r.t90_s, -1);
+	lab_result_clear(&r);
 }
 END_TEST
 
@@ -352,6 +367,92 @@ START_TEST(test_reports)
 }
 END_TEST
 
+/* A stand-in test web: serves by writing its ready file (with its pid) and
+ * sleeping; --seeds and --expected print one URL. */
+static const char fake_testweb[] =
+        "#!/bin/sh\n"
+        "case \" $* \" in\n"
+        "*' --seeds '*) echo http://h0.web.test:1234/; exit 0;;\n"
+        "*' --expected '*) printf 'http://h0.web.test:1234/\\t200\\n'; exit 0;;\n"
+        "esac\n"
+        "while [ $# -gt 0 ]; do\n"
+        "  case $1 in --ready-file) rf=$2;; --log) log=$2;; esac; shift\n"
+        "done\n"
+        ": > \"$log\"\n"
+        "printf 'http_port=1234\\ndns_port=1235\\npid=%d\\n' $$ > \"$rf.tmp\"\n"
+        "mv \"$rf.tmp\" \"$rf\"\n"
+        "exec sleep 100\n";
+
+static void script(const char *name, const char *text, char *path)
+{
+	write_file(name, text, path);
+	ck_assert_int_eq(chmod(path, 0755), 0);
+}
+
+static long ready_pid(const char *run_dir)
+{
+	char path[512], line[64];
+	long pid = -1;
+	snprintf(path, sizeof path, "%s/ready", run_dir);
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof line, f) != NULL)
+		if (strncmp(line, "pid=", 4) == 0)
+			pid = strtol(line + 4, NULL, 10);
+	fclose(f);
+	return pid;
+}
+
+START_TEST(test_run_timeout)
+{
+	char tw[256], crawler[256], run_dir[256];
+	script("testweb", fake_testweb, tw);
+	script("crawler", "#!/bin/sh\nexec sleep 100\n", crawler);
+	snprintf(run_dir, sizeof run_dir, "%s/run", tmpdir);
+	struct lab_plan p;
+	char err[256] = "";
+	ck_assert_int_eq(parse(&p, "[entry a]\nhosts = 1\n", err, sizeof err), LAB_OK);
+	struct lab_run_ctx ctx = { crawler, tw, run_dir, 1, 5, stderr };
+	struct lab_result r;
+	uint64_t t0 = monotonic_ms();
+	ck_assert_int_eq(lab_run_one(&ctx, &p.entries[0], &r), LAB_OK);
+	ck_assert_uint_lt(monotonic_ms() - t0, 15000);
+	ck_assert_int_eq(r.crawl_status, -1); /* stopped at its timeout */
+	ck_assert_uint_eq(r.requests, 0);
+	ck_assert_uint_eq(r.expected, 1);
+	long pid = ready_pid(run_dir);
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(kill((pid_t)pid, 0), -1); /* the test web is gone */
+	ck_assert_int_eq(errno, ESRCH);
+	lab_result_clear(&r);
+	lab_plan_free(&p);
+}
+END_TEST
+
+START_TEST(test_run_testweb_dies)
+{
+	char tw[256], crawler[256], run_dir[256];
+	script("testweb", "#!/bin/sh\necho no >&2\nexit 1\n", tw);
+	script("crawler", "#!/bin/sh\nexit 0\n", crawler);
+	snprintf(run_dir, sizeof run_dir, "%s/run", tmpdir);
+	struct lab_plan p;
+	char err[256] = "";
+	ck_assert_int_eq(parse(&p, "[entry a]\n", err, sizeof err), LAB_OK);
+	FILE *errs = tmpfile();
+	ck_assert_ptr_nonnull(errs);
+	struct lab_run_ctx ctx = { crawler, tw, run_dir, 5, 5, errs };
+	struct lab_result r;
+	uint64_t t0 = monotonic_ms();
+	ck_assert_int_eq(lab_run_one(&ctx, &p.entries[0], &r), LAB_ERR_PROCESS);
+	ck_assert_uint_lt(monotonic_ms() - t0, 5000);
+	ck_assert_int_eq(r.crawl_status, -1); /* never started */
+	ck_assert_int_gt(ftell(errs), 0);     /* the failure is named */
+	fclose(errs);
+	lab_result_clear(&r);
+	lab_plan_free(&p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("lab");
@@ -367,6 +468,12 @@ int main(void)
 	tcase_add_test(tc, test_judge_t90);
 	tcase_add_test(tc, test_judge_refuses);
 	tcase_add_test(tc, test_reports);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("run");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_run_timeout);
+	tcase_add_test(tc, test_run_testweb_dies);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
