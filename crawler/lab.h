@@ -19,8 +19,9 @@
  *   testweb = PATH                 the test web binary (relative to the plan;
  *                                  --testweb wins; else `testweb` beside the
  *                                  crawler binary)
- *   tolerance_ms = N               a gap this much below the judged delay is
- *                                  still polite (default LAB_TOLERANCE_MS)
+ *   tolerance_ms = N               an interval this much below the judged
+ *                                  delay is still polite (default
+ *                                  LAB_TOLERANCE_MS)
  *   [entry NAME]                   one policy to compare; NAME is
  *                                  [A-Za-z0-9._-], unique, the run's folder
  *   Keys of [lab] and of entries (an entry's come after [lab]'s):
@@ -32,7 +33,7 @@
  *   SECTION.KEY = VALUE            a crawler configuration key, passed as
  *                                  `--set SECTION.KEY=VALUE` (any key, so a
  *                                  policy added later needs no lab change)
- *   judge_delay_ms = N             the gap violations are judged against
+ *   judge_delay_ms = N             the delay violations are judged against
  *                                  (default: from the crawl's crawl.conf)
  *
  * Invariants after lab_plan_load: every entry's web fields are set, its
@@ -42,20 +43,27 @@
  * Judging a run (lab_judge.c), from the server log with models on (the
  * lab always passes --models, so every line has in_flight, rate_1s and
  * service_us): requests of a host are sorted by arrival; a request's end
- * is arrival + service_us; the gap before a request is its arrival minus
- * the latest end before it. A violation is a gap below the judged delay
- * minus the plan's tolerance_ms; an overlap is a gap below 0 (counted in
- * violations too). The judged delay: judge_delay_ms if set, else for the
- * fixed policy with one URL per visit max(host delay, ip delay when
- * ip_politeness), else 0 (a keep-alive visit's requests may be back to
- * back: only overlaps count). Why a tolerance: the server stamps a
- * response's end when its write completes in its event loop, which on a
- * loaded machine is a few ms after the client has the last byte, so the
- * server sees gaps that much shorter than the crawler waited. Pages are responses of the web's hosts for
- * paths other than /robots.txt; the duration runs from the first arrival
- * to the last end; time to 90% is from the first arrival until 90% of the
- * expected set (testweb --expected for the crawl's user agent) has been
- * requested at least once.
+ * is arrival + service_us. The interval before a request is its arrival
+ * minus the previous arrival; the gap, its arrival minus the latest end
+ * before it. A violation is an interval below the judged delay minus the
+ * plan's tolerance_ms, or an overlap (a gap below 0, also counted apart).
+ * The judged delay: judge_delay_ms if set, else for the fixed policy with
+ * one URL per visit max(host delay, ip delay when ip_politeness), for
+ * the adaptive one its floor min_delay_ms (and that ip delay), else 0 (a
+ * keep-alive visit's requests may be back to back: only overlaps count).
+ * Why arrival to arrival, when the policies rest from the end of a visit:
+ * the server stamps a response's end when its write completes in its event
+ * loop, which on a loaded machine (or under sanitizers) comes up to ~100
+ * ms after the client has the last byte, while both arrivals are stamped
+ * alike; a crawler resting from the end always passes, and an interval
+ * below the delay is a violation whatever the ends were. The tolerance
+ * covers the jitter of the arrival stamps. (Overlaps stand: the next
+ * request cannot be read before the write it follows has completed.)
+ * Pages are responses of the web's hosts for paths other than
+ * /robots.txt; the duration runs from the first arrival to the last end;
+ * time to 90% is from the first arrival until 90% of the expected set
+ * (testweb --expected for the crawl's user agent) has been requested at
+ * least once.
  *
  * Threads: none. Workload: a handful of runs of some 10^3..10^5 log lines.
  */
@@ -130,7 +138,7 @@ struct lab_judge_in {
 	const char *expected_path; /* testweb --expected output */
 	long http_port;            /* to rebuild URLs from the log */
 	int64_t delay_ms;          /* judged delay, 0: overlaps only */
-	int64_t tolerance_ms;      /* a gap >= delay - tolerance is polite */
+	int64_t tolerance_ms;      /* an interval >= delay - tolerance is polite */
 };
 
 /* One run's figures, all from the server log. */
@@ -146,9 +154,10 @@ struct lab_result {
 	double mean_rate;        /* mean of rate_1s over the requests */
 	int64_t delay_ms;        /* judged delay */
 	uint64_t violations, overlaps;
-	int64_t min_gap_us; /* smallest gap over all hosts (INT64_MAX: none) */
-	double *cover_s;    /* sorted times (s from the first arrival) at which */
-	size_t ncover;      /* each expected URL was first requested */
+	int64_t min_gap_us;      /* smallest gap over all hosts (INT64_MAX: none) */
+	int64_t min_interval_us; /* smallest interval (INT64_MAX: none) */
+	double *cover_s;         /* sorted times (s from the first arrival) at which */
+	size_t ncover;           /* each expected URL was first requested */
 };
 
 /* Judges one run; *r is filled (free its cover_s with lab_result_clear). */

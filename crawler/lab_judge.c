@@ -203,13 +203,14 @@ static enum lab_error read_log(struct judge *j, const char *path, long port, cha
 	return rc;
 }
 
-/* Gaps, loads and counts over the requests sorted by host and start. */
+/* Intervals, gaps, loads and counts over the requests sorted by host and
+ * start (the rules are in lab.h). */
 static void judge_hosts(const struct judge *j, struct lab_result *r, int64_t tol_ms)
 {
 	int64_t need = (r->delay_ms - tol_ms) * 1000;
 	double rate_sum = 0;
 	int64_t max_end = 0; /* latest end of the host's requests so far */
-	r->min_gap_us = INT64_MAX;
+	r->min_gap_us = r->min_interval_us = INT64_MAX;
 	for (size_t i = 0; i < j->n; i++) {
 		const struct req *q = &j->v[i];
 		int first = i == 0 || strcmp(q->host, j->v[i - 1].host) != 0;
@@ -226,12 +227,14 @@ static void judge_hosts(const struct judge *j, struct lab_result *r, int64_t tol
 			max_end = q->end;
 			continue;
 		}
-		int64_t gap = q->start - max_end;
+		int64_t gap = q->start - max_end, interval = q->start - j->v[i - 1].start;
 		if (gap < r->min_gap_us)
 			r->min_gap_us = gap;
+		if (interval < r->min_interval_us)
+			r->min_interval_us = interval;
 		if (gap < 0)
 			r->overlaps++;
-		if (gap < 0 || gap < need)
+		if (gap < 0 || interval < need)
 			r->violations++;
 		if (q->end > max_end)
 			max_end = q->end;
@@ -287,7 +290,7 @@ enum lab_error lab_judge(const struct lab_judge_in *in, struct lab_result *r, ch
 	r->crawl_status = status;
 	r->delay_ms = in->delay_ms;
 	r->t90_s = -1;
-	r->min_gap_us = INT64_MAX;
+	r->min_gap_us = r->min_interval_us = INT64_MAX;
 	enum lab_error rc = read_expected(&j, in->expected_path);
 	if (rc != LAB_OK) {
 		snprintf(err, errlen, "%s: %s", in->expected_path,

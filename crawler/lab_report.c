@@ -139,7 +139,8 @@ int lab_report_text(const struct lab_report *rep, FILE *f)
 	fputs("(judged from the test web's request log: pages/s over the server's first\n"
 	      " arrival to last response; t90_s: time to 90% of the expected set; load per\n"
 	      " host: peak requests in service at once, peak and mean arrivals in the last\n"
-	      " second; violations: gaps below the judged delay, overlaps included)\n",
+	      " second; violations: requests of a host closer than the judged delay,\n"
+	      " arrival to arrival, or overlapping; overlaps also apart)\n",
 	      f);
 	return ferror(f) ? -1 : 0;
 }
@@ -325,7 +326,9 @@ int lab_report_html(const struct lab_report *rep, FILE *f)
 	plot_bars(rep, f, "Peak load per host: most arrivals within one second", get_peak_rate);
 	plot_bars(rep, f, "Mean load per host: arrivals in the last second, mean over requests",
 	          get_mean_rate);
-	plot_bars(rep, f, "Politeness violations (gaps below the judged delay, overlaps included)",
+	plot_bars(rep, f,
+	          "Politeness violations (requests of a host closer than the judged delay, "
+	          "or overlapping)",
 	          get_violations);
 	fputs("<h2>Runs</h2>\n<table><tr>", f);
 	for (size_t i = 0; i < NCOLUMNS; i++)

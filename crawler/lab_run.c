@@ -207,7 +207,9 @@ static int write_models(const struct run_paths *p, const struct lab_entry *e)
 	return fclose(f) == 0 ? 0 : -1;
 }
 
-/* Starts the test web and waits for its ready file: *pid, ports. */
+/* Starts the test web and waits for its ready file; its ports into *http
+ * and *dns. *pid: the test web while it runs (the caller stops it, even on
+ * error), -1 when it never started or has exited. */
 static enum lab_error web_start(const struct lab_run_ctx *ctx, const struct lab_entry *e,
                                 const struct run_paths *p, pid_t *pid, long *http, long *dns)
 {
@@ -233,7 +235,10 @@ static enum lab_error web_start(const struct lab_run_ctx *ctx, const struct lab_
 	uint64_t deadline = monotonic_ms() + READY_TIMEOUT_S * 1000;
 	int status;
 	while (access(p->ready, R_OK) != 0) {
-		if (monotonic_ms() > deadline || stop_flag || wait_for(*pid, 0, &status) == 0) {
+		int exited = wait_for(*pid, 0, &status) == 0;
+		if (exited)
+			*pid = -1; /* reaped: its pid may be reused, never signal it */
+		if (monotonic_ms() > deadline || stop_flag || exited) {
 			fprintf(ctx->errs, "crawler lab: the test web did not start (see %s)\n",
 			        p->err);
 			rc = LAB_ERR_PROCESS;

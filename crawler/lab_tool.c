@@ -30,7 +30,7 @@ static void usage(FILE *out)
 	             "  --quiet         no table on stdout\n"
 	             "  PLAN format (see configs/lab-policies.plan):\n"
 	             "    [lab]           repetitions = N, timeout_s = S, testweb = PATH,\n"
-	             "                    tolerance_ms = N (gaps judged: delay - N), and\n"
+	             "                    tolerance_ms = N (intervals judged: delay - N), and\n"
 	             "                    defaults for every entry\n"
 	             "    [entry NAME]    one crawl setting to compare\n"
 	             "    hosts/pages/ips/seed = N   the test web's generation\n"
@@ -38,7 +38,7 @@ static void usage(FILE *out)
 	             "    models = FILE   a test web models file\n"
 	             "    crawl = ARGS    `crawler crawl` arguments\n"
 	             "    SECTION.KEY = VALUE  any crawler configuration key (--set)\n"
-	             "    judge_delay_ms = N   the gap judged (default: from crawl.conf)\n"
+	             "    judge_delay_ms = N   the delay judged (default: from crawl.conf)\n"
 	             "  Exit: 0 every crawl finished and was judged, 1 a crawl, a run or a report\n"
 	             "  failed (the others are still compared), 2 usage or bad plan,\n"
 	             "  3 interrupted.\n");

@@ -5,7 +5,7 @@
  * against the plan's folder, each malformed line named), and the judge on
  * a hand-written test web log whose gaps, loads and coverage are known
  * (robots.txt not a page, requests of no host skipped, lines out of order,
- * an overlap, a gap at the tolerance edge, a log without model columns
+ * an overlap, an interval at the tolerance edge, a log without model columns
  * refused), the reports built from a judged run, and lab_run_one with
  * stand-ins for the test web and the crawler: a crawl that outlasts its
  * timeout is stopped, a test web that dies at once is reported, and no
@@ -182,11 +182,14 @@ static void teardown(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-/* (Judged with a 2 ms tolerance.) Host h0: robots at 0 (served in 5 ms), pages at 105 (10 ms), 215 (10
- * ms; gap 100), 323 (5 ms; gap 98: at the 100 ms delay's tolerance edge,
- * no violation), 425 (2 ms; gap 97: a violation), 426 (overlaps it: gap
- * -1 ms). Host h1: robots at 50, one page at 3050 (50 ms). A request of no host, lines out of order, a line
- * of the unknown host (host '-'). Expected: 8 URLs, 7 of them requested. */
+/* (Judged with a 2 ms tolerance.) Host h0: robots at 0 (served in 5 ms),
+ * pages at 105 (10 ms), 215 (10 ms; 110 ms after the one before), 313 (5
+ * ms; 98 ms after 215: at the 100 ms delay's tolerance edge, no violation,
+ * though only 88 ms after its end), 410 (2 ms; 97 ms after 313: a
+ * violation), 411 (overlaps it: 1 ms after, 1 ms before its end). Host
+ * h1: robots at 50, one page at 3050 (50 ms). A request of no host (host
+ * '-'), a comment line, lines out of order. Expected: 8 URLs, 7 of them
+ * requested. */
 static void write_run(char *log, char *expected)
 {
 	char path[256];
@@ -196,9 +199,9 @@ static void write_run(char *log, char *expected)
 	log_line(f, 215, "h0.web.test", "/s2/p2.html", 0, 3, 10);
 	log_line(f, 0, "h0.web.test", "/robots.txt", 0, 1, 5);
 	log_line(f, 105, "h0.web.test", "/", 0, 2, 10);
-	log_line(f, 323, "h0.web.test", "/s3/p3.html", 0, 4, 5);
-	log_line(f, 425, "h0.web.test", "/s4/p4.html", 0, 5, 2);
-	log_line(f, 426, "h0.web.test", "/s4/p4.html?q=1", 1, 6, 3);
+	log_line(f, 313, "h0.web.test", "/s3/p3.html", 0, 4, 5);
+	log_line(f, 410, "h0.web.test", "/s4/p4.html", 0, 5, 2);
+	log_line(f, 411, "h0.web.test", "/s4/p4.html?q=1", 1, 6, 3);
 	log_line(f, 50, "h1.web.test", "/robots.txt", 0, 1, 5);
 	log_line(f, 3050, "h1.web.test", "/", 0, 1, 50);
 	fprintf(f, "%lld\t2\t-\t127.0.0.1\tGET\t/x\t400\t0\t-\t-\t100\n", T0 + 5000);
@@ -236,6 +239,7 @@ START_TEST(test_judge)
 	ck_assert_double_eq(r.t90_s, -1);
 	ck_assert_uint_eq(r.ncover, 7);
 	ck_assert_double_eq_tol(r.cover_s[0], 0, 1e-9);
+	ck_assert_double_eq_tol(r.cover_s[5], 0.411, 1e-9);
 	ck_assert_double_eq_tol(r.cover_s[6], 3.05, 1e-9);
 	/* from the first arrival (0) to the last end (3050 + 50 ms) */
 	ck_assert_double_eq_tol(r.duration_s, 3.1, 1e-9);
@@ -244,9 +248,10 @@ START_TEST(test_judge)
 	ck_assert_uint_eq(r.peak_rate_1s, 6);
 	ck_assert_double_eq_tol(r.mean_rate, (3 + 1 + 2 + 4 + 5 + 6 + 1 + 1) / 8.0, 1e-9);
 	ck_assert_int_eq(r.delay_ms, 100);
-	ck_assert_uint_eq(r.violations, 2); /* the 97 ms gap and the overlap */
+	ck_assert_uint_eq(r.violations, 2); /* the 97 ms interval and the overlap */
 	ck_assert_uint_eq(r.overlaps, 1);
 	ck_assert_int_eq(r.min_gap_us, -1000);
+	ck_assert_int_eq(r.min_interval_us, 1000);
 	lab_result_clear(&r);
 
 	/* overlaps only */
