@@ -29,6 +29,7 @@ import html.parser
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -233,6 +234,7 @@ def main():
             print("FAIL: " + e, file=sys.stderr)
         sys.exit(1)
     print("lab e2e: OK (%d <svg> in lab.html)" % pc.svgs)
+    shutil.rmtree(work)  # kept when a check fails, for a look
 
 
 if __name__ == "__main__":
