@@ -11,122 +11,25 @@
 #include <string.h>
 
 #include "crawler/audit_int.h"
+#include "crawler/svg_plot.h"
 
-#define W 860
-#define H 240
-#define ML 60 /* left margin: y labels */
-#define MB 30 /* bottom margin: x labels */
-#define MT 28 /* top margin: title */
+#define W SVG_W
+#define H SVG_H
+#define ML SVG_ML
+#define MB SVG_MB
+#define MT SVG_MT
 #define HTML_HOST_HISTS 6
 #define HTML_VIOLATIONS 200
 #define HTML_HOSTS 50
 
-/* Writes s HTML-escaped; bytes that are not UTF-8 become U+FFFD. */
-static void html_str(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	while (*p) {
-		unsigned c = *p;
-		size_t n = c < 0x80                ? 1
-		           : c >= 0xf0 && c < 0xf5 ? 4
-		           : c >= 0xe0             ? 3
-		           : c >= 0xc2             ? 2
-		                                   : 0;
-		size_t k = 1;
-		while (n > 1 && k < n && (p[k] & 0xc0) == 0x80)
-			k++;
-		if (c == '&')
-			fputs("&amp;", f);
-		else if (c == '<')
-			fputs("&lt;", f);
-		else if (c == '>')
-			fputs("&gt;", f);
-		else if (c == '"')
-			fputs("&quot;", f);
-		else if (c == '\'')
-			fputs("&#39;", f);
-		else if (c < 0x20 || c == 0x7f)
-			fputs("&#xfffd;", f);
-		else if (n && k == n)
-			fwrite(p, 1, n, f);
-		else
-			fputs("&#xfffd;", f);
-		p += n && k == n ? n : 1;
-	}
-}
-
-static void svg_open(FILE *f, const char *title, int h)
-{
-	fprintf(f,
-	        "<svg width=\"%d\" height=\"%d\" "
-	        "viewBox=\"0 0 %d %d\" role=\"img\"><title>",
-	        W, h, W, h);
-	html_str(f, title);
-	fprintf(f,
-	        "</title><rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>"
-	        "<text x=\"%d\" y=\"18\" class=\"t\">",
-	        W, h, ML);
-	html_str(f, title);
-	fputs("</text>\n", f);
-}
-
-static void y_axis(FILE *f, double ymax, int h, const char *unit)
-{
-	int plot_h = h - MT - MB;
-	for (int i = 0; i <= 4; i++) {
-		double v = ymax * i / 4;
-		int y = h - MB - plot_h * i / 4;
-		fprintf(f,
-		        "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" class=\"g\"/>"
-		        "<text x=\"%d\" y=\"%d\" class=\"yl\">%.3g%s</text>\n",
-		        ML, W - 10, y, y, ML - 4, y + 4, v, i == 4 ? unit : "");
-	}
-}
-
-static void x_time_axis(FILE *f, double total_s, int h)
-{
-	for (int i = 0; i <= 5; i++) {
-		int x = ML + (W - 10 - ML) * i / 5;
-		fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"xl\">%.3g s</text>\n", x, h - MB + 16,
-		        total_s * i / 5);
-	}
-}
-
-static double max_of(const double *v, size_t n)
-{
-	double m = 0;
-	for (size_t i = 0; i < n; i++)
-		m = v[i] > m ? v[i] : m;
-	return m > 0 ? m : 1;
-}
-
-/* Filled area under v (on top of base, if any), over the series bins. */
-static void area(FILE *f, const double *v, const double *base, size_t n, double ymax, int h,
-                 const char *color)
-{
-	double pw = W - 10 - ML, ph = h - MT - MB;
-	fprintf(f, "<polygon fill=\"%s\" stroke=\"none\" points=\"", color);
-	for (size_t i = 0; i < n; i++) {
-		double y0 = base ? base[i] : 0;
-		double x = ML + pw * ((double)i + 0.5) / (double)n;
-		fprintf(f, "%.1f,%.1f ", x, h - MB - ph * (y0 + v[i]) / ymax);
-	}
-	for (size_t i = n; i-- > 0;) {
-		double y0 = base ? base[i] : 0;
-		double x = ML + pw * ((double)i + 0.5) / (double)n;
-		fprintf(f, "%.1f,%.1f ", x, h - MB - ph * y0 / ymax);
-	}
-	fputs("\"/>\n", f);
-}
-
 static void plot_throughput(const struct audit *a, FILE *f)
 {
 	const struct audit_series *se = &a->series;
-	double ymax = max_of(se->pages_per_s, se->n) * 1.1;
+	double ymax = svg_max_of(se->pages_per_s, se->n) * 1.1;
 	svg_open(f, "Throughput: pages per second over time", H);
-	y_axis(f, ymax, H, " /s");
-	x_time_axis(f, (double)(se->n * (size_t)se->interval_s), H);
-	area(f, se->pages_per_s, NULL, se->n, ymax, H, "#4a7fb0");
+	svg_y_axis(f, ymax, H, " /s");
+	svg_x_time_axis(f, (double)(se->n * (size_t)se->interval_s), H);
+	svg_area(f, se->pages_per_s, NULL, se->n, ymax, H, "#4a7fb0");
 	fputs("</svg>\n", f);
 }
 
@@ -141,15 +44,15 @@ static void plot_hosts_state(const struct audit *a, FILE *f)
 	         "Hosts over time: busy (blue: a request in flight), waiting (orange: between "
 	         "requests) and idle (grey: before the first or after the last)",
 	         H);
-	y_axis(f, ymax, H, " hosts");
-	x_time_axis(f, (double)(se->n * (size_t)se->interval_s), H);
-	area(f, se->busy, NULL, se->n, ymax, H, "#4a7fb0");
+	svg_y_axis(f, ymax, H, " hosts");
+	svg_x_time_axis(f, (double)(se->n * (size_t)se->interval_s), H);
+	svg_area(f, se->busy, NULL, se->n, ymax, H, "#4a7fb0");
 	for (size_t i = 0; i < se->n; i++)
 		base[i] = se->busy[i];
-	area(f, se->waiting, base, se->n, ymax, H, "#e8a33d");
+	svg_area(f, se->waiting, base, se->n, ymax, H, "#e8a33d");
 	for (size_t i = 0; i < se->n; i++)
 		base[i] += se->waiting[i];
-	area(f, se->idle, base, se->n, ymax, H, "#d0d0d0");
+	svg_area(f, se->idle, base, se->n, ymax, H, "#d0d0d0");
 	fputs("</svg>\n", f);
 	free(base);
 }
@@ -162,7 +65,7 @@ static void plot_hist(const struct audit *a, FILE *f, const char *title, const u
 	for (unsigned b = 0; b < AUDIT_DISPLAY_BINS; b++)
 		ymax = (double)count[b] > ymax ? (double)count[b] : ymax;
 	svg_open(f, title, h);
-	y_axis(f, ymax * 1.1, h, "");
+	svg_y_axis(f, ymax * 1.1, h, "");
 	double pw = W - 10 - ML, ph = h - MT - MB, bw = pw / AUDIT_DISPLAY_BINS;
 	unsigned req = a->host_required > 0 ? audit_display_bin(a->host_required) : UINT32_MAX;
 	for (unsigned b = 0; b < AUDIT_DISPLAY_BINS; b++) {
@@ -191,7 +94,7 @@ static void plot_load(const struct audit *a, FILE *f)
 		const struct audit_entity *e = &a->hosts.v[a->top_hosts[i]];
 		int y = MT + row * (int)i;
 		fprintf(f, "<text x=\"4\" y=\"%d\" class=\"rl\">", y + 15);
-		html_str(f, e->name);
+		svg_html_str(f, e->name);
 		fputs("</text>\n", f);
 		for (size_t b = 0; e->load && b < se->n; b++) {
 			double share = (double)e->load[b] / (double)(se->interval_s * 1000);
@@ -226,12 +129,12 @@ static void table_hosts(const struct audit *a, FILE *f, int ip)
 		audit_entity_row(a, ip, i, &r);
 		const struct audit_entity_view *v = &r.v;
 		fprintf(f, "<tr%s><td>", v->violations ? " class=\"bad\"" : "");
-		html_str(f, v->name);
+		svg_html_str(f, v->name);
 		fputs("</td><td>", f);
 		if (ip)
 			fprintf(f, "%" PRIu64, v->hosts);
 		else
-			html_str(f, v->ip);
+			svg_html_str(f, v->ip);
 		fprintf(f,
 		        "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td>"
 		        "<td>%" PRIu64 "</td><td>%" PRIu64 "</td></tr>\n",
@@ -257,14 +160,14 @@ static void table_violations(const struct audit *a, FILE *f)
 		char ts[40];
 		audit_fmt_time(ts, sizeof ts, v->at_ms);
 		fprintf(f, "<tr><td>%s</td><td>%s</td><td>", ts, v->ip ? "ip" : "host");
-		html_str(f, (v->ip ? &a->ips : &a->hosts)->v[v->entity].name);
+		svg_html_str(f, (v->ip ? &a->ips : &a->hosts)->v[v->entity].name);
 		fprintf(f,
 		        "</td><td>%" PRId64 " ms</td><td>%" PRId64 " ms</td><td>%" PRIu64
 		        " &rarr; %" PRIu64 "</td><td>",
 		        v->gap, v->required, v->line_prev, v->line_next);
-		html_str(f, v->url_prev);
+		svg_html_str(f, v->url_prev);
 		fputs(" &rarr; ", f);
-		html_str(f, v->url_next);
+		svg_html_str(f, v->url_next);
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);
@@ -281,7 +184,7 @@ static void summary(const struct audit *a, FILE *f)
 	char b[32];
 	audit_fmt_bytes(b, sizeof b, (double)s->bytes);
 	fputs("<h1>Politeness audit of ", f);
-	html_str(f, a->dir);
+	svg_html_str(f, a->dir);
 	fprintf(f,
 	        "</h1>\n<ul><li>%" PRIu64 " pages, %" PRIu64 " requests (%" PRIu64
 	        " robots.txt), %s, %" PRIu64 " hosts on %" PRIu64 " IPs, in %.1f s (%.1f pages/s)"
@@ -302,21 +205,12 @@ static void summary(const struct audit *a, FILE *f)
 	        s->wait_lines ? "only in sum (each request's wait_ms)" : "not in the log");
 }
 
-static const char style[] =
-        "<style>body{font:14px sans-serif;margin:1em 2em;color:#222}"
-        "svg{display:block;margin:1em 0;border:1px solid #ddd}"
-        ".t{font:bold 13px sans-serif}.yl{font:11px sans-serif;text-anchor:end}"
-        ".xl{font:10px sans-serif;text-anchor:middle}.rl{font:11px monospace}"
-        ".g{stroke:#eee}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;font:12px monospace;text-align:right}"
-        "td:first-child{text-align:left}.bad{color:#c0392b}.ok{color:#2e8b57}</style>\n";
-
 int audit_report_html(const struct audit *a, FILE *f)
 {
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 	      "<title>crawl politeness audit</title>\n",
 	      f);
-	fputs(style, f);
+	fputs(svg_page_style, f);
 	fputs("</head><body>\n", f);
 	summary(a, f);
 	fputs("<h2>Over time</h2>\n", f);

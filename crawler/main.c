@@ -25,6 +25,8 @@ static const struct subcommand subcommands[] = {
 	  "assign hosts read on stdin to the agents of a distributed crawl" },
 	{ "audit", audit_tool_main,
 	  "audit the politeness of a finished crawl from its output folder" },
+	{ "lab", lab_tool_main,
+	  "compare politeness policies: crawls of a fresh local test web, judged by it" },
 	{ "cluster-status", cluster_status_tool_main,
 	  "print the agents, counters and streams of a distributed crawl" },
 };

@@ -19,6 +19,7 @@ int links_tool_main(int argc, char **argv);          /* parse/links_tool.c */
 int sitemap_tool_main(int argc, char **argv);        /* parse/sitemap_tool.c */
 int assign_tool_main(int argc, char **argv);         /* crawler/assign_tool.c */
 int audit_tool_main(int argc, char **argv);          /* crawler/audit_tool.c */
+int lab_tool_main(int argc, char **argv);            /* crawler/lab_tool.c */
 int cluster_status_tool_main(int argc, char **argv); /* crawler/cluster_status.c */
 
 #endif
