@@ -13,13 +13,56 @@
 #include "crawler/lab.h"
 #include "crawler/svg_plot.h"
 
-/* One row's figures, of a run or of an entry's mean. */
+/* The figures of a row, in the tables' column order after entry and rep. */
+enum figure {
+	F_EXIT,
+	F_PAGES,
+	F_REQUESTS,
+	F_PAGES_PER_S,
+	F_T90_S,
+	F_COVERAGE,
+	F_DURATION_S,
+	F_PEAK_IN_FLIGHT,
+	F_PEAK_RATE_1S,
+	F_MEAN_RATE_1S,
+	F_DELAY_MS,
+	F_VIOLATIONS,
+	F_OVERLAPS,
+	NFIGURES
+};
+
+/* Each figure's column name and how its cell is printed. */
+static const struct {
+	const char *name, *format;
+} figures[NFIGURES] = {
+	[F_EXIT] = { "exit", "%.3g" },
+	[F_PAGES] = { "pages", "%.6g" },
+	[F_REQUESTS] = { "requests", "%.6g" },
+	[F_PAGES_PER_S] = { "pages_per_s", "%.2f" },
+	[F_T90_S] = { "t90_s", "%.3f" },
+	[F_COVERAGE] = { "coverage", "%.3f" },
+	[F_DURATION_S] = { "duration_s", "%.3f" },
+	[F_PEAK_IN_FLIGHT] = { "peak_in_flight", "%.3g" },
+	[F_PEAK_RATE_1S] = { "peak_rate_1s", "%.3g" },
+	[F_MEAN_RATE_1S] = { "mean_rate_1s", "%.2f" },
+	[F_DELAY_MS] = { "delay_ms", "%.6g" },
+	[F_VIOLATIONS] = { "violations", "%.6g" },
+	[F_OVERLAPS] = { "overlaps", "%.6g" },
+};
+
+/* One row, of a run or of an entry's mean. t90_s < 0: 90% never reached. */
 struct row {
 	const char *entry;
 	char rep[16];
-	double status, pages, requests, pages_per_s, t90_s, coverage, duration_s;
-	double peak_in_flight, peak_rate_1s, mean_rate, delay_ms, violations, overlaps;
+	double v[NFIGURES];
 };
+
+#define NCOLUMNS (2 + NFIGURES) /* entry, rep, the figures */
+
+static const char *column_name(size_t i)
+{
+	return i == 0 ? "entry" : i == 1 ? "rep" : figures[i - 2].name;
+}
 
 static const struct lab_result *run_at(const struct lab_report *rep, size_t e, unsigned k)
 {
@@ -29,24 +72,27 @@ static const struct lab_result *run_at(const struct lab_report *rep, size_t e, u
 static void run_row(const struct lab_report *rep, size_t e, unsigned k, struct row *w)
 {
 	const struct lab_result *r = run_at(rep, e, k);
-	memset(w, 0, sizeof *w);
 	w->entry = rep->plan->entries[e].name;
 	snprintf(w->rep, sizeof w->rep, "%u", k + 1);
-	w->status = r->crawl_status;
-	w->pages = (double)r->pages;
-	w->requests = (double)r->requests;
-	w->pages_per_s = r->pages_per_s;
-	w->t90_s = r->t90_s;
-	w->coverage = r->coverage;
-	w->duration_s = r->duration_s;
-	w->peak_in_flight = (double)r->peak_in_flight;
-	w->peak_rate_1s = (double)r->peak_rate_1s;
-	w->mean_rate = r->mean_rate;
-	w->delay_ms = (double)r->delay_ms;
-	w->violations = (double)r->violations;
-	w->overlaps = (double)r->overlaps;
+	const double v[NFIGURES] = {
+		[F_EXIT] = r->crawl_status,
+		[F_PAGES] = (double)r->pages,
+		[F_REQUESTS] = (double)r->requests,
+		[F_PAGES_PER_S] = r->pages_per_s,
+		[F_T90_S] = r->t90_s,
+		[F_COVERAGE] = r->coverage,
+		[F_DURATION_S] = r->duration_s,
+		[F_PEAK_IN_FLIGHT] = (double)r->peak_in_flight,
+		[F_PEAK_RATE_1S] = (double)r->peak_rate_1s,
+		[F_MEAN_RATE_1S] = r->mean_rate,
+		[F_DELAY_MS] = (double)r->delay_ms,
+		[F_VIOLATIONS] = (double)r->violations,
+		[F_OVERLAPS] = (double)r->overlaps,
+	};
+	memcpy(w->v, v, sizeof v);
 }
 
+/* The mean of the entry's runs (t90_s: over the runs that reached it). */
 static void mean_row(const struct lab_report *rep, size_t e, struct row *m)
 {
 	unsigned reps = rep->plan->repetitions, t90n = 0;
@@ -55,56 +101,29 @@ static void mean_row(const struct lab_report *rep, size_t e, struct row *m)
 	memset(m, 0, sizeof *m);
 	for (unsigned k = 0; k < reps; k++) {
 		run_row(rep, e, k, &w);
-		m->status += w.status / reps;
-		m->pages += w.pages / reps;
-		m->requests += w.requests / reps;
-		m->pages_per_s += w.pages_per_s / reps;
-		m->coverage += w.coverage / reps;
-		m->duration_s += w.duration_s / reps;
-		m->peak_in_flight += w.peak_in_flight / reps;
-		m->peak_rate_1s += w.peak_rate_1s / reps;
-		m->mean_rate += w.mean_rate / reps;
-		m->delay_ms += w.delay_ms / reps;
-		m->violations += w.violations / reps;
-		m->overlaps += w.overlaps / reps;
-		if (w.t90_s >= 0) {
-			t90 += w.t90_s;
+		for (size_t i = 0; i < NFIGURES; i++)
+			m->v[i] += w.v[i] / reps;
+		if (w.v[F_T90_S] >= 0) {
+			t90 += w.v[F_T90_S];
 			t90n++;
 		}
 	}
 	m->entry = rep->plan->entries[e].name;
 	snprintf(m->rep, sizeof m->rep, "mean");
-	m->t90_s = t90n ? t90 / t90n : -1;
+	m->v[F_T90_S] = t90n ? t90 / t90n : -1;
 }
 
-static const char *const columns[] = {
-	"entry",        "rep",          "exit",     "pages",      "requests",
-	"pages_per_s",  "t90_s",        "coverage", "duration_s", "peak_in_flight",
-	"peak_rate_1s", "mean_rate_1s", "delay_ms", "violations", "overlaps",
-};
-#define NCOLUMNS (sizeof columns / sizeof columns[0])
-
-/* The row's cells as text, in columns' order. */
+/* The row's cells as text, in column order. */
 static void cells(const struct row *w, char c[NCOLUMNS][32])
 {
 	snprintf(c[0], 32, "%.31s", w->entry);
 	snprintf(c[1], 32, "%s", w->rep);
-	snprintf(c[2], 32, "%.3g", w->status);
-	snprintf(c[3], 32, "%.6g", w->pages);
-	snprintf(c[4], 32, "%.6g", w->requests);
-	snprintf(c[5], 32, "%.2f", w->pages_per_s);
-	if (w->t90_s >= 0)
-		snprintf(c[6], 32, "%.3f", w->t90_s);
-	else
-		snprintf(c[6], 32, "-");
-	snprintf(c[7], 32, "%.3f", w->coverage);
-	snprintf(c[8], 32, "%.3f", w->duration_s);
-	snprintf(c[9], 32, "%.3g", w->peak_in_flight);
-	snprintf(c[10], 32, "%.3g", w->peak_rate_1s);
-	snprintf(c[11], 32, "%.2f", w->mean_rate);
-	snprintf(c[12], 32, "%.6g", w->delay_ms);
-	snprintf(c[13], 32, "%.6g", w->violations);
-	snprintf(c[14], 32, "%.6g", w->overlaps);
+	for (size_t i = 0; i < NFIGURES; i++) {
+		if (i == F_T90_S && w->v[i] < 0)
+			snprintf(c[2 + i], 32, "-");
+		else
+			snprintf(c[2 + i], 32, figures[i].format, w->v[i]);
+	}
 }
 
 /* Calls fn on every row: runs of entry 0, its mean, runs of entry 1, ... */
@@ -156,7 +175,7 @@ static void tsv_row(const struct row *w, void *arg)
 int lab_report_tsv(const struct lab_report *rep, FILE *f)
 {
 	for (size_t i = 0; i < NCOLUMNS; i++)
-		fprintf(f, "%s%c", columns[i], i + 1 < NCOLUMNS ? '\t' : '\n');
+		fprintf(f, "%s%c", column_name(i), i + 1 < NCOLUMNS ? '\t' : '\n');
 	each_row(rep, tsv_row, f);
 	return ferror(f) ? -1 : 0;
 }
@@ -174,12 +193,12 @@ static void json_row(const struct row *w, void *arg)
 	fprintf(js->f, "%s\n  {", js->n++ ? "," : "");
 	for (size_t i = 0; i < NCOLUMNS; i++) {
 		int text = i < 2 || strcmp(c[i], "-") == 0;
-		if (i == 6 && strcmp(c[i], "-") == 0)
-			fprintf(js->f, "%s\"%s\": null", i ? ", " : "", columns[i]);
+		if (i == 2 + F_T90_S && strcmp(c[i], "-") == 0)
+			fprintf(js->f, "%s\"%s\": null", i ? ", " : "", column_name(i));
 		else if (text)
-			fprintf(js->f, "%s\"%s\": \"%s\"", i ? ", " : "", columns[i], c[i]);
+			fprintf(js->f, "%s\"%s\": \"%s\"", i ? ", " : "", column_name(i), c[i]);
 		else
-			fprintf(js->f, "%s\"%s\": %s", i ? ", " : "", columns[i], c[i]);
+			fprintf(js->f, "%s\"%s\": %s", i ? ", " : "", column_name(i), c[i]);
 	}
 	fputc('}', js->f);
 }
@@ -199,8 +218,7 @@ static const char *const colors[] = { "#4a7fb0", "#e8a33d", "#2e8b57", "#c0392b"
 #define NCOLORS (sizeof colors / sizeof colors[0])
 
 /* Bars of one figure: the mean of each entry, with each run as a dot. */
-static void plot_bars(const struct lab_report *rep, FILE *f, const char *title,
-                      double (*get)(const struct row *))
+static void plot_bars(const struct lab_report *rep, FILE *f, const char *title, enum figure fig)
 {
 	size_t n = rep->plan->n;
 	double ymax = 0;
@@ -208,7 +226,7 @@ static void plot_bars(const struct lab_report *rep, FILE *f, const char *title,
 	for (size_t e = 0; e < n; e++)
 		for (unsigned k = 0; k < rep->plan->repetitions; k++) {
 			run_row(rep, e, k, &w);
-			ymax = get(&w) > ymax ? get(&w) : ymax;
+			ymax = w.v[fig] > ymax ? w.v[fig] : ymax;
 		}
 	ymax = ymax > 0 ? ymax * 1.1 : 1;
 	svg_open(f, title, SVG_H);
@@ -216,7 +234,7 @@ static void plot_bars(const struct lab_report *rep, FILE *f, const char *title,
 	double pw = SVG_W - 10 - SVG_ML, ph = SVG_H - SVG_MT - SVG_MB, bw = pw / (double)n;
 	for (size_t e = 0; e < n; e++) {
 		mean_row(rep, e, &w);
-		double v = get(&w) > 0 ? get(&w) : 0, bh = ph * v / ymax;
+		double v = w.v[fig] > 0 ? w.v[fig] : 0, bh = ph * v / ymax;
 		fprintf(f,
 		        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
 		        "<title>%.4g</title></rect><text x=\"%.1f\" y=\"%d\" class=\"xl\">",
@@ -227,34 +245,13 @@ static void plot_bars(const struct lab_report *rep, FILE *f, const char *title,
 		fputs("</text>\n", f);
 		for (unsigned k = 0; k < rep->plan->repetitions; k++) {
 			run_row(rep, e, k, &w);
-			double rv = get(&w) > 0 ? get(&w) : 0;
+			double rv = w.v[fig] > 0 ? w.v[fig] : 0;
 			fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#222\"/>",
 			        SVG_ML + bw * ((double)e + 0.5), SVG_H - SVG_MB - ph * rv / ymax);
 		}
 		fputc('\n', f);
 	}
 	fputs("</svg>\n", f);
-}
-
-static double get_pps(const struct row *w)
-{
-	return w->pages_per_s;
-}
-static double get_t90(const struct row *w)
-{
-	return w->t90_s;
-}
-static double get_peak_rate(const struct row *w)
-{
-	return w->peak_rate_1s;
-}
-static double get_mean_rate(const struct row *w)
-{
-	return w->mean_rate;
-}
-static double get_violations(const struct row *w)
-{
-	return w->violations;
 }
 
 /* Coverage of the expected set over time: one line per run. */
@@ -320,19 +317,20 @@ int lab_report_html(const struct lab_report *rep, FILE *f)
 	        "judged from the test web's own request log. Bars: mean over repetitions; "
 	        "dots: each run.</p>\n",
 	        rep->plan->n, rep->plan->repetitions);
-	plot_bars(rep, f, "Pages per second (server's first arrival to last response)", get_pps);
-	plot_bars(rep, f, "Time to 90% of the expected set (s)", get_t90);
+	plot_bars(rep, f, "Pages per second (server's first arrival to last response)",
+	          F_PAGES_PER_S);
+	plot_bars(rep, f, "Time to 90% of the expected set (s)", F_T90_S);
 	plot_coverage(rep, f);
-	plot_bars(rep, f, "Peak load per host: most arrivals within one second", get_peak_rate);
+	plot_bars(rep, f, "Peak load per host: most arrivals within one second", F_PEAK_RATE_1S);
 	plot_bars(rep, f, "Mean load per host: arrivals in the last second, mean over requests",
-	          get_mean_rate);
+	          F_MEAN_RATE_1S);
 	plot_bars(rep, f,
 	          "Politeness violations (requests of a host closer than the judged delay, "
 	          "or overlapping)",
-	          get_violations);
+	          F_VIOLATIONS);
 	fputs("<h2>Runs</h2>\n<table><tr>", f);
 	for (size_t i = 0; i < NCOLUMNS; i++)
-		fprintf(f, "<th>%s</th>", columns[i]);
+		fprintf(f, "<th>%s</th>", column_name(i));
 	fputs("</tr>\n", f);
 	each_row(rep, html_row, f);
 	fputs("</table>\n<h2>Entries</h2>\n", f);
