@@ -120,6 +120,7 @@ static const struct key_def keys[] = {
 	KEY("output", "warc_level", T_UINT, warc.compression_level, 1, 9),
 	KEY("output", "stats_interval_s", T_UINT, output.stats_interval_s, 1, 3600),
 	KEY("output", "checkpoint_interval_s", T_UINT, output.checkpoint_interval_s, 0, 86400),
+	KEY("output", "metrics", T_STR, output.metrics, 0, 300),
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
@@ -195,9 +196,10 @@ int crawl_config_default(struct crawl_config *c)
 	c->dns.server = strdup("");
 	c->dns.resolv_conf = strdup("");
 	c->fetch.ca_file = strdup("");
+	c->output.metrics = strdup("");
 	c->sieve.impl = strdup("mercator");
 	if (!c->crawl.user_agent || !c->frontier.spill_dir || !c->output.dir || !c->dns.server ||
-	    !c->dns.resolv_conf || !c->fetch.ca_file || !c->sieve.impl) {
+	    !c->dns.resolv_conf || !c->fetch.ca_file || !c->output.metrics || !c->sieve.impl) {
 		crawl_config_free(c);
 		return -1;
 	}

@@ -99,6 +99,7 @@ struct crawl_output {
 	int warc;                       /* write WARC files (warc below) */
 	uint32_t stats_interval_s;      /* pages/s sampling period in stats.json */
 	uint32_t checkpoint_interval_s; /* seconds between checkpoints; 0 = only at the end */
+	char *metrics;                  /* live figures over HTTP: "PORT", "ADDR:PORT"; "" off */
 };
 
 struct crawl_config {

@@ -6,10 +6,8 @@
  */
 #include "crawler/crawl_run.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <libpsl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,6 +25,7 @@
 #include "crawler/dns.h"
 #include "crawler/fetch.h"
 #include "crawler/io_stall.h"
+#include "crawler/metrics.h"
 #include "crawler/outdir_lock.h"
 #include "crawler/parse_jobs.h"
 #include "crawler/sieve_path.h"
@@ -64,6 +63,7 @@ struct run {
 	struct crawl_writer *writer;
 	struct crawl_ckpt *ckpt;
 	struct io_stall *io; /* outputs that cannot be written (a full disk): fetching pauses */
+	struct metrics_server *metrics; /* --metrics: the live figures */
 	struct outdir_lock *lock;
 	pthread_mutex_t wake_mu; /* guards wake_ok against uv_close of async */
 	int wake_ok;
@@ -339,6 +339,17 @@ static void gather(struct run *r, struct crawl_stats_sources *src)
 	io_stall_stats(r->io, &src->stalls, &src->stall_s);
 }
 
+/* The metrics endpoint's pages: stats.json's figures as they stand. */
+static int render_metrics(void *ctx, enum metrics_page page, FILE *f)
+{
+	struct run *r = ctx;
+	struct crawl_stats_sources src;
+	gather(r, &src);
+	return crawl_stats_write(
+	        f, &r->stats, &src, (double)(monotonic_us() - r->stats.t0_us) / 1e6,
+	        page == METRICS_STATUS ? CRAWL_STATS_JSON : CRAWL_STATS_PROMETHEUS);
+}
+
 static void print_progress(struct run *r, int final)
 {
 	struct crawl_stats_sources src;
@@ -393,40 +404,6 @@ static void on_sigint(uv_signal_t *s, int sig)
 
 /* ---- set-up ---- */
 
-/* Registrable domains of the seeds (libpsl's built-in list). */
-static int seed_domains(char *const *seeds, size_t n, char ***out, size_t *nout)
-{
-	const psl_ctx_t *psl = psl_builtin();
-	char **d = calloc(n ? n : 1, sizeof *d);
-	size_t k = 0;
-	if (!d)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		size_t kl, h, hl;
-		char host[512];
-		if (url_key_split(seeds[i], strlen(seeds[i]), &kl, &h, &hl) < 0 ||
-		    hl >= sizeof host)
-			continue;
-		for (size_t c = 0; c < hl; c++)
-			host[c] = (char)tolower((unsigned char)seeds[i][h + c]);
-		host[hl] = '\0';
-		const char *reg = psl ? psl_registrable_domain(psl, host) : NULL;
-		const char *dom = reg ? reg : host;
-		int dup = 0;
-		for (size_t j = 0; j < k; j++)
-			if (strcmp(d[j], dom) == 0)
-				dup = 1;
-		if (!dup) {
-			d[k] = strdup(dom);
-			if (d[k])
-				k++;
-		}
-	}
-	*out = d;
-	*nout = k;
-	return 0;
-}
-
 /* Every module's configuration, from the crawl's. 0, or -1 (no memory). */
 static int module_configs_from(struct run *r, const struct crawl_config *cfg, char *const *seeds,
                                size_t nseeds, struct module_configs *mc)
@@ -437,7 +414,7 @@ static int module_configs_from(struct run *r, const struct crawl_config *cfg, ch
 	mc->politeness = cfg->politeness;
 	mc->scope = cfg->scope;
 	if (!cfg->crawl.any_domain && cfg->crawl.n_domains == 0) {
-		if (seed_domains(seeds, nseeds, &r->doms, &r->ndoms) < 0)
+		if (scope_registrable_domains(seeds, nseeds, &r->doms, &r->ndoms) < 0)
 			return -1;
 		mc->scope.domains = (const char *const *)r->doms;
 		mc->scope.n_domains = r->ndoms;
@@ -651,6 +628,17 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	    (rc = start_workers(r, mc, ckpt_seq)) != CRAWL_EXIT_OK)
 		goto out;
 	start_handles(r, resume);
+	char msg[256];
+	rc = CRAWL_EXIT_USAGE;
+	if (cfg->output.metrics[0] &&
+	    metrics_server_start(&r->loop, cfg->output.metrics, render_metrics, r, &r->metrics, msg,
+	                         sizeof msg) != 0) {
+		fprintf(stderr, "crawler crawl: %s\n", msg);
+		goto out;
+	}
+	if (r->metrics)
+		fprintf(stderr, "crawler crawl: live figures on %s (port %d): /metrics, /status\n",
+		        cfg->output.metrics, metrics_server_port(r->metrics));
 	rc = CRAWL_EXIT_FAILURE;
 	/* the checkpoint's sieve has seen the seeds */
 	if (sieve_path_start_feeder(r->sp, seeds, from ? 0 : nseeds) != 0)
@@ -724,6 +712,7 @@ static void teardown(struct run *r, int ran, double elapsed)
 			uv_close(h[i], NULL);
 		r->handles_open = 0;
 	}
+	metrics_server_stop(r->metrics);
 	if (r->loop_ok)
 		uv_run(&r->loop, UV_RUN_DEFAULT);
 	stop_threads(r);

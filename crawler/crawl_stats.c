@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "frontier/ascii.h"
 #include "frontier/clock.h"
 #include "frontier/recfile.h"
 
@@ -120,6 +121,31 @@ static void json_table(FILE *f, const struct stat_table *t, const char *open, co
 	fputs(close, f);
 }
 
+/* Prometheus text of a table: one "prefix_name value" line per number,
+ * nested objects under prefix_name_, names reduced to [a-z0-9_]. */
+static void prom_table(FILE *f, const struct stat_table *t, const char *prefix)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		const struct stat_entry *e = &t->e[i];
+		char name[160];
+		size_t k = (size_t)snprintf(name, sizeof name, "%s_", prefix);
+		for (const char *c = e->name; *c && k + 1 < sizeof name; c++)
+			name[k++] = ascii_is_alnum((unsigned char)*c) ? *c : '_';
+		name[k] = '\0';
+		switch (e->kind) {
+		case STAT_OBJECT: prom_table(f, e->p, name); break;
+		case STAT_BOOL: fprintf(f, "%s %d\n", name, *(const int *)e->p ? 1 : 0); break;
+		case STAT_STR:
+		case STAT_SERIES: break;
+		default:
+			fputs(name, f);
+			fputc(' ', f);
+			json_value(f, e);
+			fputc('\n', f);
+		}
+	}
+}
+
 /* ---- stats.json ---- */
 
 /* The "errors" object: fetch and DNS errors by name, then the crawl's own
@@ -223,8 +249,8 @@ static size_t scope_entries(const struct crawl_stats_sources *src, struct stats_
 	return n;
 }
 
-static void write_json(FILE *f, const struct crawl_stats *s, const struct crawl_stats_sources *src,
-                       struct stats_derived *d)
+static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl_stats_sources *src,
+                        struct stats_derived *d, enum crawl_stats_format fmt)
 {
 	const struct frontier_stats *fs = &src->frontier;
 	const struct sieve_stats *ss = &src->sieve;
@@ -329,24 +355,33 @@ static void write_json(FILE *f, const struct crawl_stats *s, const struct crawl_
 		{ "pages_per_s_series", STAT_SERIES, &series, 0 },
 	};
 	const struct stat_table top = TABLE(top_e);
-	json_table(f, &top, "{\n  ", ",\n  ", "\n}\n");
+	if (fmt == CRAWL_STATS_PROMETHEUS)
+		prom_table(f, &top, "crawler");
+	else
+		json_table(f, &top, "{\n  ", ",\n  ", "\n}\n");
+}
+
+int crawl_stats_write(FILE *f, const struct crawl_stats *s, const struct crawl_stats_sources *src,
+                      double elapsed, enum crawl_stats_format fmt)
+{
+	struct stats_derived *d = calloc(1, sizeof *d);
+	if (!d)
+		return -1;
+	derive(s, src, elapsed, d);
+	write_stats(f, s, src, d, fmt);
+	free(d);
+	return ferror(f) ? -1 : 0;
 }
 
 int crawl_stats_write_json(const struct crawl_stats *s, const struct crawl_stats_sources *src,
                            const char *path, double elapsed)
 {
-	struct stats_derived *d = calloc(1, sizeof *d);
-	FILE *f = d ? fopen(path, "w") : NULL;
-	int rc = -1;
+	FILE *f = fopen(path, "w");
 	if (!f)
-		goto out;
-	derive(s, src, elapsed, d);
-	write_json(f, s, src, d);
-	rc = ferror(f) ? -1 : 0;
+		return -1;
+	int rc = crawl_stats_write(f, s, src, elapsed, CRAWL_STATS_JSON);
 	if (fclose(f) != 0)
 		rc = -1;
-out:
-	free(d);
 	return rc;
 }
 

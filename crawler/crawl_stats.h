@@ -90,6 +90,12 @@ struct crawl_stats_sources {
 void crawl_stats_sample(struct crawl_stats *s);
 
 /* Writes stats.json at path. 0, or -1 (errno). */
+/* The figures of stats.json as they stand, to f: JSON, or Prometheus text
+ * (one "crawler_PATH value" line per number, for the metrics endpoint).
+ * 0, or -1 (write error). */
+enum crawl_stats_format { CRAWL_STATS_JSON, CRAWL_STATS_PROMETHEUS };
+int crawl_stats_write(FILE *f, const struct crawl_stats *s, const struct crawl_stats_sources *src,
+                      double elapsed, enum crawl_stats_format fmt);
 int crawl_stats_write_json(const struct crawl_stats *s, const struct crawl_stats_sources *src,
                            const char *path, double elapsed);
 

@@ -7,6 +7,8 @@
 #include "frontier/url.h"
 #include "frontier/array.h"
 
+#include <ctype.h>
+#include <libpsl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -257,4 +259,36 @@ const char *scope_strerror(enum scope_err e)
 	case SCOPE_ERR_INVALID: return "invalid argument";
 	}
 	return "unknown error";
+}
+
+int scope_registrable_domains(char *const *urls, size_t n, char ***out, size_t *nout)
+{
+	const psl_ctx_t *psl = psl_builtin();
+	char **d = calloc(n ? n : 1, sizeof *d);
+	size_t k = 0;
+	if (!d)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		size_t kl, h, hl;
+		char host[512];
+		if (url_key_split(urls[i], strlen(urls[i]), &kl, &h, &hl) < 0 || hl >= sizeof host)
+			continue;
+		for (size_t c = 0; c < hl; c++)
+			host[c] = (char)tolower((unsigned char)urls[i][h + c]);
+		host[hl] = '\0';
+		const char *reg = psl ? psl_registrable_domain(psl, host) : NULL;
+		const char *dom = reg ? reg : host;
+		int dup = 0;
+		for (size_t j = 0; j < k; j++)
+			if (strcmp(d[j], dom) == 0)
+				dup = 1;
+		if (!dup) {
+			d[k] = strdup(dom);
+			if (d[k])
+				k++;
+		}
+	}
+	*out = d;
+	*nout = k;
+	return 0;
 }

@@ -84,4 +84,10 @@ void scope_count_add(struct scope *s, enum scope_verdict v, uint64_t n);
 const char *scope_verdict_name(enum scope_verdict v);
 const char *scope_strerror(enum scope_err e);
 
+/* The distinct registrable domains (libpsl's built-in public suffix list;
+ * the host itself when it has none) of the hosts of n crawl keys, in
+ * order, into *out (malloc'd, each string too; *nout of them): the scope
+ * of a crawl restricted to its seeds' sites. 0, or -1 (no memory). */
+int scope_registrable_domains(char *const *urls, size_t n, char ***out, size_t *nout);
+
 #endif

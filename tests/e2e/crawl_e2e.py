@@ -18,6 +18,9 @@ test web's own request log (the neutral witness).
   crawl_e2e.py sitemaps
       exact coverage with --sitemaps on: the sitemaps robots.txt lists (an
       index and a gzipped sitemap too) and the pages only they list.
+  crawl_e2e.py metrics
+      --metrics answers /metrics and /status while the crawl runs, and its
+      last answer agrees with stats.json.
   crawl_e2e.py waiting-host
       a host waiting out a 30 s Retry-After delays no other host: the rest
       of the web is crawled whole within 20 s.
@@ -52,6 +55,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -600,6 +604,72 @@ def test_adaptive():
     print("ok")
 
 
+def free_port():
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+def test_metrics():
+    """--metrics: /metrics (Prometheus) and /status (JSON) answer while the
+    crawl runs, their counters only grow, and the last answer, taken while
+    the crawl ends (its last checkpoint), agrees with stats.json."""
+    import urllib.request
+    work = tempfile.mkdtemp(prefix="e2e-metrics-")
+    tw = TestWeb(work, gen_args())
+    port = free_port()
+    out = os.path.join(work, "out")
+    seeds = os.path.join(work, "seeds.txt")
+    with open(seeds, "w") as f:
+        f.write("\n".join(tw.run_mode("--seeds")) + "\n")
+    cmd = [CRAWLER, "crawl", "--seeds", seeds, "-c", os.path.join(SOURCE, "configs", "testweb.conf"),
+           "--dns-server", "127.0.0.1:%d" % tw.dns_port, "--allow-private-networks", "-o", out,
+           "--quiet", "--metrics", "127.0.0.1:%d" % port]
+    errors, statuses, proms = [], [], []
+    try:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 150
+        while p.poll() is None and time.time() < deadline:
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/status" % port, timeout=5) as r:
+                    statuses.append(json.loads(r.read()))
+                with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+                    proms.append(r.read().decode())
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.02)
+        rc = p.wait(timeout=60)
+        err = p.stderr.read()
+    finally:
+        tw.stop()
+    stats = json.load(open(os.path.join(out, "stats.json")))
+    print("metrics: %d /status and %d /metrics answers during the crawl; last pages %s, stats.json %d" %
+          (len(statuses), len(proms), statuses[-1]["pages"] if statuses else None, stats["pages"]))
+    if rc != 0:
+        errors.append("crawler exited %d: %s" % (rc, err[-500:]))
+    if len(statuses) < 5 or len(proms) < 5:
+        errors.append("the endpoint answered only %d and %d times" % (len(statuses), len(proms)))
+    else:
+        pages = [st["pages"] for st in statuses]
+        if pages != sorted(pages) or pages[0] == pages[-1]:
+            errors.append("pages did not grow: %s" % pages[:10])
+        last = statuses[-1]
+        for k in ("pages", "requests", "robots_fetches", "bytes"):
+            if last[k] != stats[k]:
+                errors.append("/status %s = %s at the end, stats.json %s" % (k, last[k], stats[k]))
+        if last["status"] != stats["status"]:
+            errors.append("/status statuses %s, stats.json %s" % (last["status"], stats["status"]))
+        prom = dict(l.split(" ", 1) for l in proms[-1].splitlines() if l and not l.startswith("#"))
+        if int(prom.get("crawler_status_200", -1)) < int(statuses[0]["status"].get("200", 0)):
+            errors.append("Prometheus crawler_status_200 = %s" % prom.get("crawler_status_200"))
+        if any(not re.match(r"^crawler_[a-z0-9_]+$", k) for k in prom):
+            errors.append("bad metric names: %s" % [k for k in prom if not re.match(r"^crawler_[a-z0-9_]+$", k)][:5])
+    if errors:
+        fail("; ".join(errors))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
 def check_sitemaps(stats, expected):
     errors = []
     files = [e for e in expected if re.search(r"/sitemap(_index)?\.xml(\.gz)?\t200$", e)]
@@ -649,6 +719,8 @@ def main():
         # lists (an index and a gzipped sitemap on kind-6 hosts) and the
         # pages only they list; nothing else may be requested.
         test_coverage("fixed", ["--sitemaps", "on"], check_sitemaps, ["--sitemaps"])
+    elif what == "metrics":
+        test_metrics()
     elif what == "waiting-host":
         test_waiting_host()
     elif what == "warc":
