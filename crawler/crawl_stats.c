@@ -264,6 +264,9 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 	struct stat_table scope = { d->scope_e, scope_entries(src, d, d->scope_e) };
 	const struct stat_entry hosts_e[] = {
 		{ "total", STAT_U64, &fs->hosts, 0 },
+		{ "visiting", STAT_U64, &src->politeness.hosts_held, 0 },
+		{ "waiting", STAT_U64, &src->politeness.hosts_in_heap, 0 },
+		{ "idle", STAT_U64, &src->politeness.hosts_parked, 0 },
 		{ "retired", STAT_U64, &src->politeness.hosts_retired, 0 },
 		{ "dns_failed", STAT_U64, &s->hosts_dns_failed, 0 },
 		{ "dropped_urls", STAT_U64, &fs->dropped_retired, 0 },

@@ -653,6 +653,8 @@ def test_metrics():
         pages = [st["pages"] for st in statuses]
         if pages != sorted(pages) or pages[0] == pages[-1]:
             errors.append("pages did not grow: %s" % pages[:10])
+        if not any(st["hosts"]["visiting"] + st["hosts"]["waiting"] > 0 for st in statuses):
+            errors.append("/status never showed a host visiting or waiting")
         last = statuses[-1]
         for k in ("pages", "requests", "robots_fetches", "bytes"):
             if last[k] != stats[k]:
