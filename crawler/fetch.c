@@ -19,6 +19,8 @@
 
 #include <curl/curl.h>
 
+#include "frontier/chain.h"
+
 #define FETCH_DEFAULT_MAX_CONN 1024
 #define FETCH_REQ_HDR_CAP 65536u
 
@@ -348,22 +350,9 @@ static curl_socket_t on_opensocket(void *userp, curlsocktype purpose, struct cur
 
 static void check_multi_info(struct fetch_engine *e);
 
-/* Takes node out of the doubly linked list that starts at head (the
- * engine's sockets and its transfers are both such lists). */
-#define LIST_UNLINK(head, node)                                                                    \
-	do {                                                                                       \
-		if ((node)->prev)                                                                  \
-			(node)->prev->next = (node)->next;                                         \
-		else                                                                               \
-			(head) = (node)->next;                                                     \
-		if ((node)->next)                                                                  \
-			(node)->next->prev = (node)->prev;                                         \
-		(node)->prev = (node)->next = NULL;                                                \
-	} while (0)
-
 static void sock_unlink(struct fetch_engine *e, struct sock_ctx *sc)
 {
-	LIST_UNLINK(e->socks, sc);
+	DLIST_UNLINK(e->socks, sc);
 }
 
 static void on_poll_closed(uv_handle_t *h)
@@ -418,10 +407,7 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *s
 		}
 		sc->poll.data = sc;
 		e->open_handles++;
-		sc->next = e->socks;
-		if (e->socks)
-			e->socks->prev = sc;
-		e->socks = sc;
+		DLIST_PUSH(e->socks, sc);
 		curl_multi_assign(e->multi, s, sc);
 	}
 	int events = 0;
@@ -525,7 +511,7 @@ static enum fetch_error map_curl_error(struct transfer *t, CURLcode cc)
 
 static void transfer_unlink(struct fetch_engine *e, struct transfer *t)
 {
-	LIST_UNLINK(e->head, t);
+	DLIST_UNLINK(e->head, t);
 }
 
 static void transfer_free(struct transfer *t)
@@ -729,10 +715,7 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 		rc = FETCH_ERR_NOMEM;
 		goto out;
 	}
-	t->next = e->head;
-	if (e->head)
-		e->head->prev = t;
-	e->head = t;
+	DLIST_PUSH(e->head, t);
 	e->in_flight++;
 	e->stats.started++;
 	t = NULL;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontier/chain.h"
+
 struct client {
 	uv_tcp_t tcp;
 	uv_timer_t idle;
@@ -42,12 +44,7 @@ static void on_client_closed(uv_handle_t *h)
 	struct metrics_server *m = c->m;
 	if (--c->handles > 0)
 		return;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		m->clients = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	DLIST_UNLINK(m->clients, c);
 	m->nclients--;
 	free(c->resp);
 	free(c);
@@ -170,10 +167,7 @@ static void on_connection(uv_stream_t *server, int status)
 	uv_timer_init(m->loop, &c->idle);
 	c->tcp.data = c->idle.data = c;
 	c->handles = 2;
-	c->next = m->clients;
-	if (m->clients)
-		m->clients->prev = c;
-	m->clients = c;
+	DLIST_PUSH(m->clients, c);
 	m->nclients++;
 	if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 || m->nclients > METRICS_CLIENTS ||
 	    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
