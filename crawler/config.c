@@ -5,10 +5,11 @@
  * one place.
  */
 #include "crawler/config.h"
+#include "crawler/ini_file.h"
 #include "frontier/ascii.h"
 
+#include <ctype.h>
 #include <errno.h>
-#include <ini.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,6 +346,20 @@ static int sieve_impl_known(const char *name)
 	return rc != SIEVE_ENOTSUP;
 }
 
+/* A string the configuration file can carry back: a value that starts
+ * with ';' or '#', holds one after a space (an inline comment, ini_file.h) or
+ * has space at either end would be read back otherwise. */
+static bool ini_value_ok(const char *v)
+{
+	size_t n = strlen(v);
+	if (n > 0 && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1])))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((v[i] == ';' || v[i] == '#') && (i == 0 || isspace((unsigned char)v[i - 1])))
+			return false;
+	return true;
+}
+
 /* A host suffix is labels joined by single dots, none empty, spelled as
  * host names are (the letters, digits, '-' and '_' of ASCII, and the
  * bytes of UTF-8): an empty suffix would let every host in. */
@@ -441,7 +456,10 @@ static void bad_value_message(const struct key_def *k, const char *value, char *
 		         key, value);
 		break;
 	case T_STR:
-		snprintf(err, errlen, "%s: bad value (length must be %g..%g)", key, k->min, k->max);
+		snprintf(err, errlen,
+		         "%s: bad value (length must be %g..%g, no space at either end, no ';'"
+		         " or '#' first or after a space: the file's comments)",
+		         key, k->min, k->max);
 		break;
 	default:
 		snprintf(err, errlen, "%s: bad value '%s' (expected a number in %g..%g)", key,
@@ -491,7 +509,7 @@ static enum crawl_config_err key_set(struct crawl_config *c, const struct key_de
 	}
 	case T_STR:
 	case T_SIEVE_IMPL: {
-		if (len < (size_t)k->min || len > (size_t)k->max ||
+		if (len < (size_t)k->min || len > (size_t)k->max || !ini_value_ok(value) ||
 		    (k->type == T_SIEVE_IMPL && !sieve_impl_known(value)))
 			return CRAWL_CONFIG_ERR_BAD_VALUE;
 		char *copy = strdup(value);
@@ -542,7 +560,7 @@ static int on_ini(void *user, const char *section, const char *name, const char 
 	enum crawl_config_err e = crawl_config_set(lc->c, section, name, value, msg, sizeof msg);
 	if (e != CRAWL_CONFIG_OK) {
 		if (lc->rc != CRAWL_CONFIG_OK)
-			return 0; /* keep the first error, the one ini_parse reports */
+			return 0; /* keep the first error, the one ini_file_parse reports */
 		snprintf(lc->err, lc->errlen, "[%s] %s", section, msg);
 		lc->rc = e;
 		return 0;
@@ -557,7 +575,7 @@ enum crawl_config_err crawl_config_load(struct crawl_config *c, const char *path
 	char msg[CRAWL_CONFIG_ERR_MAX] = "";
 	lc.err = msg;
 	lc.errlen = sizeof msg;
-	int r = ini_parse(path, on_ini, &lc);
+	int r = ini_file_parse(path, on_ini, &lc);
 	if (r == -1) {
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return CRAWL_CONFIG_ERR_IO;

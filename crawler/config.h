@@ -8,7 +8,7 @@
  * in place, plus small crawl-level structs for what no module owns (the
  * crawl's limits, the parse pool, the output folder). A table of keys in
  * config.c (section, name, type, field, unit, range) drives both the INI
- * reader (inih; sections [crawl] [politeness] [fetch] [dns] [frontier]
+ * reader (ini_file.h; sections [crawl] [politeness] [fetch] [dns] [frontier]
  * [sieve] [parse] [output]) and the command-line flags, which override the
  * same key: both go through crawl_config_set("section", "key", "value"), so
  * a flag and a file line are validated by the same code. Each key is stored

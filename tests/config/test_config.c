@@ -5,13 +5,13 @@
  * the module structs in the modules' units.
  */
 #include <check.h>
-#include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "crawler/config.h"
+#include "crawler/ini_file.h"
 
 #ifndef CONFIGS_DIR
 #define CONFIGS_DIR "configs"
@@ -70,7 +70,7 @@ START_TEST(table_and_default_conf_list_the_same_keys)
 {
 	struct pairs doc = { 0 }, table = { 0 };
 	const char *section, *name;
-	ck_assert_int_eq(ini_parse(CONFIGS_DIR "/default.conf", on_pair, &doc), 0);
+	ck_assert_int_eq(ini_file_parse(CONFIGS_DIR "/default.conf", on_pair, &doc), 0);
 	for (size_t i = 0; crawl_config_key(i, &section, &name) == 0; i++)
 		on_pair(&table, section, name, NULL);
 	ck_assert_uint_gt(table.n, 0);
@@ -284,6 +284,76 @@ END_TEST
 
 /* A host suffix with an empty label (a lone '.', "a..b") or what no host
  * name holds is refused: an empty suffix would let every host in. */
+/* A string value the file could not carry back is refused: an inline
+ * comment (';' or '#' first or after a space) or space at either end; a
+ * ';' inside a word (as in user agents) is fine. */
+static int collect(void *ctx, const char *section, const char *key, const char *value)
+{
+	char *out = ctx;
+	size_t n = strlen(out);
+	snprintf(out + n, 4096 - n, "[%s]%s=%s|", section, key, value);
+	return strcmp(key, "refuse") != 0;
+}
+
+/* The file reader: a value of 3,000 bytes reads back whole (inih's 200-byte
+ * lines would cut it), a BOM, comments and inline comments, and the number
+ * of the first bad line. */
+START_TEST(ini_file_reads_long_lines_whole)
+{
+	char path[] = "/tmp/ini_file_XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	FILE *f = fdopen(fd, "w");
+	fputs("\xEF\xBB\xBF# comment\n\n[crawl]\nuser_agent = a;b (x; y) ; comment\n", f);
+	fputs("  ; also a comment\n[ output ]\ndir = ", f);
+	for (int i = 0; i < 3000; i++)
+		fputc('d', f);
+	fputs("\nempty =\nlast = x # gone\n", f);
+	fclose(f);
+	char *got = calloc(1, 4096);
+	ck_assert_int_eq(ini_file_parse(path, collect, got), 0);
+	ck_assert_ptr_nonnull(strstr(got, "[crawl]user_agent=a;b (x; y)|[output]dir=ddd"));
+	ck_assert_ptr_nonnull(strstr(got, "dd|[output]empty=|[output]last=x|"));
+	ck_assert_uint_eq(strlen(got), strlen("[crawl]user_agent=a;b (x; y)|") +
+	                                       strlen("[output]dir=|") + 3000 +
+	                                       strlen("[output]empty=|[output]last=x|"));
+	f = fopen(path, "w");
+	fputs("[a]\nx = 1\nno equals sign\n", f);
+	fclose(f);
+	got[0] = '\0';
+	ck_assert_int_eq(ini_file_parse(path, collect, got), 3);
+	f = fopen(path, "w");
+	fputs("[a]\nx = 1\nrefuse = 2\ny = 3\n", f);
+	fclose(f);
+	got[0] = '\0';
+	ck_assert_int_eq(ini_file_parse(path, collect, got), 3);
+	ck_assert_ptr_null(strstr(got, "y=3"));
+	unlink(path);
+	ck_assert_int_eq(ini_file_parse(path, collect, got), -1);
+	free(got);
+}
+END_TEST
+
+START_TEST(string_values_survive_the_file)
+{
+	struct crawl_config c;
+	char err[256];
+	ck_assert_int_eq(crawl_config_default(&c), 0);
+	ck_assert_int_eq(crawl_config_set(&c, "crawl", "user_agent",
+	                                  "Mozilla/5.0 (compatible; bot/1.0)", err, sizeof err),
+	                 CRAWL_CONFIG_OK);
+	const char *bad[] = { ";", "#x", "bot ;x", "bot #x", " bot", "bot " };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		ck_assert_int_eq(
+		        crawl_config_set(&c, "crawl", "user_agent", bad[i], err, sizeof err),
+		        CRAWL_CONFIG_ERR_BAD_VALUE);
+		ck_assert_ptr_nonnull(strstr(err, "comments"));
+	}
+	ck_assert_str_eq(c.crawl.user_agent, "Mozilla/5.0 (compatible; bot/1.0)");
+	crawl_config_free(&c);
+}
+END_TEST
+
 START_TEST(domains_refuse_what_is_no_host_suffix)
 {
 	struct crawl_config c;
@@ -316,6 +386,8 @@ int main(void)
 	tcase_add_test(tc, write_and_read_back_shipped_files);
 	tcase_add_test(tc, keys_fill_the_module_structs);
 	tcase_add_test(tc, domains_refuse_what_is_no_host_suffix);
+	tcase_add_test(tc, string_values_survive_the_file);
+	tcase_add_test(tc, ini_file_reads_long_lines_whole);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
