@@ -58,15 +58,27 @@ static void write_valid(const char *path, const char magic[8], const uint8_t *p,
 	free(all);
 }
 
-static void read_queues(const uint8_t *p, size_t n)
+/* The payload as the checkpoint file NAME (magic) in the work folder. */
+static void put_file(const char *name, const char magic[8], const uint8_t *p, size_t n)
 {
 	char path[300];
-	snprintf(path, sizeof path, "%s/queues", dir);
-	write_valid(path, "FRQUEUE1", p, n);
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	write_valid(path, magic, p, n);
+}
+
+/* A frontier small enough to make per input, spilling into the work folder. */
+static void small_frontier(struct frontier_config *c)
+{
+	frontier_config_default(c);
+	c->spill_dir = dir;
+	c->mem_budget = 1u << 20;
+}
+
+static void read_queues(const uint8_t *p, size_t n)
+{
+	put_file("queues", "FRQUEUE1", p, n);
 	struct frontier_config c;
-	frontier_config_default(&c);
-	c.spill_dir = dir;
-	c.mem_budget = 1u << 20;
+	small_frontier(&c);
 	struct frontier *f = NULL;
 	enum frontier_err e = frontier_restore(&c, dir, &f);
 	if ((e == FRONTIER_OK) != (f != NULL))
@@ -77,12 +89,10 @@ static void read_queues(const uint8_t *p, size_t n)
 static void read_robots(const uint8_t *p, size_t n)
 {
 	char path[300];
+	put_file("robots", "PLROBOT1", p, n);
 	snprintf(path, sizeof path, "%s/robots", dir);
-	write_valid(path, "PLROBOT1", p, n);
 	struct frontier_config fc;
-	frontier_config_default(&fc);
-	fc.spill_dir = dir;
-	fc.mem_budget = 1u << 20;
+	small_frontier(&fc);
 	struct frontier *f = NULL;
 	struct politeness *pol = NULL;
 	struct politeness_config pc;

@@ -796,6 +796,17 @@ static void usage(void)
 	exit(2);
 }
 
+/* A decimal option value in [lo, hi]; anything else is a usage error. */
+static long num_arg(const char *v, long lo, long hi)
+{
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi)
+		usage();
+	return n;
+}
+
 static void args_parse(int argc, char **argv, struct bench *b, const char **hosts_path,
                        const char **requests_path)
 {
@@ -805,19 +816,19 @@ static void args_parse(int argc, char **argv, struct bench *b, const char **host
 			usage();
 		const char *v = argv[++i];
 		if (strcmp(a, "--port") == 0)
-			b->port = atoi(v);
+			b->port = (int)num_arg(v, 1, 65535);
 		else if (strcmp(a, "--hosts-info") == 0)
 			*hosts_path = v;
 		else if (strcmp(a, "--requests") == 0)
 			*requests_path = v;
 		else if (strcmp(a, "--max-connections") == 0)
-			b->max_connections = strtol(v, NULL, 10);
+			b->max_connections = num_arg(v, 1, 65536);
 		else if (strcmp(a, "--warc-level") == 0)
-			b->warc_level = atoi(v);
+			b->warc_level = (int)num_arg(v, 0, 12);
 		else if (strcmp(a, "--batch-mb") == 0)
-			b->batch_bytes = strtoull(v, NULL, 10) << 20;
+			b->batch_bytes = (size_t)num_arg(v, 1, 1 << 20) << 20;
 		else if (strcmp(a, "--rounds") == 0)
-			b->rounds = atoi(v);
+			b->rounds = (int)num_arg(v, 1, 1000);
 		else if (strcmp(a, "--user-agent") == 0)
 			b->user_agent = v;
 		else
