@@ -73,24 +73,12 @@ static void usage(FILE *out)
 	        "seconds, WARC/log are flushed, a checkpoint and stats.json written.\n");
 }
 
+/* A configuration key the command line sets: "SECTION.NAME" cut at its
+ * dot into section and key, both in one owned copy. */
 struct override {
-	const char *section, *key;
-	char *value;
+	char *section;
+	const char *key, *value;
 };
-
-static int add_override(struct override *o, size_t *n, const char *section, const char *key,
-                        const char *value)
-{
-	if (*n == MAX_OVERRIDES)
-		return -1;
-	o[*n].section = section;
-	o[*n].key = key;
-	o[*n].value = strdup(value);
-	if (!o[*n].value)
-		return -1;
-	(*n)++;
-	return 0;
-}
 
 /* "SECONDS" -> milliseconds string. */
 static int secs_to_ms(const char *v, char *buf, size_t cap)
@@ -172,166 +160,154 @@ static int check_seed(char *s)
 
 /* What the command line asked for, before the configuration is built. */
 struct crawl_flags {
-	struct override ov[MAX_OVERRIDES]; /* values owned */
+	struct override ov[MAX_OVERRIDES];
 	size_t nov;
-	char *set_copy[MAX_OVERRIDES]; /* --set arguments, cut in place; owned */
-	size_t nset;
 	const char *config_path;
 	const char *seeds_path;
 	const char *out_dir;
 	int resume;
+	char max_time_ms[32]; /* --max-time's value, converted */
 };
 
 static void crawl_flags_free(struct crawl_flags *fl)
 {
 	for (size_t i = 0; i < fl->nov; i++)
-		free(fl->ov[i].value);
-	for (size_t i = 0; i < fl->nset; i++)
-		free(fl->set_copy[i]);
+		free(fl->ov[i].section);
 }
 
-/* --set SECTION.KEY=VALUE: 0, 1 (too many options) or -1 (malformed, said). */
-static int add_set_override(struct crawl_flags *fl, const char *arg)
+/* Sets key ("SECTION.NAME", len bytes) to value (not copied; it outlives
+ * fl). 0, 1 when there are too many or memory ran out, -1 when key has no
+ * dot or value is NULL (a malformed --set, said). */
+static int add_override(struct crawl_flags *fl, const char *key, size_t len, const char *value)
 {
-	char *s = strdup(arg);
-	if (!s || fl->nset == MAX_OVERRIDES) {
-		free(s);
-		return 1;
-	}
-	fl->set_copy[fl->nset++] = s;
-	char *dot = strchr(s, '.'), *eq = strchr(s, '=');
-	if (!dot || !eq || dot > eq) {
-		fprintf(stderr, "crawler crawl: --set: expected SECTION.KEY=VALUE, got '%s'\n",
-		        arg);
+	const char *dot = memchr(key, '.', len);
+	if (!dot || !value) {
+		fprintf(stderr, "crawler crawl: --set: expected SECTION.KEY=VALUE, got '%.*s'\n",
+		        (int)len, key);
 		return -1;
 	}
-	*dot = '\0';
-	*eq = '\0';
-	return add_override(fl->ov, &fl->nov, s, dot + 1, eq + 1) ? 1 : 0;
+	struct override *o = &fl->ov[fl->nov];
+	if (fl->nov == MAX_OVERRIDES || !(o->section = strndup(key, len)))
+		return 1;
+	o->section[dot - key] = '\0';
+	o->key = o->section + (dot - key) + 1;
+	o->value = value;
+	fl->nov++;
+	return 0;
 }
 
-enum {
-	OPT_SEEDS = 256,
-	OPT_MAX_PAGES,
-	OPT_MAX_TIME,
-	OPT_MAX_DEPTH,
-	OPT_MAX_CONN,
-	OPT_HOST_DELAY,
-	OPT_IP_DELAY,
-	OPT_POLICY,
-	OPT_UA,
-	OPT_DOMAINS,
-	OPT_DNS,
-	OPT_RESOLV_CONF,
-	OPT_CA_FILE,
-	OPT_INSECURE,
-	OPT_PRIVATE,
-	OPT_PARSE_THREADS,
-	OPT_SITEMAPS,
-	OPT_METRICS,
-	OPT_SET,
-	OPT_CKPT_INTERVAL,
-	OPT_RESUME,
+/*
+ * The crawl command's options, each named once: a flag that sets one
+ * configuration key (key "SECTION.NAME") to its argument or, when value is
+ * given, to that value; a flag with no key is handled by parse_flags by
+ * name. getopt_long's table is built from this one.
+ */
+static const struct crawl_option {
+	const char *name;
+	int has_arg;
+	int short_name; /* 0: none */
+	const char *key, *value;
+} crawl_options[] = {
+	{ "config", required_argument, 'c', NULL, NULL },
+	{ "output", required_argument, 'o', "output.dir", NULL },
+	{ "seeds", required_argument, 0, NULL, NULL },
+	{ "max-time", required_argument, 0, NULL, NULL },
+	{ "set", required_argument, 0, NULL, NULL },
+	{ "resume", no_argument, 0, NULL, NULL },
+	{ "help", no_argument, 'h', NULL, NULL },
+	{ "quiet", no_argument, 'q', "crawl.quiet", "true" },
+	{ "insecure", no_argument, 0, "fetch.tls_verify", "false" },
+	{ "allow-private-networks", no_argument, 0, "fetch.allow_private_networks", "true" },
+	{ "checkpoint-interval", required_argument, 0, "output.checkpoint_interval_s", NULL },
+	{ "max-pages", required_argument, 0, "crawl.max_pages", NULL },
+	{ "max-depth", required_argument, 0, "crawl.max_depth", NULL },
+	{ "max-connections", required_argument, 0, "fetch.max_connections", NULL },
+	{ "host-delay", required_argument, 0, "politeness.host_delay_ms", NULL },
+	{ "ip-delay", required_argument, 0, "politeness.ip_delay_ms", NULL },
+	{ "policy", required_argument, 0, "politeness.policy", NULL },
+	{ "user-agent", required_argument, 0, "crawl.user_agent", NULL },
+	{ "domains", required_argument, 0, "crawl.domains", NULL },
+	{ "dns-server", required_argument, 0, "dns.server", NULL },
+	{ "resolv-conf", required_argument, 0, "dns.resolv_conf", NULL },
+	{ "ca-file", required_argument, 0, "fetch.ca_file", NULL },
+	{ "parse-threads", required_argument, 0, "parse.threads", NULL },
+	{ "sitemaps", required_argument, 0, "crawl.sitemaps", NULL },
+	{ "metrics", required_argument, 0, "output.metrics", NULL },
 };
+#define N_CRAWL_OPTIONS (sizeof crawl_options / sizeof crawl_options[0])
+/* getopt_long's value for an option without a short name: its index + this. */
+#define LONG_ONLY_BASE 256
 
-static const struct option opts[] = {
-	{ "config", required_argument, NULL, 'c' },
-	{ "output", required_argument, NULL, 'o' },
-	{ "seeds", required_argument, NULL, OPT_SEEDS },
-	{ "max-pages", required_argument, NULL, OPT_MAX_PAGES },
-	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
-	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
-	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
-	{ "host-delay", required_argument, NULL, OPT_HOST_DELAY },
-	{ "ip-delay", required_argument, NULL, OPT_IP_DELAY },
-	{ "policy", required_argument, NULL, OPT_POLICY },
-	{ "user-agent", required_argument, NULL, OPT_UA },
-	{ "domains", required_argument, NULL, OPT_DOMAINS },
-	{ "dns-server", required_argument, NULL, OPT_DNS },
-	{ "resolv-conf", required_argument, NULL, OPT_RESOLV_CONF },
-	{ "ca-file", required_argument, NULL, OPT_CA_FILE },
-	{ "insecure", no_argument, NULL, OPT_INSECURE },
-	{ "allow-private-networks", no_argument, NULL, OPT_PRIVATE },
-	{ "parse-threads", required_argument, NULL, OPT_PARSE_THREADS },
-	{ "sitemaps", required_argument, NULL, OPT_SITEMAPS },
-	{ "metrics", required_argument, NULL, OPT_METRICS },
-	{ "set", required_argument, NULL, OPT_SET },
-	{ "checkpoint-interval", required_argument, NULL, OPT_CKPT_INTERVAL },
-	{ "resume", no_argument, NULL, OPT_RESUME },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
-/* Flags that set one configuration key: to their argument, or to value. */
-static const struct flag_key {
-	int opt;
-	const char *section, *key, *value;
-} flag_keys[] = {
-	{ 'o', "output", "dir", NULL },
-	{ OPT_CKPT_INTERVAL, "output", "checkpoint_interval_s", NULL },
-	{ OPT_MAX_PAGES, "crawl", "max_pages", NULL },
-	{ OPT_MAX_DEPTH, "crawl", "max_depth", NULL },
-	{ OPT_MAX_CONN, "fetch", "max_connections", NULL },
-	{ OPT_HOST_DELAY, "politeness", "host_delay_ms", NULL },
-	{ OPT_IP_DELAY, "politeness", "ip_delay_ms", NULL },
-	{ OPT_POLICY, "politeness", "policy", NULL },
-	{ OPT_UA, "crawl", "user_agent", NULL },
-	{ OPT_DOMAINS, "crawl", "domains", NULL },
-	{ OPT_DNS, "dns", "server", NULL },
-	{ OPT_RESOLV_CONF, "dns", "resolv_conf", NULL },
-	{ OPT_CA_FILE, "fetch", "ca_file", NULL },
-	{ OPT_INSECURE, "fetch", "tls_verify", "false" },
-	{ OPT_PRIVATE, "fetch", "allow_private_networks", "true" },
-	{ OPT_PARSE_THREADS, "parse", "threads", NULL },
-	{ OPT_SITEMAPS, "crawl", "sitemaps", NULL },
-	{ OPT_METRICS, "output", "metrics", NULL },
-	{ 'q', "crawl", "quiet", "true" },
-};
-
-static const struct flag_key *flag_key_of(int opt)
+/* The crawl_options row getopt_long answered c for, or NULL. */
+static const struct crawl_option *crawl_option_of(int c)
 {
-	for (size_t i = 0; i < sizeof flag_keys / sizeof flag_keys[0]; i++)
-		if (flag_keys[i].opt == opt)
-			return &flag_keys[i];
+	for (size_t i = 0; i < N_CRAWL_OPTIONS; i++) {
+		const struct crawl_option *o = &crawl_options[i];
+		if (o->short_name ? c == o->short_name : c == (int)(LONG_ONLY_BASE + i))
+			return o;
+	}
 	return NULL;
+}
+
+/* getopt_long's tables (long options, terminated; short spelling) from
+ * crawl_options. */
+static void getopt_tables(struct option *longopts, char *shortopts)
+{
+	for (size_t i = 0; i < N_CRAWL_OPTIONS; i++) {
+		const struct crawl_option *o = &crawl_options[i];
+		longopts[i] = (struct option){ o->name, o->has_arg, NULL,
+			                       o->short_name ? o->short_name
+			                                     : (int)(LONG_ONLY_BASE + i) };
+		if (o->short_name) {
+			*shortopts++ = (char)o->short_name;
+			if (o->has_arg)
+				*shortopts++ = ':';
+		}
+	}
+	longopts[N_CRAWL_OPTIONS] = (struct option){ 0 };
+	*shortopts = '\0';
 }
 
 /* Reads the flags into fl: 0 to go on, -1 after --help (exit 0), else the
  * exit code. */
 static int parse_flags(int argc, char **argv, struct crawl_flags *fl)
 {
-	char numbuf[64];
+	struct option longopts[N_CRAWL_OPTIONS + 1];
+	char shortopts[2 * N_CRAWL_OPTIONS + 1];
 	int c;
 
+	getopt_tables(longopts, shortopts);
 	optind = 1;
 	opterr = 1;
-	while ((c = getopt_long(argc, argv, "c:o:qh", opts, NULL)) != -1) {
-		const struct flag_key *fk = flag_key_of(c);
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		const struct crawl_option *o = crawl_option_of(c);
+		const char *name = o ? o->name : "";
 		int bad = 0;
-		if (fk) {
-			bad = add_override(fl->ov, &fl->nov, fk->section, fk->key,
-			                   fk->value ? fk->value : optarg);
+		if (o && o->key) {
+			bad = add_override(fl, o->key, strlen(o->key),
+			                   o->value ? o->value : optarg);
 			if (c == 'o')
 				fl->out_dir = optarg;
-		} else if (c == 'c') {
+		} else if (strcmp(name, "config") == 0) {
 			fl->config_path = optarg;
-		} else if (c == OPT_RESUME) {
+		} else if (strcmp(name, "resume") == 0) {
 			fl->resume = 1;
-		} else if (c == OPT_SEEDS) {
+		} else if (strcmp(name, "seeds") == 0) {
 			fl->seeds_path = optarg;
-		} else if (c == OPT_MAX_TIME) {
-			if (secs_to_ms(optarg, numbuf, sizeof numbuf) < 0) {
+		} else if (strcmp(name, "max-time") == 0) {
+			if (secs_to_ms(optarg, fl->max_time_ms, sizeof fl->max_time_ms) < 0) {
 				fprintf(stderr, "crawler crawl: --max-time: bad value '%s'\n",
 				        optarg);
 				return 2;
 			}
-			bad = add_override(fl->ov, &fl->nov, "crawl", "max_time_ms", numbuf);
-		} else if (c == OPT_SET) {
-			bad = add_set_override(fl, optarg);
+			bad = add_override(fl, "crawl.max_time_ms", 17, fl->max_time_ms);
+		} else if (strcmp(name, "set") == 0) {
+			const char *eq = strchr(optarg, '=');
+			bad = add_override(fl, optarg, eq ? (size_t)(eq - optarg) : strlen(optarg),
+			                   eq ? eq + 1 : NULL);
 			if (bad < 0)
 				return 2;
-		} else if (c == 'h') {
+		} else if (strcmp(name, "help") == 0) {
 			usage(stdout);
 			return -1;
 		} else {

@@ -13,42 +13,35 @@
 #include "crawler/lab.h"
 #include "crawler/svg_plot.h"
 
-/* The figures of a row, in the tables' column order after entry and rep. */
-enum figure {
-	F_EXIT,
-	F_PAGES,
-	F_REQUESTS,
-	F_PAGES_PER_S,
-	F_T90_S,
-	F_COVERAGE,
-	F_DURATION_S,
-	F_PEAK_IN_FLIGHT,
-	F_PEAK_RATE_1S,
-	F_MEAN_RATE_1S,
-	F_DELAY_MS,
-	F_VIOLATIONS,
-	F_OVERLAPS,
-	NFIGURES
-};
+/*
+ * The figures of a row, in the tables' column order after entry and rep:
+ * X(index, column name, cell format, value from a struct lab_result *r).
+ * The enum, the column table and run_row all expand this one list.
+ */
+#define FIGURES(X)                                                                                 \
+	X(F_EXIT, "exit", "%.3g", r->crawl_status)                                                 \
+	X(F_PAGES, "pages", "%.6g", (double)r->pages)                                              \
+	X(F_REQUESTS, "requests", "%.6g", (double)r->requests)                                     \
+	X(F_PAGES_PER_S, "pages_per_s", "%.2f", r->pages_per_s)                                    \
+	X(F_T90_S, "t90_s", "%.3f", r->t90_s)                                                      \
+	X(F_COVERAGE, "coverage", "%.3f", r->coverage)                                             \
+	X(F_DURATION_S, "duration_s", "%.3f", r->duration_s)                                       \
+	X(F_PEAK_IN_FLIGHT, "peak_in_flight", "%.3g", (double)r->peak_in_flight)                   \
+	X(F_PEAK_RATE_1S, "peak_rate_1s", "%.3g", (double)r->peak_rate_1s)                         \
+	X(F_MEAN_RATE_1S, "mean_rate_1s", "%.2f", r->mean_rate)                                    \
+	X(F_DELAY_MS, "delay_ms", "%.6g", (double)r->delay_ms)                                     \
+	X(F_VIOLATIONS, "violations", "%.6g", (double)r->violations)                               \
+	X(F_OVERLAPS, "overlaps", "%.6g", (double)r->overlaps)
 
-/* Each figure's column name and how its cell is printed. */
+#define FIGURE_INDEX(id, name, format, value) id,
+#define FIGURE_COLUMN(id, name, format, value) [id] = { name, format },
+#define FIGURE_VALUE(id, name, format, value) [id] = value,
+
+enum figure { FIGURES(FIGURE_INDEX) NFIGURES };
+
 static const struct {
 	const char *name, *format;
-} figures[NFIGURES] = {
-	[F_EXIT] = { "exit", "%.3g" },
-	[F_PAGES] = { "pages", "%.6g" },
-	[F_REQUESTS] = { "requests", "%.6g" },
-	[F_PAGES_PER_S] = { "pages_per_s", "%.2f" },
-	[F_T90_S] = { "t90_s", "%.3f" },
-	[F_COVERAGE] = { "coverage", "%.3f" },
-	[F_DURATION_S] = { "duration_s", "%.3f" },
-	[F_PEAK_IN_FLIGHT] = { "peak_in_flight", "%.3g" },
-	[F_PEAK_RATE_1S] = { "peak_rate_1s", "%.3g" },
-	[F_MEAN_RATE_1S] = { "mean_rate_1s", "%.2f" },
-	[F_DELAY_MS] = { "delay_ms", "%.6g" },
-	[F_VIOLATIONS] = { "violations", "%.6g" },
-	[F_OVERLAPS] = { "overlaps", "%.6g" },
-};
+} figures[NFIGURES] = { FIGURES(FIGURE_COLUMN) };
 
 /* One row, of a run or of an entry's mean. t90_s < 0: 90% never reached. */
 struct row {
@@ -74,21 +67,7 @@ static void run_row(const struct lab_report *rep, size_t e, unsigned k, struct r
 	const struct lab_result *r = run_at(rep, e, k);
 	w->entry = rep->plan->entries[e].name;
 	snprintf(w->rep, sizeof w->rep, "%u", k + 1);
-	const double v[NFIGURES] = {
-		[F_EXIT] = r->crawl_status,
-		[F_PAGES] = (double)r->pages,
-		[F_REQUESTS] = (double)r->requests,
-		[F_PAGES_PER_S] = r->pages_per_s,
-		[F_T90_S] = r->t90_s,
-		[F_COVERAGE] = r->coverage,
-		[F_DURATION_S] = r->duration_s,
-		[F_PEAK_IN_FLIGHT] = (double)r->peak_in_flight,
-		[F_PEAK_RATE_1S] = (double)r->peak_rate_1s,
-		[F_MEAN_RATE_1S] = r->mean_rate,
-		[F_DELAY_MS] = (double)r->delay_ms,
-		[F_VIOLATIONS] = (double)r->violations,
-		[F_OVERLAPS] = (double)r->overlaps,
-	};
+	const double v[NFIGURES] = { FIGURES(FIGURE_VALUE) };
 	memcpy(w->v, v, sizeof v);
 }
 
