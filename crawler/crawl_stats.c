@@ -44,6 +44,19 @@ struct stat_entry {
 	int omit_zero; /* left out when the value is 0 */
 };
 
+/* An entry named as the field it reads: STAT_OF(STAT_U64, ss, added) is
+ * stats.json's "added" from ss->added. */
+#define STAT_OF(kind, base, field)                                                                 \
+	{                                                                                          \
+#field, kind, &(base)->field, 0                                                    \
+	}
+
+/* An error reason: left out of stats.json while it is 0. */
+#define REASON(name, kind, p)                                                                      \
+	{                                                                                          \
+		name, kind, p, 1                                                                   \
+	}
+
 struct stat_table {
 	const struct stat_entry *e;
 	size_t n;
@@ -164,24 +177,24 @@ static size_t error_entries(const struct crawl_stats *s, const struct crawl_stat
 		e[n++] = (struct stat_entry){ names[i], STAT_U64, &s->dns_errors[i], 1 };
 	}
 	const struct stat_entry extra[] = {
-		{ "robots-disallowed", STAT_U64, &s->robots_disallowed, 1 },
-		{ "private-address", STAT_U64, &s->private_refused, 1 },
-		{ "decode", STAT_ATOMIC, &s->ac.decode_errors, 1 },
-		{ "truncated", STAT_U64, &src->fetch.truncated, 1 },
-		{ "retry-later", STAT_U64, &src->politeness.retry_laters, 1 },
-		{ "parse-queue-full", STAT_U64, &s->parse_full, 1 },
-		{ "writer-queue-full", STAT_U64, &s->writer_full, 1 },
-		{ "writer-io", STAT_ATOMIC, &s->ac.writer_errors, 1 },
-		{ "url-invalid", STAT_ATOMIC, &s->ac.url_invalid, 1 },
-		{ "seed-invalid", STAT_ATOMIC, &s->ac.seeds_invalid, 1 },
-		{ "sieve", STAT_ATOMIC, &s->ac.sieve_errors, 1 },
-		{ "sieve-meta-missing", STAT_ATOMIC, &s->ac.meta_missing, 1 },
-		{ "sieve-meta-dropped", STAT_ATOMIC, &s->ac.meta_dropped, 1 },
-		{ "redirect-dropped", STAT_U64, &s->redirect_dropped, 1 },
-		{ "redirect-limit", STAT_U64, &s->redirect_limit, 1 },
-		{ "robots-redirect-limit", STAT_U64, &s->robots_redirect_limit, 1 },
-		{ "robots-unreachable", STAT_U64, &s->robots_unreachable, 1 },
-		{ "emit-dropped", STAT_ATOMIC, &s->ac.emit_dropped, 1 },
+		REASON("robots-disallowed", STAT_U64, &s->robots_disallowed),
+		REASON("private-address", STAT_U64, &s->private_refused),
+		REASON("decode", STAT_ATOMIC, &s->ac.decode_errors),
+		REASON("truncated", STAT_U64, &src->fetch.truncated),
+		REASON("retry-later", STAT_U64, &src->politeness.retry_laters),
+		REASON("parse-queue-full", STAT_U64, &s->parse_full),
+		REASON("writer-queue-full", STAT_U64, &s->writer_full),
+		REASON("writer-io", STAT_ATOMIC, &s->ac.writer_errors),
+		REASON("url-invalid", STAT_ATOMIC, &s->ac.url_invalid),
+		REASON("seed-invalid", STAT_ATOMIC, &s->ac.seeds_invalid),
+		REASON("sieve", STAT_ATOMIC, &s->ac.sieve_errors),
+		REASON("sieve-meta-missing", STAT_ATOMIC, &s->ac.meta_missing),
+		REASON("sieve-meta-dropped", STAT_ATOMIC, &s->ac.meta_dropped),
+		REASON("redirect-dropped", STAT_U64, &s->redirect_dropped),
+		REASON("redirect-limit", STAT_U64, &s->redirect_limit),
+		REASON("robots-redirect-limit", STAT_U64, &s->robots_redirect_limit),
+		REASON("robots-unreachable", STAT_U64, &s->robots_unreachable),
+		REASON("emit-dropped", STAT_ATOMIC, &s->ac.emit_dropped),
 	};
 	for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
 		e[n++] = extra[i];
@@ -272,27 +285,27 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 		{ "dropped_urls", STAT_U64, &fs->dropped_retired, 0 },
 	};
 	const struct stat_entry frontier_e[] = {
-		{ "pushed", STAT_U64, &fs->pushed, 0 },
-		{ "popped", STAT_U64, &fs->popped, 0 },
+		STAT_OF(STAT_U64, fs, pushed),
+		STAT_OF(STAT_U64, fs, popped),
 		{ "left", STAT_U64, &fs->urls_queued, 0 },
-		{ "disk_bytes", STAT_U64, &fs->disk_bytes, 0 },
-		{ "refills", STAT_U64, &fs->refills, 0 },
+		STAT_OF(STAT_U64, fs, disk_bytes),
+		STAT_OF(STAT_U64, fs, refills),
 	};
 	const struct stat_entry sieve_e[] = {
 		{ "impl", STAT_STR, impl, 0 },
-		{ "added", STAT_U64, &ss->added, 0 },
-		{ "emitted", STAT_U64, &ss->emitted, 0 },
-		{ "cache_drops", STAT_U64, &ss->cache_drops, 0 },
-		{ "flushes", STAT_U64, &ss->flushes, 0 },
-		{ "forced_flushes", STAT_U64, &s->forced_flushes, 0 },
-		{ "early_flushes", STAT_U64, &s->early_flushes, 0 },
+		STAT_OF(STAT_U64, ss, added),
+		STAT_OF(STAT_U64, ss, emitted),
+		STAT_OF(STAT_U64, ss, cache_drops),
+		STAT_OF(STAT_U64, ss, flushes),
+		STAT_OF(STAT_U64, s, forced_flushes),
+		STAT_OF(STAT_U64, s, early_flushes),
 		{ "meta_full_flushes", STAT_ATOMIC, &s->ac.meta_flushes, 0 },
-		{ "flush_s_total", STAT_F6, &d->flush_s_total, 0 },
-		{ "flush_s_max", STAT_F6, &d->flush_s_max, 0 },
-		{ "add_waits", STAT_U64, &ss->add_waits, 0 },
-		{ "buffer_urls", STAT_U64, &ss->buffer_urls, 0 },
-		{ "z_count", STAT_U64, &ss->z_count, 0 },
-		{ "z_bytes", STAT_U64, &ss->z_bytes, 0 },
+		STAT_OF(STAT_F6, d, flush_s_total),
+		STAT_OF(STAT_F6, d, flush_s_max),
+		STAT_OF(STAT_U64, ss, add_waits),
+		STAT_OF(STAT_U64, ss, buffer_urls),
+		STAT_OF(STAT_U64, ss, z_count),
+		STAT_OF(STAT_U64, ss, z_bytes),
 		{ "z_bytes_per_signature", STAT_F3, &d->z_per_sig, 0 },
 		{ "skipped_present", STAT_ATOMIC, &s->ac.meta_present, 0 },
 		{ "meta_capacity", STAT_U64, &ms->capacity, 0 },
@@ -302,18 +315,16 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 		{ "meta_full", STAT_U64, &ms->full, 0 },
 	};
 	const struct stat_entry dns_e[] = {
-		{ "lookups", STAT_U64, &ds->lookups, 0 },
-		{ "queries", STAT_U64, &ds->queries, 0 },
-		{ "cache_hits", STAT_U64, &ds->cache_hits, 0 },
-		{ "coalesced", STAT_U64, &ds->coalesced, 0 },
-		{ "failures", STAT_U64, &ds->failures, 0 },
+		STAT_OF(STAT_U64, ds, lookups),    STAT_OF(STAT_U64, ds, queries),
+		STAT_OF(STAT_U64, ds, cache_hits), STAT_OF(STAT_U64, ds, coalesced),
+		STAT_OF(STAT_U64, ds, failures),
 	};
 	const struct stat_entry ckpt_e[] = {
 		{ "written", STAT_U64, &s->ckpt_count, 0 },
 		{ "failed", STAT_U64, &s->ckpt_failures, 0 },
 		{ "seconds_total", STAT_F3, &d->ckpt_s_total, 0 },
 		{ "seconds_max", STAT_F3, &d->ckpt_s_max, 0 },
-		{ "resumed", STAT_BOOL, &src->resumed, 0 },
+		STAT_OF(STAT_BOOL, src, resumed),
 	};
 	const struct stat_entry stall_e[] = {
 		{ "count", STAT_U64, &src->stalls, 0 },
@@ -330,17 +341,17 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 	                        stalls = TABLE(stall_e), sitemaps = TABLE(sitemap_e);
 	const struct stat_entry top_e[] = {
 		{ "pages", STAT_U64, &s->pages_done, 0 },
-		{ "requests", STAT_U64, &s->requests, 0 },
-		{ "robots_fetches", STAT_U64, &s->robots_fetches, 0 },
-		{ "bytes", STAT_U64, &s->bytes, 0 },
+		STAT_OF(STAT_U64, s, requests),
+		STAT_OF(STAT_U64, s, robots_fetches),
+		STAT_OF(STAT_U64, s, bytes),
 		{ "elapsed_s", STAT_F3, &d->elapsed, 0 },
-		{ "pages_per_s", STAT_F2, &d->pages_per_s, 0 },
+		STAT_OF(STAT_F2, d, pages_per_s),
 		{ "cpu_s", STAT_F3, &d->cpu, 0 },
-		{ "peak_rss_kb", STAT_LONG, &d->peak_rss_kb, 0 },
+		STAT_OF(STAT_LONG, d, peak_rss_kb),
 		{ "status", STAT_OBJECT, &status, 0 },
 		{ "errors", STAT_OBJECT, &errors, 0 },
 		{ "scope_rejected", STAT_OBJECT, &scope, 0 },
-		{ "redirects", STAT_U64, &s->redirects, 0 },
+		STAT_OF(STAT_U64, s, redirects),
 		{ "near_duplicates", STAT_ATOMIC, &s->ac.near_dups, 0 },
 		{ "parsed", STAT_ATOMIC, &s->ac.parsed, 0 },
 		{ "links", STAT_ATOMIC, &s->ac.links, 0 },
@@ -406,7 +417,7 @@ void crawl_stats_print_summary(const struct crawl_stats *s, const struct crawl_c
 	for (int i = 1; i < CRAWL_STATS_ERRORS; i++)
 		e[n++] = (struct stat_entry){ dns_strerror((enum dns_error)i), STAT_U64,
 			                      &s->dns_errors[i], 1 };
-	e[n++] = (struct stat_entry){ "robots-disallowed", STAT_U64, &s->robots_disallowed, 1 };
+	e[n++] = (struct stat_entry)REASON("robots-disallowed", STAT_U64, &s->robots_disallowed);
 	printf("errors:");
 	for (size_t i = 0; i < n; i++)
 		if (entry_u64(&e[i])) {
