@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 
 #include "crawler/config.h"
 #include "crawler/crawl_run.h"
@@ -20,6 +21,9 @@
 
 #define MAX_SEEDS 1000000
 #define MAX_OVERRIDES 64
+/* Descriptors kept for all but the connections: c-ares, WARC, log, sieve
+ * and spill files, checkpoints, metrics clients. */
+#define FD_RESERVE 128
 
 static void usage(FILE *out)
 {
@@ -414,6 +418,37 @@ static int gather_seeds(int argc, char **argv, const struct crawl_flags *fl,
 	return 0;
 }
 
+/*
+ * A connection the process has no descriptor for fails as a connect error,
+ * and the crawl's own files (sieve, WARC, spill) then fail too: raise the
+ * soft limit on open files to the hard one and keep max_connections
+ * FD_RESERVE under it.
+ */
+static void fit_connections_to_fd_limit(struct crawl_config *cfg)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		struct rlimit raised = { rl.rlim_max, rl.rlim_max };
+		if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+			rl = raised;
+	}
+	if (rl.rlim_cur == RLIM_INFINITY)
+		return;
+	rlim_t room = rl.rlim_cur > 2 * FD_RESERVE ? rl.rlim_cur - FD_RESERVE : rl.rlim_cur / 2;
+	if (room < 1)
+		room = 1;
+	if ((rlim_t)cfg->fetch.max_connections <= room)
+		return;
+	fprintf(stderr,
+	        "crawler crawl: warning: %zu connections need more than the %llu open files "
+	        "this process may have: %llu connections\n",
+	        cfg->fetch.max_connections, (unsigned long long)rl.rlim_cur,
+	        (unsigned long long)room);
+	cfg->fetch.max_connections = (size_t)room;
+}
+
 int crawl_tool_main(int argc, char **argv)
 {
 	int rc = 2;
@@ -437,6 +472,7 @@ int crawl_tool_main(int argc, char **argv)
 	rc = configure(&cfg, &fl);
 	if (rc != 0)
 		goto out;
+	fit_connections_to_fd_limit(&cfg);
 	rc = 2;
 	if (gather_seeds(argc, argv, &fl, &cfg, &seeds, &nseeds) != 0)
 		goto out;

@@ -54,6 +54,7 @@ import io
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -125,8 +126,9 @@ class TestWeb:
         return rows
 
 
-def crawl(tw, out, extra, timeout=110, seed_urls=None):
-    """seed_urls: the seeds (default: the test web's --seeds)."""
+def crawl(tw, out, extra, timeout=110, seed_urls=None, max_files=None):
+    """seed_urls: the seeds (default: the test web's --seeds); max_files:
+    the crawler's limit on open files (soft and hard)."""
     seeds = os.path.join(tw.dir, "seeds.txt")
     with open(seeds, "w") as f:
         f.write("\n".join(seed_urls or tw.run_mode("--seeds")) + "\n")
@@ -134,8 +136,10 @@ def crawl(tw, out, extra, timeout=110, seed_urls=None):
            "--dns-server", "127.0.0.1:%d" % tw.dns_port, "--allow-private-networks",
            "-o", out, "--quiet"] + extra
     t0 = time.time()
+    limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))) \
+        if max_files else None
     p = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd if os.path.exists("/usr/bin/time") else cmd,
-                       capture_output=True, text=True, timeout=timeout)
+                       capture_output=True, text=True, timeout=timeout, preexec_fn=limit)
     el = time.time() - t0
     if p.returncode != 0:
         print(p.stdout, p.stderr, file=sys.stderr)
@@ -227,7 +231,7 @@ def check_sieve_accounting(stats, rows):
     return errors
 
 
-def test_coverage(policy, sieve_args=(), check=None, expected_args=(), web=None):
+def test_coverage(policy, sieve_args=(), check=None, expected_args=(), web=None, max_files=None):
     work = tempfile.mkdtemp(prefix="e2e-cov-")
     tw = TestWeb(work, web or gen_args())
     try:
@@ -237,7 +241,7 @@ def test_coverage(policy, sieve_args=(), check=None, expected_args=(), web=None)
         stats, el, rss = crawl(tw, out, ["--policy", policy, "--host-delay", str(HOST_DELAY_MS),
                                          "--ip-delay", str(IP_DELAY_MS),
                                          "--set", "politeness.crawl_delay_cap_ms=%d" % HOST_DELAY_MS] +
-                               list(sieve_args))
+                               list(sieve_args), max_files=max_files)
     finally:
         tw.stop()
     rows = tw.requests()
@@ -738,6 +742,12 @@ def main():
         # lists (an index and a gzipped sitemap on kind-6 hosts) and the
         # pages only they list; nothing else may be requested.
         test_coverage("fixed", ["--sitemaps", "on"], check_sitemaps, ["--sitemaps"])
+    elif what == "fd-limit":
+        # 250 hosts on 250 IPs and 1,024 connections asked for, 200 open
+        # files allowed: the crawler keeps its connections under the limit
+        # (else connects fail and the sieve's own files cannot be opened).
+        test_coverage("fixed", ["--max-connections", "1024"], max_files=200,
+                      web=["--hosts", "250", "--pages", "6", "--ips", "250"])
     elif what == "metrics":
         test_metrics()
     elif what == "waiting-host":
