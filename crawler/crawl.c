@@ -47,6 +47,9 @@ static void usage(FILE *out)
 	        "                            IPV6 or [IPV6]:PORT (default: /etc/resolv.conf's)\n"
 	        "      --resolv-conf FILE    take the DNS servers from FILE's nameserver lines\n"
 	        "                            (port 53 only) instead of /etc/resolv.conf\n"
+	        "      --prefer-family ipv4|ipv6  the address family tried first when a host\n"
+	        "                            has both (default ipv4; the other on a failed\n"
+	        "                            connect)\n"
 	        "      --ca-file FILE        trust the CAs of this PEM file (default: the "
 	        "system's)\n"
 	        "      --insecure            accept any TLS certificate (default: verify, and\n"
@@ -223,6 +226,7 @@ enum {
 	OPT_DOMAINS,
 	OPT_DNS,
 	OPT_RESOLV_CONF,
+	OPT_PREFER_FAMILY,
 	OPT_CA_FILE,
 	OPT_INSECURE,
 	OPT_PRIVATE,
@@ -249,6 +253,7 @@ static const struct option opts[] = {
 	{ "domains", required_argument, NULL, OPT_DOMAINS },
 	{ "dns-server", required_argument, NULL, OPT_DNS },
 	{ "resolv-conf", required_argument, NULL, OPT_RESOLV_CONF },
+	{ "prefer-family", required_argument, NULL, OPT_PREFER_FAMILY },
 	{ "ca-file", required_argument, NULL, OPT_CA_FILE },
 	{ "insecure", no_argument, NULL, OPT_INSECURE },
 	{ "allow-private-networks", no_argument, NULL, OPT_PRIVATE },
@@ -280,6 +285,7 @@ static const struct flag_key {
 	{ OPT_DOMAINS, "crawl", "domains", NULL },
 	{ OPT_DNS, "dns", "server", NULL },
 	{ OPT_RESOLV_CONF, "dns", "resolv_conf", NULL },
+	{ OPT_PREFER_FAMILY, "dns", "prefer", NULL },
 	{ OPT_CA_FILE, "fetch", "ca_file", NULL },
 	{ OPT_INSECURE, "fetch", "tls_verify", "false" },
 	{ OPT_PRIVATE, "fetch", "allow_private_networks", "true" },
