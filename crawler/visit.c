@@ -836,6 +836,7 @@ static int family_fallback(struct visit *v, struct req *q, struct host_state *hs
 	hs->dns = HOST_DNS_NONE;
 	if (q->robots) {
 		set_robots(v, q->host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
+		v->p.stats->robots_fetches--; /* made again */
 	} else {
 		frontier_unpop(v->p.frontier, q->host, q->url, strlen(q->url), q->via,
 		               strlen(q->via),
