@@ -28,8 +28,12 @@ struct waiter {
 	void *ctx;
 };
 
-/* One family's answer while the entry is PENDING. */
+struct entry;
+
+/* One family's answer while the entry is PENDING (its query's context). */
 struct family_answer {
+	struct entry *e;
+	int type; /* T_A or T_AAAA */
 	struct ip_addr addrs[DNS_MAX_ADDRS];
 	size_t n;
 	enum dns_error err;
@@ -287,14 +291,13 @@ static void family_add(struct family_answer *fa, enum ip_family family, const vo
 		ip_addr_set(&fa->addrs[fa->n++], family, bytes);
 }
 
-/* One query's answer (A or AAAA as type says) into fa. */
-static void family_parse(struct family_answer *fa, int type, int status, unsigned char *abuf,
-                         int alen)
+/* One query's answer (A or AAAA as fa->type says) into fa. */
+static void family_parse(struct family_answer *fa, int status, unsigned char *abuf, int alen)
 {
 	int pr = status, n = DNS_MAX_ADDRS * 4;
 	fa->n = 0;
 	fa->ttl = UINT32_MAX;
-	if (status == ARES_SUCCESS && type == T_A) {
+	if (status == ARES_SUCCESS && fa->type == T_A) {
 		struct ares_addrttl t[DNS_MAX_ADDRS * 4];
 		pr = ares_parse_a_reply(abuf, alen, NULL, t, &n);
 		for (int i = 0; pr == ARES_SUCCESS && i < n; i++)
@@ -393,20 +396,14 @@ static void entry_answered(struct entry *e)
 	}
 }
 
-static void on_answer_a(void *arg, int status, int timeouts, unsigned char *abuf, int alen)
+/* A query's answer (arg: its family_answer); the entry is answered when
+ * both of its queries were. */
+static void on_answer(void *arg, int status, int timeouts, unsigned char *abuf, int alen)
 {
-	struct entry *e = arg;
+	struct family_answer *fa = arg;
+	struct entry *e = fa->e;
 	(void)timeouts;
-	family_parse(&e->pend->v4, T_A, status, abuf, alen);
-	if (--e->pend->left == 0)
-		entry_answered(e);
-}
-
-static void on_answer_aaaa(void *arg, int status, int timeouts, unsigned char *abuf, int alen)
-{
-	struct entry *e = arg;
-	(void)timeouts;
-	family_parse(&e->pend->v6, T_AAAA, status, abuf, alen);
+	family_parse(fa, status, abuf, alen);
 	if (--e->pend->left == 0)
 		entry_answered(e);
 }
@@ -514,12 +511,14 @@ query:;
 	e->waiters = w;
 	e->req_now = now_ms;
 	e->pend->left = 2;
+	e->pend->v4 = (struct family_answer){ .e = e, .type = T_A };
+	e->pend->v6 = (struct family_answer){ .e = e, .type = T_AAAA };
 	r->stats.pending++;
 	r->stats.queries++;
 	/* Either may answer synchronously (e.g. no servers); the entry is
 	 * answered when both did. */
-	ares_query(r->channel, e->name, C_IN, T_A, on_answer_a, e);
-	ares_query(r->channel, e->name, C_IN, T_AAAA, on_answer_aaaa, e);
+	ares_query(r->channel, e->name, C_IN, T_A, on_answer, &e->pend->v4);
+	ares_query(r->channel, e->name, C_IN, T_AAAA, on_answer, &e->pend->v6);
 	rearm_timer(r);
 	return DNS_OK;
 }

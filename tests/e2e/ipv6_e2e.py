@@ -88,21 +88,9 @@ def judge(tw, rows, stats, prefer, expected, faults):
     literal = [r for r in rows if r[2].startswith("[")]
     web = [r for r in rows if not r[2].startswith("[")]
     got = e2e.observed_set(tw, web, faults)
-    errors = []
-    missing = sorted(expected - set(got))
-    extra = sorted(set(got) - expected)
-    dups = sorted(k for k, n in got.items() if n > 1 and "/robots.txt\t5" not in k)
-    if missing:
-        errors.append("%d expected URLs never requested, e.g. %s" % (len(missing), missing[:5]))
-    if extra:
-        errors.append("%d unexpected requests, e.g. %s" % (len(extra), extra[:5]))
-    if dups:
-        errors.append("%d URLs requested more than once, e.g. %s" % (len(dups), dups[:5]))
+    errors = e2e.coverage_errors(expected, got, rows, stats, "fixed")
     fam_errors, seen = check_families(rows, prefer)
     errors += fam_errors[:5]
-    bad = e2e.check_politeness(rows, "fixed")
-    if bad:
-        errors.append("%d politeness violations, e.g. %s" % (len(bad), bad[:5]))
     paths = sorted((r[5], r[3]) for r in literal)
     if paths != [("/", "::1"), ("/robots.txt", "::1")]:
         errors.append("the literal URL http://[::1]:%d/: requests %s" % (tw.http_port, paths))
@@ -114,9 +102,6 @@ def judge(tw, rows, stats, prefer, expected, faults):
                       (fallbacks, want))
     if prefer == "4" and not dead:
         errors.append("no dead-IPv4 host was crawled: the fallback went untested")
-    if stats["pages"] + stats["robots_fetches"] != len(rows):
-        errors.append("stats.json counts %d pages + %d robots, test web logged %d" %
-                      (stats["pages"], stats["robots_fetches"], len(rows)))
     return errors, seen, len(dead)
 
 
