@@ -817,9 +817,11 @@ static int connect_failed(const struct fetch_result *res)
 /* A failed connect to the host's own address, as its visit's first
  * request, when the host has an allowed address of a family that has not
  * failed yet: the request goes back (a page to the front of its queue,
- * robots.txt to unknown) and the visit ends with no rest and no error; the
- * host is resolved again (a cache hit), takes that address (addr_choose)
- * and comes back under its group's token. Each family is given up once
+ * robots.txt to unknown) and the visit ends as an ordinary one (the host
+ * rests its delay, as the crawl log's account of it requires: the attempt
+ * is a line there; no error is counted); the host is resolved again (a
+ * cache hit), takes that address (addr_choose) and comes back under its
+ * group's token. Each family is given up once
  * per host, so a host whose families both fail does not go back and
  * forth. Returns 1 when so (the result is only logged). */
 static int family_fallback(struct visit *v, struct req *q, struct host_state *hs,
@@ -844,8 +846,7 @@ static int family_fallback(struct visit *v, struct req *q, struct host_state *hs
 		v->p.stats->pages_started--;
 	}
 	v->p.stats->family_fallbacks++;
-	hs->visit_requests = 0; /* VISIT_NONE: no rest, no error */
-	visit_end(v, q->host);
+	visit_end(v, q->host); /* VISIT_OK: one delay's rest, no error */
 	return 1;
 }
 

@@ -31,8 +31,9 @@
  * DNS answer ([dns] prefer's family first) of a family no connect has
  * failed on. When the first request of a visit cannot connect (refused,
  * unreachable, timed out: nothing sent) and the host has an address of
- * the other family, the request is put back, the visit ends with no rest
- * and no error, and the host comes back under the other address's token:
+ * the other family, the request is put back, the visit ends (the host
+ * rests its delay, no error counted), and the host comes back under the
+ * other address's token:
  * a fallback done here rather than by curl's happy eyeballs, so that the
  * politeness token held is always that of the address contacted, and
  * paid once per host rather than per request.

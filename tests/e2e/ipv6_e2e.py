@@ -14,7 +14,9 @@ listener, so which family, took each request):
      (stats.json hosts.family_fallbacks = their number); no two requests to
      one host closer than the host delay, nor to one address (all of ::1 is
      one /64: one IP for politeness) closer than the IP delay; the literal
-     URL's robots.txt and page requested over ::1.
+     URL's robots.txt and page requested over ::1; and `crawler audit`
+     finds no delay broken in crawl.log, where the failed connects are
+     lines too.
   2. --prefer-family ipv6: the same coverage and politeness; dual-stack and
      dead-IPv4 hosts over ::1 with no fallback, IPv4-only hosts over IPv4.
 
@@ -23,9 +25,11 @@ skips). Environment: as crawl_e2e.py (CRAWLER_BUILD, CRAWLER_SOURCE,
 E2E_HOSTS, E2E_PAGES).
 """
 import collections
+import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -105,6 +109,17 @@ def judge(tw, rows, stats, prefer, expected, faults):
     return errors, seen, len(dead)
 
 
+def audit_violations(out):
+    """`crawler audit`'s count of delays broken in the crawl's own log, where
+    a failed connect is a request too: the fallback must rest the host."""
+    p = subprocess.run([e2e.CRAWLER, "audit", out, "--json", "-", "--quiet"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return ["crawler audit exited %d: %s" % (p.returncode, p.stderr.strip())]
+    n = json.loads(p.stdout)["violations"]
+    return ["crawler audit: %d violations in crawl.log" % n] if n else []
+
+
 def main():
     require_ipv6_loopback()
     work = tempfile.mkdtemp(prefix="e2e-ipv6-")
@@ -119,10 +134,11 @@ def main():
         faults = e2e.fault_hosts(tw)
         for name, prefer in (("prefer-ipv4", "4"), ("prefer-ipv6", "6")):
             t0_us = int(time.time() * 1e6)
-            stats, el, _ = run(tw, work, name, prefer)
+            stats, el, out = run(tw, work, name, prefer)
             time.sleep(0.3)  # the test web flushes its log every 100 ms
             rows = [r for r in tw.requests() if r[0] >= t0_us]  # this crawl's
             errs, seen, dead = judge(tw, rows, stats, prefer, expected, faults)
+            errs += audit_violations(out)
             print("%s: %d expected, %d requests (IPv4 %d, IPv6 %d), %d dead-IPv4 hosts, "
                   "%d fallbacks, %.1f s" % (name, len(expected), len(rows), seen["4"], seen["6"],
                                             dead, stats["hosts"].get("family_fallbacks", -1), el))
