@@ -50,7 +50,7 @@
  * taken), fetching, or known with its parsed rules (owned here, NULL =
  * allow all) and an expiry time after which they are fetched again.
  *
- * Memory: about 96 bytes per host plus 16 bytes per heap entry and 48 bytes
+ * Memory: about 96 bytes per host plus 16 bytes per heap entry and 64 bytes
  * per IP group, plus each host's robots rules, outside the frontier's
  * budget.
  */
