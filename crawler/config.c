@@ -28,6 +28,7 @@ enum key_type {
 	T_NOT_BOOL,   /* the same, stored negated (a module field named no_...) */
 	T_DOUBLE,     /* a real number */
 	T_POLICY,     /* fixed, ratio or adaptive: enum delay_policy_kind */
+	T_FAMILY,     /* ipv4 or ipv6: enum ip_family */
 	T_STR,        /* an owned string; min..max is its length */
 	T_SIEVE_IMPL, /* an owned string naming a sieve implementation */
 	T_DOMAINS,    /* a list of host suffixes into crawl.domains */
@@ -100,6 +101,7 @@ static const struct key_def keys[] = {
 	KEY("dns", "timeout_ms", T_UINT, dns.timeout_ms, 10, 600000),
 	KEY("dns", "max_pending", T_UINT, dns.max_pending, 1, 65536),
 	KEY("dns", "negative_ttl_s", T_UINT, dns.negative_ttl_s, 1, 86400),
+	KEY("dns", "prefer", T_FAMILY, dns.prefer, 0, 0),
 	KEY("frontier", "mem_mb", T_MIB, frontier.mem_budget, 1, 1e6),
 	KEY("frontier", "spill_dir", T_STR, frontier.spill_dir, 0, 4096),
 	KEY("frontier", "max_urls_per_host", T_UINT, frontier.max_urls_per_host, 0, 1e15),
@@ -218,6 +220,7 @@ int crawl_config_default(struct crawl_config *c)
 	c->dns.timeout_ms = 5000;
 	c->dns.max_pending = 256;
 	c->dns.negative_ttl_s = 60;
+	c->dns.prefer = IP_V4;
 	c->frontier.mem_budget = 256u * MIB_TO_BYTES;
 	c->sieve.memory = 64u * 1024 * 1024;
 	c->link_meta_memory = 16u * 1024 * 1024;
@@ -443,6 +446,9 @@ static void bad_value_message(const struct key_def *k, const char *value, char *
 		snprintf(err, errlen, "%s: bad value '%s' (expected fixed, ratio or adaptive)", key,
 		         value);
 		break;
+	case T_FAMILY:
+		snprintf(err, errlen, "%s: bad value '%s' (expected ipv4 or ipv6)", key, value);
+		break;
 	case T_SIZE:
 		snprintf(err, errlen,
 		         "%s: bad value '%s' (expected a size such as 64M: bytes with an optional"
@@ -507,6 +513,11 @@ static enum crawl_config_err key_set(struct crawl_config *c, const struct key_de
 		field_store(field, k->size, (uint64_t)kind);
 		return CRAWL_CONFIG_OK;
 	}
+	case T_FAMILY:
+		if (strcmp(value, "ipv4") != 0 && strcmp(value, "ipv6") != 0)
+			return CRAWL_CONFIG_ERR_BAD_VALUE;
+		field_store(field, k->size, value[3] == '6' ? IP_V6 : IP_V4);
+		return CRAWL_CONFIG_OK;
 	case T_STR:
 	case T_SIEVE_IMPL: {
 		if (len < (size_t)k->min || len > (size_t)k->max || !ini_value_ok(value) ||
@@ -622,6 +633,9 @@ static void key_write(FILE *f, const struct crawl_config *c, const struct key_de
 	case T_POLICY:
 		fprintf(f, "%s\n",
 		        delay_policy_name((enum delay_policy_kind)field_load(field, k->size)));
+		break;
+	case T_FAMILY:
+		fprintf(f, "%s\n", field_load(field, k->size) == IP_V6 ? "ipv6" : "ipv4");
 		break;
 	case T_STR:
 	case T_SIEVE_IMPL: fprintf(f, "%s\n", field_string(field)); break;

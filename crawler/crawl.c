@@ -51,6 +51,9 @@ static void usage(FILE *out)
 	        "                            IPV6 or [IPV6]:PORT (default: /etc/resolv.conf's)\n"
 	        "      --resolv-conf FILE    take the DNS servers from FILE's nameserver lines\n"
 	        "                            (port 53 only) instead of /etc/resolv.conf\n"
+	        "      --prefer-family ipv4|ipv6  the address family tried first when a host\n"
+	        "                            has both (default ipv4; the other on a failed\n"
+	        "                            connect)\n"
 	        "      --ca-file FILE        trust the CAs of this PEM file (default: the "
 	        "system's)\n"
 	        "      --insecure            accept any TLS certificate (default: verify, and\n"
@@ -233,6 +236,7 @@ static const struct crawl_option {
 	{ "domains", required_argument, 0, "crawl.domains", NULL },
 	{ "dns-server", required_argument, 0, "dns.server", NULL },
 	{ "resolv-conf", required_argument, 0, "dns.resolv_conf", NULL },
+	{ "prefer-family", required_argument, 0, "dns.prefer", NULL },
 	{ "ca-file", required_argument, 0, "fetch.ca_file", NULL },
 	{ "parse-threads", required_argument, 0, "parse.threads", NULL },
 	{ "sitemaps", required_argument, 0, "crawl.sitemaps", NULL },

@@ -282,6 +282,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 		{ "idle", STAT_U64, &src->politeness.hosts_parked, 0 },
 		{ "retired", STAT_U64, &src->politeness.hosts_retired, 0 },
 		{ "dns_failed", STAT_U64, &s->hosts_dns_failed, 0 },
+		{ "family_fallbacks", STAT_U64, &s->family_fallbacks, 0 },
 		{ "dropped_urls", STAT_U64, &fs->dropped_retired, 0 },
 	};
 	const struct stat_entry frontier_e[] = {
@@ -479,6 +480,7 @@ static const struct saved_counter saved_counters[] = {
 	LOOP_COUNTER(parse_full),
 	LOOP_COUNTER(writer_full),
 	LOOP_COUNTER(hosts_dns_failed),
+	LOOP_COUNTER(family_fallbacks),
 	LOOP_COUNTER(redirect_dropped),
 	LOOP_COUNTER(redirect_limit),
 	LOOP_COUNTER(robots_redirect_limit),

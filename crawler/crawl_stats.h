@@ -61,6 +61,7 @@ struct crawl_stats {
 	uint64_t robots_unreachable;    /* robots.txt 5xx/429/network error: retried */
 	uint64_t status_other;          /* statuses outside 0..CRAWL_STATS_STATUS_MAX-1 */
 	uint64_t private_refused, parse_full, writer_full, hosts_dns_failed;
+	uint64_t family_fallbacks; /* hosts moved to their other address family */
 	uint64_t forced_flushes, early_flushes;
 	uint64_t ckpt_count, ckpt_failures, ckpt_us_total, ckpt_us_max;
 	uint64_t dns_errors[CRAWL_STATS_ERRORS], fetch_errors[CRAWL_STATS_ERRORS];

@@ -1,5 +1,6 @@
 /*
- * dns.c: c-ares A lookups on the libuv loop with a TTL cache (see dns.h).
+ * dns.c: c-ares A and AAAA lookups on the libuv loop with a TTL cache (see
+ * dns.h).
  *
  * c-ares tells us which sockets it wants watched through the socket state
  * callback; each gets a uv_poll_t (a short list: c-ares uses a few sockets
@@ -27,15 +28,34 @@ struct waiter {
 	void *ctx;
 };
 
+struct entry;
+
+/* One family's answer while the entry is PENDING (its query's context). */
+struct family_answer {
+	struct entry *e;
+	int type; /* T_A or T_AAAA */
+	struct ip_addr addrs[DNS_MAX_ADDRS];
+	size_t n;
+	enum dns_error err;
+	unsigned ttl; /* smallest TTL of its records */
+};
+
+/* The two queries of a PENDING entry (freed when both answered). */
+struct pending {
+	struct family_answer v4, v6;
+	int left; /* queries not answered yet */
+};
+
 struct entry {
 	struct entry *hnext;         /* hash chain */
 	struct entry *lprev, *lnext; /* LRU list (resolved/negative only) */
 	struct dns_resolver *r;
 	enum entry_state state;
 	enum dns_error err; /* for NEGATIVE */
-	struct in_addr addrs[DNS_MAX_ADDRS];
+	struct ip_addr addrs[DNS_MAX_ADDRS];
 	size_t naddrs;
-	uint64_t req_now; /* now of the request that queried */
+	struct pending *pend; /* PENDING only */
+	uint64_t req_now;     /* now of the request that queried */
 	uint64_t expires;
 	unsigned fail_streak;   /* transient failures in a row (back-off) */
 	struct waiter *waiters; /* PENDING only */
@@ -261,27 +281,81 @@ static uint64_t failure_hold_ms(struct dns_resolver *r, struct entry *e, enum dn
 	return hold < cap ? hold : cap;
 }
 
-static void on_answer(void *arg, int status, int timeouts, unsigned char *abuf, int alen)
+/* Adds one record (its address bytes and TTL) to a family's answer. */
+static void family_add(struct family_answer *fa, enum ip_family family, const void *bytes, int ttl)
 {
-	struct entry *e = arg;
-	struct dns_resolver *r = e->r;
-	enum dns_error err = map_status(status);
-	struct ares_addrttl ttls[DNS_MAX_ADDRS * 4];
-	int nttls = (int)(sizeof(ttls) / sizeof(ttls[0]));
-	(void)timeouts;
+	unsigned t = ttl < 0 ? 0u : (unsigned)ttl;
+	if (t < fa->ttl)
+		fa->ttl = t;
+	if (fa->n < DNS_MAX_ADDRS)
+		ip_addr_set(&fa->addrs[fa->n++], family, bytes);
+}
 
-	if (err == DNS_OK) {
-		int pr = ares_parse_a_reply(abuf, alen, NULL, ttls, &nttls);
-		if (pr != ARES_SUCCESS)
-			err = map_status(pr);
-		else if (nttls <= 0)
-			err = DNS_ERR_NOTFOUND;
+/* One query's answer (A or AAAA as fa->type says) into fa. */
+static void family_parse(struct family_answer *fa, int status, unsigned char *abuf, int alen)
+{
+	int pr = status, n = DNS_MAX_ADDRS * 4;
+	fa->n = 0;
+	fa->ttl = UINT32_MAX;
+	if (status == ARES_SUCCESS && fa->type == T_A) {
+		struct ares_addrttl t[DNS_MAX_ADDRS * 4];
+		pr = ares_parse_a_reply(abuf, alen, NULL, t, &n);
+		for (int i = 0; pr == ARES_SUCCESS && i < n; i++)
+			family_add(fa, IP_V4, &t[i].ipaddr, t[i].ttl);
+	} else if (status == ARES_SUCCESS) {
+		struct ares_addr6ttl t[DNS_MAX_ADDRS * 4];
+		pr = ares_parse_aaaa_reply(abuf, alen, NULL, t, &n);
+		for (int i = 0; pr == ARES_SUCCESS && i < n; i++)
+			family_add(fa, IP_V6, &t[i].ip6addr, t[i].ttl);
 	}
+	fa->err = map_status(pr);
+	if (fa->err == DNS_OK && fa->n == 0)
+		fa->err = DNS_ERR_NOTFOUND;
+}
+
+/* Both families' answers as one: the addresses, the preferred family's
+ * first (half of DNS_MAX_ADDRS each when both answered, so the other
+ * family is there to fall back to) and their smallest TTL; or, with none,
+ * the failure that says most (a transient one over NOTFOUND: see dns.h). */
+static enum dns_error answers_merge(const struct pending *pd, enum ip_family prefer,
+                                    struct ip_addr *addrs, size_t *naddrs, unsigned *ttl)
+{
+	const struct family_answer *f[2] = { &pd->v4, &pd->v6 };
+	if (prefer == IP_V6) {
+		f[0] = &pd->v6;
+		f[1] = &pd->v4;
+	}
+	size_t each = pd->v4.n > 0 && pd->v6.n > 0 ? DNS_MAX_ADDRS / 2 : DNS_MAX_ADDRS, n = 0;
+	*ttl = UINT32_MAX;
+	*naddrs = 0;
+	if (pd->v4.err == DNS_ERR_CANCELLED || pd->v6.err == DNS_ERR_CANCELLED)
+		return DNS_ERR_CANCELLED;
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; i < f[k]->n && i < each; i++)
+			addrs[n++] = f[k]->addrs[i];
+		if (f[k]->n > 0 && f[k]->ttl < *ttl)
+			*ttl = f[k]->ttl;
+	}
+	*naddrs = n;
+	if (n > 0)
+		return DNS_OK;
+	return pd->v4.err != DNS_ERR_NOTFOUND ? pd->v4.err : pd->v6.err;
+}
+
+/* Both queries answered: the entry becomes RESOLVED or NEGATIVE (or goes,
+ * when cancelled) and its waiters hear the answer. */
+static void entry_answered(struct entry *e)
+{
+	struct dns_resolver *r = e->r;
+	struct ip_addr addrs[DNS_MAX_ADDRS];
+	size_t naddrs = 0;
+	unsigned ttl;
+	enum dns_error err = answers_merge(e->pend, r->cfg.prefer, addrs, &naddrs, &ttl);
+	free(e->pend);
+	e->pend = NULL;
 	r->stats.pending--;
 	struct waiter *w = e->waiters;
 	e->waiters = NULL;
-	struct in_addr addrs[DNS_MAX_ADDRS];
-	size_t naddrs = 0;
 	char name[DNS_NAME_MAX + 1];
 	snprintf(name, sizeof(name), "%s", e->name);
 
@@ -290,13 +364,6 @@ static void on_answer(void *arg, int status, int timeouts, unsigned char *abuf, 
 		hash_remove(r, e);
 		free(e);
 	} else if (err == DNS_OK) {
-		unsigned ttl = UINT32_MAX;
-		for (int i = 0; i < nttls; i++) {
-			if ((unsigned)ttls[i].ttl < ttl)
-				ttl = ttls[i].ttl < 0 ? 0u : (unsigned)ttls[i].ttl;
-			if (naddrs < DNS_MAX_ADDRS)
-				addrs[naddrs++] = ttls[i].ipaddr;
-		}
 		if (ttl < r->cfg.min_ttl_s)
 			ttl = r->cfg.min_ttl_s;
 		if (ttl > r->cfg.max_ttl_s)
@@ -329,11 +396,23 @@ static void on_answer(void *arg, int status, int timeouts, unsigned char *abuf, 
 	}
 }
 
+/* A query's answer (arg: its family_answer); the entry is answered when
+ * both of its queries were. */
+static void on_answer(void *arg, int status, int timeouts, unsigned char *abuf, int alen)
+{
+	struct family_answer *fa = arg;
+	struct entry *e = fa->e;
+	(void)timeouts;
+	family_parse(fa, status, abuf, alen);
+	if (--e->pend->left == 0)
+		entry_answered(e);
+}
+
 enum dns_error dns_resolve(struct dns_resolver *r, const char *host, dns_done_fn cb, void *ctx,
                            uint64_t now_ms)
 {
 	char name[DNS_NAME_MAX + 2];
-	struct in_addr lit;
+	struct ip_addr lit;
 
 	if (r == NULL || host == NULL || cb == NULL || r->destroying)
 		return DNS_ERR_INVALID;
@@ -350,7 +429,7 @@ enum dns_error dns_resolve(struct dns_resolver *r, const char *host, dns_done_fn
 	}
 	name[len] = '\0';
 	r->stats.lookups++;
-	if (inet_pton(AF_INET, name, &lit) == 1) {
+	if (ip_addr_parse(name, len, &lit) == 0) {
 		cb(ctx, DNS_OK, name, &lit, 1);
 		return DNS_OK;
 	}
@@ -371,7 +450,7 @@ enum dns_error dns_resolve(struct dns_resolver *r, const char *host, dns_done_fn
 		goto query;
 	}
 	if (e != NULL && e->state == ENTRY_RESOLVED) {
-		struct in_addr addrs[DNS_MAX_ADDRS];
+		struct ip_addr addrs[DNS_MAX_ADDRS];
 		size_t n = e->naddrs;
 		memcpy(addrs, e->addrs, n * sizeof(addrs[0]));
 		lru_unlink(r, e);
@@ -418,7 +497,10 @@ enum dns_error dns_resolve(struct dns_resolver *r, const char *host, dns_done_fn
 	r->buckets[h & (r->nbuckets - 1)] = e;
 query:;
 	struct waiter *w = calloc(1, sizeof(*w));
-	if (w == NULL) {
+	e->pend = calloc(1, sizeof(*e->pend));
+	if (w == NULL || e->pend == NULL) {
+		free(w);
+		free(e->pend);
 		hash_remove(r, e);
 		free(e);
 		r->stats.lookups--;
@@ -428,10 +510,15 @@ query:;
 	w->ctx = ctx;
 	e->waiters = w;
 	e->req_now = now_ms;
+	e->pend->left = 2;
+	e->pend->v4 = (struct family_answer){ .e = e, .type = T_A };
+	e->pend->v6 = (struct family_answer){ .e = e, .type = T_AAAA };
 	r->stats.pending++;
 	r->stats.queries++;
-	/* May call on_answer synchronously (e.g. no servers). */
-	ares_query(r->channel, e->name, C_IN, T_A, on_answer, e);
+	/* Either may answer synchronously (e.g. no servers); the entry is
+	 * answered when both did. */
+	ares_query(r->channel, e->name, C_IN, T_A, on_answer, &e->pend->v4);
+	ares_query(r->channel, e->name, C_IN, T_AAAA, on_answer, &e->pend->v6);
 	rearm_timer(r);
 	return DNS_OK;
 }
@@ -453,6 +540,7 @@ static void free_resolver(struct dns_resolver *r)
 				free(w);
 				w = wn;
 			}
+			free(e->pend);
 			free(e);
 			e = next;
 		}
@@ -686,6 +774,8 @@ enum dns_error dns_resolver_create(uv_loop_t *loop, const struct dns_config *con
 		r->cfg.tries = 2;
 	if (r->cfg.max_pending == 0)
 		r->cfg.max_pending = 4096;
+	if (r->cfg.prefer != IP_V6)
+		r->cfg.prefer = IP_V4;
 	r->nbuckets = 16;
 	while (r->nbuckets < r->cfg.cache_entries + r->cfg.max_pending && r->nbuckets < (1u << 24))
 		r->nbuckets <<= 1;

@@ -1,12 +1,15 @@
 /*
- * dns.h: asynchronous A-record resolution through c-ares (1.18 API) on the
- * crawler's libuv loop, with a TTL-honouring cache.
+ * dns.h: asynchronous A and AAAA resolution through c-ares (1.18 API) on
+ * the crawler's libuv loop, with a TTL-honouring cache.
  *
  * Data structure: one ares channel whose sockets are watched by uv_poll_t
  * handles (ARES_OPT_SOCK_STATE_CB) and whose timeouts run on one uv_timer_t;
- * a hash table of names -> entry. An entry is either RESOLVED (up to
- * DNS_MAX_ADDRS IPv4 addresses and an expiry), NEGATIVE (failure: for
- * NXDOMAIN / no A record, expiry = negative_ttl; for a timeout or a server
+ * a hash table of names -> entry. A lookup asks A and AAAA at once (two
+ * queries, one entry) and ends when both answered. An entry is either
+ * RESOLVED (up to DNS_MAX_ADDRS addresses, the preferred family's first,
+ * both families kept when both answered: see answers_merge; and an expiry), NEGATIVE
+ * (failure: for NXDOMAIN / neither an A nor an AAAA record, expiry =
+ * negative_ttl; for a timeout or a server
  * failure, a short retry back-off, retry_backoff_ms doubled per failure in
  * a row, capped at negative_ttl) or PENDING (a query in flight and a list of waiters).
  * Resolved/negative entries sit on an LRU list bounded by cache_entries;
@@ -17,14 +20,19 @@
  *    name wait on the same entry (coalescing).
  *  - a cached answer is served until now >= its expiry, where expiry = the
  *    time of the request that caused the query + the answer's smallest TTL
- *    clamped to [min_ttl_s, max_ttl_s].
+ *    (of both record types) clamped to [min_ttl_s, max_ttl_s].
+ *  - addresses of one family answered and the other family's query failed
+ *    (a timeout, SERVFAIL): the answer is the addresses; neither family
+ *    answered: the failure is the worse of the two (a transient error
+ *    over NOTFOUND, so the name is asked again soon).
  *  - the servers asked are, in this order of precedence: the configured
  *    list (server), else the nameserver lines of resolv_conf, else those
  *    of the system's /etc/resolv.conf (as c-ares reads it). Never
  *    /etc/hosts, never search domains. c-ares 1.18 reads no port from a
  *    resolv.conf file (a "nameserver ADDR:PORT" line is skipped), so a
  *    server on another port than 53 can only be given in the list.
- *  - IP literals are answered synchronously without a query.
+ *  - IP literals (IPv4, IPv6 bare or in brackets as URL hosts carry them)
+ *    are answered synchronously without a query.
  *
  * Time is the caller's: every call takes now_ms (a monotonic clock such as
  * uv_now), so tests can drive expiry. Workload: lookups per host before its
@@ -36,8 +44,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <netinet/in.h>
 #include <uv.h>
+
+#include "frontier/ipaddr.h"
 
 #define DNS_MAX_ADDRS 4
 
@@ -45,7 +54,7 @@ enum dns_error {
 	DNS_OK = 0,            /* addresses found */
 	DNS_ERR_NOMEM = 1,     /* allocation failed */
 	DNS_ERR_INVALID = 2,   /* bad argument (empty/too long name, bad server) */
-	DNS_ERR_NOTFOUND = 3,  /* NXDOMAIN or no A record */
+	DNS_ERR_NOTFOUND = 3,  /* NXDOMAIN, or no A nor AAAA record */
 	DNS_ERR_TIMEOUT = 4,   /* no answer in time */
 	DNS_ERR_SERVFAIL = 5,  /* server failure, refused, malformed answer */
 	DNS_ERR_BUSY = 6,      /* max_pending queries already in flight */
@@ -72,6 +81,9 @@ struct dns_config {
 	unsigned timeout_ms;       /* per try; 0 -> 2000 */
 	unsigned tries;            /* 0 -> 2 */
 	size_t max_pending;        /* distinct names in flight; 0 -> 4096 */
+	enum ip_family prefer;     /* the family an answer lists first (callers
+	                             try the first address, then one of the
+	                             other family); IP_NONE -> IP_V4 */
 };
 
 /*
@@ -81,7 +93,7 @@ struct dns_config {
  * negative) or an IP literal; otherwise later from the loop.
  */
 typedef void (*dns_done_fn)(void *ctx, enum dns_error err, const char *host,
-                            const struct in_addr *addrs, size_t naddrs);
+                            const struct ip_addr *addrs, size_t naddrs);
 
 struct dns_resolver;
 
@@ -111,7 +123,7 @@ enum dns_error dns_resolve(struct dns_resolver *r, const char *host, dns_done_fn
 
 struct dns_stats {
 	uint64_t lookups;    /* dns_resolve calls accepted */
-	uint64_t queries;    /* queries sent to c-ares */
+	uint64_t queries;    /* names sent to c-ares (each an A and an AAAA query) */
 	uint64_t cache_hits; /* answered from the cache (positive or negative) */
 	uint64_t coalesced;  /* waited on a query already in flight */
 	uint64_t failures;   /* queries that ended in an error */

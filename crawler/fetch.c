@@ -20,6 +20,7 @@
 #include <curl/curl.h>
 
 #include "frontier/chain.h"
+#include "frontier/ipaddr.h"
 
 #define FETCH_DEFAULT_MAX_CONN 1024
 #define FETCH_REQ_HDR_CAP 65536u
@@ -600,12 +601,12 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 	struct transfer *t = NULL;
 	CURLU *u = NULL;
 	char *scheme = NULL, *host = NULL, *port = NULL;
-	struct in_addr a4;
+	struct ip_addr addr;
 	char entry[512];
 
 	if (e == NULL || req == NULL || req->url == NULL || req->ip == NULL || e->destroying)
 		return FETCH_ERR_INVALID;
-	if (inet_pton(AF_INET, req->ip, &a4) != 1) {
+	if (req->ip[0] == '[' || ip_addr_parse(req->ip, strlen(req->ip), &addr) != 0) {
 		rc = FETCH_ERR_INVALID;
 		goto out;
 	}
@@ -633,12 +634,15 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 		rc = FETCH_ERR_PROTOCOL;
 		goto out;
 	}
-	/* CONNECT_TO "::IP:" sends this transfer, whatever its host and port,
-	 * to IP at the URL's port: curl only ever sees an address literal, so
-	 * it never resolves, and nothing accumulates in its DNS cache (as
-	 * permanent CURLOPT_RESOLVE entries would, one per host). */
-	int n = snprintf(entry, sizeof(entry), "::%s:", req->ip);
-	if (n < 0 || (size_t)n >= sizeof(entry) || host[0] == '[') {
+	/* CONNECT_TO "::IP:" ("::[IP]:" for IPv6) sends this transfer,
+	 * whatever its host and port, to IP at the URL's port: curl only ever
+	 * sees an address literal, so it never resolves, and nothing
+	 * accumulates in its DNS cache (as permanent CURLOPT_RESOLVE entries
+	 * would, one per host). One address, not curl's happy eyeballs over
+	 * both families: the caller holds that address's politeness token. */
+	bool v6 = addr.family == IP_V6;
+	int n = snprintf(entry, sizeof(entry), v6 ? "::[%s]:" : "::%s:", req->ip);
+	if (n < 0 || (size_t)n >= sizeof(entry)) {
 		rc = FETCH_ERR_INVALID;
 		goto out;
 	}
@@ -669,7 +673,8 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 	cc |= curl_easy_setopt(c, CURLOPT_URL, req->url);
 	cc |= curl_easy_setopt(c, CURLOPT_PRIVATE, t);
 	cc |= curl_easy_setopt(c, CURLOPT_CONNECT_TO, t->resolve);
-	cc |= curl_easy_setopt(c, CURLOPT_IPRESOLVE, (long)CURL_IPRESOLVE_V4);
+	cc |= curl_easy_setopt(c, CURLOPT_IPRESOLVE,
+	                       (long)(v6 ? CURL_IPRESOLVE_V6 : CURL_IPRESOLVE_V4));
 	cc |= curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	cc |= curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	cc |= curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);

@@ -9,8 +9,11 @@
  * header block and the raw (still content-encoded) body.
  *
  * Invariants:
- *  - curl never resolves a name: every request carries the IPv4 address the
- *    caller resolved (dns.h), pinned with CURLOPT_CONNECT_TO "::IP:" (any host/port goes to IP).
+ *  - curl never resolves a name: every request carries the one address
+ *    (IPv4 or IPv6) the caller resolved (dns.h), pinned with
+ *    CURLOPT_CONNECT_TO "::IP:" / "::[IP6]:" (any host/port goes to IP).
+ *    Falling back to the other family is the caller's (visit.c), which
+ *    holds the politeness token of the address it chose.
  *  - addresses in private, loopback, link-local, CGNAT, multicast and
  *    reserved ranges are refused unless allow_private_networks (checked before
  *    starting, and again in CURLOPT_OPENSOCKETFUNCTION); for IPv6 also
@@ -103,7 +106,8 @@ struct fetch_config {
 
 struct fetch_request {
 	const char *url; /* borrowed for the call only; absolute http(s) URL */
-	const char *ip;  /* borrowed for the call; dotted IPv4 the host resolves to */
+	const char *ip;  /* borrowed for the call; the address the host resolves
+	                    to: dotted IPv4 or IPv6 (no brackets) */
 	void *user;      /* returned in the result untouched */
 	unsigned flags;  /* FETCH_FLAG_* */
 };

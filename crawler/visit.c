@@ -3,7 +3,6 @@
  */
 #include "crawler/visit.h"
 
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +32,11 @@ enum visit_state {
 enum host_dns { HOST_DNS_NONE = 0, HOST_DNS_PENDING, HOST_DNS_OK, HOST_DNS_FAILED };
 
 struct host_state {
-	uint8_t dns;     /* enum host_dns */
-	uint8_t state;   /* enum visit_state */
-	uint8_t outcome; /* enum visit_kind so far */
+	uint8_t dns;      /* enum host_dns */
+	uint8_t state;    /* enum visit_state */
+	uint8_t outcome;  /* enum visit_kind so far */
+	uint8_t families; /* family_bit()s of the usable addresses DNS gave */
+	uint8_t failed;   /* family_bit()s a connect failed on (fallback) */
 	uint32_t visit_requests;
 	uint32_t visit_max_urls;
 	uint64_t visit_start_us;
@@ -50,6 +51,7 @@ struct req {
 	uint32_t depth;   /* link depth */
 	int robots;       /* robots.txt fetch */
 	int redirects;    /* redirects followed along the chain so far */
+	int own_addr;     /* sent to the host's own address (not a robots hop's) */
 	uint64_t wait_us; /* the visit's wait for its first request, else 0 */
 	char *url;
 	char *via; /* "" if none */
@@ -79,7 +81,7 @@ struct dns_wait {
 
 static void visit_next(struct visit *v, uint32_t host);
 static void dns_start_waiting(struct visit *v);
-static void dns_done(void *ctx, enum dns_error err, const char *name, const struct in_addr *addrs,
+static void dns_done(void *ctx, enum dns_error err, const char *name, const struct ip_addr *addrs,
                      size_t naddrs);
 
 /* ---- URLs (absolute and normalized here) ---- */
@@ -224,6 +226,40 @@ static void req_release(struct visit *v, struct req *q)
 	free(q);
 }
 
+/* ---- addresses ---- */
+
+static uint8_t family_bit(enum ip_family f)
+{
+	return f == IP_V4 ? 1 : f == IP_V6 ? 2 : 0;
+}
+
+/* The address a host's requests go to, from its DNS answer (the preferred
+ * family first, dns.h): the first one allowed (not in a refused range,
+ * unless allow_private_networks) whose family a connect has not failed on,
+ * else the first allowed one (every family failed: try again in order).
+ * *families (may be NULL) gets the family_bit()s of the allowed ones.
+ * NULL when none is allowed. */
+static const struct ip_addr *addr_choose(struct visit *v, const struct ip_addr *addrs,
+                                         size_t naddrs, uint8_t failed, uint8_t *families)
+{
+	const struct ip_addr *first = NULL, *best = NULL;
+	uint8_t fams = 0;
+	for (size_t i = 0; i < naddrs; i++) {
+		char ip[IP_ADDR_STRLEN];
+		ip_addr_format(&addrs[i], ip, sizeof ip);
+		if (!v->p.cfg->fetch.allow_private_networks && fetch_addr_is_private(ip))
+			continue;
+		fams |= family_bit(addrs[i].family);
+		if (first == NULL)
+			first = &addrs[i];
+		if (best == NULL && !(failed & family_bit(addrs[i].family)))
+			best = &addrs[i];
+	}
+	if (families != NULL)
+		*families = fams;
+	return best != NULL ? best : first;
+}
+
 /* Starts a request of a held host's visit: to the host's own address, or
  * to ip (a robots.txt redirect to another host). 0, or -1 (counted). */
 static int start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t depth,
@@ -248,12 +284,11 @@ static int start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t
 		req_release(v, q);
 		return -1;
 	}
-	char own[INET_ADDRSTRLEN] = "";
-	uint32_t ipv4;
-	if (!ip && politeness_host_ip(v->p.pol, host, &ipv4)) {
-		struct in_addr a = { htonl(ipv4) };
-		inet_ntop(AF_INET, &a, own, sizeof own);
-	}
+	char own[IP_ADDR_STRLEN] = "";
+	struct ip_addr addr;
+	if (!ip && politeness_host_ip(v->p.pol, host, &addr))
+		ip_addr_format(&addr, own, sizeof own);
+	q->own_addr = ip == NULL;
 	struct fetch_request fr = {
 		.url = url, .ip = ip ? ip : own, .user = q, .flags = robots ? FETCH_FLAG_ROBOTS : 0
 	};
@@ -336,21 +371,24 @@ struct robots_hop {
 /* The target's address: the next request of the chain goes there (the
  * resolver's callback; see dns_done for the pump). */
 static void robots_hop_resolved(void *ctx, enum dns_error err, const char *name,
-                                const struct in_addr *addrs, size_t naddrs)
+                                const struct ip_addr *addrs, size_t naddrs)
 {
 	(void)name;
 	struct robots_hop *h = ctx;
 	struct visit *v = h->v;
 	int was_finished = *v->p.finished;
 	if (!was_finished) {
-		char ip[INET_ADDRSTRLEN] = "";
-		if (err != DNS_OK || naddrs == 0)
+		char ip[IP_ADDR_STRLEN] = "";
+		int refused = 0;
+		if (err != DNS_OK || naddrs == 0) {
 			v->p.stats->dns_errors[err < CRAWL_STATS_ERRORS ? err
 			                                                : CRAWL_STATS_ERRORS - 1]++;
-		else
-			inet_ntop(AF_INET, &addrs[0], ip, sizeof ip);
-		int refused = ip[0] && !v->p.cfg->fetch.allow_private_networks &&
-		              fetch_addr_is_private(ip);
+		} else {
+			const struct ip_addr *a = addr_choose(v, addrs, naddrs, 0, NULL);
+			refused = a == NULL;
+			if (a != NULL)
+				ip_addr_format(a, ip, sizeof ip);
+		}
 		v->p.stats->private_refused += (uint64_t)refused;
 		if (!ip[0] || refused || *v->p.stopping || !v->p.hooks.can_start(v->p.hooks.ctx) ||
 		    start_fetch(v, h->host, h->data, 0, NULL, 1, h->redirects, ip) != 0)
@@ -377,8 +415,8 @@ static int robots_follow(struct visit *v, struct req *q, char *to)
 		free(to);
 		return 0;
 	}
-	if (*v->p.stopping || !v->p.hooks.can_start(v->p.hooks.ctx) || to[hs] == '[') {
-		free(to); /* IPv6 literal: the engine is IPv4 only */
+	if (*v->p.stopping || !v->p.hooks.can_start(v->p.hooks.ctx)) {
+		free(to);
 		robots_unreachable(v, host);
 		return 1;
 	}
@@ -521,10 +559,6 @@ static int resolve_host(struct visit *v, uint32_t host)
 		visit_end(v, host);
 		return 0;
 	}
-	if (name[0] == '[') { /* IPv6 literal: the engine is IPv4 only */
-		host_unresolvable(v, host, hs);
-		return 0;
-	}
 	struct dns_wait *w = malloc(sizeof *w);
 	if (!w) {
 		visit_end(v, host);
@@ -574,7 +608,7 @@ void visit_dns_line_run(struct visit *v)
 /* A lookup's answer; the visit ends either way (VISIT_NONE on success:
  * the host comes back under its IP's token). */
 static void dns_answered(struct visit *v, uint32_t host, enum dns_error err,
-                         const struct in_addr *addrs, size_t naddrs)
+                         const struct ip_addr *addrs, size_t naddrs)
 {
 	struct host_state *hs = host_state(v, host);
 	if (*v->p.finished) {
@@ -596,22 +630,21 @@ static void dns_answered(struct visit *v, uint32_t host, enum dns_error err,
 		}
 		return;
 	}
-	char ip[INET_ADDRSTRLEN];
-	inet_ntop(AF_INET, &addrs[0], ip, sizeof ip);
-	if (!v->p.cfg->fetch.allow_private_networks && fetch_addr_is_private(ip)) {
+	const struct ip_addr *a = addr_choose(v, addrs, naddrs, hs->failed, &hs->families);
+	if (a == NULL) {
 		v->p.stats->private_refused++;
 		host_unresolvable(v, host, hs);
 		return;
 	}
 	hs->dns = HOST_DNS_OK;
-	politeness_host_set_ip(v->p.pol, host, ntohl(addrs[0].s_addr));
+	politeness_host_set_ip(v->p.pol, host, a);
 	visit_end(v, host); /* VISIT_NONE: back under the IP's token */
 }
 
 /* The resolver's callback: the host's visit goes on, then hosts waiting in
  * line for the resolver take the room this lookup left. A synchronous
  * answer (inside dns_resolve) leaves both to the caller's pump. */
-static void dns_done(void *ctx, enum dns_error err, const char *name, const struct in_addr *addrs,
+static void dns_done(void *ctx, enum dns_error err, const char *name, const struct ip_addr *addrs,
                      size_t naddrs)
 {
 	(void)name;
@@ -771,6 +804,52 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 	j->parse = ok && is_html(res->content_type);
 }
 
+/* ---- falling back to the other address family ---- */
+
+/* 1 when res is a connect that failed: no byte of the request went out
+ * (refused, unreachable, or the connect or TLS handshake timed out). */
+static int connect_failed(const struct fetch_result *res)
+{
+	return (res->error == FETCH_ERR_CONNECT || res->error == FETCH_ERR_TIMEOUT) &&
+	       res->request_headers.len == 0;
+}
+
+/* A failed connect to the host's own address, as its visit's first
+ * request, when the host has an allowed address of a family that has not
+ * failed yet: the request goes back (a page to the front of its queue,
+ * robots.txt to unknown) and the visit ends as an ordinary one (the host
+ * rests its delay, as the crawl log's account of it requires: the attempt
+ * is a line there; no error is counted); the host is resolved again (a
+ * cache hit), takes that address (addr_choose) and comes back under its
+ * group's token. Each family is given up once
+ * per host, so a host whose families both fail does not go back and
+ * forth. Returns 1 when so (the result is only logged). */
+static int family_fallback(struct visit *v, struct req *q, struct host_state *hs,
+                           const struct fetch_result *res)
+{
+	struct ip_addr addr;
+	if (!q->own_addr || *v->p.finished || hs->visit_requests != 1 || !connect_failed(res) ||
+	    !politeness_host_ip(v->p.pol, q->host, &addr))
+		return 0;
+	uint8_t failed = hs->failed | family_bit(addr.family);
+	if ((hs->families & ~failed) == 0)
+		return 0;
+	hs->failed = failed;
+	hs->dns = HOST_DNS_NONE;
+	if (q->robots) {
+		set_robots(v, q->host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
+		v->p.stats->robots_fetches--; /* made again */
+	} else {
+		frontier_unpop(v->p.frontier, q->host, q->url, strlen(q->url), q->via,
+		               strlen(q->via),
+		               frontier_depth_pack(q->depth, (uint32_t)q->redirects));
+		v->p.stats->pages_started--;
+	}
+	v->p.stats->family_fallbacks++;
+	visit_end(v, q->host); /* VISIT_OK: one delay's rest, no error */
+	return 1;
+}
+
 struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *follow)
 {
 	struct req *q = res->user;
@@ -788,10 +867,16 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 	j->robots = q->robots;
 	j->via = q->via;
 	j->wait_us = q->wait_us;
-	q->via = NULL;
+	if (q->robots)
+		j->flags |= CRAWL_LOG_ROBOTS;
+	int fell_back = family_fallback(v, q, hs, res);
+	q->via = NULL; /* the job's now */
+	if (fell_back) {
+		req_release(v, q);
+		return j;
+	}
 	count_result(v, hs, res);
 	if (q->robots) {
-		j->flags |= CRAWL_LOG_ROBOTS;
 		if (!*v->p.finished)
 			robots_answer(v, q, res, j);
 	} else {
@@ -802,6 +887,53 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 }
 
 /* ---- checkpoints ---- */
+
+/* How a host's address is saved: the first checkpoints had an IPv4
+ * address (u32) and a has_ip byte of 0 or 1; HOST_ADDR_SAVED (2) is
+ * followed by the address of either family and the host's families and
+ * failed masks (bytes), and the u32 is then 0. Both read back. */
+#define HOST_ADDR_SAVED 2
+
+static void host_addr_save(struct recfile_writer *w, const struct politeness_host_saved *ps,
+                           const struct host_state *hs)
+{
+	recfile_put_u32(w, 0);
+	recfile_put_u8(w, ps->has_ip ? HOST_ADDR_SAVED : 0);
+	if (!ps->has_ip)
+		return;
+	recfile_put_u8(w, ps->addr.family);
+	recfile_put_bytes(w, ps->addr.b, sizeof ps->addr.b);
+	recfile_put_u8(w, hs ? hs->families : 0);
+	recfile_put_u8(w, hs ? hs->failed : 0);
+}
+
+/* Reads what host_addr_save wrote (or the first form). 0, or -1. */
+static int host_addr_load(struct recfile_reader *rd, struct politeness_host_saved *ps,
+                          struct host_state *hs)
+{
+	uint32_t v4, len;
+	uint8_t family;
+	uint8_t b[sizeof ps->addr.b];
+	memset(&ps->addr, 0, sizeof ps->addr);
+	if (recfile_get_u32(rd, &v4) != RECFILE_OK || recfile_get_u8(rd, &ps->has_ip) != RECFILE_OK)
+		return -1;
+	if (ps->has_ip == 1) {
+		ip_addr_from_v4(&ps->addr, v4);
+		hs->families = family_bit(IP_V4);
+		return 0;
+	}
+	if (ps->has_ip != HOST_ADDR_SAVED)
+		return ps->has_ip == 0 ? 0 : -1;
+	if (recfile_get_u8(rd, &family) != RECFILE_OK ||
+	    recfile_get_bytes(rd, b, sizeof b, &len) != RECFILE_OK || len != sizeof b ||
+	    (family != IP_V4 && family != IP_V6) ||
+	    recfile_get_u8(rd, &hs->families) != RECFILE_OK ||
+	    recfile_get_u8(rd, &hs->failed) != RECFILE_OK)
+		return -1;
+	ip_addr_set(&ps->addr, (enum ip_family)family, b);
+	ps->has_ip = 1;
+	return 0;
+}
 
 void visit_save(struct visit *v, struct recfile_writer *w, uint64_t now)
 {
@@ -819,8 +951,7 @@ void visit_save(struct visit *v, struct recfile_writer *w, uint64_t now)
 		recfile_put_u64(w, ps.ip_wait_us);
 		recfile_put_u64(w, ps.crawl_delay_us);
 		recfile_put_u32(w, ps.errors);
-		recfile_put_u32(w, ps.ipv4);
-		recfile_put_u8(w, ps.has_ip);
+		host_addr_save(w, &ps, hs);
 	}
 	for (const struct req *q = v->live; q; q = q->next)
 		n += !q->robots;
@@ -844,9 +975,7 @@ static int load_host(struct visit *v, struct recfile_reader *rd, uint32_t h, uin
 	    recfile_get_u64(rd, &ps.wait_us) != RECFILE_OK ||
 	    recfile_get_u64(rd, &ps.ip_wait_us) != RECFILE_OK ||
 	    recfile_get_u64(rd, &ps.crawl_delay_us) != RECFILE_OK ||
-	    recfile_get_u32(rd, &ps.errors) != RECFILE_OK ||
-	    recfile_get_u32(rd, &ps.ipv4) != RECFILE_OK ||
-	    recfile_get_u8(rd, &ps.has_ip) != RECFILE_OK)
+	    recfile_get_u32(rd, &ps.errors) != RECFILE_OK || host_addr_load(rd, &ps, hs) != 0)
 		return -1;
 	hs->dns = dns == HOST_DNS_OK && ps.has_ip ? HOST_DNS_OK
 	          : dns == HOST_DNS_FAILED        ? HOST_DNS_FAILED

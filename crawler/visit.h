@@ -23,7 +23,20 @@
  * Per-host table: one struct per frontier host id, in fixed blocks of 4096
  * that never move, so a pointer to one stays valid while the table grows
  * (callbacks nest: a redirect can add a host while a visit holds its
- * host's state). It keeps the host's DNS answer (IPv4) and its visit.
+ * host's state). It keeps the host's visit and what its DNS answer said:
+ * the families of its allowed addresses and those a connect failed on
+ * (the address itself is politeness's, politeness_host_ip).
+ *
+ * Address families: a host's requests go to one address, the first of its
+ * DNS answer ([dns] prefer's family first) of a family no connect has
+ * failed on. When the first request of a visit cannot connect (refused,
+ * unreachable, timed out: nothing sent) and the host has an address of
+ * the other family, the request is put back, the visit ends (the host
+ * rests its delay, no error counted), and the host comes back under the
+ * other address's token:
+ * a fallback done here rather than by curl's happy eyeballs, so that the
+ * politeness token held is always that of the address contacted, and
+ * paid once per host rather than per request.
  *
  * Live requests: every request from its start until its result is
  * processed, on one list: what a checkpoint puts back in the frontier.

@@ -49,8 +49,8 @@ struct phost {
 	uint32_t slot;
 	uint32_t group;      /* IP group, NONE32 = solo */
 	uint32_t held_group; /* group whose token the held host carries, NONE32 = solo */
-	uint32_t ipv4;
 	uint32_t errors;
+	struct ip_addr addr; /* with has_ip */
 	uint8_t state;
 	uint8_t has_ip;
 	uint8_t robots_state; /* enum politeness_robots_state */
@@ -59,7 +59,7 @@ struct phost {
 struct ipgroup {
 	uint64_t next;
 	struct heap hosts;
-	uint32_t ipv4;
+	struct ip_addr key; /* ip_addr_group of its hosts' addresses */
 	uint32_t slot;
 	uint8_t state;
 };
@@ -74,7 +74,7 @@ struct politeness {
 	uint32_t known;  /* hosts[0..known) are initialized and counted */
 	struct ipgroup *groups;
 	uint32_t ngroups, groups_cap;
-	uint32_t *ipmap; /* group index + 1, open addressing on ipv4 */
+	uint32_t *ipmap; /* group index + 1, open addressing on the group key */
 	uint32_t ipmap_cap;
 	struct heap top;
 	struct politeness_stats st;
@@ -283,9 +283,11 @@ static int host_take_out(struct politeness *p, uint32_t host)
 	return 1;
 }
 
-static int group_find(struct politeness *p, uint32_t ipv4, uint32_t *out)
+/* The group of addr (its /64 for IPv6, see ipaddr.h), created if new. */
+static int group_find(struct politeness *p, const struct ip_addr *addr, uint32_t *out)
 {
 	uint32_t s, mask;
+	struct ip_addr key;
 
 	if ((uint64_t)(p->ngroups + 1) * 2 > p->ipmap_cap) {
 		uint32_t cap = p->ipmap_cap ? p->ipmap_cap * 2 : 256, i;
@@ -293,7 +295,7 @@ static int group_find(struct politeness *p, uint32_t ipv4, uint32_t *out)
 		if (m == NULL)
 			return -1;
 		for (i = 0; i < p->ngroups; i++) {
-			uint32_t k = (p->groups[i].ipv4 * 2654435761u) & (cap - 1);
+			uint32_t k = ip_addr_hash(&p->groups[i].key) & (cap - 1);
 			while (m[k] != 0)
 				k = (k + 1) & (cap - 1);
 			m[k] = i + 1;
@@ -303,8 +305,9 @@ static int group_find(struct politeness *p, uint32_t ipv4, uint32_t *out)
 		p->ipmap_cap = cap;
 	}
 	mask = p->ipmap_cap - 1;
-	for (s = (ipv4 * 2654435761u) & mask; p->ipmap[s] != 0; s = (s + 1) & mask) {
-		if (p->groups[p->ipmap[s] - 1].ipv4 == ipv4) {
+	ip_addr_group(addr, &key);
+	for (s = ip_addr_hash(&key) & mask; p->ipmap[s] != 0; s = (s + 1) & mask) {
+		if (ip_addr_equal(&p->groups[p->ipmap[s] - 1].key, &key)) {
 			*out = p->ipmap[s] - 1;
 			return 0;
 		}
@@ -320,7 +323,7 @@ static int group_find(struct politeness *p, uint32_t ipv4, uint32_t *out)
 		p->groups_cap = cap;
 	}
 	memset(&p->groups[p->ngroups], 0, sizeof p->groups[0]);
-	p->groups[p->ngroups].ipv4 = ipv4;
+	p->groups[p->ngroups].key = key;
 	p->groups[p->ngroups].slot = NONE32;
 	p->ipmap[s] = p->ngroups + 1;
 	*out = p->ngroups++;
@@ -527,22 +530,24 @@ void politeness_visit_budget(const struct politeness *p, uint32_t host, uint32_t
 		*max_us = p->cfg.policy == DELAY_POLICY_RATIO ? p->cfg.visit_budget_us : UINT64_MAX;
 }
 
-enum politeness_err politeness_host_set_ip(struct politeness *p, uint32_t host, uint32_t ipv4)
+enum politeness_err politeness_host_set_ip(struct politeness *p, uint32_t host,
+                                           const struct ip_addr *addr)
 {
 	struct phost *h;
 	uint32_t gi;
 	int was_waiting;
 
-	if (p == NULL || host >= frontier_host_count(p->f))
+	if (p == NULL || addr == NULL || addr->family == IP_NONE ||
+	    host >= frontier_host_count(p->f))
 		return POLITENESS_ERR_INVALID;
 	if (sync_hosts(p, host) != 0)
 		return POLITENESS_ERR_NOMEM;
 	h = &p->hosts[host];
-	h->ipv4 = ipv4;
+	h->addr = *addr;
 	h->has_ip = 1;
 	if (!p->cfg.ip_politeness)
 		return POLITENESS_OK;
-	if (group_find(p, ipv4, &gi) != 0)
+	if (group_find(p, addr, &gi) != 0)
 		return POLITENESS_ERR_NOMEM;
 	if (h->group == gi)
 		return POLITENESS_OK;
@@ -553,12 +558,12 @@ enum politeness_err politeness_host_set_ip(struct politeness *p, uint32_t host, 
 	return POLITENESS_OK;
 }
 
-int politeness_host_ip(const struct politeness *p, uint32_t host, uint32_t *ipv4)
+int politeness_host_ip(const struct politeness *p, uint32_t host, struct ip_addr *addr)
 {
 	if (p == NULL || host >= p->known || !p->hosts[host].has_ip)
 		return 0;
-	if (ipv4 != NULL)
-		*ipv4 = p->hosts[host].ipv4;
+	if (addr != NULL)
+		*addr = p->hosts[host].addr;
 	return 1;
 }
 
@@ -624,7 +629,7 @@ void politeness_host_save(const struct politeness *p, uint32_t host, uint64_t no
 		out->ip_wait_us = p->groups[gi].next - now_us;
 	out->crawl_delay_us = h->crawl_delay;
 	out->errors = h->errors;
-	out->ipv4 = h->ipv4;
+	out->addr = h->addr;
 	out->has_ip = h->has_ip;
 }
 
@@ -652,12 +657,12 @@ enum politeness_err politeness_host_restore(struct politeness *p, uint32_t host,
 	next = delay_policy_next_time(&p->cfg, &o, now_us, h->crawl_delay, 0);
 	h->next = now_us + s->wait_us > next ? now_us + s->wait_us : next;
 	h->wait = h->next - now_us;
-	if (s->has_ip) {
-		h->ipv4 = s->ipv4;
+	if (s->has_ip && s->addr.family != IP_NONE) {
+		h->addr = s->addr;
 		h->has_ip = 1;
 		if (p->cfg.ip_politeness) {
 			uint32_t gi;
-			if (group_find(p, s->ipv4, &gi) != 0)
+			if (group_find(p, &s->addr, &gi) != 0)
 				return POLITENESS_ERR_NOMEM; /* parked until its next push */
 			h->group = gi;
 			ipn = now_us + delay_policy_ip_wait(&p->cfg, now_us, now_us);

@@ -3,7 +3,8 @@
  * fetch loop may visit next (course notes 2.8; BUbiNG's workbench).
  *
  * Data structure.
- *   - IP groups: hosts resolved to the same IPv4 form a group holding an
+ *   - IP groups: hosts resolved to the same IPv4 address, or to the same
+ *     IPv6 /64 (ipaddr.h says why a /64), form a group holding an
  *     indexed 4-ary min-heap of its hosts keyed by each host's next allowed
  *     time. A group's key is max(IP next allowed time, its best host's time).
  *   - Top heap: an indexed 4-ary min-heap of groups by key. A host whose IP
@@ -49,7 +50,7 @@
  * taken), fetching, or known with its parsed rules (owned here, NULL =
  * allow all) and an expiry time after which they are fetched again.
  *
- * Memory: about 80 bytes per host plus 16 bytes per heap entry and 48 bytes
+ * Memory: about 96 bytes per host plus 16 bytes per heap entry and 64 bytes
  * per IP group, plus each host's robots rules, outside the frontier's
  * budget.
  */
@@ -59,6 +60,7 @@
 #include <stdint.h>
 
 #include "frontier/frontier.h"
+#include "frontier/ipaddr.h"
 #include "politeness/delay_policy.h"
 
 enum politeness_err {
@@ -119,11 +121,14 @@ enum politeness_err politeness_release(struct politeness *p, uint32_t host,
 void politeness_visit_budget(const struct politeness *p, uint32_t host, uint32_t *max_urls,
                              uint64_t *max_us);
 
-/* Assigns the host's resolved IPv4 (host byte order). Moves the host into
- * the IP's group (creating it); with ip_politeness off only records it. */
-enum politeness_err politeness_host_set_ip(struct politeness *p, uint32_t host, uint32_t ipv4);
-/* 1 and *ipv4 set if the host has an IP, else 0. */
-int politeness_host_ip(const struct politeness *p, uint32_t host, uint32_t *ipv4);
+/* Assigns the host's resolved address (copied; either family). Moves the
+ * host into its group (ip_addr_group: the address, or the /64 of an IPv6
+ * one), creating it; with ip_politeness off only records it. A held host
+ * may change address: its next visit comes under the new group. */
+enum politeness_err politeness_host_set_ip(struct politeness *p, uint32_t host,
+                                           const struct ip_addr *addr);
+/* 1 and *addr set (may be NULL) if the host has an IP, else 0. */
+int politeness_host_ip(const struct politeness *p, uint32_t host, struct ip_addr *addr);
 /* robots.txt Crawl-delay for the host (0 = none); capped by crawl_delay_cap. */
 enum politeness_err politeness_host_set_crawl_delay(struct politeness *p, uint32_t host,
                                                     uint64_t delay_us);
@@ -151,7 +156,7 @@ struct politeness_host_saved {
 	uint64_t ip_wait_us;     /* until its IP group's next allowed time */
 	uint64_t crawl_delay_us; /* robots.txt Crawl-delay (0: none) */
 	uint32_t errors;         /* consecutive errors */
-	uint32_t ipv4;           /* with has_ip */
+	struct ip_addr addr;     /* with has_ip */
 	uint8_t has_ip;
 };
 /* Fills *out with the host's state at now_us (zeros for an unknown host). */

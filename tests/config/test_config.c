@@ -203,6 +203,7 @@ START_TEST(keys_fill_the_module_structs)
 		{ "dns", "resolv_conf", "/tmp/resolv.test" },
 		{ "fetch", "ca_file", "/tmp/ca.pem" },
 		{ "fetch", "tls_verify", "off" },
+		{ "dns", "prefer", "ipv6" },
 	};
 	ck_assert_int_eq(crawl_config_default(&c), 0);
 	ck_assert(!c.fetch.no_accept_encoding);
@@ -210,6 +211,7 @@ START_TEST(keys_fill_the_module_structs)
 	ck_assert_str_eq(c.fetch.ca_file, "");
 	ck_assert_str_eq(c.dns.server, ""); /* "": the system's resolv.conf */
 	ck_assert_str_eq(c.dns.resolv_conf, "");
+	ck_assert_int_eq(c.dns.prefer, IP_V4); /* IPv4 first by default */
 	ck_assert_ptr_null(c.scope.domains);
 	ck_assert_ptr_eq(c.links.url_options, &c.url);
 	for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
@@ -231,6 +233,10 @@ START_TEST(keys_fill_the_module_structs)
 	ck_assert_int_eq(crawl_config_set(&c, "politeness", "policy", "smart", err, sizeof err),
 	                 CRAWL_CONFIG_ERR_BAD_VALUE);
 	ck_assert_ptr_nonnull(strstr(err, "adaptive"));
+	ck_assert_int_eq(c.dns.prefer, IP_V6);
+	ck_assert_int_eq(crawl_config_set(&c, "dns", "prefer", "IPv7", err, sizeof err),
+	                 CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_ptr_nonnull(strstr(err, "ipv4 or ipv6"));
 	ck_assert_uint_eq(c.frontier.mem_budget, 3u << 20);
 	ck_assert_uint_eq(c.warc.max_file_bytes, 2u << 20);
 	ck_assert(c.fetch.no_accept_encoding);
@@ -260,6 +266,7 @@ START_TEST(keys_fill_the_module_structs)
 	ck_assert_ptr_nonnull(strstr(text, "\nmem_mb = 3\n"));
 	ck_assert_ptr_nonnull(strstr(text, "\nwarc_max_mb = 2\n"));
 	ck_assert_ptr_nonnull(strstr(text, "\npolicy = adaptive\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nprefer = ipv6\n"));
 	struct crawl_config back;
 	ck_assert_int_eq(crawl_config_default(&back), 0);
 	ck_assert_int_eq(crawl_config_load(&back, path, err, sizeof err), CRAWL_CONFIG_OK);
@@ -267,6 +274,7 @@ START_TEST(keys_fill_the_module_structs)
 	ck_assert_uint_eq(back.politeness.ip_delay_us, 250000);
 	ck_assert(memcmp(&back.politeness, &c.politeness, sizeof c.politeness) == 0);
 	ck_assert(!back.fetch.verify_tls);
+	ck_assert_int_eq(back.dns.prefer, IP_V6);
 	ck_assert_str_eq(back.fetch.ca_file, "/tmp/ca.pem");
 	ck_assert_str_eq(back.dns.server, "127.0.0.1:5353,[::1]:53");
 	ck_assert_str_eq(back.dns.resolv_conf, "/tmp/resolv.test");

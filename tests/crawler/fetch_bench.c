@@ -22,7 +22,7 @@ extern char **environ;
 #define PAGES 200
 
 static struct fetch_engine *fe;
-static char ips[HOSTS][32];
+static char ips[HOSTS][IP_ADDR_STRLEN];
 static int http_port;
 static long total, started, done_ok, done_err, resolved;
 static size_t peak;
@@ -71,7 +71,7 @@ static void on_done(void *ctx, struct fetch_result *r)
 	start_next();
 }
 
-static void on_dns(void *ctx, enum dns_error err, const char *host, const struct in_addr *a,
+static void on_dns(void *ctx, enum dns_error err, const char *host, const struct ip_addr *a,
                    size_t n)
 {
 	int h = (int)(intptr_t)ctx;
@@ -80,7 +80,7 @@ static void on_dns(void *ctx, enum dns_error err, const char *host, const struct
 		fprintf(stderr, "dns %s: %s\n", host, dns_strerror(err));
 		exit(1);
 	}
-	snprintf(ips[h], sizeof(ips[h]), "%s", inet_ntoa(a[0]));
+	ip_addr_format(&a[0], ips[h], sizeof(ips[h]));
 	if (++resolved == HOSTS)
 		start_next();
 }

@@ -1,13 +1,17 @@
 /* test_dns.c: the c-ares resolver and its cache against an in-test UDP
- * DNS responder on 127.0.0.1 (a thread answering A queries):
+ * DNS responder on 127.0.0.1 (a thread answering A and AAAA queries):
  *   nx-*      NXDOMAIN
  *   nodata-*  NOERROR with no answer (NODATA)
  *   sf-*      SERVFAIL
  *   drop-*    no answer at all (the query times out)
  *   ttl1-*    one A record, TTL 1
  *   multi-*   two A records (TTL 300 and 100)
- *   anything else: one A record 127.0.1.<name length>, TTL 300
- * It counts queries per name so coalescing and caching can be checked. */
+ *   v6-*      AAAA 2001:db8::<name length> (TTL 200), no A record
+ *   dual-*    both: A as below (TTL 300), AAAA as v6-* (TTL 200)
+ *   v6sf-*    AAAA 2001:db8::1, SERVFAIL to A
+ *   anything else: one A record 127.0.1.<name length>, TTL 300, no AAAA
+ * It counts A queries per name so coalescing and caching can be checked
+ * (a lookup asks A and AAAA together), and AAAA queries apart. */
 #include <check.h>
 #include <poll.h>
 #include <pthread.h>
@@ -27,6 +31,7 @@ struct responder {
 	pthread_t thread;
 	atomic_int stop;
 	atomic_long queries;
+	atomic_long aaaa_queries;
 	char last[256];
 	pthread_mutex_t mu;
 	char names[64][256];
@@ -61,13 +66,14 @@ static long name_count(struct responder *r, const char *name)
 	return n;
 }
 
-static size_t put_a(unsigned char *p, uint32_t ttl, const unsigned char ip[4])
+/* A record of type (1: A, 28: AAAA) with the address ip (4 or 16 bytes). */
+static size_t put_rr(unsigned char *p, unsigned type, uint32_t ttl, const unsigned char *ip)
 {
-	size_t n = 0;
+	size_t n = 0, len = type == 28 ? 16 : 4;
 	p[n++] = 0xc0;
 	p[n++] = 12; /* name: pointer to question */
 	p[n++] = 0;
-	p[n++] = 1; /* A */
+	p[n++] = (unsigned char)type;
 	p[n++] = 0;
 	p[n++] = 1; /* IN */
 	p[n++] = (unsigned char)(ttl >> 24);
@@ -75,9 +81,28 @@ static size_t put_a(unsigned char *p, uint32_t ttl, const unsigned char ip[4])
 	p[n++] = (unsigned char)(ttl >> 8);
 	p[n++] = (unsigned char)ttl;
 	p[n++] = 0;
-	p[n++] = 4;
-	memcpy(p + n, ip, 4);
-	return n + 4;
+	p[n++] = (unsigned char)len;
+	memcpy(p + n, ip, len);
+	return n + len;
+}
+
+static size_t put_a(unsigned char *p, uint32_t ttl, const unsigned char ip[4])
+{
+	return put_rr(p, 1, ttl, ip);
+}
+
+/* The answer records of an AAAA query for name (nl bytes); their count in
+ * *count. */
+static size_t put_aaaa_answer(unsigned char *p, const char *name, size_t nl, unsigned char *count)
+{
+	unsigned char ip6[16] = { 0x20, 0x01, 0x0d, 0xb8 };
+	ip6[15] = (unsigned char)nl;
+	if (strncmp(name, "v6sf-", 5) == 0)
+		ip6[15] = 1;
+	else if (strncmp(name, "v6-", 3) != 0 && strncmp(name, "dual-", 5) != 0)
+		return 0;
+	*count = 1;
+	return put_rr(p, 28, 200, ip6);
 }
 
 static void *responder_run(void *arg)
@@ -106,8 +131,12 @@ static void *responder_run(void *arg)
 		}
 		name[nl] = '\0';
 		size_t qend = pos + 5; /* zero byte + type + class */
+		int aaaa = qend <= (size_t)n && q[pos + 1] == 0 && q[pos + 2] == 28;
 		atomic_fetch_add(&r->queries, 1);
-		count_name(r, name);
+		if (aaaa)
+			atomic_fetch_add(&r->aaaa_queries, 1);
+		else
+			count_name(r, name);
 		memcpy(a, q, qend);
 		a[2] = 0x81 | (q[2] & 0x01); /* QR, RD copied */
 		a[3] = 0x80;                 /* RA */
@@ -121,6 +150,12 @@ static void *responder_run(void *arg)
 			a[3] |= 2;
 		} else if (strncmp(name, "nodata-", 7) == 0) {
 			/* no answer records */
+		} else if (aaaa) {
+			len += put_aaaa_answer(a + len, name, nl, &a[7]);
+		} else if (strncmp(name, "v6sf-", 5) == 0) {
+			a[3] |= 2;
+		} else if (strncmp(name, "v6-", 3) == 0) {
+			/* no A record */
 		} else if (strncmp(name, "multi-", 6) == 0) {
 			unsigned char ip1[4] = { 10, 9, 8, 7 }, ip2[4] = { 10, 9, 8, 6 };
 			a[7] = 2;
@@ -177,12 +212,19 @@ static void responder_stop(struct responder *r)
 struct answer {
 	int calls;
 	enum dns_error err;
-	struct in_addr addrs[DNS_MAX_ADDRS];
+	struct ip_addr addrs[DNS_MAX_ADDRS];
 	size_t n;
 	char host[256];
 };
 
-static void on_dns(void *ctx, enum dns_error err, const char *host, const struct in_addr *addrs,
+/* The text form of answer a's address i. */
+static const char *addr_text(const struct answer *a, size_t i)
+{
+	static char buf[IP_ADDR_STRLEN];
+	return ip_addr_format(&a->addrs[i], buf, sizeof buf);
+}
+
+static void on_dns(void *ctx, enum dns_error err, const char *host, const struct ip_addr *addrs,
                    size_t n)
 {
 	struct answer *a = ctx;
@@ -244,7 +286,7 @@ START_TEST(a_records_and_cache)
 	resolve_run("Host1.Web.Test.", 1000, &a);
 	ck_assert_int_eq(a.err, DNS_OK);
 	ck_assert_uint_eq(a.n, 1);
-	ck_assert_str_eq(inet_ntoa(a.addrs[0]), "127.0.1.14"); /* strlen("host1.web.test") */
+	ck_assert_str_eq(addr_text(&a, 0), "127.0.1.14"); /* strlen("host1.web.test") */
 	ck_assert_str_eq(a.host, "host1.web.test");
 	/* Cached: answered synchronously, no new query. */
 	memset(&a, 0, sizeof(a));
@@ -263,13 +305,73 @@ START_TEST(a_records_and_cache)
 	memset(&a, 0, sizeof(a));
 	ck_assert_int_eq(dns_resolve(res, "127.0.0.9", on_dns, &a, 0), DNS_OK);
 	ck_assert_int_eq(a.calls, 1);
-	ck_assert_str_eq(inet_ntoa(a.addrs[0]), "127.0.0.9");
+	ck_assert_str_eq(addr_text(&a, 0), "127.0.0.9");
 	dns_resolver_stats(res, &st);
 	ck_assert_uint_eq(st.queries, 3);
 	ck_assert_uint_eq(st.cache_hits, 2);
 	ck_assert_uint_eq(st.pending, 0);
 	ck_assert_int_eq(dns_resolve(res, "", on_dns, &a, 0), DNS_ERR_INVALID);
 	ck_assert_int_eq(dns_resolve(res, "bad name", on_dns, &a, 0), DNS_ERR_INVALID);
+}
+END_TEST
+
+/* Every lookup asks A and AAAA; the answer lists the preferred family
+ * first, keeps both, and holds for the smaller TTL of the two. */
+START_TEST(aaaa_records)
+{
+	struct answer a;
+	struct dns_stats st;
+	make_resolver(NULL, 5);
+	resolve_run("v6-a.test", 0, &a); /* 9 bytes */
+	ck_assert_int_eq(a.err, DNS_OK);
+	ck_assert_uint_eq(a.n, 1);
+	ck_assert_str_eq(addr_text(&a, 0), "2001:db8::9");
+	resolve_run("dual-a.test", 0, &a); /* 11 bytes */
+	ck_assert_int_eq(a.err, DNS_OK);
+	ck_assert_uint_eq(a.n, 2);
+	ck_assert_str_eq(addr_text(&a, 0), "127.0.1.11");
+	ck_assert_str_eq(addr_text(&a, 1), "2001:db8::b");
+	resolve_run("dual-a.test", 199999, &a);
+	ck_assert_int_eq(name_count(resp, "dual-a.test"), 1);
+	resolve_run("dual-a.test", 200000, &a); /* AAAA's TTL, 200 s */
+	ck_assert_int_eq(name_count(resp, "dual-a.test"), 2);
+	/* AAAA answered, A failed: the address is the answer. */
+	resolve_run("v6sf-a.test", 0, &a);
+	ck_assert_int_eq(a.err, DNS_OK);
+	ck_assert_uint_eq(a.n, 1);
+	ck_assert_str_eq(addr_text(&a, 0), "2001:db8::1");
+	/* Neither: NODATA for both is NOTFOUND. */
+	resolve_run("nodata-b.test", 0, &a);
+	ck_assert_int_eq(a.err, DNS_ERR_NOTFOUND);
+	dns_resolver_stats(res, &st);
+	ck_assert_uint_eq(st.queries, 5);
+	ck_assert_int_eq(atomic_load(&resp->aaaa_queries), 5);
+	/* IPv6 literals, bare or in brackets as URL hosts carry them. */
+	memset(&a, 0, sizeof(a));
+	ck_assert_int_eq(dns_resolve(res, "[::1]", on_dns, &a, 0), DNS_OK);
+	ck_assert_int_eq(a.calls, 1);
+	ck_assert_str_eq(addr_text(&a, 0), "::1");
+	memset(&a, 0, sizeof(a));
+	ck_assert_int_eq(dns_resolve(res, "2001:DB8::5", on_dns, &a, 0), DNS_OK);
+	ck_assert_int_eq(a.calls, 1);
+	ck_assert_str_eq(addr_text(&a, 0), "2001:db8::5");
+	ck_assert_int_eq(atomic_load(&resp->aaaa_queries), 5);
+}
+END_TEST
+
+/* prefer = IP_V6 puts a dual-stack name's AAAA first. */
+START_TEST(prefer_ipv6)
+{
+	struct answer a;
+	char addr[64];
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", resp->port);
+	struct dns_config cfg = { .server = addr, .timeout_ms = 300, .tries = 1, .prefer = IP_V6 };
+	ck_assert_int_eq(dns_resolver_create(&loop, &cfg, &res), DNS_OK);
+	resolve_run("dual-b.test", 0, &a);
+	ck_assert_int_eq(a.err, DNS_OK);
+	ck_assert_uint_eq(a.n, 2);
+	ck_assert_str_eq(addr_text(&a, 0), "2001:db8::b");
+	ck_assert_str_eq(addr_text(&a, 1), "127.0.1.11");
 }
 END_TEST
 
@@ -547,6 +649,8 @@ int main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, a_records_and_cache);
 	tcase_add_test(tc, ttl_expiry);
+	tcase_add_test(tc, aaaa_records);
+	tcase_add_test(tc, prefer_ipv6);
 	tcase_add_test(tc, negative_cache);
 	tcase_add_test(tc, transient_failures_back_off);
 	tcase_add_test(tc, coalescing_and_eviction);

@@ -294,11 +294,22 @@ START_TEST(errors)
 	ck_assert_int_eq(fetch_engine_start(e, &bad1), FETCH_ERR_PROTOCOL);
 	struct fetch_request bad2 = { .url = "http://x.test/", .ip = "not-an-ip" };
 	ck_assert_int_eq(fetch_engine_start(e, &bad2), FETCH_ERR_INVALID);
+	struct fetch_request bad3 = { .url = "http://x.test/", .ip = "[::1]" };
+	ck_assert_int_eq(fetch_engine_start(e, &bad3), FETCH_ERR_INVALID);
+	/* An IPv6 address, and an IPv6 literal URL: refused by ::1 too. */
+	snprintf(url, sizeof(url), "http://[::1]:%d/", closed_port());
+	struct fetch_request r3 = { .url = url, .ip = "::1", .user = (void *)3 };
+	ck_assert_int_eq(fetch_engine_start(e, &r3), FETCH_OK);
 	uv_run(&loop, UV_RUN_DEFAULT);
-	ck_assert_uint_eq(c.n, 2);
+	ck_assert_uint_eq(c.n, 3);
 	struct fetch_result *conn = by_user(&c, 1), *slow = by_user(&c, 2);
 	ck_assert_int_eq(conn->error, FETCH_ERR_CONNECT);
 	ck_assert_str_ne(conn->error_detail, "");
+	/* Nothing went out: what the crawl's family fallback looks for. */
+	ck_assert_uint_eq(conn->request_headers.len, 0);
+	ck_assert_uint_gt(slow->request_headers.len, 0);
+	ck_assert_int_eq(by_user(&c, 3)->error, FETCH_ERR_CONNECT);
+	ck_assert_uint_eq(by_user(&c, 3)->request_headers.len, 0);
 	ck_assert_int_eq(slow->error, FETCH_ERR_TIMEOUT);
 	ck_assert_int_eq(slow->status, 200);
 	ck_assert_uint_ge(slow->total_ms, 600);

@@ -97,16 +97,16 @@ static void on_fetched(void *ctx, struct fetch_result *r)
 }
 
 static void on_resolved(void *ctx, enum dns_error err, const char *host,
-                        const struct in_addr *addrs, size_t n)
+                        const struct ip_addr *addrs, size_t n)
 {
 	struct target *t = ctx;
-	char url[256], ip[32];
+	char url[256], ip[IP_ADDR_STRLEN];
 	(void)host;
 	t->dns_err = err;
 	if (err != DNS_OK || n == 0)
 		return;
 	snprintf(url, sizeof(url), "http://%s:%d%s", t->host, http_port, t->path);
-	snprintf(ip, sizeof(ip), "%s", inet_ntoa(addrs[0]));
+	ip_addr_format(&addrs[0], ip, sizeof(ip));
 	struct fetch_request req = { .url = url,
 		                     .ip = ip,
 		                     .user = (void *)(uintptr_t)(t - world.t) };

@@ -231,6 +231,31 @@ def check_sieve_accounting(stats, rows):
     return errors
 
 
+def coverage_errors(expected, got, rows, stats, policy):
+    """An exact crawl: every expected URL requested (got: observed_set)
+    once, nothing else, no delay broken (rows: the log), and stats.json
+    counting every request the test web logged."""
+    missing = sorted(expected - set(got))
+    extra = sorted(set(got) - expected)
+    # A robots.txt that answers 5xx is unreachable: asked again at the
+    # host's next visits (until the host is retired), so it may repeat.
+    dups = sorted(k for k, n in got.items() if n > 1 and not re.search(r"/robots\.txt\t5\d\d$", k))
+    errors = []
+    if missing:
+        errors.append("%d expected URLs never requested, e.g. %s" % (len(missing), missing[:5]))
+    if extra:
+        errors.append("%d unexpected requests (disallowed or not linked), e.g. %s" % (len(extra), extra[:5]))
+    if dups:
+        errors.append("%d URLs requested more than once, e.g. %s" % (len(dups), dups[:5]))
+    bad = check_politeness(rows, policy)
+    if bad:
+        errors.append("%d politeness violations, e.g. %s" % (len(bad), bad[:5]))
+    if stats["pages"] + stats["robots_fetches"] != len(rows):
+        errors.append("stats.json counts %d pages + %d robots, test web logged %d" %
+                      (stats["pages"], stats["robots_fetches"], len(rows)))
+    return errors
+
+
 def test_coverage(policy, sieve_args=(), check=None, expected_args=(), web=None, max_files=None):
     work = tempfile.mkdtemp(prefix="e2e-cov-")
     tw = TestWeb(work, web or gen_args())
@@ -246,30 +271,13 @@ def test_coverage(policy, sieve_args=(), check=None, expected_args=(), web=None,
         tw.stop()
     rows = tw.requests()
     got = observed_set(tw, rows, faults)
-    missing = sorted(expected - set(got))
-    extra = sorted(set(got) - expected)
-    # A robots.txt that answers 5xx is unreachable: asked again at the
-    # host's next visits (until the host is retired), so it may repeat.
-    dups = sorted(k for k, n in got.items() if n > 1 and not re.search(r"/robots\.txt\t5\d\d$", k))
     sv = stats.get("sieve", {})
     print("policy %s%s: %d expected, %d requested (%d distinct), %.1f s, %s pages/s; sieve: "
           "emitted %s, flushes %s (forced %s, side table full %s)" %
           (policy, " " + " ".join(sieve_args) if sieve_args else "", len(expected), len(rows),
            len(got), el, stats.get("pages_per_s"), sv.get("emitted"), sv.get("flushes"),
            sv.get("forced_flushes"), sv.get("meta_full_flushes")))
-    errors = []
-    if missing:
-        errors.append("%d expected URLs never requested, e.g. %s" % (len(missing), missing[:5]))
-    if extra:
-        errors.append("%d unexpected requests (disallowed or not linked), e.g. %s" % (len(extra), extra[:5]))
-    if dups:
-        errors.append("%d URLs requested more than once, e.g. %s" % (len(dups), dups[:5]))
-    bad = check_politeness(rows, policy)
-    if bad:
-        errors.append("%d politeness violations, e.g. %s" % (len(bad), bad[:5]))
-    if stats["pages"] + stats["robots_fetches"] != len(rows):
-        errors.append("stats.json counts %d pages + %d robots, test web logged %d" %
-                      (stats["pages"], stats["robots_fetches"], len(rows)))
+    errors = coverage_errors(expected, got, rows, stats, policy)
     errors += check_sieve_accounting(stats, rows)
     if check:
         errors += check(stats, expected)

@@ -48,6 +48,13 @@ static void setup_policy(struct fx *x, int ip_pol, enum delay_policy_kind policy
 	ck_assert_int_eq(politeness_create(x->f, &pc, on_drop, x, &x->p), POLITENESS_OK);
 }
 
+static enum politeness_err set_ip4(struct politeness *p, uint32_t host, uint32_t v4)
+{
+	struct ip_addr a;
+	ip_addr_from_v4(&a, v4);
+	return politeness_host_set_ip(p, host, &a);
+}
+
 static void setup(struct fx *x, int ip_pol)
 {
 	setup_policy(x, ip_pol, DELAY_POLICY_FIXED);
@@ -138,13 +145,14 @@ START_TEST(ip_tokens)
 	a = add_host(&x, "http://a.test", 2);
 	b = add_host(&x, "http://b.test", 2);
 	c = add_host(&x, "http://c.test", 2);
-	ck_assert_int_eq(politeness_host_set_ip(x.p, a, 0x7f000001), POLITENESS_OK);
-	ck_assert_int_eq(politeness_host_set_ip(x.p, b, 0x7f000001), POLITENESS_OK);
-	ck_assert_int_eq(politeness_host_set_ip(x.p, c, 0x7f000002), POLITENESS_OK);
+	ck_assert_int_eq(set_ip4(x.p, a, 0x7f000001), POLITENESS_OK);
+	ck_assert_int_eq(set_ip4(x.p, b, 0x7f000001), POLITENESS_OK);
+	ck_assert_int_eq(set_ip4(x.p, c, 0x7f000002), POLITENESS_OK);
 	{
-		uint32_t ip = 0;
+		struct ip_addr ip, want;
+		ip_addr_from_v4(&want, 0x7f000001);
 		ck_assert(politeness_host_ip(x.p, b, &ip));
-		ck_assert_uint_eq(ip, 0x7f000001);
+		ck_assert(ip_addr_equal(&ip, &want));
 	}
 	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
 	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h2, &t), POLITENESS_OK);
@@ -174,6 +182,65 @@ START_TEST(ip_tokens)
 }
 END_TEST
 
+/* IPv6 addresses share a token per /64: two addresses of one /64 are one
+ * IP for politeness, another /64 is another IP; an IPv4 address whose bytes
+ * start like the /64 is yet another. A held host may move to another
+ * address (the crawl's family fallback): the token it holds is the one
+ * released. */
+static enum politeness_err set_ip_text(struct politeness *p, uint32_t host, const char *ip)
+{
+	struct ip_addr a;
+	ck_assert_int_eq(ip_addr_parse(ip, strlen(ip), &a), 0);
+	return politeness_host_set_ip(p, host, &a);
+}
+
+START_TEST(ipv6_groups_per_64)
+{
+	struct fx x;
+	uint32_t a, b, c, d, h[4];
+	uint64_t t = 0;
+	struct frontier_url u;
+	struct politeness_stats st;
+
+	setup(&x, 1);
+	a = add_host(&x, "http://a.test", 2);
+	b = add_host(&x, "http://b.test", 2);
+	c = add_host(&x, "http://c.test", 2);
+	d = add_host(&x, "http://d.test", 2);
+	ck_assert_int_eq(set_ip_text(x.p, a, "2001:db8:0:1::a"), POLITENESS_OK);
+	ck_assert_int_eq(set_ip_text(x.p, b, "2001:db8:0:1:ffff::b"), POLITENESS_OK);
+	ck_assert_int_eq(set_ip_text(x.p, c, "2001:db8:0:2::a"), POLITENESS_OK);
+	ck_assert_int_eq(set_ip_text(x.p, d, "32.1.13.184"), POLITENESS_OK); /* 2001:db8 */
+	politeness_stats(x.p, &st);
+	ck_assert_uint_eq(st.ip_groups, 3);
+	{
+		struct ip_addr ip;
+		char text[IP_ADDR_STRLEN];
+		ck_assert(politeness_host_ip(x.p, b, &ip));
+		ck_assert_str_eq(ip_addr_format(&ip, text, sizeof text), "2001:db8:0:1:ffff::b");
+	}
+	/* Three tokens: one of a/b, c and d; the other of a/b waits. */
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h[i], &t), POLITENESS_OK);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h[3], &t), POLITENESS_EMPTY);
+	ck_assert((h[0] == a || h[1] == a || h[2] == a) != (h[0] == b || h[1] == b || h[2] == b));
+	/* c, held, moves to the /64 of a and b: its release frees its old
+	 * token, and its next visit waits for the new group's. */
+	ck_assert_int_eq(set_ip_text(x.p, c, "2001:db8:0:1::c"), POLITENESS_OK);
+	for (int i = 0; i < 3; i++) {
+		struct visit_outcome o = ok_at(0);
+		ck_assert_int_eq(frontier_pop(x.f, h[i], &u), FRONTIER_OK);
+		ck_assert_int_eq(politeness_release(x.p, h[i], &o, 10 * S), POLITENESS_OK);
+	}
+	/* At 11 s (ip delay 1 s): d, and one of the /64's three hosts. */
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(politeness_pop_ready(x.p, 12 * S, &h[i], &t), POLITENESS_OK);
+	ck_assert_int_ne(politeness_pop_ready(x.p, 12 * S, &h[2], &t), POLITENESS_OK);
+	ck_assert(h[0] == d || h[1] == d);
+	teardown(&x);
+}
+END_TEST
+
 START_TEST(ip_off)
 {
 	struct fx x;
@@ -183,8 +250,8 @@ START_TEST(ip_off)
 	setup(&x, 0);
 	a = add_host(&x, "http://a.test", 1);
 	b = add_host(&x, "http://b.test", 1);
-	ck_assert_int_eq(politeness_host_set_ip(x.p, a, 1), POLITENESS_OK);
-	ck_assert_int_eq(politeness_host_set_ip(x.p, b, 1), POLITENESS_OK);
+	ck_assert_int_eq(set_ip4(x.p, a, 1), POLITENESS_OK);
+	ck_assert_int_eq(set_ip4(x.p, b, 1), POLITENESS_OK);
 	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
 	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h2, &t), POLITENESS_OK);
 	ck_assert_uint_ne(h, h2);
@@ -206,7 +273,7 @@ START_TEST(dns_protocol)
 	setup(&x, 1);
 	a = add_host(&x, "http://a.test", 2);
 	b = add_host(&x, "http://b.test", 2);
-	ck_assert_int_eq(politeness_host_set_ip(x.p, b, 42), POLITENESS_OK);
+	ck_assert_int_eq(set_ip4(x.p, b, 42), POLITENESS_OK);
 	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
 	if (h == b) { /* visit b for real first */
 		ck_assert_int_eq(frontier_pop(x.f, b, &u), FRONTIER_OK);
@@ -216,7 +283,7 @@ START_TEST(dns_protocol)
 	}
 	ck_assert_uint_eq(h, a);
 	ck_assert(!politeness_host_ip(x.p, a, NULL));
-	ck_assert_int_eq(politeness_host_set_ip(x.p, a, 42), POLITENESS_OK);
+	ck_assert_int_eq(set_ip4(x.p, a, 42), POLITENESS_OK);
 	ck_assert_int_eq(politeness_release(x.p, a, &none, 1 * S), POLITENESS_OK);
 	ck_assert_uint_eq(politeness_host_next(x.p, a), 1 * S);
 	/* now a and b share IP 42: only one at a time */
@@ -323,9 +390,9 @@ START_TEST(save_and_restore)
 	a = add_host(&x, "http://a.test", 3);
 	b = add_host(&x, "http://b.test", 3);
 	c = add_host(&x, "http://c.test", 3);
-	ck_assert_int_eq(politeness_host_set_ip(x.p, a, 1), POLITENESS_OK);
-	ck_assert_int_eq(politeness_host_set_ip(x.p, b, 1), POLITENESS_OK);
-	ck_assert_int_eq(politeness_host_set_ip(x.p, c, 2), POLITENESS_OK);
+	ck_assert_int_eq(set_ip4(x.p, a, 1), POLITENESS_OK);
+	ck_assert_int_eq(set_ip4(x.p, b, 1), POLITENESS_OK);
+	ck_assert_int_eq(set_ip4(x.p, c, 2), POLITENESS_OK);
 	ck_assert_int_eq(politeness_host_set_crawl_delay(x.p, b, 5 * S), POLITENESS_OK);
 	ck_assert_int_eq(politeness_pop_ready(x.p, 9 * S, &h, &t), POLITENESS_OK);
 	ck_assert_int_eq(frontier_pop(x.f, h, &u), FRONTIER_OK);
@@ -338,7 +405,7 @@ START_TEST(save_and_restore)
 	ck_assert_uint_eq(sa.wait_us, 9 * S);
 	ck_assert_uint_eq(sa.errors, 1);
 	ck_assert_uint_eq(sb.crawl_delay_us, 5 * S);
-	ck_assert(sa.has_ip && sa.ipv4 == 1 && sc.ipv4 == 2);
+	ck_assert(sa.has_ip && sa.addr.family == IP_V4 && sa.addr.b[3] == 1 && sc.addr.b[3] == 2);
 
 	setup(&y, 1);
 	ck_assert_uint_eq(add_host(&y, "http://a.test", 2), a);
@@ -352,8 +419,11 @@ START_TEST(save_and_restore)
 	ck_assert_uint_eq(politeness_host_next(y.p, c), 102 * S); /* host delay from now */
 	ck_assert_uint_eq(politeness_host_ip_next(y.p, a), 101 * S);
 	ck_assert_uint_eq(politeness_host_errors(y.p, a), 1);
-	ck_assert_int_eq(politeness_host_ip(y.p, b, &h), 1);
-	ck_assert_uint_eq(h, 1);
+	{
+		struct ip_addr ip;
+		ck_assert_int_eq(politeness_host_ip(y.p, b, &ip), 1);
+		ck_assert(ip.family == IP_V4 && ip.b[0] == 0 && ip.b[3] == 1);
+	}
 	/* nothing before the first allowed time, then in time order */
 	ck_assert_int_eq(politeness_pop_ready(y.p, 101 * S, &h, &t), POLITENESS_NOT_READY);
 	ck_assert_uint_eq(t, 102 * S);
@@ -475,6 +545,7 @@ int main(void)
 	tcase_add_test(tc, host_tokens);
 	tcase_add_test(tc, ip_tokens);
 	tcase_add_test(tc, ip_off);
+	tcase_add_test(tc, ipv6_groups_per_64);
 	tcase_add_test(tc, dns_protocol);
 	tcase_add_test(tc, backoff_and_retire);
 	tcase_add_test(tc, crawl_delay_and_retry_after);

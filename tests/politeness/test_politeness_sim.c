@@ -5,6 +5,9 @@
  * durations, random outcomes (errors, Retry-After), 10% of hosts starting
  * with an unknown IP (resolved through the pop / set_ip / release-NONE
  * protocol). The simulated fetch loop keeps up to `slots` visits in flight.
+ * Half of the model's IPs are IPv6 /64s: each host of such an IP gets its
+ * own address in it (the host id in the low 64 bits), so the library must
+ * group by /64 for the model's per-IP checks to hold.
  *
  * Asserts, against a reference model kept by the test:
  *   - politeness: each visit starts no earlier than the host's previous
@@ -72,6 +75,28 @@ struct mhost {
 	uint32_t ip;
 	uint8_t has_ip, held, retired;
 };
+
+/* The address host gets for model IP ip: 10.0.0.0 + ip for an even ip,
+ * else 2001:db8:0:ip::host, one address per host in the IP's /64. */
+static void model_addr(uint32_t ip, uint32_t host, struct ip_addr *a)
+{
+	uint8_t b[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, (uint8_t)(ip >> 8), (uint8_t)ip };
+	if (ip % 2 == 0) {
+		ip_addr_from_v4(a, 0x0a000000u + ip);
+		return;
+	}
+	for (int k = 0; k < 4; k++)
+		b[15 - k] = (uint8_t)(host >> (8 * k));
+	ip_addr_set(a, IP_V6, b);
+}
+
+/* Sets host's address for model IP ip. */
+static enum politeness_err model_set_ip(struct politeness *p, uint32_t host, uint32_t ip)
+{
+	struct ip_addr a;
+	model_addr(ip, host, &a);
+	return politeness_host_set_ip(p, host, &a);
+}
 
 struct mip {
 	uint64_t required; /* previous visit end + IP delay */
@@ -258,8 +283,7 @@ static void run(const char *name, enum delay_policy_kind pol, int ip_pol, uint32
 		s.h[i].last_end = NEVER;
 		if (rng() % 10 != 0) {
 			s.h[i].has_ip = 1;
-			if (politeness_host_set_ip(s.p, i, 0x0a000000u + s.h[i].ip) !=
-			    POLITENESS_OK)
+			if (model_set_ip(s.p, i, s.h[i].ip) != POLITENESS_OK)
 				FAIL("set_ip");
 		}
 	}
@@ -346,8 +370,7 @@ static void run(const char *name, enum delay_policy_kind pol, int ip_pol, uint32
 				/* DNS: resolve, set the IP, give the host back without a request */
 				struct visit_outcome none = { VISIT_NONE, now, 0, 0 };
 				m->has_ip = 1;
-				if (politeness_host_set_ip(s.p, hid, 0x0a000000u + m->ip) !=
-				    POLITENESS_OK)
+				if (model_set_ip(s.p, hid, m->ip) != POLITENESS_OK)
 					FAIL("set_ip");
 				if (politeness_release(s.p, hid, &none, now) != POLITENESS_OK)
 					FAIL("release none");

@@ -5,6 +5,10 @@ the test web's own request log.
   resume_e2e.py kill        SIGKILL the crawl at RESUME_KILLS (default 20)
                             random moments, resuming from the same folder each
                             time, then let it finish
+  resume_e2e.py kill-ipv6   the kills on a test web with --ipv6 (hosts IPv4-only,
+                            IPv6-only, dual-stack, dual-stack with a dead IPv4
+                            address), DNS asked over ::1: checkpoints keep
+                            IPv6 addresses and the families a connect failed on
   resume_e2e.py powercut    the same, but after each kill every file of the
                             output folder is cut back to what was fsynced
                             (an LD_PRELOAD shim, libsynctrack.so, records the
@@ -192,11 +196,11 @@ def check_history(tw, out, expected, kills, what):
     return errors
 
 
-def crash_loop(powercut):
+def crash_loop(powercut, ipv6=False):
     n_kills = int(os.environ.get("RESUME_KILLS", "20"))
     work = tempfile.mkdtemp(prefix="resume-%s-" % ("powercut" if powercut else "kill"))
     # 20 ms a response: the crawl lasts long enough for every kill to land in it
-    tw = e2e.TestWeb(work, e2e.gen_args(["--latency-ms", "20"]))
+    tw = e2e.TestWeb(work, e2e.gen_args(["--latency-ms", "20"] + (["--ipv6"] if ipv6 else [])))
     rng = random.Random(int(os.environ.get("RESUME_SEED", str(os.getpid()))))
     kills = []
     env = dict(os.environ)
@@ -212,7 +216,7 @@ def crash_loop(powercut):
     try:
         expected = set(tw.run_mode("--expected", "--agent", e2e.AGENT))
         out = os.path.join(work, "out")
-        c = Crawl(tw, out)
+        c = Crawl(tw, out, ["--dns-server", "[::1]:%d" % tw.dns_port] if ipv6 else [])
         finished_early = 0
         for i in range(n_kills):
             p = c.start(resume=i > 0, env=env)
@@ -236,7 +240,13 @@ def crash_loop(powercut):
         tw.stop()
     # Kill times are on this machine's realtime clock, as are the web log's.
     errors = check_history(tw, out, expected, kills,
-                           "powercut (%d bytes not fsynced discarded)" % lost if powercut else "kill")
+                           "powercut (%d bytes not fsynced discarded)" % lost if powercut
+                           else "kill-ipv6" if ipv6 else "kill")
+    if ipv6:
+        fams = collections.Counter("6" if ":" in r[3] else "4" for r in tw.requests())
+        print("kill-ipv6: %d requests over IPv4, %d over IPv6" % (fams["4"], fams["6"]))
+        if not fams["4"] or not fams["6"]:
+            errors.append("requests over IPv4 %d, over IPv6 %d: want both" % (fams["4"], fams["6"]))
     if finished_early > n_kills // 2:
         errors.append("the crawl finished before %d of %d kills: make the web bigger" %
                       (finished_early, n_kills))
@@ -395,6 +405,8 @@ def main():
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "kill":
         crash_loop(powercut=False)
+    elif what == "kill-ipv6":
+        crash_loop(powercut=False, ipv6=True)
     elif what == "powercut":
         crash_loop(powercut=True)
     elif what == "cli":

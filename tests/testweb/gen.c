@@ -265,9 +265,18 @@ int tw_host_parse(const struct tw_config *cfg, const char *name, size_t len, lon
 	return 0;
 }
 
+enum tw_stack tw_host_stack(const struct tw_config *cfg, long idx)
+{
+	return cfg->ipv6 ? (enum tw_stack)(idx % 4) : TW_STACK_V4;
+}
+
 uint32_t tw_host_addr(const struct tw_config *cfg, long idx)
 {
-	return (127u << 24) | (0u << 16) | (1u << 8) | (uint32_t)(1 + idx % cfg->ips);
+	enum tw_stack st = tw_host_stack(cfg, idx);
+	uint32_t net = st == TW_STACK_DEAD_V4 ? 2u : 1u;
+	if (st == TW_STACK_V6)
+		return 0;
+	return (127u << 24) | (0u << 16) | (net << 8) | (uint32_t)(1 + idx % cfg->ips);
 }
 
 int tw_robots_kind(const struct tw_config *cfg, long host)
@@ -1105,8 +1114,14 @@ int tw_hosts_info_write(const struct tw_config *cfg, FILE *out)
 	for (long i = 0; i < cfg->hosts; i++) {
 		int kind = tw_robots_kind(cfg, i);
 		uint32_t a = tw_host_addr(cfg, i);
-		fprintf(out, "h%ld.%s\t%u.%u.%u.%u\t%d\t%d\t%s\t%d\t%s\n", i, cfg->domain, a >> 24,
-		        (a >> 16) & 255, (a >> 8) & 255, a & 255, robots_status(kind), kind,
+		char ip[40] = "";
+		if (a != 0)
+			snprintf(ip, sizeof ip, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255,
+			         (a >> 8) & 255, a & 255);
+		if (tw_host_stack(cfg, i) != TW_STACK_V4)
+			snprintf(ip + strlen(ip), sizeof ip - strlen(ip), "%s::1", a ? "," : "");
+		fprintf(out, "h%ld.%s\t%s\t%d\t%d\t%s\t%d\t%s\n", i, cfg->domain, ip,
+		        robots_status(kind), kind,
 		        (kind == 3 || kind == 8) ? cfg->crawl_delay : "-",
 		        (kind == 5 || kind == 6) && tw_host_fault(cfg, i) == TW_FAULT_NONE,
 		        tw_fault_name(tw_host_fault(cfg, i)));

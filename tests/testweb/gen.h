@@ -55,6 +55,17 @@ struct tw_config {
 	long fault_host[TW_MAX_FAULTS];
 	enum tw_fault fault_mode[TW_MAX_FAULTS];
 	int sitemaps; /* --expected: the crawler follows robots.txt's sitemaps */
+	int ipv6;     /* hosts on ::1 too (tw_host_stack) */
+};
+
+/* The address families a host is served over (DNS records and listeners).
+ * Without --ipv6 every host is TW_STACK_V4. */
+enum tw_stack {
+	TW_STACK_V4 = 0,  /* A 127.0.1.(1 + I % K) */
+	TW_STACK_V6,      /* AAAA ::1 only */
+	TW_STACK_DUAL,    /* both: A 127.0.1.(1 + I % K) and AAAA ::1 */
+	TW_STACK_DEAD_V4, /* A 127.0.2.(1 + I % K), where nothing listens, and
+	                      AAAA ::1: a client preferring IPv4 must fall back */
 };
 
 /* A link a page carries, canonical form. host = -1: off the web (unknown
@@ -95,8 +106,13 @@ enum tw_fault tw_host_fault(const struct tw_config *cfg, long host);
 /* Host name (case-insensitive, optional ":port" NOT accepted) -> index.
  * Returns 0 and sets *idx, or -1 if the name is not hI.domain with I < N. */
 int tw_host_parse(const struct tw_config *cfg, const char *name, size_t len, long *idx);
-/* IPv4 address of host idx in host byte order (127.0.1.(1 + idx % ips)). */
+/* IPv4 address of host idx in host byte order (127.0.1.(1 + idx % ips),
+ * 127.0.2.x for TW_STACK_DEAD_V4); 0 for TW_STACK_V6 (no A record). */
 uint32_t tw_host_addr(const struct tw_config *cfg, long idx);
+/* The families host idx is served over: with --ipv6, by idx % 4 in the
+ * order of enum tw_stack (h0 IPv4 only, h1 IPv6 only, h2 both, h3 both with
+ * a dead IPv4 address); else TW_STACK_V4. */
+enum tw_stack tw_host_stack(const struct tw_config *cfg, long idx);
 /* robots.txt kind 0..9 of a host (see --help). */
 int tw_robots_kind(const struct tw_config *cfg, long host);
 

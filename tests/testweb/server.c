@@ -101,8 +101,8 @@ struct server {
 	const struct tw_server_options *so;
 	struct listener *lis;
 	int nlis;
-	uv_udp_t dns;
-	int dns_open;
+	uv_udp_t dns[2]; /* 127.0.0.1, and ::1 with --ipv6 */
+	int dns_open;    /* of dns[] initialized */
 	int dns_port;
 	uv_signal_t sigterm, sigint;
 	uv_timer_t flush_timer;
@@ -865,9 +865,12 @@ static int contains_token(const char *v, size_t vl, const char *tok)
 
 static void set_host(struct conn *c, const char *h, size_t hl)
 {
-	/* Strip the port; lowercase. IPv6 literals are not ours anyway. */
+	/* Strip the port; lowercase. An IPv6 literal keeps its brackets. */
+	const char *rb = hl > 0 && h[0] == '[' ? memchr(h, ']', hl) : NULL;
 	const char *colon = memchr(h, ':', hl);
-	if (colon != NULL)
+	if (rb != NULL)
+		hl = (size_t)(rb - h) + 1;
+	else if (colon != NULL)
 		hl = (size_t)(colon - h);
 	if (hl >= sizeof c->host)
 		hl = sizeof c->host - 1;
@@ -1170,6 +1173,28 @@ static void on_dns_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 	b->len = sizeof buf;
 }
 
+/* An answer record for the question's name (a pointer to it) of type (1:
+ * A, 28: AAAA) holding addr (len bytes); returns its length. */
+static size_t dns_put_rr(unsigned char *p, unsigned type, uint32_t ttl, const unsigned char *addr,
+                         size_t len)
+{
+	unsigned char head[12] = { 0xc0,
+		                   0x0c,
+		                   0,
+		                   (unsigned char)type,
+		                   0,
+		                   1,
+		                   (unsigned char)(ttl >> 24),
+		                   (unsigned char)(ttl >> 16),
+		                   (unsigned char)(ttl >> 8),
+		                   (unsigned char)ttl,
+		                   0,
+		                   (unsigned char)len };
+	memcpy(p, head, sizeof head);
+	memcpy(p + sizeof head, addr, len);
+	return sizeof head + len;
+}
+
 /* Builds the answer to query q (n bytes) in out (cap >= 600); returns its
  * length or 0 to drop the packet. */
 static size_t dns_answer(struct server *s, const unsigned char *q, size_t n, unsigned char *out,
@@ -1237,28 +1262,18 @@ static size_t dns_answer(struct server *s, const unsigned char *q, size_t n, uns
 		out[3] = 3; /* NXDOMAIN */
 		return o;
 	}
-	if (qclass == 1 && (qtype == 1 || qtype == 255)) {
-		uint32_t a = tw_host_addr(s->cfg, idx);
-		uint32_t ttl = s->so->ttl;
-		unsigned char rr[16] = { 0xc0,
-			                 0x0c,
-			                 0,
-			                 1,
-			                 0,
-			                 1,
-			                 (unsigned char)(ttl >> 24),
-			                 (unsigned char)(ttl >> 16),
-			                 (unsigned char)(ttl >> 8),
-			                 (unsigned char)ttl,
-			                 0,
-			                 4,
-			                 (unsigned char)(a >> 24),
-			                 (unsigned char)(a >> 16),
-			                 (unsigned char)(a >> 8),
-			                 (unsigned char)a };
-		memcpy(out + o, rr, sizeof rr);
-		o += sizeof rr;
-		out[7] = 1;
+	uint32_t a = tw_host_addr(s->cfg, idx);
+	if (qclass == 1 && (qtype == 1 || qtype == 255) && a != 0) {
+		unsigned char v4[4] = { (unsigned char)(a >> 24), (unsigned char)(a >> 16),
+			                (unsigned char)(a >> 8), (unsigned char)a };
+		o += dns_put_rr(out + o, 1, s->so->ttl, v4, sizeof v4);
+		out[7]++;
+	}
+	if (qclass == 1 && (qtype == 28 || qtype == 255) &&
+	    tw_host_stack(s->cfg, idx) != TW_STACK_V4) {
+		unsigned char v6[16] = { [15] = 1 }; /* ::1 */
+		o += dns_put_rr(out + o, 28, s->so->ttl, v6, sizeof v6);
+		out[7]++;
 	}
 	return o;
 }
@@ -1294,8 +1309,8 @@ static void on_signal(uv_signal_t *sig, int signum)
 	s->stopping = 1;
 	for (int k = 0; k < s->nlis; k++)
 		uv_close((uv_handle_t *)&s->lis[k].tcp, on_handle_closed);
-	if (s->dns_open)
-		uv_close((uv_handle_t *)&s->dns, on_handle_closed);
+	for (int k = 0; k < s->dns_open; k++)
+		uv_close((uv_handle_t *)&s->dns[k], on_handle_closed);
 	uv_close((uv_handle_t *)&s->sigterm, on_handle_closed);
 	uv_close((uv_handle_t *)&s->sigint, on_handle_closed);
 	uv_close((uv_handle_t *)&s->flush_timer, on_handle_closed);
@@ -1303,20 +1318,37 @@ static void on_signal(uv_signal_t *sig, int signum)
 		conn_close(s->conns);
 }
 
-/* Bind a listening socket on ip:port; returns fd or -errno. */
-static int bind_tcp(uint32_t ip, int port)
+/* ip:port (an IPv4 or IPv6 literal) as a socket address; its length. */
+static socklen_t sockaddr_of(const char *ip, int port, struct sockaddr_storage *ss)
 {
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	memset(ss, 0, sizeof *ss);
+	if (strchr(ip, ':') != NULL) {
+		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+		inet_pton(AF_INET6, ip, &a6->sin6_addr);
+		return sizeof *a6;
+	}
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	a4->sin_family = AF_INET;
+	a4->sin_port = htons((uint16_t)port);
+	inet_pton(AF_INET, ip, &a4->sin_addr);
+	return sizeof *a4;
+}
+
+/* Bind a listening socket on ip:port; returns fd or -errno. */
+static int bind_tcp(const char *ip, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sockaddr_of(ip, port, &ss);
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	struct sockaddr_in sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)port);
-	sa.sin_addr.s_addr = htonl(ip);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 4096) != 0) {
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+	if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, 4096) != 0) {
 		int e = errno;
 		close(fd);
 		return -e;
@@ -1324,12 +1356,16 @@ static int bind_tcp(uint32_t ip, int port)
 	return fd;
 }
 
-/* Address of listener k: the K host addresses, then 127.0.0.1 (proxy use). */
-static uint32_t listener_addr(int ips, int k)
+/* Address of listener k (text, into buf of 16): the K host addresses, then
+ * 127.0.0.1 (proxy use), then ::1 (--ipv6). */
+static const char *listener_addr(int ips, int k, char *buf)
 {
 	if (k == ips)
-		return (127u << 24) | 1u;
-	return (127u << 24) | (1u << 8) | (uint32_t)(1 + k);
+		return strcpy(buf, "127.0.0.1");
+	if (k == ips + 1)
+		return strcpy(buf, "::1");
+	snprintf(buf, 16, "127.0.1.%d", (1 + k) & 255);
+	return buf;
 }
 
 /* Binds the same port on all n addresses; fds[] filled; returns port or -1. */
@@ -1338,15 +1374,16 @@ static int bind_all(int ips, int n, int port, int *fds)
 	for (int attempt = 0; attempt < 50; attempt++) {
 		int p = port, k;
 		for (k = 0; k < n; k++) {
-			int fd = bind_tcp(listener_addr(ips, k), p);
+			char ip[16];
+			int fd = bind_tcp(listener_addr(ips, k, ip), p);
 			if (fd < 0)
 				break;
 			fds[k] = fd;
 			if (p == 0) {
-				struct sockaddr_in sa;
-				socklen_t sl = sizeof sa;
-				getsockname(fd, (struct sockaddr *)&sa, &sl);
-				p = ntohs(sa.sin_port);
+				struct sockaddr_storage ss;
+				socklen_t sl = sizeof ss;
+				getsockname(fd, (struct sockaddr *)&ss, &sl);
+				p = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 			}
 		}
 		if (k == n)
@@ -1357,6 +1394,31 @@ static int bind_all(int ips, int n, int port, int *fds)
 			break;
 	}
 	return -1;
+}
+
+/* The DNS responder on 127.0.0.1:port (0: ephemeral), and with --ipv6 on
+ * [::1] at the same port; sets s->dns_port. 0, or -1 (said on stderr). */
+static int dns_listen(struct server *s, uv_loop_t *loop, int port)
+{
+	const char *ips[2] = { "127.0.0.1", "::1" };
+	int n = s->cfg->ipv6 ? 2 : 1;
+	for (int k = 0; k < n; k++) {
+		struct sockaddr_storage ss;
+		sockaddr_of(ips[k], port, &ss);
+		uv_udp_init(loop, &s->dns[k]);
+		s->dns[k].data = s;
+		s->dns_open++;
+		if (uv_udp_bind(&s->dns[k], (struct sockaddr *)&ss, 0) != 0 ||
+		    uv_udp_recv_start(&s->dns[k], on_dns_alloc, on_dns_recv) != 0) {
+			fprintf(stderr, "testweb: cannot bind DNS on %s port %d\n", ips[k], port);
+			return -1;
+		}
+		int sl = sizeof ss;
+		uv_udp_getsockname(&s->dns[k], (struct sockaddr *)&ss, &sl);
+		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	}
+	s->dns_port = port;
+	return 0;
 }
 
 static int write_ready(const char *file, int http_port, int dns_port)
@@ -1411,8 +1473,8 @@ int tw_server_run(struct tw_config *cfg, const struct tw_server_options *so)
 {
 	struct server s;
 	uv_loop_t loop;
-	int fds[251];
-	int nl = cfg->ips + 1;
+	int fds[252];
+	int nl = cfg->ips + 1 + (cfg->ipv6 != 0);
 	int rc = -1, loop_ok = 0;
 	memset(&s, 0, sizeof s);
 	s.cfg = cfg;
@@ -1421,7 +1483,7 @@ int tw_server_run(struct tw_config *cfg, const struct tw_server_options *so)
 	signal(SIGPIPE, SIG_IGN);
 
 	s.cache = calloc(1, sizeof *s.cache);
-	s.lis = calloc((size_t)cfg->ips + 1, sizeof *s.lis);
+	s.lis = calloc((size_t)nl, sizeof *s.lis);
 	if (s.cache == NULL || s.lis == NULL || build_static(&s) != 0) {
 		fprintf(stderr, "testweb: out of memory\n");
 		goto out;
@@ -1440,8 +1502,9 @@ int tw_server_run(struct tw_config *cfg, const struct tw_server_options *so)
 	}
 	int port = bind_all(cfg->ips, nl, cfg->http_port, fds);
 	if (port < 0) {
-		fprintf(stderr, "testweb: cannot bind port %d on 127.0.1.1-%d and 127.0.0.1: %s\n",
-		        cfg->http_port, cfg->ips, strerror(errno));
+		fprintf(stderr,
+		        "testweb: cannot bind port %d on 127.0.1.1-%d and 127.0.0.1%s: %s\n",
+		        cfg->http_port, cfg->ips, cfg->ipv6 ? " and ::1" : "", strerror(errno));
 		goto out;
 	}
 	cfg->http_port = port;
@@ -1450,10 +1513,8 @@ int tw_server_run(struct tw_config *cfg, const struct tw_server_options *so)
 	loop_ok = 1;
 	for (int k = 0; k < nl; k++) {
 		struct listener *l = &s.lis[k];
-		uint32_t a = listener_addr(cfg->ips, k);
 		l->srv = &s;
-		snprintf(l->ip, sizeof l->ip, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255,
-		         (a >> 8) & 255, a & 255);
+		listener_addr(cfg->ips, k, l->ip);
 		uv_tcp_init(&loop, &l->tcp);
 		l->tcp.data = l;
 		s.nlis++;
@@ -1466,21 +1527,8 @@ int tw_server_run(struct tw_config *cfg, const struct tw_server_options *so)
 		}
 	}
 	s.dns_port = -1;
-	if (so->dns_port >= 0) {
-		struct sockaddr_in sa;
-		uv_ip4_addr("127.0.0.1", so->dns_port, &sa);
-		uv_udp_init(&loop, &s.dns);
-		s.dns.data = &s;
-		s.dns_open = 1;
-		if (uv_udp_bind(&s.dns, (struct sockaddr *)&sa, 0) != 0 ||
-		    uv_udp_recv_start(&s.dns, on_dns_alloc, on_dns_recv) != 0) {
-			fprintf(stderr, "testweb: cannot bind DNS on 127.0.0.1:%d\n", so->dns_port);
-			goto out_close;
-		}
-		int sl = sizeof sa;
-		uv_udp_getsockname(&s.dns, (struct sockaddr *)&sa, &sl);
-		s.dns_port = ntohs(sa.sin_port);
-	}
+	if (so->dns_port >= 0 && dns_listen(&s, &loop, so->dns_port) != 0)
+		goto out_close;
 	uv_signal_init(&loop, &s.sigterm);
 	uv_signal_init(&loop, &s.sigint);
 	uv_timer_init(&loop, &s.flush_timer);
@@ -1500,8 +1548,8 @@ int tw_server_run(struct tw_config *cfg, const struct tw_server_options *so)
 out_close:
 	for (int k = 0; k < s.nlis; k++)
 		uv_close((uv_handle_t *)&s.lis[k].tcp, on_handle_closed);
-	if (s.dns_open)
-		uv_close((uv_handle_t *)&s.dns, on_handle_closed);
+	for (int k = 0; k < s.dns_open; k++)
+		uv_close((uv_handle_t *)&s.dns[k], on_handle_closed);
 	uv_run(&loop, UV_RUN_DEFAULT);
 out:
 	if (loop_ok && uv_loop_close(&loop) != 0) {

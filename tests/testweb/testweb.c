@@ -26,11 +26,15 @@
  * every URL embeds the HTTP port, so pass --http-port = the served port):
  *   --seed S, --hosts N, --pages P, --domain D, --ips K, --http-port N,
  *   --seed-hosts S, --fault hI=MODE (repeatable), --robots-agent NAME,
- *   --crawl-delay SECS.
+ *   --crawl-delay SECS, --ipv6.
  *
  * Host hI.D (0 <= I < N) lives on 127.0.1.(1 + I % K); the server listens
  * on the same HTTP port on each of those K addresses and on 127.0.0.1 (use
  * 127.0.0.1:PORT as an HTTP proxy: absolute-form targets), DNS on 127.0.0.1.
+ * With --ipv6 it also listens (HTTP and DNS) on ::1, and hosts get address
+ * families by I % 4 (IPv4 only, IPv6 only, both, both with a dead IPv4
+ * address: tw_host_stack); the log's server_ip column says which listener
+ * took each request ("::1" for IPv6).
  *
  * Request log (--log FILE): one TSV line per response:
  *   time_us  conn_id  host  server_ip  method  target_path  status  body_bytes
@@ -95,6 +99,12 @@ static const char usage_text[] =
         "  --pages P           HTML pages per host (default 20, min 1)\n"
         "  --domain D          test domain (default web.test)\n"
         "  --ips K             host hI is on 127.0.1.(1 + I % K), 1 <= K <= 250 (default 4)\n"
+        "  --ipv6              serve on ::1 too (HTTP and DNS, same ports), and give the\n"
+        "                      hosts families by I % 4: 0 IPv4 only (A), 1 IPv6 only\n"
+        "                      (AAAA ::1), 2 both, 3 both with a dead IPv4 address (A\n"
+        "                      127.0.2.(1 + I % K), where nothing listens: a client\n"
+        "                      preferring IPv4 must fall back to ::1). --hosts-info's\n"
+        "                      ip column lists both ('127.0.1.3,::1')\n"
         "  --http-port N       HTTP port; 0 = ephemeral when serving (default 0). Other\n"
         "                      modes need the real served port, since URLs embed it\n"
         "  --seed-hosts S      seeds are the front pages of hosts 0..S-1 (default all)\n"
@@ -407,6 +417,8 @@ int main(int argc, char **argv)
 			cfg.http_port = (int)n;
 		} else if (strcmp(a, "--sitemaps") == 0) {
 			cfg.sitemaps = 1;
+		} else if (strcmp(a, "--ipv6") == 0) {
+			cfg.ipv6 = 1;
 		} else if (strcmp(a, "--seed-hosts") == 0) {
 			NUM(0, 100000000);
 			cfg.seed_hosts = n;

@@ -124,8 +124,9 @@ static int bench_ops(uint64_t hosts, uint64_t per_host)
 		int n = snprintf(buf, sizeof buf, "http://h%llu.web.test", (unsigned long long)h);
 		if (frontier_host_get(f, buf, (size_t)n, 1, &id) != FRONTIER_OK)
 			goto out;
-		if (politeness_host_set_ip(p, id, (uint32_t)(h % (hosts / 20 + 1))) !=
-		    POLITENESS_OK)
+		struct ip_addr ip;
+		ip_addr_from_v4(&ip, (uint32_t)(h % (hosts / 20 + 1)));
+		if (politeness_host_set_ip(p, id, &ip) != POLITENESS_OK)
 			goto out;
 	}
 	t0 = now_s();
