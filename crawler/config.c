@@ -62,6 +62,8 @@ static const struct key_def keys[] = {
 	KEY("crawl", "domains", T_DOMAINS, crawl.domains, 0, 0),
 	KEY("crawl", "any_domain", T_BOOL, crawl.any_domain, 0, 1),
 	KEY("crawl", "sitemaps", T_BOOL, crawl.sitemaps, 0, 1),
+	KEY("crawl", "page_requisites", T_BOOL, crawl.page_requisites, 0, 1),
+	KEY("crawl", "requisites_hops", T_UINT, crawl.requisites_hops, 0, FRONTIER_EMBED_HOPS_MAX),
 	KEY("crawl", "quiet", T_BOOL, crawl.quiet, 0, 1),
 	KEY("politeness", "policy", T_POLICY, politeness.policy, 0, 2),
 	KEY("politeness", "host_delay_ms", T_MS, politeness.host_delay_us, 0, 3.6e6),
@@ -177,6 +179,7 @@ static void share_settings(struct crawl_config *c)
 	c->url.max_len = c->scope.max_url_len;
 	c->sieve.max_url_len = c->scope.max_url_len;
 	c->links.url_options = &c->url;
+	c->links.requisites = c->crawl.page_requisites;
 	c->fetch.user_agent = c->crawl.user_agent;
 	c->warc.user_agent = c->crawl.user_agent;
 	c->warc.dir = c->output.dir;
@@ -214,6 +217,7 @@ int crawl_config_default(struct crawl_config *c)
 	c->fetch.max_header_bytes = 256u * 1024;
 	c->fetch.verify_tls = true;
 	c->crawl.max_redirects = 20; /* wget's --max-redirect default */
+	c->crawl.requisites_hops = 1;
 	c->dns.max_ttl_s = 3600;
 	c->dns.timeout_ms = 5000;
 	c->dns.max_pending = 256;

@@ -61,6 +61,8 @@ static void usage(FILE *out)
 	        "                            seeds and configuration come from DIR (flags\n"
 	        "                            given here override that configuration)\n"
 	        "      --sitemaps on|off     follow the sitemaps robots.txt lists (off)\n"
+	        "      --page-requisites     also fetch what pages embed: images, scripts,\n"
+	        "                            stylesheets and their url()s (off)\n"
 	        "      --metrics [ADDR:]PORT live figures over HTTP: /metrics (Prometheus),\n"
 	        "                            /status (JSON); ADDR defaults to 127.0.0.1\n"
 	        "  -q, --quiet               no progress line, no summary\n"
@@ -228,6 +230,7 @@ enum {
 	OPT_PRIVATE,
 	OPT_PARSE_THREADS,
 	OPT_SITEMAPS,
+	OPT_REQUISITES,
 	OPT_METRICS,
 	OPT_SET,
 	OPT_CKPT_INTERVAL,
@@ -254,6 +257,7 @@ static const struct option opts[] = {
 	{ "allow-private-networks", no_argument, NULL, OPT_PRIVATE },
 	{ "parse-threads", required_argument, NULL, OPT_PARSE_THREADS },
 	{ "sitemaps", required_argument, NULL, OPT_SITEMAPS },
+	{ "page-requisites", no_argument, NULL, OPT_REQUISITES },
 	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "set", required_argument, NULL, OPT_SET },
 	{ "checkpoint-interval", required_argument, NULL, OPT_CKPT_INTERVAL },
@@ -285,6 +289,7 @@ static const struct flag_key {
 	{ OPT_PRIVATE, "fetch", "allow_private_networks", "true" },
 	{ OPT_PARSE_THREADS, "parse", "threads", NULL },
 	{ OPT_SITEMAPS, "crawl", "sitemaps", NULL },
+	{ OPT_REQUISITES, "crawl", "page_requisites", "true" },
 	{ OPT_METRICS, "output", "metrics", NULL },
 	{ 'q', "crawl", "quiet", "true" },
 };

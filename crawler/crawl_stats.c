@@ -325,9 +325,16 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 		{ "problems", STAT_ATOMIC, &s->ac.sitemap_problems, 0 },
 		{ "not_registered", STAT_ATOMIC, &s->ac.sitemaps_dropped, 0 },
 	};
+	const struct stat_entry requisite_e[] = {
+		{ "found", STAT_ATOMIC, &s->ac.embeds, 0 },
+		{ "added", STAT_ATOMIC, &s->ac.embeds_added, 0 },
+		{ "off_domain", STAT_ATOMIC, &s->ac.embeds_off_domain, 0 },
+		{ "stylesheets_parsed", STAT_ATOMIC, &s->ac.stylesheets, 0 },
+	};
 	const struct stat_table hosts = TABLE(hosts_e), frontier = TABLE(frontier_e),
 	                        sieve = TABLE(sieve_e), dns = TABLE(dns_e), ckpt = TABLE(ckpt_e),
-	                        stalls = TABLE(stall_e), sitemaps = TABLE(sitemap_e);
+	                        stalls = TABLE(stall_e), sitemaps = TABLE(sitemap_e),
+	                        requisites = TABLE(requisite_e);
 	const struct stat_entry top_e[] = {
 		{ "pages", STAT_U64, &s->pages_done, 0 },
 		{ "requests", STAT_U64, &s->requests, 0 },
@@ -347,6 +354,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 		{ "links_new", STAT_ATOMIC, &s->ac.emits_pushed, 0 },
 		{ "nofollow", STAT_ATOMIC, &s->ac.nofollow, 0 },
 		{ "sitemaps", STAT_OBJECT, &sitemaps, 0 },
+		{ "requisites", STAT_OBJECT, &requisites, 0 },
 		{ "warc_revisits", STAT_ATOMIC, &s->ac.warc_revisits, 0 },
 		{ "hosts", STAT_OBJECT, &hosts, 0 },
 		{ "frontier", STAT_OBJECT, &frontier, 0 },
@@ -501,6 +509,10 @@ static const struct saved_counter saved_counters[] = {
 	ATOMIC_COUNTER(sitemap_urls),
 	ATOMIC_COUNTER(sitemap_problems),
 	ATOMIC_COUNTER(sitemaps_dropped),
+	ATOMIC_COUNTER(embeds),
+	ATOMIC_COUNTER(embeds_added),
+	ATOMIC_COUNTER(embeds_off_domain),
+	ATOMIC_COUNTER(stylesheets),
 };
 #define N_SAVED (sizeof saved_counters / sizeof saved_counters[0])
 
