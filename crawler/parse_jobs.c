@@ -177,6 +177,15 @@ static int add_url(struct parse_jobs *pj, struct parse_state *ps, const char *ur
 	return 1;
 }
 
+/* 1 if crawl keys a and b name one host. */
+static int same_host(const char *a, size_t alen, const char *b, size_t blen)
+{
+	size_t aa, ah, al, ba, bh, bl;
+	return url_key_split(a, alen, &aa, &ah, &al) == 0 &&
+	       url_key_split(b, blen, &ba, &bh, &bl) == 0 && al == bl &&
+	       memcmp(a + ah, b + bh, al) == 0;
+}
+
 /* An embed found in job j's response (a page's requisite, a stylesheet's
  * url()) into the batch: in scope by the embed rule of parse_jobs.h, at
  * j's own link depth, with its embed code. */
@@ -184,7 +193,12 @@ static void add_embed(struct parse_jobs *pj, struct parse_state *ps, const struc
                       const struct link *l, struct link_meta_via *via)
 {
 	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
-	uint32_t hops = (j->embed ? j->embed - 1 : 0) + 1; /* if it is off the domains */
+	uint32_t from_hops = j->embed ? j->embed - 1 : 0;
+	/* If it is off the domains: on the same (off) host as what named it,
+	 * as many hops off; else one more. */
+	uint32_t hops = from_hops > 0 && same_host(j->res->url, strlen(j->res->url), l->url, l->len)
+	                        ? from_hops
+	                        : from_hops + 1;
 	struct embed_scope es = { hops <= pj->p.cfg->crawl.requisites_hops, 0 };
 	size_t klen;
 	atomic_fetch_add(&ac->embeds, 1);

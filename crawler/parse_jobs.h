@@ -21,10 +21,12 @@
  * with an embed code in their depth word (frontier.h) and at the link
  * depth of the page or stylesheet that names them (an embed is no hop for
  * max_depth, as in wget). Their scope rule: every rule of scope.h, except
- * that an embed may lie off the allowed domains when the embeds in a row
- * off them that lead to it, itself included, number at most
- * requisites_hops (a page is on them; an embed on them counts 0, one off
- * them one more than the embed or stylesheet that named it). An embed is
+ * that an embed may lie off the allowed domains when it is at most
+ * requisites_hops hops off them. Hops: a page or an embed on the domains
+ * is 0; an embed off them is one more than what named it (a page, or an
+ * embedded stylesheet), or as many when it is on the same off-domain host
+ * (a CDN's stylesheet and its fonts are one hop off; an image that
+ * stylesheet names on yet another host, two). An embed is
  * not parsed for links (visit.c parses none), except a stylesheet, whose
  * url()s are embeds in turn. Same politeness as any URL of its host.
  *

@@ -18,6 +18,14 @@ test web's own request log (the neutral witness).
   crawl_e2e.py sitemaps
       exact coverage with --sitemaps on: the sitemaps robots.txt lists (an
       index and a gzipped sitemap too) and the pages only they list.
+  crawl_e2e.py requisites
+      a web whose pages embed stylesheets (with url()s and @import),
+      images with srcset, scripts and style attributes, on their host and
+      on two hosts outside the crawl's --domains: with --page-requisites the
+      crawl requests exactly the expected set (testweb --expected
+      --requisites: one hop off the domains, not the image the off-domain
+      stylesheet names on a third host), and crawl.log flags every requisite
+      "embed"; without it, exactly the pages, none of the requisites.
   crawl_e2e.py metrics
       --metrics answers /metrics and /status while the crawl runs, and its
       last answer agrees with stats.json.
@@ -705,6 +713,74 @@ def check_sitemaps(stats, expected):
     return errors
 
 
+def test_requisites():
+    """Page requisites on and off over one web (see the top comment)."""
+    hosts = int(os.environ.get("E2E_HOSTS", "20"))
+    web = gen_args(["--requisites"])
+    domains = ",".join("h%d.web.test" % i for i in range(hosts))
+    cdn = ("h%d.web.test" % hosts, "h%d.web.test" % (hosts + 1))
+    errors = []
+    for on in (True, False):
+        work = tempfile.mkdtemp(prefix="e2e-req-")
+        tw = TestWeb(work, web)
+        try:
+            expected = set(tw.run_mode("--expected", "--agent", AGENT))
+            out = os.path.join(work, "out")
+            stats, el, _ = crawl(tw, out, ["--host-delay", str(HOST_DELAY_MS), "--ip-delay",
+                                           str(IP_DELAY_MS), "--domains", domains,
+                                           "--set", "politeness.crawl_delay_cap_ms=%d" % HOST_DELAY_MS] +
+                                 (["--page-requisites"] if on else []))
+        finally:
+            tw.stop()
+        is_req = lambda e: "/req/" in e or e.split("/")[2].split(":")[0] in cdn
+        reqs = set(e for e in expected if is_req(e))
+        if not on:
+            expected -= reqs
+        rows = tw.requests()
+        got = observed_set(tw, rows, set())
+        missing = sorted(expected - set(got))
+        extra = sorted(set(got) - expected)
+        dups = sorted(k for k, n in got.items() if n > 1 and not re.search(r"/robots\.txt\t5\d\d$", k))
+        far = [e for e in got if "/req/far.png" in e]
+        one_hop = [e for e in got if cdn[0] in e and "/req/" in e]
+        print("requisites %s: %d expected (%d requisites in the web), %d requested, %.1f s, stats %s" %
+              ("on" if on else "off", len(expected), len(reqs), len(rows), el, stats.get("requisites")))
+        tag = "requisites %s: " % ("on" if on else "off")
+        if missing:
+            errors.append(tag + "%d expected URLs never requested, e.g. %s" % (len(missing), missing[:5]))
+        if extra:
+            errors.append(tag + "%d unexpected requests, e.g. %s" % (len(extra), extra[:5]))
+        if dups:
+            errors.append(tag + "%d URLs requested more than once, e.g. %s" % (len(dups), dups[:5]))
+        bad = check_politeness(rows, "fixed")
+        if bad:
+            errors.append(tag + "%d politeness violations, e.g. %s" % (len(bad), bad[:5]))
+        if far:
+            errors.append(tag + "fetched what is two hops off the domains: %s" % far)
+        if on:
+            if len(reqs) < 10 * hosts or len(one_hop) < 3:
+                errors.append(tag + "the web has %d requisites, %d fetched one hop off" % (len(reqs), len(one_hop)))
+            embeds = set()
+            for line in open(os.path.join(out, "crawl.log")):
+                f = line.rstrip("\n").split("\t")
+                if len(f) >= 12 and "embed" in f[11].split(","):
+                    embeds.add(f[3])
+            req_urls = set(e.split("\t")[0] for e in reqs if "/robots.txt" not in e)
+            if embeds != req_urls:
+                errors.append(tag + "crawl.log flags %d embeds, %d requisites fetched; e.g. %s" %
+                              (len(embeds), len(req_urls), sorted(embeds ^ req_urls)[:3]))
+            rq = stats.get("requisites", {})
+            if rq.get("stylesheets_parsed", 0) < hosts or not rq.get("off_domain"):
+                errors.append(tag + "stats.json requisites: %s" % rq)
+        elif not reqs:
+            errors.append(tag + "the web has no requisites")
+        shutil.rmtree(work, ignore_errors=True)
+    if errors:
+        fail("; ".join(errors))
+    print("ok")
+
+
+
 def main():
     if len(sys.argv) < 2:
         fail("usage: crawl_e2e.py coverage|warc|faults|adaptive [--policy fixed|ratio]")
@@ -738,6 +814,8 @@ def main():
         # lists (an index and a gzipped sitemap on kind-6 hosts) and the
         # pages only they list; nothing else may be requested.
         test_coverage("fixed", ["--sitemaps", "on"], check_sitemaps, ["--sitemaps"])
+    elif what == "requisites":
+        test_requisites()
     elif what == "metrics":
         test_metrics()
     elif what == "waiting-host":

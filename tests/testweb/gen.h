@@ -55,7 +55,15 @@ struct tw_config {
 	long fault_host[TW_MAX_FAULTS];
 	enum tw_fault fault_mode[TW_MAX_FAULTS];
 	int sitemaps; /* --expected: the crawler follows robots.txt's sitemaps */
+	/* Pages embed requisites (images, scripts, stylesheets, on their host
+	 * and on TW_REQ_CDN_HOSTS extra hosts hN and hN+1, N = hosts, which no
+	 * page links), and --expected is for a crawler that fetches them with
+	 * requisites_hops = 1 and the domains restricted to h0..hN-1. */
+	int requisites;
 };
+
+/* Extra hosts a --requisites web serves requisites from. */
+#define TW_REQ_CDN_HOSTS 2
 
 /* A link a page carries, canonical form. host = -1: off the web (unknown
  * host or another domain; never followed). */
@@ -93,7 +101,8 @@ const char *tw_fault_name(enum tw_fault f);
 enum tw_fault tw_host_fault(const struct tw_config *cfg, long host);
 
 /* Host name (case-insensitive, optional ":port" NOT accepted) -> index.
- * Returns 0 and sets *idx, or -1 if the name is not hI.domain with I < N. */
+ * Returns 0 and sets *idx, or -1 if the name is not hI.domain with I < N
+ * (N + TW_REQ_CDN_HOSTS with requisites). */
 int tw_host_parse(const struct tw_config *cfg, const char *name, size_t len, long *idx);
 /* IPv4 address of host idx in host byte order (127.0.1.(1 + idx % ips)). */
 uint32_t tw_host_addr(const struct tw_config *cfg, long idx);

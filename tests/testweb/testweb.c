@@ -100,6 +100,12 @@ static const char usage_text[] =
         "  --seed-hosts S      seeds are the front pages of hosts 0..S-1 (default all)\n"
         "  --sitemaps          --expected: for a crawler that follows the sitemaps\n"
         "                      robots.txt lists (and the pages only they list)\n"
+        "  --requisites        pages embed requisites (/req/: stylesheets with url()s,\n"
+        "                      images with srcset, scripts, style attributes) on their\n"
+        "                      host and on two extra hosts hN and hN+1 (N = --hosts)\n"
+        "                      that no page links; --expected is then for a crawler\n"
+        "                      fetching requisites one hop off domains h0..hN-1: hN's\n"
+        "                      stylesheet names hN+1 images it must not fetch\n"
         "  --robots-agent NAME agent named in the agent-specific robots.txt groups\n"
         "                      (default badbot)\n"
         "  --crawl-delay SECS  value of Crawl-delay lines (default 1)\n"
@@ -407,6 +413,8 @@ int main(int argc, char **argv)
 			cfg.http_port = (int)n;
 		} else if (strcmp(a, "--sitemaps") == 0) {
 			cfg.sitemaps = 1;
+		} else if (strcmp(a, "--requisites") == 0) {
+			cfg.requisites = 1;
 		} else if (strcmp(a, "--seed-hosts") == 0) {
 			NUM(0, 100000000);
 			cfg.seed_hosts = n;
