@@ -95,6 +95,8 @@ static const struct key_def keys[] = {
 	KEY("fetch", "accept_encoding", T_NOT_BOOL, fetch.no_accept_encoding, 0, 1),
 	KEY("fetch", "tls_verify", T_BOOL, fetch.verify_tls, 0, 1),
 	KEY("fetch", "ca_file", T_STR, fetch.ca_file, 0, 4096),
+	KEY("fetch", "proxy", T_STR, fetch.proxy, 0, 4096),
+	KEY("fetch", "no_proxy", T_STR, fetch.no_proxy, 0, 4096),
 	KEY("dns", "server", T_STR, dns.server, 0, 1024),
 	KEY("dns", "resolv_conf", T_STR, dns.resolv_conf, 0, 4096),
 	KEY("fetch", "max_redirects", T_UINT, crawl.max_redirects, 0, 255),
@@ -200,10 +202,13 @@ int crawl_config_default(struct crawl_config *c)
 	c->dns.server = strdup("");
 	c->dns.resolv_conf = strdup("");
 	c->fetch.ca_file = strdup("");
+	c->fetch.proxy = strdup("");
+	c->fetch.no_proxy = strdup("");
 	c->output.metrics = strdup("");
 	c->sieve.impl = strdup("mercator");
 	if (!c->crawl.user_agent || !c->frontier.spill_dir || !c->output.dir || !c->dns.server ||
-	    !c->dns.resolv_conf || !c->fetch.ca_file || !c->output.metrics || !c->sieve.impl) {
+	    !c->dns.resolv_conf || !c->fetch.ca_file || !c->fetch.proxy || !c->fetch.no_proxy ||
+	    !c->output.metrics || !c->sieve.impl) {
 		crawl_config_free(c);
 		return -1;
 	}

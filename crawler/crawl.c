@@ -49,6 +49,9 @@ static void usage(FILE *out)
 	        "                            (port 53 only) instead of /etc/resolv.conf\n"
 	        "      --ca-file FILE        trust the CAs of this PEM file (default: the "
 	        "system's)\n"
+	        "      --proxy URL           fetch through this proxy: http://HOST:PORT or\n"
+	        "                            socks5://, socks5h://, socks4://, socks4a://\n"
+	        "      --no-proxy LIST       hosts that bypass it (default: $no_proxy)\n"
 	        "      --insecure            accept any TLS certificate (default: verify, and\n"
 	        "                            count failures as tls-cert)\n"
 	        "      --allow-private-networks  allow private/loopback addresses (local tests)\n"
@@ -231,6 +234,8 @@ enum {
 	OPT_PARSE_THREADS,
 	OPT_SITEMAPS,
 	OPT_REQUISITES,
+	OPT_PROXY,
+	OPT_NO_PROXY,
 	OPT_METRICS,
 	OPT_SET,
 	OPT_CKPT_INTERVAL,
@@ -258,6 +263,8 @@ static const struct option opts[] = {
 	{ "parse-threads", required_argument, NULL, OPT_PARSE_THREADS },
 	{ "sitemaps", required_argument, NULL, OPT_SITEMAPS },
 	{ "page-requisites", no_argument, NULL, OPT_REQUISITES },
+	{ "proxy", required_argument, NULL, OPT_PROXY },
+	{ "no-proxy", required_argument, NULL, OPT_NO_PROXY },
 	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "set", required_argument, NULL, OPT_SET },
 	{ "checkpoint-interval", required_argument, NULL, OPT_CKPT_INTERVAL },
@@ -290,6 +297,8 @@ static const struct flag_key {
 	{ OPT_PARSE_THREADS, "parse", "threads", NULL },
 	{ OPT_SITEMAPS, "crawl", "sitemaps", NULL },
 	{ OPT_REQUISITES, "crawl", "page_requisites", "true" },
+	{ OPT_PROXY, "fetch", "proxy", NULL },
+	{ OPT_NO_PROXY, "fetch", "no_proxy", NULL },
 	{ OPT_METRICS, "output", "metrics", NULL },
 	{ 'q', "crawl", "quiet", "true" },
 };
