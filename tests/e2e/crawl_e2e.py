@@ -26,6 +26,14 @@ test web's own request log (the neutral witness).
       --requisites: one hop off the domains, not the image the off-domain
       stylesheet names on a third host), and crawl.log flags every requisite
       "embed"; without it, exactly the pages, none of the requisites.
+  crawl_e2e.py proxy
+      crawls through a forward proxy started by the test on 127.0.0.1 (an
+      HTTP proxy taking absolute-form GETs, then a SOCKS5 proxy taking host
+      names (socks5h://) or the crawler's addresses (socks5://), resolving
+      names from the test web's host table): the
+      test web sees exactly the expected set and the proxy's log holds
+      every one of those requests; with --no-proxy naming two hosts, their
+      requests reach the test web directly and only theirs.
   crawl_e2e.py metrics
       --metrics answers /metrics and /status while the crawl runs, and its
       last answer agrees with stats.json.
@@ -63,12 +71,17 @@ import json
 import os
 import re
 import shutil
+import http.client
+import http.server
 import signal
 import socket
+import socketserver
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.parse
 import zlib
 
 BUILD = os.environ.get("CRAWLER_BUILD", ".")
@@ -781,6 +794,199 @@ def test_requisites():
 
 
 
+# ---- proxies: a forward HTTP proxy and a SOCKS5 proxy, in this process ----
+
+HOP_HEADERS = ("connection", "proxy-connection", "keep-alive", "transfer-encoding", "te",
+               "trailer", "upgrade", "proxy-authorization", "content-length")
+
+
+class ProxyLog:
+    """Names resolved from the test web's host table (never the machine's
+    resolver), and every request or connection the proxy relayed."""
+
+    def __init__(self, names):
+        self.names = names
+        self.lock = threading.Lock()
+        self.entries = []
+
+    def add(self, entry):
+        with self.lock:
+            self.entries.append(entry)
+
+
+class HttpProxyHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        plog = self.server.plog
+        u = urllib.parse.urlsplit(self.path)
+        ip = plog.names.get((u.hostname or "").lower())
+        plog.add(self.path)
+        if u.scheme != "http" or ip is None:
+            self.send_error(502)
+            return
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
+        upstream = http.client.HTTPConnection(ip, u.port or 80, timeout=20)
+        try:
+            upstream.request("GET", (u.path or "/") + ("?" + u.query if u.query else ""),
+                             headers=headers)
+            r = upstream.getresponse()
+            body = r.read()
+        except (OSError, http.client.HTTPException):
+            self.send_error(502)
+            return
+        finally:
+            upstream.close()
+        self.send_response_only(r.status, r.reason)
+        for k, v in r.getheaders():
+            if k.lower() not in HOP_HEADERS:
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def relay(a, b):
+    try:
+        while True:
+            data = a.recv(65536)
+            if not data:
+                break
+            b.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for sock in (a, b):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class Socks5Handler(socketserver.BaseRequestHandler):
+    """RFC 1928, no authentication, CONNECT only; logs host:port as asked."""
+
+    def recv_exact(self, n):
+        data = b""
+        while len(data) < n:
+            chunk = self.request.recv(n - len(data))
+            if not chunk:
+                raise OSError("short read")
+            data += chunk
+        return data
+
+    def handle(self):
+        plog = self.server.plog
+        c = self.request
+        try:
+            ver, nmeth = self.recv_exact(2)
+            self.recv_exact(nmeth)
+            c.sendall(b"\x05\x00")
+            ver, cmd, _, atyp = self.recv_exact(4)
+            if atyp == 1:
+                host = socket.inet_ntoa(self.recv_exact(4))
+                ip = host
+            elif atyp == 3:
+                host = self.recv_exact(self.recv_exact(1)[0]).decode("ascii").lower()
+                ip = plog.names.get(host)
+            else:
+                raise OSError("address type %d" % atyp)
+            port = int.from_bytes(self.recv_exact(2), "big")
+            plog.add("%s:%d" % (host, port))
+            if cmd != 1 or ip is None:
+                c.sendall(b"\x05\x04\x00\x01" + bytes(6))
+                return
+            up = socket.create_connection((ip, port), timeout=20)
+        except OSError:
+            return
+        c.sendall(b"\x05\x00\x00\x01" + socket.inet_aton("127.0.0.1") + bytes(2))
+        t = threading.Thread(target=relay, args=(up, c), daemon=True)
+        t.start()
+        relay(c, up)
+        t.join()
+        up.close()
+
+
+class ThreadingTCP(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def start_proxy(kind, plog):
+    handler = HttpProxyHandler if kind == "http" else Socks5Handler
+    srv = (http.server.ThreadingHTTPServer if kind == "http" else ThreadingTCP)(("127.0.0.1", 0), handler)
+    srv.plog = plog
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def test_proxy():
+    web = ["--hosts", "8", "--pages", "12", "--ips", "4"]
+    errors = []
+    runs = (("http", "http", ()), ("http", "http", ("h1.web.test", "h2.web.test")),
+            ("socks5h", "socks", ()), ("socks5", "socks", ()))
+    for scheme, kind, bypass in runs:
+        work = tempfile.mkdtemp(prefix="e2e-proxy-")
+        tw = TestWeb(work, web)
+        names = dict((f.split("\t")[0], f.split("\t")[1]) for f in tw.run_mode("--hosts-info"))
+        plog = ProxyLog(names)
+        srv = start_proxy(kind, plog)
+        try:
+            expected = set(tw.run_mode("--expected", "--agent", AGENT))
+            args = ["--host-delay", str(HOST_DELAY_MS), "--ip-delay", str(IP_DELAY_MS),
+                    "--set", "politeness.crawl_delay_cap_ms=%d" % HOST_DELAY_MS,
+                    "--proxy", "%s://127.0.0.1:%d" % (scheme, srv.server_address[1])]
+            if bypass:
+                args += ["--no-proxy", ",".join(bypass)]
+            stats, el, _ = crawl(tw, os.path.join(work, "out"), args)
+        finally:
+            srv.shutdown()
+            srv.server_close()
+            tw.stop()
+        rows = tw.requests()
+        got = observed_set(tw, rows, set())
+        tag = "%s proxy%s: " % (scheme, " bypassing " + ",".join(bypass) if bypass else "")
+        if set(got) != expected:
+            errors.append(tag + "%d expected never requested, %d unexpected, e.g. %s" %
+                          (len(expected - set(got)), len(set(got) - expected),
+                           sorted(expected ^ set(got))[:3]))
+        bad = check_politeness(rows, "fixed")
+        if bad:
+            errors.append(tag + "%d politeness violations, e.g. %s" % (len(bad), bad[:3]))
+        direct = set("%s:%d" % (names[r[2].split(":")[0]], tw.http_port) for r in rows
+                     if r[2].split(":")[0] in bypass)
+        if kind == "http":
+            via = collections.Counter(plog.entries)
+            want = collections.Counter("http://%s%s" % (r[2], r[5]) for r in rows
+                                       if r[2].split(":")[0] not in bypass)
+            if via != want:
+                errors.append(tag + "the proxy relayed %d requests, the test web answered %d "
+                              "through it; e.g. %s" % (sum(via.values()), sum(want.values()),
+                                                      sorted((via - want) + (want - via))[:3]))
+        else:
+            # socks5h: the proxy is given names, never addresses; socks5:
+            # the addresses the crawler resolved.
+            asked = set(plog.entries)
+            want = set(r[2] if scheme == "socks5h" else
+                       "%s:%d" % (names[r[2].split(":")[0]], tw.http_port) for r in rows)
+            if asked != want:
+                errors.append(tag + "the proxy was asked for %s, the test web served %s" %
+                              (sorted(asked)[:4], sorted(want)[:4]))
+        if bypass and (not direct or any(h.split("/")[2].split(":")[0] in bypass for h in plog.entries)):
+            errors.append(tag + "bypassed hosts: %d direct addresses, proxy log %s" %
+                          (len(direct), plog.entries[:3]))
+        print("%s%d expected, %d requested, %d relayed by the proxy, %.1f s" %
+              (tag, len(expected), len(rows), len(plog.entries), el))
+        shutil.rmtree(work, ignore_errors=True)
+    if errors:
+        fail("; ".join(errors))
+    print("ok")
+
+
+
 def main():
     if len(sys.argv) < 2:
         fail("usage: crawl_e2e.py coverage|warc|faults|adaptive [--policy fixed|ratio]")
@@ -816,6 +1022,8 @@ def main():
         test_coverage("fixed", ["--sitemaps", "on"], check_sitemaps, ["--sitemaps"])
     elif what == "requisites":
         test_requisites()
+    elif what == "proxy":
+        test_proxy()
     elif what == "metrics":
         test_metrics()
     elif what == "waiting-host":
