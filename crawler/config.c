@@ -7,6 +7,7 @@
 #include "crawler/config.h"
 #include "crawler/ini_file.h"
 #include "frontier/ascii.h"
+#include "parse/sitemap.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -62,6 +63,8 @@ static const struct key_def keys[] = {
 	KEY("crawl", "domains", T_DOMAINS, crawl.domains, 0, 0),
 	KEY("crawl", "any_domain", T_BOOL, crawl.any_domain, 0, 1),
 	KEY("crawl", "sitemaps", T_BOOL, crawl.sitemaps, 0, 1),
+	KEY("crawl", "sitemap_max_urls", T_UINT, crawl.sitemap_max_urls, 1, 1e8),
+	KEY("crawl", "sitemap_max_bytes", T_SIZE, crawl.sitemap_max_bytes, KIB, 1024 * 1024 * KIB),
 	KEY("crawl", "page_requisites", T_BOOL, crawl.page_requisites, 0, 1),
 	KEY("crawl", "requisites_hops", T_UINT, crawl.requisites_hops, 0, FRONTIER_EMBED_HOPS_MAX),
 	KEY("crawl", "quiet", T_BOOL, crawl.quiet, 0, 1),
@@ -223,6 +226,8 @@ int crawl_config_default(struct crawl_config *c)
 	c->fetch.verify_tls = true;
 	c->crawl.max_redirects = 20; /* wget's --max-redirect default */
 	c->crawl.requisites_hops = 1;
+	c->crawl.sitemap_max_urls = SITEMAP_MAX_LOCS;
+	c->crawl.sitemap_max_bytes = SITEMAP_MAX_BYTES;
 	c->dns.max_ttl_s = 3600;
 	c->dns.timeout_ms = 5000;
 	c->dns.max_pending = 256;

@@ -182,6 +182,9 @@ static size_t error_entries(const struct crawl_stats *s, const struct crawl_stat
 		{ "robots-redirect-limit", STAT_U64, &s->robots_redirect_limit, 1 },
 		{ "robots-unreachable", STAT_U64, &s->robots_unreachable, 1 },
 		{ "emit-dropped", STAT_ATOMIC, &s->ac.emit_dropped, 1 },
+		{ "sitemap-malformed", STAT_ATOMIC, &s->ac.sitemap_malformed, 1 },
+		{ "sitemap-too-large", STAT_ATOMIC, &s->ac.sitemap_too_large, 1 },
+		{ "sitemap-too-many-urls", STAT_ATOMIC, &s->ac.sitemap_too_many, 1 },
 	};
 	for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
 		e[n++] = extra[i];
@@ -324,6 +327,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 		{ "urls", STAT_ATOMIC, &s->ac.sitemap_urls, 0 },
 		{ "problems", STAT_ATOMIC, &s->ac.sitemap_problems, 0 },
 		{ "not_registered", STAT_ATOMIC, &s->ac.sitemaps_dropped, 0 },
+		{ "urls_over_limit", STAT_ATOMIC, &s->ac.sitemap_urls_over_limit, 0 },
 	};
 	const struct stat_entry requisite_e[] = {
 		{ "found", STAT_ATOMIC, &s->ac.embeds, 0 },
@@ -509,6 +513,10 @@ static const struct saved_counter saved_counters[] = {
 	ATOMIC_COUNTER(sitemap_urls),
 	ATOMIC_COUNTER(sitemap_problems),
 	ATOMIC_COUNTER(sitemaps_dropped),
+	ATOMIC_COUNTER(sitemap_malformed),
+	ATOMIC_COUNTER(sitemap_too_large),
+	ATOMIC_COUNTER(sitemap_too_many),
+	ATOMIC_COUNTER(sitemap_urls_over_limit),
 	ATOMIC_COUNTER(embeds),
 	ATOMIC_COUNTER(embeds_added),
 	ATOMIC_COUNTER(embeds_off_domain),

@@ -290,6 +290,23 @@ static int on_sitemap_entry(const struct sitemap_entry *e, void *arg)
 	return sieve_path_adding_stopped(w->pj->p.sp);
 }
 
+/* What a parsed sitemap's result says went wrong, by reason. What was
+ * read before the problem was used: the first sitemap_max_urls entries,
+ * those ended within sitemap_max_bytes, those before malformed XML. */
+static void count_sitemap_problems(struct crawl_stats_atomic *ac, const struct sitemap_result *sr)
+{
+	if (sr->problem != SITEMAP_FINE && sr->problem != SITEMAP_STOPPED)
+		atomic_fetch_add(&ac->sitemap_problems, 1);
+	if (sr->problem == SITEMAP_TRUNCATED)
+		atomic_fetch_add(&ac->sitemap_too_large, 1);
+	else if (sr->problem != SITEMAP_FINE && sr->problem != SITEMAP_STOPPED)
+		atomic_fetch_add(&ac->sitemap_malformed, 1);
+	if (sr->dropped_over_limit) {
+		atomic_fetch_add(&ac->sitemap_too_many, 1);
+		atomic_fetch_add(&ac->sitemap_urls_over_limit, sr->dropped_over_limit);
+	}
+}
+
 /* A sitemap's entries (the body decoded per Content-Encoding; a .gz file
  * sent as such is inflated by the parser). */
 static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
@@ -299,7 +316,9 @@ static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct 
 	struct decode_output d = { 0 };
 	struct sitemap_walk w = { pj, ps, j, NULL };
 	if (!ps->sm) {
-		struct sitemap_config sc = { .scope = SITEMAP_SCOPE_HOST,
+		struct sitemap_config sc = { .max_locs = pj->p.cfg->crawl.sitemap_max_urls,
+			                     .max_bytes = pj->p.cfg->crawl.sitemap_max_bytes,
+			                     .scope = SITEMAP_SCOPE_HOST,
 			                     .url_options = &pj->p.cfg->url };
 		if (sitemap_parser_create(&sc, &ps->sm) != SITEMAP_OK)
 			return;
@@ -315,8 +334,7 @@ static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct 
 	if (w.via && sitemap_parse(ps->sm, res->url, j->sitemap_scope, (const char *)d.data, d.len,
 	                           on_sitemap_entry, &w, &sr) == SITEMAP_OK) {
 		atomic_fetch_add(&ac->sitemaps, 1);
-		if (sr.problem != SITEMAP_FINE && sr.problem != SITEMAP_STOPPED)
-			atomic_fetch_add(&ac->sitemap_problems, 1);
+		count_sitemap_problems(ac, &sr);
 	}
 	sieve_path_batch_flush(ps->batch);
 	sieve_path_via_release(pj->p.sp, w.via);

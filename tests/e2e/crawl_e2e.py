@@ -34,6 +34,13 @@ test web's own request log (the neutral witness).
       test web sees exactly the expected set and the proxy's log holds
       every one of those requests; with --no-proxy naming two hosts, their
       requests reach the test web directly and only theirs.
+  crawl_e2e.py sitemap-limits
+      sitemaps over small limits (crawl.sitemap_max_urls = 25,
+      sitemap_max_bytes = 6K) and a malformed one (testweb
+      --sitemap-faults): the crawl fetches exactly the expected set (the
+      first 25 entries of a 40-entry sitemap, the 5 entries before the
+      malformed XML), of the padded sitemap's pages a prefix (some, not
+      all), and stats.json counts each file under its reason.
   crawl_e2e.py metrics
       --metrics answers /metrics and /status while the crawl runs, and its
       last answer agrees with stats.json.
@@ -987,6 +994,61 @@ def test_proxy():
 
 
 
+def test_sitemap_limits():
+    max_urls, max_bytes = 25, "6K"
+    work = tempfile.mkdtemp(prefix="e2e-smlim-")
+    tw = TestWeb(work, gen_args(["--sitemap-faults"]))
+    try:
+        expected = set(tw.run_mode("--expected", "--agent", AGENT, "--sitemaps",
+                                   "--sitemap-max-urls", str(max_urls)))
+        stats, el, _ = crawl(tw, os.path.join(work, "out"),
+                             ["--host-delay", str(HOST_DELAY_MS), "--ip-delay", str(IP_DELAY_MS),
+                              "--set", "politeness.crawl_delay_cap_ms=%d" % HOST_DELAY_MS,
+                              "--sitemaps", "on", "--set", "crawl.sitemap_max_urls=%d" % max_urls,
+                              "--set", "crawl.sitemap_max_bytes=%s" % max_bytes])
+    finally:
+        tw.stop()
+    rows = tw.requests()
+    got = observed_set(tw, rows, set())
+    huge = collections.defaultdict(set)
+    for k in list(got):
+        m = re.match(r"http://([^/]+)/huge/h(\d+)\.html\t200$", k)
+        if m:
+            huge[m.group(1)].add(int(m.group(2)))
+            del got[k]
+    faulty = sorted(e.split("/")[2] for e in expected if "/sitemap_bad.xml\t200" in e)
+    big = [e for e in expected if "/big/b" in e]
+    errors = []
+    if set(got) != expected:
+        errors.append("%d expected never requested, %d unexpected, e.g. %s" %
+                      (len(expected - set(got)), len(set(got) - expected), sorted(expected ^ set(got))[:4]))
+    dups = sorted(k for k, n in got.items() if n > 1 and not re.search(r"/robots\.txt\t5\d\d$", k))
+    if dups:
+        errors.append("%d URLs requested more than once, e.g. %s" % (len(dups), dups[:3]))
+    if not faulty or len(big) != max_urls * len(faulty):
+        errors.append("%d hosts with faulty sitemaps, %d big-sitemap pages expected" % (len(faulty), len(big)))
+    for host in faulty:
+        ks = huge.get(host, set())
+        if not ks or ks != set(range(max(ks) + 1)) or len(ks) >= 100:
+            errors.append("%s: the padded sitemap's pages fetched are %s, not a proper prefix" %
+                          (host, sorted(ks)))
+    er, sm = stats["errors"], stats.get("sitemaps", {})
+    n = len(faulty)
+    if er.get("sitemap-malformed") != n or er.get("sitemap-too-large") != n or \
+            er.get("sitemap-too-many-urls", 0) < n or sm.get("urls_over_limit", 0) < (40 - max_urls) * n:
+        errors.append("stats.json: errors %s, sitemaps %s; %d hosts with faulty sitemaps" %
+                      ({k: v for k, v in er.items() if k.startswith("sitemap")}, sm, n))
+    print("sitemap limits: %d expected, %d requested, %.1f s; padded sitemaps cut after %s entries; "
+          "errors %s; sitemaps %s" % (len(expected), len(rows), el,
+                                      [len(v) for v in huge.values()],
+                                      {k: v for k, v in er.items() if k.startswith("sitemap")}, sm))
+    if errors:
+        fail("; ".join(errors))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
+
 def main():
     if len(sys.argv) < 2:
         fail("usage: crawl_e2e.py coverage|warc|faults|adaptive [--policy fixed|ratio]")
@@ -1024,6 +1086,8 @@ def main():
         test_requisites()
     elif what == "proxy":
         test_proxy()
+    elif what == "sitemap-limits":
+        test_sitemap_limits()
     elif what == "metrics":
         test_metrics()
     elif what == "waiting-host":

@@ -135,6 +135,7 @@ void tw_config_defaults(struct tw_config *cfg)
 	cfg->ips = 4;
 	cfg->http_port = 0;
 	cfg->seed_hosts = -1;
+	cfg->sitemap_max_urls = 50000;
 	memcpy(cfg->domain, "web.test", sizeof "web.test");
 	memcpy(cfg->robots_agent, "badbot", sizeof "badbot");
 	memcpy(cfg->crawl_delay, "1", sizeof "1");
@@ -852,7 +853,14 @@ static int make_robots(const struct tw_config *cfg, long i, struct tw_resource *
 	case 3:
 		sb_fmt(&b, "User-agent: *\nCrawl-delay: %s\nDisallow: /s3/\n", cfg->crawl_delay);
 		break;
-	case 5: sb_fmt(&b, "User-agent: *\nDisallow:\n\nSitemap: %s/sitemap.xml\n", pre); break;
+	case 5:
+		sb_fmt(&b, "User-agent: *\nDisallow:\n\nSitemap: %s/sitemap.xml\n", pre);
+		if (cfg->sitemap_faults)
+			sb_fmt(&b,
+			       "Sitemap: %s/sitemap_big.xml\nSitemap: %s/sitemap_huge.xml\n"
+			       "Sitemap: %s/sitemap_bad.xml\n",
+			       pre, pre, pre);
+		break;
 	case 6:
 		sb_fmt(&b,
 		       "User-agent: *\nAllow: /private/p7.html\nDisallow: /private/\n\n"
@@ -925,7 +933,10 @@ static int make_sitemap(const struct tw_config *cfg, long i, int gz, struct tw_r
 	host_prefix(cfg, i, 0, pre, sizeof pre);
 	sb_str(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 	           "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
-	/* Orphans first: the expected set's BFS takes only the first links. */
+	/* Orphans first: the expected set's BFS takes only the first links
+	 * (and a crawler only the first sitemap_max_urls entries). */
+	if ((long)links_cap > cfg->sitemap_max_urls)
+		links_cap = (size_t)cfg->sitemap_max_urls;
 	for (long j = -TW_ORPHANS; j < cfg->pages && j < 50000 && !b.err; j++) {
 		if (j < 0)
 			snprintf(t, sizeof t, "/o/o%ld.html", j + TW_ORPHANS);
@@ -939,6 +950,40 @@ static int make_sitemap(const struct tw_config *cfg, long i, int gz, struct tw_r
 		sb_gzip(&b);
 	res->status = 200;
 	res->content_type = gz ? "application/gzip" : "application/xml";
+	return finish(&b, res);
+}
+
+/* The faulty sitemaps of --sitemap-faults (kind 5 hosts): "big" lists
+ * TW_BIG_LOCS pages /big/bK.html, "huge" TW_HUGE_LOCS pages /huge/hK.html
+ * padded by comments, "bad" TW_BAD_LOCS pages /bad/bK.html and then a
+ * mismatched end tag (more entries after it are never read). */
+static int make_sitemap_fault(const struct tw_config *cfg, long i, char which,
+                              struct tw_resource *res, struct tw_link *links, size_t links_cap,
+                              size_t *nlinks)
+{
+	struct sbuf b = { 0 };
+	char pre[128], t[160];
+	long n = which == 'b' ? TW_BIG_LOCS : which == 'h' ? TW_HUGE_LOCS : TW_BAD_LOCS + 3;
+	const char *dir = which == 'b' ? "big/b" : which == 'h' ? "huge/h" : "bad/b";
+	if ((long)links_cap > cfg->sitemap_max_urls)
+		links_cap = (size_t)cfg->sitemap_max_urls;
+	host_prefix(cfg, i, 0, pre, sizeof pre);
+	sb_str(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	           "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
+	for (long k = 0; k < n && !b.err; k++) {
+		snprintf(t, sizeof t, "/%s%ld.html", dir, k);
+		if (which == 'x' && k == TW_BAD_LOCS)
+			sb_str(&b, "<url><loc>broken</lo></url>\n");
+		sb_fmt(&b, "<url><loc>%s%s</loc>", pre, t);
+		if (which == 'h')
+			sb_fmt(&b, "<!-- %0240d -->", 0);
+		sb_str(&b, "</url>\n");
+		if (which == 'b' || (which == 'x' && k < TW_BAD_LOCS))
+			sitemap_link(links, links_cap, nlinks, i, t);
+	}
+	sb_str(&b, "</urlset>\n");
+	res->status = 200;
+	res->content_type = "application/xml";
 	return finish(&b, res);
 }
 
@@ -1054,6 +1099,22 @@ int tw_resource_get(const struct tw_config *cfg, long host, const char *path, si
 			return make_sitemap_index(cfg, host, res, links, links_cap, nlinks);
 		if ((v = match_num(p, pend, "/o/o", ".html")) >= 0 && v < TW_ORPHANS)
 			return make_orphan(host, v, res);
+		if (cfg->sitemap_faults && kind == 5) {
+			static const char *const names[] = { "/sitemap_big.xml",
+				                             "/sitemap_huge.xml",
+				                             "/sitemap_bad.xml" };
+			for (int k = 0; k < 3; k++)
+				if ((size_t)(pend - p) == strlen(names[k]) &&
+				    memcmp(p, names[k], strlen(names[k])) == 0)
+					return make_sitemap_fault(cfg, host, "bhx"[k], res, links,
+					                          links_cap, nlinks);
+			if (((v = match_num(p, pend, "/big/b", ".html")) >= 0 && v < TW_BIG_LOCS) ||
+			    ((v = match_num(p, pend, "/huge/h", ".html")) >= 0 &&
+			     v < TW_HUGE_LOCS) ||
+			    ((v = match_num(p, pend, "/bad/b", ".html")) >= 0 &&
+			     v < TW_BAD_LOCS + 3))
+				return make_orphan(host, v, res);
+		}
 	}
 	if (pend - p == 12 && memcmp(p, "/sitemap.xml", 12) == 0)
 		return make_simple(res, 404);
@@ -1446,6 +1507,11 @@ static int contact(struct bfs *b, long host)
 	/* A crawler that follows sitemaps asks for those robots.txt lists. */
 	if (cfg->sitemaps && (kind == 5 || kind == 6) &&
 	    discover(b, host, kind == 5 ? "/sitemap.xml" : "/sitemap_index.xml") != 0)
+		return -1;
+	if (cfg->sitemaps && cfg->sitemap_faults && kind == 5 &&
+	    (discover(b, host, "/sitemap_big.xml") != 0 ||
+	     discover(b, host, "/sitemap_huge.xml") != 0 ||
+	     discover(b, host, "/sitemap_bad.xml") != 0))
 		return -1;
 	return 0;
 }

@@ -60,7 +60,20 @@ struct tw_config {
 	 * page links), and --expected is for a crawler that fetches them with
 	 * requisites_hops = 1 and the domains restricted to h0..hN-1. */
 	int requisites;
+	/* Hosts with robots kind 5 also list three faulty sitemaps: one over a
+	 * small URL limit (TW_BIG_LOCS entries), one padded past a small byte
+	 * limit (TW_HUGE_LOCS entries of about 300 bytes), one malformed after
+	 * TW_BAD_LOCS entries; --expected follows those a crawler reads with
+	 * sitemap_max_urls = sitemap_max_urls (its entries beyond are not), and
+	 * leaves the padded one's pages out (where a byte limit cuts depends on
+	 * the parser's buffering: the test judges them itself). */
+	int sitemap_faults;
+	long sitemap_max_urls; /* --expected: entries a crawler reads per sitemap */
 };
+
+#define TW_BIG_LOCS 40
+#define TW_HUGE_LOCS 100
+#define TW_BAD_LOCS 5
 
 /* Extra hosts a --requisites web serves requisites from. */
 #define TW_REQ_CDN_HOSTS 2
