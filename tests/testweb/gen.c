@@ -1516,6 +1516,22 @@ static int contact(struct bfs *b, long host)
 	return 0;
 }
 
+/* Queues host's path once unless robots.txt (fetched at the crawler's
+ * first contact with the host) disallows it; hops as in struct qitem.
+ * Returns 0, or -1 on allocation failure. */
+static int enqueue(struct bfs *b, long host, const char *path, int hops)
+{
+	if (contact(b, host) != 0)
+		return -1;
+	if (!robots_allowed(b->cfg, host, b->tok, path))
+		return 0;
+	int r = vset_add(b->seen, host, path);
+	if (r <= 0 || queue_push(b->q, host, path) != 0)
+		return r;
+	b->q->v[b->q->n - 1].hops = hops;
+	return 0;
+}
+
 /* A URL was discovered (seed, link or Location): filter it (fault and
  * unknown hosts, robots) and queue it once. Returns 0, or -1 on
  * allocation failure. */
@@ -1524,14 +1540,7 @@ static int discover(struct bfs *b, long host, const char *path)
 	const struct tw_config *cfg = b->cfg;
 	if (host < 0 || host >= cfg->hosts || tw_host_fault(cfg, host) != TW_FAULT_NONE)
 		return 0;
-	if (contact(b, host) != 0)
-		return -1;
-	if (!robots_allowed(cfg, host, b->tok, path))
-		return 0;
-	int r = vset_add(b->seen, host, path);
-	if (r <= 0)
-		return r;
-	return queue_push(b->q, host, path);
+	return enqueue(b, host, path, -1);
 }
 
 /* A requisite named by a page or stylesheet of host `from`, which is
@@ -1546,15 +1555,7 @@ static int discover_requisite(struct bfs *b, long from, int from_hops, long host
 	if (hops > 1 || host < 0 || host >= cfg->hosts + TW_REQ_CDN_HOSTS ||
 	    tw_host_fault(cfg, host) != TW_FAULT_NONE)
 		return 0;
-	if (contact(b, host) != 0)
-		return -1;
-	if (!robots_allowed(cfg, host, b->tok, path))
-		return 0;
-	int r = vset_add(b->seen, host, path);
-	if (r <= 0 || queue_push(b->q, host, path) != 0)
-		return r;
-	b->q->v[b->q->n - 1].hops = hops;
-	return 0;
+	return enqueue(b, host, path, hops);
 }
 
 /* What a fetched item leads to: a page's links (and requisites), a
