@@ -170,7 +170,8 @@ END_TEST
 
 START_TEST(write_and_read_back_shipped_files)
 {
-	static const char *files[] = { "polite.conf", "research.conf", "testweb.conf" };
+	static const char *files[] = { "polite.conf", "research.conf", "testweb.conf",
+		                       "archival.conf" };
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
 		char path[1024];
 		snprintf(path, sizeof path, "%s/%s", CONFIGS_DIR, files[i]);
