@@ -6,6 +6,7 @@
  */
 #include "crawler/config.h"
 #include "crawler/ini_file.h"
+#include "crawler/proxy.h"
 #include "frontier/ascii.h"
 #include "parse/sitemap.h"
 
@@ -31,6 +32,7 @@ enum key_type {
 	T_POLICY,     /* fixed, ratio or adaptive: enum delay_policy_kind */
 	T_STR,        /* an owned string; min..max is its length */
 	T_SIEVE_IMPL, /* an owned string naming a sieve implementation */
+	T_PROXY,      /* an owned string: a proxy URL (proxy.h) or "" */
 	T_DOMAINS,    /* a list of host suffixes into crawl.domains */
 };
 
@@ -98,7 +100,7 @@ static const struct key_def keys[] = {
 	KEY("fetch", "accept_encoding", T_NOT_BOOL, fetch.no_accept_encoding, 0, 1),
 	KEY("fetch", "tls_verify", T_BOOL, fetch.verify_tls, 0, 1),
 	KEY("fetch", "ca_file", T_STR, fetch.ca_file, 0, 4096),
-	KEY("fetch", "proxy", T_STR, fetch.proxy, 0, 4096),
+	KEY("fetch", "proxy", T_PROXY, fetch.proxy, 0, 4096),
 	KEY("fetch", "no_proxy", T_STR, fetch.no_proxy, 0, 4096),
 	KEY("dns", "server", T_STR, dns.server, 0, 1024),
 	KEY("dns", "resolv_conf", T_STR, dns.resolv_conf, 0, 4096),
@@ -253,7 +255,8 @@ void crawl_config_free(struct crawl_config *c)
 	if (!c)
 		return;
 	for (size_t i = 0; i < N_KEYS; i++)
-		if (keys[i].type == T_STR || keys[i].type == T_SIEVE_IMPL)
+		if (keys[i].type == T_STR || keys[i].type == T_SIEVE_IMPL ||
+		    keys[i].type == T_PROXY)
 			field_string_replace((char *)c + keys[i].offset, NULL);
 	for (size_t i = 0; i < c->crawl.n_domains; i++)
 		free(c->crawl.domains[i]);
@@ -469,6 +472,12 @@ static void bad_value_message(const struct key_def *k, const char *value, char *
 		         " the default is mercator)",
 		         key, value);
 		break;
+	case T_PROXY:
+		snprintf(err, errlen,
+		         "%s: bad value '%s' (expected a proxy URL: http://HOST:PORT, https://,"
+		         " socks4://, socks4a://, socks5:// or socks5h://; empty for none)",
+		         key, value);
+		break;
 	case T_STR:
 		snprintf(err, errlen,
 		         "%s: bad value (length must be %g..%g, no space at either end, no ';'"
@@ -522,9 +531,11 @@ static enum crawl_config_err key_set(struct crawl_config *c, const struct key_de
 		return CRAWL_CONFIG_OK;
 	}
 	case T_STR:
-	case T_SIEVE_IMPL: {
+	case T_SIEVE_IMPL:
+	case T_PROXY: {
 		if (len < (size_t)k->min || len > (size_t)k->max || !ini_value_ok(value) ||
-		    (k->type == T_SIEVE_IMPL && !sieve_impl_known(value)))
+		    (k->type == T_SIEVE_IMPL && !sieve_impl_known(value)) ||
+		    (k->type == T_PROXY && !proxy_url_known(value)))
 			return CRAWL_CONFIG_ERR_BAD_VALUE;
 		char *copy = strdup(value);
 		if (!copy)
@@ -638,7 +649,8 @@ static void key_write(FILE *f, const struct crawl_config *c, const struct key_de
 		        delay_policy_name((enum delay_policy_kind)field_load(field, k->size)));
 		break;
 	case T_STR:
-	case T_SIEVE_IMPL: fprintf(f, "%s\n", field_string(field)); break;
+	case T_SIEVE_IMPL:
+	case T_PROXY: fprintf(f, "%s\n", field_string(field)); break;
 	case T_DOMAINS:
 		for (size_t d = 0; d < c->crawl.n_domains; d++)
 			fprintf(f, "%s%s", d ? "," : "", c->crawl.domains[d]);

@@ -33,6 +33,12 @@ static bool proxy_scheme(const char *url, bool *resolves)
 	return false;
 }
 
+bool proxy_url_known(const char *url)
+{
+	bool resolves;
+	return !*url || proxy_scheme(url, &resolves);
+}
+
 int proxy_create(const char *url, const char *no_proxy, struct proxy **out)
 {
 	*out = NULL;

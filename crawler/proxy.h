@@ -35,6 +35,9 @@
 
 struct proxy;
 
+/* true when url is "" (no proxy) or names a scheme above (or none). */
+bool proxy_url_known(const char *url);
+
 /* A proxy for url (NULL or "": no proxy: *out = NULL, 0) with the bypass
  * list no_proxy (NULL or "": the environment's). 0, or -1 when url has an
  * unknown scheme or memory runs out (*out = NULL). */
