@@ -855,8 +855,28 @@ class HttpProxyHandler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def do_CONNECT(self):
+        """A tunnel (https:// through the proxy): to the named host's address."""
+        plog = self.server.plog
+        host, _, port = self.path.rpartition(":")
+        plog.add("CONNECT " + self.path)
+        try:
+            up = socket.create_connection((plog.names[host.lower()], int(port)), timeout=20)
+        except (OSError, KeyError, ValueError):
+            self.send_error(502)
+            return
+        self.send_response_only(200, "Connection established")
+        self.end_headers()
+        self.close_connection = True
+        t = threading.Thread(target=relay, args=(up, self.connection), daemon=True)
+        t.start()
+        relay(self.connection, up)
+        t.join()
+        up.close()
+
 
 def relay(a, b):
+    """Copies a's bytes to b until a ends, then shuts both down."""
     try:
         while True:
             data = a.recv(65536)
