@@ -195,6 +195,23 @@ def observed_set(tw, rows, faults):
     return got
 
 
+def coverage_errors(expected, got, tag=""):
+    """What the requests seen (got: observed_set's counter) lack or add
+    against the expected set, and the URLs asked twice (a 5xx robots.txt is
+    asked again at the host's next visit: not counted)."""
+    errors = []
+    missing = sorted(expected - set(got))
+    extra = sorted(set(got) - expected)
+    dups = sorted(k for k, n in got.items() if n > 1 and not re.search(r"/robots\.txt\t5\d\d$", k))
+    if missing:
+        errors.append(tag + "%d expected URLs never requested, e.g. %s" % (len(missing), missing[:5]))
+    if extra:
+        errors.append(tag + "%d unexpected requests, e.g. %s" % (len(extra), extra[:5]))
+    if dups:
+        errors.append(tag + "%d URLs requested more than once, e.g. %s" % (len(dups), dups[:5]))
+    return errors
+
+
 def check_politeness(rows, policy):
     """Per host and per IP, consecutive requests must be separated by the
     configured delays. The log stamps each response when it is sent, so the
@@ -758,20 +775,12 @@ def test_requisites():
             expected -= reqs
         rows = tw.requests()
         got = observed_set(tw, rows, set())
-        missing = sorted(expected - set(got))
-        extra = sorted(set(got) - expected)
-        dups = sorted(k for k, n in got.items() if n > 1 and not re.search(r"/robots\.txt\t5\d\d$", k))
         far = [e for e in got if "/req/far.png" in e]
         one_hop = [e for e in got if cdn[0] in e and "/req/" in e]
         print("requisites %s: %d expected (%d requisites in the web), %d requested, %.1f s, stats %s" %
               ("on" if on else "off", len(expected), len(reqs), len(rows), el, stats.get("requisites")))
         tag = "requisites %s: " % ("on" if on else "off")
-        if missing:
-            errors.append(tag + "%d expected URLs never requested, e.g. %s" % (len(missing), missing[:5]))
-        if extra:
-            errors.append(tag + "%d unexpected requests, e.g. %s" % (len(extra), extra[:5]))
-        if dups:
-            errors.append(tag + "%d URLs requested more than once, e.g. %s" % (len(dups), dups[:5]))
+        errors += coverage_errors(expected, got, tag)
         bad = check_politeness(rows, "fixed")
         if bad:
             errors.append(tag + "%d politeness violations, e.g. %s" % (len(bad), bad[:5]))
@@ -976,10 +985,7 @@ def test_proxy():
         rows = tw.requests()
         got = observed_set(tw, rows, set())
         tag = "%s proxy%s: " % (scheme, " bypassing " + ",".join(bypass) if bypass else "")
-        if set(got) != expected:
-            errors.append(tag + "%d expected never requested, %d unexpected, e.g. %s" %
-                          (len(expected - set(got)), len(set(got) - expected),
-                           sorted(expected ^ set(got))[:3]))
+        errors += coverage_errors(expected, got, tag)
         bad = check_politeness(rows, "fixed")
         if bad:
             errors.append(tag + "%d politeness violations, e.g. %s" % (len(bad), bad[:3]))
@@ -1038,13 +1044,7 @@ def test_sitemap_limits():
             del got[k]
     faulty = sorted(e.split("/")[2] for e in expected if "/sitemap_bad.xml\t200" in e)
     big = [e for e in expected if "/big/b" in e]
-    errors = []
-    if set(got) != expected:
-        errors.append("%d expected never requested, %d unexpected, e.g. %s" %
-                      (len(expected - set(got)), len(set(got) - expected), sorted(expected ^ set(got))[:4]))
-    dups = sorted(k for k, n in got.items() if n > 1 and not re.search(r"/robots\.txt\t5\d\d$", k))
-    if dups:
-        errors.append("%d URLs requested more than once, e.g. %s" % (len(dups), dups[:3]))
+    errors = coverage_errors(expected, got)
     if not faulty or len(big) != max_urls * len(faulty):
         errors.append("%d hosts with faulty sitemaps, %d big-sitemap pages expected" % (len(faulty), len(big)))
     for host in faulty:
