@@ -6,7 +6,9 @@
  */
 #include "crawler/config.h"
 #include "crawler/ini_file.h"
+#include "crawler/proxy.h"
 #include "frontier/ascii.h"
+#include "parse/sitemap.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -31,6 +33,7 @@ enum key_type {
 	T_FAMILY,     /* ipv4 or ipv6: enum ip_family */
 	T_STR,        /* an owned string; min..max is its length */
 	T_SIEVE_IMPL, /* an owned string naming a sieve implementation */
+	T_PROXY,      /* an owned string: a proxy URL (proxy.h) or "" */
 	T_DOMAINS,    /* a list of host suffixes into crawl.domains */
 };
 
@@ -63,6 +66,10 @@ static const struct key_def keys[] = {
 	KEY("crawl", "domains", T_DOMAINS, crawl.domains, 0, 0),
 	KEY("crawl", "any_domain", T_BOOL, crawl.any_domain, 0, 1),
 	KEY("crawl", "sitemaps", T_BOOL, crawl.sitemaps, 0, 1),
+	KEY("crawl", "sitemap_max_urls", T_UINT, crawl.sitemap_max_urls, 1, 1e8),
+	KEY("crawl", "sitemap_max_bytes", T_SIZE, crawl.sitemap_max_bytes, KIB, 1024 * 1024 * KIB),
+	KEY("crawl", "page_requisites", T_BOOL, crawl.page_requisites, 0, 1),
+	KEY("crawl", "requisites_hops", T_UINT, crawl.requisites_hops, 0, FRONTIER_EMBED_HOPS_MAX),
 	KEY("crawl", "quiet", T_BOOL, crawl.quiet, 0, 1),
 	KEY("politeness", "policy", T_POLICY, politeness.policy, 0, 2),
 	KEY("politeness", "host_delay_ms", T_MS, politeness.host_delay_us, 0, 3.6e6),
@@ -94,6 +101,8 @@ static const struct key_def keys[] = {
 	KEY("fetch", "accept_encoding", T_NOT_BOOL, fetch.no_accept_encoding, 0, 1),
 	KEY("fetch", "tls_verify", T_BOOL, fetch.verify_tls, 0, 1),
 	KEY("fetch", "ca_file", T_STR, fetch.ca_file, 0, 4096),
+	KEY("fetch", "proxy", T_PROXY, fetch.proxy, 0, 4096),
+	KEY("fetch", "no_proxy", T_STR, fetch.no_proxy, 0, 4096),
 	KEY("dns", "server", T_STR, dns.server, 0, 1024),
 	KEY("dns", "resolv_conf", T_STR, dns.resolv_conf, 0, 4096),
 	KEY("fetch", "max_redirects", T_UINT, crawl.max_redirects, 0, 255),
@@ -179,6 +188,7 @@ static void share_settings(struct crawl_config *c)
 	c->url.max_len = c->scope.max_url_len;
 	c->sieve.max_url_len = c->scope.max_url_len;
 	c->links.url_options = &c->url;
+	c->links.requisites = c->crawl.page_requisites;
 	c->fetch.user_agent = c->crawl.user_agent;
 	c->warc.user_agent = c->crawl.user_agent;
 	c->warc.dir = c->output.dir;
@@ -199,10 +209,13 @@ int crawl_config_default(struct crawl_config *c)
 	c->dns.server = strdup("");
 	c->dns.resolv_conf = strdup("");
 	c->fetch.ca_file = strdup("");
+	c->fetch.proxy = strdup("");
+	c->fetch.no_proxy = strdup("");
 	c->output.metrics = strdup("");
 	c->sieve.impl = strdup("mercator");
 	if (!c->crawl.user_agent || !c->frontier.spill_dir || !c->output.dir || !c->dns.server ||
-	    !c->dns.resolv_conf || !c->fetch.ca_file || !c->output.metrics || !c->sieve.impl) {
+	    !c->dns.resolv_conf || !c->fetch.ca_file || !c->fetch.proxy || !c->fetch.no_proxy ||
+	    !c->output.metrics || !c->sieve.impl) {
 		crawl_config_free(c);
 		return -1;
 	}
@@ -216,6 +229,9 @@ int crawl_config_default(struct crawl_config *c)
 	c->fetch.max_header_bytes = 256u * 1024;
 	c->fetch.verify_tls = true;
 	c->crawl.max_redirects = 20; /* wget's --max-redirect default */
+	c->crawl.requisites_hops = 1;
+	c->crawl.sitemap_max_urls = SITEMAP_MAX_LOCS;
+	c->crawl.sitemap_max_bytes = SITEMAP_MAX_BYTES;
 	c->dns.max_ttl_s = 3600;
 	c->dns.timeout_ms = 5000;
 	c->dns.max_pending = 256;
@@ -242,7 +258,8 @@ void crawl_config_free(struct crawl_config *c)
 	if (!c)
 		return;
 	for (size_t i = 0; i < N_KEYS; i++)
-		if (keys[i].type == T_STR || keys[i].type == T_SIEVE_IMPL)
+		if (keys[i].type == T_STR || keys[i].type == T_SIEVE_IMPL ||
+		    keys[i].type == T_PROXY)
 			field_string_replace((char *)c + keys[i].offset, NULL);
 	for (size_t i = 0; i < c->crawl.n_domains; i++)
 		free(c->crawl.domains[i]);
@@ -461,6 +478,12 @@ static void bad_value_message(const struct key_def *k, const char *value, char *
 		         " the default is mercator)",
 		         key, value);
 		break;
+	case T_PROXY:
+		snprintf(err, errlen,
+		         "%s: bad value '%s' (expected a proxy URL: http://HOST:PORT, https://,"
+		         " socks4://, socks4a://, socks5:// or socks5h://; empty for none)",
+		         key, value);
+		break;
 	case T_STR:
 		snprintf(err, errlen,
 		         "%s: bad value (length must be %g..%g, no space at either end, no ';'"
@@ -519,9 +542,11 @@ static enum crawl_config_err key_set(struct crawl_config *c, const struct key_de
 		field_store(field, k->size, value[3] == '6' ? IP_V6 : IP_V4);
 		return CRAWL_CONFIG_OK;
 	case T_STR:
-	case T_SIEVE_IMPL: {
+	case T_SIEVE_IMPL:
+	case T_PROXY: {
 		if (len < (size_t)k->min || len > (size_t)k->max || !ini_value_ok(value) ||
-		    (k->type == T_SIEVE_IMPL && !sieve_impl_known(value)))
+		    (k->type == T_SIEVE_IMPL && !sieve_impl_known(value)) ||
+		    (k->type == T_PROXY && !proxy_url_known(value)))
 			return CRAWL_CONFIG_ERR_BAD_VALUE;
 		char *copy = strdup(value);
 		if (!copy)
@@ -638,7 +663,8 @@ static void key_write(FILE *f, const struct crawl_config *c, const struct key_de
 		fprintf(f, "%s\n", field_load(field, k->size) == IP_V6 ? "ipv6" : "ipv4");
 		break;
 	case T_STR:
-	case T_SIEVE_IMPL: fprintf(f, "%s\n", field_string(field)); break;
+	case T_SIEVE_IMPL:
+	case T_PROXY: fprintf(f, "%s\n", field_string(field)); break;
 	case T_DOMAINS:
 		for (size_t d = 0; d < c->crawl.n_domains; d++)
 			fprintf(f, "%s%s", d ? "," : "", c->crawl.domains[d]);

@@ -56,6 +56,9 @@ static void usage(FILE *out)
 	        "                            connect)\n"
 	        "      --ca-file FILE        trust the CAs of this PEM file (default: the "
 	        "system's)\n"
+	        "      --proxy URL           fetch through this proxy: http://HOST:PORT or\n"
+	        "                            socks5://, socks5h://, socks4://, socks4a://\n"
+	        "      --no-proxy LIST       hosts that bypass it (default: $no_proxy)\n"
 	        "      --insecure            accept any TLS certificate (default: verify, and\n"
 	        "                            count failures as tls-cert)\n"
 	        "      --allow-private-networks  allow private/loopback addresses (local tests)\n"
@@ -68,6 +71,8 @@ static void usage(FILE *out)
 	        "                            seeds and configuration come from DIR (flags\n"
 	        "                            given here override that configuration)\n"
 	        "      --sitemaps on|off     follow the sitemaps robots.txt lists (off)\n"
+	        "      --page-requisites     also fetch what pages embed: images, scripts,\n"
+	        "                            stylesheets and their url()s (off)\n"
 	        "      --metrics [ADDR:]PORT live figures over HTTP: /metrics (Prometheus),\n"
 	        "                            /status (JSON); ADDR defaults to 127.0.0.1\n"
 	        "  -q, --quiet               no progress line, no summary\n"
@@ -241,6 +246,9 @@ static const struct crawl_option {
 	{ "parse-threads", required_argument, 0, "parse.threads", NULL },
 	{ "sitemaps", required_argument, 0, "crawl.sitemaps", NULL },
 	{ "metrics", required_argument, 0, "output.metrics", NULL },
+	{ "page-requisites", no_argument, 0, "crawl.page_requisites", "true" },
+	{ "proxy", required_argument, 0, "fetch.proxy", NULL },
+	{ "no-proxy", required_argument, 0, "fetch.no_proxy", NULL },
 };
 #define N_CRAWL_OPTIONS (sizeof crawl_options / sizeof crawl_options[0])
 /* getopt_long's value for an option without a short name: its index + this. */

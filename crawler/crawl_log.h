@@ -9,7 +9,7 @@
  * via: the URL the fetched one was discovered from, or "-";
  * error: a reason word, or "-"; redirect: the Location target or "-";
  * flags: comma-separated names (truncated, redirect, near-dup, revisit,
- * robots) or "-"; wait_ms: the rest the politeness required of the host
+ * robots, embed: a page requisite, Heritrix's 'E' hop) or "-"; wait_ms: the rest the politeness required of the host
  * before this request, counted from the end of its previous visit (the
  * policy's wait with Crawl-delay, back-off and Retry-After applied; 0 for
  * a host's first visit and for requests after the first of a visit).
@@ -46,6 +46,7 @@ const char *crawl_log_strerror(enum crawl_log_error err);
 #define CRAWL_LOG_NEAR_DUP 0x04u
 #define CRAWL_LOG_REVISIT 0x08u
 #define CRAWL_LOG_ROBOTS 0x10u
+#define CRAWL_LOG_EMBED 0x20u
 
 /* One line. Strings borrowed for the call; NULL prints "-". */
 struct crawl_log_entry {

@@ -186,6 +186,26 @@ static void hand_off(struct run *r, struct crawl_job *j)
 	}
 }
 
+/* Is job j's redirect target in scope? Then *word is its depth word. A
+ * page's target is judged as a link; an embed's by the embed rule
+ * (parse_jobs.h), a redirect adding no hop: off the allowed domains it
+ * is one hop off them at least, or as many as the embed was. */
+static int redirect_in_scope(struct run *r, const struct crawl_job *j, uint32_t *word)
+{
+	const char *to = j->redirect;
+	if (!j->embed) {
+		*word = frontier_depth_pack(j->depth, j->redirects);
+		return scope_check(r->scope, to, strlen(to), j->depth) == SCOPE_OK;
+	}
+	uint32_t hops = j->embed > 1 ? j->embed - 1 : 1;
+	int off_domain = 0;
+	if (scope_check_embed(r->scope, to, strlen(to), j->depth,
+	                      hops <= r->cfg->crawl.requisites_hops, &off_domain) != SCOPE_OK)
+		return 0;
+	*word = frontier_depth_pack_embed(j->depth, j->redirects, off_domain ? hops + 1 : 1);
+	return 1;
+}
+
 /* A result, now or after a checkpoint parked it. */
 static void fetch_done(void *ctx, struct fetch_result *res)
 {
@@ -197,11 +217,10 @@ static void fetch_done(void *ctx, struct fetch_result *res)
 	uint32_t host = j->host;
 	/* A redirect target goes to the sieve through the feeder (sieve_add may
 	 * wait; the loop never does). */
-	if (follow && !r->finished &&
-	    scope_check(r->scope, j->redirect, strlen(j->redirect), j->depth) == SCOPE_OK &&
+	uint32_t word;
+	if (follow && !r->finished && redirect_in_scope(r, j, &word) &&
 	    sieve_path_feed_redirect(r->sp, j->redirect, strlen(j->redirect), j->res->url,
-	                             strlen(j->res->url),
-	                             frontier_depth_pack(j->depth, j->redirects)) != 0)
+	                             strlen(j->res->url), word) != 0)
 		r->stats.redirect_dropped++;
 	hand_off(r, j);
 	if (r->finished)

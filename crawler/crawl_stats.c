@@ -195,6 +195,9 @@ static size_t error_entries(const struct crawl_stats *s, const struct crawl_stat
 		REASON("robots-redirect-limit", STAT_U64, &s->robots_redirect_limit),
 		REASON("robots-unreachable", STAT_U64, &s->robots_unreachable),
 		REASON("emit-dropped", STAT_ATOMIC, &s->ac.emit_dropped),
+		REASON("sitemap-malformed", STAT_ATOMIC, &s->ac.sitemap_malformed),
+		REASON("sitemap-too-large", STAT_ATOMIC, &s->ac.sitemap_too_large),
+		REASON("sitemap-too-many-urls", STAT_ATOMIC, &s->ac.sitemap_too_many),
 	};
 	for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
 		e[n++] = extra[i];
@@ -282,7 +285,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 		{ "idle", STAT_U64, &src->politeness.hosts_parked, 0 },
 		{ "retired", STAT_U64, &src->politeness.hosts_retired, 0 },
 		{ "dns_failed", STAT_U64, &s->hosts_dns_failed, 0 },
-		{ "family_fallbacks", STAT_U64, &s->family_fallbacks, 0 },
+		STAT_OF(STAT_U64, s, family_fallbacks),
 		{ "dropped_urls", STAT_U64, &fs->dropped_retired, 0 },
 	};
 	const struct stat_entry frontier_e[] = {
@@ -336,10 +339,18 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 		{ "urls", STAT_ATOMIC, &s->ac.sitemap_urls, 0 },
 		{ "problems", STAT_ATOMIC, &s->ac.sitemap_problems, 0 },
 		{ "not_registered", STAT_ATOMIC, &s->ac.sitemaps_dropped, 0 },
+		{ "urls_over_limit", STAT_ATOMIC, &s->ac.sitemap_urls_over_limit, 0 },
+	};
+	const struct stat_entry requisite_e[] = {
+		{ "found", STAT_ATOMIC, &s->ac.embeds, 0 },
+		{ "added", STAT_ATOMIC, &s->ac.embeds_added, 0 },
+		{ "off_domain", STAT_ATOMIC, &s->ac.embeds_off_domain, 0 },
+		{ "stylesheets_parsed", STAT_ATOMIC, &s->ac.stylesheets, 0 },
 	};
 	const struct stat_table hosts = TABLE(hosts_e), frontier = TABLE(frontier_e),
 	                        sieve = TABLE(sieve_e), dns = TABLE(dns_e), ckpt = TABLE(ckpt_e),
-	                        stalls = TABLE(stall_e), sitemaps = TABLE(sitemap_e);
+	                        stalls = TABLE(stall_e), sitemaps = TABLE(sitemap_e),
+	                        requisites = TABLE(requisite_e);
 	const struct stat_entry top_e[] = {
 		{ "pages", STAT_U64, &s->pages_done, 0 },
 		STAT_OF(STAT_U64, s, requests),
@@ -359,6 +370,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 		{ "links_new", STAT_ATOMIC, &s->ac.emits_pushed, 0 },
 		{ "nofollow", STAT_ATOMIC, &s->ac.nofollow, 0 },
 		{ "sitemaps", STAT_OBJECT, &sitemaps, 0 },
+		{ "requisites", STAT_OBJECT, &requisites, 0 },
 		{ "warc_revisits", STAT_ATOMIC, &s->ac.warc_revisits, 0 },
 		{ "hosts", STAT_OBJECT, &hosts, 0 },
 		{ "frontier", STAT_OBJECT, &frontier, 0 },
@@ -514,6 +526,14 @@ static const struct saved_counter saved_counters[] = {
 	ATOMIC_COUNTER(sitemap_urls),
 	ATOMIC_COUNTER(sitemap_problems),
 	ATOMIC_COUNTER(sitemaps_dropped),
+	ATOMIC_COUNTER(sitemap_malformed),
+	ATOMIC_COUNTER(sitemap_too_large),
+	ATOMIC_COUNTER(sitemap_too_many),
+	ATOMIC_COUNTER(sitemap_urls_over_limit),
+	ATOMIC_COUNTER(embeds),
+	ATOMIC_COUNTER(embeds_added),
+	ATOMIC_COUNTER(embeds_off_domain),
+	ATOMIC_COUNTER(stylesheets),
 };
 #define N_SAVED (sizeof saved_counters / sizeof saved_counters[0])
 

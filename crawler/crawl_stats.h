@@ -45,6 +45,14 @@ struct crawl_stats_atomic {
 	/* sitemaps: parsed, their URLs taken, parsed with a problem, not
 	 * registered (the registry was full) */
 	atomic_uint_fast64_t sitemaps, sitemap_urls, sitemap_problems, sitemaps_dropped;
+	/* sitemap files malformed (XML, gzip, not a sitemap, too deep), cut at
+	 * sitemap_max_bytes, with more than sitemap_max_urls entries; entries
+	 * dropped past that */
+	atomic_uint_fast64_t sitemap_malformed, sitemap_too_large, sitemap_too_many,
+	        sitemap_urls_over_limit;
+	/* page requisites: embeds found, in scope and handed to the sieve,
+	 * of those off the allowed domains, stylesheets parsed */
+	atomic_uint_fast64_t embeds, embeds_added, embeds_off_domain, stylesheets;
 	/* the sieve path */
 	atomic_uint_fast64_t url_invalid, seeds_invalid, meta_present, meta_dropped, meta_missing,
 	        meta_flushes, sieve_errors, emits_pushed, keys_added;

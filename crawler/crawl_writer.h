@@ -34,19 +34,23 @@
 #include "crawler/warc.h"
 
 /* One finished transfer on its way to the parse pool and the writer. */
+#define CRAWL_PARSE_CSS 2 /* crawl_job.parse: a stylesheet's url()s */
+
 struct crawl_job {
 	struct fetch_result *res; /* owned */
 	uint32_t host;
 	uint32_t depth;     /* link depth */
 	uint32_t redirects; /* redirects that led here (+1 for j->redirect) */
+	uint32_t embed;     /* embed code (frontier.h): 0 for a page */
 	int robots;
 	unsigned flags;    /* CRAWL_LOG_* */
 	char *via;         /* owned */
 	char *redirect;    /* owned: resolved Location, or NULL */
 	const char *error; /* static reason word, or NULL */
 	uint64_t wait_us;  /* rest the politeness required before the request */
-	int parse;         /* parse it (HTML 2xx page, sitemap, robots.txt's sitemaps) */
-	char **sitemaps;   /* owned: robots.txt's Sitemap URLs, for the sieve */
+	int parse; /* parse it (HTML 2xx page, sitemap, robots.txt's sitemaps; CRAWL_PARSE_CSS:
+	              a stylesheet, with page requisites) */
+	char **sitemaps; /* owned: robots.txt's Sitemap URLs, for the sieve */
 	size_t nsitemaps;
 	unsigned sitemap_level; /* 0: not a sitemap; else its index level + 1 */
 	char *sitemap_scope;    /* owned: the URL its entries are judged against */

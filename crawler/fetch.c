@@ -6,6 +6,7 @@
  * CURL_POLL_IN/OUT to CURL_POLL_REMOVE and is freed in its uv_close callback.
  */
 #include "crawler/fetch.h"
+#include "crawler/proxy.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -43,6 +44,7 @@ struct transfer {
 	bool header_too_big;
 	bool header_ended; /* the blank line closing the last block came */
 	bool refused_private;
+	bool proxied;      /* connects to the proxy, not to the host */
 	uint64_t start_hr; /* uv_hrtime at start */
 	char errbuf[CURL_ERROR_SIZE];
 };
@@ -56,6 +58,7 @@ struct fetch_engine {
 	struct fetch_config cfg;
 	char *user_agent;
 	char *ca_file; /* NULL: the system's store */
+	struct proxy *proxy;
 	struct transfer *head;
 	struct sock_ctx *socks; /* polls open (not yet uv_close'd) */
 	size_t in_flight;
@@ -342,7 +345,8 @@ static curl_socket_t on_opensocket(void *userp, curlsocktype purpose, struct cur
 {
 	struct transfer *t = userp;
 	(void)purpose;
-	if (!t->engine->cfg.allow_private_networks && sockaddr_private(&address->addr)) {
+	if (!t->engine->cfg.allow_private_networks && !t->proxied &&
+	    sockaddr_private(&address->addr)) {
 		t->refused_private = true;
 		return CURL_SOCKET_BAD;
 	}
@@ -672,9 +676,17 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 	CURLcode cc = CURLE_OK;
 	cc |= curl_easy_setopt(c, CURLOPT_URL, req->url);
 	cc |= curl_easy_setopt(c, CURLOPT_PRIVATE, t);
-	cc |= curl_easy_setopt(c, CURLOPT_CONNECT_TO, t->resolve);
+	bool pin;
+	const char *proxy = proxy_for(e->proxy, host, &pin);
+	t->proxied = proxy != NULL;
+	cc |= curl_easy_setopt(c, CURLOPT_CONNECT_TO, pin ? t->resolve : NULL);
+	cc |= curl_easy_setopt(c, CURLOPT_PROXY, proxy ? proxy : "");
+	cc |= curl_easy_setopt(c, CURLOPT_NOPROXY, "");
+	/* Pinned, curl connects to our address's family; else to the proxy. */
 	cc |= curl_easy_setopt(c, CURLOPT_IPRESOLVE,
-	                       (long)(v6 ? CURL_IPRESOLVE_V6 : CURL_IPRESOLVE_V4));
+	                       (long)(!pin ? CURL_IPRESOLVE_WHATEVER
+	                              : v6 ? CURL_IPRESOLVE_V6
+	                                   : CURL_IPRESOLVE_V4));
 	cc |= curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	cc |= curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	cc |= curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
@@ -817,6 +829,11 @@ enum fetch_error fetch_engine_create(uv_loop_t *loop, const struct fetch_config 
 			goto out;
 	}
 	e->cfg.ca_file = NULL;
+	if (proxy_create(e->cfg.proxy, e->cfg.no_proxy, &e->proxy) != 0) {
+		rc = FETCH_ERR_INVALID;
+		goto out;
+	}
+	e->cfg.proxy = e->cfg.no_proxy = NULL;
 	e->multi = curl_multi_init();
 	if (e->user_agent == NULL || e->multi == NULL)
 		goto out;
@@ -835,6 +852,7 @@ out:
 		if (e != NULL) {
 			free(e->user_agent);
 			free(e->ca_file);
+			proxy_destroy(e->proxy);
 		}
 		free(e);
 		if (--curl_users == 0)
@@ -874,6 +892,8 @@ void fetch_engine_destroy(struct fetch_engine *e)
 	e->user_agent = NULL;
 	free(e->ca_file);
 	e->ca_file = NULL;
+	proxy_destroy(e->proxy);
+	e->proxy = NULL;
 	if (--curl_users == 0)
 		curl_global_cleanup();
 	uv_close((uv_handle_t *)&e->timer, on_timer_closed);

@@ -11,9 +11,10 @@
  * Invariants:
  *  - curl never resolves a name: every request carries the one address
  *    (IPv4 or IPv6) the caller resolved (dns.h), pinned with
- *    CURLOPT_CONNECT_TO "::IP:" / "::[IP6]:" (any host/port goes to IP).
- *    Falling back to the other family is the caller's (visit.c), which
- *    holds the politeness token of the address it chose.
+ *    CURLOPT_CONNECT_TO "::IP:" / "::[IP6]:" (any host/port goes to IP);
+ *    through a proxy that takes names (proxy.h) the proxy resolves it
+ *    instead. Falling back to the other family is the caller's (visit.c),
+ *    which holds the politeness token of the address it chose.
  *  - addresses in private, loopback, link-local, CGNAT, multicast and
  *    reserved ranges are refused unless allow_private_networks (checked before
  *    starting, and again in CURLOPT_OPENSOCKETFUNCTION); for IPv6 also
@@ -97,6 +98,10 @@ struct fetch_config {
 	                                NULL/"" -> the system's store */
 	bool no_accept_encoding;     /* send no Accept-Encoding (servers then answer
 	                                uncompressed); default: gzip, deflate, br */
+	const char *proxy;           /* proxy URL (proxy.h), copied; NULL/"": none
+	                                (the environment's http_proxy is not read) */
+	const char *no_proxy;        /* hosts that bypass it, copied; NULL/"": the
+	                                environment's no_proxy / NO_PROXY */
 };
 
 /* fetch_request.flags */

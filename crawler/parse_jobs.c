@@ -11,6 +11,7 @@
 
 #include "crawler/crawl_log.h"
 #include "crawler/decode.h"
+#include "frontier/frontier.h"
 #include "frontier/url.h"
 #include "parse/links.h"
 #include "parse/parse_pool.h"
@@ -131,12 +132,20 @@ static const char *charset_of(const char *ct, char *buf, size_t cap)
 	return n ? buf : NULL;
 }
 
-/* One URL into the thread's batch at depth, via via: 1 if added. A crawl
- * key (is_key: the extractors write them, under the crawl's URL options,
- * and keys are idempotent, url.h) is copied, and parsed again only when
+/* How an embed is judged (NULL for a link): whether it may lie off the
+ * allowed domains, and whether it does (set by batch_key). */
+struct embed_scope {
+	int allow_off_domain;
+	int off_domain;
+};
+
+/* One URL's crawl key in the thread's batch, checked against the scope at
+ * depth (as an embed when es): the key, or NULL (counted). A crawl key
+ * (is_key: the extractors write them, under the crawl's URL options, and
+ * keys are idempotent, url.h) is copied, and parsed again only when
  * longer than the batch's slot, to fail; any other URL is normalized. */
 static char *batch_key(struct parse_jobs *pj, struct parse_state *ps, const char *url, size_t len,
-                       int is_key, uint32_t depth, size_t *klen)
+                       int is_key, uint32_t depth, struct embed_scope *es, size_t *klen)
 {
 	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
 	size_t room;
@@ -148,7 +157,10 @@ static char *batch_key(struct parse_jobs *pj, struct parse_state *ps, const char
 		atomic_fetch_add(&ac->url_invalid, 1);
 		return NULL;
 	}
-	if (scope_check(pj->p.scope, key, *klen, depth) != SCOPE_OK) {
+	enum scope_verdict v = es ? scope_check_embed(pj->p.scope, key, *klen, depth,
+	                                              es->allow_off_domain, &es->off_domain)
+	                          : scope_check(pj->p.scope, key, *klen, depth);
+	if (v != SCOPE_OK) {
 		atomic_fetch_add(&ac->scope_rejected, 1);
 		return NULL;
 	}
@@ -159,10 +171,44 @@ static int add_url(struct parse_jobs *pj, struct parse_state *ps, const char *ur
                    int is_key, uint32_t depth, struct link_meta_via *via)
 {
 	size_t klen;
-	if (!batch_key(pj, ps, url, len, is_key, depth, &klen))
+	if (!batch_key(pj, ps, url, len, is_key, depth, NULL, &klen))
 		return 0;
 	sieve_path_batch_add(ps->batch, klen, depth, via);
 	return 1;
+}
+
+/* 1 if crawl keys a and b name one host. */
+static int same_host(const char *a, size_t alen, const char *b, size_t blen)
+{
+	size_t aa, ah, al, ba, bh, bl;
+	return url_key_split(a, alen, &aa, &ah, &al) == 0 &&
+	       url_key_split(b, blen, &ba, &bh, &bl) == 0 && al == bl &&
+	       memcmp(a + ah, b + bh, al) == 0;
+}
+
+/* An embed found in job j's response (a page's requisite, a stylesheet's
+ * url()) into the batch: in scope by the embed rule of parse_jobs.h, at
+ * j's own link depth, with its embed code. */
+static void add_embed(struct parse_jobs *pj, struct parse_state *ps, const struct crawl_job *j,
+                      const struct link *l, struct link_meta_via *via)
+{
+	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	uint32_t from_hops = j->embed ? j->embed - 1 : 0;
+	/* If it is off the domains: on the same (off) host as what named it,
+	 * as many hops off; else one more. */
+	uint32_t hops = from_hops > 0 && same_host(j->res->url, strlen(j->res->url), l->url, l->len)
+	                        ? from_hops
+	                        : from_hops + 1;
+	struct embed_scope es = { hops <= pj->p.cfg->crawl.requisites_hops, 0 };
+	size_t klen;
+	atomic_fetch_add(&ac->embeds, 1);
+	if (!batch_key(pj, ps, l->url, l->len, 1, j->depth, &es, &klen))
+		return;
+	atomic_fetch_add(&ac->embeds_added, 1);
+	if (es.off_domain)
+		atomic_fetch_add(&ac->embeds_off_domain, 1);
+	uint32_t code = 1 + (es.off_domain ? hops : 0);
+	sieve_path_batch_add(ps->batch, klen, frontier_depth_pack_embed(j->depth, 0, code), via);
 }
 
 /* A sitemap URL into the batch, registered first (level, scope) so that
@@ -172,7 +218,7 @@ static void add_sitemap_url(struct parse_jobs *pj, struct parse_state *ps, const
                             const char *scope, struct link_meta_via *via)
 {
 	size_t klen;
-	char *key = batch_key(pj, ps, url, len, is_key, depth, &klen);
+	char *key = batch_key(pj, ps, url, len, is_key, depth, NULL, &klen);
 	if (!key)
 		return;
 	if (sitemap_registry_add(pj->p.sitemaps, key, klen, level, scope) < 0) {
@@ -188,6 +234,10 @@ static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct craw
 {
 	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
 	for (size_t i = 0; i < n; i++) {
+		if (link_kind_is_embed(l[i].kind)) {
+			add_embed(pj, ps, j, &l[i], via);
+			continue;
+		}
 		atomic_fetch_add(&ac->links, 1);
 		if (l[i].nofollow)
 			atomic_fetch_add(&ac->nofollow, 1);
@@ -240,6 +290,23 @@ static int on_sitemap_entry(const struct sitemap_entry *e, void *arg)
 	return sieve_path_adding_stopped(w->pj->p.sp);
 }
 
+/* What a parsed sitemap's result says went wrong, by reason. What was
+ * read before the problem was used: the first sitemap_max_urls entries,
+ * those ended within sitemap_max_bytes, those before malformed XML. */
+static void count_sitemap_problems(struct crawl_stats_atomic *ac, const struct sitemap_result *sr)
+{
+	if (sr->problem != SITEMAP_FINE && sr->problem != SITEMAP_STOPPED)
+		atomic_fetch_add(&ac->sitemap_problems, 1);
+	if (sr->problem == SITEMAP_TRUNCATED)
+		atomic_fetch_add(&ac->sitemap_too_large, 1);
+	else if (sr->problem != SITEMAP_FINE && sr->problem != SITEMAP_STOPPED)
+		atomic_fetch_add(&ac->sitemap_malformed, 1);
+	if (sr->dropped_over_limit) {
+		atomic_fetch_add(&ac->sitemap_too_many, 1);
+		atomic_fetch_add(&ac->sitemap_urls_over_limit, sr->dropped_over_limit);
+	}
+}
+
 /* A sitemap's entries (the body decoded per Content-Encoding; a .gz file
  * sent as such is inflated by the parser). */
 static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
@@ -249,7 +316,9 @@ static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct 
 	struct decode_output d = { 0 };
 	struct sitemap_walk w = { pj, ps, j, NULL };
 	if (!ps->sm) {
-		struct sitemap_config sc = { .scope = SITEMAP_SCOPE_HOST,
+		struct sitemap_config sc = { .max_locs = pj->p.cfg->crawl.sitemap_max_urls,
+			                     .max_bytes = pj->p.cfg->crawl.sitemap_max_bytes,
+			                     .scope = SITEMAP_SCOPE_HOST,
 			                     .url_options = &pj->p.cfg->url };
 		if (sitemap_parser_create(&sc, &ps->sm) != SITEMAP_OK)
 			return;
@@ -265,30 +334,25 @@ static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct 
 	if (w.via && sitemap_parse(ps->sm, res->url, j->sitemap_scope, (const char *)d.data, d.len,
 	                           on_sitemap_entry, &w, &sr) == SITEMAP_OK) {
 		atomic_fetch_add(&ac->sitemaps, 1);
-		if (sr.problem != SITEMAP_FINE && sr.problem != SITEMAP_STOPPED)
-			atomic_fetch_add(&ac->sitemap_problems, 1);
+		count_sitemap_problems(ac, &sr);
 	}
 	sieve_path_batch_flush(ps->batch);
 	sieve_path_via_release(pj->p.sp, w.via);
 	free(d.data);
 }
 
-static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
+/* Extracts an HTML page's links (and embeds, with requisites) into the
+ * thread's extractor and marks a near-duplicate: 1 when its links are to
+ * be added (not a meta robots nofollow page). */
+static int extract_page(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j,
+                        const struct decode_output *d)
 {
 	struct fetch_result *res = j->res;
 	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
-	struct decode_output d = { 0 };
-	struct link_meta_via *via = NULL;
 	char csbuf[64];
-	if (decode_body(res->content_encoding, res->body.data, res->body.len,
-	                pj->p.cfg->fetch.max_body_bytes, &d) != DECODE_OK) {
-		atomic_fetch_add(&ac->decode_errors, 1);
-		j->error = "decode";
-		return;
-	}
 	const char *cs = charset_of(res->content_type, csbuf, sizeof csbuf);
-	if (links_extract(ps->ex, res->url, cs, (const char *)d.data, d.len) != LINKS_OK)
-		goto out;
+	if (links_extract(ps->ex, res->url, cs, (const char *)d->data, d->len) != LINKS_OK)
+		return 0;
 	atomic_fetch_add(&ac->parsed, 1);
 	const struct links_page *pg = links_page_info(ps->ex);
 	if (pj->p.cfg->parse.near_dup && near_dup_check(pj, j->host, pg->simhash)) {
@@ -297,6 +361,30 @@ static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct cra
 	}
 	if (pg->nofollow) {
 		atomic_fetch_add(&ac->nofollow, 1);
+		return 0;
+	}
+	return 1;
+}
+
+/* An HTML page's links, or a stylesheet's url()s (j->parse ==
+ * CRAWL_PARSE_CSS), into the sieve. */
+static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
+{
+	struct fetch_result *res = j->res;
+	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct decode_output d = { 0 };
+	struct link_meta_via *via = NULL;
+	if (decode_body(res->content_encoding, res->body.data, res->body.len,
+	                pj->p.cfg->fetch.max_body_bytes, &d) != DECODE_OK) {
+		atomic_fetch_add(&ac->decode_errors, 1);
+		j->error = "decode";
+		return;
+	}
+	if (j->parse == CRAWL_PARSE_CSS) {
+		if (links_extract_css(ps->ex, res->url, (const char *)d.data, d.len) != LINKS_OK)
+			goto out;
+		atomic_fetch_add(&ac->stylesheets, 1);
+	} else if (!extract_page(pj, ps, j, &d)) {
 		goto out;
 	}
 	size_t n;

@@ -16,6 +16,20 @@
  * sitemap as their via; an index's entries are registered one level down
  * (up to SITEMAP_INDEX_DEPTH_MAX) and added at the index's own depth.
  *
+ * Page requisites ([crawl] page_requisites): a page's embeds (links.h's
+ * embed kinds) and a stylesheet's url()s enter the sieve like links but
+ * with an embed code in their depth word (frontier.h) and at the link
+ * depth of the page or stylesheet that names them (an embed is no hop for
+ * max_depth, as in wget). Their scope rule: every rule of scope.h, except
+ * that an embed may lie off the allowed domains when it is at most
+ * requisites_hops hops off them. Hops: a page or an embed on the domains
+ * is 0; an embed off them is one more than what named it (a page, or an
+ * embedded stylesheet), or as many when it is on the same off-domain host
+ * (a CDN's stylesheet and its fonts are one hop off; an image that
+ * stylesheet names on yet another host, two). An embed is
+ * not parsed for links (visit.c parses none), except a stylesheet, whose
+ * url()s are embeds in turn. Same politeness as any URL of its host.
+ *
  * A job counts as outstanding (parse_jobs_outstanding) until its links are
  * in the sieve: "no parse job outstanding" then means every link found so
  * far was added. The pool's queue is bounded: the fetch loop submits

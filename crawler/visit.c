@@ -49,6 +49,7 @@ struct host_state {
 struct req {
 	uint32_t host;
 	uint32_t depth;   /* link depth */
+	uint32_t embed;   /* embed code (frontier.h): 0 for a page */
 	int robots;       /* robots.txt fetch */
 	int redirects;    /* redirects followed along the chain so far */
 	int own_addr;     /* sent to the host's own address (not a robots hop's) */
@@ -122,6 +123,13 @@ static int is_html(const char *ct)
 		ct++;
 	return strncasecmp(ct, "text/html", 9) == 0 ||
 	       strncasecmp(ct, "application/xhtml+xml", 21) == 0;
+}
+
+static int is_css(const char *ct)
+{
+	while (ct && *ct == ' ')
+		ct++;
+	return ct && strncasecmp(ct, "text/css", 8) == 0;
 }
 
 /* ---- the per-host table ---- */
@@ -261,7 +269,8 @@ static const struct ip_addr *addr_choose(struct visit *v, const struct ip_addr *
 }
 
 /* Starts a request of a held host's visit: to the host's own address, or
- * to ip (a robots.txt redirect to another host). 0, or -1 (counted). */
+ * to ip (a robots.txt redirect to another host). depth: the URL's depth
+ * word (its redirect count is `redirects`). 0, or -1 (counted). */
 static int start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t depth,
                        const char *via, int robots, int redirects, const char *ip)
 {
@@ -270,7 +279,8 @@ static int start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t
 	if (!q)
 		return -1;
 	q->host = host;
-	q->depth = depth;
+	q->depth = frontier_depth_of(depth);
+	q->embed = frontier_embed_of(depth);
 	q->robots = robots;
 	q->redirects = redirects;
 	q->wait_us = hs->visit_requests == 0 ? hs->visit_wait_us : 0;
@@ -728,8 +738,8 @@ static void visit_next(struct visit *v, uint32_t host)
 		}
 		char *url = strndup(fu.url, fu.url_len);
 		char *via = strndup(fu.via, fu.via_len);
-		int rc = (url && via) ? start_fetch(v, host, url, frontier_depth_of(fu.depth), via,
-		                                    0, (int)frontier_redirects_of(fu.depth), NULL)
+		int rc = (url && via) ? start_fetch(v, host, url, fu.depth, via, 0,
+		                                    (int)frontier_redirects_of(fu.depth), NULL)
 		                      : -1;
 		free(url);
 		free(via);
@@ -801,7 +811,12 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 		j->parse = ok;
 		return;
 	}
-	j->parse = ok && is_html(res->content_type);
+	/* An embed is not parsed for links; a stylesheet is, for its url()s,
+	 * when requisites are fetched. */
+	if (v->p.cfg->crawl.page_requisites && is_css(res->content_type))
+		j->parse = ok ? CRAWL_PARSE_CSS : 0;
+	else
+		j->parse = ok && !q->embed && is_html(res->content_type);
 }
 
 /* ---- falling back to the other address family ---- */
@@ -864,6 +879,9 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 	j->res = res;
 	j->host = q->host;
 	j->depth = q->depth;
+	j->embed = q->embed;
+	if (q->embed)
+		j->flags |= CRAWL_LOG_EMBED;
 	j->robots = q->robots;
 	j->via = q->via;
 	j->wait_us = q->wait_us;
@@ -960,7 +978,8 @@ void visit_save(struct visit *v, struct recfile_writer *w, uint64_t now)
 		if (q->robots)
 			continue;
 		recfile_put_u32(w, q->host);
-		recfile_put_u32(w, frontier_depth_pack(q->depth, (uint32_t)q->redirects));
+		recfile_put_u32(
+		        w, frontier_depth_pack_embed(q->depth, (uint32_t)q->redirects, q->embed));
 		recfile_put_bytes(w, q->url, (uint32_t)strlen(q->url));
 		recfile_put_bytes(w, q->via, (uint32_t)strlen(q->via));
 	}

@@ -71,25 +71,42 @@
 /* Host id returned when there is none. */
 #define FRONTIER_HOST_NONE UINT32_MAX
 
-/* The depth word of a queue record carries two counts: the link depth in
- * its low FRONTIER_DEPTH_BITS bits and, above them, how many redirects led
- * to the URL (a redirect target keeps the link depth of the URL that
- * redirected; its count is one more). The word travels unchanged wherever
- * depth does (sieve side table, queues, spill files, checkpoints);
- * max_depth applies to the link depth alone. */
-#define FRONTIER_DEPTH_BITS 24
+/* The depth word of a queue record carries three counts: the link depth
+ * in its low FRONTIER_DEPTH_BITS bits; above them, in FRONTIER_EMBED_BITS
+ * bits, the embed code (0: a page or link; e > 0: a page requisite, an
+ * embed, reached by e - 1 embeds in a row off the crawl's allowed domains,
+ * see crawler/parse_jobs.h); and in the top bits how many redirects led
+ * to the URL (a redirect target keeps the link depth and the embed code of
+ * the URL that redirected; its count is one more). The word travels
+ * unchanged wherever depth does (sieve side table, queues, spill files,
+ * checkpoints); max_depth applies to the link depth alone. */
+#define FRONTIER_DEPTH_BITS 20
 #define FRONTIER_DEPTH_MASK ((1u << FRONTIER_DEPTH_BITS) - 1)
-#define FRONTIER_REDIRECTS_MAX (UINT32_MAX >> FRONTIER_DEPTH_BITS)
+#define FRONTIER_EMBED_BITS 4
+#define FRONTIER_EMBED_MAX ((1u << FRONTIER_EMBED_BITS) - 1)
+/* Most off-domain embeds in a row an embed code can say. */
+#define FRONTIER_EMBED_HOPS_MAX (FRONTIER_EMBED_MAX - 1)
+#define FRONTIER_REDIRECTS_SHIFT (FRONTIER_DEPTH_BITS + FRONTIER_EMBED_BITS)
+#define FRONTIER_REDIRECTS_MAX (UINT32_MAX >> FRONTIER_REDIRECTS_SHIFT)
 
-/* depth must be at most FRONTIER_DEPTH_MASK, redirects at most
- * FRONTIER_REDIRECTS_MAX (larger values saturate). */
-static inline uint32_t frontier_depth_pack(uint32_t depth, uint32_t redirects)
+/* depth must be at most FRONTIER_DEPTH_MASK, embed at most
+ * FRONTIER_EMBED_MAX, redirects at most FRONTIER_REDIRECTS_MAX (larger
+ * values saturate). */
+static inline uint32_t frontier_depth_pack_embed(uint32_t depth, uint32_t redirects, uint32_t embed)
 {
 	if (depth > FRONTIER_DEPTH_MASK)
 		depth = FRONTIER_DEPTH_MASK;
+	if (embed > FRONTIER_EMBED_MAX)
+		embed = FRONTIER_EMBED_MAX;
 	if (redirects > FRONTIER_REDIRECTS_MAX)
 		redirects = FRONTIER_REDIRECTS_MAX;
-	return redirects << FRONTIER_DEPTH_BITS | depth;
+	return redirects << FRONTIER_REDIRECTS_SHIFT | embed << FRONTIER_DEPTH_BITS | depth;
+}
+
+/* The depth word of a page or link (embed code 0). */
+static inline uint32_t frontier_depth_pack(uint32_t depth, uint32_t redirects)
+{
+	return frontier_depth_pack_embed(depth, redirects, 0);
 }
 
 static inline uint32_t frontier_depth_of(uint32_t word)
@@ -97,9 +114,14 @@ static inline uint32_t frontier_depth_of(uint32_t word)
 	return word & FRONTIER_DEPTH_MASK;
 }
 
+static inline uint32_t frontier_embed_of(uint32_t word)
+{
+	return word >> FRONTIER_DEPTH_BITS & FRONTIER_EMBED_MAX;
+}
+
 static inline uint32_t frontier_redirects_of(uint32_t word)
 {
-	return word >> FRONTIER_DEPTH_BITS;
+	return word >> FRONTIER_REDIRECTS_SHIFT;
 }
 
 enum frontier_err {

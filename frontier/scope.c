@@ -156,7 +156,9 @@ static enum scope_verdict verdict(struct scope *s, enum scope_verdict v)
 	return v;
 }
 
-enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uint32_t depth)
+/* The rules of scope.h; rule 4 only sets *off_domain when allow_off_domain. */
+static enum scope_verdict check(struct scope *s, const char *url, size_t len, uint32_t depth,
+                                int allow_off_domain, int *off_domain)
 {
 	struct seg segs[SCOPE_SEGMENTS_HARD_MAX];
 	size_t i, nseg = 0, hs, hl, ps, pe;
@@ -183,7 +185,8 @@ enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uin
 		for (i = 0; !ok && i < s->n_prefixes; i++)
 			ok = len >= s->prefix_lens[i] &&
 			     memcmp(url, s->prefixes[i], s->prefix_lens[i]) == 0;
-		if (!ok)
+		*off_domain = !ok;
+		if (!ok && !allow_off_domain)
 			return verdict(s, SCOPE_OFF_DOMAIN);
 	}
 	for (pe = ps; pe < len && url[pe] != '?' && url[pe] != '#'; pe++)
@@ -219,6 +222,19 @@ enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uin
 		}
 	}
 	return verdict(s, SCOPE_OK);
+}
+
+enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uint32_t depth)
+{
+	int off_domain = 0;
+	return check(s, url, len, depth, 0, &off_domain);
+}
+
+enum scope_verdict scope_check_embed(struct scope *s, const char *url, size_t len, uint32_t depth,
+                                     int allow_off_domain, int *off_domain)
+{
+	*off_domain = 0;
+	return check(s, url, len, depth, allow_off_domain, off_domain);
 }
 
 void scope_count_add(struct scope *s, enum scope_verdict v, uint64_t n)

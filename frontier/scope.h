@@ -73,6 +73,12 @@ void scope_destroy(struct scope *s); /* NULL is a no-op */
 /* Checks a URL (bytes, not NUL-terminated needed) discovered at `depth`;
  * counts and returns the verdict. Thread-safe. */
 enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uint32_t depth);
+/* scope_check for an embedded resource (a page requisite): when
+ * allow_off_domain, rule 4 does not refuse, and *off_domain tells whether
+ * the URL lies off the allowed domains and prefixes (0 when none are
+ * configured); every other rule applies. Counted as scope_check is. */
+enum scope_verdict scope_check_embed(struct scope *s, const char *url, size_t len, uint32_t depth,
+                                     int allow_off_domain, int *off_domain);
 /* Number of URLs that got verdict v so far (SCOPE_OK counts accepted ones). */
 uint64_t scope_count(const struct scope *s, enum scope_verdict v);
 /* Adds n to the count of verdict v (a resumed crawl carries its counts on). */

@@ -17,6 +17,7 @@
 
 #include "frontier/array.h"
 #include "frontier/url.h"
+#include "parse/embed_urls.h"
 #include "parse/html_charset.h"
 #include "parse/html_tokenizer.h"
 #include "parse/simhash.h"
@@ -141,6 +142,7 @@ struct links_extractor {
 	bool have_base;
 	size_t base_off, base_len;
 	bool oom;
+	bool in_style; /* the last tag was a <style> start tag: raw text is CSS */
 
 	/* pass 2 */
 	char *out;
@@ -171,10 +173,17 @@ const char *links_strerror(int err)
 const char *link_kind_name(enum link_kind kind)
 {
 	static const char *const names[LINK_KIND_COUNT] = {
-		"a",         "area",  "link-canonical", "link-alternate", "link-next",
-		"link-prev", "frame", "iframe",         "meta-refresh",
+		"a",         "area",   "link-canonical", "link-alternate", "link-next",
+		"link-prev", "frame",  "iframe",         "meta-refresh",   "link",
+		"img",       "script", "stylesheet",     "link-embed",     "object",
+		"embed",     "media",  "poster",         "css-url",
 	};
 	return (unsigned)kind < LINK_KIND_COUNT ? names[kind] : "unknown";
+}
+
+bool link_kind_is_embed(enum link_kind kind)
+{
+	return kind >= LINK_IMG && kind < LINK_KIND_COUNT;
 }
 
 /* ---- helpers ---- */
@@ -344,21 +353,212 @@ static const char *refresh_url(const char *c, size_t len, size_t *ulen)
 
 /* ---- what a start tag gives ---- */
 
+/* What a <link rel> token makes of the element. */
+enum rel_role {
+	REL_NONE,      /* no effect here (nofollow, dns-prefetch, unknown...) */
+	REL_HYPERLINK, /* a link type that creates a hyperlink */
+	REL_RESOURCE,  /* an external resource the crawler does not fetch */
+	REL_EMBED,     /* an external resource that is a page requisite */
+	REL_STYLESHEET,
+};
+
+struct rel_type {
+	const char *name;
+	enum rel_role role;
+	enum link_kind kind; /* REL_HYPERLINK: the link's kind */
+};
+
+/* The HTML Standard's link types (4.6.6) and the microformats registry's
+ * navigation types that make a hyperlink on <link>, and the external
+ * resource types. Tokens ending in "icon" (apple-touch-icon, mask-icon)
+ * are icons too (rel_role). */
+static const struct rel_type link_rel_types[] = {
+	{ "canonical", REL_HYPERLINK, LINK_CANONICAL },
+	{ "next", REL_HYPERLINK, LINK_NEXT },
+	{ "prev", REL_HYPERLINK, LINK_PREV },
+	{ "previous", REL_HYPERLINK, LINK_PREV },
+	{ "alternate", REL_HYPERLINK, LINK_ALTERNATE },
+	{ "author", REL_HYPERLINK, LINK_REL },
+	{ "bookmark", REL_HYPERLINK, LINK_REL },
+	{ "help", REL_HYPERLINK, LINK_REL },
+	{ "license", REL_HYPERLINK, LINK_REL },
+	{ "search", REL_HYPERLINK, LINK_REL },
+	{ "index", REL_HYPERLINK, LINK_REL },
+	{ "first", REL_HYPERLINK, LINK_REL },
+	{ "last", REL_HYPERLINK, LINK_REL },
+	{ "up", REL_HYPERLINK, LINK_REL },
+	{ "start", REL_HYPERLINK, LINK_REL },
+	{ "contents", REL_HYPERLINK, LINK_REL },
+	{ "home", REL_HYPERLINK, LINK_REL },
+	{ "tag", REL_HYPERLINK, LINK_REL },
+	{ "archives", REL_HYPERLINK, LINK_REL },
+	{ "amphtml", REL_HYPERLINK, LINK_REL },
+	{ "shortlink", REL_HYPERLINK, LINK_REL },
+	{ "stylesheet", REL_STYLESHEET, LINK_STYLESHEET },
+	{ "preload", REL_EMBED, LINK_LINK_EMBED },
+	{ "modulepreload", REL_EMBED, LINK_LINK_EMBED },
+	{ "manifest", REL_EMBED, LINK_LINK_EMBED },
+	{ "prefetch", REL_RESOURCE, LINK_REL },
+	{ "prerender", REL_RESOURCE, LINK_REL },
+	{ "dns-prefetch", REL_RESOURCE, LINK_REL },
+	{ "preconnect", REL_RESOURCE, LINK_REL },
+	{ "pingback", REL_RESOURCE, LINK_REL },
+	{ "expect", REL_RESOURCE, LINK_REL },
+	{ "serviceworker", REL_RESOURCE, LINK_REL },
+};
+
+/* The row of one rel token t[0, n) (ASCII case-insensitive), or NULL. */
+static const struct rel_type *rel_type_of(const char *t, size_t n)
+{
+	static const struct rel_type icon = { "icon", REL_EMBED, LINK_LINK_EMBED };
+	if (n >= 4 && strncasecmp(t + n - 4, "icon", 4) == 0)
+		return &icon;
+	for (size_t i = 0; i < sizeof link_rel_types / sizeof link_rel_types[0]; i++) {
+		const struct rel_type *r = &link_rel_types[i];
+		if (strlen(r->name) == n && strncasecmp(t, r->name, n) == 0)
+			return r;
+	}
+	return NULL;
+}
+
+/* What a rel value makes of a <link>: the strongest role of its tokens
+ * (a stylesheet over any resource over a hyperlink), and for a hyperlink
+ * the first kind in link_rel_types order. */
+struct rel_verdict {
+	enum rel_role role;
+	enum link_kind kind;
+	bool nofollow;
+};
+
+static struct rel_verdict rel_judge(const struct html_attr *rel)
+{
+	struct rel_verdict v = { REL_NONE, LINK_REL, false };
+	const struct rel_type *best = NULL;
+	const char *p = rel->value, *end = rel->value + rel->value_len;
+	while (p < end) {
+		while (p < end && is_ws((unsigned char)*p))
+			p++;
+		const char *s = p;
+		while (p < end && !is_ws((unsigned char)*p))
+			p++;
+		if (p == s)
+			break;
+		if (p - s == 8 && strncasecmp(s, "nofollow", 8) == 0)
+			v.nofollow = true;
+		const struct rel_type *r = rel_type_of(s, (size_t)(p - s));
+		if (r && (!best || r->role > best->role ||
+		          (r->role == best->role && r < best && r->role == REL_HYPERLINK)))
+			best = r;
+	}
+	if (best) {
+		v.role = best->role;
+		v.kind = best->kind;
+	}
+	return v;
+}
+
+struct embed_sink {
+	struct links_extractor *ex;
+	enum link_kind kind;
+};
+
+static void on_embed_url(void *ctx, const char *url, size_t len)
+{
+	struct embed_sink *sink = ctx;
+	add_raw(sink->ex, url, len, sink->kind, false);
+}
+
+/* The candidates of a srcset attribute as embeds of `kind`. */
+static void add_srcset(struct links_extractor *ex, const struct html_attr *a, enum link_kind kind)
+{
+	struct embed_sink sink = { ex, kind };
+	if (a->value_cut)
+		ex->page.dropped_invalid++;
+	else
+		ex->page.dropped_invalid +=
+		        embed_srcset_urls(a->value, a->value_len, on_embed_url, &sink);
+}
+
+static void add_css(struct links_extractor *ex, const char *css, size_t len)
+{
+	struct embed_sink sink = { ex, LINK_CSS_URL };
+	ex->page.dropped_invalid += embed_css_urls(css, len, on_embed_url, &sink);
+}
+
 static void on_link_element(struct links_extractor *ex, const struct html_tag *tag)
 {
 	const struct html_attr *rel = attr(tag, "rel"), *href = attr(tag, "href");
-	if (!rel || !href || attr_has_token(rel, "stylesheet", false) ||
-	    attr_has_token(rel, "icon", false))
+	if (!rel)
 		return;
-	bool nofollow = attr_has_token(rel, "nofollow", false);
-	if (attr_has_token(rel, "canonical", false))
-		add_attr_link(ex, href, LINK_CANONICAL, nofollow);
-	else if (attr_has_token(rel, "next", false))
-		add_attr_link(ex, href, LINK_NEXT, nofollow);
-	else if (attr_has_token(rel, "prev", false) || attr_has_token(rel, "previous", false))
-		add_attr_link(ex, href, LINK_PREV, nofollow);
-	else if (attr_has_token(rel, "alternate", false))
-		add_attr_link(ex, href, LINK_ALTERNATE, nofollow);
+	struct rel_verdict v = rel_judge(rel);
+	if (v.role == REL_HYPERLINK && href) {
+		add_attr_link(ex, href, v.kind, v.nofollow);
+	} else if ((v.role == REL_EMBED || v.role == REL_STYLESHEET) && ex->cfg.requisites) {
+		if (href)
+			add_attr_link(ex, href, v.kind, false);
+		const struct html_attr *set = attr(tag, "imagesrcset");
+		if (set)
+			add_srcset(ex, set, v.kind);
+	}
+}
+
+/* ---- requisites: what elements embed ---- */
+
+enum embed_value { EMBED_URL, EMBED_SRCSET };
+
+struct embed_attr {
+	const char *tag;
+	const char *attr;
+	enum link_kind kind;
+	enum embed_value value;
+};
+
+/* The elements and attributes whose values a page embeds (the HTML
+ * Standard's, with the legacy background attribute wget also follows).
+ * <link> is judged by its rel (on_link_element). */
+static const struct embed_attr embed_attrs[] = {
+	{ "img", "src", LINK_IMG, EMBED_URL },
+	{ "img", "srcset", LINK_IMG, EMBED_SRCSET },
+	{ "source", "src", LINK_MEDIA, EMBED_URL },
+	{ "source", "srcset", LINK_IMG, EMBED_SRCSET },
+	{ "script", "src", LINK_SCRIPT, EMBED_URL },
+	{ "object", "data", LINK_OBJECT, EMBED_URL },
+	{ "embed", "src", LINK_EMBED, EMBED_URL },
+	{ "video", "src", LINK_MEDIA, EMBED_URL },
+	{ "video", "poster", LINK_POSTER, EMBED_URL },
+	{ "audio", "src", LINK_MEDIA, EMBED_URL },
+	{ "track", "src", LINK_MEDIA, EMBED_URL },
+	{ "body", "background", LINK_IMG, EMBED_URL },
+	{ "table", "background", LINK_IMG, EMBED_URL },
+	{ "td", "background", LINK_IMG, EMBED_URL },
+	{ "th", "background", LINK_IMG, EMBED_URL },
+};
+
+static bool tag_is(const struct html_tag *tag, const char *name)
+{
+	return tag->name_len == strlen(name) && memcmp(tag->name, name, tag->name_len) == 0;
+}
+
+/* The embeds of a start tag: its rows of embed_attrs, an image input's
+ * src, and the url()s of its style attribute. */
+static void on_embed_tag(struct links_extractor *ex, const struct html_tag *tag)
+{
+	for (size_t i = 0; i < sizeof embed_attrs / sizeof embed_attrs[0]; i++) {
+		const struct embed_attr *e = &embed_attrs[i];
+		const struct html_attr *a;
+		if (!tag_is(tag, e->tag) || !(a = attr(tag, e->attr)))
+			continue;
+		if (e->value == EMBED_SRCSET)
+			add_srcset(ex, a, e->kind);
+		else
+			add_attr_link(ex, a, e->kind, false);
+	}
+	const struct html_attr *a;
+	if (tag_is(tag, "input") && attr_equals_nocase(attr(tag, "type"), "image") &&
+	    (a = attr(tag, "src")))
+		add_attr_link(ex, a, LINK_IMG, false);
+	if ((a = attr(tag, "style")) && !a->value_cut)
+		add_css(ex, a->value, a->value_len);
 }
 
 static void on_meta(struct links_extractor *ex, const struct html_tag *tag)
@@ -381,18 +581,18 @@ static void on_meta(struct links_extractor *ex, const struct html_tag *tag)
 	}
 }
 
-static bool tag_is(const struct html_tag *tag, const char *name)
-{
-	return tag->name_len == strlen(name) && memcmp(tag->name, name, tag->name_len) == 0;
-}
-
 static void on_tag(void *ctx, const struct html_tag *tag)
 {
 	struct links_extractor *ex = ctx;
 	if (ex->sh)
 		simhash_builder_break(ex->sh);
+	ex->in_style = false;
 	if (tag->end)
 		return;
+	if (ex->cfg.requisites) {
+		ex->in_style = tag_is(tag, "style");
+		on_embed_tag(ex, tag);
+	}
 	if (tag_is(tag, "a") || tag_is(tag, "area")) {
 		const struct html_attr *href = attr(tag, "href");
 		if (href)
@@ -419,6 +619,14 @@ static void on_text(void *ctx, const char *s, size_t len)
 {
 	struct links_extractor *ex = ctx;
 	simhash_builder_add(ex->sh, s, len);
+}
+
+/* Raw text: a <style> element's is CSS (a script's is not looked at). */
+static void on_raw_text(void *ctx, const char *s, size_t len)
+{
+	struct links_extractor *ex = ctx;
+	if (ex->in_style)
+		add_css(ex, s, len);
 }
 
 /* ---- lifecycle ---- */
@@ -449,6 +657,7 @@ int links_extractor_create(const struct links_config *config, struct links_extra
 		goto fail;
 	ex->callbacks.tag = on_tag;
 	ex->callbacks.text = ex->sh ? on_text : NULL;
+	ex->callbacks.raw_text = ex->cfg.requisites ? on_raw_text : NULL;
 	*out = ex;
 	return LINKS_OK;
 fail:
@@ -479,6 +688,7 @@ static void reset(struct links_extractor *ex)
 	ex->nrl = 0;
 	ex->have_base = false;
 	ex->oom = false;
+	ex->in_style = false;
 	ex->out_len = 0;
 	ex->nol = 0;
 	ex->nlinks = 0;
@@ -591,6 +801,18 @@ int links_extract(struct links_extractor *ex, const char *page_url, const char *
 	if (ex->sh)
 		ex->page.simhash = simhash_builder_value(ex->sh);
 	return rc != LINKS_OK ? rc : rc2;
+}
+
+int links_extract_css(struct links_extractor *ex, const char *css_url, const char *body, size_t len)
+{
+	if (!ex || !css_url || (!body && len > 0))
+		return LINKS_EINVAL;
+	reset(ex);
+	if (link_resolver_set_page(&ex->resolver, css_url) != LINK_RESOLVE_OK)
+		return LINKS_EINVAL;
+	add_css(ex, body ? body : "", len);
+	int rc = resolve_pass(ex);
+	return ex->oom ? LINKS_ENOMEM : rc;
 }
 
 const struct link *links_result(const struct links_extractor *ex, size_t *count)

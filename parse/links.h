@@ -31,12 +31,27 @@
  * are links that do not parse or whose key exceeds the URL length limit.
  * Userinfo (user:pass@) is kept, as the crawl key keeps it.
  *
- * What counts as a link: `a` and `area` href; `link` href when rel has
- * canonical, alternate (not with stylesheet / icon), next or prev/previous;
- * `frame` and `iframe` src; `<meta http-equiv=refresh content="N; url=...">`.
+ * What counts as a link: `a` and `area` href; `link` href when rel holds a
+ * link type that makes a hyperlink (the HTML Standard's alternate, author,
+ * help, license, next, prev, search, with bookmark, canonical, index and
+ * the other navigation types of the microformats registry: see
+ * link_rel_types in links.c) and no external-resource type (stylesheet,
+ * icon, preload, modulepreload, prefetch, manifest...: `alternate
+ * stylesheet` is a stylesheet); `frame` and `iframe` src;
+ * `<meta http-equiv=refresh content="N; url=...">`.
  * Page-level: `<meta name=robots>` noindex / nofollow / none, the first
  * canonical, the base. Per link: rel=nofollow. Tags after `</html>` count,
  * as an HTML5 parser moves them into the body.
+ *
+ * Requisites (links_config.requisites; off: none of this runs): also what
+ * the page embeds, marked by their kinds (link_kind_is_embed): the
+ * element/attribute table embed_attrs in links.c (img src and srcset,
+ * source src and srcset, input type=image src, script src, object data,
+ * embed src, video, audio and track src, video poster, the background
+ * attribute), `link` href with rel stylesheet, icon (or any `*-icon`),
+ * preload, modulepreload or manifest (and imagesrcset), and the url()s and
+ * @imports of `<style>` elements and `style` attributes (embed_urls.h).
+ * links_extract_css gives a stylesheet's url()s and @imports.
  * What does not: anything inside comments and bogus comments, `script`
  * (with its escaped states: `<!--<script>` hides a `</script>`), `style`,
  * and the elements whose content HTML5 parses as text (`textarea`, `title`,
@@ -95,12 +110,28 @@ enum link_kind {
 	LINK_FRAME,
 	LINK_IFRAME,
 	LINK_META_REFRESH,
+	LINK_REL, /* <link> with another hyperlink rel (author, search...) */
+	/* Embeds (requisites), only with links_config.requisites: */
+	LINK_IMG,        /* img/input src, srcset candidates, background */
+	LINK_SCRIPT,     /* script src */
+	LINK_STYLESHEET, /* <link rel=stylesheet> */
+	LINK_LINK_EMBED, /* <link rel=icon / preload / modulepreload / manifest> */
+	LINK_OBJECT,     /* object data */
+	LINK_EMBED,      /* embed src */
+	LINK_MEDIA,      /* video, audio, source, track src */
+	LINK_POSTER,     /* video poster */
+	LINK_CSS_URL,    /* url() or @import in CSS (style element or attribute, stylesheet) */
 	LINK_KIND_COUNT
 };
 
 /* "a", "area", "link-canonical", "link-alternate", "link-next",
- * "link-prev", "frame", "iframe", "meta-refresh". */
+ * "link-prev", "frame", "iframe", "meta-refresh", "link", "img",
+ * "script", "stylesheet", "link-embed", "object", "embed", "media",
+ * "poster", "css-url". */
 const char *link_kind_name(enum link_kind kind);
+
+/* true for the kinds of embedded resources (LINK_IMG and after). */
+bool link_kind_is_embed(enum link_kind kind);
 
 struct link {
 	const char *url; /* absolute, normalized, NUL-terminated */
@@ -128,6 +159,7 @@ struct links_config {
 	size_t max_links; /* 0 = LINKS_DEFAULT_MAX_LINKS */
 	size_t max_bytes; /* 0 = LINKS_DEFAULT_MAX_BYTES */
 	bool no_simhash;  /* skip the text pass (faster) */
+	bool requisites;  /* also extract embeds (see the top comment) */
 	/* URL length limit and canonicalizations for the links' crawl keys
      * (frontier/url.h); borrowed during links_extractor_create only (copied);
      * NULL = url.h's defaults. */
@@ -148,6 +180,16 @@ void links_extractor_destroy(struct links_extractor *ex);
  */
 int links_extract(struct links_extractor *ex, const char *page_url, const char *charset,
                   const char *body, size_t len);
+
+/*
+ * Parses one stylesheet: `body` (len bytes) fetched from `css_url`, whose
+ * url()s and @import strings become links of kind LINK_CSS_URL resolved
+ * against css_url (CSS has no base element), whatever the requisites
+ * setting. The body is taken as UTF-8 (URLs are nearly always ASCII; an
+ * @charset is not read). Replaces the previous results.
+ */
+int links_extract_css(struct links_extractor *ex, const char *css_url, const char *body,
+                      size_t len);
 
 /* Links of the last page in document order (borrowed, valid until the next
  * links_extract or destroy); *count gets their number. */

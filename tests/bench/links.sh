@@ -97,5 +97,7 @@ fi
 if (( ! smoke )); then
   # For information: links alone, without the SimHash text pass.
   echo "without simhash: $("$bench" --rounds "$rounds" --no-simhash "$work/list" | grep '^ratio')"
+  # And with page requisites extracted too (images, scripts, CSS url()s).
+  echo "with requisites: $("$bench" --rounds "$rounds" --requisites "$work/list" | grep -E '^(pages|ratio)' | tr '\n' ' ')"
 fi
 echo "links bench: OK: extractor (links + SimHash) at ${ratio}x of libxml2's no-callback parse (min $min_ratio)"

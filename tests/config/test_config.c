@@ -170,7 +170,8 @@ END_TEST
 
 START_TEST(write_and_read_back_shipped_files)
 {
-	static const char *files[] = { "polite.conf", "research.conf", "testweb.conf" };
+	static const char *files[] = { "polite.conf", "research.conf", "testweb.conf",
+		                       "archival.conf" };
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
 		char path[1024];
 		snprintf(path, sizeof path, "%s/%s", CONFIGS_DIR, files[i]);
@@ -237,6 +238,18 @@ START_TEST(keys_fill_the_module_structs)
 	ck_assert_int_eq(crawl_config_set(&c, "dns", "prefer", "IPv7", err, sizeof err),
 	                 CRAWL_CONFIG_ERR_BAD_VALUE);
 	ck_assert_ptr_nonnull(strstr(err, "ipv4 or ipv6"));
+	/* A proxy URL must name a scheme libcurl proxies with. */
+	ck_assert_int_eq(crawl_config_set(&c, "fetch", "proxy", "ftp://p:21", err, sizeof err),
+	                 CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_ptr_nonnull(strstr(err, "socks5h://"));
+	ck_assert_int_eq(
+	        crawl_config_set(&c, "fetch", "proxy", "socks5h://127.0.0.1:1080", err, sizeof err),
+	        CRAWL_CONFIG_OK);
+	ck_assert_str_eq(c.fetch.proxy, "socks5h://127.0.0.1:1080");
+	/* Page requisites: the extractor follows the crawl's key. */
+	ck_assert_int_eq(crawl_config_set(&c, "crawl", "page_requisites", "true", err, sizeof err),
+	                 CRAWL_CONFIG_OK);
+	ck_assert(c.links.requisites);
 	ck_assert_uint_eq(c.frontier.mem_budget, 3u << 20);
 	ck_assert_uint_eq(c.warc.max_file_bytes, 2u << 20);
 	ck_assert(c.fetch.no_accept_encoding);

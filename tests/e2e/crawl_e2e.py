@@ -18,6 +18,29 @@ test web's own request log (the neutral witness).
   crawl_e2e.py sitemaps
       exact coverage with --sitemaps on: the sitemaps robots.txt lists (an
       index and a gzipped sitemap too) and the pages only they list.
+  crawl_e2e.py requisites
+      a web whose pages embed stylesheets (with url()s and @import),
+      images with srcset, scripts and style attributes, on their host and
+      on two hosts outside the crawl's --domains: with --page-requisites the
+      crawl requests exactly the expected set (testweb --expected
+      --requisites: one hop off the domains, not the image the off-domain
+      stylesheet names on a third host), and crawl.log flags every requisite
+      "embed"; without it, exactly the pages, none of the requisites.
+  crawl_e2e.py proxy
+      crawls through a forward proxy started by the test on 127.0.0.1 (an
+      HTTP proxy taking absolute-form GETs, then a SOCKS5 proxy taking host
+      names (socks5h://) or the crawler's addresses (socks5://), resolving
+      names from the test web's host table): the
+      test web sees exactly the expected set and the proxy's log holds
+      every one of those requests; with --no-proxy naming two hosts, their
+      requests reach the test web directly and only theirs.
+  crawl_e2e.py sitemap-limits
+      sitemaps over small limits (crawl.sitemap_max_urls = 25,
+      sitemap_max_bytes = 6K) and a malformed one (testweb
+      --sitemap-faults): the crawl fetches exactly the expected set (the
+      first 25 entries of a 40-entry sitemap, the 5 entries before the
+      malformed XML), of the padded sitemap's pages a prefix (some, not
+      all), and stats.json counts each file under its reason.
   crawl_e2e.py metrics
       --metrics answers /metrics and /status while the crawl runs, and its
       last answer agrees with stats.json.
@@ -56,12 +79,17 @@ import os
 import re
 import resource
 import shutil
+import http.client
+import http.server
 import signal
 import socket
+import socketserver
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.parse
 import zlib
 
 BUILD = os.environ.get("CRAWLER_BUILD", ".")
@@ -171,6 +199,23 @@ def observed_set(tw, rows, faults):
     return got
 
 
+def set_errors(expected, got, tag=""):
+    """What the requests seen (got: observed_set's counter) lack or add
+    against the expected set, and the URLs asked twice (a 5xx robots.txt is
+    asked again at the host's next visit: not counted)."""
+    errors = []
+    missing = sorted(expected - set(got))
+    extra = sorted(set(got) - expected)
+    dups = sorted(k for k, n in got.items() if n > 1 and not re.search(r"/robots\.txt\t5\d\d$", k))
+    if missing:
+        errors.append(tag + "%d expected URLs never requested, e.g. %s" % (len(missing), missing[:5]))
+    if extra:
+        errors.append(tag + "%d unexpected requests, e.g. %s" % (len(extra), extra[:5]))
+    if dups:
+        errors.append(tag + "%d URLs requested more than once, e.g. %s" % (len(dups), dups[:5]))
+    return errors
+
+
 def check_politeness(rows, policy):
     """Per host and per IP, consecutive requests must be separated by the
     configured delays. The log stamps each response when it is sent, so the
@@ -235,18 +280,7 @@ def coverage_errors(expected, got, rows, stats, policy):
     """An exact crawl: every expected URL requested (got: observed_set)
     once, nothing else, no delay broken (rows: the log), and stats.json
     counting every request the test web logged."""
-    missing = sorted(expected - set(got))
-    extra = sorted(set(got) - expected)
-    # A robots.txt that answers 5xx is unreachable: asked again at the
-    # host's next visits (until the host is retired), so it may repeat.
-    dups = sorted(k for k, n in got.items() if n > 1 and not re.search(r"/robots\.txt\t5\d\d$", k))
-    errors = []
-    if missing:
-        errors.append("%d expected URLs never requested, e.g. %s" % (len(missing), missing[:5]))
-    if extra:
-        errors.append("%d unexpected requests (disallowed or not linked), e.g. %s" % (len(extra), extra[:5]))
-    if dups:
-        errors.append("%d URLs requested more than once, e.g. %s" % (len(dups), dups[:5]))
+    errors = set_errors(expected, got)
     bad = check_politeness(rows, policy)
     if bad:
         errors.append("%d politeness violations, e.g. %s" % (len(bad), bad[:5]))
@@ -717,6 +751,325 @@ def check_sitemaps(stats, expected):
     return errors
 
 
+def test_requisites():
+    """Page requisites on and off over one web (see the top comment)."""
+    hosts = int(os.environ.get("E2E_HOSTS", "20"))
+    web = gen_args(["--requisites"])
+    domains = ",".join("h%d.web.test" % i for i in range(hosts))
+    cdn = ("h%d.web.test" % hosts, "h%d.web.test" % (hosts + 1))
+    errors = []
+    for on in (True, False):
+        work = tempfile.mkdtemp(prefix="e2e-req-")
+        tw = TestWeb(work, web)
+        try:
+            expected = set(tw.run_mode("--expected", "--agent", AGENT))
+            out = os.path.join(work, "out")
+            stats, el, _ = crawl(tw, out, ["--host-delay", str(HOST_DELAY_MS), "--ip-delay",
+                                           str(IP_DELAY_MS), "--domains", domains,
+                                           "--set", "politeness.crawl_delay_cap_ms=%d" % HOST_DELAY_MS] +
+                                 (["--page-requisites"] if on else []))
+        finally:
+            tw.stop()
+        is_req = lambda e: "/req/" in e or e.split("/")[2].split(":")[0] in cdn
+        reqs = set(e for e in expected if is_req(e))
+        if not on:
+            expected -= reqs
+        rows = tw.requests()
+        got = observed_set(tw, rows, set())
+        far = [e for e in got if "/req/far.png" in e]
+        one_hop = [e for e in got if cdn[0] in e and "/req/" in e]
+        print("requisites %s: %d expected (%d requisites in the web), %d requested, %.1f s, stats %s" %
+              ("on" if on else "off", len(expected), len(reqs), len(rows), el, stats.get("requisites")))
+        tag = "requisites %s: " % ("on" if on else "off")
+        errors += set_errors(expected, got, tag)
+        bad = check_politeness(rows, "fixed")
+        if bad:
+            errors.append(tag + "%d politeness violations, e.g. %s" % (len(bad), bad[:5]))
+        if far:
+            errors.append(tag + "fetched what is two hops off the domains: %s" % far)
+        if on:
+            if len(reqs) < 10 * hosts or len(one_hop) < 3:
+                errors.append(tag + "the web has %d requisites, %d fetched one hop off" % (len(reqs), len(one_hop)))
+            embeds = set()
+            for line in open(os.path.join(out, "crawl.log")):
+                f = line.rstrip("\n").split("\t")
+                if len(f) >= 12 and "embed" in f[11].split(","):
+                    embeds.add(f[3])
+            req_urls = set(e.split("\t")[0] for e in reqs if "/robots.txt" not in e)
+            if embeds != req_urls:
+                errors.append(tag + "crawl.log flags %d embeds, %d requisites fetched; e.g. %s" %
+                              (len(embeds), len(req_urls), sorted(embeds ^ req_urls)[:3]))
+            rq = stats.get("requisites", {})
+            if rq.get("stylesheets_parsed", 0) < hosts or not rq.get("off_domain"):
+                errors.append(tag + "stats.json requisites: %s" % rq)
+        elif not reqs:
+            errors.append(tag + "the web has no requisites")
+        shutil.rmtree(work, ignore_errors=True)
+    if errors:
+        fail("; ".join(errors))
+    print("ok")
+
+
+
+# ---- proxies: a forward HTTP proxy and a SOCKS5 proxy, in this process ----
+
+HOP_HEADERS = ("connection", "proxy-connection", "keep-alive", "transfer-encoding", "te",
+               "trailer", "upgrade", "proxy-authorization", "content-length")
+
+
+class ProxyLog:
+    """Names resolved from the test web's host table (never the machine's
+    resolver), and every request or connection the proxy relayed."""
+
+    def __init__(self, names):
+        self.names = names
+        self.lock = threading.Lock()
+        self.entries = []
+
+    def add(self, entry):
+        with self.lock:
+            self.entries.append(entry)
+
+
+class HttpProxyHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        plog = self.server.plog
+        u = urllib.parse.urlsplit(self.path)
+        ip = plog.names.get((u.hostname or "").lower())
+        plog.add(self.path)
+        if u.scheme != "http" or ip is None:
+            self.send_error(502)
+            return
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
+        upstream = http.client.HTTPConnection(ip, u.port or 80, timeout=20)
+        try:
+            upstream.request("GET", (u.path or "/") + ("?" + u.query if u.query else ""),
+                             headers=headers)
+            r = upstream.getresponse()
+            body = r.read()
+        except (OSError, http.client.HTTPException):
+            self.send_error(502)
+            return
+        finally:
+            upstream.close()
+        self.send_response_only(r.status, r.reason)
+        for k, v in r.getheaders():
+            if k.lower() not in HOP_HEADERS:
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_CONNECT(self):
+        """A tunnel (https:// through the proxy): to the named host's address."""
+        plog = self.server.plog
+        host, _, port = self.path.rpartition(":")
+        plog.add("CONNECT " + self.path)
+        try:
+            up = socket.create_connection((plog.names[host.lower()], int(port)), timeout=20)
+        except (OSError, KeyError, ValueError):
+            self.send_error(502)
+            return
+        self.send_response_only(200, "Connection established")
+        self.end_headers()
+        self.close_connection = True
+        t = threading.Thread(target=relay, args=(up, self.connection), daemon=True)
+        t.start()
+        relay(self.connection, up)
+        t.join()
+        up.close()
+
+
+def relay(a, b):
+    """Copies a's bytes to b until a ends, then shuts both down."""
+    try:
+        while True:
+            data = a.recv(65536)
+            if not data:
+                break
+            b.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for sock in (a, b):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class Socks5Handler(socketserver.BaseRequestHandler):
+    """RFC 1928, no authentication, CONNECT only; logs host:port as asked."""
+
+    def recv_exact(self, n):
+        data = b""
+        while len(data) < n:
+            chunk = self.request.recv(n - len(data))
+            if not chunk:
+                raise OSError("short read")
+            data += chunk
+        return data
+
+    def handle(self):
+        plog = self.server.plog
+        c = self.request
+        try:
+            ver, nmeth = self.recv_exact(2)
+            self.recv_exact(nmeth)
+            c.sendall(b"\x05\x00")
+            ver, cmd, _, atyp = self.recv_exact(4)
+            if atyp == 1:
+                host = socket.inet_ntoa(self.recv_exact(4))
+                ip = host
+            elif atyp == 3:
+                host = self.recv_exact(self.recv_exact(1)[0]).decode("ascii").lower()
+                ip = plog.names.get(host)
+            else:
+                raise OSError("address type %d" % atyp)
+            port = int.from_bytes(self.recv_exact(2), "big")
+            plog.add("%s:%d" % (host, port))
+            if cmd != 1 or ip is None:
+                c.sendall(b"\x05\x04\x00\x01" + bytes(6))
+                return
+            up = socket.create_connection((ip, port), timeout=20)
+        except OSError:
+            return
+        c.sendall(b"\x05\x00\x00\x01" + socket.inet_aton("127.0.0.1") + bytes(2))
+        t = threading.Thread(target=relay, args=(up, c), daemon=True)
+        t.start()
+        relay(c, up)
+        t.join()
+        up.close()
+
+
+class ThreadingTCP(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def start_proxy(kind, plog):
+    handler = HttpProxyHandler if kind == "http" else Socks5Handler
+    srv = (http.server.ThreadingHTTPServer if kind == "http" else ThreadingTCP)(("127.0.0.1", 0), handler)
+    srv.plog = plog
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def test_proxy():
+    web = ["--hosts", "8", "--pages", "12", "--ips", "4"]
+    errors = []
+    runs = (("http", "http", ()), ("http", "http", ("h1.web.test", "h2.web.test")),
+            ("socks5h", "socks", ()), ("socks5", "socks", ()))
+    for scheme, kind, bypass in runs:
+        work = tempfile.mkdtemp(prefix="e2e-proxy-")
+        tw = TestWeb(work, web)
+        names = dict((f.split("\t")[0], f.split("\t")[1]) for f in tw.run_mode("--hosts-info"))
+        plog = ProxyLog(names)
+        srv = start_proxy(kind, plog)
+        try:
+            expected = set(tw.run_mode("--expected", "--agent", AGENT))
+            args = ["--host-delay", str(HOST_DELAY_MS), "--ip-delay", str(IP_DELAY_MS),
+                    "--set", "politeness.crawl_delay_cap_ms=%d" % HOST_DELAY_MS,
+                    "--proxy", "%s://127.0.0.1:%d" % (scheme, srv.server_address[1])]
+            if bypass:
+                args += ["--no-proxy", ",".join(bypass)]
+            stats, el, _ = crawl(tw, os.path.join(work, "out"), args)
+        finally:
+            srv.shutdown()
+            srv.server_close()
+            tw.stop()
+        rows = tw.requests()
+        got = observed_set(tw, rows, set())
+        tag = "%s proxy%s: " % (scheme, " bypassing " + ",".join(bypass) if bypass else "")
+        errors += set_errors(expected, got, tag)
+        bad = check_politeness(rows, "fixed")
+        if bad:
+            errors.append(tag + "%d politeness violations, e.g. %s" % (len(bad), bad[:3]))
+        direct = set("%s:%d" % (names[r[2].split(":")[0]], tw.http_port) for r in rows
+                     if r[2].split(":")[0] in bypass)
+        if kind == "http":
+            via = collections.Counter(plog.entries)
+            want = collections.Counter("http://%s%s" % (r[2], r[5]) for r in rows
+                                       if r[2].split(":")[0] not in bypass)
+            if via != want:
+                errors.append(tag + "the proxy relayed %d requests, the test web answered %d "
+                              "through it; e.g. %s" % (sum(via.values()), sum(want.values()),
+                                                      sorted((via - want) + (want - via))[:3]))
+        else:
+            # socks5h: the proxy is given names, never addresses; socks5:
+            # the addresses the crawler resolved.
+            asked = set(plog.entries)
+            want = set(r[2] if scheme == "socks5h" else
+                       "%s:%d" % (names[r[2].split(":")[0]], tw.http_port) for r in rows)
+            if asked != want:
+                errors.append(tag + "the proxy was asked for %s, the test web served %s" %
+                              (sorted(asked)[:4], sorted(want)[:4]))
+        if bypass and (not direct or any(h.split("/")[2].split(":")[0] in bypass for h in plog.entries)):
+            errors.append(tag + "bypassed hosts: %d direct addresses, proxy log %s" %
+                          (len(direct), plog.entries[:3]))
+        print("%s%d expected, %d requested, %d relayed by the proxy, %.1f s" %
+              (tag, len(expected), len(rows), len(plog.entries), el))
+        shutil.rmtree(work, ignore_errors=True)
+    if errors:
+        fail("; ".join(errors))
+    print("ok")
+
+
+
+def test_sitemap_limits():
+    max_urls, max_bytes = 25, "6K"
+    work = tempfile.mkdtemp(prefix="e2e-smlim-")
+    tw = TestWeb(work, gen_args(["--sitemap-faults"]))
+    try:
+        expected = set(tw.run_mode("--expected", "--agent", AGENT, "--sitemaps",
+                                   "--sitemap-max-urls", str(max_urls)))
+        stats, el, _ = crawl(tw, os.path.join(work, "out"),
+                             ["--host-delay", str(HOST_DELAY_MS), "--ip-delay", str(IP_DELAY_MS),
+                              "--set", "politeness.crawl_delay_cap_ms=%d" % HOST_DELAY_MS,
+                              "--sitemaps", "on", "--set", "crawl.sitemap_max_urls=%d" % max_urls,
+                              "--set", "crawl.sitemap_max_bytes=%s" % max_bytes])
+    finally:
+        tw.stop()
+    rows = tw.requests()
+    got = observed_set(tw, rows, set())
+    huge = collections.defaultdict(set)
+    for k in list(got):
+        m = re.match(r"http://([^/]+)/huge/h(\d+)\.html\t200$", k)
+        if m:
+            huge[m.group(1)].add(int(m.group(2)))
+            del got[k]
+    faulty = sorted(e.split("/")[2] for e in expected if "/sitemap_bad.xml\t200" in e)
+    big = [e for e in expected if "/big/b" in e]
+    errors = set_errors(expected, got)
+    if not faulty or len(big) != max_urls * len(faulty):
+        errors.append("%d hosts with faulty sitemaps, %d big-sitemap pages expected" % (len(faulty), len(big)))
+    for host in faulty:
+        ks = huge.get(host, set())
+        if not ks or ks != set(range(max(ks) + 1)) or len(ks) >= 100:
+            errors.append("%s: the padded sitemap's pages fetched are %s, not a proper prefix" %
+                          (host, sorted(ks)))
+    er, sm = stats["errors"], stats.get("sitemaps", {})
+    n = len(faulty)
+    if er.get("sitemap-malformed") != n or er.get("sitemap-too-large") != n or \
+            er.get("sitemap-too-many-urls", 0) < n or sm.get("urls_over_limit", 0) < (40 - max_urls) * n:
+        errors.append("stats.json: errors %s, sitemaps %s; %d hosts with faulty sitemaps" %
+                      ({k: v for k, v in er.items() if k.startswith("sitemap")}, sm, n))
+    print("sitemap limits: %d expected, %d requested, %.1f s; padded sitemaps cut after %s entries; "
+          "errors %s; sitemaps %s" % (len(expected), len(rows), el,
+                                      [len(v) for v in huge.values()],
+                                      {k: v for k, v in er.items() if k.startswith("sitemap")}, sm))
+    if errors:
+        fail("; ".join(errors))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
+
 def main():
     if len(sys.argv) < 2:
         fail("usage: crawl_e2e.py coverage|warc|faults|adaptive [--policy fixed|ratio]")
@@ -756,6 +1109,12 @@ def main():
         # (else connects fail and the sieve's own files cannot be opened).
         test_coverage("fixed", ["--max-connections", "1024"], max_files=200,
                       web=["--hosts", "250", "--pages", "6", "--ips", "250"])
+    elif what == "requisites":
+        test_requisites()
+    elif what == "proxy":
+        test_proxy()
+    elif what == "sitemap-limits":
+        test_sitemap_limits()
     elif what == "metrics":
         test_metrics()
     elif what == "waiting-host":

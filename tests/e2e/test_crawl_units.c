@@ -102,8 +102,8 @@ END_TEST
 START_TEST(config_shipped_files_load)
 {
 	static const char *files[] = { "default.conf", "polite.conf", "research.conf",
-		                       "testweb.conf" };
-	for (size_t i = 0; i < 4; i++) {
+		                       "testweb.conf", "archival.conf" };
+	for (size_t i = 0; i < 5; i++) {
 		struct crawl_config c;
 		char err[CRAWL_CONFIG_ERR_MAX] = "";
 		char path[1024];
@@ -111,6 +111,11 @@ START_TEST(config_shipped_files_load)
 		ck_assert_int_eq(crawl_config_default(&c), 0);
 		enum crawl_config_err e = crawl_config_load(&c, path, err, sizeof err);
 		ck_assert_msg(e == CRAWL_CONFIG_OK, "%s: %s", path, err);
+		/* Requisites: on in the archival configuration only, and the
+		 * extractor's setting follows the key. */
+		bool archival = i == 4;
+		ck_assert_int_eq(c.crawl.page_requisites, archival);
+		ck_assert_int_eq(c.links.requisites, archival);
 		crawl_config_free(&c);
 	}
 }

@@ -14,7 +14,10 @@ links and redirects to https://...:TLS_PORT. Three crawls of https:// seeds:
   2. no CA file: certificates do not verify; tls-cert failures are counted
      in stats.json and the test web sees no request at all.
   3. no CA file, --insecure: the certificates are accepted, pages fetched.
-  4. --resolv-conf FILE (c-ares 1.18 reads no port there, so FILE names a
+  4. --ca-file CA through an HTTP proxy started here (crawl_e2e.py's, which
+     tunnels CONNECT to the address of the host it names): every expected
+     page again, and the proxy was asked for host names, never addresses.
+  5. --resolv-conf FILE (c-ares 1.18 reads no port there, so FILE names a
      UDP relay this test runs on 127.77.0.2:53 in front of the test web's
      DNS; only when the test may bind port 53, else skipped): pages fetched,
      the relay saw the queries. And a FILE with no usable nameserver (a
@@ -249,6 +252,16 @@ def main():
         out3 = os.path.join(work, "out-insecure")
         st3 = crawl(tw, out3, seeds, dns_list, ["--insecure"])
         rows3 = logged(tw)
+        names = dict(f.split("\t")[:2] for f in tw.run_mode("--hosts-info"))
+        plog = e2e.ProxyLog(names)
+        proxy = e2e.start_proxy("http", plog)
+        try:
+            crawl(tw, os.path.join(work, "out-proxy"), seeds, dns_list,
+                  ["--ca-file", ca, "--proxy", "http://127.0.0.1:%d" % proxy.server_address[1]])
+        finally:
+            proxy.shutdown()
+            proxy.server_close()
+        rows4 = logged(tw)
         errors = []
         rc_summary = resolv_conf_crawls(tw, work, seeds, ca, errors)
     finally:
@@ -292,13 +305,21 @@ def main():
     if not st2["errors"].get("tls-cert") or st2["pages"] != 0:
         errors.append("crawl without the CA: pages %d, errors %s (want tls-cert and no page)" %
                       (st2["pages"], st2["errors"]))
+    got4 = set(e2e.observed_set(tw, rows4[len(rows3):], set()))
+    tunnels = set(plog.entries)
+    want_tunnels = set("CONNECT %s:%d" % (h, front.port) for h in names
+                       if any(r[2].split(":")[0] == h for r in rows4[len(rows3):]))
+    if got4 != expected or not tunnels or tunnels != want_tunnels:
+        errors.append("crawl through the proxy: %d expected never requested, %d unexpected; "
+                      "tunnels %s, want %s" % (len(expected - got4), len(got4 - expected),
+                                               sorted(tunnels)[:3], sorted(want_tunnels)[:3]))
     if st3["pages"] == 0 or st3["errors"].get("tls-cert"):
         errors.append("--insecure crawl: pages %d, errors %s" % (st3["pages"], st3["errors"]))
     print(rc_summary)
     print("tls: %d expected, %d requested with the CA (WARC %s); without: tls-cert %s; "
-          "--insecure: %d pages (%d requests)" %
+          "--insecure: %d pages (%d requests); through the proxy: %d requests, %d tunnels" %
           (len(expected), len(rows1), p.stdout.strip(), st2["errors"].get("tls-cert"),
-           st3["pages"], len(rows3) - len(rows2)))
+           st3["pages"], len(rows3) - len(rows2), len(rows4) - len(rows3), len(plog.entries)))
     if errors:
         e2e.fail("; ".join(errors))
     shutil.rmtree(work, ignore_errors=True)

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "frontier/url.h"
+#include "parse/embed_urls.h"
 #include "parse/links.h"
 #include "parse/html_tokenizer.h"
 #include "parse/simhash.h"
@@ -75,8 +76,9 @@ static size_t uniq(char **v, size_t n)
 	return o;
 }
 
-/* Returns the number of mismatches (printed). */
-static int check_page(struct links_extractor *ex, const char *name)
+/* Returns the number of mismatches (printed). ex_req extracts requisites
+ * too: it parses the pages whose expected file says "@requisites". */
+static int check_page(struct links_extractor *ex, struct links_extractor *ex_req, const char *name)
 {
 	char path[1024];
 	size_t hlen = 0, elen = 0;
@@ -110,6 +112,8 @@ static int check_page(struct links_extractor *ex, const char *name)
 				noindex = true;
 			else if (strcmp(cursor, "@nofollow") == 0)
 				nofollow = true;
+			else if (strcmp(cursor, "@requisites") == 0)
+				ex = ex_req;
 			else if (strncmp(cursor, "@dropped_scheme ", 16) == 0)
 				dropped_scheme = strtol(cursor + 16, NULL, 10);
 		} else if (cursor[0] != '\0' && cursor[0] != '#') {
@@ -189,8 +193,10 @@ static int check_page(struct links_extractor *ex, const char *name)
 
 START_TEST(test_pages)
 {
-	struct links_extractor *ex = NULL;
+	struct links_extractor *ex = NULL, *ex_req = NULL;
+	struct links_config req = { .requisites = true };
 	ck_assert_int_eq(links_extractor_create(NULL, &ex), LINKS_OK);
+	ck_assert_int_eq(links_extractor_create(&req, &ex_req), LINKS_OK);
 	DIR *d = opendir(PAGES_DIR);
 	ck_assert_ptr_nonnull(d);
 	struct dirent *e;
@@ -201,12 +207,13 @@ START_TEST(test_pages)
 			continue;
 		char name[256];
 		snprintf(name, sizeof name, "%.*s", (int)(len - 5), e->d_name);
-		bad += check_page(ex, name);
+		bad += check_page(ex, ex_req, name);
 		pages++;
 	}
 	closedir(d);
 	links_extractor_destroy(ex);
-	ck_assert_int_ge(pages, 10);
+	links_extractor_destroy(ex_req);
+	ck_assert_int_ge(pages, 13);
 	ck_assert_msg(bad == 0, "%d mismatches (see output)", bad);
 }
 END_TEST
@@ -939,6 +946,132 @@ START_TEST(test_tokenizer_limits)
 }
 END_TEST
 
+/* ---- requisites: srcset, CSS, the table off ---- */
+
+struct url_list {
+	char buf[4096];
+	size_t len;
+};
+
+static void list_url(void *ctx, const char *url, size_t len)
+{
+	struct url_list *l = ctx;
+	int n = snprintf(l->buf + l->len, sizeof l->buf - l->len, "%.*s|", (int)len, url);
+	ck_assert(n > 0 && (size_t)n < sizeof l->buf - l->len);
+	l->len += (size_t)n;
+}
+
+static void check_srcset(const char *value, const char *want, size_t want_dropped)
+{
+	struct url_list l = { "", 0 };
+	size_t dropped = embed_srcset_urls(value, strlen(value), list_url, &l);
+	ck_assert_msg(strcmp(l.buf, want) == 0, "srcset \"%s\": want %s got %s", value, want,
+	              l.buf);
+	ck_assert_msg(dropped == want_dropped, "srcset \"%s\": dropped %zu, want %zu", value,
+	              dropped, want_dropped);
+}
+
+START_TEST(test_srcset)
+{
+	check_srcset("", "", 0);
+	check_srcset("  ,, ", "", 0);
+	check_srcset("a.png", "a.png|", 0);
+	check_srcset("a.png 1x, b.png 2x", "a.png|b.png|", 0);
+	check_srcset("a.png 1x,b.png 2x", "a.png|b.png|", 0);
+	/* Commas end a URL only at its end: inside it they are the URL's. */
+	check_srcset("a,b.png 100w, c.png,, d.png", "a,b.png|c.png|d.png|", 0);
+	check_srcset("data:image/png;base64,iVBOR= 1x", "data:image/png;base64,iVBOR=|", 0);
+	/* A comma inside parentheses does not end the descriptors. */
+	check_srcset("a.png 100w (x, y), b.png", "b.png|", 1);
+	/* Invalid descriptors drop the candidate, not the rest. */
+	check_srcset("a.png 1x 2x, b.png 0w, c.png 10h, d.png -1x, e.png 1.5x", "e.png|", 4);
+	check_srcset("a.png 100w 50h, b.png 2.0e1x, c.png 1q, d.png .5x", "a.png|b.png|d.png|", 1);
+	check_srcset("a.png 1.x, b.png 01w", "b.png|", 1);
+	check_srcset("a.png\t1x\n,\fb.png", "a.png|b.png|", 0);
+}
+END_TEST
+
+static void check_css(const char *css, const char *want)
+{
+	struct url_list l = { "", 0 };
+	embed_css_urls(css, strlen(css), list_url, &l);
+	ck_assert_msg(strcmp(l.buf, want) == 0, "css \"%s\": want %s got %s", css, want, l.buf);
+}
+
+START_TEST(test_css_urls)
+{
+	check_css("a{background:url(x.png)}", "x.png|");
+	check_css("a{background:url(  x.png  )}", "x.png|");
+	check_css("a{background:URL(\"x y.png\")}", "x y.png|");
+	check_css("a{b:url('x\\'s.png')}", "x's.png|");
+	check_css("@import 'a.css'; @IMPORT \"b.css\" screen; @import url(c.css);",
+	          "a.css|b.css|c.css|");
+	check_css("@importx 'no.css'; @import/**/'yes.css';", "yes.css|");
+	check_css("/* url(no.png) */ a{} /* open url(no2.png)", "");
+	check_css("a{content:'url(no.png)'} b{content:\"url(no2.png)\"}", "");
+	check_css("a{b:myurl(no.png) url-x(no2.png) url(yes.png)}", "yes.png|");
+	/* Escapes: hex with one optional space, any other character itself. */
+	check_css("a{b:url(\\61 b\\2e png)}", "ab.png|");
+	check_css("a{b:url(a\\(1\\).png)}", "a(1).png|");
+	check_css("a{b:url(\"a\\\nb.png\")}", "ab.png|");
+	check_css("a{b:url(\\0 x)}", "\xEF\xBF\xBDx|");
+	/* Bad urls: a quote, a '(' or a space inside an unquoted one. */
+	check_css("a{b:url(a\"b.png) c:url(a(b.png) d:url(a b.png) e:url(ok.png)}", "ok.png|");
+	/* An unclosed string or url ends at the newline / the end. */
+	check_css("a{b:url(\"x.png\n)} c{d:url(e.png", "e.png|");
+	check_css("a{b:url()} c{d:url('')}", "");
+}
+END_TEST
+
+START_TEST(test_requisites_off)
+{
+	char path[1024];
+	size_t len = 0;
+	snprintf(path, sizeof path, "%s/embeds.html", PAGES_DIR);
+	char *html = slurp(path, &len);
+	ck_assert_ptr_nonnull(html);
+	struct links_extractor *ex = NULL;
+	ck_assert_int_eq(links_extractor_create(NULL, &ex), LINKS_OK);
+	ck_assert_int_eq(links_extract(ex, "http://example.com/dir/page.html", NULL, html, len),
+	                 LINKS_OK);
+	size_t n = 0;
+	const struct link *l = links_result(ex, &n);
+	ck_assert_uint_eq(n, 3); /* link rel=next, the iframe, the a */
+	for (size_t i = 0; i < n; i++)
+		ck_assert(!link_kind_is_embed(l[i].kind));
+	links_extractor_destroy(ex);
+	free(html);
+}
+END_TEST
+
+START_TEST(test_extract_css)
+{
+	struct links_extractor *ex = NULL;
+	ck_assert_int_eq(links_extractor_create(NULL, &ex), LINKS_OK);
+	const char *css = "@import 'print.css';\n"
+	                  "body{background:url(../img/bg.png)}\n"
+	                  "@font-face{src:url(https://fonts.example/f.woff2) format('woff2'),"
+	                  "url(data:font/woff2;base64,AAAA)}\n"
+	                  "i{background:url(/a.png#frag)}";
+	ck_assert_int_eq(links_extract_css(ex, "http://example.com/css/main.css", css, strlen(css)),
+	                 LINKS_OK);
+	size_t n = 0;
+	const struct link *l = links_result(ex, &n);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_str_eq(l[0].url, "http://example.com/css/print.css");
+	ck_assert_str_eq(l[1].url, "http://example.com/img/bg.png");
+	ck_assert_str_eq(l[2].url, "https://fonts.example/f.woff2");
+	ck_assert_str_eq(l[3].url, "http://example.com/a.png");
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_eq(l[i].kind, LINK_CSS_URL);
+	ck_assert_uint_eq(links_page_info(ex)->dropped_scheme, 1);
+	ck_assert_int_eq(links_extract_css(ex, "not a url", css, strlen(css)), LINKS_EINVAL);
+	ck_assert_str_eq(link_kind_name(LINK_CSS_URL), "css-url");
+	ck_assert_str_eq(link_kind_name(LINK_REL), "link");
+	links_extractor_destroy(ex);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("links");
@@ -962,6 +1095,10 @@ int main(void)
 	tcase_add_test(tc, test_nul_in_href);
 	tcase_add_test(tc, test_charset_sniffing);
 	tcase_add_test(tc, test_tokenizer_limits);
+	tcase_add_test(tc, test_srcset);
+	tcase_add_test(tc, test_css_urls);
+	tcase_add_test(tc, test_requisites_off);
+	tcase_add_test(tc, test_extract_css);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -135,6 +135,7 @@ void tw_config_defaults(struct tw_config *cfg)
 	cfg->ips = 4;
 	cfg->http_port = 0;
 	cfg->seed_hosts = -1;
+	cfg->sitemap_max_urls = 50000;
 	memcpy(cfg->domain, "web.test", sizeof "web.test");
 	memcpy(cfg->robots_agent, "badbot", sizeof "badbot");
 	memcpy(cfg->crawl_delay, "1", sizeof "1");
@@ -259,7 +260,7 @@ int tw_host_parse(const struct tw_config *cfg, const char *name, size_t len, lon
 	size_t dl = strlen(cfg->domain);
 	if ((size_t)(end - s) != dl || strncasecmp(s, cfg->domain, dl) != 0)
 		return -1;
-	if (i >= cfg->hosts)
+	if (i >= cfg->hosts + (cfg->requisites ? TW_REQ_CDN_HOSTS : 0))
 		return -1;
 	*idx = i;
 	return 0;
@@ -281,7 +282,7 @@ uint32_t tw_host_addr(const struct tw_config *cfg, long idx)
 
 int tw_robots_kind(const struct tw_config *cfg, long host)
 {
-	if (tw_host_fault(cfg, host) != TW_FAULT_NONE)
+	if (tw_host_fault(cfg, host) != TW_FAULT_NONE || host >= cfg->hosts)
 		return 0;
 	return (int)(((uint64_t)host % 10 + cfg->seed % 10) % 10);
 }
@@ -631,6 +632,103 @@ static int make_redirect(const struct tw_config *cfg, struct tw_resource *res, i
 	return make_simple(res, status);
 }
 
+/* ---------- requisites (--requisites) ---------- */
+
+/* A page's requisites, as page j writes them (requisites_head and
+ * requisites_body) and as page_requisites lists them: a stylesheet of its
+ * host naming more of that host's files and a logo on CDN host 2; a
+ * stylesheet and a script on CDN host 1, whose stylesheet names a font of
+ * its own host (still one hop off the domains) and an image on CDN host
+ * 2 (two hops: not fetched); images with srcset; a style attribute. */
+static void requisites_head(const struct tw_config *cfg, long j, struct sbuf *b)
+{
+	char cdn[128];
+	host_prefix(cfg, cfg->hosts, j % 2 == 1, cdn, sizeof cdn);
+	sb_fmt(b,
+	       "<link rel=\"stylesheet\" href=\"/req/site.css\">\n"
+	       "<link rel=\"stylesheet\" href=\"%s/req/cdn.css\">\n"
+	       "<script src=\"%s/req/lib.js\"></script>\n",
+	       cdn, cdn);
+}
+
+static void requisites_body(long j, struct sbuf *b)
+{
+	sb_fmt(b,
+	       "<img src=\"/req/i%ld.png\" srcset=\"/req/i%ld-2x.png 2x, /req/i%ld-3x.png 3x\" "
+	       "alt=\"\">\n<div style=\"background:url('/req/inline%ld.png')\">&nbsp;</div>\n",
+	       j % 4, j % 4, j % 4, j % 3);
+}
+
+static void req_link(struct tw_link *out, size_t cap, size_t *n, long host, const char *fmt, long v)
+{
+	if (*n >= cap)
+		return;
+	out[*n].host = host;
+	snprintf(out[*n].path, sizeof out[0].path, fmt, v);
+	(*n)++;
+}
+
+/* The requisites of page j of host i, canonical (the BFS's list). */
+static size_t page_requisites(const struct tw_config *cfg, long i, long j, struct tw_link *out,
+                              size_t cap)
+{
+	size_t n = 0;
+	req_link(out, cap, &n, i, "/req/site.css", 0);
+	req_link(out, cap, &n, cfg->hosts, "/req/cdn.css", 0);
+	req_link(out, cap, &n, cfg->hosts, "/req/lib.js", 0);
+	req_link(out, cap, &n, i, "/req/i%ld.png", j % 4);
+	req_link(out, cap, &n, i, "/req/i%ld-2x.png", j % 4);
+	req_link(out, cap, &n, i, "/req/i%ld-3x.png", j % 4);
+	req_link(out, cap, &n, i, "/req/inline%ld.png", j % 3);
+	return n;
+}
+
+/* /req/NAME.EXT on any host: the stylesheets say what they name (as
+ * links); other names are small bodies of their extension's type. */
+static int make_requisite(const struct tw_config *cfg, long i, const char *p, const char *pend,
+                          struct tw_resource *res, struct tw_link *links, size_t cap,
+                          size_t *nlinks)
+{
+	struct sbuf b = { 0 };
+	size_t len = (size_t)(pend - p), n = 0;
+	char far[128];
+	host_prefix(cfg, cfg->hosts + 1, 0, far, sizeof far);
+	res->status = 200;
+	if (len == 13 && memcmp(p, "/req/site.css", 13) == 0) {
+		sb_fmt(&b,
+		       "@import \"print.css\";\nbody { background: url(/req/bg.png) }\n"
+		       "/* url(/req/commented.png) */\n.logo { background: url('%s/req/logo.png') "
+		       "}\n",
+		       far);
+		req_link(links, cap, &n, i, "/req/print.css", 0);
+		req_link(links, cap, &n, i, "/req/bg.png", 0);
+		req_link(links, cap, &n, cfg->hosts + 1, "/req/logo.png", 0);
+	} else if (len == 12 && memcmp(p, "/req/cdn.css", 12) == 0) {
+		sb_fmt(&b,
+		       "@font-face { font-family: f; src: url(font.woff) format('woff') }\n"
+		       ".far { background: url(%s/req/far.png) }\n",
+		       far);
+		req_link(links, cap, &n, i, "/req/font.woff", 0);
+		req_link(links, cap, &n, cfg->hosts + 1, "/req/far.png", 0);
+	} else {
+		sb_fmt(&b, "/* h%ld %.*s */\n", i, (int)len, p);
+	}
+	if (nlinks != NULL)
+		*nlinks = links ? n : 0;
+	const char *dot = memrchr(p, '.', len);
+	size_t el = dot ? (size_t)(pend - dot) : 0;
+	res->content_type = el == 4 && memcmp(dot, ".css", 4) == 0    ? "text/css"
+	                    : el == 3 && memcmp(dot, ".js", 3) == 0   ? "text/javascript"
+	                    : el == 4 && memcmp(dot, ".png", 4) == 0  ? "image/png"
+	                    : el == 5 && memcmp(dot, ".woff", 5) == 0 ? "font/woff"
+	                                                              : NULL;
+	if (res->content_type == NULL) {
+		free(b.p);
+		return make_simple(res, 404);
+	}
+	return finish(&b, res);
+}
+
 static int make_page(const struct tw_config *cfg, long i, long j, struct tw_resource *res,
                      struct tw_link *links, size_t links_cap, size_t *nlinks)
 {
@@ -659,7 +757,11 @@ static int make_page(const struct tw_config *cfg, long i, long j, struct tw_reso
 	       i, j);
 	if (has_base)
 		sb_fmt(&b, "<base href=\"%s%s\">\n", pre, bdir);
+	if (cfg->requisites)
+		requisites_head(cfg, j, &b);
 	sb_fmt(&b, "</head>\n<body>\n<h1>Host h%ld, page %ld</h1>\n", i, j);
+	if (cfg->requisites)
+		requisites_body(j, &b);
 	for (size_t k = 0; k < ls->nh; k++) {
 		filler_html(&b, &fr, chunk);
 		if (ls->is_img[k])
@@ -760,7 +862,14 @@ static int make_robots(const struct tw_config *cfg, long i, struct tw_resource *
 	case 3:
 		sb_fmt(&b, "User-agent: *\nCrawl-delay: %s\nDisallow: /s3/\n", cfg->crawl_delay);
 		break;
-	case 5: sb_fmt(&b, "User-agent: *\nDisallow:\n\nSitemap: %s/sitemap.xml\n", pre); break;
+	case 5:
+		sb_fmt(&b, "User-agent: *\nDisallow:\n\nSitemap: %s/sitemap.xml\n", pre);
+		if (cfg->sitemap_faults)
+			sb_fmt(&b,
+			       "Sitemap: %s/sitemap_big.xml\nSitemap: %s/sitemap_huge.xml\n"
+			       "Sitemap: %s/sitemap_bad.xml\n",
+			       pre, pre, pre);
+		break;
 	case 6:
 		sb_fmt(&b,
 		       "User-agent: *\nAllow: /private/p7.html\nDisallow: /private/\n\n"
@@ -833,7 +942,10 @@ static int make_sitemap(const struct tw_config *cfg, long i, int gz, struct tw_r
 	host_prefix(cfg, i, 0, pre, sizeof pre);
 	sb_str(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 	           "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
-	/* Orphans first: the expected set's BFS takes only the first links. */
+	/* Orphans first: the expected set's BFS takes only the first links
+	 * (and a crawler only the first sitemap_max_urls entries). */
+	if ((long)links_cap > cfg->sitemap_max_urls)
+		links_cap = (size_t)cfg->sitemap_max_urls;
 	for (long j = -TW_ORPHANS; j < cfg->pages && j < 50000 && !b.err; j++) {
 		if (j < 0)
 			snprintf(t, sizeof t, "/o/o%ld.html", j + TW_ORPHANS);
@@ -847,6 +959,40 @@ static int make_sitemap(const struct tw_config *cfg, long i, int gz, struct tw_r
 		sb_gzip(&b);
 	res->status = 200;
 	res->content_type = gz ? "application/gzip" : "application/xml";
+	return finish(&b, res);
+}
+
+/* The faulty sitemaps of --sitemap-faults (kind 5 hosts): "big" lists
+ * TW_BIG_LOCS pages /big/bK.html, "huge" TW_HUGE_LOCS pages /huge/hK.html
+ * padded by comments, "bad" TW_BAD_LOCS pages /bad/bK.html and then a
+ * mismatched end tag (more entries after it are never read). */
+static int make_sitemap_fault(const struct tw_config *cfg, long i, char which,
+                              struct tw_resource *res, struct tw_link *links, size_t links_cap,
+                              size_t *nlinks)
+{
+	struct sbuf b = { 0 };
+	char pre[128], t[160];
+	long n = which == 'b' ? TW_BIG_LOCS : which == 'h' ? TW_HUGE_LOCS : TW_BAD_LOCS + 3;
+	const char *dir = which == 'b' ? "big/b" : which == 'h' ? "huge/h" : "bad/b";
+	if ((long)links_cap > cfg->sitemap_max_urls)
+		links_cap = (size_t)cfg->sitemap_max_urls;
+	host_prefix(cfg, i, 0, pre, sizeof pre);
+	sb_str(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	           "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
+	for (long k = 0; k < n && !b.err; k++) {
+		snprintf(t, sizeof t, "/%s%ld.html", dir, k);
+		if (which == 'x' && k == TW_BAD_LOCS)
+			sb_str(&b, "<url><loc>broken</lo></url>\n");
+		sb_fmt(&b, "<url><loc>%s%s</loc>", pre, t);
+		if (which == 'h')
+			sb_fmt(&b, "<!-- %0240d -->", 0);
+		sb_str(&b, "</url>\n");
+		if (which == 'b' || (which == 'x' && k < TW_BAD_LOCS))
+			sitemap_link(links, links_cap, nlinks, i, t);
+	}
+	sb_str(&b, "</urlset>\n");
+	res->status = 200;
+	res->content_type = "application/xml";
 	return finish(&b, res);
 }
 
@@ -926,8 +1072,14 @@ int tw_resource_get(const struct tw_config *cfg, long host, const char *path, si
 	res->loc.host = -1;
 	if (nlinks != NULL)
 		*nlinks = 0;
-	if (host < 0 || host >= cfg->hosts)
+	if (host < 0 || host >= cfg->hosts + (cfg->requisites ? TW_REQ_CDN_HOSTS : 0))
 		return make_simple(res, 404);
+	if (cfg->requisites && pend - p > 5 && memcmp(p, "/req/", 5) == 0 && q == NULL)
+		return make_requisite(cfg, host, p, pend, res, links, links_cap, nlinks);
+	if (host >= cfg->hosts) /* a CDN host: requisites and robots.txt only */
+		return pend - p == 11 && memcmp(p, "/robots.txt", 11) == 0
+		               ? make_robots(cfg, host, res)
+		               : make_simple(res, 404);
 	j = parse_page(cfg, p, pend);
 	if (q != NULL) {
 		size_t ql = (size_t)(end - q);
@@ -956,6 +1108,22 @@ int tw_resource_get(const struct tw_config *cfg, long host, const char *path, si
 			return make_sitemap_index(cfg, host, res, links, links_cap, nlinks);
 		if ((v = match_num(p, pend, "/o/o", ".html")) >= 0 && v < TW_ORPHANS)
 			return make_orphan(host, v, res);
+		if (cfg->sitemap_faults && kind == 5) {
+			static const char *const names[] = { "/sitemap_big.xml",
+				                             "/sitemap_huge.xml",
+				                             "/sitemap_bad.xml" };
+			for (int k = 0; k < 3; k++)
+				if ((size_t)(pend - p) == strlen(names[k]) &&
+				    memcmp(p, names[k], strlen(names[k])) == 0)
+					return make_sitemap_fault(cfg, host, "bhx"[k], res, links,
+					                          links_cap, nlinks);
+			if (((v = match_num(p, pend, "/big/b", ".html")) >= 0 && v < TW_BIG_LOCS) ||
+			    ((v = match_num(p, pend, "/huge/h", ".html")) >= 0 &&
+			     v < TW_HUGE_LOCS) ||
+			    ((v = match_num(p, pend, "/bad/b", ".html")) >= 0 &&
+			     v < TW_BAD_LOCS + 3))
+				return make_orphan(host, v, res);
+		}
 	}
 	if (pend - p == 12 && memcmp(p, "/sitemap.xml", 12) == 0)
 		return make_simple(res, 404);
@@ -1285,6 +1453,7 @@ static int cmp_str(const void *a, const void *b)
 
 struct qitem {
 	long host;
+	int hops; /* -1: a page or link; else a requisite this many hops off the domains */
 	char path[160];
 };
 
@@ -1304,6 +1473,7 @@ static int queue_push(struct queue *q, long host, const char *path)
 		q->cap = nc;
 	}
 	q->v[q->n].host = host;
+	q->v[q->n].hops = -1;
 	snprintf(q->v[q->n].path, sizeof q->v[0].path, "%s", path);
 	q->n++;
 	return 0;
@@ -1333,35 +1503,108 @@ struct bfs {
 	struct queue *q;
 };
 
-/* A URL was discovered (seed, link or Location): filter it (fault and
- * unknown hosts, robots) and queue it once. The first URL of a host makes
- * the crawler fetch that host's robots.txt, so that line is recorded then.
+static int discover(struct bfs *b, long host, const char *path);
+
+/* The crawler's first contact with a host makes it fetch that host's
+ * robots.txt (and, following sitemaps, those it lists): recorded then.
  * Returns 0, or -1 on allocation failure. */
+static int contact(struct bfs *b, long host)
+{
+	const struct tw_config *cfg = b->cfg;
+	int r = vset_add(b->contacted, host, "");
+	if (r <= 0)
+		return r;
+	int kind = tw_robots_kind(cfg, host);
+	int st = robots_status(kind);
+	if (vset_add(b->seen, host, "/robots.txt") < 0 ||
+	    record(cfg, b->lines, host, "/robots.txt", st) != 0)
+		return -1;
+	/* A crawler that follows sitemaps asks for those robots.txt lists. */
+	if (cfg->sitemaps && (kind == 5 || kind == 6) &&
+	    discover(b, host, kind == 5 ? "/sitemap.xml" : "/sitemap_index.xml") != 0)
+		return -1;
+	if (cfg->sitemaps && cfg->sitemap_faults && kind == 5 &&
+	    (discover(b, host, "/sitemap_big.xml") != 0 ||
+	     discover(b, host, "/sitemap_huge.xml") != 0 ||
+	     discover(b, host, "/sitemap_bad.xml") != 0))
+		return -1;
+	return 0;
+}
+
+/* Queues host's path once unless robots.txt (fetched at the crawler's
+ * first contact with the host) disallows it; hops as in struct qitem.
+ * Returns 0, or -1 on allocation failure. */
+static int enqueue(struct bfs *b, long host, const char *path, int hops)
+{
+	if (contact(b, host) != 0)
+		return -1;
+	if (!robots_allowed(b->cfg, host, b->tok, path))
+		return 0;
+	int r = vset_add(b->seen, host, path);
+	if (r <= 0 || queue_push(b->q, host, path) != 0)
+		return r;
+	b->q->v[b->q->n - 1].hops = hops;
+	return 0;
+}
+
+/* A URL was discovered (seed, link or Location): filter it (fault and
+ * unknown hosts, robots) and queue it once. Returns 0, or -1 on
+ * allocation failure. */
 static int discover(struct bfs *b, long host, const char *path)
 {
 	const struct tw_config *cfg = b->cfg;
 	if (host < 0 || host >= cfg->hosts || tw_host_fault(cfg, host) != TW_FAULT_NONE)
 		return 0;
-	int r = vset_add(b->contacted, host, "");
-	if (r < 0)
-		return -1;
-	if (r == 1) {
-		int kind = tw_robots_kind(cfg, host);
-		int st = robots_status(kind);
-		if (vset_add(b->seen, host, "/robots.txt") < 0 ||
-		    record(cfg, b->lines, host, "/robots.txt", st) != 0)
-			return -1;
-		/* A crawler that follows sitemaps asks for those robots.txt lists. */
-		if (cfg->sitemaps && (kind == 5 || kind == 6) &&
-		    discover(b, host, kind == 5 ? "/sitemap.xml" : "/sitemap_index.xml") != 0)
-			return -1;
-	}
-	if (!robots_allowed(cfg, host, b->tok, path))
+	return enqueue(b, host, path, -1);
+}
+
+/* A requisite named by a page or stylesheet of host `from`, which is
+ * from_hops hops off the domains: queued once when at most one hop off
+ * them (hosts N and up are off; a requisite on the host that named it is
+ * as many hops off as that host's resource was, one on another off host
+ * one more). Returns 0, or -1 on allocation failure. */
+static int discover_requisite(struct bfs *b, long from, int from_hops, long host, const char *path)
+{
+	const struct tw_config *cfg = b->cfg;
+	int hops = host < cfg->hosts ? 0 : host == from ? from_hops : from_hops + 1;
+	if (hops > 1 || host < 0 || host >= cfg->hosts + TW_REQ_CDN_HOSTS ||
+	    tw_host_fault(cfg, host) != TW_FAULT_NONE)
 		return 0;
-	r = vset_add(b->seen, host, path);
-	if (r <= 0)
-		return r;
-	return queue_push(b->q, host, path);
+	return enqueue(b, host, path, hops);
+}
+
+/* What a fetched item leads to: a page's links (and requisites), a
+ * redirect's target, a requisite stylesheet's url()s. */
+static int follow_item(struct bfs *b, const struct qitem *it, const struct tw_resource *res,
+                       const struct tw_link *links, size_t nl)
+{
+	const struct tw_config *cfg = b->cfg;
+	int st = res->status;
+	const char *ct = res->content_type ? res->content_type : "";
+	int html = strncmp(ct, "text/html", 9) == 0;
+	if (it->hops >= 0) {
+		for (size_t k = 0; st == 200 && strcmp(ct, "text/css") == 0 && k < nl; k++)
+			if (discover_requisite(b, it->host, it->hops, links[k].host,
+			                       links[k].path) != 0)
+				return -1;
+		return 0;
+	}
+	if (st == 200 && (html || cfg->sitemaps)) {
+		for (size_t k = 0; k < nl; k++)
+			if (discover(b, links[k].host, links[k].path) != 0)
+				return -1;
+	} else if ((st == 301 || st == 302) && res->loc.host >= 0) {
+		return discover(b, res->loc.host, res->loc.path);
+	}
+	long j = parse_page(cfg, it->path, it->path + strlen(it->path));
+	if (cfg->requisites && st == 200 && html && j >= 0) {
+		struct tw_link req[8];
+		size_t n = page_requisites(cfg, it->host, j, req, 8);
+		for (size_t k = 0; k < n; k++)
+			if (discover_requisite(b, it->host, 0, req[k].host, req[k].path) != 0)
+				return -1;
+	}
+	return 0;
 }
 
 int tw_expected_write(const struct tw_config *cfg, const char *agent, FILE *out)
@@ -1392,21 +1635,11 @@ int tw_expected_write(const struct tw_config *cfg, const char *agent, FILE *out)
 		if (tw_resource_get(cfg, it.host, it.path, strlen(it.path), &res, links, LINKS_MAX,
 		                    &nl) != 0)
 			goto out;
-		int st = res.status;
-		struct tw_link loc = res.loc;
-		int html =
-		        res.content_type != NULL && strncmp(res.content_type, "text/html", 9) == 0;
+		int bad = record(cfg, &lines, it.host, it.path, res.status) != 0 ||
+		          follow_item(&b, &it, &res, links, nl) != 0;
 		tw_resource_clear(&res);
-		if (record(cfg, &lines, it.host, it.path, st) != 0)
+		if (bad)
 			goto out;
-		if (st == 200 && (html || cfg->sitemaps)) {
-			for (size_t k = 0; k < nl; k++)
-				if (discover(&b, links[k].host, links[k].path) != 0)
-					goto out;
-		} else if ((st == 301 || st == 302) && loc.host >= 0) {
-			if (discover(&b, loc.host, loc.path) != 0)
-				goto out;
-		}
 		/* Compact the consumed prefix so the queue stays O(frontier). */
 		if (q.head > 65536 && q.head * 2 > q.n) {
 			memmove(q.v, q.v + q.head, (q.n - q.head) * sizeof *q.v);

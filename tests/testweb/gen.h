@@ -55,7 +55,21 @@ struct tw_config {
 	long fault_host[TW_MAX_FAULTS];
 	enum tw_fault fault_mode[TW_MAX_FAULTS];
 	int sitemaps; /* --expected: the crawler follows robots.txt's sitemaps */
-	int ipv6;     /* hosts on ::1 too (tw_host_stack) */
+	/* Pages embed requisites (images, scripts, stylesheets, on their host
+	 * and on TW_REQ_CDN_HOSTS extra hosts hN and hN+1, N = hosts, which no
+	 * page links), and --expected is for a crawler that fetches them with
+	 * requisites_hops = 1 and the domains restricted to h0..hN-1. */
+	int requisites;
+	/* Hosts with robots kind 5 also list three faulty sitemaps: one over a
+	 * small URL limit (TW_BIG_LOCS entries), one padded past a small byte
+	 * limit (TW_HUGE_LOCS entries of about 300 bytes), one malformed after
+	 * TW_BAD_LOCS entries; --expected follows those a crawler reads with
+	 * sitemap_max_urls = sitemap_max_urls (its entries beyond are not), and
+	 * leaves the padded one's pages out (where a byte limit cuts depends on
+	 * the parser's buffering: the test judges them itself). */
+	int sitemap_faults;
+	long sitemap_max_urls; /* --expected: entries a crawler reads per sitemap */
+	int ipv6;              /* hosts on ::1 too (tw_host_stack) */
 };
 
 /* The address families a host is served over (DNS records and listeners).
@@ -67,6 +81,13 @@ enum tw_stack {
 	TW_STACK_DEAD_V4, /* A 127.0.2.(1 + I % K), where nothing listens, and
 	                      AAAA ::1: a client preferring IPv4 must fall back */
 };
+
+#define TW_BIG_LOCS 40
+#define TW_HUGE_LOCS 100
+#define TW_BAD_LOCS 5
+
+/* Extra hosts a --requisites web serves requisites from. */
+#define TW_REQ_CDN_HOSTS 2
 
 /* A link a page carries, canonical form. host = -1: off the web (unknown
  * host or another domain; never followed). */
@@ -104,7 +125,8 @@ const char *tw_fault_name(enum tw_fault f);
 enum tw_fault tw_host_fault(const struct tw_config *cfg, long host);
 
 /* Host name (case-insensitive, optional ":port" NOT accepted) -> index.
- * Returns 0 and sets *idx, or -1 if the name is not hI.domain with I < N. */
+ * Returns 0 and sets *idx, or -1 if the name is not hI.domain with I < N
+ * (N + TW_REQ_CDN_HOSTS with requisites). */
 int tw_host_parse(const struct tw_config *cfg, const char *name, size_t len, long *idx);
 /* IPv4 address of host idx in host byte order (127.0.1.(1 + idx % ips),
  * 127.0.2.x for TW_STACK_DEAD_V4); 0 for TW_STACK_V6 (no A record). */

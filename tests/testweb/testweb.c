@@ -110,6 +110,16 @@ static const char usage_text[] =
         "  --seed-hosts S      seeds are the front pages of hosts 0..S-1 (default all)\n"
         "  --sitemaps          --expected: for a crawler that follows the sitemaps\n"
         "                      robots.txt lists (and the pages only they list)\n"
+        "  --requisites        pages embed requisites (/req/: stylesheets with url()s,\n"
+        "                      images with srcset, scripts, style attributes) on their\n"
+        "                      host and on two extra hosts hN and hN+1 (N = --hosts)\n"
+        "                      that no page links; --expected is then for a crawler\n"
+        "                      fetching requisites one hop off domains h0..hN-1: hN's\n"
+        "                      stylesheet names hN+1 images it must not fetch\n"
+        "  --sitemap-faults    hosts with robots kind 5 also list sitemap_big.xml\n"
+        "                      (40 entries), sitemap_huge.xml (100 entries of ~300\n"
+        "                      bytes) and sitemap_bad.xml (malformed after 5)\n"
+        "  --sitemap-max-urls N  --expected: a crawler reads N entries per sitemap\n"
         "  --robots-agent NAME agent named in the agent-specific robots.txt groups\n"
         "                      (default badbot)\n"
         "  --crawl-delay SECS  value of Crawl-delay lines (default 1)\n"
@@ -419,6 +429,13 @@ int main(int argc, char **argv)
 			cfg.sitemaps = 1;
 		} else if (strcmp(a, "--ipv6") == 0) {
 			cfg.ipv6 = 1;
+		} else if (strcmp(a, "--requisites") == 0) {
+			cfg.requisites = 1;
+		} else if (strcmp(a, "--sitemap-faults") == 0) {
+			cfg.sitemap_faults = 1;
+		} else if (strcmp(a, "--sitemap-max-urls") == 0) {
+			NUM(1, 100000000);
+			cfg.sitemap_max_urls = n;
 		} else if (strcmp(a, "--seed-hosts") == 0) {
 			NUM(0, 100000000);
 			cfg.seed_hosts = n;

@@ -3,7 +3,7 @@
  * HTML push parser run over the same pages with an empty SAX handler (no
  * tree, no callbacks: what any extractor built on libxml2 must pay).
  *
- * Usage: links_bench [--rounds N] [--no-simhash] LIST
+ * Usage: links_bench [--rounds N] [--no-simhash] [--requisites] LIST
  *   LIST: a file with one HTML file path per line. Every page is loaded into
  *   memory first; each round runs, page by page, the floor then the
  *   extractor; each page keeps its best time of each over the rounds, and
@@ -89,12 +89,15 @@ int main(int argc, char **argv)
 			rounds = (int)v;
 		} else if (strcmp(argv[i], "--no-simhash") == 0) {
 			cfg.no_simhash = true;
+		} else if (strcmp(argv[i], "--requisites") == 0) {
+			cfg.requisites = true;
 		} else {
 			list = argv[i];
 		}
 	}
 	if (!list) {
-		fprintf(stderr, "usage: links_bench [--rounds N] [--no-simhash] LIST\n");
+		fprintf(stderr,
+		        "usage: links_bench [--rounds N] [--no-simhash] [--requisites] LIST\n");
 		return 2;
 	}
 	FILE *lf = fopen(list, "r");
