@@ -20,14 +20,24 @@ the test web's own request log (helpers from crawl_e2e.py).
       fault robotsflaky): its queued URLs are kept, not dropped as
       disallowed; robots.txt is asked again at the next visits, and the
       pages are fetched after it answered, none before.
+  hostile_e2e.py warc-encodings
+      A crawl of a host answering every response chunked (gzip-encoded
+      when the page is in the gzip share) and one answering in brotli (half
+      of it chunked): every record reads back with the strict reader
+      tests/crawler/warc_check.py (HTTP message framed as its headers say,
+      de-chunked where it says chunked, Content-Length equal to the body,
+      both digests), with chunked, gzip and br responses among them.
 """
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from crawl_e2e import TestWeb, crawl, fail  # noqa: E402
+from crawl_e2e import SOURCE, TestWeb, crawl, fail  # noqa: E402
+
+WARC_CHECK = os.path.join(SOURCE, "tests", "crawler", "warc_check.py")
 
 MAX_REDIRECTS = 7
 ROBOTS_CHAIN = 5  # /rr/4 .. /rr/0 after the first 301
@@ -128,14 +138,48 @@ def test_robots_retry():
     print("ok")
 
 
+def test_warc_encodings():
+    work = tempfile.mkdtemp(prefix="e2e-warc-enc-")
+    tw = TestWeb(work, ["--hosts", "4", "--pages", "12", "--ips", "2", "--fault", "h1=chunked",
+                        "--fault", "h2=br"])
+    try:
+        base = "http://h%d.web.test:" + str(tw.http_port) + "/"
+        out = os.path.join(work, "out")
+        stats, el, rss = crawl(tw, out, ["--host-delay", "0", "--ip-delay", "0", "--max-time", "60",
+                                         "--domains", "h1.web.test,h2.web.test"],
+                               timeout=100, seed_urls=[base % 1, base % 2])
+    finally:
+        tw.stop()
+    rows = tw.requests()
+    p = subprocess.run([sys.executable, WARC_CHECK, out], capture_output=True, text=True)
+    print("warc encodings crawl: %.1f s, %d requests; reader: %s" %
+          (el, len(rows), (p.stdout + p.stderr).strip()))
+    if p.returncode != 0:
+        fail("the strict reader rejects the WARC: %s" % (p.stdout + p.stderr).strip())
+    counts = dict(kv.split("=") for kv in p.stdout.split())
+    problems = []
+    if int(counts["response"]) + int(counts["revisit"]) != len(rows):
+        problems.append("%s responses + %s revisits for %d requests" %
+                        (counts["response"], counts["revisit"], len(rows)))
+    for k in ("x-transfer-encoding", "gzip", "br"):
+        if int(counts[k]) == 0:
+            problems.append("no %s response among the records" % k)
+    if problems:
+        fail("; ".join(problems))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
 def main():
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "redirects":
         test_redirects()
     elif what == "robots-retry":
         test_robots_retry()
+    elif what == "warc-encodings":
+        test_warc_encodings()
     else:
-        fail("usage: hostile_e2e.py redirects|robots-retry")
+        fail("usage: hostile_e2e.py redirects|robots-retry|warc-encodings")
 
 
 if __name__ == "__main__":

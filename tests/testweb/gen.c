@@ -114,10 +114,10 @@ __attribute__((format(printf, 2, 3))) static void sb_fmt(struct sbuf *b, const c
 
 /* ---------- configuration ---------- */
 
-static const char *const fault_names[] = {
-	"-",     "slow", "endless", "hugeheaders", "gzipbomb",    "badchunk",
-	"reset", "trap", "429",     "robotsredir", "robotsflaky", "robotsredir6"
-};
+static const char *const fault_names[] = { "-",        "slow",        "endless",     "hugeheaders",
+	                                   "gzipbomb", "badchunk",    "reset",       "trap",
+	                                   "429",      "robotsredir", "robotsflaky", "robotsredir6",
+	                                   "chunked",  "br",          "kaclose" };
 
 const char *tw_fault_name(enum tw_fault f)
 {
