@@ -96,6 +96,7 @@ static const struct key_def keys[] = {
 	KEY("dns", "server", T_STR, dns.server, 0, 1024),
 	KEY("dns", "resolv_conf", T_STR, dns.resolv_conf, 0, 4096),
 	KEY("fetch", "max_redirects", T_UINT, crawl.max_redirects, 0, 255),
+	KEY("fetch", "max_ip_connections", T_UINT, fetch.max_ip_connections, 0, 100000),
 	KEY("dns", "cache_ttl_s", T_UINT, dns.max_ttl_s, 0, 8.64e5),
 	KEY("dns", "timeout_ms", T_UINT, dns.timeout_ms, 10, 600000),
 	KEY("dns", "max_pending", T_UINT, dns.max_pending, 1, 65536),
@@ -206,6 +207,7 @@ int crawl_config_default(struct crawl_config *c)
 	}
 	c->crawl.obey_robots = 1;
 	c->fetch.max_connections = 256;
+	c->fetch.max_ip_connections = 8;
 	c->fetch.total_timeout_ms = 30000;
 	c->fetch.connect_timeout_ms = 10000;
 	c->fetch.low_speed_limit = 100;

@@ -19,6 +19,7 @@
 
 #include <curl/curl.h>
 
+#include "crawler/ip_conns.h"
 #include "frontier/chain.h"
 
 #define FETCH_DEFAULT_MAX_CONN 1024
@@ -42,7 +43,10 @@ struct transfer {
 	bool header_too_big;
 	bool header_ended; /* the blank line closing the last block came */
 	bool refused_private;
-	uint64_t start_hr; /* uv_hrtime at start */
+	bool request_sent;       /* a request went out (a later connect is a re-send) */
+	curl_socket_t opened_fd; /* the last socket this transfer opened */
+	char ip[48];             /* the address the request goes to */
+	uint64_t start_hr;       /* uv_hrtime at start */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -57,6 +61,7 @@ struct fetch_engine {
 	char *ca_file; /* NULL: the system's store */
 	struct transfer *head;
 	struct sock_ctx *socks; /* polls open (not yet uv_close'd) */
+	struct ip_conns *conns; /* open sockets per address */
 	size_t in_flight;
 	size_t open_handles; /* timer + socket polls not yet closed */
 	bool destroying;
@@ -330,6 +335,7 @@ static int on_debug(CURL *easy, curl_infotype type, char *data, size_t size, voi
 	struct transfer *t = userp;
 	if (type == CURLINFO_HEADER_OUT) {
 		struct fetch_result *r = t->res;
+		t->request_sent = true;
 		if (r->request_headers.len + size <= FETCH_REQ_HDR_CAP)
 			buf_append(&r->request_headers, &t->req_alloc, data, size,
 			           FETCH_REQ_HDR_CAP);
@@ -345,7 +351,65 @@ static curl_socket_t on_opensocket(void *userp, curlsocktype purpose, struct cur
 		t->refused_private = true;
 		return CURL_SOCKET_BAD;
 	}
-	return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+	if (t->request_sent) {
+		/* libcurl re-sending on a new connection: not inside the delay */
+		t->res->reuse_dropped = true;
+		return CURL_SOCKET_BAD;
+	}
+	curl_socket_t fd =
+	        socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+	if (fd != CURL_SOCKET_BAD) {
+		ip_conns_opened(t->engine->conns, fd, &address->addr);
+		t->opened_fd = fd;
+	}
+	return fd;
+}
+
+/* CURLOPT_CLOSESOCKETFUNCTION: its data is the engine (a connection
+ * outlives the transfer that opened it). */
+static int on_closesocket(void *userp, curl_socket_t fd)
+{
+	struct fetch_engine *e = userp;
+	ip_conns_closed(e->conns, fd);
+	return close(fd);
+}
+
+struct busy_query {
+	struct fetch_engine *engine;
+	const char *ip;
+};
+
+/* Whether socket fd carries (or is being connected for) a transfer to the
+ * queried address. */
+static bool socket_busy(void *ctx, int fd)
+{
+	const struct busy_query *q = ctx;
+	for (const struct transfer *t = q->engine->head; t != NULL; t = t->next) {
+		curl_socket_t active = CURL_SOCKET_BAD;
+		if (strcmp(t->ip, q->ip) != 0)
+			continue;
+		if (t->opened_fd == fd ||
+		    (curl_easy_getinfo(t->easy, CURLINFO_ACTIVESOCKET, &active) == CURLE_OK &&
+		     active == fd))
+			return true;
+	}
+	return false;
+}
+
+/* Keeps the address of a new transfer under max_ip_connections: shuts
+ * one of its idle connections, or returns true when the transfer must
+ * close its own after use (every connection busy). */
+static bool ip_at_cap(struct fetch_engine *e, const char *ip)
+{
+	struct busy_query q = { e, ip };
+	if (e->cfg.max_ip_connections <= 0 ||
+	    ip_conns_count(e->conns, ip) < (size_t)e->cfg.max_ip_connections)
+		return false;
+	if (ip_conns_shut_idle(e->conns, ip, socket_busy, &q)) {
+		e->stats.idle_conns_shut++;
+		return false;
+	}
+	return true;
 }
 
 static void check_multi_info(struct fetch_engine *e);
@@ -487,6 +551,8 @@ static enum fetch_error map_curl_error(struct transfer *t, CURLcode cc)
 		 * likely cause, whatever max_header_bytes allows. */
 		return t->header_ended ? FETCH_ERR_NOMEM : FETCH_ERR_HEADER_TOO_LARGE;
 	case CURLE_COULDNT_CONNECT:
+		if (t->res->reuse_dropped)
+			return FETCH_ERR_EMPTY_REPLY;
 		return t->refused_private ? FETCH_ERR_PRIVATE_ADDR : FETCH_ERR_CONNECT;
 	case CURLE_OPERATION_TIMEDOUT:
 		if (strstr(t->errbuf, "too slow") != NULL)
@@ -662,6 +728,8 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 	}
 	t->res->user = req->user;
 	t->res->flags = req->flags;
+	t->opened_fd = CURL_SOCKET_BAD;
+	snprintf(t->ip, sizeof(t->ip), "%s", req->ip);
 	t->res->retry_after_s = -1;
 
 	CURL *c = t->easy;
@@ -697,13 +765,15 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 	cc |= curl_easy_setopt(c, CURLOPT_ERRORBUFFER, t->errbuf);
 	cc |= curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
 	cc |= curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, t);
+	cc |= curl_easy_setopt(c, CURLOPT_CLOSESOCKETFUNCTION, on_closesocket);
+	cc |= curl_easy_setopt(c, CURLOPT_CLOSESOCKETDATA, e);
 	cc |= curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, e->cfg.verify_tls ? 1L : 0L);
 	cc |= curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, e->cfg.verify_tls ? 2L : 0L);
 	if (e->ca_file != NULL)
 		cc |= curl_easy_setopt(c, CURLOPT_CAINFO, e->ca_file);
 	if (req->flags & FETCH_FLAG_FRESH)
 		cc |= curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
-	if (req->flags & FETCH_FLAG_NO_REUSE)
+	if ((req->flags & FETCH_FLAG_NO_REUSE) || ip_at_cap(e, req->ip))
 		cc |= curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
 	if (cc != CURLE_OK) {
 		rc = FETCH_ERR_INVALID;
@@ -813,7 +883,8 @@ enum fetch_error fetch_engine_create(uv_loop_t *loop, const struct fetch_config 
 	}
 	e->cfg.ca_file = NULL;
 	e->multi = curl_multi_init();
-	if (e->user_agent == NULL || e->multi == NULL)
+	e->conns = ip_conns_create();
+	if (e->user_agent == NULL || e->multi == NULL || e->conns == NULL)
 		goto out;
 	rc = engine_multi_setup(e);
 	if (rc == FETCH_OK && uv_timer_init(loop, &e->timer) != 0)
@@ -828,6 +899,7 @@ out:
 		if (e != NULL && e->multi != NULL)
 			curl_multi_cleanup(e->multi);
 		if (e != NULL) {
+			ip_conns_destroy(e->conns);
 			free(e->user_agent);
 			free(e->ca_file);
 		}
@@ -858,6 +930,8 @@ void fetch_engine_destroy(struct fetch_engine *e)
 	uv_timer_stop(&e->timer);
 	curl_multi_cleanup(e->multi);
 	e->multi = NULL;
+	ip_conns_destroy(e->conns); /* after curl closed its cached connections */
+	e->conns = NULL;
 	/* Sockets curl did not report removed before going away. */
 	while (e->socks != NULL) {
 		struct sock_ctx *sc = e->socks;

@@ -27,6 +27,19 @@ the test web's own request log (helpers from crawl_e2e.py).
       tests/crawler/warc_check.py (HTTP message framed as its headers say,
       de-chunked where it says chunked, Content-Length equal to the body,
       both digests), with chunked, gzip and br responses among them.
+  hostile_e2e.py ip-connections
+      150 hosts on one address: the most TCP connections the test web saw
+      open to it at once (idle keep-alive ones included) stays within
+      [fetch] max_ip_connections (4 here) plus the one transfer in flight;
+      with the cap off, the same crawl keeps one per host (the test's
+      control), and stats.json counts the idle connections shut.
+  hostile_e2e.py keepalive-close
+      A host that reads a kept-alive connection's second request and
+      closes it unanswered (testweb kaclose): libcurl's immediate re-send
+      on a new connection is refused, the page is re-queued and fetched at
+      the next visit; in the test web's log no two requests to the host
+      are closer than the host delay, every page is answered, and
+      stats.json counts errors.keepalive-closed.
 """
 import os
 import shutil
@@ -170,6 +183,92 @@ def test_warc_encodings():
     print("ok")
 
 
+def max_open(conns_file):
+    """{address: most connections open at once} from the test web's
+    --conns-file."""
+    return dict((a, int(n)) for a, n in (line.split() for line in open(conns_file)))
+
+
+def ip_crawl(cap):
+    work = tempfile.mkdtemp(prefix="e2e-ipconn-")
+    conns = os.path.join(work, "conns")
+    tw = TestWeb(work, ["--hosts", "150", "--pages", "2", "--ips", "1"], ["--conns-file", conns])
+    try:
+        out = os.path.join(work, "out")
+        stats, el, rss = crawl(tw, out, ["--host-delay", "200", "--ip-delay", "0", "--max-time", "60",
+                                         "--set", "fetch.max_ip_connections=%d" % cap], timeout=100)
+    finally:
+        tw.stop()
+    rows = tw.requests()
+    peak = max_open(conns).get("127.0.1.1")
+    print("cap %d: %.1f s, %d requests, %d hosts, at most %s connections open to 127.0.1.1, "
+          "idle_connections_shut %s, errors %s" %
+          (cap, el, len(rows), len(set(r[2] for r in rows)), peak,
+           stats.get("idle_connections_shut"), stats.get("errors")))
+    shutil.rmtree(work, ignore_errors=True)
+    return peak, stats, rows
+
+
+def test_ip_connections():
+    cap = 4
+    peak, stats, rows = ip_crawl(cap)
+    free_peak, free_stats, free_rows = ip_crawl(0)
+    problems = []
+    if peak is None or peak > cap + 1:
+        problems.append("%s connections open at once to one address, cap %d" % (peak, cap))
+    if free_peak is None or free_peak <= 4 * cap:
+        problems.append("control without a cap had only %s connections open: the test shows "
+                        "nothing" % free_peak)
+    if not stats.get("idle_connections_shut"):
+        problems.append("stats.json idle_connections_shut = %s" % stats.get("idle_connections_shut"))
+    if stats.get("errors") != free_stats.get("errors") or len(rows) != len(free_rows):
+        problems.append("the cap changed the crawl: errors %s, %d requests; without it %s, %d" %
+                        (stats.get("errors"), len(rows), free_stats.get("errors"), len(free_rows)))
+    if len(set(r[2] for r in rows)) < 150:
+        problems.append("only %d of 150 hosts crawled" % len(set(r[2] for r in rows)))
+    if problems:
+        fail("; ".join(problems))
+    print("ok")
+
+
+def test_keepalive_close():
+    work = tempfile.mkdtemp(prefix="e2e-kaclose-")
+    delay_ms = 200
+    tw = TestWeb(work, ["--hosts", "3", "--pages", "4", "--ips", "2", "--fault", "h1=kaclose"])
+    try:
+        host = "h1.web.test:%d" % tw.http_port
+        out = os.path.join(work, "out")
+        stats, el, rss = crawl(tw, out, ["--host-delay", str(delay_ms), "--ip-delay", "0",
+                                         "--max-time", "60", "--domains", "h1.web.test",
+                                         "--set", "politeness.visit_budget_ms=5000"],
+                               timeout=100, seed_urls=["http://%s/" % host])
+    finally:
+        tw.stop()
+    rows = [r for r in tw.requests() if r[2] == host]
+    gaps = [(b[0] - a[0]) / 1000.0 for a, b in zip(rows, rows[1:])]
+    dropped = [r for r in rows if r[6] == 0]
+    answered = set(r[5] for r in rows if r[6] != 0)
+    errors = stats.get("errors", {})
+    print("keep-alive close crawl: %.1f s, %d requests (%d closed unanswered), smallest gap %.1f ms; "
+          "errors %s" % (el, len(rows), len(dropped), min(gaps) if gaps else -1, errors))
+    problems = []
+    if not dropped:
+        problems.append("no request was closed unanswered: the fault did not happen")
+    short = [g for g in gaps if g < delay_ms - 1]
+    if short:
+        problems.append("%d gaps under the %d ms delay: %s" % (len(short), delay_ms, short[:5]))
+    lost = set(r[5] for r in dropped) - answered
+    if lost:
+        problems.append("pages never answered: %s" % sorted(lost))
+    if errors.get("keepalive-closed", 0) < len(dropped):
+        problems.append("errors.keepalive-closed = %s for %d dropped" %
+                        (errors.get("keepalive-closed"), len(dropped)))
+    if problems:
+        fail("; ".join(problems))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
 def main():
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "redirects":
@@ -178,8 +277,13 @@ def main():
         test_robots_retry()
     elif what == "warc-encodings":
         test_warc_encodings()
+    elif what == "ip-connections":
+        test_ip_connections()
+    elif what == "keepalive-close":
+        test_keepalive_close()
     else:
-        fail("usage: hostile_e2e.py redirects|robots-retry|warc-encodings")
+        fail("usage: hostile_e2e.py redirects|robots-retry|warc-encodings|ip-connections|"
+             "keepalive-close")
 
 
 if __name__ == "__main__":

@@ -1501,6 +1501,18 @@ static int build_static(struct server *s)
 	return 0;
 }
 
+/* The most connections each address had open at once (idle ones
+ * included), for tests that bound them. */
+static int conns_write(const char *file, const struct server *s)
+{
+	FILE *f = fopen(file, "w");
+	if (f == NULL)
+		return -1;
+	for (int k = 0; k < s->nlis; k++)
+		fprintf(f, "%s %u\n", s->lis[k].ip, s->lis[k].max_open);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
 int tw_server_run(struct tw_config *cfg, const struct tw_server_options *so)
 {
 	struct server s;
@@ -1598,10 +1610,8 @@ out_close:
 		uv_close((uv_handle_t *)&s.dns, on_handle_closed);
 	uv_run(&loop, UV_RUN_DEFAULT);
 out:
-	/* The most connections each address had open at once (idle ones
-	 * included), for tests that bound them. */
-	for (int k = 0; s.log != NULL && k < s.nlis; k++)
-		fprintf(s.log, "#max_open\t%s\t%u\n", s.lis[k].ip, s.lis[k].max_open);
+	if (so->conns_file != NULL && conns_write(so->conns_file, &s) != 0)
+		rc = -1;
 	if (loop_ok && uv_loop_close(&loop) != 0) {
 		fprintf(stderr, "testweb: loop did not close cleanly\n");
 		rc = -1;

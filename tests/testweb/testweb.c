@@ -137,6 +137,8 @@ static const char usage_text[] =
         "  --ttl SECS          TTL of DNS answers (default 60)\n"
         "  --ready-file FILE   when listening, write 'http_port=N\\ndns_port=N\\npid=N\\n'\n"
         "                      to FILE.tmp and rename it to FILE\n"
+        "  --conns-file FILE   at exit, one line per listening address: 'ADDRESS N', N\n"
+        "                      the most connections it had open at once (idle included)\n"
         "  --log FILE          request log, TSV, one line per response:\n"
         "                      time_us conn_id host server_ip method path status body_bytes\n"
         "                      and with models: in_flight rate_1s service_us (requests of\n"
@@ -296,7 +298,8 @@ static int server_option(struct server_args *sa, const char *a, const char *v)
 		        [MAX_REQUEST] = { "--max-request", 256, 16 * 1024 * 1024 },
 		        [IDLE] = { "--idle-ms", 1, 3600000 },
 		        [CACHE] = { "--cache-mb", 0, 1 << 20 } };
-	static const char *const text[] = { "--ready-file", "--log", "--models", "--model" };
+	static const char *const text[] = { "--ready-file", "--log", "--conns-file", "--models",
+		                            "--model" };
 	struct tw_server_options *so = &sa->so;
 	size_t k = 0, t = 0;
 	while (k < NNUM && strcmp(a, num[k].name) != 0)
@@ -313,6 +316,8 @@ static int server_option(struct server_args *sa, const char *a, const char *v)
 		so->ready_file = v;
 	else if (t == 1)
 		so->log_file = v;
+	else if (t == 2)
+		so->conns_file = v;
 	else if (t < sizeof text / sizeof *text)
 		return models_option(sa, a, v) == 0 ? 1 : -1;
 	if (k == NNUM)
