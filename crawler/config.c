@@ -108,6 +108,7 @@ static const struct key_def keys[] = {
 	KEY("frontier", "max_url_len", T_UINT, scope.max_url_len, 16, 8192),
 	KEY("frontier", "max_path_segments", T_UINT, scope.max_path_segments, 1, 10000),
 	KEY("frontier", "max_segment_repeats", T_UINT, scope.max_segment_repeats, 0, 10000),
+	KEY("frontier", "max_query_params", T_UINT, scope.max_query_params, 0, 10000),
 	KEY("sieve", "impl", T_SIEVE_IMPL, sieve.impl, 1, 64),
 	KEY("sieve", "memory", T_SIZE, sieve.memory, 512 * KIB, TIB),
 	KEY("sieve", "buffer_urls", T_UINT, sieve.buffer_urls, 0, 4294967295.0),
@@ -191,6 +192,8 @@ int crawl_config_default(struct crawl_config *c)
 	politeness_config_default(&c->politeness);
 	frontier_config_default(&c->frontier);
 	scope_config_default(&c->scope);
+	/* Traps (calendars, session IDs) end at a host's budget by default. */
+	c->frontier.max_urls_per_host = 100000;
 	url_options_init(&c->url);
 	c->crawl.user_agent = strdup(DEFAULT_UA);
 	c->frontier.spill_dir = strdup(""); /* "": the output folder */

@@ -278,6 +278,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 		{ "left", STAT_U64, &fs->urls_queued, 0 },
 		{ "disk_bytes", STAT_U64, &fs->disk_bytes, 0 },
 		{ "refills", STAT_U64, &fs->refills, 0 },
+		{ "rejected_budget", STAT_U64, &fs->rejected_budget, 0 },
 	};
 	const struct stat_entry sieve_e[] = {
 		{ "impl", STAT_STR, impl, 0 },

@@ -40,6 +40,14 @@ the test web's own request log (helpers from crawl_e2e.py).
       the next visit; in the test web's log no two requests to the host
       are closer than the host delay, every page is answered, and
       stats.json counts errors.keepalive-closed.
+  hostile_e2e.py traps
+      A calendar trap (testweb trap) and a session-ID trap (testweb
+      session: every page links a new ?sid= and the same with eleven more
+      parameters), with no max_depth: the crawl ends by itself, each trap
+      host gets at most [frontier] max_urls_per_host requests (60 here;
+      default.conf must ship both trap rules on), stats.json counts
+      frontier.rejected_budget and scope_rejected.too-many-params, and no
+      URL with more than max_query_params parameters is requested.
 """
 import os
 import shutil
@@ -269,6 +277,66 @@ def test_keepalive_close():
     print("ok")
 
 
+def default_conf():
+    """{key: value} of configs/default.conf (section names dropped)."""
+    out = {}
+    for line in open(os.path.join(SOURCE, "configs", "default.conf")):
+        k, eq, v = line.partition("=")
+        if eq and not line.startswith("#"):
+            out[k.strip()] = v.strip()
+    return out
+
+
+def test_traps():
+    budget = 60
+    conf = default_conf()
+    problems = []
+    for k in ("max_urls_per_host", "max_query_params"):
+        if int(conf.get(k, "0")) == 0:
+            problems.append("default.conf: %s = %s, the trap rule is off by default" % (k, conf.get(k)))
+    work = tempfile.mkdtemp(prefix="e2e-traps-")
+    tw = TestWeb(work, ["--hosts", "4", "--pages", "5", "--ips", "2", "--fault", "h1=trap",
+                        "--fault", "h2=session"])
+    try:
+        base = "http://h%d.web.test:" + str(tw.http_port) + "/"
+        out = os.path.join(work, "out")
+        stats, el, rss = crawl(tw, out, ["--host-delay", "20", "--ip-delay", "0", "--max-time", "90",
+                                         "--domains", "h1.web.test,h2.web.test",
+                                         "--set", "frontier.max_urls_per_host=%d" % budget],
+                               timeout=120, seed_urls=[base % 1, base % 2])
+    finally:
+        tw.stop()
+    rows = tw.requests()
+    per_host = {}
+    for r in rows:
+        if r[5] != "/robots.txt":
+            per_host[r[2].split(".")[0]] = per_host.get(r[2].split(".")[0], 0) + 1
+    cal = [r for r in rows if r[5].startswith("/cal/")]
+    sess = [r for r in rows if r[5].startswith("/sess?")]
+    many = [r[5] for r in rows if r[5].count("&") >= 10]
+    rejected = stats["frontier"].get("rejected_budget")
+    params = stats.get("scope_rejected", {}).get("too-many-params")
+    print("traps crawl: %.1f s; requests per host %s; %d calendar, %d session pages; "
+          "rejected_budget %s, too-many-params %s" % (el, per_host, len(cal), len(sess), rejected, params))
+    if el > 60:
+        problems.append("the crawl ran %.1f s: the traps did not end" % el)
+    if not cal or not sess:
+        problems.append("the traps were not entered (%d calendar, %d session pages)" % (len(cal), len(sess)))
+    over = dict((h, n) for h, n in per_host.items() if n > budget)
+    if over:
+        problems.append("hosts past the %d-URL budget: %s" % (budget, over))
+    if not rejected:
+        problems.append("stats.json frontier.rejected_budget = %s" % rejected)
+    if not params:
+        problems.append("stats.json scope_rejected.too-many-params = %s" % params)
+    if many:
+        problems.append("URLs with over 10 parameters requested: %s" % many[:3])
+    if problems:
+        fail("; ".join(problems))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
 def main():
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "redirects":
@@ -281,9 +349,11 @@ def main():
         test_ip_connections()
     elif what == "keepalive-close":
         test_keepalive_close()
+    elif what == "traps":
+        test_traps()
     else:
         fail("usage: hostile_e2e.py redirects|robots-retry|warc-encodings|ip-connections|"
-             "keepalive-close")
+             "keepalive-close|traps")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,8 @@ enum tw_fault {
 	TW_FAULT_ROBOTSREDIR6, /* robotsredir with 6 redirects (one past RFC 9309's 5) */
 	TW_FAULT_CHUNKED,      /* every response chunked (gzip when accepted) */
 	TW_FAULT_BR,           /* 200s in Content-Encoding br when accepted, half chunked */
-	TW_FAULT_KACLOSE       /* a kept-alive connection's second request: closed unanswered */
+	TW_FAULT_KACLOSE,      /* a kept-alive connection's second request: closed unanswered */
+	TW_FAULT_SESSION       /* normal host plus a session-ID trap /sess?sid=N */
 };
 
 /* Parsed once from the command line; copied by nobody, read by everyone. */

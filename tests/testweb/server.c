@@ -1170,7 +1170,7 @@ static void answer_request(struct conn *c, int gz, int head)
 		int fault = f != TW_FAULT_NONE && f != TW_FAULT_TRAP && f != TW_FAULT_ROBOTSREDIR &&
 		            f != TW_FAULT_ROBOTSREDIR6 && f != TW_FAULT_ROBOTSFLAKY &&
 		            f != TW_FAULT_CHUNKED && f != TW_FAULT_BR && f != TW_FAULT_KACLOSE &&
-		            !robots;
+		            f != TW_FAULT_SESSION && !robots;
 		if (f == TW_FAULT_KACLOSE && c->served > 0) {
 			conn_close(c); /* logged with status 0 */
 			return;
