@@ -283,6 +283,30 @@ static char *header_value(const struct fetch_buf *h, const char *name, bool all)
 	return out;
 }
 
+void fetch_headers_read(struct fetch_result *r, time_t now)
+{
+	free(r->content_type);
+	free(r->content_encoding);
+	free(r->location);
+	r->content_type = header_value(&r->response_headers, "Content-Type", false);
+	r->content_encoding = header_value(&r->response_headers, "Content-Encoding", true);
+	r->location = header_value(&r->response_headers, "Location", false);
+	char *ra = header_value(&r->response_headers, "Retry-After", false);
+	r->retry_after_s = -1;
+	if (ra != NULL) {
+		char *end = NULL;
+		long v = strtol(ra, &end, 10); /* LONG_MAX past it: saturated */
+		if (end != ra && *end == '\0' && v >= 0) {
+			r->retry_after_s = v;
+		} else {
+			time_t when = curl_getdate(ra, NULL);
+			if (when != (time_t)-1)
+				r->retry_after_s = when > now ? (long)(when - now) : 0;
+		}
+		free(ra);
+	}
+}
+
 static int64_t now_unix_ms(void)
 {
 	struct timespec ts;
@@ -606,25 +630,7 @@ static void transfer_finish(struct fetch_engine *e, struct transfer *t, CURLcode
 		r->http2 = version == CURL_HTTP_VERSION_2_0;
 	if (curl_easy_getinfo(t->easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip != NULL)
 		snprintf(r->ip, sizeof(r->ip), "%s", ip);
-	r->content_type = header_value(&r->response_headers, "Content-Type", false);
-	r->content_encoding = header_value(&r->response_headers, "Content-Encoding", true);
-	r->location = header_value(&r->response_headers, "Location", false);
-	char *ra = header_value(&r->response_headers, "Retry-After", false);
-	r->retry_after_s = -1;
-	if (ra != NULL) {
-		char *end = NULL;
-		long v = strtol(ra, &end, 10);
-		if (end != ra && *end == '\0' && v >= 0) {
-			r->retry_after_s = v;
-		} else {
-			time_t when = curl_getdate(ra, NULL);
-			if (when != (time_t)-1) {
-				time_t now = time(NULL);
-				r->retry_after_s = when > now ? (long)(when - now) : 0;
-			}
-		}
-		free(ra);
-	}
+	fetch_headers_read(r, time(NULL));
 	r->end_unix_ms = now_unix_ms();
 	r->total_ms = (uv_hrtime() - t->start_hr) / 1000000u;
 	if (r->error == FETCH_OK)

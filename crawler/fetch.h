@@ -55,6 +55,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <uv.h>
 
@@ -205,6 +206,18 @@ void fetch_engine_stats(const struct fetch_engine *engine, struct fetch_stats *o
  * freed by the last close callback. NULL is a no-op.
  */
 void fetch_engine_destroy(struct fetch_engine *engine);
+
+/*
+ * Reads the header fields the crawler acts on from r->response_headers
+ * (a raw block: status line, then "Name: value" lines; any bytes):
+ * content_type, location (the first line's value), content_encoding (every
+ * line's, ", "-joined), retry_after_s (delay-seconds, saturated at
+ * LONG_MAX, or an HTTP-date as seconds after now, 0 if past; -1 if absent
+ * or neither). Values are trimmed of spaces, tabs and a final CR; what r
+ * held in those fields is freed first. A field out of memory reads as
+ * absent.
+ */
+void fetch_headers_read(struct fetch_result *r, time_t now);
 
 /* Frees a result and its buffers. NULL is a no-op. */
 void fetch_result_free(struct fetch_result *res);
