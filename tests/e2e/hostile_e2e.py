@@ -159,18 +159,29 @@ def test_robots_retry():
     print("ok")
 
 
-def test_warc_encodings():
-    work = tempfile.mkdtemp(prefix="e2e-warc-enc-")
-    tw = TestWeb(work, ["--hosts", "4", "--pages", "12", "--ips", "2", "--fault", "h1=chunked",
-                        "--fault", "h2=br"])
+def fault_pair_crawl(prefix, pages, faults, extra, max_time):
+    """A crawl of hosts h1 and h2 of a 4-host test web with the given
+    faults (h1=MODE, h2=MODE), seeded with their front pages:
+    (work folder, output folder, stopped test web, stats, seconds)."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    args = ["--hosts", "4", "--pages", str(pages), "--ips", "2"]
+    for f in faults:
+        args += ["--fault", f]
+    tw = TestWeb(work, args)
     try:
         base = "http://h%d.web.test:" + str(tw.http_port) + "/"
         out = os.path.join(work, "out")
-        stats, el, rss = crawl(tw, out, ["--host-delay", "0", "--ip-delay", "0", "--max-time", "60",
-                                         "--domains", "h1.web.test,h2.web.test"],
-                               timeout=100, seed_urls=[base % 1, base % 2])
+        stats, el, rss = crawl(tw, out, ["--ip-delay", "0", "--max-time", str(max_time),
+                                         "--domains", "h1.web.test,h2.web.test"] + extra,
+                               timeout=max_time + 30, seed_urls=[base % 1, base % 2])
     finally:
         tw.stop()
+    return work, out, tw, stats, el
+
+
+def test_warc_encodings():
+    work, out, tw, stats, el = fault_pair_crawl("e2e-warc-enc-", 12, ["h1=chunked", "h2=br"],
+                                                ["--host-delay", "0"], 60)
     rows = tw.requests()
     p = subprocess.run([sys.executable, WARC_CHECK, out], capture_output=True, text=True)
     print("warc encodings crawl: %.1f s, %d requests; reader: %s" %
@@ -294,18 +305,9 @@ def test_traps():
     for k in ("max_urls_per_host", "max_query_params"):
         if int(conf.get(k, "0")) == 0:
             problems.append("default.conf: %s = %s, the trap rule is off by default" % (k, conf.get(k)))
-    work = tempfile.mkdtemp(prefix="e2e-traps-")
-    tw = TestWeb(work, ["--hosts", "4", "--pages", "5", "--ips", "2", "--fault", "h1=trap",
-                        "--fault", "h2=session"])
-    try:
-        base = "http://h%d.web.test:" + str(tw.http_port) + "/"
-        out = os.path.join(work, "out")
-        stats, el, rss = crawl(tw, out, ["--host-delay", "20", "--ip-delay", "0", "--max-time", "90",
-                                         "--domains", "h1.web.test,h2.web.test",
-                                         "--set", "frontier.max_urls_per_host=%d" % budget],
-                               timeout=120, seed_urls=[base % 1, base % 2])
-    finally:
-        tw.stop()
+    work, out, tw, stats, el = fault_pair_crawl(
+        "e2e-traps-", 5, ["h1=trap", "h2=session"],
+        ["--host-delay", "20", "--set", "frontier.max_urls_per_host=%d" % budget], 90)
     rows = tw.requests()
     per_host = {}
     for r in rows:
