@@ -398,26 +398,38 @@ static int on_closesocket(void *userp, curl_socket_t fd)
 	return close(fd);
 }
 
-struct busy_query {
-	struct fetch_engine *engine;
-	const char *ip;
+/* The sockets of the transfers in flight to one address: each carries
+ * (or is being connected for) a transfer, so it is not idle. */
+#define BUSY_MAX 64
+struct busy_set {
+	size_t n;
+	curl_socket_t fd[BUSY_MAX];
 };
 
-/* Whether socket fd carries (or is being connected for) a transfer to the
- * queried address. */
 static bool socket_busy(void *ctx, int fd)
 {
-	const struct busy_query *q = ctx;
-	for (const struct transfer *t = q->engine->head; t != NULL; t = t->next) {
-		curl_socket_t active = CURL_SOCKET_BAD;
-		if (strcmp(t->ip, q->ip) != 0)
-			continue;
-		if (t->opened_fd == fd ||
-		    (curl_easy_getinfo(t->easy, CURLINFO_ACTIVESOCKET, &active) == CURLE_OK &&
-		     active == fd))
+	const struct busy_set *b = ctx;
+	for (size_t i = 0; i < b->n; i++)
+		if (b->fd[i] == fd)
 			return true;
-	}
 	return false;
+}
+
+/* Fills b; false when more transfers to ip are in flight than it holds. */
+static bool busy_collect(const struct fetch_engine *e, const char *ip, struct busy_set *b)
+{
+	b->n = 0;
+	for (const struct transfer *t = e->head; t != NULL; t = t->next) {
+		curl_socket_t active = CURL_SOCKET_BAD;
+		if (strcmp(t->ip, ip) != 0)
+			continue;
+		if (b->n + 2 > BUSY_MAX)
+			return false;
+		b->fd[b->n++] = t->opened_fd;
+		if (curl_easy_getinfo(t->easy, CURLINFO_ACTIVESOCKET, &active) == CURLE_OK)
+			b->fd[b->n++] = active;
+	}
+	return true;
 }
 
 /* Keeps the address of a new transfer under max_ip_connections: shuts
@@ -425,11 +437,11 @@ static bool socket_busy(void *ctx, int fd)
  * close its own after use (every connection busy). */
 static bool ip_at_cap(struct fetch_engine *e, const char *ip)
 {
-	struct busy_query q = { e, ip };
+	struct busy_set busy;
 	if (e->cfg.max_ip_connections <= 0 ||
 	    ip_conns_count(e->conns, ip) < (size_t)e->cfg.max_ip_connections)
 		return false;
-	if (ip_conns_shut_idle(e->conns, ip, socket_busy, &q)) {
+	if (busy_collect(e, ip, &busy) && ip_conns_shut_idle(e->conns, ip, socket_busy, &busy)) {
 		e->stats.idle_conns_shut++;
 		return false;
 	}
