@@ -46,8 +46,9 @@ the test web's own request log (helpers from crawl_e2e.py).
       parameters), with no max_depth: the crawl ends by itself, each trap
       host gets at most [frontier] max_urls_per_host requests (60 here;
       default.conf must ship both trap rules on), stats.json counts
-      frontier.rejected_budget and scope_rejected.too-many-params, and no
-      URL with more than max_query_params parameters is requested.
+      frontier.rejected_budget and scope_rejected.too-many-params, no URL
+      with more than max_query_params parameters is requested, and no two
+      requests to a host are closer than the 20 ms host delay.
 """
 import os
 import shutil
@@ -202,6 +203,20 @@ def test_warc_encodings():
     print("ok")
 
 
+def short_gaps(rows, delay_ms):
+    """Gaps (ms) between consecutive requests to one host, from the test
+    web's log, shorter than delay_ms: {host: [gap, ...]}."""
+    by_host = {}
+    for r in rows:
+        by_host.setdefault(r[2], []).append(r[0])
+    out = {}
+    for host, ts in by_host.items():
+        gaps = [(b - a) / 1000.0 for a, b in zip(ts, ts[1:]) if (b - a) / 1000.0 < delay_ms - 1]
+        if gaps:
+            out[host] = gaps
+    return out
+
+
 def max_open(conns_file):
     """{address: most connections open at once} from the test web's
     --conns-file."""
@@ -273,7 +288,7 @@ def test_keepalive_close():
     problems = []
     if not dropped:
         problems.append("no request was closed unanswered: the fault did not happen")
-    short = [g for g in gaps if g < delay_ms - 1]
+    short = short_gaps(rows, delay_ms).get(host, [])
     if short:
         problems.append("%d gaps under the %d ms delay: %s" % (len(short), delay_ms, short[:5]))
     lost = set(r[5] for r in dropped) - answered
@@ -333,6 +348,9 @@ def test_traps():
         problems.append("stats.json scope_rejected.too-many-params = %s" % params)
     if many:
         problems.append("URLs with over 10 parameters requested: %s" % many[:3])
+    short = short_gaps(rows, 20)
+    if short:
+        problems.append("requests closer than the 20 ms host delay: %s" % short)
     if problems:
         fail("; ".join(problems))
     shutil.rmtree(work, ignore_errors=True)
