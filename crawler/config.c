@@ -106,6 +106,7 @@ static const struct key_def keys[] = {
 	KEY("dns", "server", T_STR, dns.server, 0, 1024),
 	KEY("dns", "resolv_conf", T_STR, dns.resolv_conf, 0, 4096),
 	KEY("fetch", "max_redirects", T_UINT, crawl.max_redirects, 0, 255),
+	KEY("fetch", "max_ip_connections", T_UINT, fetch.max_ip_connections, 0, 100000),
 	KEY("dns", "cache_ttl_s", T_UINT, dns.max_ttl_s, 0, 8.64e5),
 	KEY("dns", "timeout_ms", T_UINT, dns.timeout_ms, 10, 600000),
 	KEY("dns", "max_pending", T_UINT, dns.max_pending, 1, 65536),
@@ -118,6 +119,7 @@ static const struct key_def keys[] = {
 	KEY("frontier", "max_url_len", T_UINT, scope.max_url_len, 16, 8192),
 	KEY("frontier", "max_path_segments", T_UINT, scope.max_path_segments, 1, 10000),
 	KEY("frontier", "max_segment_repeats", T_UINT, scope.max_segment_repeats, 0, 10000),
+	KEY("frontier", "max_query_params", T_UINT, scope.max_query_params, 0, 10000),
 	KEY("sieve", "impl", T_SIEVE_IMPL, sieve.impl, 1, 64),
 	KEY("sieve", "memory", T_SIZE, sieve.memory, 512 * KIB, TIB),
 	KEY("sieve", "buffer_urls", T_UINT, sieve.buffer_urls, 0, 4294967295.0),
@@ -202,6 +204,8 @@ int crawl_config_default(struct crawl_config *c)
 	politeness_config_default(&c->politeness);
 	frontier_config_default(&c->frontier);
 	scope_config_default(&c->scope);
+	/* Traps (calendars, session IDs) end at a host's budget by default. */
+	c->frontier.max_urls_per_host = 100000;
 	url_options_init(&c->url);
 	c->crawl.user_agent = strdup(DEFAULT_UA);
 	c->frontier.spill_dir = strdup(""); /* "": the output folder */
@@ -221,6 +225,7 @@ int crawl_config_default(struct crawl_config *c)
 	}
 	c->crawl.obey_robots = 1;
 	c->fetch.max_connections = 256;
+	c->fetch.max_ip_connections = 8;
 	c->fetch.total_timeout_ms = 30000;
 	c->fetch.connect_timeout_ms = 10000;
 	c->fetch.low_speed_limit = 100;

@@ -192,6 +192,7 @@ static size_t error_entries(const struct crawl_stats *s, const struct crawl_stat
 		REASON("sieve-meta-dropped", STAT_ATOMIC, &s->ac.meta_dropped),
 		REASON("redirect-dropped", STAT_U64, &s->redirect_dropped),
 		REASON("redirect-limit", STAT_U64, &s->redirect_limit),
+		REASON("keepalive-closed", STAT_U64, &s->reuse_retries),
 		REASON("robots-redirect-limit", STAT_U64, &s->robots_redirect_limit),
 		REASON("robots-unreachable", STAT_U64, &s->robots_unreachable),
 		REASON("emit-dropped", STAT_ATOMIC, &s->ac.emit_dropped),
@@ -294,6 +295,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 		{ "left", STAT_U64, &fs->urls_queued, 0 },
 		STAT_OF(STAT_U64, fs, disk_bytes),
 		STAT_OF(STAT_U64, fs, refills),
+		STAT_OF(STAT_U64, fs, rejected_budget),
 	};
 	const struct stat_entry sieve_e[] = {
 		{ "impl", STAT_STR, impl, 0 },
@@ -364,6 +366,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 		{ "errors", STAT_OBJECT, &errors, 0 },
 		{ "scope_rejected", STAT_OBJECT, &scope, 0 },
 		STAT_OF(STAT_U64, s, redirects),
+		{ "idle_connections_shut", STAT_U64, &src->fetch.idle_conns_shut, 0 },
 		{ "near_duplicates", STAT_ATOMIC, &s->ac.near_dups, 0 },
 		{ "parsed", STAT_ATOMIC, &s->ac.parsed, 0 },
 		{ "links", STAT_ATOMIC, &s->ac.links, 0 },

@@ -65,6 +65,8 @@ struct crawl_stats {
 	uint64_t pages_started, pages_done, requests, bytes, robots_fetches;
 	uint64_t robots_disallowed, redirects, redirect_dropped;
 	uint64_t redirect_limit;        /* redirects not followed: [fetch] max_redirects */
+	uint64_t reuse_retries;         /* requests re-queued after a reused connection
+	                                   closed unanswered (fetch.h reuse_dropped) */
 	uint64_t robots_redirect_limit; /* robots.txt chains cut at ROBOTS_MAX_REDIRECTS */
 	uint64_t robots_unreachable;    /* robots.txt 5xx/429/network error: retried */
 	uint64_t status_other;          /* statuses outside 0..CRAWL_STATS_STATUS_MAX-1 */

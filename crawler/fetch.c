@@ -20,6 +20,7 @@
 
 #include <curl/curl.h>
 
+#include "crawler/ip_conns.h"
 #include "frontier/chain.h"
 #include "frontier/ipaddr.h"
 
@@ -44,8 +45,11 @@ struct transfer {
 	bool header_too_big;
 	bool header_ended; /* the blank line closing the last block came */
 	bool refused_private;
-	bool proxied;      /* connects to the proxy, not to the host */
-	uint64_t start_hr; /* uv_hrtime at start */
+	bool proxied;            /* connects to the proxy, not to the host */
+	uint64_t start_hr;       /* uv_hrtime at start */
+	bool request_sent;       /* a request went out (a later connect is a re-send) */
+	curl_socket_t opened_fd; /* the last socket this transfer opened */
+	char ip[48];             /* the address the request goes to */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -61,6 +65,7 @@ struct fetch_engine {
 	struct proxy *proxy;
 	struct transfer *head;
 	struct sock_ctx *socks; /* polls open (not yet uv_close'd) */
+	struct ip_conns *conns; /* open sockets per address */
 	size_t in_flight;
 	size_t open_handles; /* timer + socket polls not yet closed */
 	bool destroying;
@@ -282,6 +287,30 @@ static char *header_value(const struct fetch_buf *h, const char *name, bool all)
 	return out;
 }
 
+void fetch_headers_read(struct fetch_result *r, time_t now)
+{
+	free(r->content_type);
+	free(r->content_encoding);
+	free(r->location);
+	r->content_type = header_value(&r->response_headers, "Content-Type", false);
+	r->content_encoding = header_value(&r->response_headers, "Content-Encoding", true);
+	r->location = header_value(&r->response_headers, "Location", false);
+	char *ra = header_value(&r->response_headers, "Retry-After", false);
+	r->retry_after_s = -1;
+	if (ra != NULL) {
+		char *end = NULL;
+		long v = strtol(ra, &end, 10); /* LONG_MAX past it: saturated */
+		if (end != ra && *end == '\0' && v >= 0) {
+			r->retry_after_s = v;
+		} else {
+			time_t when = curl_getdate(ra, NULL);
+			if (when != (time_t)-1)
+				r->retry_after_s = when > now ? (long)(when - now) : 0;
+		}
+		free(ra);
+	}
+}
+
 static int64_t now_unix_ms(void)
 {
 	struct timespec ts;
@@ -334,6 +363,7 @@ static int on_debug(CURL *easy, curl_infotype type, char *data, size_t size, voi
 	struct transfer *t = userp;
 	if (type == CURLINFO_HEADER_OUT) {
 		struct fetch_result *r = t->res;
+		t->request_sent = true;
 		if (r->request_headers.len + size <= FETCH_REQ_HDR_CAP)
 			buf_append(&r->request_headers, &t->req_alloc, data, size,
 			           FETCH_REQ_HDR_CAP);
@@ -350,7 +380,77 @@ static curl_socket_t on_opensocket(void *userp, curlsocktype purpose, struct cur
 		t->refused_private = true;
 		return CURL_SOCKET_BAD;
 	}
-	return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+	if (t->request_sent) {
+		/* libcurl re-sending on a new connection: not inside the delay */
+		t->res->reuse_dropped = true;
+		return CURL_SOCKET_BAD;
+	}
+	curl_socket_t fd =
+	        socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+	if (fd != CURL_SOCKET_BAD) {
+		ip_conns_opened(t->engine->conns, fd, &address->addr);
+		t->opened_fd = fd;
+	}
+	return fd;
+}
+
+/* CURLOPT_CLOSESOCKETFUNCTION: its data is the engine (a connection
+ * outlives the transfer that opened it). */
+static int on_closesocket(void *userp, curl_socket_t fd)
+{
+	struct fetch_engine *e = userp;
+	ip_conns_closed(e->conns, fd);
+	return close(fd);
+}
+
+/* The sockets of the transfers in flight to one address: each carries
+ * (or is being connected for) a transfer, so it is not idle. */
+#define BUSY_MAX 64
+struct busy_set {
+	size_t n;
+	curl_socket_t fd[BUSY_MAX];
+};
+
+static bool socket_busy(void *ctx, int fd)
+{
+	const struct busy_set *b = ctx;
+	for (size_t i = 0; i < b->n; i++)
+		if (b->fd[i] == fd)
+			return true;
+	return false;
+}
+
+/* Fills b; false when more transfers to ip are in flight than it holds. */
+static bool busy_collect(const struct fetch_engine *e, const char *ip, struct busy_set *b)
+{
+	b->n = 0;
+	for (const struct transfer *t = e->head; t != NULL; t = t->next) {
+		curl_socket_t active = CURL_SOCKET_BAD;
+		if (strcmp(t->ip, ip) != 0)
+			continue;
+		if (b->n + 2 > BUSY_MAX)
+			return false;
+		b->fd[b->n++] = t->opened_fd;
+		if (curl_easy_getinfo(t->easy, CURLINFO_ACTIVESOCKET, &active) == CURLE_OK)
+			b->fd[b->n++] = active;
+	}
+	return true;
+}
+
+/* Keeps the address of a new transfer under max_ip_connections: shuts
+ * one of its idle connections, or returns true when the transfer must
+ * close its own after use (every connection busy). */
+static bool ip_at_cap(struct fetch_engine *e, const char *ip)
+{
+	struct busy_set busy;
+	if (e->cfg.max_ip_connections <= 0 ||
+	    ip_conns_count(e->conns, ip) < (size_t)e->cfg.max_ip_connections)
+		return false;
+	if (busy_collect(e, ip, &busy) && ip_conns_shut_idle(e->conns, ip, socket_busy, &busy)) {
+		e->stats.idle_conns_shut++;
+		return false;
+	}
+	return true;
 }
 
 static void check_multi_info(struct fetch_engine *e);
@@ -492,6 +592,8 @@ static enum fetch_error map_curl_error(struct transfer *t, CURLcode cc)
 		 * likely cause, whatever max_header_bytes allows. */
 		return t->header_ended ? FETCH_ERR_NOMEM : FETCH_ERR_HEADER_TOO_LARGE;
 	case CURLE_COULDNT_CONNECT:
+		if (t->res->reuse_dropped)
+			return FETCH_ERR_EMPTY_REPLY;
 		return t->refused_private ? FETCH_ERR_PRIVATE_ADDR : FETCH_ERR_CONNECT;
 	case CURLE_OPERATION_TIMEDOUT:
 		if (strstr(t->errbuf, "too slow") != NULL)
@@ -545,25 +647,7 @@ static void transfer_finish(struct fetch_engine *e, struct transfer *t, CURLcode
 		r->http2 = version == CURL_HTTP_VERSION_2_0;
 	if (curl_easy_getinfo(t->easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip != NULL)
 		snprintf(r->ip, sizeof(r->ip), "%s", ip);
-	r->content_type = header_value(&r->response_headers, "Content-Type", false);
-	r->content_encoding = header_value(&r->response_headers, "Content-Encoding", true);
-	r->location = header_value(&r->response_headers, "Location", false);
-	char *ra = header_value(&r->response_headers, "Retry-After", false);
-	r->retry_after_s = -1;
-	if (ra != NULL) {
-		char *end = NULL;
-		long v = strtol(ra, &end, 10);
-		if (end != ra && *end == '\0' && v >= 0) {
-			r->retry_after_s = v;
-		} else {
-			time_t when = curl_getdate(ra, NULL);
-			if (when != (time_t)-1) {
-				time_t now = time(NULL);
-				r->retry_after_s = when > now ? (long)(when - now) : 0;
-			}
-		}
-		free(ra);
-	}
+	fetch_headers_read(r, time(NULL));
 	r->end_unix_ms = now_unix_ms();
 	r->total_ms = (uv_hrtime() - t->start_hr) / 1000000u;
 	if (r->error == FETCH_OK)
@@ -670,6 +754,8 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 	}
 	t->res->user = req->user;
 	t->res->flags = req->flags;
+	t->opened_fd = CURL_SOCKET_BAD;
+	snprintf(t->ip, sizeof(t->ip), "%s", req->ip);
 	t->res->retry_after_s = -1;
 
 	CURL *c = t->easy;
@@ -714,13 +800,15 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 	cc |= curl_easy_setopt(c, CURLOPT_ERRORBUFFER, t->errbuf);
 	cc |= curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
 	cc |= curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, t);
+	cc |= curl_easy_setopt(c, CURLOPT_CLOSESOCKETFUNCTION, on_closesocket);
+	cc |= curl_easy_setopt(c, CURLOPT_CLOSESOCKETDATA, e);
 	cc |= curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, e->cfg.verify_tls ? 1L : 0L);
 	cc |= curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, e->cfg.verify_tls ? 2L : 0L);
 	if (e->ca_file != NULL)
 		cc |= curl_easy_setopt(c, CURLOPT_CAINFO, e->ca_file);
 	if (req->flags & FETCH_FLAG_FRESH)
 		cc |= curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
-	if (req->flags & FETCH_FLAG_NO_REUSE)
+	if ((req->flags & FETCH_FLAG_NO_REUSE) || ip_at_cap(e, req->ip))
 		cc |= curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
 	if (cc != CURLE_OK) {
 		rc = FETCH_ERR_INVALID;
@@ -835,7 +923,8 @@ enum fetch_error fetch_engine_create(uv_loop_t *loop, const struct fetch_config 
 	}
 	e->cfg.proxy = e->cfg.no_proxy = NULL;
 	e->multi = curl_multi_init();
-	if (e->user_agent == NULL || e->multi == NULL)
+	e->conns = ip_conns_create();
+	if (e->user_agent == NULL || e->multi == NULL || e->conns == NULL)
 		goto out;
 	rc = engine_multi_setup(e);
 	if (rc == FETCH_OK && uv_timer_init(loop, &e->timer) != 0)
@@ -850,6 +939,7 @@ out:
 		if (e != NULL && e->multi != NULL)
 			curl_multi_cleanup(e->multi);
 		if (e != NULL) {
+			ip_conns_destroy(e->conns);
 			free(e->user_agent);
 			free(e->ca_file);
 			proxy_destroy(e->proxy);
@@ -881,6 +971,8 @@ void fetch_engine_destroy(struct fetch_engine *e)
 	uv_timer_stop(&e->timer);
 	curl_multi_cleanup(e->multi);
 	e->multi = NULL;
+	ip_conns_destroy(e->conns); /* after curl closed its cached connections */
+	e->conns = NULL;
 	/* Sockets curl did not report removed before going away. */
 	while (e->socks != NULL) {
 		struct sock_ctx *sc = e->socks;

@@ -24,6 +24,16 @@
  *  - at most max_connections transfers are in flight; start returns
  *    FETCH_ERR_BUSY beyond that (back-pressure, not growth).
  *  - redirects are never followed; Location is reported.
+ *  - at most max_ip_connections connections to one address stay open,
+ *    idle keep-alive ones included (ip_conns.h): a transfer to an address
+ *    at the cap first shuts down one of its idle connections, or when all
+ *    are busy closes its own after use (CURLOPT_FORBID_REUSE). So the open
+ *    connections of an address number at most max(cap, transfers to it in
+ *    flight + 1).
+ *  - a request is sent once per transfer: libcurl re-sends a request on a
+ *    new connection at once when a reused one closed before answering;
+ *    that connect is refused, and the result is FETCH_ERR_EMPTY_REPLY with
+ *    reuse_dropped set, for the caller to retry after its politeness delay.
  *  - body capped at max_body_bytes (the transfer is cut and marked truncated,
  *    not failed); header block capped at max_header_bytes (failure), and
  *    curl's own caps (a 100 KiB line, a 300 KiB block) fail the same way:
@@ -49,6 +59,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <uv.h>
 
@@ -86,6 +97,8 @@ struct fetch_config {
 	size_t max_header_bytes;     /* 0 -> 64 KiB; more fails the fetch */
 	long max_conn_age_s;         /* keep-alive reuse window; 0 -> 118 */
 	long max_host_connections;   /* CURLMOPT_MAX_HOST_CONNECTIONS; 0 = no cap */
+	long max_ip_connections;     /* open connections per address, idle
+	                                included; 0 = no cap */
 	const char *user_agent;      /* copied; NULL -> "crawler/0.1" */
 	bool allow_private_networks; /* tests and local crawls set it */
 	bool verify_tls;             /* verify peer certificates and host names
@@ -135,6 +148,10 @@ struct fetch_result {
 	                                      header blocks are curl's rendering
 	                                      ("HTTP/2 200", "GET / HTTP/2") */
 	bool truncated;                    /* body cut at max_body_bytes */
+	bool reuse_dropped;                /* a reused connection closed before
+	                                      answering and libcurl's immediate
+	                                      re-send was refused (error
+	                                      EMPTY_REPLY): retry after a delay */
 	struct fetch_buf request_headers;  /* request line + headers as sent */
 	struct fetch_buf response_headers; /* status line + headers, raw; with
 	                                      1xx blocks dropped */
@@ -184,7 +201,8 @@ struct fetch_stats {
 	uint64_t failed;    /* done called with an error */
 	uint64_t refused;   /* starts refused (private address, busy, ...) */
 	uint64_t truncated;
-	uint64_t bytes; /* body bytes received */
+	uint64_t bytes;           /* body bytes received */
+	uint64_t idle_conns_shut; /* idle connections shut at an address's cap */
 };
 void fetch_engine_stats(const struct fetch_engine *engine, struct fetch_stats *out);
 
@@ -197,6 +215,18 @@ void fetch_engine_stats(const struct fetch_engine *engine, struct fetch_stats *o
  * freed by the last close callback. NULL is a no-op.
  */
 void fetch_engine_destroy(struct fetch_engine *engine);
+
+/*
+ * Reads the header fields the crawler acts on from r->response_headers
+ * (a raw block: status line, then "Name: value" lines; any bytes):
+ * content_type, location (the first line's value), content_encoding (every
+ * line's, ", "-joined), retry_after_s (delay-seconds, saturated at
+ * LONG_MAX, or an HTTP-date as seconds after now, 0 if past; -1 if absent
+ * or neither). Values are trimmed of spaces, tabs and a final CR; what r
+ * held in those fields is freed first. A field out of memory reads as
+ * absent.
+ */
+void fetch_headers_read(struct fetch_result *r, time_t now);
 
 /* Frees a result and its buffers. NULL is a no-op. */
 void fetch_result_free(struct fetch_result *res);

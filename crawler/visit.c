@@ -19,6 +19,9 @@
 #include "frontier/array.h"
 
 #define HOST_BLOCK_BITS 12
+/* Re-queues in a row of a host's pages whose reused connection closed
+ * unanswered; the next such failure stands as an error. */
+#define VISIT_MAX_REUSE_DROPS 3
 
 enum visit_state {
 	VISIT_IDLE = 0, /* not held */
@@ -32,11 +35,13 @@ enum visit_state {
 enum host_dns { HOST_DNS_NONE = 0, HOST_DNS_PENDING, HOST_DNS_OK, HOST_DNS_FAILED };
 
 struct host_state {
-	uint8_t dns;      /* enum host_dns */
-	uint8_t state;    /* enum visit_state */
-	uint8_t outcome;  /* enum visit_kind so far */
-	uint8_t families; /* family_bit()s of the usable addresses DNS gave */
-	uint8_t failed;   /* family_bit()s a connect failed on (fallback) */
+	uint8_t dns;         /* enum host_dns */
+	uint8_t state;       /* enum visit_state */
+	uint8_t outcome;     /* enum visit_kind so far */
+	uint8_t families;    /* family_bit()s of the usable addresses DNS gave */
+	uint8_t failed;      /* family_bit()s a connect failed on (fallback) */
+	uint8_t reuse_drops; /* pages re-queued in a row after a reused
+	                        connection closed unanswered */
 	uint32_t visit_requests;
 	uint32_t visit_max_urls;
 	uint64_t visit_start_us;
@@ -765,10 +770,15 @@ static void count_result(struct visit *v, struct host_state *hs, const struct fe
 	if (res->error != FETCH_OK) {
 		if ((size_t)res->error < CRAWL_STATS_ERRORS)
 			s->fetch_errors[res->error]++;
-		if (res->error != FETCH_ERR_CANCELLED)
+		/* A reused connection the server closed: no error of the host's;
+		 * the visit ends and the next waits the usual delay. */
+		if (res->reuse_dropped && hs->outcome == VISIT_OK)
+			hs->outcome = VISIT_RETRY_LATER;
+		else if (res->error != FETCH_ERR_CANCELLED)
 			hs->outcome = VISIT_ERROR;
 		return;
 	}
+	hs->reuse_drops = 0;
 	if (res->status >= 0 && res->status < CRAWL_STATS_STATUS_MAX)
 		s->status[res->status]++;
 	else
@@ -783,11 +793,28 @@ static void count_result(struct visit *v, struct host_state *hs, const struct fe
 	}
 }
 
+/* A page whose reused connection closed before answering (libcurl's
+ * immediate re-send refused, fetch.h): back at the front of its queue, to
+ * be fetched at the host's next visit, after the politeness delay. */
+static void page_requeue(struct visit *v, struct req *q, const char *via)
+{
+	struct host_state *hs = host_state(v, q->host);
+	if (hs->reuse_drops >= VISIT_MAX_REUSE_DROPS)
+		return;
+	if (frontier_unpop(v->p.frontier, q->host, q->url, strlen(q->url), via, strlen(via),
+	                   frontier_depth_pack(q->depth, (uint32_t)q->redirects)) == FRONTIER_OK) {
+		hs->reuse_drops++;
+		v->p.stats->reuse_retries++;
+	}
+}
+
 /* A page (not robots.txt): its redirect, whether to parse it. */
 static void page_result(struct visit *v, struct req *q, struct fetch_result *res,
                         struct crawl_job *j, int *follow)
 {
 	v->p.stats->pages_done++;
+	if (res->reuse_dropped && !*v->p.stopping)
+		page_requeue(v, q, j->via ? j->via : "");
 	frontier_host_account(v->p.frontier, q->host, 1, res->body.len);
 	if (res->error == FETCH_OK && res->status >= 300 && res->status < 400 && res->location) {
 		int crawlable;

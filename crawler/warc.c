@@ -6,6 +6,7 @@
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -571,6 +572,65 @@ static enum warc_error h2_block_as_http11(const uint8_t *h, size_t len, uint8_t 
 	return WARC_OK;
 }
 
+/* 1 if the header line [l, le) is the field name (case-insensitive). */
+static int field_is(const uint8_t *l, const uint8_t *le, const char *name)
+{
+	size_t n = strlen(name);
+	return (size_t)(le - l) > n && l[n] == ':' && strncasecmp((const char *)l, name, n) == 0;
+}
+
+/* A response header block that describes the body as stored. libcurl
+ * removes the chunked transfer coding, so a block that said
+ * "Transfer-Encoding: chunked" would make a reader de-chunk bytes that are
+ * not chunked. Each Transfer-Encoding line is kept renamed
+ * X-Crawler-Transfer-Encoding, a Content-Length beside it (which HTTP says
+ * to ignore then) X-Crawler-Content-Length, and "Content-Length: body_len"
+ * goes before the blank line. *out is a new buffer the caller frees, or
+ * NULL when the block has no Transfer-Encoding. */
+static enum warc_error block_as_stored(const uint8_t *h, size_t len, uint64_t body_len,
+                                       uint8_t **out, size_t *out_len)
+{
+	static const char pfx[] = "X-Crawler-";
+	const size_t np = sizeof(pfx) - 1;
+	const uint8_t *end = h != NULL ? h + len : NULL;
+	size_t te = 0, cl = 0, at = 0;
+	char add[48];
+	*out = NULL;
+	for (const uint8_t *l = h; l != NULL && l < end;) {
+		const uint8_t *nl = memchr(l, '\n', (size_t)(end - l));
+		const uint8_t *le = nl != NULL ? nl + 1 : end;
+		te += field_is(l, le, "Transfer-Encoding");
+		cl += field_is(l, le, "Content-Length");
+		l = le;
+	}
+	if (te == 0)
+		return WARC_OK;
+	int an = snprintf(add, sizeof(add), "Content-Length: %llu\r\n",
+	                  (unsigned long long)body_len);
+	*out_len = len + (te + cl) * np + (size_t)an;
+	*out = malloc(*out_len);
+	if (*out == NULL)
+		return WARC_ERR_NOMEM;
+	for (const uint8_t *l = h; l < end;) {
+		const uint8_t *nl = memchr(l, '\n', (size_t)(end - l));
+		const uint8_t *le = nl != NULL ? nl + 1 : end;
+		int blank = le - l <= 2 && (l[0] == '\r' || l[0] == '\n');
+		if (blank) {
+			memcpy(*out + at, add, (size_t)an);
+			at += (size_t)an;
+		} else if (field_is(l, le, "Transfer-Encoding") ||
+		           field_is(l, le, "Content-Length")) {
+			memcpy(*out + at, pfx, np);
+			at += np;
+		}
+		memcpy(*out + at, l, (size_t)(le - l));
+		at += (size_t)(le - l);
+		l = le;
+	}
+	*out_len = at; /* a block cut before its blank line gets no Content-Length */
+	return WARC_OK;
+}
+
 /* The records of one fetch (warc_writer_write_fetch makes it all or
  * nothing). A response to remember for revisits is returned in *remember
  * (its id, date and payload digest in resp_id, date, pd); the caller enters
@@ -705,10 +765,17 @@ enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc
 		if (resp11 != NULL)
 			f11.response_headers = resp11;
 	}
+	uint8_t *stored = NULL;
+	if (rc == WARC_OK)
+		rc = block_as_stored(f11.response_headers, f11.response_headers_len, f11.body_len,
+		                     &stored, &f11.response_headers_len);
+	if (stored != NULL)
+		f11.response_headers = stored;
 	if (rc == WARC_OK)
 		rc = write_fetch_records(w, &f11, where, revisit, resp_id, date, pd, &remember);
 	free(req11);
 	free(resp11);
+	free(stored);
 	if (rc == WARC_OK && fflush(w->f) != 0) {
 		w->first_error_errno = errno;
 		rc = WARC_ERR_IO;

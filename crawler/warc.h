@@ -17,6 +17,15 @@
  * version of its request and status lines rewritten, nothing else), as
  * other WARC writers do, so HTTP/1.1 readers replay it.
  *
+ * The response block's headers describe the body stored: libcurl removes
+ * the chunked transfer coding (the body stored is the entity body, still
+ * content-encoded), so a "Transfer-Encoding" line is stored renamed
+ * "X-Crawler-Transfer-Encoding", a Content-Length beside it
+ * "X-Crawler-Content-Length", and "Content-Length: <stored bytes>" is
+ * added; a strict reader then reads the message as stored. The
+ * WARC-Payload-Digest is over that entity body (WARC 1.1: transfer coding
+ * removed, content coding kept).
+ *
  * Invariants: a file is rotated before a record would start past
  * max_file_bytes (a record is never split; a file always holds at least one
  * record after its warcinfo); the digest table is bounded (digest_entries;

@@ -26,6 +26,7 @@ struct scope {
 	uint32_t max_url_len;
 	uint32_t max_path_segments;
 	uint32_t max_segment_repeats;
+	uint32_t max_query_params;
 	uint64_t counts[SCOPE_VERDICT_COUNT];
 };
 
@@ -35,6 +36,7 @@ void scope_config_default(struct scope_config *c)
 	c->max_url_len = 2048;
 	c->max_path_segments = 32;
 	c->max_segment_repeats = 3;
+	c->max_query_params = 10;
 }
 
 static void free_list(char **l, size_t n)
@@ -108,6 +110,7 @@ enum scope_err scope_create(const struct scope_config *c, struct scope **out)
 	s->max_url_len = c->max_url_len;
 	s->max_path_segments = c->max_path_segments;
 	s->max_segment_repeats = c->max_segment_repeats;
+	s->max_query_params = c->max_query_params;
 	*out = s;
 	s = NULL;
 out:
@@ -148,6 +151,27 @@ static int port_ok(const char *url, size_t host_end, size_t authority_end)
 			return 0;
 	}
 	return port != 0;
+}
+
+/* Whether the query starting at url[q] ('?', or q == len: none) and
+ * ending at '#' or len holds more than max non-empty '&'-separated
+ * parameters. */
+static int url_params_over(const char *url, size_t q, size_t len, uint32_t max)
+{
+	uint32_t n = 0;
+	int in_param = 0;
+	if (q >= len || url[q] != '?')
+		return 0;
+	for (size_t i = q + 1; i < len && url[i] != '#'; i++) {
+		if (url[i] == '&') {
+			in_param = 0;
+		} else if (!in_param) {
+			in_param = 1;
+			if (++n > max)
+				return 1;
+		}
+	}
+	return 0;
 }
 
 static enum scope_verdict verdict(struct scope *s, enum scope_verdict v)
@@ -208,6 +232,8 @@ static enum scope_verdict check(struct scope *s, const char *url, size_t len, ui
 		nseg++;
 		i = j;
 	}
+	if (s->max_query_params != 0 && url_params_over(url, pe, len, s->max_query_params))
+		return verdict(s, SCOPE_TOO_MANY_PARAMS);
 	if (s->max_segment_repeats >= 2) {
 		for (i = 0; i < nseg; i++) {
 			uint32_t seen = 1;
@@ -262,6 +288,7 @@ const char *scope_verdict_name(enum scope_verdict v)
 	case SCOPE_REPEATED_SEGMENT: return "repeated-segment";
 	case SCOPE_INVALID_HOST: return "invalid-host";
 	case SCOPE_BAD_PORT: return "bad-port";
+	case SCOPE_TOO_MANY_PARAMS: return "too-many-params";
 	case SCOPE_VERDICT_COUNT: break;
 	}
 	return "unknown";

@@ -18,7 +18,10 @@
  *   5. path segments <= max_path_segments;
  *   6. no non-empty path segment occurring max_segment_repeats or more times
  *      anywhere in the path (e.g. /a/b/a/c/a with the default 3): calendar and
- *      relative-link loops.
+ *      relative-link loops;
+ *   7. query parameters ('&'-separated, empty ones skipped) <=
+ *      max_query_params: links that append a parameter on every page
+ *      (filters, sorts, session and tracking stacks) end there.
  * Each rejection is counted per reason.
  *
  * The scope is immutable after creation except its counters, which are
@@ -42,7 +45,8 @@ enum scope_verdict {
 	SCOPE_REPEATED_SEGMENT = 6,  /* a segment repeated max_segment_repeats+ times */
 	SCOPE_INVALID_HOST = 7,      /* host is no IP literal and no valid DNS name */
 	SCOPE_BAD_PORT = 8,          /* port 0 (or not 1..65535) */
-	SCOPE_VERDICT_COUNT = 9
+	SCOPE_TOO_MANY_PARAMS = 9,   /* more than max_query_params query parameters */
+	SCOPE_VERDICT_COUNT = 10
 };
 
 enum scope_err {
@@ -60,6 +64,7 @@ struct scope_config {
 	uint32_t max_url_len;         /* default 2048 */
 	uint32_t max_path_segments;   /* default 32 */
 	uint32_t max_segment_repeats; /* default 3; 0 disables the rule */
+	uint32_t max_query_params;    /* default 10; 0 disables the rule */
 };
 
 struct scope;

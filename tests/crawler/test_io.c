@@ -168,6 +168,62 @@ START_TEST(warc_roundtrip)
 }
 END_TEST
 
+/* The uncompressed text of the files PREFIX-*.warc.gz (NUL-terminated). */
+static void warc_text(const char *prefix, char *text, size_t cap)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "zcat %s/%s-*.warc.gz", tmpdir, prefix);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	size_t n = fread(text, 1, cap - 1, p);
+	text[n] = '\0';
+	pclose(p);
+}
+
+START_TEST(warc_transfer_encoding)
+{
+	/* libcurl de-chunks: the stored headers say what the stored body is.
+	 * Transfer-Encoding (and a Content-Length beside it) are kept under
+	 * X-Crawler- names and Content-Length gives the stored length; the
+	 * payload digest is over the entity body. */
+	struct warc_writer *w = NULL;
+	struct warc_config cfg = { .dir = tmpdir, .prefix = "te", .no_revisits = true };
+	ck_assert_int_eq(warc_writer_open(&cfg, &w), WARC_OK);
+	const char req[] = "GET /a HTTP/1.1\r\nHost: h.test\r\n\r\n";
+	const char hdr[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+	                   "Content-Length: 5\r\nContent-Type: text/html\r\n\r\n";
+	const char plain[] = "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n";
+	struct warc_fetch f = { .url = "http://h.test/a",
+		                .date_unix_ms = 1700000000000,
+		                .request_headers = req,
+		                .request_len = sizeof(req) - 1,
+		                .response_headers = hdr,
+		                .response_headers_len = sizeof(hdr) - 1,
+		                .body = "hello world",
+		                .body_len = 11 };
+	ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, NULL), WARC_OK);
+	f.url = "http://h.test/b";
+	f.response_headers = plain;
+	f.response_headers_len = sizeof(plain) - 1;
+	ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, NULL), WARC_OK);
+	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+	const char *line = check_dir();
+	ck_assert_int_eq(field(line, "response"), 2);
+	ck_assert_int_eq(field(line, "x-transfer-encoding"), 1);
+	ck_assert_int_eq(field(line, "chunked"), 0);
+	char text[8192];
+	warc_text("te", text, sizeof(text));
+	ck_assert_ptr_nonnull(strstr(text, "\r\n\r\nHTTP/1.1 200 OK\r\n"
+	                                   "X-Crawler-Transfer-Encoding: chunked\r\n"
+	                                   "X-Crawler-Content-Length: 5\r\n"
+	                                   "Content-Type: text/html\r\n"
+	                                   "Content-Length: 11\r\n\r\nhello world"));
+	/* A block without Transfer-Encoding is stored byte for byte. */
+	ck_assert_ptr_nonnull(strstr(text, "\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n"
+	                                   "hello world"));
+}
+END_TEST
+
 START_TEST(warc_http2_as_http11)
 {
 	/* An HTTP/2 exchange in curl's rendering is written as HTTP/1.1 with
@@ -204,13 +260,8 @@ START_TEST(warc_http2_as_http11)
 	ck_assert_int_eq(field(line, "response"), 2);
 	ck_assert_int_eq(field(line, "h2"), 2);
 	/* The rewritten lines, byte for byte. */
-	char cmd[600], text[8192];
-	snprintf(cmd, sizeof(cmd), "zcat %s/h2-*.warc.gz", tmpdir);
-	FILE *p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	size_t n = fread(text, 1, sizeof(text) - 1, p);
-	text[n] = '\0';
-	pclose(p);
+	char text[8192];
+	warc_text("h2", text, sizeof(text));
 	ck_assert_ptr_nonnull(strstr(text, "WARC-Protocol: h2\r\n"));
 	ck_assert_ptr_nonnull(strstr(text, "WARC-Protocol: http/1.1\r\n"));
 	ck_assert_ptr_nonnull(strstr(text, "\r\n\r\nGET /a HTTP/1.1\r\nHost: h.test\r\n"));
@@ -454,6 +505,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, sha1_vectors);
 	tcase_add_test(tc, warc_roundtrip);
+	tcase_add_test(tc, warc_transfer_encoding);
 	tcase_add_test(tc, warc_http2_as_http11);
 	tcase_add_test(tc, warc_reader_detects_corruption);
 	tcase_add_test(tc, crawl_log_lines);

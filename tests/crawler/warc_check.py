@@ -5,7 +5,12 @@ Usage: warc_check.py DIR
 Reads every *.warc.gz in DIR, checks that each file is a sequence of gzip
 members holding exactly one record each, that the first record is warcinfo,
 that Content-Length matches the block, that WARC-Block-Digest and
-WARC-Payload-Digest (sha1, base32) verify, that request/response records
+WARC-Payload-Digest (sha1, base32) verify, that every response's HTTP
+message reads strictly (a status line, header fields that are tokens and
+CRLF lines, a body framed as its headers say: a Transfer-Encoding body is
+de-chunked, a Content-Length matches the body unless WARC-Truncated, a gzip
+Content-Encoding inflates) and its WARC-Payload-Digest is over the entity
+body (transfer coding removed, content coding kept), that request/response records
 point at each other with WARC-Concurrent-To, and that revisits refer to a
 response seen earlier, and that request/response/revisit records name
 their protocol (WARC-Protocol h2 or http/1.1) and carry an HTTP/1.1
@@ -55,10 +60,97 @@ def parse_record(data):
     return fields, block
 
 
+TCHAR = set(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def http_fields(head, rid):
+    """The header lines of an HTTP message head (after its start line) as
+    (lowercase name, value) pairs; raises on anything but token: value."""
+    out = []
+    for line in head.split(b"\r\n")[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not name or any(ch not in TCHAR for ch in name):
+            raise ValueError("bad HTTP header line %r in %s" % (line[:60], rid))
+        if b"\r" in value or b"\n" in value:
+            raise ValueError("bare CR or LF in a header of %s" % rid)
+        out.append((name.decode().lower(), value.strip().decode("latin-1")))
+    return out
+
+
+def dechunk(body, rid):
+    """The body of a chunked message, strictly (RFC 9112 7.1)."""
+    out, pos = bytearray(), 0
+    while True:
+        eol = body.find(b"\r\n", pos)
+        if eol < 0:
+            raise ValueError("chunk size line without CRLF in %s" % rid)
+        size_s = body[pos:eol].split(b";", 1)[0].strip()
+        if not size_s or any(ch not in b"0123456789abcdefABCDEF" for ch in size_s):
+            raise ValueError("bad chunk size %r in %s" % (body[pos:eol][:40], rid))
+        size, pos = int(size_s, 16), eol + 2
+        if size == 0:
+            break
+        if body[pos + size:pos + size + 2] != b"\r\n":
+            raise ValueError("chunk of %d bytes not followed by CRLF in %s" % (size, rid))
+        out += body[pos:pos + size]
+        pos += size + 2
+    while True:  # trailer fields, then the final CRLF
+        eol = body.find(b"\r\n", pos)
+        if eol < 0:
+            raise ValueError("chunked body without its final CRLF in %s" % rid)
+        if eol == pos:
+            break
+        pos = eol + 2
+    if eol + 2 != len(body):
+        raise ValueError("%d bytes after the last chunk in %s" % (len(body) - eol - 2, rid))
+    return bytes(out)
+
+
+def check_http_response(fields, block, counts):
+    """A response record's HTTP message, read as a strict reader would;
+    returns the entity body."""
+    rid = fields["warc-record-id"]
+    sep = block.find(b"\r\n\r\n")
+    if sep < 0:
+        raise ValueError("no HTTP header end in %s" % rid)
+    head, body = block[:sep], block[sep + 4:]
+    status = head.split(b"\r\n", 1)[0].split(b" ")
+    if len(status) < 2 or len(status[1]) != 3 or not status[1].isdigit():
+        raise ValueError("bad status line in %s" % rid)
+    hf = http_fields(head, rid)
+    te = [v for n, v in hf if n == "transfer-encoding"]
+    cl = [v for n, v in hf if n == "content-length"]
+    ce = ",".join(v for n, v in hf if n == "content-encoding").replace(" ", "").lower()
+    truncated = fields.get("warc-truncated") is not None
+    counts["x-transfer-encoding"] += any(n == "x-crawler-transfer-encoding" for n, v in hf)
+    if te:
+        if te[-1].split(",")[-1].strip().lower() != "chunked":
+            raise ValueError("Transfer-Encoding %r does not end in chunked in %s" % (te, rid))
+        if cl:
+            raise ValueError("both Transfer-Encoding and Content-Length in %s" % rid)
+        counts["chunked"] += 1
+        if not truncated:
+            body = dechunk(body, rid)
+    elif cl:
+        if len(set(cl)) != 1 or not cl[0].isdigit():
+            raise ValueError("bad Content-Length %r in %s" % (cl, rid))
+        n = int(cl[0])
+        if len(body) > n or (len(body) < n and not truncated):
+            raise ValueError("Content-Length %d, body %d bytes in %s" % (n, len(body), rid))
+    if ce in ("gzip", "x-gzip"):
+        counts["gzip"] += 1
+        if not truncated:
+            zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(body)
+    elif ce == "br":
+        counts["br"] += 1
+    return body
+
+
 def main():
     files = sorted(glob.glob(os.path.join(sys.argv[1], "*.warc.gz")))
     counts = {"files": len(files), "records": 0, "warcinfo": 0, "request": 0,
-              "response": 0, "revisit": 0, "truncated": 0, "h2": 0}
+              "response": 0, "revisit": 0, "truncated": 0, "h2": 0, "chunked": 0,
+              "x-transfer-encoding": 0, "gzip": 0, "br": 0}
     ids = {}
     concurrent = []
     refers = []
@@ -101,6 +193,7 @@ def main():
                     raise ValueError("no HTTP header end")
                 payload = block[sep + 4:]
                 if t == "response":
+                    payload = check_http_response(fields, block, counts)
                     if fields.get("warc-payload-digest") != sha1_label(payload):
                         raise ValueError("payload digest mismatch in %s" % rid)
                     if fields.get("warc-truncated") == "length":
@@ -124,7 +217,8 @@ def main():
             raise ValueError("revisit digest differs from original")
     print(" ".join("%s=%d" % (k, counts.get(k, 0)) for k in
                    ("files", "records", "warcinfo", "request", "response",
-                    "revisit", "truncated", "h2")))
+                    "revisit", "truncated", "h2", "chunked", "x-transfer-encoding",
+                    "gzip", "br")))
     return 0
 
 

@@ -20,14 +20,46 @@ the test web's own request log (helpers from crawl_e2e.py).
       fault robotsflaky): its queued URLs are kept, not dropped as
       disallowed; robots.txt is asked again at the next visits, and the
       pages are fetched after it answered, none before.
+  hostile_e2e.py warc-encodings
+      A crawl of a host answering every response chunked (gzip-encoded
+      when the page is in the gzip share) and one answering in brotli (half
+      of it chunked): every record reads back with the strict reader
+      tests/crawler/warc_check.py (HTTP message framed as its headers say,
+      de-chunked where it says chunked, Content-Length equal to the body,
+      both digests), with chunked, gzip and br responses among them.
+  hostile_e2e.py ip-connections
+      150 hosts on one address: the most TCP connections the test web saw
+      open to it at once (idle keep-alive ones included) stays within
+      [fetch] max_ip_connections (4 here) plus the one transfer in flight;
+      with the cap off, the same crawl keeps one per host (the test's
+      control), and stats.json counts the idle connections shut.
+  hostile_e2e.py keepalive-close
+      A host that reads a kept-alive connection's second request and
+      closes it unanswered (testweb kaclose): libcurl's immediate re-send
+      on a new connection is refused, the page is re-queued and fetched at
+      the next visit; in the test web's log no two requests to the host
+      are closer than the host delay, every page is answered, and
+      stats.json counts errors.keepalive-closed.
+  hostile_e2e.py traps
+      A calendar trap (testweb trap) and a session-ID trap (testweb
+      session: every page links a new ?sid= and the same with eleven more
+      parameters), with no max_depth: the crawl ends by itself, each trap
+      host gets at most [frontier] max_urls_per_host requests (60 here;
+      default.conf must ship both trap rules on), stats.json counts
+      frontier.rejected_budget and scope_rejected.too-many-params, no URL
+      with more than max_query_params parameters is requested, and no two
+      requests to a host are closer than the 20 ms host delay.
 """
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from crawl_e2e import TestWeb, crawl, fail  # noqa: E402
+from crawl_e2e import SOURCE, TestWeb, crawl, fail  # noqa: E402
+
+WARC_CHECK = os.path.join(SOURCE, "tests", "crawler", "warc_check.py")
 
 MAX_REDIRECTS = 7
 ROBOTS_CHAIN = 5  # /rr/4 .. /rr/0 after the first 301
@@ -128,14 +160,220 @@ def test_robots_retry():
     print("ok")
 
 
+def fault_pair_crawl(prefix, pages, faults, extra, max_time):
+    """A crawl of hosts h1 and h2 of a 4-host test web with the given
+    faults (h1=MODE, h2=MODE), seeded with their front pages:
+    (work folder, output folder, stopped test web, stats, seconds)."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    args = ["--hosts", "4", "--pages", str(pages), "--ips", "2"]
+    for f in faults:
+        args += ["--fault", f]
+    tw = TestWeb(work, args)
+    try:
+        base = "http://h%d.web.test:" + str(tw.http_port) + "/"
+        out = os.path.join(work, "out")
+        stats, el, rss = crawl(tw, out, ["--ip-delay", "0", "--max-time", str(max_time),
+                                         "--domains", "h1.web.test,h2.web.test"] + extra,
+                               timeout=max_time + 30, seed_urls=[base % 1, base % 2])
+    finally:
+        tw.stop()
+    return work, out, tw, stats, el
+
+
+def test_warc_encodings():
+    work, out, tw, stats, el = fault_pair_crawl("e2e-warc-enc-", 12, ["h1=chunked", "h2=br"],
+                                                ["--host-delay", "0"], 60)
+    rows = tw.requests()
+    p = subprocess.run([sys.executable, WARC_CHECK, out], capture_output=True, text=True)
+    print("warc encodings crawl: %.1f s, %d requests; reader: %s" %
+          (el, len(rows), (p.stdout + p.stderr).strip()))
+    if p.returncode != 0:
+        fail("the strict reader rejects the WARC: %s" % (p.stdout + p.stderr).strip())
+    counts = dict(kv.split("=") for kv in p.stdout.split())
+    problems = []
+    if int(counts["response"]) + int(counts["revisit"]) != len(rows):
+        problems.append("%s responses + %s revisits for %d requests" %
+                        (counts["response"], counts["revisit"], len(rows)))
+    for k in ("x-transfer-encoding", "gzip", "br"):
+        if int(counts[k]) == 0:
+            problems.append("no %s response among the records" % k)
+    if problems:
+        fail("; ".join(problems))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
+def short_gaps(rows, delay_ms):
+    """Gaps (ms) between consecutive requests to one host, from the test
+    web's log, shorter than delay_ms: {host: [gap, ...]}."""
+    by_host = {}
+    for r in rows:
+        by_host.setdefault(r[2], []).append(r[0])
+    out = {}
+    for host, ts in by_host.items():
+        gaps = [(b - a) / 1000.0 for a, b in zip(ts, ts[1:]) if (b - a) / 1000.0 < delay_ms - 1]
+        if gaps:
+            out[host] = gaps
+    return out
+
+
+def max_open(conns_file):
+    """{address: most connections open at once} from the test web's
+    --conns-file."""
+    return dict((a, int(n)) for a, n in (line.split() for line in open(conns_file)))
+
+
+def ip_crawl(cap):
+    work = tempfile.mkdtemp(prefix="e2e-ipconn-")
+    conns = os.path.join(work, "conns")
+    tw = TestWeb(work, ["--hosts", "150", "--pages", "2", "--ips", "1"], ["--conns-file", conns])
+    try:
+        out = os.path.join(work, "out")
+        stats, el, rss = crawl(tw, out, ["--host-delay", "200", "--ip-delay", "0", "--max-time", "60",
+                                         "--set", "fetch.max_ip_connections=%d" % cap], timeout=100)
+    finally:
+        tw.stop()
+    rows = tw.requests()
+    peak = max_open(conns).get("127.0.1.1")
+    print("cap %d: %.1f s, %d requests, %d hosts, at most %s connections open to 127.0.1.1, "
+          "idle_connections_shut %s, errors %s" %
+          (cap, el, len(rows), len(set(r[2] for r in rows)), peak,
+           stats.get("idle_connections_shut"), stats.get("errors")))
+    shutil.rmtree(work, ignore_errors=True)
+    return peak, stats, rows
+
+
+def test_ip_connections():
+    cap = 4
+    peak, stats, rows = ip_crawl(cap)
+    free_peak, free_stats, free_rows = ip_crawl(0)
+    problems = []
+    if peak is None or peak > cap + 1:
+        problems.append("%s connections open at once to one address, cap %d" % (peak, cap))
+    if free_peak is None or free_peak <= 4 * cap:
+        problems.append("control without a cap had only %s connections open: the test shows "
+                        "nothing" % free_peak)
+    if not stats.get("idle_connections_shut"):
+        problems.append("stats.json idle_connections_shut = %s" % stats.get("idle_connections_shut"))
+    if stats.get("errors") != free_stats.get("errors") or len(rows) != len(free_rows):
+        problems.append("the cap changed the crawl: errors %s, %d requests; without it %s, %d" %
+                        (stats.get("errors"), len(rows), free_stats.get("errors"), len(free_rows)))
+    if len(set(r[2] for r in rows)) < 150:
+        problems.append("only %d of 150 hosts crawled" % len(set(r[2] for r in rows)))
+    if problems:
+        fail("; ".join(problems))
+    print("ok")
+
+
+def test_keepalive_close():
+    work = tempfile.mkdtemp(prefix="e2e-kaclose-")
+    delay_ms = 200
+    tw = TestWeb(work, ["--hosts", "3", "--pages", "4", "--ips", "2", "--fault", "h1=kaclose"])
+    try:
+        host = "h1.web.test:%d" % tw.http_port
+        out = os.path.join(work, "out")
+        stats, el, rss = crawl(tw, out, ["--host-delay", str(delay_ms), "--ip-delay", "0",
+                                         "--max-time", "60", "--domains", "h1.web.test",
+                                         "--set", "politeness.visit_budget_ms=5000"],
+                               timeout=100, seed_urls=["http://%s/" % host])
+    finally:
+        tw.stop()
+    rows = [r for r in tw.requests() if r[2] == host]
+    gaps = [(b[0] - a[0]) / 1000.0 for a, b in zip(rows, rows[1:])]
+    dropped = [r for r in rows if r[6] == 0]
+    answered = set(r[5] for r in rows if r[6] != 0)
+    errors = stats.get("errors", {})
+    print("keep-alive close crawl: %.1f s, %d requests (%d closed unanswered), smallest gap %.1f ms; "
+          "errors %s" % (el, len(rows), len(dropped), min(gaps) if gaps else -1, errors))
+    problems = []
+    if not dropped:
+        problems.append("no request was closed unanswered: the fault did not happen")
+    short = short_gaps(rows, delay_ms).get(host, [])
+    if short:
+        problems.append("%d gaps under the %d ms delay: %s" % (len(short), delay_ms, short[:5]))
+    lost = set(r[5] for r in dropped) - answered
+    if lost:
+        problems.append("pages never answered: %s" % sorted(lost))
+    if errors.get("keepalive-closed", 0) < len(dropped):
+        problems.append("errors.keepalive-closed = %s for %d dropped" %
+                        (errors.get("keepalive-closed"), len(dropped)))
+    if problems:
+        fail("; ".join(problems))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
+def default_conf():
+    """{key: value} of configs/default.conf (section names dropped)."""
+    out = {}
+    for line in open(os.path.join(SOURCE, "configs", "default.conf")):
+        k, eq, v = line.partition("=")
+        if eq and not line.startswith("#"):
+            out[k.strip()] = v.strip()
+    return out
+
+
+def test_traps():
+    budget = 60
+    conf = default_conf()
+    problems = []
+    for k in ("max_urls_per_host", "max_query_params"):
+        if int(conf.get(k, "0")) == 0:
+            problems.append("default.conf: %s = %s, the trap rule is off by default" % (k, conf.get(k)))
+    work, out, tw, stats, el = fault_pair_crawl(
+        "e2e-traps-", 5, ["h1=trap", "h2=session"],
+        ["--host-delay", "20", "--set", "frontier.max_urls_per_host=%d" % budget], 90)
+    rows = tw.requests()
+    per_host = {}
+    for r in rows:
+        if r[5] != "/robots.txt":
+            per_host[r[2].split(".")[0]] = per_host.get(r[2].split(".")[0], 0) + 1
+    cal = [r for r in rows if r[5].startswith("/cal/")]
+    sess = [r for r in rows if r[5].startswith("/sess?")]
+    many = [r[5] for r in rows if r[5].count("&") >= 10]
+    rejected = stats["frontier"].get("rejected_budget")
+    params = stats.get("scope_rejected", {}).get("too-many-params")
+    print("traps crawl: %.1f s; requests per host %s; %d calendar, %d session pages; "
+          "rejected_budget %s, too-many-params %s" % (el, per_host, len(cal), len(sess), rejected, params))
+    if el > 60:
+        problems.append("the crawl ran %.1f s: the traps did not end" % el)
+    if not cal or not sess:
+        problems.append("the traps were not entered (%d calendar, %d session pages)" % (len(cal), len(sess)))
+    over = dict((h, n) for h, n in per_host.items() if n > budget)
+    if over:
+        problems.append("hosts past the %d-URL budget: %s" % (budget, over))
+    if not rejected:
+        problems.append("stats.json frontier.rejected_budget = %s" % rejected)
+    if not params:
+        problems.append("stats.json scope_rejected.too-many-params = %s" % params)
+    if many:
+        problems.append("URLs with over 10 parameters requested: %s" % many[:3])
+    short = short_gaps(rows, 20)
+    if short:
+        problems.append("requests closer than the 20 ms host delay: %s" % short)
+    if problems:
+        fail("; ".join(problems))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
 def main():
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "redirects":
         test_redirects()
     elif what == "robots-retry":
         test_robots_retry()
+    elif what == "warc-encodings":
+        test_warc_encodings()
+    elif what == "ip-connections":
+        test_ip_connections()
+    elif what == "keepalive-close":
+        test_keepalive_close()
+    elif what == "traps":
+        test_traps()
     else:
-        fail("usage: hostile_e2e.py redirects|robots-retry")
+        fail("usage: hostile_e2e.py redirects|robots-retry|warc-encodings|ip-connections|"
+             "keepalive-close|traps")
 
 
 if __name__ == "__main__":

@@ -123,6 +123,41 @@ START_TEST(traps)
 }
 END_TEST
 
+/* The query-parameter rule, on by default (10): parameters are counted
+ * between '&'s, empty ones skipped, the fragment not counted. */
+START_TEST(query_params)
+{
+	static const struct {
+		const char *url;
+		enum scope_verdict v;
+	} cases[] = {
+		{ "http://h.test/p?a=1&b=2&c=3&d=4&e=5&f=6&g=7&h=8&i=9&j=10", SCOPE_OK },
+		{ "http://h.test/p?a=1&b=2&c=3&d=4&e=5&f=6&g=7&h=8&i=9&j=10&k=11",
+		  SCOPE_TOO_MANY_PARAMS },
+		{ "http://h.test/p?a&a&a&a&a&a&a&a&a&a&a", SCOPE_TOO_MANY_PARAMS },
+		{ "http://h.test/p?a=1&&&&&&&&&&&&&&&&b=2", SCOPE_OK },
+		{ "http://h.test/p?a=1&b=2#&c&d&e&f&g&h&i&j&k&l", SCOPE_OK },
+		{ "http://h.test/p#?a&b&c&d&e&f&g&h&i&j&k&l", SCOPE_OK },
+		{ "http://h.test/p?", SCOPE_OK },
+	};
+	struct scope_config c;
+	struct scope *s = NULL;
+
+	scope_config_default(&c);
+	ck_assert_uint_eq(c.max_query_params, 10);
+	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_OK);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		ck_assert_msg(chk(s, cases[i].url, 0) == cases[i].v, "%s", cases[i].url);
+	ck_assert_uint_eq(scope_count(s, SCOPE_TOO_MANY_PARAMS), 2);
+	ck_assert_str_eq(scope_verdict_name(SCOPE_TOO_MANY_PARAMS), "too-many-params");
+	scope_destroy(s);
+	c.max_query_params = 0; /* off */
+	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_OK);
+	ck_assert_int_eq(chk(s, cases[1].url, 0), SCOPE_OK);
+	scope_destroy(s);
+}
+END_TEST
+
 /* A URL whose host can never resolve, or whose port is 0, is refused once
  * here and counted, instead of being queued and retried for ever. */
 START_TEST(invalid_hosts_and_ports)
@@ -251,6 +286,7 @@ int main(void)
 	tcase_add_test(tc, domains_and_prefixes);
 	tcase_add_test(tc, no_restriction);
 	tcase_add_test(tc, limits);
+	tcase_add_test(tc, query_params);
 	tcase_add_test(tc, traps);
 	tcase_add_test(tc, invalid_hosts_and_ports);
 	tcase_add_test(tc, crawl_keys_refused);

@@ -114,10 +114,10 @@ __attribute__((format(printf, 2, 3))) static void sb_fmt(struct sbuf *b, const c
 
 /* ---------- configuration ---------- */
 
-static const char *const fault_names[] = {
-	"-",     "slow", "endless", "hugeheaders", "gzipbomb",    "badchunk",
-	"reset", "trap", "429",     "robotsredir", "robotsflaky", "robotsredir6"
-};
+static const char *const fault_names[] = { "-",        "slow",        "endless",     "hugeheaders",
+	                                   "gzipbomb", "badchunk",    "reset",       "trap",
+	                                   "429",      "robotsredir", "robotsflaky", "robotsredir6",
+	                                   "chunked",  "br",          "kaclose",     "session" };
 
 const char *tw_fault_name(enum tw_fault f)
 {
@@ -511,6 +511,8 @@ static void page_links(const struct tw_config *cfg, long i, long j, const char *
 		add_cross_host(cfg, ls, &r, self_only ? i : (i + 1) % N, "/");
 		if (tw_host_fault(cfg, i) == TW_FAULT_TRAP)
 			add_same_host(cfg, ls, &r, i, bdir, "/cal/2026/11/", 0);
+		if (tw_host_fault(cfg, i) == TW_FAULT_SESSION)
+			add_same_host(cfg, ls, &r, i, bdir, "/sess?sid=1", 0);
 		if (i % 5 == 2)
 			add_same_host(cfg, ls, &r, i, bdir, "/loop/a", 0);
 	}
@@ -842,6 +844,35 @@ static int make_calendar(const struct tw_config *cfg, long i, long y, long m,
 	return finish(&b, res);
 }
 
+/* Session trap page /sess?sid=SID: links to itself under a new session
+ * ID, and with eleven more query parameters. */
+static int make_session(long i, long sid, struct tw_resource *res, struct tw_link *links,
+                        size_t links_cap, size_t *nlinks)
+{
+	struct sbuf b = { 0 };
+	char next[64], many[128];
+	snprintf(next, sizeof next, "/sess?sid=%ld", (sid * 7919 + 104729) % 1000000000);
+	snprintf(many, sizeof many, "/sess?sid=%ld&a=1&b=2&c=3&d=4&e=5&f=6&g=7&h=8&i=9&j=10&k=11",
+	         sid);
+	sb_fmt(&b,
+	       "<!DOCTYPE html>\n<html><head><title>Session %ld</title></head>\n"
+	       "<body><p><a href=\"%s\">next</a> <a href=\"%s\">sorted</a>"
+	       " <a href=\"/\">home</a></p>\n</body></html>\n",
+	       sid, next, many);
+	if (links != NULL) {
+		const char *ts[3] = { next, many, "/" };
+		size_t n = 0;
+		for (; n < 3 && n < links_cap; n++) {
+			links[n].host = i;
+			snprintf(links[n].path, sizeof links[n].path, "%s", ts[n]);
+		}
+		*nlinks = n;
+	}
+	res->status = 200;
+	res->content_type = "text/html; charset=utf-8";
+	return finish(&b, res);
+}
+
 static int make_robots(const struct tw_config *cfg, long i, struct tw_resource *res)
 {
 	struct sbuf b = { 0 };
@@ -1081,6 +1112,9 @@ int tw_resource_get(const struct tw_config *cfg, long host, const char *path, si
 		               ? make_robots(cfg, host, res)
 		               : make_simple(res, 404);
 	j = parse_page(cfg, p, pend);
+	if (tw_host_fault(cfg, host) == TW_FAULT_SESSION &&
+	    (v = match_num(p, end, "/sess?sid=", "")) >= 0)
+		return make_session(host, v, res, links, links_cap, nlinks);
 	if (q != NULL) {
 		size_t ql = (size_t)(end - q);
 		if (j >= 0 && ql == 4 && (memcmp(q, "?q=1", 4) == 0 || memcmp(q, "?q=2", 4) == 0))

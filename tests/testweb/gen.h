@@ -27,17 +27,21 @@
 
 enum tw_fault {
 	TW_FAULT_NONE = 0,
-	TW_FAULT_SLOW,        /* body at 1 byte per second */
-	TW_FAULT_ENDLESS,     /* chunked body that never ends */
-	TW_FAULT_HUGEHEADERS, /* ~1 MiB of header lines */
-	TW_FAULT_GZIPBOMB,    /* small gzip inflating to 2 GiB */
-	TW_FAULT_BADCHUNK,    /* invalid chunk size */
-	TW_FAULT_RESET,       /* 1000 body bytes then RST */
-	TW_FAULT_TRAP,        /* infinite calendar /cal/Y/M/ */
-	TW_FAULT_429,         /* 429 with Retry-After */
-	TW_FAULT_ROBOTSREDIR, /* robots.txt: 5 redirects across hosts to Disallow: / */
-	TW_FAULT_ROBOTSFLAKY, /* robots.txt: 503 to the first TW_FLAKY_ROBOTS_FAILS */
-	TW_FAULT_ROBOTSREDIR6 /* robotsredir with 6 redirects (one past RFC 9309's 5) */
+	TW_FAULT_SLOW,         /* body at 1 byte per second */
+	TW_FAULT_ENDLESS,      /* chunked body that never ends */
+	TW_FAULT_HUGEHEADERS,  /* ~1 MiB of header lines */
+	TW_FAULT_GZIPBOMB,     /* small gzip inflating to 2 GiB */
+	TW_FAULT_BADCHUNK,     /* invalid chunk size */
+	TW_FAULT_RESET,        /* 1000 body bytes then RST */
+	TW_FAULT_TRAP,         /* infinite calendar /cal/Y/M/ */
+	TW_FAULT_429,          /* 429 with Retry-After */
+	TW_FAULT_ROBOTSREDIR,  /* robots.txt: 5 redirects across hosts to Disallow: / */
+	TW_FAULT_ROBOTSFLAKY,  /* robots.txt: 503 to the first TW_FLAKY_ROBOTS_FAILS */
+	TW_FAULT_ROBOTSREDIR6, /* robotsredir with 6 redirects (one past RFC 9309's 5) */
+	TW_FAULT_CHUNKED,      /* every response chunked (gzip when accepted) */
+	TW_FAULT_BR,           /* 200s in Content-Encoding br when accepted, half chunked */
+	TW_FAULT_KACLOSE,      /* a kept-alive connection's second request: closed unanswered */
+	TW_FAULT_SESSION       /* normal host plus a session-ID trap /sess?sid=N */
 };
 
 /* Parsed once from the command line; copied by nobody, read by everyone. */

@@ -17,6 +17,8 @@
 #include <uv.h>
 #include <zlib.h>
 
+#include <brotli/encode.h>
+
 #define PATH_MAX_LEN 2048
 #define HOST_MAX_LEN 256
 #define CACHE_SLOTS (1u << 16)
@@ -91,6 +93,7 @@ struct listener {
 	uv_tcp_t tcp;
 	struct server *srv;
 	char ip[16];
+	unsigned open, max_open; /* connections open now, and at most at once */
 };
 
 struct conn;
@@ -149,7 +152,8 @@ struct conn {
 	int busy;
 	int writing;
 	int close_after;
-	int eof; /* client half-closed: answer what is buffered, then close */
+	int eof;         /* client half-closed: answer what is buffered, then close */
+	unsigned served; /* requests answered on this connection */
 	enum stream stream;
 	enum tmode tmode;
 	char *buf;
@@ -253,6 +257,7 @@ static void conn_close(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	s->nconns--;
+	c->lis->open--;
 	uv_close((uv_handle_t *)&c->timer, on_conn_closed);
 	uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
@@ -274,6 +279,7 @@ static void conn_reset(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	s->nconns--;
+	c->lis->open--;
 	uv_close((uv_handle_t *)&c->timer, on_conn_closed);
 	if (uv_tcp_close_reset(&c->tcp, on_conn_closed) != 0)
 		uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
@@ -407,27 +413,105 @@ static int gzip_buf(const char *in, size_t n, char **out, size_t *out_len)
 	return 0;
 }
 
-/* Builds a cache entry for (host, path, gz); NULL on allocation failure. */
+static int br_buf(const char *in, size_t n, char **out, size_t *out_len)
+{
+	size_t cap = BrotliEncoderMaxCompressedSize(n);
+	char *o = malloc(cap ? cap : 16);
+	if (o == NULL)
+		return -1;
+	*out_len = cap ? cap : 16;
+	if (!BrotliEncoderCompress(5, BROTLI_DEFAULT_WINDOW, BROTLI_MODE_TEXT, n,
+	                           (const uint8_t *)in, out_len, (uint8_t *)o)) {
+		free(o);
+		return -1;
+	}
+	*out = o;
+	return 0;
+}
+
+/* The chunked framing of in[0..n): chunks of at most 4096 bytes, then the
+ * last chunk. */
+static int chunk_buf(const char *in, size_t n, char **out, size_t *out_len)
+{
+	size_t cap = n + (n / 4096 + 1) * 16 + 8, at = 0;
+	char *o = malloc(cap);
+	if (o == NULL)
+		return -1;
+	for (size_t k = 0; k < n; k += 4096) {
+		size_t len = n - k < 4096 ? n - k : 4096;
+		at += (size_t)snprintf(o + at, cap - at, "%zx\r\n", len);
+		memcpy(o + at, in + k, len);
+		at += len;
+		memcpy(o + at, "\r\n", 2);
+		at += 2;
+	}
+	memcpy(o + at, "0\r\n\r\n", 5);
+	*out = o;
+	*out_len = at + 5;
+	return 0;
+}
+
+/* Request Accept-Encoding bits (the cache key's gz). */
+#define ENC_GZIP 1
+#define ENC_BR 2
+
+/* The coded body of a resource for the host's mode and the request's
+ * Accept-Encoding bits: *coded (heap, or NULL when the body is sent as
+ * is), its Content-Encoding name (or NULL) and whether it is chunked. */
+static int body_code(const struct tw_resource *res, enum tw_fault f, int enc, char **coded,
+                     size_t *len, const char **coding, int *chunked)
+{
+	char *tmp = NULL;
+	size_t tlen = 0;
+	*coded = NULL;
+	*coding = NULL;
+	*chunked = f == TW_FAULT_CHUNKED || (f == TW_FAULT_BR && res->gzip_ok);
+	if (f == TW_FAULT_BR && (enc & ENC_BR) && res->status == 200) {
+		if (br_buf(res->body, res->body_len, &tmp, &tlen) != 0)
+			return -1;
+		*coding = "br";
+	} else if ((enc & ENC_GZIP) && res->gzip_ok && res->status == 200) {
+		if (gzip_buf(res->body, res->body_len, &tmp, &tlen) != 0)
+			return -1;
+		*coding = "gzip";
+	}
+	if (*chunked) {
+		int rc = chunk_buf(tmp ? tmp : res->body, tmp ? tlen : res->body_len, coded, len);
+		free(tmp);
+		return rc;
+	}
+	*coded = tmp;
+	*len = tlen;
+	return 0;
+}
+
+/* Builds a cache entry for (host, path, enc); NULL on allocation failure. */
 static struct centry *entry_build(struct server *s, long host, const char *path, int want_gz)
 {
 	struct tw_resource res;
 	struct centry *e = NULL;
-	char hdr[1024];
+	char hdr[1024], framing[48];
 	char *gzbody = NULL;
 	size_t gzlen = 0;
+	const char *coding = NULL;
+	int chunked = 0;
 	if (tw_resource_get(s->cfg, host, path, strlen(path), &res, NULL, 0, NULL) != 0)
 		return NULL;
-	int gz = want_gz && res.gzip_ok && res.status == 200;
-	if (gz && gzip_buf(res.body, res.body_len, &gzbody, &gzlen) != 0)
+	enum tw_fault f = host >= 0 ? tw_host_fault(s->cfg, host) : TW_FAULT_NONE;
+	if (body_code(&res, f, want_gz, &gzbody, &gzlen, &coding, &chunked) != 0)
 		goto out;
-	const char *body = gz ? gzbody : res.body;
-	size_t blen = gz ? gzlen : res.body_len;
+	const char *body = gzbody ? gzbody : res.body;
+	size_t blen = gzbody ? gzlen : res.body_len;
+	if (chunked)
+		snprintf(framing, sizeof framing, "Transfer-Encoding: chunked\r\n");
+	else
+		snprintf(framing, sizeof framing, "Content-Length: %zu\r\n", blen);
 	int n = snprintf(hdr, sizeof hdr,
 	                 "HTTP/1.1 %d %s\r\nServer: testweb\r\nContent-Type: %s\r\n"
-	                 "Content-Length: %zu\r\n%s%s%s%s%s",
-	                 res.status, reason(res.status), res.content_type, blen,
-	                 gz ? "Content-Encoding: gzip\r\n" : "",
-	                 res.gzip_ok ? "Vary: Accept-Encoding\r\n" : "",
+	                 "%s%s%s%s%s%s%s%s",
+	                 res.status, reason(res.status), res.content_type, framing,
+	                 coding ? "Content-Encoding: " : "", coding ? coding : "",
+	                 coding ? "\r\n" : "", res.gzip_ok ? "Vary: Accept-Encoding\r\n" : "",
 	                 res.location[0] ? "Location: " : "", res.location,
 	                 res.location[0] ? "\r\n" : "");
 	if (n < 0 || (size_t)n + 32 >= sizeof hdr)
@@ -894,7 +978,7 @@ static void set_path(struct conn *c, const char *p, size_t pl)
 
 /* What the request's headers say. */
 struct req_headers {
-	int keep_alive_req, close_req, gz, has_body;
+	int keep_alive_req, close_req, gz, has_body; /* gz: ENC_* bits */
 };
 
 /* Reads the header lines from p to end (the blank line); the first Host
@@ -922,7 +1006,8 @@ static int parse_headers(struct conn *c, char *p, char *end, struct req_headers 
 			if (contains_token(v, vl, "keep-alive"))
 				h->keep_alive_req = 1;
 		} else if (nl == 15 && strncasecmp(p, "accept-encoding", 15) == 0) {
-			h->gz = contains_token(v, vl, "gzip");
+			h->gz = (contains_token(v, vl, "gzip") ? ENC_GZIP : 0) |
+			        (contains_token(v, vl, "br") ? ENC_BR : 0);
 		} else if (nl == 14 && strncasecmp(p, "content-length", 14) == 0) {
 			if (!(vl == 1 && v[0] == '0'))
 				h->has_body = 1;
@@ -1086,7 +1171,13 @@ static void answer_request(struct conn *c, int gz, int head)
 		enum tw_fault f = tw_host_fault(s->cfg, idx);
 		int robots = strcmp(c->path, "/robots.txt") == 0;
 		int fault = f != TW_FAULT_NONE && f != TW_FAULT_TRAP && f != TW_FAULT_ROBOTSREDIR &&
-		            f != TW_FAULT_ROBOTSREDIR6 && f != TW_FAULT_ROBOTSFLAKY && !robots;
+		            f != TW_FAULT_ROBOTSREDIR6 && f != TW_FAULT_ROBOTSFLAKY &&
+		            f != TW_FAULT_CHUNKED && f != TW_FAULT_BR && f != TW_FAULT_KACLOSE &&
+		            f != TW_FAULT_SESSION && !robots;
+		if (f == TW_FAULT_KACLOSE && c->served > 0) {
+			conn_close(c); /* logged with status 0 */
+			return;
+		}
 		if (f == TW_FAULT_ROBOTSFLAKY && robots && robots_flaky_fails(s, idx)) {
 			send_error(c, 503);
 			return;
@@ -1098,6 +1189,7 @@ static void answer_request(struct conn *c, int gz, int head)
 			return;
 		}
 	}
+	c->served++;
 	struct centry *e = cache_get(s, idx, c->path, gz);
 	if (e == NULL) {
 		send_error(c, 503);
@@ -1153,6 +1245,8 @@ static void on_connection(uv_stream_t *ls, int status)
 		s->conns->prev = c;
 	s->conns = c;
 	s->nconns++;
+	if (++l->open > l->max_open)
+		l->max_open = l->open;
 	if (uv_accept(ls, (uv_stream_t *)&c->tcp) != 0) {
 		conn_close(c);
 		return;
@@ -1469,6 +1563,18 @@ static int build_static(struct server *s)
 	return 0;
 }
 
+/* The most connections each address had open at once (idle ones
+ * included), for tests that bound them. */
+static int conns_write(const char *file, const struct server *s)
+{
+	FILE *f = fopen(file, "w");
+	if (f == NULL)
+		return -1;
+	for (int k = 0; k < s->nlis; k++)
+		fprintf(f, "%s %u\n", s->lis[k].ip, s->lis[k].max_open);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
 int tw_server_run(struct tw_config *cfg, const struct tw_server_options *so)
 {
 	struct server s;
@@ -1552,6 +1658,8 @@ out_close:
 		uv_close((uv_handle_t *)&s.dns[k], on_handle_closed);
 	uv_run(&loop, UV_RUN_DEFAULT);
 out:
+	if (so->conns_file != NULL && conns_write(so->conns_file, &s) != 0)
+		rc = -1;
 	if (loop_ok && uv_loop_close(&loop) != 0) {
 		fprintf(stderr, "testweb: loop did not close cleanly\n");
 		rc = -1;

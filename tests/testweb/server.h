@@ -31,6 +31,8 @@ struct tw_server_options {
 	unsigned ttl;           /* DNS TTL, seconds */
 	const char *ready_file; /* borrowed; NULL = none */
 	const char *log_file;   /* borrowed; NULL = no log */
+	const char *conns_file; /* borrowed; NULL = none: at exit, per address
+	                           the most connections open at once */
 	unsigned latency_ms;
 	unsigned max_conns;
 	size_t max_request;

@@ -140,6 +140,16 @@ static const char usage_text[] =
         "       robotsredir6 the same from /rr/5 of h(I+1)%N: 6 redirects\n"
         "       robotsflaky /robots.txt: 503 to the first 2 requests, then allow all;\n"
         "                  its other paths are those of a normal host\n"
+        "       chunked    normal pages, every response Transfer-Encoding: chunked\n"
+        "                  (gzip-encoded when asked and the page is in the gzip share)\n"
+        "       br         normal pages, every 200 Content-Encoding: br when the request\n"
+        "                  accepts br; the gzip share of pages also chunked\n"
+        "       kaclose    normal pages, but a connection's second request (a kept-alive\n"
+        "                  reuse) is read and the connection closed without an answer\n"
+        "                  (logged with status 0)\n"
+        "       session    normal host plus a session-ID trap: the front page links\n"
+        "                  /sess?sid=1, each /sess?sid=N links /sess?sid=M (a new ID)\n"
+        "                  and the same with eleven more query parameters\n"
         "                  The fault applies to every path but /robots.txt (allow all).\n"
         "                  Pages of fault hosts link only to their own host (and\n"
         "                  /rx/J stays there), so nothing is discovered through them.\n"
@@ -150,6 +160,8 @@ static const char usage_text[] =
         "  --ttl SECS          TTL of DNS answers (default 60)\n"
         "  --ready-file FILE   when listening, write 'http_port=N\\ndns_port=N\\npid=N\\n'\n"
         "                      to FILE.tmp and rename it to FILE\n"
+        "  --conns-file FILE   at exit, one line per listening address: 'ADDRESS N', N\n"
+        "                      the most connections it had open at once (idle included)\n"
         "  --log FILE          request log, TSV, one line per response:\n"
         "                      time_us conn_id host server_ip method path status body_bytes\n"
         "                      and with models: in_flight rate_1s service_us (requests of\n"
@@ -309,7 +321,8 @@ static int server_option(struct server_args *sa, const char *a, const char *v)
 		        [MAX_REQUEST] = { "--max-request", 256, 16 * 1024 * 1024 },
 		        [IDLE] = { "--idle-ms", 1, 3600000 },
 		        [CACHE] = { "--cache-mb", 0, 1 << 20 } };
-	static const char *const text[] = { "--ready-file", "--log", "--models", "--model" };
+	static const char *const text[] = { "--ready-file", "--log", "--conns-file", "--models",
+		                            "--model" };
 	struct tw_server_options *so = &sa->so;
 	size_t k = 0, t = 0;
 	while (k < NNUM && strcmp(a, num[k].name) != 0)
@@ -326,6 +339,8 @@ static int server_option(struct server_args *sa, const char *a, const char *v)
 		so->ready_file = v;
 	else if (t == 1)
 		so->log_file = v;
+	else if (t == 2)
+		so->conns_file = v;
 	else if (t < sizeof text / sizeof *text)
 		return models_option(sa, a, v) == 0 ? 1 : -1;
 	if (k == NNUM)
