@@ -11,6 +11,7 @@
 
 #include "crawler/crawl_log.h"
 #include "crawler/decode.h"
+#include "crawler/done_set.h"
 #include "crawler/sitemap_registry.h"
 #include "frontier/clock.h"
 #include "frontier/recfile.h"
@@ -112,7 +113,7 @@ static char *resolve_location(struct visit *v, const char *base, const char *loc
 	return out;
 }
 
-static int is_html(const char *ct)
+int visit_is_html(const char *ct)
 {
 	if (!ct)
 		return 0;
@@ -689,6 +690,11 @@ static void visit_next(struct visit *v, uint32_t host)
 			visit_end(v, host);
 			return;
 		}
+		/* fetched after the checkpoint, found in its tail (crawl_tail.h) */
+		if (done_set_take(v->p.done, fu.url, fu.url_len)) {
+			v->p.stats->tail_skipped++;
+			continue;
+		}
 		if (disallowed(v, host, &fu)) {
 			v->p.stats->robots_disallowed++;
 			continue;
@@ -715,6 +721,15 @@ void visit_continue(struct visit *v, uint32_t host)
 
 /* ---- results ---- */
 
+static void count_status(struct crawl_stats *s, long status, uint64_t bytes)
+{
+	if (status >= 0 && status < CRAWL_STATS_STATUS_MAX)
+		s->status[status]++;
+	else
+		s->status_other++;
+	s->bytes += bytes;
+}
+
 /* Counts a result and what it says about the host's visit. */
 static void count_result(struct visit *v, struct host_state *hs, const struct fetch_result *res)
 {
@@ -726,11 +741,7 @@ static void count_result(struct visit *v, struct host_state *hs, const struct fe
 			hs->outcome = VISIT_ERROR;
 		return;
 	}
-	if (res->status >= 0 && res->status < CRAWL_STATS_STATUS_MAX)
-		s->status[res->status]++;
-	else
-		s->status_other++;
-	s->bytes += res->body.len;
+	count_status(s, res->status, res->body.len);
 	if (res->status == 429 || (res->status == 503 && res->retry_after_s >= 0)) {
 		hs->outcome = VISIT_RETRY_LATER;
 		uint64_t ra = res->retry_after_s >= 0 ? (uint64_t)res->retry_after_s : 60u;
@@ -768,7 +779,7 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 		j->parse = ok;
 		return;
 	}
-	j->parse = ok && is_html(res->content_type);
+	j->parse = ok && visit_is_html(res->content_type);
 }
 
 struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *follow)
@@ -799,6 +810,20 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 	}
 	req_release(v, q);
 	return j;
+}
+
+void visit_replayed(struct visit *v, uint32_t host, long status, uint64_t bytes)
+{
+	struct crawl_stats *s = v->p.stats;
+	if (status < 0 && (size_t)-status < CRAWL_STATS_ERRORS)
+		s->fetch_errors[-status]++;
+	else if (status >= 0)
+		count_status(s, status, bytes);
+	s->requests++;
+	s->pages_started++;
+	s->pages_done++;
+	s->tail_replayed++;
+	frontier_host_account(v->p.frontier, host, 1, bytes);
 }
 
 /* ---- checkpoints ---- */

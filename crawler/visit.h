@@ -11,7 +11,8 @@
  *                          host's name looked up first; unreachable ends
  *                          the visit with the URLs kept)
  *                    \--> FETCH   (one URL after another while the
- *                          politeness visit budget allows; a page's
+ *                          politeness visit budget allows, skipping those
+ *                          a resume found already fetched (done_set.h); a page's
  *                          redirect is followed while the hops that led
  *                          to it, carried in its depth word, stay under
  *                          [fetch] max_redirects)
@@ -56,6 +57,7 @@
 #include "politeness/politeness.h"
 
 struct visit;
+struct done_set;
 
 struct visit_hooks {
 	void *ctx;
@@ -77,8 +79,9 @@ struct visit_parts {
 	struct crawl_stats *stats;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	struct visit_hooks hooks;
-	const int *stopping; /* the loop's: the crawl starts nothing new */
-	const int *finished; /* the loop's: it is over */
+	const int *stopping;   /* the loop's: the crawl starts nothing new */
+	const int *finished;   /* the loop's: it is over */
+	struct done_set *done; /* fetched after the last checkpoint: skipped */
 };
 
 /* NULL if out of memory. */
@@ -102,6 +105,13 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 /* After a result was handed on: the host's next URL, unless its visit
  * waits for something else. */
 void visit_continue(struct visit *v, uint32_t host);
+
+/* A fetch of a crashed crawl's tail (crawl_tail.h) of host, counted as if
+ * it had just been done: status (or -fetch_error) and bytes. */
+void visit_replayed(struct visit *v, uint32_t host, long status, uint64_t bytes);
+
+/* 1 if a Content-Type names an HTML page (the pages parsed for links). */
+int visit_is_html(const char *content_type);
 
 /* Starts lookups of hosts waiting in line while the resolver has room. */
 void visit_dns_line_run(struct visit *v);
