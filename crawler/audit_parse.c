@@ -11,7 +11,6 @@
 #include "crawler/audit_int.h"
 #include "crawler/crawl_log.h"
 
-
 /* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's). */
 static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
 {
@@ -135,11 +134,15 @@ const char *audit_parse_line(const char *line, size_t len, struct audit_rec *r, 
 		return "bad timestamp (want 2026-11-22T23:59:01.123Z)";
 	if (crawl_log_parse_i64(f[CRAWL_LOG_F_STATUS], fl[CRAWL_LOG_F_STATUS], &status) != 0)
 		return "bad status";
-	if (crawl_log_parse_i64(f[CRAWL_LOG_F_BYTES], fl[CRAWL_LOG_F_BYTES], &bytes) != 0 || bytes < 0)
+	if (crawl_log_parse_i64(f[CRAWL_LOG_F_BYTES], fl[CRAWL_LOG_F_BYTES], &bytes) != 0 ||
+	    bytes < 0)
 		return "bad bytes";
-	if (crawl_log_parse_i64(f[CRAWL_LOG_F_DURATION], fl[CRAWL_LOG_F_DURATION], &dur) != 0 || dur < 0)
+	if (crawl_log_parse_i64(f[CRAWL_LOG_F_DURATION], fl[CRAWL_LOG_F_DURATION], &dur) != 0 ||
+	    dur < 0)
 		return "bad duration_ms";
-	if (nf == CRAWL_LOG_FIELDS && (crawl_log_parse_i64(f[CRAWL_LOG_F_WAIT], fl[CRAWL_LOG_F_WAIT], &wait) != 0 || wait < 0))
+	if (nf == CRAWL_LOG_FIELDS &&
+	    (crawl_log_parse_i64(f[CRAWL_LOG_F_WAIT], fl[CRAWL_LOG_F_WAIT], &wait) != 0 ||
+	     wait < 0))
 		return "bad wait_ms";
 	r->wait_ms = wait;
 	r->status = (long)status;

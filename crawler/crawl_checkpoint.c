@@ -135,6 +135,7 @@ int crawl_ckpt_resume(const struct crawl_ckpt_resume_parts *p, const char *ckpt,
 {
 	char path[4400], err[4800];
 	memset(pos, 0, sizeof *pos);
+	pos->known = !ckpt; /* no checkpoint: all the outputs are the tail */
 	if (ckpt) {
 		snprintf(path, sizeof path, "%s/state", ckpt);
 		if (state_load(path, p, pos, err, sizeof err) != 0) {

@@ -64,7 +64,7 @@ struct run {
 	struct parse_jobs *parse;
 	struct crawl_writer *writer;
 	struct crawl_ckpt *ckpt;
-	struct done_set *done; /* fetched after the checkpoint a resume started from */
+	struct done_set *done;      /* fetched after the checkpoint a resume started from */
 	struct crawl_tail_pos tail; /* where that checkpoint's cut fell */
 	struct io_stall *io; /* outputs that cannot be written (a full disk): fetching pauses */
 	struct metrics_server *metrics; /* --metrics: the live figures */
@@ -530,9 +530,9 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 	}
 	if (r->cfg->crawl.sitemaps && !(r->sitemaps = sitemap_registry_create(SITEMAPS_MAX)))
 		return CRAWL_EXIT_FAILURE;
-	struct visit_parts vp = { r->cfg,       &r->loop,    r->frontier,
-		                  r->pol,       r->fetch,    r->dns,
-		                  &r->stats,    r->sitemaps, { r, can_start, pump },
+	struct visit_parts vp = { r->cfg,       &r->loop,     r->frontier,
+		                  r->pol,       r->fetch,     r->dns,
+		                  &r->stats,    r->sitemaps,  { r, can_start, pump },
 		                  &r->stopping, &r->finished, r->done };
 	r->visit = visit_create(&vp);
 	return r->visit ? CRAWL_EXIT_OK : CRAWL_EXIT_FAILURE;
@@ -635,10 +635,10 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	if ((rc = open_frontier(r, mc, from)) != CRAWL_EXIT_OK ||
 	    (rc = open_sieve(r, mc, from)) != CRAWL_EXIT_OK ||
 	    (rc = open_fetch(r, mc)) != CRAWL_EXIT_OK ||
-	    (resume && crawl_ckpt_resume(&(struct crawl_ckpt_resume_parts){ cfg, &r->stats,
-	                                                                     r->scope, r->visit,
-	                                                                     r->done },
-	                                 from, &r->tail) != 0) ||
+	    (resume &&
+	     crawl_ckpt_resume(&(struct crawl_ckpt_resume_parts){ cfg, &r->stats, r->scope,
+	                                                          r->visit, r->done },
+	                       from, &r->tail) != 0) ||
 	    (rc = start_workers(r, mc, ckpt_seq)) != CRAWL_EXIT_OK)
 		goto out;
 	start_handles(r, resume);
@@ -657,10 +657,10 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	/* the checkpoint's sieve has seen the seeds */
 	if (sieve_path_start_feeder(r->sp, seeds, from ? 0 : nseeds) != 0)
 		goto out;
-	if (resume && crawl_tail_replay(&(struct crawl_tail_replay_parts){ cfg, r->visit, r->parse,
-	                                                                   r->sp, r->done,
-	                                                                   &r->stats },
-	                                &r->tail) != 0)
+	if (resume &&
+	    crawl_tail_replay(&(struct crawl_tail_replay_parts){ cfg, r->visit, r->parse, r->sp,
+	                                                         r->done, &r->stats },
+	                      &r->tail) != 0)
 		goto out;
 	rc = CRAWL_EXIT_OK;
 out:

@@ -211,8 +211,9 @@ static size_t dechunk(uint8_t *b, size_t len)
 	for (;;) {
 		uint64_t size = 0;
 		int digits = 0;
-		while (in < len && digits < 16 && ((b[in] >= '0' && b[in] <= '9') ||
-		                                   ((b[in] | 0x20) >= 'a' && (b[in] | 0x20) <= 'f'))) {
+		while (in < len && digits < 16 &&
+		       ((b[in] >= '0' && b[in] <= '9') ||
+		        ((b[in] | 0x20) >= 'a' && (b[in] | 0x20) <= 'f'))) {
 			int c = b[in] | 0x20;
 			size = size * 16 + (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
 			in++;
@@ -364,8 +365,8 @@ static int parse_line(struct crawl_tail *t, size_t len)
 
 /* ---- the reader ---- */
 
-int crawl_tail_open(const char *dir, const struct crawl_tail_pos *pos, int warc,
-                    size_t max_record, struct crawl_tail **out, char *err, size_t errlen)
+int crawl_tail_open(const char *dir, const struct crawl_tail_pos *pos, int warc, size_t max_record,
+                    struct crawl_tail **out, char *err, size_t errlen)
 {
 	char path[4400];
 	struct crawl_tail *t;
@@ -382,11 +383,12 @@ int crawl_tail_open(const char *dir, const struct crawl_tail_pos *pos, int warc,
 	}
 	t->zinit = 1;
 	t->max_record = max_record;
-	t->warc = warc && pos->warc_file[0];
+	t->warc = warc;
 	snprintf(t->dir, sizeof t->dir, "%s", dir);
 	t->first_offset = pos->warc_offset;
 	t->log = fopen(path, "r");
-	if (!t->log || fseeko(t->log, 0, SEEK_END) != 0 || ftello(t->log) < (off_t)pos->log_offset) {
+	if (!t->log || fseeko(t->log, 0, SEEK_END) != 0 ||
+	    ftello(t->log) < (off_t)pos->log_offset) {
 		crawl_tail_close(t);
 		return 1; /* no log, or it ends before the cut: no tail */
 	}
@@ -511,19 +513,21 @@ static struct crawl_job *replay_job(const struct crawl_tail_entry *e, uint32_t h
 static int replay_one(const struct crawl_tail_replay_parts *p, const struct crawl_tail_entry *e)
 {
 	uint32_t host;
-	int ok = e->status >= 200 && e->status < 300 && e->bytes > 0;
+	int ok = !e->robots && e->status >= 200 && e->status < 300 && e->bytes > 0;
 	int html = ok && visit_is_html(e->content_type);
-	if (e->robots || e->status == -(long)FETCH_ERR_CANCELLED || (html && !e->body) ||
+	if (e->status == -(long)FETCH_ERR_CANCELLED || (html && !e->body) ||
 	    (ok && !html && p->cfg->crawl.sitemaps))
 		return 0;
-	if (visit_host_get(p->visit, e->url, strlen(e->url), &host) != 0)
+	if (visit_host_get(p->visit, e->url, strlen(e->url), &host) != 0 ||
+	    visit_replayed(p->visit, host, e) != 0)
 		return 0;
+	if (e->robots)
+		return 1; /* not a frontier URL: its rules are all it leaves */
 	if (done_set_add(p->done, e->url, strlen(e->url)) != 0)
 		return -1;
 	struct crawl_job *j = replay_job(e, host, html);
 	if (!j)
 		return -1;
-	visit_replayed(p->visit, host, e->status, e->bytes);
 	/* the loop is not running yet: what the sieve emits meanwhile is taken
 	 * here, so its flush thread never waits on a full emit queue */
 	while (parse_jobs_try_submit(p->parse, j) != 0) {
@@ -562,7 +566,8 @@ int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct craw
 	}
 	if (!p->cfg->crawl.quiet)
 		fprintf(stderr,
-		        "crawler crawl: resume: %" PRIu64 " fetches after the checkpoint taken from "
+		        "crawler crawl: resume: %" PRIu64
+		        " fetches after the checkpoint taken from "
 		        "the WARC and crawl.log, %" PRIu64 " to fetch again\n",
 		        replayed, again);
 	return 0;

@@ -65,8 +65,8 @@ struct crawl_tail;
 /* Opens the tail of the crawl in dir after pos: warc says whether WARC
  * files were written. 0, 1 when there is no tail to read (pos unknown, or
  * past the log's end), or -1 with a message in err. */
-int crawl_tail_open(const char *dir, const struct crawl_tail_pos *pos, int warc,
-                    size_t max_record, struct crawl_tail **out, char *err, size_t errlen);
+int crawl_tail_open(const char *dir, const struct crawl_tail_pos *pos, int warc, size_t max_record,
+                    struct crawl_tail **out, char *err, size_t errlen);
 /* The next fetch: 1 with *e set, 0 at the end of the tail, -1 out of
  * memory or a read error (err gets the message). */
 int crawl_tail_next(struct crawl_tail *t, const struct crawl_tail_entry **e, char *err,

@@ -56,7 +56,7 @@ struct crawl_job {
 	unsigned sitemap_level; /* 0: not a sitemap; else its index level + 1 */
 	char *sitemap_scope;    /* owned: the URL its entries are judged against */
 	uint64_t barrier;       /* nonzero: no fetch; the writer syncs for checkpoint #barrier */
-	int replayed; /* from a crashed crawl's tail (crawl_tail.h): in the WARC and
+	int replayed;           /* from a crashed crawl's tail (crawl_tail.h): in the WARC and
 	                 log already, so parsed but not written again */
 };
 

@@ -324,7 +324,8 @@ static void add_replayed(struct parse_jobs *pj, struct parse_state *ps, struct c
 {
 	const char *url = j->res->url;
 	struct link_meta_via *via = sieve_path_via(pj->p.sp, j->via, strlen(j->via));
-	struct link_meta_via *from = j->redirect ? sieve_path_via(pj->p.sp, url, strlen(url)) : NULL;
+	struct link_meta_via *from =
+	        j->redirect ? sieve_path_via(pj->p.sp, url, strlen(url)) : NULL;
 	size_t klen;
 	if (via)
 		add_url(pj, ps, url, strlen(url), 1, j->depth, via);

@@ -415,6 +415,36 @@ static int robots_follow(struct visit *v, struct req *q, char *to)
 	return 1;
 }
 
+/* robots.txt's final answer (status st, body as received) as the host's
+ * rules, with its Crawl-delay: 1 with *rules set (borrowed), or 0 when it
+ * says robots.txt is unreachable (nothing set). */
+static int robots_take(struct visit *v, uint32_t host, long st, const char *encoding,
+                       const uint8_t *body, size_t len, const struct robots **rules)
+{
+	struct decode_output d = { 0 };
+	const char *text = NULL;
+	size_t tlen = 0;
+	if (st >= 200 && st < 300 &&
+	    decode_body(encoding, body, len, ROBOTS_PARSE_LIMIT, &d) == DECODE_OK) {
+		text = (const char *)d.data;
+		tlen = d.len;
+	}
+	struct robots_policy pol;
+	int rc = robots_policy_from_fetch((int)st, text, tlen, v->p.cfg->crawl.user_agent,
+	                                  (int64_t)(monotonic_us() / 1000), &pol);
+	free(d.data);
+	if (rc != ROBOTS_OK || pol.source == ROBOTS_SRC_UNREACHABLE) {
+		robots_destroy(pol.robots);
+		return 0;
+	}
+	set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots, (uint64_t)pol.expires_ms * 1000u);
+	double cd = robots_crawl_delay(pol.robots);
+	if (cd > 0)
+		politeness_host_set_crawl_delay(v->p.pol, host, (uint64_t)(cd * 1e6));
+	*rules = pol.robots;
+	return 1;
+}
+
 /* A robots.txt answer: follows a redirect (returns 1: the chain goes on,
  * or the host was set unreachable), else sets the host's policy (the visit
  * goes on: FETCH). A redirect past ROBOTS_MAX_REDIRECTS is not followed:
@@ -439,33 +469,15 @@ static int robots_answer(struct visit *v, struct req *q, struct fetch_result *re
 			free(to);
 		}
 	}
-	struct decode_output d = { 0 };
-	const char *body = NULL;
-	size_t blen = 0;
-	if (st >= 200 && st < 300 &&
-	    decode_body(res->content_encoding, res->body.data, res->body.len, ROBOTS_PARSE_LIMIT,
-	                &d) == DECODE_OK) {
-		body = (const char *)d.data;
-		blen = d.len;
-	}
-	struct robots_policy pol;
-	int rc = robots_policy_from_fetch((int)st, body, blen, v->p.cfg->crawl.user_agent,
-	                                  (int64_t)(monotonic_us() / 1000), &pol);
-	int pol_ok = rc == ROBOTS_OK && pol.source != ROBOTS_SRC_UNREACHABLE;
-	if (!pol_ok) {
-		robots_destroy(pol.robots);
+	const struct robots *rules = NULL;
+	if (!robots_take(v, host, st, res->content_encoding, res->body.data, res->body.len,
+	                 &rules)) {
 		robots_unreachable(v, host);
-	} else {
-		set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
-		           (uint64_t)pol.expires_ms * 1000u);
-		set_state(host_state(v, host), VISIT_FETCH);
-		double cd = robots_crawl_delay(pol.robots);
-		if (cd > 0)
-			politeness_host_set_crawl_delay(v->p.pol, host, (uint64_t)(cd * 1e6));
+		return 0;
 	}
-	if (pol_ok && v->p.sitemaps)
-		take_sitemaps(v, pol.robots, j);
-	free(d.data);
+	set_state(host_state(v, host), VISIT_FETCH);
+	if (v->p.sitemaps)
+		take_sitemaps(v, rules, j);
 	return 0;
 }
 
@@ -812,18 +824,32 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 	return j;
 }
 
-void visit_replayed(struct visit *v, uint32_t host, long status, uint64_t bytes)
+int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry *e)
 {
 	struct crawl_stats *s = v->p.stats;
-	if (status < 0 && (size_t)-status < CRAWL_STATS_ERRORS)
-		s->fetch_errors[-status]++;
-	else if (status >= 0)
-		count_status(s, status, bytes);
+	const struct robots *rules;
+	/* a robots.txt answer sets the rules, as its live fetch did (only a
+	 * 2xx one needs its payload); a redirect's chain, an unreachable one or
+	 * (with sitemaps) its Sitemap lines are left to a new fetch */
+	if (e->robots &&
+	    ((!e->body && e->status >= 200 && e->status < 300) ||
+	     (e->status >= 300 && e->status < 400) || v->p.sitemaps ||
+	     !robots_take(v, host, e->status, e->content_encoding, e->body, e->body_len, &rules)))
+		return -1;
+	if (e->status < 0 && (size_t)-e->status < CRAWL_STATS_ERRORS)
+		s->fetch_errors[-e->status]++;
+	else if (e->status >= 0)
+		count_status(s, e->status, e->bytes);
 	s->requests++;
+	s->tail_replayed++;
+	if (e->robots) {
+		s->robots_fetches++;
+		return 0;
+	}
 	s->pages_started++;
 	s->pages_done++;
-	s->tail_replayed++;
-	frontier_host_account(v->p.frontier, host, 1, bytes);
+	frontier_host_account(v->p.frontier, host, 1, e->bytes);
+	return 0;
 }
 
 /* ---- checkpoints ---- */

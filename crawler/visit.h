@@ -50,6 +50,7 @@
 
 #include "crawler/config.h"
 #include "crawler/crawl_stats.h"
+#include "crawler/crawl_tail.h"
 #include "crawler/crawl_writer.h"
 #include "crawler/dns.h"
 #include "crawler/fetch.h"
@@ -107,8 +108,10 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 void visit_continue(struct visit *v, uint32_t host);
 
 /* A fetch of a crashed crawl's tail (crawl_tail.h) of host, counted as if
- * it had just been done: status (or -fetch_error) and bytes. */
-void visit_replayed(struct visit *v, uint32_t host, long status, uint64_t bytes);
+ * it had just been done; a robots.txt answer sets the host's rules. 0, or
+ * -1 when it cannot stand for a fetch (a robots.txt answer without its
+ * payload, a redirect, unreachable, or with sitemaps on): nothing done. */
+int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry *e);
 
 /* 1 if a Content-Type names an HTML page (the pages parsed for links). */
 int visit_is_html(const char *content_type);

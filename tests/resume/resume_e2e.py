@@ -193,7 +193,7 @@ def check_history(tw, out, expected, kills, what):
 
 
 def served_spans(tw):
-    """[(arrival_us, end_us, host:port, path)] from the test web's log with
+    """[(arrival_us, end_us, host:port, path, status)] from the test web's log with
     server models on: its service_us column (time from arrival to the
     response's end, or to the connection's close when cut) gives the end."""
     spans = []
@@ -204,7 +204,7 @@ def served_spans(tw):
         host = f[2].lower()
         if ":" not in host:
             host += ":%d" % tw.http_port
-        spans.append((int(f[0]), int(f[0]) + int(f[10]), host, f[5]))
+        spans.append((int(f[0]), int(f[0]) + int(f[10]), host, f[5], int(f[6])))
     spans.sort()
     return spans
 
@@ -228,7 +228,7 @@ def repeats_per_crash(tw, out, kills):
     answer died in the crawler's hands, between its socket and its WARC),
     and those it had stored (two records: work done, stored, and done
     again, which the tail replay prevents). robots.txt counts like any
-    URL. Prints one line per crash; returns the errors."""
+    URL, but when unreachable (5xx, 429: asked again by design). Prints one line per crash; returns the errors."""
     spans = served_spans(tw)
     stored = stored_responses(out)
     errors = []
@@ -237,14 +237,18 @@ def repeats_per_crash(tw, out, kills):
     for i, k in enumerate(kills):
         last = {}  # URL -> end of its latest request before the kill
         inflight = 0
-        for t, end, host, path in spans:
+        for t, end, host, path, status in spans:
             if t >= k:
                 break
-            last[(host, path)] = end
             inflight += end >= k
+            # an unreachable robots.txt is asked again by design (RFC 9309)
+            if path == "/robots.txt" and (status >= 500 or status == 429):
+                last.pop((host, path), None)
+            else:
+                last[(host, path)] = end
         n = collections.Counter()
         late = 0.0
-        for t, end, host, path in spans:
+        for t, end, host, path, _ in spans:
             if t <= k or t >= bounds[i + 1] or (host, path) not in last:
                 continue
             n["repeats"] += 1
