@@ -20,12 +20,18 @@ the test web's own request log.
 Every variant checks, on the whole history: the union of URLs the test web
 served equals its expected set; a URL is fetched again only if its earlier
 fetch came within one checkpoint interval (plus the checkpoint's own time)
-before a crash; every WARC file reads back whole with an independent reader,
+before a crash; and, after kills (where nothing handed to the kernel is
+lost), per crash, that every URL requested again after it was in flight at
+it: not answered by the test web before the kill, or answered but not yet
+stored by the crawler (it has a single record in the WARC). A response the
+crawler had stored in the WARC and crawl.log is never fetched again: the
+resume replays that tail; every WARC file reads back whole with an independent reader,
 digests verify; every crawl.log line is whole; per-host and per-IP delays
 hold across the crashes; stats.json's page count continues (it equals the
 distinct pages fetched).
 
-Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as crawl_e2e.py), RESUME_KILLS.
+Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as crawl_e2e.py), RESUME_KILLS,
+RESUME_SEED (the kill moments' random seed; default the pid).
 """
 import collections
 import json
@@ -196,15 +202,8 @@ def served_spans(tw):
     """[(arrival_us, end_us, host:port, path, status)] from the test web's log with
     server models on: its service_us column (time from arrival to the
     response's end, or to the connection's close when cut) gives the end."""
-    spans = []
-    for line in open(tw.log):
-        f = line.rstrip("\n").split("\t")
-        if len(f) < 11 or not f[0].isdigit():
-            continue
-        host = f[2].lower()
-        if ":" not in host:
-            host += ":%d" % tw.http_port
-        spans.append((int(f[0]), int(f[0]) + int(f[10]), host, f[5], int(f[6])))
+    spans = [(int(f[0]), int(f[0]) + int(f[10]), f[2], f[5], int(f[6]))
+             for f in tw.log_fields() if len(f) >= 11]
     spans.sort()
     return spans
 
