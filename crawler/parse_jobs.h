@@ -16,6 +16,9 @@
  * sitemap as their via; an index's entries are registered one level down
  * (up to SITEMAP_INDEX_DEPTH_MAX) and added at the index's own depth.
  *
+ * A resume's replayed job (crawl_tail.h: j->replayed) also adds its own
+ * URL and its redirect target, and goes to the writer only to be freed.
+ *
  * A job counts as outstanding (parse_jobs_outstanding) until its links are
  * in the sieve: "no parse job outstanding" then means every link found so
  * far was added. The pool's queue is bounded: the fetch loop submits
