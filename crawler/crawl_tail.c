@@ -26,6 +26,16 @@
 
 #define READ_CHUNK (64u * 1024u)
 #define WARC_HEADER_MAX (64u * 1024u) /* longer is not a record we wrote */
+/* The payloads of the tail's last responses, for its revisit records
+ * (whose payload is an earlier response's): at most this many, and bytes. */
+#define PAYLOAD_CACHE_SLOTS 64u
+#define PAYLOAD_CACHE_BYTES (8u * 1024u * 1024u)
+
+struct cached_payload {
+	char digest[64]; /* WARC-Payload-Digest; "" for an empty slot */
+	uint8_t *data;
+	size_t len;
+};
 
 struct crawl_tail {
 	FILE *log;
@@ -49,6 +59,8 @@ struct crawl_tail {
 	const uint8_t *pending_body;
 	size_t pending_body_len;
 	char encoding[512];
+	struct cached_payload cache[PAYLOAD_CACHE_SLOTS]; /* a ring, oldest at cache_next */
+	size_t cache_next, cache_bytes;
 	struct crawl_tail_entry e;
 };
 
@@ -258,6 +270,45 @@ static void take_http(struct crawl_tail *t, uint8_t *block, size_t len)
 	}
 }
 
+static void cache_evict(struct crawl_tail *t, struct cached_payload *c)
+{
+	t->cache_bytes -= c->len;
+	free(c->data);
+	memset(c, 0, sizeof *c);
+}
+
+/* Keeps a copy of the pending response's payload under its digest (when
+ * it fits; the oldest go first). */
+static void cache_put(struct crawl_tail *t, const char *digest)
+{
+	size_t len = t->pending_body_len;
+	if (!digest || !t->pending_body || strlen(digest) >= sizeof t->cache[0].digest ||
+	    len > PAYLOAD_CACHE_BYTES / 4)
+		return;
+	struct cached_payload *c = &t->cache[t->cache_next];
+	cache_evict(t, c);
+	for (size_t k = 1; t->cache_bytes + len > PAYLOAD_CACHE_BYTES; k++)
+		cache_evict(t, &t->cache[(t->cache_next + k) % PAYLOAD_CACHE_SLOTS]);
+	if (!(c->data = malloc(len ? len : 1)))
+		return;
+	memcpy(c->data, t->pending_body, len);
+	c->len = len;
+	snprintf(c->digest, sizeof c->digest, "%s", digest);
+	t->cache_bytes += len;
+	t->cache_next = (t->cache_next + 1) % PAYLOAD_CACHE_SLOTS;
+}
+
+/* A revisit's payload: the cached one of its digest, if any. */
+static void cache_get(struct crawl_tail *t, const char *digest)
+{
+	for (size_t i = 0; digest && i < PAYLOAD_CACHE_SLOTS; i++)
+		if (t->cache[i].data && strcmp(t->cache[i].digest, digest) == 0) {
+			t->pending_body = t->cache[i].data;
+			t->pending_body_len = t->cache[i].len;
+			return;
+		}
+}
+
 /* Parses rec as a WARC record: 1 when it is a response or revisit record
  * (then pending is set), 0 for any other record, -1 when it is not a whole
  * record. */
@@ -287,8 +338,15 @@ static int take_record(struct crawl_tail *t)
 	t->pending_revisit = strcmp(type, "revisit") == 0;
 	t->pending_body = NULL;
 	t->encoding[0] = '\0';
-	if (!t->pending_revisit)
+	char *digest = header_value(h, end, "WARC-Payload-Digest");
+	if (t->pending_revisit) {
+		/* headers only: its encoding, and the payload of the same digest */
+		join_encodings(t, end, end + n);
+		cache_get(t, digest);
+	} else {
 		take_http(t, (uint8_t *)end, (size_t)n);
+		cache_put(t, digest);
+	}
 	return 1;
 }
 
@@ -454,6 +512,8 @@ void crawl_tail_close(struct crawl_tail *t)
 	if (t->zinit)
 		inflateEnd(&t->z);
 	ARRAY_FREE_EACH(t->files, t->nfiles);
+	for (size_t i = 0; i < PAYLOAD_CACHE_SLOTS; i++)
+		free(t->cache[i].data);
 	free(t->rec);
 	free(t->line);
 	free(t->scratch);

@@ -16,12 +16,16 @@
  * The reader walks both in step: a line's record is the next response or
  * revisit record whose WARC-Target-URI is the line's URL; a line without
  * one (WARC off, a record lost to a power cut, a torn file) has no
- * payload. Records after the last line (a crash between a record and its
- * line) are not in the tail. A malformed line or record ends the tail
- * there: what follows is treated as never fetched.
+ * payload. A revisit record's payload is the earlier response's of the
+ * same WARC-Payload-Digest, if that is one of the tail's last responses
+ * (a bounded cache); else it has none. Records after the last line (a
+ * crash between a record and its line) are not in the tail. A malformed
+ * line ends the tail there, and a malformed record its file: what follows
+ * is treated as never fetched.
  *
- * Memory: one log line (at most CRAWL_TAIL_LINE_MAX bytes) and one
- * inflated WARC record (at most max_record bytes) at a time.
+ * Memory: one log line (at most CRAWL_TAIL_LINE_MAX bytes), one inflated
+ * WARC record (at most max_record bytes) and the revisits' cache (8 MiB)
+ * at a time.
  */
 #ifndef CRAWLER_CRAWL_TAIL_H
 #define CRAWLER_CRAWL_TAIL_H
@@ -53,7 +57,7 @@ struct crawl_tail_entry {
 	uint64_t bytes;
 	uint32_t depth;
 	int robots;                   /* a robots.txt fetch */
-	int revisit;                  /* its record is a revisit (no payload) */
+	int revisit;                  /* its record is a revisit */
 	const char *content_encoding; /* of the record's HTTP headers, or NULL */
 	const uint8_t *body;          /* the record's payload as received (content-
 	                                 encoded); NULL: no response record */
@@ -96,9 +100,11 @@ struct crawl_tail_replay_parts {
  * HTML page, the links of its stored payload go to the sieve through the
  * parse threads, as on a live crawl (the job is not written again). Not
  * replayed, so fetched again: a fetch cancelled at a stop, an HTML page
- * whose payload is not in the WARC (or a revisit), robots.txt (the host
- * asks again, after its delay), and with sitemaps on any other 2xx
- * response (it may be a sitemap, whose registry is not checkpointed). The
+ * whose payload the tail does not hold (a revisit of a response before the
+ * cut, a lost record), a robots.txt redirect or unreachable answer (the
+ * host asks again, after its delay), and with sitemaps on robots.txt and
+ * any 2xx response but HTML (it may be a sitemap, whose registry is not
+ * checkpointed). The
  * politeness state is untouched: the first request after a resume waits
  * a delay as before. 0, or -1 (a message on stderr; nothing is lost: what
  * was not replayed is fetched again).

@@ -297,24 +297,32 @@ END_TEST
 
 /* ---- the tail reader, on a hand-made WARC and log ---- */
 
-/* One WARC record as its own gzip member, cut to keep bytes. */
-static void append_record(const char *path, const char *type, const char *uri, const char *block,
-                          size_t keep)
+/* One WARC record as its own gzip member, cut to keep bytes; digest: its
+ * WARC-Payload-Digest, or NULL. */
+static void append_record(const char *path, const char *type, const char *uri, const char *digest,
+                          const char *block, size_t keep)
 {
-	char text[3000];
+	char text[3000], fields[512] = "";
+	if (uri)
+		snprintf(fields, sizeof fields, "WARC-Target-URI: %s\r\n", uri);
+	if (digest)
+		snprintf(fields + strlen(fields), sizeof fields - strlen(fields),
+		         "WARC-Payload-Digest: %s\r\n", digest);
 	int n = snprintf(text, sizeof text,
-	                 "WARC/1.1\r\nWARC-Type: %s\r\n%s%s%sContent-Length: %zu\r\n\r\n%s\r\n\r\n",
-	                 type, uri ? "WARC-Target-URI: " : "", uri ? uri : "", uri ? "\r\n" : "",
-	                 strlen(block), block);
+	                 "WARC/1.1\r\nWARC-Type: %s\r\n%sContent-Length: %zu\r\n\r\n%s\r\n\r\n",
+	                 type, fields, strlen(block), block);
 	ck_assert_int_lt(n, (int)sizeof text);
 	append_gzip_member(path, text, keep);
 }
 
-/* A response (request record first, as the writer does). */
-static void append_fetch(const char *path, const char *uri, const char *http, size_t keep)
+/* A response, or with http NULL a revisit (request record first, as the
+ * writer does). */
+static void append_fetch(const char *path, const char *uri, const char *http, const char *digest,
+                         size_t keep)
 {
-	append_record(path, "request", uri, "GET / HTTP/1.1\r\nHost: h.test\r\n\r\n", (size_t)-1);
-	append_record(path, http ? "response" : "revisit", uri,
+	append_record(path, "request", uri, NULL, "GET / HTTP/1.1\r\nHost: h.test\r\n\r\n",
+	              (size_t)-1);
+	append_record(path, http ? "response" : "revisit", uri, digest,
 	              http ? http : "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n", keep);
 }
 
@@ -345,8 +353,8 @@ static void write_tail(const char *dir, struct crawl_tail_pos *pos)
 	snprintf(w1, sizeof w1, "%s/crawl-20261127040000-00000.warc.gz", dir);
 	snprintf(w2, sizeof w2, "%s/crawl-20261127040001-00000.warc.gz", dir);
 	snprintf(log, sizeof log, "%s/crawl.log", dir);
-	append_record(w1, "warcinfo", NULL, "software: test", (size_t)-1);
-	append_fetch(w1, "http://h.test/a", "HTTP/1.1 200 OK\r\n\r\nA", (size_t)-1);
+	append_record(w1, "warcinfo", NULL, NULL, "software: test", (size_t)-1);
+	append_fetch(w1, "http://h.test/a", "HTTP/1.1 200 OK\r\n\r\nA", "sha1:A", (size_t)-1);
 	append_line(log, "200", "http://h.test/a", "text/html", "-", "-", 1);
 	memset(pos, 0, sizeof *pos);
 	snprintf(pos->warc_file, sizeof pos->warc_file, "crawl-20261127040000-00000.warc.gz");
@@ -354,20 +362,23 @@ static void write_tail(const char *dir, struct crawl_tail_pos *pos)
 	pos->log_offset = file_size(log);
 	pos->known = 1;
 	/* after the cut */
-	append_fetch(w1, "http://h.test/b", PAGE_B, (size_t)-1);
+	append_fetch(w1, "http://h.test/b", PAGE_B, "sha1:B", (size_t)-1);
 	append_line(log, "200", "http://h.test/b", "text/html", "-", "-", 1);
 	append_line(log, "-28", "http://h.test/timeout", "-", "-", "-", 1);      /* no response */
 	append_line(log, "200", "http://h.test/lost", "text/html", "-", "-", 1); /* record lost */
-	append_fetch(w1, "http://h.test/c", NULL, (size_t)-1);
+	append_fetch(w1, "http://h.test/c", NULL, "sha1:B", (size_t)-1);         /* as b's */
 	append_line(log, "200", "http://h.test/c", "text/html", "-", "revisit", 1);
-	append_fetch(w1, "http://h.test/r", "HTTP/1.1 301 Moved\r\nLocation: /b\r\n\r\n",
+	append_fetch(w1, "http://h.test/c2", NULL, "sha1:A", (size_t)-1); /* before the cut */
+	append_line(log, "200", "http://h.test/c2", "text/html", "-", "revisit", 1);
+	append_fetch(w1, "http://h.test/r", "HTTP/1.1 301 Moved\r\nLocation: /b\r\n\r\n", NULL,
 	             (size_t)-1);
 	append_line(log, "301", "http://h.test/r", "-", "http://h.test/b", "redirect", 1);
-	append_record(w2, "warcinfo", NULL, "software: test", (size_t)-1);
-	append_fetch(w2, "http://h.test/robots.txt", "HTTP/1.1 200 OK\r\n\r\nUser-agent: *\n",
+	append_record(w2, "warcinfo", NULL, NULL, "software: test", (size_t)-1);
+	append_fetch(w2, "http://h.test/robots.txt", "HTTP/1.1 200 OK\r\n\r\nUser-agent: *\n", NULL,
 	             (size_t)-1);
 	append_line(log, "200", "http://h.test/robots.txt", "text/plain", "-", "robots", 1);
-	append_fetch(w2, "http://h.test/e", "HTTP/1.1 200 OK\r\n\r\n<html>e</html>", 40); /* torn */
+	append_fetch(w2, "http://h.test/e", "HTTP/1.1 200 OK\r\n\r\n<html>e</html>", NULL,
+	             40); /* torn */
 	append_line(log, "200", "http://h.test/e", "text/html", "-", "-", 1);
 	append_line(log, "200", "http://h.test/f", "text/html", "-", "-", 0); /* torn line */
 }
@@ -406,8 +417,15 @@ START_TEST(tail_pairs_log_lines_with_their_records)
 	e = tail_next(t); /* its record is missing: the next one is not its */
 	ck_assert_str_eq(e->url, "http://h.test/lost");
 	ck_assert_ptr_null(e->body);
-	e = tail_next(t);
+	e = tail_next(t); /* a revisit of b's payload, earlier in the tail */
 	ck_assert_str_eq(e->url, "http://h.test/c");
+	ck_assert_int_eq(e->revisit, 1);
+	ck_assert_ptr_nonnull(e->body);
+	ck_assert_uint_eq(e->body_len, 13);
+	ck_assert_int_eq(memcmp(e->body, "<a href=/x>b<", 13), 0);
+	ck_assert_ptr_null(e->content_encoding);
+	e = tail_next(t); /* of a payload from before the cut: none */
+	ck_assert_str_eq(e->url, "http://h.test/c2");
 	ck_assert_int_eq(e->revisit, 1);
 	ck_assert_ptr_null(e->body);
 	e = tail_next(t);
