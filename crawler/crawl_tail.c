@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "crawler/crawl_log.h"
+#include "crawler/crawl_outdir.h"
 #include "crawler/crawl_writer.h"
 #include "crawler/done_set.h"
 #include "crawler/fetch.h"
@@ -82,9 +83,7 @@ static int list_warcs(struct crawl_tail *t, const char *from)
 	if (!d)
 		return -1;
 	while (rc == 0 && (de = readdir(d)) != NULL) {
-		size_t n = strlen(de->d_name);
-		if (strncmp(de->d_name, "crawl-", 6) != 0 || n < 8 ||
-		    strcmp(de->d_name + n - 8, ".warc.gz") != 0 || strcmp(de->d_name, from) < 0)
+		if (!crawl_outdir_warc_from(de->d_name, from))
 			continue;
 		char **f = array_reserve(t->files, &cap, t->nfiles + 1, sizeof *f);
 		char *name = strdup(de->d_name);
