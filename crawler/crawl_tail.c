@@ -165,8 +165,10 @@ static int read_member(struct crawl_tail *t)
 	}
 }
 
-/* The value of header name in the block [p, end) of CRLF lines, trimmed
- * and NUL-terminated in place; NULL if absent. */
+/* The value of header name in the block [p, end) of lines, trimmed and
+ * NUL-terminated in place (over its CR: the writer's WARC headers end
+ * their lines in CRLF; a bare LF line loses its LF, so only the last call
+ * on an HTTP block may meet one); NULL if absent. */
 static char *header_value(char *p, char *end, const char *name)
 {
 	size_t n = strlen(name);
