@@ -9,26 +9,7 @@
 #include <string.h>
 
 #include "crawler/audit_int.h"
-#include "frontier/ascii.h"
-
-#define FIELDS 13     /* with wait_ms */
-#define OLD_FIELDS 12 /* without */
-
-enum {
-	F_TIME,
-	F_STATUS,
-	F_BYTES,
-	F_URL,
-	F_VIA,
-	F_DEPTH,
-	F_CTYPE,
-	F_DUR,
-	F_IP,
-	F_ERR,
-	F_REDIR,
-	F_FLAGS,
-	F_WAIT
-};
+#include "crawler/crawl_log.h"
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's). */
 static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
@@ -67,79 +48,6 @@ int audit_parse_time(const char *s, size_t len, int64_t *ms)
 		return -1;
 	int64_t days = days_from_civil(y, mo, d);
 	*ms = ((days * 24 + h) * 60 + mi) * 60000 + (int64_t)se * 1000 + milli;
-	return 0;
-}
-
-static int parse_i64(const char *s, size_t len, int64_t *out)
-{
-	int neg = 0;
-	uint64_t v = 0;
-	size_t i = 0;
-	if (len > 0 && s[0] == '-') {
-		neg = 1;
-		i = 1;
-	}
-	if (i == len || len - i > 18)
-		return -1;
-	for (; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*out = neg ? -(int64_t)v : (int64_t)v;
-	return 0;
-}
-
-/* Undoes the log's escaping into out (NUL-terminated); "-" becomes "".
- * Returns the end of out, or NULL on a bad escape or a NUL byte. */
-static char *unescape(const char *s, size_t len, char *out)
-{
-	if (len == 1 && s[0] == '-') {
-		*out = '\0';
-		return out + 1;
-	}
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] == '\0')
-			return NULL;
-		if (s[i] != '\\') {
-			*out++ = s[i];
-			continue;
-		}
-		if (++i == len)
-			return NULL;
-		switch (s[i]) {
-		case '\\': *out++ = '\\'; break;
-		case 't': *out++ = '\t'; break;
-		case 'n': *out++ = '\n'; break;
-		case 'r': *out++ = '\r'; break;
-		case 'x': {
-			int hi = i + 2 < len ? ascii_hex_value((unsigned char)s[i + 1]) : -1;
-			int lo = hi >= 0 ? ascii_hex_value((unsigned char)s[i + 2]) : -1;
-			if (lo < 0 || (hi == 0 && lo == 0))
-				return NULL;
-			*out++ = (char)(hi * 16 + lo);
-			i += 2;
-			break;
-		}
-		default: return NULL;
-		}
-	}
-	*out = '\0';
-	return out + 1;
-}
-
-static int has_flag(const char *s, size_t len, const char *name)
-{
-	size_t n = strlen(name);
-	size_t i = 0;
-	while (i < len) {
-		size_t j = i;
-		while (j < len && s[j] != ',')
-			j++;
-		if (j - i == n && memcmp(s + i, name, n) == 0)
-			return 1;
-		i = j + 1;
-	}
 	return 0;
 }
 
@@ -212,45 +120,42 @@ static const char *url_host(struct audit_rec *r, char *out)
 const char *audit_parse_line(const char *line, size_t len, struct audit_rec *r, char *scratch,
                              size_t cap)
 {
-	const char *f[FIELDS];
-	size_t fl[FIELDS];
-	size_t nf = 0, start = 0;
+	const char *f[CRAWL_LOG_FIELDS];
+	size_t fl[CRAWL_LOG_FIELDS];
 	if (cap < 3 * len + 64)
 		return "line too long";
-	for (size_t i = 0; i <= len; i++) {
-		if (i < len && line[i] != '\t')
-			continue;
-		if (nf == FIELDS)
-			return "more than 13 tab-separated fields";
-		f[nf] = line + start;
-		fl[nf++] = i - start;
-		start = i + 1;
-	}
-	if (nf < OLD_FIELDS)
+	int nf = crawl_log_split(line, len, f, fl);
+	if (nf < 0)
+		return "more than 13 tab-separated fields";
+	if (nf < CRAWL_LOG_FIELDS - 1)
 		return "fewer than 12 tab-separated fields";
 	int64_t dur, bytes, status, wait = -1;
-	if (audit_parse_time(f[F_TIME], fl[F_TIME], &r->end_ms) != 0)
+	if (audit_parse_time(f[CRAWL_LOG_F_TIME], fl[CRAWL_LOG_F_TIME], &r->end_ms) != 0)
 		return "bad timestamp (want 2026-11-22T23:59:01.123Z)";
-	if (parse_i64(f[F_STATUS], fl[F_STATUS], &status) != 0)
+	if (crawl_log_parse_i64(f[CRAWL_LOG_F_STATUS], fl[CRAWL_LOG_F_STATUS], &status) != 0)
 		return "bad status";
-	if (parse_i64(f[F_BYTES], fl[F_BYTES], &bytes) != 0 || bytes < 0)
+	if (crawl_log_parse_i64(f[CRAWL_LOG_F_BYTES], fl[CRAWL_LOG_F_BYTES], &bytes) != 0 ||
+	    bytes < 0)
 		return "bad bytes";
-	if (parse_i64(f[F_DUR], fl[F_DUR], &dur) != 0 || dur < 0)
+	if (crawl_log_parse_i64(f[CRAWL_LOG_F_DURATION], fl[CRAWL_LOG_F_DURATION], &dur) != 0 ||
+	    dur < 0)
 		return "bad duration_ms";
-	if (nf == FIELDS && (parse_i64(f[F_WAIT], fl[F_WAIT], &wait) != 0 || wait < 0))
+	if (nf == CRAWL_LOG_FIELDS &&
+	    (crawl_log_parse_i64(f[CRAWL_LOG_F_WAIT], fl[CRAWL_LOG_F_WAIT], &wait) != 0 ||
+	     wait < 0))
 		return "bad wait_ms";
 	r->wait_ms = wait;
 	r->status = (long)status;
 	r->bytes = (uint64_t)bytes;
 	r->start_ms = r->end_ms - dur;
-	r->robots = has_flag(f[F_FLAGS], fl[F_FLAGS], "robots");
+	r->robots = crawl_log_has_flag(f[CRAWL_LOG_F_FLAGS], fl[CRAWL_LOG_F_FLAGS], "robots");
 	char *p = scratch;
 	r->url = p;
-	p = unescape(f[F_URL], fl[F_URL], p);
+	p = crawl_log_unescape(f[CRAWL_LOG_F_URL], fl[CRAWL_LOG_F_URL], p);
 	if (!p)
 		return "bad escape in url";
 	const char *ip = p;
-	p = unescape(f[F_IP], fl[F_IP], p);
+	p = crawl_log_unescape(f[CRAWL_LOG_F_IP], fl[CRAWL_LOG_F_IP], p);
 	if (!p)
 		return "bad escape in ip";
 	r->ip = *ip ? ip : NULL;

@@ -13,6 +13,7 @@
 
 #include "crawler/checkpoint.h"
 #include "crawler/crawl_outdir.h"
+#include "crawler/done_set.h"
 #include "frontier/clock.h"
 #include "frontier/recfile.h"
 
@@ -35,6 +36,7 @@ struct crawl_ckpt {
 	uint64_t flush_seq; /* the forced flush it waits for */
 	uint64_t t0_us, last_us;
 	struct warc_position warc;    /* where the WARC stood at the writer's sync */
+	uint64_t log_size;            /* and the crawl log's size */
 	struct fetch_result **parked; /* results held while a checkpoint is taken */
 	size_t n_parked, parked_cap;
 	uv_work_t work;
@@ -64,6 +66,9 @@ static int state_save(struct crawl_ckpt *c, const char *path)
 	recfile_put_bytes(w, c->warc.file, (uint32_t)strlen(c->warc.file));
 	recfile_put_u64(w, c->warc.offset);
 	visit_save(c->p.visit, w, now);
+	/* after the visit's part, so that checkpoints from before still read */
+	recfile_put_u64(w, c->log_size);
+	done_set_save(c->p.done, w);
 	if (recfile_writer_close(w, 0) != RECFILE_OK)
 		return -1;
 	return 0;
@@ -84,14 +89,14 @@ static int get_scope(struct recfile_reader *rd, struct scope *scope)
 }
 
 /* Reads what state_save wrote (the frontier and politeness were restored
- * from the same checkpoint). warc_file gets the WARC file the checkpoint
- * wrote last. 0, or -1 with the message in err. */
-static int state_load(const char *path, struct crawl_stats *stats, struct scope *scope,
-                      struct visit *visit, char *warc_file, size_t wcap, char *err, size_t errlen)
+ * from the same checkpoint) into the parts, and where the checkpoint's cut
+ * fell into *pos. 0, or -1 with the message in err. */
+static int state_load(const char *path, const struct crawl_ckpt_resume_parts *p,
+                      struct crawl_tail_pos *pos, char *err, size_t errlen)
 {
 	struct recfile_reader *rd = NULL;
 	enum recfile_err re = recfile_reader_open(path, STATE_MAGIC, &rd);
-	uint64_t elapsed, off;
+	uint64_t elapsed;
 	uint32_t len;
 	int rc = -1;
 	if (re != RECFILE_OK) {
@@ -101,15 +106,21 @@ static int state_load(const char *path, struct crawl_stats *stats, struct scope 
 	}
 	if (recfile_get_u64(rd, &elapsed) != RECFILE_OK)
 		goto bad;
-	stats->elapsed_before_us = elapsed;
-	if (crawl_stats_load(stats, rd) != 0 || get_scope(rd, scope) != 0)
+	p->stats->elapsed_before_us = elapsed;
+	if (crawl_stats_load(p->stats, rd) != 0 || get_scope(rd, p->scope) != 0)
 		goto bad;
-	if (recfile_get_bytes(rd, warc_file, (uint32_t)wcap - 1, &len) != RECFILE_OK ||
-	    recfile_get_u64(rd, &off) != RECFILE_OK)
+	if (recfile_get_bytes(rd, pos->warc_file, sizeof pos->warc_file - 1, &len) != RECFILE_OK ||
+	    recfile_get_u64(rd, &pos->warc_offset) != RECFILE_OK)
 		goto bad;
-	warc_file[len] = '\0';
-	if (visit_load(visit, rd, monotonic_us()) != 0 || !recfile_reader_at_end(rd))
+	pos->warc_file[len] = '\0';
+	if (visit_load(p->visit, rd, monotonic_us()) != 0)
 		goto bad;
+	if (!recfile_reader_at_end(rd)) {
+		if (recfile_get_u64(rd, &pos->log_offset) != RECFILE_OK ||
+		    done_set_load(p->done, rd) != 0 || !recfile_reader_at_end(rd))
+			goto bad;
+		pos->known = 1;
+	}
 	rc = 0;
 	goto out;
 bad:
@@ -119,22 +130,23 @@ out:
 	return rc;
 }
 
-int crawl_ckpt_resume(const struct crawl_config *cfg, const char *ckpt, struct crawl_stats *stats,
-                      struct scope *scope, struct visit *visit)
+int crawl_ckpt_resume(const struct crawl_ckpt_resume_parts *p, const char *ckpt,
+                      struct crawl_tail_pos *pos)
 {
-	char path[4400], err[4800], warc_from[256] = "";
+	char path[4400], err[4800];
+	memset(pos, 0, sizeof *pos);
+	pos->known = !ckpt; /* no checkpoint: all the outputs are the tail */
 	if (ckpt) {
 		snprintf(path, sizeof path, "%s/state", ckpt);
-		if (state_load(path, stats, scope, visit, warc_from, sizeof warc_from, err,
-		               sizeof err) != 0) {
+		if (state_load(path, p, pos, err, sizeof err) != 0) {
 			fprintf(stderr, "crawler crawl: %s\n", err);
 			return -1;
 		}
 	}
-	if (crawl_outdir_repair(cfg, warc_from) != 0)
+	if (crawl_outdir_repair(p->cfg, pos->warc_file) != 0)
 		return -1;
-	if (!cfg->crawl.quiet)
-		fprintf(stderr, "crawler crawl: resuming %s from %s\n", cfg->output.dir,
+	if (!p->cfg->crawl.quiet)
+		fprintf(stderr, "crawler crawl: resuming %s from %s\n", p->cfg->output.dir,
 		        ckpt ? ckpt : "its seeds (no checkpoint was written)");
 	return 0;
 }
@@ -327,7 +339,7 @@ static int ckpt_flushed(struct crawl_ckpt *c)
 static void ckpt_commit(struct crawl_ckpt *c)
 {
 	int rc;
-	if (!crawl_writer_synced(c->p.writer, c->seq, &rc, &c->warc))
+	if (!crawl_writer_synced(c->p.writer, c->seq, &rc, &c->warc, &c->log_size))
 		return;
 	if (rc != 0) {
 		snprintf(c->err, sizeof c->err, "the WARC or crawl log cannot be synced");

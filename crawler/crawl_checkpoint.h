@@ -20,9 +20,11 @@
  *
  * The crawl state (OUTPUT_DIR/checkpoint/ckpt-N/state, recfile.h): crawl
  * time so far, the counters (crawl_stats.h), the scope's counts, where the
- * WARC stood, per host its DNS answer and politeness state, and the URLs
- * taken from the frontier and not done (visit.h). A resume restores
- * frontier, sieve and state, and re-queues what was in flight.
+ * WARC stood, per host its DNS answer and politeness state, the URLs
+ * taken from the frontier and not done (visit.h), the crawl log's size,
+ * and the done set (done_set.h). A resume restores frontier, sieve and
+ * state, re-queues what was in flight, and replays the tail the WARC and
+ * the log hold after the cut (crawl_tail.h).
  *
  * Fetch loop thread only, but the commit's worker.
  */
@@ -36,6 +38,7 @@
 
 #include "crawler/config.h"
 #include "crawler/crawl_stats.h"
+#include "crawler/crawl_tail.h"
 #include "crawler/crawl_writer.h"
 #include "crawler/parse_jobs.h"
 #include "crawler/sieve_path.h"
@@ -56,6 +59,7 @@ struct crawl_ckpt_parts {
 	struct parse_jobs *parse;
 	struct crawl_writer *writer;
 	struct crawl_stats *stats;
+	struct done_set *done;   /* URLs a resume found fetched, still to be met */
 	const char *spill_label; /* the frontier's spill folder, for reports */
 	void *ctx;
 	void (*finish)(void *ctx);                           /* after the final checkpoint */
@@ -84,13 +88,22 @@ void crawl_ckpt_step(struct crawl_ckpt *c);
  * processed now (no checkpoint, or no memory to keep it). */
 int crawl_ckpt_park(struct crawl_ckpt *c, struct fetch_result *res);
 
+/* What a resume restores the crawl state into, all borrowed. */
+struct crawl_ckpt_resume_parts {
+	const struct crawl_config *cfg;
+	struct crawl_stats *stats;
+	struct scope *scope;
+	struct visit *visit; /* its frontier and politeness restored from ckpt */
+	struct done_set *done;
+};
+
 /* Resume from the checkpoint folder ckpt (NULL: none was written, the
- * crawl starts over from its seeds): reads its state file into stats,
- * scope and visit (whose frontier and politeness were restored from the
- * same checkpoint), then cuts what the crash tore off the WARC files the
- * checkpoint does not cover and the crawl log (crawl_outdir.h). 0, or -1
- * (a message on stderr). */
-int crawl_ckpt_resume(const struct crawl_config *cfg, const char *ckpt, struct crawl_stats *stats,
-                      struct scope *scope, struct visit *visit);
+ * crawl starts over from its seeds): reads its state file into the parts,
+ * and where its cut fell in the WARC and crawl log into *pos (for the
+ * tail's replay, crawl_tail.h), then cuts what the crash tore off the WARC
+ * files the checkpoint does not cover and the crawl log (crawl_outdir.h).
+ * 0, or -1 (a message on stderr). */
+int crawl_ckpt_resume(const struct crawl_ckpt_resume_parts *p, const char *ckpt,
+                      struct crawl_tail_pos *pos);
 
 #endif

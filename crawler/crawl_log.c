@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "frontier/ascii.h"
+
 /* Lines are appended to an own buffer and written with write(2): a write
  * that fails (a full disk) leaves the bytes not yet written in the buffer,
  * so the next flush goes on from exactly there; nothing accepted is lost
@@ -272,6 +274,14 @@ enum crawl_log_error crawl_log_flush(struct crawl_log *log, int sync)
 	return CRAWL_LOG_OK;
 }
 
+uint64_t crawl_log_size(struct crawl_log *log)
+{
+	struct stat st;
+	if (log == NULL || log->is_stdout || fstat(log->fd, &st) != 0)
+		return 0;
+	return (uint64_t)st.st_size + log->len;
+}
+
 enum crawl_log_error crawl_log_close(struct crawl_log *log)
 {
 	enum crawl_log_error rc = CRAWL_LOG_OK;
@@ -283,4 +293,93 @@ enum crawl_log_error crawl_log_close(struct crawl_log *log)
 		rc = CRAWL_LOG_ERR_IO;
 	free(log);
 	return rc;
+}
+
+/* ---- reading lines back ---- */
+
+int crawl_log_split(const char *line, size_t len, const char **f, size_t *fl)
+{
+	int nf = 0;
+	size_t start = 0;
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && line[i] != '\t')
+			continue;
+		if (nf == CRAWL_LOG_FIELDS)
+			return -1;
+		f[nf] = line + start;
+		fl[nf++] = i - start;
+		start = i + 1;
+	}
+	return nf;
+}
+
+int crawl_log_parse_i64(const char *s, size_t len, int64_t *out)
+{
+	int neg = 0;
+	uint64_t v = 0;
+	size_t i = 0;
+	if (len > 0 && s[0] == '-') {
+		neg = 1;
+		i = 1;
+	}
+	if (i == len || len - i > 18)
+		return -1;
+	for (; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = neg ? -(int64_t)v : (int64_t)v;
+	return 0;
+}
+
+char *crawl_log_unescape(const char *s, size_t len, char *out)
+{
+	if (len == 1 && s[0] == '-') {
+		*out = '\0';
+		return out + 1;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '\0')
+			return NULL;
+		if (s[i] != '\\') {
+			*out++ = s[i];
+			continue;
+		}
+		if (++i == len)
+			return NULL;
+		switch (s[i]) {
+		case '\\': *out++ = '\\'; break;
+		case 't': *out++ = '\t'; break;
+		case 'n': *out++ = '\n'; break;
+		case 'r': *out++ = '\r'; break;
+		case 'x': {
+			int hi = i + 2 < len ? ascii_hex_value((unsigned char)s[i + 1]) : -1;
+			int lo = hi >= 0 ? ascii_hex_value((unsigned char)s[i + 2]) : -1;
+			if (lo < 0 || (hi == 0 && lo == 0))
+				return NULL;
+			*out++ = (char)(hi * 16 + lo);
+			i += 2;
+			break;
+		}
+		default: return NULL;
+		}
+	}
+	*out = '\0';
+	return out + 1;
+}
+
+int crawl_log_has_flag(const char *s, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+	size_t i = 0;
+	while (i < len) {
+		size_t j = i;
+		while (j < len && s[j] != ',')
+			j++;
+		if (j - i == n && memcmp(s + i, name, n) == 0)
+			return 1;
+		i = j + 1;
+	}
+	return 0;
 }

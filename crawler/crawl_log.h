@@ -81,6 +81,43 @@ size_t crawl_log_format(const struct crawl_log_entry *e, char *buf, size_t cap);
 /* fflush (+ fsync when sync is nonzero). */
 enum crawl_log_error crawl_log_flush(struct crawl_log *log, int sync);
 
+/* The file's size once flushed: where a checkpoint's cut falls in it (0
+ * for stdout). */
+uint64_t crawl_log_size(struct crawl_log *log);
+
+/* ---- reading lines back (the audit, a resume's tail) ---- */
+
+#define CRAWL_LOG_FIELDS 13 /* a log before wait_ms has one fewer */
+
+enum crawl_log_field {
+	CRAWL_LOG_F_TIME = 0,
+	CRAWL_LOG_F_STATUS,
+	CRAWL_LOG_F_BYTES,
+	CRAWL_LOG_F_URL,
+	CRAWL_LOG_F_VIA,
+	CRAWL_LOG_F_DEPTH,
+	CRAWL_LOG_F_CTYPE,
+	CRAWL_LOG_F_DURATION,
+	CRAWL_LOG_F_IP,
+	CRAWL_LOG_F_ERROR,
+	CRAWL_LOG_F_REDIRECT,
+	CRAWL_LOG_F_FLAGS,
+	CRAWL_LOG_F_WAIT,
+};
+
+/* Splits a line (len bytes, no newline) at its tabs into f[i] (fl[i]
+ * bytes, escaped), both of CRAWL_LOG_FIELDS entries. Returns the number of
+ * fields, or -1 when there are more than CRAWL_LOG_FIELDS. */
+int crawl_log_split(const char *line, size_t len, const char **f, size_t *fl);
+/* Undoes a field's escaping into out (room for len + 1 bytes,
+ * NUL-terminated); "-" becomes "". Returns the end of out (past its NUL),
+ * or NULL on a bad escape or a NUL byte. */
+char *crawl_log_unescape(const char *s, size_t len, char *out);
+/* A decimal integer, optionally negative, of at most 18 digits. 0 or -1. */
+int crawl_log_parse_i64(const char *s, size_t len, int64_t *out);
+/* 1 if the flags field (len bytes) names flag name. */
+int crawl_log_has_flag(const char *s, size_t len, const char *name);
+
 /* Flushes and closes. NULL is a no-op. */
 enum crawl_log_error crawl_log_close(struct crawl_log *log);
 

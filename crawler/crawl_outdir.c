@@ -106,8 +106,7 @@ void crawl_outdir_remove_stale_spill(const struct crawl_config *cfg)
 	closedir(d);
 }
 
-/* 1 for a WARC file of this crawl at or after `from`. */
-static int warc_to_repair(const char *name, const char *from)
+int crawl_outdir_warc_from(const char *name, const char *from)
 {
 	size_t n = strlen(name);
 	return strncmp(name, "crawl-", 6) == 0 && n >= 8 && strcmp(name + n - 8, ".warc.gz") == 0 &&
@@ -125,7 +124,7 @@ int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 		return -1;
 	while ((e = readdir(d)) != NULL) {
 		struct warc_repair_result res;
-		if (!warc_to_repair(e->d_name, from))
+		if (!crawl_outdir_warc_from(e->d_name, from))
 			continue;
 		snprintf(path, sizeof path, "%s/%s", cfg->output.dir, e->d_name);
 		if (warc_repair_tail(path, 0, &res, err, sizeof err) != WARC_REPAIR_OK) {

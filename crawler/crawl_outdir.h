@@ -35,6 +35,10 @@ int crawl_outdir_save_inputs(const struct crawl_config *cfg, char *const *seeds,
  * it may be shared). */
 void crawl_outdir_remove_stale_spill(const struct crawl_config *cfg);
 
+/* 1 if the file name is one of the crawl's WARC files, named (so opened)
+ * at or after `from` ("" for all). */
+int crawl_outdir_warc_from(const char *name, const char *from);
+
 /* Resume: cuts what a crash tore off the WARC files (those from `from` on,
  * by name, i.e. by time; all when from is empty) and the crawl log. 0, or
  * -1 (messages on stderr). */

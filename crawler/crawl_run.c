@@ -21,8 +21,10 @@
 #include "crawler/crawl_checkpoint.h"
 #include "crawler/crawl_outdir.h"
 #include "crawler/crawl_stats.h"
+#include "crawler/crawl_tail.h"
 #include "crawler/crawl_writer.h"
 #include "crawler/dns.h"
+#include "crawler/done_set.h"
 #include "crawler/fetch.h"
 #include "crawler/io_stall.h"
 #include "crawler/metrics.h"
@@ -62,6 +64,8 @@ struct run {
 	struct parse_jobs *parse;
 	struct crawl_writer *writer;
 	struct crawl_ckpt *ckpt;
+	struct done_set *done;      /* fetched after the checkpoint a resume started from */
+	struct crawl_tail_pos tail; /* where that checkpoint's cut fell */
 	struct io_stall *io; /* outputs that cannot be written (a full disk): fetching pauses */
 	struct metrics_server *metrics; /* --metrics: the live figures */
 	struct outdir_lock *lock;
@@ -151,6 +155,11 @@ static int take_emit(void *ctx, const char *url, size_t len, const char *via, si
 {
 	struct run *r = ctx;
 	uint32_t host;
+	/* found by the sieve after the checkpoint, and fetched since */
+	if (done_set_take(r->done, url, len)) {
+		r->stats.tail_skipped++;
+		return 0;
+	}
 	if (visit_host_get(r->visit, url, len, &host) != 0)
 		return 0;
 	if (frontier_push(r->frontier, host, url, len, via, via_len, depth) == FRONTIER_ERR_IO) {
@@ -540,10 +549,10 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 	}
 	if (r->cfg->crawl.sitemaps && !(r->sitemaps = sitemap_registry_create(SITEMAPS_MAX)))
 		return CRAWL_EXIT_FAILURE;
-	struct visit_parts vp = { r->cfg,       &r->loop,    r->frontier,
-		                  r->pol,       r->fetch,    r->dns,
-		                  &r->stats,    r->sitemaps, { r, can_start, pump },
-		                  &r->stopping, &r->finished };
+	struct visit_parts vp = { r->cfg,       &r->loop,     r->frontier,
+		                  r->pol,       r->fetch,     r->dns,
+		                  &r->stats,    r->sitemaps,  { r, can_start, pump },
+		                  &r->stopping, &r->finished, r->done };
 	r->visit = visit_create(&vp);
 	return r->visit ? CRAWL_EXIT_OK : CRAWL_EXIT_FAILURE;
 }
@@ -573,6 +582,7 @@ static int start_workers(struct run *r, struct module_configs *mc, uint64_t ckpt
 		.parse = r->parse,
 		.writer = r->writer,
 		.stats = &r->stats,
+		.done = r->done,
 		.spill_label = r->spill_label,
 		.ctx = r,
 		.finish = finish,
@@ -633,7 +643,8 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 		goto out;
 	crawl_outdir_remove_stale_spill(cfg);
 	r->io = io_stall_create(1000);
-	if (!r->io || module_configs_from(r, cfg, seeds, nseeds, mc) != 0)
+	r->done = done_set_create();
+	if (!r->io || !r->done || module_configs_from(r, cfg, seeds, nseeds, mc) != 0)
 		goto out;
 	snprintf(r->spill_label, sizeof r->spill_label, "%s (frontier spill)",
 	         cfg->frontier.spill_dir[0] ? cfg->frontier.spill_dir : cfg->output.dir);
@@ -643,7 +654,10 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	if ((rc = open_frontier(r, mc, from)) != CRAWL_EXIT_OK ||
 	    (rc = open_sieve(r, mc, from)) != CRAWL_EXIT_OK ||
 	    (rc = open_fetch(r, mc)) != CRAWL_EXIT_OK ||
-	    (resume && crawl_ckpt_resume(cfg, from, &r->stats, r->scope, r->visit) != 0) ||
+	    (resume &&
+	     crawl_ckpt_resume(&(struct crawl_ckpt_resume_parts){ cfg, &r->stats, r->scope,
+	                                                          r->visit, r->done },
+	                       from, &r->tail) != 0) ||
 	    (rc = start_workers(r, mc, ckpt_seq)) != CRAWL_EXIT_OK)
 		goto out;
 	start_handles(r, resume);
@@ -661,6 +675,11 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	rc = CRAWL_EXIT_FAILURE;
 	/* the checkpoint's sieve has seen the seeds */
 	if (sieve_path_start_feeder(r->sp, seeds, from ? 0 : nseeds) != 0)
+		goto out;
+	if (resume &&
+	    crawl_tail_replay(&(struct crawl_tail_replay_parts){ cfg, r->visit, r->parse, r->sp,
+	                                                         r->done, &r->stats },
+	                      &r->tail) != 0)
 		goto out;
 	rc = CRAWL_EXIT_OK;
 out:
@@ -750,6 +769,7 @@ static void teardown(struct run *r, int ran, double elapsed)
 	frontier_destroy(r->frontier);
 	ARRAY_FREE_EACH(r->doms, r->ndoms);
 	io_stall_destroy(r->io);
+	done_set_destroy(r->done);
 	outdir_lock_release(r->lock);
 }
 

@@ -12,7 +12,9 @@
  *   crawl_writer.h     the writer thread: WARC and crawl.log;
  *   crawl_checkpoint.h the checkpoint phases and the crawl state file;
  *   crawl_stats.h      the counters, stats.json and the summary;
- *   crawl_outdir.h     the output folder's claim, inputs and repairs.
+ *   crawl_outdir.h     the output folder's claim, inputs and repairs;
+ *   crawl_tail.h       a resume's replay of what the crash left after the
+ *                      checkpoint (done_set.h: those URLs are skipped).
  *
  * The hand-offs between threads:
  *   seeds, redirect targets --(feed queue, try_push)--> feeder thread --+
@@ -26,7 +28,9 @@
  * room for every transfer in flight (back-pressure), so its own pushes
  * always find room. Parse threads and the feeder may wait in sieve_add
  * (both sieve buffers full); the sieve's flush thread may wait for room in
- * the emit queue, which the loop drains without waiting.
+ * the emit queue, which the loop drains without waiting (as does a
+ * resume's tail replay, on the loop thread before its first turn, while it
+ * waits for room in the parse pool).
  *
  * End: a forced flush requested with nothing in flight, no host held,
  * nothing queued in the frontier, no parse job outstanding and the emit and

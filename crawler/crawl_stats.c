@@ -331,6 +331,8 @@ static void write_stats(FILE *f, const struct crawl_stats *s, const struct crawl
 		{ "seconds_total", STAT_F3, &d->ckpt_s_total, 0 },
 		{ "seconds_max", STAT_F3, &d->ckpt_s_max, 0 },
 		STAT_OF(STAT_BOOL, src, resumed),
+		STAT_OF(STAT_U64, s, tail_replayed),
+		STAT_OF(STAT_U64, s, tail_skipped),
 	};
 	const struct stat_entry stall_e[] = {
 		{ "count", STAT_U64, &src->stalls, 0 },
@@ -507,6 +509,8 @@ static const struct saved_counter saved_counters[] = {
 	LOOP_COUNTER(ckpt_failures),
 	LOOP_COUNTER(ckpt_us_total),
 	LOOP_COUNTER(ckpt_us_max),
+	LOOP_COUNTER(tail_replayed),
+	LOOP_COUNTER(tail_skipped),
 	ATOMIC_COUNTER(parsed),
 	ATOMIC_COUNTER(links),
 	ATOMIC_COUNTER(scope_rejected),

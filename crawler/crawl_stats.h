@@ -74,6 +74,8 @@ struct crawl_stats {
 	uint64_t family_fallbacks; /* hosts moved to their other address family */
 	uint64_t forced_flushes, early_flushes;
 	uint64_t ckpt_count, ckpt_failures, ckpt_us_total, ckpt_us_max;
+	uint64_t tail_replayed; /* resumes: fetches after the checkpoint taken from the tail */
+	uint64_t tail_skipped;  /* queued URLs skipped: the tail had them fetched */
 	uint64_t dns_errors[CRAWL_STATS_ERRORS], fetch_errors[CRAWL_STATS_ERRORS];
 	uint64_t status[CRAWL_STATS_STATUS_MAX];
 	uint64_t samples[CRAWL_STATS_SAMPLES]; /* pages per stats_interval_s */

@@ -26,6 +26,7 @@ struct crawl_writer {
 	/* the last barrier: written by the thread before `synced` */
 	int sync_rc;
 	struct warc_position sync_pos;
+	uint64_t sync_log_size;
 	atomic_uint_fast64_t synced;
 };
 
@@ -162,6 +163,10 @@ static void write_job(struct crawl_writer *w, struct crawl_job *j)
 	};
 	if (log_retry(w, &e) != CRAWL_LOG_OK)
 		atomic_fetch_add(&w->p.stats->ac.writer_errors, 1);
+	/* to the kernel with its WARC records (see the order in
+	 * crawl_writer.h); what a full disk refuses stays buffered for the
+	 * next write, whose failure stalls */
+	crawl_log_flush(w->log, 0);
 }
 
 /* A checkpoint's barrier: every job queued before it is written; make it
@@ -176,6 +181,7 @@ static void writer_barrier(struct crawl_writer *w, uint64_t seq)
 	}
 	if (log_retry(w, NULL) != CRAWL_LOG_OK)
 		rc = -1;
+	w->sync_log_size = crawl_log_size(w->log);
 	w->sync_rc = rc;
 	atomic_store(&w->synced, seq);
 }
@@ -189,7 +195,7 @@ static void *writer_main(void *arg)
 		if (j->barrier) {
 			writer_barrier(w, j->barrier);
 			w->p.wake(w->p.ctx);
-		} else {
+		} else if (!j->replayed) {
 			write_job(w, j);
 		}
 		crawl_job_free(j);
@@ -259,12 +265,14 @@ int crawl_writer_request_sync(struct crawl_writer *w, uint64_t seq)
 	return 0;
 }
 
-int crawl_writer_synced(struct crawl_writer *w, uint64_t seq, int *rc, struct warc_position *pos)
+int crawl_writer_synced(struct crawl_writer *w, uint64_t seq, int *rc, struct warc_position *pos,
+                        uint64_t *log_size)
 {
 	if (atomic_load(&w->synced) < seq)
 		return 0;
 	*rc = w->sync_rc;
 	*pos = w->sync_pos;
+	*log_size = w->sync_log_size;
 	return 1;
 }
 

@@ -14,9 +14,14 @@
  * A write that fails on a full disk waits it out (io_stall.h) and writes
  * the same record again: nothing is dropped, fetching pauses meanwhile.
  *
+ * Order: a fetch's WARC records, then its crawl.log line, each handed to
+ * the kernel before the next job (the log is not left in its buffer), so
+ * a crash that kills the process leaves a log line only after its WARC
+ * records: the tail a resume replays (crawl_tail.h).
+ *
  * Checkpoints: a barrier job (crawl_writer_request_sync) makes everything
  * queued before it durable; crawl_writer_synced then says so and where the
- * WARC stood.
+ * WARC and the crawl log stood.
  *
  * Threads: the writer thread alone touches the WARC writer and the crawl
  * log; every function here is for the fetch loop unless said otherwise.
@@ -55,6 +60,8 @@ struct crawl_job {
 	unsigned sitemap_level; /* 0: not a sitemap; else its index level + 1 */
 	char *sitemap_scope;    /* owned: the URL its entries are judged against */
 	uint64_t barrier;       /* nonzero: no fetch; the writer syncs for checkpoint #barrier */
+	int replayed;           /* from a crashed crawl's tail (crawl_tail.h): in the WARC and
+	                 log already, so parsed but not written again */
 };
 
 /* Frees the job and what it owns; NULL is a no-op. */
@@ -92,8 +99,10 @@ void crawl_writer_push(struct crawl_writer *w, struct crawl_job *j);
 int crawl_writer_request_sync(struct crawl_writer *w, uint64_t seq);
 
 /* 1 once the barrier of checkpoint seq was reached: then *rc is 0 if the
- * WARC and log are durable, and *pos where the WARC stood. */
-int crawl_writer_synced(struct crawl_writer *w, uint64_t seq, int *rc, struct warc_position *pos);
+ * WARC and log are durable, *pos where the WARC stood and *log_size the
+ * crawl log's size. */
+int crawl_writer_synced(struct crawl_writer *w, uint64_t seq, int *rc, struct warc_position *pos,
+                        uint64_t *log_size);
 
 /* Drains the queue, stops the thread, closes the WARC and the log. NULL is
  * a no-op. */

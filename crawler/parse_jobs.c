@@ -403,10 +403,32 @@ out:
 	free(d.data);
 }
 
+/* A fetch replayed from a crashed crawl's tail (crawl_tail.h): its own
+ * URL, so that the sieve knows it as seen (should it emit it, the done set
+ * drops it), and its redirect target, as the fetch loop feeds one (one hop:
+ * the chain's count before it is not in the log). */
+static void add_replayed(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
+{
+	const char *url = j->res->url;
+	struct link_meta_via *via = sieve_path_via(pj->p.sp, j->via, strlen(j->via));
+	struct link_meta_via *from =
+	        j->redirect ? sieve_path_via(pj->p.sp, url, strlen(url)) : NULL;
+	size_t klen;
+	if (via)
+		add_url(pj, ps, url, strlen(url), 1, j->depth, via);
+	if (from && batch_key(pj, ps, j->redirect, strlen(j->redirect), 0, j->depth, &klen))
+		sieve_path_batch_add(ps->batch, klen, frontier_depth_pack(j->depth, 1), from);
+	sieve_path_batch_flush(ps->batch);
+	sieve_path_via_release(pj->p.sp, via);
+	sieve_path_via_release(pj->p.sp, from);
+}
+
 static void parse_work(void *ctx, void *state, void *item)
 {
 	struct parse_jobs *pj = ctx;
 	struct crawl_job *j = item;
+	if (j->replayed && state && !sieve_path_adding_stopped(pj->p.sp))
+		add_replayed(pj, state, j);
 	if (j->parse && state) {
 		if (j->nsitemaps)
 			add_robots_sitemaps(pj, state, j);

@@ -29,6 +29,8 @@
  * stylesheet names on yet another host, two). An embed is
  * not parsed for links (visit.c parses none), except a stylesheet, whose
  * url()s are embeds in turn. Same politeness as any URL of its host.
+ * A resume's replayed job (crawl_tail.h: j->replayed) also adds its own
+ * URL and its redirect target, and goes to the writer only to be freed.
  *
  * A job counts as outstanding (parse_jobs_outstanding) until its links are
  * in the sieve: "no parse job outstanding" then means every link found so

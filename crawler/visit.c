@@ -10,6 +10,7 @@
 
 #include "crawler/crawl_log.h"
 #include "crawler/decode.h"
+#include "crawler/done_set.h"
 #include "crawler/sitemap_registry.h"
 #include "frontier/clock.h"
 #include "frontier/recfile.h"
@@ -120,7 +121,7 @@ static char *resolve_location(struct visit *v, const char *base, const char *loc
 	return out;
 }
 
-static int is_html(const char *ct)
+int visit_is_html(const char *ct)
 {
 	if (!ct)
 		return 0;
@@ -467,6 +468,36 @@ static int robots_follow(struct visit *v, struct req *q, char *to)
 	return 1;
 }
 
+/* robots.txt's final answer (status st, body as received) as the host's
+ * rules, with its Crawl-delay: 1 with *rules set (borrowed), or 0 when it
+ * says robots.txt is unreachable (nothing set). */
+static int robots_take(struct visit *v, uint32_t host, long st, const char *encoding,
+                       const uint8_t *body, size_t len, const struct robots **rules)
+{
+	struct decode_output d = { 0 };
+	const char *text = NULL;
+	size_t tlen = 0;
+	if (st >= 200 && st < 300 &&
+	    decode_body(encoding, body, len, ROBOTS_PARSE_LIMIT, &d) == DECODE_OK) {
+		text = (const char *)d.data;
+		tlen = d.len;
+	}
+	struct robots_policy pol;
+	int rc = robots_policy_from_fetch((int)st, text, tlen, v->p.cfg->crawl.user_agent,
+	                                  (int64_t)(monotonic_us() / 1000), &pol);
+	free(d.data);
+	if (rc != ROBOTS_OK || pol.source == ROBOTS_SRC_UNREACHABLE) {
+		robots_destroy(pol.robots);
+		return 0;
+	}
+	set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots, (uint64_t)pol.expires_ms * 1000u);
+	double cd = robots_crawl_delay(pol.robots);
+	if (cd > 0)
+		politeness_host_set_crawl_delay(v->p.pol, host, (uint64_t)(cd * 1e6));
+	*rules = pol.robots;
+	return 1;
+}
+
 /* A robots.txt answer: follows a redirect (returns 1: the chain goes on,
  * or the host was set unreachable), else sets the host's policy (the visit
  * goes on: FETCH). A redirect past ROBOTS_MAX_REDIRECTS is not followed:
@@ -491,33 +522,15 @@ static int robots_answer(struct visit *v, struct req *q, struct fetch_result *re
 			free(to);
 		}
 	}
-	struct decode_output d = { 0 };
-	const char *body = NULL;
-	size_t blen = 0;
-	if (st >= 200 && st < 300 &&
-	    decode_body(res->content_encoding, res->body.data, res->body.len, ROBOTS_PARSE_LIMIT,
-	                &d) == DECODE_OK) {
-		body = (const char *)d.data;
-		blen = d.len;
-	}
-	struct robots_policy pol;
-	int rc = robots_policy_from_fetch((int)st, body, blen, v->p.cfg->crawl.user_agent,
-	                                  (int64_t)(monotonic_us() / 1000), &pol);
-	int pol_ok = rc == ROBOTS_OK && pol.source != ROBOTS_SRC_UNREACHABLE;
-	if (!pol_ok) {
-		robots_destroy(pol.robots);
+	const struct robots *rules = NULL;
+	if (!robots_take(v, host, st, res->content_encoding, res->body.data, res->body.len,
+	                 &rules)) {
 		robots_unreachable(v, host);
-	} else {
-		set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
-		           (uint64_t)pol.expires_ms * 1000u);
-		set_state(host_state(v, host), VISIT_FETCH);
-		double cd = robots_crawl_delay(pol.robots);
-		if (cd > 0)
-			politeness_host_set_crawl_delay(v->p.pol, host, (uint64_t)(cd * 1e6));
+		return 0;
 	}
-	if (pol_ok && v->p.sitemaps)
-		take_sitemaps(v, pol.robots, j);
-	free(d.data);
+	set_state(host_state(v, host), VISIT_FETCH);
+	if (v->p.sitemaps)
+		take_sitemaps(v, rules, j);
 	return 0;
 }
 
@@ -737,6 +750,11 @@ static void visit_next(struct visit *v, uint32_t host)
 			visit_end(v, host);
 			return;
 		}
+		/* fetched after the checkpoint, found in its tail (crawl_tail.h) */
+		if (done_set_take(v->p.done, fu.url, fu.url_len)) {
+			v->p.stats->tail_skipped++;
+			continue;
+		}
 		if (disallowed(v, host, &fu)) {
 			v->p.stats->robots_disallowed++;
 			continue;
@@ -763,6 +781,15 @@ void visit_continue(struct visit *v, uint32_t host)
 
 /* ---- results ---- */
 
+static void count_status(struct crawl_stats *s, long status, uint64_t bytes)
+{
+	if (status >= 0 && status < CRAWL_STATS_STATUS_MAX)
+		s->status[status]++;
+	else
+		s->status_other++;
+	s->bytes += bytes;
+}
+
 /* Counts a result and what it says about the host's visit. */
 static void count_result(struct visit *v, struct host_state *hs, const struct fetch_result *res)
 {
@@ -779,11 +806,7 @@ static void count_result(struct visit *v, struct host_state *hs, const struct fe
 		return;
 	}
 	hs->reuse_drops = 0;
-	if (res->status >= 0 && res->status < CRAWL_STATS_STATUS_MAX)
-		s->status[res->status]++;
-	else
-		s->status_other++;
-	s->bytes += res->body.len;
+	count_status(s, res->status, res->body.len);
 	if (res->status == 429 || (res->status == 503 && res->retry_after_s >= 0)) {
 		hs->outcome = VISIT_RETRY_LATER;
 		uint64_t ra = res->retry_after_s >= 0 ? (uint64_t)res->retry_after_s : 60u;
@@ -843,7 +866,7 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 	if (v->p.cfg->crawl.page_requisites && is_css(res->content_type))
 		j->parse = ok ? CRAWL_PARSE_CSS : 0;
 	else
-		j->parse = ok && !q->embed && is_html(res->content_type);
+		j->parse = ok && !q->embed && visit_is_html(res->content_type);
 }
 
 /* ---- falling back to the other address family ---- */
@@ -929,6 +952,34 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 	}
 	req_release(v, q);
 	return j;
+}
+
+int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry *e)
+{
+	struct crawl_stats *s = v->p.stats;
+	const struct robots *rules;
+	/* a robots.txt answer sets the rules, as its live fetch did (only a
+	 * 2xx one needs its payload); a redirect's chain, an unreachable one or
+	 * (with sitemaps) its Sitemap lines are left to a new fetch */
+	if (e->robots &&
+	    ((!e->body && e->status >= 200 && e->status < 300) ||
+	     (e->status >= 300 && e->status < 400) || v->p.sitemaps ||
+	     !robots_take(v, host, e->status, e->content_encoding, e->body, e->body_len, &rules)))
+		return -1;
+	if (e->status < 0 && (size_t)-e->status < CRAWL_STATS_ERRORS)
+		s->fetch_errors[-e->status]++;
+	else if (e->status >= 0)
+		count_status(s, e->status, e->bytes);
+	s->requests++;
+	s->tail_replayed++;
+	if (e->robots) {
+		s->robots_fetches++;
+		return 0;
+	}
+	s->pages_started++;
+	s->pages_done++;
+	frontier_host_account(v->p.frontier, host, 1, e->bytes);
+	return 0;
 }
 
 /* ---- checkpoints ---- */

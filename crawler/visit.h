@@ -11,7 +11,8 @@
  *                          host's name looked up first; unreachable ends
  *                          the visit with the URLs kept)
  *                    \--> FETCH   (one URL after another while the
- *                          politeness visit budget allows; a page's
+ *                          politeness visit budget allows, skipping those
+ *                          a resume found already fetched (done_set.h); a page's
  *                          redirect is followed while the hops that led
  *                          to it, carried in its depth word, stay under
  *                          [fetch] max_redirects)
@@ -62,6 +63,7 @@
 
 #include "crawler/config.h"
 #include "crawler/crawl_stats.h"
+#include "crawler/crawl_tail.h"
 #include "crawler/crawl_writer.h"
 #include "crawler/dns.h"
 #include "crawler/fetch.h"
@@ -69,6 +71,7 @@
 #include "politeness/politeness.h"
 
 struct visit;
+struct done_set;
 
 struct visit_hooks {
 	void *ctx;
@@ -90,8 +93,9 @@ struct visit_parts {
 	struct crawl_stats *stats;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	struct visit_hooks hooks;
-	const int *stopping; /* the loop's: the crawl starts nothing new */
-	const int *finished; /* the loop's: it is over */
+	const int *stopping;   /* the loop's: the crawl starts nothing new */
+	const int *finished;   /* the loop's: it is over */
+	struct done_set *done; /* fetched after the last checkpoint: skipped */
 };
 
 /* NULL if out of memory. */
@@ -115,6 +119,15 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 /* After a result was handed on: the host's next URL, unless its visit
  * waits for something else. */
 void visit_continue(struct visit *v, uint32_t host);
+
+/* A fetch of a crashed crawl's tail (crawl_tail.h) of host, counted as if
+ * it had just been done; a robots.txt answer sets the host's rules. 0, or
+ * -1 when it cannot stand for a fetch (a robots.txt answer without its
+ * payload, a redirect, unreachable, or with sitemaps on): nothing done. */
+int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry *e);
+
+/* 1 if a Content-Type names an HTML page (the pages parsed for links). */
+int visit_is_html(const char *content_type);
 
 /* Starts lookups of hosts waiting in line while the resolver has room. */
 void visit_dns_line_run(struct visit *v);

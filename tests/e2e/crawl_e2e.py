@@ -139,17 +139,21 @@ class TestWeb:
                 self.proc.kill()
                 self.proc.wait()
 
-    def requests(self):
-        """[(time_us, conn, host:port, ip, method, path, status, bytes)]"""
-        rows = []
+    def log_fields(self):
+        """Each line of the log as its fields, host:port with the port added."""
         for line in open(self.log):
             f = line.rstrip("\n").split("\t")
             if len(f) < 8 or not f[0].isdigit():
                 continue
-            host = f[2].lower()
-            if ":" not in host:
-                host += ":%d" % self.http_port
-            rows.append((int(f[0]), f[1], host, f[3], f[4], f[5], int(f[6]), int(f[7])))
+            f[2] = f[2].lower()
+            if ":" not in f[2]:
+                f[2] += ":%d" % self.http_port
+            yield f
+
+    def requests(self):
+        """[(time_us, conn, host:port, ip, method, path, status, bytes)]"""
+        rows = [(int(f[0]), f[1], f[2], f[3], f[4], f[5], int(f[6]), int(f[7]))
+                for f in self.log_fields()]
         rows.sort(key=lambda r: r[0])
         return rows
 

@@ -24,12 +24,18 @@ the test web's own request log.
 Every variant checks, on the whole history: the union of URLs the test web
 served equals its expected set; a URL is fetched again only if its earlier
 fetch came within one checkpoint interval (plus the checkpoint's own time)
-before a crash; every WARC file reads back whole with an independent reader,
+before a crash; and, after kills (where nothing handed to the kernel is
+lost), per crash, that every URL requested again after it was in flight at
+it: not answered by the test web before the kill, or answered but not yet
+stored by the crawler (it has a single record in the WARC). A response the
+crawler had stored in the WARC and crawl.log is never fetched again: the
+resume replays that tail; every WARC file reads back whole with an independent reader,
 digests verify; every crawl.log line is whole; per-host and per-IP delays
 hold across the crashes; stats.json's page count continues (it equals the
 distinct pages fetched).
 
-Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as crawl_e2e.py), RESUME_KILLS.
+Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as crawl_e2e.py), RESUME_KILLS,
+RESUME_SEED (the kill moments' random seed; default the pid).
 """
 import collections
 import json
@@ -196,11 +202,90 @@ def check_history(tw, out, expected, kills, what):
     return errors
 
 
+def served_spans(tw):
+    """[(arrival_us, end_us, host:port, path, status)] from the test web's log with
+    server models on: its service_us column (time from arrival to the
+    response's end, or to the connection's close when cut) gives the end."""
+    spans = [(int(f[0]), int(f[0]) + int(f[10]), f[2], f[5], int(f[6]))
+             for f in tw.log_fields() if len(f) >= 11]
+    spans.sort()
+    return spans
+
+
+def stored_responses(out):
+    """URL -> response and revisit records in the crawl's WARC files."""
+    n = collections.Counter()
+    for w in sorted(f for f in os.listdir(out) if f.endswith(".warc.gz")):
+        for h, _ in e2e.read_warc_records(os.path.join(out, w)):
+            if h.get("warc-type") in ("response", "revisit"):
+                n[h["warc-target-uri"]] += 1
+    return n
+
+
+def repeats_per_crash(tw, out, kills):
+    """Per crash: the requests in flight at it (arrived before the kill, not
+    answered before it), and the repeats after it (a URL requested in the
+    next run that had been requested before the kill), split into those in
+    flight at the crash, those the server had answered but the crawler had
+    not stored yet (the URL has one response record in the WARC: the
+    answer died in the crawler's hands, between its socket and its WARC),
+    and those it had stored (two records: work done, stored, and done
+    again, which the tail replay prevents). robots.txt counts like any
+    URL, but when unreachable (5xx, 429: asked again by design). Prints one line per crash; returns the errors."""
+    spans = served_spans(tw)
+    stored = stored_responses(out)
+    errors = []
+    total = collections.Counter()
+    bounds = kills + [float("inf")]
+    for i, k in enumerate(kills):
+        last = {}  # URL -> end of its latest request before the kill
+        inflight = 0
+        for t, end, host, path, status in spans:
+            if t >= k:
+                break
+            inflight += end >= k
+            # an unreachable robots.txt is asked again by design (RFC 9309)
+            if path == "/robots.txt" and (status >= 500 or status == 429):
+                last.pop((host, path), None)
+            else:
+                last[(host, path)] = end
+        n = collections.Counter()
+        late = 0.0
+        for t, end, host, path, _ in spans:
+            if t <= k or t >= bounds[i + 1] or (host, path) not in last:
+                continue
+            n["repeats"] += 1
+            before = last.pop((host, path))  # one repeat per URL per crash
+            if before >= k:
+                n["in flight"] += 1
+            elif stored["http://%s%s" % (host, path)] < 2:
+                n["unstored"] += 1
+                late = max(late, (k - before) / 1e3)
+            else:
+                n["stored"] += 1
+                if len(errors) < 5:
+                    errors.append("crash %d: %s%s answered %.1f ms before the kill, stored, and "
+                                  "requested again" % (i + 1, host, path, (k - before) / 1e3))
+        print("crash %2d: %2d requests in flight; %2d repeats after it: %2d in flight, %d answered "
+              "but not stored yet (at most %.1f ms before the kill), %d stored" %
+              (i + 1, inflight, n["repeats"], n["in flight"], n["unstored"], late, n["stored"]))
+        total.update(n)
+        total["inflight"] += inflight
+    print("%d crashes: %d requests in flight at them; %d repeats: %d in flight, %d answered but not "
+          "stored yet, %d stored and fetched again" %
+          (len(kills), total["inflight"], total["repeats"], total["in flight"], total["unstored"],
+           total["stored"]))
+    if total["stored"]:
+        errors.insert(0, "%d repeats of responses already stored" % total["stored"])
+    return errors
+
+
 def crash_loop(powercut, ipv6=False):
     n_kills = int(os.environ.get("RESUME_KILLS", "20"))
     work = tempfile.mkdtemp(prefix="resume-%s-" % ("powercut" if powercut else "kill"))
-    # 20 ms a response: the crawl lasts long enough for every kill to land in it
-    tw = e2e.TestWeb(work, e2e.gen_args(["--latency-ms", "20"] + (["--ipv6"] if ipv6 else [])))
+    # 20 ms a response: the crawl lasts long enough for every kill to land in
+    # it; as a server model, so that the log says when each response ended
+    tw = e2e.TestWeb(work, e2e.gen_args(["--ipv6"] if ipv6 else []), ["--model", "* latency fixed 20ms"])
     rng = random.Random(int(os.environ.get("RESUME_SEED", str(os.getpid()))))
     kills = []
     env = dict(os.environ)
@@ -247,6 +332,8 @@ def crash_loop(powercut, ipv6=False):
         print("kill-ipv6: %d requests over IPv4, %d over IPv6" % (fams["4"], fams["6"]))
         if not fams["4"] or not fams["6"]:
             errors.append("requests over IPv4 %d, over IPv6 %d: want both" % (fams["4"], fams["6"]))
+    if not powercut:
+        errors += repeats_per_crash(tw, out, kills)
     if finished_early > n_kills // 2:
         errors.append("the crawl finished before %d of %d kills: make the web bigger" %
                       (finished_early, n_kills))

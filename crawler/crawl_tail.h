@@ -1,0 +1,114 @@
+/*
+ * crawl_tail.h: the tail of a crashed crawl (what it fetched after its
+ * last checkpoint), read back from crawl.log and the WARC files, and its
+ * replay into the resumed crawl so that none of it is fetched again.
+ *
+ * Where it is: the writer (crawl_writer.h) writes per fetch its WARC
+ * records, then its crawl.log line, each handed to the kernel before the
+ * next fetch; a checkpoint records where the WARC and the log stood
+ * (struct crawl_tail_pos). A resume first cuts torn records and lines
+ * (warc_repair.h, checkpoint_repair_log); what stands after those
+ * positions is the tail: log lines, and for each line with a response
+ * (status > 0, WARC output on) its response or revisit record, in the same
+ * order, in the checkpoint's WARC file from its offset and in every later
+ * file (names sort by time).
+ *
+ * The reader walks both in step: a line's record is the next response or
+ * revisit record whose WARC-Target-URI is the line's URL; a line without
+ * one (WARC off, a record lost to a power cut, a torn file) has no
+ * payload. A revisit record's payload is the earlier response's of the
+ * same WARC-Payload-Digest, if that is one of the tail's last responses
+ * (a bounded cache); else it has none. Records after the last line (a
+ * crash between a record and its line) are not in the tail. A malformed
+ * line ends the tail there, and a malformed record its file: what follows
+ * is treated as never fetched.
+ *
+ * Memory: one log line (at most CRAWL_TAIL_LINE_MAX bytes), one inflated
+ * WARC record (at most max_record bytes) and the revisits' cache (8 MiB)
+ * at a time.
+ */
+#ifndef CRAWLER_CRAWL_TAIL_H
+#define CRAWLER_CRAWL_TAIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "crawler/config.h"
+#include "crawler/crawl_stats.h"
+
+#define CRAWL_TAIL_LINE_MAX (64u * 1024u)
+
+/* Where a checkpoint's cut falls in the outputs. */
+struct crawl_tail_pos {
+	char warc_file[256];  /* base name of the WARC file being written ("": none) */
+	uint64_t warc_offset; /* where its next record went */
+	uint64_t log_offset;  /* crawl.log's size */
+	int known;            /* 0: a checkpoint from before these were saved */
+};
+
+/* One fetch of the tail; strings NUL-terminated, "" for the log's "-".
+ * Valid until the next crawl_tail_next. */
+struct crawl_tail_entry {
+	const char *url;
+	const char *via;
+	const char *content_type;
+	const char *redirect; /* the resolved Location, if any */
+	long status;          /* HTTP status, or -(enum fetch_error) */
+	uint64_t bytes;
+	uint32_t depth;
+	int robots;                   /* a robots.txt fetch */
+	int revisit;                  /* its record is a revisit */
+	const char *content_encoding; /* of the record's HTTP headers, or NULL */
+	const uint8_t *body;          /* the record's payload as received (content-
+	                                 encoded); NULL: no response record */
+	size_t body_len;
+};
+
+struct crawl_tail;
+
+/* Opens the tail of the crawl in dir after pos: warc says whether WARC
+ * files were written. 0, 1 when there is no tail to read (pos unknown, or
+ * past the log's end), or -1 with a message in err. */
+int crawl_tail_open(const char *dir, const struct crawl_tail_pos *pos, int warc, size_t max_record,
+                    struct crawl_tail **out, char *err, size_t errlen);
+/* The next fetch: 1 with *e set, 0 at the end of the tail, -1 out of
+ * memory or a read error (err gets the message). */
+int crawl_tail_next(struct crawl_tail *t, const struct crawl_tail_entry **e, char *err,
+                    size_t errlen);
+/* NULL is a no-op. */
+void crawl_tail_close(struct crawl_tail *t);
+
+/* What the replay uses, all borrowed. */
+struct visit;
+struct parse_jobs;
+struct sieve_path;
+struct done_set;
+struct crawl_tail_replay_parts {
+	const struct crawl_config *cfg;
+	struct visit *visit;
+	struct parse_jobs *parse;
+	struct sieve_path *sp;
+	struct done_set *done;
+	struct crawl_stats *stats;
+};
+
+/*
+ * Replay, on the fetch loop thread before its first request: each fetch of
+ * the tail is counted as done (stats, its host's budget) and its URL goes
+ * into the done set, so the frontier and the sieve never hand it out
+ * again; its URL (so the sieve knows it), its redirect target and, for an
+ * HTML page, the links of its stored payload go to the sieve through the
+ * parse threads, as on a live crawl (the job is not written again). Not
+ * replayed, so fetched again: a fetch cancelled at a stop, an HTML page
+ * whose payload the tail does not hold (a revisit of a response before the
+ * cut, a lost record), a robots.txt redirect or unreachable answer (the
+ * host asks again, after its delay), and with sitemaps on robots.txt and
+ * any 2xx response but HTML (it may be a sitemap, whose registry is not
+ * checkpointed). The
+ * politeness state is untouched: the first request after a resume waits
+ * a delay as before. 0, or -1 (a message on stderr; nothing is lost: what
+ * was not replayed is fetched again).
+ */
+int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct crawl_tail_pos *pos);
+
+#endif
