@@ -416,7 +416,7 @@ static void add_replayed(struct parse_jobs *pj, struct parse_state *ps, struct c
 	size_t klen;
 	if (via)
 		add_url(pj, ps, url, strlen(url), 1, j->depth, via);
-	if (from && batch_key(pj, ps, j->redirect, strlen(j->redirect), 0, j->depth, &klen))
+	if (from && batch_key(pj, ps, j->redirect, strlen(j->redirect), 0, j->depth, NULL, &klen))
 		sieve_path_batch_add(ps->batch, klen, frontier_depth_pack(j->depth, 1), from);
 	sieve_path_batch_flush(ps->batch);
 	sieve_path_via_release(pj->p.sp, via);
