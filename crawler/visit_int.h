@@ -1,0 +1,108 @@
+/*
+ * visit_int.h: the visit's state, shared by its files: visit.c (the
+ * per-host table, RESOLVE and FETCH, results), visit_robots.c (ROBOTS:
+ * robots.txt, its redirects across hosts, its sitemaps) and visit_ckpt.c
+ * (what a checkpoint saves of the visits). Not for other modules: they
+ * use visit.h.
+ */
+#ifndef CRAWLER_VISIT_INT_H
+#define CRAWLER_VISIT_INT_H
+
+#include <stdint.h>
+
+#include "crawler/visit.h"
+
+#define HOST_BLOCK_BITS 12
+/* Re-queues in a row of a host's pages whose reused connection closed
+ * unanswered; the next such failure stands as an error. */
+#define VISIT_MAX_REUSE_DROPS 3
+
+enum visit_state {
+	VISIT_IDLE = 0, /* not held */
+	VISIT_RESOLVE,  /* waiting for the resolver (in line or looking up) */
+	VISIT_ROBOTS,   /* robots.txt (or one of its redirects) in flight */
+	VISIT_FETCH,    /* a page in flight, or choosing the next one */
+};
+
+/* The host's DNS answer, kept across visits (saved by checkpoints: the
+ * values are part of the state file). */
+enum host_dns { HOST_DNS_NONE = 0, HOST_DNS_PENDING, HOST_DNS_OK, HOST_DNS_FAILED };
+
+struct host_state {
+	uint8_t dns;         /* enum host_dns */
+	uint8_t state;       /* enum visit_state */
+	uint8_t outcome;     /* enum visit_kind so far */
+	uint8_t families;    /* visit_family_bit()s of the usable addresses DNS gave */
+	uint8_t failed;      /* visit_family_bit()s a connect failed on (fallback) */
+	uint8_t reuse_drops; /* pages re-queued in a row after a reused
+	                        connection closed unanswered */
+	uint32_t visit_requests;
+	uint32_t visit_max_urls;
+	uint64_t visit_start_us;
+	uint64_t visit_wait_us; /* the rest required before this visit */
+	uint64_t visit_max_us;
+	uint64_t retry_after_us;
+};
+
+/* One request in flight (fetch_request.user). */
+struct req {
+	uint32_t host;
+	uint32_t depth;   /* link depth */
+	uint32_t embed;   /* embed code (frontier.h): 0 for a page */
+	int robots;       /* robots.txt fetch */
+	int redirects;    /* redirects followed along the chain so far */
+	int own_addr;     /* sent to the host's own address (not a robots hop's) */
+	uint64_t wait_us; /* the visit's wait for its first request, else 0 */
+	char *url;
+	char *via; /* "" if none */
+	struct req *prev, *next;
+};
+
+/* Sitemaps taken from one robots.txt (the protocol sets no limit; a few are
+ * usual, and each may list 50,000 URLs). */
+#define VISIT_SITEMAPS_PER_HOST 16
+
+struct visit {
+	struct visit_parts p;
+	struct host_state **blocks; /* see visit_host_state() */
+	size_t n_blocks;
+	struct req *live;   /* requests in flight or parked */
+	uint32_t *dns_wait; /* held hosts waiting for the resolver (FIFO) */
+	size_t dns_wait_head, dns_wait_n, dns_wait_cap;
+	int in_dns_call;                   /* inside dns_resolve: its callback must not pump */
+	struct url *url_base, *url_target; /* resolving Locations */
+};
+
+/* A lookup's context. */
+struct dns_wait {
+	struct visit *v;
+	uint32_t host;
+};
+
+/* Shared by visit.c, visit_robots.c and visit_ckpt.c. */
+struct host_state *visit_host_state(struct visit *v, uint32_t host);
+const struct host_state *visit_host_state_if_any(const struct visit *v, uint32_t host);
+void visit_set_state(struct host_state *hs, enum visit_state st);
+void visit_end(struct visit *v, uint32_t host);
+void visit_set_robots(struct visit *v, uint32_t host, enum politeness_robots_state st,
+                      struct robots *robots, uint64_t expires_us);
+uint8_t visit_family_bit(enum ip_family f);
+const struct ip_addr *visit_addr_choose(struct visit *v, const struct ip_addr *addrs, size_t naddrs,
+                                        uint8_t failed, uint8_t *families);
+int visit_start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t depth,
+                      const char *via, int robots, int redirects, const char *ip);
+/* Resolves a Location against the URL that answered with it. Returns a
+ * malloc'd string, NULL when it does not resolve: the crawl key when the
+ * target is http(s) (*crawlable = 1), else the resolved href (*crawlable =
+ * 0: logged, not followed). */
+char *visit_resolve_location(struct visit *v, const char *base, const char *loc, int *crawlable);
+void visit_dns_start_waiting(struct visit *v);
+
+/* robots.txt (visit_robots.c) */
+void visit_start_robots(struct visit *v, uint32_t host);
+int visit_robots_answer(struct visit *v, struct req *q, struct fetch_result *res,
+                        struct crawl_job *j);
+int visit_robots_take(struct visit *v, uint32_t host, long st, const char *encoding,
+                      const uint8_t *body, size_t len, const struct robots **rules);
+
+#endif

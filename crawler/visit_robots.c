@@ -1,0 +1,237 @@
+/*
+ * visit_robots.c: ROBOTS, a visit's first state: robots.txt, its redirects
+ * (followed across hosts, RFC 9309 2.3.1.2) and its sitemaps (see visit.h).
+ */
+#include "crawler/visit.h"
+#include "crawler/visit_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "crawler/crawl_log.h"
+#include "crawler/decode.h"
+#include "crawler/done_set.h"
+#include "crawler/sitemap_registry.h"
+#include "frontier/clock.h"
+#include "frontier/recfile.h"
+#include "frontier/url.h"
+#include "politeness/delay_policy.h"
+#include "politeness/robots.h"
+#include "frontier/array.h"
+
+/* ---- ROBOTS ---- */
+
+/* robots.txt is unreachable (RFC 9309 2.3.1.4: a 5xx, 429 or network
+ * error, or a request of its chain that could not start or resolve): all
+ * of the host is disallowed for now, but its queued URLs stay for the
+ * retry instead of being popped and dropped as disallowed. The visit ends
+ * at once and the rules go back to unknown, so the host's next visit
+ * fetches robots.txt again; the politeness backoff (5xx, network error)
+ * or Retry-After (429, 503) decides when, else a second from now. A host
+ * that keeps failing is retired after max_consecutive_errors. */
+static void robots_unreachable(struct visit *v, uint32_t host)
+{
+	struct host_state *hs = visit_host_state(v, host);
+	visit_set_robots(v, host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
+	if (hs->outcome == VISIT_OK) {
+		hs->outcome = VISIT_RETRY_LATER;
+		hs->retry_after_us = monotonic_us() + 1000000u;
+	}
+	if (!hs->visit_requests)
+		hs->visit_requests = 1; /* so the delay applies */
+	v->p.stats->robots_unreachable++;
+	visit_end(v, host);
+}
+
+void visit_start_robots(struct visit *v, uint32_t host)
+{
+	size_t kl;
+	const char *key = frontier_host_key(v->p.frontier, host, &kl);
+	char url[FRONTIER_KEY_MAX + 16];
+	snprintf(url, sizeof url, "%s/robots.txt", key);
+	visit_set_state(visit_host_state(v, host), VISIT_ROBOTS);
+	visit_set_robots(v, host, POLITENESS_ROBOTS_FETCHING, NULL, 0);
+	v->p.stats->robots_fetches++;
+	if (visit_start_fetch(v, host, url, 0, NULL, 1, 0, NULL) < 0)
+		robots_unreachable(v, host);
+}
+
+/* The Sitemap URLs of a robots.txt (at most VISIT_SITEMAPS_PER_HOST), copied
+ * into its job: a parse thread registers them and hands them to the sieve
+ * (the loop never waits on the sieve). */
+static void take_sitemaps(struct visit *v, const struct robots *rules, struct crawl_job *j)
+{
+	size_t n = rules ? robots_sitemap_count(rules) : 0;
+	if (n > VISIT_SITEMAPS_PER_HOST) {
+		atomic_fetch_add(&v->p.stats->ac.sitemaps_dropped, n - VISIT_SITEMAPS_PER_HOST);
+		n = VISIT_SITEMAPS_PER_HOST;
+	}
+	if (n == 0 || !(j->sitemaps = calloc(n, sizeof *j->sitemaps)))
+		return;
+	for (size_t i = 0; i < n; i++)
+		if ((j->sitemaps[j->nsitemaps] = strdup(robots_sitemap(rules, i))) != NULL)
+			j->nsitemaps++;
+	j->parse = j->nsitemaps > 0;
+}
+
+/* A robots.txt redirect to another host, while its name is looked up:
+ * the visit of host (whose robots.txt it is) waits in VISIT_ROBOTS. */
+struct robots_hop {
+	struct visit *v;
+	uint32_t host;
+	int redirects; /* followed so far, this one included */
+	char data[];   /* target URL NUL, its host name NUL */
+};
+
+/* The target's address: the next request of the chain goes there (the
+ * resolver's callback; see dns_done for the pump). */
+static void robots_hop_resolved(void *ctx, enum dns_error err, const char *name,
+                                const struct ip_addr *addrs, size_t naddrs)
+{
+	(void)name;
+	struct robots_hop *h = ctx;
+	struct visit *v = h->v;
+	int was_finished = *v->p.finished;
+	if (!was_finished) {
+		char ip[IP_ADDR_STRLEN] = "";
+		int refused = 0;
+		if (err != DNS_OK || naddrs == 0) {
+			v->p.stats->dns_errors[err < CRAWL_STATS_ERRORS ? err
+			                                                : CRAWL_STATS_ERRORS - 1]++;
+		} else {
+			const struct ip_addr *a = visit_addr_choose(v, addrs, naddrs, 0, NULL);
+			refused = a == NULL;
+			if (a != NULL)
+				ip_addr_format(a, ip, sizeof ip);
+		}
+		v->p.stats->private_refused += (uint64_t)refused;
+		if (!ip[0] || refused || *v->p.stopping || !v->p.hooks.can_start(v->p.hooks.ctx) ||
+		    visit_start_fetch(v, h->host, h->data, 0, NULL, 1, h->redirects, ip) != 0)
+			robots_unreachable(v, h->host);
+	}
+	free(h);
+	if (v->in_dns_call || was_finished)
+		return;
+	v->p.hooks.pump(v->p.hooks.ctx);
+	visit_dns_start_waiting(v);
+}
+
+/* Follows a robots.txt redirect (RFC 9309 2.3.1.2: at least five, across
+ * hosts): the same origin goes to the host's own address, another one is
+ * looked up first. Returns 1 when the chain is handled (a request or a
+ * lookup under way, or the host set unreachable), 0 when the target is not
+ * an http(s) URL (robots.txt is then unavailable). Takes to. */
+static int robots_follow(struct visit *v, struct req *q, char *to)
+{
+	uint32_t host = q->host;
+	size_t kl, hs, hl, bkl;
+	const char *key = frontier_host_key(v->p.frontier, host, &bkl);
+	if (url_key_split(to, strlen(to), &kl, &hs, &hl) != 0) {
+		free(to);
+		return 0;
+	}
+	if (*v->p.stopping || !v->p.hooks.can_start(v->p.hooks.ctx)) {
+		free(to);
+		robots_unreachable(v, host);
+		return 1;
+	}
+	if (kl == bkl && memcmp(to, key, kl) == 0) {
+		if (visit_start_fetch(v, host, to, 0, NULL, 1, q->redirects + 1, NULL) != 0)
+			robots_unreachable(v, host);
+		free(to);
+		return 1;
+	}
+	size_t ul = strlen(to);
+	struct robots_hop *h = malloc(sizeof *h + ul + hl + 2);
+	if (!h) {
+		free(to);
+		robots_unreachable(v, host);
+		return 1;
+	}
+	h->v = v;
+	h->host = host;
+	h->redirects = q->redirects + 1;
+	memcpy(h->data, to, ul + 1);
+	memcpy(h->data + ul + 1, to + hs, hl);
+	h->data[ul + 1 + hl] = '\0';
+	free(to);
+	v->in_dns_call++;
+	enum dns_error e =
+	        dns_resolve(v->p.dns, h->data + ul + 1, robots_hop_resolved, h, uv_now(v->p.loop));
+	v->in_dns_call--;
+	if (e != DNS_OK) {
+		free(h);
+		v->p.stats->dns_errors[e < CRAWL_STATS_ERRORS ? e : CRAWL_STATS_ERRORS - 1]++;
+		robots_unreachable(v, host);
+	}
+	return 1;
+}
+
+/* robots.txt's final answer (status st, body as received) as the host's
+ * rules, with its Crawl-delay: 1 with *rules set (borrowed), or 0 when it
+ * says robots.txt is unreachable (nothing set). */
+int visit_robots_take(struct visit *v, uint32_t host, long st, const char *encoding,
+                      const uint8_t *body, size_t len, const struct robots **rules)
+{
+	struct decode_output d = { 0 };
+	const char *text = NULL;
+	size_t tlen = 0;
+	if (st >= 200 && st < 300 &&
+	    decode_body(encoding, body, len, ROBOTS_PARSE_LIMIT, &d) == DECODE_OK) {
+		text = (const char *)d.data;
+		tlen = d.len;
+	}
+	struct robots_policy pol;
+	int rc = robots_policy_from_fetch((int)st, text, tlen, v->p.cfg->crawl.user_agent,
+	                                  (int64_t)(monotonic_us() / 1000), &pol);
+	free(d.data);
+	if (rc != ROBOTS_OK || pol.source == ROBOTS_SRC_UNREACHABLE) {
+		robots_destroy(pol.robots);
+		return 0;
+	}
+	visit_set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
+	                 (uint64_t)pol.expires_ms * 1000u);
+	double cd = robots_crawl_delay(pol.robots);
+	if (cd > 0)
+		politeness_host_set_crawl_delay(v->p.pol, host, (uint64_t)(cd * 1e6));
+	*rules = pol.robots;
+	return 1;
+}
+
+/* A robots.txt answer: follows a redirect (returns 1: the chain goes on,
+ * or the host was set unreachable), else sets the host's policy (the visit
+ * goes on: FETCH). A redirect past ROBOTS_MAX_REDIRECTS is not followed:
+ * robots.txt is unavailable (RFC 9309 2.3.1.2 allows it; allow all). */
+int visit_robots_answer(struct visit *v, struct req *q, struct fetch_result *res,
+                        struct crawl_job *j)
+{
+	uint32_t host = q->host;
+	long st = res->error == FETCH_OK ? res->status : -1;
+	if (st >= 300 && st < 400 && res->location) {
+		int crawlable;
+		char *to = visit_resolve_location(v, res->url, res->location, &crawlable);
+		if (to)
+			j->redirect = strdup(to); /* the crawl log's redirect column */
+		if (q->redirects >= ROBOTS_MAX_REDIRECTS) {
+			v->p.stats->robots_redirect_limit++;
+			free(to);
+		} else if (to && crawlable) {
+			if (robots_follow(v, q, to))
+				return 1;
+		} else {
+			free(to);
+		}
+	}
+	const struct robots *rules = NULL;
+	if (!visit_robots_take(v, host, st, res->content_encoding, res->body.data, res->body.len,
+	                       &rules)) {
+		robots_unreachable(v, host);
+		return 0;
+	}
+	visit_set_state(visit_host_state(v, host), VISIT_FETCH);
+	if (v->p.sitemaps)
+		take_sitemaps(v, rules, j);
+	return 0;
+}
