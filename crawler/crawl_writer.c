@@ -17,9 +17,7 @@
 
 struct crawl_writer {
 	struct crawl_writer_parts p;
-	struct bqueue *q;
-	pthread_t thread;
-	int started;
+	struct bqueue_workers thread; /* the job queue and the writer thread */
 	struct warc_writer *warc;
 	struct crawl_log *log;
 	char log_path[4200];
@@ -190,7 +188,7 @@ static void *writer_main(void *arg)
 {
 	struct crawl_writer *w = arg;
 	void *item;
-	while (bqueue_pop(w->q, &item) == BQUEUE_OK) {
+	while (bqueue_pop(w->thread.q, &item) == BQUEUE_OK) {
 		struct crawl_job *j = item;
 		if (j->barrier) {
 			writer_barrier(w, j->barrier);
@@ -212,9 +210,6 @@ int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_write
 		return -1;
 	w->p = *parts;
 	snprintf(w->log_path, sizeof w->log_path, "%s/crawl.log", parts->cfg->output.dir);
-	w->q = bqueue_create(parts->queue_cap);
-	if (!w->q)
-		goto fail;
 	if (wc) {
 		enum warc_error we = warc_writer_open(wc, &w->warc);
 		if (we != WARC_OK) {
@@ -226,9 +221,8 @@ int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_write
 		fprintf(stderr, "crawler crawl: cannot open %s\n", w->log_path);
 		goto fail;
 	}
-	if (pthread_create(&w->thread, NULL, writer_main, w) != 0)
+	if (bqueue_workers_start(&w->thread, parts->queue_cap, 1, writer_main, w) != BQUEUE_OK)
 		goto fail;
-	w->started = 1;
 	*out = w;
 	return 0;
 fail:
@@ -238,17 +232,17 @@ fail:
 
 int crawl_writer_has_room(const struct crawl_writer *w, size_t in_flight)
 {
-	return bqueue_size(w->q) + in_flight + 1 <= bqueue_cap(w->q) / 2;
+	return bqueue_size(w->thread.q) + in_flight + 1 <= bqueue_cap(w->thread.q) / 2;
 }
 
 int crawl_writer_try_push(struct crawl_writer *w, struct crawl_job *j)
 {
-	return bqueue_try_push(w->q, j) == BQUEUE_OK ? 0 : -1;
+	return bqueue_try_push(w->thread.q, j) == BQUEUE_OK ? 0 : -1;
 }
 
 void crawl_writer_push(struct crawl_writer *w, struct crawl_job *j)
 {
-	if (bqueue_push(w->q, j) != BQUEUE_OK)
+	if (bqueue_push(w->thread.q, j) != BQUEUE_OK)
 		crawl_job_free(j);
 }
 
@@ -258,7 +252,7 @@ int crawl_writer_request_sync(struct crawl_writer *w, uint64_t seq)
 	if (!j)
 		return -1;
 	j->barrier = seq;
-	if (bqueue_try_push(w->q, j) != BQUEUE_OK) {
+	if (bqueue_try_push(w->thread.q, j) != BQUEUE_OK) {
 		free(j);
 		return -1;
 	}
@@ -276,20 +270,16 @@ int crawl_writer_synced(struct crawl_writer *w, uint64_t seq, int *rc, struct wa
 	return 1;
 }
 
+static void drop_job(void *item)
+{
+	crawl_job_free(item);
+}
+
 void crawl_writer_close(struct crawl_writer *w)
 {
-	void *item;
 	if (!w)
 		return;
-	if (w->started) {
-		bqueue_close(w->q);
-		pthread_join(w->thread, NULL);
-	}
-	if (w->q) {
-		while (bqueue_try_pop(w->q, &item) == BQUEUE_OK)
-			crawl_job_free(item);
-		bqueue_destroy(w->q);
-	}
+	bqueue_workers_stop(&w->thread, drop_job);
 	warc_writer_close(w->warc);
 	crawl_log_close(w->log);
 	free(w);

@@ -120,3 +120,32 @@ size_t bqueue_cap(const struct bqueue *q)
 {
 	return q->cap;
 }
+
+enum bqueue_result bqueue_workers_start(struct bqueue_workers *w, size_t cap, unsigned n,
+                                        void *(*fn)(void *), void *arg)
+{
+	*w = (struct bqueue_workers){ bqueue_create(cap), calloc(n ? n : 1, sizeof(pthread_t)), 0 };
+	while (w->q && w->threads && w->n < n &&
+	       pthread_create(&w->threads[w->n], NULL, fn, arg) == 0)
+		w->n++;
+	if (w->n == n && w->q && w->threads)
+		return BQUEUE_OK;
+	bqueue_workers_stop(w, NULL);
+	return BQUEUE_CLOSED;
+}
+
+void bqueue_workers_stop(struct bqueue_workers *w, void (*drop)(void *item))
+{
+	void *item;
+	if (w->q) {
+		bqueue_close(w->q);
+		for (unsigned i = 0; i < w->n; i++)
+			pthread_join(w->threads[i], NULL);
+		while (bqueue_try_pop(w->q, &item) == BQUEUE_OK)
+			if (drop)
+				drop(item);
+		bqueue_destroy(w->q);
+	}
+	free(w->threads);
+	*w = (struct bqueue_workers){ 0 };
+}

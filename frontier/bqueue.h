@@ -16,6 +16,7 @@
 #ifndef FRONTIER_BQUEUE_H
 #define FRONTIER_BQUEUE_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 enum bqueue_result {
@@ -40,5 +41,25 @@ enum bqueue_result bqueue_try_pop(struct bqueue *q, void **item);
 void bqueue_close(struct bqueue *q);
 size_t bqueue_size(struct bqueue *q);
 size_t bqueue_cap(const struct bqueue *q);
+
+/*
+ * A queue with the threads that serve it, started and stopped together, so
+ * no thread outlives its queue. Start: creates the queue (cap slots) and
+ * then n threads running fn(arg), each popping until the queue is closed
+ * and drained; fn reaches the queue as w->q, set before any thread runs.
+ * Stop: closes the queue, joins every thread, hands each item still
+ * queued to drop (NULL: none expected), destroys the queue. A start that
+ * fails stops what it had started and returns BQUEUE_CLOSED; *w is then
+ * empty, and stopping an empty (zeroed) one is a no-op.
+ */
+struct bqueue_workers {
+	struct bqueue *q;
+	pthread_t *threads;
+	unsigned n;
+};
+
+enum bqueue_result bqueue_workers_start(struct bqueue_workers *w, size_t cap, unsigned n,
+                                        void *(*fn)(void *), void *arg);
+void bqueue_workers_stop(struct bqueue_workers *w, void (*drop)(void *item));
 
 #endif

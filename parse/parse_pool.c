@@ -11,10 +11,8 @@
 struct parse_pool {
 	struct parse_pool_ops ops;
 	void *ctx;
-	struct bqueue *jobs;
+	struct bqueue_workers workers; /* the job queue and its threads */
 	atomic_uint_fast64_t outstanding;
-	unsigned n_threads;
-	pthread_t *threads;
 };
 
 static void *worker(void *arg)
@@ -25,7 +23,7 @@ static void *worker(void *arg)
 	void *state = p->ops.init ? p->ops.init(p->ctx) : NULL;
 	void *job;
 	/* pop returns BQUEUE_CLOSED only once the queue is closed and drained */
-	while (bqueue_pop(p->jobs, &job) == BQUEUE_OK) {
+	while (bqueue_pop(p->workers.q, &job) == BQUEUE_OK) {
 		p->ops.work(p->ctx, state, job);
 		atomic_fetch_sub(&p->outstanding, 1);
 	}
@@ -38,7 +36,6 @@ enum parse_pool_err parse_pool_create(unsigned n_threads, size_t queue_cap,
                                       const struct parse_pool_ops *ops, void *ctx,
                                       struct parse_pool **out)
 {
-	enum parse_pool_err rc = PARSE_POOL_OK;
 	struct parse_pool *p = NULL;
 	*out = NULL;
 	if (!ops || !ops->work || queue_cap == 0 || queue_cap > ((size_t)1 << 26))
@@ -52,27 +49,12 @@ enum parse_pool_err parse_pool_create(unsigned n_threads, size_t queue_cap,
 	p = calloc(1, sizeof *p);
 	if (!p)
 		return PARSE_POOL_ERR_NOMEM;
-	p->jobs = bqueue_create(queue_cap);
-	p->threads = calloc(n_threads, sizeof *p->threads);
-	if (!p->jobs || !p->threads) {
-		bqueue_destroy(p->jobs);
-		free(p->threads);
-		free(p);
-		return PARSE_POOL_ERR_NOMEM;
-	}
 	p->ops = *ops;
 	p->ctx = ctx;
 	atomic_init(&p->outstanding, 0);
-	for (unsigned i = 0; i < n_threads; i++) {
-		if (pthread_create(&p->threads[i], NULL, worker, p) != 0) {
-			rc = PARSE_POOL_ERR_THREAD;
-			break;
-		}
-		p->n_threads++;
-	}
-	if (rc != PARSE_POOL_OK) {
-		parse_pool_destroy(p);
-		return rc;
+	if (bqueue_workers_start(&p->workers, queue_cap, n_threads, worker, p) != BQUEUE_OK) {
+		free(p);
+		return PARSE_POOL_ERR_THREAD;
 	}
 	*out = p;
 	return PARSE_POOL_OK;
@@ -82,11 +64,7 @@ void parse_pool_destroy(struct parse_pool *p)
 {
 	if (!p)
 		return;
-	bqueue_close(p->jobs);
-	for (unsigned i = 0; i < p->n_threads; i++)
-		pthread_join(p->threads[i], NULL);
-	bqueue_destroy(p->jobs);
-	free(p->threads);
+	bqueue_workers_stop(&p->workers, NULL);
 	free(p);
 }
 
@@ -95,7 +73,7 @@ enum parse_pool_err parse_pool_try_submit(struct parse_pool *p, void *job)
 	/* Counted before the push, so a worker's decrement never comes first;
 	 * only the submitting thread can see the count of a refused job. */
 	atomic_fetch_add(&p->outstanding, 1);
-	enum bqueue_result r = bqueue_try_push(p->jobs, job);
+	enum bqueue_result r = bqueue_try_push(p->workers.q, job);
 	if (r == BQUEUE_OK)
 		return PARSE_POOL_OK;
 	atomic_fetch_sub(&p->outstanding, 1);
@@ -104,7 +82,7 @@ enum parse_pool_err parse_pool_try_submit(struct parse_pool *p, void *job)
 
 size_t parse_pool_queued(struct parse_pool *p)
 {
-	return bqueue_size(p->jobs);
+	return bqueue_size(p->workers.q);
 }
 
 uint64_t parse_pool_outstanding(struct parse_pool *p)
@@ -114,12 +92,12 @@ uint64_t parse_pool_outstanding(struct parse_pool *p)
 
 size_t parse_pool_capacity(const struct parse_pool *p)
 {
-	return bqueue_cap(p->jobs);
+	return bqueue_cap(p->workers.q);
 }
 
 unsigned parse_pool_threads(const struct parse_pool *p)
 {
-	return p->n_threads;
+	return p->workers.n;
 }
 
 const char *parse_pool_strerror(enum parse_pool_err e)

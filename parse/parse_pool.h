@@ -27,7 +27,7 @@ enum parse_pool_err {
 	PARSE_POOL_OK = 0,
 	PARSE_POOL_ERR_FULL = 1,    /* try_submit: queue full (not an error: back-pressure) */
 	PARSE_POOL_ERR_NOMEM = 2,   /* allocation failed */
-	PARSE_POOL_ERR_THREAD = 3,  /* a thread could not be started, or init failed */
+	PARSE_POOL_ERR_THREAD = 3,  /* the queue or a thread could not be started */
 	PARSE_POOL_ERR_INVALID = 4, /* bad argument, or submit after shutdown */
 };
 
