@@ -63,6 +63,11 @@ static void usage(FILE *out)
 	        "      --sitemaps on|off     follow the sitemaps robots.txt lists (off)\n"
 	        "      --metrics [ADDR:]PORT live figures over HTTP: /metrics (Prometheus),\n"
 	        "                            /status (JSON); ADDR defaults to 127.0.0.1\n"
+	        "      --cluster redis://HOST:PORT[/PREFIX]\n"
+	        "                            join the crawl PREFIX shared by several agents\n"
+	        "      --agent NAME          this agent's name in the cluster\n"
+	        "      --assign perm|minhash|consistent\n"
+	        "                            how hosts are assigned to agents (consistent)\n"
 	        "  -q, --quiet               no progress line, no summary\n"
 	        "  -h, --help                this text\n"
 	        "\n"
@@ -232,6 +237,9 @@ enum {
 	OPT_SET,
 	OPT_CKPT_INTERVAL,
 	OPT_RESUME,
+	OPT_CLUSTER,
+	OPT_AGENT,
+	OPT_ASSIGN,
 };
 
 static const struct option opts[] = {
@@ -258,6 +266,9 @@ static const struct option opts[] = {
 	{ "set", required_argument, NULL, OPT_SET },
 	{ "checkpoint-interval", required_argument, NULL, OPT_CKPT_INTERVAL },
 	{ "resume", no_argument, NULL, OPT_RESUME },
+	{ "cluster", required_argument, NULL, OPT_CLUSTER },
+	{ "agent", required_argument, NULL, OPT_AGENT },
+	{ "assign", required_argument, NULL, OPT_ASSIGN },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -287,6 +298,9 @@ static const struct flag_key {
 	{ OPT_SITEMAPS, "crawl", "sitemaps", NULL },
 	{ OPT_METRICS, "output", "metrics", NULL },
 	{ 'q', "crawl", "quiet", "true" },
+	{ OPT_CLUSTER, "cluster", "redis", NULL },
+	{ OPT_AGENT, "cluster", "agent", NULL },
+	{ OPT_ASSIGN, "cluster", "assign", NULL },
 };
 
 static const struct flag_key *flag_key_of(int opt)

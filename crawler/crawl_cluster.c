@@ -1,0 +1,355 @@
+/*
+ * crawl_cluster.c: one agent of a shared crawl on the fetch loop. See
+ * crawl_cluster.h.
+ */
+#include "crawler/crawl_cluster.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crawler/cluster.h"
+#include "crawler/crawl_run.h"
+#include "frontier/array.h"
+#include "frontier/chain.h"
+#include "frontier/clock.h"
+
+/* Census reads in a row that must find nothing busy before the end. */
+#define END_STREAK 2
+/* Margin on the wait after gaining hosts, for the old owner's clock. */
+#define GAIN_MARGIN_US 100000
+
+/* An inbox entry's lines waiting for room in the feed queue. */
+struct inbound {
+	struct inbound *next;
+	size_t len;
+	char lines[];
+};
+
+struct crawl_cluster {
+	struct crawl_cluster_parts p;
+	struct cluster *c;
+	uint64_t gain_wait_us, hold_until_us;
+	int was_live, idle_published, census_busy, ended;
+	unsigned end_streak;
+	struct cluster_census census;
+	uint64_t pages_published;
+	char **names; /* the live agents of the last view */
+	size_t nnames;
+	char *rest; /* outbox lines not sent yet */
+	size_t rest_len, rest_cap;
+	struct inbound *in_head, *in_tail;
+};
+
+static int has_name(char *const *names, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+static void set_idle(struct crawl_cluster *g, int idle)
+{
+	if (g->idle_published == idle)
+		return;
+	g->idle_published = idle;
+	cluster_publish_idle(g->c, idle);
+}
+
+/* ---- callbacks of the Redis layer ---- */
+
+static void on_view(struct cluster *c, void *arg)
+{
+	struct crawl_cluster *g = arg;
+	size_t n;
+	const char *const *live = cluster_live_names(c, &n);
+	const char *self = cluster_name(c);
+	int gained = !has_name(g->names, g->nnames, self);
+	for (size_t i = 0; i < g->nnames && !gained; i++)
+		gained = !has_name((char *const *)live, n, g->names[i]);
+	if (gained && has_name((char *const *)live, n, self)) {
+		uint64_t until = monotonic_us() + g->gain_wait_us;
+		if (until > g->hold_until_us)
+			g->hold_until_us = until;
+	}
+	ARRAY_FREE_EACH(g->names, g->nnames);
+	g->nnames = 0;
+	g->names = calloc(n + 1, sizeof *g->names);
+	for (size_t i = 0; g->names && i < n; i++)
+		if ((g->names[g->nnames] = strdup(live[i])) != NULL)
+			g->nnames++;
+	g->p.pump(g->p.ctx);
+}
+
+static void on_urls(struct cluster *c, const struct cluster_url *urls, size_t n, void *arg)
+{
+	struct crawl_cluster *g = arg;
+	(void)c;
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(urls[i].url) + strlen(urls[i].via) + 16;
+	struct inbound *in = malloc(sizeof *in + len + 1);
+	if (!in) {
+		fprintf(stderr,
+		        "\ncrawler crawl: out of memory: an inbox entry waits for the heir\n");
+		return;
+	}
+	in->len = 0;
+	for (size_t i = 0; i < n; i++)
+		in->len += (size_t)snprintf(in->lines + in->len, len + 1 - in->len, "%s\t%s\t%u\n",
+		                            urls[i].url, urls[i].via, urls[i].depth);
+	CHAIN_APPEND(g->in_head, g->in_tail, in);
+	set_idle(g, 0);
+	g->p.pump(g->p.ctx);
+}
+
+static void on_fenced(struct cluster *c, void *arg)
+{
+	struct crawl_cluster *g = arg;
+	(void)c;
+	fprintf(stderr, "\ncrawler crawl: cluster lease may lapse: fetching paused\n");
+	g->was_live = 0;
+}
+
+static void on_error(struct cluster *c, int err, void *arg)
+{
+	struct crawl_cluster *g = arg;
+	(void)c;
+	fprintf(stderr, "\ncrawler crawl: cluster: %s\n", cluster_strerror(err));
+	g->p.fail(g->p.ctx, CRAWL_EXIT_USAGE);
+}
+
+/* ---- set-up ---- */
+
+int crawl_cluster_create(const struct crawl_cluster_parts *parts, struct crawl_cluster **out)
+{
+	const struct crawl_cluster_config *cc = &parts->cfg->cluster;
+	const struct politeness_config *pc = &parts->cfg->politeness;
+	struct cluster_options opt = { .url = cc->redis,
+		                       .name = cc->agent,
+		                       .lease_ms = cc->lease_ms,
+		                       .max_unacked = cc->window,
+		                       .dedup = true };
+	*out = NULL;
+	if (assign_method_parse(cc->assign, &opt.method) != ASSIGN_OK) {
+		fprintf(stderr,
+		        "crawler crawl: --assign: '%s' is not perm, minhash or consistent\n",
+		        cc->assign);
+		return CRAWL_EXIT_USAGE;
+	}
+	struct crawl_cluster *g = calloc(1, sizeof *g);
+	if (!g)
+		return CRAWL_EXIT_FAILURE;
+	g->p = *parts;
+	uint64_t delay =
+	        pc->host_delay_us > pc->min_delay_us ? pc->host_delay_us : pc->min_delay_us;
+	if (pc->ip_delay_us > delay)
+		delay = pc->ip_delay_us;
+	g->gain_wait_us = (uint64_t)cc->lease_ms / 3 * 1000 + delay + GAIN_MARGIN_US;
+	struct cluster_callbacks cb = { on_view, on_urls, on_fenced, on_error, g };
+	int rc = cluster_create(parts->loop, &opt, &cb, &g->c);
+	if (rc != CLUSTER_OK) {
+		fprintf(stderr, "crawler crawl: --cluster %s --agent '%s': %s\n", cc->redis,
+		        cc->agent, cluster_strerror(rc));
+		free(g);
+		return rc == CLUSTER_EINVAL ? CRAWL_EXIT_USAGE : CRAWL_EXIT_FAILURE;
+	}
+	*out = g;
+	return CRAWL_EXIT_OK;
+}
+
+void crawl_cluster_destroy(struct crawl_cluster *g)
+{
+	if (!g)
+		return;
+	cluster_destroy(g->c);
+	for (struct inbound *in = g->in_head, *next; in; in = next) {
+		next = in->next;
+		free(in);
+	}
+	ARRAY_FREE_EACH(g->names, g->nnames);
+	free(g->rest);
+	free(g);
+}
+
+/* ---- fetching ---- */
+
+int crawl_cluster_ready(struct crawl_cluster *g)
+{
+	int live = cluster_is_live(g->c) && has_name(g->names, g->nnames, cluster_name(g->c));
+	uint64_t now = monotonic_us();
+	if (live && !g->was_live && now + g->gain_wait_us > g->hold_until_us)
+		g->hold_until_us = now + g->gain_wait_us; /* (re)joined: hosts gained */
+	g->was_live = live;
+	return live && now >= g->hold_until_us;
+}
+
+/* The owner of a URL's host in the current view, or NULL. */
+static const char *owner_of(struct crawl_cluster *g, const char *url)
+{
+	size_t hl;
+	const char *h = cluster_url_host(url, &hl);
+	return cluster_owner(g->c, h, hl);
+}
+
+int crawl_cluster_keep_host(struct crawl_cluster *g, uint32_t host)
+{
+	size_t kl;
+	const char *key = frontier_host_key(g->p.frontier, host, &kl);
+	const char *owner = key ? owner_of(g, key) : NULL;
+	if (!owner || strcmp(owner, cluster_name(g->c)) == 0)
+		return 1;
+	int rc = 0;
+	struct frontier_url fu;
+	while (rc == 0 && frontier_pop(g->p.frontier, host, &fu) == FRONTIER_OK) {
+		char *url = strndup(fu.url, fu.url_len);
+		char *via = strndup(fu.via ? fu.via : "", fu.via ? fu.via_len : 0);
+		int e = url && via ? cluster_send_raw(g->c, owner, url, via, fu.depth)
+		                   : CLUSTER_ENOMEM;
+		if (e == CLUSTER_FULL || e == CLUSTER_ENOMEM) {
+			frontier_unpop(g->p.frontier, host, fu.url, fu.url_len, fu.via, fu.via_len,
+			               fu.depth);
+			rc = -1;
+		}
+		free(url);
+		free(via);
+	}
+	struct visit_outcome o = { .kind = VISIT_NONE };
+	politeness_release(g->p.pol, host, &o, monotonic_us());
+	return rc;
+}
+
+/* ---- the exchange ---- */
+
+static int rest_append(struct crawl_cluster *g, const char *s, size_t len)
+{
+	if (g->rest_len + len > g->rest_cap) {
+		size_t cap = g->rest_cap ? g->rest_cap : 65536;
+		while (cap < g->rest_len + len)
+			cap *= 2;
+		char *nb = realloc(g->rest, cap);
+		if (!nb)
+			return -1;
+		g->rest = nb;
+		g->rest_cap = cap;
+	}
+	memcpy(g->rest + g->rest_len, s, len);
+	g->rest_len += len;
+	return 0;
+}
+
+/* One outbox line "URL \t VIA \t DEPTH" (its newline cut) to its owner: 0
+ * sent or dropped (malformed), -1 to try again later. */
+static int send_line(struct crawl_cluster *g, char *line)
+{
+	char *via = strchr(line, '\t');
+	char *depth = via ? strchr(via + 1, '\t') : NULL;
+	if (!depth)
+		return 0;
+	*via = *depth = '\0';
+	const char *owner = owner_of(g, line);
+	int e = owner ? cluster_send(g->c, owner, line, via + 1,
+	                             (unsigned)strtoul(depth + 1, NULL, 10))
+	              : CLUSTER_EDOWN;
+	*via = *depth = '\t';
+	return e == CLUSTER_FULL || e == CLUSTER_ENOMEM || e == CLUSTER_EDOWN ? -1 : 0;
+}
+
+static void send_outbox(struct crawl_cluster *g)
+{
+	size_t len;
+	char *buf = sieve_path_take_outbox(g->p.sp, &len);
+	if (buf) {
+		if (rest_append(g, buf, len) != 0)
+			fprintf(stderr, "\ncrawler crawl: out of memory: %zu bytes of links lost\n",
+			        len);
+		free(buf);
+	}
+	size_t off = 0;
+	while (off < g->rest_len && cluster_view(g->c)) {
+		char *line = g->rest + off;
+		char *nl = memchr(line, '\n', g->rest_len - off);
+		if (!nl)
+			break;
+		*nl = '\0';
+		int rc = send_line(g, line);
+		*nl = '\n';
+		if (rc != 0)
+			break;
+		off = (size_t)(nl - g->rest) + 1;
+	}
+	memmove(g->rest, g->rest + off, g->rest_len - off);
+	g->rest_len -= off;
+}
+
+static void feed_inbound(struct crawl_cluster *g)
+{
+	while (g->in_head && sieve_path_inbound_room(g->p.sp)) {
+		struct inbound *in = g->in_head;
+		if (sieve_path_feed_lines(g->p.sp, in->lines, in->len) != 0)
+			return;
+		g->in_head = in->next;
+		if (!g->in_head)
+			g->in_tail = NULL;
+		free(in);
+	}
+}
+
+void crawl_cluster_pump(struct crawl_cluster *g)
+{
+	send_outbox(g);
+	feed_inbound(g);
+}
+
+/* ---- the end ---- */
+
+int crawl_cluster_done(struct crawl_cluster *g, int dry)
+{
+	int idle = dry && !g->in_head && g->rest_len == 0 && sieve_path_outbox_len(g->p.sp) == 0 &&
+	           cluster_unsent(g->c) == 0 && cluster_is_live(g->c);
+	if (idle && cluster_unacked(g->c) > 0)
+		cluster_ack(g->c); /* after every XADD of what these URLs led to */
+	if (idle && cluster_unacked(g->c) == 0)
+		set_idle(g, 1);
+	return g->ended;
+}
+
+static void on_census(void *arg, bool ok, const struct cluster_census *s)
+{
+	struct crawl_cluster *g = arg;
+	g->census_busy = 0;
+	if (!ok)
+		return;
+	g->census = *s;
+	if (s->busy == 0 && g->idle_published && cluster_is_live(g->c))
+		g->end_streak++;
+	else
+		g->end_streak = 0;
+	if (g->end_streak >= END_STREAK && !g->ended) {
+		g->ended = 1;
+		g->p.pump(g->p.ctx);
+	}
+}
+
+void crawl_cluster_tick(struct crawl_cluster *g)
+{
+	const struct crawl_stats *st = g->p.stats;
+	g->pages_published = st->pages_done;
+	cluster_publish_stats(g->c, st->pages_done, st->requests, st->bytes);
+	if (!g->census_busy && cluster_census(g->c, on_census, g) == CLUSTER_OK)
+		g->census_busy = 1;
+}
+
+uint64_t crawl_cluster_others_pages(const struct crawl_cluster *g)
+{
+	return g->census.pages > g->pages_published ? g->census.pages - g->pages_published : 0;
+}
+
+void crawl_cluster_progress(const struct crawl_cluster *g, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "cluster %s: %" PRIu64 " agents, %" PRIu64 " pages%s",
+	         cluster_name(g->c), g->census.alive, g->census.pages,
+	         cluster_is_live(g->c) ? "" : " (not live)");
+}
