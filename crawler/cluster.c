@@ -659,3 +659,38 @@ int cluster_census(struct cluster *c,
 	}
 	return CLUSTER_OK;
 }
+
+struct leave_req {
+	struct cluster *c;
+	void (*done)(void *arg);
+	void *arg;
+};
+
+static void on_left(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct leave_req *q = priv;
+	(void)ac;
+	(void)reply;
+	if (!q->c->destroying)
+		q->done(q->arg);
+	free(q);
+}
+
+int cluster_leave(struct cluster *c, void (*done)(void *arg), void *arg)
+{
+	redisAsyncContext *ac = cl_conn(c);
+	if (ac == NULL || !c->connected || c->state != CL_LIVE)
+		return CLUSTER_EDOWN;
+	struct leave_req *q = malloc(sizeof *q);
+	if (q == NULL)
+		return CLUSTER_ENOMEM;
+	*q = (struct leave_req){ c, done, arg };
+	if (redisAsyncCommand(ac, on_left, q, "DEL %s:lease:%s", c->prefix, c->name) != REDIS_OK) {
+		free(q);
+		return CLUSTER_EDOWN;
+	}
+	c->state = CL_REFUSED;
+	uv_timer_stop(&c->fence);
+	cluster_stop_reading(c);
+	return CLUSTER_OK;
+}

@@ -205,6 +205,15 @@ size_t cluster_unsent(const struct cluster *c);
 void cluster_ack(struct cluster *c);
 /* URLs handed to on_urls and not acked yet. */
 size_t cluster_unacked(const struct cluster *c);
+/* Reads no more of the inbox (a graceful stop): what is unread stays for
+ * the heir. */
+void cluster_stop_reading(struct cluster *c);
+/* A graceful stop: reads stop, the lease key is deleted (the others see
+ * this agent gone at their next view poll; its heir drains what is left in
+ * its inbox) and the agent never rejoins. done runs once Redis has done it
+ * (and every command sent before, acks included). CLUSTER_OK, or
+ * CLUSTER_EDOWN (not live or not connected) / CLUSTER_ENOMEM. */
+int cluster_leave(struct cluster *c, void (*done)(void *arg), void *arg);
 
 /* Publishes this agent's counters to P:stats:NAME (fire and forget). */
 void cluster_publish_stats(struct cluster *c, uint64_t pages, uint64_t requests, uint64_t bytes);

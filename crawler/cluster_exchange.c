@@ -350,7 +350,8 @@ void cl_read_timer_cb(uv_timer_t *t)
 {
 	struct cluster *c = t->data;
 	redisAsyncContext *ac = cl_conn(c);
-	if (ac == NULL || c->state != CL_LIVE || c->read_busy || c->unacked >= c->max_unacked)
+	if (ac == NULL || c->state != CL_LIVE || c->read_busy || c->no_reads ||
+	    c->unacked >= c->max_unacked)
 		return; /* the next tick, connection or ack starts reading again */
 	/* Entries hold up to CLUSTER_BATCH_URLS URLs: read no more than the room left. */
 	size_t room = (c->max_unacked - c->unacked) / CLUSTER_BATCH_URLS;
@@ -601,4 +602,10 @@ void cl_exchange_free(struct cluster *c)
 	free(c->acks);
 	free(c->urls);
 	free(c->text);
+}
+
+void cluster_stop_reading(struct cluster *c)
+{
+	c->no_reads = true;
+	uv_timer_stop(&c->read);
 }

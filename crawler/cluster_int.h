@@ -28,7 +28,7 @@ enum cl_state {
 	CL_JOIN_INCR,   /* taking a new incarnation */
 	CL_JOIN_LEASE,  /* waiting for P:lease:NAME to be free, then taking it */
 	CL_LIVE,        /* holding the lease, renewing it */
-	CL_REFUSED,     /* P:config disagrees: stopped for good */
+	CL_REFUSED,     /* P:config disagrees, or left: stopped for good */
 };
 
 struct cl_batch {
@@ -83,7 +83,7 @@ struct cluster {
 	size_t ninflight;
 	size_t unsent;
 
-	bool read_busy, claim_own;
+	bool read_busy, claim_own, no_reads;
 	char claim_cursor[CL_ID_MAX];
 	char (*acks)[CL_ID_MAX];
 	size_t nacks, acks_cap, unacked;

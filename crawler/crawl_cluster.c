@@ -20,6 +20,16 @@
 /* Margin on the wait after gaining hosts, for the old owner's clock. */
 #define GAIN_MARGIN_US 100000
 
+/* A graceful stop's steps (crawl_cluster_leave). */
+enum leave_step {
+	LEAVE_NONE,  /* not leaving */
+	LEAVE_FLUSH, /* the sieve delivers what it holds */
+	LEAVE_SEND,  /* everything queued goes to the owners without us */
+	LEAVE_ACK,   /* waiting until Redis holds all of it, then ack and leave */
+	LEAVE_WAIT,  /* the lease's deletion is under way */
+	LEAVE_DONE,
+};
+
 /* An inbox entry's lines waiting for room in the feed queue. */
 struct inbound {
 	struct inbound *next;
@@ -40,6 +50,9 @@ struct crawl_cluster {
 	char *rest; /* outbox lines not sent yet */
 	size_t rest_len, rest_cap;
 	struct inbound *in_head, *in_tail;
+	enum leave_step leave;
+	struct assign_view *leave_view; /* the live agents but this one */
+	uint64_t leave_seq;             /* the sieve flush asked for */
 };
 
 static int has_name(char *const *names, size_t n, const char *name)
@@ -170,6 +183,7 @@ void crawl_cluster_destroy(struct crawl_cluster *g)
 		free(in);
 	}
 	ARRAY_FREE_EACH(g->names, g->nnames);
+	assign_view_destroy(g->leave_view);
 	free(g->rest);
 	free(g);
 }
@@ -186,21 +200,21 @@ int crawl_cluster_ready(struct crawl_cluster *g)
 	return live && now >= g->hold_until_us;
 }
 
-/* The owner of a URL's host in the current view, or NULL. */
+/* The owner of a URL's host in the current view (without this agent when
+ * it leaves), or NULL. */
 static const char *owner_of(struct crawl_cluster *g, const char *url)
 {
 	size_t hl;
 	const char *h = cluster_url_host(url, &hl);
+	if (g->leave_view)
+		return assign_view_owner(g->leave_view, h, hl);
 	return cluster_owner(g->c, h, hl);
 }
 
-int crawl_cluster_keep_host(struct crawl_cluster *g, uint32_t host)
+/* Sends a host's queued URLs to owner, never deduplicated (they are in
+ * P:seen already). 0, or -1 when some could not be sent yet (still queued). */
+static int hand_host(struct crawl_cluster *g, uint32_t host, const char *owner)
 {
-	size_t kl;
-	const char *key = frontier_host_key(g->p.frontier, host, &kl);
-	const char *owner = key ? owner_of(g, key) : NULL;
-	if (!owner || strcmp(owner, cluster_name(g->c)) == 0)
-		return 1;
 	int rc = 0;
 	struct frontier_url fu;
 	while (rc == 0 && frontier_pop(g->p.frontier, host, &fu) == FRONTIER_OK) {
@@ -216,6 +230,17 @@ int crawl_cluster_keep_host(struct crawl_cluster *g, uint32_t host)
 		free(url);
 		free(via);
 	}
+	return rc;
+}
+
+int crawl_cluster_keep_host(struct crawl_cluster *g, uint32_t host)
+{
+	size_t kl;
+	const char *key = frontier_host_key(g->p.frontier, host, &kl);
+	const char *owner = key ? owner_of(g, key) : NULL;
+	if (!owner || strcmp(owner, cluster_name(g->c)) == 0)
+		return 1;
+	int rc = hand_host(g, host, owner);
 	struct visit_outcome o = { .kind = VISIT_NONE };
 	politeness_release(g->p.pol, host, &o, monotonic_us());
 	return rc;
@@ -352,4 +377,112 @@ void crawl_cluster_progress(const struct crawl_cluster *g, char *buf, size_t cap
 	snprintf(buf, cap, "cluster %s: %" PRIu64 " agents, %" PRIu64 " pages%s",
 	         cluster_name(g->c), g->census.alive, g->census.pages,
 	         cluster_is_live(g->c) ? "" : " (not live)");
+}
+
+/* ---- a graceful stop ---- */
+
+/* The view without this agent; -1 when no other agent is live (nobody to
+ * hand over to: the stop is then like a crash). */
+static int leave_view_make(struct crawl_cluster *g)
+{
+	size_t n, k = 0;
+	const char *const *live = cluster_live_names(g->c, &n);
+	const char **others = calloc(n + 1, sizeof *others);
+	for (size_t i = 0; others && i < n; i++)
+		if (strcmp(live[i], cluster_name(g->c)) != 0)
+			others[k++] = live[i];
+	int rc = k && cluster_is_live(g->c) &&
+	                         assign_view_create(assign_view_method(cluster_view(g->c)), others,
+	                                            k, &g->leave_view) == ASSIGN_OK
+	                 ? 0
+	                 : -1;
+	free(others);
+	return rc;
+}
+
+/* Inbox entries not fed to the sieve yet go straight to their owners. */
+static void hand_inbound(struct crawl_cluster *g)
+{
+	while (g->in_head) {
+		struct inbound *in = g->in_head;
+		for (char *line = in->lines, *nl; (nl = strchr(line, '\n')) != NULL;
+		     line = nl + 1) {
+			*nl = '\0';
+			char *via = strchr(line, '\t');
+			char *depth = via ? strchr(via + 1, '\t') : NULL;
+			if (depth) {
+				*via = *depth = '\0';
+				const char *owner = owner_of(g, line);
+				if (owner)
+					cluster_send_raw(g->c, owner, line, via + 1,
+					                 (unsigned)strtoul(depth + 1, NULL, 10));
+			}
+		}
+		g->in_head = in->next;
+		free(in);
+	}
+	g->in_tail = NULL;
+}
+
+/* Every queued host to its owner without us: 0 once all went. */
+static int hand_all_hosts(struct crawl_cluster *g)
+{
+	uint32_t n = frontier_host_count(g->p.frontier);
+	for (uint32_t h = 0; h < n; h++) {
+		size_t kl;
+		const char *key = frontier_host_key(g->p.frontier, h, &kl);
+		const char *owner =
+		        key && frontier_host_queued(g->p.frontier, h) ? owner_of(g, key) : NULL;
+		if (owner && hand_host(g, h, owner) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void on_left(void *arg)
+{
+	struct crawl_cluster *g = arg;
+	g->leave = LEAVE_DONE;
+	g->p.pump(g->p.ctx);
+}
+
+int crawl_cluster_leave(struct crawl_cluster *g, int loop_idle)
+{
+	switch (g->leave) {
+	case LEAVE_NONE:
+		if (!loop_idle)
+			return 0;
+		if (leave_view_make(g) != 0)
+			return 1;
+		cluster_stop_reading(g->c);
+		g->leave = LEAVE_FLUSH;
+		hand_inbound(g);
+		if (sieve_path_push_flush(g->p.sp, &g->leave_seq) != 0)
+			g->leave_seq = 0; /* asked again below */
+		return 0;
+	case LEAVE_FLUSH:
+		if (!g->leave_seq && sieve_path_push_flush(g->p.sp, &g->leave_seq) != 0)
+			return 0;
+		if (!sieve_path_flushed(g->p.sp, g->leave_seq) || !sieve_path_drain(g->p.sp, 1))
+			return 0;
+		g->leave = LEAVE_SEND;
+		/* fall through */
+	case LEAVE_SEND:
+		send_outbox(g);
+		if (hand_all_hosts(g) != 0 || g->rest_len)
+			return 0;
+		cluster_flush(g->c);
+		g->leave = LEAVE_ACK;
+		return 0;
+	case LEAVE_ACK:
+		if (cluster_unsent(g->c) > 0)
+			return 0;
+		cluster_ack(g->c);
+		if (cluster_leave(g->c, on_left, g) == CLUSTER_OK)
+			g->leave = LEAVE_WAIT;
+		return 0;
+	case LEAVE_WAIT: return 0;
+	case LEAVE_DONE: return 1;
+	}
+	return 1;
 }

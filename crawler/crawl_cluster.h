@@ -21,6 +21,9 @@
  * not fetched is lost, and at most the window (plus what was in flight) is
  * fetched again from them.
  *
+ * A graceful stop (SIGINT, --max-time) hands everything over first
+ * (crawl_cluster_leave).
+ *
  * Politeness across agents. One owner per host at a time; an agent that
  * gains hosts (it joined, or an agent left) sends no request for one view
  * poll (lease / 3) plus one host delay, so the old owner has both noticed
@@ -83,6 +86,13 @@ void crawl_cluster_pump(struct crawl_cluster *g);
  * a flush found nothing new). Acks and publishes idle when idle; 1 once
  * the whole crawl is over. */
 int crawl_cluster_done(struct crawl_cluster *g, int dry);
+/* A graceful stop, called while stopping: once the loop is idle (nothing
+ * in flight, held or parsed), reads stop, the sieve is flushed, every URL
+ * queued, waiting in the inbox or found goes to its owner among the other
+ * agents, and once Redis holds them all the entries taken are acked and
+ * the lease deleted; 1 then (or at once when no other agent is live). So
+ * no URL this agent fetched is fetched again. */
+int crawl_cluster_leave(struct crawl_cluster *g, int loop_idle);
 /* Once a second: publishes the counters and reads the census. */
 void crawl_cluster_tick(struct crawl_cluster *g);
 /* Pages of the other agents (their published counts, last census). */

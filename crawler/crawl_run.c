@@ -253,6 +253,9 @@ static int crawl_is_done(struct run *r)
 	uint64_t outstanding = parse_jobs_outstanding(r->parse);
 	struct politeness_stats ps;
 	politeness_stats(r->pol, &ps);
+	if (r->stopping && r->cluster && !r->exit_code)
+		return crawl_cluster_leave(r->cluster,
+		                           inflight == 0 && ps.hosts_held == 0 && outstanding == 0);
 	if (r->stopping)
 		return inflight == 0 && ps.hosts_held == 0 && (outstanding == 0 || r->sigints > 0);
 	if (max_pages_reached(r))
