@@ -305,8 +305,10 @@ static void send_outbox(struct crawl_cluster *g)
 			break;
 		off = (size_t)(nl - g->rest) + 1;
 	}
-	memmove(g->rest, g->rest + off, g->rest_len - off);
-	g->rest_len -= off;
+	if (off) {
+		memmove(g->rest, g->rest + off, g->rest_len - off);
+		g->rest_len -= off;
+	}
 }
 
 static void feed_inbound(struct crawl_cluster *g)

@@ -129,6 +129,8 @@ def wait_pages(tw, n, agents, timeout):
             fail("only %d of %d pages requested after %d s" % (pages_seen(tw), n, timeout))
         for a in agents:
             if a.proc.poll() is not None:
+                a.err.flush()
+                print(open(a.err.name).read()[-4000:], file=sys.stderr)
                 fail("agent %s exited %s early" % (a.name, a.proc.returncode))
         time.sleep(0.05)
 
