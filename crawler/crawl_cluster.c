@@ -250,16 +250,10 @@ int crawl_cluster_keep_host(struct crawl_cluster *g, uint32_t host)
 
 static int rest_append(struct crawl_cluster *g, const char *s, size_t len)
 {
-	if (g->rest_len + len > g->rest_cap) {
-		size_t cap = g->rest_cap ? g->rest_cap : 65536;
-		while (cap < g->rest_len + len)
-			cap *= 2;
-		char *nb = realloc(g->rest, cap);
-		if (!nb)
-			return -1;
-		g->rest = nb;
-		g->rest_cap = cap;
-	}
+	char *nb = array_room(g->rest, &g->rest_cap, g->rest_len + len, 65536);
+	if (!nb)
+		return -1;
+	g->rest = nb;
 	memcpy(g->rest + g->rest_len, s, len);
 	g->rest_len += len;
 	return 0;

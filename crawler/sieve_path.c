@@ -19,6 +19,7 @@
 
 #include <xxhash.h>
 
+#include "frontier/array.h"
 #include "frontier/bqueue.h"
 #include "frontier/clock.h"
 #include "frontier/frontier.h"
@@ -211,20 +212,13 @@ static void outbox_append(struct sieve_path *sp, const char *key, size_t klen, u
 	size_t vlen = 0;
 	const char *v = via ? link_meta_via_str(via, &vlen) : "";
 	pthread_mutex_lock(&sp->out_mu);
-	size_t need = sp->out_len + klen + vlen + 16;
-	if (need > sp->out_cap) {
-		size_t cap = sp->out_cap ? sp->out_cap : 65536;
-		while (cap < need)
-			cap *= 2;
-		char *nb = realloc(sp->out_buf, cap);
-		if (!nb) {
-			pthread_mutex_unlock(&sp->out_mu);
-			atomic_fetch_add(&sp->p.stats->ac.meta_dropped, 1);
-			return;
-		}
-		sp->out_buf = nb;
-		sp->out_cap = cap;
+	char *nb = array_room(sp->out_buf, &sp->out_cap, sp->out_len + klen + vlen + 16, 65536);
+	if (!nb) {
+		pthread_mutex_unlock(&sp->out_mu);
+		atomic_fetch_add(&sp->p.stats->ac.meta_dropped, 1);
+		return;
 	}
+	sp->out_buf = nb;
 	sp->out_len +=
 	        (size_t)snprintf(sp->out_buf + sp->out_len, sp->out_cap - sp->out_len,
 	                         "%.*s\t%.*s\t%" PRIu32 "\n", (int)klen, key, (int)vlen, v, depth);

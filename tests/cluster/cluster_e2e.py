@@ -44,19 +44,11 @@ def fail(msg):
     e2e.fail(msg)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 class Redis:
     def __init__(self, workdir):
         self.dir = os.path.join(workdir, "redis")
         os.makedirs(self.dir, exist_ok=True)
-        self.port = free_port()
+        self.port = e2e.free_port()
         self.proc = None
         self.start()
 
