@@ -201,7 +201,8 @@ void cluster_flush(struct cluster *c);
  * that must not lose discovered URLs waits for 0 (after cluster_flush()). */
 size_t cluster_unsent(const struct cluster *c);
 /* XACKs every entry handed to on_urls so far: call once the URLs are
- * durably taken (after a checkpoint). */
+ * durably taken. If nothing is pending then, the inbox is trimmed below
+ * the last entry acked (XTRIM MINID): it holds what is queued. */
 void cluster_ack(struct cluster *c);
 /* URLs handed to on_urls and not acked yet. */
 size_t cluster_unacked(const struct cluster *c);

@@ -367,6 +367,25 @@ void cl_read_timer_cb(uv_timer_t *t)
 	c->read_busy = rc == REDIS_OK;
 }
 
+/* 1 if stream ID a ("ms-seq") is above b. */
+static int id_above(const char *a, const char *b)
+{
+	unsigned long long ams = strtoull(a, NULL, 10), bms = strtoull(b, NULL, 10);
+	const char *ad = strchr(a, '-'), *bd = strchr(b, '-');
+	if (ams != bms)
+		return ams > bms;
+	return strtoull(ad ? ad + 1 : "0", NULL, 10) > strtoull(bd ? bd + 1 : "0", NULL, 10);
+}
+
+/* Once nothing is pending in the inbox, the entries below the last one
+ * acked are done: trimmed, so the inbox holds what is queued, not the whole
+ * crawl's history. */
+static const char trim_script[] =
+        "local key, group = ARGV[1], 'g'\n"
+        "local p = redis.call('XPENDING', key, group)\n"
+        "if p[1] == 0 then redis.call('XTRIM', key, 'MINID', ARGV[2]) end\n"
+        "return p[1]\n";
+
 void cluster_ack(struct cluster *c)
 {
 	redisAsyncContext *ac = cl_conn(c);
@@ -386,7 +405,12 @@ void cluster_ack(struct cluster *c)
 		argv[i + 3] = c->acks[i];
 	for (size_t i = 0; i < argc; i++)
 		argl[i] = strlen(argv[i]);
+	const char *last = c->acks[0];
+	for (size_t i = 1; i < c->nacks; i++)
+		if (id_above(c->acks[i], last))
+			last = c->acks[i];
 	if (redisAsyncCommandArgv(ac, NULL, NULL, (int)argc, argv, argl) == REDIS_OK) {
+		redisAsyncCommand(ac, NULL, NULL, "EVAL %s 0 %s %s", trim_script, key, last);
 		c->nacks = 0;
 		c->unacked = 0;
 		if (!uv_is_active((uv_handle_t *)&c->read))

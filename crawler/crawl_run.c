@@ -297,13 +297,15 @@ static void pump(void *ctx)
 		stop(r);
 	}
 	sieve_path_drain(r->sp, 0);
-	if (r->cluster)
-		crawl_cluster_pump(r->cluster);
 	visit_dns_line_run(r->visit);
 	if (crawl_ckpt_active(r->ckpt)) {
 		crawl_ckpt_step(r->ckpt);
 		return;
 	}
+	/* after the checkpoint's cut: inbox entries fed now would reach the
+	 * sieve while it is copied */
+	if (r->cluster)
+		crawl_cluster_pump(r->cluster);
 	while (!r->stopping && can_start(r) && !max_pages_reached(r)) {
 		uint32_t host;
 		uint64_t at;
