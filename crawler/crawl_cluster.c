@@ -53,6 +53,7 @@ struct crawl_cluster {
 	enum leave_step leave;
 	struct assign_view *leave_view; /* the live agents but this one */
 	uint64_t leave_seq;             /* the sieve flush asked for */
+	uint64_t leave_start_us;
 };
 
 static int has_name(char *const *names, size_t n, const char *name)
@@ -452,6 +453,7 @@ int crawl_cluster_leave(struct crawl_cluster *g, int loop_idle)
 			return 1;
 		cluster_stop_reading(g->c);
 		g->leave = LEAVE_FLUSH;
+		g->leave_start_us = monotonic_us();
 		hand_inbound(g);
 		if (sieve_path_push_flush(g->p.sp, &g->leave_seq) != 0)
 			g->leave_seq = 0; /* asked again below */
@@ -481,4 +483,10 @@ int crawl_cluster_leave(struct crawl_cluster *g, int loop_idle)
 	case LEAVE_DONE: return 1;
 	}
 	return 1;
+}
+
+int crawl_cluster_leaving(struct crawl_cluster *g)
+{
+	return g->leave != LEAVE_NONE && g->leave != LEAVE_DONE &&
+	       monotonic_us() - g->leave_start_us < CRAWL_CLUSTER_LEAVE_MS * 1000ull;
 }

@@ -93,6 +93,11 @@ int crawl_cluster_done(struct crawl_cluster *g, int dry);
  * the lease deleted; 1 then (or at once when no other agent is live). So
  * no URL this agent fetched is fetched again. */
 int crawl_cluster_leave(struct crawl_cluster *g, int loop_idle);
+/* 1 while a graceful stop hands over (nothing in flight then), for at most
+ * CRAWL_CLUSTER_LEAVE_MS: past that the agent ends as if it had crashed
+ * (its heir gets what it had not acked). */
+int crawl_cluster_leaving(struct crawl_cluster *g);
+#define CRAWL_CLUSTER_LEAVE_MS 30000
 /* Once a second: publishes the counters and reads the census. */
 void crawl_cluster_tick(struct crawl_cluster *g);
 /* Pages of the other agents (their published counts, last census). */

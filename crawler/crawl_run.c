@@ -387,6 +387,12 @@ static void print_progress(struct run *r, int final)
 static void on_abandon(uv_timer_t *t)
 {
 	struct run *r = t->data;
+	/* A graceful stop of a cluster agent: nothing is in flight while it
+	 * hands its URLs over, so it gets its own time (crawl_cluster.h). */
+	if (r->cluster && crawl_cluster_leaving(r->cluster)) {
+		uv_timer_start(&r->abandon, on_abandon, ABANDON_MS, 0);
+		return;
+	}
 	ckpt_start(r, 1);
 	pump(r);
 }

@@ -98,7 +98,6 @@ for n in $counts; do
   redis_cpu=$(echo "$(cpu_of "$redis_pid") - $redis_cpu0" | bc)
   mem=$(redis-cli -p "$rport" INFO memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p')
   seen=$(redis-cli -p "$rport" SCARD bench:seen)
-  (( n == 0 )) || echo "  Redis memory at the end: $mem bytes, $seen URLs sent: $(( seen ? mem / seen : 0 )) bytes per URL"
 
   kill "$tw_pid" "$redis_pid"; wait "$tw_pid" "$redis_pid" 2>/dev/null || true
   tw_pid="" redis_pid=""
@@ -136,6 +135,7 @@ if smoke == "1" and (missing or twice or viol or not pages):
     sys.exit(1)
 EOF
   cat "$run/fig"
+  (( n == 0 )) || echo "  Redis memory at the end: $mem bytes, $seen URLs sent: $(( seen ? mem / seen : 0 )) bytes per URL"
   [[ -n "$base_cpu" ]] || base_cpu=$(python3 -c "import sys; print(sys.argv[1])" \
     "$(awk '{ for (i = 1; i <= NF; i++) if ($i == "cpu-s/1000p") print $(i-1) }' "$run/fig")")
 done
