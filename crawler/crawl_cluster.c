@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "crawler/cluster.h"
 #include "crawler/crawl_run.h"
 #include "frontier/array.h"
@@ -54,6 +56,8 @@ struct crawl_cluster {
 	struct assign_view *leave_view; /* the live agents but this one */
 	uint64_t leave_seq;             /* the sieve flush asked for */
 	uint64_t leave_start_us;
+	uint64_t *handed; /* hashes of URLs handed over, sorted up to nsorted */
+	size_t nhanded, nsorted, handed_cap;
 };
 
 static int has_name(char *const *names, size_t n, const char *name)
@@ -97,6 +101,41 @@ static void on_view(struct cluster *c, void *arg)
 	g->p.pump(g->p.ctx);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void handed_add(struct crawl_cluster *g, const char *url)
+{
+	uint64_t *h = array_grow(g->handed, &g->handed_cap, g->nhanded, sizeof *h, 1024);
+	if (!h)
+		return; /* out of memory: the URL may come back and be taken as seen */
+	g->handed = h;
+	g->handed[g->nhanded++] = XXH3_64bits(url, strlen(url));
+}
+
+/* 1 (and forgets it) if this agent handed url over: its sieve has seen it,
+ * it was never fetched here. */
+static int handed_take(struct crawl_cluster *g, const char *url)
+{
+	if (g->nhanded == 0)
+		return 0;
+	if (g->nsorted != g->nhanded) {
+		qsort(g->handed, g->nhanded, sizeof *g->handed, cmp_u64);
+		g->nsorted = g->nhanded;
+	}
+	uint64_t key = XXH3_64bits(url, strlen(url));
+	uint64_t *at = bsearch(&key, g->handed, g->nhanded, sizeof key, cmp_u64);
+	if (!at)
+		return 0;
+	memmove(at, at + 1, (size_t)(g->handed + g->nhanded - at - 1) * sizeof key);
+	g->nhanded--;
+	g->nsorted--;
+	return 1;
+}
+
 static void on_urls(struct cluster *c, const struct cluster_url *urls, size_t n, void *arg)
 {
 	struct crawl_cluster *g = arg;
@@ -112,9 +151,16 @@ static void on_urls(struct cluster *c, const struct cluster_url *urls, size_t n,
 	}
 	in->len = 0;
 	for (size_t i = 0; i < n; i++)
-		in->len += (size_t)snprintf(in->lines + in->len, len + 1 - in->len, "%s\t%s\t%u\n",
-		                            urls[i].url, urls[i].via, urls[i].depth);
-	CHAIN_APPEND(g->in_head, g->in_tail, in);
+		if (!handed_take(g, urls[i].url) ||
+		    g->p.take(g->p.ctx, urls[i].url, strlen(urls[i].url), urls[i].via,
+		              strlen(urls[i].via), urls[i].depth) != 0)
+			in->len += (size_t)snprintf(in->lines + in->len, len + 1 - in->len,
+			                            "%s\t%s\t%u\n", urls[i].url, urls[i].via,
+			                            urls[i].depth);
+	if (in->len)
+		CHAIN_APPEND(g->in_head, g->in_tail, in);
+	else
+		free(in); /* every URL went straight to the frontier */
 	set_idle(g, 0);
 	g->p.pump(g->p.ctx);
 }
@@ -185,6 +231,7 @@ void crawl_cluster_destroy(struct crawl_cluster *g)
 	}
 	ARRAY_FREE_EACH(g->names, g->nnames);
 	assign_view_destroy(g->leave_view);
+	free(g->handed);
 	free(g->rest);
 	free(g);
 }
@@ -223,6 +270,8 @@ static int hand_host(struct crawl_cluster *g, uint32_t host, const char *owner)
 		char *via = strndup(fu.via ? fu.via : "", fu.via ? fu.via_len : 0);
 		int e = url && via ? cluster_send_raw(g->c, owner, url, via, fu.depth)
 		                   : CLUSTER_ENOMEM;
+		if (e == CLUSTER_OK)
+			handed_add(g, url);
 		if (e == CLUSTER_FULL || e == CLUSTER_ENOMEM) {
 			frontier_unpop(g->p.frontier, host, fu.url, fu.url_len, fu.via, fu.via_len,
 			               fu.depth);

@@ -9,7 +9,11 @@
  * comes out of this agent's own inbox enters its sieve, so its sieve and
  * frontier hold only URLs that are also in an inbox entry it has not acked.
  * A host popped for a visit that another agent owns now (the view changed)
- * is handed over: its queued URLs are sent to the owner.
+ * is handed over: its queued URLs are sent to the owner. This agent's sieve
+ * has seen them, so if one comes back (the host returns when that owner
+ * dies, its unacked entries re-routed) it goes straight to the frontier:
+ * the agent keeps the 64-bit hashes of the URLs it handed over, and takes
+ * each such URL once that way.
  *
  * Acks and what a crash loses. Inbox entries are acked only when this
  * agent is idle: its frontier empty, nothing in flight or parsed, the
@@ -35,7 +39,7 @@
  * holds an unread or pending entry, twice in a row, the crawl is over and
  * every agent ends by itself. max_pages counts every agent's pages.
  *
- * Memory: the outbox lines that could not be sent yet (Redis away, or
+ * Memory: the hashes of the URLs handed over (8 bytes each), the outbox lines that could not be sent yet (Redis away, or
  * cluster max_unsent reached) and the inbox entries waiting for room in
  * the feed queue (at most window URLs).
  */
@@ -65,6 +69,10 @@ struct crawl_cluster_parts {
 	void *ctx;
 	void (*pump)(void *ctx);                /* work for the loop arrived */
 	void (*fail)(void *ctx, int exit_code); /* the agent cannot go on */
+	/* a URL straight into the frontier (crawl_run's take of an emit): 0,
+	 * or -1 not now */
+	int (*take)(void *ctx, const char *url, size_t len, const char *via, size_t via_len,
+	            uint32_t depth);
 };
 
 /* Joins the crawl of parts->cfg->cluster (joining goes on in the

@@ -459,6 +459,7 @@ static int open_cluster(struct run *r)
 		.ctx = r,
 		.pump = pump,
 		.fail = cluster_failed,
+		.take = take_emit,
 	};
 	return crawl_cluster_create(&cp, &r->cluster);
 }

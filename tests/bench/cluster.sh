@@ -38,7 +38,7 @@ command -v redis-server >/dev/null || { echo "redis-server missing: crawler/inst
 if (( smoke )); then
   hosts=20 pages=20 host_delay=20 counts="1 2"
 else
-  hosts=${BENCH_HOSTS:-1000} pages=${BENCH_PAGES:-100} host_delay=0 counts="0 1 2 3"
+  hosts=${BENCH_HOSTS:-1000} pages=${BENCH_PAGES:-100} host_delay=0 counts=${BENCH_AGENTS:-0 1 2 3}
 fi
 gen=(--hosts "$hosts" --pages "$pages" --ips 250)
 

@@ -13,6 +13,11 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
   cluster_e2e.py stop --assign M
       the same with a graceful stop (SIGINT) instead of the kill: no URL
       requested twice.
+  cluster_e2e.py join-kill
+      two agents; a third joins once a quarter of the web is fetched and is
+      killed a second later, as soon as the others have handed it hosts:
+      those hosts return to the first two with URLs their own sieves have
+      seen but never fetched (they went to the third): all fetched.
   cluster_e2e.py redis-restart
       two agents; Redis is killed (SIGKILL) mid-crawl and restarted on its
       AOF (appendfsync always) a second later: the crawl finishes whole,
@@ -184,10 +189,20 @@ def run(variant, assign):
         with open(seeds, "w") as f:
             f.write("\n".join(tw.run_mode("--seeds")) + "\n")
         n = len(expected)
-        agents = [Agent(tw, work, redis, "a%d" % i, assign, seeds) for i in (1, 2, 3)]
-        wait_pages(tw, n // 3, agents, 120)
+        if variant == "join-kill":
+            agents = [Agent(tw, work, redis, "a%d" % i, assign, seeds) for i in (1, 2)]
+            wait_pages(tw, n // 4, agents, 120)
+            agents.append(Agent(tw, work, redis, "a3", assign, seeds))
+            time.sleep(1.0)
+        else:
+            agents = [Agent(tw, work, redis, "a%d" % i, assign, seeds) for i in (1, 2, 3)]
+            wait_pages(tw, n // 3, agents, 120)
         gone = agents[1]
-        if variant == "redis-restart":
+        if variant == "join-kill":
+            gone = agents[2]
+            gone.proc.kill()
+            gone.wait(30)
+        elif variant == "redis-restart":
             redis.kill()
             time.sleep(1.0)
             redis.start()
@@ -196,7 +211,7 @@ def run(variant, assign):
             gone.proc.kill()
         else:
             gone.proc.send_signal(signal.SIGINT)
-        if gone:
+        if gone and variant != "join-kill":
             rc = gone.wait(30)
             if variant == "stop" and rc != 0:
                 fail("agent %s stopped with exit %s" % (gone.name, rc))
@@ -228,8 +243,8 @@ def run(variant, assign):
 
 
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("kill", "stop", "redis-restart"):
-        fail("usage: cluster_e2e.py kill|stop|redis-restart [--assign M]")
+    if len(sys.argv) < 2 or sys.argv[1] not in ("kill", "stop", "join-kill", "redis-restart"):
+        fail("usage: cluster_e2e.py kill|stop|join-kill|redis-restart [--assign M]")
     assign = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--assign" else "consistent"
     run(sys.argv[1], assign)
 
