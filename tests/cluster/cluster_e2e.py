@@ -10,6 +10,7 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
       (whichever agents sent them), the URLs requested twice are within
       the stated bound (the killed agent's window plus its requests in
       flight), and the three agents left end by themselves with exit 0.
+      Every WARC of an agent that ended by itself reads back whole.
   cluster_e2e.py stop --assign M
       the same with a graceful stop (SIGINT) instead of the kill: no URL
       requested twice.
@@ -173,7 +174,17 @@ def judge(tw, expected, faults, agents, gone, bound, t0):
     for a in agents:
         if a is not gone and a.proc.returncode != 0:
             errors.append("agent %s exited %s" % (a.name, a.proc.returncode))
+        if a.proc.returncode == 0:
+            errors += check_warcs(a)
     return errors
+
+
+def check_warcs(agent):
+    """Every record of an agent that ended by itself reads back whole (the
+    independent reader of crawl_e2e.py fails the test otherwise)."""
+    warcs = [f for f in os.listdir(agent.out) if f.endswith(".warc.gz")]
+    n = sum(1 for w in warcs for _ in e2e.read_warc_records(os.path.join(agent.out, w)))
+    return [] if n else ["agent %s wrote no WARC record" % agent.name]
 
 
 def run(variant, assign):
