@@ -13,6 +13,8 @@
  *   crawl_checkpoint.h the checkpoint phases and the crawl state file;
  *   crawl_stats.h      the counters, stats.json and the summary;
  *   crawl_outdir.h     the output folder's claim, inputs and repairs.
+ *   crawl_cluster.h    --cluster: this agent's URLs through Redis inboxes,
+ *                      hosts handed over, the end of the whole crawl.
  *
  * The hand-offs between threads:
  *   seeds, redirect targets --(feed queue, try_push)--> feeder thread --+
