@@ -429,6 +429,7 @@ static int copy_options(struct cluster *c, const struct cluster_options *opt)
 	c->poll_ms = opt->poll_ms ? opt->poll_ms : 20;
 	c->max_unsent = opt->max_unsent ? opt->max_unsent : 100000;
 	c->max_unacked = opt->max_unacked ? opt->max_unacked : 10000;
+	c->dedup = opt->dedup;
 	return CLUSTER_OK;
 }
 
@@ -569,5 +570,127 @@ int cluster_ip_lease(struct cluster *c, const char *addr, unsigned delay_ms,
 		l->done = NULL;
 		return CLUSTER_EDOWN;
 	}
+	return CLUSTER_OK;
+}
+
+void cluster_publish_idle(struct cluster *c, bool idle)
+{
+	redisAsyncContext *ac = cl_conn(c);
+	if (ac != NULL)
+		redisAsyncCommand(ac, NULL, NULL, "HSET %s:stats:%s idle %d", c->prefix, c->name,
+		                  idle ? 1 : 0);
+}
+
+const char *const *cluster_live_names(const struct cluster *c, size_t *n)
+{
+	*n = c->nlive;
+	return (const char *const *)c->live;
+}
+
+/* The census (cluster.h). An inbox has unread entries when its group's
+ * last delivered ID is not the stream's last ID. */
+static const char census_script[] =
+        "local p = ARGV[1]\n"
+        "local busy, pages, alive = 0, 0, 0\n"
+        "for _, m in ipairs(redis.call('HKEYS', p .. ':members')) do\n"
+        "  local st = redis.call('HMGET', p .. ':stats:' .. m, 'pages', 'idle')\n"
+        "  pages = pages + (tonumber(st[1]) or 0)\n"
+        "  if redis.call('EXISTS', p .. ':lease:' .. m) == 1 then\n"
+        "    alive = alive + 1\n"
+        "    if st[2] ~= '1' then busy = busy + 1 end\n"
+        "  end\n"
+        "  local key = p .. ':inbox:' .. m\n"
+        "  local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)\n"
+        "  if #last > 0 then\n"
+        "    local groups = redis.call('XINFO', 'GROUPS', key)\n"
+        "    if #groups == 0 then busy = busy + 1 end\n"
+        "    for _, g in ipairs(groups) do\n"
+        "      local f = {}\n"
+        "      for i = 1, #g, 2 do f[g[i]] = g[i + 1] end\n"
+        "      if f['pending'] > 0 or f['last-delivered-id'] ~= last[1][1] then\n"
+        "        busy = busy + 1\n"
+        "      end\n"
+        "    end\n"
+        "  end\n"
+        "end\n"
+        "return {busy, pages, alive}\n";
+
+struct census_req {
+	struct cluster *c;
+	void (*done)(void *arg, bool ok, const struct cluster_census *s);
+	void *arg;
+};
+
+static void on_census(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct census_req *q = priv;
+	redisReply *r = reply;
+	(void)ac;
+	struct cluster_census s = { 0, 0, 0 };
+	bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3;
+	for (size_t i = 0; ok && i < 3; i++)
+		ok = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer >= 0;
+	if (ok) {
+		s.busy = (uint64_t)r->element[0]->integer;
+		s.pages = (uint64_t)r->element[1]->integer;
+		s.alive = (uint64_t)r->element[2]->integer;
+	} else {
+		cl_fail(q->c, "census", r);
+	}
+	if (!q->c->destroying)
+		q->done(q->arg, ok, &s);
+	free(q);
+}
+
+int cluster_census(struct cluster *c,
+                   void (*done)(void *arg, bool ok, const struct cluster_census *s), void *arg)
+{
+	redisAsyncContext *ac = cl_conn(c);
+	if (ac == NULL || !c->connected)
+		return CLUSTER_EDOWN;
+	struct census_req *q = malloc(sizeof *q);
+	if (q == NULL)
+		return CLUSTER_ENOMEM;
+	*q = (struct census_req){ c, done, arg };
+	if (redisAsyncCommand(ac, on_census, q, "EVAL %s 0 %s", census_script, c->prefix) !=
+	    REDIS_OK) {
+		free(q);
+		return CLUSTER_EDOWN;
+	}
+	return CLUSTER_OK;
+}
+
+struct leave_req {
+	struct cluster *c;
+	void (*done)(void *arg);
+	void *arg;
+};
+
+static void on_left(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct leave_req *q = priv;
+	(void)ac;
+	(void)reply;
+	if (!q->c->destroying)
+		q->done(q->arg);
+	free(q);
+}
+
+int cluster_leave(struct cluster *c, void (*done)(void *arg), void *arg)
+{
+	redisAsyncContext *ac = cl_conn(c);
+	if (ac == NULL || !c->connected || c->state != CL_LIVE)
+		return CLUSTER_EDOWN;
+	struct leave_req *q = malloc(sizeof *q);
+	if (q == NULL)
+		return CLUSTER_ENOMEM;
+	*q = (struct leave_req){ c, done, arg };
+	if (redisAsyncCommand(ac, on_left, q, "DEL %s:lease:%s", c->prefix, c->name) != REDIS_OK) {
+		free(q);
+		return CLUSTER_EDOWN;
+	}
+	c->state = CL_REFUSED;
+	uv_timer_stop(&c->fence);
+	cluster_stop_reading(c);
 	return CLUSTER_OK;
 }

@@ -18,6 +18,10 @@
  *                   "URL \t VIA \t DEPTH \n"
  *   P:stats:NAME    hash pages, requests, bytes, incarnation, lease_ms
  *   P:ip:ADDR       string NAME with a PX TTL: the per-IP politeness lease
+ *   P:seen          set of every URL sent with dedup on: a batch is sent by
+ *                   a script that SADDs each URL and XADDs only the new
+ *                   ones, atomically, so a URL enters one inbox once for the
+ *                   whole crawl, whoever owns its host then
  *
  * Membership. The view is the set of agents whose lease key exists; it is
  * read every period / 3 (HGETALL members, then MGET of their leases) and
@@ -146,6 +150,7 @@ struct cluster_options {
 	unsigned poll_ms;          /* idle inbox poll; 0: 20 */
 	size_t max_unsent;         /* cap of URLs not yet in Redis; 0: 100000 */
 	size_t max_unacked;        /* cap of URLs handed out, not acked; 0: 10000 */
+	bool dedup;                /* cluster_send() drops URLs sent before (P:seen) */
 };
 
 /* Parses redis://HOST:PORT[/PREFIX] into host (size hostsz), *port and
@@ -186,19 +191,59 @@ const char *cluster_owner(const struct cluster *c, const char *host, size_t len)
  */
 int cluster_send(struct cluster *c, const char *owner, const char *url, const char *via,
                  unsigned depth);
+/* The same, never deduplicated: a URL handed over to a new owner (it is
+ * in P:seen already). */
+int cluster_send_raw(struct cluster *c, const char *owner, const char *url, const char *via,
+                     unsigned depth);
 /* Sends every partial batch now. */
 void cluster_flush(struct cluster *c);
 /* URLs queued by cluster_send() that Redis has not yet stored: a checkpoint
  * that must not lose discovered URLs waits for 0 (after cluster_flush()). */
 size_t cluster_unsent(const struct cluster *c);
 /* XACKs every entry handed to on_urls so far: call once the URLs are
- * durably taken (after a checkpoint). */
+ * durably taken. If nothing is pending then, the inbox is trimmed below
+ * the last entry acked (XTRIM MINID): it holds what is queued. */
 void cluster_ack(struct cluster *c);
 /* URLs handed to on_urls and not acked yet. */
 size_t cluster_unacked(const struct cluster *c);
+/* Reads no more of the inbox (a graceful stop): what is unread stays for
+ * the heir. */
+void cluster_stop_reading(struct cluster *c);
+/* A graceful stop: reads stop, the lease key is deleted (the others see
+ * this agent gone at their next view poll; its heir drains what is left in
+ * its inbox) and the agent never rejoins. done runs once Redis has done it
+ * (and every command sent before, acks included). CLUSTER_OK, or
+ * CLUSTER_EDOWN (not live or not connected) / CLUSTER_ENOMEM. */
+int cluster_leave(struct cluster *c, void (*done)(void *arg), void *arg);
 
 /* Publishes this agent's counters to P:stats:NAME (fire and forget). */
 void cluster_publish_stats(struct cluster *c, uint64_t pages, uint64_t requests, uint64_t bytes);
+/* Publishes whether this agent holds no work (field idle of P:stats:NAME):
+ * nothing queued, in flight or unsent, and every entry read acked. */
+void cluster_publish_idle(struct cluster *c, bool idle);
+
+/* The whole crawl as one script reads it, atomically: busy counts the live
+ * agents not idle plus the inboxes (of live and dead agents) holding
+ * unread or pending entries; pages sums every agent's published pages. */
+struct cluster_census {
+	uint64_t busy, pages, alive;
+};
+/*
+ * Reads the census; done runs later, once, with ok false if Redis did not
+ * answer. CLUSTER_OK, or CLUSTER_EDOWN / CLUSTER_ENOMEM and then done never
+ * runs. The crawl is over when busy is 0: every URL not yet fetched is in
+ * an entry unread or not acked (acks follow fetches), or in the unsent
+ * memory of an agent that is not idle.
+ */
+int cluster_census(struct cluster *c,
+                   void (*done)(void *arg, bool ok, const struct cluster_census *s), void *arg);
+
+/* The live agents' names of the last view read, sorted (valid until the
+ * next on_view). */
+const char *const *cluster_live_names(const struct cluster *c, size_t *n);
+/* The host part of URL url (after the scheme and any userinfo, up to the
+ * port or path): *len bytes at the returned address. */
+const char *cluster_url_host(const char *url, size_t *len);
 
 /*
  * Asks for the lease of IP address addr (text) for delay_ms. done runs

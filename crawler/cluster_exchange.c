@@ -51,7 +51,7 @@ static void on_xadd(redisAsyncContext *ac, void *reply, void *priv)
 		batch_free(b);
 		return;
 	}
-	if (r != NULL && r->type == REDIS_REPLY_STRING) {
+	if (r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_INTEGER)) {
 		c->unsent -= b->nurls;
 		batch_free(b);
 		send_waiting(c);
@@ -59,6 +59,30 @@ static void on_xadd(redisAsyncContext *ac, void *reply, void *priv)
 	}
 	cl_fail(c, "XADD", r);
 	list_push(&c->retry, b); /* sent again once connected (next tick at the latest) */
+}
+
+/* A batch with dedup: only the URLs not in P:seen go to the inbox, and
+ * they join P:seen, in one atomic step. Returns how many were new. */
+static const char dedup_script[] =
+        "local p, dest, text = ARGV[1], ARGV[2], ARGV[3]\n"
+        "local out = {}\n"
+        "for line in string.gmatch(text, '[^\\n]+') do\n"
+        "  local url = string.match(line, '^[^\\t]*')\n"
+        "  if redis.call('SADD', p .. ':seen', url) == 1 then out[#out + 1] = line end\n"
+        "end\n"
+        "if #out > 0 then\n"
+        "  redis.call('XADD', p .. ':inbox:' .. dest, '*', 'u', table.concat(out, '\\n') .. "
+        "'\\n')\n"
+        "end\n"
+        "return #out\n";
+
+static int send_batch(struct cluster *c, redisAsyncContext *ac, struct cl_batch *b)
+{
+	if (c->dedup && !b->raw)
+		return redisAsyncCommand(ac, on_xadd, c, "EVAL %s 0 %s %s %b", dedup_script,
+		                         c->prefix, b->dest, b->buf, b->len);
+	return redisAsyncCommand(ac, on_xadd, c, "XADD %s:inbox:%s * u %b", c->prefix, b->dest,
+	                         b->buf, b->len);
 }
 
 /* Sends the batches waiting: the retried ones first, to keep their order. */
@@ -69,8 +93,7 @@ static void send_waiting(struct cluster *c)
 	       (c->retry.head != NULL || c->queued.head != NULL)) {
 		struct cl_list *from = c->retry.head != NULL ? &c->retry : &c->queued;
 		struct cl_batch *b = list_pop(from);
-		if (redisAsyncCommand(ac, on_xadd, c, "XADD %s:inbox:%s * u %b", c->prefix, b->dest,
-		                      b->buf, b->len) != REDIS_OK) {
+		if (send_batch(c, ac, b) != REDIS_OK) {
 			b->next = from->head; /* put back in front */
 			from->head = b;
 			if (from->tail == NULL)
@@ -82,17 +105,17 @@ static void send_waiting(struct cluster *c)
 	}
 }
 
-static struct cl_dest *dest_find(struct cluster *c, const char *name)
+static struct cl_dest *dest_find(struct cluster *c, const char *name, bool raw)
 {
 	for (size_t i = 0; i < c->ndests; i++)
-		if (strcmp(c->dests[i].name, name) == 0)
+		if (c->dests[i].raw == raw && strcmp(c->dests[i].name, name) == 0)
 			return &c->dests[i];
 	struct cl_dest *d = realloc(c->dests, (c->ndests + 1) * sizeof *d);
 	if (d == NULL)
 		return NULL;
 	c->dests = d;
 	d = &c->dests[c->ndests];
-	*d = (struct cl_dest){ .name = strdup(name) };
+	*d = (struct cl_dest){ .name = strdup(name), .raw = raw };
 	if (d->name == NULL)
 		return NULL;
 	c->ndests++;
@@ -139,8 +162,8 @@ static int batch_append(struct cl_batch *b, const char *url, const char *via, un
 	return CLUSTER_OK;
 }
 
-int cluster_send(struct cluster *c, const char *owner, const char *url, const char *via,
-                 unsigned depth)
+static int send_url(struct cluster *c, const char *owner, const char *url, const char *via,
+                    unsigned depth, bool raw)
 {
 	if (via == NULL)
 		via = "";
@@ -149,7 +172,7 @@ int cluster_send(struct cluster *c, const char *owner, const char *url, const ch
 		return CLUSTER_EINVAL;
 	if (c->unsent >= c->max_unsent)
 		return CLUSTER_FULL;
-	struct cl_dest *d = dest_find(c, owner);
+	struct cl_dest *d = dest_find(c, owner, raw);
 	if (d == NULL)
 		return CLUSTER_ENOMEM;
 	if (d->open == NULL) {
@@ -157,6 +180,7 @@ int cluster_send(struct cluster *c, const char *owner, const char *url, const ch
 		if (d->open == NULL)
 			return CLUSTER_ENOMEM;
 		d->open->dest = d->name;
+		d->open->raw = raw;
 		if (!uv_is_active((uv_handle_t *)&c->flush))
 			uv_timer_start(&c->flush, cl_flush_timer_cb, c->flush_delay_ms, 0);
 	}
@@ -169,6 +193,18 @@ int cluster_send(struct cluster *c, const char *owner, const char *url, const ch
 		send_waiting(c);
 	}
 	return CLUSTER_OK;
+}
+
+int cluster_send(struct cluster *c, const char *owner, const char *url, const char *via,
+                 unsigned depth)
+{
+	return send_url(c, owner, url, via, depth, false);
+}
+
+int cluster_send_raw(struct cluster *c, const char *owner, const char *url, const char *via,
+                     unsigned depth)
+{
+	return send_url(c, owner, url, via, depth, true);
 }
 
 size_t cluster_unsent(const struct cluster *c)
@@ -314,7 +350,8 @@ void cl_read_timer_cb(uv_timer_t *t)
 {
 	struct cluster *c = t->data;
 	redisAsyncContext *ac = cl_conn(c);
-	if (ac == NULL || c->state != CL_LIVE || c->read_busy || c->unacked >= c->max_unacked)
+	if (ac == NULL || c->state != CL_LIVE || c->read_busy || c->no_reads ||
+	    c->unacked >= c->max_unacked)
 		return; /* the next tick, connection or ack starts reading again */
 	/* Entries hold up to CLUSTER_BATCH_URLS URLs: read no more than the room left. */
 	size_t room = (c->max_unacked - c->unacked) / CLUSTER_BATCH_URLS;
@@ -329,6 +366,25 @@ void cl_read_timer_cb(uv_timer_t *t)
 		                       c->consumer, count, c->prefix, c->name);
 	c->read_busy = rc == REDIS_OK;
 }
+
+/* 1 if stream ID a ("ms-seq") is above b. */
+static int id_above(const char *a, const char *b)
+{
+	unsigned long long ams = strtoull(a, NULL, 10), bms = strtoull(b, NULL, 10);
+	const char *ad = strchr(a, '-'), *bd = strchr(b, '-');
+	if (ams != bms)
+		return ams > bms;
+	return strtoull(ad ? ad + 1 : "0", NULL, 10) > strtoull(bd ? bd + 1 : "0", NULL, 10);
+}
+
+/* Once nothing is pending in the inbox, the entries below the last one
+ * acked are done: trimmed, so the inbox holds what is queued, not the whole
+ * crawl's history. */
+static const char trim_script[] =
+        "local key, group = ARGV[1], 'g'\n"
+        "local p = redis.call('XPENDING', key, group)\n"
+        "if p[1] == 0 then redis.call('XTRIM', key, 'MINID', ARGV[2]) end\n"
+        "return p[1]\n";
 
 void cluster_ack(struct cluster *c)
 {
@@ -349,7 +405,12 @@ void cluster_ack(struct cluster *c)
 		argv[i + 3] = c->acks[i];
 	for (size_t i = 0; i < argc; i++)
 		argl[i] = strlen(argv[i]);
+	const char *last = c->acks[0];
+	for (size_t i = 1; i < c->nacks; i++)
+		if (id_above(c->acks[i], last))
+			last = c->acks[i];
 	if (redisAsyncCommandArgv(ac, NULL, NULL, (int)argc, argv, argl) == REDIS_OK) {
+		redisAsyncCommand(ac, NULL, NULL, "EVAL %s 0 %s %s", trim_script, key, last);
 		c->nacks = 0;
 		c->unacked = 0;
 		if (!uv_is_active((uv_handle_t *)&c->read))
@@ -360,8 +421,7 @@ out:
 	free(argl);
 }
 
-/* The host of a URL (after "scheme://" and any userinfo, up to the port or path). */
-static const char *url_host(const char *url, size_t *len)
+const char *cluster_url_host(const char *url, size_t *len)
 {
 	const char *h = strstr(url, "://");
 	h = h ? h + 3 : url;
@@ -420,7 +480,7 @@ static void reroute(struct cluster *c, const char *dead, const redisReply *entri
 		long k = lines ? entry_parse(c, lines) : 0;
 		for (long j = 0; j < k; j++) {
 			size_t hl;
-			const char *h = url_host(c->urls[j].url, &hl);
+			const char *h = cluster_url_host(c->urls[j].url, &hl);
 			const char *owner = assign_view_owner(c->view, h, hl);
 			size_t o = 0;
 			while (o < nown && strcmp(c->live[o], owner) != 0)
@@ -566,4 +626,10 @@ void cl_exchange_free(struct cluster *c)
 	free(c->acks);
 	free(c->urls);
 	free(c->text);
+}
+
+void cluster_stop_reading(struct cluster *c)
+{
+	c->no_reads = true;
+	uv_timer_stop(&c->read);
 }

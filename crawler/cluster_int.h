@@ -28,11 +28,12 @@ enum cl_state {
 	CL_JOIN_INCR,   /* taking a new incarnation */
 	CL_JOIN_LEASE,  /* waiting for P:lease:NAME to be free, then taking it */
 	CL_LIVE,        /* holding the lease, renewing it */
-	CL_REFUSED,     /* P:config disagrees: stopped for good */
+	CL_REFUSED,     /* P:config disagrees, or left: stopped for good */
 };
 
 struct cl_batch {
 	struct cl_batch *next;
+	bool raw;   /* sent as it is, even with dedup on */
 	char *dest; /* agent name, borrowed from its cl_dest */
 	char *buf;  /* "url\tvia\tdepth\n" lines */
 	size_t len, cap, nurls;
@@ -44,6 +45,7 @@ struct cl_list {
 
 struct cl_dest {
 	char *name;
+	bool raw;
 	struct cl_batch *open; /* NULL or the batch being filled */
 	uint64_t open_ms;      /* when open got its first URL */
 };
@@ -59,6 +61,7 @@ struct cluster {
 	enum assign_method method;
 	unsigned lease_ms, flush_delay_ms, poll_ms;
 	size_t max_unsent, max_unacked;
+	bool dedup;
 
 	redisAsyncContext *ac;
 	bool connected;      /* ac's connection is established */
@@ -80,7 +83,7 @@ struct cluster {
 	size_t ninflight;
 	size_t unsent;
 
-	bool read_busy, claim_own;
+	bool read_busy, claim_own, no_reads;
 	char claim_cursor[CL_ID_MAX];
 	char (*acks)[CL_ID_MAX];
 	size_t nacks, acks_cap, unacked;

@@ -135,6 +135,11 @@ static const struct key_def keys[] = {
 	KEY("output", "stats_interval_s", T_UINT, output.stats_interval_s, 1, 3600),
 	KEY("output", "checkpoint_interval_s", T_UINT, output.checkpoint_interval_s, 0, 86400),
 	KEY("output", "metrics", T_STR, output.metrics, 0, 300),
+	KEY("cluster", "redis", T_STR, cluster.redis, 0, 300),
+	KEY("cluster", "agent", T_STR, cluster.agent, 0, 64),
+	KEY("cluster", "assign", T_STR, cluster.assign, 1, 16),
+	KEY("cluster", "lease_ms", T_UINT, cluster.lease_ms, 300, 600000),
+	KEY("cluster", "window", T_UINT, cluster.window, 1, 100000000),
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
@@ -217,9 +222,15 @@ int crawl_config_default(struct crawl_config *c)
 	c->fetch.no_proxy = strdup("");
 	c->output.metrics = strdup("");
 	c->sieve.impl = strdup("mercator");
-	if (!c->crawl.user_agent || !c->frontier.spill_dir || !c->output.dir || !c->dns.server ||
-	    !c->dns.resolv_conf || !c->fetch.ca_file || !c->fetch.proxy || !c->fetch.no_proxy ||
-	    !c->output.metrics || !c->sieve.impl) {
+	c->cluster.redis = strdup("");
+	c->cluster.agent = strdup("");
+	c->cluster.assign = strdup("consistent");
+	c->cluster.lease_ms = 3000;
+	c->cluster.window = 10000;
+	if (!c->cluster.redis || !c->cluster.agent || !c->cluster.assign || !c->crawl.user_agent ||
+	    !c->frontier.spill_dir || !c->output.dir || !c->dns.server || !c->dns.resolv_conf ||
+	    !c->fetch.ca_file || !c->fetch.proxy || !c->fetch.no_proxy || !c->output.metrics ||
+	    !c->sieve.impl) {
 		crawl_config_free(c);
 		return -1;
 	}

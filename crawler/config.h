@@ -107,8 +107,19 @@ struct crawl_output {
 	char *metrics;                  /* live figures over HTTP: "PORT", "ADDR:PORT"; "" off */
 };
 
+/* [cluster]: joining a crawl shared by several agents through Redis
+ * (crawler/crawl_cluster.h); redis "" is a crawl of one process. */
+struct crawl_cluster_config {
+	char *redis;       /* redis://HOST:PORT[/PREFIX], or "" */
+	char *agent;       /* this agent's name */
+	char *assign;      /* perm, minhash or consistent */
+	uint32_t lease_ms; /* membership lease */
+	uint32_t window;   /* URLs taken from the inbox and not yet acked, at most */
+};
+
 struct crawl_config {
 	struct crawl_limits crawl;
+	struct crawl_cluster_config cluster;
 	struct politeness_config politeness;
 	struct fetch_config fetch;
 	struct dns_config dns;

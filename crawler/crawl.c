@@ -73,6 +73,11 @@ static void usage(FILE *out)
 	        "      --sitemaps on|off     follow the sitemaps robots.txt lists (off)\n"
 	        "      --page-requisites     also fetch what pages embed: images, scripts,\n"
 	        "                            stylesheets and their url()s (off)\n"
+	        "      --cluster redis://HOST:PORT[/PREFIX]\n"
+	        "                            join the crawl PREFIX shared by several agents\n"
+	        "      --agent NAME          this agent's name in the cluster\n"
+	        "      --assign perm|minhash|consistent\n"
+	        "                            how hosts are assigned to agents (consistent)\n"
 	        "      --metrics [ADDR:]PORT live figures over HTTP: /metrics (Prometheus),\n"
 	        "                            /status (JSON); ADDR defaults to 127.0.0.1\n"
 	        "  -q, --quiet               no progress line, no summary\n"
@@ -249,6 +254,9 @@ static const struct crawl_option {
 	{ "page-requisites", no_argument, 0, "crawl.page_requisites", "true" },
 	{ "proxy", required_argument, 0, "fetch.proxy", NULL },
 	{ "no-proxy", required_argument, 0, "fetch.no_proxy", NULL },
+	{ "cluster", required_argument, 0, "cluster.redis", NULL },
+	{ "agent", required_argument, 0, "cluster.agent", NULL },
+	{ "assign", required_argument, 0, "cluster.assign", NULL },
 };
 #define N_CRAWL_OPTIONS (sizeof crawl_options / sizeof crawl_options[0])
 /* getopt_long's value for an option without a short name: its index + this. */

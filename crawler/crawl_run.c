@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "crawler/crawl_checkpoint.h"
+#include "crawler/crawl_cluster.h"
 #include "crawler/crawl_outdir.h"
 #include "crawler/crawl_stats.h"
 #include "crawler/crawl_tail.h"
@@ -69,7 +70,8 @@ struct run {
 	struct io_stall *io; /* outputs that cannot be written (a full disk): fetching pauses */
 	struct metrics_server *metrics; /* --metrics: the live figures */
 	struct outdir_lock *lock;
-	pthread_mutex_t wake_mu; /* guards wake_ok against uv_close of async */
+	struct crawl_cluster *cluster; /* --cluster: this agent of a shared crawl */
+	pthread_mutex_t wake_mu;       /* guards wake_ok against uv_close of async */
 	int wake_ok;
 	struct crawl_stats stats;
 	struct fetch_stats fst; /* saved before the engine is destroyed */
@@ -123,6 +125,8 @@ static int can_start(void *ctx)
 		return 0;
 	size_t inflight = fetch_engine_in_flight(r->fetch);
 	if (inflight >= r->cfg->fetch.max_connections)
+		return 0;
+	if (r->cluster && !crawl_cluster_ready(r->cluster))
 		return 0;
 	return parse_jobs_has_room(r->parse, inflight) &&
 	       crawl_writer_has_room(r->writer, inflight) && sieve_path_has_room(r->sp, inflight);
@@ -253,7 +257,9 @@ static void on_fetch_done(void *ctx, struct fetch_result *res)
 
 static int max_pages_reached(const struct run *r)
 {
-	return r->cfg->crawl.max_pages && r->stats.pages_started >= r->cfg->crawl.max_pages;
+	uint64_t others = r->cluster ? crawl_cluster_others_pages(r->cluster) : 0;
+	return r->cfg->crawl.max_pages &&
+	       r->stats.pages_started + others >= r->cfg->crawl.max_pages;
 }
 
 /* Arms the wake timer for monotonic time at_us (0: no need), unless it
@@ -275,6 +281,9 @@ static int crawl_is_done(struct run *r)
 	uint64_t outstanding = parse_jobs_outstanding(r->parse);
 	struct politeness_stats ps;
 	politeness_stats(r->pol, &ps);
+	if (r->stopping && r->cluster && !r->exit_code)
+		return crawl_cluster_leave(r->cluster,
+		                           inflight == 0 && ps.hosts_held == 0 && outstanding == 0);
 	if (r->stopping)
 		return inflight == 0 && ps.hosts_held == 0 && (outstanding == 0 || r->sigints > 0);
 	if (max_pages_reached(r))
@@ -287,7 +296,8 @@ static int crawl_is_done(struct run *r)
 			                                 monotonic_us()));
 		return 0;
 	}
-	return sieve_path_dry(r->sp, inflight == 0 && ps.hosts_held == 0 && outstanding == 0);
+	int dry = sieve_path_dry(r->sp, inflight == 0 && ps.hosts_held == 0 && outstanding == 0);
+	return r->cluster ? crawl_cluster_done(r->cluster, dry) : dry;
 }
 
 static void on_abandon(uv_timer_t *t);
@@ -320,6 +330,10 @@ static void pump(void *ctx)
 		crawl_ckpt_step(r->ckpt);
 		return;
 	}
+	/* after the checkpoint's cut: inbox entries fed now would reach the
+	 * sieve while it is copied */
+	if (r->cluster)
+		crawl_cluster_pump(r->cluster);
 	while (!r->stopping && can_start(r) && !max_pages_reached(r)) {
 		uint32_t host;
 		uint64_t at;
@@ -332,7 +346,11 @@ static void pump(void *ctx)
 		enum politeness_err e = politeness_pop_ready(r->pol, now, &host, &at);
 		r->none_ready = e == POLITENESS_NOT_READY;
 		if (e == POLITENESS_OK) {
-			visit_begin(r->visit, host);
+			int keep = r->cluster ? crawl_cluster_keep_host(r->cluster, host) : 1;
+			if (keep > 0)
+				visit_begin(r->visit, host);
+			if (keep < 0)
+				break;
 			continue;
 		}
 		if (e == POLITENESS_NOT_READY) {
@@ -381,10 +399,14 @@ static int render_metrics(void *ctx, enum metrics_page page, FILE *f)
 static void print_progress(struct run *r, int final)
 {
 	struct crawl_stats_sources src;
-	char stall[600];
+	char stall[600], cluster[300];
 	gather(r, &src);
 	if (!io_stall_active(r->io, stall, sizeof stall))
 		stall[0] = '\0';
+	if (r->cluster) {
+		crawl_cluster_progress(r->cluster, cluster, sizeof cluster);
+		src.cluster = cluster;
+	}
 	crawl_stats_print_progress(&r->stats, &src, fetch_engine_in_flight(r->fetch), stall, final);
 }
 
@@ -393,6 +415,12 @@ static void print_progress(struct run *r, int final)
 static void on_abandon(uv_timer_t *t)
 {
 	struct run *r = t->data;
+	/* A graceful stop of a cluster agent: nothing is in flight while it
+	 * hands its URLs over, so it gets its own time (crawl_cluster.h). */
+	if (r->cluster && crawl_cluster_leaving(r->cluster)) {
+		uv_timer_start(&r->abandon, on_abandon, ABANDON_MS, 0);
+		return;
+	}
 	ckpt_start(r, 1);
 	pump(r);
 }
@@ -407,6 +435,8 @@ static void on_tick(uv_timer_t *t)
 	if (!r->stopping && crawl_ckpt_due(r->ckpt))
 		ckpt_start(r, 0);
 	if (r->tick_count % 10 == 0) {
+		if (r->cluster)
+			crawl_cluster_tick(r->cluster);
 		if (r->progress)
 			print_progress(r, 0);
 		uint64_t per = r->cfg->output.stats_interval_s * 10u;
@@ -431,6 +461,36 @@ static void on_sigint(uv_signal_t *s, int sig)
 }
 
 /* ---- set-up ---- */
+
+/* The cluster cannot go on (another assignment method): the crawl stops. */
+static void cluster_failed(void *ctx, int exit_code)
+{
+	struct run *r = ctx;
+	if (!r->exit_code)
+		r->exit_code = exit_code;
+	if (!r->stopping)
+		stop(r);
+}
+
+/* --cluster: this agent joins the shared crawl on the loop. */
+static int open_cluster(struct run *r)
+{
+	if (!r->cfg->cluster.redis[0])
+		return CRAWL_EXIT_OK;
+	struct crawl_cluster_parts cp = {
+		.cfg = r->cfg,
+		.loop = &r->loop,
+		.frontier = r->frontier,
+		.pol = r->pol,
+		.sp = r->sp,
+		.stats = &r->stats,
+		.ctx = r,
+		.pump = pump,
+		.fail = cluster_failed,
+		.take = take_emit,
+	};
+	return crawl_cluster_create(&cp, &r->cluster);
+}
 
 /* Every module's configuration, from the crawl's. 0, or -1 (no memory). */
 static int module_configs_from(struct run *r, const struct crawl_config *cfg, char *const *seeds,
@@ -658,7 +718,8 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	     crawl_ckpt_resume(&(struct crawl_ckpt_resume_parts){ cfg, &r->stats, r->scope,
 	                                                          r->visit, r->done },
 	                       from, &r->tail) != 0) ||
-	    (rc = start_workers(r, mc, ckpt_seq)) != CRAWL_EXIT_OK)
+	    (rc = start_workers(r, mc, ckpt_seq)) != CRAWL_EXIT_OK ||
+	    (rc = open_cluster(r)) != CRAWL_EXIT_OK)
 		goto out;
 	start_handles(r, resume);
 	char msg[256];
@@ -751,6 +812,8 @@ static void teardown(struct run *r, int ran, double elapsed)
 		r->handles_open = 0;
 	}
 	metrics_server_stop(r->metrics);
+	crawl_cluster_destroy(r->cluster);
+	r->cluster = NULL;
 	if (r->loop_ok)
 		uv_run(&r->loop, UV_RUN_DEFAULT);
 	stop_threads(r);

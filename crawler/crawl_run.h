@@ -14,7 +14,9 @@
  *   crawl_stats.h      the counters, stats.json and the summary;
  *   crawl_outdir.h     the output folder's claim, inputs and repairs;
  *   crawl_tail.h       a resume's replay of what the crash left after the
- *                      checkpoint (done_set.h: those URLs are skipped).
+ *                      checkpoint (done_set.h: those URLs are skipped);
+ *   crawl_cluster.h    --cluster: this agent's URLs through Redis inboxes,
+ *                      hosts handed over, the end of the whole crawl.
  *
  * The hand-offs between threads:
  *   seeds, redirect targets --(feed queue, try_push)--> feeder thread --+

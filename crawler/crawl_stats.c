@@ -456,11 +456,13 @@ void crawl_stats_print_progress(const struct crawl_stats *s, const struct crawl_
 		errs += s->fetch_errors[i];
 	fprintf(stderr,
 	        "\r%" PRIu64 " pages  %.0f p/s  %.2f MB/s  in flight %zu  hosts %" PRIu64
-	        " waiting/%" PRIu64 "  frontier %" PRIu64 "  dns %zu  errors %" PRIu64 "%s%s   %s",
+	        " waiting/%" PRIu64 "  frontier %" PRIu64 "  dns %zu  errors %" PRIu64
+	        "%s%s%s%s   %s",
 	        s->pages_done, el > 0 ? (double)s->pages_done / el : 0.0,
 	        el > 0 ? (double)s->bytes / el / 1e6 : 0.0, in_flight,
 	        src->politeness.hosts_in_heap, src->frontier.hosts, src->frontier.urls_queued,
-	        src->dns.pending, errs, stall[0] ? "  PAUSED: " : "", stall, final ? "\n" : "");
+	        src->dns.pending, errs, src->cluster ? "  " : "", src->cluster ? src->cluster : "",
+	        stall[0] ? "  PAUSED: " : "", stall, final ? "\n" : "");
 }
 
 void crawl_stats_sample(struct crawl_stats *s)

@@ -87,6 +87,7 @@ struct crawl_stats {
 /* What the other pieces report at the end (copied by the caller). */
 struct crawl_stats_sources {
 	const struct crawl_config *cfg;
+	const char *cluster; /* the progress line's cluster part, or NULL */
 	struct frontier_stats frontier;
 	struct politeness_stats politeness;
 	struct dns_stats dns;

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,6 +19,7 @@
 
 #include <xxhash.h>
 
+#include "frontier/array.h"
 #include "frontier/bqueue.h"
 #include "frontier/clock.h"
 #include "frontier/frontier.h"
@@ -26,6 +28,7 @@
 #define BATCH_URLS 128       /* links handed to the sieve per sieve_add_batch */
 #define NO_TICKET UINT64_MAX /* the side-table entry is not the batch's */
 #define FEED_SLACK 16        /* feed queue room beyond one item per transfer */
+#define INBOUND_SLACK 64     /* cluster: feed queue room for inbox entries */
 #define EMIT_QUEUE 65536
 /* Least time between two flushes asked for while every queued host waits. */
 #define NONE_READY_GAP_US 500000
@@ -39,10 +42,15 @@ struct emit {
 	char data[]; /* url NUL via NUL */
 };
 
-/* Work for the feeder thread: a redirect target (crawl key) to add to the
- * sieve, or a forced flush request (flush != 0). */
+enum feed_kind {
+	FEED_URL = 0,   /* a redirect target (crawl key) */
+	FEED_FLUSH = 1, /* a forced flush request */
+	FEED_LINES = 2, /* cluster: an inbox entry's lines "URL \t VIA \t DEPTH \n" */
+};
+
+/* Work for the feeder thread: data holds the URL or the lines. */
 struct feed {
-	int flush;
+	int flush; /* enum feed_kind */
 	uint64_t seq;
 	uint32_t depth;
 	uint32_t url_len;
@@ -58,6 +66,7 @@ struct link_batch {
 	uint64_t tickets[BATCH_URLS]; /* NO_TICKET: the side-table entry is not ours */
 	size_t n;
 	uint64_t flushes; /* the sieve's completed flushes, as last read */
+	int local;        /* cluster: adds to the sieve (not to the outbox) */
 	size_t arena_cap, arena_len;
 	char arena[]; /* the keys, back to back */
 };
@@ -77,6 +86,12 @@ struct sieve_path {
 	pthread_mutex_t error_mu;
 	char error[512]; /* first sieve failure (written once, under error_mu) */
 	atomic_uint_fast64_t flush_done_seq;
+	/* cluster (outbound): keys added go to the outbox, lines for the loop */
+	int outbound;
+	pthread_mutex_t out_mu;
+	char *out_buf;
+	size_t out_len, out_cap;
+	uint64_t lines_fed, flush_lines_at; /* inbox entries fed (loop thread) */
 	/* forced flushes (loop thread) */
 	int flush_pending, flush_idle;
 	uint64_t flush_seq, flush_emits_before, flush_keys_at;
@@ -143,6 +158,8 @@ static uint64_t sieve_flushes(struct sieve_path *sp)
 void sieve_path_batch_flush(struct link_batch *b)
 {
 	struct sieve_path *sp = b->sp;
+	if (sp->outbound && !b->local)
+		sp->p.hooks.wake(sp->p.hooks.ctx); /* the loop sends what the outbox holds */
 	if (b->n == 0)
 		return;
 	int rc = sieve_add_batch(sp->sieve, b->urls, b->lens, b->n);
@@ -188,11 +205,56 @@ char *sieve_path_batch_slot(struct link_batch *b, size_t *room)
 	return b->arena + b->arena_len;
 }
 
+/* Cluster: appends "key \t via \t depth \n" to the outbox. */
+static void outbox_append(struct sieve_path *sp, const char *key, size_t klen, uint32_t depth,
+                          const struct link_meta_via *via)
+{
+	size_t vlen = 0;
+	const char *v = via ? link_meta_via_str(via, &vlen) : "";
+	pthread_mutex_lock(&sp->out_mu);
+	char *nb = array_room(sp->out_buf, &sp->out_cap, sp->out_len + klen + vlen + 16, 65536);
+	if (!nb) {
+		pthread_mutex_unlock(&sp->out_mu);
+		atomic_fetch_add(&sp->p.stats->ac.meta_dropped, 1);
+		return;
+	}
+	sp->out_buf = nb;
+	sp->out_len +=
+	        (size_t)snprintf(sp->out_buf + sp->out_len, sp->out_cap - sp->out_len,
+	                         "%.*s\t%.*s\t%" PRIu32 "\n", (int)klen, key, (int)vlen, v, depth);
+	pthread_mutex_unlock(&sp->out_mu);
+}
+
+char *sieve_path_take_outbox(struct sieve_path *sp, size_t *len)
+{
+	pthread_mutex_lock(&sp->out_mu);
+	char *buf = sp->out_len ? sp->out_buf : NULL;
+	*len = sp->out_len;
+	if (buf) {
+		sp->out_buf = NULL;
+		sp->out_len = sp->out_cap = 0;
+	}
+	pthread_mutex_unlock(&sp->out_mu);
+	return buf;
+}
+
+size_t sieve_path_outbox_len(struct sieve_path *sp)
+{
+	pthread_mutex_lock(&sp->out_mu);
+	size_t n = sp->out_len;
+	pthread_mutex_unlock(&sp->out_mu);
+	return n;
+}
+
 void sieve_path_batch_add(struct link_batch *b, size_t klen, uint32_t depth,
                           struct link_meta_via *via)
 {
 	struct sieve_path *sp = b->sp;
 	char *key = b->arena + b->arena_len;
+	if (sp->outbound && !b->local) {
+		outbox_append(sp, key, klen, depth, via);
+		return;
+	}
 	uint64_t sig = XXH3_64bits(key, klen), ticket = NO_TICKET;
 	enum link_meta_result mr = link_meta_put(sp->meta, sig, depth, via, b->flushes, 0, &ticket);
 	if (mr == LINK_META_FULL) {
@@ -347,8 +409,40 @@ static void feed_seeds(struct sieve_path *sp, struct link_batch *b, struct url *
 	sieve_path_batch_flush(b);
 }
 
-static void feed_one(struct sieve_path *sp, struct link_batch *b, const struct feed *f)
+/* Cluster: an inbox entry's URLs into the sieve, through the local batch. */
+static void feed_lines(struct sieve_path *sp, struct link_batch *in, const char *lines)
 {
+	for (const char *line = lines, *next; *line; line = next) {
+		char *nl = strchr(line, '\n');
+		next = nl ? nl + 1 : line + strlen(line);
+		char *via = strchr(line, '\t');
+		char *depth = via ? strchr(via + 1, '\t') : NULL;
+		if (!depth || (nl && depth > nl) ||
+		    (size_t)(via - line) > sp->p.cfg->scope.max_url_len)
+			continue;
+		struct link_meta_via *v =
+		        link_meta_via_new(sp->meta, via + 1, (size_t)(depth - via - 1));
+		size_t room;
+		char *key = sieve_path_batch_slot(in, &room);
+		if (v && (size_t)(via - line) < room) {
+			memcpy(key, line, (size_t)(via - line));
+			sieve_path_batch_add(in, (size_t)(via - line),
+			                     (uint32_t)strtoul(depth + 1, NULL, 10), v);
+		} else {
+			atomic_fetch_add(&sp->p.stats->ac.meta_dropped, 1);
+		}
+		link_meta_via_release(sp->meta, v);
+	}
+	sieve_path_batch_flush(in);
+}
+
+static void feed_one(struct sieve_path *sp, struct link_batch *b, struct link_batch *in,
+                     struct feed *f)
+{
+	if (f->flush == FEED_LINES) {
+		feed_lines(sp, in, f->data);
+		return;
+	}
 	if (f->flush) {
 		sieve_flush_delivered(sp);
 		atomic_store(&sp->flush_done_seq, f->seq);
@@ -375,7 +469,10 @@ static void *feeder_main(void *arg)
 	struct url *u = url_create(&sp->p.cfg->url);
 	struct link_meta_via *none = link_meta_via_new(sp->meta, "", 0);
 	struct link_batch *b = sieve_path_batch_create(sp);
-	int ok = u && none && b;
+	struct link_batch *in = sieve_path_batch_create(sp);
+	int ok = u && none && b && in;
+	if (in)
+		in->local = 1;
 	void *item;
 	if (!ok)
 		sieve_failure(sp, SIEVE_ENOMEM, "feeder");
@@ -385,10 +482,11 @@ static void *feeder_main(void *arg)
 	sp->p.hooks.wake(sp->p.hooks.ctx);
 	while (bqueue_pop(sp->feedq, &item) == BQUEUE_OK) {
 		if (ok && !atomic_load(&sp->stop_adding)) /* else teardown: drop */
-			feed_one(sp, b, item);
+			feed_one(sp, b, in, item);
 		free(item);
 	}
 	sieve_path_batch_destroy(b);
+	sieve_path_batch_destroy(in);
 	link_meta_via_release(sp->meta, none);
 	url_destroy(u);
 	return NULL;
@@ -436,6 +534,20 @@ int sieve_path_feed_redirect(struct sieve_path *sp, const char *url, size_t len,
 	return feed_push(sp, 0, 0, url, len, via, via_len, depth);
 }
 
+int sieve_path_feed_lines(struct sieve_path *sp, const char *lines, size_t len)
+{
+	if (feed_push(sp, FEED_LINES, 0, lines, len, NULL, 0, 0) != 0)
+		return -1;
+	sp->lines_fed++;
+	return 0;
+}
+
+int sieve_path_inbound_room(const struct sieve_path *sp)
+{
+	return bqueue_size(sp->feedq) + (size_t)sp->p.cfg->fetch.max_connections + FEED_SLACK <
+	       bqueue_cap(sp->feedq);
+}
+
 int sieve_path_has_room(const struct sieve_path *sp, size_t in_flight)
 {
 	/* each transfer may end in one redirect target, plus one flush request */
@@ -458,6 +570,7 @@ static void request_flush(struct sieve_path *sp, int idle)
 	sp->flush_idle = idle;
 	sp->flush_emits_before = emits;
 	sp->flush_keys_at = atomic_load(&sp->p.stats->ac.keys_added);
+	sp->flush_lines_at = sp->lines_fed;
 	if (idle)
 		sp->p.stats->forced_flushes++;
 	else
@@ -501,9 +614,11 @@ int sieve_path_dry(struct sieve_path *sp, int loop_idle)
 	 * The end: a flush requested with nothing in flight, parsing or queued
 	 * emitted nothing. emits_pushed unchanged means the frontier stayed dry
 	 * since the request, so no transfer, parse or redirect could have added
-	 * anything after it. */
+	 * anything after it; no inbox entry fed since the request (the feeder
+ * takes them in order) means none waits in the sieve's buffer. */
 	if (flush_completed(sp) && sp->flush_idle &&
-	    atomic_load(&ac->emits_pushed) == sp->flush_emits_before && idle)
+	    atomic_load(&ac->emits_pushed) == sp->flush_emits_before && idle &&
+	    sp->flush_lines_at == sp->lines_fed)
 		return 1;
 	if (sp->flush_pending || !atomic_load(&sp->seeded))
 		return 0;
@@ -571,8 +686,11 @@ int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **
 		return -1;
 	sp->p = *parts;
 	pthread_mutex_init(&sp->error_mu, NULL);
+	pthread_mutex_init(&sp->out_mu, NULL);
+	sp->outbound = cfg->cluster.redis[0] != '\0';
 	sp->emitq = bqueue_create(EMIT_QUEUE);
-	sp->feedq = bqueue_create((size_t)cfg->fetch.max_connections + FEED_SLACK);
+	sp->feedq = bqueue_create((size_t)cfg->fetch.max_connections + FEED_SLACK +
+	                          (sp->outbound ? INBOUND_SLACK : 0));
 	sp->meta = link_meta_create(cfg->link_meta_memory);
 	if (!sp->emitq || !sp->feedq || !sp->meta) {
 		sieve_path_destroy(sp);
@@ -682,6 +800,8 @@ void sieve_path_destroy(struct sieve_path *sp)
 	free_items(sp->feedq);
 	link_meta_destroy(sp->meta);
 	free(sp->pending_emit);
+	free(sp->out_buf);
+	pthread_mutex_destroy(&sp->out_mu);
 	pthread_mutex_destroy(&sp->error_mu);
 	free(sp);
 }

@@ -29,6 +29,13 @@
  * flush: early, while pages are still in flight or parsed, and once
  * everything is idle; an idle flush that emitted nothing ends the crawl.
  *
+ * Cluster (cfg->cluster.redis set): the URLs of this agent's hosts come
+ * from its inbox, the rest from other agents' too, so what seeds, links
+ * and redirect targets add goes to the outbox instead (lines
+ * "URL \t VIA \t DEPTH \n", under a mutex), which the loop takes and
+ * sends to each URL's owner; inbox entries come back through the feed
+ * queue (sieve_path_feed_lines) into the sieve.
+ *
  * A sieve failure leaves the sieve unusable (URLs would be lost
  * silently): the crawl stops (sieve_path_failed).
  */
@@ -107,6 +114,15 @@ int sieve_path_dry(struct sieve_path *sp, int loop_idle);
  * time. Such a flush never ends the crawl. Returns 0, or the monotonic
  * time at which to ask again. */
 uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t now_us);
+/* Cluster: an inbox entry's lines (copied) for the sieve. 0, or -1 (no
+ * room: call only while sieve_path_inbound_room). */
+int sieve_path_feed_lines(struct sieve_path *sp, const char *lines, size_t len);
+/* Cluster: 1 while the feed queue has room for an inbox entry. */
+int sieve_path_inbound_room(const struct sieve_path *sp);
+/* Cluster: the outbox's lines (the caller frees them), or NULL if empty;
+ * *len their length. */
+char *sieve_path_take_outbox(struct sieve_path *sp, size_t *len);
+size_t sieve_path_outbox_len(struct sieve_path *sp);
 /* Checkpoint: 1 when the seeds are in, no forced flush is pending and the
  * feed queue is empty. */
 int sieve_path_quiet(struct sieve_path *sp);

@@ -27,6 +27,25 @@ static inline void *array_grow(void *v, size_t *cap, size_t n, size_t size, size
 	return nv;
 }
 
+/* Room for need bytes in buffer v (*cap bytes now): v itself when it
+ * holds them, else v reallocated to *cap (`first` when 0) doubled until
+ * need fits. NULL when out of memory: then v is still valid and *cap
+ * unchanged. */
+static inline char *array_room(char *v, size_t *cap, size_t need, size_t first)
+{
+	if (need <= *cap)
+		return v;
+	size_t ncap = *cap ? *cap : first;
+	while (ncap < need && ncap <= SIZE_MAX / 2)
+		ncap *= 2;
+	if (ncap < need)
+		return NULL;
+	char *nv = realloc(v, ncap);
+	if (nv)
+		*cap = ncap;
+	return nv;
+}
+
 /* Room for n elements of `size` bytes in v (*cap of them now): v itself
  * when it holds n, else v reallocated to exactly n elements (at least one,
  * so that NULL always means failure). NULL when out of memory or the size

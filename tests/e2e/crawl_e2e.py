@@ -671,9 +671,9 @@ def test_adaptive():
     print("ok")
 
 
-def free_port():
+def free_port(addr="127.0.0.1"):
     with socket.socket() as so:
-        so.bind(("127.0.0.1", 0))
+        so.bind((addr, 0))
         return so.getsockname()[1]
 
 

@@ -65,19 +65,11 @@ def make_certs(work, domain):
          "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "srv.ext"], work)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.1.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 class TlsFront:
     """nginx in the foreground (no daemon, no workers), TLS + http2."""
 
     def __init__(self, work, http_port):
-        self.port = free_port()
+        self.port = e2e.free_port("127.0.1.1")
         d = os.path.join(work, "nginx")
         os.mkdir(d)
         listens = "".join("    listen 127.0.1.%d:%d ssl http2;\n" % (i, self.port)

@@ -1,0 +1,541 @@
+/*
+ * crawl_cluster.c: one agent of a shared crawl on the fetch loop. See
+ * crawl_cluster.h.
+ */
+#include "crawler/crawl_cluster.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "crawler/cluster.h"
+#include "crawler/crawl_run.h"
+#include "frontier/array.h"
+#include "frontier/chain.h"
+#include "frontier/clock.h"
+
+/* Census reads in a row that must find nothing busy before the end. */
+#define END_STREAK 2
+/* Margin on the wait after gaining hosts, for the old owner's clock. */
+#define GAIN_MARGIN_US 100000
+
+/* A graceful stop's steps (crawl_cluster_leave). */
+enum leave_step {
+	LEAVE_NONE,  /* not leaving */
+	LEAVE_FLUSH, /* the sieve delivers what it holds */
+	LEAVE_SEND,  /* everything queued goes to the owners without us */
+	LEAVE_ACK,   /* waiting until Redis holds all of it, then ack and leave */
+	LEAVE_WAIT,  /* the lease's deletion is under way */
+	LEAVE_DONE,
+};
+
+/* An inbox entry's lines waiting for room in the feed queue. */
+struct inbound {
+	struct inbound *next;
+	size_t len;
+	char lines[];
+};
+
+struct crawl_cluster {
+	struct crawl_cluster_parts p;
+	struct cluster *c;
+	uint64_t gain_wait_us, hold_until_us;
+	int was_live, idle_published, census_busy, ended;
+	unsigned end_streak;
+	struct cluster_census census;
+	uint64_t pages_published;
+	char **names; /* the live agents of the last view */
+	size_t nnames;
+	char *rest; /* outbox lines not sent yet */
+	size_t rest_len, rest_cap;
+	struct inbound *in_head, *in_tail;
+	enum leave_step leave;
+	struct assign_view *leave_view; /* the live agents but this one */
+	uint64_t leave_seq;             /* the sieve flush asked for */
+	uint64_t leave_start_us;
+	uint64_t *handed; /* hashes of URLs handed over, sorted up to nsorted */
+	size_t nhanded, nsorted, handed_cap;
+};
+
+static int has_name(char *const *names, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+static void set_idle(struct crawl_cluster *g, int idle)
+{
+	if (g->idle_published == idle)
+		return;
+	g->idle_published = idle;
+	cluster_publish_idle(g->c, idle);
+}
+
+/* ---- callbacks of the Redis layer ---- */
+
+static void on_view(struct cluster *c, void *arg)
+{
+	struct crawl_cluster *g = arg;
+	size_t n;
+	const char *const *live = cluster_live_names(c, &n);
+	const char *self = cluster_name(c);
+	int gained = !has_name(g->names, g->nnames, self);
+	for (size_t i = 0; i < g->nnames && !gained; i++)
+		gained = !has_name((char *const *)live, n, g->names[i]);
+	if (gained && has_name((char *const *)live, n, self)) {
+		uint64_t until = monotonic_us() + g->gain_wait_us;
+		if (until > g->hold_until_us)
+			g->hold_until_us = until;
+	}
+	ARRAY_FREE_EACH(g->names, g->nnames);
+	g->nnames = 0;
+	g->names = calloc(n + 1, sizeof *g->names);
+	for (size_t i = 0; g->names && i < n; i++)
+		if ((g->names[g->nnames] = strdup(live[i])) != NULL)
+			g->nnames++;
+	g->p.pump(g->p.ctx);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void handed_add(struct crawl_cluster *g, const char *url)
+{
+	uint64_t *h = array_grow(g->handed, &g->handed_cap, g->nhanded, sizeof *h, 1024);
+	if (!h)
+		return; /* out of memory: the URL may come back and be taken as seen */
+	g->handed = h;
+	g->handed[g->nhanded++] = XXH3_64bits(url, strlen(url));
+}
+
+/* 1 (and forgets it) if this agent handed url over: its sieve has seen it,
+ * it was never fetched here. */
+static int handed_take(struct crawl_cluster *g, const char *url)
+{
+	if (g->nhanded == 0)
+		return 0;
+	if (g->nsorted != g->nhanded) {
+		qsort(g->handed, g->nhanded, sizeof *g->handed, cmp_u64);
+		g->nsorted = g->nhanded;
+	}
+	uint64_t key = XXH3_64bits(url, strlen(url));
+	uint64_t *at = bsearch(&key, g->handed, g->nhanded, sizeof key, cmp_u64);
+	if (!at)
+		return 0;
+	memmove(at, at + 1, (size_t)(g->handed + g->nhanded - at - 1) * sizeof key);
+	g->nhanded--;
+	g->nsorted--;
+	return 1;
+}
+
+static void on_urls(struct cluster *c, const struct cluster_url *urls, size_t n, void *arg)
+{
+	struct crawl_cluster *g = arg;
+	(void)c;
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(urls[i].url) + strlen(urls[i].via) + 16;
+	struct inbound *in = malloc(sizeof *in + len + 1);
+	if (!in) {
+		fprintf(stderr,
+		        "\ncrawler crawl: out of memory: an inbox entry waits for the heir\n");
+		return;
+	}
+	in->len = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!handed_take(g, urls[i].url) ||
+		    g->p.take(g->p.ctx, urls[i].url, strlen(urls[i].url), urls[i].via,
+		              strlen(urls[i].via), urls[i].depth) != 0)
+			in->len += (size_t)snprintf(in->lines + in->len, len + 1 - in->len,
+			                            "%s\t%s\t%u\n", urls[i].url, urls[i].via,
+			                            urls[i].depth);
+	if (in->len)
+		CHAIN_APPEND(g->in_head, g->in_tail, in);
+	else
+		free(in); /* every URL went straight to the frontier */
+	set_idle(g, 0);
+	g->p.pump(g->p.ctx);
+}
+
+static void on_fenced(struct cluster *c, void *arg)
+{
+	struct crawl_cluster *g = arg;
+	(void)c;
+	fprintf(stderr, "\ncrawler crawl: cluster lease may lapse: fetching paused\n");
+	g->was_live = 0;
+}
+
+static void on_error(struct cluster *c, int err, void *arg)
+{
+	struct crawl_cluster *g = arg;
+	(void)c;
+	fprintf(stderr, "\ncrawler crawl: cluster: %s\n", cluster_strerror(err));
+	g->p.fail(g->p.ctx, CRAWL_EXIT_USAGE);
+}
+
+/* ---- set-up ---- */
+
+int crawl_cluster_create(const struct crawl_cluster_parts *parts, struct crawl_cluster **out)
+{
+	const struct crawl_cluster_config *cc = &parts->cfg->cluster;
+	const struct politeness_config *pc = &parts->cfg->politeness;
+	struct cluster_options opt = { .url = cc->redis,
+		                       .name = cc->agent,
+		                       .lease_ms = cc->lease_ms,
+		                       .max_unacked = cc->window,
+		                       .dedup = true };
+	*out = NULL;
+	if (assign_method_parse(cc->assign, &opt.method) != ASSIGN_OK) {
+		fprintf(stderr,
+		        "crawler crawl: --assign: '%s' is not perm, minhash or consistent\n",
+		        cc->assign);
+		return CRAWL_EXIT_USAGE;
+	}
+	struct crawl_cluster *g = calloc(1, sizeof *g);
+	if (!g)
+		return CRAWL_EXIT_FAILURE;
+	g->p = *parts;
+	uint64_t delay =
+	        pc->host_delay_us > pc->min_delay_us ? pc->host_delay_us : pc->min_delay_us;
+	if (pc->ip_delay_us > delay)
+		delay = pc->ip_delay_us;
+	g->gain_wait_us = (uint64_t)cc->lease_ms / 3 * 1000 + delay + GAIN_MARGIN_US;
+	struct cluster_callbacks cb = { on_view, on_urls, on_fenced, on_error, g };
+	int rc = cluster_create(parts->loop, &opt, &cb, &g->c);
+	if (rc != CLUSTER_OK) {
+		fprintf(stderr, "crawler crawl: --cluster %s --agent '%s': %s\n", cc->redis,
+		        cc->agent, cluster_strerror(rc));
+		free(g);
+		return rc == CLUSTER_EINVAL ? CRAWL_EXIT_USAGE : CRAWL_EXIT_FAILURE;
+	}
+	*out = g;
+	return CRAWL_EXIT_OK;
+}
+
+void crawl_cluster_destroy(struct crawl_cluster *g)
+{
+	if (!g)
+		return;
+	cluster_destroy(g->c);
+	for (struct inbound *in = g->in_head, *next; in; in = next) {
+		next = in->next;
+		free(in);
+	}
+	ARRAY_FREE_EACH(g->names, g->nnames);
+	assign_view_destroy(g->leave_view);
+	free(g->handed);
+	free(g->rest);
+	free(g);
+}
+
+/* ---- fetching ---- */
+
+int crawl_cluster_ready(struct crawl_cluster *g)
+{
+	int live = cluster_is_live(g->c) && has_name(g->names, g->nnames, cluster_name(g->c));
+	uint64_t now = monotonic_us();
+	if (live && !g->was_live && now + g->gain_wait_us > g->hold_until_us)
+		g->hold_until_us = now + g->gain_wait_us; /* (re)joined: hosts gained */
+	g->was_live = live;
+	return live && now >= g->hold_until_us;
+}
+
+/* The owner of a URL's host in the current view (without this agent when
+ * it leaves), or NULL. */
+static const char *owner_of(struct crawl_cluster *g, const char *url)
+{
+	size_t hl;
+	const char *h = cluster_url_host(url, &hl);
+	if (g->leave_view)
+		return assign_view_owner(g->leave_view, h, hl);
+	return cluster_owner(g->c, h, hl);
+}
+
+/* Sends a host's queued URLs to owner, never deduplicated (they are in
+ * P:seen already). 0, or -1 when some could not be sent yet (still queued). */
+static int hand_host(struct crawl_cluster *g, uint32_t host, const char *owner)
+{
+	int rc = 0;
+	struct frontier_url fu;
+	while (rc == 0 && frontier_pop(g->p.frontier, host, &fu) == FRONTIER_OK) {
+		char *url = strndup(fu.url, fu.url_len);
+		char *via = strndup(fu.via ? fu.via : "", fu.via ? fu.via_len : 0);
+		int e = url && via ? cluster_send_raw(g->c, owner, url, via, fu.depth)
+		                   : CLUSTER_ENOMEM;
+		if (e == CLUSTER_OK)
+			handed_add(g, url);
+		if (e == CLUSTER_FULL || e == CLUSTER_ENOMEM) {
+			frontier_unpop(g->p.frontier, host, fu.url, fu.url_len, fu.via, fu.via_len,
+			               fu.depth);
+			rc = -1;
+		}
+		free(url);
+		free(via);
+	}
+	return rc;
+}
+
+int crawl_cluster_keep_host(struct crawl_cluster *g, uint32_t host)
+{
+	size_t kl;
+	const char *key = frontier_host_key(g->p.frontier, host, &kl);
+	const char *owner = key ? owner_of(g, key) : NULL;
+	if (!owner || strcmp(owner, cluster_name(g->c)) == 0)
+		return 1;
+	int rc = hand_host(g, host, owner);
+	struct visit_outcome o = { .kind = VISIT_NONE };
+	politeness_release(g->p.pol, host, &o, monotonic_us());
+	return rc;
+}
+
+/* ---- the exchange ---- */
+
+static int rest_append(struct crawl_cluster *g, const char *s, size_t len)
+{
+	char *nb = array_room(g->rest, &g->rest_cap, g->rest_len + len, 65536);
+	if (!nb)
+		return -1;
+	g->rest = nb;
+	memcpy(g->rest + g->rest_len, s, len);
+	g->rest_len += len;
+	return 0;
+}
+
+/* One outbox line "URL \t VIA \t DEPTH" (its newline cut) to its owner: 0
+ * sent or dropped (malformed), -1 to try again later. */
+static int send_line(struct crawl_cluster *g, char *line)
+{
+	char *via = strchr(line, '\t');
+	char *depth = via ? strchr(via + 1, '\t') : NULL;
+	if (!depth)
+		return 0;
+	*via = *depth = '\0';
+	const char *owner = owner_of(g, line);
+	int e = owner ? cluster_send(g->c, owner, line, via + 1,
+	                             (unsigned)strtoul(depth + 1, NULL, 10))
+	              : CLUSTER_EDOWN;
+	*via = *depth = '\t';
+	return e == CLUSTER_FULL || e == CLUSTER_ENOMEM || e == CLUSTER_EDOWN ? -1 : 0;
+}
+
+static void send_outbox(struct crawl_cluster *g)
+{
+	size_t len;
+	char *buf = sieve_path_take_outbox(g->p.sp, &len);
+	if (buf) {
+		if (rest_append(g, buf, len) != 0)
+			fprintf(stderr, "\ncrawler crawl: out of memory: %zu bytes of links lost\n",
+			        len);
+		free(buf);
+	}
+	size_t off = 0;
+	while (off < g->rest_len && cluster_view(g->c)) {
+		char *line = g->rest + off;
+		char *nl = memchr(line, '\n', g->rest_len - off);
+		if (!nl)
+			break;
+		*nl = '\0';
+		int rc = send_line(g, line);
+		*nl = '\n';
+		if (rc != 0)
+			break;
+		off = (size_t)(nl - g->rest) + 1;
+	}
+	if (off) {
+		memmove(g->rest, g->rest + off, g->rest_len - off);
+		g->rest_len -= off;
+	}
+}
+
+static void feed_inbound(struct crawl_cluster *g)
+{
+	while (g->in_head && sieve_path_inbound_room(g->p.sp)) {
+		struct inbound *in = g->in_head;
+		if (sieve_path_feed_lines(g->p.sp, in->lines, in->len) != 0)
+			return;
+		g->in_head = in->next;
+		if (!g->in_head)
+			g->in_tail = NULL;
+		free(in);
+	}
+}
+
+void crawl_cluster_pump(struct crawl_cluster *g)
+{
+	send_outbox(g);
+	feed_inbound(g);
+}
+
+/* ---- the end ---- */
+
+int crawl_cluster_done(struct crawl_cluster *g, int dry)
+{
+	int idle = dry && !g->in_head && g->rest_len == 0 && sieve_path_outbox_len(g->p.sp) == 0 &&
+	           cluster_unsent(g->c) == 0 && cluster_is_live(g->c);
+	if (idle && cluster_unacked(g->c) > 0)
+		cluster_ack(g->c); /* after every XADD of what these URLs led to */
+	if (idle && cluster_unacked(g->c) == 0)
+		set_idle(g, 1);
+	return g->ended;
+}
+
+static void on_census(void *arg, bool ok, const struct cluster_census *s)
+{
+	struct crawl_cluster *g = arg;
+	g->census_busy = 0;
+	if (!ok)
+		return;
+	g->census = *s;
+	if (s->busy == 0 && g->idle_published && cluster_is_live(g->c))
+		g->end_streak++;
+	else
+		g->end_streak = 0;
+	if (g->end_streak >= END_STREAK && !g->ended) {
+		g->ended = 1;
+		g->p.pump(g->p.ctx);
+	}
+}
+
+void crawl_cluster_tick(struct crawl_cluster *g)
+{
+	const struct crawl_stats *st = g->p.stats;
+	g->pages_published = st->pages_done;
+	cluster_publish_stats(g->c, st->pages_done, st->requests, st->bytes);
+	if (!g->census_busy && cluster_census(g->c, on_census, g) == CLUSTER_OK)
+		g->census_busy = 1;
+}
+
+uint64_t crawl_cluster_others_pages(const struct crawl_cluster *g)
+{
+	return g->census.pages > g->pages_published ? g->census.pages - g->pages_published : 0;
+}
+
+void crawl_cluster_progress(const struct crawl_cluster *g, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "cluster %s: %" PRIu64 " agents, %" PRIu64 " pages%s",
+	         cluster_name(g->c), g->census.alive, g->census.pages,
+	         cluster_is_live(g->c) ? "" : " (not live)");
+}
+
+/* ---- a graceful stop ---- */
+
+/* The view without this agent; -1 when no other agent is live (nobody to
+ * hand over to: the stop is then like a crash). */
+static int leave_view_make(struct crawl_cluster *g)
+{
+	size_t n, k = 0;
+	const char *const *live = cluster_live_names(g->c, &n);
+	const char **others = calloc(n + 1, sizeof *others);
+	for (size_t i = 0; others && i < n; i++)
+		if (strcmp(live[i], cluster_name(g->c)) != 0)
+			others[k++] = live[i];
+	int rc = k && cluster_is_live(g->c) &&
+	                         assign_view_create(assign_view_method(cluster_view(g->c)), others,
+	                                            k, &g->leave_view) == ASSIGN_OK
+	                 ? 0
+	                 : -1;
+	free(others);
+	return rc;
+}
+
+/* Inbox entries not fed to the sieve yet go straight to their owners. */
+static void hand_inbound(struct crawl_cluster *g)
+{
+	while (g->in_head) {
+		struct inbound *in = g->in_head;
+		for (char *line = in->lines, *nl; (nl = strchr(line, '\n')) != NULL;
+		     line = nl + 1) {
+			*nl = '\0';
+			char *via = strchr(line, '\t');
+			char *depth = via ? strchr(via + 1, '\t') : NULL;
+			if (depth) {
+				*via = *depth = '\0';
+				const char *owner = owner_of(g, line);
+				if (owner)
+					cluster_send_raw(g->c, owner, line, via + 1,
+					                 (unsigned)strtoul(depth + 1, NULL, 10));
+			}
+		}
+		g->in_head = in->next;
+		free(in);
+	}
+	g->in_tail = NULL;
+}
+
+/* Every queued host to its owner without us: 0 once all went. */
+static int hand_all_hosts(struct crawl_cluster *g)
+{
+	uint32_t n = frontier_host_count(g->p.frontier);
+	for (uint32_t h = 0; h < n; h++) {
+		size_t kl;
+		const char *key = frontier_host_key(g->p.frontier, h, &kl);
+		const char *owner =
+		        key && frontier_host_queued(g->p.frontier, h) ? owner_of(g, key) : NULL;
+		if (owner && hand_host(g, h, owner) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void on_left(void *arg)
+{
+	struct crawl_cluster *g = arg;
+	g->leave = LEAVE_DONE;
+	g->p.pump(g->p.ctx);
+}
+
+int crawl_cluster_leave(struct crawl_cluster *g, int loop_idle)
+{
+	switch (g->leave) {
+	case LEAVE_NONE:
+		if (!loop_idle)
+			return 0;
+		if (leave_view_make(g) != 0)
+			return 1;
+		cluster_stop_reading(g->c);
+		g->leave = LEAVE_FLUSH;
+		g->leave_start_us = monotonic_us();
+		hand_inbound(g);
+		if (sieve_path_push_flush(g->p.sp, &g->leave_seq) != 0)
+			g->leave_seq = 0; /* asked again below */
+		return 0;
+	case LEAVE_FLUSH:
+		if (!g->leave_seq && sieve_path_push_flush(g->p.sp, &g->leave_seq) != 0)
+			return 0;
+		if (!sieve_path_flushed(g->p.sp, g->leave_seq) || !sieve_path_drain(g->p.sp, 1))
+			return 0;
+		g->leave = LEAVE_SEND;
+		/* fall through */
+	case LEAVE_SEND:
+		send_outbox(g);
+		if (hand_all_hosts(g) != 0 || g->rest_len)
+			return 0;
+		cluster_flush(g->c);
+		g->leave = LEAVE_ACK;
+		return 0;
+	case LEAVE_ACK:
+		if (cluster_unsent(g->c) > 0)
+			return 0;
+		cluster_ack(g->c);
+		if (cluster_leave(g->c, on_left, g) == CLUSTER_OK)
+			g->leave = LEAVE_WAIT;
+		return 0;
+	case LEAVE_WAIT: return 0;
+	case LEAVE_DONE: return 1;
+	}
+	return 1;
+}
+
+int crawl_cluster_leaving(struct crawl_cluster *g)
+{
+	return g->leave != LEAVE_NONE && g->leave != LEAVE_DONE &&
+	       monotonic_us() - g->leave_start_us < CRAWL_CLUSTER_LEAVE_MS * 1000ull;
+}

@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""End-to-end crawls of the local test web by several agents sharing one
+Redis (crawler crawl --cluster), judged from the test web's request log.
+
+  cluster_e2e.py kill --assign M
+      three agents start with the same seeds; one is killed with SIGKILL
+      once a third of the web is fetched, a fourth joins at two thirds.
+      Every expected page is requested, nothing robots-disallowed or
+      unexpected, no two requests to one host closer than the host delay
+      (whichever agents sent them), the URLs requested twice are within
+      the stated bound (the killed agent's window plus its requests in
+      flight), and the three agents left end by themselves with exit 0.
+      Every WARC of an agent that ended by itself reads back whole.
+  cluster_e2e.py stop --assign M
+      the same with a graceful stop (SIGINT) instead of the kill: no URL
+      requested twice.
+  cluster_e2e.py join-kill
+      two agents; a third joins once a quarter of the web is fetched and is
+      killed a second later, as soon as the others have handed it hosts:
+      those hosts return to the first two with URLs their own sieves have
+      seen but never fetched (they went to the third): all fetched.
+  cluster_e2e.py redis-restart
+      two agents; Redis is killed (SIGKILL) mid-crawl and restarted on its
+      AOF (appendfsync always) a second later: the crawl finishes whole,
+      nothing lost, nothing twice beyond the bound.
+
+Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as tests/e2e/crawl_e2e.py),
+E2E_HOSTS / E2E_PAGES to resize the web.
+"""
+import collections
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import crawl_e2e as e2e  # noqa: E402
+
+HOST_DELAY_MS = 50
+LEASE_MS = 1000
+WINDOW = 40  # cluster.window: URLs an agent takes before acking
+SLACK_US = e2e.SLACK_US
+
+
+def fail(msg):
+    e2e.fail(msg)
+
+
+class Redis:
+    def __init__(self, workdir):
+        self.dir = os.path.join(workdir, "redis")
+        os.makedirs(self.dir, exist_ok=True)
+        self.port = e2e.free_port()
+        self.proc = None
+        self.start()
+
+    def start(self):
+        if not shutil.which("redis-server"):
+            fail("redis-server missing: run crawler/install-deps.sh")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "yes", "--appendfsync", "always", "--dir", self.dir,
+             "--logfile", os.path.join(self.dir, "redis.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(64).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            if time.time() > deadline or self.proc.poll() is not None:
+                fail("redis-server did not start")
+            time.sleep(0.05)
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.kill()
+
+
+class Agent:
+    def __init__(self, tw, work, redis, name, assign, seeds):
+        self.name = name
+        self.out = os.path.join(work, "out-" + name)
+        self.err = open(os.path.join(work, name + ".err"), "w")
+        cmd = [e2e.CRAWLER, "crawl", "--seeds", seeds,
+               "-c", os.path.join(e2e.SOURCE, "configs", "testweb.conf"),
+               "--dns-server", "127.0.0.1:%d" % tw.dns_port, "--allow-private-networks",
+               "-o", self.out, "--quiet", "--policy", "fixed",
+               "--host-delay", str(HOST_DELAY_MS), "--ip-delay", "0",
+               "--set", "politeness.crawl_delay_cap_ms=%d" % HOST_DELAY_MS,
+               "--cluster", "redis://127.0.0.1:%d/e2e" % redis.port, "--agent", name,
+               "--assign", assign,
+               "--set", "cluster.lease_ms=%d" % LEASE_MS,
+               "--set", "cluster.window=%d" % WINDOW]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.err)
+
+    def wait(self, timeout):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+def log_rows(tw):
+    return tw.requests() if os.path.exists(tw.log) else []
+
+
+def pages_seen(tw):
+    return sum(1 for r in log_rows(tw) if r[5] != "/robots.txt")
+
+
+def wait_pages(tw, n, agents, timeout):
+    deadline = time.time() + timeout
+    while pages_seen(tw) < n:
+        if time.time() > deadline:
+            fail("only %d of %d pages requested after %d s" % (pages_seen(tw), n, timeout))
+        for a in agents:
+            if a.proc.poll() is not None:
+                a.err.flush()
+                print(open(a.err.name).read()[-4000:], file=sys.stderr)
+                fail("agent %s exited %s early" % (a.name, a.proc.returncode))
+        time.sleep(0.05)
+
+
+def check_host_delays(rows):
+    by_host = collections.defaultdict(list)
+    for r in rows:
+        by_host[r[2]].append(r)
+    bad = []
+    for host, rs in by_host.items():
+        for a, b in zip(rs, rs[1:]):
+            gap = b[0] - a[0]
+            if gap + SLACK_US < HOST_DELAY_MS * 1000:
+                bad.append("host %s: %s then %s after %d us" % (host, a[5], b[5], gap))
+    return bad
+
+
+def judge(tw, expected, faults, agents, gone, bound, t0):
+    rows = tw.requests()
+    got = e2e.observed_set(tw, rows, faults)
+    missing = sorted(expected - set(got))
+    extra = sorted(set(got) - expected)
+    twice = sorted(k for k, n in got.items() if n > 1 and "/robots.txt" not in k)
+    repeats = sum(n - 1 for k, n in got.items() if n > 1 and "/robots.txt" not in k)
+    bad = check_host_delays(rows)
+    print("%d expected, %d requests, %d distinct, %d repeated (bound %d), %.1f s" %
+          (len(expected), len(rows), len(got), repeats, bound, time.time() - t0))
+    for a in agents:
+        try:
+            st = e2e.json.load(open(os.path.join(a.out, "stats.json")))
+            print("  agent %s: exit %s, %d pages" % (a.name, a.proc.returncode, st["pages"]))
+        except (OSError, ValueError):
+            print("  agent %s: exit %s, no stats.json" % (a.name, a.proc.returncode))
+    errors = []
+    if missing:
+        errors.append("%d expected URLs never requested, e.g. %s" % (len(missing), missing[:5]))
+    if extra:
+        errors.append("%d unexpected requests, e.g. %s" % (len(extra), extra[:5]))
+    if repeats > bound:
+        errors.append("%d repeated requests > bound %d, e.g. %s" % (repeats, bound, twice[:5]))
+    if bad:
+        errors.append("%d host delay violations, e.g. %s" % (len(bad), bad[:5]))
+    for a in agents:
+        if a is not gone and a.proc.returncode != 0:
+            errors.append("agent %s exited %s" % (a.name, a.proc.returncode))
+        if a.proc.returncode == 0:
+            errors += check_warcs(a)
+    return errors
+
+
+def check_warcs(agent):
+    """Every record of an agent that ended by itself reads back whole (the
+    independent reader of crawl_e2e.py fails the test otherwise)."""
+    warcs = [f for f in os.listdir(agent.out) if f.endswith(".warc.gz")]
+    n = sum(1 for w in warcs for _ in e2e.read_warc_records(os.path.join(agent.out, w)))
+    return [] if n else ["agent %s wrote no WARC record" % agent.name]
+
+
+def run(variant, assign):
+    work = tempfile.mkdtemp(prefix="e2e-cluster-")
+    tw = e2e.TestWeb(work, e2e.gen_args())
+    redis = Redis(work)
+    agents = []
+    t0 = time.time()
+    try:
+        expected = set(tw.run_mode("--expected", "--agent", e2e.AGENT))
+        faults = e2e.fault_hosts(tw)
+        seeds = os.path.join(work, "seeds.txt")
+        with open(seeds, "w") as f:
+            f.write("\n".join(tw.run_mode("--seeds")) + "\n")
+        n = len(expected)
+        if variant == "join-kill":
+            agents = [Agent(tw, work, redis, "a%d" % i, assign, seeds) for i in (1, 2)]
+            wait_pages(tw, n // 4, agents, 120)
+            agents.append(Agent(tw, work, redis, "a3", assign, seeds))
+            time.sleep(1.0)
+        else:
+            agents = [Agent(tw, work, redis, "a%d" % i, assign, seeds) for i in (1, 2, 3)]
+            wait_pages(tw, n // 3, agents, 120)
+        gone = agents[1]
+        if variant == "join-kill":
+            gone = agents[2]
+            gone.proc.kill()
+            gone.wait(30)
+        elif variant == "redis-restart":
+            redis.kill()
+            time.sleep(1.0)
+            redis.start()
+            gone = None
+        elif variant == "kill":
+            gone.proc.kill()
+        else:
+            gone.proc.send_signal(signal.SIGINT)
+        if gone and variant != "join-kill":
+            rc = gone.wait(30)
+            if variant == "stop" and rc != 0:
+                fail("agent %s stopped with exit %s" % (gone.name, rc))
+            live = [a for a in agents if a is not gone]
+            wait_pages(tw, 2 * n // 3, live, 120)
+            agents.append(Agent(tw, work, redis, "a4", assign, seeds))
+        for a in agents:
+            if a is not gone and a.wait(180) is None:
+                fail("agent %s did not end by itself" % a.name)
+    finally:
+        for a in agents:
+            if a.proc.poll() is None:
+                a.proc.kill()
+                a.proc.wait()
+        redis.stop()
+        tw.stop()
+    # What a crash may repeat: the URLs of the entries the killed agent
+    # had taken and not acked, its requests in flight among them: the
+    # window, overshot by at most one entry (CLUSTER_BATCH_URLS - 1).
+    bound = 0 if variant == "stop" else WINDOW + 255
+    errors = judge(tw, expected, faults, agents, gone, bound, t0)
+    if errors:
+        for a in agents:
+            a.err.flush()
+            print("---- %s stderr:\n%s" % (a.name, open(a.err.name).read()[-3000:]), file=sys.stderr)
+        fail("; ".join(errors))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in ("kill", "stop", "join-kill", "redis-restart"):
+        fail("usage: cluster_e2e.py kill|stop|join-kill|redis-restart [--assign M]")
+    assign = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--assign" else "consistent"
+    run(sys.argv[1], assign)
+
+
+if __name__ == "__main__":
+    main()
