@@ -184,41 +184,6 @@ static int take_emit(void *ctx, const char *url, size_t len, const char *via, si
 
 /* ---- results ---- */
 
-/* A result goes to the parse pool (or straight to the writer). */
-static void hand_off(struct run *r, struct crawl_job *j)
-{
-	if (!j->robots || j->nsitemaps) {
-		if (parse_jobs_try_submit(r->parse, j) == 0)
-			return;
-		r->stats.parse_full++;
-		j->parse = 0;
-	}
-	if (crawl_writer_try_push(r->writer, j) != 0) {
-		r->stats.writer_full++;
-		crawl_job_free(j);
-	}
-}
-
-/* Is job j's redirect target in scope? Then *word is its depth word. A
- * page's target is judged as a link; an embed's by the embed rule
- * (parse_jobs.h), a redirect adding no hop: off the allowed domains it
- * is one hop off them at least, or as many as the embed was. */
-static int redirect_in_scope(struct run *r, const struct crawl_job *j, uint32_t *word)
-{
-	const char *to = j->redirect;
-	if (!j->embed) {
-		*word = frontier_depth_pack(j->depth, j->redirects);
-		return scope_check(r->scope, to, strlen(to), j->depth) == SCOPE_OK;
-	}
-	uint32_t hops = j->embed > 1 ? j->embed - 1 : 1;
-	int off_domain = 0;
-	if (scope_check_embed(r->scope, to, strlen(to), j->depth,
-	                      hops <= r->cfg->crawl.requisites_hops, &off_domain) != SCOPE_OK)
-		return 0;
-	*word = frontier_depth_pack_embed(j->depth, j->redirects, off_domain ? hops + 1 : 1);
-	return 1;
-}
-
 /* A result, now or after a checkpoint parked it. */
 static void fetch_done(void *ctx, struct fetch_result *res)
 {
@@ -231,11 +196,11 @@ static void fetch_done(void *ctx, struct fetch_result *res)
 	/* A redirect target goes to the sieve through the feeder (sieve_add may
 	 * wait; the loop never does). */
 	uint32_t word;
-	if (follow && !r->finished && redirect_in_scope(r, j, &word) &&
+	if (follow && !r->finished && parse_jobs_redirect_in_scope(r->parse, j, &word) &&
 	    sieve_path_feed_redirect(r->sp, j->redirect, strlen(j->redirect), j->res->url,
 	                             strlen(j->res->url), word) != 0)
 		r->stats.redirect_dropped++;
-	hand_off(r, j);
+	parse_jobs_take(r->parse, j);
 	if (r->finished)
 		return;
 	visit_continue(r->visit, host);
@@ -477,18 +442,9 @@ static int open_cluster(struct run *r)
 {
 	if (!r->cfg->cluster.redis[0])
 		return CRAWL_EXIT_OK;
-	struct crawl_cluster_parts cp = {
-		.cfg = r->cfg,
-		.loop = &r->loop,
-		.frontier = r->frontier,
-		.pol = r->pol,
-		.sp = r->sp,
-		.stats = &r->stats,
-		.ctx = r,
-		.pump = pump,
-		.fail = cluster_failed,
-		.take = take_emit,
-	};
+	struct crawl_cluster_parts cp = { r->cfg,         &r->loop,  r->frontier, r->pol,
+		                          r->sp,          &r->stats, r,           pump,
+		                          cluster_failed, take_emit };
 	return crawl_cluster_create(&cp, &r->cluster);
 }
 
@@ -565,28 +521,12 @@ static int open_sieve(struct run *r, struct module_configs *mc, const char *ckpt
 	char err[4800];
 	if (sieve_path_create(&sp, &r->sp) != 0)
 		return CRAWL_EXIT_FAILURE;
-	if (ckpt) {
-		char src[4300];
-		snprintf(src, sizeof src, "%s/sieve", ckpt);
-		if (sieve_restore(src, mc->sieve_dir, err, sizeof err) != SIEVE_OK) {
-			fprintf(stderr, "crawler crawl: sieve: %s\n", err);
-			return CRAWL_EXIT_FAILURE;
-		}
-	} else if (sieve_path_clear_dir(mc->sieve_dir) != 0) {
-		fprintf(stderr, "crawler crawl: cannot clear %s: %s\n", mc->sieve_dir,
-		        errno == EBUSY ? "in use by another crawl" : strerror(errno));
-		return CRAWL_EXIT_FAILURE;
-	}
-	char serr[512];
-	int sierr = sieve_path_open_sieve(r->sp, &mc->sieve, serr, sizeof serr);
-	if (sierr != SIEVE_OK) {
-		fprintf(stderr,
-		        "crawler crawl: sieve ([sieve] impl = %s, memory = %" PRIu64 "): %s\n",
-		        cfg->sieve.impl, cfg->sieve.memory, serr[0] ? serr : sieve_strerror(sierr));
-		return sierr == SIEVE_EINVAL || sierr == SIEVE_ENOTSUP ? CRAWL_EXIT_USAGE
-		                                                       : CRAWL_EXIT_FAILURE;
-	}
-	return CRAWL_EXIT_OK;
+	int rc = sieve_path_open_sieve(r->sp, &mc->sieve, ckpt, err, sizeof err);
+	if (rc == SIEVE_OK)
+		return CRAWL_EXIT_OK;
+	fprintf(stderr, "crawler crawl: sieve ([sieve] impl = %s, memory = %" PRIu64 "): %s\n",
+	        cfg->sieve.impl, cfg->sieve.memory, err[0] ? err : sieve_strerror(rc));
+	return rc == SIEVE_EINVAL || rc == SIEVE_ENOTSUP ? CRAWL_EXIT_USAGE : CRAWL_EXIT_FAILURE;
 }
 
 /* Fetch engine, DNS resolver, and the visit that drives them. */
@@ -631,24 +571,10 @@ static int start_workers(struct run *r, struct module_configs *mc, uint64_t ckpt
 		                       &r->stats, r->sitemaps, wake_loop, r };
 	if (parse_jobs_create(&pp, &r->parse) != 0)
 		return CRAWL_EXIT_FAILURE;
-	struct crawl_ckpt_parts cp = {
-		.cfg = cfg,
-		.loop = &r->loop,
-		.frontier = r->frontier,
-		.pol = r->pol,
-		.scope = r->scope,
-		.visit = r->visit,
-		.sieve = r->sp,
-		.parse = r->parse,
-		.writer = r->writer,
-		.stats = &r->stats,
-		.done = r->done,
-		.spill_label = r->spill_label,
-		.ctx = r,
-		.finish = finish,
-		.replay = fetch_done,
-		.pump = pump,
-	};
+	struct crawl_ckpt_parts cp = { cfg,       &r->loop,  r->frontier, r->pol,
+		                       r->scope,  r->visit,  r->sp,       r->parse,
+		                       r->writer, &r->stats, r->done,     r->spill_label,
+		                       r,         finish,    fetch_done,  pump };
 	r->ckpt = crawl_ckpt_create(&cp, ckpt_seq);
 	return r->ckpt ? CRAWL_EXIT_OK : CRAWL_EXIT_FAILURE;
 }

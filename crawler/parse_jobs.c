@@ -467,6 +467,37 @@ int parse_jobs_try_submit(struct parse_jobs *pj, struct crawl_job *j)
 	return parse_pool_try_submit(pj->pool, j) == PARSE_POOL_OK ? 0 : -1;
 }
 
+void parse_jobs_take(struct parse_jobs *pj, struct crawl_job *j)
+{
+	struct crawl_stats *s = pj->p.stats;
+	if (!j->robots || j->nsitemaps) {
+		if (parse_jobs_try_submit(pj, j) == 0)
+			return;
+		s->parse_full++;
+		j->parse = 0;
+	}
+	if (crawl_writer_try_push(pj->p.writer, j) != 0) {
+		s->writer_full++;
+		crawl_job_free(j);
+	}
+}
+
+int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *j, uint32_t *word)
+{
+	const char *to = j->redirect;
+	if (!j->embed) {
+		*word = frontier_depth_pack(j->depth, j->redirects);
+		return scope_check(pj->p.scope, to, strlen(to), j->depth) == SCOPE_OK;
+	}
+	uint32_t hops = j->embed > 1 ? j->embed - 1 : 1;
+	int off_domain = 0;
+	if (scope_check_embed(pj->p.scope, to, strlen(to), j->depth,
+	                      hops <= pj->p.cfg->crawl.requisites_hops, &off_domain) != SCOPE_OK)
+		return 0;
+	*word = frontier_depth_pack_embed(j->depth, j->redirects, off_domain ? hops + 1 : 1);
+	return 1;
+}
+
 int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight)
 {
 	return parse_pool_queued(pj->pool) + in_flight + 1 <= parse_pool_capacity(pj->pool);

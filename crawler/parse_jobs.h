@@ -71,6 +71,16 @@ int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **
 /* Loop thread: queues j without waiting (takes it). 0, or -1 when full (j
  * not taken). */
 int parse_jobs_try_submit(struct parse_jobs *pj, struct crawl_job *j);
+/* Loop thread: a fetch's job goes to the parse threads, or straight to
+ * the writer (a robots.txt without sitemaps; a full parse queue, counted
+ * as parse_full, the job then unparsed); a full writer queue drops it
+ * (writer_full). Takes j. */
+void parse_jobs_take(struct parse_jobs *pj, struct crawl_job *j);
+/* Is job j's redirect target in scope? Then *word is its depth word. A
+ * page's target is judged as a link; an embed's by the embed rule above,
+ * a redirect adding no hop: off the allowed domains it is one hop off
+ * them at least, or as many as the embed was. */
+int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *j, uint32_t *word);
 /* 1 if the queue keeps room for in_flight + 1 more jobs. */
 int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight);
 /* Jobs submitted and not yet handed to the writer. */

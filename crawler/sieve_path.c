@@ -700,8 +700,21 @@ int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **
 	return 0;
 }
 
-int sieve_path_open_sieve(struct sieve_path *sp, struct sieve_config *svc, char *err, size_t errlen)
+int sieve_path_open_sieve(struct sieve_path *sp, struct sieve_config *svc, const char *ckpt,
+                          char *err, size_t errlen)
 {
+	char src[4300];
+	err[0] = '\0';
+	if (ckpt) {
+		snprintf(src, sizeof src, "%s/sieve", ckpt);
+		int rc = sieve_restore(src, svc->dir, err, errlen);
+		if (rc != SIEVE_OK)
+			return rc;
+	} else if (sieve_path_clear_dir(svc->dir) != 0) {
+		snprintf(err, errlen, "cannot clear %s: %s", svc->dir,
+		         errno == EBUSY ? "in use by another crawl" : strerror(errno));
+		return SIEVE_EIO;
+	}
 	svc->on_write_error = on_sieve_write_error;
 	svc->write_error_ctx = sp;
 	return sieve_open(svc, on_sieve_emit, sp, &sp->sieve, err, errlen);

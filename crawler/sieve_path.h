@@ -82,9 +82,12 @@ int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **
 int sieve_path_clear_dir(const char *dir);
 
 /* Opens the sieve with svc (borrowed; its emit and write-error callbacks
- * are set here). Returns a sieve error code; err gets the message. */
-int sieve_path_open_sieve(struct sieve_path *sp, struct sieve_config *svc, char *err,
-                          size_t errlen);
+ * are set here) in svc->dir: for a new crawl that folder is emptied first
+ * (sieve_path_clear_dir), for a resumed one (ckpt not NULL) it gets the
+ * checkpoint's copy, ckpt/sieve. Returns a sieve error code; err gets the
+ * message ("" when there is none beyond the code's). */
+int sieve_path_open_sieve(struct sieve_path *sp, struct sieve_config *svc, const char *ckpt,
+                          char *err, size_t errlen);
 
 /* Starts the feeder thread: it adds the n seeds (borrowed until
  * sieve_path_stop_feeder), then serves the feed queue. 0 or -1. */
