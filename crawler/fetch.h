@@ -236,5 +236,8 @@ void fetch_result_free(struct fetch_result *res);
  * allow_private_networks. Returns true for unparsable input too.
  */
 bool fetch_addr_is_private(const char *ip);
+/* The same for a socket address (AF_INET or AF_INET6; others: true). */
+struct sockaddr;
+bool fetch_sockaddr_is_private(const struct sockaddr *sa);
 
 #endif
