@@ -3,10 +3,20 @@
  *
  * Each token is hashed once (up to 8 bytes: a bijective 64-bit mix of its
  * bytes and length; longer: XXH3-64); a shingle's hash mixes the
- * SIMHASH_SHINGLE token hashes in order (kept in a shift register, so no token text is
- * kept beyond the current one). The 64 counters are kept as "ones" counts
- * (counter = 2 * ones - shingles), accumulated 8 bits per 64-bit addition
- * through a spread table and flushed every 255 shingles.
+ * SIMHASH_SHINGLE token hashes in order (kept in a shift register, so no token
+ * text is kept beyond the current one).
+ *
+ * Counting the 64 bits of each shingle hash is most of the work per token,
+ * so it is done 64 lanes at a time: shingle hashes are gathered 16 at a
+ * time and added by a carry-save adder tree (Harley-Seal: 15 CSAs of 5
+ * word operations per 16 hashes). Its state is four words: lane i of
+ * `ones`, `twos`, `fours`, `eights` holds bits 0-3 of the running count of
+ * bit i, and each carry out of `eights` (16 shingles with that bit) is
+ * added, 8 lanes per 64-bit addition through a spread table, into `acc`,
+ * flushed into `count16` before a byte can overflow. The count of bit i is
+ * 16 * count16[i] + ones_i + 2 twos_i + 4 fours_i + 8 eights_i + the bits
+ * of the hashes still waiting in `batch`: the same integers as one counter
+ * per bit, so the fingerprint is exactly the plain algorithm's.
  */
 #include "parse/simhash.h"
 
@@ -18,16 +28,21 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#define SIMHASH_BATCH 16
+
 struct simhash_builder {
-	uint32_t ones[64];              /* shingles with bit i set (flushed) */
-	uint64_t acc[8];                /* byte j of acc[b]: pending ones of bit 8b+j */
-	uint32_t pending;               /* shingles in acc (< 255, so bytes never overflow) */
-	uint64_t shingles;              /* shingles counted since reset */
-	uint64_t ring[SIMHASH_SHINGLE]; /* hashes of the last tokens, oldest first */
-	uint64_t ntokens;               /* tokens seen since reset */
-	size_t toklen;                  /* bytes of the current token */
-	uint64_t tokword;               /* its first 8 bytes, little-endian */
-	bool digits_only;               /* the current token is a number */
+	uint32_t count16[64];               /* carries out of eights (flushed) */
+	uint64_t acc[8];                    /* byte j of acc[b]: pending carries of bit 8b+j */
+	uint32_t pending;                   /* carry words in acc (< 255: bytes never overflow) */
+	uint64_t ones, twos, fours, eights; /* carry-save lanes, bits 0-3 of each count */
+	uint64_t batch[SIMHASH_BATCH];      /* shingle hashes not yet added */
+	uint32_t nbatch;                    /* hashes in batch (< SIMHASH_BATCH) */
+	uint64_t shingles;                  /* shingles counted since reset */
+	uint64_t ring[SIMHASH_SHINGLE];     /* mixed hashes of the last tokens, oldest first */
+	uint64_t ntokens;                   /* tokens seen since reset */
+	size_t toklen;                      /* bytes of the current token */
+	uint64_t tokword;                   /* its first 8 bytes, little-endian */
+	bool digits_only;                   /* the current token is a number */
 	char tok[SIMHASH_TOKEN_MAX];
 };
 
@@ -71,19 +86,56 @@ static void flush_acc(struct simhash_builder *b)
 {
 	for (int k = 0; k < 8; k++) {
 		for (int j = 0; j < 8; j++)
-			b->ones[8 * k + j] += (uint32_t)((b->acc[k] >> (8 * j)) & 0xFF);
+			b->count16[8 * k + j] += (uint32_t)((b->acc[k] >> (8 * j)) & 0xFF);
 		b->acc[k] = 0;
 	}
 	b->pending = 0;
 }
 
-static void count_shingle(struct simhash_builder *b, uint64_t h)
+/* Carry-save adder: a + b + c per lane = 2 * high + low. */
+static inline void csa(uint64_t *high, uint64_t *low, uint64_t a, uint64_t b, uint64_t c)
 {
+	uint64_t u = a ^ b;
+	*high = (a & b) | (u & c);
+	*low = u ^ c;
+}
+
+/* Adds two words of ones lane-wise into ones/twos; returns the carry into
+ * fours. */
+static inline uint64_t add_pair(struct simhash_builder *b, const uint64_t *d)
+{
+	uint64_t twos_a, twos_b, fours;
+	csa(&twos_a, &b->ones, b->ones, d[0], d[1]);
+	csa(&twos_b, &b->ones, b->ones, d[2], d[3]);
+	csa(&fours, &b->twos, b->twos, twos_a, twos_b);
+	return fours;
+}
+
+/* Adds the full batch of 16 hashes into the carry-save state. */
+static void add_batch(struct simhash_builder *b)
+{
+	const uint64_t *d = b->batch;
+	uint64_t fours_a, fours_b, eights_a, eights_b, sixteens;
+	fours_a = add_pair(b, d);
+	fours_b = add_pair(b, d + 4);
+	csa(&eights_a, &b->fours, b->fours, fours_a, fours_b);
+	fours_a = add_pair(b, d + 8);
+	fours_b = add_pair(b, d + 12);
+	csa(&eights_b, &b->fours, b->fours, fours_a, fours_b);
+	csa(&sixteens, &b->eights, b->eights, eights_a, eights_b);
 	for (int k = 0; k < 8; k++)
-		b->acc[k] += spread[(h >> (8 * k)) & 0xFF];
-	b->shingles++;
+		b->acc[k] += spread[(sixteens >> (8 * k)) & 0xFF];
+	b->nbatch = 0;
 	if (++b->pending == 255)
 		flush_acc(b);
+}
+
+static inline void count_shingle(struct simhash_builder *b, uint64_t h)
+{
+	b->batch[b->nbatch] = h;
+	b->shingles++;
+	if (++b->nbatch == SIMHASH_BATCH)
+		add_batch(b);
 }
 
 /* MurmurHash3's 64-bit finalizer: a bijection with full avalanche. */
@@ -97,20 +149,44 @@ static inline uint64_t fmix64(uint64_t h)
 	return h;
 }
 
-/* Shingle hash from token hashes (already uniform): a different odd
- * multiplier per position (order matters, and the products are independent,
- * so they run in parallel), then a 64-bit finalizer. */
-static uint64_t mix_tokens(const uint64_t *t, size_t n)
+static const uint64_t position_mul[SIMHASH_SHINGLE] = {
+	0x9E3779B97F4A7C15ULL, 0xC2B2AE3D27D4EB4FULL, 0x165667B19E3779F9ULL, 0x27D4EB2F165667C5ULL
+};
+
+/* A token hash as it enters the ring: folded once here rather than once
+ * per shingle it is part of. */
+static inline uint64_t ring_value(uint64_t th)
 {
-	static const uint64_t k[SIMHASH_SHINGLE] = { 0x9E3779B97F4A7C15ULL, 0xC2B2AE3D27D4EB4FULL,
-		                                     0x165667B19E3779F9ULL, 0x27D4EB2F165667C5ULL };
-	uint64_t h = 0x2545F4914F6CDD1DULL + n;
-	for (size_t i = 0; i < n; i++)
-		h += (t[i] ^ (t[i] >> 29)) * k[i];
+	return th ^ (th >> 29);
+}
+
+static inline uint64_t mix_final(uint64_t h)
+{
 	h ^= h >> 32;
 	h *= 0xD6E8FEB86659FD93ULL;
 	h ^= h >> 32;
 	return h;
+}
+
+/* Shingle hash from n ring values (token hashes, already uniform): a
+ * different odd multiplier per position (order matters, and the products
+ * are independent, so they run in parallel), then a 64-bit finalizer. */
+static uint64_t mix_tokens(const uint64_t *t, size_t n)
+{
+	uint64_t h = 0x2545F4914F6CDD1DULL + n;
+	for (size_t i = 0; i < n; i++)
+		h += t[i] * position_mul[i];
+	return mix_final(h);
+}
+
+/* mix_tokens(t, SIMHASH_SHINGLE), written out: the per-token path. */
+static inline uint64_t mix_shingle(const uint64_t *t)
+{
+	_Static_assert(SIMHASH_SHINGLE == 4, "mix_shingle is written for 4 tokens");
+	uint64_t h = 0x2545F4914F6CDD1DULL + SIMHASH_SHINGLE;
+	h += t[0] * position_mul[0] + t[1] * position_mul[1];
+	h += t[2] * position_mul[2] + t[3] * position_mul[3];
+	return mix_final(h);
 }
 
 static void end_token(struct simhash_builder *b)
@@ -133,9 +209,9 @@ static void end_token(struct simhash_builder *b)
 	b->tokword = 0;
 	for (int k = 0; k + 1 < SIMHASH_SHINGLE; k++)
 		b->ring[k] = b->ring[k + 1];
-	b->ring[SIMHASH_SHINGLE - 1] = th;
+	b->ring[SIMHASH_SHINGLE - 1] = ring_value(th);
 	if (++b->ntokens >= SIMHASH_SHINGLE)
-		count_shingle(b, mix_tokens(b->ring, SIMHASH_SHINGLE));
+		count_shingle(b, mix_shingle(b->ring));
 }
 
 struct simhash_builder *simhash_builder_create(void)
@@ -239,6 +315,22 @@ void simhash_builder_break(struct simhash_builder *b)
 	end_token(b);
 }
 
+/* Number of shingles counted in tmp with bit i set, for every i. */
+static void bit_counts(struct simhash_builder *tmp, uint64_t counts[64])
+{
+	flush_acc(tmp);
+	for (int i = 0; i < 64; i++) {
+		uint64_t c = 16 * (uint64_t)tmp->count16[i];
+		c += (tmp->ones >> i) & 1;
+		c += 2 * ((tmp->twos >> i) & 1);
+		c += 4 * ((tmp->fours >> i) & 1);
+		c += 8 * ((tmp->eights >> i) & 1);
+		for (uint32_t j = 0; j < tmp->nbatch; j++)
+			c += (tmp->batch[j] >> i) & 1;
+		counts[i] = c;
+	}
+}
+
 uint64_t simhash_builder_value(const struct simhash_builder *b)
 {
 	struct simhash_builder tmp = *b;
@@ -248,11 +340,12 @@ uint64_t simhash_builder_value(const struct simhash_builder *b)
 	if (tmp.ntokens < SIMHASH_SHINGLE)
 		count_shingle(&tmp, mix_tokens(tmp.ring + SIMHASH_SHINGLE - tmp.ntokens,
 		                               (size_t)tmp.ntokens));
-	flush_acc(&tmp);
+	uint64_t counts[64];
+	bit_counts(&tmp, counts);
 	/* bit i is set iff more shingles have it set than clear */
 	uint64_t v = 0;
 	for (int i = 0; i < 64; i++)
-		if (2 * (uint64_t)tmp.ones[i] > tmp.shingles)
+		if (2 * counts[i] > tmp.shingles)
 			v |= (uint64_t)1 << i;
 	return v;
 }
