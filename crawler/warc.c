@@ -494,11 +494,18 @@ static int hdr_add(char *hdr, size_t cap, size_t *len, const char *name, const c
 	memcpy(hdr + *len, name, n);
 	memcpy(hdr + *len + n, ": ", 2);
 	*len += n + 2;
-	for (const char *p = value; *p; p++) {
-		if (*len + 3 >= cap)
-			return -1;
-		hdr[(*len)++] = (*p == '\r' || *p == '\n') ? ' ' : *p;
-	}
+	size_t vlen = strlen(value);
+	if (*len + vlen + 3 > cap) /* the value, CR LF and NUL */
+		return -1;
+	char *d = hdr + *len;
+	memcpy(d, value, vlen);
+	for (char *q = memchr(d, '\r', vlen); q != NULL;
+	     q = memchr(q, '\r', (size_t)(d + vlen - q)))
+		*q = ' ';
+	for (char *q = memchr(d, '\n', vlen); q != NULL;
+	     q = memchr(q, '\n', (size_t)(d + vlen - q)))
+		*q = ' ';
+	*len += vlen;
 	hdr[(*len)++] = '\r';
 	hdr[(*len)++] = '\n';
 	hdr[*len] = '\0';
