@@ -19,6 +19,7 @@
 
 #include <curl/curl.h>
 
+#include "frontier/array.h"
 #include "frontier/chain.h"
 #include "frontier/ipaddr.h"
 
@@ -62,6 +63,10 @@ struct fetch_engine {
 	size_t open_handles; /* timer + socket polls not yet closed */
 	bool destroying;
 	struct fetch_stats stats;
+	/* Easy handles of finished transfers, reset and reused: creating and
+	 * destroying one per transfer cost more than the reset. */
+	CURL **spare_easy;
+	size_t nspare_easy, spare_easy_cap;
 };
 
 static int curl_users; /* engines alive: curl_global_init is done once */
@@ -515,6 +520,30 @@ static void transfer_unlink(struct fetch_engine *e, struct transfer *t)
 	DLIST_UNLINK(e->head, t);
 }
 
+/* A handle in its default state: a spare one reset, else a new one. */
+static CURL *easy_take(struct fetch_engine *e)
+{
+	if (e->nspare_easy == 0)
+		return curl_easy_init();
+	CURL *c = e->spare_easy[--e->nspare_easy];
+	curl_easy_reset(c);
+	return c;
+}
+
+/* Keeps a handle removed from the multi for the next transfer. */
+static void easy_give(struct fetch_engine *e, CURL *c)
+{
+	CURL **grown = e->destroying ? NULL
+	                             : array_grow(e->spare_easy, &e->spare_easy_cap, e->nspare_easy,
+	                                          sizeof(*grown), 64);
+	if (grown == NULL) {
+		curl_easy_cleanup(c);
+		return;
+	}
+	e->spare_easy = grown;
+	e->spare_easy[e->nspare_easy++] = c;
+}
+
 static void transfer_free(struct transfer *t)
 {
 	if (t == NULL)
@@ -571,6 +600,8 @@ static void transfer_finish(struct fetch_engine *e, struct transfer *t, CURLcode
 	e->stats.bytes += r->body.len;
 
 	curl_multi_remove_handle(e->multi, t->easy);
+	easy_give(e, t->easy);
+	t->easy = NULL;
 	transfer_unlink(e, t);
 	e->in_flight--;
 	t->res = NULL;
@@ -653,7 +684,7 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 	}
 	t->engine = e;
 	t->res = calloc(1, sizeof(*t->res));
-	t->easy = curl_easy_init();
+	t->easy = easy_take(e);
 	t->resolve = curl_slist_append(NULL, entry);
 	if (t->res == NULL || t->easy == NULL || t->resolve == NULL) {
 		rc = FETCH_ERR_NOMEM;
@@ -861,6 +892,10 @@ void fetch_engine_destroy(struct fetch_engine *e)
 	while (e->head != NULL)
 		transfer_finish(e, e->head, CURLE_OK, true);
 	uv_timer_stop(&e->timer);
+	while (e->nspare_easy > 0)
+		curl_easy_cleanup(e->spare_easy[--e->nspare_easy]);
+	free(e->spare_easy);
+	e->spare_easy = NULL;
 	curl_multi_cleanup(e->multi);
 	e->multi = NULL;
 	/* Sockets curl did not report removed before going away. */
