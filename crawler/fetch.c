@@ -25,6 +25,9 @@
 
 #define FETCH_DEFAULT_MAX_CONN 1024
 #define FETCH_REQ_HDR_CAP 65536u
+/* A body buffer is sized from Content-Length up to this much at once: the
+ * web controls that header, so a larger claim grows as bytes arrive. */
+#define FETCH_BODY_RESERVE_MAX (256u * 1024u)
 
 struct sock_ctx {
 	uv_poll_t poll;
@@ -293,11 +296,28 @@ static int64_t now_unix_ms(void)
 
 /* ---------- curl callbacks ---------- */
 
+/* Before the first body bytes: room for the whole body when the response
+ * gives its length, so the buffer is not copied as it doubles. */
+static void body_reserve(struct transfer *t, size_t cap)
+{
+	curl_off_t cl = -1;
+	if (curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) != CURLE_OK ||
+	    cl <= 0 || (uint64_t)cl > FETCH_BODY_RESERVE_MAX || (uint64_t)cl > cap)
+		return;
+	uint8_t *p = malloc((size_t)cl);
+	if (p == NULL)
+		return; /* buf_append tries again, and reports */
+	t->res->body.data = p;
+	t->body_alloc = (size_t)cl;
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
 {
 	struct transfer *t = userp;
 	size_t n = size * nmemb;
 	size_t cap = t->engine->cfg.max_body_bytes;
+	if (t->body_alloc == 0)
+		body_reserve(t, cap);
 	struct fetch_result *r = t->res;
 	if (r->body.len + n > cap) {
 		size_t keep = cap - r->body.len;
