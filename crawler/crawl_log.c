@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,12 +82,18 @@ static void put_field(char *buf, size_t cap, size_t *pos, const char *s)
 	}
 	/* backslash, tab, newline and return as \\, \t, \n, \r; other controls as \xNN */
 	static const char special[] = "\\\t\n\r", letter[] = "\\tnr";
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		char esc[5];
-		if (*p >= 0x20 && *p != 0x7f && *p != '\\') {
-			put(buf, cap, pos, (const char *)p, 1);
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		/* a run of bytes that go out as they are, in one copy */
+		const unsigned char *q = p;
+		while (*q >= 0x20 && *q != 0x7f && *q != '\\')
+			q++;
+		if (q > p) {
+			put(buf, cap, pos, (const char *)p, (size_t)(q - p));
+			p = q;
 			continue;
 		}
+		char esc[5];
 		const char *sp = strchr(special, *p);
 		if (sp) {
 			esc[0] = '\\';
@@ -96,14 +103,68 @@ static void put_field(char *buf, size_t cap, size_t *pos, const char *s)
 			snprintf(esc, sizeof(esc), "\\x%02x", *p);
 			put(buf, cap, pos, esc, 4);
 		}
+		p++;
 	}
 }
 
-static void put_num(char *buf, size_t cap, size_t *pos, const char *fmt, long long v)
+/* Writes v in decimal, at least `width` digits (zero-padded), ending just
+ * before end; returns where it starts. Lines are formatted per fetch:
+ * printf's parsing of its format costs more than the digits. */
+static char *decimal(char *end, unsigned long long v, int width)
 {
-	char tmp[32];
-	int n = snprintf(tmp, sizeof(tmp), fmt, v);
-	put(buf, cap, pos, tmp, (size_t)n);
+	char *p = end;
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0 || end - p < width);
+	return p;
+}
+
+/* A number column: signed (kind 'd') or unsigned ('u'), as %lld / %llu. */
+static void put_num(char *buf, size_t cap, size_t *pos, char kind, long long v)
+{
+	char tmp[24];
+	char *end = tmp + sizeof(tmp);
+	bool neg = kind == 'd' && v < 0;
+	unsigned long long mag = neg ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+	char *p = decimal(end, mag, 1);
+	if (neg)
+		*--p = '-';
+	put(buf, cap, pos, p, (size_t)(end - p));
+}
+
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ" into ts, as printf's %04d-%02d-...%03dZ;
+ * returns its length. */
+static size_t format_timestamp(const struct tm *tm, int ms, char ts[40])
+{
+	char *o = ts;
+	const struct {
+		long long v;
+		int width;
+		char after;
+	} parts[] = {
+		{ tm->tm_year + 1900LL, 4, '-' },
+		{ tm->tm_mon + 1, 2, '-' },
+		{ tm->tm_mday, 2, 'T' },
+		{ tm->tm_hour, 2, ':' },
+		{ tm->tm_min, 2, ':' },
+		{ tm->tm_sec, 2, '.' },
+		{ ms, 3, 'Z' },
+	};
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		char tmp[24];
+		char *end = tmp + sizeof(tmp);
+		long long v = parts[i].v;
+		bool neg = v < 0; /* printf's width counts the sign */
+		char *p = decimal(end, neg ? 0ULL - (unsigned long long)v : (unsigned long long)v,
+		                  neg ? parts[i].width - 1 : parts[i].width);
+		if (neg)
+			*--p = '-';
+		memcpy(o, p, (size_t)(end - p));
+		o += end - p;
+		*o++ = parts[i].after;
+	}
+	return (size_t)(o - ts);
 }
 
 size_t crawl_log_format(const struct crawl_log_entry *e, char *buf, size_t cap)
@@ -118,30 +179,28 @@ size_t crawl_log_format(const struct crawl_log_entry *e, char *buf, size_t cap)
 		secs -= 1;
 	}
 	gmtime_r(&secs, &tm);
-	int n = snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-	                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
-	put(buf, cap, &pos, ts, (size_t)n);
+	put(buf, cap, &pos, ts, format_timestamp(&tm, ms, ts));
 	/* the columns after the timestamp, in order */
 	const struct {
-		const char *fmt; /* a number's format; NULL for a text field */
+		char kind; /* a number: 'd' signed, 'u' unsigned; 0: a text field */
 		long long num;
 		const char *text;
 	} cols[] = {
-		{ "%lld", e->status, NULL },
-		{ "%llu", (long long)e->bytes, NULL },
-		{ NULL, 0, e->url },
-		{ NULL, 0, e->via },
-		{ "%lld", e->depth, NULL },
-		{ NULL, 0, e->content_type },
-		{ "%llu", (long long)e->duration_ms, NULL },
-		{ NULL, 0, e->ip },
-		{ NULL, 0, e->error },
-		{ NULL, 0, e->redirect },
+		{ 'd', e->status, NULL },
+		{ 'u', (long long)e->bytes, NULL },
+		{ 0, 0, e->url },
+		{ 0, 0, e->via },
+		{ 'd', e->depth, NULL },
+		{ 0, 0, e->content_type },
+		{ 'u', (long long)e->duration_ms, NULL },
+		{ 0, 0, e->ip },
+		{ 0, 0, e->error },
+		{ 0, 0, e->redirect },
 	};
 	put(buf, cap, &pos, "\t", 1);
 	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
-		if (cols[i].fmt)
-			put_num(buf, cap, &pos, cols[i].fmt, cols[i].num);
+		if (cols[i].kind)
+			put_num(buf, cap, &pos, cols[i].kind, cols[i].num);
 		else
 			put_field(buf, cap, &pos, cols[i].text);
 		put(buf, cap, &pos, "\t", 1);
@@ -166,7 +225,7 @@ size_t crawl_log_format(const struct crawl_log_entry *e, char *buf, size_t cap)
 	if (!any)
 		put(buf, cap, &pos, "-", 1);
 	put(buf, cap, &pos, "\t", 1);
-	put_num(buf, cap, &pos, "%llu", (long long)e->wait_ms);
+	put_num(buf, cap, &pos, 'u', (long long)e->wait_ms);
 	put(buf, cap, &pos, "\n", 1);
 	if (cap > 0)
 		buf[pos < cap ? pos : cap - 1] = '\0';

@@ -21,11 +21,15 @@
 #include <curl/curl.h>
 
 #include "crawler/ip_conns.h"
+#include "frontier/array.h"
 #include "frontier/chain.h"
 #include "frontier/ipaddr.h"
 
 #define FETCH_DEFAULT_MAX_CONN 1024
 #define FETCH_REQ_HDR_CAP 65536u
+/* A body buffer is sized from Content-Length up to this much at once: the
+ * web controls that header, so a larger claim grows as bytes arrive. */
+#define FETCH_BODY_RESERVE_MAX (256u * 1024u)
 
 struct sock_ctx {
 	uv_poll_t poll;
@@ -70,6 +74,10 @@ struct fetch_engine {
 	size_t open_handles; /* timer + socket polls not yet closed */
 	bool destroying;
 	struct fetch_stats stats;
+	/* Easy handles of finished transfers, reset and reused: creating and
+	 * destroying one per transfer cost more than the reset. */
+	CURL **spare_easy;
+	size_t nspare_easy, spare_easy_cap;
 };
 
 static int curl_users; /* engines alive: curl_global_init is done once */
@@ -210,11 +218,28 @@ static int64_t now_unix_ms(void)
 
 /* ---------- curl callbacks ---------- */
 
+/* Before the first body bytes: room for the whole body when the response
+ * gives its length, so the buffer is not copied as it doubles. */
+static void body_reserve(struct transfer *t, size_t cap)
+{
+	curl_off_t cl = -1;
+	if (curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) != CURLE_OK ||
+	    cl <= 0 || (uint64_t)cl > FETCH_BODY_RESERVE_MAX || (uint64_t)cl > cap)
+		return;
+	uint8_t *p = malloc((size_t)cl);
+	if (p == NULL)
+		return; /* buf_append tries again, and reports */
+	t->res->body.data = p;
+	t->body_alloc = (size_t)cl;
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
 {
 	struct transfer *t = userp;
 	size_t n = size * nmemb;
 	size_t cap = t->engine->cfg.max_body_bytes;
+	if (t->body_alloc == 0)
+		body_reserve(t, cap);
 	struct fetch_result *r = t->res;
 	if (r->body.len + n > cap) {
 		size_t keep = cap - r->body.len;
@@ -511,6 +536,30 @@ static void transfer_unlink(struct fetch_engine *e, struct transfer *t)
 	DLIST_UNLINK(e->head, t);
 }
 
+/* A handle in its default state: a spare one reset, else a new one. */
+static CURL *easy_take(struct fetch_engine *e)
+{
+	if (e->nspare_easy == 0)
+		return curl_easy_init();
+	CURL *c = e->spare_easy[--e->nspare_easy];
+	curl_easy_reset(c);
+	return c;
+}
+
+/* Keeps a handle removed from the multi for the next transfer. */
+static void easy_give(struct fetch_engine *e, CURL *c)
+{
+	CURL **grown = e->destroying ? NULL
+	                             : array_grow(e->spare_easy, &e->spare_easy_cap, e->nspare_easy,
+	                                          sizeof(*grown), 64);
+	if (grown == NULL) {
+		curl_easy_cleanup(c);
+		return;
+	}
+	e->spare_easy = grown;
+	e->spare_easy[e->nspare_easy++] = c;
+}
+
 static void transfer_free(struct transfer *t)
 {
 	if (t == NULL)
@@ -549,6 +598,8 @@ static void transfer_finish(struct fetch_engine *e, struct transfer *t, CURLcode
 	e->stats.bytes += r->body.len;
 
 	curl_multi_remove_handle(e->multi, t->easy);
+	easy_give(e, t->easy);
+	t->easy = NULL;
 	transfer_unlink(e, t);
 	e->in_flight--;
 	t->res = NULL;
@@ -631,7 +682,7 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 	}
 	t->engine = e;
 	t->res = calloc(1, sizeof(*t->res));
-	t->easy = curl_easy_init();
+	t->easy = easy_take(e);
 	t->resolve = curl_slist_append(NULL, entry);
 	if (t->res == NULL || t->easy == NULL || t->resolve == NULL) {
 		rc = FETCH_ERR_NOMEM;
@@ -859,6 +910,10 @@ void fetch_engine_destroy(struct fetch_engine *e)
 	while (e->head != NULL)
 		transfer_finish(e, e->head, CURLE_OK, true);
 	uv_timer_stop(&e->timer);
+	while (e->nspare_easy > 0)
+		curl_easy_cleanup(e->spare_easy[--e->nspare_easy]);
+	free(e->spare_easy);
+	e->spare_easy = NULL;
 	curl_multi_cleanup(e->multi);
 	e->multi = NULL;
 	ip_conns_destroy(e->conns); /* after curl closed its cached connections */

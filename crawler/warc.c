@@ -100,6 +100,9 @@ struct warc_writer {
 	/* SHA-1, fetched once (an implicit fetch per digest costs a lookup). */
 	EVP_MD *sha1;
 	EVP_MD_CTX *md;
+
+	uint8_t random[256]; /* for record ids; the last random_left unused */
+	size_t random_left;
 };
 
 const char *warc_strerror(enum warc_error err)
@@ -165,27 +168,47 @@ static void digest_insert(struct warc_writer *w, const uint8_t d[20], const char
 
 /* ---------- records ---------- */
 
-static void make_uuid(char out[48])
+/* Random bytes for record ids, drawn from the kernel a block at a time
+ * (one getrandom() per 16 records, not one per record). */
+static void random_bytes(struct warc_writer *w, uint8_t *u, size_t len)
 {
-	uint8_t u[16];
-	size_t got = 0;
-	while (got < sizeof(u)) {
-		ssize_t n = getrandom(u + got, sizeof(u) - got, 0);
-		if (n <= 0) {
-			/* Fall back to rand(): ids stay unique enough for one crawl. */
-			for (; got < sizeof(u); got++)
-				u[got] = (uint8_t)rand();
-			break;
+	if (w->random_left < len) {
+		size_t got = 0;
+		while (got < sizeof(w->random)) {
+			ssize_t n = getrandom(w->random + got, sizeof(w->random) - got, 0);
+			if (n <= 0) {
+				/* Fall back to rand(): ids stay unique enough for one crawl. */
+				for (; got < sizeof(w->random); got++)
+					w->random[got] = (uint8_t)rand();
+				break;
+			}
+			got += (size_t)n;
 		}
-		got += (size_t)n;
+		w->random_left = sizeof(w->random);
 	}
+	memcpy(u, w->random + sizeof(w->random) - w->random_left, len);
+	w->random_left -= len;
+}
+
+static void make_uuid(struct warc_writer *w, char out[48])
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t u[16];
+	random_bytes(w, u, sizeof(u));
 	u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
 	u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
-	snprintf(out, 48,
-	         "<urn:uuid:%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
-	         "%02x%02x%02x%02x%02x%02x>",
-	         u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
-	         u[13], u[14], u[15]);
+	/* <urn:uuid:8-4-4-4-12 hex digits>, without printf (two per response). */
+	char *o = out;
+	memcpy(o, "<urn:uuid:", 10);
+	o += 10;
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			*o++ = '-';
+		*o++ = hex[u[i] >> 4];
+		*o++ = hex[u[i] & 0x0f];
+	}
+	*o++ = '>';
+	*o = '\0';
 }
 
 static void format_date(int64_t unix_ms, char out[32])
@@ -288,7 +311,7 @@ static enum warc_error write_warcinfo(struct warc_writer *w)
 	                  w->user_agent ? w->user_agent : "", w->user_agent ? "\r\n" : "");
 	if (fl < 0 || (size_t)fl >= sizeof(fields))
 		return WARC_ERR_INVALID;
-	make_uuid(id);
+	make_uuid(w, id);
 	format_date(now_unix_ms(), date);
 	int hl = snprintf(hdr, sizeof(hdr),
 	                  "WARC/1.1\r\nWARC-Type: warcinfo\r\nWARC-Record-ID: %s\r\n"
@@ -466,15 +489,24 @@ static int hdr_add(char *hdr, size_t cap, size_t *len, const char *name, const c
 {
 	/* Values come from the web (URLs): strip CR/LF so a header cannot be
 	 * injected. */
-	int n = snprintf(hdr + *len, cap - *len, "%s: ", name);
-	if (n < 0 || (size_t)n >= cap - *len)
+	size_t n = strlen(name);
+	if (n + 2 >= cap - *len)
 		return -1;
-	*len += (size_t)n;
-	for (const char *p = value; *p; p++) {
-		if (*len + 3 >= cap)
-			return -1;
-		hdr[(*len)++] = (*p == '\r' || *p == '\n') ? ' ' : *p;
-	}
+	memcpy(hdr + *len, name, n);
+	memcpy(hdr + *len + n, ": ", 2);
+	*len += n + 2;
+	size_t vlen = strlen(value);
+	if (*len + vlen + 3 > cap) /* the value, CR LF and NUL */
+		return -1;
+	char *d = hdr + *len;
+	memcpy(d, value, vlen);
+	for (char *q = memchr(d, '\r', vlen); q != NULL;
+	     q = memchr(q, '\r', (size_t)(d + vlen - q)))
+		*q = ' ';
+	for (char *q = memchr(d, '\n', vlen); q != NULL;
+	     q = memchr(q, '\n', (size_t)(d + vlen - q)))
+		*q = ' ';
+	*len += vlen;
 	hdr[(*len)++] = '\r';
 	hdr[(*len)++] = '\n';
 	hdr[*len] = '\0';
@@ -645,8 +677,8 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 	char plabel[38];
 
 	*remember = false;
-	make_uuid(req_id);
-	make_uuid(resp_id);
+	make_uuid(w, req_id);
+	make_uuid(w, resp_id);
 	format_date(f->date_unix_ms, date);
 	struct piece body = { f->body, f->body_len };
 	rc = digest_pieces(w, &body, 1, pd);
