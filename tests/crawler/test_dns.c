@@ -9,6 +9,9 @@
  *   v6-*      AAAA 2001:db8::<name length> (TTL 200), no A record
  *   dual-*    both: A as below (TTL 300), AAAA as v6-* (TTL 200)
  *   v6sf-*    AAAA 2001:db8::1, SERVFAIL to A
+ *   many-*    25 A records 10.0.0.1..25 (more than DNS_MAX_ADDRS)
+ *   lieid-*   an answer to another query (the transaction ID changed)
+ *   liename-* an answer to another name (the question's first letter changed)
  *   anything else: one A record 127.0.1.<name length>, TTL 300, no AAAA
  * It counts A queries per name so coalescing and caching can be checked
  * (a lookup asks A and AAAA together), and AAAA queries apart. */
@@ -156,6 +159,10 @@ static void *responder_run(void *arg)
 			a[3] |= 2;
 		} else if (strncmp(name, "v6-", 3) == 0) {
 			/* no A record */
+		} else if (strncmp(name, "many-", 5) == 0) {
+			a[7] = 25;
+			for (unsigned char i = 1; i <= 25; i++)
+				len += put_a(a + len, 300, (unsigned char[4]){ 10, 0, 0, i });
 		} else if (strncmp(name, "multi-", 6) == 0) {
 			unsigned char ip1[4] = { 10, 9, 8, 7 }, ip2[4] = { 10, 9, 8, 6 };
 			a[7] = 2;
@@ -166,6 +173,10 @@ static void *responder_run(void *arg)
 			a[7] = 1;
 			len += put_a(a + len, strncmp(name, "ttl1-", 5) == 0 ? 1 : 300, ip);
 		}
+		if (strncmp(name, "lieid-", 6) == 0)
+			a[1] ^= 0x5a;
+		if (strncmp(name, "liename-", 8) == 0)
+			a[13] ^= 0x01; /* 'l' -> 'm' */
 		sendto(r->fd, a, len, 0, (struct sockaddr *)&from, fl);
 	}
 	return NULL;
@@ -455,6 +466,32 @@ START_TEST(transient_failures_back_off)
 }
 END_TEST
 
+/* Answers the web controls: more records than a lookup keeps (the first
+ * DNS_MAX_ADDRS are kept, in order), and answers that lie about what they
+ * answer, which count as no answer at all. */
+START_TEST(oversized_and_lying_answers)
+{
+	struct answer a;
+	char want[32];
+	make_resolver(NULL, 60);
+	resolve_run("many-a.test", 0, &a);
+	ck_assert_int_eq(a.err, DNS_OK);
+	ck_assert_uint_eq(a.n, DNS_MAX_ADDRS);
+	for (size_t i = 0; i < a.n; i++) {
+		snprintf(want, sizeof want, "10.0.0.%zu", i + 1);
+		ck_assert_str_eq(addr_text(&a, i), want);
+	}
+	resolve_run("lieid-a.test", 0, &a);
+	ck_assert_int_eq(a.err, DNS_ERR_TIMEOUT);
+	ck_assert_uint_eq(a.n, 0);
+	resolve_run("liename-a.test", 0, &a);
+	ck_assert_int_eq(a.err, DNS_ERR_TIMEOUT);
+	ck_assert_uint_eq(a.n, 0);
+	ck_assert_int_eq(name_count(resp, "lieid-a.test"), 1);
+	ck_assert_int_eq(name_count(resp, "liename-a.test"), 1);
+}
+END_TEST
+
 START_TEST(coalescing_and_eviction)
 {
 	struct answer a[10];
@@ -653,6 +690,7 @@ int main(void)
 	tcase_add_test(tc, prefer_ipv6);
 	tcase_add_test(tc, negative_cache);
 	tcase_add_test(tc, transient_failures_back_off);
+	tcase_add_test(tc, oversized_and_lying_answers);
 	tcase_add_test(tc, coalescing_and_eviction);
 	tcase_add_test(tc, only_configured_server);
 	tcase_add_test(tc, destroy_cancels);
