@@ -74,11 +74,13 @@ static const uint64_t spread[256] = { SP64(0), SP64(64), SP64(128), SP64(192) };
 /* Token bytes: ASCII letters and digits, and every octet >= 0x80 (so
  * UTF-8 letters stay in their word); everything else separates tokens. A
  * token byte enters the token with ASCII letters lowercased. */
+#if !defined(__SSE2__) /* block_masks' SSE2 path tests the same bytes */
 static inline bool is_token_byte(unsigned char c)
 {
 	unsigned char lower = c | 0x20;
 	return c >= 0x80 || (c >= '0' && c <= '9') || (lower >= 'a' && lower <= 'z');
 }
+#endif
 
 static void flush_acc(struct simhash_builder *b)
 {
