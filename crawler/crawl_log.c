@@ -212,6 +212,7 @@ size_t crawl_log_format(const struct crawl_log_entry *e, char *buf, size_t cap)
 		{ CRAWL_LOG_TRUNCATED, "truncated" }, { CRAWL_LOG_REDIRECT, "redirect" },
 		{ CRAWL_LOG_NEAR_DUP, "near-dup" },   { CRAWL_LOG_REVISIT, "revisit" },
 		{ CRAWL_LOG_ROBOTS, "robots" },       { CRAWL_LOG_EMBED, "embed" },
+		{ CRAWL_LOG_REQUEUED, "requeued" },
 	};
 	int any = 0;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -47,6 +47,11 @@ const char *crawl_log_strerror(enum crawl_log_error err);
 #define CRAWL_LOG_REVISIT 0x08u
 #define CRAWL_LOG_ROBOTS 0x10u
 #define CRAWL_LOG_EMBED 0x20u
+/* The request goes again later (a connect that failed over to the host's
+ * other address family, a reused connection closed unanswered): the line
+ * records an attempt, not the URL's fetch, and a resume replays no such
+ * line. */
+#define CRAWL_LOG_REQUEUED 0x40u
 
 /* One line. Strings borrowed for the call; NULL prints "-". */
 struct crawl_log_entry {

@@ -414,6 +414,7 @@ static int parse_line(struct crawl_tail *t, size_t len)
 	e->bytes = (uint64_t)bytes;
 	e->depth = (uint32_t)depth;
 	e->robots = crawl_log_has_flag(f[CRAWL_LOG_F_FLAGS], fl[CRAWL_LOG_F_FLAGS], "robots");
+	e->requeued = crawl_log_has_flag(f[CRAWL_LOG_F_FLAGS], fl[CRAWL_LOG_F_FLAGS], "requeued");
 	if (!(e->url = field(f, fl, CRAWL_LOG_F_URL, &p)) ||
 	    !(e->via = field(f, fl, CRAWL_LOG_F_VIA, &p)) ||
 	    !(e->content_type = field(f, fl, CRAWL_LOG_F_CTYPE, &p)) ||
@@ -576,7 +577,7 @@ static int replay_one(const struct crawl_tail_replay_parts *p, const struct craw
 	uint32_t host;
 	int ok = !e->robots && e->status >= 200 && e->status < 300 && e->bytes > 0;
 	int html = ok && visit_is_html(e->content_type);
-	if (e->status == -(long)FETCH_ERR_CANCELLED || (html && !e->body) ||
+	if (e->status == -(long)FETCH_ERR_CANCELLED || e->requeued || (html && !e->body) ||
 	    (ok && !html && p->cfg->crawl.sitemaps))
 		return 0;
 	if (visit_host_get(p->visit, e->url, strlen(e->url), &host) != 0 ||

@@ -58,6 +58,7 @@ struct crawl_tail_entry {
 	uint32_t depth;
 	int robots;                   /* a robots.txt fetch */
 	int revisit;                  /* its record is a revisit */
+	int requeued;                 /* an attempt whose request went again */
 	const char *content_encoding; /* of the record's HTTP headers, or NULL */
 	const uint8_t *body;          /* the record's payload as received (content-
 	                                 encoded); NULL: no response record */

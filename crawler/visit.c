@@ -538,17 +538,19 @@ static void count_result(struct visit *v, struct host_state *hs, const struct fe
 
 /* A page whose reused connection closed before answering (libcurl's
  * immediate re-send refused, fetch.h): back at the front of its queue, to
- * be fetched at the host's next visit, after the politeness delay. */
-static void page_requeue(struct visit *v, struct req *q, const char *via)
+ * be fetched at the host's next visit, after the politeness delay. 1 when
+ * so (its log line is then an attempt: CRAWL_LOG_REQUEUED). */
+static int page_requeue(struct visit *v, struct req *q, const char *via)
 {
 	struct host_state *hs = visit_host_state(v, q->host);
 	if (hs->reuse_drops >= VISIT_MAX_REUSE_DROPS)
-		return;
+		return 0;
 	if (frontier_unpop(v->p.frontier, q->host, q->url, strlen(q->url), via, strlen(via),
-	                   frontier_depth_pack(q->depth, (uint32_t)q->redirects)) == FRONTIER_OK) {
-		hs->reuse_drops++;
-		v->p.stats->reuse_retries++;
-	}
+	                   frontier_depth_pack(q->depth, (uint32_t)q->redirects)) != FRONTIER_OK)
+		return 0;
+	hs->reuse_drops++;
+	v->p.stats->reuse_retries++;
+	return 1;
 }
 
 /* A page (not robots.txt): its redirect, whether to parse it. */
@@ -556,8 +558,8 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
                         struct crawl_job *j, int *follow)
 {
 	v->p.stats->pages_done++;
-	if (res->reuse_dropped && !*v->p.stopping)
-		page_requeue(v, q, j->via ? j->via : "");
+	if (res->reuse_dropped && !*v->p.stopping && page_requeue(v, q, j->via ? j->via : ""))
+		j->flags |= CRAWL_LOG_REQUEUED;
 	frontier_host_account(v->p.frontier, q->host, 1, res->body.len);
 	if (res->error == FETCH_OK && res->status >= 300 && res->status < 400 && res->location) {
 		int crawlable;
@@ -660,6 +662,7 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 	int fell_back = family_fallback(v, q, hs, res);
 	q->via = NULL; /* the job's now */
 	if (fell_back) {
+		j->flags |= CRAWL_LOG_REQUEUED;
 		req_release(v, q);
 		return j;
 	}

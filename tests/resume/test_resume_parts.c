@@ -345,7 +345,7 @@ static const char PAGE_B[] = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
 
 /* What the writer would have left after a crash: a checkpoint's cut in
  * the first WARC file and the log; after it, lines with and without
- * records, a revisit, a robots.txt answer in the next file, a record torn
+ * records, an attempt requeued, a revisit, a robots.txt answer in the next file, a record torn
  * at the end and a log line torn after it. Fills pos. */
 static void write_tail(const char *dir, struct crawl_tail_pos *pos)
 {
@@ -365,6 +365,7 @@ static void write_tail(const char *dir, struct crawl_tail_pos *pos)
 	append_fetch(w1, "http://h.test/b", PAGE_B, "sha1:B", (size_t)-1);
 	append_line(log, "200", "http://h.test/b", "text/html", "-", "-", 1);
 	append_line(log, "-28", "http://h.test/timeout", "-", "-", "-", 1);      /* no response */
+	append_line(log, "-7", "http://h.test/again", "-", "-", "requeued", 1);  /* an attempt */
 	append_line(log, "200", "http://h.test/lost", "text/html", "-", "-", 1); /* record lost */
 	append_fetch(w1, "http://h.test/c", NULL, "sha1:B", (size_t)-1);         /* as b's */
 	append_line(log, "200", "http://h.test/c", "text/html", "-", "revisit", 1);
@@ -413,6 +414,11 @@ START_TEST(tail_pairs_log_lines_with_their_records)
 	e = tail_next(t);
 	ck_assert_str_eq(e->url, "http://h.test/timeout");
 	ck_assert_int_eq(e->status, -28);
+	ck_assert_ptr_null(e->body);
+	ck_assert_int_eq(e->requeued, 0);
+	e = tail_next(t); /* an attempt whose request went again: never replayed */
+	ck_assert_str_eq(e->url, "http://h.test/again");
+	ck_assert_int_eq(e->requeued, 1);
 	ck_assert_ptr_null(e->body);
 	e = tail_next(t); /* its record is missing: the next one is not its */
 	ck_assert_str_eq(e->url, "http://h.test/lost");
