@@ -1450,15 +1450,16 @@ static int bind_tcp(const char *ip, int port)
 	return fd;
 }
 
-/* Address of listener k (text, into buf of 16): the K host addresses, then
- * 127.0.0.1 (proxy use), then ::1 (--ipv6). */
-static const char *listener_addr(int ips, int k, char *buf)
+/* Address of listener k (text, into buf of size bytes): the K host
+ * addresses, then 127.0.0.1 (proxy use), then ::1 (--ipv6). */
+static const char *listener_addr(int ips, int k, char *buf, size_t size)
 {
 	if (k == ips)
-		return strcpy(buf, "127.0.0.1");
-	if (k == ips + 1)
-		return strcpy(buf, "::1");
-	snprintf(buf, 16, "127.0.1.%d", (1 + k) & 255);
+		snprintf(buf, size, "127.0.0.1");
+	else if (k == ips + 1)
+		snprintf(buf, size, "::1");
+	else
+		snprintf(buf, size, "127.0.1.%d", (1 + k) & 255);
 	return buf;
 }
 
@@ -1469,7 +1470,7 @@ static int bind_all(int ips, int n, int port, int *fds)
 		int p = port, k;
 		for (k = 0; k < n; k++) {
 			char ip[16];
-			int fd = bind_tcp(listener_addr(ips, k, ip), p);
+			int fd = bind_tcp(listener_addr(ips, k, ip, sizeof ip), p);
 			if (fd < 0)
 				break;
 			fds[k] = fd;
@@ -1620,7 +1621,7 @@ int tw_server_run(struct tw_config *cfg, const struct tw_server_options *so)
 	for (int k = 0; k < nl; k++) {
 		struct listener *l = &s.lis[k];
 		l->srv = &s;
-		listener_addr(cfg->ips, k, l->ip);
+		listener_addr(cfg->ips, k, l->ip, sizeof l->ip);
 		uv_tcp_init(&loop, &l->tcp);
 		l->tcp.data = l;
 		s.nlis++;
