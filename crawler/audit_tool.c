@@ -56,8 +56,11 @@ int audit_tool_main(int argc, char **argv)
 {
 	const char *dir = NULL, *json = NULL, *html = NULL;
 	bool quiet = false;
-	const struct tool_value_opt opts[] = { { "--json", &json }, { "--html", &html } };
-	const struct tool_spec spec = { "audit", usage, opts, 2, "--quiet", "-q", &quiet, &dir };
+	const struct tool_spec spec = { "audit",
+		                        usage,
+		                        { { "--json", NULL, &json }, { "--html", NULL, &html } },
+		                        { "--quiet", "-q", &quiet },
+		                        &dir };
 	int st = tool_parse_args(&spec, argc, argv);
 	if (st >= 0)
 		return st;

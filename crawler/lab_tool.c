@@ -142,18 +142,17 @@ static int run_all(const struct lab_plan *plan, struct lab_result *runs, const c
 
 int lab_tool_main(int argc, char **argv)
 {
-	const char *plan_path = NULL, *dir = NULL, *dir_long = NULL, *tw_opt = NULL;
+	const char *plan_path = NULL, *dir = NULL, *tw_opt = NULL;
 	bool quiet = false;
-	const struct tool_value_opt opts[] = { { "-o", &dir },
-		                               { "--output", &dir_long },
-		                               { "--testweb", &tw_opt } };
-	const struct tool_spec spec = {
-		"lab", usage, opts, 3, "--quiet", "-q", &quiet, &plan_path
-	};
+	const struct tool_spec spec = { "lab",
+		                        usage,
+		                        { { "--output", "-o", &dir },
+		                          { "--testweb", NULL, &tw_opt } },
+		                        { "--quiet", "-q", &quiet },
+		                        &plan_path };
 	int st = tool_parse_args(&spec, argc, argv);
 	if (st >= 0)
 		return st;
-	dir = dir ? dir : dir_long;
 	if (dir == NULL) {
 		fprintf(stderr, "crawler lab: no output folder: give -o DIR\n");
 		return 2;

@@ -106,44 +106,57 @@ static inline int tool_count(const char *name, const char *option, const char *v
 }
 
 /* A tool's arguments described as data: its value options (each
- * "--name VALUE" or "--name=VALUE" sets *value), at most one flag
+ * "--name VALUE", "--name=VALUE" or its short name "-x VALUE" sets
+ * *value; the list ends at the first without a name), at most one flag
  * (long and short name, sets *flag), and its one operand. */
 struct tool_value_opt {
-	const char *name;
+	const char *name, *short_name; /* short_name may be NULL */
 	const char **value;
 };
+
+#define TOOL_MAX_VALUE_OPTS 4
 
 struct tool_spec {
 	const char *name; /* "links" in "crawler links" */
 	void (*usage)(FILE *out);
-	const struct tool_value_opt *opts;
-	size_t nopts;
-	const char *flag_long, *flag_short; /* flag_long NULL: no flag */
-	bool *flag;
+	struct tool_value_opt opts[TOOL_MAX_VALUE_OPTS];
+	struct tool_flag_opt {
+		const char *name, *short_name; /* name NULL: no flag */
+		bool *set;
+	} flag;
 	const char **operand;
 };
+
+/* The value argv[*i] gives one of the spec's value options (stored in
+ * it), or NULL when argv[*i] is no value option. */
+static inline const char *tool_value_arg(const struct tool_spec *t, int argc, char **argv, int *i)
+{
+	for (size_t k = 0; k < TOOL_MAX_VALUE_OPTS && t->opts[k].name != NULL; k++) {
+		const struct tool_value_opt *o = &t->opts[k];
+		const char *value = tool_option(argc, argv, i, o->name);
+		if (value == NULL && o->short_name != NULL)
+			value = tool_option(argc, argv, i, o->short_name);
+		if (value != NULL)
+			return *o->value = value;
+	}
+	return NULL;
+}
 
 /* Parses argv by the spec; the operand is required. -1 when the tool goes
  * on, else its exit status: 0 after --help, 2 for a usage error. */
 static inline int tool_parse_args(const struct tool_spec *t, int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
-		size_t k = 0;
-		const char *value = NULL;
-		while (k < t->nopts &&
-		       (value = tool_option(argc, argv, &i, t->opts[k].name)) == NULL)
-			k++;
-		if (value != NULL) {
-			*t->opts[k].value = value;
-		} else if (t->flag_long != NULL &&
-		           tool_flag(argv[i], t->flag_long, t->flag_short)) {
-			*t->flag = true;
-		} else {
-			int st = tool_other_arg(t->name, "unknown option or missing value", argv[i],
-			                        t->operand, t->usage);
-			if (st >= 0)
-				return st;
+		if (tool_value_arg(t, argc, argv, &i) != NULL)
+			continue;
+		if (t->flag.name != NULL && tool_flag(argv[i], t->flag.name, t->flag.short_name)) {
+			*t->flag.set = true;
+			continue;
 		}
+		int st = tool_other_arg(t->name, "unknown option or missing value", argv[i],
+		                        t->operand, t->usage);
+		if (st >= 0)
+			return st;
 	}
 	return tool_need_operand(*t->operand, t->usage) != 0 ? 2 : -1;
 }

@@ -119,22 +119,19 @@ enum url_error url_options_set(struct url_options *opt, const char *name, const 
 
 struct url *url_create(const struct url_options *opt)
 {
-	struct url *u = calloc(1, sizeof *u);
+	struct url_options o;
+	if (opt)
+		o = *opt;
+	else
+		url_options_init(&o);
+	if (o.max_len == 0)
+		o.max_len = URL_DEFAULT_MAX_LEN;
+	size_t cap = 4 * o.max_len + 64;
+	/* 9 component-sized buffers + href (2 components), in one block */
+	struct url *u = malloc(sizeof *u + 11 * cap);
 	if (!u)
 		return NULL;
-	if (opt)
-		u->opt = *opt;
-	else
-		url_options_init(&u->opt);
-	if (u->opt.max_len == 0)
-		u->opt.max_len = URL_DEFAULT_MAX_LEN;
-	u->cap = 4 * u->opt.max_len + 64;
-	/* 9 component-sized buffers + href (2 components) */
-	u->mem = malloc(11 * u->cap);
-	if (!u->mem) {
-		free(u);
-		return NULL;
-	}
+	*u = (struct url){ .opt = o, .cap = cap };
 	struct sbuf *bufs[] = { &u->scheme, &u->user, &u->pass, &u->host, &u->path,
 		                &u->query,  &u->frag, &u->seg,  &u->in };
 	for (size_t i = 0; i < 9; i++) {
@@ -150,9 +147,6 @@ struct url *url_create(const struct url_options *opt)
 
 void url_destroy(struct url *u)
 {
-	if (!u)
-		return;
-	free(u->mem);
 	free(u);
 }
 

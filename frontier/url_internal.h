@@ -32,7 +32,6 @@ enum host_kind { HOST_NULL = 0, HOST_EMPTY, HOST_DOMAIN, HOST_IPV4, HOST_IPV6, H
 struct url {
 	struct url_options opt;
 	size_t cap; /* per-component capacity */
-	char *mem;  /* one allocation for every buffer below */
 	bool over;  /* some append overflowed during this parse */
 	bool valid;
 	/* components (the parse result; also read when `u` is a base) */
@@ -46,6 +45,7 @@ struct url {
 	size_t path_off, path_len, query_off, query_len, frag_off, frag_len;
 	/* input after cleanup */
 	struct sbuf in;
+	char mem[]; /* every buffer above, allocated with the struct */
 };
 
 /* ---- small helpers ---- */

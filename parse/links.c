@@ -127,6 +127,13 @@ struct out_link {
 	bool nofollow;
 };
 
+/* Strings stored back to back, each NUL-terminated, found by offset (the
+ * buffer moves as it grows). */
+struct string_arena {
+	char *bytes;
+	size_t len, cap;
+};
+
 struct links_extractor {
 	struct links_config cfg;
 	struct html_decoder *decoder;
@@ -135,8 +142,7 @@ struct links_extractor {
 	struct simhash_builder *sh;
 
 	/* pass 1 */
-	char *raw;
-	size_t raw_len, raw_cap;
+	struct string_arena raw;
 	struct raw_link *rl;
 	size_t nrl, rl_cap;
 	bool have_base;
@@ -145,8 +151,7 @@ struct links_extractor {
 	bool in_style; /* the last tag was a <style> start tag: raw text is CSS */
 
 	/* pass 2 */
-	char *out;
-	size_t out_len, out_cap;
+	struct string_arena out;
 	struct out_link *ol;
 	size_t nol, ol_cap;
 	struct link *links;
@@ -234,33 +239,26 @@ static bool attr_has_token(const struct html_attr *a, const char *tok, bool comm
 	return a && has_token(a->value, a->value_len, tok, commas);
 }
 
-/* Appends s[0, n) and a NUL to one of the extractor's string arenas (buf,
- * its length and capacity; first_cap is its first size), *off receiving
- * where it starts. false when the page's max_bytes would be passed
- * (counted as truncated) or memory runs out (ex->oom). */
-static bool arena_put(struct links_extractor *ex, char **buf, size_t *used, size_t *cap,
-                      size_t first_cap, const char *s, size_t n, size_t *off)
+/* Appends s[0, n) and a NUL to arena a (first_cap its first size), *off
+ * receiving where it starts. false when the page's max_bytes would be
+ * passed (counted as truncated) or memory runs out (ex->oom). */
+static bool arena_put(struct links_extractor *ex, struct string_arena *a, size_t first_cap,
+                      const char *s, size_t n, size_t *off)
 {
-	if (*used + n + 1 > ex->cfg.max_bytes) {
+	if (a->len + n + 1 > ex->cfg.max_bytes) {
 		ex->page.truncated++;
 		return false;
 	}
-	if (*used + n + 1 > *cap) {
-		size_t ncap = *cap ? *cap : first_cap;
-		while (ncap < *used + n + 1)
-			ncap *= 2;
-		char *nb = realloc(*buf, ncap);
-		if (!nb) {
-			ex->oom = true;
-			return false;
-		}
-		*buf = nb;
-		*cap = ncap;
+	char *grown = array_room(a->bytes, &a->cap, a->len + n + 1, first_cap);
+	if (!grown) {
+		ex->oom = true;
+		return false;
 	}
-	memcpy(*buf + *used, s, n);
-	(*buf)[*used + n] = '\0';
-	*off = *used;
-	*used += n + 1;
+	a->bytes = grown;
+	memcpy(a->bytes + a->len, s, n);
+	a->bytes[a->len + n] = '\0';
+	*off = a->len;
+	a->len += n + 1;
 	return true;
 }
 
@@ -272,7 +270,7 @@ static bool raw_store(struct links_extractor *ex, const char *val, size_t n, siz
 		ex->page.dropped_invalid++;
 		return false;
 	}
-	if (!arena_put(ex, &ex->raw, &ex->raw_len, &ex->raw_cap, 4096, val, n, off))
+	if (!arena_put(ex, &ex->raw, 4096, val, n, off))
 		return false;
 	*len = n;
 	return true;
@@ -673,9 +671,9 @@ void links_extractor_destroy(struct links_extractor *ex)
 	link_resolver_fini(&ex->resolver);
 	html_tokenizer_destroy(ex->tokenizer);
 	html_decoder_destroy(ex->decoder);
-	free(ex->raw);
+	free(ex->raw.bytes);
 	free(ex->rl);
-	free(ex->out);
+	free(ex->out.bytes);
 	free(ex->ol);
 	free(ex->links);
 	free(ex->base_str);
@@ -684,12 +682,12 @@ void links_extractor_destroy(struct links_extractor *ex)
 
 static void reset(struct links_extractor *ex)
 {
-	ex->raw_len = 0;
+	ex->raw.len = 0;
 	ex->nrl = 0;
 	ex->have_base = false;
 	ex->oom = false;
 	ex->in_style = false;
-	ex->out_len = 0;
+	ex->out.len = 0;
 	ex->nol = 0;
 	ex->nlinks = 0;
 	ex->have_canonical = false;
@@ -716,7 +714,7 @@ static int parse_pass(struct links_extractor *ex, const char *charset, const cha
 /* Appends a resolved URL to `out`; false if a cap is hit. */
 static bool out_store(struct links_extractor *ex, const char *url, size_t n, size_t *off)
 {
-	return arena_put(ex, &ex->out, &ex->out_len, &ex->out_cap, 8192, url, n, off);
+	return arena_put(ex, &ex->out, 8192, url, n, off);
 }
 
 static int resolve_pass(struct links_extractor *ex)
@@ -728,7 +726,8 @@ static int resolve_pass(struct links_extractor *ex)
 	/* The document base: the first <base href> resolved against the page
      * when it is an http(s) URL, else the page URL. */
 	if (ex->have_base)
-		(void)link_resolver_set_base(&ex->resolver, ex->raw + ex->base_off, ex->base_len);
+		(void)link_resolver_set_base(&ex->resolver, ex->raw.bytes + ex->base_off,
+		                             ex->base_len);
 	const char *b = NULL;
 	size_t blen = 0;
 	/* A base whose crawl key is too long is no base: the page URL is. */
@@ -746,7 +745,7 @@ static int resolve_pass(struct links_extractor *ex)
 		const struct raw_link *r = &ex->rl[i];
 		const char *u = NULL;
 		size_t ulen = 0;
-		int v = link_resolve(&ex->resolver, ex->raw + r->off, r->len, &u, &ulen);
+		int v = link_resolve(&ex->resolver, ex->raw.bytes + r->off, r->len, &u, &ulen);
 		if (v == LINK_RESOLVE_SCHEME) {
 			ex->page.dropped_scheme++;
 			continue;
@@ -775,14 +774,14 @@ static int resolve_pass(struct links_extractor *ex)
 		return LINKS_ENOMEM;
 	ex->links = links;
 	for (size_t i = 0; i < ex->nol; i++) {
-		ex->links[i].url = ex->out + ex->ol[i].off;
+		ex->links[i].url = ex->out.bytes + ex->ol[i].off;
 		ex->links[i].len = ex->ol[i].len;
 		ex->links[i].kind = ex->ol[i].kind;
 		ex->links[i].nofollow = ex->ol[i].nofollow;
 	}
 	ex->nlinks = ex->nol;
 	if (ex->have_canonical)
-		ex->page.canonical = ex->out + ex->canonical_off;
+		ex->page.canonical = ex->out.bytes + ex->canonical_off;
 	return LINKS_OK;
 }
 

@@ -37,11 +37,12 @@ int links_tool_main(int argc, char **argv)
 {
 	const char *charset = NULL, *max_links = NULL, *url = NULL;
 	bool verbose = false;
-	const struct tool_value_opt opts[] = { { "--charset", &charset },
-		                               { "--max-links", &max_links } };
-	const struct tool_spec spec = {
-		"links", usage, opts, 2, "--verbose", "-v", &verbose, &url
-	};
+	const struct tool_spec spec = { "links",
+		                        usage,
+		                        { { "--charset", NULL, &charset },
+		                          { "--max-links", NULL, &max_links } },
+		                        { "--verbose", "-v", &verbose },
+		                        &url };
 	int st = tool_parse_args(&spec, argc, argv);
 	if (st >= 0)
 		return st;

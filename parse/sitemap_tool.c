@@ -117,11 +117,15 @@ int sitemap_tool_main(int argc, char **argv)
 {
 	const char *url = NULL, *scope_url = NULL, *scope = NULL, *max_locs = NULL;
 	bool verbose = false;
-	const struct tool_value_opt opts[] = { { "--scope", &scope },
-		                               { "--scope-url", &scope_url },
-		                               { "--max-locs", &max_locs } };
-	const struct tool_spec spec = { "sitemaps",  usage, opts,     3,
-		                        "--verbose", "-v",  &verbose, &url };
+	const struct tool_spec spec = {
+		"sitemaps",
+		usage,
+		{ { "--scope", NULL, &scope },
+		  { "--scope-url", NULL, &scope_url },
+		  { "--max-locs", NULL, &max_locs } },
+		{ "--verbose", "-v", &verbose },
+		&url,
+	};
 	int st = tool_parse_args(&spec, argc, argv);
 	if (st >= 0)
 		return st;
