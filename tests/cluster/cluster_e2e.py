@@ -23,6 +23,17 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
       two agents; Redis is killed (SIGKILL) mid-crawl and restarted on its
       AOF (appendfsync always) a second later: the crawl finishes whole,
       nothing lost, nothing twice beyond the bound.
+  cluster_e2e.py max-pages
+      three agents with --max-pages N, a third of the web: the test web
+      sees at most N page requests (robots.txt aside), at least N minus
+      MAX_PAGES_SLACK distinct ones, and every agent ends by itself with
+      exit 0.
+  cluster_e2e.py resume
+      three agents; one is killed (SIGKILL) once a third of the web is
+      fetched and restarted with --resume on its own folder and name: the
+      crawl finishes whole, nothing twice beyond the kill's bound, every
+      agent exits 0 and the resumed agent's WARCs (both runs') read back
+      whole.
 
 Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as tests/e2e/crawl_e2e.py),
 E2E_HOSTS / E2E_PAGES to resize the web.
@@ -43,6 +54,8 @@ import crawl_e2e as e2e  # noqa: E402
 HOST_DELAY_MS = 50
 LEASE_MS = 1000
 WINDOW = 40  # cluster.window: URLs an agent takes before acking
+RESUME_CKPT_S = 1  # --checkpoint-interval of the resume mode's agents
+RESUME_AFTER_S = 0.5  # the killed agent's restart follows the kill by this
 SLACK_US = e2e.SLACK_US
 
 
@@ -89,7 +102,7 @@ class Redis:
 
 
 class Agent:
-    def __init__(self, tw, work, redis, name, assign, seeds):
+    def __init__(self, tw, work, redis, name, assign, seeds, extra=()):
         self.name = name
         self.out = os.path.join(work, "out-" + name)
         self.err = open(os.path.join(work, name + ".err"), "w")
@@ -103,7 +116,8 @@ class Agent:
                "--assign", assign,
                "--set", "cluster.lease_ms=%d" % LEASE_MS,
                "--set", "cluster.window=%d" % WINDOW]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.err)
+        self.proc = subprocess.Popen(cmd + list(extra), stdout=subprocess.DEVNULL,
+                                     stderr=self.err)
 
     def wait(self, timeout):
         try:
@@ -253,11 +267,125 @@ def run(variant, assign):
     print("ok")
 
 
+# What the budget may leave unused at the end: agents that end idle with
+# pages reserved, at most a chunk and a half each (crawl_cluster.h); at
+# this web's rate the chunk is its minimum, 8.
+MAX_PAGES_SLACK = 3 * 12
+
+
+def run_max_pages(assign):
+    work = tempfile.mkdtemp(prefix="e2e-cluster-budget-")
+    tw = e2e.TestWeb(work, e2e.gen_args())
+    redis = Redis(work)
+    agents = []
+    t0 = time.time()
+    try:
+        expected = tw.run_mode("--expected", "--agent", e2e.AGENT)
+        limit = sum(1 for u in expected if "/robots.txt\t" not in u) // 3
+        seeds = os.path.join(work, "seeds.txt")
+        with open(seeds, "w") as f:
+            f.write("\n".join(tw.run_mode("--seeds")) + "\n")
+        agents = [Agent(tw, work, redis, "a%d" % i, assign, seeds, ["--max-pages", str(limit)])
+                  for i in (1, 2, 3)]
+        for a in agents:
+            if a.wait(120) is None:
+                fail("agent %s did not end by itself" % a.name)
+    finally:
+        for a in agents:
+            if a.proc.poll() is None:
+                a.proc.kill()
+                a.proc.wait()
+        redis.stop()
+        tw.stop()
+    pages = [r for r in tw.requests() if r[5] != "/robots.txt"]
+    distinct = len(set((r[2], r[5]) for r in pages))
+    print("--max-pages %d: %d page requests, %d distinct (at least %d), %.1f s" %
+          (limit, len(pages), distinct, limit - MAX_PAGES_SLACK, time.time() - t0))
+    errors = []
+    for a in agents:
+        st = e2e.json.load(open(os.path.join(a.out, "stats.json"))) if a.proc.returncode == 0 else {}
+        print("  agent %s: exit %s, %s pages" % (a.name, a.proc.returncode, st.get("pages")))
+        if a.proc.returncode != 0:
+            errors.append("agent %s exited %s" % (a.name, a.proc.returncode))
+    if len(pages) > limit:
+        errors.append("%d page requests > --max-pages %d" % (len(pages), limit))
+    if distinct < limit - MAX_PAGES_SLACK:
+        errors.append("%d distinct pages < %d - %d" % (distinct, limit, MAX_PAGES_SLACK))
+    if errors:
+        for a in agents:
+            a.err.flush()
+            print("---- %s stderr:\n%s" % (a.name, open(a.err.name).read()[-3000:]), file=sys.stderr)
+        fail("; ".join(errors))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
+class ResumedAgent(Agent):
+    """Agent killed, restarted with --resume on its own folder and name: its
+    command line without the seeds (they come from the folder)."""
+
+    def __init__(self, killed):
+        self.name = killed.name
+        self.out = killed.out
+        self.err = open(killed.err.name, "a")
+        args = list(killed.proc.args)
+        at = args.index("--seeds")
+        del args[at:at + 2]
+        args.insert(args.index("crawl") + 1, "--resume")
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.err)
+
+
+def run_resume(assign):
+    work = tempfile.mkdtemp(prefix="e2e-cluster-resume-")
+    tw = e2e.TestWeb(work, e2e.gen_args())
+    redis = Redis(work)
+    agents = []
+    t0 = time.time()
+    try:
+        expected = set(tw.run_mode("--expected", "--agent", e2e.AGENT))
+        faults = e2e.fault_hosts(tw)
+        seeds = os.path.join(work, "seeds.txt")
+        with open(seeds, "w") as f:
+            f.write("\n".join(tw.run_mode("--seeds")) + "\n")
+        agents = [Agent(tw, work, redis, "a%d" % i, assign, seeds,
+                        ["--checkpoint-interval", str(RESUME_CKPT_S)]) for i in (1, 2, 3)]
+        wait_pages(tw, len(expected) // 3, agents, 120)
+        gone = agents[1]
+        gone.proc.kill()
+        gone.wait(30)
+        time.sleep(RESUME_AFTER_S)
+        agents.append(ResumedAgent(gone))
+        for a in agents:
+            if a is not gone and a.wait(180) is None:
+                fail("agent %s did not end by itself" % a.name)
+    finally:
+        for a in agents:
+            if a.proc.poll() is None:
+                a.proc.kill()
+                a.proc.wait()
+        redis.stop()
+        tw.stop()
+    errors = judge(tw, expected, faults, agents, gone, WINDOW + 255, t0)
+    if errors:
+        for a in agents:
+            a.err.flush()
+            print("---- %s stderr:\n%s" % (a.name, open(a.err.name).read()[-3000:]), file=sys.stderr)
+        fail("; ".join(errors))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("kill", "stop", "join-kill", "redis-restart"):
-        fail("usage: cluster_e2e.py kill|stop|join-kill|redis-restart [--assign M]")
+    modes = ("kill", "stop", "join-kill", "redis-restart", "max-pages", "resume")
+    if len(sys.argv) < 2 or sys.argv[1] not in modes:
+        fail("usage: cluster_e2e.py %s [--assign M]" % "|".join(modes))
     assign = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--assign" else "consistent"
-    run(sys.argv[1], assign)
+    if sys.argv[1] == "max-pages":
+        run_max_pages(assign)
+    elif sys.argv[1] == "resume":
+        run_resume(assign)
+    else:
+        run(sys.argv[1], assign)
 
 
 if __name__ == "__main__":
