@@ -54,6 +54,13 @@ import crawl_e2e as e2e  # noqa: E402
 HOST_DELAY_MS = 50
 LEASE_MS = 1000
 WINDOW = 40  # cluster.window: URLs an agent takes before acking
+# What a crash may repeat: the URLs of the entries the killed agent had
+# taken and not acked, its requests in flight among them: the window,
+# overshot by at most one entry (CLUSTER_BATCH_URLS - 1).
+KILL_REPEATS = WINDOW + 255
+# What a killed agent leaves of the page budget unused: its quota, at most
+# a chunk and a half (32 + 64, crawl_cluster.h).
+RESUME_LOST = 96
 RESUME_CKPT_S = 1  # --checkpoint-interval of the resume mode's agents
 RESUME_AFTER_S = 0.5  # the killed agent's restart follows the kill by this
 SLACK_US = e2e.SLACK_US
@@ -201,26 +208,63 @@ def check_warcs(agent):
     return [] if n else ["agent %s wrote no WARC record" % agent.name]
 
 
+class Crawl:
+    """One test's test web, Redis and agents; close() stops them all."""
+
+    def __init__(self, prefix):
+        self.work = tempfile.mkdtemp(prefix=prefix)
+        self.tw = e2e.TestWeb(self.work, e2e.gen_args())
+        self.redis = Redis(self.work)
+        self.agents = []
+        self.t0 = time.time()
+        self.expected = set(self.tw.run_mode("--expected", "--agent", e2e.AGENT))
+        self.faults = e2e.fault_hosts(self.tw)
+        self.seeds = os.path.join(self.work, "seeds.txt")
+        with open(self.seeds, "w") as f:
+            f.write("\n".join(self.tw.run_mode("--seeds")) + "\n")
+
+    def start(self, names, assign, extra=()):
+        """New agents, also added to self.agents."""
+        new = [Agent(self.tw, self.work, self.redis, n, assign, self.seeds, extra) for n in names]
+        self.agents += new
+        return new
+
+    def wait_end(self, gone):
+        for a in self.agents:
+            if a is not gone and a.wait(180) is None:
+                fail("agent %s did not end by itself" % a.name)
+
+    def close(self):
+        for a in self.agents:
+            if a.proc.poll() is None:
+                a.proc.kill()
+                a.proc.wait()
+        self.redis.stop()
+        self.tw.stop()
+
+    def verdict(self, errors):
+        if errors:
+            for a in self.agents:
+                a.err.flush()
+                print("---- %s stderr:\n%s" % (a.name, open(a.err.name).read()[-3000:]),
+                      file=sys.stderr)
+            fail("; ".join(errors))
+        shutil.rmtree(self.work, ignore_errors=True)
+        print("ok")
+
+
 def run(variant, assign):
-    work = tempfile.mkdtemp(prefix="e2e-cluster-")
-    tw = e2e.TestWeb(work, e2e.gen_args())
-    redis = Redis(work)
-    agents = []
-    t0 = time.time()
+    cl = Crawl("e2e-cluster-")
+    tw, redis, agents = cl.tw, cl.redis, cl.agents
     try:
-        expected = set(tw.run_mode("--expected", "--agent", e2e.AGENT))
-        faults = e2e.fault_hosts(tw)
-        seeds = os.path.join(work, "seeds.txt")
-        with open(seeds, "w") as f:
-            f.write("\n".join(tw.run_mode("--seeds")) + "\n")
-        n = len(expected)
+        n = len(cl.expected)
         if variant == "join-kill":
-            agents = [Agent(tw, work, redis, "a%d" % i, assign, seeds) for i in (1, 2)]
+            cl.start(["a1", "a2"], assign)
             wait_pages(tw, n // 4, agents, 120)
-            agents.append(Agent(tw, work, redis, "a3", assign, seeds))
+            cl.start(["a3"], assign)
             time.sleep(1.0)
         else:
-            agents = [Agent(tw, work, redis, "a%d" % i, assign, seeds) for i in (1, 2, 3)]
+            cl.start(["a1", "a2", "a3"], assign)
             wait_pages(tw, n // 3, agents, 120)
         gone = agents[1]
         if variant == "join-kill":
@@ -242,29 +286,12 @@ def run(variant, assign):
                 fail("agent %s stopped with exit %s" % (gone.name, rc))
             live = [a for a in agents if a is not gone]
             wait_pages(tw, 2 * n // 3, live, 120)
-            agents.append(Agent(tw, work, redis, "a4", assign, seeds))
-        for a in agents:
-            if a is not gone and a.wait(180) is None:
-                fail("agent %s did not end by itself" % a.name)
+            cl.start(["a4"], assign)
+        cl.wait_end(gone)
     finally:
-        for a in agents:
-            if a.proc.poll() is None:
-                a.proc.kill()
-                a.proc.wait()
-        redis.stop()
-        tw.stop()
-    # What a crash may repeat: the URLs of the entries the killed agent
-    # had taken and not acked, its requests in flight among them: the
-    # window, overshot by at most one entry (CLUSTER_BATCH_URLS - 1).
-    bound = 0 if variant == "stop" else WINDOW + 255
-    errors = judge(tw, expected, faults, agents, gone, bound, t0)
-    if errors:
-        for a in agents:
-            a.err.flush()
-            print("---- %s stderr:\n%s" % (a.name, open(a.err.name).read()[-3000:]), file=sys.stderr)
-        fail("; ".join(errors))
-    shutil.rmtree(work, ignore_errors=True)
-    print("ok")
+        cl.close()
+    bound = 0 if variant == "stop" else KILL_REPEATS
+    cl.verdict(judge(tw, cl.expected, cl.faults, agents, gone, bound, cl.t0))
 
 
 # What the budget may leave unused at the end: agents that end idle with
@@ -273,51 +300,40 @@ def run(variant, assign):
 MAX_PAGES_SLACK = 3 * 12
 
 
-def run_max_pages(assign):
-    work = tempfile.mkdtemp(prefix="e2e-cluster-budget-")
-    tw = e2e.TestWeb(work, e2e.gen_args())
-    redis = Redis(work)
-    agents = []
-    t0 = time.time()
-    try:
-        expected = tw.run_mode("--expected", "--agent", e2e.AGENT)
-        limit = sum(1 for u in expected if "/robots.txt\t" not in u) // 3
-        seeds = os.path.join(work, "seeds.txt")
-        with open(seeds, "w") as f:
-            f.write("\n".join(tw.run_mode("--seeds")) + "\n")
-        agents = [Agent(tw, work, redis, "a%d" % i, assign, seeds, ["--max-pages", str(limit)])
-                  for i in (1, 2, 3)]
-        for a in agents:
-            if a.wait(120) is None:
-                fail("agent %s did not end by itself" % a.name)
-    finally:
-        for a in agents:
-            if a.proc.poll() is None:
-                a.proc.kill()
-                a.proc.wait()
-        redis.stop()
-        tw.stop()
-    pages = [r for r in tw.requests() if r[5] != "/robots.txt"]
+def budget_errors(cl, limit, slack):
+    """The page requests the test web saw against --max-pages limit: at most
+    limit, at least limit - slack distinct."""
+    pages = [r for r in cl.tw.requests() if r[5] != "/robots.txt"]
     distinct = len(set((r[2], r[5]) for r in pages))
     print("--max-pages %d: %d page requests, %d distinct (at least %d), %.1f s" %
-          (limit, len(pages), distinct, limit - MAX_PAGES_SLACK, time.time() - t0))
+          (limit, len(pages), distinct, limit - slack, time.time() - cl.t0))
     errors = []
-    for a in agents:
+    if len(pages) > limit:
+        errors.append("%d page requests > --max-pages %d" % (len(pages), limit))
+    if distinct < limit - slack:
+        errors.append("%d distinct pages < %d - %d" % (distinct, limit, slack))
+    return errors
+
+
+def pages_expected(cl):
+    return sum(1 for u in cl.expected if "/robots.txt\t" not in u)
+
+
+def run_max_pages(assign):
+    cl = Crawl("e2e-cluster-budget-")
+    limit = pages_expected(cl) // 3
+    try:
+        cl.start(["a1", "a2", "a3"], assign, ["--max-pages", str(limit)])
+        cl.wait_end(None)
+    finally:
+        cl.close()
+    errors = budget_errors(cl, limit, MAX_PAGES_SLACK)
+    for a in cl.agents:
         st = e2e.json.load(open(os.path.join(a.out, "stats.json"))) if a.proc.returncode == 0 else {}
         print("  agent %s: exit %s, %s pages" % (a.name, a.proc.returncode, st.get("pages")))
         if a.proc.returncode != 0:
             errors.append("agent %s exited %s" % (a.name, a.proc.returncode))
-    if len(pages) > limit:
-        errors.append("%d page requests > --max-pages %d" % (len(pages), limit))
-    if distinct < limit - MAX_PAGES_SLACK:
-        errors.append("%d distinct pages < %d - %d" % (distinct, limit, MAX_PAGES_SLACK))
-    if errors:
-        for a in agents:
-            a.err.flush()
-            print("---- %s stderr:\n%s" % (a.name, open(a.err.name).read()[-3000:]), file=sys.stderr)
-        fail("; ".join(errors))
-    shutil.rmtree(work, ignore_errors=True)
-    print("ok")
+    cl.verdict(errors)
 
 
 class ResumedAgent(Agent):
@@ -335,55 +351,42 @@ class ResumedAgent(Agent):
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.err)
 
 
-def run_resume(assign):
-    work = tempfile.mkdtemp(prefix="e2e-cluster-resume-")
-    tw = e2e.TestWeb(work, e2e.gen_args())
-    redis = Redis(work)
-    agents = []
-    t0 = time.time()
+def run_resume(assign, budget):
+    """budget: with --max-pages, half the web."""
+    cl = Crawl("e2e-cluster-resume-")
+    limit = pages_expected(cl) // 2
+    extra = ["--checkpoint-interval", str(RESUME_CKPT_S)]
+    if budget:
+        extra += ["--max-pages", str(limit)]
     try:
-        expected = set(tw.run_mode("--expected", "--agent", e2e.AGENT))
-        faults = e2e.fault_hosts(tw)
-        seeds = os.path.join(work, "seeds.txt")
-        with open(seeds, "w") as f:
-            f.write("\n".join(tw.run_mode("--seeds")) + "\n")
-        agents = [Agent(tw, work, redis, "a%d" % i, assign, seeds,
-                        ["--checkpoint-interval", str(RESUME_CKPT_S)]) for i in (1, 2, 3)]
-        wait_pages(tw, len(expected) // 3, agents, 120)
-        gone = agents[1]
+        cl.start(["a1", "a2", "a3"], assign, extra)
+        wait_pages(cl.tw, len(cl.expected) // (6 if budget else 3), cl.agents, 120)
+        gone = cl.agents[1]
         gone.proc.kill()
         gone.wait(30)
         time.sleep(RESUME_AFTER_S)
-        agents.append(ResumedAgent(gone))
-        for a in agents:
-            if a is not gone and a.wait(180) is None:
-                fail("agent %s did not end by itself" % a.name)
+        cl.agents.append(ResumedAgent(gone))
+        cl.wait_end(gone)
     finally:
-        for a in agents:
-            if a.proc.poll() is None:
-                a.proc.kill()
-                a.proc.wait()
-        redis.stop()
-        tw.stop()
-    errors = judge(tw, expected, faults, agents, gone, WINDOW + 255, t0)
-    if errors:
-        for a in agents:
-            a.err.flush()
-            print("---- %s stderr:\n%s" % (a.name, open(a.err.name).read()[-3000:]), file=sys.stderr)
-        fail("; ".join(errors))
-    shutil.rmtree(work, ignore_errors=True)
-    print("ok")
+        cl.close()
+    errors, expected = [], cl.expected
+    if budget:
+        errors = budget_errors(cl, limit, MAX_PAGES_SLACK + RESUME_LOST)
+        # stopped on the limit: what was fetched is judged, nothing missing
+        expected = cl.expected & set(e2e.observed_set(cl.tw, cl.tw.requests(), cl.faults))
+    cl.verdict(errors + judge(cl.tw, expected, cl.faults, cl.agents, gone, KILL_REPEATS, cl.t0))
 
 
 def main():
-    modes = ("kill", "stop", "join-kill", "redis-restart", "max-pages", "resume")
+    modes = ("kill", "stop", "join-kill", "redis-restart", "max-pages", "resume",
+             "resume-max-pages")
     if len(sys.argv) < 2 or sys.argv[1] not in modes:
         fail("usage: cluster_e2e.py %s [--assign M]" % "|".join(modes))
     assign = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--assign" else "consistent"
     if sys.argv[1] == "max-pages":
         run_max_pages(assign)
-    elif sys.argv[1] == "resume":
-        run_resume(assign)
+    elif sys.argv[1] in ("resume", "resume-max-pages"):
+        run_resume(assign, sys.argv[1] == "resume-max-pages")
     else:
         run(sys.argv[1], assign)
 
