@@ -23,6 +23,9 @@
  *  - Redis killed (SIGKILL) and restarted on its AOF (appendfsync always)
  *    mid-exchange: every URL arrives, at B or, if B was seen dead
  *    meanwhile, at its heir A;
+ *  - page budget: A and B reserving 7 pages at a time, interleaved, of a
+ *    budget of 100 get 100 between them, no more; a give-back goes to the
+ *    next reservation; cluster-status shows the pages reserved;
  *  - cost: Redis CPU (INFO cpu) and agents' CPU (getrusage) per 1,000 URLs
  *    over a 100,000-URL exchange, printed; Redis below 0.05 ms per URL.
  */
@@ -759,6 +762,9 @@ START_TEST(test_page_budget)
 	reserve_both(&a, &b, 1, 16, res);
 	ck_assert_int_eq(res[0].granted + res[1].granted, 110);
 	ck_assert_int_eq(redis_int(r.port, "INCRBY %s 0", "t:budget"), 100);
+	char out[4096];
+	run_status(r.port, out, sizeof out);
+	ck_assert_ptr_nonnull(strstr(out, "page budget (--max-pages): 100 pages reserved\n"));
 	ck_assert_int_eq(cluster_budget_reserve(a.c, 0, 1, budget_done, &res[0]), CLUSTER_EINVAL);
 	two_agents_stop(&r, &a, &b);
 }
