@@ -44,20 +44,21 @@
  * pages_started counts, as in a single crawl) only within its quota, the
  * pages it reserved. It reserves a chunk (a tenth of a second of its own
  * page rate, 8 to 64 pages) by a script that grants what is left below
- * the limit, asynchronously, as soon as it has hosts waiting and half a
- * chunk or less left; an agent with nothing to fetch asks for nothing
- * (it reads the counter once a second). Once the counter is at the limit
- * (spent), an agent ends as a single crawl ends on max_pages when it has
- * started all it reserved, or when it is idle. A graceful stop gives back
- * what it reserved and did not start. A resumed agent counts the pages of
- * its earlier run (its checkpoint's and the replayed tail's) as reserved
- * by that run; a page in flight at the crash is started again on a new
+ * the limit (its own max_pages: give every agent the same),
+ * asynchronously, as soon as it has hosts waiting and half a chunk or
+ * less left, so it holds at most a chunk and a half (96 pages) unused;
+ * an agent with nothing to fetch asks for nothing, and reads the counter
+ * once a second. Once the counter is at the limit (spent), an agent ends
+ * as a single crawl ends on max_pages (exit 0) when it has started all it
+ * reserved, or when it is idle. A graceful stop gives back what it
+ * reserved and did not start. A resumed agent counts the pages of its
+ * earlier run (its checkpoint's and the replayed tail's) as reserved by
+ * that run; a page in flight at the crash is started again on a new
  * reservation. So the pages started crawl-wide, repeats included, never
  * exceed max_pages; they fall short of it by what agents reserved and
- * never started: an agent that ended idle with some left, a crashed
- * agent's unused quota (at most 32 + 64 pages each), a reservation whose
- * reply was lost with the connection, and what a graceful stop gave back
- * after the others had ended.
+ * never started: the quota of an agent that ended idle or crashed, a
+ * reservation whose reply was lost with the connection, and what a
+ * graceful stop gave back after the others had ended.
  *
  * Memory: the hashes of the URLs handed over (8 bytes each), the outbox
  * lines that could not be sent yet (Redis away, or cluster max_unsent
