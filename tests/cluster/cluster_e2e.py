@@ -233,10 +233,9 @@ class Crawl:
             f.write("\n".join(self.tw.run_mode("--seeds")) + "\n")
 
     def start(self, names, assign, extra=()):
-        """New agents, also added to self.agents."""
-        new = [Agent(self.tw, self.work, self.redis, n, assign, self.seeds, extra) for n in names]
-        self.agents += new
-        return new
+        """Starts agents of these names, added to self.agents."""
+        self.agents += [Agent(self.tw, self.work, self.redis, n, assign, self.seeds, extra)
+                        for n in names]
 
     def wait_end(self, gone):
         for a in self.agents:
