@@ -22,6 +22,8 @@
  *                   a script that SADDs each URL and XADDs only the new
  *                   ones, atomically, so a URL enters one inbox once for the
  *                   whole crawl, whoever owns its host then
+ *   P:budget        counter of pages reserved crawl-wide (crawl.max_pages):
+ *                   never above the limit the reservations name
  *
  * Membership. The view is the set of agents whose lease key exists; it is
  * read every period / 3 (HGETALL members, then MGET of their leases) and
@@ -237,6 +239,24 @@ struct cluster_census {
  */
 int cluster_census(struct cluster *c,
                    void (*done)(void *arg, bool ok, const struct cluster_census *s), void *arg);
+
+/*
+ * Reserves up to want pages of a crawl-wide budget of max pages (P:budget,
+ * want 0: only reads it). done runs later, once: ok false if Redis did not
+ * answer (a reservation whose reply is lost with the connection may have
+ * been made: those pages are lost to the crawl), else granted (want, or
+ * what is left below max) and reserved, the pages reserved crawl-wide
+ * after this grant (max: the budget is spent). CLUSTER_OK, or
+ * CLUSTER_EDOWN / CLUSTER_ENOMEM / CLUSTER_EINVAL (max 0) and then done
+ * never runs.
+ */
+int cluster_budget_reserve(struct cluster *c, uint64_t max, uint64_t want,
+                           void (*done)(void *arg, bool ok, uint64_t granted, uint64_t reserved),
+                           void *arg);
+/* Gives n reserved pages that will not be started back to P:budget (fire
+ * and forget: Redis runs it before any later command of this agent).
+ * CLUSTER_OK or CLUSTER_EDOWN. */
+int cluster_budget_give_back(struct cluster *c, uint64_t n);
 
 /* The live agents' names of the last view read, sorted (valid until the
  * next on_view). */

@@ -1,7 +1,8 @@
 /*
  * cluster_int.h: the state shared by cluster.c (connection, membership,
- * view, fencing, stats, IP leases) and cluster_exchange.c (batches, inbox,
- * acks, dead inboxes). Not a public header: see cluster.h.
+ * view, fencing, stats, IP leases), cluster_exchange.c (batches, inbox,
+ * acks, dead inboxes) and cluster_budget.c (the page budget). Not a public
+ * header: see cluster.h.
  *
  * Invariants: ac is NULL or a context attached to loop whose callbacks get
  * c as ac->data; at most one membership command is in flight (member_busy)

@@ -2,7 +2,8 @@
  * cluster_status.c: `crawler cluster-status redis://HOST:PORT[/PREFIX]`,
  * the state of a distributed crawl read from its keys (cluster.h): one line
  * per agent ever joined (alive or dead, incarnation, lease age, counters,
- * inbox length and pending entries), then the totals. Blocking Redis calls:
+ * inbox length and pending entries), then the totals and the pages
+ * reserved of the crawl's page budget (P:budget). Blocking Redis calls:
  * a command-line tool, not the fetch loop.
  */
 #include <stdio.h>
@@ -66,10 +67,11 @@ static int print_status(redisContext *rc, const char *p)
 {
 	redisReply *cfg = query(rc, "GET %s:config", p, "");
 	redisReply *m = query(rc, "HGETALL %s:members", p, "");
+	redisReply *budget = query(rc, "GET %s:budget", p, "");
 	int ret = 1;
 	struct agent_row tot = { 0 };
 	size_t alive = 0;
-	if (cfg == NULL || m == NULL || m->type != REDIS_REPLY_ARRAY)
+	if (cfg == NULL || m == NULL || m->type != REDIS_REPLY_ARRAY || budget == NULL)
 		goto out;
 	printf("crawl %s: assign %s, %zu agents\n", p,
 	       cfg->type == REDIS_REPLY_STRING ? cfg->str : "(none)", m->elements / 2);
@@ -96,10 +98,13 @@ static int print_status(redisContext *rc, const char *p)
 	}
 	printf("%-20s %-5zu %6s %9s %10llu %10llu %14llu %9llu %9llu\n", "total", alive, "", "",
 	       tot.pages, tot.requests, tot.bytes, tot.len, tot.pending);
+	if (budget->type == REDIS_REPLY_STRING)
+		printf("page budget (--max-pages): %s pages reserved\n", budget->str);
 	ret = 0;
 out:
 	freeReplyObject(cfg);
 	freeReplyObject(m);
+	freeReplyObject(budget);
 	return ret;
 }
 

@@ -21,6 +21,10 @@
 #define END_STREAK 2
 /* Margin on the wait after gaining hosts, for the old owner's clock. */
 #define GAIN_MARGIN_US 100000
+/* Pages reserved at a time: a tenth of a second of this agent's pages,
+ * within these bounds. */
+#define BUDGET_CHUNK_MIN 8
+#define BUDGET_CHUNK_MAX 64
 
 /* A graceful stop's steps (crawl_cluster_leave). */
 enum leave_step {
@@ -30,6 +34,19 @@ enum leave_step {
 	LEAVE_ACK,   /* waiting until Redis holds all of it, then ack and leave */
 	LEAVE_WAIT,  /* the lease's deletion is under way */
 	LEAVE_DONE,
+};
+
+/* The crawl's page budget (crawl.max_pages) as this agent holds it. */
+struct page_budget {
+	uint64_t quota;     /* stats->pages_started may reach this: the pages
+	                     * started before this run (a resume's, reserved by
+	                     * its earlier run) plus every grant */
+	uint64_t chunk;     /* pages asked at a time */
+	uint64_t rate_mark; /* pages_started at the last tick */
+	int based;          /* quota holds that base */
+	int asking;         /* a reservation is in flight */
+	int failed;         /* the last one failed: the next waits for a tick */
+	int spent;          /* every page of the budget is reserved crawl-wide */
 };
 
 /* An inbox entry's lines waiting for room in the feed queue. */
@@ -46,7 +63,7 @@ struct crawl_cluster {
 	int was_live, idle_published, census_busy, ended;
 	unsigned end_streak;
 	struct cluster_census census;
-	uint64_t pages_published;
+	struct page_budget budget;
 	char **names; /* the live agents of the last view */
 	size_t nnames;
 	char *rest; /* outbox lines not sent yet */
@@ -236,6 +253,75 @@ void crawl_cluster_destroy(struct crawl_cluster *g)
 	free(g);
 }
 
+/* ---- the page budget ---- */
+
+static int budget_on(const struct crawl_cluster *g)
+{
+	return g->p.cfg->crawl.max_pages != 0;
+}
+
+/* Pages this agent may still start. */
+static uint64_t budget_left(const struct crawl_cluster *g)
+{
+	uint64_t started = g->p.stats->pages_started;
+	return g->budget.quota > started ? g->budget.quota - started : 0;
+}
+
+static void on_budget(void *arg, bool ok, uint64_t granted, uint64_t reserved)
+{
+	struct crawl_cluster *g = arg;
+	g->budget.asking = 0;
+	g->budget.failed = !ok;
+	if (ok) {
+		g->budget.quota += granted;
+		g->budget.spent = reserved >= g->p.cfg->crawl.max_pages;
+	}
+	g->p.pump(g->p.ctx);
+}
+
+/* Reserves a chunk once this agent has hosts to visit and half a chunk
+ * left, so fetching does not wait for the answer; probe: asks for nothing
+ * when it has no such need, to learn whether the budget is spent. */
+static void budget_ask(struct crawl_cluster *g, int probe)
+{
+	struct page_budget *b = &g->budget;
+	if (!b->based) {
+		b->quota = b->rate_mark = g->p.stats->pages_started;
+		b->chunk = BUDGET_CHUNK_MIN;
+		b->based = 1;
+	}
+	if (!budget_on(g) || b->spent || b->asking || (b->failed && !probe) ||
+	    g->leave != LEAVE_NONE)
+		return;
+	struct politeness_stats ps;
+	politeness_stats(g->p.pol, &ps);
+	int short_of =
+	        (ps.hosts_in_heap > 0 || ps.hosts_held > 0) && budget_left(g) <= b->chunk / 2;
+	if ((short_of || probe) &&
+	    cluster_budget_reserve(g->c, g->p.cfg->crawl.max_pages, short_of ? b->chunk : 0,
+	                           on_budget, g) == CLUSTER_OK)
+		b->asking = 1;
+}
+
+/* Once a second: the chunk follows this agent's page rate. */
+static void budget_tick(struct crawl_cluster *g)
+{
+	struct page_budget *b = &g->budget;
+	uint64_t started = g->p.stats->pages_started;
+	uint64_t chunk = started > b->rate_mark ? (started - b->rate_mark) / 10 : 0;
+	b->rate_mark = started;
+	b->chunk = chunk < BUDGET_CHUNK_MIN   ? BUDGET_CHUNK_MIN
+	           : chunk > BUDGET_CHUNK_MAX ? BUDGET_CHUNK_MAX
+	                                      : chunk;
+	b->failed = 0;
+	budget_ask(g, 1);
+}
+
+int crawl_cluster_budget_over(const struct crawl_cluster *g)
+{
+	return budget_on(g) && g->budget.spent && budget_left(g) == 0;
+}
+
 /* ---- fetching ---- */
 
 int crawl_cluster_ready(struct crawl_cluster *g)
@@ -245,7 +331,7 @@ int crawl_cluster_ready(struct crawl_cluster *g)
 	if (live && !g->was_live && now + g->gain_wait_us > g->hold_until_us)
 		g->hold_until_us = now + g->gain_wait_us; /* (re)joined: hosts gained */
 	g->was_live = live;
-	return live && now >= g->hold_until_us;
+	return live && now >= g->hold_until_us && (!budget_on(g) || budget_left(g) > 0);
 }
 
 /* The owner of a URL's host in the current view (without this agent when
@@ -372,6 +458,7 @@ void crawl_cluster_pump(struct crawl_cluster *g)
 {
 	send_outbox(g);
 	feed_inbound(g);
+	budget_ask(g, 0);
 }
 
 /* ---- the end ---- */
@@ -384,6 +471,9 @@ int crawl_cluster_done(struct crawl_cluster *g, int dry)
 		cluster_ack(g->c); /* after every XADD of what these URLs led to */
 	if (idle && cluster_unacked(g->c) == 0)
 		set_idle(g, 1);
+	/* nothing to fetch here, and nothing more to reserve for it */
+	if (idle && budget_on(g) && g->budget.spent)
+		g->ended = 1;
 	return g->ended;
 }
 
@@ -407,15 +497,10 @@ static void on_census(void *arg, bool ok, const struct cluster_census *s)
 void crawl_cluster_tick(struct crawl_cluster *g)
 {
 	const struct crawl_stats *st = g->p.stats;
-	g->pages_published = st->pages_done;
 	cluster_publish_stats(g->c, st->pages_done, st->requests, st->bytes);
 	if (!g->census_busy && cluster_census(g->c, on_census, g) == CLUSTER_OK)
 		g->census_busy = 1;
-}
-
-uint64_t crawl_cluster_others_pages(const struct crawl_cluster *g)
-{
-	return g->census.pages > g->pages_published ? g->census.pages - g->pages_published : 0;
+	budget_tick(g);
 }
 
 void crawl_cluster_progress(const struct crawl_cluster *g, char *buf, size_t cap)
@@ -522,8 +607,11 @@ int crawl_cluster_leave(struct crawl_cluster *g, int loop_idle)
 		g->leave = LEAVE_ACK;
 		return 0;
 	case LEAVE_ACK:
-		if (cluster_unsent(g->c) > 0)
+		if (cluster_unsent(g->c) > 0 || g->budget.asking)
 			return 0;
+		/* before the lease's deletion: the others may use them */
+		cluster_budget_give_back(g->c, budget_left(g));
+		g->budget.quota -= budget_left(g);
 		cluster_ack(g->c);
 		if (cluster_leave(g->c, on_left, g) == CLUSTER_OK)
 			g->leave = LEAVE_WAIT;

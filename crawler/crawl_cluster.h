@@ -37,14 +37,33 @@
  * The end. Each agent publishes idle (above) and pages; once a second it
  * reads the census (cluster_census): when no agent is busy and no inbox
  * holds an unread or pending entry, twice in a row, the crawl is over and
- * every agent ends by itself. max_pages counts every agent's pages as
- * the last census read them, so the crawl overshoots by what the other
- * agents fetch in about two seconds (measured: 413 pages for
- * --max-pages 300, two agents at 200 pages/s each).
+ * every agent ends by itself.
  *
- * Memory: the hashes of the URLs handed over (8 bytes each), the outbox lines that could not be sent yet (Redis away, or
- * cluster max_unsent reached) and the inbox entries waiting for room in
- * the feed queue (at most window URLs).
+ * The page budget. crawl.max_pages is the whole crawl's: P:budget counts
+ * the pages reserved crawl-wide, and an agent starts a page (a request
+ * pages_started counts, as in a single crawl) only within its quota, the
+ * pages it reserved. It reserves a chunk (a tenth of a second of its own
+ * page rate, 8 to 64 pages) by a script that grants what is left below
+ * the limit (its own max_pages: give every agent the same),
+ * asynchronously, as soon as it has hosts waiting and half a chunk or
+ * less left, so it holds at most a chunk and a half (96 pages) unused;
+ * an agent with nothing to fetch asks for nothing, and reads the counter
+ * once a second. Once the counter is at the limit (spent), an agent ends
+ * as a single crawl ends on max_pages (exit 0) when it has started all it
+ * reserved, or when it is idle. A graceful stop gives back what it
+ * reserved and did not start. A resumed agent counts the pages of its
+ * earlier run (its checkpoint's and the replayed tail's) as reserved by
+ * that run; a page in flight at the crash is started again on a new
+ * reservation. So the pages started crawl-wide, repeats included, never
+ * exceed max_pages; they fall short of it by what agents reserved and
+ * never started: the quota of an agent that ended idle or crashed, a
+ * reservation whose reply was lost with the connection, and what a
+ * graceful stop gave back after the others had ended.
+ *
+ * Memory: the hashes of the URLs handed over (8 bytes each), the outbox
+ * lines that could not be sent yet (Redis away, or cluster max_unsent
+ * reached) and the inbox entries waiting for room in the feed queue (at
+ * most window URLs).
  */
 #ifndef CRAWLER_CRAWL_CLUSTER_H
 #define CRAWLER_CRAWL_CLUSTER_H
@@ -84,7 +103,8 @@ int crawl_cluster_create(const struct crawl_cluster_parts *parts, struct crawl_c
 /* Stops without leaving (the lease lapses). NULL is a no-op. */
 void crawl_cluster_destroy(struct crawl_cluster *g);
 
-/* 1 if requests may start now: live, and past the wait after gaining hosts. */
+/* 1 if requests may start now: live, past the wait after gaining hosts,
+ * and (with crawl.max_pages) a page of the budget reserved and unused. */
 int crawl_cluster_ready(struct crawl_cluster *g);
 /* A host popped for a visit: 1 if it is ours; else its URLs went to its
  * owner and the host was given back (0), or some could not be sent yet
@@ -109,10 +129,13 @@ int crawl_cluster_leave(struct crawl_cluster *g, int loop_idle);
  * (its heir gets what it had not acked). */
 int crawl_cluster_leaving(struct crawl_cluster *g);
 #define CRAWL_CLUSTER_LEAVE_MS 30000
-/* Once a second: publishes the counters and reads the census. */
+/* Once a second: publishes the counters, reads the census, sizes the
+ * page budget's chunk. */
 void crawl_cluster_tick(struct crawl_cluster *g);
-/* Pages of the other agents (their published counts, last census). */
-uint64_t crawl_cluster_others_pages(const struct crawl_cluster *g);
+/* 1 once crawl.max_pages is reached crawl-wide: the budget is spent and
+ * this agent has started every page it reserved (the crawl then ends
+ * here as a single crawl ends on max_pages). */
+int crawl_cluster_budget_over(const struct crawl_cluster *g);
 /* The progress line's part: agents alive, pages of all agents. */
 void crawl_cluster_progress(const struct crawl_cluster *g, char *buf, size_t cap);
 

@@ -222,9 +222,9 @@ static void on_fetch_done(void *ctx, struct fetch_result *res)
 
 static int max_pages_reached(const struct run *r)
 {
-	uint64_t others = r->cluster ? crawl_cluster_others_pages(r->cluster) : 0;
-	return r->cfg->crawl.max_pages &&
-	       r->stats.pages_started + others >= r->cfg->crawl.max_pages;
+	if (r->cluster)
+		return crawl_cluster_budget_over(r->cluster);
+	return r->cfg->crawl.max_pages && r->stats.pages_started >= r->cfg->crawl.max_pages;
 }
 
 /* Arms the wake timer for monotonic time at_us (0: no need), unless it

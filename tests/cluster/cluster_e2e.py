@@ -23,6 +23,22 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
       two agents; Redis is killed (SIGKILL) mid-crawl and restarted on its
       AOF (appendfsync always) a second later: the crawl finishes whole,
       nothing lost, nothing twice beyond the bound.
+  cluster_e2e.py max-pages
+      three agents with --max-pages N, a third of the web: the test web
+      sees at most N page requests (robots.txt aside), at least N minus
+      MAX_PAGES_SLACK distinct ones, and every agent ends by itself with
+      exit 0.
+  cluster_e2e.py resume
+      three agents; one is killed (SIGKILL) once a third of the web is
+      fetched and restarted with --resume on its own folder and name once
+      its heir has taken its inbox: the crawl finishes whole, nothing
+      twice beyond the kill's bound, no host delay broken, every agent
+      exits 0 and the resumed agent's WARCs (both runs') read back whole.
+  cluster_e2e.py resume-max-pages
+      the same under --max-pages N (half the web), the kill at a sixth:
+      at most N page requests, at least N minus MAX_PAGES_SLACK and the
+      killed agent's unused quota (RESUME_LOST) distinct ones: the resumed
+      agent's earlier pages count once.
 
 Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as tests/e2e/crawl_e2e.py),
 E2E_HOSTS / E2E_PAGES to resize the web.
@@ -43,6 +59,19 @@ import crawl_e2e as e2e  # noqa: E402
 HOST_DELAY_MS = 50
 LEASE_MS = 1000
 WINDOW = 40  # cluster.window: URLs an agent takes before acking
+# What a crash may repeat: the URLs of the entries the killed agent had
+# taken and not acked, its requests in flight among them: the window,
+# overshot by at most one entry (CLUSTER_BATCH_URLS - 1).
+KILL_REPEATS = WINDOW + 255
+# What a killed agent's run takes from the page budget and the test web
+# never sees: its unused quota (at most a chunk and a half, 15 here) and
+# its requests in flight (one per host it held: 7 or so). Measured: 9 to
+# 15.
+RESUME_LOST = 48
+RESUME_CKPT_S = 1  # --checkpoint-interval of the resume mode's agents
+# The killed agent's restart follows the kill by this: its lease (1 s) has
+# lapsed and its heir has drained its inbox (measured: nothing pending).
+RESUME_AFTER_S = 2.5
 SLACK_US = e2e.SLACK_US
 
 
@@ -89,7 +118,7 @@ class Redis:
 
 
 class Agent:
-    def __init__(self, tw, work, redis, name, assign, seeds):
+    def __init__(self, tw, work, redis, name, assign, seeds, extra=()):
         self.name = name
         self.out = os.path.join(work, "out-" + name)
         self.err = open(os.path.join(work, name + ".err"), "w")
@@ -103,7 +132,8 @@ class Agent:
                "--assign", assign,
                "--set", "cluster.lease_ms=%d" % LEASE_MS,
                "--set", "cluster.window=%d" % WINDOW]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.err)
+        self.proc = subprocess.Popen(cmd + list(extra), stdout=subprocess.DEVNULL,
+                                     stderr=self.err)
 
     def wait(self, timeout):
         try:
@@ -187,26 +217,62 @@ def check_warcs(agent):
     return [] if n else ["agent %s wrote no WARC record" % agent.name]
 
 
+class Crawl:
+    """One test's test web, Redis and agents; close() stops them all."""
+
+    def __init__(self, prefix):
+        self.work = tempfile.mkdtemp(prefix=prefix)
+        self.tw = e2e.TestWeb(self.work, e2e.gen_args())
+        self.redis = Redis(self.work)
+        self.agents = []
+        self.t0 = time.time()
+        self.expected = set(self.tw.run_mode("--expected", "--agent", e2e.AGENT))
+        self.faults = e2e.fault_hosts(self.tw)
+        self.seeds = os.path.join(self.work, "seeds.txt")
+        with open(self.seeds, "w") as f:
+            f.write("\n".join(self.tw.run_mode("--seeds")) + "\n")
+
+    def start(self, names, assign, extra=()):
+        """Starts agents of these names, added to self.agents."""
+        self.agents += [Agent(self.tw, self.work, self.redis, n, assign, self.seeds, extra)
+                        for n in names]
+
+    def wait_end(self, gone):
+        for a in self.agents:
+            if a is not gone and a.wait(180) is None:
+                fail("agent %s did not end by itself" % a.name)
+
+    def close(self):
+        for a in self.agents:
+            if a.proc.poll() is None:
+                a.proc.kill()
+                a.proc.wait()
+        self.redis.stop()
+        self.tw.stop()
+
+    def verdict(self, errors):
+        if errors:
+            for a in self.agents:
+                a.err.flush()
+                print("---- %s stderr:\n%s" % (a.name, open(a.err.name).read()[-3000:]),
+                      file=sys.stderr)
+            fail("; ".join(errors))
+        shutil.rmtree(self.work, ignore_errors=True)
+        print("ok")
+
+
 def run(variant, assign):
-    work = tempfile.mkdtemp(prefix="e2e-cluster-")
-    tw = e2e.TestWeb(work, e2e.gen_args())
-    redis = Redis(work)
-    agents = []
-    t0 = time.time()
+    cl = Crawl("e2e-cluster-")
+    tw, redis, agents = cl.tw, cl.redis, cl.agents
     try:
-        expected = set(tw.run_mode("--expected", "--agent", e2e.AGENT))
-        faults = e2e.fault_hosts(tw)
-        seeds = os.path.join(work, "seeds.txt")
-        with open(seeds, "w") as f:
-            f.write("\n".join(tw.run_mode("--seeds")) + "\n")
-        n = len(expected)
+        n = len(cl.expected)
         if variant == "join-kill":
-            agents = [Agent(tw, work, redis, "a%d" % i, assign, seeds) for i in (1, 2)]
+            cl.start(["a1", "a2"], assign)
             wait_pages(tw, n // 4, agents, 120)
-            agents.append(Agent(tw, work, redis, "a3", assign, seeds))
+            cl.start(["a3"], assign)
             time.sleep(1.0)
         else:
-            agents = [Agent(tw, work, redis, "a%d" % i, assign, seeds) for i in (1, 2, 3)]
+            cl.start(["a1", "a2", "a3"], assign)
             wait_pages(tw, n // 3, agents, 120)
         gone = agents[1]
         if variant == "join-kill":
@@ -228,36 +294,110 @@ def run(variant, assign):
                 fail("agent %s stopped with exit %s" % (gone.name, rc))
             live = [a for a in agents if a is not gone]
             wait_pages(tw, 2 * n // 3, live, 120)
-            agents.append(Agent(tw, work, redis, "a4", assign, seeds))
-        for a in agents:
-            if a is not gone and a.wait(180) is None:
-                fail("agent %s did not end by itself" % a.name)
+            cl.start(["a4"], assign)
+        cl.wait_end(gone)
     finally:
-        for a in agents:
-            if a.proc.poll() is None:
-                a.proc.kill()
-                a.proc.wait()
-        redis.stop()
-        tw.stop()
-    # What a crash may repeat: the URLs of the entries the killed agent
-    # had taken and not acked, its requests in flight among them: the
-    # window, overshot by at most one entry (CLUSTER_BATCH_URLS - 1).
-    bound = 0 if variant == "stop" else WINDOW + 255
-    errors = judge(tw, expected, faults, agents, gone, bound, t0)
-    if errors:
-        for a in agents:
-            a.err.flush()
-            print("---- %s stderr:\n%s" % (a.name, open(a.err.name).read()[-3000:]), file=sys.stderr)
-        fail("; ".join(errors))
-    shutil.rmtree(work, ignore_errors=True)
-    print("ok")
+        cl.close()
+    bound = 0 if variant == "stop" else KILL_REPEATS
+    cl.verdict(judge(tw, cl.expected, cl.faults, agents, gone, bound, cl.t0))
+
+
+# What the budget may leave unused at the end: an agent that ends idle
+# keeps at most a chunk and a half of it (crawl_cluster.h), the chunk a
+# tenth of a second of its pages: at most 10 on this web (an agent fetches
+# about 100 pages/s at most), so 15 for each of the three.
+MAX_PAGES_SLACK = 3 * 15
+
+
+def budget_errors(cl, limit, slack):
+    """The page requests the test web saw against --max-pages limit: at most
+    limit, at least limit - slack distinct."""
+    pages = [r for r in cl.tw.requests() if r[5] != "/robots.txt"]
+    distinct = len(set((r[2], r[5]) for r in pages))
+    print("--max-pages %d: %d page requests, %d distinct (at least %d), %.1f s" %
+          (limit, len(pages), distinct, limit - slack, time.time() - cl.t0))
+    errors = []
+    if len(pages) > limit:
+        errors.append("%d page requests > --max-pages %d" % (len(pages), limit))
+    if distinct < limit - slack:
+        errors.append("%d distinct pages < %d - %d" % (distinct, limit, slack))
+    return errors
+
+
+def pages_expected(cl):
+    return sum(1 for u in cl.expected if "/robots.txt\t" not in u)
+
+
+def run_max_pages(assign):
+    cl = Crawl("e2e-cluster-budget-")
+    limit = pages_expected(cl) // 3
+    try:
+        cl.start(["a1", "a2", "a3"], assign, ["--max-pages", str(limit)])
+        cl.wait_end(None)
+    finally:
+        cl.close()
+    errors = budget_errors(cl, limit, MAX_PAGES_SLACK)
+    for a in cl.agents:
+        st = e2e.json.load(open(os.path.join(a.out, "stats.json"))) if a.proc.returncode == 0 else {}
+        print("  agent %s: exit %s, %s pages" % (a.name, a.proc.returncode, st.get("pages")))
+        if a.proc.returncode != 0:
+            errors.append("agent %s exited %s" % (a.name, a.proc.returncode))
+    cl.verdict(errors)
+
+
+class ResumedAgent(Agent):
+    """Agent killed, restarted with --resume on its own folder and name: its
+    command line without the seeds (they come from the folder)."""
+
+    def __init__(self, killed):
+        self.name = killed.name
+        self.out = killed.out
+        self.err = open(killed.err.name, "a")
+        args = list(killed.proc.args)
+        at = args.index("--seeds")
+        del args[at:at + 2]
+        args.insert(args.index("crawl") + 1, "--resume")
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.err)
+
+
+def run_resume(assign, budget):
+    """budget: with --max-pages, half the web."""
+    cl = Crawl("e2e-cluster-resume-")
+    limit = pages_expected(cl) // 2
+    extra = ["--checkpoint-interval", str(RESUME_CKPT_S)]
+    if budget:
+        extra += ["--max-pages", str(limit)]
+    try:
+        cl.start(["a1", "a2", "a3"], assign, extra)
+        wait_pages(cl.tw, len(cl.expected) // (6 if budget else 3), cl.agents, 120)
+        gone = cl.agents[1]
+        gone.proc.kill()
+        gone.wait(30)
+        time.sleep(RESUME_AFTER_S)
+        cl.agents.append(ResumedAgent(gone))
+        cl.wait_end(gone)
+    finally:
+        cl.close()
+    errors, expected = [], cl.expected
+    if budget:
+        errors = budget_errors(cl, limit, MAX_PAGES_SLACK + RESUME_LOST)
+        # stopped on the limit: what was fetched is judged, nothing missing
+        expected = cl.expected & set(e2e.observed_set(cl.tw, cl.tw.requests(), cl.faults))
+    cl.verdict(errors + judge(cl.tw, expected, cl.faults, cl.agents, gone, KILL_REPEATS, cl.t0))
 
 
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("kill", "stop", "join-kill", "redis-restart"):
-        fail("usage: cluster_e2e.py kill|stop|join-kill|redis-restart [--assign M]")
+    modes = ("kill", "stop", "join-kill", "redis-restart", "max-pages", "resume",
+             "resume-max-pages")
+    if len(sys.argv) < 2 or sys.argv[1] not in modes:
+        fail("usage: cluster_e2e.py %s [--assign M]" % "|".join(modes))
     assign = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--assign" else "consistent"
-    run(sys.argv[1], assign)
+    if sys.argv[1] == "max-pages":
+        run_max_pages(assign)
+    elif sys.argv[1] in ("resume", "resume-max-pages"):
+        run_resume(assign, sys.argv[1] == "resume-max-pages")
+    else:
+        run(sys.argv[1], assign)
 
 
 if __name__ == "__main__":

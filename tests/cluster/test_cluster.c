@@ -23,6 +23,9 @@
  *  - Redis killed (SIGKILL) and restarted on its AOF (appendfsync always)
  *    mid-exchange: every URL arrives, at B or, if B was seen dead
  *    meanwhile, at its heir A;
+ *  - page budget: A and B reserving 7 pages at a time, interleaved, of a
+ *    budget of 100 get 100 between them, no more; a give-back goes to the
+ *    next reservation; cluster-status shows the pages reserved;
  *  - cost: Redis CPU (INFO cpu) and agents' CPU (getrusage) per 1,000 URLs
  *    over a 100,000-URL exchange, printed; Redis below 0.05 ms per URL.
  */
@@ -701,6 +704,72 @@ START_TEST(test_redis_restart)
 }
 END_TEST
 
+struct budget_result {
+	int n, ok, expect;
+	uint64_t granted, reserved_max;
+};
+
+static void budget_done(void *arg, bool ok, uint64_t granted, uint64_t reserved)
+{
+	struct budget_result *res = arg;
+	res->n++;
+	res->ok += ok;
+	res->granted += granted;
+	if (reserved > res->reserved_max)
+		res->reserved_max = reserved;
+}
+
+static bool budgets_answered(void *arg)
+{
+	struct budget_result *res = arg;
+	return res[0].n >= res[0].expect && res[1].n >= res[1].expect;
+}
+
+/* Reserves want pages of 100 n times from each of a and b (pipelined, so
+ * their scripts interleave in Redis) into res[0] and res[1]. */
+static void reserve_both(struct agent *a, struct agent *b, int n, uint64_t want,
+                         struct budget_result *res)
+{
+	for (int i = 0; i < n; i++) {
+		ck_assert_int_eq(cluster_budget_reserve(a->c, 100, want, budget_done, &res[0]),
+		                 CLUSTER_OK);
+		ck_assert_int_eq(cluster_budget_reserve(b->c, 100, want, budget_done, &res[1]),
+		                 CLUSTER_OK);
+	}
+	res[0].expect += n;
+	res[1].expect += n;
+	ck_assert(run_until(budgets_answered, res, 3000));
+}
+
+/* The page budget: two agents reserving 7 pages at a time of 100 get 100
+ * between them, never more, the last grant in part; a give-back goes to
+ * the next reservation. */
+START_TEST(test_page_budget)
+{
+	struct redis r;
+	struct agent a = { 0 }, b = { 0 };
+	two_agents_start(&r, &a, &b, LEASE_MS, 0);
+	struct budget_result res[2] = { { 0 }, { 0 } };
+	reserve_both(&a, &b, 10, 7, res);
+	ck_assert_int_eq(res[0].ok + res[1].ok, 20);
+	ck_assert_int_eq(res[0].granted + res[1].granted, 100);
+	ck_assert_int_eq(res[0].reserved_max > res[1].reserved_max ? res[0].reserved_max
+	                                                           : res[1].reserved_max,
+	                 100);
+	reserve_both(&a, &b, 1, 0, res); /* a probe: spent, nothing granted */
+	ck_assert_int_eq(res[0].granted + res[1].granted, 100);
+	ck_assert_int_eq(cluster_budget_give_back(a.c, 10), CLUSTER_OK);
+	reserve_both(&a, &b, 1, 16, res);
+	ck_assert_int_eq(res[0].granted + res[1].granted, 110);
+	ck_assert_int_eq(redis_int(r.port, "INCRBY %s 0", "t:budget"), 100);
+	char out[4096];
+	run_status(r.port, out, sizeof out);
+	ck_assert_ptr_nonnull(strstr(out, "page budget (--max-pages): 100 pages reserved\n"));
+	ck_assert_int_eq(cluster_budget_reserve(a.c, 0, 1, budget_done, &res[0]), CLUSTER_EINVAL);
+	two_agents_stop(&r, &a, &b);
+}
+END_TEST
+
 START_TEST(test_cost)
 {
 	enum { N = 100000 };
@@ -744,6 +813,7 @@ int main(void)
 	tcase_add_test(tc, test_exchange_order);
 	tcase_add_test(tc, test_dead_inbox);
 	tcase_add_test(tc, test_redis_restart);
+	tcase_add_test(tc, test_page_budget);
 	tcase_add_test(tc, test_cost);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
