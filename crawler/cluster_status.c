@@ -63,15 +63,26 @@ static int agent_read(redisContext *rc, const char *p, const char *name, struct 
 	return rc_;
 }
 
+/* The pages the agents reserved under --max-pages, when it is set. */
+static int print_budget(redisContext *rc, const char *p)
+{
+	redisReply *budget = query(rc, "GET %s:budget", p, "");
+	if (budget == NULL)
+		return 1;
+	if (budget->type == REDIS_REPLY_STRING)
+		printf("page budget (--max-pages): %s pages reserved\n", budget->str);
+	freeReplyObject(budget);
+	return 0;
+}
+
 static int print_status(redisContext *rc, const char *p)
 {
 	redisReply *cfg = query(rc, "GET %s:config", p, "");
 	redisReply *m = query(rc, "HGETALL %s:members", p, "");
-	redisReply *budget = query(rc, "GET %s:budget", p, "");
 	int ret = 1;
 	struct agent_row tot = { 0 };
 	size_t alive = 0;
-	if (cfg == NULL || m == NULL || m->type != REDIS_REPLY_ARRAY || budget == NULL)
+	if (cfg == NULL || m == NULL || m->type != REDIS_REPLY_ARRAY)
 		goto out;
 	printf("crawl %s: assign %s, %zu agents\n", p,
 	       cfg->type == REDIS_REPLY_STRING ? cfg->str : "(none)", m->elements / 2);
@@ -98,13 +109,10 @@ static int print_status(redisContext *rc, const char *p)
 	}
 	printf("%-20s %-5zu %6s %9s %10llu %10llu %14llu %9llu %9llu\n", "total", alive, "", "",
 	       tot.pages, tot.requests, tot.bytes, tot.len, tot.pending);
-	if (budget->type == REDIS_REPLY_STRING)
-		printf("page budget (--max-pages): %s pages reserved\n", budget->str);
-	ret = 0;
+	ret = print_budget(rc, p);
 out:
 	freeReplyObject(cfg);
 	freeReplyObject(m);
-	freeReplyObject(budget);
 	return ret;
 }
 
