@@ -564,6 +564,7 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 	}
 	if (r->cfg->crawl.sitemaps && !(r->sitemaps = sitemap_registry_create(SITEMAPS_MAX)))
 		return CRAWL_EXIT_FAILURE;
+	struct visit_lease_hooks none = { NULL, NULL, NULL }, leases = { r, ip_lease, ip_release };
 	struct visit_parts vp = { r->cfg,
 		                  &r->loop,
 		                  r->frontier,
@@ -576,9 +577,7 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 		                  &r->stopping,
 		                  &r->finished,
 		                  r->done,
-		                  { NULL, NULL, NULL } };
-	if (r->cfg->cluster.redis[0])
-		vp.leases = (struct visit_lease_hooks){ r, ip_lease, ip_release };
+		                  r->cfg->cluster.redis[0] ? leases : none };
 	r->visit = visit_create(&vp);
 	return r->visit ? CRAWL_EXIT_OK : CRAWL_EXIT_FAILURE;
 }
