@@ -519,10 +519,18 @@ void cluster_publish_stats(struct cluster *c, uint64_t pages, uint64_t requests,
 }
 
 /* The per-IP lease (cluster.h): granted when the key is free or already
- * this agent's (its TTL then set anew), else the holder's time left. */
+ * this agent's (its TTL then raised to the one asked, never lowered: it may
+ * still cover the delay after an earlier request), else the holder's time
+ * left. */
 static const char ip_lease_script[] = "local v = redis.call('GET', KEYS[1])\n"
-                                      "if v == false or v == ARGV[1] then\n"
+                                      "if v == false then\n"
                                       "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+                                      "  return {1, 0}\n"
+                                      "end\n"
+                                      "if v == ARGV[1] then\n"
+                                      "  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
+                                      "    redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+                                      "  end\n"
                                       "  return {1, 0}\n"
                                       "end\n"
                                       "return {0, redis.call('PTTL', KEYS[1])}\n";

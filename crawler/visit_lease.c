@@ -6,7 +6,6 @@
 #include "crawler/visit.h"
 #include "crawler/visit_int.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "frontier/clock.h"
@@ -46,6 +45,13 @@ static void lease_put_back(struct visit *v, struct req *q, uint64_t wait_us, int
 	host_ip_busy(v, host, monotonic_us() + wait_us, from_callback);
 }
 
+/* The lease of key ends the IP delay from now (the end of a request of
+ * host's visit). */
+static void lease_release(struct visit *v, const char *key, uint32_t host)
+{
+	v->p.leases.release(v->p.leases.ctx, key, ms_up(ip_wait(v, host, monotonic_us())));
+}
+
 /* The rest of a group refused its lease: the holder's time left, but no
  * more than the policy's IP delay (a holder whose request is in flight has
  * a long TTL it will shorten when the response is in). */
@@ -76,18 +82,21 @@ static void lease_answered(void *arg, bool granted, long wait_ms)
 		        1);
 		return;
 	}
-	q->lease = REQ_LEASE_HELD;
 	if (late_us > VISIT_LEASE_MARGIN_MS * 1000 || *v->p.stopping ||
 	    !v->p.hooks.can_start(v->p.hooks.ctx)) {
-		/* never sent: the lease goes at once */
+		/* never sent: the lease shortened as after a request, which
+		 * still covers the delay after this visit's earlier ones */
 		v->p.stats->ip_lease_errors += late_us > VISIT_LEASE_MARGIN_MS * 1000;
-		v->p.leases.release(v->p.leases.ctx, q->ip_key, 1);
+		lease_release(v, q->ip_key, host);
 		lease_put_back(v, q, 0, 1);
 		return;
 	}
 	int robots = q->robots;
-	if (visit_req_send(v, q) != 0) {
-		v->p.leases.release(v->p.leases.ctx, q->ip_key, 1);
+	char key[IP_ADDR_STRLEN];
+	memcpy(key, q->ip_key, sizeof key);
+	q->lease = REQ_LEASE_HELD;
+	if (visit_req_send(v, q) != 0) { /* q released */
+		lease_release(v, key, host);
 		if (robots) {
 			visit_robots_unreachable(v, host);
 		} else {
@@ -128,5 +137,5 @@ void visit_lease_done(struct visit *v, struct req *q)
 	if (q->lease != REQ_LEASE_HELD)
 		return;
 	q->lease = REQ_LEASE_NONE;
-	v->p.leases.release(v->p.leases.ctx, q->ip_key, ms_up(ip_wait(v, q->host, monotonic_us())));
+	lease_release(v, q->ip_key, q->host);
 }

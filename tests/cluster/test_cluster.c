@@ -14,7 +14,8 @@
  *    joins the view;
  *  - per-IP lease: granted to A, refused to B with the time left, granted
  *    to B once that time has passed;
- *  - per-IP release: A asking again is granted with the new TTL; B's
+ *  - per-IP release: A asking again is granted with a longer TTL (a
+ *    shorter one leaves it); B's
  *    release leaves A's lease alone, A's own shortens it to the delay
  *    given, and B gets the lease once that delay has passed;
  *  - exchange: URLs sent from A to B arrive in order, in batches, each
@@ -551,8 +552,8 @@ START_TEST(test_ip_lease)
 }
 END_TEST
 
-/* The holder asks again: granted, its TTL set anew. A release by another
- * agent leaves the lease alone; the holder's own shortens it to the delay
+/* The holder asks again: granted, its TTL raised, never lowered. A release
+ * by another agent leaves the lease alone; the holder's own shortens it to the delay
  * after its request, after which the other agent gets it. */
 START_TEST(test_ip_release)
 {
@@ -568,6 +569,12 @@ START_TEST(test_ip_release)
 	ck_assert(ra2.granted);
 	long long pttl = redis_int(r.port, "PTTL %s", "t:ip:2001:db8::");
 	ck_assert_msg(pttl > 50000 && pttl <= 60000, "TTL %lld ms after the second grant", pttl);
+	memset(&ra2, 0, sizeof ra2);
+	ck_assert_int_eq(cluster_ip_lease(a.c, "2001:db8::", 100, ip_done, &ra2), CLUSTER_OK);
+	ck_assert(run_until(ip_answered, &ra2, 2000));
+	ck_assert(ra2.granted);
+	pttl = redis_int(r.port, "PTTL %s", "t:ip:2001:db8::");
+	ck_assert_msg(pttl > 50000, "TTL %lld ms: a shorter grant lowered it", pttl);
 	ck_assert_int_eq(cluster_ip_release(b.c, "2001:db8::", 1), CLUSTER_OK);
 	ck_assert_int_eq(cluster_ip_lease(b.c, "2001:db8::", 100, ip_done, &rb), CLUSTER_OK);
 	ck_assert(run_until(ip_answered, &rb, 2000));
