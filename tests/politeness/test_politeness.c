@@ -2,8 +2,9 @@
  * Check suite for politeness/politeness.h: tokens (a host and an IP are
  * handed out once until released), "not ready until T", parking and waking,
  * backoff and retirement accounting through release, the DNS protocol
- * (set_ip on a held host), IP politeness turned off, and the adaptive
- * policy's per-host estimate.
+ * (set_ip on a held host), IP politeness turned off, an IP group resting
+ * while another agent holds its lease, and the adaptive policy's per-host
+ * estimate.
  */
 #include <check.h>
 #include <stdio.h>
@@ -178,6 +179,34 @@ START_TEST(ip_tokens)
 	ck_assert_int_eq(politeness_pop_ready(x.p, 11 * S, &h2, &t), POLITENESS_OK);
 	ck_assert(h2 == a || h2 == b);
 	ck_assert_uint_ne(h2, h);
+	teardown(&x);
+}
+END_TEST
+
+/* Another agent holds the IP's lease: the held host's group rests until
+ * the time given, even after a visit that made no request, and every host
+ * of the group waits for it; a host not held is left alone. */
+START_TEST(ip_busy)
+{
+	struct fx x;
+	uint32_t a, b, h, h2;
+	uint64_t t = 0;
+	struct visit_outcome none = { VISIT_NONE, 0, 0, 0 };
+
+	setup(&x, 1);
+	a = add_host(&x, "http://a.test", 1);
+	b = add_host(&x, "http://b.test", 1);
+	ck_assert_int_eq(set_ip4(x.p, a, 0x7f000001), POLITENESS_OK);
+	ck_assert_int_eq(set_ip4(x.p, b, 0x7f000001), POLITENESS_OK);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
+	politeness_ip_busy(x.p, h == a ? b : a, 50 * S); /* not held: nothing */
+	politeness_ip_busy(x.p, h, 3 * S);
+	politeness_ip_busy(x.p, h, 2 * S); /* never shortened */
+	ck_assert_int_eq(politeness_release(x.p, h, &none, 1 * S), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_ip_next(x.p, h), 3 * S);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 1 * S, &h2, &t), POLITENESS_NOT_READY);
+	ck_assert_uint_eq(t, 3 * S);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 3 * S, &h2, &t), POLITENESS_OK);
 	teardown(&x);
 }
 END_TEST
@@ -545,6 +574,7 @@ int main(void)
 	tcase_add_test(tc, host_tokens);
 	tcase_add_test(tc, ip_tokens);
 	tcase_add_test(tc, ip_off);
+	tcase_add_test(tc, ip_busy);
 	tcase_add_test(tc, ipv6_groups_per_64);
 	tcase_add_test(tc, dns_protocol);
 	tcase_add_test(tc, backoff_and_retire);
