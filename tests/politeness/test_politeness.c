@@ -80,6 +80,15 @@ static uint32_t add_host(struct fx *x, const char *key, int urls)
 	return h;
 }
 
+/* Hosts a.test and b.test, one URL each, both on IPv4 address v4. */
+static void two_hosts_one_ip(struct fx *x, uint32_t *a, uint32_t *b, uint32_t v4)
+{
+	*a = add_host(x, "http://a.test", 1);
+	*b = add_host(x, "http://b.test", 1);
+	ck_assert_int_eq(set_ip4(x->p, *a, v4), POLITENESS_OK);
+	ck_assert_int_eq(set_ip4(x->p, *b, v4), POLITENESS_OK);
+}
+
 static struct visit_outcome ok_at(uint64_t start)
 {
 	struct visit_outcome o = { VISIT_OK, start, 1, 0 };
@@ -194,10 +203,7 @@ START_TEST(ip_busy)
 	struct visit_outcome none = { VISIT_NONE, 0, 0, 0 };
 
 	setup(&x, 1);
-	a = add_host(&x, "http://a.test", 1);
-	b = add_host(&x, "http://b.test", 1);
-	ck_assert_int_eq(set_ip4(x.p, a, 0x7f000001), POLITENESS_OK);
-	ck_assert_int_eq(set_ip4(x.p, b, 0x7f000001), POLITENESS_OK);
+	two_hosts_one_ip(&x, &a, &b, 0x7f000001);
 	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
 	politeness_ip_busy(x.p, h == a ? b : a, 50 * S); /* not held: nothing */
 	politeness_ip_busy(x.p, h, 3 * S);
@@ -277,10 +283,7 @@ START_TEST(ip_off)
 	uint64_t t = 0;
 
 	setup(&x, 0);
-	a = add_host(&x, "http://a.test", 1);
-	b = add_host(&x, "http://b.test", 1);
-	ck_assert_int_eq(set_ip4(x.p, a, 1), POLITENESS_OK);
-	ck_assert_int_eq(set_ip4(x.p, b, 1), POLITENESS_OK);
+	two_hosts_one_ip(&x, &a, &b, 1);
 	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
 	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h2, &t), POLITENESS_OK);
 	ck_assert_uint_ne(h, h2);
