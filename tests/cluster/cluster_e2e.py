@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import crawl_e2e as e2e  # noqa: E402
 
 HOST_DELAY_MS = 50
-IP_DELAY_MS = 30
+IP_DELAY_MS = e2e.IP_DELAY_MS
 LEASE_MS = 1000
 WINDOW = 40  # cluster.window: URLs an agent takes before acking
 
@@ -148,7 +148,9 @@ def judge(tw, expected, faults, agents, gone, bound, t0):
     for a in agents:
         try:
             st = e2e.json.load(open(os.path.join(a.out, "stats.json")))
-            print("  agent %s: exit %s, %d pages" % (a.name, a.proc.returncode, st["pages"]))
+            print("  agent %s: exit %s, %d pages, IP leases refused %d, Redis errors %d" %
+                  (a.name, a.proc.returncode, st["pages"], st["errors"].get("ip-lease-refused", 0),
+                   st["errors"].get("ip-lease-redis", 0)))
         except (OSError, ValueError):
             print("  agent %s: exit %s, no stats.json" % (a.name, a.proc.returncode))
     errors = []
