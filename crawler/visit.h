@@ -39,8 +39,9 @@
  * politeness token held is always that of the address contacted, and
  * paid once per host rather than per request.
  *
- * Live requests: every request from its start until its result is
- * processed, on one list: what a checkpoint puts back in the frontier.
+ * Live requests: every request from its start (or its wait for an IP
+ * lease, below) until its result is processed, on one list: what a
+ * checkpoint puts back in the frontier.
  *
  * DNS wait line: held hosts waiting for the resolver to have room for one
  * more lookup (FIFO), started as lookups end.
