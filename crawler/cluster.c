@@ -518,32 +518,49 @@ void cluster_publish_stats(struct cluster *c, uint64_t pages, uint64_t requests,
 	                  (unsigned long long)requests, (unsigned long long)bytes);
 }
 
+/* The per-IP lease (cluster.h): granted when the key is free or already
+ * this agent's (its TTL then raised to the one asked, never lowered: it may
+ * still cover the delay after an earlier request), else the holder's time
+ * left. */
+static const char ip_lease_script[] = "local v = redis.call('GET', KEYS[1])\n"
+                                      "if v == false then\n"
+                                      "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+                                      "  return {1, 0}\n"
+                                      "end\n"
+                                      "if v == ARGV[1] then\n"
+                                      "  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
+                                      "    redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+                                      "  end\n"
+                                      "  return {1, 0}\n"
+                                      "end\n"
+                                      "return {0, redis.call('PTTL', KEYS[1])}\n";
+
+/* Shortens this agent's lease, if it still holds it. */
+static const char ip_release_script[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+                                        "  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+                                        "end\n"
+                                        "return 0\n";
+
 struct ip_lease {
 	struct cluster *c;
 	void (*done)(void *arg, bool granted, long wait_ms);
 	void *arg;
-	bool granted;
 };
 
-static void on_ip_set(redisAsyncContext *ac, void *reply, void *priv)
-{
-	struct ip_lease *l = priv;
-	(void)ac;
-	l->granted = reply_is_str(reply, "OK");
-	if (l->done == NULL)
-		free(l); /* the PTTL could not be queued: nobody is told */
-}
-
-static void on_ip_pttl(redisAsyncContext *ac, void *reply, void *priv)
+static void on_ip_lease(redisAsyncContext *ac, void *reply, void *priv)
 {
 	struct ip_lease *l = priv;
 	redisReply *r = reply;
 	(void)ac;
+	bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	          r->element[0]->type == REDIS_REPLY_INTEGER &&
+	          r->element[1]->type == REDIS_REPLY_INTEGER;
+	if (!ok)
+		cl_fail(l->c, "ip lease", r);
 	if (!l->c->destroying) {
-		long wait = r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer >= 0
-		                    ? (long)r->integer
-		                    : -1;
-		l->done(l->arg, r != NULL && l->granted, l->granted ? 0 : wait);
+		bool granted = ok && r->element[0]->integer == 1;
+		long left = ok && r->element[1]->integer > 0 ? (long)r->element[1]->integer : 0;
+		l->done(l->arg, granted, ok ? left : -1);
 	}
 	free(l);
 }
@@ -556,20 +573,27 @@ int cluster_ip_lease(struct cluster *c, const char *addr, unsigned delay_ms,
 		return CLUSTER_EINVAL;
 	if (ac == NULL)
 		return CLUSTER_EDOWN;
-	struct ip_lease *l = calloc(1, sizeof *l);
+	struct ip_lease *l = malloc(sizeof *l);
 	if (l == NULL)
 		return CLUSTER_ENOMEM;
 	*l = (struct ip_lease){ .c = c, .done = done, .arg = arg };
-	/* The PTTL runs right after the SET: pipelined on one connection. */
-	if (redisAsyncCommand(ac, on_ip_set, l, "SET %s:ip:%s %s PX %u NX", c->prefix, addr,
-	                      c->name, delay_ms) != REDIS_OK) {
+	if (redisAsyncCommand(ac, on_ip_lease, l, "EVAL %s 1 %s:ip:%s %s %u", ip_lease_script,
+	                      c->prefix, addr, c->name, delay_ms) != REDIS_OK) {
 		free(l);
 		return CLUSTER_EDOWN;
 	}
-	if (redisAsyncCommand(ac, on_ip_pttl, l, "PTTL %s:ip:%s", c->prefix, addr) != REDIS_OK) {
-		l->done = NULL;
+	return CLUSTER_OK;
+}
+
+int cluster_ip_release(struct cluster *c, const char *addr, unsigned delay_ms)
+{
+	redisAsyncContext *ac = cl_conn(c);
+	if (addr == NULL || *addr == '\0' || delay_ms == 0)
+		return CLUSTER_EINVAL;
+	if (ac == NULL ||
+	    redisAsyncCommand(ac, NULL, NULL, "EVAL %s 1 %s:ip:%s %s %u", ip_release_script,
+	                      c->prefix, addr, c->name, delay_ms) != REDIS_OK)
 		return CLUSTER_EDOWN;
-	}
 	return CLUSTER_OK;
 }
 

@@ -72,9 +72,15 @@
  * may postpone the AOF write of acknowledged entries while an fsync is
  * slow, and a crash of Redis then loses them).
  *
- * Per-IP politeness. cluster_ip_lease() does SET P:ip:ADDR NAME PX delay
- * NX: granted, the caller may send one request to ADDR now; refused, it
- * learns how long the holder's lease has left.
+ * Per-IP politeness. P:ip:ADDR names the one agent that may contact ADDR
+ * (an IP politeness group's key, ipaddr.h) until the key expires.
+ * cluster_ip_lease() takes it in one script (one round trip, atomic) when
+ * it is free or already this agent's, raising its TTL to the one asked;
+ * else it answers the holder's time left. cluster_ip_release() shortens
+ * this agent's lease to the delay that must follow a request (fire and
+ * forget; nothing if another agent holds the key by then). A holder that
+ * dies keeps the IP for the rest of the TTL it last set, and no longer:
+ * the caller's TTL is the bound.
  *
  * Threads: everything runs on the loop given to cluster_create(), from its
  * thread only, and never blocks: every Redis call is asynchronous (hiredis
@@ -266,13 +272,22 @@ const char *const *cluster_live_names(const struct cluster *c, size_t *n);
 const char *cluster_url_host(const char *url, size_t *len);
 
 /*
- * Asks for the lease of IP address addr (text) for delay_ms. done runs
- * later, once, with granted (true: send one request now) and, when
- * refused, wait_ms the time left on the holder's lease (-1 if unknown).
+ * Asks for the lease of IP address addr (text: an IP group's key) for
+ * delay_ms: granted when no agent holds it or this one does (the TTL is
+ * then at least delay_ms from now). done runs later, once, with granted
+ * and wait_ms: 0 when granted; when refused, the time left on the holder's
+ * lease (>= 0);
+ * -1 when Redis did not answer (the connection failed, or an error).
  * Returns CLUSTER_OK, or CLUSTER_EDOWN / CLUSTER_ENOMEM / CLUSTER_EINVAL
  * and then done never runs.
  */
 int cluster_ip_lease(struct cluster *c, const char *addr, unsigned delay_ms,
                      void (*done)(void *arg, bool granted, long wait_ms), void *arg);
+/*
+ * Sets the TTL of addr's lease to delay_ms from now if this agent holds it
+ * (the delay after a request ended). Fire and forget: CLUSTER_OK (sent),
+ * CLUSTER_EDOWN or CLUSTER_EINVAL.
+ */
+int cluster_ip_release(struct cluster *c, const char *addr, unsigned delay_ms);
 
 #endif

@@ -627,3 +627,16 @@ int crawl_cluster_leaving(struct crawl_cluster *g)
 	return g->leave != LEAVE_NONE && g->leave != LEAVE_DONE &&
 	       monotonic_us() - g->leave_start_us < CRAWL_CLUSTER_LEAVE_MS * 1000ull;
 }
+
+/* ---- per-IP leases ---- */
+
+int crawl_cluster_ip_lease(struct crawl_cluster *g, const char *key, unsigned ttl_ms,
+                           void (*done)(void *arg, bool granted, long wait_ms), void *arg)
+{
+	return cluster_ip_lease(g->c, key, ttl_ms, done, arg) == CLUSTER_OK ? 0 : -1;
+}
+
+void crawl_cluster_ip_release(struct crawl_cluster *g, const char *key, unsigned ttl_ms)
+{
+	cluster_ip_release(g->c, key, ttl_ms);
+}

@@ -33,6 +33,12 @@
  * poll (lease / 3) plus one host delay, so the old owner has both noticed
  * and rested. Fenced (the lease may lapse): no request until it is live
  * again.
+ * Per IP, when the policy's IP delay is above 0: a request goes only
+ * under its address's lease in Redis (P:ip:ADDR, cluster.h), taken for
+ * the IP delay + [fetch] timeout_ms + VISIT_LEASE_MARGIN_MS and shortened
+ * to the IP delay once the response is in (visit.h). So no two agents'
+ * requests to one IP (an IPv6 /64) come closer than the IP delay, and an
+ * agent that dies holding a lease blocks that IP for at most that TTL.
  *
  * The end. Each agent publishes idle (above) and pages; once a second it
  * reads the census (cluster_census): when no agent is busy and no inbox
@@ -68,6 +74,7 @@
 #ifndef CRAWLER_CRAWL_CLUSTER_H
 #define CRAWLER_CRAWL_CLUSTER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -129,6 +136,11 @@ int crawl_cluster_leave(struct crawl_cluster *g, int loop_idle);
  * (its heir gets what it had not acked). */
 int crawl_cluster_leaving(struct crawl_cluster *g);
 #define CRAWL_CLUSTER_LEAVE_MS 30000
+/* Per-IP leases (cluster_ip_lease, cluster_ip_release with this agent's
+ * Redis connection), for the visit's lease hooks (visit.h). */
+int crawl_cluster_ip_lease(struct crawl_cluster *g, const char *key, unsigned ttl_ms,
+                           void (*done)(void *arg, bool granted, long wait_ms), void *arg);
+void crawl_cluster_ip_release(struct crawl_cluster *g, const char *key, unsigned ttl_ms);
 /* Once a second: publishes the counters, reads the census, sizes the
  * page budget's chunk. */
 void crawl_cluster_tick(struct crawl_cluster *g);

@@ -72,6 +72,9 @@ struct crawl_stats {
 	uint64_t status_other;          /* statuses outside 0..CRAWL_STATS_STATUS_MAX-1 */
 	uint64_t private_refused, parse_full, writer_full, hosts_dns_failed;
 	uint64_t family_fallbacks; /* hosts moved to their other address family */
+	/* cluster crawls: requests put back because another agent held their
+	 * IP's lease, or because Redis did not answer the lease (in time) */
+	uint64_t ip_lease_refused, ip_lease_errors;
 	uint64_t forced_flushes, early_flushes;
 	uint64_t ckpt_count, ckpt_failures, ckpt_us_total, ckpt_us_max;
 	uint64_t tail_replayed; /* resumes: fetches after the checkpoint taken from the tail */

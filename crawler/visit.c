@@ -160,7 +160,7 @@ void visit_end(struct visit *v, uint32_t host)
 
 /* ---- requests ---- */
 
-static void req_release(struct visit *v, struct req *q)
+void visit_req_release(struct visit *v, struct req *q)
 {
 	if (q->prev)
 		q->prev->next = q->next;
@@ -209,7 +209,9 @@ const struct ip_addr *visit_addr_choose(struct visit *v, const struct ip_addr *a
 
 /* Starts a request of a held host's visit: to the host's own address, or
  * to ip (a robots.txt redirect to another host). depth: the URL's depth
- * word (its redirect count is `redirects`). 0, or -1 (counted). */
+ * word (its redirect count is `redirects`). 0 (started, or waiting for its
+ * IP's lease, or put back and the visit ended: see visit_lease_ask), or -1
+ * (counted). */
 int visit_start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t depth,
                       const char *via, int robots, int redirects, const char *ip)
 {
@@ -217,6 +219,7 @@ int visit_start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t 
 	struct req *q = calloc(1, sizeof *q);
 	if (!q)
 		return -1;
+	q->v = v;
 	q->host = host;
 	q->depth = frontier_depth_of(depth);
 	q->embed = frontier_embed_of(depth);
@@ -230,25 +233,33 @@ int visit_start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t 
 		v->live->prev = q;
 	v->live = q;
 	if (!q->via || !q->url) {
-		req_release(v, q);
+		visit_req_release(v, q);
 		return -1;
 	}
-	char own[IP_ADDR_STRLEN] = "";
 	struct ip_addr addr;
-	if (!ip && politeness_host_ip(v->p.pol, host, &addr))
-		ip_addr_format(&addr, own, sizeof own);
+	if (ip)
+		snprintf(q->ip, sizeof q->ip, "%s", ip);
+	else if (politeness_host_ip(v->p.pol, host, &addr))
+		ip_addr_format(&addr, q->ip, sizeof q->ip);
 	q->own_addr = ip == NULL;
+	if (visit_lease_ask(v, q))
+		return 0;
+	return visit_req_send(v, q);
+}
+
+int visit_req_send(struct visit *v, struct req *q)
+{
 	struct fetch_request fr = {
-		.url = url, .ip = ip ? ip : own, .user = q, .flags = robots ? FETCH_FLAG_ROBOTS : 0
+		.url = q->url, .ip = q->ip, .user = q, .flags = q->robots ? FETCH_FLAG_ROBOTS : 0
 	};
 	enum fetch_error e = fetch_engine_start(v->p.fetch, &fr);
 	if (e != FETCH_OK) {
 		if ((size_t)e < CRAWL_STATS_ERRORS)
 			v->p.stats->fetch_errors[e]++;
-		req_release(v, q);
+		visit_req_release(v, q);
 		return -1;
 	}
-	hs->visit_requests++;
+	visit_host_state(v, q->host)->visit_requests++;
 	v->p.stats->requests++;
 	return 0;
 }
@@ -480,16 +491,17 @@ static void visit_next(struct visit *v, uint32_t host)
 		}
 		char *url = strndup(fu.url, fu.url_len);
 		char *via = strndup(fu.via, fu.via_len);
+		/* counted first: a request put back at once uncounts itself */
+		v->p.stats->pages_started++;
 		int rc = (url && via)
 		                 ? visit_start_fetch(v, host, url, fu.depth, via, 0,
 		                                     (int)frontier_redirects_of(fu.depth), NULL)
 		                 : -1;
 		free(url);
 		free(via);
-		if (rc == 0) {
-			v->p.stats->pages_started++;
+		if (rc == 0)
 			return; /* one request per host in flight; visit_continue goes on */
-		}
+		v->p.stats->pages_started--;
 	}
 }
 
@@ -593,6 +605,27 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 
 /* ---- falling back to the other address family ---- */
 
+/* The request back where it came from, to be made again (its via kept). */
+static void req_put_back(struct visit *v, struct req *q)
+{
+	if (q->robots) {
+		visit_set_robots(v, q->host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
+		if (q->redirects == 0)
+			v->p.stats->robots_fetches--; /* made again */
+	} else {
+		frontier_unpop(v->p.frontier, q->host, q->url, strlen(q->url), q->via,
+		               strlen(q->via),
+		               frontier_depth_pack(q->depth, (uint32_t)q->redirects));
+		v->p.stats->pages_started--;
+	}
+}
+
+void visit_req_put_back(struct visit *v, struct req *q)
+{
+	req_put_back(v, q);
+	visit_req_release(v, q);
+}
+
 /* 1 when res is a connect that failed: no byte of the request went out
  * (refused, unreachable, or the connect or TLS handshake timed out). */
 static int connect_failed(const struct fetch_result *res)
@@ -623,15 +656,7 @@ static int family_fallback(struct visit *v, struct req *q, struct host_state *hs
 		return 0;
 	hs->failed = failed;
 	hs->dns = HOST_DNS_NONE;
-	if (q->robots) {
-		visit_set_robots(v, q->host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
-		v->p.stats->robots_fetches--; /* made again */
-	} else {
-		frontier_unpop(v->p.frontier, q->host, q->url, strlen(q->url), q->via,
-		               strlen(q->via),
-		               frontier_depth_pack(q->depth, (uint32_t)q->redirects));
-		v->p.stats->pages_started--;
-	}
+	req_put_back(v, q);
 	v->p.stats->family_fallbacks++;
 	visit_end(v, q->host); /* VISIT_OK: one delay's rest, no error */
 	return 1;
@@ -643,9 +668,10 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 	struct host_state *hs = visit_host_state(v, q->host);
 	struct crawl_job *j = calloc(1, sizeof *j);
 	*follow = 0;
+	visit_lease_done(v, q);
 	if (!j) {
 		fetch_result_free(res);
-		req_release(v, q);
+		visit_req_release(v, q);
 		return NULL;
 	}
 	j->res = res;
@@ -663,7 +689,7 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 	q->via = NULL; /* the job's now */
 	if (fell_back) {
 		j->flags |= CRAWL_LOG_REQUEUED;
-		req_release(v, q);
+		visit_req_release(v, q);
 		return j;
 	}
 	count_result(v, hs, res);
@@ -673,7 +699,7 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 	} else {
 		page_result(v, q, res, j, follow);
 	}
-	req_release(v, q);
+	visit_req_release(v, q);
 	return j;
 }
 
@@ -728,7 +754,7 @@ void visit_destroy(struct visit *v)
 		return;
 	ARRAY_FREE_EACH(v->blocks, v->n_blocks);
 	while (v->live)
-		req_release(v, v->live);
+		visit_req_release(v, v->live);
 	free(v->dns_wait);
 	url_destroy(v->url_base);
 	url_destroy(v->url_target);

@@ -39,8 +39,9 @@
  * politeness token held is always that of the address contacted, and
  * paid once per host rather than per request.
  *
- * Live requests: every request from its start until its result is
- * processed, on one list: what a checkpoint puts back in the frontier.
+ * Live requests: every request from its start (or its wait for an IP
+ * lease, below) until its result is processed, on one list: what a
+ * checkpoint puts back in the frontier.
  *
  * DNS wait line: held hosts waiting for the resolver to have room for one
  * more lookup (FIFO), started as lookups end.
@@ -52,10 +53,26 @@
  * The visit reaches the loop through hooks given at creation: whether a
  * transfer may start (back-pressure) and the pump (after an asynchronous
  * DNS answer); it reads the loop's stopping and finished flags.
+ *
+ * Per-IP leases (an agent of a cluster crawl, crawl_cluster.h; given as
+ * hooks, so the visit knows nothing of Redis): when the policy's IP delay
+ * is above 0, a request to an address waits, on the live list, for the
+ * lease of the address's politeness group (ip_addr_group) before it
+ * starts, asked with a TTL of the IP delay + [fetch] timeout_ms +
+ * VISIT_LEASE_MARGIN_MS (a grant that comes later than the margin is not
+ * used: the TTL then still covers the request's time bound and the delay
+ * after it). When the response is in, the lease is shortened to the IP
+ * delay counted from then. Refused (another agent holds it), or Redis
+ * unreachable: the request goes back (a page to the front of its queue,
+ * robots.txt to unknown), the visit ends, and the host's IP group waits
+ * the holder's time left (at most the policy's IP delay, at least
+ * VISIT_LEASE_MIN_WAIT_MS; VISIT_LEASE_RETRY_MS when Redis did not
+ * answer) before its next host asks again. The loop never waits for Redis.
  */
 #ifndef CRAWLER_VISIT_H
 #define CRAWLER_VISIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,6 +96,26 @@ struct visit_hooks {
 	void (*pump)(void *ctx);     /* the loop's pump, after a DNS answer */
 };
 
+/* The longest a lease's grant may take to come back and still be used. */
+#define VISIT_LEASE_MARGIN_MS 200
+/* Shortest rest of an IP group refused its lease; the rest when Redis did
+ * not answer. */
+#define VISIT_LEASE_MIN_WAIT_MS 5
+#define VISIT_LEASE_RETRY_MS 100
+
+/* Per-IP leases across agents (see above); acquire NULL: none. acquire:
+ * 0, and done runs later, once (granted; else wait_ms left on another's
+ * lease, or -1 when Redis did not answer); -1 and done never runs (not
+ * connected). release: this agent's lease of key, if it still holds it,
+ * ends ttl_ms from now (fire and forget). key: an IP group's text form. */
+typedef void visit_lease_done_fn(void *arg, bool granted, long wait_ms);
+struct visit_lease_hooks {
+	void *ctx;
+	int (*acquire)(void *ctx, const char *key, unsigned ttl_ms, visit_lease_done_fn *done,
+	               void *arg);
+	void (*release)(void *ctx, const char *key, unsigned ttl_ms);
+};
+
 /* What a visit uses, all borrowed (the engine's results come back through
  * visit_result). */
 struct sitemap_registry;
@@ -96,6 +133,7 @@ struct visit_parts {
 	const int *stopping;   /* the loop's: the crawl starts nothing new */
 	const int *finished;   /* the loop's: it is over */
 	struct done_set *done; /* fetched after the last checkpoint: skipped */
+	struct visit_lease_hooks leases;
 };
 
 /* NULL if out of memory. */

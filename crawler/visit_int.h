@@ -44,8 +44,16 @@ struct host_state {
 	uint64_t retry_after_us;
 };
 
-/* One request in flight (fetch_request.user). */
+/* A request's per-IP lease (visit.h; visit_lease.c). */
+enum req_lease {
+	REQ_LEASE_NONE = 0, /* none needed: a single crawl, or no IP delay */
+	REQ_LEASE_ASKED,    /* waiting for Redis's answer: not started */
+	REQ_LEASE_HELD,     /* granted: in flight; shortened when it ends */
+};
+
+/* One request in flight (fetch_request.user), or waiting for its lease. */
 struct req {
+	struct visit *v;
 	uint32_t host;
 	uint32_t depth;   /* link depth */
 	uint32_t embed;   /* embed code (frontier.h): 0 for a page */
@@ -53,6 +61,10 @@ struct req {
 	int redirects;    /* redirects followed along the chain so far */
 	int own_addr;     /* sent to the host's own address (not a robots hop's) */
 	uint64_t wait_us; /* the visit's wait for its first request, else 0 */
+	int lease;        /* enum req_lease */
+	uint64_t lease_asked_us;
+	char ip[IP_ADDR_STRLEN];     /* the address it goes to */
+	char ip_key[IP_ADDR_STRLEN]; /* that address's politeness group */
 	char *url;
 	char *via; /* "" if none */
 	struct req *prev, *next;
@@ -97,9 +109,25 @@ int visit_start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t 
  * 0: logged, not followed). */
 char *visit_resolve_location(struct visit *v, const char *base, const char *loc, int *crawlable);
 void visit_dns_start_waiting(struct visit *v);
+/* Hands a request whose lease was granted (or not needed) to the engine.
+ * 0, or -1 (counted; q released). */
+int visit_req_send(struct visit *v, struct req *q);
+/* A request that never went out back where it came from (a page to the
+ * front of its queue, robots.txt to unknown), uncounted, and released. */
+void visit_req_put_back(struct visit *v, struct req *q);
+void visit_req_release(struct visit *v, struct req *q);
+
+/* per-IP leases (visit_lease.c) */
+/* 1 when q must wait for its lease (asked, or put back and the visit
+ * ended: Redis unreachable), 0 when it may start now (no lease needed). */
+int visit_lease_ask(struct visit *v, struct req *q);
+/* q's answer is in: shortens its lease to the IP delay from now. */
+void visit_lease_done(struct visit *v, struct req *q);
 
 /* robots.txt (visit_robots.c) */
 void visit_start_robots(struct visit *v, uint32_t host);
+/* robots.txt cannot be had now: the host's visit ends, its URLs kept. */
+void visit_robots_unreachable(struct visit *v, uint32_t host);
 int visit_robots_answer(struct visit *v, struct req *q, struct fetch_result *res,
                         struct crawl_job *j);
 int visit_robots_take(struct visit *v, uint32_t host, long st, const char *encoding,

@@ -31,7 +31,7 @@
  * fetches robots.txt again; the politeness backoff (5xx, network error)
  * or Retry-After (429, 503) decides when, else a second from now. A host
  * that keeps failing is retired after max_consecutive_errors. */
-static void robots_unreachable(struct visit *v, uint32_t host)
+void visit_robots_unreachable(struct visit *v, uint32_t host)
 {
 	struct host_state *hs = visit_host_state(v, host);
 	visit_set_robots(v, host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
@@ -55,7 +55,7 @@ void visit_start_robots(struct visit *v, uint32_t host)
 	visit_set_robots(v, host, POLITENESS_ROBOTS_FETCHING, NULL, 0);
 	v->p.stats->robots_fetches++;
 	if (visit_start_fetch(v, host, url, 0, NULL, 1, 0, NULL) < 0)
-		robots_unreachable(v, host);
+		visit_robots_unreachable(v, host);
 }
 
 /* The Sitemap URLs of a robots.txt (at most VISIT_SITEMAPS_PER_HOST), copied
@@ -109,7 +109,7 @@ static void robots_hop_resolved(void *ctx, enum dns_error err, const char *name,
 		v->p.stats->private_refused += (uint64_t)refused;
 		if (!ip[0] || refused || *v->p.stopping || !v->p.hooks.can_start(v->p.hooks.ctx) ||
 		    visit_start_fetch(v, h->host, h->data, 0, NULL, 1, h->redirects, ip) != 0)
-			robots_unreachable(v, h->host);
+			visit_robots_unreachable(v, h->host);
 	}
 	free(h);
 	if (v->in_dns_call || was_finished)
@@ -134,12 +134,12 @@ static int robots_follow(struct visit *v, struct req *q, char *to)
 	}
 	if (*v->p.stopping || !v->p.hooks.can_start(v->p.hooks.ctx)) {
 		free(to);
-		robots_unreachable(v, host);
+		visit_robots_unreachable(v, host);
 		return 1;
 	}
 	if (kl == bkl && memcmp(to, key, kl) == 0) {
 		if (visit_start_fetch(v, host, to, 0, NULL, 1, q->redirects + 1, NULL) != 0)
-			robots_unreachable(v, host);
+			visit_robots_unreachable(v, host);
 		free(to);
 		return 1;
 	}
@@ -147,7 +147,7 @@ static int robots_follow(struct visit *v, struct req *q, char *to)
 	struct robots_hop *h = malloc(sizeof *h + ul + hl + 2);
 	if (!h) {
 		free(to);
-		robots_unreachable(v, host);
+		visit_robots_unreachable(v, host);
 		return 1;
 	}
 	h->v = v;
@@ -164,7 +164,7 @@ static int robots_follow(struct visit *v, struct req *q, char *to)
 	if (e != DNS_OK) {
 		free(h);
 		v->p.stats->dns_errors[e < CRAWL_STATS_ERRORS ? e : CRAWL_STATS_ERRORS - 1]++;
-		robots_unreachable(v, host);
+		visit_robots_unreachable(v, host);
 	}
 	return 1;
 }
@@ -227,7 +227,7 @@ int visit_robots_answer(struct visit *v, struct req *q, struct fetch_result *res
 	const struct robots *rules = NULL;
 	if (!visit_robots_take(v, host, st, res->content_encoding, res->body.data, res->body.len,
 	                       &rules)) {
-		robots_unreachable(v, host);
+		visit_robots_unreachable(v, host);
 		return 0;
 	}
 	visit_set_state(visit_host_state(v, host), VISIT_FETCH);

@@ -518,6 +518,18 @@ enum politeness_err politeness_release(struct politeness *p, uint32_t host,
 	return ret;
 }
 
+void politeness_ip_busy(struct politeness *p, uint32_t host, uint64_t until_us)
+{
+	uint32_t gi;
+
+	if (p == NULL || host >= p->known || p->hosts[host].state != HS_HELD)
+		return;
+	gi = p->hosts[host].held_group;
+	/* held: the group is out of the top heap until the release re-keys it */
+	if (gi != NONE32 && p->groups[gi].next < until_us)
+		p->groups[gi].next = until_us;
+}
+
 void politeness_visit_budget(const struct politeness *p, uint32_t host, uint32_t *max_urls,
                              uint64_t *max_us)
 {

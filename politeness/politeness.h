@@ -116,6 +116,11 @@ enum politeness_err politeness_pop_ready(struct politeness *p, uint64_t now_us, 
 enum politeness_err politeness_release(struct politeness *p, uint32_t host,
                                        const struct visit_outcome *o, uint64_t now_us);
 
+/* A held host's IP group (the token it carries) rests at least until
+ * until_us, counted from its release: another agent of a cluster crawl
+ * holds the IP's lease. Nothing for a host not held or without a group. */
+void politeness_ip_busy(struct politeness *p, uint32_t host, uint64_t until_us);
+
 /* How much a visit to this host may do: URLs and microseconds (ratio policy:
  * visit_budget; fixed: max_urls_per_visit and no time limit = UINT64_MAX). */
 void politeness_visit_budget(const struct politeness *p, uint32_t host, uint32_t *max_urls,

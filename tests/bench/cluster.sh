@@ -22,6 +22,10 @@
 #                                    host delay 20 ms: fails if a page is
 #                                    missing, fetched twice, or a host's
 #                                    delay is broken
+#   BENCH_IP_DELAY=MS (either mode): per-IP politeness on with that IP
+#                                    delay, so the agents take IP leases in
+#                                    Redis for every request (default 0:
+#                                    per-IP politeness off, no leases)
 # Needs CRAWLER_BUILD (crawler/crawler, tests/testweb/testweb), python3,
 # redis-server, /usr/bin/time.
 set -euo pipefail
@@ -41,6 +45,9 @@ else
   hosts=${BENCH_HOSTS:-1000} pages=${BENCH_PAGES:-100} host_delay=0 counts=${BENCH_AGENTS:-0 1 2 3}
 fi
 gen=(--hosts "$hosts" --pages "$pages" --ips 250)
+ip_delay=${BENCH_IP_DELAY:-0}
+ip_flags=(--ip-delay "$ip_delay")
+(( ip_delay )) || ip_flags+=(--set politeness.ip_politeness=false)
 
 tmp=$(mktemp -d /tmp/bench_cluster.XXXXXX)
 tw_pid="" redis_pid=""
@@ -55,7 +62,7 @@ cpu_of() { # CPU seconds (user + system) of a live process
   awk -v t="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.3f\n", ($12 + $13) / t }' "/proc/$1/stat"
 }
 
-echo "test web: $hosts hosts x $pages pages, host delay ${host_delay} ms"
+echo "test web: $hosts hosts x $pages pages, host delay ${host_delay} ms, IP delay ${ip_delay} ms"
 base_cpu=""
 for n in $counts; do
   run=$tmp/run$n
@@ -85,8 +92,8 @@ for n in $counts; do
   for i in $(seq "$(( n ? n : 1 ))"); do
     /usr/bin/time -f "%U %S" -o "$run/a$i.time" "$crawler" crawl --seeds "$run/seeds.txt" \
       -c "$src/configs/testweb.conf" --dns-server "127.0.0.1:$dns" --allow-private-networks \
-      -o "$run/out$i" --quiet --host-delay "$host_delay" --ip-delay 0 \
-      --set politeness.ip_politeness=false --set politeness.crawl_delay_cap_ms="$host_delay" \
+      -o "$run/out$i" --quiet --host-delay "$host_delay" "${ip_flags[@]}" \
+      --set politeness.crawl_delay_cap_ms="$host_delay" \
       --max-connections 1024 "${cluster[@]}" --agent "a$i" \
       >"$run/a$i.out" 2>"$run/a$i.err" &
     pids+=($!)

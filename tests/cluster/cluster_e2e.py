@@ -7,7 +7,10 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
       once a third of the web is fetched, a fourth joins at two thirds.
       Every expected page is requested, nothing robots-disallowed or
       unexpected, no two requests to one host closer than the host delay
-      (whichever agents sent them), the URLs requested twice are within
+      and none to one IP from different hosts closer than the IP delay
+      (whichever agents sent them: the web's 4 IPs are shared by hosts of
+      every agent, so only the agents' IP leases in Redis keep those gaps),
+      the URLs requested twice are within
       the stated bound (the killed agent's window plus its requests in
       flight), and the three agents left end by themselves with exit 0.
       Every WARC of an agent that ended by itself reads back whole.
@@ -43,7 +46,6 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
 Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as tests/e2e/crawl_e2e.py),
 E2E_HOSTS / E2E_PAGES to resize the web.
 """
-import collections
 import os
 import shutil
 import signal
@@ -57,6 +59,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import crawl_e2e as e2e  # noqa: E402
 
 HOST_DELAY_MS = 50
+IP_DELAY_MS = e2e.IP_DELAY_MS
 LEASE_MS = 1000
 WINDOW = 40  # cluster.window: URLs an agent takes before acking
 # What a crash may repeat: the URLs of the entries the killed agent had
@@ -72,7 +75,6 @@ RESUME_CKPT_S = 1  # --checkpoint-interval of the resume mode's agents
 # The killed agent's restart follows the kill by this: its lease (1 s) has
 # lapsed and its heir has drained its inbox (measured: nothing pending).
 RESUME_AFTER_S = 2.5
-SLACK_US = e2e.SLACK_US
 
 
 def fail(msg):
@@ -126,7 +128,7 @@ class Agent:
                "-c", os.path.join(e2e.SOURCE, "configs", "testweb.conf"),
                "--dns-server", "127.0.0.1:%d" % tw.dns_port, "--allow-private-networks",
                "-o", self.out, "--quiet", "--policy", "fixed",
-               "--host-delay", str(HOST_DELAY_MS), "--ip-delay", "0",
+               "--host-delay", str(HOST_DELAY_MS), "--ip-delay", str(IP_DELAY_MS),
                "--set", "politeness.crawl_delay_cap_ms=%d" % HOST_DELAY_MS,
                "--cluster", "redis://127.0.0.1:%d/e2e" % redis.port, "--agent", name,
                "--assign", assign,
@@ -163,19 +165,6 @@ def wait_pages(tw, n, agents, timeout):
         time.sleep(0.05)
 
 
-def check_host_delays(rows):
-    by_host = collections.defaultdict(list)
-    for r in rows:
-        by_host[r[2]].append(r)
-    bad = []
-    for host, rs in by_host.items():
-        for a, b in zip(rs, rs[1:]):
-            gap = b[0] - a[0]
-            if gap + SLACK_US < HOST_DELAY_MS * 1000:
-                bad.append("host %s: %s then %s after %d us" % (host, a[5], b[5], gap))
-    return bad
-
-
 def judge(tw, expected, faults, agents, gone, bound, t0):
     rows = tw.requests()
     got = e2e.observed_set(tw, rows, faults)
@@ -183,13 +172,15 @@ def judge(tw, expected, faults, agents, gone, bound, t0):
     extra = sorted(set(got) - expected)
     twice = sorted(k for k, n in got.items() if n > 1 and "/robots.txt" not in k)
     repeats = sum(n - 1 for k, n in got.items() if n > 1 and "/robots.txt" not in k)
-    bad = check_host_delays(rows)
+    bad = e2e.check_politeness(rows, "fixed", HOST_DELAY_MS, IP_DELAY_MS)
     print("%d expected, %d requests, %d distinct, %d repeated (bound %d), %.1f s" %
           (len(expected), len(rows), len(got), repeats, bound, time.time() - t0))
     for a in agents:
         try:
             st = e2e.json.load(open(os.path.join(a.out, "stats.json")))
-            print("  agent %s: exit %s, %d pages" % (a.name, a.proc.returncode, st["pages"]))
+            print("  agent %s: exit %s, %d pages, IP leases refused %d, Redis errors %d" %
+                  (a.name, a.proc.returncode, st["pages"], st["errors"].get("ip-lease-refused", 0),
+                   st["errors"].get("ip-lease-redis", 0)))
         except (OSError, ValueError):
             print("  agent %s: exit %s, no stats.json" % (a.name, a.proc.returncode))
     errors = []
@@ -200,7 +191,9 @@ def judge(tw, expected, faults, agents, gone, bound, t0):
     if repeats > bound:
         errors.append("%d repeated requests > bound %d, e.g. %s" % (repeats, bound, twice[:5]))
     if bad:
-        errors.append("%d host delay violations, e.g. %s" % (len(bad), bad[:5]))
+        nip = sum(1 for b in bad if b.startswith("ip "))
+        errors.append("%d host and %d IP delay violations, e.g. %s" %
+                      (len(bad) - nip, nip, bad[:5]))
     for a in agents:
         if a is not gone and a.proc.returncode != 0:
             errors.append("agent %s exited %s" % (a.name, a.proc.returncode))

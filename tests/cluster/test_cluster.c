@@ -14,6 +14,10 @@
  *    joins the view;
  *  - per-IP lease: granted to A, refused to B with the time left, granted
  *    to B once that time has passed;
+ *  - per-IP release: A asking again is granted with a longer TTL (a
+ *    shorter one leaves it); B's
+ *    release leaves A's lease alone, A's own shortens it to the delay
+ *    given, and B gets the lease once that delay has passed;
  *  - exchange: URLs sent from A to B arrive in order, in batches, each
  *    once, with their via and depth; once acked nothing is pending and
  *    nothing comes again;
@@ -551,6 +555,55 @@ START_TEST(test_ip_lease)
 }
 END_TEST
 
+/* The holder asks again: granted, its TTL raised, never lowered. A release
+ * by another agent leaves the lease alone; the holder's own shortens it to the delay
+ * after its request, after which the other agent gets it. */
+START_TEST(test_ip_release)
+{
+	struct redis r;
+	struct agent a = { 0 }, b = { 0 };
+	two_agents_start(&r, &a, &b, LEASE_MS, 0);
+	struct ip_result ra = { 0 }, ra2 = { 0 }, rb = { 0 }, rb2 = { 0 };
+	ck_assert_int_eq(cluster_ip_lease(a.c, "2001:db8::", 100, ip_done, &ra), CLUSTER_OK);
+	ck_assert(run_until(ip_answered, &ra, 2000));
+	ck_assert(ra.granted);
+	ck_assert_int_eq(cluster_ip_lease(a.c, "2001:db8::", 60000, ip_done, &ra2), CLUSTER_OK);
+	ck_assert(run_until(ip_answered, &ra2, 2000));
+	ck_assert(ra2.granted);
+	long long pttl = redis_int(r.port, "PTTL %s", "t:ip:2001:db8::");
+	ck_assert_msg(pttl > 50000 && pttl <= 60000, "TTL %lld ms after the second grant", pttl);
+	memset(&ra2, 0, sizeof ra2);
+	ck_assert_int_eq(cluster_ip_lease(a.c, "2001:db8::", 100, ip_done, &ra2), CLUSTER_OK);
+	ck_assert(run_until(ip_answered, &ra2, 2000));
+	ck_assert(ra2.granted);
+	pttl = redis_int(r.port, "PTTL %s", "t:ip:2001:db8::");
+	ck_assert_msg(pttl > 50000, "TTL %lld ms: a shorter grant lowered it", pttl);
+	ck_assert_int_eq(cluster_ip_release(b.c, "2001:db8::", 1), CLUSTER_OK);
+	ck_assert_int_eq(cluster_ip_lease(b.c, "2001:db8::", 100, ip_done, &rb), CLUSTER_OK);
+	ck_assert(run_until(ip_answered, &rb, 2000));
+	ck_assert(!rb.granted);
+	ck_assert_msg(rb.wait_ms > 50000, "wait %ld ms after another's release", rb.wait_ms);
+	ck_assert_int_eq(cluster_ip_release(a.c, "2001:db8::", 150), CLUSTER_OK);
+	uint64_t t0 = monotonic_ms();
+	run_until(never, NULL, 20); /* A's connection sends it */
+	pttl = redis_int(r.port, "PTTL %s", "t:ip:2001:db8::");
+	ck_assert_msg(pttl > 0 && pttl <= 150, "TTL %lld ms after the holder's release", pttl);
+	memset(&rb, 0, sizeof rb);
+	ck_assert_int_eq(cluster_ip_lease(b.c, "2001:db8::", 100, ip_done, &rb), CLUSTER_OK);
+	ck_assert(run_until(ip_answered, &rb, 2000));
+	ck_assert(!rb.granted);
+	ck_assert_msg(rb.wait_ms > 0 && rb.wait_ms <= 150, "wait %ld ms after the release",
+	              rb.wait_ms);
+	run_until(never, NULL, (unsigned)rb.wait_ms + 20);
+	ck_assert_int_eq(cluster_ip_lease(b.c, "2001:db8::", 100, ip_done, &rb2), CLUSTER_OK);
+	ck_assert(run_until(ip_answered, &rb2, 2000));
+	ck_assert(rb2.granted);
+	ck_assert_uint_ge(monotonic_ms() - t0, 150);
+	ck_assert_int_eq(cluster_ip_release(a.c, "", 10), CLUSTER_EINVAL);
+	two_agents_stop(&r, &a, &b);
+}
+END_TEST
+
 static bool got_n(void *arg)
 {
 	struct pair *p = arg;
@@ -810,6 +863,7 @@ int main(void)
 	tcase_add_test(tc, test_death_and_fencing);
 	tcase_add_test(tc, test_method_refused);
 	tcase_add_test(tc, test_ip_lease);
+	tcase_add_test(tc, test_ip_release);
 	tcase_add_test(tc, test_exchange_order);
 	tcase_add_test(tc, test_dead_inbox);
 	tcase_add_test(tc, test_redis_restart);

@@ -220,11 +220,14 @@ def set_errors(expected, got, tag=""):
     return errors
 
 
-def check_politeness(rows, policy):
+def check_politeness(rows, policy, host_delay_ms=None, ip_delay_ms=None):
     """Per host and per IP, consecutive requests must be separated by the
-    configured delays. The log stamps each response when it is sent, so the
-    gap between two stamps overestimates the idle time by the second
-    response's duration (sub-millisecond on loopback for these pages)."""
+    configured delays (HOST_DELAY_MS and IP_DELAY_MS unless given). The log
+    stamps each response when it is sent, so the gap between two stamps
+    overestimates the idle time by the second response's duration
+    (sub-millisecond on loopback for these pages)."""
+    host_delay_ms = HOST_DELAY_MS if host_delay_ms is None else host_delay_ms
+    ip_delay_ms = IP_DELAY_MS if ip_delay_ms is None else ip_delay_ms
     by_host = collections.defaultdict(list)
     by_ip = collections.defaultdict(list)
     for r in rows:
@@ -235,7 +238,7 @@ def check_politeness(rows, policy):
         for a, b in zip(rs, rs[1:]):
             gap = b[0] - a[0]
             if policy == "fixed":
-                if gap + SLACK_US < HOST_DELAY_MS * 1000:
+                if gap + SLACK_US < host_delay_ms * 1000:
                     bad.append("host %s: %s then %s after %d us" % (host, a[5], b[5], gap))
             else:
                 # ratio: back-to-back requests only inside one keep-alive
@@ -247,7 +250,7 @@ def check_politeness(rows, policy):
             if a[2] == b[2]:
                 continue
             gap = b[0] - a[0]
-            if gap + SLACK_US < IP_DELAY_MS * 1000:
+            if gap + SLACK_US < ip_delay_ms * 1000:
                 bad.append("ip %s: %s%s then %s%s after %d us" % (ip, a[2], a[5], b[2], b[5], gap))
     return bad
 

@@ -2,8 +2,9 @@
  * Check suite for politeness/politeness.h: tokens (a host and an IP are
  * handed out once until released), "not ready until T", parking and waking,
  * backoff and retirement accounting through release, the DNS protocol
- * (set_ip on a held host), IP politeness turned off, and the adaptive
- * policy's per-host estimate.
+ * (set_ip on a held host), IP politeness turned off, an IP group resting
+ * while another agent holds its lease, and the adaptive policy's per-host
+ * estimate.
  */
 #include <check.h>
 #include <stdio.h>
@@ -77,6 +78,15 @@ static uint32_t add_host(struct fx *x, const char *key, int urls)
 		ck_assert_int_eq(frontier_push(x->f, h, u, (size_t)n, NULL, 0, 0), FRONTIER_OK);
 	}
 	return h;
+}
+
+/* Hosts a.test and b.test, one URL each, both on IPv4 address v4. */
+static void two_hosts_one_ip(struct fx *x, uint32_t *a, uint32_t *b, uint32_t v4)
+{
+	*a = add_host(x, "http://a.test", 1);
+	*b = add_host(x, "http://b.test", 1);
+	ck_assert_int_eq(set_ip4(x->p, *a, v4), POLITENESS_OK);
+	ck_assert_int_eq(set_ip4(x->p, *b, v4), POLITENESS_OK);
 }
 
 static struct visit_outcome ok_at(uint64_t start)
@@ -182,6 +192,31 @@ START_TEST(ip_tokens)
 }
 END_TEST
 
+/* Another agent holds the IP's lease: the held host's group rests until
+ * the time given, even after a visit that made no request, and every host
+ * of the group waits for it; a host not held is left alone. */
+START_TEST(ip_busy)
+{
+	struct fx x;
+	uint32_t a, b, h, h2;
+	uint64_t t = 0;
+	struct visit_outcome none = { VISIT_NONE, 0, 0, 0 };
+
+	setup(&x, 1);
+	two_hosts_one_ip(&x, &a, &b, 0x7f000001);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
+	politeness_ip_busy(x.p, h == a ? b : a, 50 * S); /* not held: nothing */
+	politeness_ip_busy(x.p, h, 3 * S);
+	politeness_ip_busy(x.p, h, 2 * S); /* never shortened */
+	ck_assert_int_eq(politeness_release(x.p, h, &none, 1 * S), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_ip_next(x.p, h), 3 * S);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 1 * S, &h2, &t), POLITENESS_NOT_READY);
+	ck_assert_uint_eq(t, 3 * S);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 3 * S, &h2, &t), POLITENESS_OK);
+	teardown(&x);
+}
+END_TEST
+
 /* IPv6 addresses share a token per /64: two addresses of one /64 are one
  * IP for politeness, another /64 is another IP; an IPv4 address whose bytes
  * start like the /64 is yet another. A held host may move to another
@@ -248,10 +283,7 @@ START_TEST(ip_off)
 	uint64_t t = 0;
 
 	setup(&x, 0);
-	a = add_host(&x, "http://a.test", 1);
-	b = add_host(&x, "http://b.test", 1);
-	ck_assert_int_eq(set_ip4(x.p, a, 1), POLITENESS_OK);
-	ck_assert_int_eq(set_ip4(x.p, b, 1), POLITENESS_OK);
+	two_hosts_one_ip(&x, &a, &b, 1);
 	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
 	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h2, &t), POLITENESS_OK);
 	ck_assert_uint_ne(h, h2);
@@ -545,6 +577,7 @@ int main(void)
 	tcase_add_test(tc, host_tokens);
 	tcase_add_test(tc, ip_tokens);
 	tcase_add_test(tc, ip_off);
+	tcase_add_test(tc, ip_busy);
 	tcase_add_test(tc, ipv6_groups_per_64);
 	tcase_add_test(tc, dns_protocol);
 	tcase_add_test(tc, backoff_and_retire);
