@@ -630,13 +630,24 @@ int crawl_cluster_leaving(struct crawl_cluster *g)
 
 /* ---- per-IP leases ---- */
 
-int crawl_cluster_ip_lease(struct crawl_cluster *g, const char *key, unsigned ttl_ms,
-                           void (*done)(void *arg, bool granted, long wait_ms), void *arg)
+static int ip_lease(void *slot, const char *key, unsigned ttl_ms, visit_lease_done_fn *done,
+                    void *arg)
 {
-	return cluster_ip_lease(g->c, key, ttl_ms, done, arg) == CLUSTER_OK ? 0 : -1;
+	struct crawl_cluster *g = *(struct crawl_cluster **)slot;
+	return g && cluster_ip_lease(g->c, key, ttl_ms, done, arg) == CLUSTER_OK ? 0 : -1;
 }
 
-void crawl_cluster_ip_release(struct crawl_cluster *g, const char *key, unsigned ttl_ms)
+static void ip_release(void *slot, const char *key, unsigned ttl_ms)
 {
-	cluster_ip_release(g->c, key, ttl_ms);
+	struct crawl_cluster *g = *(struct crawl_cluster **)slot;
+	if (g)
+		cluster_ip_release(g->c, key, ttl_ms);
+}
+
+struct visit_lease_hooks crawl_cluster_lease_hooks(const struct crawl_config *cfg,
+                                                   struct crawl_cluster **slot)
+{
+	if (cfg->cluster.redis[0] == '\0')
+		return (struct visit_lease_hooks){ 0 };
+	return (struct visit_lease_hooks){ slot, ip_lease, ip_release };
 }

@@ -83,6 +83,7 @@
 #include "crawler/config.h"
 #include "crawler/crawl_stats.h"
 #include "crawler/sieve_path.h"
+#include "crawler/visit.h"
 #include "frontier/frontier.h"
 #include "politeness/politeness.h"
 
@@ -136,11 +137,12 @@ int crawl_cluster_leave(struct crawl_cluster *g, int loop_idle);
  * (its heir gets what it had not acked). */
 int crawl_cluster_leaving(struct crawl_cluster *g);
 #define CRAWL_CLUSTER_LEAVE_MS 30000
-/* Per-IP leases (cluster_ip_lease, cluster_ip_release with this agent's
- * Redis connection), for the visit's lease hooks (visit.h). */
-int crawl_cluster_ip_lease(struct crawl_cluster *g, const char *key, unsigned ttl_ms,
-                           void (*done)(void *arg, bool granted, long wait_ms), void *arg);
-void crawl_cluster_ip_release(struct crawl_cluster *g, const char *key, unsigned ttl_ms);
+/* The visit's per-IP lease hooks (visit.h) for a crawl of cfg: none when
+ * it is no cluster crawl; else cluster_ip_lease and cluster_ip_release on
+ * the agent *slot holds, once it is created (until then every lease is
+ * refused as unconnected). */
+struct visit_lease_hooks crawl_cluster_lease_hooks(const struct crawl_config *cfg,
+                                                   struct crawl_cluster **slot);
 /* Once a second: publishes the counters, reads the census, sizes the
  * page budget's chunk. */
 void crawl_cluster_tick(struct crawl_cluster *g);

@@ -529,21 +529,6 @@ static int open_sieve(struct run *r, struct module_configs *mc, const char *ckpt
 	return rc == SIEVE_EINVAL || rc == SIEVE_ENOTSUP ? CRAWL_EXIT_USAGE : CRAWL_EXIT_FAILURE;
 }
 
-/* The visit's per-IP lease hooks: the cluster's, once it is open. */
-static int ip_lease(void *ctx, const char *key, unsigned ttl_ms, visit_lease_done_fn *done,
-                    void *arg)
-{
-	struct run *r = ctx;
-	return r->cluster ? crawl_cluster_ip_lease(r->cluster, key, ttl_ms, done, arg) : -1;
-}
-
-static void ip_release(void *ctx, const char *key, unsigned ttl_ms)
-{
-	struct run *r = ctx;
-	if (r->cluster)
-		crawl_cluster_ip_release(r->cluster, key, ttl_ms);
-}
-
 /* Fetch engine, DNS resolver, and the visit that drives them. */
 static int open_fetch(struct run *r, struct module_configs *mc)
 {
@@ -564,20 +549,12 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 	}
 	if (r->cfg->crawl.sitemaps && !(r->sitemaps = sitemap_registry_create(SITEMAPS_MAX)))
 		return CRAWL_EXIT_FAILURE;
-	struct visit_lease_hooks none = { NULL, NULL, NULL }, leases = { r, ip_lease, ip_release };
-	struct visit_parts vp = { r->cfg,
-		                  &r->loop,
-		                  r->frontier,
-		                  r->pol,
-		                  r->fetch,
-		                  r->dns,
-		                  &r->stats,
-		                  r->sitemaps,
-		                  { r, can_start, pump },
-		                  &r->stopping,
-		                  &r->finished,
-		                  r->done,
-		                  r->cfg->cluster.redis[0] ? leases : none };
+	struct visit_lease_hooks leases = crawl_cluster_lease_hooks(r->cfg, &r->cluster);
+	struct visit_parts vp = { r->cfg,       &r->loop,     r->frontier,
+		                  r->pol,       r->fetch,     r->dns,
+		                  &r->stats,    r->sitemaps,  { r, can_start, pump },
+		                  &r->stopping, &r->finished, r->done,
+		                  leases };
 	r->visit = visit_create(&vp);
 	return r->visit ? CRAWL_EXIT_OK : CRAWL_EXIT_FAILURE;
 }
