@@ -596,13 +596,15 @@ static int flush_completed(struct sieve_path *sp)
  * so far), so one is asked for only once the keys added since the last one
  * are a fair share of that file: flush work stays within
  * EARLY_FLUSH_RATIO entries per key, however big the crawl. */
-static void early_flush(struct sieve_path *sp)
+static int early_flush(struct sieve_path *sp)
 {
 	const struct crawl_stats_atomic *ac = &sp->p.stats->ac;
-	if (bqueue_size(sp->emitq) == 0 &&
-	    atomic_load(&ac->keys_added) - sp->flush_keys_at >
+	if (bqueue_size(sp->emitq) != 0 ||
+	    atomic_load(&ac->keys_added) - sp->flush_keys_at <=
 	            atomic_load(&ac->emits_pushed) / EARLY_FLUSH_RATIO)
-		request_flush(sp, 0);
+		return 0;
+	request_flush(sp, 0);
+	return 1;
 }
 
 int sieve_path_dry(struct sieve_path *sp, int loop_idle)
@@ -633,6 +635,11 @@ uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t no
 {
 	flush_completed(sp);
 	if (sp->flush_pending || !atomic_load(&sp->seeded))
+		return 0;
+	/* Hosts that wait must not hold back the others: the links found
+	 * meanwhile come out as when the frontier runs dry (else a few hosts
+	 * retrying robots.txt at the start idle every other host for 500 ms). */
+	if (early_flush(sp))
 		return 0;
 	if (!loop_idle || bqueue_size(sp->emitq) != 0 || bqueue_size(sp->feedq) != 0 ||
 	    atomic_load(&sp->p.stats->ac.keys_added) == sp->flush_keys_at)
