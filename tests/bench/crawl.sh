@@ -27,6 +27,8 @@
 #                                  fails if the crawler fetched nothing,
 #                                  wasted a request or broke politeness
 #                                  (host delay 20 ms there)
+# BENCH_BASELINE=BUILD_DIR: that build's crawler runs too, first, on its
+# own fresh web (A/B in one run), and its rate to 90% is set beside.
 # BENCH_PERF=1: the crawler runs under `perf record` (cpu-clock samples,
 # all its threads); its profile by thread and by symbol is printed after
 # its figures (the samples slow it a little: judge speed without it).
@@ -153,17 +155,26 @@ EOF
 
 echo "test web: $hosts hosts x $pages pages, delays ${host_delay} ms"
 
-# 1. our crawler
+# 1. our crawler (and BENCH_BASELINE's before it, on a fresh web each)
+# run_crawler NAME EXE [PROFILER...]
+run_crawler() {
+  local name=$1 exe=$2; shift 2
+  start_web "$name"
+  timed "$name" "$@" "$exe" crawl --seeds "$tmp/seeds.txt" -c "$src/configs/testweb.conf" \
+    --dns-server "127.0.0.1:$dns" --allow-private-networks -o "$tmp/out.$name" --quiet \
+    --host-delay "$host_delay" --ip-delay 0 --set politeness.ip_politeness=false \
+    --set politeness.crawl_delay_cap_ms="$host_delay" --max-connections 1024 \
+    --set output.warc=true || { cat "$tmp/$name.err" >&2; echo "$name failed" >&2; exit 1; }
+  stop_web
+  report "$name"
+}
+if [[ -n "${BENCH_BASELINE:-}" ]]; then
+  [[ -x $BENCH_BASELINE/crawler/crawler ]] || { echo "no crawler in $BENCH_BASELINE" >&2; exit 1; }
+  run_crawler baseline "$BENCH_BASELINE/crawler/crawler"
+fi
 prof=()
 [[ -n "${BENCH_PERF:-}" ]] && prof=(perf record -q -e cpu-clock -F 499 -o "$tmp/perf.data" --)
-start_web crawler
-timed crawler "${prof[@]}" "$crawler" crawl --seeds "$tmp/seeds.txt" -c "$src/configs/testweb.conf" \
-  --dns-server "127.0.0.1:$dns" --allow-private-networks -o "$tmp/out" --quiet \
-  --host-delay "$host_delay" --ip-delay 0 --set politeness.ip_politeness=false \
-  --set politeness.crawl_delay_cap_ms="$host_delay" --max-connections 1024 \
-  --set output.warc=true || { cat "$tmp/crawler.err" >&2; echo "crawler failed" >&2; exit 1; }
-stop_web
-report crawler
+run_crawler crawler "$crawler" "${prof[@]}"
 if [[ -n "${BENCH_PERF:-}" ]]; then
   echo "profile of the crawler (share of its CPU samples), by thread (tid:comm) and shared object:"
   perf report -i "$tmp/perf.data" --no-children --stdio --sort pid,dso 2>/dev/null \
@@ -299,6 +310,10 @@ print("crawler / wget pages/s: %.2fx (goal >= 2x); cpu-s per 1000 pages: crawler
 print("rate to 90%% coverage, crawler vs wget: %.1f vs %s%.1f URLs/s: %s%.2fx (goal >= 3x)"
       % (c90, "" if w_reached else "< ", w90, "" if w_reached else "> ", c90 / w90 if w90 else float("inf")))
 EOF
+if [[ -f "$tmp/baseline.log.fig" ]]; then
+  read -r b_pages b_rate b_cpu b_viol b_rate90 b_wasted b_reached < "$tmp/baseline.log.fig"
+  python3 -c "import sys; c,b=float(sys.argv[1]),float(sys.argv[2]); print('rate to 90%% coverage, crawler vs baseline: %.2fx' % (c/b if b else 0))" "$c_rate90" "$b_rate90"
+fi
 if [[ -n "${wrk_rate:-}" ]]; then
   python3 -c "import sys; c,w=float(sys.argv[1]),float(sys.argv[2]); print('crawler / wrk ceiling (pages/s vs requests/s, no parsing): %.2f' % (c/w if w else 0))" "$c_rate" "$wrk_rate"
 fi
