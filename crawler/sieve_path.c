@@ -96,6 +96,7 @@ struct sieve_path {
 	int flush_pending, flush_idle;
 	uint64_t flush_seq, flush_emits_before, flush_keys_at;
 	uint64_t flush_asked_us, flush_done_us, flush_took_us; /* monotonic */
+	uint64_t waited_flush_us;  /* sieve_path_none_ready's last request; 0: none yet */
 	struct emit *pending_emit; /* a URL the frontier could not take yet */
 	struct sieve_stats sst;    /* saved before the sieve is closed */
 	struct link_meta_stats mst;
@@ -596,15 +597,13 @@ static int flush_completed(struct sieve_path *sp)
  * so far), so one is asked for only once the keys added since the last one
  * are a fair share of that file: flush work stays within
  * EARLY_FLUSH_RATIO entries per key, however big the crawl. */
-static int early_flush(struct sieve_path *sp)
+static void early_flush(struct sieve_path *sp)
 {
 	const struct crawl_stats_atomic *ac = &sp->p.stats->ac;
-	if (bqueue_size(sp->emitq) != 0 ||
-	    atomic_load(&ac->keys_added) - sp->flush_keys_at <=
+	if (bqueue_size(sp->emitq) == 0 &&
+	    atomic_load(&ac->keys_added) - sp->flush_keys_at >
 	            atomic_load(&ac->emits_pushed) / EARLY_FLUSH_RATIO)
-		return 0;
-	request_flush(sp, 0);
-	return 1;
+		request_flush(sp, 0);
 }
 
 int sieve_path_dry(struct sieve_path *sp, int loop_idle)
@@ -636,19 +635,19 @@ uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t no
 	flush_completed(sp);
 	if (sp->flush_pending || !atomic_load(&sp->seeded))
 		return 0;
-	/* Hosts that wait must not hold back the others: the links found
-	 * meanwhile come out as when the frontier runs dry (else a few hosts
-	 * retrying robots.txt at the start idle every other host for 500 ms). */
-	if (early_flush(sp))
-		return 0;
 	if (!loop_idle || bqueue_size(sp->emitq) != 0 || bqueue_size(sp->feedq) != 0 ||
 	    atomic_load(&sp->p.stats->ac.keys_added) == sp->flush_keys_at)
 		return 0; /* what is under way will ask again when it ends */
-	/* Flushing takes at most a tenth of the time so spent waiting. */
+	/* Flushing takes at most a tenth of the time so spent waiting, counted
+	 * from the last such flush: the other flushes (the seeds', those of
+	 * hosts running dry) were not asked for by a wait. The crawl's first
+	 * wait (a few hosts retrying robots.txt while the rest have no URL
+	 * yet) so gets its flush at once. */
 	uint64_t gap = 10 * sp->flush_took_us;
-	uint64_t at = sp->flush_done_us + (gap > NONE_READY_GAP_US ? gap : NONE_READY_GAP_US);
-	if (now_us < at)
+	uint64_t at = sp->waited_flush_us + (gap > NONE_READY_GAP_US ? gap : NONE_READY_GAP_US);
+	if (sp->waited_flush_us && now_us < at)
 		return at;
+	sp->waited_flush_us = now_us;
 	request_flush(sp, 0);
 	return 0;
 }
