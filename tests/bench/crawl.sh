@@ -29,6 +29,8 @@
 #                                  (host delay 20 ms there)
 # BENCH_BASELINE=BUILD_DIR: that build's crawler runs too, first, on its
 # own fresh web (A/B in one run), and its rate to 90% is set beside.
+# BENCH_CRAWL_SECONDS (default 1800): a crawler still running then is
+# stopped and the run fails.
 # BENCH_PERF=1: the crawler runs under `perf record` (cpu-clock samples,
 # all its threads); its profile by thread and by symbol is printed after
 # its figures (the samples slow it a little: judge speed without it).
@@ -59,6 +61,8 @@ else
   wget_secs=${BENCH_WGET_SECONDS:-300} scrapy_secs=${BENCH_SCRAPY_SECONDS:-120}
 fi
 gen=(--hosts "$hosts" --pages "$pages" --ips 250)
+# a crawler that hangs fails the run instead of holding it forever
+crawl_secs=${BENCH_CRAWL_SECONDS:-1800}
 
 tmp=$(mktemp -d /tmp/bench_crawl.XXXXXX)
 tw_pid=""
@@ -160,7 +164,7 @@ echo "test web: $hosts hosts x $pages pages, delays ${host_delay} ms"
 run_crawler() {
   local name=$1 exe=$2; shift 2
   start_web "$name"
-  timed "$name" "$@" "$exe" crawl --seeds "$tmp/seeds.txt" -c "$src/configs/testweb.conf" \
+  timed "$name" timeout "$crawl_secs" "$@" "$exe" crawl --seeds "$tmp/seeds.txt" -c "$src/configs/testweb.conf" \
     --dns-server "127.0.0.1:$dns" --allow-private-networks -o "$tmp/out.$name" --quiet \
     --host-delay "$host_delay" --ip-delay 0 --set politeness.ip_politeness=false \
     --set politeness.crawl_delay_cap_ms="$host_delay" --max-connections 1024 \
