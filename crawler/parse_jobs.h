@@ -71,10 +71,10 @@ int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **
 /* Loop thread: queues j without waiting (takes it). 0, or -1 when full (j
  * not taken). */
 int parse_jobs_try_submit(struct parse_jobs *pj, struct crawl_job *j);
-/* Loop thread: a fetch's job goes to the parse threads, or straight to
- * the writer (a robots.txt without sitemaps; a full parse queue, counted
- * as parse_full, the job then unparsed); a full writer queue drops it
- * (writer_full). Takes j. */
+/* Loop thread: a fetch's job goes to the parse threads when it has
+ * something to parse (j->parse), else straight to the writer (also on a
+ * full parse queue, counted as parse_full, the job then unparsed); a full
+ * writer queue drops it (writer_full). Takes j. */
 void parse_jobs_take(struct parse_jobs *pj, struct crawl_job *j);
 /* Is job j's redirect target in scope? Then *word is its depth word. A
  * page's target is judged as a link; an embed's by the embed rule above,

@@ -96,6 +96,7 @@ struct sieve_path {
 	int flush_pending, flush_idle;
 	uint64_t flush_seq, flush_emits_before, flush_keys_at;
 	uint64_t flush_asked_us, flush_done_us, flush_took_us; /* monotonic */
+	uint64_t waited_flush_us;  /* sieve_path_none_ready's last request; 0: none yet */
 	struct emit *pending_emit; /* a URL the frontier could not take yet */
 	struct sieve_stats sst;    /* saved before the sieve is closed */
 	struct link_meta_stats mst;
@@ -637,11 +638,16 @@ uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t no
 	if (!loop_idle || bqueue_size(sp->emitq) != 0 || bqueue_size(sp->feedq) != 0 ||
 	    atomic_load(&sp->p.stats->ac.keys_added) == sp->flush_keys_at)
 		return 0; /* what is under way will ask again when it ends */
-	/* Flushing takes at most a tenth of the time so spent waiting. */
+	/* Flushing takes at most a tenth of the time so spent waiting, counted
+	 * from the last such flush: the other flushes (the seeds', those of
+	 * hosts running dry) were not asked for by a wait. The crawl's first
+	 * wait (a few hosts retrying robots.txt while the rest have no URL
+	 * yet) so gets its flush at once. */
 	uint64_t gap = 10 * sp->flush_took_us;
-	uint64_t at = sp->flush_done_us + (gap > NONE_READY_GAP_US ? gap : NONE_READY_GAP_US);
-	if (now_us < at)
+	uint64_t at = sp->waited_flush_us + (gap > NONE_READY_GAP_US ? gap : NONE_READY_GAP_US);
+	if (sp->waited_flush_us && now_us < at)
 		return at;
+	sp->waited_flush_us = now_us;
 	request_flush(sp, 0);
 	return 0;
 }

@@ -113,8 +113,8 @@ int sieve_path_dry(struct sieve_path *sp, int loop_idle);
  * a Crawl-delay): with nothing else to do (loop_idle: nothing in flight,
  * no host held, no parse job), asks for the flush that delivers the links
  * found since the last one, so that they do not wait in the sieve's buffer
- * for those hosts; at most every 500 ms or ten times the last flush's
- * time. Such a flush never ends the crawl. Returns 0, or the monotonic
+ * for those hosts; the first at once, then at most every 500 ms or ten
+ * times the last flush's time. Such a flush never ends the crawl. Returns 0, or the monotonic
  * time at which to ask again. */
 uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t now_us);
 /* Cluster: an inbox entry's lines (copied) for the sieve. 0, or -1 (no

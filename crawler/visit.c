@@ -305,9 +305,10 @@ static void host_unresolvable(struct visit *v, uint32_t host, struct host_state 
 }
 
 /* Starts the lookup of a held host's name; the visit goes on in dns_done.
- * Returns 0, or -1 when the resolver is at max_pending (the host was put
- * in line, still held). */
-static int resolve_host(struct visit *v, uint32_t host)
+ * Returns 0, or -1 when the resolver is at max_pending: the host, still
+ * held, is then put in line, or stays first in it (in_line: it is the
+ * line's front, which the caller removes only on 0). */
+static int resolve_host(struct visit *v, uint32_t host, int in_line)
 {
 	struct host_state *hs = visit_host_state(v, host);
 	size_t hl;
@@ -332,7 +333,7 @@ static int resolve_host(struct visit *v, uint32_t host)
 	if (e == DNS_OK)
 		return 0;
 	free(w);
-	if (e == DNS_ERR_BUSY && dns_wait_push(v, host) == 0)
+	if (e == DNS_ERR_BUSY && (in_line || dns_wait_push(v, host) == 0))
 		return -1; /* HOST_DNS_PENDING: in line */
 	hs->dns = HOST_DNS_NONE;
 	v->p.stats->dns_errors[e < CRAWL_STATS_ERRORS ? e : CRAWL_STATS_ERRORS - 1]++;
@@ -345,13 +346,14 @@ static int resolve_host(struct visit *v, uint32_t host)
 
 void visit_dns_start_waiting(struct visit *v)
 {
+	/* The front leaves the line only once its lookup started: pushing it
+	 * again may compact the line (moving its head), and the line cannot
+	 * be unpushed from then on. A push during resolve_host (a callback
+	 * ending another visit) keeps the front first, at the new head. */
 	while (v->dns_wait_head < v->dns_wait_n && !*v->p.finished) {
-		uint32_t host = v->dns_wait[v->dns_wait_head++];
-		if (resolve_host(v, host) < 0) {
-			v->dns_wait_n--; /* put back in front: it was pushed last */
-			v->dns_wait[--v->dns_wait_head] = host;
+		if (resolve_host(v, v->dns_wait[v->dns_wait_head], 1) < 0)
 			break;
-		}
+		v->dns_wait_head++;
 	}
 	if (v->dns_wait_head == v->dns_wait_n)
 		v->dns_wait_head = v->dns_wait_n = 0;
@@ -434,7 +436,7 @@ void visit_begin(struct visit *v, uint32_t host)
 	hs->visit_wait_us = politeness_host_wait(v->p.pol, host);
 	politeness_visit_budget(v->p.pol, host, &hs->visit_max_urls, &hs->visit_max_us);
 	if (hs->dns != HOST_DNS_OK) {
-		resolve_host(v, host);
+		resolve_host(v, host, 0);
 		return;
 	}
 	uint64_t exp;

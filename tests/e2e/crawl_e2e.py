@@ -9,8 +9,8 @@ test web's own request log (the neutral witness).
       Also: the sieve emitted exactly the URLs the crawl went on to request
       (see check_sieve_accounting).
   crawl_e2e.py dns-line
-      the same checks with one DNS lookup at a time: hosts queue for the
-      resolver, none is turned away as busy.
+      the same checks with one DNS lookup at a time on 257 hosts: hosts
+      queue for the resolver, none is turned away as busy, the line fills.
   crawl_e2e.py sieve-flushes | sieve-meta
       the same exact-coverage checks with a tiny sieve: 16 URLs per buffer
       (hundreds of flushes while fetching), or a 64 KiB side table (full
@@ -1101,10 +1101,15 @@ def main():
                       web=gen_args()[:-2] + ["--ips", os.environ.get("E2E_HOSTS", "20")])
     elif what == "dns-line":
         # One lookup at a time: hosts wait in line for the resolver (held,
-        # in order) instead of being sent back with a retry delay.
+        # in order) instead of being sent back with a retry delay. 257
+        # seed hosts: the first is looked up, the other 256 fill the line's
+        # first allocation exactly, so the line is full when its front is
+        # sent back busy (a line compacted under its front once lost its
+        # head and held every host in it forever).
         test_coverage("fixed", ["--set", "dns.max_pending=1"],
                       lambda st, _: ["%d lookups refused as busy" % st["errors"]["dns-busy"]]
-                      if st["errors"].get("dns-busy") else [])
+                      if st["errors"].get("dns-busy") else [],
+                      web=["--hosts", "257", "--pages", "3", "--ips", "4"])
     elif what == "sitemaps":
         # Sitemaps on: the expected set grows by the sitemaps robots.txt
         # lists (an index and a gzipped sitemap on kind-6 hosts) and the
