@@ -213,13 +213,22 @@ def served_spans(tw):
 
 
 def stored_responses(out):
-    """URL -> response and revisit records in the crawl's WARC files."""
-    n = collections.Counter()
+    """URL -> the responses the crawl stored: a response or revisit record
+    in its WARC files together with its crawl.log line, which the writer
+    appends after the record (the line is what makes the fetch part of the
+    tail a resume replays: crawl_tail.h). A kill between the two leaves a
+    record without its line, which is answered but not stored."""
+    records, lines = collections.Counter(), collections.Counter()
     for w in sorted(f for f in os.listdir(out) if f.endswith(".warc.gz")):
         for h, _ in e2e.read_warc_records(os.path.join(out, w)):
             if h.get("warc-type") in ("response", "revisit"):
-                n[h["warc-target-uri"]] += 1
-    return n
+                records[h["warc-target-uri"]] += 1
+    for line in open(os.path.join(out, "crawl.log")):
+        f = line.rstrip("\n").split("\t")
+        if not line.startswith("#") and len(f) == 13 and int(f[1]) > 0 and \
+                "requeued" not in f[11].split(","):
+            lines[f[3]] += 1
+    return collections.Counter({u: min(n, lines[u]) for u, n in records.items()})
 
 
 def repeats_per_crash(tw, out, kills):
@@ -227,9 +236,9 @@ def repeats_per_crash(tw, out, kills):
     answered before it), and the repeats after it (a URL requested in the
     next run that had been requested before the kill), split into those in
     flight at the crash, those the server had answered but the crawler had
-    not stored yet (the URL has one response record in the WARC: the
-    answer died in the crawler's hands, between its socket and its WARC),
-    and those it had stored (two records: work done, stored, and done
+    not stored yet (the URL has one response record with its log line: the
+    answer died in the crawler's hands, between its socket and its WARC
+    and log), and those it had stored (two: work done, stored, and done
     again, which the tail replay prevents). robots.txt counts like any
     URL, but when unreachable (5xx, 429: asked again by design). Prints one line per crash; returns the errors."""
     spans = served_spans(tw)
