@@ -331,7 +331,12 @@ int crawl_cluster_ready(struct crawl_cluster *g)
 	if (live && !g->was_live && now + g->gain_wait_us > g->hold_until_us)
 		g->hold_until_us = now + g->gain_wait_us; /* (re)joined: hosts gained */
 	g->was_live = live;
-	return live && now >= g->hold_until_us && (!budget_on(g) || budget_left(g) > 0);
+	return live && now >= g->hold_until_us;
+}
+
+int crawl_cluster_page_allowed(const struct crawl_cluster *g)
+{
+	return !budget_on(g) || budget_left(g) > 0;
 }
 
 /* The owner of a URL's host in the current view (without this agent when

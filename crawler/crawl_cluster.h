@@ -111,9 +111,12 @@ int crawl_cluster_create(const struct crawl_cluster_parts *parts, struct crawl_c
 /* Stops without leaving (the lease lapses). NULL is a no-op. */
 void crawl_cluster_destroy(struct crawl_cluster *g);
 
-/* 1 if requests may start now: live, past the wait after gaining hosts,
- * and (with crawl.max_pages) a page of the budget reserved and unused. */
+/* 1 if requests may start now: live, and past the wait after gaining
+ * hosts. */
 int crawl_cluster_ready(struct crawl_cluster *g);
+/* 1 if one more page may start: no page budget, or some of what this
+ * agent reserved is left (the visit's page_allowed hook). */
+int crawl_cluster_page_allowed(const struct crawl_cluster *g);
 /* A host popped for a visit: 1 if it is ours; else its URLs went to its
  * owner and the host was given back (0), or some could not be sent yet
  * and stay queued (-1: pop no more hosts in this pump). */

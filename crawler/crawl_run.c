@@ -220,11 +220,13 @@ static void on_fetch_done(void *ctx, struct fetch_result *res)
 
 /* ---- the loop ---- */
 
-static int max_pages_reached(const struct run *r)
+/* The visit's page_allowed hook (visit.h). */
+static int page_allowed(void *ctx)
 {
-	if (r->cluster)
-		return crawl_cluster_budget_over(r->cluster);
-	return r->cfg->crawl.max_pages && r->stats.pages_started >= r->cfg->crawl.max_pages;
+	struct run *r = ctx;
+	uint64_t max = r->cfg->crawl.max_pages;
+	return r->cluster ? crawl_cluster_page_allowed(r->cluster)
+	                  : !max || r->stats.pages_started < max;
 }
 
 /* Arms the wake timer for monotonic time at_us (0: no need), unless it
@@ -242,26 +244,23 @@ static void wake_at(struct run *r, uint64_t at_us)
 /* The end: see crawl_run.h. */
 static int crawl_is_done(struct run *r)
 {
-	size_t inflight = fetch_engine_in_flight(r->fetch);
-	uint64_t outstanding = parse_jobs_outstanding(r->parse);
 	struct politeness_stats ps;
 	politeness_stats(r->pol, &ps);
+	/* nothing in flight, held or being parsed */
+	int quiet = fetch_engine_in_flight(r->fetch) == 0 && ps.hosts_held == 0;
+	int idle = quiet && parse_jobs_outstanding(r->parse) == 0;
 	if (r->stopping && r->cluster && !r->exit_code)
-		return crawl_cluster_leave(r->cluster,
-		                           inflight == 0 && ps.hosts_held == 0 && outstanding == 0);
+		return crawl_cluster_leave(r->cluster, idle);
 	if (r->stopping)
-		return inflight == 0 && ps.hosts_held == 0 && (outstanding == 0 || r->sigints > 0);
-	if (max_pages_reached(r))
-		return inflight == 0 && ps.hosts_held == 0 && outstanding == 0;
+		return idle || (quiet && r->sigints > 0);
+	if (r->cluster ? crawl_cluster_budget_over(r->cluster) : !page_allowed(r))
+		return idle;
 	if (ps.hosts_in_heap > 0) {
 		if (r->none_ready)
-			wake_at(r, sieve_path_none_ready(r->sp,
-			                                 inflight == 0 && ps.hosts_held == 0 &&
-			                                         outstanding == 0,
-			                                 monotonic_us()));
+			wake_at(r, sieve_path_none_ready(r->sp, idle, monotonic_us()));
 		return 0;
 	}
-	int dry = sieve_path_dry(r->sp, inflight == 0 && ps.hosts_held == 0 && outstanding == 0);
+	int dry = sieve_path_dry(r->sp, idle);
 	return r->cluster ? crawl_cluster_done(r->cluster, dry) : dry;
 }
 
@@ -299,7 +298,7 @@ static void pump(void *ctx)
 	 * sieve while it is copied */
 	if (r->cluster)
 		crawl_cluster_pump(r->cluster);
-	while (!r->stopping && can_start(r) && !max_pages_reached(r)) {
+	while (!r->stopping && can_start(r) && page_allowed(r)) {
 		uint32_t host;
 		uint64_t at;
 		uint64_t now = monotonic_us();
@@ -552,7 +551,7 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 	struct visit_lease_hooks leases = crawl_cluster_lease_hooks(r->cfg, &r->cluster);
 	struct visit_parts vp = { r->cfg,       &r->loop,     r->frontier,
 		                  r->pol,       r->fetch,     r->dns,
-		                  &r->stats,    r->sitemaps,  { r, can_start, pump },
+		                  &r->stats,    r->sitemaps,  { r, can_start, page_allowed, pump },
 		                  &r->stopping, &r->finished, r->done,
 		                  leases };
 	r->visit = visit_create(&vp);

@@ -456,9 +456,7 @@ static int visit_over(struct visit *v, const struct host_state *hs)
 	return *v->p.stopping || hs->outcome != VISIT_OK ||
 	       hs->visit_requests >= hs->visit_max_urls ||
 	       (hs->visit_requests && monotonic_us() - hs->visit_start_us >= hs->visit_max_us) ||
-	       (v->p.cfg->crawl.max_pages &&
-	        v->p.stats->pages_started >= v->p.cfg->crawl.max_pages) ||
-	       !v->p.hooks.can_start(v->p.hooks.ctx);
+	       !v->p.hooks.page_allowed(v->p.hooks.ctx) || !v->p.hooks.can_start(v->p.hooks.ctx);
 }
 
 /* 1 if robots.txt forbids the URL. */

@@ -93,7 +93,10 @@ struct done_set;
 struct visit_hooks {
 	void *ctx;
 	int (*can_start)(void *ctx); /* room for one more transfer */
-	void (*pump)(void *ctx);     /* the loop's pump, after a DNS answer */
+	/* one more page may start: under crawl.max_pages, or in a cluster
+	 * within the pages this agent reserved of the crawl's */
+	int (*page_allowed)(void *ctx);
+	void (*pump)(void *ctx); /* the loop's pump, after a DNS answer */
 };
 
 /* The longest a lease's grant may take to come back and still be used. */

@@ -65,19 +65,6 @@ static uint64_t refused_wait(const struct visit *v, long wait_ms)
 	return w < VISIT_LEASE_MIN_WAIT_MS * 1000 ? VISIT_LEASE_MIN_WAIT_MS * 1000 : w;
 }
 
-/* 1 if q may still start now that its lease is granted. A page request
- * was counted in pages_started when it was asked for, so the check leaves
- * it out: counted, it would take the last page of a cluster's page budget
- * from itself, be put back, and ask again forever. */
-static int room_for(struct visit *v, const struct req *q)
-{
-	int counted = !q->robots;
-	v->p.stats->pages_started -= counted;
-	int room = v->p.hooks.can_start(v->p.hooks.ctx);
-	v->p.stats->pages_started += counted;
-	return room;
-}
-
 /* The answer to q's lease (the lease hook's callback). */
 static void lease_answered(void *arg, bool granted, long wait_ms)
 {
@@ -95,7 +82,8 @@ static void lease_answered(void *arg, bool granted, long wait_ms)
 		        1);
 		return;
 	}
-	if (late_us > VISIT_LEASE_MARGIN_MS * 1000 || *v->p.stopping || !room_for(v, q)) {
+	if (late_us > VISIT_LEASE_MARGIN_MS * 1000 || *v->p.stopping ||
+	    !v->p.hooks.can_start(v->p.hooks.ctx)) {
 		/* never sent: the lease shortened as after a request, which
 		 * still covers the delay after this visit's earlier ones */
 		v->p.stats->ip_lease_errors += late_us > VISIT_LEASE_MARGIN_MS * 1000;
