@@ -62,7 +62,7 @@ static void usage(FILE *out)
 	        "      --insecure            accept any TLS certificate (default: verify, and\n"
 	        "                            count failures as tls-cert)\n"
 	        "      --allow-private-networks  allow private/loopback addresses (local tests)\n"
-	        "      --parse-threads N     parse threads (0 = number of cores)\n"
+	        "      --parse-threads N     parse threads (0 = the cores less one, at least 1)\n"
 	        "      --set SECTION.KEY=VALUE  any configuration key\n"
 	        "      --checkpoint-interval SECONDS  between checkpoints (default 60; 0: only\n"
 	        "                            at a graceful stop and at the end)\n"

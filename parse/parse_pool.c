@@ -41,8 +41,11 @@ enum parse_pool_err parse_pool_create(unsigned n_threads, size_t queue_cap,
 	if (!ops || !ops->work || queue_cap == 0 || queue_cap > ((size_t)1 << 26))
 		return PARSE_POOL_ERR_INVALID;
 	if (n_threads == 0) {
+		/* The fetch loop and the WARC writer keep a core busy between
+		 * them: a parse thread per core would make the threads take turns
+		 * on the cores and add wake-up latency to every page. */
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		n_threads = n > 0 ? (unsigned)n : 1;
+		n_threads = n > 1 ? (unsigned)(n - 1) : 1;
 	}
 	if (n_threads > 1024)
 		return PARSE_POOL_ERR_INVALID;

@@ -44,9 +44,9 @@ struct parse_pool_ops {
 
 struct parse_pool;
 
-/* Starts n_threads (0 = number of online CPUs) threads. ops is copied; ctx
- * is borrowed and must outlive the pool. On error *out is NULL and no thread
- * is left running. */
+/* Starts n_threads (0 = one fewer than the online CPUs, at least one)
+ * threads. ops is copied; ctx is borrowed and must outlive the pool. On
+ * error *out is NULL and no thread is left running. */
 enum parse_pool_err parse_pool_create(unsigned n_threads, size_t queue_cap,
                                       const struct parse_pool_ops *ops, void *ctx,
                                       struct parse_pool **out);

@@ -268,6 +268,24 @@ START_TEST(parse_pool_bounded_and_complete)
 }
 END_TEST
 
+/* 0 threads: one fewer than the cores (the loop and the writer need one),
+ * but never none. */
+START_TEST(parse_pool_default_threads)
+{
+	struct pool_ctx c;
+	memset(&c, 0, sizeof c);
+	pthread_mutex_init(&c.gate, NULL);
+	struct parse_pool_ops ops = { pinit, pwork, pfini };
+	struct parse_pool *p;
+	ck_assert_int_eq(parse_pool_create(0, 4, &ops, &c, &p), PARSE_POOL_OK);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	ck_assert_uint_eq(parse_pool_threads(p), cores > 1 ? (unsigned)(cores - 1) : 1u);
+	parse_pool_destroy(p);
+	ck_assert_int_eq(atomic_load(&c.inits), atomic_load(&c.finis));
+	pthread_mutex_destroy(&c.gate);
+}
+END_TEST
+
 START_TEST(config_sieve_keys)
 {
 	struct crawl_config c;
@@ -455,6 +473,7 @@ int main(void)
 	tcase_add_test(tc, bqueue_fifo_full_close);
 	tcase_add_test(tc, bqueue_mpmc_every_item_once);
 	tcase_add_test(tc, parse_pool_bounded_and_complete);
+	tcase_add_test(tc, parse_pool_default_threads);
 	tcase_add_test(tc, config_sieve_keys);
 	tcase_add_test(tc, sitemap_registry_take_once_and_cap);
 	tcase_add_test(tc, link_meta_put_take_first_writer);
