@@ -161,10 +161,6 @@ static void write_job(struct crawl_writer *w, struct crawl_job *j)
 	};
 	if (log_retry(w, &e) != CRAWL_LOG_OK)
 		atomic_fetch_add(&w->p.stats->ac.writer_errors, 1);
-	/* to the kernel with its WARC records (see the order in
-	 * crawl_writer.h); what a full disk refuses stays buffered for the
-	 * next write, whose failure stalls */
-	crawl_log_flush(w->log, 0);
 }
 
 /* A checkpoint's barrier: every job queued before it is written; make it
@@ -197,6 +193,12 @@ static void *writer_main(void *arg)
 			write_job(w, j);
 		}
 		crawl_job_free(j);
+		/* The lines go to the kernel after their WARC records (see the
+		 * order in crawl_writer.h), in one write once the queue runs
+		 * empty (or the log's buffer fills); what a full disk refuses
+		 * stays buffered for the next write, whose failure stalls. */
+		if (bqueue_size(w->thread.q) == 0)
+			crawl_log_flush(w->log, 0);
 	}
 	return NULL;
 }

@@ -14,10 +14,13 @@
  * A write that fails on a full disk waits it out (io_stall.h) and writes
  * the same record again: nothing is dropped, fetching pauses meanwhile.
  *
- * Order: a fetch's WARC records, then its crawl.log line, each handed to
- * the kernel before the next job (the log is not left in its buffer), so
- * a crash that kills the process leaves a log line only after its WARC
- * records: the tail a resume replays (crawl_tail.h).
+ * Order: a fetch's WARC records go to the kernel before its crawl.log
+ * line is buffered; the buffered lines go to the kernel in one write once
+ * the queue runs empty (or the log's buffer fills), so a crash that kills
+ * the process leaves a log line only after its WARC records: the tail a
+ * resume replays (crawl_tail.h). Lines still buffered at a kill are lost
+ * and their fetches done again, as when the kill falls between a record
+ * and its line.
  *
  * Checkpoints: a barrier job (crawl_writer_request_sync) makes everything
  * queued before it durable; crawl_writer_synced then says so and where the
