@@ -186,6 +186,16 @@ static bool reply_is_str(const redisReply *r, const char *s)
 	       r->len == strlen(s) && memcmp(r->str, s, r->len) == 0;
 }
 
+bool cl_reply_ints(const redisReply *r, size_t n, long long min)
+{
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (r->element[i]->type != REDIS_REPLY_INTEGER || r->element[i]->integer < min)
+			return false;
+	return true;
+}
+
 static void member_step(struct cluster *c);
 static void view_poll(struct cluster *c);
 
@@ -552,9 +562,8 @@ static void on_ip_lease(redisAsyncContext *ac, void *reply, void *priv)
 	struct ip_lease *l = priv;
 	redisReply *r = reply;
 	(void)ac;
-	bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-	          r->element[0]->type == REDIS_REPLY_INTEGER &&
-	          r->element[1]->type == REDIS_REPLY_INTEGER;
+	/* {granted, the holder's PTTL}: -1 or -2 when it has none */
+	bool ok = cl_reply_ints(r, 2, -2);
 	if (!ok)
 		cl_fail(l->c, "ip lease", r);
 	if (!l->c->destroying) {
@@ -651,9 +660,7 @@ static void on_census(redisAsyncContext *ac, void *reply, void *priv)
 	redisReply *r = reply;
 	(void)ac;
 	struct cluster_census s = { 0, 0, 0 };
-	bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3;
-	for (size_t i = 0; ok && i < 3; i++)
-		ok = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer >= 0;
+	bool ok = cl_reply_ints(r, 3, 0);
 	if (ok) {
 		s.busy = (uint64_t)r->element[0]->integer;
 		s.pages = (uint64_t)r->element[1]->integer;

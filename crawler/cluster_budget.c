@@ -28,9 +28,7 @@ static void on_reserved(redisAsyncContext *ac, void *reply, void *priv)
 	struct budget_req *q = priv;
 	redisReply *r = reply;
 	(void)ac;
-	bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2;
-	for (size_t i = 0; ok && i < 2; i++)
-		ok = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer >= 0;
+	bool ok = cl_reply_ints(r, 2, 0);
 	if (!ok)
 		cl_fail(q->c, "page budget", r);
 	if (!q->c->destroying)

@@ -99,6 +99,8 @@ struct cluster {
 /* The connection, if usable for a new command. */
 redisAsyncContext *cl_conn(struct cluster *c);
 void cl_fail(struct cluster *c, const char *what, const redisReply *r);
+/* r is an array of exactly n integers, each at least min. */
+bool cl_reply_ints(const redisReply *r, size_t n, long long min);
 
 /* cluster_exchange.c, driven by cluster.c. */
 void cl_exchange_on_connect(struct cluster *c);

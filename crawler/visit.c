@@ -548,6 +548,14 @@ static void count_result(struct visit *v, struct host_state *hs, const struct fe
 	}
 }
 
+/* q's URL back at the front of its host's queue, with its depth and
+ * redirect count (via: q's, or the job's once it took it). 1 when so. */
+static int req_unpop(struct visit *v, const struct req *q, const char *via)
+{
+	return frontier_unpop(v->p.frontier, q->host, q->url, strlen(q->url), via, strlen(via),
+	                      frontier_depth_pack(q->depth, (uint32_t)q->redirects)) == FRONTIER_OK;
+}
+
 /* A page whose reused connection closed before answering (libcurl's
  * immediate re-send refused, fetch.h): back at the front of its queue, to
  * be fetched at the host's next visit, after the politeness delay. 1 when
@@ -555,10 +563,7 @@ static void count_result(struct visit *v, struct host_state *hs, const struct fe
 static int page_requeue(struct visit *v, struct req *q, const char *via)
 {
 	struct host_state *hs = visit_host_state(v, q->host);
-	if (hs->reuse_drops >= VISIT_MAX_REUSE_DROPS)
-		return 0;
-	if (frontier_unpop(v->p.frontier, q->host, q->url, strlen(q->url), via, strlen(via),
-	                   frontier_depth_pack(q->depth, (uint32_t)q->redirects)) != FRONTIER_OK)
+	if (hs->reuse_drops >= VISIT_MAX_REUSE_DROPS || !req_unpop(v, q, via))
 		return 0;
 	hs->reuse_drops++;
 	v->p.stats->reuse_retries++;
@@ -613,9 +618,8 @@ static void req_put_back(struct visit *v, struct req *q)
 		if (q->redirects == 0)
 			v->p.stats->robots_fetches--; /* made again */
 	} else {
-		frontier_unpop(v->p.frontier, q->host, q->url, strlen(q->url), q->via,
-		               strlen(q->via),
-		               frontier_depth_pack(q->depth, (uint32_t)q->redirects));
+		/* a retired host's queue counts it as dropped */
+		(void)req_unpop(v, q, q->via);
 		v->p.stats->pages_started--;
 	}
 }

@@ -18,6 +18,8 @@
 #define WARC_DEFAULT_DIGESTS 65536u
 #define WARC_URL_KEEP 2048u
 #define WARC_HDR_CAP 16384u
+/* stdio's buffer of a WARC file: a fetch's records in one write */
+#define WARC_STDIO_BUF (64u * 1024u)
 
 /* ---------- SHA-1 through libcrypto ----------
  * Every record gets a block digest and every response body a payload digest
@@ -337,8 +339,6 @@ static enum warc_error close_file(struct warc_writer *w)
 	w->f = NULL;
 	return rc;
 }
-
-#define WARC_STDIO_BUF (64u * 1024u)
 
 /* Forgets everything written since the file was start bytes long: stdio's
  * buffer is dropped and the file cut back, so a fetch is in the file whole

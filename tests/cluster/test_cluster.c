@@ -15,9 +15,9 @@
  *  - per-IP lease: granted to A, refused to B with the time left, granted
  *    to B once that time has passed;
  *  - per-IP release: A asking again is granted with a longer TTL (a
- *    shorter one leaves it); B's
- *    release leaves A's lease alone, A's own shortens it to the delay
- *    given, and B gets the lease once that delay has passed;
+ *    shorter one leaves it); B's release leaves A's lease alone, A's own
+ *    shortens it to the delay given, and B gets the lease once that delay
+ *    has passed;
  *  - exchange: URLs sent from A to B arrive in order, in batches, each
  *    once, with their via and depth; once acked nothing is pending and
  *    nothing comes again;
@@ -556,8 +556,8 @@ START_TEST(test_ip_lease)
 END_TEST
 
 /* The holder asks again: granted, its TTL raised, never lowered. A release
- * by another agent leaves the lease alone; the holder's own shortens it to the delay
- * after its request, after which the other agent gets it. */
+ * by another agent leaves the lease alone; the holder's own shortens it to
+ * the delay after its request, after which the other agent gets it. */
 START_TEST(test_ip_release)
 {
 	struct redis r;

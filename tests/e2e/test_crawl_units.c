@@ -219,15 +219,22 @@ static void pfini(void *ctx, void *state)
 	free(state);
 }
 
+/* A pool of `threads` (0: the default) over c, 4 jobs queued at most. */
+static struct parse_pool *pool_start(struct pool_ctx *c, unsigned threads)
+{
+	const struct parse_pool_ops ops = { pinit, pwork, pfini };
+	struct parse_pool *p;
+	memset(c, 0, sizeof *c);
+	pthread_mutex_init(&c->gate, NULL);
+	ck_assert_int_eq(parse_pool_create(threads, 4, &ops, c, &p), PARSE_POOL_OK);
+	return p;
+}
+
 START_TEST(parse_pool_bounded_and_complete)
 {
 	struct pool_ctx c;
-	memset(&c, 0, sizeof c);
-	pthread_mutex_init(&c.gate, NULL);
-	struct parse_pool_ops ops = { pinit, pwork, pfini };
-	struct parse_pool *p;
+	struct parse_pool *p = pool_start(&c, 2);
 	pthread_mutex_lock(&c.gate); /* workers block on the first jobs */
-	ck_assert_int_eq(parse_pool_create(2, 4, &ops, &c, &p), PARSE_POOL_OK);
 	ck_assert_uint_eq(parse_pool_threads(p), 2);
 	int submitted = 0, expect = 0;
 	/* 2 jobs can be taken by the blocked workers, 4 wait: then FULL. */
@@ -273,11 +280,7 @@ END_TEST
 START_TEST(parse_pool_default_threads)
 {
 	struct pool_ctx c;
-	memset(&c, 0, sizeof c);
-	pthread_mutex_init(&c.gate, NULL);
-	struct parse_pool_ops ops = { pinit, pwork, pfini };
-	struct parse_pool *p;
-	ck_assert_int_eq(parse_pool_create(0, 4, &ops, &c, &p), PARSE_POOL_OK);
+	struct parse_pool *p = pool_start(&c, 0);
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	ck_assert_uint_eq(parse_pool_threads(p), cores > 1 ? (unsigned)(cores - 1) : 1u);
 	parse_pool_destroy(p);
