@@ -4,13 +4,15 @@
  * and as a robots.txt Crawl-delay. Beyond "no crash", it aborts when a
  * number wraps instead of saturating:
  *  - the microseconds parsed agree with strtod on the same text, or are
- *    saturated where strtod's value passes 2^64;
+ *    saturated where strtod's value passes 2^64 (a value just below 2^64
+ *    that strtod rounds up to it may also be exact);
  *  - a Retry-After of n seconds lands exactly at now + n (saturating), and
  *    the next visit is never past the 12 s cap nor before it when n >= 12 s;
  *  - a Crawl-delay of n >= 5 s gives the 5 s cap, one that is no number
  *    gives no delay.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,13 +36,14 @@ static void check_seconds(const char *text, size_t len)
 		abort();
 	memcpy(prefix, text, used);
 	prefix[used] = '\0';
+	/* ref is rounded twice (strtod, then the product): a value just below
+	 * 2^64 may come out as 2^64, so only a ref past 2^64 that us does not
+	 * also agree with asks for saturation. */
 	double ref = strtod(prefix, NULL) * 1e6;
-	if (ref >= 18446744073709551616.0) {
-		if (us < 18446744073709549568ull) /* the largest double below 2^64 */
-			abort();
-	} else if (fabs((double)us - ref) > 1.0 + ref * 1e-9) {
+	bool saturated = us >= 18446744073709549568ull; /* the largest double below 2^64 */
+	bool agrees = fabs((double)us - ref) <= 1.0 + ref * 1e-9;
+	if (!agrees && !(ref >= 18446744073709551616.0 && saturated))
 		abort();
-	}
 }
 
 static void check_retry_after(const char *text, size_t len)
