@@ -14,10 +14,10 @@
 #include <strings.h>
 #include <sys/resource.h>
 
-#include "crawler/config.h"
+#include "crawler/config/config.h"
 #include "crawler/crawl_run.h"
-#include "crawler/tools.h"
-#include "frontier/array.h"
+#include "frontier/base/tools.h"
+#include "frontier/base/array.h"
 
 #define MAX_SEEDS 1000000
 #define MAX_OVERRIDES 64

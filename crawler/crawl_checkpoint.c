@@ -11,11 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "crawler/checkpoint.h"
+#include "crawler/store/checkpoint.h"
 #include "crawler/crawl_outdir.h"
-#include "crawler/done_set.h"
-#include "frontier/clock.h"
-#include "frontier/recfile.h"
+#include "crawler/store/done_set.h"
+#include "frontier/base/clock.h"
+#include "frontier/base/recfile.h"
 
 #define STATE_MAGIC "CRSTATE1"
 

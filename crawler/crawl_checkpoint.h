@@ -36,7 +36,7 @@
 
 #include <uv.h>
 
-#include "crawler/config.h"
+#include "crawler/config/config.h"
 #include "crawler/crawl_stats.h"
 #include "crawler/crawl_tail.h"
 #include "crawler/crawl_writer.h"

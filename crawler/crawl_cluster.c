@@ -11,11 +11,11 @@
 
 #include <xxhash.h>
 
-#include "crawler/cluster.h"
+#include "crawler/cluster/cluster.h"
 #include "crawler/crawl_run.h"
-#include "frontier/array.h"
-#include "frontier/chain.h"
-#include "frontier/clock.h"
+#include "frontier/base/array.h"
+#include "frontier/base/chain.h"
+#include "frontier/base/clock.h"
 
 /* Census reads in a row that must find nothing busy before the end. */
 #define END_STREAK 2

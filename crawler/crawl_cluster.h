@@ -1,7 +1,7 @@
 /*
  * crawl_cluster.h: a crawl as one agent of several (crawler crawl
  * --cluster), on the fetch loop: the glue between the Redis layer
- * (crawler/cluster.h) and the crawl's frontier and sieve path.
+ * (crawler/cluster/cluster.h) and the crawl's frontier and sieve path.
  *
  * Where URLs go. Every URL this agent finds (seeds, links, redirect
  * targets) leaves through the sieve path's outbox and is sent to the inbox
@@ -80,7 +80,7 @@
 
 #include <uv.h>
 
-#include "crawler/config.h"
+#include "crawler/config/config.h"
 #include "crawler/crawl_stats.h"
 #include "crawler/sieve_path.h"
 #include "crawler/visit.h"

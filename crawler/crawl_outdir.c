@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crawler/checkpoint.h"
+#include "crawler/store/checkpoint.h"
 #include "crawler/crawl_run.h"
-#include "crawler/outdir_lock.h"
-#include "crawler/warc_repair.h"
-#include "frontier/fileio.h"
+#include "crawler/store/outdir_lock.h"
+#include "crawler/store/warc_repair.h"
+#include "frontier/base/fileio.h"
 
 /* One crawl per output folder; a folder that holds a checkpoint only
  * with --resume. *found: there is a checkpoint (its folder in ckpt, its

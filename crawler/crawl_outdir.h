@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "crawler/config.h"
+#include "crawler/config/config.h"
 
 struct outdir_lock;
 

@@ -50,7 +50,7 @@
 
 #include <stddef.h>
 
-#include "crawler/config.h"
+#include "crawler/config/config.h"
 
 /* Exit codes of a crawl (also of `crawler crawl`). */
 enum crawl_exit {

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "frontier/ascii.h"
-#include "frontier/clock.h"
-#include "frontier/recfile.h"
+#include "frontier/base/ascii.h"
+#include "frontier/base/clock.h"
+#include "frontier/base/recfile.h"
 
 /* ---- tables of named values ---- */
 

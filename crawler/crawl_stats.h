@@ -25,9 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crawler/config.h"
-#include "crawler/dns.h"
-#include "crawler/fetch.h"
+#include "crawler/config/config.h"
+#include "crawler/net/dns.h"
+#include "crawler/net/fetch.h"
 #include "crawler/link_meta.h"
 #include "frontier/frontier.h"
 #include "frontier/scope.h"

@@ -15,15 +15,15 @@
 
 #include <zlib.h>
 
-#include "crawler/crawl_log.h"
+#include "crawler/store/crawl_log.h"
 #include "crawler/crawl_outdir.h"
 #include "crawler/crawl_writer.h"
-#include "crawler/done_set.h"
-#include "crawler/fetch.h"
+#include "crawler/store/done_set.h"
+#include "crawler/net/fetch.h"
 #include "crawler/parse_jobs.h"
 #include "crawler/sieve_path.h"
 #include "crawler/visit.h"
-#include "frontier/array.h"
+#include "frontier/base/array.h"
 
 #define READ_CHUNK (64u * 1024u)
 #define WARC_HEADER_MAX (64u * 1024u) /* longer is not a record we wrote */

@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crawler/config.h"
+#include "crawler/config/config.h"
 #include "crawler/crawl_stats.h"
 
 #define CRAWL_TAIL_LINE_MAX (64u * 1024u)

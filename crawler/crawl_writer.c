@@ -11,9 +11,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "crawler/crawl_log.h"
-#include "frontier/array.h"
-#include "frontier/bqueue.h"
+#include "crawler/store/crawl_log.h"
+#include "frontier/base/array.h"
+#include "frontier/base/bqueue.h"
 
 struct crawl_writer {
 	struct crawl_writer_parts p;

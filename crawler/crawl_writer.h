@@ -35,11 +35,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crawler/config.h"
+#include "crawler/config/config.h"
 #include "crawler/crawl_stats.h"
-#include "crawler/fetch.h"
-#include "crawler/io_stall.h"
-#include "crawler/warc.h"
+#include "crawler/net/fetch.h"
+#include "crawler/store/io_stall.h"
+#include "crawler/store/warc.h"
 
 /* One finished transfer on its way to the parse pool and the writer. */
 #define CRAWL_PARSE_CSS 2 /* crawl_job.parse: a stylesheet's url()s */

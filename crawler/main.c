@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "crawler/tools.h"
+#include "frontier/base/tools.h"
 
 struct subcommand {
 	const char *name;

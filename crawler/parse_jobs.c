@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crawler/crawl_log.h"
-#include "crawler/decode.h"
+#include "crawler/store/crawl_log.h"
+#include "crawler/net/decode.h"
 #include "frontier/frontier.h"
 #include "frontier/url.h"
 #include "parse/links.h"

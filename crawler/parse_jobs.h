@@ -43,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crawler/config.h"
+#include "crawler/config/config.h"
 #include "crawler/crawl_stats.h"
 #include "crawler/crawl_writer.h"
 #include "crawler/sitemap_registry.h"

@@ -19,9 +19,9 @@
 
 #include <xxhash.h>
 
-#include "frontier/array.h"
-#include "frontier/bqueue.h"
-#include "frontier/clock.h"
+#include "frontier/base/array.h"
+#include "frontier/base/bqueue.h"
+#include "frontier/base/clock.h"
 #include "frontier/frontier.h"
 #include "frontier/url.h"
 

@@ -45,9 +45,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crawler/config.h"
+#include "crawler/config/config.h"
 #include "crawler/crawl_stats.h"
-#include "crawler/io_stall.h"
+#include "crawler/store/io_stall.h"
 #include "crawler/link_meta.h"
 #include "sieve/sieve.h"
 

@@ -78,12 +78,12 @@
 
 #include <uv.h>
 
-#include "crawler/config.h"
+#include "crawler/config/config.h"
 #include "crawler/crawl_stats.h"
 #include "crawler/crawl_tail.h"
 #include "crawler/crawl_writer.h"
-#include "crawler/dns.h"
-#include "crawler/fetch.h"
+#include "crawler/net/dns.h"
+#include "crawler/net/fetch.h"
 #include "frontier/frontier.h"
 #include "politeness/politeness.h"
 

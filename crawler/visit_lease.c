@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "frontier/clock.h"
+#include "frontier/base/clock.h"
 #include "politeness/delay_policy.h"
 
 /* Microseconds to whole milliseconds, rounded up, at least 1. */

@@ -6,7 +6,7 @@
  */
 #include "frontier/frontier_internal.h"
 #include "frontier/url.h"
-#include "frontier/array.h"
+#include "frontier/base/array.h"
 
 #include <errno.h>
 #include <fcntl.h>

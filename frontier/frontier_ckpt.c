@@ -2,9 +2,9 @@
  * frontier_ckpt.c: checkpoints of a frontier (frontier_checkpoint) and
  * frontier_restore; see frontier.h for what they keep and cost.
  */
-#include "frontier/fileio.h"
+#include "frontier/base/fileio.h"
 #include "frontier/frontier_internal.h"
-#include "frontier/recfile.h"
+#include "frontier/base/recfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

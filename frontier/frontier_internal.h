@@ -25,7 +25,7 @@
 #ifndef FRONTIER_FRONTIER_INTERNAL_H
 #define FRONTIER_FRONTIER_INTERNAL_H
 
-#include "frontier/chain.h"
+#include "frontier/base/chain.h"
 #include "frontier/frontier.h"
 
 #include <stddef.h>

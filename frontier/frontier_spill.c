@@ -4,7 +4,7 @@
  * host's memory part from the front of its disk part. Layout in
  * frontier_internal.h; contract in frontier.h.
  */
-#include "frontier/fileio.h"
+#include "frontier/base/fileio.h"
 #include "frontier/frontier_internal.h"
 
 #include <errno.h>

@@ -5,7 +5,7 @@
  */
 #include "frontier/scope.h"
 #include "frontier/url.h"
-#include "frontier/array.h"
+#include "frontier/base/array.h"
 
 #include <ctype.h>
 #include <libpsl.h>

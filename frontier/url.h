@@ -43,8 +43,8 @@
  * Workload: millions of links per second per core, most of them relative
  * references against the page's base, almost all ASCII.
  */
-#ifndef CRAWLER_URL_H
-#define CRAWLER_URL_H
+#ifndef FRONTIER_URL_H
+#define FRONTIER_URL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crawler/tools.h"
-#include "frontier/tool_args.h"
+#include "frontier/base/tools.h"
+#include "frontier/base/tool_args.h"
 #include "frontier/url.h"
 
 static void usage(FILE *f)

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "frontier/ascii.h"
+#include "frontier/base/ascii.h"
 #include "parse/charref_table.h"
 
 /* Character `at` of entry i's name; the caller knows the name is longer. */

@@ -49,8 +49,8 @@
  * length), so a buffer of len + len / 5 bytes always suffices. Decoding in
  * place is therefore not possible.
  */
-#ifndef CRAWLER_CHARREF_H
-#define CRAWLER_CHARREF_H
+#ifndef PARSE_CHARREF_H
+#define PARSE_CHARREF_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -13,8 +13,8 @@
  * Every name starts with an ASCII letter, continues with ASCII letters and
  * digits, and may end with ';'.
  */
-#ifndef CRAWLER_CHARREF_TABLE_H
-#define CRAWLER_CHARREF_TABLE_H
+#ifndef PARSE_CHARREF_TABLE_H
+#define PARSE_CHARREF_TABLE_H
 
 #include <stdint.h>
 

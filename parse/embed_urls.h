@@ -30,8 +30,8 @@
  * EMBED_URL_MAX bytes are not handed over but counted in the return value.
  * Thread-safe (no state).
  */
-#ifndef CRAWLER_EMBED_URLS_H
-#define CRAWLER_EMBED_URLS_H
+#ifndef PARSE_EMBED_URLS_H
+#define PARSE_EMBED_URLS_H
 
 #include <stddef.h>
 

@@ -20,8 +20,8 @@
  *
  * One decoder per thread (iconv descriptors are not shared).
  */
-#ifndef CRAWLER_HTML_CHARSET_H
-#define CRAWLER_HTML_CHARSET_H
+#ifndef PARSE_HTML_CHARSET_H
+#define PARSE_HTML_CHARSET_H
 
 #include <stddef.h>
 

@@ -41,8 +41,8 @@
  * an end tag or a comment's end restart after what they skipped); no
  * allocation during a pass; one tokenizer per thread.
  */
-#ifndef CRAWLER_HTML_TOKENIZER_H
-#define CRAWLER_HTML_TOKENIZER_H
+#ifndef PARSE_HTML_TOKENIZER_H
+#define PARSE_HTML_TOKENIZER_H
 
 #include <stdbool.h>
 #include <stddef.h>

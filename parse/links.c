@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "frontier/array.h"
+#include "frontier/base/array.h"
 #include "frontier/url.h"
 #include "parse/embed_urls.h"
 #include "parse/html_charset.h"

@@ -77,8 +77,8 @@
  * cost must stay at least 0.8x libxml2's own bare parse (see
  * tests/bench/links.sh).
  */
-#ifndef CRAWLER_LINKS_H
-#define CRAWLER_LINKS_H
+#ifndef PARSE_LINKS_H
+#define PARSE_LINKS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crawler/tools.h"
-#include "frontier/fileio.h"
-#include "frontier/tool_args.h"
+#include "frontier/base/tools.h"
+#include "frontier/base/fileio.h"
+#include "frontier/base/tool_args.h"
 #include "parse/links.h"
 
 #define LINKS_TOOL_MAX_PAGE (256u * 1024u * 1024u)

@@ -1,7 +1,7 @@
-/* parse_pool.c: a bounded job queue (frontier/bqueue.h) + N worker threads
+/* parse_pool.c: a bounded job queue (frontier/base/bqueue.h) + N worker threads
  * (see parse_pool.h). */
 #include "parse/parse_pool.h"
-#include "frontier/bqueue.h"
+#include "frontier/base/bqueue.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

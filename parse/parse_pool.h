@@ -2,7 +2,7 @@
  * parse_pool.h: the parse threads. N threads take jobs (finished responses)
  * from one BOUNDED queue and run the caller's work function on each.
  *
- * Data structure: a bounded queue (frontier/bqueue.h) of `queue_cap` job
+ * Data structure: a bounded queue (frontier/base/bqueue.h) of `queue_cap` job
  * pointers, and N threads; each thread owns a private state made
  * by the caller's init function (e.g. a links extractor, a decode buffer),
  * so work never shares a parser between threads.

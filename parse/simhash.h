@@ -22,8 +22,8 @@
  * node of the page (hundreds of KiB); near-duplicates are pages within a few
  * bits (simhash_distance() <= 3), unrelated pages are about 32 bits apart.
  */
-#ifndef CRAWLER_SIMHASH_H
-#define CRAWLER_SIMHASH_H
+#ifndef PARSE_SIMHASH_H
+#define PARSE_SIMHASH_H
 
 #include <stddef.h>
 #include <stdint.h>

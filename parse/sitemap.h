@@ -63,8 +63,8 @@
  * loc: a 50,000-loc sitemap (10.6 MB, with lastmod, changefreq and
  * priority) takes about 0.1 s on one core, gzip-compressed or not.
  */
-#ifndef CRAWLER_SITEMAP_H
-#define CRAWLER_SITEMAP_H
+#ifndef PARSE_SITEMAP_H
+#define PARSE_SITEMAP_H
 
 #include <stdbool.h>
 #include <stddef.h>

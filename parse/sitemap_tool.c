@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crawler/tools.h"
-#include "frontier/tool_args.h"
+#include "frontier/base/tools.h"
+#include "frontier/base/tool_args.h"
 #include "parse/sitemap.h"
 
 #define SITEMAP_TOOL_READ (64u * 1024u)

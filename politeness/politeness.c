@@ -8,7 +8,7 @@
  */
 #include "politeness/politeness.h"
 #include "politeness/robots.h"
-#include "frontier/recfile.h"
+#include "frontier/base/recfile.h"
 
 #include <stdlib.h>
 #include <string.h>

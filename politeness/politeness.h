@@ -60,7 +60,7 @@
 #include <stdint.h>
 
 #include "frontier/frontier.h"
-#include "frontier/ipaddr.h"
+#include "frontier/base/ipaddr.h"
 #include "politeness/delay_policy.h"
 
 enum politeness_err {

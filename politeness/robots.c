@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontier/array.h"
-#include "frontier/ascii.h"
+#include "frontier/base/array.h"
+#include "frontier/base/ascii.h"
 
 struct robots_rule {
 	char *pat; /* normalized pattern, NUL-terminated */

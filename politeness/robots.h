@@ -33,8 +33,8 @@
  * (RFC 9309 2.2.2). As Google does, "Allow: /dir/index.html" also allows
  * "/dir/", and a missing colon is tolerated.
  */
-#ifndef CRAWLER_ROBOTS_H
-#define CRAWLER_ROBOTS_H
+#ifndef POLITENESS_ROBOTS_H
+#define POLITENESS_ROBOTS_H
 
 #include <stdbool.h>
 #include <stddef.h>

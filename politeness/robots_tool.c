@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crawler/tools.h"
-#include "frontier/fileio.h"
-#include "frontier/tool_args.h"
+#include "frontier/base/tools.h"
+#include "frontier/base/fileio.h"
+#include "frontier/base/tool_args.h"
 #include "politeness/robots.h"
 
 #define ROBOTS_TOOL_MAX_FILE (64u * 1024u * 1024u)

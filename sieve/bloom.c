@@ -39,7 +39,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "frontier/byteorder.h"
+#include "frontier/base/byteorder.h"
 #include "sieve/sieve_base.h"
 #include "sieve/sieve_files.h"
 

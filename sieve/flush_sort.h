@@ -26,8 +26,8 @@
  * and a scan of A (slice_late) looks the slice's records past lim up in
  * that list and marks the first record of each.
  */
-#ifndef CRAWLER_SIEVE_FLUSH_SORT_H
-#define CRAWLER_SIEVE_FLUSH_SORT_H
+#ifndef SIEVE_FLUSH_SORT_H
+#define SIEVE_FLUSH_SORT_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frontier/byteorder.h"
+#include "frontier/base/byteorder.h"
 #include "sieve/mercator.h"
 #include "sieve/sieve_files.h"
 

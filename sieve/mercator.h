@@ -50,8 +50,8 @@
  * mmu guards the committed state and MANIFEST writes. Order: mu before
  * mmu.
  */
-#ifndef CRAWLER_SIEVE_MERCATOR_H
-#define CRAWLER_SIEVE_MERCATOR_H
+#ifndef SIEVE_MERCATOR_H
+#define SIEVE_MERCATOR_H
 
 #include <pthread.h>
 #include <stdbool.h>

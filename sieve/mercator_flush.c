@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frontier/byteorder.h"
-#include "frontier/clock.h"
-#include "frontier/fileio.h"
+#include "frontier/base/byteorder.h"
+#include "frontier/base/clock.h"
+#include "frontier/base/fileio.h"
 
 int merc_z_path(const struct merc *m, char *out, size_t len, uint64_t gen, unsigned j, bool tmp)
 {

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "frontier/byteorder.h"
+#include "frontier/base/byteorder.h"
 
 static int part_fail(struct zpart *zp, int code, const char *fmt, ...)
 {

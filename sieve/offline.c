@@ -47,9 +47,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "frontier/byteorder.h"
-#include "frontier/clock.h"
-#include "frontier/fileio.h"
+#include "frontier/base/byteorder.h"
+#include "frontier/base/clock.h"
+#include "frontier/base/fileio.h"
 #include "sieve/segment.h"
 #include "sieve/sieve_base.h"
 #include "sieve/sieve_files.h"

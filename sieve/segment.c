@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "frontier/fileio.h"
+#include "frontier/base/fileio.h"
 
 void rd_init(struct rd *r, int fd, uint8_t *buf, size_t cap)
 {

@@ -16,8 +16,8 @@
  * A flushed segment's files become A.spare and S.spare.<r>, which the next
  * segment renames and writes over (seg_open).
  */
-#ifndef CRAWLER_SIEVE_SEGMENT_H
-#define CRAWLER_SIEVE_SEGMENT_H
+#ifndef SIEVE_SEGMENT_H
+#define SIEVE_SEGMENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,7 +26,7 @@
 #include <sys/types.h>
 #include <xxhash.h>
 
-#include "frontier/byteorder.h"
+#include "frontier/base/byteorder.h"
 #include "sieve/sieve_files.h"
 
 #define REC_HDR 12

@@ -133,8 +133,8 @@
  * never called concurrently with itself, and must not call back into the
  * same sieve.
  */
-#ifndef CRAWLER_SIEVE_H
-#define CRAWLER_SIEVE_H
+#ifndef SIEVE_SIEVE_H
+#define SIEVE_SIEVE_H
 
 #include <stddef.h>
 #include <stdint.h>

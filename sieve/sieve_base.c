@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "frontier/byteorder.h"
+#include "frontier/base/byteorder.h"
 #include "sieve/sieve_files.h"
 
 int sieve_base_init(struct sieve_base *b, const struct sieve_config *cfg, sieve_emit_fn emit,

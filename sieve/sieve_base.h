@@ -10,8 +10,8 @@
  * counters, message) but has its own operations: its adds and its flush
  * thread take its locks their own way.
  */
-#ifndef CRAWLER_SIEVE_BASE_H
-#define CRAWLER_SIEVE_BASE_H
+#ifndef SIEVE_SIEVE_BASE_H
+#define SIEVE_SIEVE_BASE_H
 
 #include <pthread.h>
 #include <stdbool.h>

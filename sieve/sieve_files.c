@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frontier/fileio.h"
+#include "frontier/base/fileio.h"
 
 int sieve_dir_lock(const char *dir, int *lock_fd, char *err, size_t errlen)
 {

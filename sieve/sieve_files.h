@@ -12,14 +12,14 @@
  * torn one; each snapshot also carries its own checksum (checked by its
  * reader).
  */
-#ifndef CRAWLER_SIEVE_FILES_H
-#define CRAWLER_SIEVE_FILES_H
+#ifndef SIEVE_SIEVE_FILES_H
+#define SIEVE_SIEVE_FILES_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "frontier/byteorder.h"
+#include "frontier/base/byteorder.h"
 #include "sieve/sieve.h"
 
 /* Creates dir if needed and locks dir/LOCK. On success *lock_fd is the open

@@ -23,8 +23,8 @@
 #include <emmintrin.h>
 #endif
 
-#include "crawler/tools.h"
-#include "frontier/fileio.h"
+#include "frontier/base/tools.h"
+#include "frontier/base/fileio.h"
 #include "sieve/sieve.h"
 
 #define OUT_BUF ((size_t)1 << 20)

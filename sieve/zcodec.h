@@ -15,8 +15,8 @@
  * the file; the reader reads and hashes the payload as it decodes a block
  * at a time. The merge of a flush holds one block of each.
  */
-#ifndef CRAWLER_SIEVE_ZCODEC_H
-#define CRAWLER_SIEVE_ZCODEC_H
+#ifndef SIEVE_ZCODEC_H
+#define SIEVE_ZCODEC_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * test_audit.c: Check suite for crawler/audit.h on hand-written crawl logs
+ * test_audit.c: Check suite for crawler/lab/audit.h on hand-written crawl logs
  * whose gaps are known: exact minimum and median, the tolerance edge,
  * overlaps, robots.txt lines, escaped fields, malformed lines (counted,
  * skipped, the audit goes on), an empty log, lines out of order, the
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "crawler/audit.h"
+#include "crawler/lab/audit.h"
 
 #define T0 1795600000000LL /* 2026-11-26T07:06:40Z in unix ms */
 

@@ -1,5 +1,5 @@
 /*
- * test_assign.c: Check suite for crawler/assign.h, each test run once per
+ * test_assign.c: Check suite for crawler/cluster/assign.h, each test run once per
  * method (perm, minhash, consistent), on HOSTS generated host names:
  *  - balance: max/mean load for 3, 8, 16 and 64 agents within a bound per
  *    method (see BALANCE_* below), the ratios printed;
@@ -26,7 +26,7 @@
 
 #include <xxhash.h>
 
-#include "crawler/assign.h"
+#include "crawler/cluster/assign.h"
 
 #define HOSTS 100000
 #define MAX_AGENTS 65

@@ -1,5 +1,5 @@
 /*
- * test_cluster.c: Check suite for crawler/cluster.h against a redis-server
+ * test_cluster.c: Check suite for crawler/cluster/cluster.h against a redis-server
  * of its own (127.0.0.1, a free port, --save '' --appendonly yes in a
  * temporary folder), started and killed by each test (and killed with the
  * test process if it dies: PR_SET_PDEATHSIG):
@@ -49,9 +49,9 @@
 
 #include <hiredis/hiredis.h>
 
-#include "crawler/cluster.h"
-#include "crawler/tools.h"
-#include "frontier/clock.h"
+#include "crawler/cluster/cluster.h"
+#include "frontier/base/tools.h"
+#include "frontier/base/clock.h"
 
 #define LEASE_MS 300
 

@@ -1,5 +1,5 @@
 /*
- * test_config.c: the key table of crawler/config.h lists exactly the keys
+ * test_config.c: the key table of crawler/config/config.h lists exactly the keys
  * configs/default.conf documents, with the same defaults; a configuration
  * written by crawl_config_write reads back to the same values; keys land in
  * the module structs in the modules' units.
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crawler/config.h"
-#include "crawler/ini_file.h"
+#include "crawler/config/config.h"
+#include "crawler/config/ini_file.h"
 
 #ifndef CONFIGS_DIR
 #define CONFIGS_DIR "configs"

@@ -13,8 +13,8 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-#include "crawler/dns.h"
-#include "crawler/fetch.h"
+#include "crawler/net/dns.h"
+#include "crawler/net/fetch.h"
 
 extern char **environ;
 

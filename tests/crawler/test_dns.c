@@ -26,7 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "crawler/dns.h"
+#include "crawler/net/dns.h"
 
 struct responder {
 	int fd;

@@ -7,8 +7,8 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
-#include "crawler/decode.h"
-#include "crawler/fetch.h"
+#include "crawler/net/decode.h"
+#include "crawler/net/fetch.h"
 #include "test_server.h"
 
 static struct test_server *server;

@@ -11,9 +11,9 @@
 #include <brotli/encode.h>
 #include <zlib.h>
 
-#include "crawler/crawl_log.h"
-#include "crawler/decode.h"
-#include "crawler/warc.h"
+#include "crawler/store/crawl_log.h"
+#include "crawler/net/decode.h"
+#include "crawler/store/warc.h"
 
 #ifndef WARC_CHECK_SCRIPT
 #error "WARC_CHECK_SCRIPT must be defined"

@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "crawler/ip_conns.h"
+#include "crawler/net/ip_conns.h"
 
 static struct sockaddr_in v4(const char *ip)
 {

@@ -1,12 +1,12 @@
 /*
- * test_proxy.c: Check suite for crawler/proxy.h: which hosts bypass the
+ * test_proxy.c: Check suite for crawler/net/proxy.h: which hosts bypass the
  * proxy (the no_proxy rules, the environment's list when the key is
  * empty) and which transfers keep the crawler's address pinned.
  */
 #include <check.h>
 #include <stdlib.h>
 
-#include "crawler/proxy.h"
+#include "crawler/net/proxy.h"
 
 /* The proxy host goes through ("" when direct), and the pin verdict. */
 static const char *route(const struct proxy *p, const char *host, bool *pin)

@@ -17,8 +17,8 @@
  *   /accept-encoding  200 text/plain, body: the request's Accept-Encoding
  *                   value, or "(none)"
  */
-#ifndef TEST_SERVER_H
-#define TEST_SERVER_H
+#ifndef TESTS_CRAWLER_TEST_SERVER_H
+#define TESTS_CRAWLER_TEST_SERVER_H
 
 #include <stddef.h>
 

@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-#include "crawler/decode.h"
-#include "crawler/dns.h"
-#include "crawler/fetch.h"
+#include "crawler/net/decode.h"
+#include "crawler/net/dns.h"
+#include "crawler/net/fetch.h"
 
 extern char **environ;
 static const char *testweb_path;

@@ -1,6 +1,6 @@
 /*
- * Unit tests of the crawl's glue: configuration (crawler/config.h), the
- * bounded queue (frontier/bqueue.h), the parse pool (parse/parse_pool.h) and
+ * Unit tests of the crawl's glue: configuration (crawler/config/config.h), the
+ * bounded queue (frontier/base/bqueue.h), the parse pool (parse/parse_pool.h) and
  * the side table of URLs waiting in the sieve (crawler/link_meta.h).
  */
 #include <check.h>
@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "frontier/bqueue.h"
-#include "crawler/config.h"
+#include "frontier/base/bqueue.h"
+#include "crawler/config/config.h"
 #include "crawler/link_meta.h"
 #include "crawler/sitemap_registry.h"
 #include "parse/parse_pool.h"

@@ -1,5 +1,5 @@
 /*
- * Check suite for frontier/fileio.h: the write/pwrite/pread loops (a read
+ * Check suite for frontier/base/fileio.h: the write/pwrite/pread loops (a read
  * past the end fails with EIO), fsync of a path, a folder and a tree,
  * copy_file whole or with a length (EIO when the source is shorter),
  * link_or_copy, mkdir_p, remove_tree over nested folders, and the stream
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frontier/fileio.h"
+#include "frontier/base/fileio.h"
 
 static char *tmpdir(void)
 {

@@ -1,7 +1,7 @@
 /*
  * Check suite for the frontier's checkpoints (frontier_checkpoint /
  * frontier_restore), frontier_unpop, the failure-atomic spill flush, and the
- * checksummed record files under them (frontier/recfile.h).
+ * checksummed record files under them (frontier/base/recfile.h).
  *
  * Every queue is checked against a reference model: per host, the sequence
  * numbers still queued, in order.
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "frontier/frontier.h"
-#include "frontier/recfile.h"
+#include "frontier/base/recfile.h"
 
 #define HOSTS 50
 #define MAXQ 20000

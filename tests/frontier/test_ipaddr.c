@@ -1,5 +1,5 @@
 /*
- * test_ipaddr.c: addresses of both families (frontier/ipaddr.h): parsing
+ * test_ipaddr.c: addresses of both families (frontier/base/ipaddr.h): parsing
  * (bare, bracketed as URL hosts carry them, refused forms), text form,
  * the per-IP politeness group (an IPv4 address alone, an IPv6 /64), and
  * IPv6 literal URLs from the parser to the host name the crawl resolves.
@@ -7,7 +7,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "frontier/ipaddr.h"
+#include "frontier/base/ipaddr.h"
 #include "frontier/url.h"
 
 static struct ip_addr parsed(const char *s)

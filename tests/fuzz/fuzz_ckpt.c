@@ -1,6 +1,6 @@
 /*
  * fuzz_ckpt.c: the checkpoint readers on arbitrary field values. A
- * checkpoint file is checksummed (frontier/recfile.h), so random bytes
+ * checkpoint file is checksummed (frontier/base/recfile.h), so random bytes
  * would only ever meet the checksum; this harness wraps the input in a
  * valid file instead (magic, the input as payload, a trailer with the
  * right length and XXH3) so the readers see every field the fuzzer makes:
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "frontier/byteorder.h"
+#include "frontier/base/byteorder.h"
 #include "frontier/frontier.h"
 #include "politeness/politeness.h"
 

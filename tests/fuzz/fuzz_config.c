@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crawler/config.h"
-#include "frontier/fileio.h"
+#include "crawler/config/config.h"
+#include "frontier/base/fileio.h"
 
 static char in_path[256], out1[256], out2[256];
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crawler/decode.h"
+#include "crawler/net/decode.h"
 
 #define CAP (64u * 1024u)
 

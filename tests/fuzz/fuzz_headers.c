@@ -17,8 +17,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "crawler/decode.h"
-#include "crawler/fetch.h"
+#include "crawler/net/decode.h"
+#include "crawler/net/fetch.h"
 #include "frontier/url.h"
 #include "politeness/delay_policy.h"
 

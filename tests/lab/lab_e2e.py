@@ -16,7 +16,7 @@ one repetition each, on a small test web with server models, then check:
     <svg> plots and nothing loaded from the network.
 Fails (never skips) when anything is missing.
 
-Violations as crawler/lab.h defines them: two requests of a host whose
+Violations as crawler/lab/lab.h defines them: two requests of a host whose
 arrivals are closer than the judged delay minus LAB_TOLERANCE_MS (5 ms;
 25 under sanitizers, where the test web's loop is 3-10x slower and its
 arrival stamps jitter more), or overlapping in the server's service times.

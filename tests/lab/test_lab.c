@@ -1,5 +1,5 @@
 /*
- * test_lab.c: Check suite for crawler/lab.h: plan parsing (defaults of
+ * test_lab.c: Check suite for crawler/lab/lab.h: plan parsing (defaults of
  * [lab] merged into every entry wherever [lab] stands, configuration keys
  * passed through as --set, crawl arguments split, model files resolved
  * against the plan's folder, each malformed line named), and the judge on
@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crawler/lab.h"
-#include "frontier/clock.h"
+#include "crawler/lab/lab.h"
+#include "frontier/base/clock.h"
 
 static enum lab_error parse(struct lab_plan *p, const char *text, char *err, size_t cap)
 {

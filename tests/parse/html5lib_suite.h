@@ -4,8 +4,8 @@
  * files, shared by the parse tests that check themselves against it.
  * Allocation failures and unreadable files fail the running Check test.
  */
-#ifndef CRAWLER_TESTS_HTML5LIB_SUITE_H
-#define CRAWLER_TESTS_HTML5LIB_SUITE_H
+#ifndef TESTS_PARSE_HTML5LIB_SUITE_H
+#define TESTS_PARSE_HTML5LIB_SUITE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,11 +2,11 @@
  * (warc_repair.h), the tail reader (crawl_tail.h) and the done set
  * (done_set.h): the pieces a resumed crawl stands on. */
 #include "crawler/crawl_tail.h"
-#include "crawler/done_set.h"
-#include "crawler/outdir_lock.h"
-#include "crawler/warc.h"
-#include "crawler/warc_repair.h"
-#include "frontier/recfile.h"
+#include "crawler/store/done_set.h"
+#include "crawler/store/outdir_lock.h"
+#include "crawler/store/warc.h"
+#include "crawler/store/warc_repair.h"
+#include "frontier/base/recfile.h"
 
 #include <check.h>
 #include <dirent.h>

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frontier/fileio.h"
+#include "frontier/base/fileio.h"
 
 static char base_dir[128];
 

@@ -5,8 +5,8 @@
  * a forced flush), damaged files, children reporting through a pipe, and
  * main.
  */
-#ifndef CRAWLER_TESTS_SIEVE_HARNESS_H
-#define CRAWLER_TESTS_SIEVE_HARNESS_H
+#ifndef TESTS_SIEVE_HARNESS_H
+#define TESTS_SIEVE_HARNESS_H
 
 #include <check.h>
 #include <pthread.h>

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "frontier/clock.h"
+#include "frontier/base/clock.h"
 #include "harness.h"
 #include "sieve/mercator.h"
 

@@ -14,8 +14,8 @@
  * Workload: the server generates each resource once and caches the bytes;
  * the BFS generates each reachable page once per run.
  */
-#ifndef TESTWEB_GEN_H
-#define TESTWEB_GEN_H
+#ifndef TESTS_TESTWEB_GEN_H
+#define TESTS_TESTWEB_GEN_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -41,8 +41,8 @@
  * Workload: one arrive and one depart per request on the server's loop
  * thread (not thread-safe); resolution once per host.
  */
-#ifndef TESTWEB_MODELS_H
-#define TESTWEB_MODELS_H
+#ifndef TESTS_TESTWEB_MODELS_H
+#define TESTS_TESTWEB_MODELS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -18,8 +18,8 @@
  * three columns: in_flight, rate_1s, service_us. Without models the
  * request path only tests so->models.
  */
-#ifndef TESTWEB_SERVER_H
-#define TESTWEB_SERVER_H
+#ifndef TESTS_TESTWEB_SERVER_H
+#define TESTS_TESTWEB_SERVER_H
 
 #include <stddef.h>
 

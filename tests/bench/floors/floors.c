@@ -19,10 +19,10 @@
  *            headers are only counted. CPU of the whole pass.
  *   parse    libxml2's HTML push parser with no callbacks (parse/links.c's
  *            options and charset switch) over each 2xx HTML body, decoded.
- *   inflate  zlib (as crawler/decode.c) of the HTML bodies sent with a
+ *   inflate  zlib (as crawler/net/decode.c) of the HTML bodies sent with a
  *            Content-Encoding: the crawler decodes them to parse them.
  *   deflate  libdeflate gzip at --warc-level of the two WARC records of each
- *            response, as crawler/warc.c writes them: the request record
+ *            response, as crawler/store/warc.c writes them: the request record
  *            (WARC header + request headers) and the response record (WARC
  *            header + response headers + body), stored at level 0 when the
  *            payload is compressed already (crawl_run.c's rule).

@@ -1,0 +1,445 @@
+/* crawl_log.c: tab-separated crawl log lines (see crawl_log.h). */
+#include "crawler/store/crawl_log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "frontier/base/ascii.h"
+
+/* Lines are appended to an own buffer and written with write(2): a write
+ * that fails (a full disk) leaves the bytes not yet written in the buffer,
+ * so the next flush goes on from exactly there; nothing accepted is lost
+ * and the file only ever gets whole lines, in order (stdio would keep no
+ * such promise after an error). */
+#define LOG_BUF (64u * 1024u)
+
+struct crawl_log {
+	int fd;
+	int is_stdout;
+	size_t len; /* bytes in buf not yet written */
+	char buf[LOG_BUF];
+};
+
+/* Writes out the buffer; on error keeps the unwritten rest at its front. */
+static enum crawl_log_error drain(struct crawl_log *log)
+{
+	size_t done = 0;
+	enum crawl_log_error rc = CRAWL_LOG_OK;
+	while (done < log->len) {
+		ssize_t k = write(log->fd, log->buf + done, log->len - done);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = CRAWL_LOG_ERR_IO;
+			break;
+		}
+		done += (size_t)k;
+	}
+	int e = errno;
+	memmove(log->buf, log->buf + done, log->len - done);
+	log->len -= done;
+	errno = e;
+	return rc;
+}
+
+static const char header_line[] =
+        "#timestamp\tstatus\tbytes\turl\tvia\tdepth\tcontent_type\tduration_ms"
+        "\tip\terror\tredirect\tflags\twait_ms\n";
+
+const char *crawl_log_strerror(enum crawl_log_error err)
+{
+	static const char *const text[] = { [CRAWL_LOG_OK] = "ok",
+		                            [CRAWL_LOG_ERR_NOMEM] = "out of memory",
+		                            [CRAWL_LOG_ERR_INVALID] = "invalid argument",
+		                            [CRAWL_LOG_ERR_IO] = "i/o error" };
+	if ((size_t)err < sizeof text / sizeof text[0])
+		return text[err];
+	return "unknown error";
+}
+
+/* Appends to buf at *pos within cap, counting needed length in *pos. */
+static void put(char *buf, size_t cap, size_t *pos, const char *s, size_t n)
+{
+	if (*pos < cap) {
+		size_t room = cap - *pos;
+		memcpy(buf + *pos, s, n < room ? n : room);
+	}
+	*pos += n;
+}
+
+static void put_field(char *buf, size_t cap, size_t *pos, const char *s)
+{
+	if (s == NULL || *s == '\0') {
+		put(buf, cap, pos, "-", 1);
+		return;
+	}
+	/* backslash, tab, newline and return as \\, \t, \n, \r; other controls as \xNN */
+	static const char special[] = "\\\t\n\r", letter[] = "\\tnr";
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		/* a run of bytes that go out as they are, in one copy */
+		const unsigned char *q = p;
+		while (*q >= 0x20 && *q != 0x7f && *q != '\\')
+			q++;
+		if (q > p) {
+			put(buf, cap, pos, (const char *)p, (size_t)(q - p));
+			p = q;
+			continue;
+		}
+		char esc[5];
+		const char *sp = strchr(special, *p);
+		if (sp) {
+			esc[0] = '\\';
+			esc[1] = letter[sp - special];
+			put(buf, cap, pos, esc, 2);
+		} else {
+			snprintf(esc, sizeof(esc), "\\x%02x", *p);
+			put(buf, cap, pos, esc, 4);
+		}
+		p++;
+	}
+}
+
+/* Writes v in decimal, at least `width` digits (zero-padded), ending just
+ * before end; returns where it starts. Lines are formatted per fetch:
+ * printf's parsing of its format costs more than the digits. */
+static char *decimal(char *end, unsigned long long v, int width)
+{
+	char *p = end;
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0 || end - p < width);
+	return p;
+}
+
+/* A number column: signed (kind 'd') or unsigned ('u'), as %lld / %llu. */
+static void put_num(char *buf, size_t cap, size_t *pos, char kind, long long v)
+{
+	char tmp[24];
+	char *end = tmp + sizeof(tmp);
+	bool neg = kind == 'd' && v < 0;
+	unsigned long long mag = neg ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+	char *p = decimal(end, mag, 1);
+	if (neg)
+		*--p = '-';
+	put(buf, cap, pos, p, (size_t)(end - p));
+}
+
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ" into ts, as printf's %04d-%02d-...%03dZ;
+ * returns its length. */
+static size_t format_timestamp(const struct tm *tm, int ms, char ts[40])
+{
+	char *o = ts;
+	const struct {
+		long long v;
+		int width;
+		char after;
+	} parts[] = {
+		{ tm->tm_year + 1900LL, 4, '-' },
+		{ tm->tm_mon + 1, 2, '-' },
+		{ tm->tm_mday, 2, 'T' },
+		{ tm->tm_hour, 2, ':' },
+		{ tm->tm_min, 2, ':' },
+		{ tm->tm_sec, 2, '.' },
+		{ ms, 3, 'Z' },
+	};
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		char tmp[24];
+		char *end = tmp + sizeof(tmp);
+		long long v = parts[i].v;
+		bool neg = v < 0; /* printf's width counts the sign */
+		char *p = decimal(end, neg ? 0ULL - (unsigned long long)v : (unsigned long long)v,
+		                  neg ? parts[i].width - 1 : parts[i].width);
+		if (neg)
+			*--p = '-';
+		memcpy(o, p, (size_t)(end - p));
+		o += end - p;
+		*o++ = parts[i].after;
+	}
+	return (size_t)(o - ts);
+}
+
+size_t crawl_log_format(const struct crawl_log_entry *e, char *buf, size_t cap)
+{
+	size_t pos = 0;
+	char ts[40];
+	time_t secs = (time_t)(e->timestamp_unix_ms / 1000);
+	int ms = (int)(e->timestamp_unix_ms % 1000);
+	struct tm tm;
+	if (ms < 0) {
+		ms += 1000;
+		secs -= 1;
+	}
+	gmtime_r(&secs, &tm);
+	put(buf, cap, &pos, ts, format_timestamp(&tm, ms, ts));
+	/* the columns after the timestamp, in order */
+	const struct {
+		char kind; /* a number: 'd' signed, 'u' unsigned; 0: a text field */
+		long long num;
+		const char *text;
+	} cols[] = {
+		{ 'd', e->status, NULL },
+		{ 'u', (long long)e->bytes, NULL },
+		{ 0, 0, e->url },
+		{ 0, 0, e->via },
+		{ 'd', e->depth, NULL },
+		{ 0, 0, e->content_type },
+		{ 'u', (long long)e->duration_ms, NULL },
+		{ 0, 0, e->ip },
+		{ 0, 0, e->error },
+		{ 0, 0, e->redirect },
+	};
+	put(buf, cap, &pos, "\t", 1);
+	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
+		if (cols[i].kind)
+			put_num(buf, cap, &pos, cols[i].kind, cols[i].num);
+		else
+			put_field(buf, cap, &pos, cols[i].text);
+		put(buf, cap, &pos, "\t", 1);
+	}
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} names[] = {
+		{ CRAWL_LOG_TRUNCATED, "truncated" }, { CRAWL_LOG_REDIRECT, "redirect" },
+		{ CRAWL_LOG_NEAR_DUP, "near-dup" },   { CRAWL_LOG_REVISIT, "revisit" },
+		{ CRAWL_LOG_ROBOTS, "robots" },       { CRAWL_LOG_EMBED, "embed" },
+		{ CRAWL_LOG_REQUEUED, "requeued" },
+	};
+	int any = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (e->flags & names[i].bit) {
+			if (any)
+				put(buf, cap, &pos, ",", 1);
+			put(buf, cap, &pos, names[i].name, strlen(names[i].name));
+			any = 1;
+		}
+	}
+	if (!any)
+		put(buf, cap, &pos, "-", 1);
+	put(buf, cap, &pos, "\t", 1);
+	put_num(buf, cap, &pos, 'u', (long long)e->wait_ms);
+	put(buf, cap, &pos, "\n", 1);
+	if (cap > 0)
+		buf[pos < cap ? pos : cap - 1] = '\0';
+	return pos;
+}
+
+enum crawl_log_error crawl_log_open(const char *path, struct crawl_log **out)
+{
+	enum crawl_log_error rc = CRAWL_LOG_OK;
+	struct crawl_log *log = NULL;
+	struct stat st;
+
+	if (out == NULL || path == NULL || *path == '\0')
+		return CRAWL_LOG_ERR_INVALID;
+	*out = NULL;
+	log = calloc(1, sizeof(*log));
+	if (log == NULL) {
+		rc = CRAWL_LOG_ERR_NOMEM;
+		goto out;
+	}
+	if (strcmp(path, "-") == 0) {
+		log->fd = STDOUT_FILENO;
+		log->is_stdout = 1;
+	} else {
+		log->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (log->fd < 0) {
+			rc = CRAWL_LOG_ERR_IO;
+			goto out;
+		}
+	}
+	if (fstat(log->fd, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_size == 0)) {
+		memcpy(log->buf, header_line, sizeof header_line - 1);
+		log->len = sizeof header_line - 1;
+	}
+	*out = log;
+	log = NULL;
+out:
+	if (log != NULL) {
+		if (log->fd >= 0 && !log->is_stdout)
+			close(log->fd);
+		free(log);
+	}
+	return rc;
+}
+
+enum crawl_log_error crawl_log_write(struct crawl_log *log, const struct crawl_log_entry *e)
+{
+	char stack[2048];
+	char *buf = stack;
+	enum crawl_log_error rc = CRAWL_LOG_OK;
+
+	if (log == NULL || e == NULL)
+		return CRAWL_LOG_ERR_INVALID;
+	size_t need = crawl_log_format(e, buf, sizeof(stack));
+	if (need >= sizeof(stack)) {
+		buf = malloc(need + 1);
+		if (buf == NULL)
+			return CRAWL_LOG_ERR_NOMEM;
+		crawl_log_format(e, buf, need + 1);
+	}
+	/* Room first: a line is taken whole or not at all (the caller retries
+	 * it), never half. */
+	if (log->len + need > LOG_BUF && log->len > 0)
+		rc = drain(log);
+	if (rc == CRAWL_LOG_OK && need > LOG_BUF) {
+		/* longer than the buffer (a huge Content-Type): straight out, and
+		 * cut back if it could not all be written */
+		struct stat st;
+		size_t done = 0;
+		off_t before = fstat(log->fd, &st) == 0 ? st.st_size : -1;
+		while (done < need) {
+			ssize_t k = write(log->fd, buf + done, need - done);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k < 0) {
+				int saved = errno;
+				if (before >= 0 && !log->is_stdout &&
+				    ftruncate(log->fd, before) != 0)
+					(void)0; /* the next resume cuts the torn line */
+				errno = saved;
+				rc = CRAWL_LOG_ERR_IO;
+				break;
+			}
+			done += (size_t)k;
+		}
+	} else if (rc == CRAWL_LOG_OK) {
+		memcpy(log->buf + log->len, buf, need);
+		log->len += need;
+	}
+	int saved_errno = errno;
+	if (buf != stack)
+		free(buf);
+	errno = saved_errno;
+	return rc;
+}
+
+enum crawl_log_error crawl_log_flush(struct crawl_log *log, int sync)
+{
+	if (log == NULL)
+		return CRAWL_LOG_ERR_INVALID;
+	if (drain(log) != CRAWL_LOG_OK)
+		return CRAWL_LOG_ERR_IO;
+	if (sync && !log->is_stdout && fsync(log->fd) != 0)
+		return CRAWL_LOG_ERR_IO;
+	return CRAWL_LOG_OK;
+}
+
+uint64_t crawl_log_size(struct crawl_log *log)
+{
+	struct stat st;
+	if (log == NULL || log->is_stdout || fstat(log->fd, &st) != 0)
+		return 0;
+	return (uint64_t)st.st_size + log->len;
+}
+
+enum crawl_log_error crawl_log_close(struct crawl_log *log)
+{
+	enum crawl_log_error rc = CRAWL_LOG_OK;
+	if (log == NULL)
+		return CRAWL_LOG_OK;
+	if (drain(log) != CRAWL_LOG_OK)
+		rc = CRAWL_LOG_ERR_IO;
+	if (!log->is_stdout && close(log->fd) != 0)
+		rc = CRAWL_LOG_ERR_IO;
+	free(log);
+	return rc;
+}
+
+/* ---- reading lines back ---- */
+
+int crawl_log_split(const char *line, size_t len, const char **f, size_t *fl)
+{
+	int nf = 0;
+	size_t start = 0;
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && line[i] != '\t')
+			continue;
+		if (nf == CRAWL_LOG_FIELDS)
+			return -1;
+		f[nf] = line + start;
+		fl[nf++] = i - start;
+		start = i + 1;
+	}
+	return nf;
+}
+
+int crawl_log_parse_i64(const char *s, size_t len, int64_t *out)
+{
+	int neg = 0;
+	uint64_t v = 0;
+	size_t i = 0;
+	if (len > 0 && s[0] == '-') {
+		neg = 1;
+		i = 1;
+	}
+	if (i == len || len - i > 18)
+		return -1;
+	for (; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = neg ? -(int64_t)v : (int64_t)v;
+	return 0;
+}
+
+char *crawl_log_unescape(const char *s, size_t len, char *out)
+{
+	if (len == 1 && s[0] == '-') {
+		*out = '\0';
+		return out + 1;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '\0')
+			return NULL;
+		if (s[i] != '\\') {
+			*out++ = s[i];
+			continue;
+		}
+		if (++i == len)
+			return NULL;
+		switch (s[i]) {
+		case '\\': *out++ = '\\'; break;
+		case 't': *out++ = '\t'; break;
+		case 'n': *out++ = '\n'; break;
+		case 'r': *out++ = '\r'; break;
+		case 'x': {
+			int hi = i + 2 < len ? ascii_hex_value((unsigned char)s[i + 1]) : -1;
+			int lo = hi >= 0 ? ascii_hex_value((unsigned char)s[i + 2]) : -1;
+			if (lo < 0 || (hi == 0 && lo == 0))
+				return NULL;
+			*out++ = (char)(hi * 16 + lo);
+			i += 2;
+			break;
+		}
+		default: return NULL;
+		}
+	}
+	*out = '\0';
+	return out + 1;
+}
+
+int crawl_log_has_flag(const char *s, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+	size_t i = 0;
+	while (i < len) {
+		size_t j = i;
+		while (j < len && s[j] != ',')
+			j++;
+		if (j - i == n && memcmp(s + i, name, n) == 0)
+			return 1;
+		i = j + 1;
+	}
+	return 0;
+}

@@ -1,0 +1,78 @@
+/*
+ * array.h: the growable array every module hand-rolled: a pointer, a count
+ * and a capacity, the capacity doubling when the array is full. Header
+ * only; the caller keeps the three fields in its own struct.
+ */
+#ifndef FRONTIER_BASE_ARRAY_H
+#define FRONTIER_BASE_ARRAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Room for element n of the array v (*cap elements of `size` bytes):
+ * returns v itself when n < *cap; otherwise v reallocated to twice *cap
+ * elements (`first` when *cap is 0), *cap updated. NULL when out of memory
+ * or the size overflows: then v is still valid and *cap unchanged. */
+static inline void *array_grow(void *v, size_t *cap, size_t n, size_t size, size_t first)
+{
+	if (n < *cap)
+		return v;
+	size_t ncap = *cap ? *cap * 2 : first;
+	if (ncap > SIZE_MAX / size)
+		return NULL;
+	void *nv = realloc(v, ncap * size);
+	if (nv)
+		*cap = ncap;
+	return nv;
+}
+
+/* Room for need bytes in buffer v (*cap bytes now): v itself when it
+ * holds them, else v reallocated to *cap (`first` when 0) doubled until
+ * need fits. NULL when out of memory: then v is still valid and *cap
+ * unchanged. */
+static inline char *array_room(char *v, size_t *cap, size_t need, size_t first)
+{
+	if (need <= *cap)
+		return v;
+	size_t ncap = *cap ? *cap : first;
+	while (ncap < need && ncap <= SIZE_MAX / 2)
+		ncap *= 2;
+	if (ncap < need)
+		return NULL;
+	char *nv = realloc(v, ncap);
+	if (nv)
+		*cap = ncap;
+	return nv;
+}
+
+/* Room for n elements of `size` bytes in v (*cap of them now): v itself
+ * when it holds n, else v reallocated to exactly n elements (at least one,
+ * so that NULL always means failure). NULL when out of memory or the size
+ * overflows: then v is still valid and *cap unchanged. For arrays sized
+ * once per use to a count known in advance. */
+static inline void *array_reserve(void *v, size_t *cap, size_t n, size_t size)
+{
+	if (v != NULL && n <= *cap)
+		return v;
+	size_t want = n > *cap ? n : *cap;
+	if (want == 0)
+		want = 1;
+	if (want > SIZE_MAX / size)
+		return NULL;
+	void *nv = realloc(v, want * size);
+	if (nv)
+		*cap = want;
+	return nv;
+}
+
+/* Frees each of the n elements of v (pointers from malloc, or NULL), then
+ * v itself: the teardown of an array that owns what it points to. */
+#define ARRAY_FREE_EACH(v, n)                                                                      \
+	do {                                                                                       \
+		for (size_t array_i_ = 0; array_i_ < (size_t)(n); array_i_++)                      \
+			free((v)[array_i_]);                                                       \
+		free(v);                                                                           \
+	} while (0)
+
+#endif
