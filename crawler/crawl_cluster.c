@@ -12,7 +12,7 @@
 #include <xxhash.h>
 
 #include "crawler/cluster/cluster.h"
-#include "crawler/crawl_run.h"
+#include "crawler/crawl_exit.h"
 #include "frontier/base/array.h"
 #include "frontier/base/chain.h"
 #include "frontier/base/clock.h"

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crawler/crawl_exit.h"
 #include "crawler/store/checkpoint.h"
-#include "crawler/crawl_run.h"
 #include "crawler/store/outdir_lock.h"
 #include "crawler/store/warc_repair.h"
 #include "frontier/base/fileio.h"

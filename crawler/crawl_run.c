@@ -18,6 +18,7 @@
 
 #include <uv.h>
 
+#include "crawler/config/config.h"
 #include "crawler/crawl_checkpoint.h"
 #include "crawler/crawl_cluster.h"
 #include "crawler/crawl_outdir.h"

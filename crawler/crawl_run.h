@@ -50,18 +50,12 @@
 
 #include <stddef.h>
 
-#include "crawler/config/config.h"
+#include "crawler/crawl_exit.h"
 
-/* Exit codes of a crawl (also of `crawler crawl`). */
-enum crawl_exit {
-	CRAWL_EXIT_OK = 0,      /* crawl finished (frontier exhausted or a limit) */
-	CRAWL_EXIT_FAILURE = 1, /* setup or I/O failure */
-	CRAWL_EXIT_USAGE = 2,   /* bad command line or configuration */
-	CRAWL_EXIT_ABORTED = 3, /* second SIGINT: stopped at once */
-};
+struct crawl_config;
 
 /* Runs a crawl from seeds (n absolute URLs, borrowed) with cfg (borrowed).
- * Blocks until the crawl ends; prints the summary to stdout unless quiet.
+ * Blocks until the crawl ends and returns an enum crawl_exit; prints the summary to stdout unless quiet.
  * A new crawl saves seeds and cfg in the output folder (seeds.txt,
  * crawl.conf) and refuses a folder that holds another crawl's checkpoint;
  * with resume it continues the crawl of the output folder from its last
