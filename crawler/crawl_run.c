@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -775,11 +774,6 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds,
 	}
 	r->cfg = cfg;
 	pthread_mutex_init(&r->wake_mu, NULL);
-	/* Response bodies and per-record compressor state are large, short-lived
-	 * blocks: keep glibc from mapping and unmapping (and trimming) them on
-	 * every fetch, which costs more in page faults than the work itself. */
-	mallopt(M_MMAP_THRESHOLD, 64 * 1024 * 1024);
-	mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
 	rc = setup(r, seeds, nseeds, resume);
 	if (rc == CRAWL_EXIT_OK) {
 		ran = 1;
