@@ -40,6 +40,7 @@ struct crawl_ckpt {
 	struct fetch_result **parked; /* results held while a checkpoint is taken */
 	size_t n_parked, parked_cap;
 	uv_work_t work;
+	struct crawl_ckpt_stats st;
 	char dir[4200];
 	char err[4800]; /* worker thread, before its after-callback */
 };
@@ -60,7 +61,6 @@ static int state_save(struct crawl_ckpt *c, const char *path)
 	uint64_t now = monotonic_us();
 	if (recfile_writer_create(path, STATE_MAGIC, &w) != RECFILE_OK)
 		return -1;
-	recfile_put_u64(w, now - c->p.stats->t0_us);
 	crawl_stats_save(c->p.stats, w);
 	put_scope(w, c->p.scope);
 	recfile_put_bytes(w, c->warc.file, (uint32_t)strlen(c->warc.file));
@@ -96,7 +96,6 @@ static int state_load(const char *path, const struct crawl_ckpt_resume_parts *p,
 {
 	struct recfile_reader *rd = NULL;
 	enum recfile_err re = recfile_reader_open(path, STATE_MAGIC, &rd);
-	uint64_t elapsed;
 	uint32_t len;
 	int rc = -1;
 	if (re != RECFILE_OK) {
@@ -104,9 +103,6 @@ static int state_load(const char *path, const struct crawl_ckpt_resume_parts *p,
 		         re == RECFILE_ERR_IO ? strerror(errno) : recfile_strerror(re));
 		return -1;
 	}
-	if (recfile_get_u64(rd, &elapsed) != RECFILE_OK)
-		goto bad;
-	p->stats->elapsed_before_us = elapsed;
 	if (crawl_stats_load(p->stats, rd) != 0 || get_scope(rd, p->scope) != 0)
 		goto bad;
 	if (recfile_get_bytes(rd, pos->warc_file, sizeof pos->warc_file - 1, &len) != RECFILE_OK ||
@@ -174,6 +170,11 @@ void crawl_ckpt_destroy(struct crawl_ckpt *c)
 	free(c);
 }
 
+void crawl_ckpt_stats(const struct crawl_ckpt *c, struct crawl_ckpt_stats *out)
+{
+	*out = c->st;
+}
+
 int crawl_ckpt_active(const struct crawl_ckpt *c)
 {
 	return c->phase != CKPT_IDLE;
@@ -225,16 +226,16 @@ int crawl_ckpt_park(struct crawl_ckpt *c, struct fetch_result *res)
 
 static void ckpt_end(struct crawl_ckpt *c, int ok)
 {
-	struct crawl_stats *s = c->p.stats;
+	struct crawl_ckpt_stats *s = &c->st;
 	uint64_t dt = monotonic_us() - c->t0_us;
 	size_t n = c->n_parked;
 	if (ok) {
-		s->ckpt_count++;
-		s->ckpt_us_total += dt;
-		if (dt > s->ckpt_us_max)
-			s->ckpt_us_max = dt;
+		s->written++;
+		s->us_total += dt;
+		if (dt > s->us_max)
+			s->us_max = dt;
 	} else {
-		s->ckpt_failures++;
+		s->failed++;
 		fprintf(stderr,
 		        "\ncrawler crawl: checkpoint %" PRIu64
 		        " failed: %s; the previous one stands\n",

@@ -75,6 +75,12 @@ struct crawl_ckpt *crawl_ckpt_create(const struct crawl_ckpt_parts *parts, uint6
 /* Frees parked results; NULL is a no-op. */
 void crawl_ckpt_destroy(struct crawl_ckpt *c);
 
+/* Checkpoints written and failed, and the time they took (loop thread). */
+struct crawl_ckpt_stats {
+	uint64_t written, failed, us_total, us_max;
+};
+void crawl_ckpt_stats(const struct crawl_ckpt *c, struct crawl_ckpt_stats *out);
+
 /* Begins a checkpoint, or (final) the last one, after which the crawl
  * ends; during one, final is remembered. */
 void crawl_ckpt_start(struct crawl_ckpt *c, int final);

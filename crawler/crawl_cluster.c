@@ -38,7 +38,7 @@ enum leave_step {
 
 /* The crawl's page budget (crawl.max_pages) as this agent holds it. */
 struct page_budget {
-	uint64_t quota;     /* stats->pages_started may reach this: the pages
+	uint64_t quota;     /* pages_started may reach this: the pages
 	                     * started before this run (a resume's, reserved by
 	                     * its earlier run) plus every grant */
 	uint64_t chunk;     /* pages asked at a time */
@@ -263,7 +263,7 @@ static int budget_on(const struct crawl_cluster *g)
 /* Pages this agent may still start. */
 static uint64_t budget_left(const struct crawl_cluster *g)
 {
-	uint64_t started = g->p.stats->pages_started;
+	uint64_t started = g->p.pages_started(g->p.ctx);
 	return g->budget.quota > started ? g->budget.quota - started : 0;
 }
 
@@ -286,7 +286,7 @@ static void budget_ask(struct crawl_cluster *g, int probe)
 {
 	struct page_budget *b = &g->budget;
 	if (!b->based) {
-		b->quota = b->rate_mark = g->p.stats->pages_started;
+		b->quota = b->rate_mark = g->p.pages_started(g->p.ctx);
 		b->chunk = BUDGET_CHUNK_MIN;
 		b->based = 1;
 	}
@@ -307,7 +307,7 @@ static void budget_ask(struct crawl_cluster *g, int probe)
 static void budget_tick(struct crawl_cluster *g)
 {
 	struct page_budget *b = &g->budget;
-	uint64_t started = g->p.stats->pages_started;
+	uint64_t started = g->p.pages_started(g->p.ctx);
 	uint64_t chunk = started > b->rate_mark ? (started - b->rate_mark) / 10 : 0;
 	b->rate_mark = started;
 	b->chunk = chunk < BUDGET_CHUNK_MIN   ? BUDGET_CHUNK_MIN
@@ -499,10 +499,9 @@ static void on_census(void *arg, bool ok, const struct cluster_census *s)
 	}
 }
 
-void crawl_cluster_tick(struct crawl_cluster *g)
+void crawl_cluster_tick(struct crawl_cluster *g, const struct crawl_stats_pages *pages)
 {
-	const struct crawl_stats *st = g->p.stats;
-	cluster_publish_stats(g->c, st->pages_done, st->requests, st->bytes);
+	cluster_publish_stats(g->c, pages->done, pages->requests, pages->bytes);
 	if (!g->census_busy && cluster_census(g->c, on_census, g) == CLUSTER_OK)
 		g->census_busy = 1;
 	budget_tick(g);

@@ -95,8 +95,9 @@ struct crawl_cluster_parts {
 	struct frontier *frontier;
 	struct politeness *pol;
 	struct sieve_path *sp;
-	struct crawl_stats *stats;
 	void *ctx;
+	/* the pages the crawl has started, its earlier runs' included */
+	uint64_t (*pages_started)(void *ctx);
 	void (*pump)(void *ctx);                /* work for the loop arrived */
 	void (*fail)(void *ctx, int exit_code); /* the agent cannot go on */
 	/* a URL straight into the frontier (crawl_run's take of an emit): 0,
@@ -148,7 +149,7 @@ struct visit_lease_hooks crawl_cluster_lease_hooks(const struct crawl_config *cf
                                                    struct crawl_cluster **slot);
 /* Once a second: publishes the counters, reads the census, sizes the
  * page budget's chunk. */
-void crawl_cluster_tick(struct crawl_cluster *g);
+void crawl_cluster_tick(struct crawl_cluster *g, const struct crawl_stats_pages *pages);
 /* 1 once crawl.max_pages is reached crawl-wide: the budget is spent and
  * this agent has started every page it reserved (the crawl then ends
  * here as a single crawl ends on max_pages). */

@@ -73,9 +73,11 @@ struct run {
 	struct crawl_cluster *cluster; /* --cluster: this agent of a shared crawl */
 	pthread_mutex_t wake_mu;       /* guards wake_ok against uv_close of async */
 	int wake_ok;
-	struct crawl_stats stats;
-	struct fetch_stats fst; /* saved before the engine is destroyed */
-	struct dns_stats dst;
+	struct crawl_stats *stats;      /* the gatherer of the pieces' figures */
+	struct crawl_stats_sources src; /* the pieces it reads */
+	struct crawl_stats_atomic ac;
+	struct crawl_loop_stats counters; /* the loop's own */
+	struct crawl_tail_stats tail_stats;
 	uint64_t tick_count;
 	uint64_t start_after_us; /* resume: no request before (see start_handles) */
 	int stopping, finished, sigints, progress, exit_code, resumed;
@@ -161,7 +163,7 @@ static int take_emit(void *ctx, const char *url, size_t len, const char *via, si
 	uint32_t host;
 	/* found by the sieve after the checkpoint, and fetched since */
 	if (done_set_take(r->done, url, len)) {
-		r->stats.tail_skipped++;
+		r->counters.tail_skipped++;
 		return 0;
 	}
 	if (visit_host_get(r->visit, url, len, &host) != 0)
@@ -199,7 +201,7 @@ static void fetch_done(void *ctx, struct fetch_result *res)
 	if (follow && !r->finished && parse_jobs_redirect_in_scope(r->parse, j, &word) &&
 	    sieve_path_feed_redirect(r->sp, j->redirect, strlen(j->redirect), j->res->url,
 	                             strlen(j->res->url), word) != 0)
-		r->stats.redirect_dropped++;
+		r->counters.redirect_dropped++;
 	parse_jobs_take(r->parse, j);
 	if (r->finished)
 		return;
@@ -220,13 +222,19 @@ static void on_fetch_done(void *ctx, struct fetch_result *res)
 
 /* ---- the loop ---- */
 
+/* The pages the crawl has started, its earlier runs' included. */
+static uint64_t pages_started(void *ctx)
+{
+	struct run *r = ctx;
+	return crawl_stats_pages_before(r->stats) + visit_pages_started(r->visit);
+}
+
 /* The visit's page_allowed hook (visit.h). */
 static int page_allowed(void *ctx)
 {
 	struct run *r = ctx;
 	uint64_t max = r->cfg->crawl.max_pages;
-	return r->cluster ? crawl_cluster_page_allowed(r->cluster)
-	                  : !max || r->stats.pages_started < max;
+	return r->cluster ? crawl_cluster_page_allowed(r->cluster) : !max || pages_started(r) < max;
 }
 
 /* Arms the wake timer for monotonic time at_us (0: no need), unless it
@@ -332,46 +340,22 @@ static void on_async(uv_async_t *a)
 	pump(a->data);
 }
 
-/* What the other pieces report (the engine's and the resolver's figures as
- * last saved, once they are gone). */
-static void gather(struct run *r, struct crawl_stats_sources *src)
-{
-	*src = (struct crawl_stats_sources){ .cfg = r->cfg,
-		                             .fetch = r->fst,
-		                             .dns = r->dst,
-		                             .scope = r->scope,
-		                             .resumed = r->resumed };
-	if (r->dns)
-		dns_resolver_stats(r->dns, &src->dns);
-	frontier_stats(r->frontier, &src->frontier);
-	politeness_stats(r->pol, &src->politeness);
-	sieve_path_stats(r->sp, &src->sieve, &src->meta);
-	io_stall_stats(r->io, &src->stalls, &src->stall_s);
-}
-
 /* The metrics endpoint's pages: stats.json's figures as they stand. */
 static int render_metrics(void *ctx, enum metrics_page page, FILE *f)
 {
 	struct run *r = ctx;
-	struct crawl_stats_sources src;
-	gather(r, &src);
 	return crawl_stats_write(
-	        f, &r->stats, &src, (double)(monotonic_us() - r->stats.t0_us) / 1e6,
-	        page == METRICS_STATUS ? CRAWL_STATS_JSON : CRAWL_STATS_PROMETHEUS);
+	        f, r->stats, page == METRICS_STATUS ? CRAWL_STATS_JSON : CRAWL_STATS_PROMETHEUS);
 }
 
 static void print_progress(struct run *r, int final)
 {
-	struct crawl_stats_sources src;
 	char stall[600], cluster[300];
-	gather(r, &src);
 	if (!io_stall_active(r->io, stall, sizeof stall))
 		stall[0] = '\0';
-	if (r->cluster) {
+	if (r->cluster)
 		crawl_cluster_progress(r->cluster, cluster, sizeof cluster);
-		src.cluster = cluster;
-	}
-	crawl_stats_print_progress(&r->stats, &src, fetch_engine_in_flight(r->fetch), stall, final);
+	crawl_stats_print_progress(r->stats, r->cluster ? cluster : NULL, stall, final);
 }
 
 /* In-flight transfers had their few seconds: a last checkpoint records them
@@ -393,19 +377,22 @@ static void on_tick(uv_timer_t *t)
 {
 	struct run *r = t->data;
 	r->tick_count++;
-	uint64_t el_ms = (monotonic_us() - r->stats.t0_us) / 1000u;
+	uint64_t el_ms = crawl_stats_elapsed_us(r->stats) / 1000u;
 	if (r->cfg->crawl.max_time_ms && el_ms >= r->cfg->crawl.max_time_ms && !r->stopping)
 		stop(r);
 	if (!r->stopping && crawl_ckpt_due(r->ckpt))
 		ckpt_start(r, 0);
 	if (r->tick_count % 10 == 0) {
-		if (r->cluster)
-			crawl_cluster_tick(r->cluster);
+		if (r->cluster) {
+			struct crawl_stats_pages pages;
+			crawl_stats_pages(r->stats, &pages);
+			crawl_cluster_tick(r->cluster, &pages);
+		}
 		if (r->progress)
 			print_progress(r, 0);
 		uint64_t per = r->cfg->output.stats_interval_s * 10u;
 		if (per && r->tick_count % per == 0)
-			crawl_stats_sample(&r->stats);
+			crawl_stats_sample(r->stats);
 	}
 	pump(r);
 }
@@ -441,8 +428,8 @@ static int open_cluster(struct run *r)
 {
 	if (!r->cfg->cluster.redis[0])
 		return CRAWL_EXIT_OK;
-	struct crawl_cluster_parts cp = { r->cfg,         &r->loop,  r->frontier, r->pol,
-		                          r->sp,          &r->stats, r,           pump,
+	struct crawl_cluster_parts cp = { r->cfg,         &r->loop, r->frontier,   r->pol,
+		                          r->sp,          r,        pages_started, pump,
 		                          cluster_failed, take_emit };
 	return crawl_cluster_create(&cp, &r->cluster);
 }
@@ -516,10 +503,11 @@ static int open_frontier(struct run *r, struct module_configs *mc, const char *c
 static int open_sieve(struct run *r, struct module_configs *mc, const char *ckpt)
 {
 	const struct crawl_config *cfg = r->cfg;
-	struct sieve_path_parts sp = { cfg, r->io, &r->stats, { r, wake_loop, take_emit } };
+	struct sieve_path_parts sp = { cfg, r->io, &r->ac, { r, wake_loop, take_emit } };
 	char err[4800];
 	if (sieve_path_create(&sp, &r->sp) != 0)
 		return CRAWL_EXIT_FAILURE;
+	r->src.sieve = r->sp;
 	int rc = sieve_path_open_sieve(r->sp, &mc->sieve, ckpt, err, sizeof err);
 	if (rc == SIEVE_OK)
 		return CRAWL_EXIT_OK;
@@ -549,12 +537,15 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 	if (r->cfg->crawl.sitemaps && !(r->sitemaps = sitemap_registry_create(SITEMAPS_MAX)))
 		return CRAWL_EXIT_FAILURE;
 	struct visit_lease_hooks leases = crawl_cluster_lease_hooks(r->cfg, &r->cluster);
-	struct visit_parts vp = { r->cfg,       &r->loop,     r->frontier,
-		                  r->pol,       r->fetch,     r->dns,
-		                  &r->stats,    r->sitemaps,  { r, can_start, page_allowed, pump },
-		                  &r->stopping, &r->finished, r->done,
-		                  leases };
+	struct visit_parts vp = {
+		r->cfg,       &r->loop,     r->frontier, r->pol,
+		r->fetch,     r->dns,       r->sitemaps, { r, can_start, page_allowed, pump },
+		&r->stopping, &r->finished, r->done,     leases
+	};
 	r->visit = visit_create(&vp);
+	r->src.visit = r->visit;
+	r->src.fetch = r->fetch;
+	r->src.dns = r->dns;
 	return r->visit ? CRAWL_EXIT_OK : CRAWL_EXIT_FAILURE;
 }
 
@@ -564,19 +555,21 @@ static int start_workers(struct run *r, struct module_configs *mc, uint64_t ckpt
 	const struct crawl_config *cfg = r->cfg;
 	size_t wcap = (size_t)cfg->parse.queue + 2u * cfg->fetch.max_connections + 1024u;
 	struct crawl_writer_parts wp = {
-		cfg, cfg->output.warc ? &mc->warc : NULL, 2 * wcap, r->io, &r->stats, wake_loop, r
+		cfg, cfg->output.warc ? &mc->warc : NULL, 2 * wcap, r->io, &r->ac, wake_loop, r
 	};
 	if (crawl_writer_open(&wp, &r->writer) != 0)
 		return CRAWL_EXIT_FAILURE;
-	struct parse_jobs_parts pp = { cfg,       r->scope,    r->sp,     r->writer,
-		                       &r->stats, r->sitemaps, wake_loop, r };
+	struct parse_jobs_parts pp = { cfg,    r->scope,    r->sp,     r->writer,
+		                       &r->ac, r->sitemaps, wake_loop, r };
 	if (parse_jobs_create(&pp, &r->parse) != 0)
 		return CRAWL_EXIT_FAILURE;
-	struct crawl_ckpt_parts cp = { cfg,       &r->loop,  r->frontier, r->pol,
-		                       r->scope,  r->visit,  r->sp,       r->parse,
-		                       r->writer, &r->stats, r->done,     r->spill_label,
-		                       r,         finish,    fetch_done,  pump };
+	r->src.parse = r->parse;
+	struct crawl_ckpt_parts cp = { cfg,       &r->loop, r->frontier, r->pol,
+		                       r->scope,  r->visit, r->sp,       r->parse,
+		                       r->writer, r->stats, r->done,     r->spill_label,
+		                       r,         finish,   fetch_done,  pump };
 	r->ckpt = crawl_ckpt_create(&cp, ckpt_seq);
+	r->src.ckpt = r->ckpt;
 	return r->ckpt ? CRAWL_EXIT_OK : CRAWL_EXIT_FAILURE;
 }
 
@@ -596,7 +589,7 @@ static void start_handles(struct run *r, int resume)
 	pthread_mutex_unlock(&r->wake_mu);
 	uv_signal_start(&r->sigint, on_sigint, SIGINT);
 	r->progress = !cfg->crawl.quiet && isatty(STDERR_FILENO);
-	r->stats.t0_us = monotonic_us() - r->stats.elapsed_before_us;
+	crawl_stats_start(r->stats);
 	/* The crashed run may have contacted any host or IP just before it died,
 	 * hosts it found after its last checkpoint too (unknown here): no
 	 * request before one policy delay has passed. */
@@ -631,20 +624,28 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	crawl_outdir_remove_stale_spill(cfg);
 	r->io = io_stall_create(1000);
 	r->done = done_set_create();
-	if (!r->io || !r->done || module_configs_from(r, cfg, seeds, nseeds, mc) != 0)
+	r->stats = crawl_stats_create(&r->src, &cfg->output, cfg->sieve.impl);
+	if (!r->io || !r->done || !r->stats || module_configs_from(r, cfg, seeds, nseeds, mc) != 0)
 		goto out;
+	r->src = (struct crawl_stats_sources){ .ac = &r->ac,
+		                               .loop = &r->counters,
+		                               .tail = &r->tail_stats,
+		                               .io = r->io,
+		                               .resumed = resume };
 	snprintf(r->spill_label, sizeof r->spill_label, "%s (frontier spill)",
 	         cfg->frontier.spill_dir[0] ? cfg->frontier.spill_dir : cfg->output.dir);
 	if (uv_loop_init(&r->loop) != 0)
 		goto out;
 	r->loop_ok = 1;
-	if ((rc = open_frontier(r, mc, from)) != CRAWL_EXIT_OK ||
-	    (rc = open_sieve(r, mc, from)) != CRAWL_EXIT_OK ||
+	rc = open_frontier(r, mc, from);
+	r->src.frontier = r->frontier;
+	r->src.pol = r->pol;
+	r->src.scope = r->scope;
+	if (rc != CRAWL_EXIT_OK || (rc = open_sieve(r, mc, from)) != CRAWL_EXIT_OK ||
 	    (rc = open_fetch(r, mc)) != CRAWL_EXIT_OK ||
-	    (resume &&
-	     crawl_ckpt_resume(&(struct crawl_ckpt_resume_parts){ cfg, &r->stats, r->scope,
-	                                                          r->visit, r->done },
-	                       from, &r->tail) != 0) ||
+	    (resume && crawl_ckpt_resume(&(struct crawl_ckpt_resume_parts){ cfg, r->stats, r->scope,
+	                                                                    r->visit, r->done },
+	                                 from, &r->tail) != 0) ||
 	    (rc = start_workers(r, mc, ckpt_seq)) != CRAWL_EXIT_OK ||
 	    (rc = open_cluster(r)) != CRAWL_EXIT_OK)
 		goto out;
@@ -664,10 +665,9 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	/* the checkpoint's sieve has seen the seeds */
 	if (sieve_path_start_feeder(r->sp, seeds, from ? 0 : nseeds) != 0)
 		goto out;
-	if (resume &&
-	    crawl_tail_replay(&(struct crawl_tail_replay_parts){ cfg, r->visit, r->parse, r->sp,
-	                                                         r->done, &r->stats },
-	                      &r->tail) != 0)
+	if (resume && crawl_tail_replay(&(struct crawl_tail_replay_parts){ cfg, r->visit, r->parse,
+	                                                                   r->sp, r->done },
+	                                &r->tail, &r->tail_stats) != 0)
 		goto out;
 	rc = CRAWL_EXIT_OK;
 out:
@@ -692,6 +692,9 @@ static void stop_threads(struct run *r)
 	if (r->io)
 		io_stall_abort(r->io);
 	sieve_path_stop_feeder(r->sp);
+	if (r->stats) /* the parse threads' figures, before they go */
+		crawl_stats_gather(r->stats);
+	r->src.parse = NULL;
 	parse_jobs_destroy(r->parse);
 	r->parse = NULL;
 	sieve_path_close_sieve(r->sp);
@@ -699,34 +702,28 @@ static void stop_threads(struct run *r)
 	r->writer = NULL;
 }
 
-static void write_reports(struct run *r, double elapsed)
+static void write_reports(struct run *r)
 {
-	char path[4400];
-	struct crawl_stats_sources src;
-	gather(r, &src);
-	snprintf(path, sizeof path, "%s/stats.json", r->cfg->output.dir);
-	if (crawl_stats_write_json(&r->stats, &src, path, elapsed) != 0)
-		fprintf(stderr, "crawler crawl: cannot write %s\n", path);
+	if (crawl_stats_write_json(r->stats) != 0)
+		fprintf(stderr, "crawler crawl: cannot write %s/stats.json\n", r->cfg->output.dir);
 	if (!r->cfg->crawl.quiet)
-		crawl_stats_print_summary(&r->stats, r->cfg, elapsed);
+		crawl_stats_print_summary(r->stats);
 }
 
 /* Every exit: the fetch engine first (it cancels in-flight transfers,
  * whose results still go to the writer), the resolver, the handles, the
  * threads; then the reports of a crawl that ran, and the rest. */
-static void teardown(struct run *r, int ran, double elapsed)
+static void teardown(struct run *r, int ran)
 {
 	r->finished = 1;
-	if (r->fetch) {
-		fetch_engine_stats(r->fetch, &r->fst);
-		fetch_engine_destroy(r->fetch);
-		r->fetch = NULL;
-	}
-	if (r->dns) {
-		dns_resolver_stats(r->dns, &r->dst);
-		dns_resolver_destroy(r->dns);
-		r->dns = NULL;
-	}
+	if (r->stats) /* the engine's and the resolver's figures, before they go */
+		crawl_stats_gather(r->stats);
+	r->src.fetch = NULL;
+	r->src.dns = NULL;
+	fetch_engine_destroy(r->fetch);
+	r->fetch = NULL;
+	dns_resolver_destroy(r->dns);
+	r->dns = NULL;
 	pthread_mutex_lock(&r->wake_mu);
 	r->wake_ok = 0;
 	pthread_mutex_unlock(&r->wake_mu);
@@ -745,7 +742,7 @@ static void teardown(struct run *r, int ran, double elapsed)
 		uv_run(&r->loop, UV_RUN_DEFAULT);
 	stop_threads(r);
 	if (ran)
-		write_reports(r, elapsed);
+		write_reports(r);
 	if (r->loop_ok) {
 		uv_run(&r->loop, UV_RUN_DEFAULT);
 		uv_loop_close(&r->loop);
@@ -760,13 +757,13 @@ static void teardown(struct run *r, int ran, double elapsed)
 	ARRAY_FREE_EACH(r->doms, r->ndoms);
 	io_stall_destroy(r->io);
 	done_set_destroy(r->done);
+	crawl_stats_destroy(r->stats);
 	outdir_lock_release(r->lock);
 }
 
 int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds, int resume)
 {
 	struct run *r = calloc(1, sizeof *r);
-	double elapsed = 0;
 	int rc, ran = 0;
 	if (!r) {
 		fprintf(stderr, "crawler crawl: out of memory\n");
@@ -781,12 +778,12 @@ int crawl_run(const struct crawl_config *cfg, char *const *seeds, size_t nseeds,
 		pump(r);
 		if (!r->finished)
 			uv_run(&r->loop, UV_RUN_DEFAULT);
-		elapsed = (double)(monotonic_us() - r->stats.t0_us) / 1e6;
+		crawl_stats_stop(r->stats);
 		if (r->progress)
 			print_progress(r, 1);
 		rc = r->exit_code;
 	}
-	teardown(r, ran, elapsed);
+	teardown(r, ran);
 	pthread_mutex_destroy(&r->wake_mu);
 	free(r);
 	return rc;

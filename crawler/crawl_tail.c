@@ -599,12 +599,12 @@ static int replay_one(const struct crawl_tail_replay_parts *p, const struct craw
 	return 1;
 }
 
-int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct crawl_tail_pos *pos)
+int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct crawl_tail_pos *pos,
+                      struct crawl_tail_stats *out)
 {
 	struct crawl_tail *t = NULL;
 	const struct crawl_tail_entry *e;
 	char err[4600];
-	uint64_t replayed = 0, again = 0;
 	size_t max_record = (size_t)p->cfg->fetch.max_body_bytes + RECORD_SLACK;
 	int rc = crawl_tail_open(p->cfg->output.dir, pos, p->cfg->output.warc, max_record, &t, err,
 	                         sizeof err);
@@ -617,8 +617,8 @@ int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct craw
 			rc = -1;
 			break;
 		}
-		replayed += r == 1;
-		again += r == 0;
+		out->replayed += r == 1;
+		out->again += r == 0;
 		rc = 0;
 	}
 	crawl_tail_close(t);
@@ -631,6 +631,6 @@ int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct craw
 		        "crawler crawl: resume: %" PRIu64
 		        " fetches after the checkpoint taken from "
 		        "the WARC and crawl.log, %" PRIu64 " to fetch again\n",
-		        replayed, again);
+		        out->replayed, out->again);
 	return 0;
 }

@@ -34,7 +34,6 @@
 #include <stdint.h>
 
 #include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
 
 #define CRAWL_TAIL_LINE_MAX (64u * 1024u)
 
@@ -90,14 +89,19 @@ struct crawl_tail_replay_parts {
 	struct parse_jobs *parse;
 	struct sieve_path *sp;
 	struct done_set *done;
-	struct crawl_stats *stats;
+};
+
+/* What a replay did. */
+struct crawl_tail_stats {
+	uint64_t replayed; /* fetches counted as done, not fetched again */
+	uint64_t again;    /* fetches left to be made again */
 };
 
 /*
  * Replay, on the fetch loop thread before its first request: each fetch of
  * the tail is counted as done (stats, its host's budget) and its URL goes
  * into the done set, so the frontier and the sieve never hand it out
- * again; its URL (so the sieve knows it), its redirect target and, for an
+ * again (*out counts them); its URL (so the sieve knows it), its redirect target and, for an
  * HTML page, the links of its stored payload go to the sieve through the
  * parse threads, as on a live crawl (the job is not written again). Not
  * replayed, so fetched again: a fetch cancelled at a stop, an HTML page
@@ -110,6 +114,7 @@ struct crawl_tail_replay_parts {
  * a delay as before. 0, or -1 (a message on stderr; nothing is lost: what
  * was not replayed is fetched again).
  */
-int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct crawl_tail_pos *pos);
+int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct crawl_tail_pos *pos,
+                      struct crawl_tail_stats *out);
 
 #endif

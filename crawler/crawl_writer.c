@@ -111,9 +111,9 @@ static int write_warc(struct crawl_writer *w, const struct fetch_result *res)
 	if (stalled && we == WARC_OK)
 		io_stall_resolved(w->p.io, what);
 	if (we != WARC_OK)
-		atomic_fetch_add(&w->p.stats->ac.writer_errors, 1);
+		atomic_fetch_add(&w->p.ac->writer_errors, 1);
 	if (revisit)
-		atomic_fetch_add(&w->p.stats->ac.warc_revisits, 1);
+		atomic_fetch_add(&w->p.ac->warc_revisits, 1);
 	return revisit;
 }
 
@@ -160,7 +160,7 @@ static void write_job(struct crawl_writer *w, struct crawl_job *j)
 		.wait_ms = j->wait_us / 1000,
 	};
 	if (log_retry(w, &e) != CRAWL_LOG_OK)
-		atomic_fetch_add(&w->p.stats->ac.writer_errors, 1);
+		atomic_fetch_add(&w->p.ac->writer_errors, 1);
 }
 
 /* A checkpoint's barrier: every job queued before it is written; make it

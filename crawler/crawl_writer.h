@@ -78,7 +78,7 @@ struct crawl_writer_parts {
 	const struct warc_config *warc_config; /* NULL: no WARC output */
 	size_t queue_cap;
 	struct io_stall *io;
-	struct crawl_stats *stats;
+	struct crawl_stats_atomic *ac;
 	void (*wake)(void *ctx); /* writer thread: a barrier was reached */
 	void *ctx;
 };

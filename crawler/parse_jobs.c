@@ -38,6 +38,7 @@ struct parse_jobs {
 	struct parse_jobs_parts p;
 	struct parse_pool *pool;
 	struct near_dup_stripe nd[NEAR_DUP_STRIPES];
+	uint64_t parse_full, writer_full; /* loop thread: see parse_jobs_take */
 };
 
 /* One parse thread's own objects. */
@@ -147,7 +148,7 @@ struct embed_scope {
 static char *batch_key(struct parse_jobs *pj, struct parse_state *ps, const char *url, size_t len,
                        int is_key, uint32_t depth, struct embed_scope *es, size_t *klen)
 {
-	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct crawl_stats_atomic *ac = pj->p.ac;
 	size_t room;
 	char *key = sieve_path_batch_slot(ps->batch, &room);
 	*klen = len;
@@ -192,7 +193,7 @@ static int same_host(const char *a, size_t alen, const char *b, size_t blen)
 static void add_embed(struct parse_jobs *pj, struct parse_state *ps, const struct crawl_job *j,
                       const struct link *l, struct link_meta_via *via)
 {
-	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct crawl_stats_atomic *ac = pj->p.ac;
 	uint32_t from_hops = j->embed ? j->embed - 1 : 0;
 	/* If it is off the domains: on the same (off) host as what named it,
 	 * as many hops off; else one more. */
@@ -222,7 +223,7 @@ static void add_sitemap_url(struct parse_jobs *pj, struct parse_state *ps, const
 	if (!key)
 		return;
 	if (sitemap_registry_add(pj->p.sitemaps, key, klen, level, scope) < 0) {
-		atomic_fetch_add(&pj->p.stats->ac.sitemaps_dropped, 1);
+		atomic_fetch_add(&pj->p.ac->sitemaps_dropped, 1);
 		return;
 	}
 	sieve_path_batch_add(ps->batch, klen, depth, via);
@@ -232,7 +233,7 @@ static void add_sitemap_url(struct parse_jobs *pj, struct parse_state *ps, const
 static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j,
                       const struct link *l, size_t n, struct link_meta_via *via)
 {
-	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct crawl_stats_atomic *ac = pj->p.ac;
 	for (size_t i = 0; i < n; i++) {
 		if (link_kind_is_embed(l[i].kind)) {
 			add_embed(pj, ps, j, &l[i], via);
@@ -280,12 +281,12 @@ static int on_sitemap_entry(const struct sitemap_entry *e, void *arg)
 	unsigned level = j->sitemap_level; /* the entry's own: one below the index */
 	if (e->kind == SITEMAP_KIND_URLSET) {
 		if (add_url(w->pj, w->ps, e->url, e->len, 1, j->depth + 1, w->via))
-			atomic_fetch_add(&w->pj->p.stats->ac.sitemap_urls, 1);
+			atomic_fetch_add(&w->pj->p.ac->sitemap_urls, 1);
 	} else if (level <= SITEMAP_INDEX_DEPTH_MAX) {
 		add_sitemap_url(w->pj, w->ps, e->url, e->len, 1, j->depth, level, j->sitemap_scope,
 		                w->via);
 	} else {
-		atomic_fetch_add(&w->pj->p.stats->ac.sitemaps_dropped, 1);
+		atomic_fetch_add(&w->pj->p.ac->sitemaps_dropped, 1);
 	}
 	return sieve_path_adding_stopped(w->pj->p.sp);
 }
@@ -312,7 +313,7 @@ static void count_sitemap_problems(struct crawl_stats_atomic *ac, const struct s
 static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
 {
 	struct fetch_result *res = j->res;
-	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct crawl_stats_atomic *ac = pj->p.ac;
 	struct decode_output d = { 0 };
 	struct sitemap_walk w = { pj, ps, j, NULL };
 	if (!ps->sm) {
@@ -348,7 +349,7 @@ static int extract_page(struct parse_jobs *pj, struct parse_state *ps, struct cr
                         const struct decode_output *d)
 {
 	struct fetch_result *res = j->res;
-	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct crawl_stats_atomic *ac = pj->p.ac;
 	char csbuf[64];
 	const char *cs = charset_of(res->content_type, csbuf, sizeof csbuf);
 	if (links_extract(ps->ex, res->url, cs, (const char *)d->data, d->len) != LINKS_OK)
@@ -371,7 +372,7 @@ static int extract_page(struct parse_jobs *pj, struct parse_state *ps, struct cr
 static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
 {
 	struct fetch_result *res = j->res;
-	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct crawl_stats_atomic *ac = pj->p.ac;
 	struct decode_output d = { 0 };
 	struct link_meta_via *via = NULL;
 	if (decode_body(res->content_encoding, res->body.data, res->body.len,
@@ -469,18 +470,17 @@ int parse_jobs_try_submit(struct parse_jobs *pj, struct crawl_job *j)
 
 void parse_jobs_take(struct parse_jobs *pj, struct crawl_job *j)
 {
-	struct crawl_stats *s = pj->p.stats;
 	/* Redirects, errors, images: two thirds of a crawl's responses. Through
 	 * a parse thread they would cost two more thread wake-ups (that thread,
 	 * then the loop) for nothing but the hand-on to the writer. */
 	if (j->parse) {
 		if (parse_jobs_try_submit(pj, j) == 0)
 			return;
-		s->parse_full++;
+		pj->parse_full++;
 		j->parse = 0;
 	}
 	if (crawl_writer_try_push(pj->p.writer, j) != 0) {
-		s->writer_full++;
+		pj->writer_full++;
 		crawl_job_free(j);
 	}
 }
@@ -509,6 +509,12 @@ int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight)
 uint64_t parse_jobs_outstanding(struct parse_jobs *pj)
 {
 	return parse_pool_outstanding(pj->pool);
+}
+
+void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out)
+{
+	out->parse_full = pj->parse_full;
+	out->writer_full = pj->writer_full;
 }
 
 void parse_jobs_destroy(struct parse_jobs *pj)

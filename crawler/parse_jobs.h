@@ -58,7 +58,7 @@ struct parse_jobs_parts {
 	struct scope *scope;
 	struct sieve_path *sp;
 	struct crawl_writer *writer;
-	struct crawl_stats *stats;
+	struct crawl_stats_atomic *ac;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	void (*wake)(void *ctx);           /* any thread: a job went to the writer */
 	void *ctx;
@@ -85,6 +85,13 @@ int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *
 int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight);
 /* Jobs submitted and not yet handed to the writer. */
 uint64_t parse_jobs_outstanding(struct parse_jobs *pj);
+
+/* The counters: jobs parse_jobs_take sent on unparsed (the parse queue
+ * full) or dropped (the writer's queue full); loop thread. */
+struct parse_jobs_stats {
+	uint64_t parse_full, writer_full;
+};
+void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out);
 
 /* Finishes every queued job, joins the threads, frees. NULL is a no-op. */
 void parse_jobs_destroy(struct parse_jobs *pj);

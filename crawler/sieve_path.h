@@ -68,7 +68,7 @@ struct sieve_path_hooks {
 struct sieve_path_parts {
 	const struct crawl_config *cfg;
 	struct io_stall *io;
-	struct crawl_stats *stats;
+	struct crawl_stats_atomic *ac;
 	struct sieve_path_hooks hooks;
 };
 
@@ -170,8 +170,14 @@ void sieve_path_stop_feeder(struct sieve_path *sp);
 /* Saves the sieve's figures (what the crawl saw, not the final flush) and
  * closes it; after every adder has stopped. */
 void sieve_path_close_sieve(struct sieve_path *sp);
-/* The sieve's and the side table's figures (saved at close). */
-void sieve_path_stats(struct sieve_path *sp, struct sieve_stats *ss, struct link_meta_stats *ms);
+/* The sieve path's figures: the sieve's and the side table's (saved at
+ * close; zeros before), and its counters (loop thread). */
+struct sieve_path_stats {
+	struct sieve_stats sieve;
+	struct link_meta_stats meta;
+	uint64_t forced_flushes, early_flushes; /* flushes asked for: idle, and early */
+};
+void sieve_path_stats(const struct sieve_path *sp, struct sieve_path_stats *out);
 /* Frees the rest; NULL is a no-op. */
 void sieve_path_destroy(struct sieve_path *sp);
 

@@ -79,7 +79,6 @@
 #include <uv.h>
 
 #include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
 #include "crawler/crawl_tail.h"
 #include "crawler/crawl_writer.h"
 #include "crawler/net/dns.h"
@@ -130,13 +129,40 @@ struct visit_parts {
 	struct politeness *pol;
 	struct fetch_engine *fetch;
 	struct dns_resolver *dns;
-	struct crawl_stats *stats;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	struct visit_hooks hooks;
 	const int *stopping;   /* the loop's: the crawl starts nothing new */
 	const int *finished;   /* the loop's: it is over */
 	struct done_set *done; /* fetched after the last checkpoint: skipped */
 	struct visit_lease_hooks leases;
+};
+
+#define VISIT_STATUS_MAX 600 /* HTTP status codes counted one by one */
+#define VISIT_ERRORS 17      /* fetch and DNS error codes counted one by one */
+
+/* The visit's counters: fetch loop thread, from 0 at visit_create (a
+ * resumed crawl's earlier runs are the stats gatherer's, crawl_stats.h). */
+struct visit_stats {
+	/* pages requested, or waiting for their IP's lease; a request put back
+	 * (a refused lease, the family fallback) uncounts itself */
+	uint64_t pages_started;
+	uint64_t pages_done, requests, bytes, robots_fetches;
+	uint64_t robots_disallowed, redirects;
+	uint64_t redirect_limit;        /* redirects not followed: [fetch] max_redirects */
+	uint64_t reuse_retries;         /* requests re-queued after a reused connection
+	                                   closed unanswered (fetch.h reuse_dropped) */
+	uint64_t robots_redirect_limit; /* robots.txt chains cut at ROBOTS_MAX_REDIRECTS */
+	uint64_t robots_unreachable;    /* robots.txt 5xx/429/network error: retried */
+	uint64_t status_other;          /* statuses outside 0..VISIT_STATUS_MAX-1 */
+	uint64_t private_refused, hosts_dns_failed;
+	uint64_t family_fallbacks; /* hosts moved to their other address family */
+	/* cluster crawls: requests put back because another agent held their
+	 * IP's lease, or because Redis did not answer the lease (in time) */
+	uint64_t ip_lease_refused, ip_lease_errors;
+	uint64_t tail_skipped;     /* URLs popped that a resume's tail had fetched */
+	uint64_t sitemaps_dropped; /* robots.txt Sitemap lines past VISIT_SITEMAPS_PER_HOST */
+	uint64_t dns_errors[VISIT_ERRORS], fetch_errors[VISIT_ERRORS];
+	uint64_t status[VISIT_STATUS_MAX];
 };
 
 /* NULL if out of memory. */
@@ -172,6 +198,11 @@ int visit_is_html(const char *content_type);
 
 /* Starts lookups of hosts waiting in line while the resolver has room. */
 void visit_dns_line_run(struct visit *v);
+
+/* The counters as they stand. */
+void visit_stats(const struct visit *v, struct visit_stats *out);
+/* Its pages_started alone (the page limit reads it before every page). */
+uint64_t visit_pages_started(const struct visit *v);
 
 struct recfile_writer;
 struct recfile_reader;
