@@ -73,9 +73,8 @@ struct run {
 	struct crawl_cluster *cluster; /* --cluster: this agent of a shared crawl */
 	pthread_mutex_t wake_mu;       /* guards wake_ok against uv_close of async */
 	int wake_ok;
-	struct crawl_stats *stats;      /* the gatherer of the pieces' figures */
-	struct crawl_stats_sources src; /* the pieces it reads */
-	struct crawl_stats_atomic ac;
+	struct crawl_stats *stats;        /* the gatherer of the pieces' figures */
+	struct crawl_stats_sources src;   /* the pieces it reads */
 	struct crawl_loop_stats counters; /* the loop's own */
 	struct crawl_tail_stats tail_stats;
 	uint64_t tick_count;
@@ -503,7 +502,7 @@ static int open_frontier(struct run *r, struct module_configs *mc, const char *c
 static int open_sieve(struct run *r, struct module_configs *mc, const char *ckpt)
 {
 	const struct crawl_config *cfg = r->cfg;
-	struct sieve_path_parts sp = { cfg, r->io, &r->ac, { r, wake_loop, take_emit } };
+	struct sieve_path_parts sp = { cfg, r->io, { r, wake_loop, take_emit } };
 	char err[4800];
 	if (sieve_path_create(&sp, &r->sp) != 0)
 		return CRAWL_EXIT_FAILURE;
@@ -554,13 +553,13 @@ static int start_workers(struct run *r, struct module_configs *mc, uint64_t ckpt
 {
 	const struct crawl_config *cfg = r->cfg;
 	size_t wcap = (size_t)cfg->parse.queue + 2u * cfg->fetch.max_connections + 1024u;
-	struct crawl_writer_parts wp = {
-		cfg, cfg->output.warc ? &mc->warc : NULL, 2 * wcap, r->io, &r->ac, wake_loop, r
-	};
+	struct crawl_writer_parts wp = { cfg,       cfg->output.warc ? &mc->warc : NULL,
+		                         2 * wcap,  r->io,
+		                         wake_loop, r };
 	if (crawl_writer_open(&wp, &r->writer) != 0)
 		return CRAWL_EXIT_FAILURE;
-	struct parse_jobs_parts pp = { cfg,    r->scope,    r->sp,     r->writer,
-		                       &r->ac, r->sitemaps, wake_loop, r };
+	r->src.writer = r->writer;
+	struct parse_jobs_parts pp = { cfg, r->scope, r->sp, r->writer, r->sitemaps, wake_loop, r };
 	if (parse_jobs_create(&pp, &r->parse) != 0)
 		return CRAWL_EXIT_FAILURE;
 	r->src.parse = r->parse;
@@ -627,11 +626,9 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	r->stats = crawl_stats_create(&r->src, &cfg->output, cfg->sieve.impl);
 	if (!r->io || !r->done || !r->stats || module_configs_from(r, cfg, seeds, nseeds, mc) != 0)
 		goto out;
-	r->src = (struct crawl_stats_sources){ .ac = &r->ac,
-		                               .loop = &r->counters,
-		                               .tail = &r->tail_stats,
-		                               .io = r->io,
-		                               .resumed = resume };
+	r->src = (struct crawl_stats_sources){
+		.loop = &r->counters, .tail = &r->tail_stats, .io = r->io, .resumed = resume
+	};
 	snprintf(r->spill_label, sizeof r->spill_label, "%s (frontier spill)",
 	         cfg->frontier.spill_dir[0] ? cfg->frontier.spill_dir : cfg->output.dir);
 	if (uv_loop_init(&r->loop) != 0)
@@ -692,14 +689,9 @@ static void stop_threads(struct run *r)
 	if (r->io)
 		io_stall_abort(r->io);
 	sieve_path_stop_feeder(r->sp);
-	if (r->stats) /* the parse threads' figures, before they go */
-		crawl_stats_gather(r->stats);
-	r->src.parse = NULL;
-	parse_jobs_destroy(r->parse);
-	r->parse = NULL;
+	parse_jobs_stop(r->parse);
 	sieve_path_close_sieve(r->sp);
 	crawl_writer_close(r->writer);
-	r->writer = NULL;
 }
 
 static void write_reports(struct run *r)
@@ -748,6 +740,8 @@ static void teardown(struct run *r, int ran)
 		uv_loop_close(&r->loop);
 	}
 	crawl_ckpt_destroy(r->ckpt);
+	parse_jobs_destroy(r->parse);
+	crawl_writer_destroy(r->writer);
 	sieve_path_destroy(r->sp);
 	visit_destroy(r->visit);
 	sitemap_registry_destroy(r->sitemaps);

@@ -28,17 +28,16 @@
 #include "sieve/sieve.h"
 
 #define SAMPLES_MAX 8640 /* pages/s samples kept for the series */
-#define N_AC (sizeof(struct crawl_stats_atomic) / sizeof(atomic_uint_fast64_t))
 
 /* Every piece's figures, as read at one time. */
 struct figures {
 	struct visit_stats visit;
 	struct sieve_path_stats sieve;
 	struct parse_jobs_stats parse;
+	struct crawl_writer_stats writer;
 	struct crawl_ckpt_stats ckpt;
 	struct crawl_loop_stats loop;
 	struct crawl_tail_stats tail;
-	uint64_t ac[N_AC];
 	struct fetch_stats fetch;
 	struct dns_stats dns;
 	struct frontier_stats frontier;
@@ -50,6 +49,7 @@ struct figures {
 	struct {
 		uint64_t tail_skipped;     /* the visit's and the loop's */
 		uint64_t sitemaps_dropped; /* the visit's and the parse threads' */
+		uint64_t emit_dropped;     /* the sieve path's and the parse threads' */
 	} sum;
 };
 
@@ -80,14 +80,6 @@ struct saved_counter {
 	{                                                                                          \
 		name, offsetof(struct figures, field), 0                                           \
 	}
-#define AC(f)                                                                                      \
-	{                                                                                          \
-		"ac." #f,                                                                          \
-		        offsetof(struct figures, ac) + offsetof(struct crawl_stats_atomic, f) /    \
-		                                               sizeof(atomic_uint_fast64_t) *      \
-		                                               sizeof(uint64_t),                   \
-		        0                                                                          \
-	}
 
 static const struct saved_counter saved_counters[] = {
 	SAVED("pages_done", visit.pages_done),
@@ -116,36 +108,36 @@ static const struct saved_counter saved_counters[] = {
 	{ "ckpt_us_max", offsetof(struct figures, ckpt.us_max), 1 },
 	SAVED("tail_replayed", tail.replayed),
 	SAVED("tail_skipped", sum.tail_skipped),
-	AC(parsed),
-	AC(links),
-	AC(scope_rejected),
-	AC(nofollow),
-	AC(near_dups),
-	AC(decode_errors),
-	AC(emit_dropped),
-	AC(writer_errors),
-	AC(warc_revisits),
-	AC(url_invalid),
-	AC(seeds_invalid),
-	AC(meta_present),
-	AC(meta_dropped),
-	AC(meta_missing),
-	AC(meta_flushes),
-	AC(sieve_errors),
-	AC(emits_pushed),
-	AC(keys_added),
-	AC(sitemaps),
-	AC(sitemap_urls),
-	AC(sitemap_problems),
+	SAVED("ac.parsed", parse.parsed),
+	SAVED("ac.links", parse.links),
+	SAVED("ac.scope_rejected", parse.scope_rejected),
+	SAVED("ac.nofollow", parse.nofollow),
+	SAVED("ac.near_dups", parse.near_dups),
+	SAVED("ac.decode_errors", parse.decode_errors),
+	SAVED("ac.emit_dropped", sum.emit_dropped),
+	SAVED("ac.writer_errors", writer.errors),
+	SAVED("ac.warc_revisits", writer.revisits),
+	SAVED("ac.url_invalid", parse.url_invalid),
+	SAVED("ac.seeds_invalid", sieve.seeds_invalid),
+	SAVED("ac.meta_present", sieve.meta_present),
+	SAVED("ac.meta_dropped", sieve.meta_dropped),
+	SAVED("ac.meta_missing", sieve.meta_missing),
+	SAVED("ac.meta_flushes", sieve.meta_flushes),
+	SAVED("ac.sieve_errors", sieve.sieve_errors),
+	SAVED("ac.emits_pushed", sieve.emits_pushed),
+	SAVED("ac.keys_added", sieve.keys_added),
+	SAVED("ac.sitemaps", parse.sitemaps),
+	SAVED("ac.sitemap_urls", parse.sitemap_urls),
+	SAVED("ac.sitemap_problems", parse.sitemap_problems),
 	SAVED("ac.sitemaps_dropped", sum.sitemaps_dropped),
-	AC(sitemap_malformed),
-	AC(sitemap_too_large),
-	AC(sitemap_too_many),
-	AC(sitemap_urls_over_limit),
-	AC(embeds),
-	AC(embeds_added),
-	AC(embeds_off_domain),
-	AC(stylesheets),
+	SAVED("ac.sitemap_malformed", parse.sitemap_malformed),
+	SAVED("ac.sitemap_too_large", parse.sitemap_too_large),
+	SAVED("ac.sitemap_too_many", parse.sitemap_too_many),
+	SAVED("ac.sitemap_urls_over_limit", parse.sitemap_urls_over_limit),
+	SAVED("ac.embeds", parse.embeds),
+	SAVED("ac.embeds_added", parse.embeds_added),
+	SAVED("ac.embeds_off_domain", parse.embeds_off_domain),
+	SAVED("ac.stylesheets", parse.stylesheets),
 };
 #define N_SAVED (sizeof saved_counters / sizeof saved_counters[0])
 
@@ -173,17 +165,14 @@ static void gather(struct crawl_stats *s)
 		sieve_path_stats(src->sieve, &now->sieve);
 	if (src->parse)
 		parse_jobs_stats(src->parse, &now->parse);
+	if (src->writer)
+		crawl_writer_stats(src->writer, &now->writer);
 	if (src->ckpt)
 		crawl_ckpt_stats(src->ckpt, &now->ckpt);
 	if (src->loop)
 		now->loop = *src->loop;
 	if (src->tail)
 		now->tail = *src->tail;
-	if (src->ac) {
-		const atomic_uint_fast64_t *a = (const atomic_uint_fast64_t *)(const void *)src->ac;
-		for (size_t i = 0; i < N_AC; i++)
-			now->ac[i] = atomic_load(&a[i]);
-	}
 	if (src->fetch) {
 		fetch_engine_stats(src->fetch, &now->fetch);
 		now->in_flight = fetch_engine_in_flight(src->fetch);
@@ -197,9 +186,8 @@ static void gather(struct crawl_stats *s)
 	if (src->io)
 		io_stall_stats(src->io, &now->stalls, &now->stall_s);
 	now->sum.tail_skipped = now->visit.tail_skipped + now->loop.tail_skipped;
-	now->sum.sitemaps_dropped = now->visit.sitemaps_dropped +
-	                            now->ac[offsetof(struct crawl_stats_atomic, sitemaps_dropped) /
-	                                    sizeof(atomic_uint_fast64_t)];
+	now->sum.emit_dropped = now->sieve.emit_dropped + now->parse.emit_dropped;
+	now->sum.sitemaps_dropped = now->visit.sitemaps_dropped + now->parse.sitemaps_dropped;
 	*t = *now;
 	for (size_t i = 0; i < N_SAVED; i++) {
 		const struct saved_counter *c = &saved_counters[i];
@@ -437,9 +425,6 @@ static size_t error_code_entries(const struct visit_stats *v, struct stat_entry 
 	return n;
 }
 
-#define AC_OF(t, f)                                                                                \
-	(&(t)->ac[offsetof(struct crawl_stats_atomic, f) / sizeof(atomic_uint_fast64_t)])
-
 /* The "errors" object: fetch and DNS errors by name, then the crawl's own
  * reasons; only those that happened. */
 static size_t error_entries(const struct figures *t, struct stat_entry *e, char (*names)[64])
@@ -448,17 +433,17 @@ static size_t error_entries(const struct figures *t, struct stat_entry *e, char 
 	const struct stat_entry extra[] = {
 		REASON("robots-disallowed", STAT_U64, &t->visit.robots_disallowed),
 		REASON("private-address", STAT_U64, &t->visit.private_refused),
-		REASON("decode", STAT_U64, AC_OF(t, decode_errors)),
+		REASON("decode", STAT_U64, &t->parse.decode_errors),
 		REASON("truncated", STAT_U64, &t->fetch.truncated),
 		REASON("retry-later", STAT_U64, &t->politeness.retry_laters),
 		REASON("parse-queue-full", STAT_U64, &t->parse.parse_full),
 		REASON("writer-queue-full", STAT_U64, &t->parse.writer_full),
-		REASON("writer-io", STAT_U64, AC_OF(t, writer_errors)),
-		REASON("url-invalid", STAT_U64, AC_OF(t, url_invalid)),
-		REASON("seed-invalid", STAT_U64, AC_OF(t, seeds_invalid)),
-		REASON("sieve", STAT_U64, AC_OF(t, sieve_errors)),
-		REASON("sieve-meta-missing", STAT_U64, AC_OF(t, meta_missing)),
-		REASON("sieve-meta-dropped", STAT_U64, AC_OF(t, meta_dropped)),
+		REASON("writer-io", STAT_U64, &t->writer.errors),
+		REASON("url-invalid", STAT_U64, &t->parse.url_invalid),
+		REASON("seed-invalid", STAT_U64, &t->sieve.seeds_invalid),
+		REASON("sieve", STAT_U64, &t->sieve.sieve_errors),
+		REASON("sieve-meta-missing", STAT_U64, &t->sieve.meta_missing),
+		REASON("sieve-meta-dropped", STAT_U64, &t->sieve.meta_dropped),
 		REASON("redirect-dropped", STAT_U64, &t->loop.redirect_dropped),
 		REASON("redirect-limit", STAT_U64, &t->visit.redirect_limit),
 		REASON("keepalive-closed", STAT_U64, &t->visit.reuse_retries),
@@ -466,10 +451,10 @@ static size_t error_entries(const struct figures *t, struct stat_entry *e, char 
 		REASON("robots-unreachable", STAT_U64, &t->visit.robots_unreachable),
 		REASON("ip-lease-refused", STAT_U64, &t->visit.ip_lease_refused),
 		REASON("ip-lease-redis", STAT_U64, &t->visit.ip_lease_errors),
-		REASON("emit-dropped", STAT_U64, AC_OF(t, emit_dropped)),
-		REASON("sitemap-malformed", STAT_U64, AC_OF(t, sitemap_malformed)),
-		REASON("sitemap-too-large", STAT_U64, AC_OF(t, sitemap_too_large)),
-		REASON("sitemap-too-many-urls", STAT_U64, AC_OF(t, sitemap_too_many)),
+		REASON("emit-dropped", STAT_U64, &t->sum.emit_dropped),
+		REASON("sitemap-malformed", STAT_U64, &t->parse.sitemap_malformed),
+		REASON("sitemap-too-large", STAT_U64, &t->parse.sitemap_too_large),
+		REASON("sitemap-too-many-urls", STAT_U64, &t->parse.sitemap_too_many),
 	};
 	for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
 		e[n++] = extra[i];
@@ -556,7 +541,7 @@ static size_t sieve_entries(const struct crawl_stats *s, const struct stats_deri
 		STAT_OF(STAT_U64, ss, flushes),
 		STAT_OF(STAT_U64, sp, forced_flushes),
 		STAT_OF(STAT_U64, sp, early_flushes),
-		{ "meta_full_flushes", STAT_U64, AC_OF(t, meta_flushes), 0 },
+		{ "meta_full_flushes", STAT_U64, &sp->meta_flushes, 0 },
 		STAT_OF(STAT_F6, d, flush_s_total),
 		STAT_OF(STAT_F6, d, flush_s_max),
 		STAT_OF(STAT_U64, ss, add_waits),
@@ -564,7 +549,7 @@ static size_t sieve_entries(const struct crawl_stats *s, const struct stats_deri
 		STAT_OF(STAT_U64, ss, z_count),
 		STAT_OF(STAT_U64, ss, z_bytes),
 		{ "z_bytes_per_signature", STAT_F3, &d->z_per_sig, 0 },
-		{ "skipped_present", STAT_U64, AC_OF(t, meta_present), 0 },
+		{ "skipped_present", STAT_U64, &sp->meta_present, 0 },
 		{ "meta_capacity", STAT_U64, &ms->capacity, 0 },
 		{ "meta_peak_entries", STAT_U64, &ms->peak_entries, 0 },
 		{ "meta_entries_left", STAT_U64, &ms->entries, 0 },
@@ -624,17 +609,17 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "seconds", STAT_F3, &t->stall_s, 0 },
 	};
 	const struct stat_entry sitemap_e[] = {
-		{ "parsed", STAT_U64, AC_OF(t, sitemaps), 0 },
-		{ "urls", STAT_U64, AC_OF(t, sitemap_urls), 0 },
-		{ "problems", STAT_U64, AC_OF(t, sitemap_problems), 0 },
+		{ "parsed", STAT_U64, &t->parse.sitemaps, 0 },
+		{ "urls", STAT_U64, &t->parse.sitemap_urls, 0 },
+		{ "problems", STAT_U64, &t->parse.sitemap_problems, 0 },
 		{ "not_registered", STAT_U64, &t->sum.sitemaps_dropped, 0 },
-		{ "urls_over_limit", STAT_U64, AC_OF(t, sitemap_urls_over_limit), 0 },
+		{ "urls_over_limit", STAT_U64, &t->parse.sitemap_urls_over_limit, 0 },
 	};
 	const struct stat_entry requisite_e[] = {
-		{ "found", STAT_U64, AC_OF(t, embeds), 0 },
-		{ "added", STAT_U64, AC_OF(t, embeds_added), 0 },
-		{ "off_domain", STAT_U64, AC_OF(t, embeds_off_domain), 0 },
-		{ "stylesheets_parsed", STAT_U64, AC_OF(t, stylesheets), 0 },
+		{ "found", STAT_U64, &t->parse.embeds, 0 },
+		{ "added", STAT_U64, &t->parse.embeds_added, 0 },
+		{ "off_domain", STAT_U64, &t->parse.embeds_off_domain, 0 },
+		{ "stylesheets_parsed", STAT_U64, &t->parse.stylesheets, 0 },
 	};
 	const struct stat_table hosts = TABLE(hosts_e), frontier = TABLE(frontier_e),
 	                        dns = TABLE(dns_e), ckpt = TABLE(ckpt_e), stalls = TABLE(stall_e),
@@ -653,14 +638,14 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "scope_rejected", STAT_OBJECT, &scope, 0 },
 		{ "redirects", STAT_U64, &t->visit.redirects, 0 },
 		{ "idle_connections_shut", STAT_U64, &t->fetch.idle_conns_shut, 0 },
-		{ "near_duplicates", STAT_U64, AC_OF(t, near_dups), 0 },
-		{ "parsed", STAT_U64, AC_OF(t, parsed), 0 },
-		{ "links", STAT_U64, AC_OF(t, links), 0 },
-		{ "links_new", STAT_U64, AC_OF(t, emits_pushed), 0 },
-		{ "nofollow", STAT_U64, AC_OF(t, nofollow), 0 },
+		{ "near_duplicates", STAT_U64, &t->parse.near_dups, 0 },
+		{ "parsed", STAT_U64, &t->parse.parsed, 0 },
+		{ "links", STAT_U64, &t->parse.links, 0 },
+		{ "links_new", STAT_U64, &t->sieve.emits_pushed, 0 },
+		{ "nofollow", STAT_U64, &t->parse.nofollow, 0 },
 		{ "sitemaps", STAT_OBJECT, &sitemaps, 0 },
 		{ "requisites", STAT_OBJECT, &requisites, 0 },
-		{ "warc_revisits", STAT_U64, AC_OF(t, warc_revisits), 0 },
+		{ "warc_revisits", STAT_U64, &t->writer.revisits, 0 },
 		{ "hosts", STAT_OBJECT, &hosts, 0 },
 		{ "frontier", STAT_OBJECT, &frontier, 0 },
 		{ "sieve", STAT_OBJECT, &sieve, 0 },

@@ -46,7 +46,6 @@ struct parse_jobs;
 struct crawl_writer;
 struct crawl_ckpt;
 struct crawl_tail_stats;
-struct crawl_stats_atomic;
 struct fetch_engine;
 struct dns_resolver;
 struct frontier;
@@ -70,7 +69,6 @@ struct crawl_stats_sources {
 	const struct parse_jobs *parse;
 	const struct crawl_writer *writer;
 	const struct crawl_ckpt *ckpt;
-	const struct crawl_stats_atomic *ac;
 	const struct crawl_loop_stats *loop;
 	const struct crawl_tail_stats *tail;
 	const struct fetch_engine *fetch;
@@ -136,27 +134,5 @@ void crawl_stats_save(struct crawl_stats *s, struct recfile_writer *w);
  * counters of unknown names are skipped. 0, or -1 (truncated or
  * inconsistent). */
 int crawl_stats_load(struct crawl_stats *s, struct recfile_reader *rd);
-
-/* ---- transitional: the counters still shared by the adding threads ---- */
-#include <stdatomic.h>
-/* Counters any thread may bump. */
-struct crawl_stats_atomic {
-	atomic_uint_fast64_t parsed, links, scope_rejected, nofollow, near_dups, decode_errors,
-	        emit_dropped, writer_errors, warc_revisits;
-	/* sitemaps: parsed, their URLs taken, parsed with a problem, not
-	 * registered (the registry was full) */
-	atomic_uint_fast64_t sitemaps, sitemap_urls, sitemap_problems, sitemaps_dropped;
-	/* sitemap files malformed (XML, gzip, not a sitemap, too deep), cut at
-	 * sitemap_max_bytes, with more than sitemap_max_urls entries; entries
-	 * dropped past that */
-	atomic_uint_fast64_t sitemap_malformed, sitemap_too_large, sitemap_too_many,
-	        sitemap_urls_over_limit;
-	/* page requisites: embeds found, in scope and handed to the sieve,
-	 * of those off the allowed domains, stylesheets parsed */
-	atomic_uint_fast64_t embeds, embeds_added, embeds_off_domain, stylesheets;
-	/* the sieve path */
-	atomic_uint_fast64_t url_invalid, seeds_invalid, meta_present, meta_dropped, meta_missing,
-	        meta_flushes, sieve_errors, emits_pushed, keys_added;
-};
 
 #endif

@@ -78,7 +78,6 @@ struct crawl_writer_parts {
 	const struct warc_config *warc_config; /* NULL: no WARC output */
 	size_t queue_cap;
 	struct io_stall *io;
-	struct crawl_stats_atomic *ac;
 	void (*wake)(void *ctx); /* writer thread: a barrier was reached */
 	void *ctx;
 };
@@ -107,8 +106,17 @@ int crawl_writer_request_sync(struct crawl_writer *w, uint64_t seq);
 int crawl_writer_synced(struct crawl_writer *w, uint64_t seq, int *rc, struct warc_position *pos,
                         uint64_t *log_size);
 
-/* Drains the queue, stops the thread, closes the WARC and the log. NULL is
- * a no-op. */
+/* Drains the queue, stops the thread, closes the WARC and the log (the
+ * figures stay readable until crawl_writer_destroy). NULL is a no-op. */
 void crawl_writer_close(struct crawl_writer *w);
+/* Closes it if not closed, and frees it. NULL is a no-op. */
+void crawl_writer_destroy(struct crawl_writer *w);
+
+/* The writer thread's counters. */
+struct crawl_writer_stats {
+	uint64_t errors;   /* records or log lines that could not be written */
+	uint64_t revisits; /* fetches written as WARC revisit records */
+};
+void crawl_writer_stats(const struct crawl_writer *w, struct crawl_writer_stats *out);
 
 #endif

@@ -34,8 +34,18 @@ struct near_dup_stripe {
 	struct near_dup_host *hosts;
 };
 
+/* Counted by the parse threads (their meaning: struct parse_jobs_stats). */
+struct parse_jobs_counters {
+	atomic_uint_fast64_t parsed, links, scope_rejected, nofollow, near_dups, decode_errors,
+	        url_invalid, emit_dropped;
+	atomic_uint_fast64_t sitemaps, sitemap_urls, sitemap_problems, sitemaps_dropped,
+	        sitemap_malformed, sitemap_too_large, sitemap_too_many, sitemap_urls_over_limit;
+	atomic_uint_fast64_t embeds, embeds_added, embeds_off_domain, stylesheets;
+};
+
 struct parse_jobs {
 	struct parse_jobs_parts p;
+	struct parse_jobs_counters ac;
 	struct parse_pool *pool;
 	struct near_dup_stripe nd[NEAR_DUP_STRIPES];
 	uint64_t parse_full, writer_full; /* loop thread: see parse_jobs_take */
@@ -148,7 +158,7 @@ struct embed_scope {
 static char *batch_key(struct parse_jobs *pj, struct parse_state *ps, const char *url, size_t len,
                        int is_key, uint32_t depth, struct embed_scope *es, size_t *klen)
 {
-	struct crawl_stats_atomic *ac = pj->p.ac;
+	struct parse_jobs_counters *ac = &pj->ac;
 	size_t room;
 	char *key = sieve_path_batch_slot(ps->batch, &room);
 	*klen = len;
@@ -193,7 +203,7 @@ static int same_host(const char *a, size_t alen, const char *b, size_t blen)
 static void add_embed(struct parse_jobs *pj, struct parse_state *ps, const struct crawl_job *j,
                       const struct link *l, struct link_meta_via *via)
 {
-	struct crawl_stats_atomic *ac = pj->p.ac;
+	struct parse_jobs_counters *ac = &pj->ac;
 	uint32_t from_hops = j->embed ? j->embed - 1 : 0;
 	/* If it is off the domains: on the same (off) host as what named it,
 	 * as many hops off; else one more. */
@@ -223,7 +233,7 @@ static void add_sitemap_url(struct parse_jobs *pj, struct parse_state *ps, const
 	if (!key)
 		return;
 	if (sitemap_registry_add(pj->p.sitemaps, key, klen, level, scope) < 0) {
-		atomic_fetch_add(&pj->p.ac->sitemaps_dropped, 1);
+		atomic_fetch_add(&pj->ac.sitemaps_dropped, 1);
 		return;
 	}
 	sieve_path_batch_add(ps->batch, klen, depth, via);
@@ -233,7 +243,7 @@ static void add_sitemap_url(struct parse_jobs *pj, struct parse_state *ps, const
 static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j,
                       const struct link *l, size_t n, struct link_meta_via *via)
 {
-	struct crawl_stats_atomic *ac = pj->p.ac;
+	struct parse_jobs_counters *ac = &pj->ac;
 	for (size_t i = 0; i < n; i++) {
 		if (link_kind_is_embed(l[i].kind)) {
 			add_embed(pj, ps, j, &l[i], via);
@@ -281,12 +291,12 @@ static int on_sitemap_entry(const struct sitemap_entry *e, void *arg)
 	unsigned level = j->sitemap_level; /* the entry's own: one below the index */
 	if (e->kind == SITEMAP_KIND_URLSET) {
 		if (add_url(w->pj, w->ps, e->url, e->len, 1, j->depth + 1, w->via))
-			atomic_fetch_add(&w->pj->p.ac->sitemap_urls, 1);
+			atomic_fetch_add(&w->pj->ac.sitemap_urls, 1);
 	} else if (level <= SITEMAP_INDEX_DEPTH_MAX) {
 		add_sitemap_url(w->pj, w->ps, e->url, e->len, 1, j->depth, level, j->sitemap_scope,
 		                w->via);
 	} else {
-		atomic_fetch_add(&w->pj->p.ac->sitemaps_dropped, 1);
+		atomic_fetch_add(&w->pj->ac.sitemaps_dropped, 1);
 	}
 	return sieve_path_adding_stopped(w->pj->p.sp);
 }
@@ -294,7 +304,7 @@ static int on_sitemap_entry(const struct sitemap_entry *e, void *arg)
 /* What a parsed sitemap's result says went wrong, by reason. What was
  * read before the problem was used: the first sitemap_max_urls entries,
  * those ended within sitemap_max_bytes, those before malformed XML. */
-static void count_sitemap_problems(struct crawl_stats_atomic *ac, const struct sitemap_result *sr)
+static void count_sitemap_problems(struct parse_jobs_counters *ac, const struct sitemap_result *sr)
 {
 	if (sr->problem != SITEMAP_FINE && sr->problem != SITEMAP_STOPPED)
 		atomic_fetch_add(&ac->sitemap_problems, 1);
@@ -313,7 +323,7 @@ static void count_sitemap_problems(struct crawl_stats_atomic *ac, const struct s
 static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
 {
 	struct fetch_result *res = j->res;
-	struct crawl_stats_atomic *ac = pj->p.ac;
+	struct parse_jobs_counters *ac = &pj->ac;
 	struct decode_output d = { 0 };
 	struct sitemap_walk w = { pj, ps, j, NULL };
 	if (!ps->sm) {
@@ -349,7 +359,7 @@ static int extract_page(struct parse_jobs *pj, struct parse_state *ps, struct cr
                         const struct decode_output *d)
 {
 	struct fetch_result *res = j->res;
-	struct crawl_stats_atomic *ac = pj->p.ac;
+	struct parse_jobs_counters *ac = &pj->ac;
 	char csbuf[64];
 	const char *cs = charset_of(res->content_type, csbuf, sizeof csbuf);
 	if (links_extract(ps->ex, res->url, cs, (const char *)d->data, d->len) != LINKS_OK)
@@ -372,7 +382,7 @@ static int extract_page(struct parse_jobs *pj, struct parse_state *ps, struct cr
 static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
 {
 	struct fetch_result *res = j->res;
-	struct crawl_stats_atomic *ac = pj->p.ac;
+	struct parse_jobs_counters *ac = &pj->ac;
 	struct decode_output d = { 0 };
 	struct link_meta_via *via = NULL;
 	if (decode_body(res->content_encoding, res->body.data, res->body.len,
@@ -513,15 +523,44 @@ uint64_t parse_jobs_outstanding(struct parse_jobs *pj)
 
 void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out)
 {
+	const struct parse_jobs_counters *ac = &pj->ac;
+	out->parsed = atomic_load(&ac->parsed);
+	out->links = atomic_load(&ac->links);
+	out->scope_rejected = atomic_load(&ac->scope_rejected);
+	out->nofollow = atomic_load(&ac->nofollow);
+	out->near_dups = atomic_load(&ac->near_dups);
+	out->decode_errors = atomic_load(&ac->decode_errors);
+	out->url_invalid = atomic_load(&ac->url_invalid);
+	out->emit_dropped = atomic_load(&ac->emit_dropped);
+	out->sitemaps = atomic_load(&ac->sitemaps);
+	out->sitemap_urls = atomic_load(&ac->sitemap_urls);
+	out->sitemap_problems = atomic_load(&ac->sitemap_problems);
+	out->sitemaps_dropped = atomic_load(&ac->sitemaps_dropped);
+	out->sitemap_malformed = atomic_load(&ac->sitemap_malformed);
+	out->sitemap_too_large = atomic_load(&ac->sitemap_too_large);
+	out->sitemap_too_many = atomic_load(&ac->sitemap_too_many);
+	out->sitemap_urls_over_limit = atomic_load(&ac->sitemap_urls_over_limit);
+	out->embeds = atomic_load(&ac->embeds);
+	out->embeds_added = atomic_load(&ac->embeds_added);
+	out->embeds_off_domain = atomic_load(&ac->embeds_off_domain);
+	out->stylesheets = atomic_load(&ac->stylesheets);
 	out->parse_full = pj->parse_full;
 	out->writer_full = pj->writer_full;
+}
+
+void parse_jobs_stop(struct parse_jobs *pj)
+{
+	if (!pj)
+		return;
+	parse_pool_destroy(pj->pool);
+	pj->pool = NULL;
 }
 
 void parse_jobs_destroy(struct parse_jobs *pj)
 {
 	if (!pj)
 		return;
-	parse_pool_destroy(pj->pool);
+	parse_jobs_stop(pj);
 	for (int i = 0; i < NEAR_DUP_STRIPES; i++) {
 		struct near_dup_host *h = pj->nd[i].hosts;
 		while (h) {

@@ -58,7 +58,6 @@ struct parse_jobs_parts {
 	struct scope *scope;
 	struct sieve_path *sp;
 	struct crawl_writer *writer;
-	struct crawl_stats_atomic *ac;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	void (*wake)(void *ctx);           /* any thread: a job went to the writer */
 	void *ctx;
@@ -86,14 +85,36 @@ int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight);
 /* Jobs submitted and not yet handed to the writer. */
 uint64_t parse_jobs_outstanding(struct parse_jobs *pj);
 
-/* The counters: jobs parse_jobs_take sent on unparsed (the parse queue
- * full) or dropped (the writer's queue full); loop thread. */
+/* The counters of the parse threads, and of parse_jobs_take (loop
+ * thread): jobs sent on unparsed (the parse queue full) or dropped (the
+ * writer's queue full). */
 struct parse_jobs_stats {
-	uint64_t parse_full, writer_full;
+	uint64_t parsed;         /* HTML pages whose links were extracted */
+	uint64_t links;          /* links found (embeds aside) */
+	uint64_t scope_rejected; /* links, embeds and sitemap URLs out of scope */
+	uint64_t nofollow;       /* nofollow links, and pages with meta nofollow */
+	uint64_t near_dups;      /* pages marked near-duplicates */
+	uint64_t decode_errors;  /* bodies whose Content-Encoding would not decode */
+	uint64_t url_invalid;    /* links that are no valid URL */
+	uint64_t emit_dropped;   /* links lost: no memory for their via string */
+	/* sitemaps: parsed, their URLs taken, parsed with a problem, not
+	 * registered (the registry was full, or an index too deep) */
+	uint64_t sitemaps, sitemap_urls, sitemap_problems, sitemaps_dropped;
+	/* sitemap files malformed (XML, gzip, not a sitemap, too deep), cut at
+	 * sitemap_max_bytes, with more than sitemap_max_urls entries; entries
+	 * dropped past that */
+	uint64_t sitemap_malformed, sitemap_too_large, sitemap_too_many, sitemap_urls_over_limit;
+	/* page requisites: embeds found, in scope and handed to the sieve, of
+	 * those off the allowed domains, stylesheets parsed */
+	uint64_t embeds, embeds_added, embeds_off_domain, stylesheets;
+	uint64_t parse_full, writer_full; /* loop thread */
 };
 void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out);
 
-/* Finishes every queued job, joins the threads, frees. NULL is a no-op. */
+/* Finishes every queued job and joins the threads (teardown); the figures
+ * stay readable until parse_jobs_destroy. NULL is a no-op. */
+void parse_jobs_stop(struct parse_jobs *pj);
+/* Stops it if not stopped, and frees it. NULL is a no-op. */
 void parse_jobs_destroy(struct parse_jobs *pj);
 
 #endif

@@ -71,8 +71,15 @@ struct link_batch {
 	char arena[]; /* the keys, back to back */
 };
 
+/* Counted by any thread (stats.json's names in sieve_path.h). */
+struct sieve_path_counters {
+	atomic_uint_fast64_t keys_added, emits_pushed, emit_dropped, seeds_invalid, sieve_errors;
+	atomic_uint_fast64_t meta_present, meta_dropped, meta_missing, meta_flushes;
+};
+
 struct sieve_path {
 	struct sieve_path_parts p;
+	struct sieve_path_counters ac;
 	sieve_t *sieve;
 	struct link_meta *meta;
 	struct bqueue *emitq, *feedq;
@@ -107,7 +114,7 @@ struct sieve_path {
  * would be lost silently, so the crawl stops; the loop reports it. */
 static void sieve_failure(struct sieve_path *sp, int rc, const char *what)
 {
-	atomic_fetch_add(&sp->p.ac->sieve_errors, 1);
+	atomic_fetch_add(&sp->ac.sieve_errors, 1);
 	pthread_mutex_lock(&sp->error_mu);
 	if (!atomic_load(&sp->failed)) {
 		snprintf(sp->error, sizeof sp->error, "%s: %s (%s)", what, sieve_strerror(rc),
@@ -171,7 +178,7 @@ void sieve_path_batch_flush(struct link_batch *b)
 	for (size_t i = 0; i < b->n; i++)
 		if (b->tickets[i] != NO_TICKET)
 			link_meta_done(sp->meta, b->sigs[i], b->tickets[i], b->flushes);
-	atomic_fetch_add(&sp->p.ac->keys_added, b->n);
+	atomic_fetch_add(&sp->ac.keys_added, b->n);
 	b->n = 0;
 	b->arena_len = 0;
 }
@@ -196,7 +203,7 @@ static void meta_make_room(struct link_batch *b)
 	sieve_flush_delivered(sp);
 	b->flushes = sieve_flushes(sp);
 	link_meta_sweep(sp->meta, b->flushes, before);
-	atomic_fetch_add(&sp->p.ac->meta_flushes, 1);
+	atomic_fetch_add(&sp->ac.meta_flushes, 1);
 }
 
 char *sieve_path_batch_slot(struct link_batch *b, size_t *room)
@@ -217,7 +224,7 @@ static void outbox_append(struct sieve_path *sp, const char *key, size_t klen, u
 	char *nb = array_room(sp->out_buf, &sp->out_cap, sp->out_len + klen + vlen + 16, 65536);
 	if (!nb) {
 		pthread_mutex_unlock(&sp->out_mu);
-		atomic_fetch_add(&sp->p.ac->meta_dropped, 1);
+		atomic_fetch_add(&sp->ac.meta_dropped, 1);
 		return;
 	}
 	sp->out_buf = nb;
@@ -272,12 +279,12 @@ void sieve_path_batch_add(struct link_batch *b, size_t klen, uint32_t depth,
 		meta_make_room(b);
 		mr = link_meta_put(sp->meta, sig, depth, via, b->flushes, 1, &ticket);
 		if (mr == LINK_META_FULL) {
-			atomic_fetch_add(&sp->p.ac->meta_dropped, 1);
+			atomic_fetch_add(&sp->ac.meta_dropped, 1);
 			return;
 		}
 	}
 	if (mr == LINK_META_PRESENT) {
-		atomic_fetch_add(&sp->p.ac->meta_present, 1);
+		atomic_fetch_add(&sp->ac.meta_present, 1);
 		return;
 	}
 	b->urls[b->n] = key;
@@ -320,13 +327,13 @@ static void on_sieve_emit(void *ctx, const char *url, size_t len)
 	const char *vs = "";
 	size_t vlen = 0;
 	if (link_meta_take(sp->meta, XXH3_64bits(url, len), &depth, &via) != LINK_META_PRESENT)
-		atomic_fetch_add(&sp->p.ac->meta_missing, 1);
+		atomic_fetch_add(&sp->ac.meta_missing, 1);
 	else
 		vs = link_meta_via_str(via, &vlen);
 	struct emit *e = malloc(sizeof *e + len + vlen + 2);
 	if (!e) {
 		link_meta_via_release(sp->meta, via);
-		atomic_fetch_add(&sp->p.ac->emit_dropped, 1);
+		atomic_fetch_add(&sp->ac.emit_dropped, 1);
 		return;
 	}
 	e->depth = depth;
@@ -338,11 +345,11 @@ static void on_sieve_emit(void *ctx, const char *url, size_t len)
 	e->data[len + 1 + vlen] = '\0';
 	link_meta_via_release(sp->meta, via);
 	if (bqueue_push(sp->emitq, e) != BQUEUE_OK) {
-		atomic_fetch_add(&sp->p.ac->emit_dropped, 1);
+		atomic_fetch_add(&sp->ac.emit_dropped, 1);
 		free(e);
 		return;
 	}
-	atomic_fetch_add(&sp->p.ac->emits_pushed, 1);
+	atomic_fetch_add(&sp->ac.emits_pushed, 1);
 	sp->p.hooks.wake(sp->p.hooks.ctx);
 }
 
@@ -401,7 +408,7 @@ static void feed_seeds(struct sieve_path *sp, struct link_batch *b, struct url *
 		const char *seed = sp->seeds[i];
 		enum url_error ue = url_normalize(u, NULL, seed, strlen(seed), key, room, &klen);
 		if (ue != URL_OK) {
-			atomic_fetch_add(&sp->p.ac->seeds_invalid, 1);
+			atomic_fetch_add(&sp->ac.seeds_invalid, 1);
 			fprintf(stderr, "crawler crawl: seed '%s' skipped: %s\n", seed,
 			        url_strerror(ue));
 			continue;
@@ -431,7 +438,7 @@ static void feed_lines(struct sieve_path *sp, struct link_batch *in, const char 
 			sieve_path_batch_add(in, (size_t)(via - line),
 			                     (uint32_t)strtoul(depth + 1, NULL, 10), v);
 		} else {
-			atomic_fetch_add(&sp->p.ac->meta_dropped, 1);
+			atomic_fetch_add(&sp->ac.meta_dropped, 1);
 		}
 		link_meta_via_release(sp->meta, v);
 	}
@@ -460,7 +467,7 @@ static void feed_one(struct sieve_path *sp, struct link_batch *b, struct link_ba
 		sieve_path_batch_add(b, f->url_len, f->depth, via);
 		sieve_path_batch_flush(b);
 	} else {
-		atomic_fetch_add(&sp->p.ac->meta_dropped, 1);
+		atomic_fetch_add(&sp->ac.meta_dropped, 1);
 	}
 	link_meta_via_release(sp->meta, via);
 }
@@ -563,7 +570,7 @@ int sieve_path_has_room(const struct sieve_path *sp, size_t in_flight)
  * can end the crawl. */
 static void request_flush(struct sieve_path *sp, int idle)
 {
-	uint64_t emits = atomic_load(&sp->p.ac->emits_pushed);
+	uint64_t emits = atomic_load(&sp->ac.emits_pushed);
 	if (feed_push(sp, 1, sp->flush_seq + 1, NULL, 0, NULL, 0, 0) != 0)
 		return; /* no room (cannot happen: has_room keeps one slot); next pump retries */
 	sp->flush_seq++;
@@ -571,7 +578,7 @@ static void request_flush(struct sieve_path *sp, int idle)
 	sp->flush_asked_us = monotonic_us();
 	sp->flush_idle = idle;
 	sp->flush_emits_before = emits;
-	sp->flush_keys_at = atomic_load(&sp->p.ac->keys_added);
+	sp->flush_keys_at = atomic_load(&sp->ac.keys_added);
 	sp->flush_lines_at = sp->lines_fed;
 	if (idle)
 		sp->forced_flushes++;
@@ -600,7 +607,7 @@ static int flush_completed(struct sieve_path *sp)
  * EARLY_FLUSH_RATIO entries per key, however big the crawl. */
 static void early_flush(struct sieve_path *sp)
 {
-	const struct crawl_stats_atomic *ac = sp->p.ac;
+	const struct sieve_path_counters *ac = &sp->ac;
 	if (bqueue_size(sp->emitq) == 0 &&
 	    atomic_load(&ac->keys_added) - sp->flush_keys_at >
 	            atomic_load(&ac->emits_pushed) / EARLY_FLUSH_RATIO)
@@ -609,7 +616,7 @@ static void early_flush(struct sieve_path *sp)
 
 int sieve_path_dry(struct sieve_path *sp, int loop_idle)
 {
-	const struct crawl_stats_atomic *ac = sp->p.ac;
+	const struct sieve_path_counters *ac = &sp->ac;
 	int idle = loop_idle && bqueue_size(sp->emitq) == 0 && bqueue_size(sp->feedq) == 0;
 	/* URLs may still wait in the sieve's buffer (it flushes by itself only
 	 * when full): a forced flush, run by the feeder thread, delivers them.
@@ -637,7 +644,7 @@ uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t no
 	if (sp->flush_pending || !atomic_load(&sp->seeded))
 		return 0;
 	if (!loop_idle || bqueue_size(sp->emitq) != 0 || bqueue_size(sp->feedq) != 0 ||
-	    atomic_load(&sp->p.ac->keys_added) == sp->flush_keys_at)
+	    atomic_load(&sp->ac.keys_added) == sp->flush_keys_at)
 		return 0; /* what is under way will ask again when it ends */
 	/* Flushing takes at most a tenth of the time so spent waiting, counted
 	 * from the last such flush: the other flushes (the seeds', those of
@@ -799,6 +806,15 @@ void sieve_path_stats(const struct sieve_path *sp, struct sieve_path_stats *out)
 	out->meta = sp->mst;
 	out->forced_flushes = sp->forced_flushes;
 	out->early_flushes = sp->early_flushes;
+	out->keys_added = atomic_load(&sp->ac.keys_added);
+	out->emits_pushed = atomic_load(&sp->ac.emits_pushed);
+	out->emit_dropped = atomic_load(&sp->ac.emit_dropped);
+	out->seeds_invalid = atomic_load(&sp->ac.seeds_invalid);
+	out->sieve_errors = atomic_load(&sp->ac.sieve_errors);
+	out->meta_present = atomic_load(&sp->ac.meta_present);
+	out->meta_dropped = atomic_load(&sp->ac.meta_dropped);
+	out->meta_missing = atomic_load(&sp->ac.meta_missing);
+	out->meta_flushes = atomic_load(&sp->ac.meta_flushes);
 }
 
 static void free_items(struct bqueue *q)

@@ -68,7 +68,6 @@ struct sieve_path_hooks {
 struct sieve_path_parts {
 	const struct crawl_config *cfg;
 	struct io_stall *io;
-	struct crawl_stats_atomic *ac;
 	struct sieve_path_hooks hooks;
 };
 
@@ -171,10 +170,21 @@ void sieve_path_stop_feeder(struct sieve_path *sp);
  * closes it; after every adder has stopped. */
 void sieve_path_close_sieve(struct sieve_path *sp);
 /* The sieve path's figures: the sieve's and the side table's (saved at
- * close; zeros before), and its counters (loop thread). */
+ * close; zeros before), and its own counters. */
 struct sieve_path_stats {
 	struct sieve_stats sieve;
 	struct link_meta_stats meta;
+	/* any thread */
+	uint64_t keys_added;    /* crawl keys handed to the sieve */
+	uint64_t emits_pushed;  /* URLs the sieve emitted, queued for the frontier */
+	uint64_t emit_dropped;  /* emitted URLs lost: no memory, or after teardown */
+	uint64_t seeds_invalid; /* seeds that are no URL */
+	uint64_t sieve_errors;  /* sieve calls that failed (the crawl stops) */
+	uint64_t meta_present;  /* keys skipped: on their way already (side table) */
+	uint64_t meta_dropped;  /* keys dropped: no room in the side table */
+	uint64_t meta_missing;  /* emitted URLs without a side-table entry */
+	uint64_t meta_flushes;  /* flushes forced by a full side table */
+	/* loop thread */
 	uint64_t forced_flushes, early_flushes; /* flushes asked for: idle, and early */
 };
 void sieve_path_stats(const struct sieve_path *sp, struct sieve_path_stats *out);
