@@ -139,10 +139,10 @@ int crawl_ckpt_resume(const struct crawl_ckpt_resume_parts *p, const char *ckpt,
 			return -1;
 		}
 	}
-	if (crawl_outdir_repair(p->cfg, pos->warc_file) != 0)
+	if (crawl_outdir_repair(p->output->dir, pos->warc_file) != 0)
 		return -1;
-	if (!p->cfg->crawl.quiet)
-		fprintf(stderr, "crawler crawl: resuming %s from %s\n", p->cfg->output.dir,
+	if (!p->quiet)
+		fprintf(stderr, "crawler crawl: resuming %s from %s\n", p->output->dir,
 		        ckpt ? ckpt : "its seeds (no checkpoint was written)");
 	return 0;
 }
@@ -182,7 +182,7 @@ int crawl_ckpt_active(const struct crawl_ckpt *c)
 
 int crawl_ckpt_due(const struct crawl_ckpt *c)
 {
-	unsigned s = c->p.cfg->output.checkpoint_interval_s;
+	unsigned s = c->p.output->checkpoint_interval_s;
 	return s && monotonic_us() - c->last_us >= (uint64_t)s * 1000000u;
 }
 
@@ -240,7 +240,7 @@ static void ckpt_end(struct crawl_ckpt *c, int ok)
 		        "\ncrawler crawl: checkpoint %" PRIu64
 		        " failed: %s; the previous one stands\n",
 		        c->seq, c->err[0] ? c->err : "unknown error");
-		checkpoint_discard(c->p.cfg->output.dir, c->seq);
+		checkpoint_discard(c->p.output->dir, c->seq);
 	}
 	c->phase = CKPT_IDLE;
 	c->last_us = monotonic_us();
@@ -266,7 +266,7 @@ static void ckpt_work(uv_work_t *w)
 		c->rc = -1;
 		return;
 	}
-	c->rc = checkpoint_commit(c->p.cfg->output.dir, c->seq, c->err, sizeof c->err);
+	c->rc = checkpoint_commit(c->p.output->dir, c->seq, c->err, sizeof c->err);
 }
 
 static void ckpt_work_done(uv_work_t *w, int status)
@@ -282,7 +282,7 @@ static int ckpt_write_local(struct crawl_ckpt *c)
 	char path[4300];
 	enum frontier_err fe;
 	enum politeness_err pe;
-	if (checkpoint_prepare(c->p.cfg->output.dir, c->seq, c->dir, sizeof c->dir, c->err,
+	if (checkpoint_prepare(c->p.output->dir, c->seq, c->dir, sizeof c->dir, c->err,
 	                       sizeof c->err) != 0)
 		return -1;
 	snprintf(path, sizeof path, "%s/frontier", c->dir);

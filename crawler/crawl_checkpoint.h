@@ -49,7 +49,7 @@
 
 /* What a checkpoint reads and writes (all borrowed), and the loop's hooks. */
 struct crawl_ckpt_parts {
-	const struct crawl_config *cfg;
+	const struct crawl_output *output; /* [output] dir, checkpoint_interval_s */
 	uv_loop_t *loop;
 	struct frontier *frontier;
 	struct politeness *pol; /* its robots.txt cache is part of a checkpoint */
@@ -96,7 +96,8 @@ int crawl_ckpt_park(struct crawl_ckpt *c, struct fetch_result *res);
 
 /* What a resume restores the crawl state into, all borrowed. */
 struct crawl_ckpt_resume_parts {
-	const struct crawl_config *cfg;
+	const struct crawl_output *output; /* [output] dir */
+	int quiet;                         /* [crawl] quiet: no word of the resume */
 	struct crawl_stats *stats;
 	struct scope *scope;
 	struct visit *visit; /* its frontier and politeness restored from ckpt */

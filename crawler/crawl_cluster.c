@@ -202,8 +202,8 @@ static void on_error(struct cluster *c, int err, void *arg)
 
 int crawl_cluster_create(const struct crawl_cluster_parts *parts, struct crawl_cluster **out)
 {
-	const struct crawl_cluster_config *cc = &parts->cfg->cluster;
-	const struct politeness_config *pc = &parts->cfg->politeness;
+	const struct crawl_cluster_config *cc = parts->cluster;
+	const struct politeness_config *pc = parts->politeness;
 	struct cluster_options opt = { .url = cc->redis,
 		                       .name = cc->agent,
 		                       .lease_ms = cc->lease_ms,
@@ -257,7 +257,7 @@ void crawl_cluster_destroy(struct crawl_cluster *g)
 
 static int budget_on(const struct crawl_cluster *g)
 {
-	return g->p.cfg->crawl.max_pages != 0;
+	return g->p.max_pages != 0;
 }
 
 /* Pages this agent may still start. */
@@ -274,7 +274,7 @@ static void on_budget(void *arg, bool ok, uint64_t granted, uint64_t reserved)
 	g->budget.failed = !ok;
 	if (ok) {
 		g->budget.quota += granted;
-		g->budget.spent = reserved >= g->p.cfg->crawl.max_pages;
+		g->budget.spent = reserved >= g->p.max_pages;
 	}
 	g->p.pump(g->p.ctx);
 }
@@ -298,8 +298,8 @@ static void budget_ask(struct crawl_cluster *g, int probe)
 	int short_of =
 	        (ps.hosts_in_heap > 0 || ps.hosts_held > 0) && budget_left(g) <= b->chunk / 2;
 	if ((short_of || probe) &&
-	    cluster_budget_reserve(g->c, g->p.cfg->crawl.max_pages, short_of ? b->chunk : 0,
-	                           on_budget, g) == CLUSTER_OK)
+	    cluster_budget_reserve(g->c, g->p.max_pages, short_of ? b->chunk : 0, on_budget, g) ==
+	            CLUSTER_OK)
 		b->asking = 1;
 }
 
@@ -648,10 +648,10 @@ static void ip_release(void *slot, const char *key, unsigned ttl_ms)
 		cluster_ip_release(g->c, key, ttl_ms);
 }
 
-struct visit_lease_hooks crawl_cluster_lease_hooks(const struct crawl_config *cfg,
+struct visit_lease_hooks crawl_cluster_lease_hooks(const struct crawl_cluster_config *cfg,
                                                    struct crawl_cluster **slot)
 {
-	if (cfg->cluster.redis[0] == '\0')
+	if (cfg->redis[0] == '\0')
 		return (struct visit_lease_hooks){ 0 };
 	return (struct visit_lease_hooks){ slot, ip_lease, ip_release };
 }

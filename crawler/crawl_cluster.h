@@ -90,7 +90,9 @@
 struct crawl_cluster;
 
 struct crawl_cluster_parts {
-	const struct crawl_config *cfg;
+	const struct crawl_cluster_config *cluster; /* [cluster] */
+	const struct politeness_config *politeness; /* its delays: the wait after gaining hosts */
+	uint64_t max_pages;                         /* [crawl] max_pages: the crawl-wide budget */
 	uv_loop_t *loop;
 	struct frontier *frontier;
 	struct politeness *pol;
@@ -106,7 +108,7 @@ struct crawl_cluster_parts {
 	            uint32_t depth);
 };
 
-/* Joins the crawl of parts->cfg->cluster (joining goes on in the
+/* Joins the crawl of parts->cluster (joining goes on in the
  * background). A crawl exit code; *out NULL on error. */
 int crawl_cluster_create(const struct crawl_cluster_parts *parts, struct crawl_cluster **out);
 /* Stops without leaving (the lease lapses). NULL is a no-op. */
@@ -145,7 +147,7 @@ int crawl_cluster_leaving(struct crawl_cluster *g);
  * it is no cluster crawl; else cluster_ip_lease and cluster_ip_release on
  * the agent *slot holds, once it is created (until then every lease is
  * refused as unconnected). */
-struct visit_lease_hooks crawl_cluster_lease_hooks(const struct crawl_config *cfg,
+struct visit_lease_hooks crawl_cluster_lease_hooks(const struct crawl_cluster_config *cfg,
                                                    struct crawl_cluster **slot);
 /* Once a second: publishes the counters, reads the census, sizes the
  * page budget's chunk. */

@@ -113,10 +113,10 @@ int crawl_outdir_warc_from(const char *name, const char *from)
 	       strcmp(name, from) >= 0;
 }
 
-int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
+int crawl_outdir_repair(const char *dir, const char *from)
 {
 	char path[4400], err[512];
-	DIR *d = opendir(cfg->output.dir);
+	DIR *d = opendir(dir);
 	struct dirent *e;
 	uint64_t cut = 0;
 	int rc = 0;
@@ -126,7 +126,7 @@ int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 		struct warc_repair_result res;
 		if (!crawl_outdir_warc_from(e->d_name, from))
 			continue;
-		snprintf(path, sizeof path, "%s/%s", cfg->output.dir, e->d_name);
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
 		if (warc_repair_tail(path, 0, &res, err, sizeof err) != WARC_REPAIR_OK) {
 			fprintf(stderr, "crawler crawl: resume: %s\n", err);
 			rc = -1;
@@ -138,7 +138,7 @@ int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 		}
 	}
 	closedir(d);
-	snprintf(path, sizeof path, "%s/crawl.log", cfg->output.dir);
+	snprintf(path, sizeof path, "%s/crawl.log", dir);
 	if (checkpoint_repair_log(path, &cut) != 0) {
 		fprintf(stderr, "crawler crawl: resume: %s: %s\n", path, strerror(errno));
 		rc = -1;

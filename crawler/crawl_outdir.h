@@ -39,9 +39,9 @@ void crawl_outdir_remove_stale_spill(const struct crawl_config *cfg);
  * at or after `from` ("" for all). */
 int crawl_outdir_warc_from(const char *name, const char *from);
 
-/* Resume: cuts what a crash tore off the WARC files (those from `from` on,
- * by name, i.e. by time; all when from is empty) and the crawl log. 0, or
- * -1 (messages on stderr). */
-int crawl_outdir_repair(const struct crawl_config *cfg, const char *from);
+/* Resume: cuts what a crash tore off the WARC files in the output folder
+ * dir (those from `from` on, by name, i.e. by time; all when from is
+ * empty) and its crawl log. 0, or -1 (messages on stderr). */
+int crawl_outdir_repair(const char *dir, const char *from);
 
 #endif

@@ -427,9 +427,20 @@ static int open_cluster(struct run *r)
 {
 	if (!r->cfg->cluster.redis[0])
 		return CRAWL_EXIT_OK;
-	struct crawl_cluster_parts cp = { r->cfg,         &r->loop, r->frontier,   r->pol,
-		                          r->sp,          r,        pages_started, pump,
-		                          cluster_failed, take_emit };
+	struct crawl_cluster_parts cp = {
+		.cluster = &r->cfg->cluster,
+		.politeness = &r->cfg->politeness,
+		.max_pages = r->cfg->crawl.max_pages,
+		.loop = &r->loop,
+		.frontier = r->frontier,
+		.pol = r->pol,
+		.sp = r->sp,
+		.ctx = r,
+		.pages_started = pages_started,
+		.pump = pump,
+		.fail = cluster_failed,
+		.take = take_emit,
+	};
 	return crawl_cluster_create(&cp, &r->cluster);
 }
 
@@ -502,7 +513,15 @@ static int open_frontier(struct run *r, struct module_configs *mc, const char *c
 static int open_sieve(struct run *r, struct module_configs *mc, const char *ckpt)
 {
 	const struct crawl_config *cfg = r->cfg;
-	struct sieve_path_parts sp = { cfg, r->io, { r, wake_loop, take_emit } };
+	struct sieve_path_parts sp = {
+		.cfg = { .url = &cfg->url,
+		         .max_url_len = cfg->scope.max_url_len,
+		         .max_connections = cfg->fetch.max_connections,
+		         .meta_memory = cfg->link_meta_memory,
+		         .inbound = cfg->cluster.redis[0] != '\0' },
+		.io = r->io,
+		.hooks = { .ctx = r, .wake = wake_loop, .take = take_emit },
+	};
 	char err[4800];
 	if (sieve_path_create(&sp, &r->sp) != 0)
 		return CRAWL_EXIT_FAILURE;
@@ -535,11 +554,26 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 	}
 	if (r->cfg->crawl.sitemaps && !(r->sitemaps = sitemap_registry_create(SITEMAPS_MAX)))
 		return CRAWL_EXIT_FAILURE;
-	struct visit_lease_hooks leases = crawl_cluster_lease_hooks(r->cfg, &r->cluster);
+	struct visit_lease_hooks leases = crawl_cluster_lease_hooks(&r->cfg->cluster, &r->cluster);
 	struct visit_parts vp = {
-		r->cfg,       &r->loop,     r->frontier, r->pol,
-		r->fetch,     r->dns,       r->sitemaps, { r, can_start, page_allowed, pump },
-		&r->stopping, &r->finished, r->done,     leases
+		.crawl = &r->cfg->crawl,
+		.url = &r->cfg->url,
+		.fetch_config = &r->cfg->fetch,
+		.politeness = &r->cfg->politeness,
+		.loop = &r->loop,
+		.frontier = r->frontier,
+		.pol = r->pol,
+		.fetch = r->fetch,
+		.dns = r->dns,
+		.sitemaps = r->sitemaps,
+		.hooks = { .ctx = r,
+		           .can_start = can_start,
+		           .page_allowed = page_allowed,
+		           .pump = pump },
+		.stopping = &r->stopping,
+		.finished = &r->finished,
+		.done = r->done,
+		.leases = leases,
 	};
 	r->visit = visit_create(&vp);
 	r->src.visit = r->visit;
@@ -553,20 +587,51 @@ static int start_workers(struct run *r, struct module_configs *mc, uint64_t ckpt
 {
 	const struct crawl_config *cfg = r->cfg;
 	size_t wcap = (size_t)cfg->parse.queue + 2u * cfg->fetch.max_connections + 1024u;
-	struct crawl_writer_parts wp = { cfg,       cfg->output.warc ? &mc->warc : NULL,
-		                         2 * wcap,  r->io,
-		                         wake_loop, r };
+	struct crawl_writer_parts wp = {
+		.output = &cfg->output,
+		.warc_config = cfg->output.warc ? &mc->warc : NULL,
+		.queue_cap = 2 * wcap,
+		.io = r->io,
+		.wake = wake_loop,
+		.ctx = r,
+	};
 	if (crawl_writer_open(&wp, &r->writer) != 0)
 		return CRAWL_EXIT_FAILURE;
 	r->src.writer = r->writer;
-	struct parse_jobs_parts pp = { cfg, r->scope, r->sp, r->writer, r->sitemaps, wake_loop, r };
+	struct parse_jobs_parts pp = {
+		.parse = &cfg->parse,
+		.links = &cfg->links,
+		.url = &cfg->url,
+		.crawl = &cfg->crawl,
+		.fetch = &cfg->fetch,
+		.scope = r->scope,
+		.sp = r->sp,
+		.writer = r->writer,
+		.sitemaps = r->sitemaps,
+		.wake = wake_loop,
+		.ctx = r,
+	};
 	if (parse_jobs_create(&pp, &r->parse) != 0)
 		return CRAWL_EXIT_FAILURE;
 	r->src.parse = r->parse;
-	struct crawl_ckpt_parts cp = { cfg,       &r->loop, r->frontier, r->pol,
-		                       r->scope,  r->visit, r->sp,       r->parse,
-		                       r->writer, r->stats, r->done,     r->spill_label,
-		                       r,         finish,   fetch_done,  pump };
+	struct crawl_ckpt_parts cp = {
+		.output = &cfg->output,
+		.loop = &r->loop,
+		.frontier = r->frontier,
+		.pol = r->pol,
+		.scope = r->scope,
+		.visit = r->visit,
+		.sieve = r->sp,
+		.parse = r->parse,
+		.writer = r->writer,
+		.stats = r->stats,
+		.done = r->done,
+		.spill_label = r->spill_label,
+		.ctx = r,
+		.finish = finish,
+		.replay = fetch_done,
+		.pump = pump,
+	};
 	r->ckpt = crawl_ckpt_create(&cp, ckpt_seq);
 	r->src.ckpt = r->ckpt;
 	return r->ckpt ? CRAWL_EXIT_OK : CRAWL_EXIT_FAILURE;
@@ -600,6 +665,36 @@ static void start_handles(struct run *r, int resume)
 			d = pc->ip_delay_us;
 		r->start_after_us = monotonic_us() + d;
 	}
+}
+
+/* A resume: the crawl state of the checkpoint folder ckpt (NULL: none
+ * was written). 0 or -1. */
+static int resume_state(struct run *r, const char *ckpt)
+{
+	struct crawl_ckpt_resume_parts p = {
+		.output = &r->cfg->output,
+		.quiet = r->cfg->crawl.quiet,
+		.stats = r->stats,
+		.scope = r->scope,
+		.visit = r->visit,
+		.done = r->done,
+	};
+	return crawl_ckpt_resume(&p, ckpt, &r->tail);
+}
+
+/* A resume: what the crash left after the checkpoint. 0 or -1. */
+static int replay_tail(struct run *r)
+{
+	struct crawl_tail_replay_parts p = {
+		.output = &r->cfg->output,
+		.crawl = &r->cfg->crawl,
+		.fetch = &r->cfg->fetch,
+		.visit = r->visit,
+		.parse = r->parse,
+		.sp = r->sp,
+		.done = r->done,
+	};
+	return crawl_tail_replay(&p, &r->tail, &r->tail_stats);
 }
 
 /* Everything up to the feeder thread, which adds the seeds. */
@@ -639,10 +734,7 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	r->src.pol = r->pol;
 	r->src.scope = r->scope;
 	if (rc != CRAWL_EXIT_OK || (rc = open_sieve(r, mc, from)) != CRAWL_EXIT_OK ||
-	    (rc = open_fetch(r, mc)) != CRAWL_EXIT_OK ||
-	    (resume && crawl_ckpt_resume(&(struct crawl_ckpt_resume_parts){ cfg, r->stats, r->scope,
-	                                                                    r->visit, r->done },
-	                                 from, &r->tail) != 0) ||
+	    (rc = open_fetch(r, mc)) != CRAWL_EXIT_OK || (resume && resume_state(r, from) != 0) ||
 	    (rc = start_workers(r, mc, ckpt_seq)) != CRAWL_EXIT_OK ||
 	    (rc = open_cluster(r)) != CRAWL_EXIT_OK)
 		goto out;
@@ -662,9 +754,7 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	/* the checkpoint's sieve has seen the seeds */
 	if (sieve_path_start_feeder(r->sp, seeds, from ? 0 : nseeds) != 0)
 		goto out;
-	if (resume && crawl_tail_replay(&(struct crawl_tail_replay_parts){ cfg, r->visit, r->parse,
-	                                                                   r->sp, r->done },
-	                                &r->tail, &r->tail_stats) != 0)
+	if (resume && replay_tail(r) != 0)
 		goto out;
 	rc = CRAWL_EXIT_OK;
 out:

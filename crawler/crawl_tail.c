@@ -578,7 +578,7 @@ static int replay_one(const struct crawl_tail_replay_parts *p, const struct craw
 	int ok = !e->robots && e->status >= 200 && e->status < 300 && e->bytes > 0;
 	int html = ok && visit_is_html(e->content_type);
 	if (e->status == -(long)FETCH_ERR_CANCELLED || e->requeued || (html && !e->body) ||
-	    (ok && !html && p->cfg->crawl.sitemaps))
+	    (ok && !html && p->crawl->sitemaps))
 		return 0;
 	if (visit_host_get(p->visit, e->url, strlen(e->url), &host) != 0 ||
 	    visit_replayed(p->visit, host, e) != 0)
@@ -605,8 +605,8 @@ int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct craw
 	struct crawl_tail *t = NULL;
 	const struct crawl_tail_entry *e;
 	char err[4600];
-	size_t max_record = (size_t)p->cfg->fetch.max_body_bytes + RECORD_SLACK;
-	int rc = crawl_tail_open(p->cfg->output.dir, pos, p->cfg->output.warc, max_record, &t, err,
+	size_t max_record = (size_t)p->fetch->max_body_bytes + RECORD_SLACK;
+	int rc = crawl_tail_open(p->output->dir, pos, p->output->warc, max_record, &t, err,
 	                         sizeof err);
 	if (rc == 1)
 		return 0;
@@ -626,7 +626,7 @@ int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct craw
 		fprintf(stderr, "crawler crawl: resume: the tail after the checkpoint: %s\n", err);
 		return -1;
 	}
-	if (!p->cfg->crawl.quiet)
+	if (!p->crawl->quiet)
 		fprintf(stderr,
 		        "crawler crawl: resume: %" PRIu64
 		        " fetches after the checkpoint taken from "

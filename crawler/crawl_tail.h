@@ -84,7 +84,9 @@ struct parse_jobs;
 struct sieve_path;
 struct done_set;
 struct crawl_tail_replay_parts {
-	const struct crawl_config *cfg;
+	const struct crawl_output *output; /* [output] dir, warc */
+	const struct crawl_limits *crawl;  /* [crawl] sitemaps, quiet */
+	const struct fetch_config *fetch;  /* [fetch] max_body_bytes: a record's bound */
 	struct visit *visit;
 	struct parse_jobs *parse;
 	struct sieve_path *sp;

@@ -70,7 +70,7 @@ static void warc_label(struct crawl_writer *w, char *buf, size_t cap)
 {
 	struct warc_position pos;
 	warc_writer_position(w->warc, &pos);
-	snprintf(buf, cap, "%s/%s", w->p.cfg->output.dir, pos.file);
+	snprintf(buf, cap, "%s/%s", w->p.output->dir, pos.file);
 }
 
 /* A write failed: on a full disk (or quota, or EIO) wait and say to retry
@@ -212,7 +212,7 @@ int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_write
 	if (!w)
 		return -1;
 	w->p = *parts;
-	snprintf(w->log_path, sizeof w->log_path, "%s/crawl.log", parts->cfg->output.dir);
+	snprintf(w->log_path, sizeof w->log_path, "%s/crawl.log", parts->output->dir);
 	if (wc) {
 		enum warc_error we = warc_writer_open(wc, &w->warc);
 		if (we != WARC_OK) {

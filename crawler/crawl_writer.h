@@ -74,7 +74,7 @@ struct crawl_writer;
 
 /* What the writer uses, all borrowed (warc_config during the open only). */
 struct crawl_writer_parts {
-	const struct crawl_config *cfg;
+	const struct crawl_output *output;     /* [output] dir: crawl.log's */
 	const struct warc_config *warc_config; /* NULL: no WARC output */
 	size_t queue_cap;
 	struct io_stall *io;
@@ -82,7 +82,7 @@ struct crawl_writer_parts {
 	void *ctx;
 };
 
-/* Opens the WARC output and crawl.log in cfg->output.dir and starts the
+/* Opens the WARC output and crawl.log in output->dir and starts the
  * writer thread. 0, or -1 (a message on stderr). */
 int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_writer **out);
 

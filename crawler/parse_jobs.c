@@ -65,10 +65,9 @@ static void *parse_init(void *ctx)
 	struct parse_state *ps = calloc(1, sizeof *ps);
 	if (!ps)
 		return NULL;
-	ps->u = url_create(&pj->p.cfg->url);
+	ps->u = url_create(pj->p.url);
 	ps->batch = sieve_path_batch_create(pj->p.sp);
-	if (!ps->u || !ps->batch ||
-	    links_extractor_create(&pj->p.cfg->links, &ps->ex) != LINKS_OK) {
+	if (!ps->u || !ps->batch || links_extractor_create(pj->p.links, &ps->ex) != LINKS_OK) {
 		url_destroy(ps->u);
 		sieve_path_batch_destroy(ps->batch);
 		free(ps);
@@ -210,7 +209,7 @@ static void add_embed(struct parse_jobs *pj, struct parse_state *ps, const struc
 	uint32_t hops = from_hops > 0 && same_host(j->res->url, strlen(j->res->url), l->url, l->len)
 	                        ? from_hops
 	                        : from_hops + 1;
-	struct embed_scope es = { hops <= pj->p.cfg->crawl.requisites_hops, 0 };
+	struct embed_scope es = { hops <= pj->p.crawl->requisites_hops, 0 };
 	size_t klen;
 	atomic_fetch_add(&ac->embeds, 1);
 	if (!batch_key(pj, ps, l->url, l->len, 1, j->depth, &es, &klen))
@@ -327,15 +326,15 @@ static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct 
 	struct decode_output d = { 0 };
 	struct sitemap_walk w = { pj, ps, j, NULL };
 	if (!ps->sm) {
-		struct sitemap_config sc = { .max_locs = pj->p.cfg->crawl.sitemap_max_urls,
-			                     .max_bytes = pj->p.cfg->crawl.sitemap_max_bytes,
+		struct sitemap_config sc = { .max_locs = pj->p.crawl->sitemap_max_urls,
+			                     .max_bytes = pj->p.crawl->sitemap_max_bytes,
 			                     .scope = SITEMAP_SCOPE_HOST,
-			                     .url_options = &pj->p.cfg->url };
+			                     .url_options = pj->p.url };
 		if (sitemap_parser_create(&sc, &ps->sm) != SITEMAP_OK)
 			return;
 	}
 	if (decode_body(res->content_encoding, res->body.data, res->body.len,
-	                pj->p.cfg->fetch.max_body_bytes, &d) != DECODE_OK) {
+	                pj->p.fetch->max_body_bytes, &d) != DECODE_OK) {
 		atomic_fetch_add(&ac->decode_errors, 1);
 		j->error = "decode";
 		return;
@@ -366,7 +365,7 @@ static int extract_page(struct parse_jobs *pj, struct parse_state *ps, struct cr
 		return 0;
 	atomic_fetch_add(&ac->parsed, 1);
 	const struct links_page *pg = links_page_info(ps->ex);
-	if (pj->p.cfg->parse.near_dup && near_dup_check(pj, j->host, pg->simhash)) {
+	if (pj->p.parse->near_dup && near_dup_check(pj, j->host, pg->simhash)) {
 		j->flags |= CRAWL_LOG_NEAR_DUP;
 		atomic_fetch_add(&ac->near_dups, 1);
 	}
@@ -386,7 +385,7 @@ static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct cra
 	struct decode_output d = { 0 };
 	struct link_meta_via *via = NULL;
 	if (decode_body(res->content_encoding, res->body.data, res->body.len,
-	                pj->p.cfg->fetch.max_body_bytes, &d) != DECODE_OK) {
+	                pj->p.fetch->max_body_bytes, &d) != DECODE_OK) {
 		atomic_fetch_add(&ac->decode_errors, 1);
 		j->error = "decode";
 		return;
@@ -454,7 +453,6 @@ static void parse_work(void *ctx, void *state, void *item)
 
 int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **out)
 {
-	const struct crawl_config *cfg = parts->cfg;
 	struct parse_jobs *pj = calloc(1, sizeof *pj);
 	struct parse_pool_ops ops = { parse_init, parse_work, parse_fini };
 	*out = NULL;
@@ -463,8 +461,9 @@ int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **
 	pj->p = *parts;
 	for (int i = 0; i < NEAR_DUP_STRIPES; i++)
 		pthread_mutex_init(&pj->nd[i].mu, NULL);
-	if (parse_pool_create(cfg->parse.threads, cfg->parse.queue + cfg->fetch.max_connections,
-	                      &ops, pj, &pj->pool) != PARSE_POOL_OK) {
+	if (parse_pool_create(parts->parse->threads,
+	                      parts->parse->queue + parts->fetch->max_connections, &ops, pj,
+	                      &pj->pool) != PARSE_POOL_OK) {
 		fprintf(stderr, "crawler crawl: cannot start parse threads\n");
 		parse_jobs_destroy(pj);
 		return -1;
@@ -505,7 +504,7 @@ int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *
 	uint32_t hops = j->embed > 1 ? j->embed - 1 : 1;
 	int off_domain = 0;
 	if (scope_check_embed(pj->p.scope, to, strlen(to), j->depth,
-	                      hops <= pj->p.cfg->crawl.requisites_hops, &off_domain) != SCOPE_OK)
+	                      hops <= pj->p.crawl->requisites_hops, &off_domain) != SCOPE_OK)
 		return 0;
 	*word = frontier_depth_pack_embed(j->depth, j->redirects, off_domain ? hops + 1 : 1);
 	return 1;

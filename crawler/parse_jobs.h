@@ -54,7 +54,13 @@ struct parse_jobs;
 
 /* What the parse threads use, all borrowed. */
 struct parse_jobs_parts {
-	const struct crawl_config *cfg;
+	const struct crawl_parse *parse; /* [parse] */
+	const struct links_config *links;
+	const struct url_options *url; /* the crawl keys of links */
+	/* [crawl] requisites_hops, sitemap_max_urls, sitemap_max_bytes */
+	const struct crawl_limits *crawl;
+	/* [fetch] max_body_bytes (decoding), max_connections (the queue) */
+	const struct fetch_config *fetch;
 	struct scope *scope;
 	struct sieve_path *sp;
 	struct crawl_writer *writer;
@@ -63,8 +69,8 @@ struct parse_jobs_parts {
 	void *ctx;
 };
 
-/* Starts cfg->parse.threads threads with a queue of cfg->parse.queue +
- * cfg->fetch.max_connections jobs. 0, or -1 (a message on stderr). */
+/* Starts parse->threads threads with a queue of parse->queue +
+ * fetch->max_connections jobs. 0, or -1 (a message on stderr). */
 int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **out);
 
 /* Loop thread: queues j without waiting (takes it). 0, or -1 when full (j

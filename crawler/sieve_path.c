@@ -139,7 +139,7 @@ int sieve_path_failed(struct sieve_path *sp, char *msg, size_t cap)
 
 struct link_batch *sieve_path_batch_create(struct sieve_path *sp)
 {
-	size_t cap = 16u * ((size_t)sp->p.cfg->scope.max_url_len + 1);
+	size_t cap = 16u * ((size_t)sp->p.cfg.max_url_len + 1);
 	struct link_batch *b = malloc(sizeof *b + cap);
 	if (b) {
 		memset(b, 0, sizeof *b);
@@ -208,7 +208,7 @@ static void meta_make_room(struct link_batch *b)
 
 char *sieve_path_batch_slot(struct link_batch *b, size_t *room)
 {
-	if (b->arena_cap - b->arena_len < (size_t)b->sp->p.cfg->scope.max_url_len + 1)
+	if (b->arena_cap - b->arena_len < (size_t)b->sp->p.cfg.max_url_len + 1)
 		sieve_path_batch_flush(b);
 	*room = b->arena_cap - b->arena_len;
 	return b->arena + b->arena_len;
@@ -426,8 +426,7 @@ static void feed_lines(struct sieve_path *sp, struct link_batch *in, const char 
 		next = nl ? nl + 1 : line + strlen(line);
 		char *via = strchr(line, '\t');
 		char *depth = via ? strchr(via + 1, '\t') : NULL;
-		if (!depth || (nl && depth > nl) ||
-		    (size_t)(via - line) > sp->p.cfg->scope.max_url_len)
+		if (!depth || (nl && depth > nl) || (size_t)(via - line) > sp->p.cfg.max_url_len)
 			continue;
 		struct link_meta_via *v =
 		        link_meta_via_new(sp->meta, via + 1, (size_t)(depth - via - 1));
@@ -475,7 +474,7 @@ static void feed_one(struct sieve_path *sp, struct link_batch *b, struct link_ba
 static void *feeder_main(void *arg)
 {
 	struct sieve_path *sp = arg;
-	struct url *u = url_create(&sp->p.cfg->url);
+	struct url *u = url_create(sp->p.cfg.url);
 	struct link_meta_via *none = link_meta_via_new(sp->meta, "", 0);
 	struct link_batch *b = sieve_path_batch_create(sp);
 	struct link_batch *in = sieve_path_batch_create(sp);
@@ -553,7 +552,7 @@ int sieve_path_feed_lines(struct sieve_path *sp, const char *lines, size_t len)
 
 int sieve_path_inbound_room(const struct sieve_path *sp)
 {
-	return bqueue_size(sp->feedq) + (size_t)sp->p.cfg->fetch.max_connections + FEED_SLACK <
+	return bqueue_size(sp->feedq) + sp->p.cfg.max_connections + FEED_SLACK <
 	       bqueue_cap(sp->feedq);
 }
 
@@ -693,7 +692,7 @@ int sieve_path_checkpoint(struct sieve_path *sp, const char *path, char *err, si
 
 int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **out)
 {
-	const struct crawl_config *cfg = parts->cfg;
+	const struct sieve_path_config *cfg = &parts->cfg;
 	struct sieve_path *sp = calloc(1, sizeof *sp);
 	*out = NULL;
 	if (!sp)
@@ -701,11 +700,11 @@ int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **
 	sp->p = *parts;
 	pthread_mutex_init(&sp->error_mu, NULL);
 	pthread_mutex_init(&sp->out_mu, NULL);
-	sp->outbound = cfg->cluster.redis[0] != '\0';
+	sp->outbound = cfg->inbound;
 	sp->emitq = bqueue_create(EMIT_QUEUE);
-	sp->feedq = bqueue_create((size_t)cfg->fetch.max_connections + FEED_SLACK +
+	sp->feedq = bqueue_create(cfg->max_connections + FEED_SLACK +
 	                          (sp->outbound ? INBOUND_SLACK : 0));
-	sp->meta = link_meta_create(cfg->link_meta_memory);
+	sp->meta = link_meta_create(cfg->meta_memory);
 	if (!sp->emitq || !sp->feedq || !sp->meta) {
 		sieve_path_destroy(sp);
 		return -1;

@@ -64,15 +64,24 @@ struct sieve_path_hooks {
 	            uint32_t depth);
 };
 
+/* What the sieve path reads of the configuration. */
+struct sieve_path_config {
+	const struct url_options *url; /* the crawl keys of seeds and inbox lines */
+	uint32_t max_url_len;          /* [frontier] max_url_len: a key's room */
+	size_t max_connections;        /* [fetch]: the feed queue's room, one per transfer */
+	uint64_t meta_memory;          /* [sieve] meta_memory: the side table's bound */
+	int inbound;                   /* a cluster agent: room for inbox entries too */
+};
+
 /* What the sieve path uses, all borrowed. */
 struct sieve_path_parts {
-	const struct crawl_config *cfg;
+	struct sieve_path_config cfg;
 	struct io_stall *io;
 	struct sieve_path_hooks hooks;
 };
 
-/* The queues and the side table (cfg->link_meta_memory). 0, or -1 (out
- * of memory). */
+/* The queues and the side table (cfg.meta_memory). 0, or -1 (out of
+ * memory). */
 int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **out);
 
 /* Empties a sieve folder for a new crawl (a sieve that remembered an

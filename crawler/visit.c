@@ -217,7 +217,7 @@ const struct ip_addr *visit_addr_choose(struct visit *v, const struct ip_addr *a
 	for (size_t i = 0; i < naddrs; i++) {
 		char ip[IP_ADDR_STRLEN];
 		ip_addr_format(&addrs[i], ip, sizeof ip);
-		if (!v->p.cfg->fetch.allow_private_networks && fetch_addr_is_private(ip))
+		if (!v->p.fetch_config->allow_private_networks && fetch_addr_is_private(ip))
 			continue;
 		fams |= visit_family_bit(addrs[i].family);
 		if (first == NULL)
@@ -463,7 +463,7 @@ void visit_begin(struct visit *v, uint32_t host)
 	}
 	uint64_t exp;
 	enum politeness_robots_state st = robots_of(v, host, NULL, &exp);
-	if (v->p.cfg->crawl.obey_robots &&
+	if (v->p.crawl->obey_robots &&
 	    (st == POLITENESS_ROBOTS_UNKNOWN ||
 	     (st == POLITENESS_ROBOTS_KNOWN && exp && exp < monotonic_us()))) {
 		visit_start_robots(v, host);
@@ -486,7 +486,7 @@ static int disallowed(struct visit *v, uint32_t host, const struct frontier_url 
 {
 	const struct robots *rob = NULL;
 	char path[FRONTIER_URL_MAX + 8];
-	if (!v->p.cfg->crawl.obey_robots)
+	if (!v->p.crawl->obey_robots)
 		return 0;
 	robots_of(v, host, &rob, NULL);
 	return rob && (robots_path_from_url(fu->url, fu->url_len, path, sizeof path) != ROBOTS_OK ||
@@ -606,7 +606,7 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 		v->st.redirects++;
 		*follow = j->redirect && crawlable;
 		/* An endless chain ends here: the hop count came with the URL. */
-		if (*follow && (uint32_t)q->redirects >= v->p.cfg->crawl.max_redirects) {
+		if (*follow && (uint32_t)q->redirects >= v->p.crawl->max_redirects) {
 			v->st.redirect_limit++;
 			*follow = 0;
 		}
@@ -622,7 +622,7 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 	}
 	/* An embed is not parsed for links; a stylesheet is, for its url()s,
 	 * when requisites are fetched. */
-	if (v->p.cfg->crawl.page_requisites && is_css(res->content_type))
+	if (v->p.crawl->page_requisites && is_css(res->content_type))
 		j->parse = ok ? CRAWL_PARSE_CSS : 0;
 	else
 		j->parse = ok && !q->embed && visit_is_html(res->content_type);
@@ -762,8 +762,8 @@ struct visit *visit_create(const struct visit_parts *parts)
 	if (!v)
 		return NULL;
 	v->p = *parts;
-	v->url_base = url_create(&parts->cfg->url);
-	v->url_target = url_create(&parts->cfg->url);
+	v->url_base = url_create(parts->url);
+	v->url_target = url_create(parts->url);
 	if (!v->url_base || !v->url_target) {
 		visit_destroy(v);
 		return NULL;

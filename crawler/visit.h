@@ -123,7 +123,12 @@ struct visit_lease_hooks {
 struct sitemap_registry;
 
 struct visit_parts {
-	const struct crawl_config *cfg;
+	/* [crawl] obey_robots, user_agent, max_redirects, page_requisites */
+	const struct crawl_limits *crawl;
+	const struct url_options *url; /* resolving Locations */
+	/* [fetch] allow_private_networks; timeout_ms (an IP lease's TTL) */
+	const struct fetch_config *fetch_config;
+	const struct politeness_config *politeness; /* the IP delay (leases) */
 	uv_loop_t *loop;
 	struct frontier *frontier;
 	struct politeness *pol;

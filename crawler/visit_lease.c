@@ -24,7 +24,7 @@ static uint64_t ip_wait(const struct visit *v, uint32_t host, uint64_t end_us)
 {
 	const struct host_state *hs = visit_host_state_if_any(v, host);
 	uint64_t start = hs && hs->visit_start_us < end_us ? hs->visit_start_us : end_us;
-	return delay_policy_ip_wait(&v->p.cfg->politeness, start, end_us);
+	return delay_policy_ip_wait(v->p.politeness, start, end_us);
 }
 
 /* The host's IP group rests until_us, its visit ended; the loop is told. */
@@ -58,7 +58,7 @@ static void lease_release(struct visit *v, const char *key, uint32_t host)
 static uint64_t refused_wait(const struct visit *v, long wait_ms)
 {
 	uint64_t now = monotonic_us();
-	uint64_t most = delay_policy_ip_wait(&v->p.cfg->politeness, now, now);
+	uint64_t most = delay_policy_ip_wait(v->p.politeness, now, now);
 	uint64_t w = (uint64_t)wait_ms * 1000;
 	if (w > most)
 		w = most;
@@ -109,11 +109,10 @@ static void lease_answered(void *arg, bool granted, long wait_ms)
 
 int visit_lease_ask(struct visit *v, struct req *q)
 {
-	const struct crawl_config *cfg = v->p.cfg;
 	struct ip_addr addr, group;
 	uint64_t now = monotonic_us();
-	uint64_t bound = (uint64_t)cfg->fetch.total_timeout_ms * 1000;
-	if (!v->p.leases.acquire || !cfg->politeness.ip_politeness ||
+	uint64_t bound = (uint64_t)v->p.fetch_config->total_timeout_ms * 1000;
+	if (!v->p.leases.acquire || !v->p.politeness->ip_politeness ||
 	    ip_wait(v, q->host, now + bound) == 0 || !q->ip[0] ||
 	    ip_addr_parse(q->ip, strlen(q->ip), &addr) != 0)
 		return 0;

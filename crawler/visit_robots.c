@@ -183,7 +183,7 @@ int visit_robots_take(struct visit *v, uint32_t host, long st, const char *encod
 		tlen = d.len;
 	}
 	struct robots_policy pol;
-	int rc = robots_policy_from_fetch((int)st, text, tlen, v->p.cfg->crawl.user_agent,
+	int rc = robots_policy_from_fetch((int)st, text, tlen, v->p.crawl->user_agent,
 	                                  (int64_t)(monotonic_us() / 1000), &pol);
 	free(d.data);
 	if (rc != ROBOTS_OK || pol.source == ROBOTS_SRC_UNREACHABLE) {
