@@ -11,11 +11,24 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "crawler/store/checkpoint.h"
+#include "crawler/config/config.h"
 #include "crawler/crawl_outdir.h"
+#include "crawler/crawl_stats.h"
+#include "crawler/crawl_tail.h"
+#include "crawler/crawl_writer.h"
+#include "crawler/net/fetch.h"
+#include "crawler/parse_jobs.h"
+#include "crawler/sieve_path.h"
+#include "crawler/store/checkpoint.h"
 #include "crawler/store/done_set.h"
+#include "crawler/store/warc.h"
+#include "crawler/visit.h"
 #include "frontier/base/clock.h"
 #include "frontier/base/recfile.h"
+#include "frontier/frontier.h"
+#include "frontier/scope.h"
+#include "politeness/politeness.h"
+#include "sieve/sieve.h"
 
 #define STATE_MAGIC "CRSTATE1"
 

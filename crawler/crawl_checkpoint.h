@@ -36,16 +36,18 @@
 
 #include <uv.h>
 
-#include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
-#include "crawler/crawl_tail.h"
-#include "crawler/crawl_writer.h"
-#include "crawler/parse_jobs.h"
-#include "crawler/sieve_path.h"
-#include "crawler/visit.h"
-#include "frontier/frontier.h"
-#include "frontier/scope.h"
-#include "politeness/politeness.h"
+struct crawl_output;
+struct frontier;
+struct politeness;
+struct scope;
+struct visit;
+struct sieve_path;
+struct parse_jobs;
+struct crawl_writer;
+struct crawl_stats;
+struct done_set;
+struct fetch_result;
+struct crawl_tail_pos;
 
 /* What a checkpoint reads and writes (all borrowed), and the loop's hooks. */
 struct crawl_ckpt_parts {

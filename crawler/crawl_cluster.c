@@ -12,10 +12,15 @@
 #include <xxhash.h>
 
 #include "crawler/cluster/cluster.h"
+#include "crawler/config/config.h"
 #include "crawler/crawl_exit.h"
+#include "crawler/crawl_stats.h"
+#include "crawler/sieve_path.h"
 #include "frontier/base/array.h"
 #include "frontier/base/chain.h"
 #include "frontier/base/clock.h"
+#include "frontier/frontier.h"
+#include "politeness/politeness.h"
 
 /* Census reads in a row that must find nothing busy before the end. */
 #define END_STREAK 2

@@ -80,12 +80,14 @@
 
 #include <uv.h>
 
-#include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
-#include "crawler/sieve_path.h"
 #include "crawler/visit.h"
-#include "frontier/frontier.h"
-#include "politeness/politeness.h"
+
+struct crawl_cluster_config;
+struct politeness_config;
+struct frontier;
+struct politeness;
+struct sieve_path;
+struct crawl_stats_pages;
 
 struct crawl_cluster;
 

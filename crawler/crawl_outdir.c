@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crawler/config/config.h"
 #include "crawler/crawl_exit.h"
 #include "crawler/store/checkpoint.h"
 #include "crawler/store/outdir_lock.h"

@@ -12,8 +12,9 @@
 #define CRAWLER_CRAWL_OUTDIR_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-#include "crawler/config/config.h"
+struct crawl_config;
 
 struct outdir_lock;
 

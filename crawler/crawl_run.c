@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "crawler/config/config.h"
+#include "crawler/control/metrics.h"
 #include "crawler/crawl_checkpoint.h"
 #include "crawler/crawl_cluster.h"
 #include "crawler/crawl_outdir.h"
@@ -25,22 +26,21 @@
 #include "crawler/crawl_tail.h"
 #include "crawler/crawl_writer.h"
 #include "crawler/net/dns.h"
-#include "crawler/store/done_set.h"
 #include "crawler/net/fetch.h"
-#include "crawler/store/io_stall.h"
-#include "crawler/control/metrics.h"
-#include "crawler/store/outdir_lock.h"
 #include "crawler/parse_jobs.h"
 #include "crawler/sieve_path.h"
 #include "crawler/sitemap_registry.h"
+#include "crawler/store/done_set.h"
+#include "crawler/store/io_stall.h"
+#include "crawler/store/outdir_lock.h"
 #include "crawler/visit.h"
+#include "frontier/base/array.h"
 #include "frontier/base/clock.h"
-#include "frontier/url.h"
 #include "frontier/frontier.h"
 #include "frontier/scope.h"
+#include "frontier/url.h"
 #include "politeness/delay_policy.h"
 #include "politeness/politeness.h"
-#include "frontier/base/array.h"
 
 #define ABANDON_MS 3000 /* in-flight transfers' grace at a stop */
 
@@ -682,6 +682,27 @@ static int resume_state(struct run *r, const char *ckpt)
 	return crawl_ckpt_resume(&p, ckpt, &r->tail);
 }
 
+/* The tail replay's hooks (crawl_tail.h). */
+static int tail_count(void *ctx, const struct crawl_tail_entry *e, uint32_t *host)
+{
+	struct run *r = ctx;
+	if (visit_host_get(r->visit, e->url, strlen(e->url), host) != 0)
+		return -1;
+	return visit_replayed(r->visit, *host, e);
+}
+
+static int tail_submit(void *ctx, struct crawl_job *j)
+{
+	struct run *r = ctx;
+	return parse_jobs_try_submit(r->parse, j);
+}
+
+static void tail_drain(void *ctx)
+{
+	struct run *r = ctx;
+	sieve_path_drain(r->sp, 0);
+}
+
 /* A resume: what the crash left after the checkpoint. 0 or -1. */
 static int replay_tail(struct run *r)
 {
@@ -689,10 +710,11 @@ static int replay_tail(struct run *r)
 		.output = &r->cfg->output,
 		.crawl = &r->cfg->crawl,
 		.fetch = &r->cfg->fetch,
-		.visit = r->visit,
-		.parse = r->parse,
-		.sp = r->sp,
 		.done = r->done,
+		.hooks = { .ctx = r,
+		           .count = tail_count,
+		           .submit = tail_submit,
+		           .drain = tail_drain },
 	};
 	return crawl_tail_replay(&p, &r->tail, &r->tail_stats);
 }

@@ -12,6 +12,8 @@
 
 #include "crawler/config/config.h"
 #include "crawler/crawl_checkpoint.h"
+#include "crawler/crawl_tail.h"
+#include "crawler/crawl_writer.h"
 #include "crawler/link_meta.h"
 #include "crawler/net/dns.h"
 #include "crawler/net/fetch.h"

@@ -15,14 +15,12 @@
 
 #include <zlib.h>
 
-#include "crawler/store/crawl_log.h"
+#include "crawler/config/config.h"
 #include "crawler/crawl_outdir.h"
 #include "crawler/crawl_writer.h"
-#include "crawler/store/done_set.h"
 #include "crawler/net/fetch.h"
-#include "crawler/parse_jobs.h"
-#include "crawler/sieve_path.h"
-#include "crawler/visit.h"
+#include "crawler/store/crawl_log.h"
+#include "crawler/store/done_set.h"
 #include "frontier/base/array.h"
 
 #define READ_CHUNK (64u * 1024u)
@@ -574,14 +572,14 @@ static struct crawl_job *replay_job(const struct crawl_tail_entry *e, uint32_t h
  * of memory. */
 static int replay_one(const struct crawl_tail_replay_parts *p, const struct crawl_tail_entry *e)
 {
+	const struct crawl_tail_hooks *h = &p->hooks;
 	uint32_t host;
 	int ok = !e->robots && e->status >= 200 && e->status < 300 && e->bytes > 0;
-	int html = ok && visit_is_html(e->content_type);
+	int html = ok && fetch_type_is_html(e->content_type);
 	if (e->status == -(long)FETCH_ERR_CANCELLED || e->requeued || (html && !e->body) ||
 	    (ok && !html && p->crawl->sitemaps))
 		return 0;
-	if (visit_host_get(p->visit, e->url, strlen(e->url), &host) != 0 ||
-	    visit_replayed(p->visit, host, e) != 0)
+	if (h->count(h->ctx, e, &host) != 0)
 		return 0;
 	if (e->robots)
 		return 1; /* not a frontier URL: its rules are all it leaves */
@@ -592,8 +590,8 @@ static int replay_one(const struct crawl_tail_replay_parts *p, const struct craw
 		return -1;
 	/* the loop is not running yet: what the sieve emits meanwhile is taken
 	 * here, so its flush thread never waits on a full emit queue */
-	while (parse_jobs_try_submit(p->parse, j) != 0) {
-		sieve_path_drain(p->sp, 0);
+	while (h->submit(h->ctx, j) != 0) {
+		h->drain(h->ctx);
 		usleep(1000);
 	}
 	return 1;

@@ -33,7 +33,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crawler/config/config.h"
+struct crawl_output;
+struct crawl_limits;
+struct fetch_config;
 
 #define CRAWL_TAIL_LINE_MAX (64u * 1024u)
 
@@ -78,19 +80,32 @@ int crawl_tail_next(struct crawl_tail *t, const struct crawl_tail_entry **e, cha
 /* NULL is a no-op. */
 void crawl_tail_close(struct crawl_tail *t);
 
+struct crawl_job;
+
+/* How the replay reaches the crawl (the loop's; fetch loop thread). */
+struct crawl_tail_hooks {
+	void *ctx;
+	/* e counted as just fetched (the visit's counters, its host's budget;
+	 * a robots.txt answer sets the host's rules), its frontier host in
+	 * *host: 0, or -1 when it cannot stand for a fetch (nothing done) */
+	int (*count)(void *ctx, const struct crawl_tail_entry *e, uint32_t *host);
+	/* j to the parse threads, without waiting: 0, or -1 (no room; j not
+	 * taken) */
+	int (*submit)(void *ctx, struct crawl_job *j);
+	/* while they have no room: what the sieve emitted goes to the
+	 * frontier, so that its flush thread never waits on a full emit queue
+	 * (the loop is not running yet) */
+	void (*drain)(void *ctx);
+};
+
 /* What the replay uses, all borrowed. */
-struct visit;
-struct parse_jobs;
-struct sieve_path;
 struct done_set;
 struct crawl_tail_replay_parts {
 	const struct crawl_output *output; /* [output] dir, warc */
 	const struct crawl_limits *crawl;  /* [crawl] sitemaps, quiet */
 	const struct fetch_config *fetch;  /* [fetch] max_body_bytes: a record's bound */
-	struct visit *visit;
-	struct parse_jobs *parse;
-	struct sieve_path *sp;
 	struct done_set *done;
+	struct crawl_tail_hooks hooks;
 };
 
 /* What a replay did. */

@@ -11,7 +11,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "crawler/config/config.h"
+#include "crawler/net/fetch.h"
 #include "crawler/store/crawl_log.h"
+#include "crawler/store/io_stall.h"
+#include "crawler/store/warc.h"
 #include "frontier/base/array.h"
 #include "frontier/base/bqueue.h"
 

@@ -35,11 +35,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
-#include "crawler/net/fetch.h"
-#include "crawler/store/io_stall.h"
-#include "crawler/store/warc.h"
+struct crawl_output;
+struct fetch_result;
+struct io_stall;
+struct warc_config;
+struct warc_position;
 
 /* One finished transfer on its way to the parse pool and the writer. */
 #define CRAWL_PARSE_CSS 2 /* crawl_job.parse: a stylesheet's url()s */

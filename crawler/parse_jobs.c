@@ -9,9 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crawler/store/crawl_log.h"
+#include "crawler/config/config.h"
+#include "crawler/crawl_writer.h"
+#include "crawler/link_meta.h"
 #include "crawler/net/decode.h"
+#include "crawler/net/fetch.h"
+#include "crawler/sieve_path.h"
+#include "crawler/sitemap_registry.h"
+#include "crawler/store/crawl_log.h"
 #include "frontier/frontier.h"
+#include "frontier/scope.h"
 #include "frontier/url.h"
 #include "parse/links.h"
 #include "parse/parse_pool.h"

@@ -43,12 +43,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
-#include "crawler/crawl_writer.h"
-#include "crawler/sitemap_registry.h"
-#include "crawler/sieve_path.h"
-#include "frontier/scope.h"
+struct crawl_parse;
+struct links_config;
+struct url_options;
+struct crawl_limits;
+struct fetch_config;
+struct scope;
+struct sieve_path;
+struct crawl_writer;
+struct crawl_job;
+struct sitemap_registry;
 
 struct parse_jobs;
 

@@ -19,6 +19,7 @@
 
 #include <xxhash.h>
 
+#include "crawler/store/io_stall.h"
 #include "frontier/base/array.h"
 #include "frontier/base/bqueue.h"
 #include "frontier/base/clock.h"

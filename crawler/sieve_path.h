@@ -45,11 +45,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
-#include "crawler/store/io_stall.h"
 #include "crawler/link_meta.h"
 #include "sieve/sieve.h"
+
+struct url_options;
+struct io_stall;
 
 struct sieve_path;
 struct link_batch;

@@ -9,16 +9,15 @@
 #include <string.h>
 #include <strings.h>
 
-#include "crawler/store/crawl_log.h"
-#include "crawler/net/decode.h"
-#include "crawler/store/done_set.h"
+#include "crawler/crawl_tail.h"
 #include "crawler/sitemap_registry.h"
+#include "crawler/store/crawl_log.h"
+#include "crawler/store/done_set.h"
+#include "frontier/base/array.h"
 #include "frontier/base/clock.h"
-#include "frontier/base/recfile.h"
 #include "frontier/url.h"
 #include "politeness/delay_policy.h"
 #include "politeness/robots.h"
-#include "frontier/base/array.h"
 
 static void visit_next(struct visit *v, uint32_t host);
 static void dns_done(void *ctx, enum dns_error err, const char *name, const struct ip_addr *addrs,
@@ -52,16 +51,6 @@ char *visit_resolve_location(struct visit *v, const char *base, const char *loc,
 	}
 	memcpy(out, href, len + 1);
 	return out;
-}
-
-int visit_is_html(const char *ct)
-{
-	if (!ct)
-		return 0;
-	while (*ct == ' ')
-		ct++;
-	return strncasecmp(ct, "text/html", 9) == 0 ||
-	       strncasecmp(ct, "application/xhtml+xml", 21) == 0;
 }
 
 static int is_css(const char *ct)
@@ -625,7 +614,7 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 	if (v->p.crawl->page_requisites && is_css(res->content_type))
 		j->parse = ok ? CRAWL_PARSE_CSS : 0;
 	else
-		j->parse = ok && !q->embed && visit_is_html(res->content_type);
+		j->parse = ok && !q->embed && fetch_type_is_html(res->content_type);
 }
 
 /* ---- falling back to the other address family ---- */
@@ -740,7 +729,7 @@ int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry
 	                                     e->body_len, &rules)))
 		return -1;
 	if (e->status < 0 && -e->status < VISIT_ERRORS)
-		visit_count_fetch_error(v, (enum fetch_error) - e->status);
+		visit_count_fetch_error(v, (enum fetch_error)(-e->status));
 	else if (e->status >= 0)
 		count_status(s, e->status, e->bytes);
 	s->requests++;

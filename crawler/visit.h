@@ -78,16 +78,19 @@
 
 #include <uv.h>
 
-#include "crawler/config/config.h"
-#include "crawler/crawl_tail.h"
-#include "crawler/crawl_writer.h"
-#include "crawler/net/dns.h"
-#include "crawler/net/fetch.h"
-#include "frontier/frontier.h"
-#include "politeness/politeness.h"
-
 struct visit;
+struct crawl_limits;
+struct url_options;
+struct fetch_config;
+struct politeness_config;
+struct frontier;
+struct politeness;
+struct fetch_engine;
+struct fetch_result;
+struct dns_resolver;
 struct done_set;
+struct crawl_job;
+struct crawl_tail_entry;
 
 struct visit_hooks {
 	void *ctx;
@@ -197,9 +200,6 @@ void visit_continue(struct visit *v, uint32_t host);
  * -1 when it cannot stand for a fetch (a robots.txt answer without its
  * payload, a redirect, unreachable, or with sitemaps on): nothing done. */
 int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry *e);
-
-/* 1 if a Content-Type names an HTML page (the pages parsed for links). */
-int visit_is_html(const char *content_type);
 
 /* Starts lookups of hosts waiting in line while the resolver has room. */
 void visit_dns_line_run(struct visit *v);

@@ -10,7 +10,14 @@
 
 #include <stdint.h>
 
+#include "crawler/config/config.h"
+#include "crawler/crawl_writer.h"
+#include "crawler/net/dns.h"
+#include "crawler/net/fetch.h"
 #include "crawler/visit.h"
+#include "frontier/base/ipaddr.h"
+#include "frontier/frontier.h"
+#include "politeness/politeness.h"
 
 #define HOST_BLOCK_BITS 12
 /* Re-queues in a row of a host's pages whose reused connection closed
