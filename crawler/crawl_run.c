@@ -20,8 +20,8 @@
 #include "crawler/config/config.h"
 #include "crawler/control/metrics.h"
 #include "crawler/crawl_checkpoint.h"
-#include "crawler/crawl_cluster.h"
 #include "crawler/crawl_outdir.h"
+#include "crawler/crawl_source.h"
 #include "crawler/crawl_stats.h"
 #include "crawler/crawl_tail.h"
 #include "crawler/crawl_writer.h"
@@ -70,8 +70,8 @@ struct run {
 	struct io_stall *io; /* outputs that cannot be written (a full disk): fetching pauses */
 	struct metrics_server *metrics; /* --metrics: the live figures */
 	struct outdir_lock *lock;
-	struct crawl_cluster *cluster; /* --cluster: this agent of a shared crawl */
-	pthread_mutex_t wake_mu;       /* guards wake_ok against uv_close of async */
+	struct crawl_source *source; /* where work comes from, found URLs go */
+	pthread_mutex_t wake_mu;     /* guards wake_ok against uv_close of async */
 	int wake_ok;
 	struct crawl_stats *stats;        /* the gatherer of the pieces' figures */
 	struct crawl_stats_sources src;   /* the pieces it reads */
@@ -127,7 +127,7 @@ static int can_start(void *ctx)
 	size_t inflight = fetch_engine_in_flight(r->fetch);
 	if (inflight >= r->cfg->fetch.max_connections)
 		return 0;
-	if (r->cluster && !crawl_cluster_ready(r->cluster))
+	if (!crawl_source_ready(r->source))
 		return 0;
 	return parse_jobs_has_room(r->parse, inflight) &&
 	       crawl_writer_has_room(r->writer, inflight) && sieve_path_has_room(r->sp, inflight);
@@ -232,8 +232,7 @@ static uint64_t pages_started(void *ctx)
 static int page_allowed(void *ctx)
 {
 	struct run *r = ctx;
-	uint64_t max = r->cfg->crawl.max_pages;
-	return r->cluster ? crawl_cluster_page_allowed(r->cluster) : !max || pages_started(r) < max;
+	return crawl_source_page_allowed(r->source);
 }
 
 /* Arms the wake timer for monotonic time at_us (0: no need), unless it
@@ -256,11 +255,12 @@ static int crawl_is_done(struct run *r)
 	/* nothing in flight, held or being parsed */
 	int quiet = fetch_engine_in_flight(r->fetch) == 0 && ps.hosts_held == 0;
 	int idle = quiet && parse_jobs_outstanding(r->parse) == 0;
-	if (r->stopping && r->cluster && !r->exit_code)
-		return crawl_cluster_leave(r->cluster, idle);
+	/* a graceful stop: the source may have to hand its work over first */
+	if (r->stopping && !r->exit_code && !crawl_source_leave(r->source, idle))
+		return 0;
 	if (r->stopping)
 		return idle || (quiet && r->sigints > 0);
-	if (r->cluster ? crawl_cluster_budget_over(r->cluster) : !page_allowed(r))
+	if (crawl_source_budget_over(r->source))
 		return idle;
 	if (ps.hosts_in_heap > 0) {
 		if (r->none_ready)
@@ -268,7 +268,7 @@ static int crawl_is_done(struct run *r)
 		return 0;
 	}
 	int dry = sieve_path_dry(r->sp, idle);
-	return r->cluster ? crawl_cluster_done(r->cluster, dry) : dry;
+	return crawl_source_done(r->source, dry);
 }
 
 static void on_abandon(uv_timer_t *t);
@@ -301,10 +301,9 @@ static void pump(void *ctx)
 		crawl_ckpt_step(r->ckpt);
 		return;
 	}
-	/* after the checkpoint's cut: inbox entries fed now would reach the
-	 * sieve while it is copied */
-	if (r->cluster)
-		crawl_cluster_pump(r->cluster);
+	/* after the checkpoint's cut: URLs taken in now (an agent's inbox)
+	 * would reach the sieve while it is copied */
+	crawl_source_pump(r->source);
 	while (!r->stopping && can_start(r) && page_allowed(r)) {
 		uint32_t host;
 		uint64_t at;
@@ -317,7 +316,7 @@ static void pump(void *ctx)
 		enum politeness_err e = politeness_pop_ready(r->pol, now, &host, &at);
 		r->none_ready = e == POLITENESS_NOT_READY;
 		if (e == POLITENESS_OK) {
-			int keep = r->cluster ? crawl_cluster_keep_host(r->cluster, host) : 1;
+			int keep = crawl_source_keep_host(r->source, host);
 			if (keep > 0)
 				visit_begin(r->visit, host);
 			if (keep < 0)
@@ -349,12 +348,11 @@ static int render_metrics(void *ctx, enum metrics_page page, FILE *f)
 
 static void print_progress(struct run *r, int final)
 {
-	char stall[600], cluster[300];
+	char stall[600], part[300];
 	if (!io_stall_active(r->io, stall, sizeof stall))
 		stall[0] = '\0';
-	if (r->cluster)
-		crawl_cluster_progress(r->cluster, cluster, sizeof cluster);
-	crawl_stats_print_progress(r->stats, r->cluster ? cluster : NULL, stall, final);
+	int has_part = crawl_source_progress(r->source, part, sizeof part);
+	crawl_stats_print_progress(r->stats, has_part ? part : NULL, stall, final);
 }
 
 /* In-flight transfers had their few seconds: a last checkpoint records them
@@ -363,8 +361,8 @@ static void on_abandon(uv_timer_t *t)
 {
 	struct run *r = t->data;
 	/* A graceful stop of a cluster agent: nothing is in flight while it
-	 * hands its URLs over, so it gets its own time (crawl_cluster.h). */
-	if (r->cluster && crawl_cluster_leaving(r->cluster)) {
+	 * hands its URLs over, so it gets its own time (crawl_source.h). */
+	if (crawl_source_leaving(r->source)) {
 		uv_timer_start(&r->abandon, on_abandon, ABANDON_MS, 0);
 		return;
 	}
@@ -382,11 +380,9 @@ static void on_tick(uv_timer_t *t)
 	if (!r->stopping && crawl_ckpt_due(r->ckpt))
 		ckpt_start(r, 0);
 	if (r->tick_count % 10 == 0) {
-		if (r->cluster) {
-			struct crawl_stats_pages pages;
-			crawl_stats_pages(r->stats, &pages);
-			crawl_cluster_tick(r->cluster, &pages);
-		}
+		struct crawl_stats_pages pages;
+		crawl_stats_pages(r->stats, &pages);
+		crawl_source_tick(r->source, &pages);
 		if (r->progress)
 			print_progress(r, 0);
 		uint64_t per = r->cfg->output.stats_interval_s * 10u;
@@ -412,8 +408,9 @@ static void on_sigint(uv_signal_t *s, int sig)
 
 /* ---- set-up ---- */
 
-/* The cluster cannot go on (another assignment method): the crawl stops. */
-static void cluster_failed(void *ctx, int exit_code)
+/* The source cannot go on (a cluster of another assignment method): the
+ * crawl stops. */
+static void source_failed(void *ctx, int exit_code)
 {
 	struct run *r = ctx;
 	if (!r->exit_code)
@@ -422,15 +419,17 @@ static void cluster_failed(void *ctx, int exit_code)
 		stop(r);
 }
 
-/* --cluster: this agent joins the shared crawl on the loop. */
-static int open_cluster(struct run *r)
+/* Where work comes from: this process alone, or (--cluster) an agent
+ * joining the shared crawl on the loop. */
+static int open_source(struct run *r)
 {
-	if (!r->cfg->cluster.redis[0])
-		return CRAWL_EXIT_OK;
-	struct crawl_cluster_parts cp = {
+	struct crawl_source_config sc = {
 		.cluster = &r->cfg->cluster,
 		.politeness = &r->cfg->politeness,
 		.max_pages = r->cfg->crawl.max_pages,
+		.max_url_len = r->cfg->scope.max_url_len,
+	};
+	struct crawl_source_parts sp = {
 		.loop = &r->loop,
 		.frontier = r->frontier,
 		.pol = r->pol,
@@ -438,10 +437,13 @@ static int open_cluster(struct run *r)
 		.ctx = r,
 		.pages_started = pages_started,
 		.pump = pump,
-		.fail = cluster_failed,
+		.wake = wake_loop,
+		.fail = source_failed,
 		.take = take_emit,
 	};
-	return crawl_cluster_create(&cp, &r->cluster);
+	int rc = crawl_source_open(&sc, &sp, &r->source);
+	r->src.source = r->source;
+	return rc;
 }
 
 /* Every module's configuration, from the crawl's. 0, or -1 (no memory). */
@@ -554,7 +556,8 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 	}
 	if (r->cfg->crawl.sitemaps && !(r->sitemaps = sitemap_registry_create(SITEMAPS_MAX)))
 		return CRAWL_EXIT_FAILURE;
-	struct visit_lease_hooks leases = crawl_cluster_lease_hooks(&r->cfg->cluster, &r->cluster);
+	struct visit_lease_hooks leases;
+	crawl_source_leases(r->source, &leases);
 	struct visit_parts vp = {
 		.crawl = &r->cfg->crawl,
 		.url = &r->cfg->url,
@@ -605,6 +608,7 @@ static int start_workers(struct run *r, struct module_configs *mc, uint64_t ckpt
 		.crawl = &cfg->crawl,
 		.fetch = &cfg->fetch,
 		.scope = r->scope,
+		.source = r->source,
 		.sp = r->sp,
 		.writer = r->writer,
 		.sitemaps = r->sitemaps,
@@ -668,7 +672,7 @@ static void start_handles(struct run *r, int resume)
 }
 
 /* A resume: the crawl state of the checkpoint folder ckpt (NULL: none
- * was written). 0 or -1. */
+ * was written). A crawl exit code. */
 static int resume_state(struct run *r, const char *ckpt)
 {
 	struct crawl_ckpt_resume_parts p = {
@@ -679,7 +683,7 @@ static int resume_state(struct run *r, const char *ckpt)
 		.visit = r->visit,
 		.done = r->done,
 	};
-	return crawl_ckpt_resume(&p, ckpt, &r->tail);
+	return crawl_ckpt_resume(&p, ckpt, &r->tail) == 0 ? CRAWL_EXIT_OK : CRAWL_EXIT_FAILURE;
 }
 
 /* The tail replay's hooks (crawl_tail.h). */
@@ -756,9 +760,9 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	r->src.pol = r->pol;
 	r->src.scope = r->scope;
 	if (rc != CRAWL_EXIT_OK || (rc = open_sieve(r, mc, from)) != CRAWL_EXIT_OK ||
-	    (rc = open_fetch(r, mc)) != CRAWL_EXIT_OK || (resume && resume_state(r, from) != 0) ||
-	    (rc = start_workers(r, mc, ckpt_seq)) != CRAWL_EXIT_OK ||
-	    (rc = open_cluster(r)) != CRAWL_EXIT_OK)
+	    (rc = open_source(r)) != CRAWL_EXIT_OK || (rc = open_fetch(r, mc)) != CRAWL_EXIT_OK ||
+	    (resume && (rc = resume_state(r, from)) != CRAWL_EXIT_OK) ||
+	    (rc = start_workers(r, mc, ckpt_seq)) != CRAWL_EXIT_OK)
 		goto out;
 	start_handles(r, resume);
 	char msg[256];
@@ -774,7 +778,8 @@ static int setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 		        cfg->output.metrics, metrics_server_port(r->metrics));
 	rc = CRAWL_EXIT_FAILURE;
 	/* the checkpoint's sieve has seen the seeds */
-	if (sieve_path_start_feeder(r->sp, seeds, from ? 0 : nseeds) != 0)
+	if (sieve_path_start_feeder(r->sp, seeds, from ? 0 : nseeds,
+	                            crawl_source_batch(r->source)) != 0)
 		goto out;
 	if (resume && replay_tail(r) != 0)
 		goto out;
@@ -840,8 +845,7 @@ static void teardown(struct run *r, int ran)
 		r->handles_open = 0;
 	}
 	metrics_server_stop(r->metrics);
-	crawl_cluster_destroy(r->cluster);
-	r->cluster = NULL;
+	crawl_source_stop(r->source);
 	if (r->loop_ok)
 		uv_run(&r->loop, UV_RUN_DEFAULT);
 	stop_threads(r);
@@ -855,6 +859,7 @@ static void teardown(struct run *r, int ran)
 	parse_jobs_destroy(r->parse);
 	crawl_writer_destroy(r->writer);
 	sieve_path_destroy(r->sp);
+	crawl_source_close(r->source); /* after every batch it made */
 	visit_destroy(r->visit);
 	sitemap_registry_destroy(r->sitemaps);
 	scope_destroy(r->scope);

@@ -12,6 +12,7 @@
 
 #include "crawler/config/config.h"
 #include "crawler/crawl_checkpoint.h"
+#include "crawler/crawl_source.h"
 #include "crawler/crawl_tail.h"
 #include "crawler/crawl_writer.h"
 #include "crawler/link_meta.h"
@@ -38,6 +39,7 @@ struct figures {
 	struct parse_jobs_stats parse;
 	struct crawl_writer_stats writer;
 	struct crawl_ckpt_stats ckpt;
+	struct crawl_source_stats source;
 	struct crawl_loop_stats loop;
 	struct crawl_tail_stats tail;
 	struct fetch_stats fetch;
@@ -52,6 +54,7 @@ struct figures {
 		uint64_t tail_skipped;     /* the visit's and the loop's */
 		uint64_t sitemaps_dropped; /* the visit's and the parse threads' */
 		uint64_t emit_dropped;     /* the sieve path's and the parse threads' */
+		uint64_t meta_dropped;     /* the sieve path's and the source's (outbox) */
 	} sum;
 };
 
@@ -122,7 +125,7 @@ static const struct saved_counter saved_counters[] = {
 	SAVED("ac.url_invalid", parse.url_invalid),
 	SAVED("ac.seeds_invalid", sieve.seeds_invalid),
 	SAVED("ac.meta_present", sieve.meta_present),
-	SAVED("ac.meta_dropped", sieve.meta_dropped),
+	SAVED("ac.meta_dropped", sum.meta_dropped),
 	SAVED("ac.meta_missing", sieve.meta_missing),
 	SAVED("ac.meta_flushes", sieve.meta_flushes),
 	SAVED("ac.sieve_errors", sieve.sieve_errors),
@@ -171,6 +174,8 @@ static void gather(struct crawl_stats *s)
 		crawl_writer_stats(src->writer, &now->writer);
 	if (src->ckpt)
 		crawl_ckpt_stats(src->ckpt, &now->ckpt);
+	if (src->source)
+		crawl_source_stats(src->source, &now->source);
 	if (src->loop)
 		now->loop = *src->loop;
 	if (src->tail)
@@ -190,6 +195,7 @@ static void gather(struct crawl_stats *s)
 	now->sum.tail_skipped = now->visit.tail_skipped + now->loop.tail_skipped;
 	now->sum.emit_dropped = now->sieve.emit_dropped + now->parse.emit_dropped;
 	now->sum.sitemaps_dropped = now->visit.sitemaps_dropped + now->parse.sitemaps_dropped;
+	now->sum.meta_dropped = now->sieve.meta_dropped + now->source.links_dropped;
 	*t = *now;
 	for (size_t i = 0; i < N_SAVED; i++) {
 		const struct saved_counter *c = &saved_counters[i];
@@ -445,7 +451,7 @@ static size_t error_entries(const struct figures *t, struct stat_entry *e, char 
 		REASON("seed-invalid", STAT_U64, &t->sieve.seeds_invalid),
 		REASON("sieve", STAT_U64, &t->sieve.sieve_errors),
 		REASON("sieve-meta-missing", STAT_U64, &t->sieve.meta_missing),
-		REASON("sieve-meta-dropped", STAT_U64, &t->sieve.meta_dropped),
+		REASON("sieve-meta-dropped", STAT_U64, &t->sum.meta_dropped),
 		REASON("redirect-dropped", STAT_U64, &t->loop.redirect_dropped),
 		REASON("redirect-limit", STAT_U64, &t->visit.redirect_limit),
 		REASON("keepalive-closed", STAT_U64, &t->visit.reuse_retries),

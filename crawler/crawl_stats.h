@@ -45,6 +45,7 @@ struct sieve_path;
 struct parse_jobs;
 struct crawl_writer;
 struct crawl_ckpt;
+struct crawl_source;
 struct crawl_tail_stats;
 struct fetch_engine;
 struct dns_resolver;
@@ -69,6 +70,7 @@ struct crawl_stats_sources {
 	const struct parse_jobs *parse;
 	const struct crawl_writer *writer;
 	const struct crawl_ckpt *ckpt;
+	const struct crawl_source *source;
 	const struct crawl_loop_stats *loop;
 	const struct crawl_tail_stats *tail;
 	const struct fetch_engine *fetch;

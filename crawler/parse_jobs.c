@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "crawler/config/config.h"
+#include "crawler/crawl_source.h"
 #include "crawler/crawl_writer.h"
 #include "crawler/link_meta.h"
 #include "crawler/net/decode.h"
@@ -73,10 +74,10 @@ static void *parse_init(void *ctx)
 	if (!ps)
 		return NULL;
 	ps->u = url_create(pj->p.url);
-	ps->batch = sieve_path_batch_create(pj->p.sp);
+	ps->batch = crawl_source_batch(pj->p.source);
 	if (!ps->u || !ps->batch || links_extractor_create(pj->p.links, &ps->ex) != LINKS_OK) {
 		url_destroy(ps->u);
-		sieve_path_batch_destroy(ps->batch);
+		link_batch_destroy(ps->batch);
 		free(ps);
 		return NULL;
 	}
@@ -91,7 +92,7 @@ static void parse_fini(void *ctx, void *state)
 		return;
 	links_extractor_destroy(ps->ex);
 	url_destroy(ps->u);
-	sieve_path_batch_destroy(ps->batch);
+	link_batch_destroy(ps->batch);
 	sitemap_parser_destroy(ps->sm);
 	free(ps);
 }
@@ -166,7 +167,7 @@ static char *batch_key(struct parse_jobs *pj, struct parse_state *ps, const char
 {
 	struct parse_jobs_counters *ac = &pj->ac;
 	size_t room;
-	char *key = sieve_path_batch_slot(ps->batch, &room);
+	char *key = link_batch_slot(ps->batch, &room);
 	*klen = len;
 	if (is_key && len < room) {
 		memcpy(key, url, len + 1);
@@ -190,7 +191,7 @@ static int add_url(struct parse_jobs *pj, struct parse_state *ps, const char *ur
 	size_t klen;
 	if (!batch_key(pj, ps, url, len, is_key, depth, NULL, &klen))
 		return 0;
-	sieve_path_batch_add(ps->batch, klen, depth, via);
+	link_batch_add(ps->batch, klen, depth, via);
 	return 1;
 }
 
@@ -225,7 +226,7 @@ static void add_embed(struct parse_jobs *pj, struct parse_state *ps, const struc
 	if (es.off_domain)
 		atomic_fetch_add(&ac->embeds_off_domain, 1);
 	uint32_t code = 1 + (es.off_domain ? hops : 0);
-	sieve_path_batch_add(ps->batch, klen, frontier_depth_pack_embed(j->depth, 0, code), via);
+	link_batch_add(ps->batch, klen, frontier_depth_pack_embed(j->depth, 0, code), via);
 }
 
 /* A sitemap URL into the batch, registered first (level, scope) so that
@@ -242,7 +243,7 @@ static void add_sitemap_url(struct parse_jobs *pj, struct parse_state *ps, const
 		atomic_fetch_add(&pj->ac.sitemaps_dropped, 1);
 		return;
 	}
-	sieve_path_batch_add(ps->batch, klen, depth, via);
+	link_batch_add(ps->batch, klen, depth, via);
 }
 
 /* The page's links into the thread's batch, via the page's URL. */
@@ -263,7 +264,7 @@ static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct craw
 	}
 	/* Before the job counts as finished: "no parse job outstanding" then
 	 * means every link found so far is in the sieve. */
-	sieve_path_batch_flush(ps->batch);
+	link_batch_flush(ps->batch);
 }
 
 /* A robots.txt's Sitemap URLs: level 0, judged against the robots.txt URL
@@ -279,7 +280,7 @@ static void add_robots_sitemaps(struct parse_jobs *pj, struct parse_state *ps, s
 	for (size_t i = 0; i < j->nsitemaps; i++)
 		add_sitemap_url(pj, ps, j->sitemaps[i], strlen(j->sitemaps[i]), 0, j->depth, 0,
 		                robots_url, via);
-	sieve_path_batch_flush(ps->batch);
+	link_batch_flush(ps->batch);
 	sieve_path_via_release(pj->p.sp, via);
 }
 
@@ -331,7 +332,7 @@ static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct 
 	struct fetch_result *res = j->res;
 	struct parse_jobs_counters *ac = &pj->ac;
 	struct decode_output d = { 0 };
-	struct sitemap_walk w = { pj, ps, j, NULL };
+	struct sitemap_walk w = { .pj = pj, .ps = ps, .j = j };
 	if (!ps->sm) {
 		struct sitemap_config sc = { .max_locs = pj->p.crawl->sitemap_max_urls,
 			                     .max_bytes = pj->p.crawl->sitemap_max_bytes,
@@ -353,7 +354,7 @@ static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct 
 		atomic_fetch_add(&ac->sitemaps, 1);
 		count_sitemap_problems(ac, &sr);
 	}
-	sieve_path_batch_flush(ps->batch);
+	link_batch_flush(ps->batch);
 	sieve_path_via_release(pj->p.sp, w.via);
 	free(d.data);
 }
@@ -434,8 +435,8 @@ static void add_replayed(struct parse_jobs *pj, struct parse_state *ps, struct c
 	if (via)
 		add_url(pj, ps, url, strlen(url), 1, j->depth, via);
 	if (from && batch_key(pj, ps, j->redirect, strlen(j->redirect), 0, j->depth, NULL, &klen))
-		sieve_path_batch_add(ps->batch, klen, frontier_depth_pack(j->depth, 1), from);
-	sieve_path_batch_flush(ps->batch);
+		link_batch_add(ps->batch, klen, frontier_depth_pack(j->depth, 1), from);
+	link_batch_flush(ps->batch);
 	sieve_path_via_release(pj->p.sp, via);
 	sieve_path_via_release(pj->p.sp, from);
 }
@@ -461,7 +462,7 @@ static void parse_work(void *ctx, void *state, void *item)
 int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **out)
 {
 	struct parse_jobs *pj = calloc(1, sizeof *pj);
-	struct parse_pool_ops ops = { parse_init, parse_work, parse_fini };
+	struct parse_pool_ops ops = { .init = parse_init, .work = parse_work, .fini = parse_fini };
 	*out = NULL;
 	if (!pj)
 		return -1;

@@ -2,8 +2,9 @@
  * parse_jobs.h: what the parse threads do with a fetched HTML page
  * (parse/parse_pool.h runs them): decode the body, extract its links,
  * check each one against the scope, write its crawl key into the thread's
- * link batch for the sieve (sieve_path.h), mark near-duplicates, then hand
- * the job to the writer.
+ * link batch (made by the crawl's source, crawl_source.h: into the sieve,
+ * or a cluster agent's to the hosts' owners), mark near-duplicates, then
+ * hand the job to the writer.
  *
  * Near-duplicate table: per host, the SimHash fingerprints of its last
  * NEAR_DUP_PER_HOST pages (a ring; the oldest is dropped), in 64 stripes
@@ -50,6 +51,7 @@ struct crawl_limits;
 struct fetch_config;
 struct scope;
 struct sieve_path;
+struct crawl_source;
 struct crawl_writer;
 struct crawl_job;
 struct sitemap_registry;
@@ -66,7 +68,8 @@ struct parse_jobs_parts {
 	/* [fetch] max_body_bytes (decoding), max_connections (the queue) */
 	const struct fetch_config *fetch;
 	struct scope *scope;
-	struct sieve_path *sp;
+	struct crawl_source *source; /* each thread's batch for the links it finds */
+	struct sieve_path *sp;       /* via strings; whether adding stopped */
 	struct crawl_writer *writer;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	void (*wake)(void *ctx);           /* any thread: a job went to the writer */

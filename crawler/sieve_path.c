@@ -6,7 +6,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,8 +18,8 @@
 
 #include <xxhash.h>
 
+#include "crawler/crawl_source.h"
 #include "crawler/store/io_stall.h"
-#include "frontier/base/array.h"
 #include "frontier/base/bqueue.h"
 #include "frontier/base/clock.h"
 #include "frontier/frontier.h"
@@ -59,7 +58,9 @@ struct feed {
 	char data[]; /* url NUL via NUL */
 };
 
-struct link_batch {
+/* A link batch of the sieve's (crawl_source.h). */
+struct sieve_batch {
+	struct link_batch base;
 	struct sieve_path *sp;
 	const char *urls[BATCH_URLS];
 	size_t lens[BATCH_URLS];
@@ -67,7 +68,6 @@ struct link_batch {
 	uint64_t tickets[BATCH_URLS]; /* NO_TICKET: the side-table entry is not ours */
 	size_t n;
 	uint64_t flushes; /* the sieve's completed flushes, as last read */
-	int local;        /* cluster: adds to the sieve (not to the outbox) */
 	size_t arena_cap, arena_len;
 	char arena[]; /* the keys, back to back */
 };
@@ -94,11 +94,7 @@ struct sieve_path {
 	pthread_mutex_t error_mu;
 	char error[512]; /* first sieve failure (written once, under error_mu) */
 	atomic_uint_fast64_t flush_done_seq;
-	/* cluster (outbound): keys added go to the outbox, lines for the loop */
-	int outbound;
-	pthread_mutex_t out_mu;
-	char *out_buf;
-	size_t out_len, out_cap;
+	struct link_batch *found;           /* the feeder's: where seeds and redirect targets go */
 	uint64_t lines_fed, flush_lines_at; /* inbox entries fed (loop thread) */
 	/* forced flushes (loop thread) */
 	int flush_pending, flush_idle;
@@ -138,19 +134,33 @@ int sieve_path_failed(struct sieve_path *sp, char *msg, size_t cap)
 
 /* ---- link batches ---- */
 
-struct link_batch *sieve_path_batch_create(struct sieve_path *sp)
+static const struct link_batch_ops sieve_batch_ops;
+
+static struct sieve_batch *sieve_batch(struct link_batch *b)
+{
+	return (struct sieve_batch *)(void *)b;
+}
+
+static struct sieve_batch *sieve_batch_create(struct sieve_path *sp)
 {
 	size_t cap = 16u * ((size_t)sp->p.cfg.max_url_len + 1);
-	struct link_batch *b = malloc(sizeof *b + cap);
+	struct sieve_batch *b = malloc(sizeof *b + cap);
 	if (b) {
 		memset(b, 0, sizeof *b);
+		b->base.ops = &sieve_batch_ops;
 		b->sp = sp;
 		b->arena_cap = cap;
 	}
 	return b;
 }
 
-void sieve_path_batch_destroy(struct link_batch *b)
+struct link_batch *sieve_path_batch_create(struct sieve_path *sp)
+{
+	struct sieve_batch *b = sieve_batch_create(sp);
+	return b ? &b->base : NULL;
+}
+
+static void batch_destroy(struct link_batch *b)
 {
 	free(b);
 }
@@ -165,11 +175,10 @@ static uint64_t sieve_flushes(struct sieve_path *sp)
 /* Hands the batch to the sieve, then marks its side-table entries done
  * with the flush count read after the add returned (link_meta.h). May
  * block while the sieve's buffers are both full: never on the loop. */
-void sieve_path_batch_flush(struct link_batch *b)
+static void batch_flush(struct link_batch *lb)
 {
+	struct sieve_batch *b = sieve_batch(lb);
 	struct sieve_path *sp = b->sp;
-	if (sp->outbound && !b->local)
-		sp->p.hooks.wake(sp->p.hooks.ctx); /* the loop sends what the outbox holds */
 	if (b->n == 0)
 		return;
 	int rc = sieve_add_batch(sp->sieve, b->urls, b->lens, b->n);
@@ -197,7 +206,7 @@ static int sieve_flush_delivered(struct sieve_path *sp)
 
 /* The side table is full: a forced flush processes every URL added so far
  * (the calling thread waits: back-pressure), then its stale entries go. */
-static void meta_make_room(struct link_batch *b)
+static void meta_make_room(struct sieve_batch *b)
 {
 	struct sieve_path *sp = b->sp;
 	uint64_t before = link_meta_clock(sp->meta);
@@ -207,64 +216,20 @@ static void meta_make_room(struct link_batch *b)
 	atomic_fetch_add(&sp->ac.meta_flushes, 1);
 }
 
-char *sieve_path_batch_slot(struct link_batch *b, size_t *room)
+static char *batch_slot(struct link_batch *lb, size_t *room)
 {
+	struct sieve_batch *b = sieve_batch(lb);
 	if (b->arena_cap - b->arena_len < (size_t)b->sp->p.cfg.max_url_len + 1)
-		sieve_path_batch_flush(b);
+		batch_flush(lb);
 	*room = b->arena_cap - b->arena_len;
 	return b->arena + b->arena_len;
 }
 
-/* Cluster: appends "key \t via \t depth \n" to the outbox. */
-static void outbox_append(struct sieve_path *sp, const char *key, size_t klen, uint32_t depth,
-                          const struct link_meta_via *via)
+static void batch_add(struct link_batch *lb, size_t klen, uint32_t depth, struct link_meta_via *via)
 {
-	size_t vlen = 0;
-	const char *v = via ? link_meta_via_str(via, &vlen) : "";
-	pthread_mutex_lock(&sp->out_mu);
-	char *nb = array_room(sp->out_buf, &sp->out_cap, sp->out_len + klen + vlen + 16, 65536);
-	if (!nb) {
-		pthread_mutex_unlock(&sp->out_mu);
-		atomic_fetch_add(&sp->ac.meta_dropped, 1);
-		return;
-	}
-	sp->out_buf = nb;
-	sp->out_len +=
-	        (size_t)snprintf(sp->out_buf + sp->out_len, sp->out_cap - sp->out_len,
-	                         "%.*s\t%.*s\t%" PRIu32 "\n", (int)klen, key, (int)vlen, v, depth);
-	pthread_mutex_unlock(&sp->out_mu);
-}
-
-char *sieve_path_take_outbox(struct sieve_path *sp, size_t *len)
-{
-	pthread_mutex_lock(&sp->out_mu);
-	char *buf = sp->out_len ? sp->out_buf : NULL;
-	*len = sp->out_len;
-	if (buf) {
-		sp->out_buf = NULL;
-		sp->out_len = sp->out_cap = 0;
-	}
-	pthread_mutex_unlock(&sp->out_mu);
-	return buf;
-}
-
-size_t sieve_path_outbox_len(struct sieve_path *sp)
-{
-	pthread_mutex_lock(&sp->out_mu);
-	size_t n = sp->out_len;
-	pthread_mutex_unlock(&sp->out_mu);
-	return n;
-}
-
-void sieve_path_batch_add(struct link_batch *b, size_t klen, uint32_t depth,
-                          struct link_meta_via *via)
-{
+	struct sieve_batch *b = sieve_batch(lb);
 	struct sieve_path *sp = b->sp;
 	char *key = b->arena + b->arena_len;
-	if (sp->outbound && !b->local) {
-		outbox_append(sp, key, klen, depth, via);
-		return;
-	}
 	uint64_t sig = XXH3_64bits(key, klen), ticket = NO_TICKET;
 	enum link_meta_result mr = link_meta_put(sp->meta, sig, depth, via, b->flushes, 0, &ticket);
 	if (mr == LINK_META_FULL) {
@@ -274,7 +239,7 @@ void sieve_path_batch_add(struct link_batch *b, size_t klen, uint32_t depth,
 		if (klen > sizeof tmp)
 			return;
 		memcpy(tmp, key, klen);
-		sieve_path_batch_flush(b);
+		batch_flush(lb);
 		memcpy(b->arena, tmp, klen);
 		key = b->arena;
 		meta_make_room(b);
@@ -295,8 +260,15 @@ void sieve_path_batch_add(struct link_batch *b, size_t klen, uint32_t depth,
 	b->n++;
 	b->arena_len += klen;
 	if (b->n == BATCH_URLS)
-		sieve_path_batch_flush(b);
+		batch_flush(lb);
 }
+
+static const struct link_batch_ops sieve_batch_ops = {
+	.slot = batch_slot,
+	.add = batch_add,
+	.flush = batch_flush,
+	.destroy = batch_destroy,
+};
 
 struct link_meta_via *sieve_path_via(struct sieve_path *sp, const char *s, size_t len)
 {
@@ -405,7 +377,7 @@ static void feed_seeds(struct sieve_path *sp, struct link_batch *b, struct url *
 {
 	for (size_t i = 0; i < sp->n_seeds && !atomic_load(&sp->stop_adding); i++) {
 		size_t room, klen;
-		char *key = sieve_path_batch_slot(b, &room);
+		char *key = link_batch_slot(b, &room);
 		const char *seed = sp->seeds[i];
 		enum url_error ue = url_normalize(u, NULL, seed, strlen(seed), key, room, &klen);
 		if (ue != URL_OK) {
@@ -414,9 +386,9 @@ static void feed_seeds(struct sieve_path *sp, struct link_batch *b, struct url *
 			        url_strerror(ue));
 			continue;
 		}
-		sieve_path_batch_add(b, klen, 0, none);
+		link_batch_add(b, klen, 0, none);
 	}
-	sieve_path_batch_flush(b);
+	link_batch_flush(b);
 }
 
 /* Cluster: an inbox entry's URLs into the sieve, through the local batch. */
@@ -432,17 +404,17 @@ static void feed_lines(struct sieve_path *sp, struct link_batch *in, const char 
 		struct link_meta_via *v =
 		        link_meta_via_new(sp->meta, via + 1, (size_t)(depth - via - 1));
 		size_t room;
-		char *key = sieve_path_batch_slot(in, &room);
+		char *key = batch_slot(in, &room);
 		if (v && (size_t)(via - line) < room) {
 			memcpy(key, line, (size_t)(via - line));
-			sieve_path_batch_add(in, (size_t)(via - line),
-			                     (uint32_t)strtoul(depth + 1, NULL, 10), v);
+			batch_add(in, (size_t)(via - line), (uint32_t)strtoul(depth + 1, NULL, 10),
+			          v);
 		} else {
 			atomic_fetch_add(&sp->ac.meta_dropped, 1);
 		}
 		link_meta_via_release(sp->meta, v);
 	}
-	sieve_path_batch_flush(in);
+	batch_flush(in);
 }
 
 static void feed_one(struct sieve_path *sp, struct link_batch *b, struct link_batch *in,
@@ -461,11 +433,11 @@ static void feed_one(struct sieve_path *sp, struct link_batch *b, struct link_ba
 	struct link_meta_via *via =
 	        link_meta_via_new(sp->meta, f->data + f->url_len + 1, f->via_len);
 	size_t room;
-	char *key = sieve_path_batch_slot(b, &room);
+	char *key = link_batch_slot(b, &room);
 	if (via && f->url_len < room) {
 		memcpy(key, f->data, f->url_len);
-		sieve_path_batch_add(b, f->url_len, f->depth, via);
-		sieve_path_batch_flush(b);
+		link_batch_add(b, f->url_len, f->depth, via);
+		link_batch_flush(b);
 	} else {
 		atomic_fetch_add(&sp->ac.meta_dropped, 1);
 	}
@@ -477,11 +449,9 @@ static void *feeder_main(void *arg)
 	struct sieve_path *sp = arg;
 	struct url *u = url_create(sp->p.cfg.url);
 	struct link_meta_via *none = link_meta_via_new(sp->meta, "", 0);
-	struct link_batch *b = sieve_path_batch_create(sp);
+	struct link_batch *b = sp->found;
 	struct link_batch *in = sieve_path_batch_create(sp);
 	int ok = u && none && b && in;
-	if (in)
-		in->local = 1;
 	void *item;
 	if (!ok)
 		sieve_failure(sp, SIEVE_ENOMEM, "feeder");
@@ -494,15 +464,16 @@ static void *feeder_main(void *arg)
 			feed_one(sp, b, in, item);
 		free(item);
 	}
-	sieve_path_batch_destroy(b);
-	sieve_path_batch_destroy(in);
+	link_batch_destroy(in);
 	link_meta_via_release(sp->meta, none);
 	url_destroy(u);
 	return NULL;
 }
 
-int sieve_path_start_feeder(struct sieve_path *sp, char *const *seeds, size_t n)
+int sieve_path_start_feeder(struct sieve_path *sp, char *const *seeds, size_t n,
+                            struct link_batch *found)
 {
+	sp->found = found;
 	sp->seeds = seeds;
 	sp->n_seeds = n;
 	if (pthread_create(&sp->feeder, NULL, feeder_main, sp) != 0)
@@ -700,11 +671,9 @@ int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **
 		return -1;
 	sp->p = *parts;
 	pthread_mutex_init(&sp->error_mu, NULL);
-	pthread_mutex_init(&sp->out_mu, NULL);
-	sp->outbound = cfg->inbound;
 	sp->emitq = bqueue_create(EMIT_QUEUE);
 	sp->feedq = bqueue_create(cfg->max_connections + FEED_SLACK +
-	                          (sp->outbound ? INBOUND_SLACK : 0));
+	                          (cfg->inbound ? INBOUND_SLACK : 0));
 	sp->meta = link_meta_create(cfg->meta_memory);
 	if (!sp->emitq || !sp->feedq || !sp->meta) {
 		sieve_path_destroy(sp);
@@ -838,8 +807,7 @@ void sieve_path_destroy(struct sieve_path *sp)
 	free_items(sp->feedq);
 	link_meta_destroy(sp->meta);
 	free(sp->pending_emit);
-	free(sp->out_buf);
-	pthread_mutex_destroy(&sp->out_mu);
+	link_batch_destroy(sp->found);
 	pthread_mutex_destroy(&sp->error_mu);
 	free(sp);
 }

@@ -5,8 +5,9 @@
  * queues.
  *
  *   seeds, redirect targets --(feed queue, try_push)--> feeder thread --+
- *   parse threads (links: scope, crawl key, link batches) --------------+
- *     --sieve_add_batch--> sieve --emit (flush thread)--> side table lookup
+ *   parse threads (links: scope, crawl key) ----------------------------+
+ *     --link batch (crawl_source.h)--> side table, sieve_add_batch
+ *     --> sieve --emit (flush thread)--> side table lookup
  *     --blocking push--> emit queue --wake--> fetch loop
  *     --sieve_path_drain--> take callback (the frontier).
  *
@@ -19,22 +20,22 @@
  * feeder thread keeps its items in order: a flush requested after a
  * redirect covers it.
  *
- * Link batches: crawl keys on their way into the sieve, one batch per
- * adding thread, written straight into the batch's arena. A key whose
- * signature already has a side-table entry is on its way already (or was
- * dropped by the sieve as seen) and is skipped.
+ * Link batches (the sieve's kind of crawl_source.h's link_batch): crawl
+ * keys on their way into the sieve, one batch per adding thread, written
+ * straight into the batch's arena. A key whose signature already has a
+ * side-table entry is on its way already (or was dropped by the sieve as
+ * seen) and is skipped.
  *
  * Forced flushes: the sieve flushes by itself when its buffer is full.
  * When the frontier runs dry the loop asks (sieve_path_dry) for a forced
  * flush: early, while pages are still in flight or parsed, and once
  * everything is idle; an idle flush that emitted nothing ends the crawl.
  *
- * Cluster (cfg->cluster.redis set): the URLs of this agent's hosts come
- * from its inbox, the rest from other agents' too, so what seeds, links
- * and redirect targets add goes to the outbox instead (lines
- * "URL \t VIA \t DEPTH \n", under a mutex), which the loop takes and
- * sends to each URL's owner; inbox entries come back through the feed
- * queue (sieve_path_feed_lines) into the sieve.
+ * Where seeds and redirect targets go is the feeder's found batch, given
+ * by the crawl's source (crawl_source.h): the sieve's own batch when this
+ * process crawls alone; a cluster agent's sends them to their hosts'
+ * owners, and its inbox entries come back through the feed queue
+ * (sieve_path_feed_lines) into the sieve.
  *
  * A sieve failure leaves the sieve unusable (URLs would be lost
  * silently): the crawl stops (sieve_path_failed).
@@ -98,8 +99,11 @@ int sieve_path_open_sieve(struct sieve_path *sp, struct sieve_config *svc, const
                           char *err, size_t errlen);
 
 /* Starts the feeder thread: it adds the n seeds (borrowed until
- * sieve_path_stop_feeder), then serves the feed queue. 0 or -1. */
-int sieve_path_start_feeder(struct sieve_path *sp, char *const *seeds, size_t n);
+ * sieve_path_stop_feeder) to found, then serves the feed queue, redirect
+ * targets going to found too. Takes found (NULL: out of memory, counted as
+ * a sieve failure), even on failure. 0 or -1. */
+int sieve_path_start_feeder(struct sieve_path *sp, char *const *seeds, size_t n,
+                            struct link_batch *found);
 
 /* ---- loop thread ---- */
 
@@ -130,10 +134,6 @@ uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t no
 int sieve_path_feed_lines(struct sieve_path *sp, const char *lines, size_t len);
 /* Cluster: 1 while the feed queue has room for an inbox entry. */
 int sieve_path_inbound_room(const struct sieve_path *sp);
-/* Cluster: the outbox's lines (the caller frees them), or NULL if empty;
- * *len their length. */
-char *sieve_path_take_outbox(struct sieve_path *sp, size_t *len);
-size_t sieve_path_outbox_len(struct sieve_path *sp);
 /* Checkpoint: 1 when the seeds are in, no forced flush is pending and the
  * feed queue is empty. */
 int sieve_path_quiet(struct sieve_path *sp);
@@ -150,18 +150,9 @@ int sieve_path_checkpoint(struct sieve_path *sp, const char *path, char *err, si
 
 /* ---- adding threads (parse threads) ---- */
 
-/* A batch for one thread; NULL if out of memory. */
+/* A link batch into the sieve for one thread (its operations:
+ * crawl_source.h); NULL if out of memory. */
 struct link_batch *sieve_path_batch_create(struct sieve_path *sp);
-void sieve_path_batch_destroy(struct link_batch *b);
-/* Room for one more crawl key (at most max_url_len): *room bytes at the
- * returned address. */
-char *sieve_path_batch_slot(struct link_batch *b, size_t *room);
-/* Queues the key just written at the slot (klen bytes) with its metadata
- * (via borrowed). */
-void sieve_path_batch_add(struct link_batch *b, size_t klen, uint32_t depth,
-                          struct link_meta_via *via);
-/* Hands the batch to the sieve (may wait: never on the loop). */
-void sieve_path_batch_flush(struct link_batch *b);
 /* A via string shared by several keys (link_meta_via_new); NULL if out of
  * memory. Release with sieve_path_via_release (NULL is a no-op). */
 struct link_meta_via *sieve_path_via(struct sieve_path *sp, const char *s, size_t len);
