@@ -26,6 +26,10 @@
  * state, re-queues what was in flight, and replays the tail the WARC and
  * the log hold after the cut (crawl_tail.h).
  *
+ * Counters (crawl_ckpt_stats): checkpoints written and failed, and their
+ * time; the crawl's counters a checkpoint carries are the stats gatherer's
+ * to save and load (crawl_stats.h).
+ *
  * Fetch loop thread only, but the commit's worker.
  */
 #ifndef CRAWLER_CRAWL_CHECKPOINT_H

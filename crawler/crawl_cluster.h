@@ -8,16 +8,16 @@
  * Where URLs go. Every URL this agent finds (seeds, links, redirect
  * targets) leaves through the adding thread's link batch into the outbox
  * (lines "URL \t VIA \t DEPTH \n" under a mutex; the pump takes them) and
- * is sent to the inbox of its host's owner in the current view, this
- * agent included; only what
- * comes out of this agent's own inbox enters its sieve, so its sieve and
- * frontier hold only URLs that are also in an inbox entry it has not acked.
- * A host popped for a visit that another agent owns now (the view changed)
- * is handed over: its queued URLs are sent to the owner. This agent's sieve
- * has seen them, so if one comes back (the host returns when that owner
- * dies, its unacked entries re-routed) it goes straight to the frontier:
- * the agent keeps the 64-bit hashes of the URLs it handed over, and takes
- * each such URL once that way.
+ * is sent to the inbox of its host's owner in the current view, this agent
+ * included; only what comes out of this agent's own inbox enters its
+ * sieve, so its sieve and frontier hold only URLs that are also in an
+ * inbox entry it has not acked. A host popped for a visit that another
+ * agent owns now (the view changed) is handed over: its queued URLs are
+ * sent to the owner. This agent's sieve has seen them, so if one comes
+ * back (the host returns when that owner dies, its unacked entries
+ * re-routed) it goes straight to the frontier: the agent keeps the 64-bit
+ * hashes of the URLs it handed over, and takes each such URL once that
+ * way.
  *
  * Acks and what a crash loses. Inbox entries are acked only when this
  * agent is idle: its frontier empty, nothing in flight or parsed, the

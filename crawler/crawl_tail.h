@@ -116,20 +116,21 @@ struct crawl_tail_stats {
 
 /*
  * Replay, on the fetch loop thread before its first request: each fetch of
- * the tail is counted as done (stats, its host's budget) and its URL goes
- * into the done set, so the frontier and the sieve never hand it out
- * again (*out counts them); its URL (so the sieve knows it), its redirect target and, for an
- * HTML page, the links of its stored payload go to the sieve through the
- * parse threads, as on a live crawl (the job is not written again). Not
- * replayed, so fetched again: a fetch cancelled at a stop, an HTML page
- * whose payload the tail does not hold (a revisit of a response before the
- * cut, a lost record), a robots.txt redirect or unreachable answer (the
- * host asks again, after its delay), and with sitemaps on robots.txt and
- * any 2xx response but HTML (it may be a sitemap, whose registry is not
- * checkpointed). The
- * politeness state is untouched: the first request after a resume waits
- * a delay as before. 0, or -1 (a message on stderr; nothing is lost: what
- * was not replayed is fetched again).
+ * the tail is counted as done (hooks.count: the visit's counters, its
+ * host's budget) and its URL goes into the done set, so the frontier and
+ * the sieve never hand it out again (*out counts the fetches replayed and
+ * those left); its URL (so the sieve knows it), its redirect target and,
+ * for an HTML page, the links of its stored payload go to the sieve
+ * through the parse threads (hooks.submit), as on a live crawl (the job is
+ * not written again). Not replayed, so fetched again: a fetch cancelled at
+ * a stop, an HTML page whose payload the tail does not hold (a revisit of
+ * a response before the cut, a lost record), a robots.txt redirect or
+ * unreachable answer (the host asks again, after its delay), and with
+ * sitemaps on robots.txt and any 2xx response but HTML (it may be a
+ * sitemap, whose registry is not checkpointed). The politeness state is
+ * untouched: the first request after a resume waits a delay as before. 0,
+ * or -1 (a message on stderr; nothing is lost: what was not replayed is
+ * fetched again).
  */
 int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct crawl_tail_pos *pos,
                       struct crawl_tail_stats *out);

@@ -27,7 +27,8 @@
  * WARC and the crawl log stood.
  *
  * Threads: the writer thread alone touches the WARC writer and the crawl
- * log; every function here is for the fetch loop unless said otherwise.
+ * log, and bumps the writer's counters (atomics: crawl_writer_stats); every
+ * function here is for the fetch loop unless said otherwise.
  */
 #ifndef CRAWLER_CRAWL_WRITER_H
 #define CRAWLER_CRAWL_WRITER_H

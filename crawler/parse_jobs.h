@@ -37,6 +37,9 @@
  * in the sieve: "no parse job outstanding" then means every link found so
  * far was added. The pool's queue is bounded: the fetch loop submits
  * without waiting and starts no transfer unless parse_jobs_has_room.
+ *
+ * Counters (parse_jobs_stats): the parse threads bump atomics; the two of
+ * parse_jobs_take are the loop thread's.
  */
 #ifndef CRAWLER_PARSE_JOBS_H
 #define CRAWLER_PARSE_JOBS_H

@@ -39,6 +39,10 @@
  *
  * A sieve failure leaves the sieve unusable (URLs would be lost
  * silently): the crawl stops (sieve_path_failed).
+ *
+ * Counters (sieve_path_stats): the adding threads, the feeder and the
+ * sieve's flush thread bump atomics; the forced flushes asked for are the
+ * loop thread's.
  */
 #ifndef CRAWLER_SIEVE_PATH_H
 #define CRAWLER_SIEVE_PATH_H

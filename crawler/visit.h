@@ -51,8 +51,11 @@
  * response whose URL is registered is marked for the sitemap parser.
  *
  * The visit reaches the loop through hooks given at creation: whether a
- * transfer may start (back-pressure) and the pump (after an asynchronous
- * DNS answer); it reads the loop's stopping and finished flags.
+ * transfer may start (back-pressure), whether a page may (the source's
+ * budget, crawl_source.h) and the pump (after an asynchronous DNS
+ * answer); it reads the loop's stopping and finished flags. It keeps its
+ * own counters (struct visit_stats: requests, pages, statuses, errors by
+ * code), which the stats gatherer reads (crawl_stats.h).
  *
  * Per-IP leases (an agent of a cluster crawl, crawl_cluster.h; given as
  * hooks, so the visit knows nothing of Redis): when the policy's IP delay
