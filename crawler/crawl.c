@@ -490,13 +490,15 @@ static int check_rules(const struct crawl_config *cfg)
 {
 	char err[1024];
 	struct url_rules *rules = NULL;
-	if (url_rules_from_config(&cfg->rules, &cfg->url, &rules, err, sizeof err) != URL_RULES_OK) {
+	if (url_rules_from_config(&cfg->rules, &cfg->url, &rules, err, sizeof err) !=
+	    URL_RULES_OK) {
 		fprintf(stderr, "crawler crawl: %s\n", err);
 		return -1;
 	}
 	if (url_rules_size(rules) > 0)
-		fprintf(stderr, "crawler crawl: warning: the URL rules are checked but the crawl does "
-		                "not apply them yet\n");
+		fprintf(stderr,
+		        "crawler crawl: warning: the URL rules are checked but the crawl does "
+		        "not apply them yet\n");
 	url_rules_destroy(rules);
 	return 0;
 }

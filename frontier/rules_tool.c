@@ -21,19 +21,18 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: crawler rules [FILE] [-A LIST] [-R LIST] [--accept-regex RE]\n"
-	        "                     [--reject-regex RE] [-I LIST] [-X LIST] [--depth N]\n"
-	        "                     [--option NAME=VALUE]... < urls\n"
-	        "  Decides each URL of stdin (one a line, optionally followed by its depth:\n"
-	        "  links from a seed, default --depth 1) by the rules of FILE (one a line:\n"
-	        "  ACTION [!]MATCHER PATTERN [depth=N] [priority=N]; see the README) and\n"
-	        "  wget's flags (-A/--accept, -R/--reject, --accept-regex, --reject-regex,\n"
-	        "  -I/--include-directories, -X/--exclude-directories; repeatable), which\n"
-	        "  come first. Prints per URL: accept, reject or no-match (the crawl's\n"
-	        "  domain scope decides), its crawl key and the rule that decided it.\n"
-	        "  --option sets a crawl key canonicalization as in `crawler url`.\n"
-	        "  Exit 2 for a malformed rule (its file and line named).\n");
+	fprintf(f, "usage: crawler rules [FILE] [-A LIST] [-R LIST] [--accept-regex RE]\n"
+	           "                     [--reject-regex RE] [-I LIST] [-X LIST] [--depth N]\n"
+	           "                     [--option NAME=VALUE]... < urls\n"
+	           "  Decides each URL of stdin (one a line, optionally followed by its depth:\n"
+	           "  links from a seed, default --depth 1) by the rules of FILE (one a line:\n"
+	           "  ACTION [!]MATCHER PATTERN [depth=N] [priority=N]; see the README) and\n"
+	           "  wget's flags (-A/--accept, -R/--reject, --accept-regex, --reject-regex,\n"
+	           "  -I/--include-directories, -X/--exclude-directories; repeatable), which\n"
+	           "  come first. Prints per URL: accept, reject or no-match (the crawl's\n"
+	           "  domain scope decides), its crawl key and the rule that decided it.\n"
+	           "  --option sets a crawl key canonicalization as in `crawler url`.\n"
+	           "  Exit 2 for a malformed rule (its file and line named).\n");
 }
 
 static const struct {

@@ -111,8 +111,7 @@ static enum url_rules_err refuse_sealed(char *err, size_t errlen)
 }
 
 enum url_rules_err url_rules_add_line(struct url_rules *r, const char *text, size_t len,
-                                      const char *source, uint32_t line, char *err,
-                                      size_t errlen)
+                                      const char *source, uint32_t line, char *err, size_t errlen)
 {
 	struct url_rule rule;
 	enum url_rules_err code = URL_RULES_OK;
@@ -227,7 +226,7 @@ static unsigned set_group(const struct url_rule *rule, const struct url_rule_ite
 	switch (rule->matcher) {
 	case URL_RULES_HOST:
 		return it->flags & URL_RULE_ITEM_SUBDOMAINS ? URL_RULES_SET_SUFFIX
-		                                             : URL_RULES_SET_HOST;
+		                                            : URL_RULES_SET_HOST;
 	case URL_RULES_DOMAIN: return URL_RULES_SET_DOMAIN;
 	default: return URL_RULES_SET_EXT;
 	}
@@ -235,8 +234,9 @@ static unsigned set_group(const struct url_rule *rule, const struct url_rule_ite
 
 static bool in_set_table(const struct url_rule *rule)
 {
-	return !rule->negated && (rule->matcher == URL_RULES_HOST ||
-	                          rule->matcher == URL_RULES_DOMAIN || rule->matcher == URL_RULES_EXT);
+	return !rule->negated &&
+	       (rule->matcher == URL_RULES_HOST || rule->matcher == URL_RULES_DOMAIN ||
+	        rule->matcher == URL_RULES_EXT);
 }
 
 /* The set table (rules in order, so a string keeps its first rule) and the
@@ -425,18 +425,21 @@ static uint32_t set_lookup(const struct url_rules *r, struct view *v, uint32_t l
 		if (e->s && e->rule < best)
 			best = e->rule;
 	}
-	unsigned suffixes = r->set_groups & (1u << URL_RULES_SET_SUFFIX | 1u << URL_RULES_SET_DOMAIN);
+	unsigned suffixes =
+	        r->set_groups & (1u << URL_RULES_SET_SUFFIX | 1u << URL_RULES_SET_DOMAIN);
 	for (size_t at = 0; suffixes && at < v->hlen;) {
 		for (unsigned g = URL_RULES_SET_SUFFIX; g <= URL_RULES_SET_DOMAIN; g++) {
 			if (!(suffixes & (1u << g)))
 				continue;
-			const struct url_rules_set_entry *e = set_find(
-			        r, g, host + at, v->hlen - at, set_hash(g, host + at, v->hlen - at));
+			const struct url_rules_set_entry *e =
+			        set_find(r, g, host + at, v->hlen - at,
+			                 set_hash(g, host + at, v->hlen - at));
 			if (!e->s || e->rule >= best)
 				continue;
 			const char *reg = g == URL_RULES_SET_DOMAIN ? view_reg_domain(v) : NULL;
-			if (g == URL_RULES_SET_SUFFIX || (reg && strlen(reg) == v->hlen - at &&
-			                                  memcmp(reg, host + at, v->hlen - at) == 0))
+			if (g == URL_RULES_SET_SUFFIX ||
+			    (reg && strlen(reg) == v->hlen - at &&
+			     memcmp(reg, host + at, v->hlen - at) == 0))
 				best = e->rule;
 		}
 		const char *dot = memchr(host + at, '.', v->hlen - at);
@@ -446,8 +449,9 @@ static uint32_t set_lookup(const struct url_rules *r, struct view *v, uint32_t l
 		char ext[256];
 		for (size_t i = 0; i < v->extlen; i++)
 			ext[i] = (char)ascii_to_lower((unsigned char)v->key[v->ext + i]);
-		const struct url_rules_set_entry *e = set_find(
-		        r, URL_RULES_SET_EXT, ext, v->extlen, set_hash(URL_RULES_SET_EXT, ext, v->extlen));
+		const struct url_rules_set_entry *e =
+		        set_find(r, URL_RULES_SET_EXT, ext, v->extlen,
+		                 set_hash(URL_RULES_SET_EXT, ext, v->extlen));
 		if (e->s && e->rule < best)
 			best = e->rule;
 	}
@@ -550,10 +554,9 @@ static int file_matches(struct view *v, const struct url_rule *rule)
 	size_t nl = strlen(name);
 	for (uint32_t k = 0; k < rule->nitems; k++) {
 		const struct url_rule_item *it = &rule->items[k];
-		if ((it->flags & URL_RULE_ITEM_GLOB) ? fnmatch(it->s, name, 0) == 0
-		                                     : nl >= it->len &&
-		                                               memcmp(name + nl - it->len, it->s,
-		                                                      it->len) == 0)
+		if ((it->flags & URL_RULE_ITEM_GLOB)
+		            ? fnmatch(it->s, name, 0) == 0
+		            : nl >= it->len && memcmp(name + nl - it->len, it->s, it->len) == 0)
 			return 1;
 	}
 	return 0;
@@ -613,10 +616,10 @@ static int regex_matches(const struct url_rules *r, struct view *v, const struct
 			return 0;
 		}
 	}
-	int rc = rule->jit ? pcre2_jit_match(rule->re, (PCRE2_SPTR)v->key, v->len, 0, 0, v->md,
-	                                     r->mctx)
-	                   : pcre2_match(rule->re, (PCRE2_SPTR)v->key, v->len, 0, 0, v->md,
-	                                 r->mctx);
+	int rc = rule->jit
+	                 ? pcre2_jit_match(rule->re, (PCRE2_SPTR)v->key, v->len, 0, 0, v->md,
+	                                   r->mctx)
+	                 : pcre2_match(rule->re, (PCRE2_SPTR)v->key, v->len, 0, 0, v->md, r->mctx);
 	if (rc < 0 && rc != PCRE2_ERROR_NOMATCH)
 		v->regex_failed = true;
 	return rc >= 0;
@@ -646,7 +649,8 @@ static int matches(const struct url_rules *r, struct view *v, const struct url_r
 				return 1;
 		return 0;
 	case URL_RULES_PREFIX: return starts_with(v->key, v->len, &rule->items[0]);
-	case URL_RULES_PATH: return starts_with(v->key + v->path, v->len - v->path, &rule->items[0]);
+	case URL_RULES_PATH:
+		return starts_with(v->key + v->path, v->len - v->path, &rule->items[0]);
 	case URL_RULES_SURT: return surt_matches(v, &rule->items[0]);
 	case URL_RULES_REGEX: return regex_matches(r, v, rule);
 	case URL_RULES_FILE: return file_matches(v, rule);
@@ -679,7 +683,8 @@ void url_rules_decide(struct url_rules *r, const char *key, size_t len, uint32_t
 		pcre2_match_data_free(v.md);
 		pcre2_general_context_free(v.gctx);
 	}
-	*out = (struct url_rules_decision){ .action = URL_RULES_NO_MATCH, .rule = -1,
+	*out = (struct url_rules_decision){ .action = URL_RULES_NO_MATCH,
+		                            .rule = -1,
 		                            .regex_failed = v.regex_failed };
 	if (best < r->n) {
 		const struct url_rule *rule = &r->rules[best];

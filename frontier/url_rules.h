@@ -191,8 +191,7 @@ void url_rules_destroy(struct url_rules *r); /* NULL is a no-op */
  * url_rules_rule. On error nothing is added and err gets
  * "SOURCE:LINE: reason". */
 enum url_rules_err url_rules_add_line(struct url_rules *r, const char *text, size_t len,
-                                      const char *source, uint32_t line, char *err,
-                                      size_t errlen);
+                                      const char *source, uint32_t line, char *err, size_t errlen);
 /* Appends every rule of a file (path "-": stdin); stops at the first bad
  * line (the rules before it stay). */
 enum url_rules_err url_rules_add_file(struct url_rules *r, const char *path, char *err,
@@ -228,8 +227,7 @@ size_t url_rules_size(const struct url_rules *r);
 int url_rules_rule(const struct url_rules *r, size_t i, struct url_rule_info *out);
 /* The URLs rule i accepted and rejected so far (too deep ones among the
  * rejected), and those no rule matched (i = url_rules_size(r)). */
-void url_rules_counts(const struct url_rules *r, size_t i, uint64_t *accepted,
-                      uint64_t *rejected);
+void url_rules_counts(const struct url_rules *r, size_t i, uint64_t *accepted, uint64_t *rejected);
 /* Adds to rule i's counts (a resumed crawl carries its counts on). */
 void url_rules_counts_add(struct url_rules *r, size_t i, uint64_t accepted, uint64_t rejected);
 

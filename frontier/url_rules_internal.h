@@ -66,10 +66,10 @@ struct url_rules_set_entry {
 
 /* The groups of the set table. */
 enum {
-	URL_RULES_SET_HOST = 0,    /* host, exactly */
-	URL_RULES_SET_SUFFIX = 1,  /* host ".x": the host or a suffix after a dot */
-	URL_RULES_SET_DOMAIN = 2,  /* registrable domain */
-	URL_RULES_SET_EXT = 3,     /* extension, lowercase */
+	URL_RULES_SET_HOST = 0,   /* host, exactly */
+	URL_RULES_SET_SUFFIX = 1, /* host ".x": the host or a suffix after a dot */
+	URL_RULES_SET_DOMAIN = 2, /* registrable domain */
+	URL_RULES_SET_EXT = 3,    /* extension, lowercase */
 	URL_RULES_SET_GROUPS = 4
 };
 

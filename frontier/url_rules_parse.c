@@ -282,8 +282,8 @@ static bool no_path(const char *p, size_t n)
 	return true;
 }
 
-static int prefix_pattern(const struct url_rules *r, struct url_rule *rule, const char *p,
-                          size_t n, const struct origin *o)
+static int prefix_pattern(const struct url_rules *r, struct url_rule *rule, const char *p, size_t n,
+                          const struct origin *o)
 {
 	char key[URL_RULES_PATTERN_MAX + 128];
 	size_t klen = has_http_scheme(p, n) ? front_key(r, "", p, n, "", key, sizeof key) : 0;
@@ -432,12 +432,12 @@ static int set_option(struct url_rule *rule, const struct word *w, unsigned *see
 			val = v;
 	}
 	if (depth && (val < 1 || val > (long)URL_RULES_DEPTH_MAX))
-		return fail(o, URL_RULES_ERR_SYNTAX, "depth=%.*s: expected a number of links, 1..%u",
-		            (int)vl, eq + 1, URL_RULES_DEPTH_MAX);
+		return fail(o, URL_RULES_ERR_SYNTAX,
+		            "depth=%.*s: expected a number of links, 1..%u", (int)vl, eq + 1,
+		            URL_RULES_DEPTH_MAX);
 	if (prio && (val < URL_RULES_PRIORITY_MIN || val > URL_RULES_PRIORITY_MAX))
 		return fail(o, URL_RULES_ERR_SYNTAX, "priority=%.*s: expected %d..%d", (int)vl,
-		            eq + 1, URL_RULES_PRIORITY_MIN,
-		            URL_RULES_PRIORITY_MAX);
+		            eq + 1, URL_RULES_PRIORITY_MIN, URL_RULES_PRIORITY_MAX);
 	if (depth)
 		rule->depth = (uint32_t)val;
 	else

@@ -222,8 +222,8 @@ static int read_top(struct lits *l, const char *p, size_t n)
 		if (c == '|' || c == ')' || (c == '(' && i + 1 < n && p[i + 1] == '*'))
 			return -1;
 		if (c == '(' && i + 2 < n && p[i + 1] == '?' &&
-		    (ascii_is_alpha((unsigned char)p[i + 2]) || p[i + 2] == '^' || p[i + 2] == '-' ||
-		     p[i + 2] == '\'' || p[i + 2] == '#'))
+		    (ascii_is_alpha((unsigned char)p[i + 2]) || p[i + 2] == '^' ||
+		     p[i + 2] == '-' || p[i + 2] == '\'' || p[i + 2] == '#'))
 			return -1; /* option settings, named groups, comments: not followed */
 		if (c == '(') {
 			end_run(l);

@@ -70,8 +70,10 @@ static const struct key_def keys[] = {
 	KEY("crawl", "rules", T_STR, crawl.rules, 0, 4096),
 	KEY("crawl", "accept", T_WGET, crawl.rules_wget[URL_RULES_WGET_ACCEPT], 0, 65536),
 	KEY("crawl", "reject", T_WGET, crawl.rules_wget[URL_RULES_WGET_REJECT], 0, 65536),
-	KEY("crawl", "accept_regex", T_WGET, crawl.rules_wget[URL_RULES_WGET_ACCEPT_REGEX], 0, 65536),
-	KEY("crawl", "reject_regex", T_WGET, crawl.rules_wget[URL_RULES_WGET_REJECT_REGEX], 0, 65536),
+	KEY("crawl", "accept_regex", T_WGET, crawl.rules_wget[URL_RULES_WGET_ACCEPT_REGEX], 0,
+	    65536),
+	KEY("crawl", "reject_regex", T_WGET, crawl.rules_wget[URL_RULES_WGET_REJECT_REGEX], 0,
+	    65536),
 	KEY("crawl", "include_directories", T_WGET, crawl.rules_wget[URL_RULES_WGET_INCLUDE_DIRS],
 	    0, 65536),
 	KEY("crawl", "exclude_directories", T_WGET, crawl.rules_wget[URL_RULES_WGET_EXCLUDE_DIRS],
@@ -491,9 +493,8 @@ static enum crawl_config_err set_wget(struct crawl_config *c, const struct key_d
                                       const char *value, char *err, size_t errlen)
 {
 	void *field = (char *)c + k->offset;
-	enum url_rules_wget flag = (enum url_rules_wget)((k->offset - offsetof(struct crawl_config,
-	                                                                       crawl.rules_wget)) /
-	                                                 sizeof(char *));
+	enum url_rules_wget flag = (enum url_rules_wget)(
+	        (k->offset - offsetof(struct crawl_config, crawl.rules_wget)) / sizeof(char *));
 	char msg[CRAWL_CONFIG_ERR_MAX];
 	char *joined = url_rules_wget_join(flag, field_string(field), value);
 	struct url_rules *r = url_rules_create(NULL);

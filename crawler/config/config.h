@@ -134,7 +134,7 @@ struct crawl_config {
 	struct frontier_config frontier;
 	struct scope_config scope;
 	struct url_rules_config rules; /* points at crawl.rules, crawl.rules_wget */
-	struct url_options url; /* the crawl keys of seeds, links and redirects */
+	struct url_options url;        /* the crawl keys of seeds, links and redirects */
 	struct sieve_config sieve;
 	uint64_t link_meta_memory; /* [sieve] meta_memory: bound of the depth/via
 	                              side table (link_meta.h), bytes */
