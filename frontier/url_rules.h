@@ -76,10 +76,13 @@
  * and decided only after; a sealed list is never changed, except its
  * counters.
  *
- * Memory: per rule about 120 bytes plus its text twice (as written, and
- * canonical), 24 bytes a table entry per string of a set rule; a regex
- * costs PCRE2's compiled code and JIT code (a few KiB). Per decision:
- * nothing allocated; about 17 KiB of stack for keys up to URL_RULES_KEY_MAX.
+ * Memory: per rule 56 bytes, its text (as written) and its pattern
+ * (canonical), 16 bytes an item of a list; the set table 64 bytes an item
+ * (32-byte slots, at most half full); a regex PCRE2's compiled code and JIT
+ * code (about 0.2 and 0.9 KiB for the regexes of tests/bench/rules.sh),
+ * the prefilter 4 bytes x states x byte classes. Per decision: nothing
+ * allocated with the JIT (PCRE2's match data lives in the frame); about 18 KiB of
+ * stack, for keys up to URL_RULES_KEY_MAX.
  *
  * Threads: building and sealing by one thread; url_rules_decide from any
  * number of threads at once (the list is read-only then; PCRE2's match data
