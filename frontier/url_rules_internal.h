@@ -106,11 +106,11 @@ int url_rule_make(const struct url_rules *r, enum url_rules_action action,
 void url_rule_free(struct url_rule *rule);
 
 /* url_rules_prefilter.c */
-/* A literal that every match of regex re[len] contains (the longest such
- * run of plain characters outside groups, or one of a group of plain
- * alternatives): 1 with *lits (each lits_len[k] bytes, pointing into the
- * pattern-independent buffer buf of cap bytes) and *nlits set; 0 when none
- * can be proved (then the regex always runs). */
+/* Literals one of which every match of regex re[len] contains (the
+ * longest run of plain characters outside groups and classes, or a group
+ * of plain alternatives): 1 with lits[k] (lits_len[k] bytes, copied into
+ * buf, cap bytes) and *nlits set; 0 when none can be proved (then the
+ * regex always runs). */
 int url_rules_pf_literals(const char *re, size_t len, char *buf, size_t cap, const char **lits,
                           size_t *lits_len, size_t max_lits, size_t *nlits);
 struct url_rules_pf *url_rules_pf_create(void);

@@ -85,7 +85,9 @@ static int quantifier(const char *p, size_t n, size_t *i, bool *zero)
 		size_t k = j + 1, lo = 0, digits = 0;
 		while (k < n && ascii_is_digit((unsigned char)p[k]) && digits < 9)
 			lo = lo * 10 + (size_t)(p[k++] - '0'), digits++;
-		if (digits == 0)
+		/* "{,n}" is a plain '{' to PCRE2 10.42 and {0,n} from 10.43 on:
+		 * taken as optional, which only weakens a literal. */
+		if (digits == 0 && !(k < n && p[k] == ','))
 			return 0; /* "{" with no number: a plain '{' */
 		while (k < n && (ascii_is_digit((unsigned char)p[k]) || p[k] == ','))
 			k++;

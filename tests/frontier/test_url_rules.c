@@ -618,6 +618,8 @@ START_TEST(prefilter_literals)
 		{ "\\x41bc", "" },
 		{ "(a)\\1", "" },
 		{ "...", "" },
+		{ "ab{,2}cd", "cd" }, /* {,2}: a quantifier from PCRE2 10.43 on */
+		{ "ab{x}", "ab{x}" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		char buf[256], got[256] = "";
