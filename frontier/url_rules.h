@@ -45,7 +45,7 @@
  *
  * SURT form (Heritrix's): "scheme://(" + the host's labels in reverse, each
  * followed by ',' + [':' port] + ['@' userinfo] + ')' + path and query:
- * http://www.Example.org:8080/a?b -> http://(org,example,www,:8080)/a?b;
+ * http://www.example.org:8080/a?b -> http://(org,example,www,:8080)/a?b;
  * an IP address is not reversed: http://(127.0.0.1,)/. A surt pattern is
  * written in that form ("http://(org,example," is example.org, its
  * subdomains and any port), or without "scheme://" ("(org,example,": any
@@ -81,8 +81,8 @@
  * (32-byte slots, at most half full); a regex PCRE2's compiled code and JIT
  * code (about 0.2 and 0.9 KiB for the regexes of tests/bench/rules.sh),
  * the prefilter 4 bytes x states x byte classes. Per decision: nothing
- * allocated with the JIT (PCRE2's match data lives in the frame); about 18 KiB of
- * stack, for keys up to URL_RULES_KEY_MAX.
+ * allocated with the JIT (PCRE2's match data lives in the frame); about
+ * 18 KiB of stack, for keys up to URL_RULES_KEY_MAX.
  *
  * Threads: building and sealing by one thread; url_rules_decide from any
  * number of threads at once (the list is read-only then; PCRE2's match data
