@@ -486,7 +486,9 @@ static bool surt_matches(struct view *v, const struct url_rule_item *it)
 	if (n == 0)
 		return false;
 	if (it->flags & URL_RULE_ITEM_ANY_SCHEME) {
-		const char *sep = strstr(s, "://");
+		const char *sep = memmem(s, n, "://", 3);
+		if (!sep)
+			return false;
 		s = sep + 3;
 		n -= (size_t)(s - v->surt);
 	}
