@@ -26,8 +26,11 @@ static void add_all(struct url_rules *r, const char *text, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const keys[] = {
-		"http://a.example.org/docs/x.pdf?sid=1", "https://www.b.test:8080/a/b/c.html",
-		"http://127.0.0.1/", "http://user:pw@h.test/~x/%7Ey?q=a&b=c", "http://x/",
+		"http://a.example.org/docs/x.pdf?sid=1",
+		"https://www.b.test:8080/a/b/c.html",
+		"http://127.0.0.1/",
+		"http://user:pw@h.test/~x/%7Ey?q=a&b=c",
+		"http://x/",
 	};
 	const char *text = (const char *)data;
 	char err[512];
@@ -51,7 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct url_rules_decision a, b;
 		url_rules_decide(with, k, n, 3, &a);
 		url_rules_decide(without, k, n, 3, &b);
-		if ((a.action != b.action || a.rule != b.rule) && !a.regex_failed && !b.regex_failed)
+		if ((a.action != b.action || a.rule != b.rule) && !a.regex_failed &&
+		    !b.regex_failed)
 			abort();
 	}
 out:
