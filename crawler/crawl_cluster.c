@@ -777,10 +777,7 @@ static void outbox_destroy(struct link_batch *lb)
 }
 
 static const struct link_batch_ops outbox_batch_ops = {
-	.slot = outbox_slot,
-	.add = outbox_add,
-	.flush = outbox_flush,
-	.destroy = outbox_destroy,
+	.slot = outbox_slot, .add = outbox_add, .flush = outbox_flush, .destroy = outbox_destroy
 };
 
 static struct link_batch *agent_batch(void *impl)
@@ -803,7 +800,6 @@ static void agent_stats(void *impl, struct crawl_source_stats *out)
 }
 
 const struct crawl_source_ops crawl_cluster_ops = {
-	.name = "cluster",
 	.open = agent_open,
 	.stop = agent_stop,
 	.close = agent_close,

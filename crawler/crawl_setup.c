@@ -404,7 +404,7 @@ static void write_reports(struct run *r)
 void run_teardown(struct run *r, int ran)
 {
 	r->finished = 1;
-	if (r->stats) /* the engine's and the resolver's figures, before they go */
+	if (ran) /* the engine's and the resolver's figures, before they go */
 		crawl_stats_gather(r->stats);
 	r->src.fetch = NULL;
 	r->src.dns = NULL;

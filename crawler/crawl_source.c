@@ -37,20 +37,9 @@ static int single_open(const struct crawl_source_config *cfg,
 	return CRAWL_EXIT_OK;
 }
 
-static void single_stop(void *impl)
-{
-	(void)impl;
-}
-
 static void single_close(void *impl)
 {
 	free(impl);
-}
-
-static int single_ready(void *impl)
-{
-	(void)impl;
-	return 1;
 }
 
 static int single_page_allowed(void *impl)
@@ -64,87 +53,19 @@ static int single_budget_over(void *impl)
 	return !single_page_allowed(impl);
 }
 
-static int single_keep_host(void *impl, uint32_t host)
-{
-	(void)impl;
-	(void)host;
-	return 1;
-}
-
-static void single_pump(void *impl)
-{
-	(void)impl;
-}
-
-static int single_done(void *impl, int dry)
-{
-	(void)impl;
-	return dry;
-}
-
-static int single_leave(void *impl, int loop_idle)
-{
-	(void)impl;
-	(void)loop_idle;
-	return 1;
-}
-
-static int single_leaving(void *impl)
-{
-	(void)impl;
-	return 0;
-}
-
-static void single_tick(void *impl, const struct crawl_stats_pages *pages)
-{
-	(void)impl;
-	(void)pages;
-}
-
-static int single_progress(void *impl, char *buf, size_t cap)
-{
-	(void)impl;
-	(void)buf;
-	(void)cap;
-	return 0;
-}
-
-static void single_leases(void *impl, struct visit_lease_hooks *out)
-{
-	(void)impl;
-	*out = (struct visit_lease_hooks){ 0 };
-}
-
 static struct link_batch *single_batch(void *impl)
 {
 	struct single *s = impl;
 	return sieve_path_batch_create(s->p.sp);
 }
 
-static void single_stats(void *impl, struct crawl_source_stats *out)
-{
-	(void)impl;
-	*out = (struct crawl_source_stats){ 0 };
-}
-
+/* The rest is each operation's default (crawl_source.h). */
 static const struct crawl_source_ops single_ops = {
-	.name = "single",
 	.open = single_open,
-	.stop = single_stop,
 	.close = single_close,
-	.ready = single_ready,
 	.page_allowed = single_page_allowed,
 	.budget_over = single_budget_over,
-	.keep_host = single_keep_host,
-	.pump = single_pump,
-	.done = single_done,
-	.leave = single_leave,
-	.leaving = single_leaving,
-	.tick = single_tick,
-	.progress = single_progress,
-	.leases = single_leases,
 	.batch_create = single_batch,
-	.stats = single_stats,
 };
 
 /* ---- the wrappers ---- */
@@ -168,7 +89,7 @@ int crawl_source_open(const struct crawl_source_config *cfg, const struct crawl_
 
 void crawl_source_stop(struct crawl_source *s)
 {
-	if (s)
+	if (s && s->ops->stop)
 		s->ops->stop(s->impl);
 }
 
@@ -182,7 +103,7 @@ void crawl_source_close(struct crawl_source *s)
 
 int crawl_source_ready(struct crawl_source *s)
 {
-	return s->ops->ready(s->impl);
+	return !s->ops->ready || s->ops->ready(s->impl);
 }
 
 int crawl_source_page_allowed(struct crawl_source *s)
@@ -197,42 +118,47 @@ int crawl_source_budget_over(struct crawl_source *s)
 
 int crawl_source_keep_host(struct crawl_source *s, uint32_t host)
 {
-	return s->ops->keep_host(s->impl, host);
+	return s->ops->keep_host ? s->ops->keep_host(s->impl, host) : 1;
 }
 
 void crawl_source_pump(struct crawl_source *s)
 {
-	s->ops->pump(s->impl);
+	if (s->ops->pump)
+		s->ops->pump(s->impl);
 }
 
 int crawl_source_done(struct crawl_source *s, int dry)
 {
-	return s->ops->done(s->impl, dry);
+	return s->ops->done ? s->ops->done(s->impl, dry) : dry;
 }
 
 int crawl_source_leave(struct crawl_source *s, int loop_idle)
 {
-	return s->ops->leave(s->impl, loop_idle);
+	return !s->ops->leave || s->ops->leave(s->impl, loop_idle);
 }
 
 int crawl_source_leaving(struct crawl_source *s)
 {
-	return s->ops->leaving(s->impl);
+	return s->ops->leaving && s->ops->leaving(s->impl);
 }
 
 void crawl_source_tick(struct crawl_source *s, const struct crawl_stats_pages *pages)
 {
-	s->ops->tick(s->impl, pages);
+	if (s->ops->tick)
+		s->ops->tick(s->impl, pages);
 }
 
 int crawl_source_progress(struct crawl_source *s, char *buf, size_t cap)
 {
-	return s->ops->progress(s->impl, buf, cap);
+	return s->ops->progress && s->ops->progress(s->impl, buf, cap);
 }
 
 void crawl_source_leases(struct crawl_source *s, struct visit_lease_hooks *out)
 {
-	s->ops->leases(s->impl, out);
+	if (s->ops->leases)
+		s->ops->leases(s->impl, out);
+	else
+		*out = (struct visit_lease_hooks){ 0 };
 }
 
 struct link_batch *crawl_source_batch(struct crawl_source *s)
@@ -242,5 +168,8 @@ struct link_batch *crawl_source_batch(struct crawl_source *s)
 
 void crawl_source_stats(const struct crawl_source *s, struct crawl_source_stats *out)
 {
-	s->ops->stats(s->impl, out);
+	if (s->ops->stats)
+		s->ops->stats(s->impl, out);
+	else
+		*out = (struct crawl_source_stats){ 0 };
 }

@@ -116,9 +116,13 @@ struct crawl_source_stats {
 };
 
 /* The table an implementation provides; each function has the contract of
- * the wrapper below. */
+ * the wrapper below. open, close, page_allowed, budget_over and
+ * batch_create are required; any other may be NULL, and then means what a
+ * crawl of this process alone does (redis's dictType manner): ready
+ * always, keep every host, nothing to pump, stop or tick, the end when
+ * dry, let a stop end at once, never leaving, no progress part, no lease
+ * hooks, counters all 0. */
 struct crawl_source_ops {
-	const char *name;
 	int (*open)(const struct crawl_source_config *cfg, const struct crawl_source_parts *parts,
 	            void **impl);
 	void (*stop)(void *impl);

@@ -164,34 +164,24 @@ static void gather(struct crawl_stats *s)
 {
 	const struct crawl_stats_sources *src = s->src;
 	struct figures *now = &s->now, *t = &s->total;
-	if (src->visit)
+	if (src->visit) { /* a crawl's: its set-up done, every piece stands */
 		visit_stats(src->visit, &now->visit);
-	if (src->sieve)
 		sieve_path_stats(src->sieve, &now->sieve);
-	if (src->parse)
 		parse_jobs_stats(src->parse, &now->parse);
-	if (src->writer)
 		crawl_writer_stats(src->writer, &now->writer);
-	if (src->ckpt)
 		crawl_ckpt_stats(src->ckpt, &now->ckpt);
-	if (src->source)
 		crawl_source_stats(src->source, &now->source);
-	if (src->loop)
+		frontier_stats(src->frontier, &now->frontier);
+		politeness_stats(src->pol, &now->politeness);
+		io_stall_stats(src->io, &now->stalls, &now->stall_s);
 		now->loop = *src->loop;
-	if (src->tail)
 		now->tail = *src->tail;
-	if (src->fetch) {
+	}
+	if (src->fetch) { /* with the resolver; once both are gone, as last read */
 		fetch_engine_stats(src->fetch, &now->fetch);
 		now->in_flight = fetch_engine_in_flight(src->fetch);
-	}
-	if (src->dns)
 		dns_resolver_stats(src->dns, &now->dns);
-	if (src->frontier)
-		frontier_stats(src->frontier, &now->frontier);
-	if (src->pol)
-		politeness_stats(src->pol, &now->politeness);
-	if (src->io)
-		io_stall_stats(src->io, &now->stalls, &now->stall_s);
+	}
 	now->sum.tail_skipped = now->visit.tail_skipped + now->loop.tail_skipped;
 	now->sum.emit_dropped = now->sieve.emit_dropped + now->parse.emit_dropped;
 	now->sum.sitemaps_dropped = now->visit.sitemaps_dropped + now->parse.sitemaps_dropped;

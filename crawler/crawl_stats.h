@@ -10,10 +10,9 @@
  * replay, the loop's struct crawl_loop_stats, and the modules' own:
  * frontier_stats, politeness_stats, ...); no piece writes another's. The
  * gatherer reads them through the loop's table of its pieces (struct
- * crawl_stats_sources, borrowed for the gatherer's life: a slot is NULL
- * before its piece stands and after it is gone) at every report, and keeps
- * the figures last read of each, so a piece torn down before the final
- * report (the fetch engine, the resolver) is still counted.
+ * crawl_stats_sources, borrowed for the gatherer's life) at every report,
+ * and keeps the figures last read of each, so a piece torn down before the
+ * final report (the fetch engine, the resolver) is still counted.
  *
  * A resumed crawl: each piece counts from 0 in every run; the counters its
  * checkpoint carried are the runs before, and every report (and the next
@@ -62,24 +61,29 @@ struct crawl_loop_stats {
 	uint64_t tail_skipped;     /* emitted URLs a resume's tail had fetched */
 };
 
-/* The loop's table of its pieces; each slot NULL until it stands, and
- * again once it is gone. */
+/* The loop's table of its pieces, read once its set-up is done: every slot
+ * is then set, and only the engine's and the resolver's go NULL, together,
+ * when they are torn down (their figures as last read stand). Every slot
+ * NULL: a gatherer of no running crawl (a checkpoint's counters alone). */
 struct crawl_stats_sources {
+	/* the loop's pieces */
 	const struct visit *visit;
 	const struct sieve_path *sieve;
 	const struct parse_jobs *parse;
 	const struct crawl_writer *writer;
 	const struct crawl_ckpt *ckpt;
-	const struct crawl_source *source;
+	const struct crawl_source *source; /* where work comes from */
+	/* figures of the loop's own, and of a resume's replay */
 	const struct crawl_loop_stats *loop;
 	const struct crawl_tail_stats *tail;
+	int resumed;
+	/* the modules the loop drives */
 	const struct fetch_engine *fetch;
 	const struct dns_resolver *dns;
 	const struct frontier *frontier;
 	const struct politeness *pol;
-	const struct scope *scope;
-	struct io_stall *io;
-	int resumed;
+	const struct scope *scope; /* its counts of rejected URLs */
+	struct io_stall *io;       /* output stalls (a full disk) */
 };
 
 /* A gatherer of src's pieces (borrowed, read at every report) with the
@@ -99,8 +103,9 @@ uint64_t crawl_stats_elapsed_us(const struct crawl_stats *s);
  * with the visit's pages_started, the pages the crawl has started. */
 uint64_t crawl_stats_pages_before(const struct crawl_stats *s);
 
-/* Reads every piece that stands now: before one goes, so that its last
- * figures stay counted (the reports below read the pieces themselves). */
+/* Reads every piece now: before the engine and the resolver go, so that
+ * their last figures stay counted (the reports below read the pieces
+ * themselves). */
 void crawl_stats_gather(struct crawl_stats *s);
 
 /* The crawl-wide figures a cluster agent publishes, as they stand. */

@@ -295,8 +295,6 @@ void crawl_writer_close(struct crawl_writer *w)
 
 void crawl_writer_destroy(struct crawl_writer *w)
 {
-	if (!w)
-		return;
 	crawl_writer_close(w);
 	free(w);
 }

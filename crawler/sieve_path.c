@@ -264,10 +264,7 @@ static void batch_add(struct link_batch *lb, size_t klen, uint32_t depth, struct
 }
 
 static const struct link_batch_ops sieve_batch_ops = {
-	.slot = batch_slot,
-	.add = batch_add,
-	.flush = batch_flush,
-	.destroy = batch_destroy,
+	.slot = batch_slot, .add = batch_add, .flush = batch_flush, .destroy = batch_destroy
 };
 
 struct link_meta_via *sieve_path_via(struct sieve_path *sp, const char *s, size_t len)
