@@ -708,14 +708,15 @@ static int agent_leaving(void *impl)
 static int ip_lease(void *ctx, const char *key, unsigned ttl_ms, visit_lease_done_fn *done,
                     void *arg)
 {
-	struct crawl_cluster *g = ctx;
-	return cluster_ip_lease(g->c, key, ttl_ms, done, arg) == CLUSTER_OK ? 0 : -1;
+	struct crawl_cluster *g = ctx; /* its Redis layer gone (teardown): refused */
+	return g->c && cluster_ip_lease(g->c, key, ttl_ms, done, arg) == CLUSTER_OK ? 0 : -1;
 }
 
 static void ip_release(void *ctx, const char *key, unsigned ttl_ms)
 {
 	struct crawl_cluster *g = ctx;
-	cluster_ip_release(g->c, key, ttl_ms);
+	if (g->c)
+		cluster_ip_release(g->c, key, ttl_ms);
 }
 
 static void agent_leases(void *impl, struct visit_lease_hooks *out)
