@@ -388,7 +388,7 @@ static void feed_seeds(struct sieve_path *sp, struct link_batch *b, struct url *
 	link_batch_flush(b);
 }
 
-/* Cluster: an inbox entry's URLs into the sieve, through the local batch. */
+/* Cluster: an inbox entry's URLs into the sieve, through the feeder's own batch. */
 static void feed_lines(struct sieve_path *sp, struct link_batch *in, const char *lines)
 {
 	for (const char *line = lines, *next; *line; line = next) {
