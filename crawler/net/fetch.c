@@ -23,6 +23,8 @@
 #include "crawler/net/ip_conns.h"
 #include "frontier/base/array.h"
 #include "frontier/base/chain.h"
+#include "frontier/base/clock.h"
+#include "frontier/base/header_field.h"
 #include "frontier/base/ipaddr.h"
 
 #define FETCH_DEFAULT_MAX_CONN 1024
@@ -145,44 +147,10 @@ void fetch_result_free(struct fetch_result *res)
 	free(res);
 }
 
-/* Copy of header NAME's value in a raw header block, trimmed: the first
- * line's, or with all, every line's joined by ", " (RFC 9110 5.3: a field
- * sent on several lines is one comma-separated list, in order). NULL if
- * absent or out of memory. */
-static char *header_value(const struct fetch_buf *h, const char *name, bool all)
+/* A header of the response, copied (header_field_dup). */
+static char *response_field(const struct fetch_buf *h, const char *name, bool all)
 {
-	size_t nl = strlen(name);
-	const char *p = (const char *)h->data;
-	const char *end = p + h->len;
-	char *out = NULL;
-	size_t len = 0;
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *line_end = eol ? eol : end;
-		if ((size_t)(line_end - p) > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
-			const char *v = p + nl + 1;
-			const char *ve = line_end;
-			while (v < ve && (*v == ' ' || *v == '\t'))
-				v++;
-			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
-				ve--;
-			size_t sep = out != NULL ? 2 : 0;
-			char *grown = realloc(out, len + sep + (size_t)(ve - v) + 1);
-			if (grown == NULL) {
-				free(out);
-				return NULL;
-			}
-			out = grown;
-			memcpy(out + len, ", ", sep);
-			memcpy(out + len + sep, v, (size_t)(ve - v));
-			len += sep + (size_t)(ve - v);
-			out[len] = '\0';
-			if (!all)
-				return out;
-		}
-		p = line_end + 1;
-	}
-	return out;
+	return header_field_dup((const char *)h->data, h->len, name, all);
 }
 
 void fetch_headers_read(struct fetch_result *r, time_t now)
@@ -190,10 +158,10 @@ void fetch_headers_read(struct fetch_result *r, time_t now)
 	free(r->content_type);
 	free(r->content_encoding);
 	free(r->location);
-	r->content_type = header_value(&r->response_headers, "Content-Type", false);
-	r->content_encoding = header_value(&r->response_headers, "Content-Encoding", true);
-	r->location = header_value(&r->response_headers, "Location", false);
-	char *ra = header_value(&r->response_headers, "Retry-After", false);
+	r->content_type = response_field(&r->response_headers, "Content-Type", false);
+	r->content_encoding = response_field(&r->response_headers, "Content-Encoding", true);
+	r->location = response_field(&r->response_headers, "Location", false);
+	char *ra = response_field(&r->response_headers, "Retry-After", false);
 	r->retry_after_s = -1;
 	if (ra != NULL) {
 		char *end = NULL;
@@ -207,13 +175,6 @@ void fetch_headers_read(struct fetch_result *r, time_t now)
 		}
 		free(ra);
 	}
-}
-
-static int64_t now_unix_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---------- curl callbacks ---------- */
@@ -587,7 +548,7 @@ static void transfer_finish(struct fetch_engine *e, struct transfer *t, CURLcode
 	if (curl_easy_getinfo(t->easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip != NULL)
 		snprintf(r->ip, sizeof(r->ip), "%s", ip);
 	fetch_headers_read(r, time(NULL));
-	r->end_unix_ms = now_unix_ms();
+	r->end_unix_ms = wall_clock_unix_ms();
 	r->total_ms = (uv_hrtime() - t->start_hr) / 1000000u;
 	if (r->error == FETCH_OK)
 		e->stats.completed++;
@@ -756,7 +717,7 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 		goto out;
 	}
 	t->start_hr = uv_hrtime();
-	t->res->start_unix_ms = now_unix_ms();
+	t->res->start_unix_ms = wall_clock_unix_ms();
 	if (curl_multi_add_handle(e->multi, c) != CURLM_OK) {
 		rc = FETCH_ERR_NOMEM;
 		goto out;

@@ -14,6 +14,9 @@
 #include <openssl/evp.h>
 #include <libdeflate.h>
 
+#include "frontier/base/clock.h"
+#include "frontier/base/header_field.h"
+
 #define WARC_DEFAULT_MAX_FILE 1000000000ull
 #define WARC_DEFAULT_DIGESTS 65536u
 #define WARC_URL_KEEP 2048u
@@ -229,13 +232,6 @@ static void format_date(int64_t unix_ms, char out[32])
 	snprintf(out, 32, "%.19s.%03dZ", base, ms);
 }
 
-static int64_t now_unix_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct piece {
 	const void *data;
 	size_t len;
@@ -314,7 +310,7 @@ static enum warc_error write_warcinfo(struct warc_writer *w)
 	if (fl < 0 || (size_t)fl >= sizeof(fields))
 		return WARC_ERR_INVALID;
 	make_uuid(w, id);
-	format_date(now_unix_ms(), date);
+	format_date(wall_clock_unix_ms(), date);
 	int hl = snprintf(hdr, sizeof(hdr),
 	                  "WARC/1.1\r\nWARC-Type: warcinfo\r\nWARC-Record-ID: %s\r\n"
 	                  "WARC-Date: %s\r\nWARC-Filename: %s\r\n"
@@ -609,13 +605,6 @@ static enum warc_error h2_block_as_http11(const uint8_t *h, size_t len, uint8_t 
 	return WARC_OK;
 }
 
-/* 1 if the header line [l, le) is the field name (case-insensitive). */
-static int field_is(const uint8_t *l, const uint8_t *le, const char *name)
-{
-	size_t n = strlen(name);
-	return (size_t)(le - l) > n && l[n] == ':' && strncasecmp((const char *)l, name, n) == 0;
-}
-
 /* A response header block that describes the body as stored. libcurl
  * removes the chunked transfer coding, so a block that said
  * "Transfer-Encoding: chunked" would make a reader de-chunk bytes that are
@@ -636,8 +625,8 @@ static enum warc_error block_as_stored(const uint8_t *h, size_t len, uint64_t bo
 	for (const uint8_t *l = h; l != NULL && l < end;) {
 		const uint8_t *nl = memchr(l, '\n', (size_t)(end - l));
 		const uint8_t *le = nl != NULL ? nl + 1 : end;
-		te += field_is(l, le, "Transfer-Encoding");
-		cl += field_is(l, le, "Content-Length");
+		te += header_field_is((const char *)l, (const char *)le, "Transfer-Encoding");
+		cl += header_field_is((const char *)l, (const char *)le, "Content-Length");
 		l = le;
 	}
 	if (te == 0)
@@ -655,8 +644,9 @@ static enum warc_error block_as_stored(const uint8_t *h, size_t len, uint64_t bo
 		if (blank) {
 			memcpy(*out + at, add, (size_t)an);
 			at += (size_t)an;
-		} else if (field_is(l, le, "Transfer-Encoding") ||
-		           field_is(l, le, "Content-Length")) {
+		} else if (header_field_is((const char *)l, (const char *)le,
+		                           "Transfer-Encoding") ||
+		           header_field_is((const char *)l, (const char *)le, "Content-Length")) {
 			memcpy(*out + at, pfx, np);
 			at += np;
 		}

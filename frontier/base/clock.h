@@ -1,7 +1,8 @@
 /*
  * clock.h: the monotonic clock every module measures time on (delays,
- * timeouts, durations), so times taken in different modules compare.
- * Wall-clock time (WARC dates, log lines) is taken where it is written.
+ * timeouts, durations), so times taken in different modules compare; and
+ * the wall clock, for what is written down with a date (WARC records, log
+ * lines), never for measuring.
  */
 #ifndef FRONTIER_BASE_CLOCK_H
 #define FRONTIER_BASE_CLOCK_H
@@ -26,6 +27,14 @@ static inline double monotonic_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Milliseconds since the Unix epoch, UTC (CLOCK_REALTIME: it may step). */
+static inline int64_t wall_clock_unix_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 #endif
