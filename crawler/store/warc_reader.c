@@ -125,26 +125,44 @@ void warc_reader_close(struct warc_reader *r)
 /* ---- the WARC header block ---- */
 
 /* The fields kept, by name. */
+#define FIELD(name, member)                                                                        \
+	{                                                                                          \
+		name, sizeof name - 1, offsetof(struct warc_record, member)                        \
+	}
 static const struct {
 	const char *name;
+	size_t len;
 	size_t offset;
 } FIELDS[] = {
-	{ "WARC-Type", offsetof(struct warc_record, type) },
-	{ "WARC-Record-ID", offsetof(struct warc_record, record_id) },
-	{ "WARC-Date", offsetof(struct warc_record, date) },
-	{ "WARC-Target-URI", offsetof(struct warc_record, target_uri) },
-	{ "Content-Type", offsetof(struct warc_record, content_type) },
-	{ "WARC-IP-Address", offsetof(struct warc_record, ip_address) },
-	{ "WARC-Concurrent-To", offsetof(struct warc_record, concurrent_to) },
-	{ "WARC-Protocol", offsetof(struct warc_record, protocol) },
-	{ "WARC-Block-Digest", offsetof(struct warc_record, block_digest) },
-	{ "WARC-Payload-Digest", offsetof(struct warc_record, payload_digest) },
-	{ "WARC-Truncated", offsetof(struct warc_record, truncated) },
-	{ "WARC-Profile", offsetof(struct warc_record, profile) },
-	{ "WARC-Refers-To", offsetof(struct warc_record, refers_to) },
-	{ "WARC-Refers-To-Target-URI", offsetof(struct warc_record, refers_to_target_uri) },
-	{ "WARC-Refers-To-Date", offsetof(struct warc_record, refers_to_date) },
+	FIELD("WARC-Type", type),
+	FIELD("WARC-Record-ID", record_id),
+	FIELD("WARC-Date", date),
+	FIELD("WARC-Target-URI", target_uri),
+	FIELD("Content-Type", content_type),
+	FIELD("WARC-IP-Address", ip_address),
+	FIELD("WARC-Concurrent-To", concurrent_to),
+	FIELD("WARC-Protocol", protocol),
+	FIELD("WARC-Block-Digest", block_digest),
+	FIELD("WARC-Payload-Digest", payload_digest),
+	FIELD("WARC-Truncated", truncated),
+	FIELD("WARC-Profile", profile),
+	FIELD("WARC-Refers-To", refers_to),
+	FIELD("WARC-Refers-To-Target-URI", refers_to_target_uri),
+	FIELD("WARC-Refers-To-Date", refers_to_date),
 };
+#undef FIELD
+
+/* The offset just past the first CRLF CRLF in [p, p + n), or 0 if none. */
+static size_t blank_line_end(const uint8_t *p, size_t n)
+{
+	const uint8_t *end = p + n, *q = p;
+	while (end - q >= 4 && (q = memchr(q, '\r', (size_t)(end - q - 3))) != NULL) {
+		if (q[1] == '\n' && q[2] == '\r' && q[3] == '\n')
+			return (size_t)(q - p) + 4;
+		q++;
+	}
+	return 0;
+}
 
 /* Content-Length's value: at most 19 digits, so it cannot overflow. */
 static bool parse_length(const char *v, size_t n, uint64_t *out)
@@ -157,36 +175,50 @@ static bool parse_length(const char *v, size_t n, uint64_t *out)
 	return i > 0;
 }
 
+/* Stores the field of the line [p, eol) that is one of FIELDS, its value
+ * NUL-terminated in place; the first line of a field named twice counts.
+ * The Content-Length line: false when its value is not a number. */
+static bool take_field(char *p, char *eol, struct warc_record *rec, bool *have_length)
+{
+	char *colon = memchr(p, ':', (size_t)(eol - p));
+	if (!colon)
+		return true;
+	size_t name_len = (size_t)(colon - p);
+	char *v = colon + 1, *ve = eol;
+	while (v < ve && (*v == ' ' || *v == '\t'))
+		v++;
+	while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
+		ve--;
+	if (name_len == 14 && !*have_length && strncasecmp(p, "Content-Length", 14) == 0) {
+		*have_length = true;
+		return parse_length(v, (size_t)(ve - v), &rec->content_length);
+	}
+	for (size_t i = 0; i < sizeof FIELDS / sizeof FIELDS[0]; i++) {
+		if (FIELDS[i].len != name_len || strncasecmp(p, FIELDS[i].name, name_len) != 0)
+			continue;
+		const char **slot = (const char **)((char *)rec + FIELDS[i].offset);
+		if (!*slot) {
+			*ve = '\0';
+			*slot = v;
+		}
+		break;
+	}
+	return true;
+}
+
 /* Reads the fields of the header block h (len bytes, ending in CRLF CRLF)
- * into rec, each value NUL-terminated in place; the first line of a field
- * named twice counts. NULL, or why it is not a record's header. */
+ * into rec. NULL, or why it is not a record's header. */
 static const char *parse_header(char *h, size_t len, struct warc_record *rec)
 {
 	char *end = h + len;
 	bool have_length = false;
 	if (len < 8 || memcmp(h, "WARC/1.", 7) != 0)
 		return "member does not start with a WARC/1.x header";
-	for (char *p = memchr(h, '\n', len) + 1; p < end;) {
-		char *eol = memchr(p, '\n', (size_t)(end - p));
-		char *next = eol + 1; /* the block ends in LF */
-		const char *v;
-		size_t n;
-		const char *at = p;
-		if (!have_length && header_field_next(&at, eol, "Content-Length", &v, &n)) {
-			if (!parse_length(v, n, &rec->content_length))
-				return "bad Content-Length in WARC header";
-			have_length = true;
-		}
-		for (size_t i = 0; i < sizeof FIELDS / sizeof FIELDS[0]; i++) {
-			const char **slot = (const char **)((char *)rec + FIELDS[i].offset);
-			at = p;
-			if (!*slot && header_field_next(&at, eol, FIELDS[i].name, &v, &n)) {
-				((char *)v)[n] = '\0';
-				*slot = v;
-				break;
-			}
-		}
-		p = next;
+	for (char *p = (char *)memchr(h, '\n', len) + 1; p < end;) {
+		char *eol = memchr(p, '\n', (size_t)(end - p)); /* the block ends in LF */
+		if (!take_field(p, eol, rec, &have_length))
+			return "bad Content-Length in WARC header";
+		p = eol + 1;
 	}
 	return have_length ? NULL : "WARC header without Content-Length";
 }
@@ -209,9 +241,9 @@ static void parse_http(struct warc_record *rec)
 	bool revisit = strcmp(rec->type, "revisit") == 0;
 	if (!revisit && strcmp(rec->type, "response") != 0 && strcmp(rec->type, "request") != 0)
 		return;
-	const uint8_t *blank = memmem(b, n, "\r\n\r\n", 4);
+	size_t blank = blank_line_end(b, n);
 	if (blank) {
-		rec->http_headers_len = (size_t)(blank - b) + 4;
+		rec->http_headers_len = blank;
 		rec->payload = b + rec->http_headers_len;
 		rec->payload_len = n - rec->http_headers_len;
 	} else if (revisit) {
@@ -367,10 +399,10 @@ static const char *find_header(struct warc_reader *r, struct member *m, struct w
 		m->scanned = upto > m->scanned ? upto : m->scanned;
 		return NULL;
 	}
-	const uint8_t *blank = memmem(r->rec + from, upto - from, "\r\n\r\n", 4);
+	size_t blank = blank_line_end(r->rec + from, upto - from);
 	m->scanned = upto;
 	if (blank) {
-		m->header_len = (size_t)(blank - r->rec) + 4;
+		m->header_len = from + blank;
 		return parse_header((char *)r->rec, m->header_len, rec);
 	}
 	return upto == WARC_READER_HEADER_MAX ? "WARC header block too long" : NULL;
