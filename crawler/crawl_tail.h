@@ -43,7 +43,8 @@ struct crawl_tail_pos {
 	char warc_file[256];  /* base name of the WARC file being written ("": none) */
 	uint64_t warc_offset; /* where its next record went */
 	uint64_t log_offset;  /* crawl.log's size */
-	int known;            /* 0: a checkpoint from before these were saved */
+	int known;            /* 0: the checkpoint does not say (its crawler did
+	                         not save these) */
 };
 
 /* One fetch of the tail; strings NUL-terminated, "" for the log's "-".

@@ -26,10 +26,9 @@
 
 /* ---------- SHA-1 through libcrypto ----------
  * Every record gets a block digest and every response body a payload digest
- * too, so the writer hashes each body twice: with a portable C SHA-1 this
- * was the writer thread's largest cost (21% of the crawler's CPU on the
- * crawl benchmark). OpenSSL's libcrypto (linked by libcurl anyway) uses the
- * CPU's SHA extensions when it has them. */
+ * too, so the writer hashes each body twice: SHA-1 is the writer thread's
+ * largest cost. OpenSSL's libcrypto (linked by libcurl anyway) uses the
+ * CPU's SHA extensions when it has them; a portable C SHA-1 cannot. */
 
 void warc_sha1(const void *data, size_t len, uint8_t out[20])
 {
