@@ -215,22 +215,6 @@ static void make_uuid(struct warc_writer *w, char out[48])
 	*o = '\0';
 }
 
-static void format_date(int64_t unix_ms, char out[32])
-{
-	time_t secs = (time_t)(unix_ms / 1000);
-	int ms = (int)(unix_ms % 1000);
-	struct tm tm;
-	if (ms < 0) {
-		ms += 1000;
-		secs -= 1;
-	}
-	gmtime_r(&secs, &tm);
-	char base[24];
-	if (strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-		base[0] = '\0';
-	snprintf(out, 32, "%.19s.%03dZ", base, ms);
-}
-
 struct piece {
 	const void *data;
 	size_t len;
@@ -309,7 +293,7 @@ static enum warc_error write_warcinfo(struct warc_writer *w)
 	if (fl < 0 || (size_t)fl >= sizeof(fields))
 		return WARC_ERR_INVALID;
 	make_uuid(w, id);
-	format_date(wall_clock_unix_ms(), date);
+	wall_clock_text(wall_clock_unix_ms(), date);
 	int hl = snprintf(hdr, sizeof(hdr),
 	                  "WARC/1.1\r\nWARC-Type: warcinfo\r\nWARC-Record-ID: %s\r\n"
 	                  "WARC-Date: %s\r\nWARC-Filename: %s\r\n"
@@ -673,7 +657,7 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 	*remember = false;
 	make_uuid(w, req_id);
 	make_uuid(w, resp_id);
-	format_date(f->date_unix_ms, date);
+	wall_clock_text(f->date_unix_ms, date);
 	struct piece body = { f->body, f->body_len };
 	rc = digest_pieces(w, &body, 1, pd);
 	if (rc != WARC_OK)

@@ -1,8 +1,8 @@
 /*
  * ascii.h: byte classes of ASCII, whatever the locale (the <ctype.h>
  * functions follow the locale and take an int that must fit unsigned char).
- * For every module that scans protocol text: URLs, robots.txt, HTML,
- * configuration files, the crawl log. Bytes >= 0x80 are in no class.
+ * For every module that scans or writes protocol text: URLs, robots.txt,
+ * HTML, configuration files, the crawl log. Bytes >= 0x80 are in no class.
  */
 #ifndef FRONTIER_BASE_ASCII_H
 #define FRONTIER_BASE_ASCII_H
@@ -85,6 +85,20 @@ static inline char *ascii_trim_cstr(char *s)
 	while (n > 0 && ascii_is_space((unsigned char)s[n - 1]))
 		s[--n] = '\0';
 	return s;
+}
+
+/* Writes v in decimal, at least width digits (zero-padded), ending just
+ * before end; returns where it starts (end - 20 at the most, plus any
+ * padding). For text written per fetch, where printf's parsing of its
+ * format costs more than the digits. */
+static inline char *ascii_decimal_before(char *end, unsigned long long v, int width)
+{
+	char *p = end;
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0 || end - p < width);
+	return p;
 }
 
 #endif

@@ -3,15 +3,17 @@
  * against <ctype.h> in the "C" locale for every byte, its trims; and
  * header_field.h on header blocks as HTTP and WARC write them (any case,
  * spaces around values, CRLF or bare LF, a last line without its LF, a
- * field sent on several lines).
+ * field sent on several lines); clock.h's date text against printf.
  */
 #include <check.h>
 #include <ctype.h>
 #include <locale.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "frontier/base/ascii.h"
+#include "frontier/base/clock.h"
 #include "frontier/base/header_field.h"
 
 START_TEST(ascii_classes_match_the_c_locale)
@@ -107,6 +109,42 @@ START_TEST(header_field_copies)
 }
 END_TEST
 
+/* Against gmtime_r and printf, the way a reader would write it. */
+START_TEST(wall_clock_text_as_printf_writes_it)
+{
+	const int64_t when[] = { 0,
+		                 1,
+		                 -1,
+		                 -999,
+		                 -1000,
+		                 -1001,
+		                 1700000000123,
+		                 951782400000,    /* 2000-02-29 */
+		                 -62135596800000, /* 0001-01-01 */
+		                 253402300799999, /* 9999-12-31T23:59:59.999 */
+		                 253402300800000, /* year 10000 */
+		                 -62198755200000, /* year -1 */
+		                 wall_clock_unix_ms() };
+	for (size_t i = 0; i < sizeof when / sizeof when[0]; i++) {
+		int64_t ms = when[i];
+		time_t secs = (time_t)(ms / 1000 - (ms % 1000 < 0));
+		struct tm tm;
+		ck_assert_ptr_nonnull(gmtime_r(&secs, &tm));
+		char want[64], got[WALL_CLOCK_TEXT_MAX];
+		snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+		         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+		         tm.tm_sec, (int)(ms - (int64_t)secs * 1000));
+		ck_assert_uint_eq(wall_clock_text(ms, got), strlen(want));
+		ck_assert_str_eq(got, want);
+	}
+	char t[WALL_CLOCK_TEXT_MAX];
+	wall_clock_text(1700000000123, t);
+	ck_assert_str_eq(t, "2023-11-14T22:13:20.123Z");
+	wall_clock_text(-1, t);
+	ck_assert_str_eq(t, "1969-12-31T23:59:59.999Z");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("base_text");
@@ -115,6 +153,7 @@ int main(void)
 	tcase_add_test(tc, ascii_trims);
 	tcase_add_test(tc, header_fields_in_place);
 	tcase_add_test(tc, header_field_copies);
+	tcase_add_test(tc, wall_clock_text_as_printf_writes_it);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
