@@ -180,25 +180,20 @@ static bool parse_length(const char *v, size_t n, uint64_t *out)
  * The Content-Length line: false when its value is not a number. */
 static bool take_field(char *p, char *eol, struct warc_record *rec, bool *have_length)
 {
-	char *colon = memchr(p, ':', (size_t)(eol - p));
-	if (!colon)
+	size_t name_len, n;
+	const char *v;
+	if (!header_field_split(p, eol, &name_len, &v, &n))
 		return true;
-	size_t name_len = (size_t)(colon - p);
-	char *v = colon + 1, *ve = eol;
-	while (v < ve && (*v == ' ' || *v == '\t'))
-		v++;
-	while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
-		ve--;
 	if (name_len == 14 && !*have_length && strncasecmp(p, "Content-Length", 14) == 0) {
 		*have_length = true;
-		return parse_length(v, (size_t)(ve - v), &rec->content_length);
+		return parse_length(v, n, &rec->content_length);
 	}
 	for (size_t i = 0; i < sizeof FIELDS / sizeof FIELDS[0]; i++) {
 		if (FIELDS[i].len != name_len || strncasecmp(p, FIELDS[i].name, name_len) != 0)
 			continue;
 		const char **slot = (const char **)((char *)rec + FIELDS[i].offset);
 		if (!*slot) {
-			*ve = '\0';
+			((char *)v)[n] = '\0'; /* v points into p */
 			*slot = v;
 		}
 		break;

@@ -11,6 +11,23 @@ bool header_field_is(const char *line, const char *line_end, const char *name)
 	return (size_t)(line_end - line) > n && line[n] == ':' && strncasecmp(line, name, n) == 0;
 }
 
+bool header_field_split(const char *line, const char *line_end, size_t *name_len,
+                        const char **value, size_t *value_len)
+{
+	const char *colon = memchr(line, ':', (size_t)(line_end - line));
+	if (!colon)
+		return false;
+	const char *v = colon + 1, *ve = line_end;
+	while (v < ve && (*v == ' ' || *v == '\t'))
+		v++;
+	while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
+		ve--;
+	*name_len = (size_t)(colon - line);
+	*value = v;
+	*value_len = (size_t)(ve - v);
+	return true;
+}
+
 bool header_field_next(const char **at, const char *end, const char *name, const char **value,
                        size_t *len)
 {
@@ -18,14 +35,9 @@ bool header_field_next(const char **at, const char *end, const char *name, const
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		const char *line_end = eol ? eol : end;
-		if (header_field_is(p, line_end, name)) {
-			const char *v = p + strlen(name) + 1, *ve = line_end;
-			while (v < ve && (*v == ' ' || *v == '\t'))
-				v++;
-			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
-				ve--;
-			*value = v;
-			*len = (size_t)(ve - v);
+		size_t name_len;
+		if (header_field_is(p, line_end, name) &&
+		    header_field_split(p, line_end, &name_len, value, len)) {
 			*at = eol ? eol + 1 : end;
 			return true;
 		}

@@ -18,6 +18,12 @@
  * case) then ':'. */
 bool header_field_is(const char *line, const char *line_end, const char *name);
 
+/* Splits the line [line, line_end) at its first ':': the name's length in
+ * *name_len, the value trimmed in [*value, *value + *value_len). false when
+ * the line has no ':'. */
+bool header_field_split(const char *line, const char *line_end, size_t *name_len,
+                        const char **value, size_t *value_len);
+
 /* The next line of field name in [*at, end): its value in [*value,
  * *value + *len), and *at moved past that line, so that a loop reads every
  * line of a field sent on several. false, *at unchanged, when none is left. */

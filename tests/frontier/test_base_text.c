@@ -83,6 +83,13 @@ START_TEST(header_fields_in_place)
 	ck_assert(header_field_next(&at, end, "Location", &v, &len)); /* no LF */
 	ck_assert_uint_eq(len, 2);
 	ck_assert_ptr_eq(at, end);
+	size_t name_len;
+	const char *split = "WARC-Date:\t 2026 \r";
+	ck_assert(header_field_split(split, split + strlen(split), &name_len, &v, &len));
+	ck_assert_uint_eq(name_len, 9);
+	ck_assert_uint_eq(len, 4);
+	ck_assert_int_eq(memcmp(v, "2026", 4), 0);
+	ck_assert(!header_field_split(split, split + 9, &name_len, &v, &len)); /* no ':' */
 	const char *line = "Content-Type: x";
 	ck_assert(header_field_is(line, line + strlen(line), "content-type"));
 	ck_assert(!header_field_is(line, line + 12, "Content-Type")); /* cut before ':' */
