@@ -61,11 +61,6 @@ struct crawl_tail {
 
 /* ---- the WARC side ---- */
 
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* The crawl's WARC files named from `from` on, sorted (the names carry
  * the time they were opened). 0 or -1. */
 static int list_warcs(struct crawl_tail *t, const char *from)
@@ -91,7 +86,7 @@ static int list_warcs(struct crawl_tail *t, const char *from)
 	}
 	closedir(d);
 	if (rc == 0 && t->nfiles)
-		qsort(t->files, t->nfiles, sizeof *t->files, by_name);
+		qsort(t->files, t->nfiles, sizeof *t->files, array_strcmp);
 	if (rc == 0 && (!t->nfiles || strcmp(t->files[0], from) != 0))
 		t->first_offset = 0; /* the checkpoint's file is gone: from the next one */
 	return rc;
