@@ -24,8 +24,8 @@
  * max_record, its file: what follows is treated as never fetched.
  *
  * Memory: one log line (at most CRAWL_TAIL_LINE_MAX bytes), one WARC
- * reader (warc_reader.h: a record of at most max_record bytes and 256 KiB
- * of buffers) and the revisits' cache (8 MiB) at a time.
+ * reader (warc_reader.h: a record of at most max_record bytes, and its
+ * fixed buffers) and the revisits' cache (8 MiB) at a time.
  */
 #ifndef CRAWLER_CRAWL_TAIL_H
 #define CRAWLER_CRAWL_TAIL_H

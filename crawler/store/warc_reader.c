@@ -33,6 +33,9 @@ struct warc_reader {
 	uint64_t next_member; /* where the next call starts */
 	uint8_t *rec;         /* the record inflated, up to record_cap */
 	size_t rec_cap;
+	/* a copy of the record's header block, which its fields point into:
+	 * rec moves as it grows (WARC_READER_HEADER_MAX bytes) */
+	char *header;
 	uint8_t *stream; /* STREAM_CHUNK bytes, made on the first record past record_cap */
 	/* what ended the reading (WARC_READ_RECORD: nothing has) */
 	enum warc_read stop;
@@ -71,7 +74,8 @@ int warc_reader_open_fd(int fd, uint64_t offset, size_t max_record, struct warc_
 {
 	struct warc_reader *r = calloc(1, sizeof *r);
 	*out = NULL;
-	if (!r || !(r->in = malloc(READ_CHUNK)) || inflateInit2(&r->z, 16 + MAX_WBITS) != Z_OK) {
+	if (!r || !(r->in = malloc(READ_CHUNK)) || !(r->header = malloc(WARC_READER_HEADER_MAX)) ||
+	    inflateInit2(&r->z, 16 + MAX_WBITS) != Z_OK) {
 		warc_reader_close(r);
 		errno = ENOMEM;
 		return -1;
@@ -117,6 +121,7 @@ void warc_reader_close(struct warc_reader *r)
 	if (r->own_fd)
 		close(r->fd);
 	free(r->in);
+	free(r->header);
 	free(r->rec);
 	free(r->stream);
 	free(r);
@@ -398,7 +403,8 @@ static const char *find_header(struct warc_reader *r, struct member *m, struct w
 	m->scanned = upto;
 	if (blank) {
 		m->header_len = from + blank;
-		return parse_header((char *)r->rec, m->header_len, rec);
+		memcpy(r->header, r->rec, m->header_len);
+		return parse_header(r->header, m->header_len, rec);
 	}
 	return upto == WARC_READER_HEADER_MAX ? "WARC header block too long" : NULL;
 }

@@ -13,8 +13,9 @@
  * payload.
  *
  * Memory, whatever the file: a read buffer (256 KiB), one inflated record
- * of at most max(max_record, WARC_READER_HEADER_MAX) bytes, and for a
- * record larger than that a 256 KiB buffer its rest streams through. A
+ * of at most max(max_record, WARC_READER_HEADER_MAX) bytes and a copy of
+ * its header block (64 KiB), and for a record larger than that a 256 KiB
+ * buffer its rest streams through. A
  * record that inflates past max_record is still read to its end and
  * checked (so the next member is found), but only its header block is
  * kept: it comes back as WARC_READ_TOO_LARGE, with its fields and place.
