@@ -45,10 +45,10 @@ static inline int ascii_hex_value(unsigned char c)
 	return -1;
 }
 
-/* A-Z to a-z; every other byte as it is. */
+/* c in lower case when it is an ASCII capital letter, else c. */
 static inline unsigned char ascii_to_lower(unsigned char c)
 {
-	return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
+	return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
 }
 
 /* White space as isspace() in the "C" locale: space, \t, \n, \v, \f, \r
