@@ -27,20 +27,20 @@ struct warc_reader {
 	size_t max_record;
 	z_stream z;
 	bool zinit;
-	unsigned char *in;    /* READ_CHUNK bytes read from the file */
 	uint64_t in_off;      /* the file offset of in[0] */
 	size_t in_len;        /* bytes in in */
 	uint64_t next_member; /* where the next call starts */
 	uint8_t *rec;         /* the record inflated, up to record_cap */
 	size_t rec_cap;
-	/* a copy of the record's header block, which its fields point into:
-	 * rec moves as it grows (WARC_READER_HEADER_MAX bytes) */
-	char *header;
 	uint8_t *stream; /* STREAM_CHUNK bytes, made on the first record past record_cap */
 	/* what ended the reading (WARC_READ_RECORD: nothing has) */
 	enum warc_read stop;
 	uint64_t stop_offset;
 	const char *stop_problem;
+	unsigned char in[READ_CHUNK]; /* bytes read from the file */
+	/* a copy of the record's header block, which its fields point into:
+	 * rec moves as it grows */
+	char header[WARC_READER_HEADER_MAX];
 };
 
 /* One member being inflated. */
@@ -74,8 +74,7 @@ int warc_reader_open_fd(int fd, uint64_t offset, size_t max_record, struct warc_
 {
 	struct warc_reader *r = calloc(1, sizeof *r);
 	*out = NULL;
-	if (!r || !(r->in = malloc(READ_CHUNK)) || !(r->header = malloc(WARC_READER_HEADER_MAX)) ||
-	    inflateInit2(&r->z, 16 + MAX_WBITS) != Z_OK) {
+	if (!r || inflateInit2(&r->z, 16 + MAX_WBITS) != Z_OK) {
 		warc_reader_close(r);
 		errno = ENOMEM;
 		return -1;
@@ -120,8 +119,6 @@ void warc_reader_close(struct warc_reader *r)
 		inflateEnd(&r->z);
 	if (r->own_fd)
 		close(r->fd);
-	free(r->in);
-	free(r->header);
 	free(r->rec);
 	free(r->stream);
 	free(r);
