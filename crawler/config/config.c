@@ -90,6 +90,8 @@ static const struct key_def keys[] = {
 	    1e6),
 	KEY("politeness", "retry_after_cap_ms", T_MS, politeness.retry_after_cap_us, 0, 8.64e7),
 	KEY("politeness", "obey_robots", T_BOOL, crawl.obey_robots, 0, 1),
+	KEY("politeness", "robots_max_wildcard_rules", T_UINT, politeness.robots_max_wildcard_rules,
+	    0, 1e6),
 	KEY("fetch", "max_connections", T_UINT, fetch.max_connections, 1, 15000),
 	KEY("fetch", "timeout_ms", T_UINT, fetch.total_timeout_ms, 100, 3.6e6),
 	KEY("fetch", "connect_timeout_ms", T_UINT, fetch.connect_timeout_ms, 100, 3.6e6),
