@@ -397,6 +397,103 @@ START_TEST(crawl_log_lines)
 }
 END_TEST
 
+/* The field f (0-based) of a formatted line, copied into out (cap). */
+static size_t line_field(const char *line, int f, char *out, size_t cap)
+{
+	const char *fs[CRAWL_LOG_FIELDS];
+	size_t fl[CRAWL_LOG_FIELDS];
+	ck_assert_int_eq(crawl_log_split(line, strlen(line) - 1, fs, fl), CRAWL_LOG_FIELDS);
+	ck_assert_uint_lt(fl[f], cap);
+	memcpy(out, fs[f], fl[f]);
+	out[fl[f]] = '\0';
+	return fl[f];
+}
+
+/* Every field a server controls is capped: a 70 KB Content-Type (the
+ * issue's) and a long redirect make a line the log's readers hold whole,
+ * each cut field ending "...", never inside an escape or a UTF-8
+ * character; a URL of the longest length allowed is kept whole. */
+START_TEST(crawl_log_caps)
+{
+	size_t big = 70000;
+	char *ct = malloc(big + 1), *redirect = malloc(40001), *url = malloc(8193);
+	char *line = malloc(CRAWL_LOG_LINE_MAX * 2), *field = malloc(CRAWL_LOG_LINE_MAX);
+	memset(ct, 'c', big);
+	ct[big] = '\0';
+	memcpy(ct, "text/html; x=", 13);
+	memcpy(redirect, "http://r.test/", 14);
+	memset(redirect + 14, 'r', 40000 - 14);
+	redirect[40000] = '\0';
+	memcpy(url, "http://u.test/", 14);
+	memset(url + 14, 'u', 8192 - 14);
+	url[8192] = '\0';
+	struct crawl_log_entry e = { .timestamp_unix_ms = 1700000000123,
+		                     .status = 301,
+		                     .url = url,
+		                     .via = url,
+		                     .content_type = ct,
+		                     .ip = "127.0.1.1",
+		                     .redirect = redirect,
+		                     .flags = CRAWL_LOG_REDIRECT };
+	size_t n = crawl_log_format(&e, line, CRAWL_LOG_LINE_MAX * 2);
+	ck_assert_uint_le(n, CRAWL_LOG_LINE_MAX);
+	ck_assert_uint_eq(n, strlen(line));
+	ck_assert_uint_eq(line_field(line, CRAWL_LOG_F_URL, field, CRAWL_LOG_LINE_MAX), 8192);
+	ck_assert_str_eq(field, url);
+	ck_assert_uint_eq(line_field(line, CRAWL_LOG_F_CTYPE, field, CRAWL_LOG_LINE_MAX),
+	                  CRAWL_LOG_TEXT_MAX);
+	ck_assert(strncmp(field, "text/html; x=ccc", 16) == 0);
+	ck_assert_str_eq(field + CRAWL_LOG_TEXT_MAX - 4, "c...");
+	ck_assert_uint_eq(line_field(line, CRAWL_LOG_F_REDIRECT, field, CRAWL_LOG_LINE_MAX),
+	                  CRAWL_LOG_URL_MAX);
+	ck_assert_str_eq(field + CRAWL_LOG_URL_MAX - 3, "...");
+
+	/* exactly at the cap: whole; one byte more: cut */
+	ct[CRAWL_LOG_TEXT_MAX] = '\0';
+	crawl_log_format(&e, line, CRAWL_LOG_LINE_MAX * 2);
+	line_field(line, CRAWL_LOG_F_CTYPE, field, CRAWL_LOG_LINE_MAX);
+	ck_assert_str_eq(field, ct);
+	ct[CRAWL_LOG_TEXT_MAX] = 'c';
+	ct[CRAWL_LOG_TEXT_MAX + 1] = '\0';
+	crawl_log_format(&e, line, CRAWL_LOG_LINE_MAX * 2);
+	ck_assert_uint_eq(line_field(line, CRAWL_LOG_F_CTYPE, field, CRAWL_LOG_LINE_MAX),
+	                  CRAWL_LOG_TEXT_MAX);
+
+	/* escapes and UTF-8 at the cut: dropped whole, the field still reads back */
+	for (size_t i = 0; i < big; i++)
+		ct[i] = i % 3 == 0 ? '\x01' : i % 3 == 1 ? '\xc3' : '\xa9';
+	ct[big] = '\0';
+	crawl_log_format(&e, line, CRAWL_LOG_LINE_MAX * 2);
+	size_t fl = line_field(line, CRAWL_LOG_F_CTYPE, field, CRAWL_LOG_LINE_MAX);
+	ck_assert_uint_le(fl, CRAWL_LOG_TEXT_MAX);
+	ck_assert_uint_gt(fl, CRAWL_LOG_TEXT_MAX - 8);
+	ck_assert_str_eq(field + fl - 9, "\\x01\xc3\xa9...");
+	char *plain = malloc(fl + 1);
+	ck_assert_ptr_nonnull(crawl_log_unescape(field, fl, plain));
+	free(plain);
+
+	/* and written: the file's line is the formatted one */
+	char path[600];
+	snprintf(path, sizeof(path), "%s/crawl.log", tmpdir);
+	unlink(path);
+	struct crawl_log *log = NULL;
+	ck_assert_int_eq(crawl_log_open(path, &log), CRAWL_LOG_OK);
+	ck_assert_int_eq(crawl_log_write(log, &e), CRAWL_LOG_OK);
+	ck_assert_int_eq(crawl_log_close(log), CRAWL_LOG_OK);
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(fgets(field, CRAWL_LOG_LINE_MAX, f)); /* the header */
+	ck_assert_ptr_nonnull(fgets(field, CRAWL_LOG_LINE_MAX, f));
+	ck_assert_str_eq(field, line);
+	fclose(f);
+	unlink(path);
+	free(ct);
+	free(redirect);
+	free(url);
+	free(line);
+	free(field);
+}
+END_TEST
+
 static size_t gz(const void *in, size_t len, int wbits, unsigned char **out)
 {
 	z_stream zs;
@@ -509,6 +606,7 @@ int main(void)
 	tcase_add_test(tc, warc_http2_as_http11);
 	tcase_add_test(tc, warc_reader_detects_corruption);
 	tcase_add_test(tc, crawl_log_lines);
+	tcase_add_test(tc, crawl_log_caps);
 	tcase_add_test(tc, decode_codings);
 	tcase_add_test(tc, decode_bomb);
 	suite_add_tcase(s, tc);
