@@ -168,6 +168,50 @@ START_TEST(warc_roundtrip)
 }
 END_TEST
 
+/* A revisit names its original's URL whole: a URL of WARC_URL_KEEP bytes
+ * is referred to as it is (the strict reader checks each revisit's
+ * WARC-Refers-To-Target-URI against its original's WARC-Target-URI), and a
+ * payload first written under a longer one is not remembered, so its
+ * repeat is a response of its own. */
+START_TEST(warc_revisit_long_url)
+{
+	struct warc_writer *w = NULL;
+	struct warc_config cfg = { .dir = tmpdir, .prefix = "long", .user_agent = "testbot/1.0" };
+	ck_assert_int_eq(warc_writer_open(&cfg, &w), WARC_OK);
+	const size_t lens[] = { WARC_URL_KEEP, WARC_URL_KEEP + 1, 3000 };
+	const bool want_revisit[] = { true, false, false };
+	char *url = malloc(4000), *again = malloc(4000);
+	for (size_t k = 0; k < 3; k++) {
+		char body[64], hdr[128];
+		int bl = snprintf(body, sizeof body, "<html>payload %zu</html>", k);
+		int hl = snprintf(hdr, sizeof hdr, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n",
+		                  bl);
+		int ul = snprintf(url, 4000, "http://h.test/%zu/", k);
+		memset(url + ul, 'x', lens[k] - (size_t)ul);
+		url[lens[k]] = '\0';
+		snprintf(again, 4000, "http://h.test/again/%zu", k);
+		const char *urls[] = { url, again };
+		for (int i = 0; i < 2; i++) {
+			struct warc_fetch f = { .url = urls[i],
+				                .date_unix_ms = 1700000000000 + (int64_t)k * 10 + i,
+				                .response_headers = hdr,
+				                .response_headers_len = (size_t)hl,
+				                .body = body,
+				                .body_len = (size_t)bl };
+			bool rv = false;
+			ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, &rv), WARC_OK);
+			ck_assert_int_eq(rv, i == 1 && want_revisit[k]);
+		}
+	}
+	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+	const char *line = check_dir();
+	ck_assert_int_eq(field(line, "revisit"), 1);
+	ck_assert_int_eq(field(line, "response"), 5);
+	free(url);
+	free(again);
+}
+END_TEST
+
 /* The uncompressed text of the files PREFIX-*.warc.gz (NUL-terminated). */
 static void warc_text(const char *prefix, char *text, size_t cap)
 {
@@ -607,6 +651,7 @@ int main(void)
 	tcase_add_test(tc, warc_reader_detects_corruption);
 	tcase_add_test(tc, crawl_log_lines);
 	tcase_add_test(tc, crawl_log_caps);
+	tcase_add_test(tc, warc_revisit_long_url);
 	tcase_add_test(tc, decode_codings);
 	tcase_add_test(tc, decode_bomb);
 	suite_add_tcase(s, tc);
