@@ -77,20 +77,20 @@ struct crawl_limits {
 	char *user_agent;                        /* also the robots.txt product token */
 	char *domains[CRAWL_CONFIG_MAX_DOMAINS]; /* allowed host suffixes */
 	size_t n_domains;
-	int any_domain;                 /* 1: no domain restriction at all */
-	int sitemaps;                   /* follow robots.txt's Sitemap: lines (and their indexes) */
-	uint64_t sitemap_max_urls;      /* entries read per sitemap file (the protocol's 50,000) */
-	uint64_t sitemap_max_bytes;     /* uncompressed bytes read per sitemap file (50 MB) */
-	uint64_t sitemap_max_tag_bytes; /* a longer tag makes a sitemap malformed */
-	uint64_t sitemap_max_attributes; /* and so does a tag of more attributes */
-	int page_requisites;             /* also fetch what pages embed (images, scripts, CSS...) */
-	uint32_t requisites_hops;        /* hops an embed may lie off the allowed
+	int any_domain;             /* 1: no domain restriction at all */
+	int sitemaps;               /* follow robots.txt's Sitemap: lines (and their indexes) */
+	uint64_t sitemap_max_urls;  /* entries read per sitemap file (the protocol's 50,000) */
+	uint64_t sitemap_max_bytes; /* uncompressed bytes read per sitemap file (50 MB) */
+	int page_requisites;        /* also fetch what pages embed (images, scripts, CSS...) */
+	uint32_t requisites_hops;   /* hops an embed may lie off the allowed
 	                             domains (parse_jobs.h) */
-	int quiet;                       /* no progress line, no summary */
-	int obey_robots;                 /* fetch robots.txt first and obey it (the crawl does,
+	int quiet;                  /* no progress line, no summary */
+	int obey_robots;            /* fetch robots.txt first and obey it (the crawl does,
 	                    not the politeness module) */
-	uint32_t max_redirects;          /* [fetch]: redirects followed along one chain
+	uint32_t max_redirects;     /* [fetch]: redirects followed along one chain
 	                           (the fetch engine follows none itself) */
+	/* a sitemap tag longer, or of more attributes, makes it malformed */
+	uint64_t sitemap_max_tag_bytes, sitemap_max_attributes;
 };
 
 /* [parse]: the pool of parse threads and what it does per page. */
