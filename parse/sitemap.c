@@ -566,6 +566,24 @@ static void guard_markup_byte(struct tag_guard *g, unsigned char c)
 	guard_value_byte(g, c);
 }
 
+/* In a tag: the bytes up to the next one that matters (a quote, '=' or
+ * '>' outside a value; the closing quote in one), at most one past the
+ * tag limit, counted into g->bytes. Returns how many. */
+static size_t guard_tag_run(struct tag_guard *g, const char *data, size_t len, size_t max)
+{
+	size_t room = g->bytes < max ? max - g->bytes : 0, n = len < room ? len : room, k = 0;
+	if (g->quote != 0) {
+		const char *q = memchr(data, g->quote, n);
+		k = q ? (size_t)(q - data) : n;
+	} else {
+		while (k < n && data[k] != '"' && data[k] != '\'' && data[k] != '=' &&
+		       data[k] != '>')
+			k++;
+	}
+	g->bytes += k;
+	return k;
+}
+
 /* Scans data[len]: len when all its markup is within the limits, else
  * the offset to cut the document at (the '<' of the markup past a limit,
  * 0 when that began in an earlier call), with *why set. */
@@ -606,6 +624,12 @@ static size_t guard_scan(struct sitemap_parser *p, const char *data, size_t len,
 				g->state = GUARD_TEXT;
 			g->match = c == closing ? g->match + (g->match < 2) : 0;
 			continue;
+		}
+		if (g->state == GUARD_TAG) {
+			i += guard_tag_run(g, data + i, len - i, p->max_tag_bytes);
+			if (i == len)
+				break;
+			c = (unsigned char)data[i];
 		}
 		guard_markup_byte(g, c);
 		if (++g->bytes > p->max_tag_bytes) {
