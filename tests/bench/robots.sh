@@ -8,9 +8,12 @@
 # path. Prints ns per check (best of N rounds) and each file's worst path
 # as a multiple of the small file's worst.
 #
-#   bash tests/bench/robots.sh           full run (7 rounds); fails if a
-#       file's worst check passes 200x the small file's.
-#   bash tests/bench/robots.sh --smoke   < 30 s: 2 rounds, the same bound.
+#   bash tests/bench/robots.sh           full run (7 rounds); fails if the
+#       hostile file's worst check passes 20x the small file's (before the
+#       cap: 3,279x), the plain rules' 10x (before the index: 39x), or the
+#       costliest check the cap allows 1,000x (by design 25-100x: 500
+#       searches of the path); loose bounds, the machine is shared.
+#   bash tests/bench/robots.sh --smoke   < 30 s: 2 rounds, the same bounds.
 # Needs CRAWLER_BUILD (the build dir; default ./build/normal).
 set -euo pipefail
 smoke=0
@@ -22,12 +25,16 @@ if [[ ! -x $bench ]]; then
 fi
 rounds=7
 (( smoke )) && rounds=2
-max_ratio=200
 out=$("$bench" --rounds "$rounds")
 echo "$out"
-worst=$(awk 'NR > 1 && $1 != "verdicts" && $NF > m { m = $NF } END { print m + 0 }' <<< "$out")
-if awk -v w="$worst" -v m="$max_ratio" 'BEGIN { exit !(w > m) }'; then
-  echo "robots bench: FAIL: a check costs ${worst}x the small file's (max ${max_ratio}x)" >&2
-  exit 1
-fi
-echo "robots bench: OK: the costliest check is ${worst}x the small file's (max ${max_ratio}x)"
+fail=0
+for bound in wild:20 plain:10 wild-cap:1000; do
+  file=${bound%%:*} max=${bound##*:}
+  ratio=$(awk -v f="$file" '$1 == f { print $NF }' <<< "$out")
+  if [[ -z $ratio ]] || awk -v r="$ratio" -v m="$max" 'BEGIN { exit !(r > m) }'; then
+    echo "robots bench: FAIL: $file: worst check ${ratio:-?}x the small file's (max ${max}x)" >&2
+    fail=1
+  fi
+done
+(( fail )) && exit 1
+echo "robots bench: OK: hostile file, plain rules and the cap's costliest check within bounds"
