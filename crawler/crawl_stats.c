@@ -447,6 +447,7 @@ static size_t error_entries(const struct figures *t, struct stat_entry *e, char 
 		REASON("keepalive-closed", STAT_U64, &t->visit.reuse_retries),
 		REASON("robots-redirect-limit", STAT_U64, &t->visit.robots_redirect_limit),
 		REASON("robots-unreachable", STAT_U64, &t->visit.robots_unreachable),
+		REASON("robots-wildcard-cap", STAT_U64, &t->politeness.robots_capped),
 		REASON("ip-lease-refused", STAT_U64, &t->visit.ip_lease_refused),
 		REASON("ip-lease-redis", STAT_U64, &t->visit.ip_lease_errors),
 		REASON("emit-dropped", STAT_U64, &t->sum.emit_dropped),

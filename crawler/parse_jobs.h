@@ -66,7 +66,7 @@ struct parse_jobs_parts {
 	const struct crawl_parse *parse; /* [parse] */
 	const struct links_config *links;
 	const struct url_options *url; /* the crawl keys of links */
-	/* [crawl] requisites_hops, sitemap_max_urls, sitemap_max_bytes */
+	/* [crawl] requisites_hops, sitemap_max_urls, _bytes, _tag_bytes, _attributes */
 	const struct crawl_limits *crawl;
 	/* [fetch] max_body_bytes (decoding), max_connections (the queue) */
 	const struct fetch_config *fetch;
