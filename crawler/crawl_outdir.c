@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crawler/archive/index.h"
+#include "crawler/archive/wacz.h"
 #include "crawler/store/checkpoint.h"
 #include "crawler/crawl_run.h"
 #include "crawler/store/outdir_lock.h"
@@ -113,6 +115,31 @@ int crawl_outdir_warc_from(const char *name, const char *from)
 	       strcmp(name, from) >= 0;
 }
 
+int crawl_outdir_archive(const struct crawl_config *cfg, int package)
+{
+	char err[1024];
+	if (!cfg->output.warc || !cfg->warc.cdxj)
+		return 0;
+	if (package && cfg->output.wacz) {
+		struct wacz_options o = { .max_url_len = cfg->warc.max_url_len,
+			                  .software = cfg->warc.software,
+			                  .messages = stderr,
+			                  .who = "crawler crawl" };
+		struct wacz_report rep = { 0 };
+		if (wacz_write(cfg->output.dir, &o, &rep, err, sizeof err) == 0)
+			return 0;
+	} else {
+		struct archive_index_options o = { .max_url_len = cfg->warc.max_url_len,
+			                           .messages = stderr,
+			                           .who = "crawler crawl" };
+		struct archive_index_report rep = { 0 };
+		if (archive_index_write(cfg->output.dir, &o, &rep, err, sizeof err) == 0)
+			return 0;
+	}
+	fprintf(stderr, "crawler crawl: %s\n", err);
+	return -1;
+}
+
 int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 {
 	char path[4400], err[512];
@@ -148,5 +175,7 @@ int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 		        " bytes)\n",
 		        path, cut);
 	}
+	if (rc == 0)
+		crawl_outdir_archive(cfg, 0); /* an index it cannot write stops no crawl */
 	return rc;
 }

@@ -32,7 +32,7 @@ static void index_usage(FILE *out)
 static void wacz_usage(FILE *out)
 {
 	fprintf(out,
-	        "usage: crawler wacz DIR [-o FILE] [--memory-mb N] [--quiet]\n"
+	        "usage: crawler wacz DIR [-o FILE] [--memory-mb N] [--zipnum-lines N] [--quiet]\n"
 	        "  Packages the crawl in DIR as a WACZ 1.1.1 file (default DIR/crawl.wacz):\n"
 	        "  an uncompressed zip of archive/ (the WARC files), indexes/ (the CDXJ\n"
 	        "  index, index.cdx; ZipNum index.cdx.gz + index.idx past %d lines),\n"
@@ -41,9 +41,10 @@ static void wacz_usage(FILE *out)
 	        "  datapackage-digest.json. The index is brought up to date first\n"
 	        "  (crawler index). Written as FILE.tmp and renamed when whole.\n"
 	        "  --memory-mb N  sort in N MiB (default 64)\n"
+	        "  --zipnum-lines N  a ZipNum index past N lines (default %d)\n"
 	        "  --quiet        no summary\n"
 	        "  Exit: 0 written, 1 failure, 2 usage.\n",
-	        WACZ_ZIPNUM_LINES);
+	        WACZ_ZIPNUM_LINES, WACZ_ZIPNUM_LINES);
 }
 
 /* Takes the crawl's lock on dir; NULL (said on stderr) when a crawl holds
@@ -108,20 +109,25 @@ int index_tool_main(int argc, char **argv)
 
 int wacz_tool_main(int argc, char **argv)
 {
-	const char *dir = NULL, *mem = NULL, *file = NULL;
+	const char *dir = NULL, *mem = NULL, *file = NULL, *zipnum = NULL;
 	bool quiet = false;
 	const struct tool_spec spec = { "wacz",
 		                        wacz_usage,
 		                        { { "--memory-mb", NULL, &mem },
-		                          { "--output", "-o", &file } },
+		                          { "--output", "-o", &file },
+		                          { "--zipnum-lines", NULL, &zipnum } },
 		                        { "--quiet", "-q", &quiet },
 		                        &dir };
 	int st = tool_parse_args(&spec, argc, argv);
 	if (st >= 0)
 		return st;
 	struct wacz_options o = { .path = file, .messages = stderr, .who = "crawler wacz" };
-	if (memory_option("wacz", mem, &o.memory) != 0)
+	size_t lines = WACZ_ZIPNUM_LINES;
+	if (memory_option("wacz", mem, &o.memory) != 0 ||
+	    (zipnum != NULL &&
+	     tool_count("wacz", "--zipnum-lines", zipnum, 1ull << 40, &lines) != 0))
 		return 2;
+	o.zipnum_lines = lines;
 	struct outdir_lock *lock = lock_dir("wacz", dir);
 	if (lock == NULL)
 		return 1;

@@ -202,6 +202,8 @@ static int index_records(const struct one *c, int fd, uint64_t from)
 			.date_len = rec.date.len,
 			.payload_digest = rec.payload_digest.p,
 			.payload_digest_len = rec.payload_digest.len,
+			.content_type = rec.content_type.p,
+			.content_type_len = rec.content_type.len,
 			.block = rec.block,
 			.block_len = rec.block_len,
 			.offset = rec.offset,

@@ -231,8 +231,8 @@ struct linesort *linesort_create(const char *tmpdir, size_t memory)
 		return NULL;
 	}
 	ls->memory = memory ? memory : LINESORT_DEFAULT_MEMORY;
-	if (ls->memory < (1u << 20))
-		ls->memory = 1u << 20;
+	if (ls->memory < 4096)
+		ls->memory = 4096;
 	return ls;
 }
 

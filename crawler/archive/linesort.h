@@ -24,7 +24,7 @@ struct linesort;
 
 /* A sorter whose runs go to tmpdir (created if missing, and removed with
  * what it holds by linesort_destroy). NULL when out of memory. memory: 0
- * -> 64 MiB, at least 1 MiB. */
+ * -> 64 MiB, at least 4 KiB. */
 struct linesort *linesort_create(const char *tmpdir, size_t memory);
 
 /* Adds a line (len bytes, no '\n'; copied). 0, or -1 (memory, or a run

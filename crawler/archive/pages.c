@@ -258,8 +258,6 @@ static int take_record(struct pages *p, const struct warc_scan_record *r)
 	    cdxj_text_add(&p->line, "\t", 1) != 0 ||
 	    cdxj_text_add(&p->line, p->title.p ? p->title.p : "", p->title.len) != 0)
 		return -1;
-	if (p->title.len > 0)
-		p->rep->titles++;
 	return join_add(p);
 }
 
@@ -454,6 +452,7 @@ static int on_ordered(void *ctx, const char *line, size_t len)
 	if (fl[3] > 0 && (cdxj_text_add(&p->line, ",\"title\":", 9) != 0 ||
 	                  cdxj_json_string(&p->line, f[3], fl[3]) != 0))
 		return -1;
+	p->rep->titles += fl[3] > 0;
 	if (depth != NO_DEPTH) {
 		snprintf(num, sizeof num, ",\"depth\":%" PRIu64, depth);
 		if (cdxj_text_add(&p->line, num, strlen(num)) != 0 ||

@@ -639,26 +639,36 @@ static int add_field(struct cdxj_text *t, const char *name, const char *v, size_
 	return 0;
 }
 
+/* Whether warcio's cdx-index (without --all) indexes the record. */
+static bool indexed(const struct cdxj_record *r)
+{
+	if (is(r->type, r->type_len, "request") || is(r->type, r->type_len, "warcinfo"))
+		return false;
+	if (is(r->type, r->type_len, "metadata") || is(r->type, r->type_len, "resource"))
+		return !is(r->content_type, r->content_type_len, "application/warc-fields");
+	return true;
+}
+
 static enum cdxj_error build_line(struct cdxj_indexer *ix, const struct cdxj_record *r)
 {
 	struct cdxj_text *l = &ix->line;
-	struct cdxj_text url = { 0 }, digest = { 0 };
+	struct cdxj_text url = { 0 }, digest = { 0 }, ctype = { 0 };
 	char status[64], num[24];
 	bool has_http = false, has_status = false, first = true;
 	bool revisit = is(r->type, r->type_len, "revisit");
+	bool http = revisit || is(r->type, r->type_len, "response");
 	enum cdxj_error rc = CDXJ_ERR_NOMEM;
-	const char *key;
-	size_t kl;
+	const char *key = "undefined"; /* as warcio writes a record without a URL */
+	size_t kl = 9;
 
 	if (warc_value(ix, &url, r->url, r->url_len) != 0 ||
 	    warc_value(ix, &digest, r->payload_digest, r->payload_digest_len) != 0 ||
+	    warc_value(ix, &ctype, r->content_type, r->content_type_len) != 0 ||
 	    (r->url != NULL && cdxj_indexer_urlkey(ix, url.p, url.len, &key, &kl) != CDXJ_OK))
 		goto out;
 	l->len = 0;
 	/* urlkey and timestamp: the date less '-', ':' and 'T', 14 characters */
-	if (r->url != NULL && cdxj_text_add(l, key, kl) != 0)
-		goto out;
-	if (text_char(l, ' ') != 0)
+	if (cdxj_text_add(l, key, kl) != 0 || text_char(l, ' ') != 0)
 		goto out;
 	size_t ts = 0;
 	for (size_t i = 0; i < r->date_len && ts < 14; i++)
@@ -669,12 +679,16 @@ static enum cdxj_error build_line(struct cdxj_indexer *ix, const struct cdxj_rec
 		}
 	if (text_char(l, ' ') != 0)
 		goto out;
-	if (http_fields(ix, r, &has_http, status, sizeof status, &has_status) != 0)
+	if (http && http_fields(ix, r, &has_http, status, sizeof status, &has_status) != 0)
 		goto out;
 	if (r->url != NULL && add_field(l, "url", url.p, url.len, &first) != 0)
 		goto out;
 	if (revisit) {
 		if (add_field(l, "mime", "warc/revisit", 12, &first) != 0)
+			goto out;
+	} else if (!http) {
+		if (r->content_type != NULL && ctype.len > 0 &&
+		    add_field(l, "mime", ctype.p, ctype.len, &first) != 0)
 			goto out;
 	} else if (has_http && ix->mime.len > 0) {
 		/* up to the first ';', trimmed */
@@ -708,6 +722,7 @@ static enum cdxj_error build_line(struct cdxj_indexer *ix, const struct cdxj_rec
 out:
 	free(url.p);
 	free(digest.p);
+	free(ctype.p);
 	return rc;
 }
 
@@ -716,7 +731,7 @@ enum cdxj_error cdxj_indexer_line(struct cdxj_indexer *ix, const struct cdxj_rec
 {
 	if (ix == NULL || r == NULL || r->filename == NULL)
 		return CDXJ_ERR_INVALID;
-	if (!is(r->type, r->type_len, "response") && !is(r->type, r->type_len, "revisit"))
+	if (!indexed(r))
 		return CDXJ_SKIP;
 	enum cdxj_error rc = build_line(ix, r);
 	if (rc != CDXJ_OK)

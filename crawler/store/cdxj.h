@@ -10,9 +10,11 @@
  * SURT form of the URL ("http://www.Example.com/a?b=1&a=2" ->
  * "com,example)/a?a=2&b=1": scheme and a leading "www<digits>." dropped,
  * lower-cased, host labels reversed, query arguments sorted), in a file
- * sorted by whole lines, byte by byte. One line per response and revisit
- * record (request, warcinfo and other records get none); a revisit's mime
- * is "warc/revisit". Offset and length are the record's gzip member in the
+ * sorted by whole lines, byte by byte. One line per record but requests,
+ * warcinfo records, and metadata and resource records of type
+ * application/warc-fields (the crawler writes responses and revisits); a
+ * revisit's mime is "warc/revisit", a record's but a response's its
+ * Content-Type. Offset and length are the record's gzip member in the
  * file, compressed bytes.
  *
  * The fields are computed as warcio.js computes them, so that the index
@@ -67,6 +69,8 @@ struct cdxj_record {
 	size_t date_len;
 	const char *payload_digest; /* WARC-Payload-Digest */
 	size_t payload_digest_len;
+	const char *content_type; /* the record's Content-Type */
+	size_t content_type_len;
 	/* The record block (the HTTP message), in up to two pieces (headers,
 	 * then body); the second may be NULL. Only a response or revisit's
 	 * block is read. */
@@ -88,8 +92,7 @@ struct cdxj_indexer *cdxj_indexer_create(size_t max_url_len);
 void cdxj_indexer_destroy(struct cdxj_indexer *ix);
 
 /* The line of record r, '\n' included, in *line (owned by ix, valid until
- * the next call) and *len. CDXJ_SKIP for a record type that is not
- * indexed. */
+ * the next call) and *len. CDXJ_SKIP for a record that is not indexed. */
 enum cdxj_error cdxj_indexer_line(struct cdxj_indexer *ix, const struct cdxj_record *r,
                                   const char **line, size_t *len);
 
