@@ -430,13 +430,17 @@ static size_t double_crlf_end(const struct cdxj_record *r, size_t from)
 {
 	size_t total = r->block_len + r->block2_len + 4;
 	for (size_t i = from; i + 4 <= total; i++) {
-		if (i < r->block_len) {
-			const uint8_t *cr = memchr(r->block + i, '\r', r->block_len - i);
+		/* skip to the next CR of the piece i is in */
+		const uint8_t *piece = i < r->block_len ? r->block : r->block2;
+		size_t at = i < r->block_len ? i : i - r->block_len;
+		size_t plen = i < r->block_len ? r->block_len : r->block2_len;
+		if (at < plen) {
+			const uint8_t *cr = memchr(piece + at, '\r', plen - at);
 			if (cr == NULL) {
-				i = r->block_len - 1;
+				i += plen - at - 1;
 				continue;
 			}
-			i = (size_t)(cr - r->block);
+			i += (size_t)(cr - (piece + at));
 		}
 		if (block_byte(r, i) == '\r' && block_byte(r, i + 1) == '\n' &&
 		    block_byte(r, i + 2) == '\r' && block_byte(r, i + 3) == '\n')
@@ -664,7 +668,7 @@ static enum cdxj_error build_line(struct cdxj_indexer *ix, const struct cdxj_rec
 	if (warc_value(ix, &url, r->url, r->url_len) != 0 ||
 	    warc_value(ix, &digest, r->payload_digest, r->payload_digest_len) != 0 ||
 	    warc_value(ix, &ctype, r->content_type, r->content_type_len) != 0 ||
-	    (r->url != NULL && cdxj_indexer_urlkey(ix, url.p, url.len, &key, &kl) != CDXJ_OK))
+	    (url.len > 0 && cdxj_indexer_urlkey(ix, url.p, url.len, &key, &kl) != CDXJ_OK))
 		goto out;
 	l->len = 0;
 	/* urlkey and timestamp: the date less '-', ':' and 'T', 14 characters */
@@ -681,14 +685,13 @@ static enum cdxj_error build_line(struct cdxj_indexer *ix, const struct cdxj_rec
 		goto out;
 	if (http && http_fields(ix, r, &has_http, status, sizeof status, &has_status) != 0)
 		goto out;
-	if (r->url != NULL && add_field(l, "url", url.p, url.len, &first) != 0)
+	if (url.len > 0 && add_field(l, "url", url.p, url.len, &first) != 0)
 		goto out;
 	if (revisit) {
 		if (add_field(l, "mime", "warc/revisit", 12, &first) != 0)
 			goto out;
 	} else if (!http) {
-		if (r->content_type != NULL && ctype.len > 0 &&
-		    add_field(l, "mime", ctype.p, ctype.len, &first) != 0)
+		if (ctype.len > 0 && add_field(l, "mime", ctype.p, ctype.len, &first) != 0)
 			goto out;
 	} else if (has_http && ix->mime.len > 0) {
 		/* up to the first ';', trimmed */
@@ -768,16 +771,15 @@ enum cdxj_error cdxj_line_location(const char *line, size_t len, struct cdxj_loc
 {
 	static const char tail[] = ",\"length\":\"";
 	const char *end = line + len;
-	const char *sp = memchr(line, ' ', len);
-	if (sp == NULL || sp == line || (size_t)(end - sp) < 17 || sp[15] != ' ' || sp[16] != '{' ||
-	    end[-1] != '}')
+	/* URLKEY TIMESTAMP {...}: the key of a URL that does not parse may hold
+	 * spaces, and an odd WARC-Date gives a short timestamp, so only the
+	 * JSON object's start and its end, written last, are checked */
+	const char *brace = len > 2 ? memmem(line, len, " {\"", 3) : NULL;
+	if (brace == NULL || brace == line || end[-1] != '}')
 		return CDXJ_ERR_INVALID;
-	for (int i = 1; i <= 14; i++)
-		if (!ascii_is_digit((unsigned char)sp[i]))
-			return CDXJ_ERR_INVALID;
 	/* the line ends ,"length":"N","offset":"N","filename":"NAME"} */
 	const char *p = NULL;
-	for (const char *s = end - 1; s > sp + 16; s--)
+	for (const char *s = end - 1; s > brace; s--)
 		if (*s == ',' && (size_t)(end - s) > sizeof tail - 1 &&
 		    memcmp(s, tail, sizeof tail - 1) == 0) {
 			p = s + 1;
