@@ -309,20 +309,6 @@ out:
 	return rc;
 }
 
-int archive_index_complete(const char *warc_path, const struct archive_index_options *o,
-                           struct archive_index_report *rep, char *err, size_t errlen)
-{
-	struct one c = { .o = o, .rep = rep, .path = warc_path, .err = err, .errlen = errlen };
-	c.ix = cdxj_indexer_create(o->max_url_len);
-	if (c.ix == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	int rc = complete_one(&c);
-	cdxj_indexer_destroy(c.ix);
-	return rc;
-}
-
 /* ---------- the merged index ---------- */
 
 struct sink {

@@ -47,11 +47,6 @@ struct archive_index_report {
 	uint64_t bad_records; /* records that could not be read: their file's tail unindexed */
 };
 
-/* Completes the own index of one WARC file (path; its index beside it),
- * adding to rep. 0, or -1 with err set (I/O, memory). */
-int archive_index_complete(const char *warc_path, const struct archive_index_options *o,
-                           struct archive_index_report *rep, char *err, size_t errlen);
-
 /* Completes the own index of every *.warc.gz in dir and writes
  * dir/index.cdxj. 0, or -1 with err set. */
 int archive_index_write(const char *dir, const struct archive_index_options *o,
