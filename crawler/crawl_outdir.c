@@ -142,7 +142,7 @@ int crawl_outdir_archive(const struct crawl_config *cfg, int package)
 
 int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 {
-	char path[4400], err[512];
+	char path[4400], err[512] = "";
 	DIR *d = opendir(cfg->output.dir);
 	struct dirent *e;
 	uint64_t cut = 0;
@@ -154,8 +154,14 @@ int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 		if (!crawl_outdir_warc_from(e->d_name, from))
 			continue;
 		snprintf(path, sizeof path, "%s/%s", cfg->output.dir, e->d_name);
-		if (warc_repair_tail(path, 0, &res, err, sizeof err) != WARC_REPAIR_OK) {
-			fprintf(stderr, "crawler crawl: resume: %s\n", err);
+		/* what the repair found whole is synced too: the crashed run's
+		 * tail may still be only in the page cache, and a power cut
+		 * after this resume would tear a file no later resume repairs
+		 * (it is before that one's checkpoint) */
+		if (warc_repair_tail(path, 0, &res, err, sizeof err) != WARC_REPAIR_OK ||
+		    fileio_fsync_path(path) != 0) {
+			fprintf(stderr, "crawler crawl: resume: %s\n",
+			        err[0] ? err : strerror(errno));
 			rc = -1;
 		} else if (res.cut_bytes > 0) {
 			fprintf(stderr,

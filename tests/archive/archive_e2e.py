@@ -252,7 +252,8 @@ def test_resume():
     kills = int(os.environ.get("ARCHIVE_KILLS", "6"))
     work = tempfile.mkdtemp(prefix="archive-resume-")
     tw = e2e.TestWeb(work, e2e.gen_args(), ["--model", "* latency fixed 20ms"])
-    rng = random.Random(int(os.environ.get("ARCHIVE_SEED", str(os.getpid()))))
+    seed = int(os.environ.get("ARCHIVE_SEED", str(os.getpid())))
+    rng = random.Random(seed)
     journal = os.path.join(work, "synced")
     env = dict(os.environ, LD_PRELOAD=resume_e2e.SYNCTRACK, SYNCTRACK_JOURNAL=journal)
     env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
@@ -302,7 +303,7 @@ def test_resume():
     if remade == 0:
         errors.append("no resume completed an index from its records: the kills missed")
     if errors:
-        fail("; ".join(errors))
+        fail("ARCHIVE_SEED=%d: %s" % (seed, "; ".join(errors)))
     shutil.rmtree(work, ignore_errors=True)
     print("resume: %d resumes' indexes and the final one (%d lines, %d files) equal warcio.js's; "
           "%d lines made again from records, %d torn lines cut" % (checked, n, len(files), remade,
@@ -375,8 +376,8 @@ def check_package(path, out, errors, zipnum=False):
             if not blines[0].startswith(prefix.encode() + b" {"):
                 errors.append("index.idx prefix %r is not its block's first line" % prefix)
             lines += blines
-        if len(idx) < 3:
-            errors.append("a ZipNum index of %d blocks" % (len(idx) - 1))
+        if len(idx) - 1 != (len(ref) + 2999) // 3000:
+            errors.append("a ZipNum index of %d blocks for %d lines" % (len(idx) - 1, len(ref)))
     else:
         lines = z.read("indexes/index.cdx").splitlines(keepends=True)
     check_same("the package's index", lines, ref, errors)
