@@ -9,7 +9,8 @@
  * runs), and each line is handed to a callback in order; with no run
  * written the buffer is sorted and handed over directly.
  *
- * Memory: `memory` bytes, plus a line buffer per run being merged. Disk:
+ * Memory: up to twice `memory` bytes (the buffers grow by doubling), plus
+ * a line buffer per run being merged. Disk:
  * the lines once per pass. Lines must not hold '\n'; equal lines are all
  * kept. One thread.
  */
