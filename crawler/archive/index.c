@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "crawler/archive/linesort.h"
-#include "crawler/archive/warc_scan.h"
 #include "crawler/store/cdxj.h"
+#include "crawler/store/warc_reader.h"
 #include "frontier/base/array.h"
 #include "frontier/base/fileio.h"
 
@@ -167,45 +167,51 @@ static int feed(const struct one *c, FILE *f, uint64_t good)
 	return rc;
 }
 
-static const char *scan_problem(enum warc_scan_result r, const struct warc_scan_record *rec)
+static const char *scan_problem(enum warc_read r, const struct warc_record *rec)
 {
 	switch (r) {
-	case WARC_SCAN_TORN: return "the file ends inside this record";
-	case WARC_SCAN_CORRUPT: return "not a gzip member";
-	case WARC_SCAN_NOT_RECORD: return rec->problem;
+	case WARC_READ_TORN: return "the file ends inside this record";
+	case WARC_READ_CORRUPT: return "not a gzip member";
+	case WARC_READ_NOT_RECORD: return rec->problem ? rec->problem : "not one record";
 	default: return "unreadable";
 	}
 }
 
-/* Appends to fd the lines of the records from offset from on. */
+static size_t len_of(const char *s)
+{
+	return s ? strlen(s) : 0;
+}
+
+/* Appends to fd the lines of the records from offset from on. A record
+ * past max_record keeps no block: its line has no status and no mime. */
 static int index_records(const struct one *c, int fd, uint64_t from)
 {
-	struct warc_scan *s = NULL;
-	struct warc_scan_record rec;
-	enum warc_scan_result r;
+	struct warc_reader *s = NULL;
+	struct warc_record rec;
+	enum warc_read r;
 	uint64_t made = 0;
 	int rc = -1;
-	if (warc_scan_open(c->path, from, c->o->max_record ? c->o->max_record : DEFAULT_MAX_RECORD,
-	                   &s) != 0) {
+	if (warc_reader_open(c->path, from,
+	                     c->o->max_record ? c->o->max_record : DEFAULT_MAX_RECORD, &s) != 0) {
 		snprintf(c->err, c->errlen, "%s: %s", c->path, strerror(errno));
 		return -1;
 	}
-	while ((r = warc_scan_next(s, &rec)) == WARC_SCAN_RECORD) {
+	while ((r = warc_reader_next(s, &rec)) == WARC_READ_RECORD || r == WARC_READ_TOO_LARGE) {
 		const char *line;
 		size_t len;
 		struct cdxj_record cr = {
-			.type = rec.type.p,
-			.type_len = rec.type.len,
-			.url = rec.target_uri.p,
-			.url_len = rec.target_uri.len,
-			.date = rec.date.p,
-			.date_len = rec.date.len,
-			.payload_digest = rec.payload_digest.p,
-			.payload_digest_len = rec.payload_digest.len,
-			.content_type = rec.content_type.p,
-			.content_type_len = rec.content_type.len,
+			.type = rec.type,
+			.type_len = len_of(rec.type),
+			.url = rec.target_uri,
+			.url_len = len_of(rec.target_uri),
+			.date = rec.date,
+			.date_len = len_of(rec.date),
+			.payload_digest = rec.payload_digest,
+			.payload_digest_len = len_of(rec.payload_digest),
+			.content_type = rec.content_type,
+			.content_type_len = len_of(rec.content_type),
 			.block = rec.block,
-			.block_len = rec.block_len,
+			.block_len = rec.block ? rec.block_len : 0,
 			.offset = rec.offset,
 			.length = rec.length,
 			.filename = c->base,
@@ -225,12 +231,12 @@ static int index_records(const struct one *c, int fd, uint64_t from)
 			goto out;
 		made++;
 	}
-	if (r == WARC_SCAN_ERR_IO || r == WARC_SCAN_ERR_NOMEM) {
+	if (r == WARC_READ_ERR_IO || r == WARC_READ_ERR_NOMEM) {
 		snprintf(c->err, c->errlen, "%s: %s", c->path,
-		         r == WARC_SCAN_ERR_NOMEM ? "out of memory" : strerror(errno));
+		         r == WARC_READ_ERR_NOMEM ? "out of memory" : strerror(errno));
 		goto out;
 	}
-	if (r != WARC_SCAN_END) {
+	if (r != WARC_READ_END) {
 		c->rep->bad_records++;
 		say(c, "offset %" PRIu64 ": %s: its records from there on are not indexed",
 		    rec.offset, scan_problem(r, &rec));
@@ -240,7 +246,7 @@ static int index_records(const struct one *c, int fd, uint64_t from)
 	c->rep->reindexed += made;
 	rc = 0;
 out:
-	warc_scan_close(s);
+	warc_reader_close(s);
 	return rc;
 }
 

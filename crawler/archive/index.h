@@ -9,7 +9,7 @@
  * at or after the end of the record before it and ends within the file;
  * the first line that is not is cut off with all after it (counted), and
  * the records from the end of the last good line on are read back
- * (archive/warc_scan.h) and their lines appended (counted). So after a
+ * (store/warc_reader.h) and their lines appended (counted). So after a
  * crash and the WARC repair of a resume, the index holds each record's
  * line once: none lost with a torn tail, none twice. Records that cannot
  * be read (a torn or corrupt member in a WARC not repaired) end that

@@ -11,10 +11,10 @@
 
 #include "crawler/archive/index.h"
 #include "crawler/archive/linesort.h"
-#include "crawler/archive/warc_scan.h"
 #include "crawler/net/decode.h"
 #include "crawler/store/cdxj.h"
 #include "crawler/store/crawl_log.h"
+#include "crawler/store/warc_reader.h"
 #include "frontier/base/array.h"
 #include "frontier/base/ascii.h"
 #include "parse/html_charset.h"
@@ -223,27 +223,26 @@ static int join_add(struct pages *p)
 }
 
 /* One record: an HTML 200 response or a revisit of one goes to the join. */
-static int take_record(struct pages *p, const struct warc_scan_record *r)
+static int take_record(struct pages *p, const struct warc_record *r)
 {
 	struct http_msg m;
-	bool revisit = r->type.len == 7 && memcmp(r->type.p, "revisit", 7) == 0;
-	bool response = r->type.len == 8 && memcmp(r->type.p, "response", 8) == 0;
-	if ((!revisit && !response) || r->target_uri.len == 0)
+	bool revisit = r->type != NULL && strcmp(r->type, "revisit") == 0;
+	bool response = r->type != NULL && strcmp(r->type, "response") == 0;
+	if ((!revisit && !response) || r->target_uri == NULL || r->block == NULL)
 		return 0;
 	http_parse(r->block, r->block_len, &m);
 	if (m.status != 200 || !is_html(&m))
 		return 0;
 	p->title.len = 0;
-	if (r->payload_digest.len > 0 && r->payload_digest.len < sizeof p->cache[0].digest) {
-		struct cached_title *c = cache_slot(p, r->payload_digest.p, r->payload_digest.len);
-		bool hit = strlen(c->digest) == r->payload_digest.len &&
-		           memcmp(c->digest, r->payload_digest.p, r->payload_digest.len) == 0;
+	size_t dl = r->payload_digest ? strlen(r->payload_digest) : 0;
+	if (dl > 0 && dl < sizeof p->cache[0].digest) {
+		struct cached_title *c = cache_slot(p, r->payload_digest, dl);
+		bool hit = strcmp(c->digest, r->payload_digest) == 0;
 		if (response) {
 			find_title(p, &m, r->block + m.body_at, r->block_len - m.body_at);
 			free(c->title);
 			c->title = strndup(p->title.p ? p->title.p : "", p->title.len);
-			memcpy(c->digest, r->payload_digest.p, r->payload_digest.len);
-			c->digest[r->payload_digest.len] = '\0';
+			memcpy(c->digest, r->payload_digest, dl + 1);
 		} else if (hit && c->title != NULL) {
 			p->title.len = 0;
 			cdxj_text_add(&p->title, c->title, strlen(c->title));
@@ -251,10 +250,11 @@ static int take_record(struct pages *p, const struct warc_scan_record *r)
 	} else if (response) {
 		find_title(p, &m, r->block + m.body_at, r->block_len - m.body_at);
 	}
+	const char *date = r->date ? r->date : "";
 	p->line.len = 0;
-	if (cdxj_text_add(&p->line, r->target_uri.p, r->target_uri.len) != 0 ||
+	if (cdxj_text_add(&p->line, r->target_uri, strlen(r->target_uri)) != 0 ||
 	    cdxj_text_add(&p->line, "\t1\t", 3) != 0 ||
-	    cdxj_text_add(&p->line, r->date.p ? r->date.p : "", r->date.len) != 0 ||
+	    cdxj_text_add(&p->line, date, strlen(date)) != 0 ||
 	    cdxj_text_add(&p->line, "\t", 1) != 0 ||
 	    cdxj_text_add(&p->line, p->title.p ? p->title.p : "", p->title.len) != 0)
 		return -1;
@@ -271,25 +271,26 @@ static int scan_warcs(struct pages *p, const char *dir, size_t max_record)
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct warc_scan *s = NULL;
-		struct warc_scan_record r;
-		enum warc_scan_result res;
+		struct warc_reader *s = NULL;
+		struct warc_record r;
+		enum warc_read res;
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-		if (warc_scan_open(path, 0, max_record, &s) != 0) {
+		if (warc_reader_open(path, 0, max_record, &s) != 0) {
 			snprintf(p->err, p->errlen, "%s: %s", path, strerror(errno));
 			goto out;
 		}
-		while ((res = warc_scan_next(s, &r)) == WARC_SCAN_RECORD)
+		while ((res = warc_reader_next(s, &r)) == WARC_READ_RECORD ||
+		       res == WARC_READ_TOO_LARGE)
 			if (take_record(p, &r) != 0) {
-				warc_scan_close(s);
+				warc_reader_close(s);
 				goto out;
 			}
-		warc_scan_close(s);
-		if (res == WARC_SCAN_ERR_IO || res == WARC_SCAN_ERR_NOMEM) {
+		warc_reader_close(s);
+		if (res == WARC_READ_ERR_IO || res == WARC_READ_ERR_NOMEM) {
 			snprintf(p->err, p->errlen, "%s: read error", path);
 			goto out;
 		}
-		if (res != WARC_SCAN_END)
+		if (res != WARC_READ_END)
 			p->rep->bad_records++;
 	}
 	rc = 0;
