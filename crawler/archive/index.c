@@ -68,7 +68,8 @@ int archive_warc_files(const char *dir, char ***names, size_t *n)
 		(*n)++;
 	}
 	closedir(d);
-	qsort(v, *n, sizeof *v, by_name);
+	if (*n > 1)
+		qsort(v, *n, sizeof *v, by_name);
 	*names = v;
 	return 0;
 }

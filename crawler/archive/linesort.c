@@ -48,7 +48,8 @@ static void run_path(const struct linesort *ls, size_t k, char *out, size_t cap)
 
 static void sort_buffer(struct linesort *ls)
 {
-	qsort_r(ls->e, ls->n, sizeof *ls->e, cmp_entry, ls->text);
+	if (ls->n > 1)
+		qsort_r(ls->e, ls->n, sizeof *ls->e, cmp_entry, ls->text);
 }
 
 /* Sorts the buffer into a new run file and empties it. */

@@ -79,6 +79,19 @@ START_TEST(linesort_matches_qsort)
 	linesort_destroy(ls);
 	struct stat st;
 	ck_assert_int_ne(stat(tmp, &st), 0); /* the runs are gone */
+	/* nothing to sort, and a folder with no WARC file: an empty index */
+	struct collected none = { NULL, 0 };
+	ls = linesort_create(tmp, 0);
+	ck_assert_int_eq(linesort_finish(ls, collect, &none), 0);
+	ck_assert_uint_eq(none.n, 0);
+	linesort_destroy(ls);
+	struct archive_index_options o = { 0 };
+	struct archive_index_report rep = { 0 };
+	char err[256], path[128];
+	ck_assert_int_eq(archive_index_write(dir, &o, &rep, err, sizeof err), 0);
+	snprintf(path, sizeof path, "%s/index.cdxj", dir);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
 	for (int i = 0; i < N; i++) {
 		free(ref[i]);
 		free(got.v[i]);
