@@ -284,7 +284,10 @@ static int resume_state(struct run *r, const char *ckpt)
 		.visit = r->visit,
 		.done = r->done,
 	};
-	return crawl_ckpt_resume(&p, ckpt, &r->tail) == 0 ? CRAWL_EXIT_OK : CRAWL_EXIT_FAILURE;
+	if (crawl_ckpt_resume(&p, ckpt, &r->tail) != 0)
+		return CRAWL_EXIT_FAILURE;
+	crawl_outdir_archive(r->cfg, 0); /* an index it cannot write stops no crawl */
+	return CRAWL_EXIT_OK;
 }
 
 /* The tail replay's hooks (crawl_tail.h). */
@@ -430,6 +433,8 @@ void run_teardown(struct run *r, int ran)
 	stop_threads(r);
 	if (ran)
 		write_reports(r);
+	if (ran && r->exit_code != CRAWL_EXIT_ABORTED)
+		crawl_outdir_archive(r->cfg, 1);
 	if (r->loop_ok) {
 		uv_run(&r->loop, UV_RUN_DEFAULT);
 		uv_loop_close(&r->loop);
