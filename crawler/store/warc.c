@@ -15,6 +15,8 @@
 #include <libdeflate.h>
 
 #include "crawler/store/cdxj.h"
+#include "crawler/store/history.h"
+#include "frontier/base/array.h"
 #include "frontier/base/clock.h"
 #include "frontier/base/header_field.h"
 
@@ -62,6 +64,8 @@ struct digest_entry {
 	char id[48]; /* <urn:uuid:...> */
 	char date[32];
 	char *url;
+	uint32_t file_no; /* the record's file (warc_writer.names) */
+	uint64_t offset;  /* and gzip member */
 };
 
 struct warc_writer {
@@ -79,6 +83,8 @@ struct warc_writer {
 
 	FILE *f;
 	char file[256];
+	char **names; /* every file opened, by number (digest_entry.file_no) */
+	size_t n_names, names_cap;
 	uint64_t file_bytes;
 	uint64_t file_records;
 	unsigned serial;
@@ -112,6 +118,10 @@ struct warc_writer {
 	 * by a failed write); ix is NULL when indexing is off. */
 	struct cdxj_indexer *ix;
 	FILE *idx;
+	/* The history beside the current file (NULL: none, or cut short). */
+	bool history;
+	FILE *hist;
+	struct cdxj_text hline; /* the fetch's history line, until it is written */
 };
 
 const char *warc_strerror(enum warc_error err)
@@ -142,7 +152,7 @@ static struct digest_entry *digest_find(struct warc_writer *w, const uint8_t d[2
 }
 
 static void digest_insert(struct warc_writer *w, const uint8_t d[20], const char *id,
-                          const char *date, const char *url)
+                          const char *date, const char *url, uint64_t offset)
 {
 	struct digest_entry *e = &w->entries[w->ring_pos];
 	int32_t idx = (int32_t)w->ring_pos;
@@ -168,6 +178,8 @@ static void digest_insert(struct warc_writer *w, const uint8_t d[20], const char
 	memcpy(e->digest, d, 20);
 	snprintf(e->id, sizeof(e->id), "%s", id);
 	snprintf(e->date, sizeof(e->date), "%s", date);
+	e->file_no = (uint32_t)(w->n_names - 1);
+	e->offset = offset;
 	e->used = 1;
 	size_t b = bucket_of(w, d);
 	e->next = w->buckets[b];
@@ -311,43 +323,56 @@ static enum warc_error write_warcinfo(struct warc_writer *w)
 	return write_member(w, w->level, hdr, (size_t)hl, &p, 1);
 }
 
-/* Ends the current file's index (an index write that fails only cuts
- * the index short: the index tools complete it from the records). */
-static void index_close(struct warc_writer *w, bool failed)
+/* Ends one of the current file's side files (the index, the history): a
+ * write that fails only cuts it short (the index tools complete it from
+ * the records), counted in *errors. */
+static void side_close(FILE **fp, bool failed, uint64_t *errors)
 {
-	if (w->idx == NULL)
+	FILE *f = *fp;
+	if (f == NULL)
 		return;
-	if (fflush(w->idx) != 0 || fsync(fileno(w->idx)) != 0)
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
 		failed = true;
-	if (fclose(w->idx) != 0)
+	if (fclose(f) != 0)
 		failed = true;
-	w->idx = NULL;
+	*fp = NULL;
 	if (failed)
-		w->stats.index_errors++;
+		(*errors)++;
 }
 
-/* Opens the index of the file just opened: its name with ".cdxj" for
- * ".warc.gz". */
-static void index_open(struct warc_writer *w)
+static void index_close(struct warc_writer *w, bool failed)
+{
+	side_close(&w->idx, failed, &w->stats.index_errors);
+}
+
+static void history_close(struct warc_writer *w, bool failed)
+{
+	side_close(&w->hist, failed, &w->stats.history_errors);
+}
+
+/* Opens a side file of the file just opened: its name with suffix for
+ * ".warc.gz". NULL (counted in *errors) when it cannot be. */
+static FILE *side_open(struct warc_writer *w, const char *suffix, uint64_t *errors)
 {
 	char path[4096];
 	size_t n = strlen(w->file);
-	if (w->ix == NULL)
-		return;
+	FILE *f = NULL;
 	if (n < 8 || strcmp(w->file + n - 8, ".warc.gz") != 0 ||
-	    snprintf(path, sizeof path, "%s/%.*s.cdxj", w->dir, (int)(n - 8), w->file) >=
+	    snprintf(path, sizeof path, "%s/%.*s%s", w->dir, (int)(n - 8), w->file, suffix) >=
 	            (int)sizeof path ||
-	    (w->idx = fopen(path, "w")) == NULL) {
-		w->stats.index_errors++;
-		return;
+	    (f = fopen(path, "w")) == NULL) {
+		(*errors)++;
+		return NULL;
 	}
-	setvbuf(w->idx, NULL, _IOFBF, WARC_STDIO_BUF);
+	setvbuf(f, NULL, _IOFBF, WARC_STDIO_BUF);
+	return f;
 }
 
 static enum warc_error close_file(struct warc_writer *w)
 {
 	enum warc_error rc = WARC_OK;
 	index_close(w, false);
+	history_close(w, false);
 	if (w->f == NULL)
 		return WARC_OK;
 	if (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0)
@@ -379,6 +404,10 @@ static enum warc_error open_file(struct warc_writer *w)
 	char path[4096];
 	time_t t = time(NULL);
 	struct tm tm;
+	char **names = array_grow(w->names, &w->names_cap, w->n_names, sizeof *names, 16);
+	if (names == NULL)
+		return WARC_ERR_NOMEM;
+	w->names = names;
 	gmtime_r(&t, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%d%H%M%S", &tm);
 	/* The serial keeps names unique even within one second; on a clash
@@ -413,6 +442,8 @@ static enum warc_error open_file(struct warc_writer *w)
 		w->first_error_errno = errno;
 		rc = WARC_ERR_IO;
 	}
+	if (rc == WARC_OK && (w->names[w->n_names] = strdup(w->file)) == NULL)
+		rc = WARC_ERR_NOMEM;
 	if (rc != WARC_OK) {
 		/* no file without its warcinfo: the next write opens a new one */
 		int e = w->first_error_errno;
@@ -424,7 +455,11 @@ static enum warc_error open_file(struct warc_writer *w)
 		errno = e;
 		return rc;
 	}
-	index_open(w);
+	w->n_names++;
+	if (w->ix != NULL)
+		w->idx = side_open(w, ".cdxj", &w->stats.index_errors);
+	if (w->history)
+		w->hist = side_open(w, ".history", &w->stats.history_errors);
 	return rc;
 }
 
@@ -474,6 +509,7 @@ enum warc_error warc_writer_open(const struct warc_config *config, struct warc_w
 	                   ? config->compression_level
 	                   : 6;
 	w->no_revisits = config->no_revisits;
+	w->history = config->history;
 	w->nentries = config->digest_entries ? config->digest_entries : WARC_DEFAULT_DIGESTS;
 	w->nbuckets = 1;
 	while (w->nbuckets < w->nentries)
@@ -686,124 +722,207 @@ static enum warc_error block_as_stored(const uint8_t *h, size_t len, uint64_t bo
 	return WARC_OK;
 }
 
+/* What one fetch's records turned out to be, for its index and history
+ * lines and for the digest table. */
+enum fetch_kind {
+	FETCH_RESPONSE,        /* a response record */
+	FETCH_REVISIT_CRAWL,   /* a revisit of a payload this crawl wrote */
+	FETCH_REVISIT_EARLIER, /* a revisit of the URL's earlier capture, same payload */
+	FETCH_NOT_MODIFIED,    /* a 304 to the earlier capture's validators */
+};
+
+struct fetch_out {
+	enum fetch_kind kind;
+	int status;                      /* the response's HTTP status, 0 if none */
+	uint64_t resp_at;                /* the response (or revisit) record's offset */
+	char resp_id[48];                /* its WARC-Record-ID */
+	char date[32];                   /* the fetch's WARC-Date */
+	uint8_t pd[20];                  /* the payload's SHA-1 */
+	char plabel[38];                 /* as WARC-Payload-Digest */
+	bool remember;                   /* a new payload for the digest table */
+	const struct digest_entry *prev; /* FETCH_REVISIT_CRAWL's original */
+};
+
+/* The status code of an HTTP header block's first line, 0 if none. */
+static int http_status(const void *h, size_t len)
+{
+	const char *p = h, *end = p != NULL ? p + len : NULL;
+	int v = 0, digits = 0;
+	if (p == NULL || len < 5 || memcmp(p, "HTTP/", 5) != 0)
+		return 0;
+	while (p < end && *p != ' ' && *p != '\n')
+		p++;
+	while (p < end && *p == ' ')
+		p++;
+	for (; p < end && *p >= '0' && *p <= '9' && digits < 3; p++, digits++)
+		v = v * 10 + (*p - '0');
+	return digits == 3 ? v : 0;
+}
+
+/* The revisit record of a fetch: its header block only, naming its
+ * original (profile: the URL of the WARC-Profile). */
+static enum warc_error write_revisit(struct warc_writer *w, const struct warc_fetch *f,
+                                     const struct fetch_out *o, const char *req_id,
+                                     const char *profile, const char *digest, const char *ref_id,
+                                     const char *ref_uri, const char *ref_date,
+                                     const char *ref_file, uint64_t ref_offset)
+{
+	char container[4200];
+	if (history_container(ref_file, ref_offset, container, sizeof container) != 0)
+		return WARC_ERR_INVALID;
+	const char *names[] = {
+		"WARC-Concurrent-To",      "WARC-Payload-Digest",       "WARC-Profile",
+		"WARC-Refers-To",          "WARC-Refers-To-Target-URI", "WARC-Refers-To-Date",
+		"WARC-Refers-To-Container"
+	};
+	const char *values[] = { req_id, digest, profile, ref_id, ref_uri, ref_date, container };
+	size_t skip = (f->request_headers && f->request_len) ? 0 : 1;
+	struct piece head = { f->response_headers, f->response_headers_len };
+	/* The profile says the payload is elsewhere: the HTTP headers only. */
+	return write_record(w, "revisit", o->resp_id, o->date, f, names + skip, values + skip,
+	                    7 - skip, "application/http; msgtype=response", w->level, &head, 1);
+}
+
+/* What the fetch is to be written as (see enum fetch_kind). */
+static enum fetch_kind kind_of(struct warc_writer *w, const struct warc_fetch *f,
+                               struct fetch_out *o)
+{
+	bool whole = f->body_len > 0 && !f->truncated;
+	const struct warc_refer *r = f->refer;
+	o->prev = NULL;
+	/* a revisit's header block must fit (WARC_HDR_CAP), as the
+	 * digest table's URLs do: else the fetch is written whole */
+	if (r != NULL && r->record_id && r->date && r->target_uri && r->digest && r->file &&
+	    strlen(r->target_uri) <= WARC_URL_KEEP && strlen(r->file) <= WARC_URL_KEEP) {
+		if (o->status == 304)
+			return FETCH_NOT_MODIFIED;
+		if (o->status == 200 && whole && strcmp(r->digest, o->plabel) == 0)
+			return FETCH_REVISIT_EARLIER;
+	}
+	if (!w->no_revisits && whole)
+		o->prev = digest_find(w, o->pd);
+	return o->prev != NULL ? FETCH_REVISIT_CRAWL : FETCH_RESPONSE;
+}
+
+/* The response record of a fetch (its payload new to the crawl). */
+static enum warc_error write_response(struct warc_writer *w, const struct warc_fetch *f,
+                                      struct fetch_out *o, const char *req_id)
+{
+	const char *nm[3], *vl[3];
+	size_t k = 0;
+	if (f->request_headers && f->request_len) {
+		nm[k] = "WARC-Concurrent-To";
+		vl[k++] = req_id;
+	}
+	nm[k] = "WARC-Payload-Digest";
+	vl[k++] = o->plabel;
+	if (f->truncated) {
+		nm[k] = "WARC-Truncated";
+		vl[k++] = "length";
+	}
+	struct piece pieces[2] = { { f->response_headers, f->response_headers_len },
+		                   { f->body, f->body_len } };
+	/* A payload compressed already would cost a deflate pass for nothing:
+	 * its member is stored (level 0: still a gzip member, any reader reads it). */
+	enum warc_error rc = write_record(w, "response", o->resp_id, o->date, f, nm, vl, k,
+	                                  "application/http; msgtype=response",
+	                                  f->incompressible ? 0 : w->level, pieces, 2);
+	if (rc == WARC_OK) {
+		w->stats.responses++;
+		o->remember = !w->no_revisits && f->body_len > 0 && !f->truncated;
+	}
+	return rc;
+}
+
 /* The records of one fetch (warc_writer_write_fetch makes it all or
- * nothing). A response to remember for revisits is returned in *remember
- * (its id, date and payload digest in resp_id, date, pd); the caller enters
- * it once the fetch is safely in the file. */
+ * nothing). A response to remember for revisits is said in o->remember;
+ * the caller enters it once the fetch is safely in the file. */
 static enum warc_error write_fetch_records(struct warc_writer *w, const struct warc_fetch *f,
-                                           uint64_t *resp_at, bool *revisit, char resp_id[48],
-                                           char date[32], uint8_t pd[20], bool *remember)
+                                           struct fetch_out *o)
 {
 	enum warc_error rc = WARC_OK;
 	char req_id[48];
-	char plabel[38];
+	static const char profile[] = "http://netpreserve.org/warc/1.1/revisit/";
+	char prof[96];
 
-	*remember = false;
+	o->remember = false;
 	make_uuid(w, req_id);
-	make_uuid(w, resp_id);
-	wall_clock_text(f->date_unix_ms, date);
+	make_uuid(w, o->resp_id);
+	wall_clock_text(f->date_unix_ms, o->date);
 	struct piece body = { f->body, f->body_len };
-	rc = digest_pieces(w, &body, 1, pd);
+	rc = digest_pieces(w, &body, 1, o->pd);
 	if (rc != WARC_OK)
 		return rc;
-	warc_sha1_label(pd, plabel);
+	warc_sha1_label(o->pd, o->plabel);
+	o->status = http_status(f->response_headers, f->response_headers_len);
 
 	if (f->request_headers != NULL && f->request_len > 0) {
 		const char *names[] = { "WARC-Concurrent-To" };
-		const char *values[] = { resp_id };
+		const char *values[] = { o->resp_id };
 		struct piece p = { f->request_headers, f->request_len };
-		rc = write_record(w, "request", req_id, date, f, names, values, 1,
+		rc = write_record(w, "request", req_id, o->date, f, names, values, 1,
 		                  "application/http; msgtype=request", w->level, &p, 1);
 		if (rc != WARC_OK)
 			return rc;
 	}
-	*resp_at = w->file_bytes;
-	struct digest_entry *prev = NULL;
-	if (!w->no_revisits && f->body_len > 0 && !f->truncated)
-		prev = digest_find(w, pd);
-	struct piece pieces[2] = { { f->response_headers, f->response_headers_len },
-		                   { f->body, f->body_len } };
-	if (prev != NULL) {
-		const char *names[] = {
-			"WARC-Concurrent-To", "WARC-Payload-Digest",       "WARC-Profile",
-			"WARC-Refers-To",     "WARC-Refers-To-Target-URI", "WARC-Refers-To-Date",
-			"WARC-Truncated"
-		};
-		const char *values[] = {
-			req_id,
-			plabel,
-			"http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
-			prev->id,
-			prev->url,
-			prev->date,
-			"length"
-		};
-		size_t nn = (f->request_headers && f->request_len) ? 0 : 1;
-		/* A revisit keeps the HTTP headers only (the profile says the
-		 * payload is elsewhere); the trailing WARC-Truncated is unused. */
-		rc = write_record(w, "revisit", resp_id, date, f, names + nn, values + nn,
-		                  7 - nn - 1, "application/http; msgtype=response", w->level,
-		                  pieces, 1);
-		if (rc == WARC_OK) {
-			w->stats.revisits++;
-			*revisit = true;
-		}
-		return rc;
+	o->resp_at = w->file_bytes;
+	o->kind = kind_of(w, f, o);
+	const struct warc_refer *r = f->refer;
+	const struct digest_entry *e = o->prev;
+	switch (o->kind) {
+	case FETCH_RESPONSE: return write_response(w, f, o, req_id);
+	case FETCH_NOT_MODIFIED:
+		snprintf(prof, sizeof prof, "%sserver-not-modified", profile);
+		rc = write_revisit(w, f, o, req_id, prof, r->digest, r->record_id, r->target_uri,
+		                   r->date, r->file, r->offset);
+		break;
+	case FETCH_REVISIT_EARLIER:
+		snprintf(prof, sizeof prof, "%sidentical-payload-digest", profile);
+		rc = write_revisit(w, f, o, req_id, prof, o->plabel, r->record_id, r->target_uri,
+		                   r->date, r->file, r->offset);
+		break;
+	case FETCH_REVISIT_CRAWL:
+		snprintf(prof, sizeof prof, "%sidentical-payload-digest", profile);
+		rc = write_revisit(w, f, o, req_id, prof, o->plabel, e->id, e->url, e->date,
+		                   w->names[e->file_no], e->offset);
+		break;
 	}
-	const char *names[] = { "WARC-Concurrent-To", "WARC-Payload-Digest", "WARC-Truncated" };
-	const char *values[] = { req_id, plabel, "length" };
-	size_t first = (f->request_headers && f->request_len) ? 0 : 1;
-	size_t count = 2 - first + (f->truncated ? 1 : 0);
-	const char *nm[3], *vl[3];
-	size_t k = 0;
-	for (size_t i = first; i < 2; i++) {
-		nm[k] = names[i];
-		vl[k++] = values[i];
-	}
-	if (f->truncated) {
-		nm[k] = names[2];
-		vl[k++] = values[2];
-	}
-	/* A payload compressed already would cost a deflate pass for nothing:
-	 * its member is stored (level 0: still a gzip member, any reader reads it). */
-	rc = write_record(w, "response", resp_id, date, f, nm, vl, count,
-	                  "application/http; msgtype=response", f->incompressible ? 0 : w->level,
-	                  pieces, 2);
 	if (rc == WARC_OK) {
-		w->stats.responses++;
-		*remember = !w->no_revisits && f->body_len > 0 && !f->truncated;
+		w->stats.revisits++;
+		w->stats.revisits_not_modified += o->kind == FETCH_NOT_MODIFIED;
+		w->stats.revisits_earlier += o->kind == FETCH_REVISIT_EARLIER;
 	}
 	return rc;
 }
 
 /* The index line of the fetch's response (or revisit) record, which runs
- * from resp_at to the end of the file; NULL when the file has no index or
- * the line cannot be made (the index is then cut short). */
-static const char *index_line(struct warc_writer *w, const struct warc_fetch *f, bool revisit,
-                              const char *date, const uint8_t pd[20], uint64_t resp_at, size_t *len)
+ * from o->resp_at to the end of the file; NULL when the file has no index
+ * or the line cannot be made (the index is then cut short). */
+static const char *index_line(struct warc_writer *w, const struct warc_fetch *f,
+                              const struct fetch_out *o, size_t *len)
 {
-	char label[38];
 	const char *line = NULL;
+	bool revisit = o->kind != FETCH_RESPONSE;
+	const char *digest = o->kind == FETCH_NOT_MODIFIED ? f->refer->digest : o->plabel;
 	if (w->idx == NULL)
 		return NULL;
-	warc_sha1_label(pd, label);
 	struct cdxj_record r = {
 		.type = revisit ? "revisit" : "response",
 		.type_len = revisit ? 7 : 8,
 		.url = f->url,
 		.url_len = strlen(f->url),
-		.date = date,
-		.date_len = strlen(date),
-		.payload_digest = label,
-		.payload_digest_len = strlen(label),
+		.date = o->date,
+		.date_len = strlen(o->date),
+		.payload_digest = digest,
+		.payload_digest_len = strlen(digest),
 		.content_type = "application/http; msgtype=response",
 		.content_type_len = 34,
 		.block = f->response_headers,
 		.block_len = f->response_headers_len,
 		.block2 = revisit ? NULL : f->body,
 		.block2_len = revisit ? 0 : f->body_len,
-		.offset = resp_at,
-		.length = w->file_bytes - resp_at,
+		.offset = o->resp_at,
+		.length = w->file_bytes - o->resp_at,
 		.filename = w->file,
 	};
 	if (cdxj_indexer_line(w->ix, &r, &line, len) != CDXJ_OK)
@@ -811,14 +930,83 @@ static const char *index_line(struct warc_writer *w, const struct warc_fetch *f,
 	return line;
 }
 
+/* The fetch's history line into w->hline ("" when it gets none: not a
+ * page's capture, or no history beside the file). */
+static void history_line_make(struct warc_writer *w, const struct warc_fetch *f,
+                              const struct fetch_out *o)
+{
+	char etag[HISTORY_VALIDATOR_MAX + 1], lm[HISTORY_VALIDATOR_MAX + 1];
+	const struct warc_refer *r = f->refer;
+	const struct digest_entry *e = o->prev;
+	w->hline.len = 0;
+	if (w->hist == NULL || !f->history || !history_wanted(f->url) ||
+	    (o->kind == FETCH_RESPONSE && o->status != 200))
+		return;
+	history_validators(f->response_headers, f->response_headers_len, etag, lm);
+	if (o->kind == FETCH_NOT_MODIFIED && !etag[0] && !lm[0]) {
+		snprintf(etag, sizeof etag, "%s", r->etag ? r->etag : "");
+		snprintf(lm, sizeof lm, "%s", r->last_modified ? r->last_modified : "");
+	}
+	struct history_entry h = {
+		.sig = history_sig(f->url, strlen(f->url)),
+		.date = o->date,
+		.file = w->file,
+		.offset = o->resp_at,
+		.length = w->file_bytes - o->resp_at,
+		.depth = f->depth,
+		.has_depth = true,
+		.etag = etag,
+		.last_modified = lm,
+		.url = f->url,
+	};
+	switch (o->kind) {
+	case FETCH_RESPONSE:
+		h.ref_id = o->resp_id;
+		h.ref_date = o->date;
+		h.ref_digest = o->plabel;
+		h.ref_file = w->file;
+		h.ref_offset = o->resp_at;
+		h.ref_uri = f->url;
+		break;
+	case FETCH_NOT_MODIFIED:
+	case FETCH_REVISIT_EARLIER:
+		h.ref_id = r->record_id;
+		h.ref_date = r->date;
+		h.ref_digest = r->digest;
+		h.ref_file = r->file;
+		h.ref_offset = r->offset;
+		h.ref_uri = r->target_uri;
+		break;
+	case FETCH_REVISIT_CRAWL:
+		h.ref_id = e->id;
+		h.ref_date = e->date;
+		h.ref_digest = o->plabel;
+		h.ref_file = w->names[e->file_no];
+		h.ref_offset = e->offset;
+		h.ref_uri = e->url;
+		break;
+	}
+	if (history_line(&w->hline, &h) < 0)
+		history_close(w, true);
+}
+
+/* Appends a line made for the fetch to its side file once the fetch's
+ * records are in the file; a write that fails cuts the side file short. */
+static void side_append(FILE **fp, const char *line, size_t len, uint64_t *lines, uint64_t *errors)
+{
+	if (line == NULL || len == 0 || *fp == NULL)
+		return;
+	if (fwrite(line, 1, len, *fp) != len)
+		side_close(fp, true, errors);
+	else
+		(*lines)++;
+}
+
 enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc_fetch *f,
                                         struct warc_position *where, bool *revisit)
 {
 	enum warc_error rc = WARC_OK;
-	char resp_id[48], date[32];
-	uint8_t pd[20];
-	bool remember = false, was_revisit = false;
-	uint64_t resp_at = 0;
+	struct fetch_out o = { 0 };
 	const char *line = NULL;
 	size_t line_len = 0;
 
@@ -860,10 +1048,11 @@ enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc
 	if (stored != NULL)
 		f11.response_headers = stored;
 	if (rc == WARC_OK)
-		rc = write_fetch_records(w, &f11, &resp_at, &was_revisit, resp_id, date, pd,
-		                         &remember);
-	if (rc == WARC_OK)
-		line = index_line(w, &f11, was_revisit, date, pd, resp_at, &line_len);
+		rc = write_fetch_records(w, &f11, &o);
+	if (rc == WARC_OK) {
+		line = index_line(w, &f11, &o, &line_len);
+		history_line_make(w, &f11, &o);
+	}
 	free(req11);
 	free(resp11);
 	free(stored);
@@ -880,20 +1069,17 @@ enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc
 	}
 	if (where != NULL) {
 		snprintf(where->file, sizeof(where->file), "%s", w->file);
-		where->offset = resp_at;
+		where->offset = o.resp_at;
 	}
 	if (revisit != NULL)
-		*revisit = was_revisit;
-	/* the index line only once its records are in the file */
-	if (line != NULL && w->idx != NULL) {
-		if (fwrite(line, 1, line_len, w->idx) != line_len)
-			index_close(w, true);
-		else
-			w->stats.index_lines++;
-	}
+		*revisit = o.kind != FETCH_RESPONSE;
+	/* the lines only once their records are in the file */
+	side_append(&w->idx, line, line_len, &w->stats.index_lines, &w->stats.index_errors);
+	side_append(&w->hist, w->hline.p, w->hline.len, &w->stats.history_lines,
+	            &w->stats.history_errors);
 	/* only now: a rolled-back record must not be referred to by revisits */
-	if (remember)
-		digest_insert(w, pd, resp_id, date, f->url);
+	if (o.remember)
+		digest_insert(w, o.pd, o.resp_id, o.date, f->url, o.resp_at);
 	return rc;
 }
 
@@ -907,6 +1093,8 @@ enum warc_error warc_writer_sync(struct warc_writer *w)
 		return WARC_ERR_IO;
 	if (w->idx != NULL && fflush(w->idx) != 0)
 		index_close(w, true);
+	if (w->hist != NULL && fflush(w->hist) != 0)
+		history_close(w, true);
 	return WARC_OK;
 }
 
@@ -936,6 +1124,8 @@ enum warc_error warc_writer_close(struct warc_writer *w)
 	if (w->entries != NULL)
 		for (size_t i = 0; i < w->nentries; i++)
 			free(w->entries[i].url);
+	ARRAY_FREE_EACH(w->names, w->n_names);
+	free(w->hline.p);
 	free(w->entries);
 	free(w->buckets);
 	free(w->strings);

@@ -35,6 +35,21 @@
  * it from the records (archive/index.h). A write that fails ends that
  * file's index there (counted in index_errors), the WARC goes on.
  *
+ * History: with `history` set, each file gets NAME.history beside it too
+ * (store/history.h): one line per capture of a page (a 200 response, or a
+ * revisit naming its original), written, synced and cut short like the
+ * index.
+ *
+ * Revisits (a recrawl's): a fetch may name its URL's earlier capture
+ * (struct warc_refer). A 304 answer is then written as a revisit of it
+ * (WARC-Profile server-not-modified: the 304's header block, the earlier
+ * payload digest), and a 200 whose payload digest is the earlier one's as
+ * an identical-payload-digest revisit of it. Every revisit names its
+ * original by WARC-Refers-To (record id), -Target-URI, -Date, and where it
+ * lies in WARC-Refers-To-Container: "warcfile:FILE#OFFSET" (FILE a name in
+ * this folder, or an earlier crawl's absolute path; OFFSET its gzip
+ * member).
+ *
  * Invariants: a file is rotated before a record would start past
  * max_file_bytes (a record is never split; a file always holds at least one
  * record after its warcinfo); the digest table is bounded (digest_entries;
@@ -80,7 +95,22 @@ struct warc_config {
 	const char *user_agent;    /* warcinfo "http-header-user-agent:", or NULL */
 	int compression_level;     /* zlib level; 0 -> 6 */
 	bool cdxj;                 /* write a CDXJ index beside each file */
+	bool history;              /* write a history (history.h) beside each file */
 	size_t max_url_len;        /* longest URL indexed by its parts (cdxj.h); 0 -> 65536 */
+};
+
+/* The earlier capture of a fetch's URL, in this or an earlier crawl (the
+ * record holding its payload). All borrowed for the call. */
+struct warc_refer {
+	const char *record_id;  /* its WARC-Record-ID */
+	const char *date;       /* its WARC-Date */
+	const char *target_uri; /* its WARC-Target-URI */
+	const char *digest;     /* its WARC-Payload-Digest, "sha1:..." */
+	const char *file;       /* its WARC file: a name in dir, or an absolute path */
+	uint64_t offset;        /* its gzip member */
+	/* the validators the request carried (NULL: none): a 304 that names
+	 * none keeps them in the history */
+	const char *etag, *last_modified;
 };
 
 /* One fetch to record. All pointers borrowed for the call. */
@@ -94,12 +124,15 @@ struct warc_fetch {
 	size_t response_headers_len;
 	const void *body; /* raw body as received */
 	size_t body_len;
-	bool truncated;      /* adds WARC-Truncated: length */
-	bool http2;          /* the exchange was HTTP/2: header blocks in curl's
+	bool truncated;                 /* adds WARC-Truncated: length */
+	bool http2;                     /* the exchange was HTTP/2: header blocks in curl's
 	                        rendering ("GET / HTTP/2", "HTTP/2 200") */
-	bool incompressible; /* payload compressed already (Content-Encoding,
+	bool incompressible;            /* payload compressed already (Content-Encoding,
 	                                     images, archives): its response member is
 	                                     stored, not deflated again */
+	const struct warc_refer *refer; /* the URL's earlier capture, or NULL */
+	bool history;                   /* a page: its capture gets a history line */
+	uint32_t depth;                 /* its depth word, for that line */
 };
 
 /* Where a record landed, for checkpoints and indexes. */
@@ -140,6 +173,11 @@ struct warc_stats {
 	uint64_t bytes;        /* compressed bytes written, all files */
 	uint64_t index_lines;  /* CDXJ lines written */
 	uint64_t index_errors; /* CDXJ indexes cut short by a failed write */
+	/* revisits of a fetch's earlier capture (warc_refer): answered 304,
+	 * and a 200 of the same payload */
+	uint64_t revisits_not_modified, revisits_earlier;
+	uint64_t history_lines;  /* history lines written */
+	uint64_t history_errors; /* histories cut short by a failed write */
 };
 void warc_writer_stats(const struct warc_writer *w, struct warc_stats *out);
 

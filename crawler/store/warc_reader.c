@@ -151,6 +151,7 @@ static const struct {
 	FIELD("WARC-Refers-To", refers_to),
 	FIELD("WARC-Refers-To-Target-URI", refers_to_target_uri),
 	FIELD("WARC-Refers-To-Date", refers_to_date),
+	FIELD("WARC-Refers-To-Container", refers_to_container),
 };
 #undef FIELD
 

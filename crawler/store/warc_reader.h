@@ -81,6 +81,7 @@ struct warc_record {
 	const char *refers_to;            /* WARC-Refers-To */
 	const char *refers_to_target_uri; /* WARC-Refers-To-Target-URI */
 	const char *refers_to_date;       /* WARC-Refers-To-Date */
+	const char *refers_to_container;  /* WARC-Refers-To-Container (history.h) */
 	uint64_t content_length;          /* the block's size */
 
 	/* The block, as stored; NULL for WARC_READ_TOO_LARGE. */
