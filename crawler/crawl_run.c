@@ -132,6 +132,19 @@ static int can_start(void *ctx)
 	       crawl_writer_has_room(r->writer, inflight) && sieve_path_has_room(r->sp, inflight);
 }
 
+/* The visit's network (visit.h): the engine and the resolver. */
+static enum fetch_error net_start(void *ctx, const struct fetch_request *req)
+{
+	struct run *r = ctx;
+	return fetch_engine_start(r->fetch, req);
+}
+
+static enum dns_error net_resolve(void *ctx, const char *name, dns_done_fn done, void *arg)
+{
+	struct run *r = ctx;
+	return dns_resolve(r->dns, name, done, arg, uv_now(&r->loop));
+}
+
 static void finish(void *ctx)
 {
 	struct run *r = ctx;
@@ -549,10 +562,16 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 	if (r->cfg->crawl.sitemaps && !(r->sitemaps = sitemap_registry_create(SITEMAPS_MAX)))
 		return CRAWL_EXIT_FAILURE;
 	struct visit_lease_hooks leases = crawl_cluster_lease_hooks(r->cfg, &r->cluster);
-	struct visit_parts vp = { r->cfg,       &r->loop,     r->frontier,
-		                  r->pol,       r->fetch,     r->dns,
-		                  &r->stats,    r->sitemaps,  { r, can_start, page_allowed, pump },
-		                  &r->stopping, &r->finished, r->done,
+	struct visit_parts vp = { r->cfg,
+		                  r->frontier,
+		                  r->pol,
+		                  { r, net_start, net_resolve },
+		                  &r->stats,
+		                  r->sitemaps,
+		                  { r, can_start, page_allowed, pump },
+		                  &r->stopping,
+		                  &r->finished,
+		                  r->done,
 		                  leases };
 	r->visit = visit_create(&vp);
 	return r->visit ? CRAWL_EXIT_OK : CRAWL_EXIT_FAILURE;

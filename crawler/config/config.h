@@ -89,6 +89,7 @@ struct crawl_limits {
 	                    not the politeness module) */
 	uint32_t max_redirects;     /* [fetch]: redirects followed along one chain
 	                           (the fetch engine follows none itself) */
+	int trace_visits;           /* each change of a host's visit state on stderr */
 };
 
 /* [parse]: the pool of parse threads and what it does per page. */
