@@ -379,8 +379,8 @@ static int resolve_host(struct visit *v, uint32_t host, int in_line)
 	}
 	w->v = v;
 	w->host = host;
-	visit_set_dns(v, host, HOST_DNS_PENDING, "lookup");
 	visit_set_state(v, host, VISIT_RESOLVE, "no address yet");
+	visit_set_dns(v, host, HOST_DNS_PENDING, "lookup");
 	v->in_dns_call++;
 	enum dns_error e = v->p.net.resolve(v->p.net.ctx, name, dns_done, w);
 	v->in_dns_call--;
