@@ -4,10 +4,14 @@
 #include "loop_rig.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <zlib.h>
 
 #include "crawler/crawl_writer.h"
 #include "crawler/store/done_set.h"
@@ -32,6 +36,84 @@ static int remove_one(const char *path, const struct stat *st, int flag, struct 
 void rig_rmtree(const char *dir)
 {
 	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- WARC files, read independently ---- */
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Appends the complete members of one file's bytes to *out. */
+static void inflate_members(const unsigned char *in, size_t n, char **out, size_t *len, size_t *cap)
+{
+	size_t at = 0;
+	while (at < n) {
+		z_stream z;
+		memset(&z, 0, sizeof z);
+		ck_assert_int_eq(inflateInit2(&z, 15 + 16), Z_OK);
+		z.next_in = (unsigned char *)in + at;
+		z.avail_in = (uInt)(n - at);
+		size_t start = *len;
+		int rc;
+		do {
+			if (*cap - *len < 65536) {
+				*cap = 2 * *cap + 65536;
+				*out = realloc(*out, *cap);
+				ck_assert_ptr_nonnull(*out);
+			}
+			z.next_out = (unsigned char *)*out + *len;
+			z.avail_out = (uInt)(*cap - *len - 1);
+			rc = inflate(&z, Z_NO_FLUSH);
+			*len = (size_t)((char *)z.next_out - *out);
+		} while (rc == Z_OK && (z.avail_in > 0 || z.avail_out == 0));
+		at = n - z.avail_in;
+		inflateEnd(&z);
+		if (rc != Z_STREAM_END) {
+			*len = start; /* cut short: not a record yet */
+			return;
+		}
+	}
+}
+
+char *rig_warc_text(const char *dir, size_t *len)
+{
+	char *names[256], path[600];
+	size_t nn = 0, cap = 0;
+	char *out = NULL;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL) {
+		size_t l = strlen(e->d_name);
+		if (strncmp(e->d_name, "crawl-", 6) == 0 && l > 8 &&
+		    strcmp(e->d_name + l - 8, ".warc.gz") == 0 && nn < 256)
+			names[nn++] = strdup(e->d_name);
+	}
+	closedir(d);
+	qsort(names, nn, sizeof names[0], by_name);
+	*len = 0;
+	for (size_t i = 0; i < nn; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		free(names[i]);
+		FILE *f = fopen(path, "rb");
+		ck_assert_ptr_nonnull(f);
+		fseek(f, 0, SEEK_END);
+		long n = ftell(f);
+		rewind(f);
+		unsigned char *buf = malloc((size_t)n + 1);
+		ck_assert_ptr_nonnull(buf);
+		ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+		fclose(f);
+		inflate_members(buf, (size_t)n, &out, len, &cap);
+		free(buf);
+	}
+	if (!out)
+		out = malloc(1);
+	ck_assert_ptr_nonnull(out);
+	out[*len] = '\0';
+	return out;
 }
 
 /* ---- the fakes ---- */
@@ -185,6 +267,17 @@ void rig_resolve(struct rig *r, size_t i, const char *ip1, const char *ip2)
 	r->lookup[i].done(r->lookup[i].arg, DNS_OK, r->lookup[i].name, a, n);
 }
 
+void rig_first_visit(struct rig *r, uint32_t host, const char *ip1, const char *ip2)
+{
+	size_t before = r->nfetch;
+	ck_assert_int_eq(rig_pop(r, monotonic_us() + 5000000u), 1);
+	ck_assert_uint_eq(r->nfetch, before);
+	ck_assert_uint_ge(r->nlookup, 1);
+	rig_resolve(r, r->nlookup - 1, ip1, ip2);
+	ck_assert(!politeness_host_held(r->pol, host));
+	ck_assert_int_eq(rig_pop(r, monotonic_us()), 1);
+}
+
 static struct fetch_result *result_of(struct rig *r, size_t i)
 {
 	ck_assert_uint_lt(i, r->nfetch);
@@ -241,4 +334,116 @@ void rig_fail(struct rig *r, size_t i, enum fetch_error e)
 	if (e != FETCH_ERR_CONNECT)
 		set_buf(&res->request_headers, "GET / HTTP/1.1\r\n\r\n");
 	take_result(r, res);
+}
+
+/* ---- the sieve path ---- */
+
+static void sieve_wake(void *ctx)
+{
+	struct rig_sieve *r = ctx;
+	atomic_fetch_add(&r->wakes, 1);
+}
+
+/* The frontier's side (crawl_run.c's take_emit). */
+static int sieve_take(void *ctx, const char *url, size_t len, const char *via, size_t via_len,
+                      uint32_t depth)
+{
+	struct rig_sieve *r = ctx;
+	ck_assert_uint_lt(r->ngot, RIG_GOT_MAX);
+	snprintf(r->got[r->ngot].url, sizeof r->got[0].url, "%.*s", (int)len, url);
+	snprintf(r->got[r->ngot].via, sizeof r->got[0].via, "%.*s", (int)via_len, via);
+	r->got[r->ngot].depth = depth;
+	r->ngot++;
+	return 0;
+}
+
+static void rig_sieve_start(struct rig_sieve *r, const struct crawl_config *cfg, char *const *seeds,
+                            size_t nseeds)
+{
+	char err[512];
+	snprintf(r->sieve_dir, sizeof r->sieve_dir, "%s/sieve", r->dir);
+	r->svc = cfg->sieve;
+	r->svc.dir = r->sieve_dir;
+	r->svc.memory = 1u << 20;
+	r->svc.no_fsync = 1;
+	r->io = io_stall_create(100);
+	ck_assert_ptr_nonnull(r->io);
+	struct sieve_path_parts parts = {
+		.cfg = cfg,
+		.io = r->io,
+		.stats = &r->stats,
+		.hooks = { .ctx = r, .wake = sieve_wake, .take = sieve_take },
+	};
+	ck_assert_int_eq(sieve_path_create(&parts, &r->sp), 0);
+	ck_assert_int_eq(sieve_path_open_sieve(r->sp, &r->svc, NULL, err, sizeof err), SIEVE_OK);
+	ck_assert_int_eq(sieve_path_start_feeder(r->sp, seeds, nseeds), 0);
+}
+
+void rig_sieve_open(struct rig_sieve *r, char *const *seeds, size_t nseeds)
+{
+	memset(r, 0, sizeof *r);
+	rig_tempdir(r->dir, sizeof r->dir);
+	ck_assert_int_eq(crawl_config_default(&r->cfg), 0);
+	r->cfg.link_meta_memory = 64u * 1024u;
+	r->own = 1;
+	rig_sieve_start(r, &r->cfg, seeds, nseeds);
+}
+
+void rig_sieve_open_in(struct rig_sieve *r, const char *dir, const struct crawl_config *cfg)
+{
+	memset(r, 0, sizeof *r);
+	snprintf(r->dir, sizeof r->dir, "%s", dir);
+	rig_sieve_start(r, cfg, NULL, 0);
+}
+
+void rig_sieve_close(struct rig_sieve *r)
+{
+	sieve_path_stop_adding(r->sp);
+	io_stall_abort(r->io);
+	sieve_path_stop_feeder(r->sp);
+	sieve_path_close_sieve(r->sp);
+	sieve_path_destroy(r->sp);
+	io_stall_destroy(r->io);
+	if (r->own) {
+		crawl_config_free(&r->cfg);
+		rig_rmtree(r->dir);
+	}
+}
+
+void rig_sieve_quiet(struct rig_sieve *r)
+{
+	uint64_t end = monotonic_us() + 10000000u;
+	while (!sieve_path_quiet(r->sp)) {
+		ck_assert_msg(monotonic_us() < end, "the sieve path never went quiet");
+		usleep(1000);
+	}
+}
+
+void rig_sieve_flush(struct rig_sieve *r)
+{
+	uint64_t seq, end = monotonic_us() + 10000000u;
+	ck_assert_int_eq(sieve_path_push_flush(r->sp, &seq), 0);
+	while (!sieve_path_flushed(r->sp, seq)) {
+		ck_assert_msg(monotonic_us() < end, "flush %llu never done",
+		              (unsigned long long)seq);
+		usleep(1000);
+	}
+	ck_assert_int_eq(sieve_path_drain(r->sp, 1), 1);
+}
+
+void rig_sieve_drain_until(struct rig_sieve *r, size_t n)
+{
+	uint64_t end = monotonic_us() + 10000000u;
+	while (sieve_path_drain(r->sp, 1), r->ngot < n) {
+		ck_assert_msg(monotonic_us() < end, "%zu URLs emitted, %zu expected", r->ngot, n);
+		usleep(1000);
+	}
+}
+
+int rig_sieve_got(const struct rig_sieve *r, const char *url)
+{
+	for (size_t i = 0; i < r->ngot; i++)
+		if (strcmp(r->got[i].url, url) == 0)
+			return 1;
+	return 0;
 }

@@ -13,118 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crawler/sieve_path.h"
 #include "frontier/base/clock.h"
 #include "loop_rig.h"
 
-#define GOT_MAX 64
-
-struct sp_rig {
-	char dir[256], sieve_dir[300];
-	struct crawl_config cfg;
-	struct sieve_config svc;
-	struct io_stall *io;
-	struct crawl_stats stats;
-	struct sieve_path *sp;
-	atomic_int wakes;
-	struct {
-		char url[256], via[256];
-		uint32_t depth;
-	} got[GOT_MAX]; /* what reached the frontier, in order */
-	size_t ngot;
-};
-
-static void wake(void *ctx)
-{
-	struct sp_rig *r = ctx;
-	atomic_fetch_add(&r->wakes, 1);
-}
-
-/* The frontier's side (crawl_run.c's take_emit). */
-static int take(void *ctx, const char *url, size_t len, const char *via, size_t via_len,
-                uint32_t depth)
-{
-	struct sp_rig *r = ctx;
-	ck_assert_uint_lt(r->ngot, GOT_MAX);
-	snprintf(r->got[r->ngot].url, sizeof r->got[0].url, "%.*s", (int)len, url);
-	snprintf(r->got[r->ngot].via, sizeof r->got[0].via, "%.*s", (int)via_len, via);
-	r->got[r->ngot].depth = depth;
-	r->ngot++;
-	return 0;
-}
-
-static void sp_open(struct sp_rig *r, char *const *seeds, size_t nseeds)
-{
-	char err[512];
-	memset(r, 0, sizeof *r);
-	rig_tempdir(r->dir, sizeof r->dir);
-	snprintf(r->sieve_dir, sizeof r->sieve_dir, "%s/sieve", r->dir);
-	ck_assert_int_eq(crawl_config_default(&r->cfg), 0);
-	r->cfg.link_meta_memory = 64u * 1024u;
-	r->svc = r->cfg.sieve;
-	r->svc.dir = r->sieve_dir;
-	r->svc.memory = 1u << 20;
-	r->svc.no_fsync = 1;
-	r->io = io_stall_create(100);
-	ck_assert_ptr_nonnull(r->io);
-	struct sieve_path_parts parts = {
-		.cfg = &r->cfg,
-		.io = r->io,
-		.stats = &r->stats,
-		.hooks = { .ctx = r, .wake = wake, .take = take },
-	};
-	ck_assert_int_eq(sieve_path_create(&parts, &r->sp), 0);
-	ck_assert_int_eq(sieve_path_open_sieve(r->sp, &r->svc, NULL, err, sizeof err), SIEVE_OK);
-	ck_assert_int_eq(sieve_path_start_feeder(r->sp, seeds, nseeds), 0);
-}
-
-static void sp_close(struct sp_rig *r)
-{
-	sieve_path_stop_adding(r->sp);
-	io_stall_abort(r->io);
-	sieve_path_stop_feeder(r->sp);
-	sieve_path_close_sieve(r->sp);
-	sieve_path_destroy(r->sp);
-	io_stall_destroy(r->io);
-	crawl_config_free(&r->cfg);
-	rig_rmtree(r->dir);
-}
-
-/* Waits (10 s at most) until the seeds are in and no flush is pending. */
-static void wait_quiet(struct sp_rig *r)
-{
-	uint64_t end = monotonic_us() + 10000000u;
-	while (!sieve_path_quiet(r->sp)) {
-		ck_assert_msg(monotonic_us() < end, "the sieve path never went quiet");
-		usleep(1000);
-	}
-}
-
-/* A forced flush, as a checkpoint asks it, then everything emitted taken. */
-static void flush_and_drain(struct sp_rig *r)
-{
-	uint64_t seq, end = monotonic_us() + 10000000u;
-	ck_assert_int_eq(sieve_path_push_flush(r->sp, &seq), 0);
-	while (!sieve_path_flushed(r->sp, seq)) {
-		ck_assert_msg(monotonic_us() < end, "flush %llu never done",
-		              (unsigned long long)seq);
-		usleep(1000);
-	}
-	ck_assert_int_eq(sieve_path_drain(r->sp, 1), 1);
-}
-
-/* Drains until n URLs reached the frontier (10 s at most). */
-static void drain_until(struct sp_rig *r, size_t n)
-{
-	uint64_t end = monotonic_us() + 10000000u;
-	while (sieve_path_drain(r->sp, 1), r->ngot < n) {
-		ck_assert_msg(monotonic_us() < end, "%zu URLs emitted, %zu expected", r->ngot, n);
-		usleep(1000);
-	}
-}
-
 /* A link found by a parse thread: key with its depth word and via. */
-static void add_link(struct sp_rig *r, struct link_batch *b, const char *key, uint32_t depth,
+static void add_link(struct rig_sieve *r, struct link_batch *b, const char *key, uint32_t depth,
                      const char *via)
 {
 	size_t room, klen = strlen(key);
@@ -139,8 +32,8 @@ static void add_link(struct sp_rig *r, struct link_batch *b, const char *key, ui
 
 START_TEST(sieve_path_once_with_meta)
 {
-	struct sp_rig r;
-	sp_open(&r, NULL, 0);
+	struct rig_sieve r;
+	rig_sieve_open(&r, NULL, 0);
 	struct link_batch *b = sieve_path_batch_create(r.sp);
 	ck_assert_ptr_nonnull(b);
 	/* twice on its way: the side table holds the first one's metadata */
@@ -148,7 +41,7 @@ START_TEST(sieve_path_once_with_meta)
 	add_link(&r, b, "http://a.test/x", 5, "http://a.test/other");
 	add_link(&r, b, "http://a.test/y", 4, "http://a.test/from");
 	sieve_path_batch_flush(b);
-	flush_and_drain(&r);
+	rig_sieve_flush(&r);
 	ck_assert_uint_eq(r.ngot, 2);
 	ck_assert_str_eq(r.got[0].url, "http://a.test/x");
 	ck_assert_uint_eq(r.got[0].depth, 3);
@@ -159,25 +52,25 @@ START_TEST(sieve_path_once_with_meta)
 	add_link(&r, b, "http://a.test/x", 6, "http://a.test/later");
 	add_link(&r, b, "http://a.test/z", 7, "http://a.test/later");
 	sieve_path_batch_flush(b);
-	flush_and_drain(&r);
+	rig_sieve_flush(&r);
 	ck_assert_uint_eq(r.ngot, 3);
 	ck_assert_str_eq(r.got[2].url, "http://a.test/z");
 	ck_assert_uint_eq(r.got[2].depth, 7);
 	ck_assert_str_eq(r.got[2].via, "http://a.test/later");
 	ck_assert_uint_eq(atomic_load(&r.stats.ac.meta_missing), 0);
 	sieve_path_batch_destroy(b);
-	sp_close(&r);
+	rig_sieve_close(&r);
 }
 END_TEST
 
 START_TEST(sieve_path_seeds)
 {
 	char *seeds[] = { "HTTP://Seed.Test:80/a", "not a url", "http://seed.test/b" };
-	struct sp_rig r;
-	sp_open(&r, seeds, 3);
-	wait_quiet(&r);
+	struct rig_sieve r;
+	rig_sieve_open(&r, seeds, 3);
+	rig_sieve_quiet(&r);
 	ck_assert_uint_eq(atomic_load(&r.stats.ac.seeds_invalid), 1);
-	flush_and_drain(&r);
+	rig_sieve_flush(&r);
 	ck_assert_uint_eq(r.ngot, 2);
 	ck_assert_str_eq(r.got[0].url, "http://seed.test/a");
 	ck_assert_uint_eq(r.got[0].depth, 0);
@@ -187,20 +80,20 @@ START_TEST(sieve_path_seeds)
 	ck_assert_int_eq(sieve_path_feed_redirect(r.sp, "http://seed.test/c", 18,
 	                                          "http://seed.test/a", 18, 9),
 	                 0);
-	flush_and_drain(&r);
+	rig_sieve_flush(&r);
 	ck_assert_uint_eq(r.ngot, 3);
 	ck_assert_str_eq(r.got[2].url, "http://seed.test/c");
 	ck_assert_str_eq(r.got[2].via, "http://seed.test/a");
 	ck_assert_uint_eq(r.got[2].depth, 9);
-	sp_close(&r);
+	rig_sieve_close(&r);
 }
 END_TEST
 
 START_TEST(sieve_path_flush_on_wait)
 {
-	struct sp_rig r;
-	sp_open(&r, NULL, 0);
-	wait_quiet(&r);
+	struct rig_sieve r;
+	rig_sieve_open(&r, NULL, 0);
+	rig_sieve_quiet(&r);
 	struct link_batch *b = sieve_path_batch_create(r.sp);
 	ck_assert_ptr_nonnull(b);
 	add_link(&r, b, "http://a.test/1", 1, "http://a.test/");
@@ -211,9 +104,9 @@ START_TEST(sieve_path_flush_on_wait)
 	ck_assert_uint_eq(r.stats.early_flushes, 0);
 	ck_assert_uint_eq(sieve_path_none_ready(r.sp, 1, now), 0);
 	ck_assert_uint_eq(r.stats.early_flushes, 1);
-	drain_until(&r, 1);
+	rig_sieve_drain_until(&r, 1);
 	ck_assert_str_eq(r.got[0].url, "http://a.test/1");
-	wait_quiet(&r);
+	rig_sieve_quiet(&r);
 	/* the next such flush waits its gap */
 	add_link(&r, b, "http://a.test/2", 1, "http://a.test/");
 	sieve_path_batch_flush(b);
@@ -222,22 +115,22 @@ START_TEST(sieve_path_flush_on_wait)
 	ck_assert_uint_eq(r.stats.early_flushes, 1);
 	ck_assert_uint_eq(sieve_path_none_ready(r.sp, 1, at), 0);
 	ck_assert_uint_eq(r.stats.early_flushes, 2);
-	drain_until(&r, 2);
+	rig_sieve_drain_until(&r, 2);
 	ck_assert_str_eq(r.got[1].url, "http://a.test/2");
-	wait_quiet(&r);
+	rig_sieve_quiet(&r);
 	/* nothing added since: no flush */
 	ck_assert_uint_eq(sieve_path_none_ready(r.sp, 1, at + 10000000u), 0);
 	ck_assert_uint_eq(r.stats.early_flushes, 2);
 	sieve_path_batch_destroy(b);
-	sp_close(&r);
+	rig_sieve_close(&r);
 }
 END_TEST
 
 START_TEST(sieve_path_dry_ends)
 {
-	struct sp_rig r;
-	sp_open(&r, NULL, 0);
-	wait_quiet(&r);
+	struct rig_sieve r;
+	rig_sieve_open(&r, NULL, 0);
+	rig_sieve_quiet(&r);
 	struct link_batch *b = sieve_path_batch_create(r.sp);
 	ck_assert_ptr_nonnull(b);
 	add_link(&r, b, "http://a.test/1", 1, "http://a.test/");
@@ -245,7 +138,7 @@ START_TEST(sieve_path_dry_ends)
 	/* the frontier ran dry, all idle: an idle flush delivers the link */
 	ck_assert_int_eq(sieve_path_dry(r.sp, 1), 0);
 	ck_assert_uint_eq(r.stats.forced_flushes, 1);
-	drain_until(&r, 1);
+	rig_sieve_drain_until(&r, 1);
 	/* it emitted, so it is not the end: the loop asks again (as each pump
 	 * does) until an idle flush emitted nothing */
 	uint64_t end = monotonic_us() + 10000000u;
@@ -257,7 +150,7 @@ START_TEST(sieve_path_dry_ends)
 	ck_assert_uint_eq(r.stats.forced_flushes, 2);
 	ck_assert_uint_eq(r.ngot, 1);
 	sieve_path_batch_destroy(b);
-	sp_close(&r);
+	rig_sieve_close(&r);
 }
 END_TEST
 

@@ -39,20 +39,6 @@ static uint64_t pol_retry_laters(const struct rig *r)
 	return ps.retry_laters;
 }
 
-/* A host's name is looked up (a new host's, or after a fallback, whose
- * delay of 2 s is over 5 s from now), then it comes back under its IP's
- * token: the visit that follows is the one under test. */
-static void resolve_first(struct rig *r, uint32_t host, const char *ip1, const char *ip2)
-{
-	size_t before = r->nfetch;
-	ck_assert_int_eq(rig_pop(r, monotonic_us() + 5 * SEC), 1);
-	ck_assert_uint_eq(r->nfetch, before);
-	ck_assert_uint_ge(r->nlookup, 1);
-	rig_resolve(r, r->nlookup - 1, ip1, ip2);
-	ck_assert(!politeness_host_held(r->pol, host));
-	ck_assert_int_eq(rig_pop(r, monotonic_us()), 1);
-}
-
 START_TEST(visit_robots_first)
 {
 	struct rig r;
@@ -120,7 +106,7 @@ START_TEST(visit_budget)
 		snprintf(url, sizeof url, "http://a.test/%d", i);
 		a = rig_add(&r, url);
 	}
-	resolve_first(&r, a, "127.0.0.2", NULL);
+	rig_first_visit(&r, a, "127.0.0.2", NULL);
 	/* robots.txt is one of the visit's three requests */
 	rig_answer(&r, 0, 404, "text/plain", "", -1, NULL);
 	uint64_t t0 = monotonic_us();
@@ -167,7 +153,7 @@ START_TEST(visit_budget_time)
 	uint32_t a = rig_add(&r, "http://a.test/1");
 	rig_add(&r, "http://a.test/2");
 	rig_add(&r, "http://a.test/3");
-	resolve_first(&r, a, "127.0.0.2", NULL);
+	rig_first_visit(&r, a, "127.0.0.2", NULL);
 	rig_answer(&r, 0, 404, "text/plain", "", -1, NULL);
 	ck_assert_uint_eq(r.nfetch, 2);
 	rig_answer(&r, 1, 200, "text/html", "<p>1</p>", -1, NULL);
@@ -189,7 +175,7 @@ START_TEST(visit_retry_after)
 	uint32_t a = rig_add(&r, "http://a.test/1");
 	rig_add(&r, "http://a.test/2");
 	rig_add(&r, "http://a.test/3");
-	resolve_first(&r, a, "127.0.0.2", NULL);
+	rig_first_visit(&r, a, "127.0.0.2", NULL);
 	rig_answer(&r, 0, 404, "text/plain", "", -1, NULL);
 	rig_answer(&r, 1, 200, "text/html", "<p>1</p>", -1, NULL);
 	ck_assert_uint_eq(r.nfetch, 3);
@@ -211,7 +197,7 @@ START_TEST(visit_retry_after)
 	 * again at its next visit */
 	uint32_t b = rig_add(&r, "http://b.test/1");
 	rig_add(&r, "http://b.test/2");
-	resolve_first(&r, b, "127.0.0.3", NULL);
+	rig_first_visit(&r, b, "127.0.0.3", NULL);
 	ck_assert_uint_eq(r.nfetch, 4);
 	ck_assert_str_eq(r.fetch[3].url, "http://b.test/robots.txt");
 	t0 = monotonic_us();
@@ -246,7 +232,7 @@ START_TEST(visit_family_fallback)
 	uint32_t a = rig_add(&r, "http://a.test/1");
 	rig_add(&r, "http://a.test/2");
 	rig_add(&r, "http://a.test/3");
-	resolve_first(&r, a, "127.0.0.2", "::1");
+	rig_first_visit(&r, a, "127.0.0.2", "::1");
 	rig_answer(&r, 0, 404, "text/plain", "", -1, NULL);
 	rig_answer(&r, 1, 200, "text/html", "<p>1</p>", -1, NULL);
 	ck_assert(!politeness_host_held(r.pol, a));
@@ -267,7 +253,7 @@ START_TEST(visit_family_fallback)
 	ck_assert_uint_eq(pol_errors(&r), 0);
 	ck_assert_uint_ge(politeness_host_next(r.pol, a), t0 + r.cfg.politeness.host_delay_us);
 	/* resolved again, it comes back on IPv6 with the same URL first */
-	resolve_first(&r, a, "127.0.0.2", "::1");
+	rig_first_visit(&r, a, "127.0.0.2", "::1");
 	ck_assert_uint_eq(r.nlookup, 2);
 	ck_assert_uint_eq(r.nfetch, 4);
 	ck_assert_str_eq(r.fetch[3].url, "http://a.test/2");
@@ -289,7 +275,7 @@ START_TEST(visit_lease_refused)
 	uint32_t a = rig_add(&r, "http://a.test/1");
 	rig_add(&r, "http://a.test/2");
 	rig_add(&r, "http://a.test/3");
-	resolve_first(&r, a, "127.0.0.2", NULL);
+	rig_first_visit(&r, a, "127.0.0.2", NULL);
 	/* every request waits for its IP's lease, asked for its time bound
 	 * and the IP delay after it */
 	ck_assert_uint_eq(r.nfetch, 0);
@@ -348,7 +334,7 @@ static char *small_visit_stderr(int trace)
 	ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
 	rig_open(&r, 0);
 	uint32_t a = rig_add(&r, "http://a.test/1");
-	resolve_first(&r, a, "127.0.0.2", NULL);
+	rig_first_visit(&r, a, "127.0.0.2", NULL);
 	rig_answer(&r, 0, 404, "text/plain", "", -1, NULL);
 	rig_answer(&r, 1, 200, "text/html", "<p>1</p>", -1, NULL);
 	fflush(stderr);
