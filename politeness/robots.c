@@ -54,19 +54,9 @@ const char *robots_strerror(int err)
 }
 
 /* ASCII only, whatever the locale. */
-static bool is_alnum(unsigned char c)
-{
-	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
-}
-
-static bool is_space(unsigned char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
 static bool is_unreserved(unsigned char c)
 {
-	return is_alnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
+	return ascii_is_alnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
 }
 
 int robots_path_normalize(const char *in, size_t len, char *out, size_t cap, size_t *out_len)
@@ -171,14 +161,14 @@ static size_t our_token(const char *ua, const char **tok)
 	if (!ua)
 		return 0;
 	size_t n = 0;
-	while (ua[n] && ua[n] != '/' && !is_space((unsigned char)ua[n]))
+	while (ua[n] && ua[n] != '/' && !ascii_is_space((unsigned char)ua[n]))
 		n++;
 	return n;
 }
 
 static bool is_token_char(unsigned char c)
 {
-	return is_alnum(c) || c == '-' || c == '_';
+	return ascii_is_alnum(c) || c == '-' || c == '_';
 }
 
 static bool key_is(const char *key, size_t klen, const char *const *names)
@@ -283,22 +273,12 @@ struct parse_state {
 	size_t nsitemaps, sitemap_cap;
 };
 
-static void trim(const char **s, size_t *n)
-{
-	while (*n > 0 && is_space((unsigned char)**s)) {
-		(*s)++;
-		(*n)--;
-	}
-	while (*n > 0 && is_space((unsigned char)(*s)[*n - 1]))
-		(*n)--;
-}
-
 static int handle_line(struct parse_state *st, const char *line, size_t n)
 {
 	const char *hash = memchr(line, '#', n);
 	if (hash)
 		n = (size_t)(hash - line);
-	trim(&line, &n);
+	ascii_trim(&line, &n);
 	if (n == 0)
 		return ROBOTS_OK;
 	const char *sep = memchr(line, ':', n);
@@ -318,14 +298,14 @@ static int handle_line(struct parse_state *st, const char *line, size_t n)
 		klen = i;
 		val = line + i;
 		vlen = n - i;
-		trim(&val, &vlen);
+		ascii_trim(&val, &vlen);
 		for (size_t j = 0; j < vlen; j++) {
 			if (val[j] == ' ' || val[j] == '\t')
 				return ROBOTS_OK;
 		}
 	}
-	trim(&key, &klen);
-	trim(&val, &vlen);
+	ascii_trim(&key, &klen);
+	ascii_trim(&val, &vlen);
 	if (klen == 0)
 		return ROBOTS_OK;
 
@@ -335,7 +315,8 @@ static int handle_line(struct parse_state *st, const char *line, size_t n)
 			st->cur_global = false;
 		}
 		st->in_agents = true;
-		if (vlen >= 1 && val[0] == '*' && (vlen == 1 || is_space((unsigned char)val[1]))) {
+		if (vlen >= 1 && val[0] == '*' &&
+		    (vlen == 1 || ascii_is_space((unsigned char)val[1]))) {
 			st->cur_global = true;
 		} else {
 			size_t t = 0;

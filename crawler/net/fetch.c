@@ -23,6 +23,8 @@
 #include "crawler/net/ip_conns.h"
 #include "frontier/base/array.h"
 #include "frontier/base/chain.h"
+#include "frontier/base/clock.h"
+#include "frontier/base/header_field.h"
 #include "frontier/base/ipaddr.h"
 
 #define FETCH_DEFAULT_MAX_CONN 1024
@@ -145,44 +147,10 @@ void fetch_result_free(struct fetch_result *res)
 	free(res);
 }
 
-/* Copy of header NAME's value in a raw header block, trimmed: the first
- * line's, or with all, every line's joined by ", " (RFC 9110 5.3: a field
- * sent on several lines is one comma-separated list, in order). NULL if
- * absent or out of memory. */
-static char *header_value(const struct fetch_buf *h, const char *name, bool all)
+/* A header of the response, copied (header_field_dup). */
+static char *response_field(const struct fetch_buf *h, const char *name, bool all)
 {
-	size_t nl = strlen(name);
-	const char *p = (const char *)h->data;
-	const char *end = p + h->len;
-	char *out = NULL;
-	size_t len = 0;
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *line_end = eol ? eol : end;
-		if ((size_t)(line_end - p) > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
-			const char *v = p + nl + 1;
-			const char *ve = line_end;
-			while (v < ve && (*v == ' ' || *v == '\t'))
-				v++;
-			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
-				ve--;
-			size_t sep = out != NULL ? 2 : 0;
-			char *grown = realloc(out, len + sep + (size_t)(ve - v) + 1);
-			if (grown == NULL) {
-				free(out);
-				return NULL;
-			}
-			out = grown;
-			memcpy(out + len, ", ", sep);
-			memcpy(out + len + sep, v, (size_t)(ve - v));
-			len += sep + (size_t)(ve - v);
-			out[len] = '\0';
-			if (!all)
-				return out;
-		}
-		p = line_end + 1;
-	}
-	return out;
+	return header_field_dup((const char *)h->data, h->len, name, all);
 }
 
 void fetch_headers_read(struct fetch_result *r, time_t now)
@@ -190,10 +158,10 @@ void fetch_headers_read(struct fetch_result *r, time_t now)
 	free(r->content_type);
 	free(r->content_encoding);
 	free(r->location);
-	r->content_type = header_value(&r->response_headers, "Content-Type", false);
-	r->content_encoding = header_value(&r->response_headers, "Content-Encoding", true);
-	r->location = header_value(&r->response_headers, "Location", false);
-	char *ra = header_value(&r->response_headers, "Retry-After", false);
+	r->content_type = response_field(&r->response_headers, "Content-Type", false);
+	r->content_encoding = response_field(&r->response_headers, "Content-Encoding", true);
+	r->location = response_field(&r->response_headers, "Location", false);
+	char *ra = response_field(&r->response_headers, "Retry-After", false);
 	r->retry_after_s = -1;
 	if (ra != NULL) {
 		char *end = NULL;
@@ -207,13 +175,6 @@ void fetch_headers_read(struct fetch_result *r, time_t now)
 		}
 		free(ra);
 	}
-}
-
-static int64_t now_unix_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---------- curl callbacks ---------- */
@@ -587,7 +548,7 @@ static void transfer_finish(struct fetch_engine *e, struct transfer *t, CURLcode
 	if (curl_easy_getinfo(t->easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip != NULL)
 		snprintf(r->ip, sizeof(r->ip), "%s", ip);
 	fetch_headers_read(r, time(NULL));
-	r->end_unix_ms = now_unix_ms();
+	r->end_unix_ms = wall_clock_unix_ms();
 	r->total_ms = (uv_hrtime() - t->start_hr) / 1000000u;
 	if (r->error == FETCH_OK)
 		e->stats.completed++;
@@ -624,81 +585,89 @@ static void check_multi_info(struct fetch_engine *e)
 	}
 }
 
-enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_request *req)
+/* Whether the engine takes req now: its address (parsed into addr) is one
+ * it may connect to, and a connection is free. */
+static enum fetch_error admit(const struct fetch_engine *e, const struct fetch_request *req,
+                              struct ip_addr *addr)
+{
+	if (req->ip[0] == '[' || ip_addr_parse(req->ip, strlen(req->ip), addr) != 0)
+		return FETCH_ERR_INVALID;
+	if (!e->cfg.allow_private_networks && fetch_addr_is_private(req->ip))
+		return FETCH_ERR_PRIVATE_ADDR;
+	if (e->in_flight >= e->cfg.max_connections)
+		return FETCH_ERR_BUSY;
+	return FETCH_OK;
+}
+
+/* The URL's host (curl_free it), when the URL is one curl parses and its
+ * scheme http or https. */
+static enum fetch_error url_host(const char *url, char **host)
 {
 	enum fetch_error rc = FETCH_OK;
-	struct transfer *t = NULL;
-	CURLU *u = NULL;
-	char *scheme = NULL, *host = NULL, *port = NULL;
-	struct ip_addr addr;
-	char entry[512];
-
-	if (e == NULL || req == NULL || req->url == NULL || req->ip == NULL || e->destroying)
-		return FETCH_ERR_INVALID;
-	if (req->ip[0] == '[' || ip_addr_parse(req->ip, strlen(req->ip), &addr) != 0) {
-		rc = FETCH_ERR_INVALID;
-		goto out;
-	}
-	if (!e->cfg.allow_private_networks && fetch_addr_is_private(req->ip)) {
-		rc = FETCH_ERR_PRIVATE_ADDR;
-		goto out;
-	}
-	if (e->in_flight >= e->cfg.max_connections) {
-		rc = FETCH_ERR_BUSY;
-		goto out;
-	}
-	u = curl_url();
-	if (u == NULL) {
-		rc = FETCH_ERR_NOMEM;
-		goto out;
-	}
-	if (curl_url_set(u, CURLUPART_URL, req->url, 0) != CURLUE_OK ||
+	char *scheme = NULL, *port = NULL;
+	CURLU *u = curl_url();
+	*host = NULL;
+	if (u == NULL)
+		return FETCH_ERR_NOMEM;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+	    curl_url_get(u, CURLUPART_HOST, host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK)
 		rc = FETCH_ERR_INVALID;
-		goto out;
-	}
-	if (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0) {
+	else if (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0)
 		rc = FETCH_ERR_PROTOCOL;
-		goto out;
+	if (rc != FETCH_OK) {
+		curl_free(*host);
+		*host = NULL;
 	}
-	/* CONNECT_TO "::IP:" ("::[IP]:" for IPv6) sends this transfer,
-	 * whatever its host and port, to IP at the URL's port: curl only ever
-	 * sees an address literal, so it never resolves, and nothing
-	 * accumulates in its DNS cache (as permanent CURLOPT_RESOLVE entries
-	 * would, one per host). One address, not curl's happy eyeballs over
-	 * both families: the caller holds that address's politeness token. */
-	bool v6 = addr.family == IP_V6;
+	curl_free(scheme);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+/* A transfer of req, with its result and an easy handle, not started.
+ * CONNECT_TO "::IP:" ("::[IP]:" for IPv6) sends it, whatever its host and
+ * port, to IP at the URL's port: curl only ever sees an address literal,
+ * so it never resolves, and nothing accumulates in its DNS cache (as
+ * permanent CURLOPT_RESOLVE entries would, one per host). One address,
+ * not curl's happy eyeballs over both families: the caller holds that
+ * address's politeness token. */
+static enum fetch_error transfer_new(struct fetch_engine *e, const struct fetch_request *req,
+                                     bool v6, struct transfer **out)
+{
+	char entry[512];
+	struct transfer *t;
+	*out = NULL;
 	int n = snprintf(entry, sizeof(entry), v6 ? "::[%s]:" : "::%s:", req->ip);
-	if (n < 0 || (size_t)n >= sizeof(entry)) {
-		rc = FETCH_ERR_INVALID;
-		goto out;
-	}
+	if (n < 0 || (size_t)n >= sizeof(entry))
+		return FETCH_ERR_INVALID;
 	t = calloc(1, sizeof(*t));
-	if (t == NULL) {
-		rc = FETCH_ERR_NOMEM;
-		goto out;
-	}
+	if (t == NULL)
+		return FETCH_ERR_NOMEM;
+	*out = t; /* the caller frees it, half made or whole */
 	t->engine = e;
 	t->res = calloc(1, sizeof(*t->res));
 	t->easy = easy_take(e);
 	t->resolve = curl_slist_append(NULL, entry);
-	if (t->res == NULL || t->easy == NULL || t->resolve == NULL) {
-		rc = FETCH_ERR_NOMEM;
-		goto out;
-	}
+	if (t->res == NULL || t->easy == NULL || t->resolve == NULL)
+		return FETCH_ERR_NOMEM;
 	t->res->url = strdup(req->url);
-	if (t->res->url == NULL) {
-		rc = FETCH_ERR_NOMEM;
-		goto out;
-	}
+	if (t->res->url == NULL)
+		return FETCH_ERR_NOMEM;
 	t->res->user = req->user;
 	t->res->flags = req->flags;
 	t->opened_fd = CURL_SOCKET_BAD;
 	snprintf(t->ip, sizeof(t->ip), "%s", req->ip);
 	t->res->retry_after_s = -1;
+	return FETCH_OK;
+}
 
+/* Sets t's easy handle up for req (host: the URL's, for the proxy rules). */
+static CURLcode transfer_setopts(struct transfer *t, const struct fetch_request *req,
+                                 const char *host, bool v6)
+{
+	struct fetch_engine *e = t->engine;
 	CURL *c = t->easy;
 	CURLcode cc = CURLE_OK;
 	cc |= curl_easy_setopt(c, CURLOPT_URL, req->url);
@@ -751,13 +720,29 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 		cc |= curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
 	if ((req->flags & FETCH_FLAG_NO_REUSE) || ip_at_cap(e, req->ip))
 		cc |= curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
-	if (cc != CURLE_OK) {
+	return cc;
+}
+
+enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_request *req)
+{
+	enum fetch_error rc;
+	struct transfer *t = NULL;
+	char *host = NULL;
+	struct ip_addr addr;
+
+	if (e == NULL || req == NULL || req->url == NULL || req->ip == NULL || e->destroying)
+		return FETCH_ERR_INVALID;
+	if ((rc = admit(e, req, &addr)) != FETCH_OK ||
+	    (rc = url_host(req->url, &host)) != FETCH_OK ||
+	    (rc = transfer_new(e, req, addr.family == IP_V6, &t)) != FETCH_OK)
+		goto out;
+	if (transfer_setopts(t, req, host, addr.family == IP_V6) != CURLE_OK) {
 		rc = FETCH_ERR_INVALID;
 		goto out;
 	}
 	t->start_hr = uv_hrtime();
-	t->res->start_unix_ms = now_unix_ms();
-	if (curl_multi_add_handle(e->multi, c) != CURLM_OK) {
+	t->res->start_unix_ms = wall_clock_unix_ms();
+	if (curl_multi_add_handle(e->multi, t->easy) != CURLM_OK) {
 		rc = FETCH_ERR_NOMEM;
 		goto out;
 	}
@@ -766,13 +751,10 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 	e->stats.started++;
 	t = NULL;
 out:
-	if (rc != FETCH_OK && e != NULL)
+	if (rc != FETCH_OK)
 		e->stats.refused++;
 	transfer_free(t);
-	curl_free(scheme);
 	curl_free(host);
-	curl_free(port);
-	curl_url_cleanup(u);
 	return rc;
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "frontier/base/ascii.h"
+#include "frontier/base/clock.h"
 
 /* Lines are appended to an own buffer and written with write(2): a write
  * that fails (a full disk) leaves the bytes not yet written in the buffer,
@@ -107,19 +108,6 @@ static void put_field(char *buf, size_t cap, size_t *pos, const char *s)
 	}
 }
 
-/* Writes v in decimal, at least `width` digits (zero-padded), ending just
- * before end; returns where it starts. Lines are formatted per fetch:
- * printf's parsing of its format costs more than the digits. */
-static char *decimal(char *end, unsigned long long v, int width)
-{
-	char *p = end;
-	do {
-		*--p = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0 || end - p < width);
-	return p;
-}
-
 /* A number column: signed (kind 'd') or unsigned ('u'), as %lld / %llu. */
 static void put_num(char *buf, size_t cap, size_t *pos, char kind, long long v)
 {
@@ -127,59 +115,17 @@ static void put_num(char *buf, size_t cap, size_t *pos, char kind, long long v)
 	char *end = tmp + sizeof(tmp);
 	bool neg = kind == 'd' && v < 0;
 	unsigned long long mag = neg ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-	char *p = decimal(end, mag, 1);
+	char *p = ascii_decimal_before(end, mag, 1);
 	if (neg)
 		*--p = '-';
 	put(buf, cap, pos, p, (size_t)(end - p));
 }
 
-/* "YYYY-MM-DDTHH:MM:SS.mmmZ" into ts, as printf's %04d-%02d-...%03dZ;
- * returns its length. */
-static size_t format_timestamp(const struct tm *tm, int ms, char ts[40])
-{
-	char *o = ts;
-	const struct {
-		long long v;
-		int width;
-		char after;
-	} parts[] = {
-		{ tm->tm_year + 1900LL, 4, '-' },
-		{ tm->tm_mon + 1, 2, '-' },
-		{ tm->tm_mday, 2, 'T' },
-		{ tm->tm_hour, 2, ':' },
-		{ tm->tm_min, 2, ':' },
-		{ tm->tm_sec, 2, '.' },
-		{ ms, 3, 'Z' },
-	};
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		char tmp[24];
-		char *end = tmp + sizeof(tmp);
-		long long v = parts[i].v;
-		bool neg = v < 0; /* printf's width counts the sign */
-		char *p = decimal(end, neg ? 0ULL - (unsigned long long)v : (unsigned long long)v,
-		                  neg ? parts[i].width - 1 : parts[i].width);
-		if (neg)
-			*--p = '-';
-		memcpy(o, p, (size_t)(end - p));
-		o += end - p;
-		*o++ = parts[i].after;
-	}
-	return (size_t)(o - ts);
-}
-
 size_t crawl_log_format(const struct crawl_log_entry *e, char *buf, size_t cap)
 {
 	size_t pos = 0;
-	char ts[40];
-	time_t secs = (time_t)(e->timestamp_unix_ms / 1000);
-	int ms = (int)(e->timestamp_unix_ms % 1000);
-	struct tm tm;
-	if (ms < 0) {
-		ms += 1000;
-		secs -= 1;
-	}
-	gmtime_r(&secs, &tm);
-	put(buf, cap, &pos, ts, format_timestamp(&tm, ms, ts));
+	char ts[WALL_CLOCK_TEXT_MAX];
+	put(buf, cap, &pos, ts, wall_clock_text(e->timestamp_unix_ms, ts));
 	/* the columns after the timestamp, in order */
 	const struct {
 		char kind; /* a number: 'd' signed, 'u' unsigned; 0: a text field */

@@ -13,7 +13,8 @@
  * before this request, counted from the end of its previous visit (the
  * policy's wait with Crawl-delay, back-off and Retry-After applied; 0 for
  * a host's first visit and for requests after the first of a visit).
- * Logs written before wait_ms was added have 12 fields.
+ * Readers also take lines of 12 fields, without wait_ms, so that they read
+ * the logs of crawlers that did not write it.
  * Field escaping: '\\' -> "\\\\", TAB -> "\\t", LF -> "\\n", CR -> "\\r",
  * other control bytes -> "\\xHH"; an empty or NULL field is "-" (and a field
  * that is literally "-" stays "-"). So every record is exactly one line of
