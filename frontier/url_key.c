@@ -228,15 +228,23 @@ enum url_error url_crawl_key(const struct url *u, char *out, size_t cap, size_t 
 		oput(&o, "http:", 5);
 	else
 		oput(&o, h, u->scheme.n + 1);
-	/* authority as serialized: from after "scheme:" to the path; strip_www
-     * removes every leading "www." so that the key is a fixed point */
-	size_t host_off = u->host_off, skip = 0;
+	/* authority: "//", host, port as serialized. The userinfo is left out:
+	 * a page must not choose the credentials the crawler sends, nor split
+	 * one server into many hosts. A domain's final dots are dropped too
+	 * ("h." and "h" are one server), leaving at least one byte. strip_www
+	 * removes every leading "www."; both keep the key a fixed point. */
+	size_t host_off = u->host_off, host_end = host_off + u->host_len, skip = 0;
 	if ((f & URL_CANON_STRIP_WWW) && u->host_kind == HOST_DOMAIN) {
 		while (u->host_len - skip > 4 && memcmp(h + host_off + skip, "www.", 4) == 0)
 			skip += 4;
 	}
-	oput(&o, h + u->scheme.n + 1, host_off - (u->scheme.n + 1));
-	oput(&o, h + host_off + skip, u->path_off - host_off - skip);
+	if (u->host_kind == HOST_DOMAIN) {
+		while (host_end - (host_off + skip) > 1 && h[host_end - 1] == '.')
+			host_end--;
+	}
+	oput(&o, "//", 2);
+	oput(&o, h + host_off + skip, host_end - host_off - skip);
+	oput(&o, h + host_off + u->host_len, u->path_off - host_off - u->host_len);
 	/* path */
 	size_t pstart = o.n;
 	if (u->path_len == 0)

@@ -30,7 +30,7 @@
  * so a link and the URL it is fetched and de-duplicated as are one string.
  * Links whose scheme is not http or https are dropped and counted, and so
  * are links that do not parse or whose key exceeds the URL length limit.
- * Userinfo (user:pass@) is kept, as the crawl key keeps it.
+ * Userinfo (user:pass@) is dropped, as the crawl key drops it.
  *
  * What counts as a link: `a` and `area` href; `link` href when rel holds a
  * link type that makes a hyperlink (the HTML Standard's alternate, author,

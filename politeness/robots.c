@@ -9,8 +9,8 @@
  * groups to another; at the end the first list is kept if any group named
  * us, else the second.
  */
-#include "politeness/robots.h"
 #include "politeness/delay_policy.h"
+#include "politeness/robots_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,25 +19,9 @@
 #include "frontier/base/array.h"
 #include "frontier/base/ascii.h"
 
-struct robots_rule {
-	char *pat; /* normalized pattern, NUL-terminated */
-	size_t len;
-	bool allow;
-	bool plain; /* no '*' and no final '$': a prefix compare suffices */
-};
-
 struct rule_list {
 	struct robots_rule *v;
 	size_t n, cap;
-};
-
-struct robots {
-	struct robots_rule *rules; /* sorted: longest first, allow first on ties */
-	size_t nrules;
-	bool deny_all;
-	double crawl_delay; /* < 0: none */
-	char **sitemaps;
-	size_t nsitemaps;
 };
 
 const char *robots_strerror(int err)
@@ -200,10 +184,10 @@ static int rules_push(struct rule_list *l, const char *val, size_t vlen, bool al
 	size_t plen = 0;
 	robots_path_normalize(val, vlen, pat, cap, &plen);
 	struct robots_rule *r = &l->v[l->n++];
+	memset(r, 0, sizeof *r);
 	r->pat = pat;
-	r->len = plen;
+	r->len = (uint32_t)plen;
 	r->allow = allow;
-	r->plain = memchr(pat, '*', plen) == NULL && !(plen > 0 && pat[plen - 1] == '$');
 	return ROBOTS_OK;
 }
 
@@ -237,6 +221,8 @@ static int add_rule(struct rule_list *l, const char *val, size_t vlen, bool allo
 	return ROBOTS_OK;
 }
 
+/* Priority order (longest first, Allow first at equal length), then the
+ * pattern's bytes, so that two rules alike are neighbours. */
 static int rule_cmp(const void *a, const void *b)
 {
 	const struct robots_rule *x = a, *y = b;
@@ -244,7 +230,24 @@ static int rule_cmp(const void *a, const void *b)
 		return x->len > y->len ? -1 : 1;
 	if (x->allow != y->allow)
 		return x->allow ? -1 : 1;
-	return 0;
+	return memcmp(x->pat, y->pat, x->len);
+}
+
+/* Sorts the rules into priority order and keeps one of each rule alike
+ * (same pattern, same verdict): a repeat can change no check. */
+static void rules_sort_unique(struct robots *r)
+{
+	size_t kept = 0;
+	if (r->nrules > 1)
+		qsort(r->rules, r->nrules, sizeof *r->rules, rule_cmp);
+	for (size_t i = 0; i < r->nrules; i++) {
+		if (kept > 0 && rule_cmp(&r->rules[kept - 1], &r->rules[i]) == 0) {
+			free(r->rules[i].pat);
+			continue;
+		}
+		r->rules[kept++] = r->rules[i];
+	}
+	r->nrules = kept;
 }
 
 /* A Crawl-delay value in seconds, or -1 when it is no delay ("soon", "-3",
@@ -375,8 +378,10 @@ static int handle_line(struct parse_state *st, const char *line, size_t n)
 static struct robots *robots_new(void)
 {
 	struct robots *r = calloc(1, sizeof *r);
-	if (r)
+	if (r) {
 		r->crawl_delay = -1;
+		r->wild_cap = ROBOTS_WILDCARD_CAP_DEFAULT;
+	}
 	return r;
 }
 
@@ -400,6 +405,7 @@ void robots_destroy(struct robots *r)
 	for (size_t i = 0; i < r->nrules; i++)
 		free(r->rules[i].pat);
 	free(r->rules);
+	robots__index_free(r->index);
 	ARRAY_FREE_EACH(r->sitemaps, r->nsitemaps);
 	free(r);
 }
@@ -452,8 +458,10 @@ int robots_parse(const char *body, size_t len, const char *user_agent, struct ro
 	r->nrules = keep->n;
 	keep->v = NULL;
 	keep->n = keep->cap = 0;
-	if (r->nrules > 1)
-		qsort(r->rules, r->nrules, sizeof *r->rules, rule_cmp);
+	rules_sort_unique(r);
+	rc = robots__compile(r);
+	if (rc != ROBOTS_OK)
+		goto out;
 	r->crawl_delay = st.found_specific ? st.delay_specific : st.delay_global;
 	r->sitemaps = st.sitemaps;
 	r->nsitemaps = st.nsitemaps;
@@ -467,94 +475,6 @@ out:
 	rules_free(&st.global);
 	ARRAY_FREE_EACH(st.sitemaps, st.nsitemaps);
 	return rc;
-}
-
-/* Does `pat` (with '*' and a final '$') match a prefix of `path`?
- * The pattern is cut at its stars: the first piece must be a prefix, each
- * middle piece is matched at its leftmost place after the previous one
- * (leftmost is never worse with only '*' wildcards), and the last piece
- * must be a suffix when anchored by '$'. memmem keeps it linear, so a
- * hostile pattern cannot make a check quadratic. */
-static bool pattern_match(const char *pat, size_t plen, const char *path, size_t len)
-{
-	bool anchored = plen > 0 && pat[plen - 1] == '$';
-	if (anchored)
-		plen--;
-	const char *star = memchr(pat, '*', plen);
-	if (!star) {
-		if (anchored)
-			return len == plen && memcmp(pat, path, plen) == 0;
-		return plen <= len && memcmp(pat, path, plen) == 0;
-	}
-	size_t first = (size_t)(star - pat);
-	if (first > len || memcmp(pat, path, first) != 0)
-		return false;
-	size_t pos = first;
-	size_t p = first + 1; /* start of the next piece */
-	for (;;) {
-		const char *next = memchr(pat + p, '*', plen - p);
-		size_t seglen = next ? (size_t)(next - (pat + p)) : plen - p;
-		if (!next) {
-			/* the last piece */
-			if (anchored)
-				return len - pos >= seglen &&
-				       memcmp(path + len - seglen, pat + p, seglen) == 0;
-			return seglen == 0 ||
-			       memmem(path + pos, len - pos, pat + p, seglen) != NULL;
-		}
-		if (seglen > 0) {
-			const char *found = memmem(path + pos, len - pos, pat + p, seglen);
-			if (!found)
-				return false;
-			pos = (size_t)(found - path) + seglen;
-		}
-		p += seglen + 1;
-	}
-}
-
-bool robots_allowed(const struct robots *r, const char *path, size_t len)
-{
-	if (!r)
-		return true;
-	if (len == 0 || !path) {
-		path = "/";
-		len = 1;
-	}
-	if (len == 11 && memcmp(path, "/robots.txt", 11) == 0)
-		return true;
-	if (r->deny_all)
-		return false;
-	if (r->nrules == 0)
-		return true;
-
-	char stackbuf[8192];
-	char *buf = stackbuf;
-	size_t cap = 3 * len + 1;
-	if (cap > sizeof stackbuf) {
-		buf = malloc(cap);
-		if (!buf)
-			return false;
-	} else {
-		cap = sizeof stackbuf;
-	}
-	size_t n = 0;
-	robots_path_normalize(path, len, buf, cap, &n);
-	bool result = true;
-	for (size_t i = 0; i < r->nrules; i++) {
-		const struct robots_rule *rule = &r->rules[i];
-		bool m;
-		if (rule->plain)
-			m = rule->len <= n && memcmp(rule->pat, buf, rule->len) == 0;
-		else
-			m = pattern_match(rule->pat, rule->len, buf, n);
-		if (m) {
-			result = rule->allow;
-			break;
-		}
-	}
-	if (buf != stackbuf)
-		free(buf);
-	return result;
 }
 
 double robots_crawl_delay(const struct robots *r)
@@ -714,13 +634,10 @@ struct robots *robots_decode(const char *data, size_t len)
 	for (uint64_t i = 0; !d.bad && i < n; i++) {
 		struct robots_rule *rule = &r->rules[i];
 		rule->allow = dec_u64(&d, 1) != 0;
-		rule->len = dec_u64(&d, 4);
+		rule->len = (uint32_t)dec_u64(&d, 4);
 		rule->pat = dec_str(&d, rule->len);
-		if (rule->pat) {
+		if (rule->pat)
 			r->nrules = i + 1;
-			rule->plain = memchr(rule->pat, '*', rule->len) == NULL &&
-			              !(rule->len > 0 && rule->pat[rule->len - 1] == '$');
-		}
 	}
 	n = dec_u64(&d, 4);
 	if (!d.bad && n > d.left / 4)
@@ -735,7 +652,7 @@ struct robots *robots_decode(const char *data, size_t len)
 		if (r->sitemaps[i])
 			r->nsitemaps = i + 1;
 	}
-	if (d.bad || d.left != 0) {
+	if (d.bad || d.left != 0 || robots__compile(r) != ROBOTS_OK) {
 		robots_destroy(r);
 		return NULL;
 	}

@@ -47,9 +47,17 @@ struct transfer {
 	struct curl_slist *resolve;
 	struct fetch_result *res;
 	size_t req_alloc, hdr_alloc, body_alloc;
-	size_t header_total; /* all header bytes, 1xx blocks included */
+	size_t header_total; /* all header bytes, 1xx blocks and trailers included */
 	bool header_too_big;
 	bool header_ended; /* the blank line closing the last block came */
+	/* Header blocks: a status line opens one, a blank line closes it. The
+	 * block answering the request (not 1xx, not a proxy's CONNECT) is the
+	 * final one; what comes after its blank line is trailers (chunked or
+	 * HTTP/2), kept as "X-Crawler-Trailer: LINE" before that blank line. */
+	int block_status;  /* status code of the block being read (0: none) */
+	bool connect_sent; /* the last request out was a CONNECT */
+	bool in_trailers;  /* the final block has closed */
+	uint8_t blank_len; /* its blank line's bytes: 2 (CRLF) or 1 (LF) */
 	bool refused_private;
 	bool proxied;            /* connects to the proxy, not to the host */
 	uint64_t start_hr;       /* uv_hrtime at start */
@@ -214,6 +222,49 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
 	return n;
 }
 
+/* The code of a status line ("HTTP/1.1 204 ...", "HTTP/2 200"), 0 if it
+ * has none. */
+static int status_code_of(const char *line, size_t n)
+{
+	size_t i = 5; /* after "HTTP/" */
+	int code = 0;
+	while (i < n && line[i] != ' ')
+		i++;
+	if (n < i + 4)
+		return 0;
+	for (size_t k = i + 1; k < i + 4; k++) {
+		if (line[k] < '0' || line[k] > '9')
+			return 0;
+		code = code * 10 + (line[k] - '0');
+	}
+	return code;
+}
+
+/* A trailer line: into the final block as "X-Crawler-Trailer: LINE", before
+ * its blank line, so that no trailer reads as one of the response's fields
+ * (nor, beginning "HTTP/", as a new block). The blank line ending the
+ * trailers is dropped. 0, or -1 when out of memory or past the cap. */
+static int trailer_keep(struct transfer *t, const char *data, size_t n)
+{
+	static const char name[] = "X-Crawler-Trailer: ";
+	struct fetch_buf *h = &t->res->response_headers;
+	while (n > 0 && (data[n - 1] == '\n' || data[n - 1] == '\r'))
+		n--;
+	if (n == 0)
+		return 0;
+	t->header_total += sizeof name - 1;
+	if (t->header_total > t->engine->cfg.max_header_bytes) {
+		t->header_too_big = true;
+		return -1;
+	}
+	h->len -= h->len >= t->blank_len ? t->blank_len : h->len;
+	if (buf_append(h, &t->hdr_alloc, name, sizeof name - 1, SIZE_MAX) != 0 ||
+	    buf_append(h, &t->hdr_alloc, data, n, SIZE_MAX) != 0 ||
+	    buf_append(h, &t->hdr_alloc, "\r\n", 2, SIZE_MAX) != 0)
+		return -1;
+	return buf_append(h, &t->hdr_alloc, "\r\n", t->blank_len, SIZE_MAX);
+}
+
 static size_t on_header(char *data, size_t size, size_t nmemb, void *userp)
 {
 	struct transfer *t = userp;
@@ -224,12 +275,22 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userp)
 		t->header_too_big = true;
 		return 0;
 	}
+	if (t->in_trailers)
+		return trailer_keep(t, data, n) == 0 ? n : 0;
 	/* A new status line starts a new block: drop 1xx (and CONNECT) ones. */
-	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0)
+	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) {
 		r->response_headers.len = 0;
+		t->block_status = status_code_of(data, n);
+	}
 	t->header_ended = (n == 2 && data[0] == '\r') || (n == 1 && data[0] == '\n');
 	if (buf_append(&r->response_headers, &t->hdr_alloc, data, n, SIZE_MAX) != 0)
 		return 0;
+	if (t->header_ended && t->block_status >= 200) {
+		/* a CONNECT's answer is followed by the response's own block */
+		t->in_trailers = !t->connect_sent;
+		t->connect_sent = false;
+		t->blank_len = (uint8_t)n;
+	}
 	return n;
 }
 
@@ -240,6 +301,7 @@ static int on_debug(CURL *easy, curl_infotype type, char *data, size_t size, voi
 	if (type == CURLINFO_HEADER_OUT) {
 		struct fetch_result *r = t->res;
 		t->request_sent = true;
+		t->connect_sent = size >= 8 && memcmp(data, "CONNECT ", 8) == 0;
 		if (r->request_headers.len + size <= FETCH_REQ_HDR_CAP)
 			buf_append(&r->request_headers, &t->req_alloc, data, size,
 			           FETCH_REQ_HDR_CAP);

@@ -19,7 +19,6 @@
 
 #define WARC_DEFAULT_MAX_FILE 1000000000ull
 #define WARC_DEFAULT_DIGESTS 65536u
-#define WARC_URL_KEEP 2048u
 #define WARC_HDR_CAP 16384u
 /* stdio's buffer of a WARC file: a fetch's records in one write */
 #define WARC_STDIO_BUF (64u * 1024u)
@@ -154,7 +153,7 @@ static void digest_insert(struct warc_writer *w, const uint8_t d[20], const char
 	}
 	size_t ul = strlen(url);
 	if (ul > WARC_URL_KEEP)
-		ul = WARC_URL_KEEP;
+		return; /* never referred to by a cut URL: its repeats go whole */
 	e->url = malloc(ul + 1);
 	if (e->url == NULL)
 		return; /* best effort: no revisit for this one */
