@@ -10,16 +10,15 @@
 #include <string.h>
 #include <strings.h>
 
-#include "crawler/store/crawl_log.h"
-#include "crawler/net/decode.h"
-#include "crawler/store/done_set.h"
+#include "crawler/crawl_tail.h"
 #include "crawler/sitemap_registry.h"
+#include "crawler/store/crawl_log.h"
+#include "crawler/store/done_set.h"
+#include "frontier/base/array.h"
 #include "frontier/base/clock.h"
-#include "frontier/base/recfile.h"
 #include "frontier/url.h"
 #include "politeness/delay_policy.h"
 #include "politeness/robots.h"
-#include "frontier/base/array.h"
 
 static void visit_next(struct visit *v, uint32_t host);
 static void dns_done(void *ctx, enum dns_error err, const char *name, const struct ip_addr *addrs,
@@ -53,16 +52,6 @@ char *visit_resolve_location(struct visit *v, const char *base, const char *loc,
 	}
 	memcpy(out, href, len + 1);
 	return out;
-}
-
-int visit_is_html(const char *ct)
-{
-	if (!ct)
-		return 0;
-	while (*ct == ' ')
-		ct++;
-	return strncasecmp(ct, "text/html", 9) == 0 ||
-	       strncasecmp(ct, "application/xhtml+xml", 21) == 0;
 }
 
 static int is_css(const char *ct)
@@ -136,6 +125,29 @@ void visit_set_robots(struct visit *v, uint32_t host, enum politeness_robots_sta
                       struct robots *robots, uint64_t expires_us)
 {
 	politeness_robots_set(v->p.pol, host, st, robots, expires_us);
+}
+
+/* ---- counters ---- */
+
+void visit_count_fetch_error(struct visit *v, enum fetch_error e)
+{
+	if ((size_t)e < VISIT_ERRORS)
+		v->st.fetch_errors[e]++;
+}
+
+void visit_count_dns_error(struct visit *v, enum dns_error e)
+{
+	v->st.dns_errors[(size_t)e < VISIT_ERRORS ? e : VISIT_ERRORS - 1]++;
+}
+
+void visit_stats(const struct visit *v, struct visit_stats *out)
+{
+	*out = v->st;
+}
+
+uint64_t visit_pages_started(const struct visit *v)
+{
+	return v->st.pages_started;
 }
 
 /* ---- states ---- */
@@ -248,7 +260,7 @@ const struct ip_addr *visit_addr_choose(struct visit *v, const struct ip_addr *a
 	for (size_t i = 0; i < naddrs; i++) {
 		char ip[IP_ADDR_STRLEN];
 		ip_addr_format(&addrs[i], ip, sizeof ip);
-		if (!v->p.cfg->fetch.allow_private_networks && fetch_addr_is_private(ip))
+		if (!v->p.fetch_config->allow_private_networks && fetch_addr_is_private(ip))
 			continue;
 		fams |= visit_family_bit(addrs[i].family);
 		if (first == NULL)
@@ -308,13 +320,12 @@ int visit_req_send(struct visit *v, struct req *q)
 	};
 	enum fetch_error e = v->p.net.start(v->p.net.ctx, &fr);
 	if (e != FETCH_OK) {
-		if ((size_t)e < CRAWL_STATS_ERRORS)
-			v->p.stats->fetch_errors[e]++;
+		visit_count_fetch_error(v, e);
 		visit_req_release(v, q);
 		return -1;
 	}
 	visit_host_state(v, q->host)->visit_requests++;
-	v->p.stats->requests++;
+	v->st.requests++;
 	return 0;
 }
 
@@ -390,7 +401,7 @@ static int resolve_host(struct visit *v, uint32_t host, int in_line)
 	if (e == DNS_ERR_BUSY && (in_line || dns_wait_push(v, host) == 0))
 		return -1; /* HOST_DNS_PENDING: in line */
 	visit_set_dns(v, host, HOST_DNS_NONE, dns_strerror(e));
-	v->p.stats->dns_errors[e < CRAWL_STATS_ERRORS ? e : CRAWL_STATS_ERRORS - 1]++;
+	visit_count_dns_error(v, e);
 	visit_set_outcome(v, host, VISIT_RETRY_LATER, "lookup not started");
 	hs->visit_requests = 1; /* so the retry delay applies */
 	hs->retry_after_us = monotonic_us() + 1000000u;
@@ -431,7 +442,7 @@ static void dns_answered(struct visit *v, uint32_t host, enum dns_error err,
 	}
 	if (err != DNS_OK || naddrs == 0) {
 		const char *why = err != DNS_OK ? dns_strerror(err) : "no address";
-		v->p.stats->dns_errors[err < CRAWL_STATS_ERRORS ? err : CRAWL_STATS_ERRORS - 1]++;
+		visit_count_dns_error(v, err);
 		if (err == DNS_ERR_TIMEOUT || err == DNS_ERR_SERVFAIL || err == DNS_ERR_BUSY) {
 			/* Transient: the host backs off as after a failed visit and
 			 * is retired only after max_consecutive_errors of them. */
@@ -440,14 +451,14 @@ static void dns_answered(struct visit *v, uint32_t host, enum dns_error err,
 			hs->visit_requests = 1;
 			visit_end(v, host, why);
 		} else {
-			v->p.stats->hosts_dns_failed++;
+			v->st.hosts_dns_failed++;
 			host_unresolvable(v, host, why);
 		}
 		return;
 	}
 	const struct ip_addr *a = visit_addr_choose(v, addrs, naddrs, hs->failed, &hs->families);
 	if (a == NULL) {
-		v->p.stats->private_refused++;
+		v->st.private_refused++;
 		host_unresolvable(v, host, "private address refused");
 		return;
 	}
@@ -495,7 +506,7 @@ void visit_begin(struct visit *v, uint32_t host)
 	}
 	uint64_t exp;
 	enum politeness_robots_state st = robots_of(v, host, NULL, &exp);
-	if (v->p.cfg->crawl.obey_robots &&
+	if (v->p.crawl->obey_robots &&
 	    (st == POLITENESS_ROBOTS_UNKNOWN ||
 	     (st == POLITENESS_ROBOTS_KNOWN && exp && exp < monotonic_us()))) {
 		visit_start_robots(v, host);
@@ -528,7 +539,7 @@ static int disallowed(struct visit *v, uint32_t host, const struct frontier_url 
 {
 	const struct robots *rob = NULL;
 	char path[FRONTIER_URL_MAX + 8];
-	if (!v->p.cfg->crawl.obey_robots)
+	if (!v->p.crawl->obey_robots)
 		return 0;
 	robots_of(v, host, &rob, NULL);
 	return rob && (robots_path_from_url(fu->url, fu->url_len, path, sizeof path) != ROBOTS_OK ||
@@ -547,17 +558,17 @@ static void visit_next(struct visit *v, uint32_t host)
 		}
 		/* fetched after the checkpoint, found in its tail (crawl_tail.h) */
 		if (done_set_take(v->p.done, fu.url, fu.url_len)) {
-			v->p.stats->tail_skipped++;
+			v->st.tail_skipped++;
 			continue;
 		}
 		if (disallowed(v, host, &fu)) {
-			v->p.stats->robots_disallowed++;
+			v->st.robots_disallowed++;
 			continue;
 		}
 		char *url = strndup(fu.url, fu.url_len);
 		char *via = strndup(fu.via, fu.via_len);
 		/* counted first: a request put back at once uncounts itself */
-		v->p.stats->pages_started++;
+		v->st.pages_started++;
 		int rc = (url && via)
 		                 ? visit_start_fetch(v, host, url, fu.depth, via, 0,
 		                                     (int)frontier_redirects_of(fu.depth), NULL)
@@ -566,7 +577,7 @@ static void visit_next(struct visit *v, uint32_t host)
 		free(via);
 		if (rc == 0)
 			return; /* one request per host in flight; visit_continue goes on */
-		v->p.stats->pages_started--;
+		v->st.pages_started--;
 	}
 }
 
@@ -578,9 +589,9 @@ void visit_continue(struct visit *v, uint32_t host)
 
 /* ---- results ---- */
 
-static void count_status(struct crawl_stats *s, long status, uint64_t bytes)
+static void count_status(struct visit_stats *s, long status, uint64_t bytes)
 {
-	if (status >= 0 && status < CRAWL_STATS_STATUS_MAX)
+	if (status >= 0 && status < VISIT_STATUS_MAX)
 		s->status[status]++;
 	else
 		s->status_other++;
@@ -591,10 +602,8 @@ static void count_status(struct crawl_stats *s, long status, uint64_t bytes)
 static void count_result(struct visit *v, uint32_t host, struct host_state *hs,
                          const struct fetch_result *res)
 {
-	struct crawl_stats *s = v->p.stats;
 	if (res->error != FETCH_OK) {
-		if ((size_t)res->error < CRAWL_STATS_ERRORS)
-			s->fetch_errors[res->error]++;
+		visit_count_fetch_error(v, res->error);
 		/* A reused connection the server closed: no error of the host's;
 		 * the visit ends and the next waits the usual delay. */
 		if (res->reuse_dropped && hs->outcome == VISIT_OK)
@@ -604,7 +613,7 @@ static void count_result(struct visit *v, uint32_t host, struct host_state *hs,
 		return;
 	}
 	hs->reuse_drops = 0;
-	count_status(s, res->status, res->body.len);
+	count_status(&v->st, res->status, res->body.len);
 	if (res->status == 429 || (res->status == 503 && res->retry_after_s >= 0)) {
 		visit_set_outcome(v, host, VISIT_RETRY_LATER, res->status == 429 ? "429" : "503");
 		uint64_t ra = res->retry_after_s >= 0 ? (uint64_t)res->retry_after_s : 60u;
@@ -632,7 +641,7 @@ static int page_requeue(struct visit *v, struct req *q, const char *via)
 	if (hs->reuse_drops >= VISIT_MAX_REUSE_DROPS || !req_unpop(v, q, via))
 		return 0;
 	hs->reuse_drops++;
-	v->p.stats->reuse_retries++;
+	v->st.reuse_retries++;
 	return 1;
 }
 
@@ -640,7 +649,7 @@ static int page_requeue(struct visit *v, struct req *q, const char *via)
 static void page_result(struct visit *v, struct req *q, struct fetch_result *res,
                         struct crawl_job *j, int *follow)
 {
-	v->p.stats->pages_done++;
+	v->st.pages_done++;
 	if (res->reuse_dropped && !*v->p.stopping && page_requeue(v, q, j->via ? j->via : ""))
 		j->flags |= CRAWL_LOG_REQUEUED;
 	frontier_host_account(v->p.frontier, q->host, 1, res->body.len);
@@ -649,11 +658,11 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 		j->flags |= CRAWL_LOG_REDIRECT;
 		j->redirect = visit_resolve_location(v, res->url, res->location, &crawlable);
 		j->redirects = (uint32_t)q->redirects + 1;
-		v->p.stats->redirects++;
+		v->st.redirects++;
 		*follow = j->redirect && crawlable;
 		/* An endless chain ends here: the hop count came with the URL. */
-		if (*follow && (uint32_t)q->redirects >= v->p.cfg->crawl.max_redirects) {
-			v->p.stats->redirect_limit++;
+		if (*follow && (uint32_t)q->redirects >= v->p.crawl->max_redirects) {
+			v->st.redirect_limit++;
 			*follow = 0;
 		}
 	}
@@ -668,10 +677,10 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 	}
 	/* An embed is not parsed for links; a stylesheet is, for its url()s,
 	 * when requisites are fetched. */
-	if (v->p.cfg->crawl.page_requisites && is_css(res->content_type))
+	if (v->p.crawl->page_requisites && is_css(res->content_type))
 		j->parse = ok ? CRAWL_PARSE_CSS : 0;
 	else
-		j->parse = ok && !q->embed && visit_is_html(res->content_type);
+		j->parse = ok && !q->embed && fetch_type_is_html(res->content_type);
 }
 
 /* ---- falling back to the other address family ---- */
@@ -682,11 +691,11 @@ static void req_put_back(struct visit *v, struct req *q)
 	if (q->robots) {
 		visit_set_robots(v, q->host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
 		if (q->redirects == 0)
-			v->p.stats->robots_fetches--; /* made again */
+			v->st.robots_fetches--; /* made again */
 	} else {
 		/* a retired host's queue counts it as dropped */
 		(void)req_unpop(v, q, q->via);
-		v->p.stats->pages_started--;
+		v->st.pages_started--;
 	}
 }
 
@@ -727,7 +736,7 @@ static int family_fallback(struct visit *v, struct req *q, struct host_state *hs
 	hs->failed = failed;
 	visit_set_dns(v, q->host, HOST_DNS_NONE, "connect failed: the other family next");
 	req_put_back(v, q);
-	v->p.stats->family_fallbacks++;
+	v->st.family_fallbacks++;
 	visit_end(v, q->host, "family fallback"); /* VISIT_OK: one delay's rest, no error */
 	return 1;
 }
@@ -775,7 +784,7 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 
 int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry *e)
 {
-	struct crawl_stats *s = v->p.stats;
+	struct visit_stats *s = &v->st;
 	const struct robots *rules;
 	/* a robots.txt answer sets the rules, as its live fetch did (only a
 	 * 2xx one needs its payload); a redirect's chain, an unreachable one or
@@ -785,12 +794,11 @@ int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry
 	                  !visit_robots_take(v, host, e->status, e->content_encoding, e->body,
 	                                     e->body_len, &rules)))
 		return -1;
-	if (e->status < 0 && (size_t)-e->status < CRAWL_STATS_ERRORS)
-		s->fetch_errors[-e->status]++;
+	if (e->status < 0 && -e->status < VISIT_ERRORS)
+		visit_count_fetch_error(v, (enum fetch_error)(-e->status));
 	else if (e->status >= 0)
 		count_status(s, e->status, e->bytes);
 	s->requests++;
-	s->tail_replayed++;
 	if (e->robots) {
 		s->robots_fetches++;
 		return 0;
@@ -809,10 +817,10 @@ struct visit *visit_create(const struct visit_parts *parts)
 	if (!v)
 		return NULL;
 	v->p = *parts;
-	v->trace = parts->cfg->crawl.trace_visits;
+	v->trace = parts->crawl->trace_visits;
 	v->trace_t0_us = monotonic_us();
-	v->url_base = url_create(&parts->cfg->url);
-	v->url_target = url_create(&parts->cfg->url);
+	v->url_base = url_create(parts->url);
+	v->url_target = url_create(parts->url);
 	if (!v->url_base || !v->url_target) {
 		visit_destroy(v);
 		return NULL;

@@ -15,6 +15,7 @@
 
 #include "crawler/crawl_writer.h"
 #include "crawler/store/done_set.h"
+#include "crawler/store/io_stall.h"
 #include "frontier/base/clock.h"
 
 void rig_tempdir(char *dir, size_t cap)
@@ -195,11 +196,13 @@ void rig_open(struct rig *r, int leases)
 	r->done = done_set_create();
 	ck_assert_ptr_nonnull(r->done);
 	struct visit_parts vp = {
-		.cfg = &r->cfg,
+		.crawl = &r->cfg.crawl,
+		.url = &r->cfg.url,
+		.fetch_config = &r->cfg.fetch,
+		.politeness = &r->cfg.politeness,
 		.frontier = r->frontier,
 		.pol = r->pol,
 		.net = { .ctx = r, .start = fake_start, .resolve = fake_resolve },
-		.stats = &r->stats,
 		.hooks = { .ctx = r,
 		           .can_start = always,
 		           .page_allowed = always,
@@ -228,6 +231,12 @@ void rig_close(struct rig *r)
 }
 
 /* ---- driving ---- */
+
+const struct visit_stats *rig_stats(struct rig *r)
+{
+	visit_stats(r->visit, &r->st);
+	return &r->st;
+}
 
 uint32_t rig_add(struct rig *r, const char *url)
 {
@@ -369,14 +378,17 @@ static void rig_sieve_start(struct rig_sieve *r, const struct crawl_config *cfg,
 	r->io = io_stall_create(100);
 	ck_assert_ptr_nonnull(r->io);
 	struct sieve_path_parts parts = {
-		.cfg = cfg,
+		.cfg = { .url = &cfg->url,
+		         .max_url_len = cfg->scope.max_url_len,
+		         .max_connections = cfg->fetch.max_connections,
+		         .meta_memory = cfg->link_meta_memory },
 		.io = r->io,
-		.stats = &r->stats,
 		.hooks = { .ctx = r, .wake = sieve_wake, .take = sieve_take },
 	};
 	ck_assert_int_eq(sieve_path_create(&parts, &r->sp), 0);
 	ck_assert_int_eq(sieve_path_open_sieve(r->sp, &r->svc, NULL, err, sizeof err), SIEVE_OK);
-	ck_assert_int_eq(sieve_path_start_feeder(r->sp, seeds, nseeds), 0);
+	ck_assert_int_eq(
+	        sieve_path_start_feeder(r->sp, seeds, nseeds, sieve_path_batch_create(r->sp)), 0);
 }
 
 void rig_sieve_open(struct rig_sieve *r, char *const *seeds, size_t nseeds)
@@ -438,6 +450,12 @@ void rig_sieve_drain_until(struct rig_sieve *r, size_t n)
 		ck_assert_msg(monotonic_us() < end, "%zu URLs emitted, %zu expected", r->ngot, n);
 		usleep(1000);
 	}
+}
+
+const struct sieve_path_stats *rig_sieve_stats(struct rig_sieve *r)
+{
+	sieve_path_stats(r->sp, &r->st);
+	return &r->st;
 }
 
 int rig_sieve_got(const struct rig_sieve *r, const char *url)

@@ -16,7 +16,6 @@
 #include <stdint.h>
 
 #include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
 #include "crawler/net/dns.h"
 #include "crawler/net/fetch.h"
 #include "crawler/sieve_path.h"
@@ -60,7 +59,7 @@ struct rig {
 	struct politeness *pol;
 	struct done_set *done;
 	struct visit *visit;
-	struct crawl_stats stats;
+	struct visit_stats st; /* rig_stats's copy */
 	int stopping, finished, pumps;
 	struct rig_fetch fetch[RIG_MAX];
 	size_t nfetch;
@@ -94,6 +93,8 @@ void rig_open(struct rig *r, int leases);
 /* Frees everything, the folder too. */
 void rig_close(struct rig *r);
 
+/* The visit's counters, as they stand. */
+const struct visit_stats *rig_stats(struct rig *r);
 /* Queues url (a crawl key) for its host (created if new): its host. */
 uint32_t rig_add(struct rig *r, const char *url);
 /* Begins the visit of every host ready at now_us: how many. */
@@ -125,8 +126,8 @@ struct rig_sieve {
 	int own;                 /* cfg and dir are ours */
 	struct sieve_config svc;
 	struct io_stall *io;
-	struct crawl_stats stats;
 	struct sieve_path *sp;
+	struct sieve_path_stats st; /* rig_sieve_stats's copy */
 	atomic_int wakes;
 	struct {
 		char url[256], via[256];
@@ -146,6 +147,8 @@ void rig_sieve_quiet(struct rig_sieve *r);
 void rig_sieve_flush(struct rig_sieve *r);
 /* Drains until n URLs reached the frontier (10 s at most). */
 void rig_sieve_drain_until(struct rig_sieve *r, size_t n);
+/* The sieve path's counters, as they stand. */
+const struct sieve_path_stats *rig_sieve_stats(struct rig_sieve *r);
 /* 1 if url reached the frontier. */
 int rig_sieve_got(const struct rig_sieve *r, const char *url);
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crawler/crawl_source.h"
 #include "frontier/base/clock.h"
 #include "loop_rig.h"
 
@@ -21,12 +22,12 @@ static void add_link(struct rig_sieve *r, struct link_batch *b, const char *key,
                      const char *via)
 {
 	size_t room, klen = strlen(key);
-	char *slot = sieve_path_batch_slot(b, &room);
+	char *slot = link_batch_slot(b, &room);
 	ck_assert_uint_lt(klen, room);
 	memcpy(slot, key, klen);
 	struct link_meta_via *v = sieve_path_via(r->sp, via, strlen(via));
 	ck_assert_ptr_nonnull(v);
-	sieve_path_batch_add(b, klen, depth, v);
+	link_batch_add(b, klen, depth, v);
 	sieve_path_via_release(r->sp, v);
 }
 
@@ -40,7 +41,7 @@ START_TEST(sieve_path_once_with_meta)
 	add_link(&r, b, "http://a.test/x", 3, "http://a.test/from");
 	add_link(&r, b, "http://a.test/x", 5, "http://a.test/other");
 	add_link(&r, b, "http://a.test/y", 4, "http://a.test/from");
-	sieve_path_batch_flush(b);
+	link_batch_flush(b);
 	rig_sieve_flush(&r);
 	ck_assert_uint_eq(r.ngot, 2);
 	ck_assert_str_eq(r.got[0].url, "http://a.test/x");
@@ -51,14 +52,14 @@ START_TEST(sieve_path_once_with_meta)
 	/* found again after it was emitted: the sieve has seen it */
 	add_link(&r, b, "http://a.test/x", 6, "http://a.test/later");
 	add_link(&r, b, "http://a.test/z", 7, "http://a.test/later");
-	sieve_path_batch_flush(b);
+	link_batch_flush(b);
 	rig_sieve_flush(&r);
 	ck_assert_uint_eq(r.ngot, 3);
 	ck_assert_str_eq(r.got[2].url, "http://a.test/z");
 	ck_assert_uint_eq(r.got[2].depth, 7);
 	ck_assert_str_eq(r.got[2].via, "http://a.test/later");
-	ck_assert_uint_eq(atomic_load(&r.stats.ac.meta_missing), 0);
-	sieve_path_batch_destroy(b);
+	ck_assert_uint_eq(rig_sieve_stats(&r)->meta_missing, 0);
+	link_batch_destroy(b);
 	rig_sieve_close(&r);
 }
 END_TEST
@@ -69,7 +70,7 @@ START_TEST(sieve_path_seeds)
 	struct rig_sieve r;
 	rig_sieve_open(&r, seeds, 3);
 	rig_sieve_quiet(&r);
-	ck_assert_uint_eq(atomic_load(&r.stats.ac.seeds_invalid), 1);
+	ck_assert_uint_eq(rig_sieve_stats(&r)->seeds_invalid, 1);
 	rig_sieve_flush(&r);
 	ck_assert_uint_eq(r.ngot, 2);
 	ck_assert_str_eq(r.got[0].url, "http://seed.test/a");
@@ -97,31 +98,31 @@ START_TEST(sieve_path_flush_on_wait)
 	struct link_batch *b = sieve_path_batch_create(r.sp);
 	ck_assert_ptr_nonnull(b);
 	add_link(&r, b, "http://a.test/1", 1, "http://a.test/");
-	sieve_path_batch_flush(b);
+	link_batch_flush(b);
 	/* every queued host waits: the links found so far are flushed at once */
 	uint64_t now = monotonic_us();
 	ck_assert_uint_eq(sieve_path_none_ready(r.sp, 0, now), 0); /* busy: not asked */
-	ck_assert_uint_eq(r.stats.early_flushes, 0);
+	ck_assert_uint_eq(rig_sieve_stats(&r)->early_flushes, 0);
 	ck_assert_uint_eq(sieve_path_none_ready(r.sp, 1, now), 0);
-	ck_assert_uint_eq(r.stats.early_flushes, 1);
+	ck_assert_uint_eq(rig_sieve_stats(&r)->early_flushes, 1);
 	rig_sieve_drain_until(&r, 1);
 	ck_assert_str_eq(r.got[0].url, "http://a.test/1");
 	rig_sieve_quiet(&r);
 	/* the next such flush waits its gap */
 	add_link(&r, b, "http://a.test/2", 1, "http://a.test/");
-	sieve_path_batch_flush(b);
+	link_batch_flush(b);
 	uint64_t at = sieve_path_none_ready(r.sp, 1, now + 1000);
 	ck_assert_uint_ge(at, now + 500000u);
-	ck_assert_uint_eq(r.stats.early_flushes, 1);
+	ck_assert_uint_eq(rig_sieve_stats(&r)->early_flushes, 1);
 	ck_assert_uint_eq(sieve_path_none_ready(r.sp, 1, at), 0);
-	ck_assert_uint_eq(r.stats.early_flushes, 2);
+	ck_assert_uint_eq(rig_sieve_stats(&r)->early_flushes, 2);
 	rig_sieve_drain_until(&r, 2);
 	ck_assert_str_eq(r.got[1].url, "http://a.test/2");
 	rig_sieve_quiet(&r);
 	/* nothing added since: no flush */
 	ck_assert_uint_eq(sieve_path_none_ready(r.sp, 1, at + 10000000u), 0);
-	ck_assert_uint_eq(r.stats.early_flushes, 2);
-	sieve_path_batch_destroy(b);
+	ck_assert_uint_eq(rig_sieve_stats(&r)->early_flushes, 2);
+	link_batch_destroy(b);
 	rig_sieve_close(&r);
 }
 END_TEST
@@ -134,10 +135,10 @@ START_TEST(sieve_path_dry_ends)
 	struct link_batch *b = sieve_path_batch_create(r.sp);
 	ck_assert_ptr_nonnull(b);
 	add_link(&r, b, "http://a.test/1", 1, "http://a.test/");
-	sieve_path_batch_flush(b);
+	link_batch_flush(b);
 	/* the frontier ran dry, all idle: an idle flush delivers the link */
 	ck_assert_int_eq(sieve_path_dry(r.sp, 1), 0);
-	ck_assert_uint_eq(r.stats.forced_flushes, 1);
+	ck_assert_uint_eq(rig_sieve_stats(&r)->forced_flushes, 1);
 	rig_sieve_drain_until(&r, 1);
 	/* it emitted, so it is not the end: the loop asks again (as each pump
 	 * does) until an idle flush emitted nothing */
@@ -147,9 +148,9 @@ START_TEST(sieve_path_dry_ends)
 		ck_assert_int_eq(sieve_path_drain(r.sp, 1), 1);
 		usleep(1000);
 	}
-	ck_assert_uint_eq(r.stats.forced_flushes, 2);
+	ck_assert_uint_eq(rig_sieve_stats(&r)->forced_flushes, 2);
 	ck_assert_uint_eq(r.ngot, 1);
-	sieve_path_batch_destroy(b);
+	link_batch_destroy(b);
 	rig_sieve_close(&r);
 }
 END_TEST

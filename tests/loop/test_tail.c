@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crawler/crawl_source.h"
 #include "crawler/crawl_tail.h"
 #include "crawler/crawl_writer.h"
 #include "crawler/parse_jobs.h"
@@ -200,9 +201,59 @@ START_TEST(tail_entries)
 }
 END_TEST
 
-static void noop_wake(void *ctx)
+/* The replay's hooks, as crawl_setup.c wires them. */
+struct replay_ctx {
+	struct rig *r;
+	struct rig_sieve *rs;
+	struct parse_jobs *pj;
+};
+
+static int tail_count(void *ctx, const struct crawl_tail_entry *e, uint32_t *host)
+{
+	struct replay_ctx *c = ctx;
+	if (visit_host_get(c->r->visit, e->url, strlen(e->url), host) != 0)
+		return -1;
+	return visit_replayed(c->r->visit, *host, e);
+}
+
+static int tail_submit(void *ctx, struct crawl_job *j)
+{
+	struct replay_ctx *c = ctx;
+	return parse_jobs_try_submit(c->pj, j);
+}
+
+static void tail_drain(void *ctx)
+{
+	struct replay_ctx *c = ctx;
+	sieve_path_drain(c->rs->sp, 0);
+}
+
+static uint64_t no_pages(void *ctx)
 {
 	(void)ctx;
+	return 0;
+}
+
+static void no_pump(void *ctx)
+{
+	(void)ctx;
+}
+
+static void no_fail(void *ctx, int exit_code)
+{
+	(void)ctx;
+	ck_abort_msg("the source failed: %d", exit_code);
+}
+
+static int no_take(void *ctx, const char *url, size_t len, const char *via, size_t via_len,
+                   uint32_t depth)
+{
+	(void)ctx;
+	(void)via;
+	(void)via_len;
+	(void)depth;
+	ck_abort_msg("a URL taken past the sieve path: %.*s", (int)len, url);
+	return 0;
 }
 
 START_TEST(tail_replay_into_visit)
@@ -210,7 +261,9 @@ START_TEST(tail_replay_into_visit)
 	struct rig r;
 	struct rig_sieve rs;
 	struct crawl_tail_pos pos;
+	struct crawl_tail_stats ts;
 	struct crawl_writer *w;
+	struct crawl_source *source;
 	struct parse_jobs *pj;
 	struct scope *scope;
 	static const char *const domains[] = { "a.test" };
@@ -228,35 +281,61 @@ START_TEST(tail_replay_into_visit)
 	uint32_t a = rig_add(&r, "http://a.test/");
 	rig_add(&r, "http://a.test/old-copy");
 	rig_add(&r, "http://a.test/new");
-	/* the pieces the replay feeds, as crawl_run.c opens them */
+	/* the pieces the replay feeds, as crawl_setup.c opens them */
 	rig_sieve_open_in(&rs, r.dir, &r.cfg);
 	ck_assert_int_eq(scope_create(&r.cfg.scope, &scope), SCOPE_ERR_OK);
 	struct crawl_writer_parts wp = {
-		.cfg = &r.cfg, .queue_cap = 64, .io = rs.io, .stats = &r.stats, .wake = noop_wake
+		.output = &r.cfg.output, .queue_cap = 64, .io = rs.io, .wake = no_pump
 	};
 	ck_assert_int_eq(crawl_writer_open(&wp, &w), 0);
-	struct parse_jobs_parts pp = { .cfg = &r.cfg,
+	struct crawl_source_config sc = {
+		.cluster = &r.cfg.cluster,
+		.politeness = &r.cfg.politeness,
+		.max_url_len = r.cfg.scope.max_url_len,
+	};
+	struct crawl_source_parts sps = {
+		.frontier = r.frontier,
+		.pol = r.pol,
+		.sp = rs.sp,
+		.pages_started = no_pages,
+		.pump = no_pump,
+		.wake = no_pump,
+		.fail = no_fail,
+		.take = no_take,
+	};
+	ck_assert_int_eq(crawl_source_open(&sc, &sps, &source), 0);
+	struct parse_jobs_parts pp = { .parse = &r.cfg.parse,
+		                       .links = &r.cfg.links,
+		                       .url = &r.cfg.url,
+		                       .crawl = &r.cfg.crawl,
+		                       .fetch = &r.cfg.fetch,
 		                       .scope = scope,
+		                       .source = source,
 		                       .sp = rs.sp,
 		                       .writer = w,
-		                       .stats = &r.stats,
-		                       .wake = noop_wake };
+		                       .wake = no_pump };
 	ck_assert_int_eq(parse_jobs_create(&pp, &pj), 0);
-	struct crawl_tail_replay_parts rp = { .cfg = &r.cfg,
-		                              .visit = r.visit,
-		                              .parse = pj,
-		                              .sp = rs.sp,
-		                              .done = r.done,
-		                              .stats = &r.stats };
-	ck_assert_int_eq(crawl_tail_replay(&rp, &pos), 0);
+	struct replay_ctx rc = { .r = &r, .rs = &rs, .pj = pj };
+	struct crawl_tail_replay_parts rp = {
+		.output = &r.cfg.output,
+		.crawl = &r.cfg.crawl,
+		.fetch = &r.cfg.fetch,
+		.done = r.done,
+		.hooks = { .ctx = &rc,
+		           .count = tail_count,
+		           .submit = tail_submit,
+		           .drain = tail_drain },
+	};
+	ck_assert_int_eq(crawl_tail_replay(&rp, &pos, &ts), 0);
 	/* replayed: robots.txt, /, /copy, /missing, /moved, /down, /after;
 	 * to fetch again: the HTML pages without a payload (/lost,
 	 * /old-copy, /torn) */
-	ck_assert_uint_eq(r.stats.tail_replayed, 7);
+	ck_assert_uint_eq(ts.replayed, 7);
+	ck_assert_uint_eq(ts.again, 3);
 	ck_assert_uint_eq(done_set_count(r.done), 6);
-	ck_assert_uint_eq(r.stats.requests, 7);
-	ck_assert_uint_eq(r.stats.status[404], 1);
-	ck_assert_uint_eq(r.stats.fetch_errors[FETCH_ERR_CONNECT], 1);
+	ck_assert_uint_eq(rig_stats(&r)->requests, 7);
+	ck_assert_uint_eq(rig_stats(&r)->status[404], 1);
+	ck_assert_uint_eq(rig_stats(&r)->fetch_errors[FETCH_ERR_CONNECT], 1);
 	/* the links of the replayed page and the redirect's target reach the
 	 * sieve as on a live crawl */
 	parse_jobs_destroy(pj);
@@ -267,7 +346,7 @@ START_TEST(tail_replay_into_visit)
 	rig_first_visit(&r, a, "127.0.0.2", NULL);
 	ck_assert_uint_eq(r.nfetch, 1);
 	ck_assert_str_eq(r.fetch[0].url, "http://a.test/old-copy");
-	ck_assert_uint_eq(r.stats.tail_skipped, 1);
+	ck_assert_uint_eq(rig_stats(&r)->tail_skipped, 1);
 	rig_answer(&r, 0, 200, "text/html", OLD_BODY, -1, NULL);
 	ck_assert_uint_eq(r.nfetch, 2);
 	ck_assert_str_eq(r.fetch[1].url, "http://a.test/new");
@@ -275,6 +354,7 @@ START_TEST(tail_replay_into_visit)
 	ck_assert_uint_eq(r.nfetch, 2);
 	crawl_writer_close(w);
 	rig_sieve_close(&rs);
+	crawl_source_close(source);
 	scope_destroy(scope);
 	r.cfg.scope.domains = NULL;
 	r.cfg.scope.n_domains = 0;

@@ -17,11 +17,12 @@
 #define SEC 1000000u
 
 /* Every fetch error counted by the visit. */
-static uint64_t fetch_errors(const struct rig *r)
+static uint64_t fetch_errors(struct rig *r)
 {
+	const struct visit_stats *st = rig_stats(r);
 	uint64_t n = 0;
-	for (size_t i = 0; i < CRAWL_STATS_ERRORS; i++)
-		n += r->stats.fetch_errors[i];
+	for (size_t i = 0; i < VISIT_ERRORS; i++)
+		n += st->fetch_errors[i];
 	return n;
 }
 
@@ -76,9 +77,9 @@ START_TEST(visit_robots_first)
 	ck_assert_str_eq(r.fetch[2].url, "http://a.test/2");
 	rig_answer(&r, 2, 200, "text/html", "<p>two</p>", -1, NULL);
 	ck_assert_uint_eq(r.nfetch, 3);
-	ck_assert_uint_eq(r.stats.robots_disallowed, 1);
-	ck_assert_uint_eq(r.stats.robots_fetches, 1);
-	ck_assert_uint_eq(r.stats.requests, 3);
+	ck_assert_uint_eq(rig_stats(&r)->robots_disallowed, 1);
+	ck_assert_uint_eq(rig_stats(&r)->robots_fetches, 1);
+	ck_assert_uint_eq(rig_stats(&r)->requests, 3);
 	ck_assert(!politeness_host_held(r.pol, a));
 	rig_close(&r);
 }
@@ -206,7 +207,7 @@ START_TEST(visit_retry_after)
 	ck_assert_uint_eq(r.nfetch, 4);
 	ck_assert(!politeness_host_held(r.pol, b));
 	ck_assert_uint_eq(frontier_host_queued(r.frontier, b), 2);
-	ck_assert_uint_eq(r.stats.robots_unreachable, 1);
+	ck_assert_uint_eq(rig_stats(&r)->robots_unreachable, 1);
 	ck_assert_uint_ge(politeness_host_next(r.pol, b), t0 + 20 * SEC);
 	ck_assert_uint_le(politeness_host_next(r.pol, b), t1 + 20 * SEC);
 	ck_assert_uint_eq(politeness_host_errors(r.pol, b), 0);
@@ -247,7 +248,7 @@ START_TEST(visit_family_fallback)
 	ck_assert_uint_eq(r.nfetch, 3);
 	ck_assert(!politeness_host_held(r.pol, a));
 	ck_assert_uint_eq(frontier_host_queued(r.frontier, a), 2);
-	ck_assert_uint_eq(r.stats.family_fallbacks, 1);
+	ck_assert_uint_eq(rig_stats(&r)->family_fallbacks, 1);
 	ck_assert_uint_eq(fetch_errors(&r), 0);
 	ck_assert_uint_eq(politeness_host_errors(r.pol, a), 0);
 	ck_assert_uint_eq(pol_errors(&r), 0);
@@ -301,7 +302,7 @@ START_TEST(visit_lease_refused)
 	r.lease[2].done(r.lease[2].arg, false, 80);
 	uint64_t t1 = monotonic_us();
 	ck_assert_uint_eq(r.nfetch, 2);
-	ck_assert_uint_eq(r.stats.ip_lease_refused, 1);
+	ck_assert_uint_eq(rig_stats(&r)->ip_lease_refused, 1);
 	ck_assert_uint_eq(fetch_errors(&r), 0);
 	ck_assert(!politeness_host_held(r.pol, a));
 	ck_assert_uint_eq(frontier_host_queued(r.frontier, a), 2);

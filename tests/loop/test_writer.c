@@ -17,6 +17,7 @@
 
 #include "crawler/crawl_writer.h"
 #include "crawler/store/crawl_log.h"
+#include "crawler/store/io_stall.h"
 #include "frontier/base/clock.h"
 #include "loop_rig.h"
 
@@ -123,10 +124,8 @@ START_TEST(writer_record_before_line)
 {
 	char dir[256], log[400], url[64];
 	struct crawl_config cfg;
-	struct crawl_stats stats;
 	struct crawl_writer *w;
 	struct stat st;
-	memset(&stats, 0, sizeof stats);
 	rig_tempdir(dir, sizeof dir);
 	snprintf(watch.dir, sizeof watch.dir, "%s", dir);
 	snprintf(log, sizeof log, "%s/crawl.log", dir);
@@ -138,11 +137,10 @@ START_TEST(writer_record_before_line)
 	struct io_stall *io = io_stall_create(100);
 	ck_assert_ptr_nonnull(io);
 	struct crawl_writer_parts parts = {
-		.cfg = &cfg,
+		.output = &cfg.output,
 		.warc_config = &wc,
 		.queue_cap = 64,
 		.io = io,
-		.stats = &stats,
 		.wake = noop_wake,
 	};
 	ck_assert_int_eq(crawl_writer_open(&parts, &w), 0);
@@ -167,13 +165,26 @@ START_TEST(writer_record_before_line)
 		snprintf(url, sizeof url, "http://a.test/burst/%d", i);
 		crawl_writer_push(w, job(url, 200));
 	}
+	/* a checkpoint's barrier: everything before it written */
+	struct warc_position pos;
+	struct crawl_writer_stats ws;
+	uint64_t log_size, end = monotonic_us() + 10000000u;
+	int rc;
+	ck_assert_int_eq(crawl_writer_request_sync(w, 1), 0);
+	while (!crawl_writer_synced(w, 1, &rc, &pos, &log_size)) {
+		ck_assert_msg(monotonic_us() < end, "the barrier was never reached");
+		usleep(1000);
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(log_size, file_size(log));
+	crawl_writer_stats(w, &ws);
+	ck_assert_uint_eq(ws.errors, 0);
 	crawl_writer_close(w);
 	atomic_store(&watch.armed, 0);
 	ck_assert_msg(atomic_load(&watch.bad) == 0,
 	              "%u lines on disk before their record, first %s", atomic_load(&watch.bad),
 	              watch.first_bad);
 	ck_assert_uint_eq(atomic_load(&watch.lines), want);
-	ck_assert_uint_eq(atomic_load(&stats.ac.writer_errors), 0);
 	io_stall_destroy(io);
 	crawl_config_free(&cfg);
 	rig_rmtree(dir);
