@@ -167,6 +167,19 @@ static int open_sieve(struct run *r, struct module_configs *mc, const char *ckpt
 	return rc == SIEVE_EINVAL || rc == SIEVE_ENOTSUP ? CRAWL_EXIT_USAGE : CRAWL_EXIT_FAILURE;
 }
 
+/* The visit's network (visit.h): the engine and the resolver. */
+static enum fetch_error net_start(void *ctx, const struct fetch_request *req)
+{
+	struct run *r = ctx;
+	return fetch_engine_start(r->fetch, req);
+}
+
+static enum dns_error net_resolve(void *ctx, const char *name, dns_done_fn done, void *arg)
+{
+	struct run *r = ctx;
+	return dns_resolve(r->dns, name, done, arg, uv_now(&r->loop));
+}
+
 /* Fetch engine, DNS resolver, and the visit that drives them. */
 static int open_fetch(struct run *r, struct module_configs *mc)
 {
@@ -194,11 +207,9 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 		.url = &r->cfg->url,
 		.fetch_config = &r->cfg->fetch,
 		.politeness = &r->cfg->politeness,
-		.loop = &r->loop,
 		.frontier = r->frontier,
 		.pol = r->pol,
-		.fetch = r->fetch,
-		.dns = r->dns,
+		.net = { .ctx = r, .start = net_start, .resolve = net_resolve },
 		.sitemaps = r->sitemaps,
 		.hooks = { .ctx = r,
 		           .can_start = run_can_start,

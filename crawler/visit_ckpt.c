@@ -104,9 +104,11 @@ static int load_host(struct visit *v, struct recfile_reader *rd, uint32_t h, uin
 	    recfile_get_u64(rd, &ps.crawl_delay_us) != RECFILE_OK ||
 	    recfile_get_u32(rd, &ps.errors) != RECFILE_OK || host_addr_load(rd, &ps, hs) != 0)
 		return -1;
-	hs->dns = dns == HOST_DNS_OK && ps.has_ip ? HOST_DNS_OK
-	          : dns == HOST_DNS_FAILED        ? HOST_DNS_FAILED
-	                                          : HOST_DNS_NONE;
+	visit_set_dns(v, h,
+	              dns == HOST_DNS_OK && ps.has_ip ? HOST_DNS_OK
+	              : dns == HOST_DNS_FAILED        ? HOST_DNS_FAILED
+	                                              : HOST_DNS_NONE,
+	              "checkpoint");
 	if (politeness_host_restore(v->p.pol, h, &ps, now) == POLITENESS_ERR_NOMEM)
 		return -1;
 	return 0;

@@ -86,6 +86,7 @@ static const struct key_def keys[] = {
 	KEY("crawl", "page_requisites", T_BOOL, crawl.page_requisites, 0, 1),
 	KEY("crawl", "requisites_hops", T_UINT, crawl.requisites_hops, 0, FRONTIER_EMBED_HOPS_MAX),
 	KEY("crawl", "quiet", T_BOOL, crawl.quiet, 0, 1),
+	KEY("crawl", "trace_visits", T_BOOL, crawl.trace_visits, 0, 1),
 	KEY("politeness", "policy", T_POLICY, politeness.policy, 0, 2),
 	KEY("politeness", "host_delay_ms", T_MS, politeness.host_delay_us, 0, 3.6e6),
 	KEY("politeness", "ip_delay_ms", T_MS, politeness.ip_delay_us, 0, 3.6e6),
