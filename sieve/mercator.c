@@ -623,14 +623,16 @@ static int merc_alloc(struct merc *m, size_t ce)
 	const size_t buckets = (size_t)1 << m->pbits;
 	bool ok = true;
 
-	m->keys = malloc(Z_PARTS * m->slice_cap * sizeof(uint64_t));
+	m->keys = sieve_alloc_random(Z_PARTS * m->slice_cap * sizeof(uint64_t));
 	m->segs[0].top = malloc(buckets * sizeof(uint32_t));
 	m->segs[1].top = malloc(buckets * sizeof(uint32_t));
 	m->bstart = malloc((buckets + 1) * sizeof(uint32_t));
 	m->bnext = malloc(buckets * sizeof(uint32_t));
 	m->late_used = malloc(Z_PARTS * ((m->slice_cap + 63) / 64) * 8);
-	m->marks = malloc(((m->seg_cap + 63) / 64) * 8);
-	m->cache = calloc(ce, sizeof(uint64_t));
+	m->marks = sieve_alloc_random(((m->seg_cap + 63) / 64) * 8);
+	m->cache = sieve_alloc_random(ce * sizeof(uint64_t));
+	if (m->cache != NULL)
+		memset(m->cache, 0, ce * sizeof(uint64_t));
 	m->a_wbuf = malloc(m->io);
 	m->s_w.buf = malloc(SLICES * m->s_w.cap);
 	for (unsigned r = 0; r < SLICES; r++) {
