@@ -189,7 +189,9 @@ static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
 		}
 		*c = h;
 	}
-	while (seg_full(m, &m->segs[m->cur], h)) {
+	/* (a_cap only bounds the disk and the page cache: a replay may read a
+	 * longer segment, seg_full is what the flush needs) */
+	while (seg_full(m, &m->segs[m->cur], h) || m->cur_len >= m->a_cap) {
 		rc = seal_locked(m);
 		if (rc != SIEVE_OK)
 			return rc;
@@ -321,10 +323,9 @@ static int merc_sync(void *impl)
 }
 
 /* The files of a checkpoint (after a flush and a sync): MANIFEST is
- * replaced by rename and Z.<gen>.<j> is never rewritten while another
- * name links it (flush_commit): both are linked; the unflushed URL
- * segments, appended to, are copied as they stand. Caller holds both
- * locks. */
+ * replaced by rename and a run's files Z.<g>.<j> are never rewritten: both
+ * are linked; the unflushed URL segments, appended to, are copied as they
+ * stand. Caller holds both locks. */
 static int checkpoint_locked(struct merc *m, const char *dir)
 {
 	const struct mstate *s = &m->ms;
@@ -334,12 +335,14 @@ static int checkpoint_locked(struct merc *m, const char *dir)
 	if (sieve_checkpoint_file(m->base.dir, dir, "MANIFEST", SIEVE_WHOLE_FILE) != 0)
 		return sieve_fail(&m->base, SIEVE_EIO, "checkpoint of %s/MANIFEST into %s: %s",
 		                  m->base.dir, dir, strerror(errno));
-	for (unsigned j = 0; j < Z_PARTS && s->gen > 0; j++) {
-		snprintf(name, sizeof name, "Z.%llu.%u", (unsigned long long)s->gen, j);
-		if (sieve_checkpoint_file(m->base.dir, dir, name, SIEVE_WHOLE_FILE) != 0)
-			return sieve_fail(&m->base, SIEVE_EIO, "checkpoint of %s/%s into %s: %s",
-			                  m->base.dir, name, dir, strerror(errno));
-	}
+	for (unsigned x = 0; x < s->nruns; x++)
+		for (unsigned j = 0; j < Z_PARTS; j++) {
+			snprintf(name, sizeof name, "Z.%llu.%u", (unsigned long long)s->runs[x], j);
+			if (sieve_checkpoint_file(m->base.dir, dir, name, SIEVE_WHOLE_FILE) != 0)
+				return sieve_fail(&m->base, SIEVE_EIO,
+				                  "checkpoint of %s/%s into %s: %s", m->base.dir,
+				                  name, dir, strerror(errno));
+		}
 	for (uint64_t seg = s->first_seg; seg <= cur->id; seg++) {
 		char src[4096];
 		struct stat st;
@@ -401,7 +404,8 @@ static void merc_free(struct merc *m)
 	free(m->late_used);
 	free(m->scan_buf);
 	for (unsigned j = 0; j < Z_PARTS; j++) {
-		free(m->pb[j].zin);
+		for (unsigned x = 0; x < Z_RUNS_MAX; x++)
+			free(m->pb[j].zin[x]);
 		free(m->pb[j].zout);
 	}
 	free(m->log_buf);
@@ -434,10 +438,9 @@ static int merc_close(void *impl)
 		/* the empty current segment is not needed any more, nor its list
 		 * of signatures (a reopen replays A, not S) */
 		if (cur->n == 0 && m->base.err == 0 &&
-		    seg_path(m->base.dir, p, sizeof p, "A", cur->id, -1, false) == 0)
+		    seg_path(m->base.dir, p, sizeof p, "A", cur->id, -1) == 0)
 			unlink(p);
 		s_files_remove(m->base.dir, cur->id);
-		seg_spares_remove(m->base.dir);
 	}
 	merc_free(m);
 	return rc;
@@ -514,7 +517,7 @@ static int replay(struct merc *m)
 		struct segment rb; /* the segment as the flush wants it */
 		int fd, rc;
 
-		if (seg_path(m->base.dir, p, sizeof p, "A", seg, -1, false) != 0)
+		if (seg_path(m->base.dir, p, sizeof p, "A", seg, -1) != 0)
 			return sieve_fatal(&m->base, SIEVE_EINVAL, "%s: path too long",
 			                   m->base.dir);
 		fd = open(p, stop ? O_RDONLY : O_RDWR | O_CLOEXEC);
@@ -551,20 +554,21 @@ static int replay(struct merc *m)
 	}
 	if (seg == first && m->ms.sync_seg > seg) {
 		/* the synced segment vanished */
-		seg_path(m->base.dir, p, sizeof p, "A", seg, -1, false);
+		seg_path(m->base.dir, p, sizeof p, "A", seg, -1);
 		return sieve_fatal(&m->base, SIEVE_ECORRUPT, "%s: synced URL segment missing", p);
 	}
 	return SIEVE_OK;
 }
 
 /* Divides the budget: I/O buffers (A's, EMITTED's and the emitting scan's,
- * each part's Z reader and Z' writer, S's buffer of each slice), a cache
- * of 1/16, the merge's blocks (in struct merc), the layout's histograms
- * and bucket starts (4 arrays of 2^pbits), the rest for the flush's array
- * (8 bytes per slot: the adds keep no signature in memory, the flush loads
- * them from S or A and sorts them in place) and two bitmaps, the marks (a
- * bit per record of a segment, SLICES_PER_PART per slot) and the late
- * ones' (a bit per slot). *cache_entries: the cache's. */
+ * each part's reader of each run and new run's writer, S's buffer of each
+ * slice), a cache of 1/16, the merge's blocks (in struct merc), the
+ * layout's histograms and bucket starts (4 arrays of 2^pbits), the rest
+ * for the flush's array (8 bytes per slot: the adds keep no signature in
+ * memory, the flush loads them from S or A and sorts them in place) and
+ * two bitmaps, the marks (a bit per record of a segment, SLICES_PER_PART
+ * per slot) and the late ones' (a bit per slot). *cache_entries: the
+ * cache's. */
 static int merc_size(struct merc *m, size_t *cache_entries)
 {
 	const size_t mem = m->base.cfg.memory ? m->base.cfg.memory : (size_t)64 << 20;
@@ -579,11 +583,13 @@ static int merc_size(struct merc *m, size_t *cache_entries)
 		m->io = m->base.cfg.max_url_len + 2 * REC_HDR;
 	while (ce * 2 * sizeof(uint64_t) <= mem / 8)
 		ce *= 2;
+	m->zr_io = m->io / 8 > Z_READ_MIN ? m->io / 8 : Z_READ_MIN;
+	m->a_cap = (uint64_t)mem * A_CAP_BUDGETS;
 	m->s_w.cap = m->io / 2 / SLICES / 8 * 8;
 	if (m->s_w.cap < 4096)
 		m->s_w.cap = 4096;
-	fixed = (3 + 2 * (size_t)Z_PARTS) * m->io + Z_PARTS * Z_SLACK + SLICES * m->s_w.cap +
-	        ce * 8 + sizeof *m + LAYOUT_BYTES(8);
+	fixed = (3 + (size_t)Z_PARTS) * m->io + Z_PARTS * Z_RUNS_MAX * (m->zr_io + Z_SLACK) +
+	        SLICES * m->s_w.cap + ce * 8 + sizeof *m + LAYOUT_BYTES(8);
 	if (fixed + 64 * 80 > mem)
 		return sieve_fail(
 		        &m->base, SIEVE_EINVAL,
@@ -643,9 +649,12 @@ static int merc_alloc(struct merc *m, size_t ce)
 	m->log_buf = malloc(m->io);
 	for (unsigned j = 0; j < Z_PARTS; j++) {
 		/* zeroed: the slack is read, never used */
-		m->pb[j].zin = calloc(1, m->io + Z_SLACK);
+		for (unsigned x = 0; x < Z_RUNS_MAX; x++) {
+			m->pb[j].zin[x] = calloc(1, m->zr_io + Z_SLACK);
+			ok &= m->pb[j].zin[x] != NULL;
+		}
 		m->pb[j].zout = malloc(m->io);
-		ok &= m->pb[j].zin != NULL && m->pb[j].zout != NULL;
+		ok &= m->pb[j].zout != NULL;
 	}
 	if (!ok || !m->keys || !m->segs[0].top || !m->segs[1].top || !m->bstart || !m->bnext ||
 	    !m->s_w.buf || !m->late_used || !m->marks || !m->cache || !m->a_wbuf || !m->scan_buf ||
@@ -654,23 +663,49 @@ static int merc_alloc(struct merc *m, size_t ce)
 	return SIEVE_OK;
 }
 
-/* Removes every S.<seg>.<r> of the folder: lists of a previous run. */
-static int s_remove_one(void *arg, const char *path, const char *name)
+/* Whether name is PREFIX<digits>SEP<digits> (SEP a character). */
+static bool name_is(const char *name, const char *prefix, char sep, uint64_t *first)
 {
-	size_t k = strspn(name + 2, "0123456789");
-	const char *t = name + 2 + k;
+	size_t pl = strlen(prefix), k;
+	const char *t;
 
-	(void)arg;
-	if (name[0] == 'S' && name[1] == '.' && k > 0 && t[0] == '.' && t[1] != '\0' &&
-	    strspn(t + 1, "0123456789") == strlen(t + 1))
+	if (strncmp(name, prefix, pl) != 0)
+		return false;
+	k = strspn(name + pl, "0123456789");
+	t = name + pl + k;
+	if (k == 0 || k > 19 || t[0] != sep || t[1] == '\0' ||
+	    strspn(t + 1, "0123456789") != strlen(t + 1))
+		return false;
+	*first = strtoull(name + pl, NULL, 10);
+	return true;
+}
+
+/* Removes what the committed state does not name: the signature lists
+ * S.<seg>.<r> (caches, rebuilt from A by the replay), the parts of runs
+ * not in the manifest (a run never committed, or merged into a later one)
+ * and Z.tmp.<j>, and A.spare and S.spare.<r>, files of a folder an earlier
+ * format left. */
+static int leftover_remove(void *arg, const char *path, const char *name)
+{
+	const struct mstate *s = arg;
+	uint64_t g;
+	bool live = false;
+
+	if (name_is(name, "S.", '.', &g) || strncmp(name, "Z.tmp.", 6) == 0 ||
+	    strcmp(name, "A.spare") == 0 || strncmp(name, "S.spare.", 8) == 0) {
 		unlink(path);
+	} else if (name_is(name, "Z.", '.', &g)) {
+		for (unsigned x = 0; x < s->nruns; x++)
+			live |= s->runs[x] == g;
+		if (!live)
+			unlink(path);
+	}
 	return 0;
 }
 
 /* The committed state: MANIFEST read, Z checked against it, leftovers of a
- * crash removed (signature lists of segments, S.*: caches, rebuilt from A
- * by the replay; spare segment files; a Z' never committed; a newer Z),
- * EMITTED cut back to its committed length. */
+ * crash removed (leftover_remove), EMITTED cut back to its committed
+ * length. */
 static int merc_load(struct merc *m)
 {
 	char p[4096];
@@ -686,22 +721,13 @@ static int merc_load(struct merc *m)
 	if (mr == 1) {
 		memset(&m->ms, 0, sizeof m->ms);
 	} else if (m->ms.gen > 0) {
-		struct zhead zh[Z_PARTS];
+		struct zhead zh[Z_RUNS_MAX * Z_PARTS];
 		int rc = merc_z_open_all(m, &m->ms, zh);
 		merc_z_close_all(zh);
 		if (rc != SIEVE_OK)
 			return rc;
 	}
-	sieve_dir_each(m->base.dir, s_remove_one, NULL);
-	seg_spares_remove(m->base.dir);
-	for (unsigned j = 0; j < Z_PARTS; j++) {
-		if (merc_z_path(m, p, sizeof p, 0, j, true) == 0)
-			unlink(p);
-		if (merc_z_path(m, p, sizeof p, m->ms.gen + 1, j, false) == 0)
-			unlink(p);
-		if (m->ms.gen > 0 && merc_z_path(m, p, sizeof p, m->ms.gen - 1, j, false) == 0)
-			unlink(p);
-	}
+	sieve_dir_each(m->base.dir, leftover_remove, &m->ms);
 	if (!m->base.cfg.emit_log)
 		return SIEVE_OK;
 	if (sieve_path(p, sizeof p, m->base.dir, "EMITTED") != 0)

@@ -74,67 +74,43 @@ int rec_next(struct rd *r, size_t maxlen, uint64_t mask, const char **url, size_
 	return 1;
 }
 
-int seg_path(const char *dir, char *out, size_t len, const char *name, uint64_t seg, int slice,
-             bool spare)
+int seg_path(const char *dir, char *out, size_t len, const char *name, uint64_t seg, int slice)
 {
-	char num[32];
-
-	if (spare)
-		snprintf(num, sizeof num, "spare");
-	else
-		snprintf(num, sizeof num, "%llu", (unsigned long long)seg);
 	if (slice >= 0)
-		return sieve_path(out, len, dir, "%s.%s.%d", name, num, slice);
-	return sieve_path(out, len, dir, "%s.%s", name, num);
+		return sieve_path(out, len, dir, "%s.%llu.%d", name, (unsigned long long)seg,
+		                  slice);
+	return sieve_path(out, len, dir, "%s.%llu", name, (unsigned long long)seg);
 }
 
-/* Writing over a file's cached pages costs about half as much as filling
- * new ones, and nobody has to free them: hence the spares. */
 int seg_open(const char *dir, const char *name, uint64_t seg, int slice, char *p, size_t plen)
 {
-	char spare[4096];
-	int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
-
-	if (seg_path(dir, p, plen, name, seg, slice, false) != 0 ||
-	    seg_path(dir, spare, sizeof spare, name, 0, slice, true) != 0) {
+	if (seg_path(dir, p, plen, name, seg, slice) != 0) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	if (rename(spare, p) != 0)
-		flags |= O_TRUNC;
-	return open(p, flags, 0644);
+	return open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 }
 
-void seg_recycle(const char *dir, const char *name, uint64_t seg, int slice)
-{
-	char p[4096], spare[4096];
-
-	if (seg_path(dir, p, sizeof p, name, seg, slice, false) != 0)
-		return;
-	if (seg_path(dir, spare, sizeof spare, name, 0, slice, true) != 0 || rename(p, spare) != 0)
-		unlink(p);
-}
-
-/* Removes NAME.<seg> (or the spare), and its S files of every slice. */
-static void files_remove(const char *dir, const char *name, uint64_t seg, bool spare)
+/* Removes NAME.<seg> (when name is not NULL) and its S files of every slice. */
+static void files_remove(const char *dir, const char *name, uint64_t seg)
 {
 	char p[4096];
 
-	if (name != NULL && seg_path(dir, p, sizeof p, name, seg, -1, spare) == 0)
+	if (name != NULL && seg_path(dir, p, sizeof p, name, seg, -1) == 0)
 		unlink(p);
 	for (unsigned r = 0; r < SLICES; r++)
-		if (seg_path(dir, p, sizeof p, "S", seg, (int)r, spare) == 0)
+		if (seg_path(dir, p, sizeof p, "S", seg, (int)r) == 0)
 			unlink(p);
 }
 
-void seg_spares_remove(const char *dir)
+void seg_remove(const char *dir, uint64_t seg)
 {
-	files_remove(dir, "A", 0, true);
+	files_remove(dir, "A", seg);
 }
 
 void s_files_remove(const char *dir, uint64_t seg)
 {
-	files_remove(dir, NULL, seg, false);
+	files_remove(dir, NULL, seg);
 }
 
 void s_files_open(struct s_writer *w, struct s_files *f, const char *dir, uint64_t seg)
