@@ -222,74 +222,117 @@ unsigned merc_runs_to_merge(const uint64_t *count, unsigned nruns, uint64_t n)
 	return k;
 }
 
+/* A scan of a segment's records in order, picking the marked ones. */
+struct scan {
+	struct merc *m;
+	uint32_t *bnext;
+	const uint64_t *marks;
+	int lfd;           /* EMITTED, or -1: the emit callback */
+	uint64_t *log_len; /* (lfd >= 0) EMITTED's length, updated */
+	uint64_t *emitted; /* (lfd < 0) counted */
+	size_t lb;         /* bytes in m->log_buf */
+	size_t idx;        /* records taken */
+};
+
+/* A record read ahead: its mark's word is being fetched. */
+struct ahead {
+	const char *u;
+	size_t ul;
+	uint64_t sig;
+};
+
+#define SCAN_AHEAD 16 /* records read ahead of their marks (a power of 2) */
+
+/* The record's position (its bucket's next), its mark, and its pick. */
+static int scan_take(struct scan *sc, const struct ahead *a)
+{
+	struct merc *m = sc->m;
+	uint32_t pos;
+
+	if (!layout_next(m->bstart, sc->bnext, m->pbits, a->sig, &pos))
+		return -1; /* more records of a bucket than its signatures counted */
+	sc->idx++;
+	if (!(sc->marks[pos / 64] >> (pos % 64) & 1))
+		return 0;
+	if (sc->lfd >= 0) {
+		if (sc->lb + REC_HDR + a->ul > m->io) {
+			if (sieve_write_at(&m->base.cfg, sc->lfd, m->log_buf, sc->lb,
+			                   *sc->log_len) != 0)
+				return -2;
+			*sc->log_len += sc->lb;
+			sc->lb = 0;
+		}
+		sc->lb += rec_put(m->log_buf + sc->lb, a->u, a->ul, a->sig, 0);
+	} else {
+		if (m->base.emit != NULL)
+			m->base.emit(m->base.emit_ctx, a->u, a->ul);
+		(*sc->emitted)++;
+		sieve_crash_point();
+	}
+	return 0;
+}
+
 /* Scans the n records of A.<seg> (afd, named ap) in order and emits the
  * marked ones: each record's signature gives its bucket, the bucket's
  * count of records so far its position in the segment's layout, and that
  * position's mark says whether it is the first record of a fresh
  * signature (the merge set the marks, and resolved the late ones: see
  * slice_late). Picked URLs go to EMITTED (lfd >= 0, appended at
- * *log_len) or to the emit callback (lfd < 0). */
+ * *log_len) or to the emit callback (lfd < 0). The marks of 2^pbits
+ * buckets, read at random, mostly miss the caches: records whole in the
+ * reader's buffer are read SCAN_AHEAD ahead of their marks, whose words
+ * are fetched meanwhile (a bucket's next position can only have moved on
+ * by the records between, rarely out of the word); the buffer is refilled
+ * only with none ahead (the refill moves its bytes). */
 static int a_scan(struct merc *m, int afd, const char *ap, uint64_t mask, size_t n, int lfd,
                   uint64_t *log_len, uint64_t *emitted)
 {
 	const unsigned p = m->pbits;
-	const uint32_t *bstart = m->bstart;
-	uint32_t *bnext = m->bnext;
-	const uint64_t *marks = m->marks;
+	const size_t maxlen = m->base.cfg.max_url_len;
+	struct scan sc = { m, m->bnext, m->marks, lfd, log_len, emitted, 0, 0 };
+	struct ahead ring[SCAN_AHEAD];
+	size_t head = 0, tail = 0, read = 0; /* ring[tail..head) ahead */
 	struct rd r;
-	size_t idx = 0, lb = 0;
-	int g = 1;
+	int g = 1, t = 0;
 
 	if (lseek(afd, 0, SEEK_SET) != 0)
 		return sieve_fatal(&m->base, SIEVE_EIO, "%s: %s", ap, strerror(errno));
-	memcpy(bnext, bstart, ((size_t)1 << p) * sizeof *bnext);
+	memcpy(sc.bnext, m->bstart, ((size_t)1 << p) * sizeof *sc.bnext);
 	rd_init(&r, afd, m->scan_buf, m->io);
-	while (idx < n) {
-		const char *u;
-		size_t ul;
-		uint64_t sig;
-		uint32_t pos;
-
-		g = rec_take(&r, m->base.cfg.max_url_len, mask, &u, &ul, &sig);
-		if (g != 1)
-			break;
-		if (!layout_next(bstart, bnext, p, sig, &pos)) {
-			g = -1; /* more records of a bucket than its signatures counted */
-			break;
-		}
-		idx++;
-		if (!(marks[pos / 64] >> (pos % 64) & 1))
-			continue;
-		if (lfd >= 0) {
-			if (lb + REC_HDR + ul > m->io) {
-				if (sieve_write_at(&m->base.cfg, lfd, m->log_buf, lb, *log_len) !=
-				    0)
-					return sieve_fatal(&m->base, SIEVE_EIO,
-					                   "%s/EMITTED: write failed: %s",
-					                   m->base.dir, strerror(errno));
-				*log_len += lb;
-				lb = 0;
-			}
-			lb += rec_put(m->log_buf + lb, u, ul, sig, 0);
+	while (t == 0 && (read < n || head != tail)) {
+		struct ahead *a = &ring[head % SCAN_AHEAD];
+		if (read < n && rec_take_whole(&r, maxlen, mask, &a->u, &a->ul, &a->sig)) {
+			uint32_t at = sc.bnext[a->sig >> (64 - p)];
+			__builtin_prefetch(&sc.marks[at / 64]);
+			head++;
+			read++;
+			if (head - tail == SCAN_AHEAD)
+				t = scan_take(&sc, &ring[tail++ % SCAN_AHEAD]);
+		} else if (head != tail) {
+			t = scan_take(&sc, &ring[tail++ % SCAN_AHEAD]);
 		} else {
-			if (m->base.emit != NULL)
-				m->base.emit(m->base.emit_ctx, u, ul);
-			(*emitted)++;
-			sieve_crash_point();
+			g = rec_next(&r, maxlen, mask, &a->u, &a->ul, &a->sig);
+			if (g != 1)
+				break;
+			read++;
+			t = scan_take(&sc, a);
 		}
 	}
+	if (t == -2)
+		return sieve_fatal(&m->base, SIEVE_EIO, "%s/EMITTED: write failed: %s", m->base.dir,
+		                   strerror(errno));
 	if (g == -2)
 		return sieve_fatal(&m->base, SIEVE_EIO, "%s: read failed: %s", ap, strerror(errno));
 	if (lfd >= 0) {
-		if (sieve_write_at(&m->base.cfg, lfd, m->log_buf, lb, *log_len) != 0)
+		if (sieve_write_at(&m->base.cfg, lfd, m->log_buf, sc.lb, *log_len) != 0)
 			return sieve_fatal(&m->base, SIEVE_EIO, "%s/EMITTED: write failed: %s",
 			                   m->base.dir, strerror(errno));
-		*log_len += lb;
+		*log_len += sc.lb;
 	}
-	if (idx != n)
+	if (t == -1 || sc.idx != n)
 		return sieve_fatal(&m->base, SIEVE_ECORRUPT,
 		                   "%s: truncated or corrupt URL segment (%zu of %zu records)", ap,
-		                   idx, n);
+		                   sc.idx, n);
 	return SIEVE_OK;
 }
 
