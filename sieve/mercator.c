@@ -562,17 +562,22 @@ static int replay(struct merc *m)
 
 /* Divides the budget: I/O buffers (A's, EMITTED's and the emitting scan's,
  * each part's reader of each run and new run's writer, S's buffer of each
- * slice), a cache of 1/16, the merge's blocks (in struct merc), the
- * layout's histograms and bucket starts (4 arrays of 2^pbits), the rest
- * for the flush's array (8 bytes per slot: the adds keep no signature in
- * memory, the flush loads them from S or A and sorts them in place) and
- * two bitmaps, the marks (a bit per record of a segment, SLICES_PER_PART
- * per slot) and the late ones' (a bit per slot). *cache_entries: the
- * cache's. */
+ * slice), the merge's blocks (in struct merc), the layout's histograms and
+ * bucket starts (4 arrays of 2^pbits), the flush's array (8 bytes per
+ * slot: the adds keep no signature in memory, the flush loads them from S
+ * or A and sorts them in place) and two bitmaps, the marks (a bit per
+ * record of a segment, SLICES_PER_PART per slot) and the late ones' (a bit
+ * per slot), and a cache of recent signatures: at least 1/16 of the
+ * budget, and whatever the array does not need. The array needs no more
+ * slots than the records of a segment whose URL file is cut at a_cap
+ * bytes, at most a_cap / SEG_RECORD_MIN; a larger one would go unused (a
+ * cache drops more repeats, every one a record less to write and read
+ * back). *cache_entries: the cache's. */
 static int merc_size(struct merc *m, size_t *cache_entries)
 {
 	const size_t mem = m->base.cfg.memory ? m->base.cfg.memory : (size_t)64 << 20;
-	size_t rest, ce = 1, fixed, slots;
+	const size_t slot_bits = 65 + SLICES_PER_PART;
+	size_t rest, ce = 1, fixed, slots, need;
 
 	m->io = mem / 64;
 	if (m->io > ((size_t)1 << 20))
@@ -596,13 +601,22 @@ static int merc_size(struct merc *m, size_t *cache_entries)
 		        "memory %zu too small (needs at least %zu for I/O buffers and cache)", mem,
 		        fixed + 64 * 80);
 	rest = mem - fixed + LAYOUT_BYTES(8);
-	/* the slots (8 + (SLICES_PER_PART + 1) / 8 bytes each), then the
-	 * layout's arrays for a segment of them out of the same rest (fewer
-	 * slots never need more bucket bits) */
-	slots = rest * 8 / (65 + SLICES_PER_PART);
+	/* the slots (slot_bits / 8 bytes each), then the layout's arrays for a
+	 * segment of them out of the same rest (fewer slots never need more
+	 * bucket bits) */
+	slots = rest * 8 / slot_bits;
 	m->pbits = layout_bits(slots * SLICES_PER_PART);
 	if (rest > LAYOUT_BYTES(m->pbits) + 64 * 80)
-		slots = (rest - LAYOUT_BYTES(m->pbits)) * 8 / (65 + SLICES_PER_PART);
+		slots = (rest - LAYOUT_BYTES(m->pbits)) * 8 / slot_bits;
+	need = (size_t)(m->a_cap / SEG_RECORD_MIN / SLICES_PER_PART) + 1;
+	if (slots > need) {
+		size_t spare = (slots - need) * slot_bits / 8;
+		while (ce * sizeof(uint64_t) <= spare) {
+			spare -= ce * sizeof(uint64_t);
+			ce *= 2;
+		}
+		slots = need;
+	}
 	m->slice_cap = slots / Z_PARTS;
 	m->seg_cap = m->slice_cap * SLICES;
 	if (m->base.cfg.buffer_urls > 0) {

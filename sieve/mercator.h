@@ -93,6 +93,9 @@
  * reads Z, ~5 ns a signature, and handles its records, ~50 ns each) */
 #define SEAL_Z_RATIO 8
 #define A_CAP_BUDGETS 2 /* a segment's URL file is cut at this many times the budget */
+/* a segment's records at most: its URL file's cut / SEG_RECORD_MIN (URLs
+ * of 52 bytes on average fill it) */
+#define SEG_RECORD_MIN 64
 #define SEAL_MIN_DEFAULT ((size_t)1 << 18) /* and at least this many (cfg->seal_min_urls = 0) */
 
 _Static_assert(SLICE_BITS >= Z_PART_BITS && SLICE_BITS <= 8,

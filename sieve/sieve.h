@@ -98,10 +98,11 @@
  *
  * Memory: `memory` bytes in the configuration bound the flush's array S,
  * its bucket counts and bitmaps, the cache and all I/O buffers (the heap,
- * not the page cache: the S and A files live there). Disk: a segment's A
- * file is cut at twice the budget (and its records at ~0.46 per byte of
- * the budget, 4 per slot of 8.6 bytes); two exist at once (filling,
- * flushing); Z ~5 bytes per distinct URL.
+ * not the page cache: the S and A files live there); the array gets the
+ * slots for a segment's records, at most one per 32 bytes of the budget
+ * (4 per slot of 8.6 bytes), the cache at least 1/16 and the rest. Disk:
+ * a segment's A file is cut at twice the budget; two exist at once
+ * (filling, flushing); Z ~5 bytes per distinct URL.
  *
  * Files in the sieve folder (cfg->dir): MANIFEST (the committed state,
  * replaced atomically: write, fsync, rename, fsync folder, naming Z's
