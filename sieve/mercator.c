@@ -171,6 +171,35 @@ static inline void seg_count(struct merc *m, struct segment *sg, uint64_t h)
 
 /* ---------------- the operations ---------------- */
 
+/* The cache line of signature h: CACHE_WAYS signatures, most recent first. */
+static inline uint64_t *cache_line(const struct merc *m, uint64_t h)
+{
+	return m->cache + (h & m->cache_mask) * CACHE_WAYS;
+}
+
+/* Whether h is in the cache of recent signatures; either way it becomes
+ * its line's most recent (a hit moves up, a miss pushes the least recent
+ * out). 0 is never cached (it marks an empty way). A line's ways are one
+ * cache line: a probe costs the one miss a direct-mapped cache costs, and
+ * a signature seen often stays however many others pass through. */
+static inline bool cache_seen(struct merc *m, uint64_t h)
+{
+	uint64_t *c = cache_line(m, h);
+	unsigned w = 0;
+	bool hit;
+
+	if (h == 0)
+		return false;
+	while (w < CACHE_WAYS && c[w] != h)
+		w++;
+	hit = w < CACHE_WAYS;
+	if (!hit)
+		w = CACHE_WAYS - 1;
+	memmove(c + 1, c, w * sizeof *c);
+	c[0] = h;
+	return hit;
+}
+
 static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
 {
 	struct segment *sg;
@@ -181,13 +210,9 @@ static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
 	if (m->base.err != 0)
 		return SIEVE_ECLOSED;
 	m->base.st.added++;
-	if (h != 0) {
-		uint64_t *c = &m->cache[h & m->cache_mask];
-		if (*c == h) {
-			m->base.st.cache_drops++;
-			return SIEVE_OK;
-		}
-		*c = h;
+	if (cache_seen(m, h)) {
+		m->base.st.cache_drops++;
+		return SIEVE_OK;
 	}
 	/* (a_cap only bounds the disk and the page cache: a replay may read a
 	 * longer segment, seg_full is what the flush needs) */
@@ -243,7 +268,7 @@ static int merc_add_batch(void *impl, const char *const *urls, const size_t *len
 			hs[j] = XXH3_64bits(urls[i + j], lens[i + j]);
 			/* the cache probe is a random access: start it early (the
 			 * array and its mask never change after open) */
-			__builtin_prefetch(&m->cache[hs[j] & m->cache_mask], 1);
+			__builtin_prefetch(cache_line(m, hs[j]), 1);
 		}
 		pthread_mutex_lock(&m->base.mu);
 		for (size_t j = 0; j < k; j++) {
@@ -577,7 +602,7 @@ static int merc_size(struct merc *m, size_t *cache_entries)
 {
 	const size_t mem = m->base.cfg.memory ? m->base.cfg.memory : (size_t)64 << 20;
 	const size_t slot_bits = 65 + SLICES_PER_PART;
-	size_t rest, ce = 1, fixed, slots, need;
+	size_t rest, ce = CACHE_WAYS, fixed, slots, need;
 
 	m->io = mem / 64;
 	if (m->io > ((size_t)1 << 20))
@@ -630,7 +655,7 @@ static int merc_size(struct merc *m, size_t *cache_entries)
 		m->slice_cap = m->seg_cap;
 	m->pbits = layout_bits(m->seg_cap);
 	m->seal_min = m->base.cfg.seal_min_urls > 0 ? m->base.cfg.seal_min_urls : SEAL_MIN_DEFAULT;
-	m->cache_mask = ce - 1;
+	m->cache_mask = ce / CACHE_WAYS - 1;
 	m->base.st.buffer_urls = m->seg_cap;
 	m->base.st.cache_entries = ce;
 	*cache_entries = ce;

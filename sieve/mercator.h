@@ -92,6 +92,7 @@
 /* an early seal hands over at least |Z| / SEAL_Z_RATIO records (a flush
  * reads Z, ~5 ns a signature, and handles its records, ~50 ns each) */
 #define SEAL_Z_RATIO 8
+#define CACHE_WAYS 8    /* signatures per line of the recent-signature cache: 64 bytes */
 #define A_CAP_BUDGETS 2 /* a segment's URL file is cut at this many times the budget */
 /* a segment's records at most: its URL file's cut / SEG_RECORD_MIN (URLs
  * of 52 bytes on average fill it) */
@@ -154,8 +155,8 @@ struct merc {
 	size_t a_wlen;
 	struct s_writer s_w; /* S's write buffers */
 	uint64_t cur_len;    /* bytes in the current segment (buffered ones too) */
-	uint64_t *cache;     /* recent signatures, direct-mapped */
-	uint64_t cache_mask;
+	uint64_t *cache;     /* recent signatures, CACHE_WAYS a line (cache_seen) */
+	uint64_t cache_mask; /* of a line's number */
 
 	pthread_mutex_t mmu;
 	struct mstate ms;

@@ -46,8 +46,9 @@
  *     Z: so a segment holds 4 times the array's slots; a segment's A file
  *     is cut at twice the budget and removed once flushed, so that it
  *     mostly lives and dies in the page cache, never written to the disk;
- *     a direct-mapped cache of recent signatures drops the common repeats
- *     before they take a slot in S; forced (waitable) flushes.
+ *     a cache of recent signatures (8-way, LRU in a 64-byte line) drops
+ *     the common repeats before they take a slot in S; forced (waitable)
+ *     flushes.
  *
  * Also built, same contract unless said (selected by cfg->impl; the course
  * notes' sections 2.1-2.4; files sieve/memory.c, bloom.c, lsm.c, offline.c):
