@@ -31,7 +31,9 @@
 
 #define OUT_CAP ((size_t)1 << 20)
 #define URL_MAX 256
-#define QUANTILES 4096 /* a table that stays in the L1 cache */
+#define QUANTILES 4096   /* a table that stays in the L1 cache */
+#define HOSTS_KEPT 4096 /* the most popular hosts' URL prefixes, made once (~half the URLs) */
+#define HOST_SLOT 64
 
 static uint64_t mix(uint64_t x)
 {
@@ -65,6 +67,7 @@ static size_t wlen[32], tlen[8], elen[8];
 struct gen {
 	uint64_t seed, hosts;
 	uint32_t q[QUANTILES + 1]; /* host index at each quantile of the Zipf law */
+	char (*kept)[HOST_SLOT]; /* host h < HOSTS_KEPT: its prefix, its length in the last byte */
 };
 
 static void gen_init(struct gen *g, uint64_t n, uint64_t seed)
@@ -134,16 +137,15 @@ static inline char *put_hex(char *p, uint64_t v)
 	return p;
 }
 
-/* URL number id, with its newline, at out; its length. */
-static size_t url_of(const struct gen *g, uint64_t id, char *out)
+/* Host h's URL prefix ("https://www.news-tech3f2a.com/") at p; the end. */
+static char *put_host(const struct gen *g, char *p, uint64_t h)
 {
-	uint64_t s = mix(id ^ g->seed), t = mix(s);
-	size_t j = (size_t)(s >> 52);
-	uint64_t lo = g->q[j], hi = g->q[j + 1];
-	uint64_t h = lo + ((((s >> 16) & 0xffffffffu) * (hi - lo)) >> 32);
 	uint64_t hs = mix(h ^ (g->seed * 31));
-	char *p = out;
 
+	if (h < HOSTS_KEPT && g->kept != NULL) {
+		memcpy(p, g->kept[h], HOST_SLOT);
+		return p + (unsigned char)g->kept[h][HOST_SLOT - 1];
+	}
 	p = put(p, (hs & 1) ? "https://" : "http://", (hs & 1) ? 8 : 7);
 	if (hs & 2)
 		p = put(p, "www.", 4);
@@ -154,6 +156,18 @@ static size_t url_of(const struct gen *g, uint64_t id, char *out)
 	*p++ = '.';
 	p = put16(p, tpad[(hs >> 24) & 7], tlen[(hs >> 24) & 7]);
 	*p++ = '/';
+	return p;
+}
+
+/* URL number id, with its newline, at out; its length. */
+static size_t url_of(const struct gen *g, uint64_t id, char *out)
+{
+	uint64_t s = mix(id ^ g->seed), t = mix(s);
+	size_t j = (size_t)(s >> 52);
+	uint64_t lo = g->q[j], hi = g->q[j + 1];
+	uint64_t h = lo + ((((s >> 16) & 0xffffffffu) * (hi - lo)) >> 32);
+	char *p = put_host(g, out, h);
+
 	p = put36(p, id);
 	*p++ = '/';
 	for (unsigned d = 0, depth = 1 + (unsigned)(t & 1); d < depth; d++) {
@@ -172,6 +186,22 @@ static size_t url_of(const struct gen *g, uint64_t id, char *out)
 	}
 	*p++ = '\n';
 	return (size_t)(p - out);
+}
+
+/* The popular hosts' prefixes (put_host makes them the same way). */
+static void gen_keep_hosts(struct gen *g)
+{
+	g->kept = NULL;
+	char(*kept)[HOST_SLOT] = calloc(HOSTS_KEPT, HOST_SLOT);
+	if (kept == NULL)
+		return; /* (each made when used) */
+	for (uint64_t h = 0; h < HOSTS_KEPT; h++) {
+		char tmp[2 * HOST_SLOT];
+		size_t n = (size_t)(put_host(g, tmp, h) - tmp);
+		memcpy(kept[h], tmp, n);
+		kept[h][HOST_SLOT - 1] = (char)n;
+	}
+	g->kept = kept;
 }
 
 /* Enlarges a pipe's buffer (fewer system calls a byte); not a pipe: no-op. */
@@ -211,6 +241,7 @@ static int generate(uint64_t n, uint64_t seed, const char *expect)
 		return 1;
 	XXH3_64bits_reset(xs);
 	gen_init(&g, n, seed);
+	gen_keep_hosts(&g);
 	pipe_grow(STDOUT_FILENO);
 	for (uint64_t i = 0; i < n; i++) {
 		double r = unit(&st);
