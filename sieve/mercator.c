@@ -466,6 +466,7 @@ static int merc_close(void *impl)
 		    seg_path(m->base.dir, p, sizeof p, "A", cur->id, -1) == 0)
 			unlink(p);
 		s_files_remove(m->base.dir, cur->id);
+		seg_spares_remove(m->base.dir);
 	}
 	merc_free(m);
 	return rc;
@@ -615,6 +616,9 @@ static int merc_size(struct merc *m, size_t *cache_entries)
 		ce *= 2;
 	m->zr_io = m->io / 8 > Z_READ_MIN ? m->io / 8 : Z_READ_MIN;
 	m->a_cap = (uint64_t)mem * A_CAP_BUDGETS;
+	m->recycle = m->a_cap <= A_CAP_MIN;
+	if (m->a_cap < A_CAP_MIN)
+		m->a_cap = A_CAP_MIN;
 	m->s_w.cap = m->io / 2 / SLICES / 8 * 8;
 	if (m->s_w.cap < 4096)
 		m->s_w.cap = 4096;
@@ -722,8 +726,7 @@ static bool name_is(const char *name, const char *prefix, char sep, uint64_t *fi
 /* Removes what the committed state does not name: the signature lists
  * S.<seg>.<r> (caches, rebuilt from A by the replay), the parts of runs
  * not in the manifest (a run never committed, or merged into a later one)
- * and Z.tmp.<j>, and A.spare and S.spare.<r>, files of a folder an earlier
- * format left. */
+ * and Z.tmp.<j>, and the spare segment files A.spare and S.spare.<r>. */
 static int leftover_remove(void *arg, const char *path, const char *name)
 {
 	const struct mstate *s = arg;

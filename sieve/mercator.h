@@ -55,11 +55,15 @@
  * EMITTED; commit (rename the Z.tmp.<j> to the new run's files, MANIFEST,
  * remove the merged runs); scan A and emit the marked records.
  *
- * Segment files are removed once flushed, not written over: a file the
- * kernel sees dirty for long (30 s) or whose dirty pages pass its
- * background threshold (10% of the memory) is written back to the disk, so
- * URL segments that live a few seconds in new files, each at most
- * A_CAP_BUDGETS times the budget (a_cap), mostly never reach the disk.
+ * Segment files: a large budget's are removed once flushed. The kernel
+ * writes back to the disk a file dirty for long (30 s) and dirty pages
+ * past its background threshold (10% of the memory), so URL segments that
+ * live a few seconds in new files, each at most A_CAP_BUDGETS times the
+ * budget (a_cap), mostly never reach the disk; a file written over and
+ * over would. A small budget's (twice it at most A_CAP_MIN) become the
+ * spares the next segment writes over, which costs half the system time
+ * of filling new files, and the little they hold is written back at most
+ * every 30 s.
  *
  * Locks: base.mu guards the segments, the cache, counters and the error;
  * mmu guards the committed state and MANIFEST writes. Order: mu before
@@ -92,8 +96,11 @@
 /* an early seal hands over at least |Z| / SEAL_Z_RATIO records (a flush
  * reads Z, ~5 ns a signature, and handles its records, ~50 ns each) */
 #define SEAL_Z_RATIO 8
-#define CACHE_WAYS 8    /* signatures per line of the recent-signature cache: 64 bytes */
-#define A_CAP_BUDGETS 2 /* a segment's URL file is cut at this many times the budget */
+#define CACHE_WAYS 8 /* signatures per line of the recent-signature cache: 64 bytes */
+/* a segment's URL file is cut at this many times the budget, or A_CAP_MIN
+ * (a small budget's segments are bounded by its slots well below that) */
+#define A_CAP_BUDGETS 2
+#define A_CAP_MIN ((uint64_t)256 << 20)
 /* a segment's records at most: its URL file's cut / SEG_RECORD_MIN (URLs
  * of 52 bytes on average fill it) */
 #define SEG_RECORD_MIN 64
@@ -140,6 +147,7 @@ struct merc {
 	size_t io;      /* bytes per I/O buffer */
 	size_t zr_io;   /* bytes per reader of a run */
 	uint64_t a_cap; /* a segment's URL file is sealed past this many bytes */
+	bool recycle;   /* a flushed segment's files become the spares (seg_done) */
 
 	pthread_cond_t cv_work, cv_free, cv_done;
 	pthread_t thr;

@@ -532,7 +532,7 @@ int merc_flush_segment(struct merc *m, const struct segment *sg)
 	if (rc == SIEVE_OK)
 		rc = flush_run(m, sg, afd, ap, &emitted);
 	if (rc == SIEVE_OK)
-		seg_remove(m->base.dir, sg->id); /* (see "Segment files" in mercator.h) */
+		seg_done(m->base.dir, sg->id, m->recycle); /* (see "Segment files" in mercator.h) */
 	if (afd >= 0)
 		close(afd);
 	uint64_t dt = (monotonic_us() - t0) * 1000;

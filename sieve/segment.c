@@ -82,35 +82,68 @@ int seg_path(const char *dir, char *out, size_t len, const char *name, uint64_t 
 	return sieve_path(out, len, dir, "%s.%llu", name, (unsigned long long)seg);
 }
 
+/* The spare of NAME (A, or S's slice when slice >= 0). */
+static int spare_path(const char *dir, char *out, size_t len, const char *name, int slice)
+{
+	if (slice >= 0)
+		return sieve_path(out, len, dir, "%s.spare.%d", name, slice);
+	return sieve_path(out, len, dir, "%s.spare", name);
+}
+
+/* Writing over a file's cached pages costs about half as much as filling
+ * new ones, and nobody has to free them: hence the spares (seg_done). */
 int seg_open(const char *dir, const char *name, uint64_t seg, int slice, char *p, size_t plen)
 {
-	if (seg_path(dir, p, plen, name, seg, slice) != 0) {
+	char spare[4096];
+	int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+
+	if (seg_path(dir, p, plen, name, seg, slice) != 0 ||
+	    spare_path(dir, spare, sizeof spare, name, slice) != 0) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	return open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (rename(spare, p) != 0)
+		flags |= O_TRUNC;
+	return open(p, flags, 0644);
 }
 
-/* Removes NAME.<seg> (when name is not NULL) and its S files of every slice. */
-static void files_remove(const char *dir, const char *name, uint64_t seg)
+/* Makes NAME.<seg> the spare, or removes it. */
+static void file_done(const char *dir, const char *name, uint64_t seg, int slice, bool recycle)
+{
+	char p[4096], spare[4096];
+
+	if (seg_path(dir, p, sizeof p, name, seg, slice) != 0)
+		return;
+	if (!recycle || spare_path(dir, spare, sizeof spare, name, slice) != 0 ||
+	    rename(p, spare) != 0)
+		unlink(p);
+}
+
+void seg_done(const char *dir, uint64_t seg, bool recycle)
+{
+	file_done(dir, "A", seg, -1, recycle);
+	for (unsigned r = 0; r < SLICES; r++)
+		file_done(dir, "S", seg, (int)r, recycle);
+}
+
+void seg_spares_remove(const char *dir)
 {
 	char p[4096];
 
-	if (name != NULL && seg_path(dir, p, sizeof p, name, seg, -1) == 0)
+	if (spare_path(dir, p, sizeof p, "A", -1) == 0)
 		unlink(p);
 	for (unsigned r = 0; r < SLICES; r++)
-		if (seg_path(dir, p, sizeof p, "S", seg, (int)r) == 0)
+		if (spare_path(dir, p, sizeof p, "S", (int)r) == 0)
 			unlink(p);
-}
-
-void seg_remove(const char *dir, uint64_t seg)
-{
-	files_remove(dir, "A", seg);
 }
 
 void s_files_remove(const char *dir, uint64_t seg)
 {
-	files_remove(dir, NULL, seg);
+	char p[4096];
+
+	for (unsigned r = 0; r < SLICES; r++)
+		if (seg_path(dir, p, sizeof p, "S", seg, (int)r) == 0)
+			unlink(p);
 }
 
 void s_files_open(struct s_writer *w, struct s_files *f, const char *dir, uint64_t seg)

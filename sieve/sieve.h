@@ -44,11 +44,11 @@
  *     sorts and merges a segment a slice at a time, each part's slices in
  *     turn in its half of the array, continuing one merge with the part of
  *     Z: so a segment holds 4 times the array's slots; a segment's A file
- *     is cut at twice the budget and removed once flushed, so that it
- *     mostly lives and dies in the page cache, never written to the disk;
- *     a cache of recent signatures (8-way, LRU in a 64-byte line) drops
- *     the common repeats before they take a slot in S; forced (waitable)
- *     flushes.
+ *     is cut at twice the budget (256 MiB at least) and removed once
+ *     flushed, so that it mostly lives and dies in the page cache, never
+ *     written to the disk; a cache of recent signatures (8-way, LRU in a
+ *     64-byte line) drops the common repeats before they take a slot in
+ *     S; forced (waitable) flushes.
  *
  * Also built, same contract unless said (selected by cfg->impl; the course
  * notes' sections 2.1-2.4; files sieve/memory.c, bloom.c, lsm.c, offline.c):
@@ -102,8 +102,8 @@
  * not the page cache: the S and A files live there); the array gets the
  * slots for a segment's records, at most one per 32 bytes of the budget
  * (4 per slot of 8.6 bytes), the cache at least 1/16 and the rest. Disk:
- * a segment's A file is cut at twice the budget; two exist at once
- * (filling, flushing); Z ~5 bytes per distinct URL.
+ * a segment's A file is cut at twice the budget or 256 MiB; two exist at
+ * once (filling, flushing); Z ~5 bytes per distinct URL.
  *
  * Files in the sieve folder (cfg->dir): MANIFEST (the committed state,
  * replaced atomically: write, fsync, rename, fsync folder, naming Z's
