@@ -593,12 +593,14 @@ static int replay(struct merc *m)
  * slot: the adds keep no signature in memory, the flush loads them from S
  * or A and sorts them in place) and two bitmaps, the marks (a bit per
  * record of a segment, SLICES_PER_PART per slot) and the late ones' (a bit
- * per slot), and a cache of recent signatures: at least 1/16 of the
- * budget, and whatever the array does not need. The array needs no more
- * slots than the records of a segment whose URL file is cut at a_cap
- * bytes, at most a_cap / SEG_RECORD_MIN; a larger one would go unused (a
- * cache drops more repeats, every one a record less to write and read
- * back). *cache_entries: the cache's. */
+ * per slot), and a cache of recent signatures: 1/16 of the budget, and
+ * for a large budget (twice it past A_CAP_MIN) whatever the array does not
+ * need. There the array needs no more slots than the records of a segment
+ * whose URL file is cut at a_cap bytes, at most a_cap / SEG_RECORD_MIN; a
+ * larger one would go unused, and a cache drops more repeats, every one a
+ * record less to write and read back. (A small budget's unused slots are
+ * never touched: the crawl's sieve keeps its resident size.)
+ * *cache_entries: the cache's. */
 static int merc_size(struct merc *m, size_t *cache_entries)
 {
 	const size_t mem = m->base.cfg.memory ? m->base.cfg.memory : (size_t)64 << 20;
@@ -638,7 +640,7 @@ static int merc_size(struct merc *m, size_t *cache_entries)
 	if (rest > LAYOUT_BYTES(m->pbits) + 64 * 80)
 		slots = (rest - LAYOUT_BYTES(m->pbits)) * 8 / slot_bits;
 	need = (size_t)(m->a_cap / SEG_RECORD_MIN / SLICES_PER_PART) + 1;
-	if (slots > need) {
+	if (slots > need && !m->recycle) {
 		size_t spare = (slots - need) * slot_bits / 8;
 		while (ce * sizeof(uint64_t) <= spare) {
 			spare -= ce * sizeof(uint64_t);

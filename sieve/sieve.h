@@ -99,11 +99,13 @@
  *
  * Memory: `memory` bytes in the configuration bound the flush's array S,
  * its bucket counts and bitmaps, the cache and all I/O buffers (the heap,
- * not the page cache: the S and A files live there); the array gets the
- * slots for a segment's records, at most one per 32 bytes of the budget
- * (4 per slot of 8.6 bytes), the cache at least 1/16 and the rest. Disk:
- * a segment's A file is cut at twice the budget or 256 MiB; two exist at
- * once (filling, flushing); Z ~5 bytes per distinct URL.
+ * not the page cache: the S and A files live there). The cache takes 1/16
+ * and the array the rest (4 records a slot of 8.6 bytes), but for a budget
+ * past 128 MiB, whose array needs slots for at most one record per 32
+ * bytes of the budget (a segment's A file is cut at twice the budget): the
+ * cache takes what the array does not need. Disk: a segment's A file is
+ * cut at twice the budget or 256 MiB; two exist at once (filling,
+ * flushing); Z ~5 bytes per distinct URL.
  *
  * Files in the sieve folder (cfg->dir): MANIFEST (the committed state,
  * replaced atomically: write, fsync, rename, fsync folder, naming Z's
