@@ -329,6 +329,22 @@ static inline size_t first_not_below(const uint64_t *v, size_t e, size_t n, uint
  * too: the caller writes it). */
 static bool merged_to(struct zrun *mr, unsigned nm, struct zw *out, struct zblock *b, uint64_t k)
 {
+	if (nm == 1) {
+		/* one run: its values below k copied a stretch at a time */
+		while (!mr->done) {
+			size_t e = first_not_below(mr->v, mr->i, mr->n, k);
+			z_put_run(out, b, mr->v + mr->i, e - mr->i);
+			mr->i = e;
+			if (e < mr->n)
+				break;
+			run_fill(mr);
+		}
+		if (mr->done || mr->v[mr->i] != k)
+			return false;
+		if (++mr->i == mr->n)
+			run_fill(mr);
+		return true;
+	}
 	for (;;) {
 		struct zrun *a = NULL; /* the run with the smallest head */
 		uint64_t bound = k;    /* the other runs' smallest head, or k */
@@ -438,7 +454,7 @@ static size_t slice_merge(struct zpart *zp, unsigned r, struct zruns *zr, struct
 			if (i > bstart[d] && k == prev)
 				continue; /* a later record of the same signature */
 			prev = k;
-			if (merged_to(zr->merged, zr->nmerge, out, b, k)) {
+			if (zr->nmerge > 0 && merged_to(zr->merged, zr->nmerge, out, b, k)) {
 				z_put(out, b, k);
 				continue;
 			}
