@@ -21,8 +21,8 @@
  * part's slices one after the other, in ascending order, in the part's
  * share of the flush's array (slice_cap slots), continuing one merge with
  * the part's Z: so a segment holds up to SLICES_PER_PART times the array's
- * slots (seg_cap), and Z, read and rewritten once a flush, is rewritten
- * SLICES_PER_PART times less often. A slice fills before the others by
+ * slots (seg_cap), and Z, read once a flush, is read SLICES_PER_PART
+ * times less often. A slice fills before the others by
  * chance only; a segment is sealed when any slice is full.
  *
  * Z, the sorted distinct signatures, is kept in runs: sorted sets, disjoint,
@@ -40,9 +40,9 @@
  * (merc_runs_to_merge: a run at most as large as what the new one holds so
  * far, or the run count would pass Z_RUNS_MAX). So a flush writes little
  * but its fresh signatures while Z is rewritten a logarithmic number of
- * times in all (a flush of every segment rewriting Z whole made the write
- * quadratic, and the fsync of each flush as large as Z), and the runs
- * stay few (log2 of the flushes); the reads stay linear in Z.
+ * times in all (rewriting Z whole at every flush would make the writes
+ * quadratic, and each flush's fsync as large as Z), and the runs stay few
+ * (log2 of the flushes); the reads stay linear in Z.
  *
  * A flush (merc_flush_segment): a thread per part of Z (merc_part_merge),
  * for each of the part's slices: load the slice's signatures from S (or A)
@@ -131,8 +131,8 @@ struct mstate {
 
 /* A part's merge buffers. */
 struct part_bufs {
-	uint8_t *zin[Z_RUNS_MAX];            /* the runs' readers */
-	uint8_t *zout;                       /* Z''s writer (and the sort's scratch before) */
+	uint8_t *zin[Z_RUNS_MAX]; /* the runs' readers */
+	uint8_t *zout;            /* the new run's writer (and the sort's scratch before) */
 	uint64_t zvals[Z_RUNS_MAX][Z_BLOCK]; /* the block of each run being merged */
 	uint64_t ovals[Z_BLOCK];             /* the block of the new run being filled */
 };
