@@ -9,6 +9,7 @@
 #include "crawler/net/proxy.h"
 #include "frontier/base/ascii.h"
 #include "parse/sitemap.h"
+#include "parse/near_dup.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -128,6 +129,7 @@ static const struct key_def keys[] = {
 	KEY("parse", "queue", T_UINT, parse.queue, 1, 1000000),
 	KEY("parse", "max_links", T_UINT, links.max_links, 1, 1000000),
 	KEY("parse", "near_dup", T_BOOL, parse.near_dup, 0, 1),
+	KEY("parse", "near_dup_memory", T_SIZE, parse.near_dup_memory, NEAR_DUP_MEMORY_MIN, TIB),
 	KEY("output", "dir", T_STR, output.dir, 0, 4096),
 	KEY("output", "warc", T_BOOL, output.warc, 0, 1),
 	KEY("output", "warc_max_mb", T_MIB, warc.max_file_bytes, 1, 1e6),
@@ -257,6 +259,7 @@ int crawl_config_default(struct crawl_config *c)
 	c->sieve.memory = 64u * 1024 * 1024;
 	c->link_meta_memory = 16u * 1024 * 1024;
 	c->parse.queue = 1024;
+	c->parse.near_dup_memory = 64u << 20;
 	c->parse.near_dup = 1;
 	c->links.max_links = LINKS_DEFAULT_MAX_LINKS;
 	c->output.warc = 1;
