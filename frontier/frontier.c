@@ -60,7 +60,7 @@ static char *key_store(struct frontier *f, const char *key, size_t n, const char
 		c->next = f->keys;
 		c->used = 0;
 		f->keys = c;
-		f->st.mem_bytes += alloc_cost(sizeof *c + KEY_ARENA_CHUNK);
+		f->st.mem_bytes += mem_alloc_cost(sizeof *c + KEY_ARENA_CHUNK);
 	}
 	p = c->data + c->used;
 	memcpy(p, key, n);
@@ -100,7 +100,7 @@ enum frontier_err frontier__host_add(struct frontier *f, const char *key, size_t
 		if (page == NULL)
 			return FRONTIER_ERR_NOMEM;
 		f->pages[f->npages++] = page;
-		f->st.mem_bytes += alloc_cost(HOST_PAGE * sizeof *page);
+		f->st.mem_bytes += mem_alloc_cost(HOST_PAGE * sizeof *page);
 	}
 	if (url_key_split(key, n, &authority_len, &name_off, &name_len) != 0)
 		name_off = name_len = 0; /* not a crawl key: no name */

@@ -26,6 +26,7 @@
 #define FRONTIER_FRONTIER_INTERNAL_H
 
 #include "frontier/base/chain.h"
+#include "frontier/base/mem_cost.h"
 #include "frontier/frontier.h"
 
 #include <stddef.h>
@@ -147,17 +148,9 @@ static inline struct fr_host *host_ok(const struct frontier *f, uint32_t id)
 	return host_at(f, id);
 }
 
-/* Accounted size of a heap block: glibc rounds to 16 with 8 bytes of header,
- * 32 bytes minimum. */
-static inline uint64_t alloc_cost(size_t n)
-{
-	size_t c = (n + 8 + 15) & ~(size_t)15;
-	return c < 32 ? 32 : c;
-}
-
 static inline uint64_t node_cost(size_t url_len, size_t via_len)
 {
-	return alloc_cost(sizeof(struct mnode) + url_len + via_len);
+	return mem_alloc_cost(sizeof(struct mnode) + url_len + via_len);
 }
 
 static inline uint64_t make_pos(uint32_t seg, uint32_t off)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontier/base/mem_cost.h"
 #include "parse/simhash.h"
 
 #define NONE32 UINT32_MAX
@@ -36,14 +37,6 @@ struct near_dup {
 	uint64_t budget;
 	struct stripe s[NEAR_DUP_STRIPES];
 };
-
-/* What malloc takes for n bytes: 16-byte steps, 8 bytes of header, 32 at
- * least (glibc). */
-static uint64_t alloc_cost(uint64_t n)
-{
-	uint64_t c = (n + 8 + 15) & ~(uint64_t)15;
-	return c < 32 ? 32 : c;
-}
 
 static uint32_t slot_home(const struct stripe *s, uint32_t host)
 {
@@ -132,7 +125,7 @@ static void host_evict(struct stripe *s, uint32_t r)
 	struct nd_host *h = &s->recs[r];
 	slot_remove(s, slot_find(s, h->host));
 	lru_unlink(s, r);
-	s->bytes -= alloc_cost((uint64_t)h->cap * sizeof *h->fp);
+	s->bytes -= mem_alloc_cost((uint64_t)h->cap * sizeof *h->fp);
 	s->fingerprints -= h->n;
 	free(h->fp);
 	h->fp = NULL;
@@ -188,7 +181,7 @@ static int record_room(struct stripe *s)
 /* A new record for host (its fingerprints allocated), or NONE32. */
 static uint32_t host_add(struct stripe *s, uint32_t host)
 {
-	uint64_t fp_cost = alloc_cost(NEAR_DUP_HOST_MIN * sizeof(uint64_t));
+	uint64_t fp_cost = mem_alloc_cost(NEAR_DUP_HOST_MIN * sizeof(uint64_t));
 	if (record_room(s) != 0)
 		return NONE32;
 	/* with nothing left to evict, the host goes in anyway (near_dup.h) */
@@ -215,8 +208,8 @@ static uint32_t host_add(struct stripe *s, uint32_t host)
 static int host_grow(struct stripe *s, uint32_t r)
 {
 	struct nd_host *h = &s->recs[r];
-	uint64_t old = alloc_cost((uint64_t)h->cap * sizeof *h->fp);
-	uint64_t cost = alloc_cost((uint64_t)h->cap * 2 * sizeof *h->fp);
+	uint64_t old = mem_alloc_cost((uint64_t)h->cap * sizeof *h->fp);
+	uint64_t cost = mem_alloc_cost((uint64_t)h->cap * 2 * sizeof *h->fp);
 	if (!make_room(s, cost - old, r))
 		return -1;
 	uint64_t *fp = realloc(h->fp, (size_t)h->cap * 2 * sizeof *fp);
