@@ -53,6 +53,8 @@ void politeness_config_default(struct politeness_config *c)
 	c->backoff_max_us = 3600 * SEC;
 	c->max_consecutive_errors = 8;
 	c->retry_after_cap_us = 3600 * SEC;
+	c->robots_expiry_us = 24 * 3600 * SEC;
+	c->robots_cache_bytes = 64u << 20;
 }
 
 int politeness_config_check(const struct politeness_config *c)

@@ -54,6 +54,8 @@ struct phost {
 	uint8_t state;
 	uint8_t has_ip;
 	uint8_t robots_state; /* enum politeness_robots_state */
+	uint8_t robots_ref;   /* robots cache clock: visited since the hand passed */
+	uint8_t robots_ring;  /* listed in the robots cache's ring */
 };
 
 struct ipgroup {
@@ -77,6 +79,10 @@ struct politeness {
 	uint32_t *ipmap; /* group index + 1, open addressing on the group key */
 	uint32_t ipmap_cap;
 	struct heap top;
+	/* robots.txt cache: the hosts that had rules (entries of hosts whose
+	 * rules went are dropped when the clock hand reaches them) */
+	uint32_t *rring;
+	uint32_t rring_n, rring_cap, rhand;
 	struct politeness_stats st;
 };
 
@@ -410,6 +416,7 @@ void politeness_destroy(struct politeness *p)
 	for (i = 0; i < p->ngroups; i++)
 		free(p->groups[i].hosts.a);
 	free(p->groups);
+	free(p->rring);
 	free(p->ipmap);
 	free(p->hosts);
 	free(p->top.a);
@@ -447,6 +454,7 @@ enum politeness_err politeness_pop_ready(struct politeness *p, uint64_t now_us, 
 	}
 	p->hosts[hid].state = HS_HELD;
 	p->hosts[hid].slot = NONE32;
+	p->hosts[hid].robots_ref = 1;
 	p->st.hosts_in_heap--;
 	p->st.hosts_held++;
 	p->st.pops++;
@@ -710,6 +718,46 @@ enum politeness_err politeness_robots_state(const struct politeness *p, uint32_t
 	return POLITENESS_OK;
 }
 
+/* Takes ring entry i out (the last one moves in). */
+static void rring_drop(struct politeness *p, uint32_t i)
+{
+	p->hosts[p->rring[i]].robots_ring = 0;
+	p->rring[i] = p->rring[--p->rring_n];
+}
+
+/* While the cached rules pass the budget, the clock hand forgets the rules
+ * of a host not visited since it last passed (robots_ref), never those of
+ * keep or of a held host: the host is unknown again, its robots.txt
+ * fetched before its next URL. */
+static void robots_evict(struct politeness *p, uint32_t keep)
+{
+	uint64_t steps = 2 * (uint64_t)p->rring_n + 1;
+	while (p->cfg.robots_cache_bytes != 0 && p->st.robots_bytes > p->cfg.robots_cache_bytes &&
+	       p->rring_n > 0 && steps-- > 0) {
+		if (p->rhand >= p->rring_n)
+			p->rhand = 0;
+		uint32_t id = p->rring[p->rhand];
+		struct phost *h = &p->hosts[id];
+		if (h->robots == NULL) {
+			rring_drop(p, p->rhand);
+		} else if (id == keep || h->state == HS_HELD) {
+			p->rhand++;
+		} else if (h->robots_ref) {
+			h->robots_ref = 0;
+			p->rhand++;
+		} else {
+			p->st.robots_bytes -= robots_mem_bytes(h->robots);
+			p->st.robots_hosts--;
+			p->st.robots_evicted++;
+			robots_destroy(h->robots);
+			h->robots = NULL;
+			h->robots_state = POLITENESS_ROBOTS_UNKNOWN;
+			h->robots_exp = 0;
+			rring_drop(p, p->rhand);
+		}
+	}
+}
+
 enum politeness_err politeness_robots_set(struct politeness *p, uint32_t host,
                                           enum politeness_robots_state state, struct robots *rules,
                                           uint64_t expires_us)
@@ -722,11 +770,28 @@ enum politeness_err politeness_robots_set(struct politeness *p, uint32_t host,
 		                                                      : POLITENESS_ERR_NOMEM;
 	}
 	h = &p->hosts[host];
-	if (h->robots != rules)
+	if (h->robots != rules) {
+		p->st.robots_bytes -= robots_mem_bytes(h->robots);
 		robots_destroy(h->robots);
+		p->st.robots_bytes += robots_mem_bytes(rules);
+		p->st.robots_hosts += (rules != NULL) - (h->robots != NULL);
+	}
 	h->robots_state = (uint8_t)state;
 	h->robots = rules;
 	h->robots_exp = expires_us;
+	if (rules != NULL && !h->robots_ring) {
+		if (p->rring_n == p->rring_cap) {
+			uint32_t cap = p->rring_cap ? p->rring_cap * 2 : 64;
+			uint32_t *r = realloc(p->rring, (size_t)cap * sizeof *r);
+			if (r == NULL)
+				return POLITENESS_OK; /* not evictable: kept, as without a bound */
+			p->rring = r;
+			p->rring_cap = cap;
+		}
+		p->rring[p->rring_n++] = host;
+		h->robots_ring = 1;
+	}
+	robots_evict(p, host);
 	return POLITENESS_OK;
 }
 

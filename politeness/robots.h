@@ -112,6 +112,9 @@ const char *robots_sitemap(const struct robots *r, size_t i);
 
 /* Number of compiled rules (for tests and statistics). */
 size_t robots_rule_count(const struct robots *r);
+/* The heap bytes r holds (its struct, rules, patterns, sitemaps, as malloc
+ * rounds them); 0 for NULL. O(rules + sitemaps). */
+size_t robots_mem_bytes(const struct robots *r);
 
 /*
  * A compiled object as bytes and back (checkpoints keep the robots cache
