@@ -365,9 +365,11 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
 		char *rec;
 		if (f->wbuf_used + need > f->cfg.write_buffer) {
 			enum frontier_err e = frontier__wbuf_flush(f);
-			if (e != FRONTIER_OK) {
+			/* the flush frees the queues it leaves empty: h's too */
+			q = frontier__queue_get(f, h);
+			if (e != FRONTIER_OK || q == NULL) {
 				frontier__queue_put(f, h);
-				return e;
+				return e != FRONTIER_OK ? e : FRONTIER_ERR_NOMEM;
 			}
 		}
 		off = f->wbuf_used;
