@@ -725,13 +725,33 @@ static void rring_drop(struct politeness *p, uint32_t i)
 	p->rring[i] = p->rring[--p->rring_n];
 }
 
+/* Hosts with URLs waiting the hand passes over, looking for an idle one,
+ * before it forgets the first of them. */
+#define ROBOTS_EVICT_LOOK 16
+
+/* Forgets a host's rules: it is unknown again. */
+static void robots_forget(struct politeness *p, uint32_t ring_slot)
+{
+	struct phost *h = &p->hosts[p->rring[ring_slot]];
+	p->st.robots_bytes -= robots_mem_bytes(h->robots);
+	p->st.robots_hosts--;
+	p->st.robots_evicted++;
+	robots_destroy(h->robots);
+	h->robots = NULL;
+	h->robots_state = POLITENESS_ROBOTS_UNKNOWN;
+	h->robots_exp = 0;
+	rring_drop(p, ring_slot);
+}
+
 /* While the cached rules pass the budget, the clock hand forgets the rules
- * of a host not visited since it last passed (robots_ref), never those of
- * keep or of a held host: the host is unknown again, its robots.txt
- * fetched before its next URL. */
+ * of a host not visited since it last passed (robots_ref), an idle one
+ * (nothing queued) rather than one with URLs waiting when one is among the
+ * next ROBOTS_EVICT_LOOK it meets; never those of keep or of a held host:
+ * the host is unknown again, its robots.txt fetched before its next URL. */
 static void robots_evict(struct politeness *p, uint32_t keep)
 {
 	uint64_t steps = 2 * (uint64_t)p->rring_n + 1;
+	uint32_t waiting = NONE32, looked = 0;
 	while (p->cfg.robots_cache_bytes != 0 && p->st.robots_bytes > p->cfg.robots_cache_bytes &&
 	       p->rring_n > 0 && steps-- > 0) {
 		if (p->rhand >= p->rring_n)
@@ -739,21 +759,25 @@ static void robots_evict(struct politeness *p, uint32_t keep)
 		uint32_t id = p->rring[p->rhand];
 		struct phost *h = &p->hosts[id];
 		if (h->robots == NULL) {
+			if (waiting == p->rring_n - 1)
+				waiting = p->rhand; /* the last entry moves into this slot */
 			rring_drop(p, p->rhand);
 		} else if (id == keep || h->state == HS_HELD) {
 			p->rhand++;
 		} else if (h->robots_ref) {
 			h->robots_ref = 0;
 			p->rhand++;
+		} else if (h->state == HS_HEAP && looked++ < ROBOTS_EVICT_LOOK) {
+			if (waiting == NONE32)
+				waiting = p->rhand;
+			p->rhand++;
 		} else {
-			p->st.robots_bytes -= robots_mem_bytes(h->robots);
-			p->st.robots_hosts--;
-			p->st.robots_evicted++;
-			robots_destroy(h->robots);
-			h->robots = NULL;
-			h->robots_state = POLITENESS_ROBOTS_UNKNOWN;
-			h->robots_exp = 0;
-			rring_drop(p, p->rhand);
+			robots_forget(p, looked > ROBOTS_EVICT_LOOK && waiting != NONE32
+			                         ? waiting
+			                         : p->rhand);
+			waiting = NONE32;
+			looked = 0;
+			steps = 2 * (uint64_t)p->rring_n + 1; /* the next one, from here */
 		}
 	}
 }

@@ -55,9 +55,9 @@
  * robots_cache_bytes (robots_mem_bytes each). Past it, a clock forgets
  * rules: its hand goes round the hosts that have rules, clearing the
  * reference bit a visit sets (pop) and forgetting the rules of a host whose
- * bit is clear (so a host with nothing queued, which is never popped, goes
- * first), never those of a held host or of the host whose rules are being
- * set. A forgotten host is unknown again: its robots.txt is fetched before
+ * bit is clear, an idle one (nothing queued) rather than one with URLs
+ * waiting when one comes within the next 16 such hosts; never those of a
+ * held host or of the host whose rules are being set. A forgotten host is unknown again: its robots.txt is fetched before
  * its next URL.
  *
  * Memory: 96 bytes per host (the struct, in one array by host id) plus 16
