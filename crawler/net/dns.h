@@ -14,10 +14,10 @@
  * a row, capped at negative_ttl) or PENDING (a query in flight and a list of waiters).
  * Resolved/negative entries sit on an LRU list bounded by cache_entries
  * ([dns] cache_entries): past it the least recently used go; pending
- * entries (at most max_pending) are never evicted. Memory: about 200 bytes
+ * entries (at most max_pending) are never evicted. Memory: about 175 bytes
  * an entry (its struct with DNS_MAX_ADDRS addresses, and the name), and a
  * hash table of the next power of two above cache_entries + max_pending
- * buckets (8 bytes each), sized once: 13 MiB + 1 MiB at the defaults,
+ * buckets (8 bytes each), sized once: 11 MiB + 1 MiB at the defaults,
  * whatever the number of hosts. Every call O(1) but on_sock_state (the
  * channel's few sockets).
  *
