@@ -47,6 +47,14 @@ static void usage(FILE *out)
 	        "      --user-agent UA       User-Agent (name a contact!)\n"
 	        "      --domains D1,D2       stay on these domains (default: the seeds'\n"
 	        "                            registrable domains)\n"
+	        "      --rules FILE          URL rules, first match wins (`crawler rules`)\n"
+	        "  -A, --accept LIST         wget's: only file names with these suffixes or\n"
+	        "                            globs (pages .htm/.html and directories pass)\n"
+	        "  -R, --reject LIST         wget's: not file names with these suffixes/globs\n"
+	        "      --accept-regex RE     wget's: only URLs RE matches (repeatable: any)\n"
+	        "      --reject-regex RE     wget's: not URLs RE matches (repeatable)\n"
+	        "  -I, --include-directories LIST  wget's: only URLs in these directories\n"
+	        "  -X, --exclude-directories LIST  wget's: not URLs in these directories\n"
 	        "      --dns-server S1[,S2...]  the DNS servers asked, in order: ADDR, ADDR:PORT,\n"
 	        "                            IPV6 or [IPV6]:PORT (default: /etc/resolv.conf's)\n"
 	        "      --resolv-conf FILE    take the DNS servers from FILE's nameserver lines\n"
@@ -244,6 +252,13 @@ static const struct crawl_option {
 	{ "policy", required_argument, 0, "politeness.policy", NULL },
 	{ "user-agent", required_argument, 0, "crawl.user_agent", NULL },
 	{ "domains", required_argument, 0, "crawl.domains", NULL },
+	{ "rules", required_argument, 0, "crawl.rules", NULL },
+	{ "accept", required_argument, 'A', "crawl.accept", NULL },
+	{ "reject", required_argument, 'R', "crawl.reject", NULL },
+	{ "accept-regex", required_argument, 0, "crawl.accept_regex", NULL },
+	{ "reject-regex", required_argument, 0, "crawl.reject_regex", NULL },
+	{ "include-directories", required_argument, 'I', "crawl.include_directories", NULL },
+	{ "exclude-directories", required_argument, 'X', "crawl.exclude_directories", NULL },
 	{ "dns-server", required_argument, 0, "dns.server", NULL },
 	{ "resolv-conf", required_argument, 0, "dns.resolv_conf", NULL },
 	{ "prefer-family", required_argument, 0, "dns.prefer", NULL },
@@ -469,6 +484,25 @@ static void fit_connections_to_fd_limit(struct crawl_config *cfg)
 	cfg->fetch.max_connections = (size_t)room;
 }
 
+/* A malformed rules file or wget flag stops the crawl before it starts;
+ * 0 or -1 (said). */
+static int check_rules(const struct crawl_config *cfg)
+{
+	char err[1024];
+	struct url_rules *rules = NULL;
+	if (url_rules_from_config(&cfg->rules, &cfg->url, &rules, err, sizeof err) !=
+	    URL_RULES_OK) {
+		fprintf(stderr, "crawler crawl: %s\n", err);
+		return -1;
+	}
+	if (url_rules_size(rules) > 0)
+		fprintf(stderr,
+		        "crawler crawl: warning: the URL rules are checked but the crawl does "
+		        "not apply them yet\n");
+	url_rules_destroy(rules);
+	return 0;
+}
+
 int crawl_tool_main(int argc, char **argv)
 {
 	int rc = 2;
@@ -494,6 +528,8 @@ int crawl_tool_main(int argc, char **argv)
 		goto out;
 	fit_connections_to_fd_limit(&cfg);
 	rc = 2;
+	if (check_rules(&cfg) != 0)
+		goto out;
 	if (gather_seeds(argc, argv, &fl, &cfg, &seeds, &nseeds) != 0)
 		goto out;
 	if (nseeds == 0) {

@@ -17,6 +17,8 @@ static const struct subcommand subcommands[] = {
 	{ "sieve", sieve_tool_main,
 	  "print each stdin URL not seen before, in first-appearance order" },
 	{ "url", url_tool_main, "parse, resolve and normalize URLs (WHATWG URL Standard)" },
+	{ "rules", rules_tool_main,
+	  "decide URLs read on stdin by URL rules (a rules file, wget's -A/-R/-I/-X)" },
 	{ "robots", robots_tool_main, "check URLs against a robots.txt file (RFC 9309)" },
 	{ "links", links_tool_main, "extract the links of an HTML page read on stdin" },
 	{ "sitemaps", sitemap_tool_main,

@@ -37,6 +37,8 @@ enum key_type {
 	T_SIEVE_IMPL, /* an owned string naming a sieve implementation */
 	T_PROXY,      /* an owned string: a proxy URL (proxy.h) or "" */
 	T_DOMAINS,    /* a list of host suffixes into crawl.domains */
+	T_WGET,       /* an owned string, one of crawl.rules_wget: a wget flag's value,
+	                 joined to the one before (url_rules_wget_join) */
 };
 
 struct key_def {
@@ -70,6 +72,17 @@ static const struct key_def keys[] = {
 	KEY("crawl", "user_agent", T_STR, crawl.user_agent, 1, 512),
 	KEY("crawl", "domains", T_DOMAINS, crawl.domains, 0, 0),
 	KEY("crawl", "any_domain", T_BOOL, crawl.any_domain, 0, 1),
+	KEY("crawl", "rules", T_STR, crawl.rules, 0, 4096),
+	KEY("crawl", "accept", T_WGET, crawl.rules_wget[URL_RULES_WGET_ACCEPT], 0, 65536),
+	KEY("crawl", "reject", T_WGET, crawl.rules_wget[URL_RULES_WGET_REJECT], 0, 65536),
+	KEY("crawl", "accept_regex", T_WGET, crawl.rules_wget[URL_RULES_WGET_ACCEPT_REGEX], 0,
+	    65536),
+	KEY("crawl", "reject_regex", T_WGET, crawl.rules_wget[URL_RULES_WGET_REJECT_REGEX], 0,
+	    65536),
+	KEY("crawl", "include_directories", T_WGET, crawl.rules_wget[URL_RULES_WGET_INCLUDE_DIRS],
+	    0, 65536),
+	KEY("crawl", "exclude_directories", T_WGET, crawl.rules_wget[URL_RULES_WGET_EXCLUDE_DIRS],
+	    0, 65536),
 	KEY("crawl", "sitemaps", T_BOOL, crawl.sitemaps, 0, 1),
 	KEY("crawl", "sitemap_max_urls", T_UINT, crawl.sitemap_max_urls, 1, 1e8),
 	KEY("crawl", "sitemap_max_bytes", T_SIZE, crawl.sitemap_max_bytes, KIB, 1024 * 1024 * KIB),
@@ -211,6 +224,9 @@ static void share_settings(struct crawl_config *c)
 	c->warc.dir = c->output.dir;
 	c->scope.domains = restricted ? (const char *const *)c->crawl.domains : NULL;
 	c->scope.n_domains = restricted ? c->crawl.n_domains : 0;
+	c->rules.file = c->crawl.rules;
+	for (size_t i = 0; i < URL_RULES_WGET_COUNT; i++)
+		c->rules.wget[i] = c->crawl.rules_wget[i];
 }
 
 int crawl_config_default(struct crawl_config *c)
@@ -232,6 +248,9 @@ int crawl_config_default(struct crawl_config *c)
 	c->fetch.no_proxy = strdup("");
 	c->output.metrics = strdup("");
 	c->sieve.impl = strdup("mercator");
+	c->crawl.rules = strdup("");
+	for (size_t i = 0; i < URL_RULES_WGET_COUNT; i++)
+		c->crawl.rules_wget[i] = strdup("");
 	c->cluster.redis = strdup("");
 	c->cluster.agent = strdup("");
 	c->cluster.assign = strdup("consistent");
@@ -240,7 +259,9 @@ int crawl_config_default(struct crawl_config *c)
 	if (!c->cluster.redis || !c->cluster.agent || !c->cluster.assign || !c->crawl.user_agent ||
 	    !c->frontier.spill_dir || !c->output.dir || !c->dns.server || !c->dns.resolv_conf ||
 	    !c->fetch.ca_file || !c->fetch.proxy || !c->fetch.no_proxy || !c->output.metrics ||
-	    !c->sieve.impl) {
+	    !c->sieve.impl || !c->crawl.rules || !c->crawl.rules_wget[0] ||
+	    !c->crawl.rules_wget[1] || !c->crawl.rules_wget[2] || !c->crawl.rules_wget[3] ||
+	    !c->crawl.rules_wget[4] || !c->crawl.rules_wget[5]) {
 		crawl_config_free(c);
 		return -1;
 	}
@@ -287,7 +308,7 @@ void crawl_config_free(struct crawl_config *c)
 		return;
 	for (size_t i = 0; i < N_KEYS; i++)
 		if (keys[i].type == T_STR || keys[i].type == T_SIEVE_IMPL ||
-		    keys[i].type == T_PROXY)
+		    keys[i].type == T_PROXY || keys[i].type == T_WGET)
 			field_string_replace((char *)c + keys[i].offset, NULL);
 	for (size_t i = 0; i < c->crawl.n_domains; i++)
 		free(c->crawl.domains[i]);
@@ -478,6 +499,43 @@ fail:
 	return CRAWL_CONFIG_ERR_BAD_VALUE;
 }
 
+/* A wget flag's value joined to the one the key holds, checked as the
+ * rule it makes (a regex compiles). */
+static enum crawl_config_err set_wget(struct crawl_config *c, const struct key_def *k,
+                                      const char *value, char *err, size_t errlen)
+{
+	void *field = (char *)c + k->offset;
+	enum url_rules_wget flag = (enum url_rules_wget)(
+	        (k->offset - offsetof(struct crawl_config, crawl.rules_wget)) / sizeof(char *));
+	char msg[CRAWL_CONFIG_ERR_MAX];
+	char *joined = url_rules_wget_join(flag, field_string(field), value);
+	struct url_rules *r = url_rules_create(NULL);
+	enum crawl_config_err rc = CRAWL_CONFIG_ERR_NOMEM;
+	if (!joined || !r)
+		goto out;
+	rc = CRAWL_CONFIG_ERR_BAD_VALUE;
+	if (strlen(joined) > (size_t)k->max || !ini_value_ok(joined)) {
+		snprintf(err, errlen,
+		         "%s: bad value (at most %g bytes, no space at either end, no ';' or '#'"
+		         " first or after a space: the file's comments)",
+		         k->name, k->max);
+		goto out;
+	}
+	enum url_rules_err e = url_rules_add_wget(r, flag, joined, msg, sizeof msg);
+	if (e != URL_RULES_OK) {
+		snprintf(err, errlen, "%s: %s", k->name, msg);
+		rc = e == URL_RULES_ERR_NOMEM ? CRAWL_CONFIG_ERR_NOMEM : CRAWL_CONFIG_ERR_BAD_VALUE;
+		goto out;
+	}
+	field_string_replace(field, joined);
+	joined = NULL;
+	rc = CRAWL_CONFIG_OK;
+out:
+	free(joined);
+	url_rules_destroy(r);
+	return rc;
+}
+
 /* The message for a value the key refuses. */
 static void bad_value_message(const struct key_def *k, const char *value, char *err, size_t errlen)
 {
@@ -584,6 +642,7 @@ static enum crawl_config_err key_set(struct crawl_config *c, const struct key_de
 		return CRAWL_CONFIG_OK;
 	}
 	case T_DOMAINS: return set_domains(c, value, err, errlen);
+	case T_WGET: return set_wget(c, k, value, err, errlen);
 	}
 	return CRAWL_CONFIG_ERR_BAD_VALUE;
 }
@@ -602,7 +661,7 @@ enum crawl_config_err crawl_config_set(struct crawl_config *c, const char *secti
 		return CRAWL_CONFIG_ERR_UNKNOWN_KEY;
 	}
 	enum crawl_config_err rc = key_set(c, k, value, err, errlen);
-	if (rc == CRAWL_CONFIG_ERR_BAD_VALUE && k->type != T_DOMAINS)
+	if (rc == CRAWL_CONFIG_ERR_BAD_VALUE && k->type != T_DOMAINS && k->type != T_WGET)
 		bad_value_message(k, value, err, errlen);
 	share_settings(c);
 	return rc;
@@ -694,7 +753,8 @@ static void key_write(FILE *f, const struct crawl_config *c, const struct key_de
 		break;
 	case T_STR:
 	case T_SIEVE_IMPL:
-	case T_PROXY: fprintf(f, "%s\n", field_string(field)); break;
+	case T_PROXY:
+	case T_WGET: fprintf(f, "%s\n", field_string(field)); break;
 	case T_DOMAINS:
 		for (size_t d = 0; d < c->crawl.n_domains; d++)
 			fprintf(f, "%s%s", d ? "," : "", c->crawl.domains[d]);

@@ -28,7 +28,12 @@
  *    (scope.max_url_len -> url.max_len, sieve.max_url_len), [crawl]
  *    user_agent (crawl.user_agent -> fetch, warc), [output] dir (-> warc.dir),
  *    [crawl] domains and any_domain (-> scope.domains: none when any_domain,
- *    or when no domain is given: the crawl then takes the seeds' domains).
+ *    or when no domain is given: the crawl then takes the seeds' domains),
+ *    [crawl] rules, accept, reject... (-> rules).
+ *  - wget's keys (accept, reject, accept_regex, reject_regex,
+ *    include_directories, exclude_directories) add up as wget's flags do:
+ *    setting one again joins the values (url_rules_wget_join), so a file's
+ *    list and a flag's both hold; an empty value clears it.
  *  - strings (user agent, domains, DNS servers, resolv.conf, CA file,
  *    spill folder, sieve
  *    implementation, output folder) are owned by the struct and freed by
@@ -54,6 +59,7 @@
 #include "frontier/frontier.h"
 #include "frontier/scope.h"
 #include "frontier/url.h"
+#include "frontier/url_rules.h"
 #include "parse/links.h"
 #include "politeness/delay_policy.h"
 #include "sieve/sieve.h"
@@ -89,6 +95,8 @@ struct crawl_limits {
 	                    not the politeness module) */
 	uint32_t max_redirects;     /* [fetch]: redirects followed along one chain
 	                           (the fetch engine follows none itself) */
+	char *rules;                /* the URL rules file, "" none */
+	char *rules_wget[URL_RULES_WGET_COUNT]; /* wget's flags as keys (accept...) */
 };
 
 /* [parse]: the pool of parse threads and what it does per page. */
@@ -126,7 +134,8 @@ struct crawl_config {
 	struct dns_config dns;
 	struct frontier_config frontier;
 	struct scope_config scope;
-	struct url_options url; /* the crawl keys of seeds, links and redirects */
+	struct url_rules_config rules; /* points at crawl.rules, crawl.rules_wget */
+	struct url_options url;        /* the crawl keys of seeds, links and redirects */
 	struct sieve_config sieve;
 	uint64_t link_meta_memory; /* [sieve] meta_memory: bound of the depth/via
 	                              side table (link_meta.h), bytes */

@@ -24,6 +24,12 @@ static inline bool ascii_is_alnum(unsigned char c)
 	return ascii_is_digit(c) || ascii_is_alpha(c);
 }
 
+/* c in lower case when it is an ASCII capital letter, else c. */
+static inline unsigned char ascii_to_lower(unsigned char c)
+{
+	return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
+}
+
 /* Value of the hex digit c (either case), or -1 if c is none. */
 static inline int ascii_hex_value(unsigned char c)
 {

@@ -14,6 +14,7 @@
 int crawl_tool_main(int argc, char **argv);          /* crawler/crawl.c */
 int sieve_tool_main(int argc, char **argv);          /* sieve/sieve_tool.c */
 int url_tool_main(int argc, char **argv);            /* frontier/url_tool.c */
+int rules_tool_main(int argc, char **argv);          /* frontier/rules_tool.c */
 int robots_tool_main(int argc, char **argv);         /* politeness/robots_tool.c */
 int links_tool_main(int argc, char **argv);          /* parse/links_tool.c */
 int sitemap_tool_main(int argc, char **argv);        /* parse/sitemap_tool.c */

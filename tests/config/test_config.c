@@ -397,6 +397,48 @@ START_TEST(domains_refuse_what_is_no_host_suffix)
 }
 END_TEST
 
+/* wget's keys add up as wget's flags do, are checked as the rules they
+ * make, survive the file a resumed crawl reads, and reach the rules'
+ * config struct. */
+START_TEST(wget_keys_join_and_check)
+{
+	struct crawl_config c, d;
+	char err[512];
+	ck_assert_int_eq(crawl_config_default(&c), 0);
+	ck_assert_int_eq(crawl_config_set(&c, "crawl", "accept", "pdf", err, sizeof err),
+	                 CRAWL_CONFIG_OK);
+	ck_assert_int_eq(crawl_config_set(&c, "crawl", "accept", "*.ps", err, sizeof err),
+	                 CRAWL_CONFIG_OK);
+	ck_assert_str_eq(c.rules.wget[URL_RULES_WGET_ACCEPT], "pdf,*.ps");
+	ck_assert_int_eq(crawl_config_set(&c, "crawl", "reject_regex", "a", err, sizeof err),
+	                 CRAWL_CONFIG_OK);
+	ck_assert_int_eq(crawl_config_set(&c, "crawl", "reject_regex", "b+", err, sizeof err),
+	                 CRAWL_CONFIG_OK);
+	ck_assert_str_eq(c.crawl.rules_wget[URL_RULES_WGET_REJECT_REGEX], "(?:a)|(?:b+)");
+	ck_assert_int_eq(crawl_config_set(&c, "crawl", "accept_regex", "(", err, sizeof err),
+	                 CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_msg(strstr(err, "accept_regex: --accept-regex: regex: missing closing"), "%s",
+	              err);
+	ck_assert_str_eq(c.crawl.rules_wget[URL_RULES_WGET_ACCEPT_REGEX], "");
+	ck_assert_int_eq(crawl_config_set(&c, "crawl", "rules", "/x/rules.txt", err, sizeof err),
+	                 CRAWL_CONFIG_OK);
+	ck_assert_str_eq(c.rules.file, "/x/rules.txt");
+	char *p = write_tmp_config(&c);
+	ck_assert_int_eq(crawl_config_default(&d), 0);
+	ck_assert_int_eq(crawl_config_load(&d, p, err, sizeof err), CRAWL_CONFIG_OK);
+	ck_assert_str_eq(d.rules.wget[URL_RULES_WGET_ACCEPT], "pdf,*.ps");
+	ck_assert_str_eq(d.rules.wget[URL_RULES_WGET_REJECT_REGEX], "(?:a)|(?:b+)");
+	ck_assert_str_eq(d.rules.file, "/x/rules.txt");
+	ck_assert_int_eq(crawl_config_set(&d, "crawl", "accept", "", err, sizeof err),
+	                 CRAWL_CONFIG_OK);
+	ck_assert_str_eq(d.rules.wget[URL_RULES_WGET_ACCEPT], "");
+	unlink(p);
+	free(p);
+	crawl_config_free(&c);
+	crawl_config_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("config");
@@ -409,6 +451,7 @@ int main(void)
 	tcase_add_test(tc, domains_refuse_what_is_no_host_suffix);
 	tcase_add_test(tc, string_values_survive_the_file);
 	tcase_add_test(tc, ini_file_reads_long_lines_whole);
+	tcase_add_test(tc, wget_keys_join_and_check);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
