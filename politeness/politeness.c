@@ -729,17 +729,23 @@ static void rring_drop(struct politeness *p, uint32_t i)
  * before it forgets the first of them. */
 #define ROBOTS_EVICT_LOOK 16
 
-/* Forgets a host's rules: it is unknown again. */
+/* Forgets a host's rules: it is unknown again; but rules that allow
+ * everything become no rules (NULL: allow all, still known until they
+ * expire), which cost nothing and need no fetch. */
 static void robots_forget(struct politeness *p, uint32_t ring_slot)
 {
 	struct phost *h = &p->hosts[p->rring[ring_slot]];
 	p->st.robots_bytes -= robots_mem_bytes(h->robots);
 	p->st.robots_hosts--;
-	p->st.robots_evicted++;
+	if (robots_allows_all(h->robots)) {
+		p->st.robots_compacted++;
+	} else {
+		p->st.robots_evicted++;
+		h->robots_state = POLITENESS_ROBOTS_UNKNOWN;
+		h->robots_exp = 0;
+	}
 	robots_destroy(h->robots);
 	h->robots = NULL;
-	h->robots_state = POLITENESS_ROBOTS_UNKNOWN;
-	h->robots_exp = 0;
 	rring_drop(p, ring_slot);
 }
 

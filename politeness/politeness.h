@@ -57,8 +57,10 @@
  * reference bit a visit sets (pop) and forgetting the rules of a host whose
  * bit is clear, an idle one (nothing queued) rather than one with URLs
  * waiting when one comes within the next 16 such hosts; never those of a
- * held host or of the host whose rules are being set. A forgotten host is unknown again: its robots.txt is fetched before
- * its next URL.
+ * held host or of the host whose rules are being set. A forgotten host is
+ * unknown again: its robots.txt is fetched before its next URL; but rules
+ * that allow every path (robots_allows_all) become NULL rules instead,
+ * known until they expire, costing nothing.
  *
  * Memory: 96 bytes per host (the struct, in one array by host id) plus 16
  * bytes per heap entry (hosts with URLs waiting) and 64 bytes per IP group,
@@ -103,12 +105,13 @@ struct politeness_stats {
 	uint64_t ip_groups;
 	uint64_t pops;
 	uint64_t releases;
-	uint64_t errors;         /* VISIT_ERROR outcomes */
-	uint64_t retry_laters;   /* VISIT_RETRY_LATER outcomes */
-	uint64_t dropped_urls;   /* URLs drained from retired hosts */
-	uint64_t robots_hosts;   /* hosts with robots.txt rules cached */
-	uint64_t robots_bytes;   /* their rules' bytes (robots_mem_bytes) */
-	uint64_t robots_evicted; /* rules forgotten for room, ever */
+	uint64_t errors;           /* VISIT_ERROR outcomes */
+	uint64_t retry_laters;     /* VISIT_RETRY_LATER outcomes */
+	uint64_t dropped_urls;     /* URLs drained from retired hosts */
+	uint64_t robots_hosts;     /* hosts with robots.txt rules cached */
+	uint64_t robots_bytes;     /* their rules' bytes (robots_mem_bytes) */
+	uint64_t robots_evicted;   /* rules forgotten for room, ever */
+	uint64_t robots_compacted; /* rules that allowed all, made NULL for room */
 };
 
 struct politeness;

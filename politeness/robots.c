@@ -436,6 +436,11 @@ static void shrink(struct robots *r)
 		r->sitemaps = p;
 }
 
+bool robots_allows_all(const struct robots *r)
+{
+	return !r || (r->nrules == 0 && !r->deny_all);
+}
+
 size_t robots_mem_bytes(const struct robots *r)
 {
 	if (!r)

@@ -4,7 +4,8 @@
  * former ones, destroy frees what is left); checkpoints that keep known
  * rules across a restore (expiry rebased, a fetch in flight made again) and
  * refuse a torn file; a cache bounded in bytes that forgets the rules of
- * hosts not visited lately, never a held host's nor those being set.
+ * hosts not visited lately, never a held host's nor those being set, and
+ * keeps rules that allow everything as no rules (known, costing nothing).
  *
  * robots_destroy is wrapped at link time (-Wl,--wrap=robots_destroy) so the
  * suite counts what the cache frees.
@@ -321,6 +322,46 @@ START_TEST(cache_is_bounded)
 }
 END_TEST
 
+START_TEST(allow_all_stays_known)
+{
+	struct fx x;
+	struct politeness_stats st;
+	char key[64];
+	struct robots *r0 = rules("Sitemap: http://a.test/s.xml\n");
+	uint64_t budget = 10 * robots_mem_bytes(r0);
+
+	ck_assert(robots_allows_all(r0));
+	ck_assert(robots_allows_all(NULL));
+	robots_destroy(r0);
+	r0 = rules(rich);
+	ck_assert(!robots_allows_all(r0));
+	robots_destroy(r0);
+	setup_bound(&x, budget);
+	for (int i = 0; i < 100; i++) {
+		snprintf(key, sizeof key, "http://h%d.test", i);
+		ck_assert_int_eq(politeness_robots_set(x.p, host(&x, key), POLITENESS_ROBOTS_KNOWN,
+		                                       rules("Sitemap: http://a.test/s.xml\n"), 7),
+		                 POLITENESS_OK);
+		politeness_stats(x.p, &st);
+		ck_assert_uint_le(st.robots_bytes, budget);
+	}
+	/* made NULL (allow all) for room, still known: no fetch again */
+	ck_assert_uint_eq(st.robots_evicted, 0);
+	ck_assert_uint_ge(st.robots_compacted, 90);
+	for (int i = 0; i < 100; i++) {
+		enum politeness_robots_state s;
+		uint64_t exp;
+		snprintf(key, sizeof key, "http://h%d.test", i);
+		ck_assert_int_eq(politeness_robots_state(x.p, host(&x, key), &s, NULL, &exp),
+		                 POLITENESS_OK);
+		ck_assert_int_eq(s, POLITENESS_ROBOTS_KNOWN);
+		ck_assert_uint_eq(exp, 7);
+	}
+	politeness_destroy(x.p);
+	frontier_destroy(x.f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("politeness_robots");
@@ -332,6 +373,7 @@ int main(void)
 	tcase_add_test(tc, checkpoint_keeps_rules);
 	tcase_add_test(tc, corrupt_checkpoint_is_refused);
 	tcase_add_test(tc, cache_is_bounded);
+	tcase_add_test(tc, allow_all_stays_known);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
