@@ -29,7 +29,8 @@
 # Either fails on a peak RSS over the bound, on a violation, on a resume
 # without a request, or when the small crawl (which ends) leaves a
 # near-duplicate pair unflagged.
-# BENCH_TMPDIR (default /dev/shm, else /tmp): where the crawl writes.
+# BENCH_TMPDIR: where the crawls write (default: /tmp for the full run,
+# which writes about 20 GB of WARC; /dev/shm for the smoke).
 # Needs CRAWLER_BUILD (crawler/crawler, tests/testweb/testweb), python3.
 set -euo pipefail
 
@@ -61,7 +62,8 @@ base_mib=${SCALE_BASE_MIB:-128}
 host_bytes=${SCALE_HOST_BYTES:-512}
 host_delay=50 # configs/testweb.conf
 
-tmp_root=${BENCH_TMPDIR:-/dev/shm}
+# The full crawl writes about 20 GB (its WARC): to disk, not to memory.
+tmp_root=${BENCH_TMPDIR:-$( ((smoke)) && echo /dev/shm || echo /tmp)}
 [[ -d $tmp_root && -w $tmp_root ]] || tmp_root=/tmp
 tmp=$(mktemp -d "$tmp_root/bench_scale.XXXXXX")
 tw_pid="" crawl_pid=""
