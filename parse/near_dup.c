@@ -11,9 +11,12 @@
 #define NONE32 UINT32_MAX
 
 struct nd_host {
-	uint64_t *fp;  /* cap fingerprints, n of them set; NULL when free */
-	uint32_t host; /* NONE32 when free */
-	uint16_t n;    /* fingerprints held */
+	union {
+		uint64_t one; /* cap 1: the fingerprint itself */
+		uint64_t *v;  /* cap > 1: cap of them */
+	} fp;                 /* n of them set */
+	uint32_t host;        /* NONE32 when free */
+	uint16_t n;           /* fingerprints held */
 	uint16_t cap;
 	uint16_t ring;  /* the ring's oldest, once n == cap == NEAR_DUP_HOST_MAX */
 	uint32_t older; /* LRU list (when free: the next free record) */
@@ -120,15 +123,26 @@ static void lru_push_newest(struct stripe *s, uint32_t r)
 	s->newest = r;
 }
 
+/* The bytes of cap fingerprints: the first one lives in the record. */
+static uint64_t fp_cost(uint32_t cap)
+{
+	return cap > 1 ? mem_alloc_cost((size_t)cap * sizeof(uint64_t)) : 0;
+}
+
+static uint64_t *fps_of(struct nd_host *h)
+{
+	return h->cap > 1 ? h->fp.v : &h->fp.one;
+}
+
 static void host_evict(struct stripe *s, uint32_t r)
 {
 	struct nd_host *h = &s->recs[r];
 	slot_remove(s, slot_find(s, h->host));
 	lru_unlink(s, r);
-	s->bytes -= mem_alloc_cost((uint64_t)h->cap * sizeof *h->fp);
+	s->bytes -= fp_cost(h->cap);
 	s->fingerprints -= h->n;
-	free(h->fp);
-	h->fp = NULL;
+	if (h->cap > 1)
+		free(h->fp.v);
 	h->host = NONE32;
 	h->older = s->free;
 	s->free = r;
@@ -159,15 +173,16 @@ static int make_room(struct stripe *s, uint64_t need, uint32_t keep)
 	return 1;
 }
 
-/* A free record, the records grown while they stay within half the
- * stripe's budget, else the least recently checked host's. 0, or -1. */
+/* A free record, the records grown while they stay within three quarters
+ * of the stripe's budget, else the least recently checked host's. 0, or
+ * -1. */
 static int record_room(struct stripe *s)
 {
 	if (s->free != NONE32 || s->nrecs < s->recs_cap)
 		return 0;
 	uint64_t grown = (uint64_t)(s->recs_cap ? s->recs_cap * 2 : 16) *
 	                 (sizeof *s->recs + 2 * sizeof *s->slots);
-	if (s->recs_cap == 0 || grown <= s->budget / 2) {
+	if (s->recs_cap == 0 || grown <= s->budget / 4 * 3) {
 		uint64_t more =
 		        grown - (uint64_t)s->recs_cap * (sizeof *s->recs + 2 * sizeof *s->slots);
 		if (make_room(s, more, NONE32) && recs_grow(s) == 0)
@@ -178,16 +193,10 @@ static int record_room(struct stripe *s)
 	return lru_evict(s, NONE32) ? 0 : -1;
 }
 
-/* A new record for host (its fingerprints allocated), or NONE32. */
+/* A new record for host (room for one fingerprint, in it), or NONE32. */
 static uint32_t host_add(struct stripe *s, uint32_t host)
 {
-	uint64_t fp_cost = mem_alloc_cost(NEAR_DUP_HOST_MIN * sizeof(uint64_t));
 	if (record_room(s) != 0)
-		return NONE32;
-	/* with nothing left to evict, the host goes in anyway (near_dup.h) */
-	(void)make_room(s, fp_cost, NONE32);
-	uint64_t *fp = malloc(NEAR_DUP_HOST_MIN * sizeof *fp);
-	if (fp == NULL)
 		return NONE32;
 	uint32_t r;
 	if (s->free != NONE32) {
@@ -196,28 +205,30 @@ static uint32_t host_add(struct stripe *s, uint32_t host)
 	} else {
 		r = s->nrecs++;
 	}
-	s->recs[r] = (struct nd_host){ .fp = fp, .host = host, .cap = NEAR_DUP_HOST_MIN };
+	s->recs[r] = (struct nd_host){ .host = host, .cap = 1 };
 	lru_push_newest(s, r);
 	s->slots[slot_find(s, host)] = r + 1;
-	s->bytes += fp_cost;
 	s->live++;
 	return r;
 }
 
-/* Doubles record r's fingerprints when the budget allows. 0, or -1. */
+/* Grows record r's fingerprints, from the one in the record to
+ * NEAR_DUP_HOST_MIN, then doubling, when the budget allows. 0, or -1. */
 static int host_grow(struct stripe *s, uint32_t r)
 {
 	struct nd_host *h = &s->recs[r];
-	uint64_t old = mem_alloc_cost((uint64_t)h->cap * sizeof *h->fp);
-	uint64_t cost = mem_alloc_cost((uint64_t)h->cap * 2 * sizeof *h->fp);
-	if (!make_room(s, cost - old, r))
+	uint32_t cap = h->cap > 1 ? h->cap * 2u : NEAR_DUP_HOST_MIN;
+	uint64_t more = fp_cost(cap) - fp_cost(h->cap);
+	if (!make_room(s, more, r))
 		return -1;
-	uint64_t *fp = realloc(h->fp, (size_t)h->cap * 2 * sizeof *fp);
+	uint64_t *fp = realloc(h->cap > 1 ? h->fp.v : NULL, (size_t)cap * sizeof *fp);
 	if (fp == NULL)
 		return -1;
-	h->fp = fp;
-	h->cap = (uint16_t)(h->cap * 2);
-	s->bytes += cost - old;
+	if (h->cap == 1)
+		fp[0] = h->fp.one;
+	h->fp.v = fp;
+	h->cap = (uint16_t)cap;
+	s->bytes += more;
 	return 0;
 }
 
@@ -227,11 +238,11 @@ static void host_record(struct stripe *s, uint32_t r, uint64_t fp)
 	if (h->n == h->cap && h->cap < NEAR_DUP_HOST_MAX)
 		(void)host_grow(s, r);
 	if (h->n < h->cap) {
-		h->fp[h->n++] = fp;
+		fps_of(h)[h->n++] = fp;
 		s->fingerprints++;
 		return;
 	}
-	h->fp[h->ring] = fp;
+	fps_of(h)[h->ring] = fp;
 	h->ring = (uint16_t)((h->ring + 1u) % h->cap);
 	s->overwritten++;
 }
@@ -244,13 +255,14 @@ int near_dup_check(struct near_dup *nd, uint32_t host, uint64_t fp)
 	s->checks++;
 	uint32_t r = s->nslots != 0 ? s->slots[slot_find(s, host)] : 0;
 	if (r-- != 0) {
-		const struct nd_host *h = &s->recs[r];
+		struct nd_host *h = &s->recs[r];
+		const uint64_t *v = fps_of(h);
 		if (s->newest != r) {
 			lru_unlink(s, r);
 			lru_push_newest(s, r);
 		}
 		for (uint32_t i = 0; i < h->n; i++)
-			if (simhash_distance(h->fp[i], fp) <= NEAR_DUP_DISTANCE) {
+			if (simhash_distance(v[i], fp) <= NEAR_DUP_DISTANCE) {
 				dup = 1;
 				break;
 			}
@@ -291,7 +303,8 @@ void near_dup_destroy(struct near_dup *nd)
 	for (int i = 0; i < NEAR_DUP_STRIPES; i++) {
 		struct stripe *s = &nd->s[i];
 		for (uint32_t r = 0; r < s->nrecs; r++)
-			free(s->recs[r].fp);
+			if (s->recs[r].host != NONE32 && s->recs[r].cap > 1)
+				free(s->recs[r].fp.v);
 		free(s->recs);
 		free(s->slots);
 		pthread_mutex_destroy(&s->mu);

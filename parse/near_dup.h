@@ -8,16 +8,17 @@
  * Data structure. NEAR_DUP_STRIPES stripes by host id, each under its own
  * mutex with its own share of the budget, so parse threads meet only when
  * two pages of hosts of one stripe are checked at once. A stripe holds
- *   - a dense array of host records {fingerprints (own allocation), host
- *     id, count, capacity, ring position, LRU links}, freed records
- *     chained for reuse;
+ *   - a dense array of host records {its first fingerprint, or its
+ *     fingerprints' own allocation; host id, count, capacity, ring
+ *     position, LRU links}, freed records chained for reuse;
  *   - an open-addressing index (linear probing, load at most 1/2, deletion
  *     by backward shift) from host id to record: a lookup is O(1);
  *   - a list of its hosts from the most to the least recently checked.
- * A host's fingerprints start at NEAR_DUP_HOST_MIN and double as its pages
- * come, up to NEAR_DUP_HOST_MAX; past that the oldest is overwritten (a
- * ring). The records and the index double together while they stay within
- * half the stripe's share.
+ * A host's first fingerprint lives in its record; at its second page it
+ * gets an allocation of NEAR_DUP_HOST_MIN, doubled as its pages come, up
+ * to NEAR_DUP_HOST_MAX; past that the oldest is overwritten (a ring). The
+ * records and the index double together while they stay within three
+ * quarters of the stripe's share.
  *
  * Eviction: least recently used hosts first. When a new host finds no free
  * record (and the records may not grow), or a new host or a host's growth
@@ -32,11 +33,12 @@
  * are unique to it; a fingerprint is added only when no fingerprint of its
  * host lies within NEAR_DUP_DISTANCE.
  *
- * Memory per host (accounted as malloc rounds: 16-byte steps, 8 bytes of
- * header, 32 at least): a 32-byte record, 8 bytes of index (two slots at
- * load 1/2), its fingerprints' allocation: 48 bytes for up to 4 pages, 144
- * for up to 16, 8 per page beyond (doubling); a stripe's arrays grow by
- * doubling (counted at their capacity). Everything within the budget.
+ * Memory per host: a 32-byte record and 8 bytes of index (two slots at
+ * load 1/2): 40 bytes for a host of one page; beyond, its fingerprints'
+ * allocation (accounted as malloc rounds it: 16-byte steps, 8 bytes of
+ * header, 32 at least): 48 bytes for 2-4 pages, 80 for 5-8, 144 for
+ * 9-16, 8 per page beyond (doubling). A stripe's arrays grow by doubling
+ * (counted at their capacity). Everything within the budget.
  *
  * Workload: one check per parsed HTML page, from any parse thread: a lookup,
  * then a scan of the host's fingerprints (at most NEAR_DUP_HOST_MAX
@@ -49,7 +51,7 @@
 
 #define NEAR_DUP_DISTANCE 3    /* near: at most this many bits apart */
 #define NEAR_DUP_STRIPES 64    /* stripes, each with a mutex */
-#define NEAR_DUP_HOST_MIN 4    /* fingerprints a host starts with */
+#define NEAR_DUP_HOST_MIN 4    /* a host's first allocation (at its 2nd page) */
 #define NEAR_DUP_HOST_MAX 4096 /* fingerprints a host keeps at most (a ring) */
 #define NEAR_DUP_MEMORY_MIN (256u * 1024u)
 
