@@ -210,6 +210,15 @@ print("small: %s hosts, %d requests: %.0f pages/s, %.3f ms CPU/request, peak RSS
          small["peak_rss_kb"] // 1024))
 print("ratios big/small: CPU per request %.2fx, pages/s %.2fx"
       % (big_cpr / small_cpr, big_pps / small["pages_per_s"]))
+# The two crawls' requests differ: the big one stops early, where robots.txt
+# and front pages weigh more; per parsed page and per byte are the work's.
+per = lambda x, k: x["cpu_s"] / x[k] if x[k] else 0
+print("  per parsed page %.3f / %.3f ms: %.2fx; per MB received %.1f / %.1f ms: %.2fx;"
+      " parsed pages per request %.3f / %.3f"
+      % (per(last, "parsed") * 1e3, per(small, "parsed") * 1e3,
+         per(last, "parsed") / per(small, "parsed"), per(last, "bytes") * 1e9,
+         per(small, "bytes") * 1e9, per(last, "bytes") / per(small, "bytes"),
+         last["parsed"] / big_req, small["parsed"] / small["requests"]))
 ck = last["checkpoints"]
 print("checkpoints: %d written, longest pause %.3f s" % (ck["written"], ck["seconds_max"]))
 print("resume: first fetch %.2f s after its start, RSS %d MiB (peak %d MiB)"
