@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <ctype.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,7 @@ static void usage(FILE *out)
 	        "      --sitemaps on|off     follow the sitemaps robots.txt lists (off)\n"
 	        "      --page-requisites     also fetch what pages embed: images, scripts,\n"
 	        "                            stylesheets and their url()s (off)\n"
+	        "      --wacz                package the crawl as DIR/crawl.wacz at its end\n"
 	        "      --cluster redis://HOST:PORT[/PREFIX]\n"
 	        "                            join the crawl PREFIX shared by several agents\n"
 	        "      --agent NAME          this agent's name in the cluster\n"
@@ -267,6 +269,7 @@ static const struct crawl_option {
 	{ "sitemaps", required_argument, 0, "crawl.sitemaps", NULL },
 	{ "metrics", required_argument, 0, "output.metrics", NULL },
 	{ "page-requisites", no_argument, 0, "crawl.page_requisites", "true" },
+	{ "wacz", no_argument, 0, "output.wacz", "true" },
 	{ "proxy", required_argument, 0, "fetch.proxy", NULL },
 	{ "no-proxy", required_argument, 0, "fetch.no_proxy", NULL },
 	{ "cluster", required_argument, 0, "cluster.redis", NULL },
@@ -484,6 +487,18 @@ static void fit_connections_to_fd_limit(struct crawl_config *cfg)
 	cfg->fetch.max_connections = (size_t)room;
 }
 
+/*
+ * Response bodies and per-record compressor state are large, short-lived
+ * blocks: keep glibc from mapping and unmapping (and trimming) them on
+ * every fetch, which costs more in page faults than the work itself. A
+ * process-wide setting, so the tool's, not the library's (crawl_run).
+ */
+static void tune_malloc(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 64 * 1024 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
+}
+
 /* A malformed rules file or wget flag stops the crawl before it starts;
  * 0 or -1 (said). */
 static int check_rules(const struct crawl_config *cfg)
@@ -541,6 +556,7 @@ int crawl_tool_main(int argc, char **argv)
 		fprintf(stderr,
 		        "crawler crawl: warning: the user agent still has the contact\n"
 		        "placeholder; set --user-agent or [crawl] user_agent to name you\n");
+	tune_malloc();
 	rc = crawl_run(&cfg, seeds, nseeds, fl.resume);
 out:
 	crawl_flags_free(&fl);

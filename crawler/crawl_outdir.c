@@ -11,8 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crawler/archive/index.h"
+#include "crawler/archive/wacz.h"
+#include "crawler/config/config.h"
+#include "crawler/crawl_exit.h"
 #include "crawler/store/checkpoint.h"
-#include "crawler/crawl_run.h"
 #include "crawler/store/outdir_lock.h"
 #include "crawler/store/warc_repair.h"
 #include "frontier/base/fileio.h"
@@ -113,10 +116,35 @@ int crawl_outdir_warc_from(const char *name, const char *from)
 	       strcmp(name, from) >= 0;
 }
 
-int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
+int crawl_outdir_archive(const struct crawl_config *cfg, int package)
 {
-	char path[4400], err[512];
-	DIR *d = opendir(cfg->output.dir);
+	char err[1024];
+	if (!cfg->output.warc || !cfg->warc.cdxj)
+		return 0;
+	if (package && cfg->output.wacz) {
+		struct wacz_options o = { .max_url_len = cfg->warc.max_url_len,
+			                  .software = cfg->warc.software,
+			                  .messages = stderr,
+			                  .who = "crawler crawl" };
+		struct wacz_report rep = { 0 };
+		if (wacz_write(cfg->output.dir, &o, &rep, err, sizeof err) == 0)
+			return 0;
+	} else {
+		struct archive_index_options o = { .max_url_len = cfg->warc.max_url_len,
+			                           .messages = stderr,
+			                           .who = "crawler crawl" };
+		struct archive_index_report rep = { 0 };
+		if (archive_index_write(cfg->output.dir, &o, &rep, err, sizeof err) == 0)
+			return 0;
+	}
+	fprintf(stderr, "crawler crawl: %s\n", err);
+	return -1;
+}
+
+int crawl_outdir_repair(const char *dir, const char *from)
+{
+	char path[4400], err[512] = "";
+	DIR *d = opendir(dir);
 	struct dirent *e;
 	uint64_t cut = 0;
 	int rc = 0;
@@ -126,9 +154,15 @@ int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 		struct warc_repair_result res;
 		if (!crawl_outdir_warc_from(e->d_name, from))
 			continue;
-		snprintf(path, sizeof path, "%s/%s", cfg->output.dir, e->d_name);
-		if (warc_repair_tail(path, 0, &res, err, sizeof err) != WARC_REPAIR_OK) {
-			fprintf(stderr, "crawler crawl: resume: %s\n", err);
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		/* what the repair found whole is synced too: the crashed run's
+		 * tail may still be only in the page cache, and a power cut
+		 * after this resume would tear a file no later resume repairs
+		 * (it is before that one's checkpoint) */
+		if (warc_repair_tail(path, 0, &res, err, sizeof err) != WARC_REPAIR_OK ||
+		    fileio_fsync_path(path) != 0) {
+			fprintf(stderr, "crawler crawl: resume: %s\n",
+			        err[0] ? err : strerror(errno));
 			rc = -1;
 		} else if (res.cut_bytes > 0) {
 			fprintf(stderr,
@@ -138,7 +172,7 @@ int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 		}
 	}
 	closedir(d);
-	snprintf(path, sizeof path, "%s/crawl.log", cfg->output.dir);
+	snprintf(path, sizeof path, "%s/crawl.log", dir);
 	if (checkpoint_repair_log(path, &cut) != 0) {
 		fprintf(stderr, "crawler crawl: resume: %s: %s\n", path, strerror(errno));
 		rc = -1;

@@ -2,8 +2,9 @@
  * parse_jobs.h: what the parse threads do with a fetched HTML page
  * (parse/parse_pool.h runs them): decode the body, extract its links,
  * check each one against the scope, write its crawl key into the thread's
- * link batch for the sieve (sieve_path.h), mark near-duplicates, then hand
- * the job to the writer.
+ * link batch (made by the crawl's source, crawl_source.h: into the sieve,
+ * or a cluster agent's to the hosts' owners), mark near-duplicates, then
+ * hand the job to the writer.
  *
  * Near-duplicates ([parse] near_dup): a page within NEAR_DUP_DISTANCE of
  * a fingerprint of its host in the near-duplicate store (parse/near_dup.h,
@@ -35,6 +36,9 @@
  * in the sieve: "no parse job outstanding" then means every link found so
  * far was added. The pool's queue is bounded: the fetch loop submits
  * without waiting and starts no transfer unless parse_jobs_has_room.
+ *
+ * Counters (parse_jobs_stats): the parse threads bump atomics; the two of
+ * parse_jobs_take are the loop thread's.
  */
 #ifndef CRAWLER_PARSE_JOBS_H
 #define CRAWLER_PARSE_JOBS_H
@@ -42,29 +46,40 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
-#include "crawler/crawl_writer.h"
-#include "crawler/sitemap_registry.h"
-#include "crawler/sieve_path.h"
-#include "frontier/scope.h"
+struct crawl_parse;
+struct links_config;
+struct url_options;
+struct crawl_limits;
+struct fetch_config;
+struct scope;
+struct sieve_path;
+struct crawl_source;
+struct crawl_writer;
+struct crawl_job;
+struct sitemap_registry;
 
 struct parse_jobs;
 
 /* What the parse threads use, all borrowed. */
 struct parse_jobs_parts {
-	const struct crawl_config *cfg;
+	const struct crawl_parse *parse; /* [parse] */
+	const struct links_config *links;
+	const struct url_options *url; /* the crawl keys of links */
+	/* [crawl] requisites_hops, sitemap_max_urls, _bytes, _tag_bytes, _attributes */
+	const struct crawl_limits *crawl;
+	/* [fetch] max_body_bytes (decoding), max_connections (the queue) */
+	const struct fetch_config *fetch;
 	struct scope *scope;
-	struct sieve_path *sp;
+	struct crawl_source *source; /* each thread's batch for the links it finds */
+	struct sieve_path *sp;       /* via strings; whether adding stopped */
 	struct crawl_writer *writer;
-	struct crawl_stats *stats;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	void (*wake)(void *ctx);           /* any thread: a job went to the writer */
 	void *ctx;
 };
 
-/* Starts cfg->parse.threads threads with a queue of cfg->parse.queue +
- * cfg->fetch.max_connections jobs. 0, or -1 (a message on stderr). */
+/* Starts parse->threads threads with a queue of parse->queue +
+ * fetch->max_connections jobs. 0, or -1 (a message on stderr). */
 int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **out);
 
 /* Loop thread: queues j without waiting (takes it). 0, or -1 when full (j
@@ -89,7 +104,36 @@ uint64_t parse_jobs_outstanding(struct parse_jobs *pj);
 struct near_dup_stats;
 void parse_jobs_near_dup_stats(struct parse_jobs *pj, struct near_dup_stats *s);
 
-/* Finishes every queued job, joins the threads, frees. NULL is a no-op. */
+/* The counters of the parse threads, and of parse_jobs_take (loop
+ * thread): jobs sent on unparsed (the parse queue full) or dropped (the
+ * writer's queue full). */
+struct parse_jobs_stats {
+	uint64_t parsed;         /* HTML pages whose links were extracted */
+	uint64_t links;          /* links found (embeds aside) */
+	uint64_t scope_rejected; /* links, embeds and sitemap URLs out of scope */
+	uint64_t nofollow;       /* nofollow links, and pages with meta nofollow */
+	uint64_t near_dups;      /* pages marked near-duplicates */
+	uint64_t decode_errors;  /* bodies whose Content-Encoding would not decode */
+	uint64_t url_invalid;    /* links that are no valid URL */
+	uint64_t emit_dropped;   /* links lost: no memory for their via string */
+	/* sitemaps: parsed, their URLs taken, parsed with a problem, not
+	 * registered (the registry was full, or an index too deep) */
+	uint64_t sitemaps, sitemap_urls, sitemap_problems, sitemaps_dropped;
+	/* sitemap files malformed (XML, gzip, not a sitemap, too deep), cut at
+	 * sitemap_max_bytes, with more than sitemap_max_urls entries; entries
+	 * dropped past that */
+	uint64_t sitemap_malformed, sitemap_too_large, sitemap_too_many, sitemap_urls_over_limit;
+	/* page requisites: embeds found, in scope and handed to the sieve, of
+	 * those off the allowed domains, stylesheets parsed */
+	uint64_t embeds, embeds_added, embeds_off_domain, stylesheets;
+	uint64_t parse_full, writer_full; /* loop thread */
+};
+void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out);
+
+/* Finishes every queued job and joins the threads (teardown); the figures
+ * stay readable until parse_jobs_destroy. NULL is a no-op. */
+void parse_jobs_stop(struct parse_jobs *pj);
+/* Stops it if not stopped, and frees it. NULL is a no-op. */
 void parse_jobs_destroy(struct parse_jobs *pj);
 
 #endif

@@ -9,16 +9,15 @@
 #include <string.h>
 #include <strings.h>
 
-#include "crawler/store/crawl_log.h"
-#include "crawler/net/decode.h"
-#include "crawler/store/done_set.h"
+#include "crawler/crawl_tail.h"
 #include "crawler/sitemap_registry.h"
+#include "crawler/store/crawl_log.h"
+#include "crawler/store/done_set.h"
+#include "frontier/base/array.h"
 #include "frontier/base/clock.h"
-#include "frontier/base/recfile.h"
 #include "frontier/url.h"
 #include "politeness/delay_policy.h"
 #include "politeness/robots.h"
-#include "frontier/base/array.h"
 
 static void visit_next(struct visit *v, uint32_t host);
 static void dns_done(void *ctx, enum dns_error err, const char *name, const struct ip_addr *addrs,
@@ -52,16 +51,6 @@ char *visit_resolve_location(struct visit *v, const char *base, const char *loc,
 	}
 	memcpy(out, href, len + 1);
 	return out;
-}
-
-int visit_is_html(const char *ct)
-{
-	if (!ct)
-		return 0;
-	while (*ct == ' ')
-		ct++;
-	return strncasecmp(ct, "text/html", 9) == 0 ||
-	       strncasecmp(ct, "application/xhtml+xml", 21) == 0;
 }
 
 static int is_css(const char *ct)
@@ -137,6 +126,29 @@ void visit_set_robots(struct visit *v, uint32_t host, enum politeness_robots_sta
 	politeness_robots_set(v->p.pol, host, st, robots, expires_us);
 }
 
+/* ---- counters ---- */
+
+void visit_count_fetch_error(struct visit *v, enum fetch_error e)
+{
+	if ((size_t)e < VISIT_ERRORS)
+		v->st.fetch_errors[e]++;
+}
+
+void visit_count_dns_error(struct visit *v, enum dns_error e)
+{
+	v->st.dns_errors[(size_t)e < VISIT_ERRORS ? e : VISIT_ERRORS - 1]++;
+}
+
+void visit_stats(const struct visit *v, struct visit_stats *out)
+{
+	*out = v->st;
+}
+
+uint64_t visit_pages_started(const struct visit *v)
+{
+	return v->st.pages_started;
+}
+
 /* ---- states ---- */
 
 /* Every change of a host's visit state: the one place to trace them. */
@@ -194,7 +206,7 @@ const struct ip_addr *visit_addr_choose(struct visit *v, const struct ip_addr *a
 	for (size_t i = 0; i < naddrs; i++) {
 		char ip[IP_ADDR_STRLEN];
 		ip_addr_format(&addrs[i], ip, sizeof ip);
-		if (!v->p.cfg->fetch.allow_private_networks && fetch_addr_is_private(ip))
+		if (!v->p.fetch_config->allow_private_networks && fetch_addr_is_private(ip))
 			continue;
 		fams |= visit_family_bit(addrs[i].family);
 		if (first == NULL)
@@ -254,13 +266,12 @@ int visit_req_send(struct visit *v, struct req *q)
 	};
 	enum fetch_error e = fetch_engine_start(v->p.fetch, &fr);
 	if (e != FETCH_OK) {
-		if ((size_t)e < CRAWL_STATS_ERRORS)
-			v->p.stats->fetch_errors[e]++;
+		visit_count_fetch_error(v, e);
 		visit_req_release(v, q);
 		return -1;
 	}
 	visit_host_state(v, q->host)->visit_requests++;
-	v->p.stats->requests++;
+	v->st.requests++;
 	return 0;
 }
 
@@ -336,7 +347,7 @@ static int resolve_host(struct visit *v, uint32_t host, int in_line)
 	if (e == DNS_ERR_BUSY && (in_line || dns_wait_push(v, host) == 0))
 		return -1; /* HOST_DNS_PENDING: in line */
 	hs->dns = HOST_DNS_NONE;
-	v->p.stats->dns_errors[e < CRAWL_STATS_ERRORS ? e : CRAWL_STATS_ERRORS - 1]++;
+	visit_count_dns_error(v, e);
 	hs->outcome = VISIT_RETRY_LATER;
 	hs->visit_requests = 1; /* so the retry delay applies */
 	hs->retry_after_us = monotonic_us() + 1000000u;
@@ -376,7 +387,7 @@ static void dns_answered(struct visit *v, uint32_t host, enum dns_error err,
 		return;
 	}
 	if (err != DNS_OK || naddrs == 0) {
-		v->p.stats->dns_errors[err < CRAWL_STATS_ERRORS ? err : CRAWL_STATS_ERRORS - 1]++;
+		visit_count_dns_error(v, err);
 		if (err == DNS_ERR_TIMEOUT || err == DNS_ERR_SERVFAIL || err == DNS_ERR_BUSY) {
 			/* Transient: the host backs off as after a failed visit and
 			 * is retired only after max_consecutive_errors of them. */
@@ -385,14 +396,14 @@ static void dns_answered(struct visit *v, uint32_t host, enum dns_error err,
 			hs->visit_requests = 1;
 			visit_end(v, host);
 		} else {
-			v->p.stats->hosts_dns_failed++;
+			v->st.hosts_dns_failed++;
 			host_unresolvable(v, host, hs);
 		}
 		return;
 	}
 	const struct ip_addr *a = visit_addr_choose(v, addrs, naddrs, hs->failed, &hs->families);
 	if (a == NULL) {
-		v->p.stats->private_refused++;
+		v->st.private_refused++;
 		host_unresolvable(v, host, hs);
 		return;
 	}
@@ -456,7 +467,7 @@ static int disallowed(struct visit *v, uint32_t host, const struct frontier_url 
 {
 	const struct robots *rob = NULL;
 	char path[FRONTIER_URL_MAX + 8];
-	if (!v->p.cfg->crawl.obey_robots)
+	if (!v->p.crawl->obey_robots)
 		return 0;
 	robots_of(v, host, &rob, NULL);
 	return rob && (robots_path_from_url(fu->url, fu->url_len, path, sizeof path) != ROBOTS_OK ||
@@ -469,7 +480,7 @@ static int robots_due(struct visit *v, uint32_t host)
 {
 	uint64_t exp;
 	enum politeness_robots_state st = robots_of(v, host, NULL, &exp);
-	return v->p.cfg->crawl.obey_robots &&
+	return v->p.crawl->obey_robots &&
 	       (st == POLITENESS_ROBOTS_UNKNOWN ||
 	        (st == POLITENESS_ROBOTS_KNOWN && exp && exp < monotonic_us()));
 }
@@ -493,17 +504,17 @@ static void visit_next(struct visit *v, uint32_t host)
 		}
 		/* fetched after the checkpoint, found in its tail (crawl_tail.h) */
 		if (done_set_take(v->p.done, fu.url, fu.url_len)) {
-			v->p.stats->tail_skipped++;
+			v->st.tail_skipped++;
 			continue;
 		}
 		if (disallowed(v, host, &fu)) {
-			v->p.stats->robots_disallowed++;
+			v->st.robots_disallowed++;
 			continue;
 		}
 		char *url = strndup(fu.url, fu.url_len);
 		char *via = strndup(fu.via, fu.via_len);
 		/* counted first: a request put back at once uncounts itself */
-		v->p.stats->pages_started++;
+		v->st.pages_started++;
 		int rc = (url && via)
 		                 ? visit_start_fetch(v, host, url, fu.depth, via, 0,
 		                                     (int)frontier_redirects_of(fu.depth), NULL)
@@ -512,7 +523,7 @@ static void visit_next(struct visit *v, uint32_t host)
 		free(via);
 		if (rc == 0)
 			return; /* one request per host in flight; visit_continue goes on */
-		v->p.stats->pages_started--;
+		v->st.pages_started--;
 	}
 }
 
@@ -524,9 +535,9 @@ void visit_continue(struct visit *v, uint32_t host)
 
 /* ---- results ---- */
 
-static void count_status(struct crawl_stats *s, long status, uint64_t bytes)
+static void count_status(struct visit_stats *s, long status, uint64_t bytes)
 {
-	if (status >= 0 && status < CRAWL_STATS_STATUS_MAX)
+	if (status >= 0 && status < VISIT_STATUS_MAX)
 		s->status[status]++;
 	else
 		s->status_other++;
@@ -536,10 +547,8 @@ static void count_status(struct crawl_stats *s, long status, uint64_t bytes)
 /* Counts a result and what it says about the host's visit. */
 static void count_result(struct visit *v, struct host_state *hs, const struct fetch_result *res)
 {
-	struct crawl_stats *s = v->p.stats;
 	if (res->error != FETCH_OK) {
-		if ((size_t)res->error < CRAWL_STATS_ERRORS)
-			s->fetch_errors[res->error]++;
+		visit_count_fetch_error(v, res->error);
 		/* A reused connection the server closed: no error of the host's;
 		 * the visit ends and the next waits the usual delay. */
 		if (res->reuse_dropped && hs->outcome == VISIT_OK)
@@ -549,7 +558,7 @@ static void count_result(struct visit *v, struct host_state *hs, const struct fe
 		return;
 	}
 	hs->reuse_drops = 0;
-	count_status(s, res->status, res->body.len);
+	count_status(&v->st, res->status, res->body.len);
 	if (res->status == 429 || (res->status == 503 && res->retry_after_s >= 0)) {
 		hs->outcome = VISIT_RETRY_LATER;
 		uint64_t ra = res->retry_after_s >= 0 ? (uint64_t)res->retry_after_s : 60u;
@@ -577,7 +586,7 @@ static int page_requeue(struct visit *v, struct req *q, const char *via)
 	if (hs->reuse_drops >= VISIT_MAX_REUSE_DROPS || !req_unpop(v, q, via))
 		return 0;
 	hs->reuse_drops++;
-	v->p.stats->reuse_retries++;
+	v->st.reuse_retries++;
 	return 1;
 }
 
@@ -585,7 +594,7 @@ static int page_requeue(struct visit *v, struct req *q, const char *via)
 static void page_result(struct visit *v, struct req *q, struct fetch_result *res,
                         struct crawl_job *j, int *follow)
 {
-	v->p.stats->pages_done++;
+	v->st.pages_done++;
 	if (res->reuse_dropped && !*v->p.stopping && page_requeue(v, q, j->via ? j->via : ""))
 		j->flags |= CRAWL_LOG_REQUEUED;
 	frontier_host_account(v->p.frontier, q->host, 1, res->body.len);
@@ -594,11 +603,11 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 		j->flags |= CRAWL_LOG_REDIRECT;
 		j->redirect = visit_resolve_location(v, res->url, res->location, &crawlable);
 		j->redirects = (uint32_t)q->redirects + 1;
-		v->p.stats->redirects++;
+		v->st.redirects++;
 		*follow = j->redirect && crawlable;
 		/* An endless chain ends here: the hop count came with the URL. */
-		if (*follow && (uint32_t)q->redirects >= v->p.cfg->crawl.max_redirects) {
-			v->p.stats->redirect_limit++;
+		if (*follow && (uint32_t)q->redirects >= v->p.crawl->max_redirects) {
+			v->st.redirect_limit++;
 			*follow = 0;
 		}
 	}
@@ -613,10 +622,10 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 	}
 	/* An embed is not parsed for links; a stylesheet is, for its url()s,
 	 * when requisites are fetched. */
-	if (v->p.cfg->crawl.page_requisites && is_css(res->content_type))
+	if (v->p.crawl->page_requisites && is_css(res->content_type))
 		j->parse = ok ? CRAWL_PARSE_CSS : 0;
 	else
-		j->parse = ok && !q->embed && visit_is_html(res->content_type);
+		j->parse = ok && !q->embed && fetch_type_is_html(res->content_type);
 }
 
 /* ---- falling back to the other address family ---- */
@@ -627,11 +636,11 @@ static void req_put_back(struct visit *v, struct req *q)
 	if (q->robots) {
 		visit_set_robots(v, q->host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
 		if (q->redirects == 0)
-			v->p.stats->robots_fetches--; /* made again */
+			v->st.robots_fetches--; /* made again */
 	} else {
 		/* a retired host's queue counts it as dropped */
 		(void)req_unpop(v, q, q->via);
-		v->p.stats->pages_started--;
+		v->st.pages_started--;
 	}
 }
 
@@ -672,7 +681,7 @@ static int family_fallback(struct visit *v, struct req *q, struct host_state *hs
 	hs->failed = failed;
 	hs->dns = HOST_DNS_NONE;
 	req_put_back(v, q);
-	v->p.stats->family_fallbacks++;
+	v->st.family_fallbacks++;
 	visit_end(v, q->host); /* VISIT_OK: one delay's rest, no error */
 	return 1;
 }
@@ -720,7 +729,7 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 
 int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry *e)
 {
-	struct crawl_stats *s = v->p.stats;
+	struct visit_stats *s = &v->st;
 	const struct robots *rules;
 	/* a robots.txt answer sets the rules, as its live fetch did (only a
 	 * 2xx one needs its payload); a redirect's chain, an unreachable one or
@@ -730,12 +739,11 @@ int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry
 	                  !visit_robots_take(v, host, e->status, e->content_encoding, e->body,
 	                                     e->body_len, &rules)))
 		return -1;
-	if (e->status < 0 && (size_t)-e->status < CRAWL_STATS_ERRORS)
-		s->fetch_errors[-e->status]++;
+	if (e->status < 0 && -e->status < VISIT_ERRORS)
+		visit_count_fetch_error(v, (enum fetch_error)(-e->status));
 	else if (e->status >= 0)
 		count_status(s, e->status, e->bytes);
 	s->requests++;
-	s->tail_replayed++;
 	if (e->robots) {
 		s->robots_fetches++;
 		return 0;
@@ -754,8 +762,8 @@ struct visit *visit_create(const struct visit_parts *parts)
 	if (!v)
 		return NULL;
 	v->p = *parts;
-	v->url_base = url_create(&parts->cfg->url);
-	v->url_target = url_create(&parts->cfg->url);
+	v->url_base = url_create(parts->url);
+	v->url_target = url_create(parts->url);
 	if (!v->url_base || !v->url_target) {
 		visit_destroy(v);
 		return NULL;

@@ -10,16 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "crawler/store/crawl_log.h"
-#include "crawler/net/decode.h"
-#include "crawler/store/done_set.h"
-#include "crawler/sitemap_registry.h"
-#include "frontier/base/clock.h"
 #include "frontier/base/recfile.h"
-#include "frontier/url.h"
-#include "politeness/delay_policy.h"
-#include "politeness/robots.h"
-#include "frontier/base/array.h"
 
 /* ---- checkpoints ---- */
 

@@ -10,7 +10,14 @@
 
 #include <stdint.h>
 
+#include "crawler/config/config.h"
+#include "crawler/crawl_writer.h"
+#include "crawler/net/dns.h"
+#include "crawler/net/fetch.h"
 #include "crawler/visit.h"
+#include "frontier/base/ipaddr.h"
+#include "frontier/frontier.h"
+#include "politeness/politeness.h"
 
 #define HOST_BLOCK_BITS 12
 /* Re-queues in a row of a host's pages whose reused connection closed
@@ -76,6 +83,7 @@ struct req {
 
 struct visit {
 	struct visit_parts p;
+	struct visit_stats st;
 	struct host_state **blocks; /* see visit_host_state() */
 	size_t n_blocks;
 	struct req *live;   /* requests in flight or parked */
@@ -99,6 +107,8 @@ void visit_end(struct visit *v, uint32_t host);
 void visit_set_robots(struct visit *v, uint32_t host, enum politeness_robots_state st,
                       struct robots *robots, uint64_t expires_us);
 uint8_t visit_family_bit(enum ip_family f);
+void visit_count_fetch_error(struct visit *v, enum fetch_error e);
+void visit_count_dns_error(struct visit *v, enum dns_error e);
 const struct ip_addr *visit_addr_choose(struct visit *v, const struct ip_addr *addrs, size_t naddrs,
                                         uint8_t failed, uint8_t *families);
 int visit_start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t depth,

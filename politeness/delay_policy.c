@@ -3,6 +3,7 @@
  * Retry-After parsers. Pure functions of their arguments: no clock, no state.
  */
 #include "politeness/delay_policy.h"
+#include "politeness/robots.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -55,6 +56,7 @@ void politeness_config_default(struct politeness_config *c)
 	c->retry_after_cap_us = 3600 * SEC;
 	c->robots_expiry_us = 24 * 3600 * SEC;
 	c->robots_cache_bytes = 64u << 20;
+	c->robots_max_wildcard_rules = ROBOTS_WILDCARD_CAP_DEFAULT;
 }
 
 int politeness_config_check(const struct politeness_config *c)

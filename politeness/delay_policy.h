@@ -67,6 +67,9 @@ struct politeness_config {
 	 * parsed rules kept for all hosts (default 64 MiB; 0 = no bound) */
 	uint64_t robots_expiry_us;
 	uint64_t robots_cache_bytes;
+	uint32_t robots_max_wildcard_rules; /* robots.txt wildcard rules one check may
+	                                     * meet (robots_wildcard_cap_set); default
+	                                     * ROBOTS_WILDCARD_CAP_DEFAULT; 0 = no cap */
 };
 
 /* What happened during a visit (given to politeness_release). */

@@ -112,6 +112,9 @@ struct politeness_stats {
 	uint64_t robots_bytes;     /* their rules' bytes (robots_mem_bytes) */
 	uint64_t robots_evicted;   /* rules forgotten for room, ever */
 	uint64_t robots_compacted; /* rules that allowed all, made NULL for room */
+	/* robots.txt files set with a path that meets more wildcard rules
+	 * than robots_max_wildcard_rules (robots.h) */
+	uint64_t robots_capped;
 };
 
 struct politeness;

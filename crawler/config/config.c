@@ -86,6 +86,8 @@ static const struct key_def keys[] = {
 	KEY("crawl", "sitemaps", T_BOOL, crawl.sitemaps, 0, 1),
 	KEY("crawl", "sitemap_max_urls", T_UINT, crawl.sitemap_max_urls, 1, 1e8),
 	KEY("crawl", "sitemap_max_bytes", T_SIZE, crawl.sitemap_max_bytes, KIB, 1024 * 1024 * KIB),
+	KEY("crawl", "sitemap_max_tag_bytes", T_SIZE, crawl.sitemap_max_tag_bytes, 256, 1024 * KIB),
+	KEY("crawl", "sitemap_max_attributes", T_UINT, crawl.sitemap_max_attributes, 1, 1e5),
 	KEY("crawl", "page_requisites", T_BOOL, crawl.page_requisites, 0, 1),
 	KEY("crawl", "requisites_hops", T_UINT, crawl.requisites_hops, 0, FRONTIER_EMBED_HOPS_MAX),
 	KEY("crawl", "quiet", T_BOOL, crawl.quiet, 0, 1),
@@ -111,6 +113,8 @@ static const struct key_def keys[] = {
 	KEY("politeness", "robots_expiry_s", T_S, politeness.robots_expiry_us, 1, 8.64e6),
 	KEY("politeness", "robots_cache_memory", T_SIZE, politeness.robots_cache_bytes, 64 * KIB,
 	    TIB),
+	KEY("politeness", "robots_max_wildcard_rules", T_UINT, politeness.robots_max_wildcard_rules,
+	    0, 1e6),
 	KEY("fetch", "max_connections", T_UINT, fetch.max_connections, 1, 15000),
 	KEY("fetch", "timeout_ms", T_UINT, fetch.total_timeout_ms, 100, 3.6e6),
 	KEY("fetch", "connect_timeout_ms", T_UINT, fetch.connect_timeout_ms, 100, 3.6e6),
@@ -155,6 +159,8 @@ static const struct key_def keys[] = {
 	KEY("output", "warc", T_BOOL, output.warc, 0, 1),
 	KEY("output", "warc_max_mb", T_MIB, warc.max_file_bytes, 1, 1e6),
 	KEY("output", "warc_level", T_UINT, warc.compression_level, 1, 9),
+	KEY("output", "cdxj", T_BOOL, warc.cdxj, 0, 1),
+	KEY("output", "wacz", T_BOOL, output.wacz, 0, 1),
 	KEY("output", "stats_interval_s", T_UINT, output.stats_interval_s, 1, 3600),
 	KEY("output", "checkpoint_interval_s", T_UINT, output.checkpoint_interval_s, 0, 86400),
 	KEY("output", "metrics", T_STR, output.metrics, 0, 300),
@@ -217,6 +223,7 @@ static void share_settings(struct crawl_config *c)
 	c->frontier.max_depth = c->scope.max_depth;
 	c->url.max_len = c->scope.max_url_len;
 	c->sieve.max_url_len = c->scope.max_url_len;
+	c->warc.max_url_len = c->scope.max_url_len;
 	c->links.url_options = &c->url;
 	c->links.requisites = c->crawl.page_requisites;
 	c->fetch.user_agent = c->crawl.user_agent;
@@ -279,6 +286,8 @@ int crawl_config_default(struct crawl_config *c)
 	c->crawl.requisites_hops = 1;
 	c->crawl.sitemap_max_urls = SITEMAP_MAX_LOCS;
 	c->crawl.sitemap_max_bytes = SITEMAP_MAX_BYTES;
+	c->crawl.sitemap_max_tag_bytes = SITEMAP_MAX_TAG_BYTES;
+	c->crawl.sitemap_max_attributes = SITEMAP_MAX_ATTRIBUTES;
 	c->dns.max_ttl_s = 3600;
 	c->dns.timeout_ms = 5000;
 	c->dns.max_pending = 256;
@@ -298,6 +307,7 @@ int crawl_config_default(struct crawl_config *c)
 	c->warc.prefix = "crawl";
 	c->warc.max_file_bytes = 1024u * MIB_TO_BYTES;
 	c->warc.compression_level = 1;
+	c->warc.cdxj = true;
 	share_settings(c);
 	return 0;
 }

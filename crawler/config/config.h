@@ -97,6 +97,8 @@ struct crawl_limits {
 	                           (the fetch engine follows none itself) */
 	char *rules;                /* the URL rules file, "" none */
 	char *rules_wget[URL_RULES_WGET_COUNT]; /* wget's flags as keys (accept...) */
+	/* a sitemap tag longer, or of more attributes, makes it malformed */
+	uint64_t sitemap_max_tag_bytes, sitemap_max_attributes;
 };
 
 /* [parse]: the pool of parse threads and what it does per page. */
@@ -111,6 +113,7 @@ struct crawl_parse {
 struct crawl_output {
 	char *dir;
 	int warc;                       /* write WARC files (warc below) */
+	int wacz;                       /* package the crawl as a WACZ at its end */
 	uint32_t stats_interval_s;      /* pages/s sampling period in stats.json */
 	uint32_t checkpoint_interval_s; /* seconds between checkpoints; 0 = only at the end */
 	char *metrics;                  /* live figures over HTTP: "PORT", "ADDR:PORT"; "" off */

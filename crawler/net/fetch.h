@@ -154,7 +154,10 @@ struct fetch_result {
 	                                      EMPTY_REPLY): retry after a delay */
 	struct fetch_buf request_headers;  /* request line + headers as sent */
 	struct fetch_buf response_headers; /* status line + headers, raw; with
-	                                      1xx blocks dropped */
+	                                      1xx (and CONNECT) blocks dropped;
+	                                      trailers (chunked, HTTP/2) as
+	                                      "X-Crawler-Trailer: LINE" lines
+	                                      before the blank line */
 	struct fetch_buf body;             /* raw body as received (content-encoded) */
 	char *content_type;                /* header value or NULL */
 	char *content_encoding;            /* every line's value, ", "-joined, or NULL */
@@ -227,6 +230,9 @@ void fetch_engine_destroy(struct fetch_engine *engine);
  * absent.
  */
 void fetch_headers_read(struct fetch_result *r, time_t now);
+
+/* 1 if a Content-Type (NULL: none) names an HTML page. */
+int fetch_type_is_html(const char *content_type);
 
 /* Frees a result and its buffers. NULL is a no-op. */
 void fetch_result_free(struct fetch_result *res);

@@ -26,10 +26,23 @@
  * WARC-Payload-Digest is over that entity body (WARC 1.1: transfer coding
  * removed, content coding kept).
  *
+ * Index: with `cdxj` set, each file PREFIX-...-NNNNN.warc.gz gets a CDXJ
+ * index beside it, PREFIX-...-NNNNN.cdxj (cdxj.h): one line per response
+ * or revisit record, appended once the fetch's records are in the file. It
+ * is written through a buffer and synced with the file at
+ * warc_writer_sync and at rotation, so after a crash it is a prefix of the
+ * file's index (perhaps with a torn last line); the index tools complete
+ * it from the records (archive/index.h). A write that fails ends that
+ * file's index there (counted in index_errors), the WARC goes on.
+ *
  * Invariants: a file is rotated before a record would start past
  * max_file_bytes (a record is never split; a file always holds at least one
  * record after its warcinfo); the digest table is bounded (digest_entries;
- * oldest forgotten first), so revisit detection is best effort past it.
+ * oldest forgotten first, each with its URL: at most WARC_URL_KEEP bytes
+ * of URL an entry), so revisit detection is best effort past it. A
+ * revisit's WARC-Refers-To-Target-URI is always its original's whole
+ * WARC-Target-URI: a payload first written under a URL longer than
+ * WARC_URL_KEEP is not remembered (a repeat of it is written whole).
  *
  * Thread-confined, synchronous: the crawler's writer thread owns the
  * writer. Workload: one request+response pair per fetch, bodies up to a few
@@ -37,6 +50,10 @@
  */
 #ifndef CRAWLER_STORE_WARC_H
 #define CRAWLER_STORE_WARC_H
+
+/* The longest original URL a revisit may refer to (the memory of a digest
+ * table entry); the crawl's URLs are this long by default (max_url_len). */
+#define WARC_URL_KEEP 2048u
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -62,6 +79,8 @@ struct warc_config {
 	const char *operator_info; /* warcinfo "operator:", or NULL */
 	const char *user_agent;    /* warcinfo "http-header-user-agent:", or NULL */
 	int compression_level;     /* zlib level; 0 -> 6 */
+	bool cdxj;                 /* write a CDXJ index beside each file */
+	size_t max_url_len;        /* longest URL indexed by its parts (cdxj.h); 0 -> 65536 */
 };
 
 /* One fetch to record. All pointers borrowed for the call. */
@@ -117,8 +136,10 @@ struct warc_stats {
 	uint64_t records; /* all records, warcinfo included */
 	uint64_t responses;
 	uint64_t revisits;
-	uint64_t files; /* files opened */
-	uint64_t bytes; /* compressed bytes written, all files */
+	uint64_t files;        /* files opened */
+	uint64_t bytes;        /* compressed bytes written, all files */
+	uint64_t index_lines;  /* CDXJ lines written */
+	uint64_t index_errors; /* CDXJ indexes cut short by a failed write */
 };
 void warc_writer_stats(const struct warc_writer *w, struct warc_stats *out);
 

@@ -51,7 +51,19 @@ static uint64_t key5(const struct tw_config *cfg, long host, long a, long b, uin
 	return mix64(k ^ tag);
 }
 
-enum { TAG_LINKS = 1, TAG_FILL, TAG_GZ, TAG_BASE, TAG_SIZE, TAG_IMG, TAG_PDF, TAG_VAR, TAG_CAL };
+enum {
+	TAG_LINKS = 1,
+	TAG_FILL,
+	TAG_GZ,
+	TAG_BASE,
+	TAG_SIZE,
+	TAG_IMG,
+	TAG_PDF,
+	TAG_VAR,
+	TAG_CAL,
+	TAG_EPOCH,
+	TAG_ETAG
+};
 
 /* ---------- bounded string buffer ---------- */
 
@@ -117,7 +129,8 @@ __attribute__((format(printf, 2, 3))) static void sb_fmt(struct sbuf *b, const c
 static const char *const fault_names[] = { "-",        "slow",        "endless",     "hugeheaders",
 	                                   "gzipbomb", "badchunk",    "reset",       "trap",
 	                                   "429",      "robotsredir", "robotsflaky", "robotsredir6",
-	                                   "chunked",  "br",          "kaclose",     "session" };
+	                                   "chunked",  "br",          "kaclose",     "session",
+	                                   "userinfo" };
 
 const char *tw_fault_name(enum tw_fault f)
 {
@@ -139,6 +152,7 @@ void tw_config_defaults(struct tw_config *cfg)
 	memcpy(cfg->domain, "web.test", sizeof "web.test");
 	memcpy(cfg->robots_agent, "badbot", sizeof "badbot");
 	memcpy(cfg->crawl_delay, "1", sizeof "1");
+	cfg->change_pct = 10;
 }
 
 static int set_name(char *dst, size_t cap, const char *v, int lower)
@@ -249,6 +263,8 @@ static int parse_num(const char **sp, const char *end, long *out)
 
 int tw_host_parse(const struct tw_config *cfg, const char *name, size_t len, long *idx)
 {
+	if (len > 0 && name[len - 1] == '.')
+		len--;
 	const char *s = name, *end = name + len;
 	if (len < 3 || (*s != 'h' && *s != 'H'))
 		return -1;
@@ -282,6 +298,8 @@ uint32_t tw_host_addr(const struct tw_config *cfg, long idx)
 
 int tw_robots_kind(const struct tw_config *cfg, long host)
 {
+	if (tw_host_fault(cfg, host) == TW_FAULT_USERINFO)
+		return 3; /* a Crawl-delay for the one server behind many names */
 	if (tw_host_fault(cfg, host) != TW_FAULT_NONE || host >= cfg->hosts)
 		return 0;
 	return (int)(((uint64_t)host % 10 + cfg->seed % 10) % 10);
@@ -500,6 +518,23 @@ static void add_cross_host(const struct tw_config *cfg, struct linkset *ls, stru
 	add_link(ls, host, t, href, 0);
 }
 
+/* A userinfo host's front page: one server under many names. /uK through
+ * http://uK@hI.D:PORT/ (userinfo a crawler must neither key apart nor send)
+ * and page 1 through the fully qualified name hI.D. (final dot). */
+static void add_userinfo_links(const struct tw_config *cfg, struct linkset *ls, long host)
+{
+	char href[512], t[160];
+	for (int k = 0; k < TW_USERINFO_LINKS; k++) {
+		snprintf(t, sizeof t, "/u%d", k);
+		snprintf(href, sizeof href, "http://u%d@h%ld.%s:%d%s", k, host, cfg->domain,
+		         cfg->http_port, t);
+		add_link(ls, host, t, href, 0);
+	}
+	page_path(1 % cfg->pages, t, sizeof t);
+	snprintf(href, sizeof href, "http://h%ld.%s.:%d%s", host, cfg->domain, cfg->http_port, t);
+	add_link(ls, host, t, href, 0);
+}
+
 /* The link list of page j of host i (variant pages and calendar excluded). */
 static void page_links(const struct tw_config *cfg, long i, long j, const char *bdir,
                        struct linkset *ls)
@@ -517,6 +552,8 @@ static void page_links(const struct tw_config *cfg, long i, long j, const char *
 	page_path((j + 2) % P, t, sizeof t);
 	add_same_host(cfg, ls, &r, i, bdir, t, 0);
 	if (j == 0) {
+		if (tw_host_fault(cfg, i) == TW_FAULT_USERINFO)
+			add_userinfo_links(cfg, ls, i);
 		add_cross_host(cfg, ls, &r, self_only ? i : (i + 1) % N, "/");
 		if (tw_host_fault(cfg, i) == TW_FAULT_TRAP)
 			add_same_host(cfg, ls, &r, i, bdir, "/cal/2026/11/", 0);
@@ -785,6 +822,9 @@ static int make_page(const struct tw_config *cfg, long i, long j, struct tw_reso
 			sb_fmt(&b, "<p><a href=\"%s\">link %zu</a></p>\n", ls->href[k], k);
 	}
 	filler_html(&b, &fr, chunk);
+	long version = tw_page_version(cfg, i, j, cfg->epoch);
+	if (version > 0)
+		sb_fmt(&b, "<p class=\"rev\">Revision %ld of this page.</p>\n", version);
 	sb_str(&b, "</body></html>\n");
 	if (nlinks != NULL)
 		*nlinks = ls->n;
@@ -792,6 +832,9 @@ static int make_page(const struct tw_config *cfg, long i, long j, struct tw_reso
 	res->status = 200;
 	res->content_type = "text/html; charset=utf-8";
 	res->gzip_ok = key5(cfg, i, j, 0, TAG_GZ) % 3 == 0;
+	snprintf(res->etag, sizeof res->etag, "W/\"p%016llx\"",
+	         (unsigned long long)key5(cfg, i, j, version, TAG_ETAG));
+	res->last_modified = TW_EPOCH0_UNIX + (int64_t)version * 86400;
 	return finish(&b, res);
 }
 
@@ -1056,17 +1099,21 @@ static int make_sitemap_index(const struct tw_config *cfg, long i, struct tw_res
 	return finish(&b, res);
 }
 
-/* /o/oK.html: a page no page links. */
-static int make_orphan(long i, long k, struct tw_resource *res)
+/* A small page without links: title "hI WHAT K", one paragraph. */
+static int make_leaf(long i, long k, const char *what, const char *text, struct tw_resource *res)
 {
 	struct sbuf b = { 0 };
-	sb_fmt(&b,
-	       "<html><head><title>h%ld orphan %ld</title></head><body><p>Listed only in "
-	       "the sitemap.</p></body></html>\n",
-	       i, k);
+	sb_fmt(&b, "<html><head><title>h%ld %s %ld</title></head><body><p>%s</p></body></html>\n",
+	       i, what, k, text);
 	res->status = 200;
 	res->content_type = "text/html";
 	return finish(&b, res);
+}
+
+/* /o/oK.html: a page no page links. */
+static int make_orphan(long i, long k, struct tw_resource *res)
+{
+	return make_leaf(i, k, "orphan", "Listed only in the sitemap.", res);
 }
 
 static int make_binary(const struct tw_config *cfg, long i, long k, int pdf,
@@ -1100,9 +1147,38 @@ static int make_binary(const struct tw_config *cfg, long i, long k, int pdf,
 	return finish(&b, res);
 }
 
+long tw_page_version(const struct tw_config *cfg, long host, long page, long epoch)
+{
+	for (long e = epoch; e > 0; e--)
+		if (key5(cfg, host, page, e, TAG_EPOCH) % 100 < (uint64_t)cfg->change_pct)
+			return e;
+	return 0;
+}
+
+static int resource_get(const struct tw_config *cfg, long host, const char *path, size_t path_len,
+                        struct tw_resource *res, struct tw_link *links, size_t links_cap,
+                        size_t *nlinks);
+
+/* Every 200 has validators; a resource other than a page never changes
+ * (version 0), its entity tag drawn from its host and path. */
 int tw_resource_get(const struct tw_config *cfg, long host, const char *path, size_t path_len,
                     struct tw_resource *res, struct tw_link *links, size_t links_cap,
                     size_t *nlinks)
+{
+	int rc = resource_get(cfg, host, path, path_len, res, links, links_cap, nlinks);
+	if (rc == 0 && res->status == 200 && res->etag[0] == '\0') {
+		uint64_t h = key5(cfg, host, 0, 0, TAG_ETAG);
+		for (size_t k = 0; k < path_len; k++)
+			h = mix64(h ^ (unsigned char)path[k]);
+		snprintf(res->etag, sizeof res->etag, "W/\"r%016llx\"", (unsigned long long)h);
+		res->last_modified = TW_EPOCH0_UNIX;
+	}
+	return rc;
+}
+
+static int resource_get(const struct tw_config *cfg, long host, const char *path, size_t path_len,
+                        struct tw_resource *res, struct tw_link *links, size_t links_cap,
+                        size_t *nlinks)
 {
 	const char *p = path, *end = path + path_len;
 	const char *q = memchr(path, '?', path_len);
@@ -1126,6 +1202,9 @@ int tw_resource_get(const struct tw_config *cfg, long host, const char *path, si
 	if (tw_host_fault(cfg, host) == TW_FAULT_SESSION &&
 	    (v = match_num(p, end, "/sess?sid=", "")) >= 0)
 		return make_session(host, v, res, links, links_cap, nlinks);
+	if (tw_host_fault(cfg, host) == TW_FAULT_USERINFO &&
+	    (v = match_num(p, end, "/u", "")) >= 0 && v < TW_USERINFO_LINKS)
+		return make_leaf(host, v, "userinfo", "Linked with a userinfo.", res);
 	if (q != NULL) {
 		size_t ql = (size_t)(end - q);
 		if (j >= 0 && ql == 4 && (memcmp(q, "?q=1", 4) == 0 || memcmp(q, "?q=2", 4) == 0))
@@ -1706,6 +1785,58 @@ out:
 	free(links);
 	vset_free(&seen);
 	vset_free(&contacted);
+	return rc;
+}
+
+/* ---------- changed pages ---------- */
+
+/* A URL of the expected set ("http://hI.D:PORT/path") as host and path. */
+static int url_split(const struct tw_config *cfg, const char *url, long *host, const char **path)
+{
+	const char *h = strncmp(url, "http://", 7) == 0 ? url + 7 : NULL;
+	if (h == NULL)
+		return -1;
+	const char *slash = strchr(h, '/');
+	const char *colon = strchr(h, ':');
+	const char *he = colon != NULL && (slash == NULL || colon < slash) ? colon : slash;
+	if (he == NULL || slash == NULL || tw_host_parse(cfg, h, (size_t)(he - h), host) != 0)
+		return -1;
+	*path = slash;
+	return 0;
+}
+
+int tw_changed_write(const struct tw_config *cfg, const char *agent, long since, FILE *out)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	int rc = -1;
+	if (mem == NULL)
+		return -1;
+	int bad = tw_expected_write(cfg, agent, mem);
+	if (fclose(mem) != 0 || bad != 0)
+		goto out;
+	/* URL \t STATUS lines, sorted: keep the 200 pages whose version moved */
+	for (char *line = buf, *nl; line != NULL && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		char *tab = strchr(line, '\t');
+		long host;
+		const char *path;
+		if (tab == NULL || strcmp(tab + 1, "200") != 0)
+			continue;
+		*tab = '\0';
+		if (url_split(cfg, line, &host, &path) != 0 || strchr(path, '?') != NULL)
+			continue;
+		long j = parse_page(cfg, path, path + strlen(path));
+		if (j >= 0 && tw_page_version(cfg, host, j, cfg->epoch) !=
+		                      tw_page_version(cfg, host, j, since))
+			fprintf(out, "%s\n", line);
+	}
+	rc = ferror(out) ? -1 : 0;
+out:
+	free(buf);
 	return rc;
 }
 

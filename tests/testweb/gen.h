@@ -24,6 +24,7 @@
 #define TW_MAX_FAULTS 64
 #define TW_NAME_MAX 64
 #define TW_FLAKY_ROBOTS_FAILS 2 /* robots.txt requests a robotsflaky host fails */
+#define TW_USERINFO_LINKS 20    /* /uK links of a userinfo host's front page */
 
 enum tw_fault {
 	TW_FAULT_NONE = 0,
@@ -41,7 +42,9 @@ enum tw_fault {
 	TW_FAULT_CHUNKED,      /* every response chunked (gzip when accepted) */
 	TW_FAULT_BR,           /* 200s in Content-Encoding br when accepted, half chunked */
 	TW_FAULT_KACLOSE,      /* a kept-alive connection's second request: closed unanswered */
-	TW_FAULT_SESSION       /* normal host plus a session-ID trap /sess?sid=N */
+	TW_FAULT_SESSION,      /* normal host plus a session-ID trap /sess?sid=N */
+	TW_FAULT_USERINFO      /* front page links /uK as http://uK@hI.D:PORT/uK and page 1
+	                          through the name hI.D. (final dot); robots kind 3 */
 };
 
 /* Parsed once from the command line; copied by nobody, read by everyone. */
@@ -74,7 +77,19 @@ struct tw_config {
 	int sitemap_faults;
 	long sitemap_max_urls; /* --expected: entries a crawler reads per sitemap */
 	int ipv6;              /* hosts on ::1 too (tw_host_stack) */
+	/* Recrawls: the web as it stands at `epoch` (0: as first generated).
+	 * At each step e = 1, 2, ... each HTML page changes with probability
+	 * change_pct / 100, drawn from (seed, host, page, e): its version is
+	 * the last step <= epoch that changed it (tw_page_version). A changed
+	 * page carries one more paragraph naming its version; its links, and
+	 * so the expected set, stay the same. */
+	long epoch;
+	int change_pct;
 };
+
+/* 2024-01-01T00:00:00Z: the Last-Modified of a version 0 resource; each
+ * version adds a day. */
+#define TW_EPOCH0_UNIX 1704067200
 
 /* The address families a host is served over (DNS records and listeners).
  * Without --ipv6 every host is TW_STACK_V4. */
@@ -104,6 +119,10 @@ struct tw_link {
  * (free with tw_resource_clear). location is set for 3xx. */
 struct tw_resource {
 	int status;
+	/* Validators of a 200 (empty etag: none): a weak entity tag that
+	 * changes with the content, and Last-Modified, unix seconds. */
+	char etag[32];
+	int64_t last_modified;
 	const char *content_type; /* static string */
 	char *body;
 	size_t body_len;
@@ -128,9 +147,10 @@ void tw_config_release(struct tw_config *cfg);
 const char *tw_fault_name(enum tw_fault f);
 enum tw_fault tw_host_fault(const struct tw_config *cfg, long host);
 
-/* Host name (case-insensitive, optional ":port" NOT accepted) -> index.
- * Returns 0 and sets *idx, or -1 if the name is not hI.domain with I < N
- * (N + TW_REQ_CDN_HOSTS with requisites). */
+/* Host name (case-insensitive, optional ":port" NOT accepted; one final
+ * dot accepted, as DNS and common servers do) -> index. Returns 0 and sets
+ * *idx, or -1 if the name is not hI.domain with I < N (N +
+ * TW_REQ_CDN_HOSTS with requisites). */
 int tw_host_parse(const struct tw_config *cfg, const char *name, size_t len, long *idx);
 /* IPv4 address of host idx in host byte order (127.0.1.(1 + idx % ips),
  * 127.0.2.x for TW_STACK_DEAD_V4); 0 for TW_STACK_V6 (no A record). */
@@ -163,6 +183,14 @@ int tw_resource_get(const struct tw_config *cfg, long host, const char *path, si
                     struct tw_resource *res, struct tw_link *links, size_t links_cap,
                     size_t *nlinks);
 void tw_resource_clear(struct tw_resource *res);
+
+/* The version of page j of host at epoch (see tw_config.epoch): 0 when
+ * it never changed. */
+long tw_page_version(const struct tw_config *cfg, long host, long page, long epoch);
+
+/* --changed: the URLs of the expected set (for agent) whose pages differ
+ * between epoch `since` and cfg->epoch, sorted, one a line. */
+int tw_changed_write(const struct tw_config *cfg, const char *agent, long since, FILE *out);
 
 /* Small deterministic HTML filler of exactly len bytes (for endless /
  * slow bodies). */
