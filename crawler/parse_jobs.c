@@ -3,7 +3,6 @@
  */
 #include "crawler/parse_jobs.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,25 +21,10 @@
 #include "frontier/scope.h"
 #include "frontier/url.h"
 #include "parse/links.h"
+#include "parse/near_dup.h"
 #include "parse/parse_pool.h"
 #include "parse/simhash.h"
 #include "parse/sitemap.h"
-
-#define NEAR_DUP_STRIPES 64
-#define NEAR_DUP_PER_HOST 4096 /* fingerprints kept per host (oldest dropped) */
-#define NEAR_DUP_DISTANCE 3
-
-struct near_dup_host {
-	uint32_t host;
-	uint32_t n, next;
-	uint64_t fp[NEAR_DUP_PER_HOST];
-	struct near_dup_host *chain;
-};
-
-struct near_dup_stripe {
-	pthread_mutex_t mu;
-	struct near_dup_host *hosts;
-};
 
 /* Counted by the parse threads (their meaning: struct parse_jobs_stats). */
 struct parse_jobs_counters {
@@ -55,7 +39,7 @@ struct parse_jobs {
 	struct parse_jobs_parts p;
 	struct parse_jobs_counters ac;
 	struct parse_pool *pool;
-	struct near_dup_stripe nd[NEAR_DUP_STRIPES];
+	struct near_dup *nd;              /* NULL: near-duplicates not flagged */
 	uint64_t parse_full, writer_full; /* loop thread: see parse_jobs_take */
 };
 
@@ -95,39 +79,6 @@ static void parse_fini(void *ctx, void *state)
 	link_batch_destroy(ps->batch);
 	sitemap_parser_destroy(ps->sm);
 	free(ps);
-}
-
-/* 1 if fp is near a page already seen on host; records fp. */
-static int near_dup_check(struct parse_jobs *pj, uint32_t host, uint64_t fp)
-{
-	struct near_dup_stripe *s = &pj->nd[host % NEAR_DUP_STRIPES];
-	int dup = 0;
-	pthread_mutex_lock(&s->mu);
-	struct near_dup_host *h = s->hosts;
-	while (h && h->host != host)
-		h = h->chain;
-	if (!h) {
-		h = calloc(1, sizeof *h);
-		if (!h)
-			goto out;
-		h->host = host;
-		h->chain = s->hosts;
-		s->hosts = h;
-	}
-	for (uint32_t i = 0; i < h->n; i++)
-		if (simhash_distance(h->fp[i], fp) <= NEAR_DUP_DISTANCE) {
-			dup = 1;
-			break;
-		}
-	if (!dup) {
-		h->fp[h->next] = fp;
-		h->next = (h->next + 1) % NEAR_DUP_PER_HOST;
-		if (h->n < NEAR_DUP_PER_HOST)
-			h->n++;
-	}
-out:
-	pthread_mutex_unlock(&s->mu);
-	return dup;
 }
 
 /* The charset parameter of a Content-Type, copied into buf, or NULL. */
@@ -375,7 +326,7 @@ static int extract_page(struct parse_jobs *pj, struct parse_state *ps, struct cr
 		return 0;
 	atomic_fetch_add(&ac->parsed, 1);
 	const struct links_page *pg = links_page_info(ps->ex);
-	if (pj->p.parse->near_dup && near_dup_check(pj, j->host, pg->simhash)) {
+	if (pj->nd && near_dup_check(pj->nd, j->host, pg->simhash)) {
 		j->flags |= CRAWL_LOG_NEAR_DUP;
 		atomic_fetch_add(&ac->near_dups, 1);
 	}
@@ -469,8 +420,12 @@ int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **
 	if (!pj)
 		return -1;
 	pj->p = *parts;
-	for (int i = 0; i < NEAR_DUP_STRIPES; i++)
-		pthread_mutex_init(&pj->nd[i].mu, NULL);
+	struct near_dup_config nc = { parts->parse->near_dup_memory };
+	if (parts->parse->near_dup && near_dup_create(&nc, &pj->nd) != NEAR_DUP_OK) {
+		fprintf(stderr, "crawler crawl: cannot create the near-duplicate store\n");
+		parse_jobs_destroy(pj);
+		return -1;
+	}
 	if (parse_pool_create(parts->parse->threads,
 	                      parts->parse->queue + parts->fetch->max_connections, &ops, pj,
 	                      &pj->pool) != PARSE_POOL_OK) {
@@ -530,6 +485,13 @@ uint64_t parse_jobs_outstanding(struct parse_jobs *pj)
 	return parse_pool_outstanding(pj->pool);
 }
 
+void parse_jobs_near_dup_stats(struct parse_jobs *pj, struct near_dup_stats *s)
+{
+	memset(s, 0, sizeof *s);
+	if (pj->nd)
+		near_dup_stats(pj->nd, s);
+}
+
 void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out)
 {
 	const struct parse_jobs_counters *ac = &pj->ac;
@@ -570,14 +532,6 @@ void parse_jobs_destroy(struct parse_jobs *pj)
 	if (!pj)
 		return;
 	parse_jobs_stop(pj);
-	for (int i = 0; i < NEAR_DUP_STRIPES; i++) {
-		struct near_dup_host *h = pj->nd[i].hosts;
-		while (h) {
-			struct near_dup_host *n = h->chain;
-			free(h);
-			h = n;
-		}
-		pthread_mutex_destroy(&pj->nd[i].mu);
-	}
+	near_dup_destroy(pj->nd);
 	free(pj);
 }

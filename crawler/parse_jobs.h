@@ -6,10 +6,9 @@
  * or a cluster agent's to the hosts' owners), mark near-duplicates, then
  * hand the job to the writer.
  *
- * Near-duplicate table: per host, the SimHash fingerprints of its last
- * NEAR_DUP_PER_HOST pages (a ring; the oldest is dropped), in 64 stripes
- * by host id, each under its own mutex. A page within distance 3 of one of
- * its host's fingerprints is marked (CRAWL_LOG_NEAR_DUP), not dropped.
+ * Near-duplicates ([parse] near_dup): a page within NEAR_DUP_DISTANCE of
+ * a fingerprint of its host in the near-duplicate store (parse/near_dup.h,
+ * [parse] near_dup_memory) is marked (CRAWL_LOG_NEAR_DUP), not dropped.
  *
  * Sitemaps: a robots.txt job's Sitemap URLs are registered at level 0 and
  * added like links (via the robots.txt URL, at the robots.txt's depth); a
@@ -100,6 +99,10 @@ int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *
 int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight);
 /* Jobs submitted and not yet handed to the writer. */
 uint64_t parse_jobs_outstanding(struct parse_jobs *pj);
+
+/* The near-duplicate store's figures (zeros when near_dup is off). */
+struct near_dup_stats;
+void parse_jobs_near_dup_stats(struct parse_jobs *pj, struct near_dup_stats *s);
 
 /* The counters of the parse threads, and of parse_jobs_take (loop
  * thread): jobs sent on unparsed (the parse queue full) or dropped (the

@@ -504,15 +504,7 @@ void visit_begin(struct visit *v, uint32_t host)
 		resolve_host(v, host, 0);
 		return;
 	}
-	uint64_t exp;
-	enum politeness_robots_state st = robots_of(v, host, NULL, &exp);
-	if (v->p.crawl->obey_robots &&
-	    (st == POLITENESS_ROBOTS_UNKNOWN ||
-	     (st == POLITENESS_ROBOTS_KNOWN && exp && exp < monotonic_us()))) {
-		visit_start_robots(v, host);
-		return;
-	}
-	visit_set_state(v, host, VISIT_FETCH, "robots.txt known");
+	visit_set_state(v, host, VISIT_FETCH, "visit begins");
 	visit_next(v, host);
 }
 
@@ -546,14 +538,33 @@ static int disallowed(struct visit *v, uint32_t host, const struct frontier_url 
 	               !robots_allowed(rob, path, strlen(path)));
 }
 
+/* 1 if robots.txt is to be fetched before the host's next URL: never
+ * fetched, forgotten (the cache's bound), or expired. */
+static int robots_due(struct visit *v, uint32_t host)
+{
+	uint64_t exp;
+	enum politeness_robots_state st = robots_of(v, host, NULL, &exp);
+	return v->p.crawl->obey_robots &&
+	       (st == POLITENESS_ROBOTS_UNKNOWN ||
+	        (st == POLITENESS_ROBOTS_KNOWN && exp && exp < monotonic_us()));
+}
+
 static void visit_next(struct visit *v, uint32_t host)
 {
 	struct host_state *hs = visit_host_state(v, host);
 	for (;;) {
 		struct frontier_url fu;
 		const char *over = visit_over(v, hs);
-		if (over || frontier_pop(v->p.frontier, host, &fu) != FRONTIER_OK) {
+		if (over || frontier_host_queued(v->p.frontier, host) == 0) {
 			visit_end(v, host, over ? over : "queue empty");
+			return;
+		}
+		if (robots_due(v, host)) {
+			visit_start_robots(v, host);
+			return;
+		}
+		if (frontier_pop(v->p.frontier, host, &fu) != FRONTIER_OK) {
+			visit_end(v, host, "queue empty");
 			return;
 		}
 		/* fetched after the checkpoint, found in its tail (crawl_tail.h) */

@@ -6,7 +6,9 @@
  *                          with a VISIT_NONE release, so the host comes
  *                          back under its IP's token)
  *                    \--> ROBOTS  (robots.txt first for each new host, and
- *                          again when it expired or was unreachable; up to
+ *                          again when it expired, was forgotten (the
+ *                          cache's bound) or was unreachable: checked
+ *                          before each URL of a visit; up to
  *                          ROBOTS_MAX_REDIRECTS redirects followed, another
  *                          host's name looked up first; unreachable ends
  *                          the visit with the URLs kept)

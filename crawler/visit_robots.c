@@ -184,7 +184,7 @@ int visit_robots_take(struct visit *v, uint32_t host, long st, const char *encod
 		return 0;
 	}
 	visit_set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
-	                 (uint64_t)pol.expires_ms * 1000u);
+	                 monotonic_us() + v->p.politeness->robots_expiry_us);
 	double cd = robots_crawl_delay(pol.robots);
 	if (cd > 0)
 		politeness_host_set_crawl_delay(v->p.pol, host, (uint64_t)(cd * 1e6));

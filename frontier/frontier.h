@@ -7,8 +7,9 @@
  *     "http://h17.web.test:8080", derived by the caller from the URL module)
  *     to a dense host id (uint32_t, 0..n-1, never reused). Per host: its key
  *     and, beside it, its host name (cut once from the key by url_key_split,
- *     so no caller cuts the key again), its queue, pages and bytes fetched,
- *     URLs ever queued, a retired flag. The rest of a host's state lives in
+ *     so no caller cuts the key again), pages and bytes fetched, URLs ever
+ *     queued, a retired flag, and its queue record while it has URLs
+ *     queued (an idle host keeps none). The rest of a host's state lives in
  *     politeness/politeness.h, indexed by the same host id: its timing
  *     (next allowed time, in-flight token, consecutive errors), its IP (the
  *     one copy the crawler keeps) and its robots.txt rules.
@@ -46,8 +47,12 @@
  * may be empty) as a string, so the crawl log can print it without another
  * lookup; callers that want it cheaper pass an empty via and keep their own id.
  *
- * Memory costs: per host about 144 bytes of struct + its key and name + 8
- * bytes of hash index (all counted in mem_budget); per record in memory 16 bytes of
+ * Memory costs: per host 56 bytes of struct + its key and name (in a
+ * shared arena) + 8 bytes of hash index: about 110 bytes for a host with
+ * nothing queued; a host with URLs queued has a queue record besides
+ * (memory and disk part state: 112 bytes as malloc rounds it), made at its
+ * first URL and freed when its queue is empty again (all counted in
+ * mem_budget); per record in memory 16 bytes of
  * header + URL + via, rounded as malloc does (counted); fixed: the write
  * buffer, a flush chunk (<= 1 MiB), a 64 KiB read chunk (counted). On disk:
  * 8 bytes per record + 32 per extent; a segment lives until every extent in
