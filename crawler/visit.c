@@ -505,7 +505,7 @@ void visit_begin(struct visit *v, uint32_t host)
 		return;
 	}
 	visit_set_state(v, host, VISIT_FETCH, "visit begins");
-	visit_next(v, host);
+	visit_next(v, host); /* robots.txt first if it is due */
 }
 
 /* Why the visit must end before its next request, or NULL. */

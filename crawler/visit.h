@@ -5,19 +5,19 @@
  *   IDLE --visit_begin--> RESOLVE (DNS, when the host has no IP yet: ends
  *                          with a VISIT_NONE release, so the host comes
  *                          back under its IP's token)
- *                    \--> ROBOTS  (robots.txt first for each new host, and
- *                          again when it expired, was forgotten (the
- *                          cache's bound) or was unreachable: checked
- *                          before each URL of a visit; up to
- *                          ROBOTS_MAX_REDIRECTS redirects followed, another
- *                          host's name looked up first; unreachable ends
- *                          the visit with the URLs kept)
  *                    \--> FETCH   (one URL after another while the
  *                          politeness visit budget allows, skipping those
  *                          a resume found already fetched (done_set.h); a page's
  *                          redirect is followed while the hops that led
  *                          to it, carried in its depth word, stay under
  *                          [fetch] max_redirects)
+ *   FETCH <--> ROBOTS     (robots.txt first for each new host, and again
+ *                          when it expired, was forgotten (the cache's
+ *                          bound) or was unreachable: checked before each
+ *                          URL of a visit; up to ROBOTS_MAX_REDIRECTS
+ *                          redirects followed, another host's name looked
+ *                          up first; unreachable ends the visit with the
+ *                          URLs kept)
  *   any --visit end--> IDLE, with politeness_release carrying the outcome
  *                          (status class, Retry-After, duration).
  * Every transition goes through one function, visit_set_state (visit.c),

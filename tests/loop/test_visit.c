@@ -356,7 +356,8 @@ START_TEST(visit_trace)
 		"http://a.test: dns NONE -> PENDING (lookup)",
 		"http://a.test: dns PENDING -> OK (answered)",
 		"http://a.test: state RESOLVE -> IDLE (resolved; released NONE, 0 requests)",
-		"http://a.test: state IDLE -> ROBOTS (robots.txt unknown or expired)",
+		"http://a.test: state IDLE -> FETCH (visit begins)",
+		"http://a.test: state FETCH -> ROBOTS (robots.txt unknown or expired)",
 		"http://a.test: state ROBOTS -> FETCH (robots.txt answered)",
 		"http://a.test: state FETCH -> IDLE (queue empty; released OK, 2 requests)",
 	};
