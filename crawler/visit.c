@@ -289,6 +289,7 @@ int visit_start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t 
 	q->host = host;
 	q->depth = frontier_depth_of(depth);
 	q->embed = frontier_embed_of(depth);
+	q->priority = frontier_priority_of(depth);
 	q->robots = robots;
 	q->redirects = redirects;
 	q->wait_us = hs->visit_requests == 0 ? hs->visit_wait_us : 0;
@@ -638,8 +639,9 @@ static void count_result(struct visit *v, uint32_t host, struct host_state *hs,
  * redirect count (via: q's, or the job's once it took it). 1 when so. */
 static int req_unpop(struct visit *v, const struct req *q, const char *via)
 {
+	uint32_t word = frontier_depth_pack_embed(q->depth, (uint32_t)q->redirects, q->embed);
 	return frontier_unpop(v->p.frontier, q->host, q->url, strlen(q->url), via, strlen(via),
-	                      frontier_depth_pack(q->depth, (uint32_t)q->redirects)) == FRONTIER_OK;
+	                      frontier_depth_with_priority(word, q->priority)) == FRONTIER_OK;
 }
 
 /* A page whose reused connection closed before answering (libcurl's

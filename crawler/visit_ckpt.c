@@ -86,8 +86,9 @@ void visit_save(struct visit *v, struct recfile_writer *w, uint64_t now)
 		if (q->robots)
 			continue;
 		recfile_put_u32(w, q->host);
-		recfile_put_u32(
-		        w, frontier_depth_pack_embed(q->depth, (uint32_t)q->redirects, q->embed));
+		uint32_t word =
+		        frontier_depth_pack_embed(q->depth, (uint32_t)q->redirects, q->embed);
+		recfile_put_u32(w, frontier_depth_with_priority(word, q->priority));
 		recfile_put_bytes(w, q->url, (uint32_t)strlen(q->url));
 		recfile_put_bytes(w, q->via, (uint32_t)strlen(q->via));
 	}

@@ -70,6 +70,7 @@ struct req {
 	uint32_t embed;   /* embed code (frontier.h): 0 for a page */
 	int robots;       /* robots.txt fetch */
 	int redirects;    /* redirects followed along the chain so far */
+	int priority;     /* the URL rule's (frontier.h), kept if it goes back */
 	int own_addr;     /* sent to the host's own address (not a robots hop's) */
 	uint64_t wait_us; /* the visit's wait for its first request, else 0 */
 	int lease;        /* enum req_lease */

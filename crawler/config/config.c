@@ -131,7 +131,7 @@ static const struct key_def keys[] = {
 	KEY("fetch", "no_proxy", T_STR, fetch.no_proxy, 0, 4096),
 	KEY("dns", "server", T_STR, dns.server, 0, 1024),
 	KEY("dns", "resolv_conf", T_STR, dns.resolv_conf, 0, 4096),
-	KEY("fetch", "max_redirects", T_UINT, crawl.max_redirects, 0, 255),
+	KEY("fetch", "max_redirects", T_UINT, crawl.max_redirects, 0, 31),
 	KEY("fetch", "max_ip_connections", T_UINT, fetch.max_ip_connections, 0, 100000),
 	KEY("dns", "cache_ttl_s", T_UINT, dns.max_ttl_s, 0, 8.64e5),
 	KEY("dns", "timeout_ms", T_UINT, dns.timeout_ms, 10, 600000),

@@ -266,6 +266,18 @@ START_TEST(depth_word)
 	                  FRONTIER_REDIRECTS_MAX);
 	ck_assert_uint_eq(frontier_depth_of(frontier_depth_pack(UINT32_MAX, 0)),
 	                  FRONTIER_DEPTH_MASK);
+	/* the priority rides above the counts and leaves them as they were */
+	for (int p = -3; p <= 3; p++) {
+		uint32_t w = frontier_depth_with_priority(frontier_depth_pack_embed(7, 31, 2), p);
+		ck_assert_int_eq(frontier_priority_of(w), p);
+		ck_assert_uint_eq(frontier_depth_of(w), 7);
+		ck_assert_uint_eq(frontier_embed_of(w), 2);
+		ck_assert_uint_eq(frontier_redirects_of(w), 31);
+		ck_assert_int_eq(frontier_priority_of(frontier_depth_with_priority(w, 0)), 0);
+	}
+	ck_assert_int_eq(frontier_priority_of(frontier_depth_pack(9, 3)), 0);
+	ck_assert_int_eq(frontier_priority_of(frontier_depth_with_priority(0, 9)), 3);
+	ck_assert_int_eq(frontier_priority_of(frontier_depth_with_priority(0, -9)), -3);
 	ck_assert_int_eq(frontier_push(f, a, "u0", 2, NULL, 0, frontier_depth_pack(6, 0)),
 	                 FRONTIER_ERR_DEPTH);
 	/* enough records to spill past the budget: the last ones come from disk */
@@ -273,8 +285,9 @@ START_TEST(depth_word)
 	char url[64];
 	for (uint32_t i = 0; i < N; i++) {
 		int n = snprintf(url, sizeof url, "http://a.test/%u/%040u", i, 0u);
+		uint32_t w = frontier_depth_pack(i % 6, i % 32);
 		ck_assert_int_eq(frontier_push(f, a, url, (size_t)n, NULL, 0,
-		                               frontier_depth_pack(i % 6, i % 256)),
+		                               frontier_depth_with_priority(w, (int)(i % 7) - 3)),
 		                 FRONTIER_OK);
 	}
 	struct frontier_stats st;
@@ -283,7 +296,8 @@ START_TEST(depth_word)
 	for (uint32_t i = 0; i < N; i++) {
 		ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_OK);
 		ck_assert_uint_eq(frontier_depth_of(u.depth), i % 6);
-		ck_assert_uint_eq(frontier_redirects_of(u.depth), i % 256);
+		ck_assert_uint_eq(frontier_redirects_of(u.depth), i % 32);
+		ck_assert_int_eq(frontier_priority_of(u.depth), (int)(i % 7) - 3);
 	}
 	frontier_destroy(f);
 }
