@@ -78,6 +78,8 @@ void url_rules_live_destroy(struct url_rules_live *l)
 
 struct url_rules *url_rules_live_get(struct url_rules_live *l)
 {
+	if (!l)
+		return NULL;
 	pthread_mutex_lock(&l->mu);
 	struct gen *g = l->cur;
 	g->refs++;
@@ -116,6 +118,8 @@ static void gen_release(struct url_rules_live *l, struct gen *g)
 
 void url_rules_live_put(struct url_rules_live *l, struct url_rules *r)
 {
+	if (!l)
+		return;
 	pthread_mutex_lock(&l->mu);
 	struct gen *g = l->cur;
 	if (g->r != r)

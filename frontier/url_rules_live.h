@@ -56,7 +56,8 @@ struct url_rules_live *url_rules_live_create(struct url_rules *rules, size_t add
 /* Frees every list; no thread may hold one. NULL is a no-op. */
 void url_rules_live_destroy(struct url_rules_live *l);
 
-/* Any thread: the current list, to decide with until url_rules_live_put. */
+/* Any thread: the current list, to decide with until url_rules_live_put
+ * (NULL from a NULL l: a crawl without rules; put is then a no-op). */
 struct url_rules *url_rules_live_get(struct url_rules_live *l);
 void url_rules_live_put(struct url_rules_live *l, struct url_rules *r);
 
