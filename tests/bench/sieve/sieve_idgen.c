@@ -31,7 +31,7 @@
 
 #define OUT_CAP ((size_t)1 << 20)
 #define URL_MAX 256
-#define QUANTILES 4096   /* a table that stays in the L1 cache */
+#define QUANTILES 4096  /* a table that stays in the L1 cache */
 #define HOSTS_KEPT 4096 /* the most popular hosts' URL prefixes, made once (~half the URLs) */
 #define HOST_SLOT 64
 
