@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 
+#include "crawler/archive/previous.h"
 #include "crawler/config/config.h"
 #include "crawler/crawl_run.h"
 #include "frontier/base/tools.h"
@@ -82,6 +83,9 @@ static void usage(FILE *out)
 	        "      --sitemaps on|off     follow the sitemaps robots.txt lists (off)\n"
 	        "      --page-requisites     also fetch what pages embed: images, scripts,\n"
 	        "                            stylesheets and their url()s (off)\n"
+	        "      --previous DIR        recrawl against an earlier crawl's output DIR:\n"
+	        "                            its pages are seeds, asked for conditionally;\n"
+	        "                            unchanged ones are stored as revisits\n"
 	        "      --wacz                package the crawl as DIR/crawl.wacz at its end\n"
 	        "      --cluster redis://HOST:PORT[/PREFIX]\n"
 	        "                            join the crawl PREFIX shared by several agents\n"
@@ -270,6 +274,7 @@ static const struct crawl_option {
 	{ "metrics", required_argument, 0, "output.metrics", NULL },
 	{ "page-requisites", no_argument, 0, "crawl.page_requisites", "true" },
 	{ "wacz", no_argument, 0, "output.wacz", "true" },
+	{ "previous", required_argument, 0, "output.previous", NULL },
 	{ "proxy", required_argument, 0, "fetch.proxy", NULL },
 	{ "no-proxy", required_argument, 0, "fetch.no_proxy", NULL },
 	{ "cluster", required_argument, 0, "cluster.redis", NULL },
@@ -402,6 +407,49 @@ static int configure(struct crawl_config *cfg, const struct crawl_flags *fl)
 	return 0;
 }
 
+struct seed_list {
+	char ***seeds;
+	size_t *n, *cap;
+};
+
+static int seed_push(void *ctx, const char *url)
+{
+	struct seed_list *sl = ctx;
+	if (*sl->n == MAX_SEEDS) {
+		fprintf(stderr, "crawler crawl: more than %d seeds\n", MAX_SEEDS);
+		return -1;
+	}
+	char **ns = array_grow(*sl->seeds, sl->cap, *sl->n, sizeof *ns, 16);
+	if (!ns)
+		return -1;
+	*sl->seeds = ns;
+	if (!(ns[*sl->n] = strdup(url)))
+		return -1;
+	(*sl->n)++;
+	return 0;
+}
+
+/* Every page an earlier crawl (dir; "": none) fetched is a seed of its
+ * recrawl: a page answered 304 still leads to its links (parse_jobs.h),
+ * and one no longer linked to is still asked for. 0 or -1 (said). */
+static int previous_seeds(const char *dir, struct seed_list *sl)
+{
+	struct previous *p = NULL;
+	char err[512];
+	if (dir[0] == '\0')
+		return 0;
+	if (previous_open(dir, &p, err, sizeof err) != 0) {
+		fprintf(stderr, "crawler crawl: --previous: %s\n", err);
+		return -1;
+	}
+	int rc = previous_each_url(p, seed_push, sl);
+	if (rc < 0)
+		fprintf(stderr, "crawler crawl: --previous %s: a history file changed while read\n",
+		        dir);
+	previous_destroy(p);
+	return rc != 0 ? -1 : 0;
+}
+
 /* The seeds: DIR/seeds.txt on --resume, else the arguments and --seeds,
  * each checked (and "http://host" given its "/"). 0 or -1 (said). */
 static int gather_seeds(int argc, char **argv, const struct crawl_flags *fl,
@@ -420,21 +468,13 @@ static int gather_seeds(int argc, char **argv, const struct crawl_flags *fl,
 		if (read_seeds(path, seeds, nseeds, &seeds_cap) < 0)
 			return -1;
 	}
-	for (int i = optind; i < argc; i++) {
-		if (*nseeds == seeds_cap) {
-			size_t nc = seeds_cap ? seeds_cap * 2 : 16;
-			char **ns = realloc(*seeds, nc * sizeof *ns);
-			if (!ns)
-				return -1;
-			*seeds = ns;
-			seeds_cap = nc;
-		}
-		(*seeds)[*nseeds] = strdup(argv[i]);
-		if (!(*seeds)[*nseeds])
+	struct seed_list sl = { seeds, nseeds, &seeds_cap };
+	for (int i = optind; i < argc; i++)
+		if (seed_push(&sl, argv[i]) != 0)
 			return -1;
-		(*nseeds)++;
-	}
 	if (fl->seeds_path && read_seeds(fl->seeds_path, seeds, nseeds, &seeds_cap) < 0)
+		return -1;
+	if (!fl->resume && previous_seeds(cfg->output.previous, &sl) != 0)
 		return -1;
 	for (size_t i = 0; i < *nseeds; i++) {
 		int k = check_seed((*seeds)[i]);

@@ -40,6 +40,7 @@ struct run {
 	struct parse_jobs *parse;
 	struct crawl_writer *writer;
 	struct crawl_ckpt *ckpt;
+	struct previous *previous;  /* the crawl recrawled against, or NULL */
 	struct done_set *done;      /* fetched after the checkpoint a resume started from */
 	struct crawl_tail_pos tail; /* where that checkpoint's cut fell */
 	struct io_stall *io; /* outputs that cannot be written (a full disk): fetching pauses */
@@ -66,6 +67,7 @@ struct run {
 /* ---- the loop's hooks, given to the pieces (crawl_run.c) ---- */
 
 struct fetch_result;
+struct previous;
 
 /* Any thread: wakes the loop (uv_async_send while the handle is open). */
 void run_wake(void *ctx);

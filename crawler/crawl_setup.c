@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crawler/archive/previous.h"
 #include "crawler/config/config.h"
 #include "crawler/control/metrics.h"
 #include "crawler/crawl_checkpoint.h"
@@ -227,6 +228,39 @@ static enum dns_error net_resolve(void *ctx, const char *name, dns_done_fn done,
 	return dns_resolve(r->dns, name, done, arg, uv_now(&r->loop));
 }
 
+/* The crawl recrawled against ([output] previous), loaded. 0, or -1
+ * (said): a folder that is not one, or this crawl's own. */
+static int open_previous(struct run *r)
+{
+	const char *dir = r->cfg->output.previous;
+	char err[512], *mine = NULL, *theirs = NULL;
+	int rc = -1;
+	if (dir[0] == '\0')
+		return 0;
+	mine = realpath(r->cfg->output.dir, NULL);
+	theirs = realpath(dir, NULL);
+	if (mine && theirs && strcmp(mine, theirs) == 0) {
+		fprintf(stderr, "crawler crawl: --previous %s is this crawl's own folder\n", dir);
+		goto out;
+	}
+	if (previous_open(dir, &r->previous, err, sizeof err) != 0) {
+		fprintf(stderr, "crawler crawl: --previous: %s\n", err);
+		goto out;
+	}
+	struct previous_stats ps;
+	previous_stats(r->previous, &ps);
+	if (!r->cfg->crawl.quiet)
+		fprintf(stderr,
+		        "crawler crawl: recrawl against %s: %" PRIu64 " pages (%" PRIu64
+		        " history lines skipped)\n",
+		        dir, ps.urls, ps.bad_lines);
+	rc = 0;
+out:
+	free(mine);
+	free(theirs);
+	return rc;
+}
+
 /* Fetch engine, DNS resolver, and the visit that drives them. */
 static int open_fetch(struct run *r, struct module_configs *mc)
 {
@@ -247,6 +281,8 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 	}
 	if (r->cfg->crawl.sitemaps && !(r->sitemaps = sitemap_registry_create(SITEMAPS_MAX)))
 		return CRAWL_EXIT_FAILURE;
+	if (open_previous(r) != 0)
+		return CRAWL_EXIT_USAGE;
 	struct visit_lease_hooks leases;
 	crawl_source_leases(r->source, &leases);
 	struct visit_parts vp = {
@@ -265,6 +301,7 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 		.stopping = &r->stopping,
 		.finished = &r->finished,
 		.done = r->done,
+		.previous = r->previous,
 		.leases = leases,
 	};
 	r->visit = visit_create(&vp);
@@ -521,6 +558,7 @@ void run_teardown(struct run *r, int ran)
 	ARRAY_FREE_EACH(r->doms, r->ndoms);
 	io_stall_destroy(r->io);
 	done_set_destroy(r->done);
+	previous_destroy(r->previous);
 	crawl_stats_destroy(r->stats);
 	outdir_lock_release(r->lock);
 }

@@ -147,6 +147,9 @@ static const struct saved_counter saved_counters[] = {
 	SAVED("ac.embeds_added", parse.embeds_added),
 	SAVED("ac.embeds_off_domain", parse.embeds_off_domain),
 	SAVED("ac.stylesheets", parse.stylesheets),
+	SAVED("conditional", visit.conditional),
+	SAVED("ac.earlier_parsed", parse.earlier_parsed),
+	SAVED("ac.earlier_unreadable", parse.earlier_unreadable),
 };
 #define N_SAVED (sizeof saved_counters / sizeof saved_counters[0])
 
@@ -691,6 +694,13 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "off_domain", STAT_U64, &t->parse.embeds_off_domain, 0 },
 		{ "stylesheets_parsed", STAT_U64, &t->parse.stylesheets, 0 },
 	};
+	const struct stat_entry recrawl_e[] = {
+		{ "conditional", STAT_U64, &t->visit.conditional, 0 },
+		{ "not_modified", STAT_U64, &t->visit.status[304], 0 },
+		{ "earlier_parsed", STAT_U64, &t->parse.earlier_parsed, 0 },
+		{ "earlier_unreadable", STAT_U64, &t->parse.earlier_unreadable, 0 },
+	};
+	const struct stat_table recrawl = TABLE(recrawl_e);
 	const struct stat_table hosts = TABLE(hosts_e), frontier = TABLE(frontier_e),
 	                        dns = TABLE(dns_e), ckpt = TABLE(ckpt_e), stalls = TABLE(stall_e),
 	                        sitemaps = TABLE(sitemap_e), requisites = TABLE(requisite_e),
@@ -718,6 +728,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "sitemaps", STAT_OBJECT, &sitemaps, 0 },
 		{ "requisites", STAT_OBJECT, &requisites, 0 },
 		{ "warc_revisits", STAT_U64, &t->writer.revisits, 0 },
+		{ "recrawl", STAT_OBJECT, &recrawl, 0 },
 		{ "hosts", STAT_OBJECT, &hosts, 0 },
 		{ "frontier", STAT_OBJECT, &frontier, 0 },
 		{ "sieve", STAT_OBJECT, &sieve, 0 },

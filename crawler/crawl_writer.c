@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "crawler/archive/previous.h"
 #include "crawler/config/config.h"
 #include "crawler/net/fetch.h"
 #include "crawler/store/crawl_log.h"
@@ -42,6 +43,7 @@ void crawl_job_free(struct crawl_job *j)
 	free(j->redirect);
 	ARRAY_FREE_EACH(j->sitemaps, j->nsitemaps);
 	free(j->sitemap_scope);
+	free(j->earlier);
 	free(j);
 }
 
@@ -88,8 +90,22 @@ static int writer_retry(struct crawl_writer *w, const char *what, int err, int *
 }
 
 /* Writes one record pair; 1 if the fetch was a WARC revisit. */
-static int write_warc(struct crawl_writer *w, const struct fetch_result *res)
+static int write_warc(struct crawl_writer *w, const struct crawl_job *j)
 {
+	const struct fetch_result *res = j->res;
+	const struct history_entry *pe = j->earlier ? &j->earlier->e : NULL;
+	struct warc_refer refer = { 0 };
+	if (pe != NULL)
+		refer = (struct warc_refer){
+			.record_id = pe->ref_id,
+			.date = pe->ref_date,
+			.target_uri = pe->ref_uri,
+			.digest = pe->ref_digest,
+			.file = j->earlier->ref_path,
+			.offset = pe->ref_offset,
+			.etag = pe->etag,
+			.last_modified = pe->last_modified,
+		};
 	bool revisit = false;
 	char what[4400];
 	int stalled = 0;
@@ -106,6 +122,9 @@ static int write_warc(struct crawl_writer *w, const struct fetch_result *res)
 		.truncated = res->truncated,
 		.http2 = res->http2,
 		.incompressible = payload_compressed(res),
+		.refer = pe ? &refer : NULL,
+		.history = !j->robots && !j->embed && !j->sitemap_level,
+		.depth = j->depth,
 	};
 	enum warc_error we;
 	warc_label(w, what, sizeof what);
@@ -143,7 +162,7 @@ static void write_job(struct crawl_writer *w, struct crawl_job *j)
 	struct fetch_result *res = j->res;
 	int revisit = 0;
 	if (w->warc && res->status > 0)
-		revisit = write_warc(w, res);
+		revisit = write_warc(w, j);
 	unsigned flags = j->flags;
 	if (revisit)
 		flags |= CRAWL_LOG_REVISIT;

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 struct crawl_output;
+struct previous_hit;
 struct fetch_result;
 struct io_stall;
 struct warc_config;
@@ -66,6 +67,8 @@ struct crawl_job {
 	uint64_t barrier;       /* nonzero: no fetch; the writer syncs for checkpoint #barrier */
 	int replayed;           /* from a crashed crawl's tail (crawl_tail.h): in the WARC and
 	                 log already, so parsed but not written again */
+	struct previous_hit *earlier; /* owned: the URL's capture in the crawl recrawled
+	                              against (archive/previous.h), or NULL */
 };
 
 /* Frees the job and what it owns; NULL is a no-op. */

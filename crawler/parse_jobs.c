@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crawler/archive/previous.h"
 #include "crawler/config/config.h"
 #include "crawler/crawl_source.h"
 #include "crawler/crawl_writer.h"
@@ -17,6 +18,8 @@
 #include "crawler/sieve_path.h"
 #include "crawler/sitemap_registry.h"
 #include "crawler/store/crawl_log.h"
+#include "crawler/store/warc_reader.h"
+#include "frontier/base/header_field.h"
 #include "frontier/frontier.h"
 #include "frontier/scope.h"
 #include "frontier/url.h"
@@ -34,6 +37,7 @@ struct parse_jobs_counters {
 	atomic_uint_fast64_t sitemaps, sitemap_urls, sitemap_problems, sitemaps_dropped,
 	        sitemap_malformed, sitemap_too_large, sitemap_too_many, sitemap_urls_over_limit;
 	atomic_uint_fast64_t embeds, embeds_added, embeds_off_domain, stylesheets;
+	atomic_uint_fast64_t earlier_parsed, earlier_unreadable;
 };
 
 struct parse_jobs {
@@ -361,12 +365,12 @@ static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct 
  * thread's extractor and marks a near-duplicate: 1 when its links are to
  * be added (not a meta robots nofollow page). */
 static int extract_page(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j,
-                        const struct decode_output *d)
+                        const char *content_type, const struct decode_output *d)
 {
 	struct fetch_result *res = j->res;
 	struct parse_jobs_counters *ac = &pj->ac;
 	char csbuf[64];
-	const char *cs = charset_of(res->content_type, csbuf, sizeof csbuf);
+	const char *cs = charset_of(content_type, csbuf, sizeof csbuf);
 	if (links_extract(ps->ex, res->url, cs, (const char *)d->data, d->len) != LINKS_OK)
 		return 0;
 	atomic_fetch_add(&ac->parsed, 1);
@@ -382,16 +386,24 @@ static int extract_page(struct parse_jobs *pj, struct parse_state *ps, struct cr
 	return 1;
 }
 
+/* The bytes of a page to parse: the fetch's, or its earlier capture's. */
+struct page_bytes {
+	const uint8_t *body;
+	size_t len;
+	const char *content_type, *content_encoding; /* NULL: none */
+};
+
 /* An HTML page's links, or a stylesheet's url()s (j->parse ==
  * CRAWL_PARSE_CSS), into the sieve. */
-static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
+static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j,
+                       const struct page_bytes *pb)
 {
 	struct fetch_result *res = j->res;
 	struct parse_jobs_counters *ac = &pj->ac;
 	struct decode_output d = { 0 };
 	struct link_meta_via *via = NULL;
-	if (decode_body(res->content_encoding, res->body.data, res->body.len,
-	                pj->p.fetch->max_body_bytes, &d) != DECODE_OK) {
+	if (decode_body(pb->content_encoding, pb->body, pb->len, pj->p.fetch->max_body_bytes, &d) !=
+	    DECODE_OK) {
 		atomic_fetch_add(&ac->decode_errors, 1);
 		j->error = "decode";
 		return;
@@ -400,7 +412,7 @@ static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct cra
 		if (links_extract_css(ps->ex, res->url, (const char *)d.data, d.len) != LINKS_OK)
 			goto out;
 		atomic_fetch_add(&ac->stylesheets, 1);
-	} else if (!extract_page(pj, ps, j, &d)) {
+	} else if (!extract_page(pj, ps, j, pb->content_type, &d)) {
 		goto out;
 	}
 	size_t n;
@@ -417,6 +429,39 @@ static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct cra
 out:
 	sieve_path_via_release(pj->p.sp, via);
 	free(d.data);
+}
+
+/* A page answered 304 to a recrawl: the links of its earlier capture,
+ * read back from the earlier crawl's WARC (an HTML response of the same
+ * URL at the place its history names). A capture that cannot be read is
+ * counted (earlier_unreadable): the page's links are then not followed
+ * from here. */
+static void parse_earlier(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
+{
+	const struct previous_hit *h = j->earlier;
+	struct warc_reader *r = NULL;
+	struct warc_record rec;
+	char *ct = NULL, *ce = NULL;
+	size_t cap = pj->p.fetch->max_body_bytes + WARC_READER_HEADER_MAX;
+	if (warc_reader_open(h->ref_path, h->e.ref_offset, cap, &r) != 0 ||
+	    warc_reader_next(r, &rec) != WARC_READ_RECORD || rec.type == NULL ||
+	    strcmp(rec.type, "response") != 0 || rec.target_uri == NULL ||
+	    strcmp(rec.target_uri, h->e.ref_uri) != 0 || rec.http_headers == NULL) {
+		atomic_fetch_add(&pj->ac.earlier_unreadable, 1);
+		goto out;
+	}
+	warc_record_unchunk(&rec);
+	ct = header_field_dup(rec.http_headers, rec.http_headers_len, "Content-Type", false);
+	ce = header_field_dup(rec.http_headers, rec.http_headers_len, "Content-Encoding", true);
+	if (fetch_type_is_html(ct)) {
+		struct page_bytes pb = { rec.payload, rec.payload_len, ct, ce };
+		atomic_fetch_add(&pj->ac.earlier_parsed, 1);
+		parse_page(pj, ps, j, &pb);
+	}
+out:
+	free(ct);
+	free(ce);
+	warc_reader_close(r);
 }
 
 /* A fetch replayed from a crashed crawl's tail (crawl_tail.h): its own
@@ -457,8 +502,13 @@ static void parse_work(void *ctx, void *state, void *item)
 			add_robots_sitemaps(pj, ps, j);
 		else if (j->sitemap_level)
 			parse_sitemap(pj, ps, j);
+		else if (j->res->status == 304 && j->earlier)
+			parse_earlier(pj, ps, j);
 		else
-			parse_page(pj, ps, j);
+			parse_page(pj, ps, j,
+			           &(struct page_bytes){ j->res->body.data, j->res->body.len,
+			                                 j->res->content_type,
+			                                 j->res->content_encoding });
 	}
 	if (ps) {
 		url_rules_live_put(pj->p.rules, ps->rules);
@@ -577,6 +627,8 @@ void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out)
 	out->embeds_added = atomic_load(&ac->embeds_added);
 	out->embeds_off_domain = atomic_load(&ac->embeds_off_domain);
 	out->stylesheets = atomic_load(&ac->stylesheets);
+	out->earlier_parsed = atomic_load(&ac->earlier_parsed);
+	out->earlier_unreadable = atomic_load(&ac->earlier_unreadable);
 	out->parse_full = pj->parse_full;
 	out->writer_full = pj->writer_full;
 }

@@ -132,6 +132,9 @@ struct parse_jobs_stats {
 	/* page requisites: embeds found, in scope and handed to the sieve, of
 	 * those off the allowed domains, stylesheets parsed */
 	uint64_t embeds, embeds_added, embeds_off_domain, stylesheets;
+	/* pages answered 304 to a recrawl: parsed from their earlier capture,
+	 * and those whose earlier capture could not be read back */
+	uint64_t earlier_parsed, earlier_unreadable;
 	uint64_t parse_full, writer_full; /* loop thread */
 };
 void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "crawler/archive/previous.h"
 #include "crawler/crawl_tail.h"
 #include "crawler/sitemap_registry.h"
 #include "crawler/store/crawl_log.h"
@@ -236,6 +237,7 @@ void visit_req_release(struct visit *v, struct req *q)
 		q->next->prev = q->prev;
 	free(q->url);
 	free(q->via);
+	free(q->earlier);
 	free(q);
 }
 
@@ -319,6 +321,17 @@ int visit_req_send(struct visit *v, struct req *q)
 	struct fetch_request fr = {
 		.url = q->url, .ip = q->ip, .user = q, .flags = q->robots ? FETCH_FLAG_ROBOTS : 0
 	};
+	/* A recrawl asks for a page on the earlier capture's validators. */
+	if (v->p.previous && !q->robots && !q->embed && !q->earlier_looked) {
+		q->earlier = previous_lookup(v->p.previous, q->url, strlen(q->url));
+		q->earlier_looked = 1;
+		if (q->earlier)
+			v->st.conditional++;
+	}
+	if (q->earlier) {
+		fr.if_none_match = q->earlier->e.etag;
+		fr.if_modified_since = q->earlier->e.last_modified;
+	}
 	enum fetch_error e = v->p.net.start(v->p.net.ctx, &fr);
 	if (e != FETCH_OK) {
 		visit_count_fetch_error(v, e);
@@ -694,6 +707,10 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 		j->parse = ok ? CRAWL_PARSE_CSS : 0;
 	else
 		j->parse = ok && !q->embed && fetch_type_is_html(res->content_type);
+	/* a page not modified since the earlier crawl: its links are those of
+	 * the earlier capture (parse_jobs.h reads it), discovery goes on */
+	if (res->error == FETCH_OK && res->status == 304 && j->earlier && !q->embed)
+		j->parse = 1;
 }
 
 /* ---- falling back to the other address family ---- */
@@ -775,6 +792,8 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 	j->robots = q->robots;
 	j->via = q->via;
 	j->wait_us = q->wait_us;
+	j->earlier = q->earlier; /* the job's now */
+	q->earlier = NULL;
 	if (q->robots)
 		j->flags |= CRAWL_LOG_ROBOTS;
 	int fell_back = family_fallback(v, q, hs, res);

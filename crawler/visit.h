@@ -100,6 +100,7 @@ struct frontier;
 struct politeness;
 struct fetch_result;
 struct done_set;
+struct previous;
 struct crawl_job;
 struct crawl_tail_entry;
 
@@ -159,9 +160,10 @@ struct visit_parts {
 	struct visit_net net;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	struct visit_hooks hooks;
-	const int *stopping;   /* the loop's: the crawl starts nothing new */
-	const int *finished;   /* the loop's: it is over */
-	struct done_set *done; /* fetched after the last checkpoint: skipped */
+	const int *stopping;             /* the loop's: the crawl starts nothing new */
+	const int *finished;             /* the loop's: it is over */
+	struct done_set *done;           /* fetched after the last checkpoint: skipped */
+	const struct previous *previous; /* the crawl recrawled against, or NULL */
 	struct visit_lease_hooks leases;
 };
 
@@ -184,6 +186,7 @@ struct visit_stats {
 	uint64_t status_other;          /* statuses outside 0..VISIT_STATUS_MAX-1 */
 	uint64_t private_refused, hosts_dns_failed;
 	uint64_t family_fallbacks; /* hosts moved to their other address family */
+	uint64_t conditional;      /* pages asked for on an earlier crawl's validators */
 	/* cluster crawls: requests put back because another agent held their
 	 * IP's lease, or because Redis did not answer the lease (in time) */
 	uint64_t ip_lease_refused, ip_lease_errors;

@@ -19,6 +19,8 @@
 #include "frontier/frontier.h"
 #include "politeness/politeness.h"
 
+struct previous_hit;
+
 #define HOST_BLOCK_BITS 12
 /* Re-queues in a row of a host's pages whose reused connection closed
  * unanswered; the next such failure stands as an error. */
@@ -79,6 +81,10 @@ struct req {
 	char ip_key[IP_ADDR_STRLEN]; /* that address's politeness group */
 	char *url;
 	char *via; /* "" if none */
+	/* the page's capture in the crawl recrawled against (looked up once,
+	 * at its first send), handed to its job; NULL: none */
+	struct previous_hit *earlier;
+	int earlier_looked;
 	struct req *prev, *next;
 };
 

@@ -162,6 +162,8 @@ static const struct key_def keys[] = {
 	KEY("output", "warc_level", T_UINT, warc.compression_level, 1, 9),
 	KEY("output", "cdxj", T_BOOL, warc.cdxj, 0, 1),
 	KEY("output", "wacz", T_BOOL, output.wacz, 0, 1),
+	KEY("output", "history", T_BOOL, warc.history, 0, 1),
+	KEY("output", "previous", T_STR, output.previous, 0, 4096),
 	KEY("output", "stats_interval_s", T_UINT, output.stats_interval_s, 1, 3600),
 	KEY("output", "checkpoint_interval_s", T_UINT, output.checkpoint_interval_s, 0, 86400),
 	KEY("output", "metrics", T_STR, output.metrics, 0, 300),
@@ -255,6 +257,7 @@ int crawl_config_default(struct crawl_config *c)
 	c->fetch.proxy = strdup("");
 	c->fetch.no_proxy = strdup("");
 	c->output.metrics = strdup("");
+	c->output.previous = strdup("");
 	c->sieve.impl = strdup("mercator");
 	c->crawl.rules = strdup("");
 	for (size_t i = 0; i < URL_RULES_WGET_COUNT; i++)
@@ -267,7 +270,7 @@ int crawl_config_default(struct crawl_config *c)
 	if (!c->cluster.redis || !c->cluster.agent || !c->cluster.assign || !c->crawl.user_agent ||
 	    !c->frontier.spill_dir || !c->output.dir || !c->dns.server || !c->dns.resolv_conf ||
 	    !c->fetch.ca_file || !c->fetch.proxy || !c->fetch.no_proxy || !c->output.metrics ||
-	    !c->sieve.impl || !c->crawl.rules || !c->crawl.rules_wget[0] ||
+	    !c->output.previous || !c->sieve.impl || !c->crawl.rules || !c->crawl.rules_wget[0] ||
 	    !c->crawl.rules_wget[1] || !c->crawl.rules_wget[2] || !c->crawl.rules_wget[3] ||
 	    !c->crawl.rules_wget[4] || !c->crawl.rules_wget[5]) {
 		crawl_config_free(c);
@@ -309,6 +312,7 @@ int crawl_config_default(struct crawl_config *c)
 	c->warc.max_file_bytes = 1024u * MIB_TO_BYTES;
 	c->warc.compression_level = 1;
 	c->warc.cdxj = true;
+	c->warc.history = true;
 	share_settings(c);
 	return 0;
 }

@@ -45,6 +45,7 @@ struct transfer {
 	struct fetch_engine *engine;
 	CURL *easy;
 	struct curl_slist *resolve;
+	struct curl_slist *headers; /* a conditional request's, or NULL */
 	struct fetch_result *res;
 	size_t req_alloc, hdr_alloc, body_alloc;
 	size_t header_total; /* all header bytes, 1xx blocks and trailers included */
@@ -600,6 +601,7 @@ static void transfer_free(struct transfer *t)
 	if (t->easy != NULL)
 		curl_easy_cleanup(t->easy);
 	curl_slist_free_all(t->resolve);
+	curl_slist_free_all(t->headers);
 	fetch_result_free(t->res);
 	free(t);
 }
@@ -698,6 +700,26 @@ static enum fetch_error url_host(const char *url, char **host)
 	return rc;
 }
 
+/* Appends "name: value" to *list unless value is NULL, empty or holds a
+ * control byte (it would split the request). 0, or -1 out of memory. */
+static int header_add(struct curl_slist **list, const char *name, const char *value)
+{
+	char line[512];
+	if (value == NULL || value[0] == '\0')
+		return 0;
+	for (const unsigned char *p = (const unsigned char *)value; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return 0;
+	int n = snprintf(line, sizeof line, "%s: %s", name, value);
+	if (n < 0 || (size_t)n >= sizeof line)
+		return 0;
+	struct curl_slist *l = curl_slist_append(*list, line);
+	if (l == NULL)
+		return -1;
+	*list = l;
+	return 0;
+}
+
 /* A transfer of req, with its result and an easy handle, not started.
  * CONNECT_TO "::IP:" ("::[IP]:" for IPv6) sends it, whatever its host and
  * port, to IP at the URL's port: curl only ever sees an address literal,
@@ -722,7 +744,9 @@ static enum fetch_error transfer_new(struct fetch_engine *e, const struct fetch_
 	t->res = calloc(1, sizeof(*t->res));
 	t->easy = easy_take(e);
 	t->resolve = curl_slist_append(NULL, entry);
-	if (t->res == NULL || t->easy == NULL || t->resolve == NULL)
+	if (t->res == NULL || t->easy == NULL || t->resolve == NULL ||
+	    header_add(&t->headers, "If-None-Match", req->if_none_match) != 0 ||
+	    header_add(&t->headers, "If-Modified-Since", req->if_modified_since) != 0)
 		return FETCH_ERR_NOMEM;
 	t->res->url = strdup(req->url);
 	if (t->res->url == NULL)
@@ -765,6 +789,7 @@ static CURLcode transfer_setopts(struct transfer *t, const struct fetch_request 
 		cc |= curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "gzip, deflate, br");
 	cc |= curl_easy_setopt(c, CURLOPT_HTTP_CONTENT_DECODING, 0L);
 	cc |= curl_easy_setopt(c, CURLOPT_USERAGENT, e->user_agent);
+	cc |= curl_easy_setopt(c, CURLOPT_HTTPHEADER, t->headers);
 	cc |= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->cfg.connect_timeout_ms);
 	cc |= curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, e->cfg.total_timeout_ms);
 	cc |= curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, e->cfg.low_speed_limit);

@@ -128,6 +128,10 @@ struct fetch_request {
 	                    to: dotted IPv4 or IPv6 (no brackets) */
 	void *user;      /* returned in the result untouched */
 	unsigned flags;  /* FETCH_FLAG_* */
+	/* A conditional request's validators (borrowed for the call; NULL:
+	 * none): sent as If-None-Match and If-Modified-Since. A value holding
+	 * a control byte is not sent. */
+	const char *if_none_match, *if_modified_since;
 };
 
 /* A byte buffer owned by a fetch_result; data may be NULL when len == 0. */

@@ -939,8 +939,10 @@ static void history_line_make(struct warc_writer *w, const struct warc_fetch *f,
 	const struct warc_refer *r = f->refer;
 	const struct digest_entry *e = o->prev;
 	w->hline.len = 0;
+	/* a page's capture: a 200 (written whole or as a revisit), or a 304
+	 * to the earlier capture's validators */
 	if (w->hist == NULL || !f->history || !history_wanted(f->url) ||
-	    (o->kind == FETCH_RESPONSE && o->status != 200))
+	    o->status != (o->kind == FETCH_NOT_MODIFIED ? 304 : 200))
 		return;
 	history_validators(f->response_headers, f->response_headers_len, etag, lm);
 	if (o->kind == FETCH_NOT_MODIFIED && !etag[0] && !lm[0]) {
