@@ -249,6 +249,7 @@ static int open_previous(struct run *r)
 	}
 	struct previous_stats ps;
 	previous_stats(r->previous, &ps);
+	r->src.previous = r->previous;
 	if (!r->cfg->crawl.quiet)
 		fprintf(stderr,
 		        "crawler crawl: recrawl against %s: %" PRIu64 " pages (%" PRIu64

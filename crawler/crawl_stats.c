@@ -2,6 +2,7 @@
  * crawl_stats.c: the gatherer of the pieces' figures and the reports made
  * of them (see crawl_stats.h), each report a walk over a table of entries.
  */
+#include "crawler/archive/previous.h"
 #include "crawler/crawl_stats.h"
 
 #include <inttypes.h>
@@ -513,6 +514,7 @@ struct stats_derived {
 	unsigned interval_s;
 	uint64_t status_v[VISIT_STATUS_MAX], scope_v[SCOPE_VERDICT_COUNT];
 	uint64_t rules_n, rules_added, rules_accepted, rules_rejected, rules_no_match;
+	struct previous_stats previous;
 	char status_names[VISIT_STATUS_MAX][4];
 	char dns_names[VISIT_ERRORS][64];
 	struct stat_entry status_e[VISIT_STATUS_MAX + 1], error_e[4 * VISIT_ERRORS],
@@ -558,6 +560,8 @@ static void derive(const struct crawl_stats *s, struct stats_derived *d)
 	d->ckpt_s_total = (double)t->ckpt.us_total / 1e6;
 	d->ckpt_s_max = (double)t->ckpt.us_max / 1e6;
 	d->resumed = s->src->resumed;
+	if (s->src->previous)
+		previous_stats(s->src->previous, &d->previous);
 	d->interval_s = s->output->stats_interval_s;
 	derive_rules(s->src->rules, d);
 }
@@ -699,6 +703,8 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "not_modified", STAT_U64, &t->visit.status[304], 0 },
 		{ "earlier_parsed", STAT_U64, &t->parse.earlier_parsed, 0 },
 		{ "earlier_unreadable", STAT_U64, &t->parse.earlier_unreadable, 0 },
+		{ "history_pages", STAT_U64, &d->previous.urls, 0 },
+		{ "history_lines_skipped", STAT_U64, &d->previous.bad_lines, 0 },
 	};
 	const struct stat_table recrawl = TABLE(recrawl_e);
 	const struct stat_table hosts = TABLE(hosts_e), frontier = TABLE(frontier_e),

@@ -69,6 +69,8 @@ struct crawl_loop_stats {
  * is then set, and only the engine's and the resolver's go NULL, together,
  * when they are torn down (their figures as last read stand). Every slot
  * NULL: a gatherer of no running crawl (a checkpoint's counters alone). */
+struct previous;
+
 struct crawl_stats_sources {
 	/* the loop's pieces */
 	const struct visit *visit;
@@ -86,9 +88,10 @@ struct crawl_stats_sources {
 	const struct dns_resolver *dns;
 	const struct frontier *frontier;
 	const struct politeness *pol;
-	const struct scope *scope;    /* its counts of rejected URLs */
-	struct url_rules_live *rules; /* the URL rules and their counts */
-	struct io_stall *io;          /* output stalls (a full disk) */
+	const struct scope *scope;       /* its counts of rejected URLs */
+	struct url_rules_live *rules;    /* the URL rules and their counts */
+	struct io_stall *io;             /* output stalls (a full disk) */
+	const struct previous *previous; /* the crawl recrawled against, or NULL */
 };
 
 /* A gatherer of src's pieces (borrowed, read at every report) with the

@@ -227,6 +227,7 @@ int history_of_record(struct cdxj_text *t, const struct warc_record *rec, const 
 		.url = rec->target_uri,
 		.etag = etag,
 		.last_modified = lm,
+		.ref_digest = rec->payload_digest,
 	};
 	if (rec->type == NULL || rec->target_uri == NULL || rec->payload_digest == NULL ||
 	    !history_wanted(rec->target_uri))
@@ -252,5 +253,5 @@ int history_of_record(struct cdxj_text *t, const struct warc_record *rec, const 
 	history_validators(rec->http_headers, rec->http_headers ? rec->http_headers_len : 0, etag,
 	                   lm);
 	e.sig = history_sig(e.url, strlen(e.url));
-	return history_line(t, &e) < 0 ? -1 : 0;
+	return history_line(t, &e);
 }

@@ -1,0 +1,350 @@
+/*
+ * Check suite for a crawl's history (store/history.h), the revisits of an
+ * earlier capture the WARC writer makes from it (store/warc.h), and its
+ * loading for a recrawl (archive/previous.h).
+ */
+#include <check.h>
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "crawler/archive/previous.h"
+#include "crawler/store/cdxj.h"
+#include "crawler/store/history.h"
+#include "crawler/store/warc.h"
+#include "crawler/store/warc_reader.h"
+#include "frontier/base/fileio.h"
+
+static char tmp[64];
+
+static void setup(void)
+{
+	snprintf(tmp, sizeof tmp, "/tmp/test_history-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+}
+
+static void teardown(void)
+{
+	fileio_remove_tree(tmp);
+}
+
+static struct history_entry entry(const char *url, const char *etag)
+{
+	return (struct history_entry){
+		.sig = history_sig(url, strlen(url)),
+		.date = "2026-01-02T03:04:05.678Z",
+		.file = "crawl-1.warc.gz",
+		.offset = 1234,
+		.length = 567,
+		.depth = 3,
+		.has_depth = true,
+		.etag = etag,
+		.last_modified = "Mon, 01 Jan 2024 00:00:00 GMT",
+		.ref_id = "<urn:uuid:1>",
+		.ref_date = "2026-01-02T03:04:05.678Z",
+		.ref_digest = "sha1:AAAA",
+		.ref_file = "crawl-1.warc.gz",
+		.ref_offset = 1234,
+		.ref_uri = url,
+		.url = url,
+	};
+}
+
+START_TEST(line_round_trip)
+{
+	struct cdxj_text t = { 0 };
+	struct history_entry e = entry("http://a.test/x", "\"v1\""), back;
+	ck_assert_int_eq(history_line(&t, &e), 0);
+	ck_assert_uint_eq(t.p[t.len - 1], '\n');
+	/* a response is its own original: '=' stands for DATE, FILE and URL */
+	ck_assert_ptr_nonnull(strstr(t.p, "\t=\tsha1:AAAA\t=\t1234\t=\thttp://a.test/x\n"));
+	ck_assert_int_eq(history_parse(t.p, t.len - 1, &back), 0);
+	ck_assert_uint_eq(back.sig, e.sig);
+	ck_assert_str_eq(back.etag, "\"v1\"");
+	ck_assert_str_eq(back.last_modified, e.last_modified);
+	ck_assert_str_eq(back.ref_uri, "http://a.test/x");
+	ck_assert_str_eq(back.ref_file, "crawl-1.warc.gz");
+	ck_assert_str_eq(back.ref_date, e.date);
+	ck_assert_uint_eq(back.offset, 1234);
+	ck_assert_uint_eq(back.length, 567);
+	ck_assert(back.has_depth);
+	ck_assert_uint_eq(back.depth, 3);
+	free(t.p);
+}
+END_TEST
+
+START_TEST(unfit_fields)
+{
+	struct cdxj_text t = { 0 };
+	struct history_entry e = entry("http://a.test/\tx", "v");
+	struct history_entry back;
+	/* a URL with a tab makes no line */
+	ck_assert_int_eq(history_line(&t, &e), 1);
+	ck_assert_uint_eq(t.len, 0);
+	/* a validator with a control byte is dropped, the line kept */
+	e = entry("http://a.test/y", "bad\x01tag");
+	e.last_modified = NULL;
+	ck_assert_int_eq(history_line(&t, &e), 0);
+	ck_assert_int_eq(history_parse(t.p, t.len - 1, &back), 0);
+	ck_assert_ptr_null(back.etag);
+	ck_assert_ptr_null(back.last_modified);
+	free(t.p);
+}
+END_TEST
+
+START_TEST(parse_rejects)
+{
+	struct history_entry e = entry("http://a.test/z", "v"), back;
+	struct cdxj_text t = { 0 };
+	ck_assert_int_eq(history_line(&t, &e), 0);
+	char *line = strndup(t.p, t.len - 1);
+	/* the URL no longer matches its signature */
+	line[strlen(line) - 1] = 'q';
+	ck_assert_int_eq(history_parse(line, strlen(line), &back), -1);
+	char few[] = "0123456789abcdef\tx\ty";
+	ck_assert_int_eq(history_parse(few, strlen(few), &back), -1);
+	/* a non-numeric offset */
+	free(line);
+	line = strndup(t.p, t.len - 1);
+	char *off = strstr(line, "\t1234\t");
+	off[1] = 'x';
+	ck_assert_int_eq(history_parse(line, strlen(line), &back), -1);
+	free(line);
+	free(t.p);
+}
+END_TEST
+
+START_TEST(container_round_trip)
+{
+	char v[128], file[64];
+	uint64_t off;
+	ck_assert_int_eq(history_container("/a/b.warc.gz", 42, v, sizeof v), 0);
+	ck_assert_str_eq(v, "warcfile:/a/b.warc.gz#42");
+	ck_assert_int_eq(history_container_parse(v, file, sizeof file, &off), 0);
+	ck_assert_str_eq(file, "/a/b.warc.gz");
+	ck_assert_uint_eq(off, 42);
+	ck_assert_int_eq(history_container_parse("warcfile:#1", file, sizeof file, &off), -1);
+	ck_assert_int_eq(history_container_parse("file:/x#1", file, sizeof file, &off), -1);
+	ck_assert_int_eq(history_container_parse("warcfile:/x#1a", file, sizeof file, &off), -1);
+	ck_assert_int_eq(history_container("/a", 1, v, 5), -1);
+}
+END_TEST
+
+static const char page_headers[] = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+                                   "ETag: \"e1\"\r\nLast-Modified: Mon, 01 Jan 2024 00:00:00 "
+                                   "GMT\r\nContent-Length: 13\r\n\r\n";
+static const char body[] = "<p>hello</p>\n";
+
+/* The only file of dir ending in suffix, as a path into out. */
+static void file_of(const char *dir, const char *suffix, char *out, size_t cap)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL) {
+		size_t l = strlen(de->d_name), s = strlen(suffix);
+		if (l > s && strcmp(de->d_name + l - s, suffix) == 0) {
+			snprintf(out, cap, "%s/%s", dir, de->d_name);
+			n++;
+		}
+	}
+	closedir(d);
+	ck_assert_int_eq(n, 1);
+}
+
+/* A first crawl's page, then a recrawl's 304 and unchanged 200 against it:
+ * revisits naming it, history lines carrying it on. */
+START_TEST(writer_revisits_earlier)
+{
+	char d1[128], d2[128], warc1[256], hist1[256], warc2[256], err[256];
+	snprintf(d1, sizeof d1, "%s/c1", tmp);
+	snprintf(d2, sizeof d2, "%s/c2", tmp);
+	ck_assert_int_eq(fileio_mkdir_p(d1), 0);
+	ck_assert_int_eq(fileio_mkdir_p(d2), 0);
+	struct warc_config c = { .dir = d1, .history = true };
+	struct warc_writer *w;
+	struct warc_fetch f = {
+		.url = "http://a.test/",
+		.date_unix_ms = 1700000000000,
+		.response_headers = page_headers,
+		.response_headers_len = strlen(page_headers),
+		.body = body,
+		.body_len = strlen(body),
+		.history = true,
+	};
+	ck_assert_int_eq(warc_writer_open(&c, &w), WARC_OK);
+	ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, NULL), WARC_OK);
+	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+	file_of(d1, ".warc.gz", warc1, sizeof warc1);
+	file_of(d1, ".history", hist1, sizeof hist1);
+
+	struct previous *p;
+	ck_assert_int_eq(previous_open(d1, &p, err, sizeof err), 0);
+	struct previous_hit *h = previous_lookup(p, f.url, strlen(f.url));
+	ck_assert_ptr_nonnull(h);
+	ck_assert_str_eq(h->e.etag, "\"e1\"");
+	ck_assert_ptr_null(previous_lookup(p, "http://a.test/x", 15));
+	char *real = realpath(warc1, NULL);
+	ck_assert_str_eq(h->ref_path, real);
+	struct warc_refer r = { .record_id = h->e.ref_id,
+		                .date = h->e.ref_date,
+		                .target_uri = h->e.ref_uri,
+		                .digest = h->e.ref_digest,
+		                .file = h->ref_path,
+		                .offset = h->e.ref_offset,
+		                .etag = h->e.etag,
+		                .last_modified = h->e.last_modified };
+	static const char nm[] = "HTTP/1.1 304 Not Modified\r\nETag: \"e1\"\r\n\r\n";
+	struct warc_fetch f304 = f;
+	f304.response_headers = nm;
+	f304.response_headers_len = strlen(nm);
+	f304.body = NULL;
+	f304.body_len = 0;
+	f304.refer = &r;
+	struct warc_fetch same = f;
+	same.url = "http://a.test/"; /* the same payload again, answered 200 */
+	same.refer = &r;
+	c.dir = d2;
+	bool revisit = false;
+	ck_assert_int_eq(warc_writer_open(&c, &w), WARC_OK);
+	ck_assert_int_eq(warc_writer_write_fetch(w, &f304, NULL, &revisit), WARC_OK);
+	ck_assert(revisit);
+	ck_assert_int_eq(warc_writer_write_fetch(w, &same, NULL, &revisit), WARC_OK);
+	ck_assert(revisit);
+	struct warc_stats st;
+	warc_writer_stats(w, &st);
+	ck_assert_uint_eq(st.revisits_not_modified, 1);
+	ck_assert_uint_eq(st.revisits_earlier, 1);
+	ck_assert_uint_eq(st.history_lines, 2);
+	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+	file_of(d2, ".warc.gz", warc2, sizeof warc2);
+
+	struct warc_reader *rd;
+	struct warc_record rec;
+	const char *profiles[] = { "server-not-modified", "identical-payload-digest" };
+	int seen = 0;
+	ck_assert_int_eq(warc_reader_open(warc2, 0, 1 << 20, &rd), 0);
+	for (enum warc_read rr; (rr = warc_reader_next(rd, &rec)) == WARC_READ_RECORD;) {
+		if (strcmp(rec.type, "revisit") != 0)
+			continue;
+		char file[512], want[600];
+		uint64_t off;
+		ck_assert_ptr_nonnull(strstr(rec.profile, profiles[seen]));
+		ck_assert_str_eq(rec.refers_to, h->e.ref_id);
+		ck_assert_str_eq(rec.refers_to_target_uri, "http://a.test/");
+		ck_assert_str_eq(rec.payload_digest, h->e.ref_digest);
+		ck_assert_int_eq(
+		        history_container_parse(rec.refers_to_container, file, sizeof file, &off),
+		        0);
+		ck_assert_str_eq(file, real);
+		ck_assert_uint_eq(off, h->e.ref_offset);
+		/* what a history rebuilt from the record says is what was written */
+		struct cdxj_text t = { 0 };
+		ck_assert_int_eq(history_of_record(&t, &rec, "x.warc.gz"), 0);
+		snprintf(want, sizeof want, "\t%s\t%s\t%" PRIu64 "\t", h->e.ref_digest, real, off);
+		ck_assert_ptr_nonnull(strstr(t.p, want));
+		free(t.p);
+		seen++;
+	}
+	ck_assert_int_eq(seen, 2);
+	warc_reader_close(rd);
+	free(h);
+	previous_destroy(p);
+
+	/* the recrawl's history: both lines name the first crawl's record */
+	ck_assert_int_eq(previous_open(d2, &p, err, sizeof err), 0);
+	h = previous_lookup(p, f.url, strlen(f.url));
+	ck_assert_ptr_nonnull(h);
+	ck_assert_str_eq(h->ref_path, real);
+	ck_assert_str_eq(h->e.etag, "\"e1\"");
+	free(h);
+	previous_destroy(p);
+	free(real);
+}
+END_TEST
+
+static void write_text(const char *path, const char *s)
+{
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(s, f);
+	fclose(f);
+}
+
+static int count_url(void *ctx, const char *url)
+{
+	(void)url;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+/* Later files win; bad lines are skipped and counted; no history is an
+ * error. */
+START_TEST(previous_load)
+{
+	char path[256], err[256];
+	struct cdxj_text a = { 0 }, b = { 0 };
+	struct history_entry e1 = entry("http://a.test/1", "old"),
+	                     e2 = entry("http://a.test/2", "x");
+	ck_assert_int_eq(history_line(&a, &e1), 0);
+	ck_assert_int_eq(history_line(&a, &e2), 0);
+	ck_assert_int_eq(cdxj_text_add(&a, "garbage\n", 8), 0);
+	e1.etag = "new";
+	ck_assert_int_eq(history_line(&b, &e1), 0);
+	ck_assert_int_eq(cdxj_text_add(&b, "torn", 4), 0);
+	ck_assert_int_eq(cdxj_text_add(&a, "", 0), 0);
+	a.p[a.len] = '\0';
+	b.p[b.len] = '\0';
+	snprintf(path, sizeof path, "%s/crawl-1.history", tmp);
+	write_text(path, a.p);
+	snprintf(path, sizeof path, "%s/crawl-2.history", tmp);
+	write_text(path, b.p);
+	struct previous *p;
+	ck_assert_int_eq(previous_open(tmp, &p, err, sizeof err), 0);
+	struct previous_stats st;
+	previous_stats(p, &st);
+	ck_assert_uint_eq(st.files, 2);
+	ck_assert_uint_eq(st.urls, 2);
+	ck_assert_uint_eq(st.bad_lines, 2);
+	struct previous_hit *h = previous_lookup(p, "http://a.test/1", 15);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_str_eq(h->e.etag, "new");
+	free(h);
+	int n = 0;
+	ck_assert_int_eq(previous_each_url(p, count_url, &n), 0);
+	ck_assert_int_eq(n, 2);
+	previous_destroy(p);
+	free(a.p);
+	free(b.p);
+
+	snprintf(path, sizeof path, "%s/empty", tmp);
+	ck_assert_int_eq(fileio_mkdir_p(path), 0);
+	ck_assert_int_eq(previous_open(path, &p, err, sizeof err), -1);
+	ck_assert_ptr_nonnull(strstr(err, "no history"));
+	ck_assert_int_eq(previous_open("/nonexistent/x", &p, err, sizeof err), -1);
+	previous_destroy(NULL);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("history");
+	TCase *tc = tcase_create("all");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, line_round_trip);
+	tcase_add_test(tc, unfit_fields);
+	tcase_add_test(tc, parse_rejects);
+	tcase_add_test(tc, container_round_trip);
+	tcase_add_test(tc, writer_revisits_earlier);
+	tcase_add_test(tc, previous_load);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
