@@ -431,6 +431,10 @@ out:
 	free(d.data);
 }
 
+/* An earlier capture is read this many bytes at a time (a page's record
+ * is a few tens of KB as a rule; a larger one takes more reads). */
+#define EARLIER_READ_BYTES (32u * 1024u)
+
 /* A page answered 304 to a recrawl: the links of its earlier capture,
  * read back from the earlier crawl's WARC (an HTML response of the same
  * URL at the place its history names). A capture that cannot be read is
@@ -443,11 +447,17 @@ static void parse_earlier(struct parse_jobs *pj, struct parse_state *ps, struct 
 	struct warc_record rec;
 	char *ct = NULL, *ce = NULL;
 	size_t cap = pj->p.fetch->max_body_bytes + WARC_READER_HEADER_MAX;
-	if (warc_reader_open(h->ref_path, h->e.ref_offset, cap, &r) != 0 ||
-	    warc_reader_next(r, &rec) != WARC_READ_RECORD || rec.type == NULL ||
+	if (warc_reader_open(h->ref_path, h->e.ref_offset, cap, &r) != 0) {
+		r = NULL;
+		goto out;
+	}
+	/* one record, of a page: no read-ahead of the ones after it */
+	warc_reader_read_size(r, EARLIER_READ_BYTES);
+	if (warc_reader_next(r, &rec) != WARC_READ_RECORD || rec.type == NULL ||
 	    strcmp(rec.type, "response") != 0 || rec.target_uri == NULL ||
 	    strcmp(rec.target_uri, h->e.ref_uri) != 0 || rec.http_headers == NULL) {
-		atomic_fetch_add(&pj->ac.earlier_unreadable, 1);
+		warc_reader_close(r);
+		r = NULL;
 		goto out;
 	}
 	warc_record_unchunk(&rec);
@@ -459,6 +469,8 @@ static void parse_earlier(struct parse_jobs *pj, struct parse_state *ps, struct 
 		parse_page(pj, ps, j, &pb);
 	}
 out:
+	if (r == NULL)
+		atomic_fetch_add(&pj->ac.earlier_unreadable, 1);
 	free(ct);
 	free(ce);
 	warc_reader_close(r);

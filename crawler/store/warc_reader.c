@@ -29,6 +29,7 @@ struct warc_reader {
 	bool zinit;
 	uint64_t in_off;      /* the file offset of in[0] */
 	size_t in_len;        /* bytes in in */
+	size_t read_size;     /* bytes asked for per read, at most READ_CHUNK */
 	uint64_t next_member; /* where the next call starts */
 	uint8_t *rec;         /* the record inflated, up to record_cap */
 	size_t rec_cap;
@@ -85,6 +86,7 @@ int warc_reader_open_fd(int fd, uint64_t offset, size_t max_record, struct warc_
 	r->record_cap = max_record > WARC_READER_HEADER_MAX ? max_record : WARC_READER_HEADER_MAX;
 	r->next_member = offset;
 	r->in_off = offset;
+	r->read_size = READ_CHUNK;
 	r->stop = WARC_READ_RECORD;
 	*out = r;
 	return 0;
@@ -109,6 +111,11 @@ void warc_reader_seek(struct warc_reader *r, uint64_t offset)
 {
 	r->next_member = offset;
 	r->stop = WARC_READ_RECORD;
+}
+
+void warc_reader_read_size(struct warc_reader *r, size_t bytes)
+{
+	r->read_size = bytes == 0 ? 1 : bytes < READ_CHUNK ? bytes : READ_CHUNK;
 }
 
 void warc_reader_close(struct warc_reader *r)
@@ -346,7 +353,7 @@ static ssize_t refill(struct warc_reader *r)
 	r->z.next_in = r->in;
 	r->z.avail_in = 0;
 	do
-		n = pread(r->fd, r->in, READ_CHUNK, (off_t)r->in_off);
+		n = pread(r->fd, r->in, r->read_size, (off_t)r->in_off);
 	while (n < 0 && errno == EINTR);
 	if (n > 0) {
 		r->in_len = (size_t)n;

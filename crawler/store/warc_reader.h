@@ -118,6 +118,10 @@ int warc_reader_open(const char *path, uint64_t offset, size_t max_record,
  * closes: fd must stay open until warc_reader_close. */
 int warc_reader_open_fd(int fd, uint64_t offset, size_t max_record, struct warc_reader **out);
 
+/* Reads the file bytes at a time (at most, and by default, 256 KiB): a
+ * reader of one record it knows to be small need not read ahead. */
+void warc_reader_read_size(struct warc_reader *r, size_t bytes);
+
 /* The next record into *rec (see enum warc_read). */
 enum warc_read warc_reader_next(struct warc_reader *r, struct warc_record *rec);
 
