@@ -759,23 +759,52 @@ static int http_status(const void *h, size_t len)
 	return digits == 3 ? v : 0;
 }
 
+/* The record holding a fetch's payload: its own response, or the
+ * original a revisit names. */
+struct original {
+	const char *id, *date, *digest, *file, *uri;
+	uint64_t offset; /* its gzip member in file */
+};
+
+static void original_of(const struct warc_writer *w, const struct warc_fetch *f,
+                        const struct fetch_out *o, struct original *g)
+{
+	const struct warc_refer *r = f->refer;
+	const struct digest_entry *e = o->prev;
+	switch (o->kind) {
+	case FETCH_RESPONSE:
+		*g =
+		        (struct original){ o->resp_id, o->date, o->plabel,
+			                   w->file,    f->url,  o->resp_at };
+		break;
+	case FETCH_NOT_MODIFIED:
+	case FETCH_REVISIT_EARLIER: /* the same digest: kind_of compared them */
+		*g = (struct original){ r->record_id, r->date,       r->digest,
+			                r->file,      r->target_uri, r->offset };
+		break;
+	case FETCH_REVISIT_CRAWL:
+		*g = (struct original){ e->id,  e->date,  o->plabel, w->names[e->file_no],
+			                e->url, e->offset };
+		break;
+	}
+}
+
 /* The revisit record of a fetch: its header block only, naming its
- * original (profile: the URL of the WARC-Profile). */
+ * original g (profile: the last part of the WARC-Profile URL). */
 static enum warc_error write_revisit(struct warc_writer *w, const struct warc_fetch *f,
                                      const struct fetch_out *o, const char *req_id,
-                                     const char *profile, const char *digest, const char *ref_id,
-                                     const char *ref_uri, const char *ref_date,
-                                     const char *ref_file, uint64_t ref_offset)
+                                     const char *profile, const struct original *g)
 {
-	char container[4200];
-	if (history_container(ref_file, ref_offset, container, sizeof container) != 0)
+	char container[4200], prof[96];
+	if (history_container(g->file, g->offset, container, sizeof container) != 0)
 		return WARC_ERR_INVALID;
+	snprintf(prof, sizeof prof, "http://netpreserve.org/warc/1.1/revisit/%s", profile);
 	const char *names[] = {
 		"WARC-Concurrent-To",      "WARC-Payload-Digest",       "WARC-Profile",
 		"WARC-Refers-To",          "WARC-Refers-To-Target-URI", "WARC-Refers-To-Date",
 		"WARC-Refers-To-Container"
 	};
-	const char *values[] = { req_id, digest, profile, ref_id, ref_uri, ref_date, container };
+	const char *values[] = { req_id, g->digest, prof, g->id, g->uri, g->date, container };
 	size_t skip = (f->request_headers && f->request_len) ? 0 : 1;
 	struct piece head = { f->response_headers, f->response_headers_len };
 	/* The profile says the payload is elsewhere: the HTTP headers only. */
@@ -842,8 +871,6 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 {
 	enum warc_error rc = WARC_OK;
 	char req_id[48];
-	static const char profile[] = "http://netpreserve.org/warc/1.1/revisit/";
-	char prof[96];
 
 	o->remember = false;
 	make_uuid(w, req_id);
@@ -867,26 +894,14 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 	}
 	o->resp_at = w->file_bytes;
 	o->kind = kind_of(w, f, o);
-	const struct warc_refer *r = f->refer;
-	const struct digest_entry *e = o->prev;
-	switch (o->kind) {
-	case FETCH_RESPONSE: return write_response(w, f, o, req_id);
-	case FETCH_NOT_MODIFIED:
-		snprintf(prof, sizeof prof, "%sserver-not-modified", profile);
-		rc = write_revisit(w, f, o, req_id, prof, r->digest, r->record_id, r->target_uri,
-		                   r->date, r->file, r->offset);
-		break;
-	case FETCH_REVISIT_EARLIER:
-		snprintf(prof, sizeof prof, "%sidentical-payload-digest", profile);
-		rc = write_revisit(w, f, o, req_id, prof, o->plabel, r->record_id, r->target_uri,
-		                   r->date, r->file, r->offset);
-		break;
-	case FETCH_REVISIT_CRAWL:
-		snprintf(prof, sizeof prof, "%sidentical-payload-digest", profile);
-		rc = write_revisit(w, f, o, req_id, prof, o->plabel, e->id, e->url, e->date,
-		                   w->names[e->file_no], e->offset);
-		break;
-	}
+	if (o->kind == FETCH_RESPONSE)
+		return write_response(w, f, o, req_id);
+	struct original g;
+	original_of(w, f, o, &g);
+	rc = write_revisit(w, f, o, req_id,
+	                   o->kind == FETCH_NOT_MODIFIED ? "server-not-modified"
+	                                                 : "identical-payload-digest",
+	                   &g);
 	if (rc == WARC_OK) {
 		w->stats.revisits++;
 		w->stats.revisits_not_modified += o->kind == FETCH_NOT_MODIFIED;
@@ -937,7 +952,6 @@ static void history_line_make(struct warc_writer *w, const struct warc_fetch *f,
 {
 	char etag[HISTORY_VALIDATOR_MAX + 1], lm[HISTORY_VALIDATOR_MAX + 1];
 	const struct warc_refer *r = f->refer;
-	const struct digest_entry *e = o->prev;
 	w->hline.len = 0;
 	/* a page's capture: a 200 (written whole or as a revisit), or a 304
 	 * to the earlier capture's validators */
@@ -961,33 +975,14 @@ static void history_line_make(struct warc_writer *w, const struct warc_fetch *f,
 		.last_modified = lm,
 		.url = f->url,
 	};
-	switch (o->kind) {
-	case FETCH_RESPONSE:
-		h.ref_id = o->resp_id;
-		h.ref_date = o->date;
-		h.ref_digest = o->plabel;
-		h.ref_file = w->file;
-		h.ref_offset = o->resp_at;
-		h.ref_uri = f->url;
-		break;
-	case FETCH_NOT_MODIFIED:
-	case FETCH_REVISIT_EARLIER:
-		h.ref_id = r->record_id;
-		h.ref_date = r->date;
-		h.ref_digest = r->digest;
-		h.ref_file = r->file;
-		h.ref_offset = r->offset;
-		h.ref_uri = r->target_uri;
-		break;
-	case FETCH_REVISIT_CRAWL:
-		h.ref_id = e->id;
-		h.ref_date = e->date;
-		h.ref_digest = o->plabel;
-		h.ref_file = w->names[e->file_no];
-		h.ref_offset = e->offset;
-		h.ref_uri = e->url;
-		break;
-	}
+	struct original g;
+	original_of(w, f, o, &g);
+	h.ref_id = g.id;
+	h.ref_date = g.date;
+	h.ref_digest = g.digest;
+	h.ref_file = g.file;
+	h.ref_offset = g.offset;
+	h.ref_uri = g.uri;
 	if (history_line(&w->hline, &h) < 0)
 		history_close(w, true);
 }
