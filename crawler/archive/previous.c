@@ -145,7 +145,8 @@ static int list_histories(const char *dir, char ***names, size_t *n, char *err, 
 		(*n)++;
 	}
 	closedir(d);
-	qsort(*names, *n, sizeof **names, by_name);
+	if (*n > 1)
+		qsort(*names, *n, sizeof **names, by_name);
 	return 0;
 }
 
