@@ -31,6 +31,11 @@
  * stylesheet names on yet another host, two). An embed is
  * not parsed for links (visit.c parses none), except a stylesheet, whose
  * url()s are embeds in turn. Same politeness as any URL of its host.
+ * Recrawls: a page answered 304 to a conditional request (j->earlier,
+ * archive/previous.h) is parsed from its earlier capture, read back from
+ * the earlier crawl's WARC in the parse thread (one record, 32 KiB reads);
+ * a capture that cannot be read is counted, its links then not followed
+ * from here.
  * A resume's replayed job (crawl_tail.h: j->replayed) also adds its own
  * URL and its redirect target, and goes to the writer only to be freed.
  *
