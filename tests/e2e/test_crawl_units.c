@@ -533,6 +533,9 @@ static const struct {
 	{ "ac.embeds_added", "added" },
 	{ "ac.embeds_off_domain", "off_domain" },
 	{ "ac.stylesheets", "stylesheets_parsed" },
+	{ "conditional", "conditional" },
+	{ "ac.earlier_parsed", "earlier_parsed" },
+	{ "ac.earlier_unreadable", "earlier_unreadable" },
 };
 #define N_SAVED_NAMES (sizeof saved_names / sizeof saved_names[0])
 
