@@ -348,6 +348,11 @@ static int resolve_host(struct visit *v, uint32_t host, int in_line)
 		return -1; /* HOST_DNS_PENDING: in line */
 	hs->dns = HOST_DNS_NONE;
 	visit_count_dns_error(v, e);
+	if (e == DNS_ERR_INVALID) { /* not a name (a label or the whole too long) */
+		v->st.hosts_dns_failed++;
+		host_unresolvable(v, host, hs);
+		return 0;
+	}
 	hs->outcome = VISIT_RETRY_LATER;
 	hs->visit_requests = 1; /* so the retry delay applies */
 	hs->retry_after_us = monotonic_us() + 1000000u;
@@ -482,9 +487,37 @@ static int disallowed(struct visit *v, uint32_t host, const struct frontier_url 
 	               !robots_allowed(rob, path, strlen(path)));
 }
 
+/* Ends a turn of host's visit that dropped max_disallowed_per_turn URLs:
+ * the host, still held, goes on at the next pump. 0, or -1 (no memory:
+ * the visit goes on now). */
+static int yield_turn(struct visit *v, uint32_t host)
+{
+	uint32_t *y = array_grow(v->yielded, &v->yielded_cap, v->yielded_n, sizeof *y, 16);
+	if (!y)
+		return -1;
+	v->yielded = y;
+	v->yielded[v->yielded_n++] = host;
+	v->st.disallowed_yields++;
+	v->p.hooks.pump_soon(v->p.hooks.ctx);
+	return 0;
+}
+
+void visit_yielded_run(struct visit *v)
+{
+	size_t n = v->yielded_n;
+	if (n == 0 || *v->p.finished)
+		return;
+	/* those that yield again are appended: they wait for the next pump */
+	for (size_t i = 0; i < n; i++)
+		visit_continue(v, v->yielded[i]);
+	memmove(v->yielded, v->yielded + n, (v->yielded_n - n) * sizeof *v->yielded);
+	v->yielded_n -= n;
+}
+
 static void visit_next(struct visit *v, uint32_t host)
 {
 	struct host_state *hs = visit_host_state(v, host);
+	uint32_t dropped = 0, turn = v->p.crawl->max_disallowed_per_turn;
 	for (;;) {
 		struct frontier_url fu;
 		if (visit_over(v, hs) || frontier_pop(v->p.frontier, host, &fu) != FRONTIER_OK) {
@@ -498,6 +531,8 @@ static void visit_next(struct visit *v, uint32_t host)
 		}
 		if (disallowed(v, host, &fu)) {
 			v->st.robots_disallowed++;
+			if (turn && ++dropped >= turn && yield_turn(v, host) == 0)
+				return;
 			continue;
 		}
 		char *url = strndup(fu.url, fu.url_len);
@@ -725,8 +760,8 @@ int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry
 	 * (with sitemaps) its Sitemap lines are left to a new fetch */
 	if (e->robots && ((!e->body && e->status >= 200 && e->status < 300) ||
 	                  (e->status >= 300 && e->status < 400) || v->p.sitemaps ||
-	                  !visit_robots_take(v, host, e->status, e->content_encoding, e->body,
-	                                     e->body_len, &rules)))
+	                  visit_robots_take(v, host, e->status, e->content_encoding, e->body,
+	                                    e->body_len, &rules) != ROBOTS_TAKEN))
 		return -1;
 	if (e->status < 0 && -e->status < VISIT_ERRORS)
 		visit_count_fetch_error(v, (enum fetch_error)(-e->status));
@@ -768,6 +803,7 @@ void visit_destroy(struct visit *v)
 	while (v->live)
 		visit_req_release(v, v->live);
 	free(v->dns_wait);
+	free(v->yielded);
 	url_destroy(v->url_base);
 	url_destroy(v->url_target);
 	free(v);
