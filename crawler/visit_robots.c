@@ -35,7 +35,7 @@ void visit_robots_unreachable(struct visit *v, uint32_t host, enum robots_miss w
 	uint32_t max = v->p.crawl->robots_max_attempts;
 	visit_set_robots(v, host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
 	if (hs->outcome == VISIT_OK) {
-		hs->outcome = VISIT_RETRY_LATER;
+		visit_set_outcome(v, host, VISIT_RETRY_LATER, "robots.txt unreachable");
 		hs->retry_after_us = monotonic_us() + 1000000u;
 	}
 	if (!hs->visit_requests)
@@ -46,12 +46,13 @@ void visit_robots_unreachable(struct visit *v, uint32_t host, enum robots_miss w
 		if (hs->robots_misses < UINT8_MAX)
 			hs->robots_misses++;
 		if (max && hs->robots_misses >= max) {
-			uint64_t n = 0;
-			frontier_host_retire(v->p.frontier, host, NULL, NULL, &n);
+			visit_retire_host(v, host);
 			v->st.hosts_robots_retired++;
+			visit_end(v, host, "robots.txt unreachable: host retired");
+			return;
 		}
 	}
-	visit_end(v, host);
+	visit_end(v, host, "robots.txt unreachable");
 }
 
 void visit_start_robots(struct visit *v, uint32_t host)
@@ -60,7 +61,7 @@ void visit_start_robots(struct visit *v, uint32_t host)
 	const char *key = frontier_host_key(v->p.frontier, host, &kl);
 	char url[FRONTIER_KEY_MAX + 16];
 	snprintf(url, sizeof url, "%s/robots.txt", key);
-	visit_set_state(visit_host_state(v, host), VISIT_ROBOTS);
+	visit_set_state(v, host, VISIT_ROBOTS, "robots.txt unknown or expired");
 	visit_set_robots(v, host, POLITENESS_ROBOTS_FETCHING, NULL, 0);
 	v->st.robots_fetches++;
 	if (visit_start_fetch(v, host, url, 0, NULL, 1, 0, NULL) < 0)
@@ -166,8 +167,7 @@ static int robots_follow(struct visit *v, struct req *q, char *to)
 	h->data[ul + 1 + hl] = '\0';
 	free(to);
 	v->in_dns_call++;
-	enum dns_error e =
-	        dns_resolve(v->p.dns, h->data + ul + 1, robots_hop_resolved, h, uv_now(v->p.loop));
+	enum dns_error e = v->p.net.resolve(v->p.net.ctx, h->data + ul + 1, robots_hop_resolved, h);
 	v->in_dns_call--;
 	if (e != DNS_OK) {
 		free(h);
@@ -214,7 +214,7 @@ enum robots_take visit_robots_take(struct visit *v, uint32_t host, long st, cons
 		return rc != ROBOTS_OK ? ROBOTS_TAKE_NOMEM : ROBOTS_TAKE_UNREACHABLE;
 	}
 	visit_set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
-	                 (uint64_t)pol.expires_ms * 1000u);
+	                 monotonic_us() + v->p.politeness->robots_expiry_us);
 	visit_host_state(v, host)->robots_misses = 0;
 	double cd = robots_crawl_delay(pol.robots);
 	if (cd > 0)
@@ -257,7 +257,7 @@ int visit_robots_answer(struct visit *v, struct req *q, struct fetch_result *res
 		                                                        : ROBOTS_MISS_LOCAL);
 		return 0;
 	}
-	visit_set_state(visit_host_state(v, host), VISIT_FETCH);
+	visit_set_state(v, host, VISIT_FETCH, "robots.txt answered");
 	if (v->p.sitemaps)
 		take_sitemaps(v, rules, j);
 	return 0;
