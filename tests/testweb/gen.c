@@ -132,7 +132,7 @@ static const char *const fault_names[] = {
 	"429",       "robotsredir", "robotsflaky",   "robotsredir6",
 	"chunked",   "br",          "kaclose",       "session",
 	"userinfo",  "robotszstd",  "robotsbadgzip", "robotsutf8",
-	"robots429", "robotsnx",    "robotsheavy"
+	"robots429", "robotsnx"
 };
 
 const char *tw_fault_name(enum tw_fault f)
@@ -930,26 +930,6 @@ static int make_session(long i, long sid, struct tw_resource *res, struct tw_lin
 	return finish(&b, res);
 }
 
-/* robotsheavy's front page: TW_HEAVY_LINKS long paths its robots.txt
- * disallows (not in links: never to be fetched). */
-static int make_heavy_front(long i, struct tw_resource *res)
-{
-	struct sbuf b = { 0 };
-	char pad[TW_HEAVY_PATH + 1];
-	memset(pad, 'x', TW_HEAVY_PATH);
-	pad[TW_HEAVY_PATH] = '\0';
-	sb_fmt(&b, "<!DOCTYPE html>\n<html><head><title>h%ld</title></head>\n<body>\n", i);
-	for (int k = 0; k < TW_HEAVY_LINKS; k++) {
-		sb_fmt(&b, "<a href=\"/d/%d/", k);
-		sb_str(&b, pad);
-		sb_str(&b, "\">d</a>\n");
-	}
-	sb_str(&b, "</body></html>\n");
-	res->status = 200;
-	res->content_type = "text/html; charset=utf-8";
-	return finish(&b, res);
-}
-
 static int make_robots(const struct tw_config *cfg, long i, struct tw_resource *res)
 {
 	struct sbuf b = { 0 };
@@ -958,13 +938,6 @@ static int make_robots(const struct tw_config *cfg, long i, struct tw_resource *
 	host_prefix(cfg, i, 0, pre, sizeof pre);
 	if (robots_status(kind) != 200)
 		return make_simple(res, robots_status(kind));
-	if (tw_host_fault(cfg, i) == TW_FAULT_ROBOTSHEAVY) {
-		/* every rule meets every path ('/' then '*'), none matches:
-		 * each is searched for in the whole path */
-		sb_str(&b, "User-agent: *\nDisallow: /d/\n");
-		for (int k = 0; k < TW_HEAVY_WILDCARDS; k++)
-			sb_fmt(&b, "Disallow: /*never%dthere\n", k);
-	}
 	sb_fmt(&b, "# robots.txt of h%ld (kind %d)\n", i, kind);
 	switch (kind) {
 	case 1: sb_str(&b, "User-agent: *\nDisallow: /private/\n"); break;
@@ -1242,8 +1215,6 @@ static int resource_get(const struct tw_config *cfg, long host, const char *path
 			                    nlinks);
 		return make_simple(res, 404);
 	}
-	if (j == 0 && tw_host_fault(cfg, host) == TW_FAULT_ROBOTSHEAVY)
-		return make_heavy_front(host, res);
 	if (j >= 0)
 		return make_page(cfg, host, j, res, links, links_cap, nlinks);
 	if (pend - p == 11 && memcmp(p, "/robots.txt", 11) == 0) {

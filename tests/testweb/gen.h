@@ -51,14 +51,7 @@ enum tw_fault {
 	TW_FAULT_ROBOTSUTF8,    /* 200, Content-Encoding: utf-8 (not a coding) */
 	TW_FAULT_ROBOTS429,     /* 429 with Retry-After: 1, forever */
 	TW_FAULT_ROBOTSNX,      /* 301 to a host name the DNS does not know */
-	/* robots.txt of TW_HEAVY_WILDCARDS wildcard rules, every one searched
-	 * for in every path, and Disallow: /d/; the front page also links
-	 * TW_HEAVY_LINKS paths /d/K/xxx... of about TW_HEAVY_PATH bytes */
-	TW_FAULT_ROBOTSHEAVY,
 };
-#define TW_HEAVY_WILDCARDS 480
-#define TW_HEAVY_LINKS 3000
-#define TW_HEAVY_PATH 1900
 
 /* Parsed once from the command line; copied by nobody, read by everyone. */
 struct tw_config {
