@@ -119,6 +119,7 @@ static const struct saved_counter saved_counters[] = {
 	SAVED("ckpt_us_total", ckpt.us_total),
 	{ "ckpt_us_max", offsetof(struct figures, ckpt.us_max), 1 },
 	SAVED("tail_replayed", tail.replayed),
+	SAVED("tail_lines_skipped", tail.lines_skipped),
 	SAVED("tail_skipped", sum.tail_skipped),
 	SAVED("ac.parsed", parse.parsed),
 	SAVED("ac.links", parse.links),
@@ -668,6 +669,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "seconds_max", STAT_F3, &d->ckpt_s_max, 0 },
 		STAT_OF(STAT_BOOL, d, resumed),
 		{ "tail_replayed", STAT_U64, &t->tail.replayed, 0 },
+		{ "tail_lines_skipped", STAT_U64, &t->tail.lines_skipped, 0 },
 		{ "tail_skipped", STAT_U64, &t->sum.tail_skipped, 0 },
 	};
 	const struct stat_entry stall_e[] = {

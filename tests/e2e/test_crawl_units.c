@@ -505,6 +505,7 @@ static const struct {
 	{ "ckpt_us_total", "" },
 	{ "ckpt_us_max", "" },
 	{ "tail_replayed", "tail_replayed" },
+	{ "tail_lines_skipped", "tail_lines_skipped" },
 	{ "tail_skipped", "tail_skipped" },
 	{ "ac.parsed", "parsed" },
 	{ "ac.links", "links" },
