@@ -495,6 +495,7 @@ static const struct {
 	{ "robots_redirect_limit", "robots-redirect-limit" },
 	{ "robots_unreachable", "robots-unreachable" },
 	{ "robots_undecodable", "robots-undecodable" },
+	{ "inbox_rejected", "inbox-rejected" },
 	{ "hosts_robots_retired", "robots_retired" },
 	{ "disallowed_yields", "disallowed_yields" },
 	{ "status_other", "other" },
