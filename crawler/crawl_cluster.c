@@ -78,6 +78,7 @@ struct crawl_cluster {
 	size_t out_len, out_cap;
 	atomic_uint_fast64_t links_dropped; /* lines lost: no memory */
 	uint64_t inbox_rejected;            /* loop thread: see on_urls */
+	uint64_t malformed_before;          /* cluster_lines_malformed when c went */
 	uint64_t gain_wait_us, hold_until_us;
 	int was_live, idle_published, census_busy, ended;
 	unsigned end_streak;
@@ -279,6 +280,8 @@ static int agent_open(const struct crawl_source_config *cfg, const struct crawl_
 static void agent_stop(void *impl)
 {
 	struct crawl_cluster *g = impl;
+	if (g->c)
+		g->malformed_before = cluster_lines_malformed(g->c);
 	cluster_destroy(g->c);
 	g->c = NULL;
 }
@@ -808,7 +811,8 @@ static void agent_stats(void *impl, struct crawl_source_stats *out)
 {
 	struct crawl_cluster *g = impl;
 	out->links_dropped = atomic_load(&g->links_dropped);
-	out->inbox_rejected = g->inbox_rejected;
+	out->inbox_rejected =
+	        g->inbox_rejected + (g->c ? cluster_lines_malformed(g->c) : g->malformed_before);
 }
 
 const struct crawl_source_ops crawl_cluster_ops = {

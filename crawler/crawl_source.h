@@ -116,8 +116,10 @@ struct crawl_source_parts {
 
 /* The source's own counters. */
 struct crawl_source_stats {
-	uint64_t links_dropped;  /* found URLs lost on their way out (no memory) */
-	uint64_t inbox_rejected; /* an agent's inbox URLs this crawl does not take */
+	uint64_t links_dropped; /* found URLs lost on their way out (no memory) */
+	/* an agent's inbox URLs this crawl does not take (parse_jobs_inbound),
+	 * and entry lines no agent writes */
+	uint64_t inbox_rejected;
 };
 
 /* The table an implementation provides; each function has the contract of
