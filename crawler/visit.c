@@ -554,6 +554,7 @@ static int yield_turn(struct visit *v, uint32_t host)
 		return -1;
 	v->yielded = y;
 	v->yielded[v->yielded_n++] = host;
+	visit_host_state(v, host)->yielded = 1;
 	v->st.disallowed_yields++;
 	v->p.hooks.pump_soon(v->p.hooks.ctx);
 	return 0;
@@ -565,8 +566,10 @@ void visit_yielded_run(struct visit *v)
 	if (n == 0 || *v->p.finished)
 		return;
 	/* those that yield again are appended: they wait for the next pump */
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		visit_host_state(v, v->yielded[i])->yielded = 0;
 		visit_continue(v, v->yielded[i]);
+	}
 	memmove(v->yielded, v->yielded + n, (v->yielded_n - n) * sizeof *v->yielded);
 	v->yielded_n -= n;
 }
@@ -630,7 +633,8 @@ static void visit_next(struct visit *v, uint32_t host)
 
 void visit_continue(struct visit *v, uint32_t host)
 {
-	if (visit_host_state(v, host)->state == VISIT_FETCH)
+	const struct host_state *hs = visit_host_state(v, host);
+	if (hs->state == VISIT_FETCH && !hs->yielded)
 		visit_next(v, host);
 }
 

@@ -48,6 +48,7 @@ struct host_state {
 	uint8_t reuse_drops;   /* pages re-queued in a row after a reused
 	                        connection closed unanswered */
 	uint8_t robots_misses; /* robots.txt failures in a row (saturating) */
+	uint8_t yielded;       /* in visit.yielded: goes on at the next pump only */
 	uint32_t visit_requests;
 	uint32_t visit_max_urls;
 	uint64_t visit_start_us;

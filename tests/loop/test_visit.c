@@ -404,6 +404,8 @@ START_TEST(visit_disallowed_yield)
 	ck_assert_int_eq(r.soon_pumps, 1);
 	ck_assert(politeness_host_held(r.pol, a));
 	ck_assert_uint_eq(frontier_host_queued(r.frontier, a), 5);
+	visit_continue(r.visit, a); /* as the loop may: the host waits its turn */
+	ck_assert_uint_eq(rig_stats(&r)->robots_disallowed, 3);
 	/* meanwhile another host is served */
 	uint32_t b = rig_add(&r, "http://b.test/1");
 	rig_first_visit(&r, b, "127.0.0.3", NULL);
