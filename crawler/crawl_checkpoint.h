@@ -86,6 +86,10 @@ void crawl_ckpt_destroy(struct crawl_ckpt *c);
 /* Checkpoints written and failed, and the time they took (loop thread). */
 struct crawl_ckpt_stats {
 	uint64_t written, failed, us_total, us_max;
+	/* this run's longest of each phase (not carried by a checkpoint):
+	 * DRAIN, FLUSH, WRITER, the loop's own files (frontier, robots.txt
+	 * cache, state: the loop does nothing else meanwhile), COMMIT */
+	uint64_t us_drain_max, us_flush_max, us_writer_max, us_files_max, us_commit_max;
 };
 void crawl_ckpt_stats(const struct crawl_ckpt *c, struct crawl_ckpt_stats *out);
 

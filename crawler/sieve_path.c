@@ -770,6 +770,8 @@ void sieve_path_stats(const struct sieve_path *sp, struct sieve_path_stats *out)
 {
 	out->sieve = sp->sst;
 	out->meta = sp->mst;
+	if (sp->sieve && sp->meta) /* live: the side table's figures are atomic reads */
+		link_meta_stats(sp->meta, &out->meta);
 	out->forced_flushes = sp->forced_flushes;
 	out->early_flushes = sp->early_flushes;
 	out->keys_added = atomic_load(&sp->ac.keys_added);

@@ -38,6 +38,7 @@ static enum frontier_err index_grow(struct frontier *f)
 		n[s] = i + 1;
 	}
 	f->st.mem_bytes += (uint64_t)(cap - f->index_cap) * sizeof *n;
+	f->st.mem_hosts += (uint64_t)(cap - f->index_cap) * sizeof *n;
 	free(f->index);
 	f->index = n;
 	f->index_cap = cap;
@@ -61,6 +62,7 @@ static char *key_store(struct frontier *f, const char *key, size_t n, const char
 		c->used = 0;
 		f->keys = c;
 		f->st.mem_bytes += mem_alloc_cost(sizeof *c + KEY_ARENA_CHUNK);
+		f->st.mem_hosts += mem_alloc_cost(sizeof *c + KEY_ARENA_CHUNK);
 	}
 	p = c->data + c->used;
 	memcpy(p, key, n);
@@ -93,6 +95,7 @@ enum frontier_err frontier__host_add(struct frontier *f, const char *key, size_t
 			if (np == NULL)
 				return FRONTIER_ERR_NOMEM;
 			f->st.mem_bytes += (uint64_t)(cap - f->pages_cap) * sizeof *np;
+			f->st.mem_hosts += (uint64_t)(cap - f->pages_cap) * sizeof *np;
 			f->pages = np;
 			f->pages_cap = cap;
 		}
@@ -101,6 +104,7 @@ enum frontier_err frontier__host_add(struct frontier *f, const char *key, size_t
 			return FRONTIER_ERR_NOMEM;
 		f->pages[f->npages++] = page;
 		f->st.mem_bytes += mem_alloc_cost(HOST_PAGE * sizeof *page);
+		f->st.mem_hosts += mem_alloc_cost(HOST_PAGE * sizeof *page);
 	}
 	if (url_key_split(key, n, &authority_len, &name_off, &name_len) != 0)
 		name_off = name_len = 0; /* not a crawl key: no name */
@@ -134,6 +138,7 @@ struct fr_queue *frontier__queue_get(struct frontier *f, struct fr_host *h)
 	q->ext_head = q->ext_tail = q->ext_next.pos = POS_NONE;
 	q->dirty_next = FRONTIER_HOST_NONE;
 	f->st.mem_bytes += mem_alloc_cost(sizeof *q);
+	f->st.mem_queues += mem_alloc_cost(sizeof *q);
 	h->q = q;
 	return q;
 }
@@ -145,6 +150,7 @@ void frontier__queue_put(struct frontier *f, struct fr_host *h)
 	if (q == NULL || q->mcount != 0 || q->dcount != 0 || q->dirty)
 		return;
 	f->st.mem_bytes -= mem_alloc_cost(sizeof *q);
+	f->st.mem_queues -= mem_alloc_cost(sizeof *q);
 	free(q);
 	h->q = NULL;
 }

@@ -199,6 +199,8 @@ struct frontier_stats {
 	uint64_t urls_in_memory;  /* of which in memory */
 	uint64_t urls_on_disk;    /* of which in the disk part (segments + write buffer) */
 	uint64_t mem_bytes;       /* accounted memory, see invariants */
+	uint64_t mem_hosts;       /* of which the host table: structs, keys, index */
+	uint64_t mem_queues;      /* of which the queue records of hosts with URLs */
 	uint64_t disk_bytes;      /* bytes in live segment files */
 	uint64_t segments;        /* live segment files */
 	uint64_t pushed;          /* URLs accepted, ever */

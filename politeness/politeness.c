@@ -83,6 +83,7 @@ struct politeness {
 	 * rules went are dropped when the clock hand reaches them) */
 	uint32_t *rring;
 	uint32_t rring_n, rring_cap, rhand;
+	uint64_t heap_slots; /* entries allocated in every heap (the top and the groups') */
 	struct politeness_stats st;
 };
 
@@ -146,6 +147,7 @@ static int heap_insert(struct politeness *p, struct heap *h, uint32_t id, uint64
 		struct hent *a = realloc(h->a, cap * sizeof *a);
 		if (a == NULL)
 			return -1;
+		p->heap_slots += cap - h->cap;
 		h->a = a;
 		h->cap = cap;
 	}
@@ -952,6 +954,11 @@ void politeness_stats(const struct politeness *p, struct politeness_stats *s)
 	if (p == NULL || s == NULL)
 		return;
 	*s = p->st;
+	s->mem_hosts =
+	        (uint64_t)p->nhosts * sizeof *p->hosts + (uint64_t)p->rring_cap * sizeof *p->rring;
+	s->mem_heaps = p->heap_slots * sizeof(struct hent);
+	s->mem_ip_groups = (uint64_t)p->groups_cap * sizeof *p->groups +
+	                   (uint64_t)p->ipmap_cap * sizeof *p->ipmap;
 }
 
 const char *politeness_strerror(enum politeness_err e)

@@ -115,6 +115,9 @@ struct politeness_stats {
 	/* robots.txt files set with a path that meets more wildcard rules
 	 * than robots_max_wildcard_rules (robots.h) */
 	uint64_t robots_capped;
+	/* memory now: the per-host array (and the robots.txt cache's ring),
+	 * the heaps' entries, the IP groups and their index */
+	uint64_t mem_hosts, mem_heaps, mem_ip_groups;
 };
 
 struct politeness;

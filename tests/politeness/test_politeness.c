@@ -95,6 +95,39 @@ static struct visit_outcome ok_at(uint64_t start)
 	return o;
 }
 
+/* The memory account moves with what it counts: the per-host array by
+ * the header's 96 bytes a host, the heaps by 16 bytes an entry, the IP
+ * groups by their 64 bytes (and the index). */
+START_TEST(memory_account)
+{
+	struct fx x;
+	struct politeness_stats st0, st;
+	enum { N = 16384, IPS = 256 };
+	char key[64];
+
+	setup(&x, 1);
+	politeness_stats(x.p, &st0);
+	for (int i = 0; i < N; i++) {
+		snprintf(key, sizeof key, "http://h%d.test", i);
+		add_host(&x, key, 1);
+	}
+	politeness_stats(x.p, &st);
+	ck_assert_uint_eq(st.mem_hosts,
+	                  (uint64_t)N * 96); /* the array doubles: N is a power of 2 */
+	ck_assert_uint_ge(st.mem_heaps - st0.mem_heaps, (uint64_t)N * 16);
+	ck_assert_uint_le(st.mem_heaps - st0.mem_heaps, (uint64_t)2 * N * 16);
+	ck_assert_uint_eq(st.mem_ip_groups, st0.mem_ip_groups);
+	for (uint32_t h = 0; h < N; h++)
+		ck_assert_int_eq(set_ip4(x.p, h, 0x7f000001u + h % IPS), POLITENESS_OK);
+	politeness_stats(x.p, &st);
+	ck_assert_uint_eq(st.ip_groups, IPS);
+	/* 64 bytes a group, 4 an index slot (2 to 4 a group) */
+	ck_assert_uint_ge(st.mem_ip_groups, (uint64_t)IPS * (64 + 8));
+	ck_assert_uint_le(st.mem_ip_groups, (uint64_t)IPS * (64 + 16));
+	teardown(&x);
+}
+END_TEST
+
 START_TEST(host_tokens)
 {
 	struct fx x;
@@ -585,6 +618,7 @@ int main(void)
 	tcase_add_test(tc, picks_up_existing_hosts);
 	tcase_add_test(tc, save_and_restore);
 	tcase_add_test(tc, adaptive_estimate_per_host);
+	tcase_add_test(tc, memory_account);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
