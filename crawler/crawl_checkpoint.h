@@ -90,14 +90,24 @@ struct crawl_ckpt_stats {
 	 * DRAIN, FLUSH, WRITER, the loop's own files (frontier, robots.txt
 	 * cache, state: the loop does nothing else meanwhile), COMMIT */
 	uint64_t us_drain_max, us_flush_max, us_writer_max, us_files_max, us_commit_max;
+	/* and of the time no transfer could start: from the start to COMMIT */
+	uint64_t us_nofetch_max;
 };
 void crawl_ckpt_stats(const struct crawl_ckpt *c, struct crawl_ckpt_stats *out);
 
 /* Begins a checkpoint, or (final) the last one, after which the crawl
  * ends; during one, final is remembered. */
 void crawl_ckpt_start(struct crawl_ckpt *c, int final);
-/* 1 while a checkpoint is being taken (no transfer may start). */
+/* 1 while a checkpoint is being taken. */
 int crawl_ckpt_active(const struct crawl_ckpt *c);
+/* 1 while a checkpoint is being taken and transfers may start: in COMMIT
+ * (the frontier and the crawl state are written; what the worker copies,
+ * the sieve, nothing reaches before the end) of a checkpoint not the
+ * final one. *parked: the finished transfers held, which go on to the
+ * parse threads, the writer and the sieve after the cut, so they count
+ * against the room those keep, as transfers in flight do. 0 (and
+ * *parked 0) otherwise: no transfer may start while the cut is taken. */
+int crawl_ckpt_fetching(const struct crawl_ckpt *c, size_t *parked);
 /* 1 when checkpoint_interval_s has passed since the last one ended. */
 int crawl_ckpt_due(const struct crawl_ckpt *c);
 /* Moves the checkpoint on as far as it can now. */
