@@ -386,10 +386,14 @@ static void ckpt_commit(struct crawl_ckpt *c)
 		return;
 	}
 	phase_to(c, CKPT_WRITER, &c->st.us_writer_max);
+	uint64_t cpu0 = thread_cpu_us();
 	if (ckpt_write_local(c) != 0) {
 		ckpt_end(c, 0);
 		return;
 	}
+	uint64_t cpu = thread_cpu_us() - cpu0;
+	if (cpu > c->st.us_files_cpu_max)
+		c->st.us_files_cpu_max = cpu;
 	phase_to(c, CKPT_COMMIT, &c->st.us_files_max);
 	if (c->phase_t0_us - c->t0_us > c->st.us_nofetch_max)
 		c->st.us_nofetch_max = c->phase_t0_us - c->t0_us;

@@ -11,11 +11,14 @@
  *        --> WRITER  the writer thread syncs WARC and crawl log
  *        --> COMMIT  frontier and crawl state written by the loop, the
  *                    sieve copied by a worker thread, all committed as one
- *                    cut (checkpoint.h)
+ *                    cut (checkpoint.h); meanwhile transfers start again
+ *                    (not before a final checkpoint's end), their results
+ *                    parked
  *        --> IDLE    parked results go on as if they had just arrived.
  * Invariant: while not IDLE nothing reaches the parse threads, the sieve or
  * the writer but what the cut waits for, so sieve, frontier and crawl
- * state agree. A failed checkpoint leaves the previous one standing; a
+ * state agree. The loop's pause (no transfer starts) is DRAIN to COMMIT:
+ * its own files are O(hosts + the frontier's memory part) of writing. A failed checkpoint leaves the previous one standing; a
  * failed sieve cannot be checkpointed at all.
  *
  * The crawl state (OUTPUT_DIR/checkpoint/ckpt-N/state, recfile.h): crawl
@@ -92,6 +95,9 @@ struct crawl_ckpt_stats {
 	uint64_t us_drain_max, us_flush_max, us_writer_max, us_files_max, us_commit_max;
 	/* and of the time no transfer could start: from the start to COMMIT */
 	uint64_t us_nofetch_max;
+	/* the loop thread's CPU time for its files, the longest: their cost
+	 * on a machine that gives the loop a core */
+	uint64_t us_files_cpu_max;
 };
 void crawl_ckpt_stats(const struct crawl_ckpt *c, struct crawl_ckpt_stats *out);
 

@@ -506,7 +506,7 @@ struct stats_derived {
 	double elapsed, pages_per_s, cpu, flush_s_total, flush_s_max, z_per_sig;
 	double ckpt_s_total, ckpt_s_max;
 	double ckpt_drain_s, ckpt_flush_s, ckpt_writer_s, ckpt_files_s, ckpt_commit_s,
-	        ckpt_nofetch_s;
+	        ckpt_nofetch_s, ckpt_files_cpu_s;
 	uint64_t mem_frontier_urls, mem_total;
 	long peak_rss_kb;
 	int resumed;
@@ -563,6 +563,7 @@ static void derive(const struct crawl_stats *s, struct stats_derived *d)
 	d->ckpt_files_s = (double)t->ckpt.us_files_max / 1e6;
 	d->ckpt_commit_s = (double)t->ckpt.us_commit_max / 1e6;
 	d->ckpt_nofetch_s = (double)t->ckpt.us_nofetch_max / 1e6;
+	d->ckpt_files_cpu_s = (double)t->ckpt.us_files_cpu_max / 1e6;
 	d->resumed = s->src->resumed;
 	d->interval_s = s->output->stats_interval_s;
 	derive_rules(s->src->rules, d);
@@ -707,6 +708,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "flush_seconds_max", STAT_F3, &d->ckpt_flush_s, 0 },
 		{ "writer_seconds_max", STAT_F3, &d->ckpt_writer_s, 0 },
 		{ "files_seconds_max", STAT_F3, &d->ckpt_files_s, 0 },
+		{ "files_cpu_seconds_max", STAT_F3, &d->ckpt_files_cpu_s, 0 },
 		{ "commit_seconds_max", STAT_F3, &d->ckpt_commit_s, 0 },
 		STAT_OF(STAT_BOOL, d, resumed),
 		{ "tail_replayed", STAT_U64, &t->tail.replayed, 0 },

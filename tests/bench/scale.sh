@@ -230,8 +230,9 @@ ck = last["checkpoints"]
 print("checkpoints: %d written, longest %.3f s, longest time no transfer could start %.3f s"
       % (ck["written"], ck["seconds_max"], ck.get("fetch_pause_seconds_max", ck["seconds_max"])))
 print("  longest of each phase: drain %.3f, sieve flush %.3f, writer sync %.3f, the loop's files"
-      " %.3f, commit (sieve copy, fsync) %.3f s" % tuple(
-          ck.get(k + "_seconds_max", 0) for k in ("drain", "flush", "writer", "files", "commit")))
+      " %.3f (CPU %.3f), commit (sieve copy, fsync) %.3f s" % tuple(
+          ck.get(k + "_seconds_max", 0)
+          for k in ("drain", "flush", "writer", "files", "files_cpu", "commit")))
 print("resume: first fetch %.2f s after its start, RSS %d MiB (peak %d MiB)"
       % (res["resume_first_fetch_s"], res["resume_rss_kb"] // 1024, int(resume_hwm) // 1024))
 print("judged from the test web's log (both runs): robots.txt violations %d, politeness"
