@@ -209,13 +209,6 @@ int crawl_ckpt_active(const struct crawl_ckpt *c)
 	return c->phase != CKPT_IDLE;
 }
 
-int crawl_ckpt_fetching(const struct crawl_ckpt *c, size_t *parked)
-{
-	int yes = c->phase == CKPT_COMMIT && !c->final;
-	*parked = yes ? c->n_parked : 0;
-	return yes;
-}
-
 int crawl_ckpt_due(const struct crawl_ckpt *c)
 {
 	unsigned s = c->p.output->checkpoint_interval_s;
@@ -395,8 +388,6 @@ static void ckpt_commit(struct crawl_ckpt *c)
 	if (cpu > c->st.us_files_cpu_max)
 		c->st.us_files_cpu_max = cpu;
 	phase_to(c, CKPT_COMMIT, &c->st.us_files_max);
-	if (c->phase_t0_us - c->t0_us > c->st.us_nofetch_max)
-		c->st.us_nofetch_max = c->phase_t0_us - c->t0_us;
 	c->work.data = c;
 	if (uv_queue_work(c->p.loop, &c->work, ckpt_work, ckpt_work_done) != 0) {
 		snprintf(c->err, sizeof c->err, "cannot start the checkpoint worker");

@@ -11,14 +11,13 @@
  *        --> WRITER  the writer thread syncs WARC and crawl log
  *        --> COMMIT  frontier and crawl state written by the loop, the
  *                    sieve copied by a worker thread, all committed as one
- *                    cut (checkpoint.h); meanwhile transfers start again
- *                    (not before a final checkpoint's end), their results
- *                    parked
+ *                    cut (checkpoint.h)
  *        --> IDLE    parked results go on as if they had just arrived.
  * Invariant: while not IDLE nothing reaches the parse threads, the sieve or
  * the writer but what the cut waits for, so sieve, frontier and crawl
- * state agree. The loop's pause (no transfer starts) is DRAIN to COMMIT:
- * its own files are O(hosts + the frontier's memory part) of writing. A failed checkpoint leaves the previous one standing; a
+ * state agree. No transfer starts meanwhile: the pause is O(hosts + the
+ * frontier's memory part) of the loop's own writing, and the sieve's
+ * flush and copy. A failed checkpoint leaves the previous one standing; a
  * failed sieve cannot be checkpointed at all.
  *
  * The crawl state (OUTPUT_DIR/checkpoint/ckpt-N/state, recfile.h): crawl
@@ -93,8 +92,6 @@ struct crawl_ckpt_stats {
 	 * DRAIN, FLUSH, WRITER, the loop's own files (frontier, robots.txt
 	 * cache, state: the loop does nothing else meanwhile), COMMIT */
 	uint64_t us_drain_max, us_flush_max, us_writer_max, us_files_max, us_commit_max;
-	/* and of the time no transfer could start: from the start to COMMIT */
-	uint64_t us_nofetch_max;
 	/* the loop thread's CPU time for its files, the longest: their cost
 	 * on a machine that gives the loop a core */
 	uint64_t us_files_cpu_max;
@@ -104,16 +101,8 @@ void crawl_ckpt_stats(const struct crawl_ckpt *c, struct crawl_ckpt_stats *out);
 /* Begins a checkpoint, or (final) the last one, after which the crawl
  * ends; during one, final is remembered. */
 void crawl_ckpt_start(struct crawl_ckpt *c, int final);
-/* 1 while a checkpoint is being taken. */
+/* 1 while a checkpoint is being taken (no transfer may start). */
 int crawl_ckpt_active(const struct crawl_ckpt *c);
-/* 1 while a checkpoint is being taken and transfers may start: in COMMIT
- * (the frontier and the crawl state are written; what the worker copies,
- * the sieve, nothing reaches before the end) of a checkpoint not the
- * final one. *parked: the finished transfers held, which go on to the
- * parse threads, the writer and the sieve after the cut, so they count
- * against the room those keep, as transfers in flight do. 0 (and
- * *parked 0) otherwise: no transfer may start while the cut is taken. */
-int crawl_ckpt_fetching(const struct crawl_ckpt *c, size_t *parked);
 /* 1 when checkpoint_interval_s has passed since the last one ended. */
 int crawl_ckpt_due(const struct crawl_ckpt *c);
 /* Moves the checkpoint on as far as it can now. */

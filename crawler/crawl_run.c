@@ -60,17 +60,13 @@ void run_wake(void *ctx)
 int run_can_start(void *ctx)
 {
 	struct run *r = ctx;
-	size_t parked = 0;
-	if (crawl_ckpt_active(r->ckpt) && !crawl_ckpt_fetching(r->ckpt, &parked))
-		return 0;
-	if (io_stall_active(r->io, NULL, 0))
+	if (crawl_ckpt_active(r->ckpt) || io_stall_active(r->io, NULL, 0))
 		return 0;
 	size_t inflight = fetch_engine_in_flight(r->fetch);
 	if (inflight >= r->cfg->fetch.max_connections)
 		return 0;
 	if (!crawl_source_ready(r->source))
 		return 0;
-	inflight += parked; /* results a checkpoint holds go on after it */
 	return parse_jobs_has_room(r->parse, inflight) &&
 	       crawl_writer_has_room(r->writer, inflight) && sieve_path_has_room(r->sp, inflight);
 }
@@ -239,16 +235,13 @@ void run_pump(void *ctx)
 	}
 	sieve_path_drain(r->sp, 0);
 	visit_dns_line_run(r->visit);
-	size_t parked;
 	if (crawl_ckpt_active(r->ckpt)) {
 		crawl_ckpt_step(r->ckpt);
-		if (!crawl_ckpt_fetching(r->ckpt, &parked))
-			return;
-	} else {
-		/* not during a checkpoint: URLs taken in now (an agent's
-		 * inbox) would reach the sieve while it is copied */
-		crawl_source_pump(r->source);
+		return;
 	}
+	/* after the checkpoint's cut: URLs taken in now (an agent's inbox)
+	 * would reach the sieve while it is copied */
+	crawl_source_pump(r->source);
 	while (!r->stopping && run_can_start(r) && run_page_allowed(r)) {
 		uint32_t host;
 		uint64_t at;
@@ -274,8 +267,7 @@ void run_pump(void *ctx)
 		}
 		break;
 	}
-	/* (not while a checkpoint holds results: their links may follow) */
-	if (!crawl_ckpt_active(r->ckpt) && crawl_is_done(r))
+	if (crawl_is_done(r))
 		ckpt_start(r, 1); /* the last checkpoint, then the end */
 }
 

@@ -227,8 +227,7 @@ if "total" in mem:
     print("  a host: table %.0f B, visit %.0f B, politeness %.0f B (of %d hosts)"
           % (mem["hosts_table"] / nh, mem["visit"] / nh, mem["politeness_hosts"] / nh, nh))
 ck = last["checkpoints"]
-print("checkpoints: %d written, longest %.3f s, longest time no transfer could start %.3f s"
-      % (ck["written"], ck["seconds_max"], ck.get("fetch_pause_seconds_max", ck["seconds_max"])))
+print("checkpoints: %d written, longest pause %.3f s" % (ck["written"], ck["seconds_max"]))
 print("  longest of each phase: drain %.3f, sieve flush %.3f, writer sync %.3f, the loop's files"
       " %.3f (CPU %.3f), commit (sieve copy, fsync) %.3f s" % tuple(
           ck.get(k + "_seconds_max", 0)
