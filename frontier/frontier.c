@@ -449,7 +449,8 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
 	struct fr_host *h;
 	struct fr_queue *q;
 	uint64_t cost;
-	int was_empty;
+	uint32_t tier;
+	int was_empty, rises;
 	enum frontier_err e = queue_target(f, host, url, url_len, via, via_len, &h);
 
 	if (e != FRONTIER_OK)
@@ -463,7 +464,9 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
 		return FRONTIER_ERR_BUDGET;
 	}
 	was_empty = h->q == NULL;
-	q = frontier__queue_get(f, h, frontier_tier(depth, f->cfg.order));
+	tier = frontier_tier(depth, f->cfg.order);
+	rises = !was_empty && tier > host_queue(h, 0)->tier;
+	q = frontier__queue_get(f, h, tier);
 	if (q == NULL)
 		return FRONTIER_ERR_NOMEM;
 	cost = node_cost(url_len, via_len);
@@ -515,7 +518,7 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
 	h->urls_ever++;
 	f->st.pushed++;
 	f->st.urls_queued++;
-	if (was_empty && f->nonempty != NULL)
+	if ((was_empty || rises) && f->nonempty != NULL)
 		f->nonempty(f->nonempty_ctx, host);
 	return FRONTIER_OK;
 }

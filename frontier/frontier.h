@@ -254,7 +254,8 @@ struct frontier_stats {
 struct frontier;
 
 /* Called when a host's queue goes from empty to non-empty (politeness uses it
- * to put a parked host back in its heap). */
+ * to put a parked host back in its heap), and when a push raises the tier
+ * of its best URL (frontier_host_best_tier: politeness ranks it afresh). */
 typedef void (*frontier_nonempty_fn)(void *ctx, uint32_t host);
 /* Called for each URL drained from a retiring host. */
 typedef void (*frontier_drain_fn)(void *ctx, uint32_t host, const struct frontier_url *u);
@@ -282,7 +283,7 @@ const char *frontier_host_name(const struct frontier *f, uint32_t host, size_t *
 uint32_t frontier_host_count(const struct frontier *f);
 
 /* Appends a URL to a host's queue (bytes are copied; via may be NULL). Fires
- * the nonempty callback when the queue was empty. */
+ * the nonempty callback when the queue was empty or its best tier rose. */
 enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *url, size_t url_len,
                                 const char *via, size_t via_len, uint32_t depth);
 /* Takes the first URL of a host's best tier into *u (see struct frontier_url for
