@@ -293,12 +293,20 @@ START_TEST(depth_word)
 	struct frontier_stats st;
 	frontier_stats(f, &st);
 	ck_assert_uint_gt(st.urls_on_disk, 0);
-	for (uint32_t i = 0; i < N; i++) {
-		ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_OK);
-		ck_assert_uint_eq(frontier_depth_of(u.depth), i % 6);
-		ck_assert_uint_eq(frontier_redirects_of(u.depth), i % 32);
-		ck_assert_int_eq(frontier_priority_of(u.depth), (int)(i % 7) - 3);
+	/* the word comes back whole; the highest priority first, each
+	 * priority in the order its URLs went in, through the disk too */
+	for (int p = 3; p >= -3; p--) {
+		for (uint32_t i = (uint32_t)(p + 3); i < N; i += 7) {
+			int n = snprintf(url, sizeof url, "http://a.test/%u/%040u", i, 0u);
+			ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_OK);
+			ck_assert_str_eq(u.url, url);
+			ck_assert_uint_eq(u.url_len, (size_t)n);
+			ck_assert_uint_eq(frontier_depth_of(u.depth), i % 6);
+			ck_assert_uint_eq(frontier_redirects_of(u.depth), i % 32);
+			ck_assert_int_eq(frontier_priority_of(u.depth), p);
+		}
 	}
+	ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_ERR_EMPTY);
 	frontier_destroy(f);
 }
 END_TEST
