@@ -499,21 +499,20 @@ static void tune_malloc(void)
 	mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
 }
 
-/* A malformed rules file or wget flag stops the crawl before it starts;
- * 0 or -1 (said). */
-static int check_rules(const struct crawl_config *cfg)
+/* A malformed rules file or wget flag stops a new crawl before it touches
+ * its output folder; 0 or -1 (said). A resumed crawl reads the rules its
+ * output folder keeps (crawl_run.h). */
+static int check_rules(const struct crawl_config *cfg, int resume)
 {
 	char err[1024];
 	struct url_rules *rules = NULL;
+	if (resume)
+		return 0;
 	if (url_rules_from_config(&cfg->rules, &cfg->url, &rules, err, sizeof err) !=
 	    URL_RULES_OK) {
 		fprintf(stderr, "crawler crawl: %s\n", err);
 		return -1;
 	}
-	if (url_rules_size(rules) > 0)
-		fprintf(stderr,
-		        "crawler crawl: warning: the URL rules are checked but the crawl does "
-		        "not apply them yet\n");
 	url_rules_destroy(rules);
 	return 0;
 }
@@ -543,7 +542,7 @@ int crawl_tool_main(int argc, char **argv)
 		goto out;
 	fit_connections_to_fd_limit(&cfg);
 	rc = 2;
-	if (check_rules(&cfg) != 0)
+	if (check_rules(&cfg, fl.resume) != 0)
 		goto out;
 	if (gather_seeds(argc, argv, &fl, &cfg, &seeds, &nseeds) != 0)
 		goto out;

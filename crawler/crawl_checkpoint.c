@@ -27,6 +27,7 @@
 #include "frontier/base/recfile.h"
 #include "frontier/frontier.h"
 #include "frontier/scope.h"
+#include "frontier/url_rules_live.h"
 #include "politeness/politeness.h"
 #include "sieve/sieve.h"
 
@@ -82,6 +83,8 @@ static int state_save(struct crawl_ckpt *c, const char *path)
 	/* after the visit's part, so that checkpoints from before still read */
 	recfile_put_u64(w, c->log_size);
 	done_set_save(c->p.done, w);
+	/* after the done set, so that checkpoints from before still read */
+	url_rules_live_save_counts(c->p.rules, w);
 	if (recfile_writer_close(w, 0) != RECFILE_OK)
 		return -1;
 	return 0;
@@ -126,7 +129,9 @@ static int state_load(const char *path, const struct crawl_ckpt_resume_parts *p,
 		goto bad;
 	if (!recfile_reader_at_end(rd)) {
 		if (recfile_get_u64(rd, &pos->log_offset) != RECFILE_OK ||
-		    done_set_load(p->done, rd) != 0 || !recfile_reader_at_end(rd))
+		    done_set_load(p->done, rd) != 0 ||
+		    (!recfile_reader_at_end(rd) && url_rules_live_load_counts(p->rules, rd) != 0) ||
+		    !recfile_reader_at_end(rd))
 			goto bad;
 		pos->known = 1;
 	}

@@ -22,7 +22,7 @@
  * time so far, the counters (crawl_stats.h), the scope's counts, where the
  * WARC stood, per host its DNS answer and politeness state, the URLs
  * taken from the frontier and not done (visit.h), the crawl log's size,
- * and the done set (done_set.h). A resume restores frontier, sieve and
+ * the done set (done_set.h), and the URL rules' counts (url_rules_live.h). A resume restores frontier, sieve and
  * state, re-queues what was in flight, and replays the tail the WARC and
  * the log hold after the cut (crawl_tail.h).
  *
@@ -44,6 +44,7 @@ struct crawl_output;
 struct frontier;
 struct politeness;
 struct scope;
+struct url_rules_live;
 struct visit;
 struct sieve_path;
 struct parse_jobs;
@@ -60,6 +61,7 @@ struct crawl_ckpt_parts {
 	struct frontier *frontier;
 	struct politeness *pol; /* its robots.txt cache is part of a checkpoint */
 	struct scope *scope;
+	struct url_rules_live *rules; /* their counts too */
 	struct visit *visit;
 	struct sieve_path *sieve;
 	struct parse_jobs *parse;
@@ -106,6 +108,7 @@ struct crawl_ckpt_resume_parts {
 	int quiet;                         /* [crawl] quiet: no word of the resume */
 	struct crawl_stats *stats;
 	struct scope *scope;
+	struct url_rules_live *rules;
 	struct visit *visit; /* its frontier and politeness restored from ckpt */
 	struct done_set *done;
 };

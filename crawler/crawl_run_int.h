@@ -33,6 +33,7 @@ struct run {
 	struct frontier *frontier;
 	struct politeness *pol;
 	struct scope *scope;
+	struct url_rules_live *rules; /* the URL rules, as they change while it runs */
 	struct visit *visit;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	struct sieve_path *sp;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "crawler/config/config.h"
 #include "crawler/control/metrics.h"
@@ -32,6 +33,7 @@
 #include "frontier/base/clock.h"
 #include "frontier/frontier.h"
 #include "frontier/scope.h"
+#include "frontier/url_rules_live.h"
 #include "politeness/politeness.h"
 #include "sieve/sieve.h"
 
@@ -84,6 +86,9 @@ static int module_configs_from(struct run *r, const struct crawl_config *cfg, ch
 	mc->frontier = cfg->frontier;
 	if (!cfg->frontier.spill_dir[0])
 		mc->frontier.spill_dir = cfg->output.dir;
+	/* Depth is judged before the sieve, by the scope or by the URL rule
+	 * that accepted the URL (its depth=N may pass max_depth). */
+	mc->frontier.max_depth = 0;
 	mc->politeness = cfg->politeness;
 	mc->scope = cfg->scope;
 	if (!cfg->crawl.any_domain && cfg->crawl.n_domains == 0) {
@@ -104,6 +109,48 @@ static int module_configs_from(struct run *r, const struct crawl_config *cfg, ch
 	mc->dns = cfg->dns;
 	mc->warc = cfg->warc;
 	return 0;
+}
+
+/* The URL rules: a new crawl's from its configuration, kept in
+ * OUTPUT_DIR/rules.txt; a resumed crawl's from that copy (rules added
+ * while it ran included), or from its configuration when it has none (a
+ * crawl of an earlier version). A crawl exit code. */
+static int open_rules(struct run *r, int resume)
+{
+	const struct crawl_config *cfg = r->cfg;
+	char err[1200], path[4200];
+	struct url_rules *rules = NULL;
+	size_t added = 0;
+	enum url_rules_err e;
+	snprintf(path, sizeof path, "%s/rules.txt", cfg->output.dir);
+	if (resume && access(path, F_OK) == 0)
+		e = url_rules_live_read(path, &cfg->url, &rules, &added, err, sizeof err);
+	else
+		e = url_rules_from_config(&cfg->rules, &cfg->url, &rules, err, sizeof err);
+	if (e != URL_RULES_OK) {
+		fprintf(stderr, "crawler crawl: %s\n", err);
+		return e == URL_RULES_ERR_NOMEM ? CRAWL_EXIT_FAILURE : CRAWL_EXIT_USAGE;
+	}
+	r->rules = url_rules_live_create(rules, added);
+	rules = NULL;
+	if (!r->rules)
+		return CRAWL_EXIT_FAILURE;
+	if (url_rules_live_write(r->rules, path) != 0) {
+		fprintf(stderr, "crawler crawl: cannot write %s: %s\n", path, strerror(errno));
+		return CRAWL_EXIT_FAILURE;
+	}
+	/* A rule whose text reads back otherwise (a wget flag's regex holding
+	 * a space) would change at a resume: refused now. */
+	if (!resume &&
+	    url_rules_live_read(path, &cfg->url, &rules, &added, err, sizeof err) != URL_RULES_OK) {
+		fprintf(stderr,
+		        "crawler crawl: the URL rules cannot be kept for --resume: %s (write a "
+		        "space in a pattern as \\s or %%20)\n",
+		        err);
+		return CRAWL_EXIT_USAGE;
+	}
+	url_rules_destroy(rules);
+	return CRAWL_EXIT_OK;
 }
 
 /* Frontier, politeness and scope: restored from ckpt when given. */
@@ -167,6 +214,19 @@ static int open_sieve(struct run *r, struct module_configs *mc, const char *ckpt
 	return rc == SIEVE_EINVAL || rc == SIEVE_ENOTSUP ? CRAWL_EXIT_USAGE : CRAWL_EXIT_FAILURE;
 }
 
+/* The visit's network (visit.h): the engine and the resolver. */
+static enum fetch_error net_start(void *ctx, const struct fetch_request *req)
+{
+	struct run *r = ctx;
+	return fetch_engine_start(r->fetch, req);
+}
+
+static enum dns_error net_resolve(void *ctx, const char *name, dns_done_fn done, void *arg)
+{
+	struct run *r = ctx;
+	return dns_resolve(r->dns, name, done, arg, uv_now(&r->loop));
+}
+
 /* Fetch engine, DNS resolver, and the visit that drives them. */
 static int open_fetch(struct run *r, struct module_configs *mc)
 {
@@ -194,11 +254,9 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 		.url = &r->cfg->url,
 		.fetch_config = &r->cfg->fetch,
 		.politeness = &r->cfg->politeness,
-		.loop = &r->loop,
 		.frontier = r->frontier,
 		.pol = r->pol,
-		.fetch = r->fetch,
-		.dns = r->dns,
+		.net = { .ctx = r, .start = net_start, .resolve = net_resolve },
 		.sitemaps = r->sitemaps,
 		.hooks = { .ctx = r,
 		           .can_start = run_can_start,
@@ -239,6 +297,7 @@ static int start_workers(struct run *r, struct module_configs *mc, uint64_t ckpt
 		.crawl = &cfg->crawl,
 		.fetch = &cfg->fetch,
 		.scope = r->scope,
+		.rules = r->rules,
 		.source = r->source,
 		.sp = r->sp,
 		.writer = r->writer,
@@ -255,6 +314,7 @@ static int start_workers(struct run *r, struct module_configs *mc, uint64_t ckpt
 		.frontier = r->frontier,
 		.pol = r->pol,
 		.scope = r->scope,
+		.rules = r->rules,
 		.visit = r->visit,
 		.sieve = r->sp,
 		.parse = r->parse,
@@ -281,6 +341,7 @@ static int resume_state(struct run *r, const char *ckpt)
 		.quiet = r->cfg->crawl.quiet,
 		.stats = r->stats,
 		.scope = r->scope,
+		.rules = r->rules,
 		.visit = r->visit,
 		.done = r->done,
 	};
@@ -342,6 +403,9 @@ int run_setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 		goto out;
 	rc = CRAWL_EXIT_FAILURE;
 	r->resumed = resume;
+	if ((rc = open_rules(r, resume)) != CRAWL_EXIT_OK)
+		goto out;
+	rc = CRAWL_EXIT_FAILURE;
 	if (!resume && crawl_outdir_save_inputs(cfg, seeds, nseeds) != 0)
 		goto out;
 	crawl_outdir_remove_stale_spill(cfg);
@@ -351,7 +415,11 @@ int run_setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	if (!r->io || !r->done || !r->stats || module_configs_from(r, cfg, seeds, nseeds, mc) != 0)
 		goto out;
 	r->src = (struct crawl_stats_sources){
-		.loop = &r->counters, .tail = &r->tail_stats, .io = r->io, .resumed = resume
+		.loop = &r->counters,
+		.tail = &r->tail_stats,
+		.io = r->io,
+		.resumed = resume,
+		.rules = r->rules,
 	};
 	snprintf(r->spill_label, sizeof r->spill_label, "%s (frontier spill)",
 	         cfg->frontier.spill_dir[0] ? cfg->frontier.spill_dir : cfg->output.dir);
@@ -446,6 +514,7 @@ void run_teardown(struct run *r, int ran)
 	crawl_source_close(r->source); /* after every batch it made */
 	visit_destroy(r->visit);
 	sitemap_registry_destroy(r->sitemaps);
+	url_rules_live_destroy(r->rules);
 	scope_destroy(r->scope);
 	politeness_destroy(r->pol);
 	frontier_destroy(r->frontier);

@@ -27,10 +27,12 @@
 #include "frontier/base/recfile.h"
 #include "frontier/frontier.h"
 #include "frontier/scope.h"
+#include "frontier/url_rules_live.h"
 #include "politeness/politeness.h"
 #include "sieve/sieve.h"
 
-#define SAMPLES_MAX 8640 /* pages/s samples kept for the series */
+#define SAMPLES_MAX 8640       /* pages/s samples kept for the series */
+#define RULES_LISTED_MAX 10000 /* rules stats.json lists, of those that decided a URL */
 
 /* Every piece's figures, as read at one time. */
 struct figures {
@@ -101,6 +103,8 @@ static const struct saved_counter saved_counters[] = {
 	SAVED("ip_lease_refused", visit.ip_lease_refused),
 	SAVED("ip_lease_errors", visit.ip_lease_errors),
 	SAVED("redirect_dropped", loop.redirect_dropped),
+	SAVED("rules_dropped", loop.rules_dropped),
+	SAVED("ac.rules_rejected", parse.rules_rejected),
 	SAVED("redirect_limit", visit.redirect_limit),
 	SAVED("robots_redirect_limit", visit.robots_redirect_limit),
 	SAVED("robots_unreachable", visit.robots_unreachable),
@@ -273,6 +277,7 @@ enum stat_kind {
 	STAT_BOOL,   /* const int * */
 	STAT_STR,    /* const char * (the string itself) */
 	STAT_OBJECT, /* const struct stat_table *: a nested object on one line */
+	STAT_RULES,  /* struct url_rules_live *: the rules that decided URLs, a list */
 	STAT_SERIES, /* const struct stat_series * */
 };
 
@@ -336,6 +341,40 @@ static void json_str(FILE *f, const char *s)
 static void json_table(FILE *f, const struct stat_table *t, const char *open, const char *sep,
                        const char *close);
 
+/* The URL rules that decided at least one URL (the first RULES_LISTED_MAX
+ * of them), with where each came from: a JSON list, or (prom: the metric
+ * name) one Prometheus line per count, labelled with the rule's index. */
+static void rules_list(FILE *f, struct url_rules_live *l, const char *prom)
+{
+	struct url_rules *r = l ? url_rules_live_get(l) : NULL;
+	size_t listed = 0, n = url_rules_size(r);
+	if (!prom)
+		fputc('[', f);
+	for (size_t i = 0; i < n && listed < RULES_LISTED_MAX; i++) {
+		struct url_rule_info in;
+		uint64_t a, j;
+		url_rules_counts(r, i, &a, &j);
+		if (!a && !j)
+			continue;
+		url_rules_rule(r, i, &in);
+		if (prom) {
+			fprintf(f, "%s_accepted{index=\"%zu\"} %" PRIu64 "\n", prom, i, a);
+			fprintf(f, "%s_rejected{index=\"%zu\"} %" PRIu64 "\n", prom, i, j);
+		} else {
+			fprintf(f, "%s{\"index\": %zu, \"source\": ", listed ? ", " : "", i);
+			json_str(f, in.source);
+			fprintf(f, ", \"line\": %u, \"text\": ", in.line);
+			json_str(f, in.text);
+			fprintf(f, ", \"accepted\": %" PRIu64 ", \"rejected\": %" PRIu64 "}", a, j);
+		}
+		listed++;
+	}
+	if (!prom)
+		fputc(']', f);
+	if (r)
+		url_rules_live_put(l, r);
+}
+
 static void json_value(FILE *f, const struct stat_entry *e)
 {
 	switch (e->kind) {
@@ -348,6 +387,7 @@ static void json_value(FILE *f, const struct stat_entry *e)
 	case STAT_BOOL: fputs(*(const int *)e->p ? "true" : "false", f); break;
 	case STAT_STR: json_str(f, e->p); break;
 	case STAT_OBJECT: json_table(f, e->p, "{", ", ", "}"); break;
+	case STAT_RULES: rules_list(f, (struct url_rules_live *)e->p, NULL); break;
 	case STAT_SERIES: {
 		const struct stat_series *se = e->p;
 		fputc('[', f);
@@ -390,6 +430,7 @@ static void prom_table(FILE *f, const struct stat_table *t, const char *prefix)
 		name[k] = '\0';
 		switch (e->kind) {
 		case STAT_OBJECT: prom_table(f, e->p, name); break;
+		case STAT_RULES: rules_list(f, (struct url_rules_live *)e->p, name); break;
 		case STAT_BOOL: fprintf(f, "%s %d\n", name, *(const int *)e->p ? 1 : 0); break;
 		case STAT_STR:
 		case STAT_SERIES: break;
@@ -468,11 +509,31 @@ struct stats_derived {
 	int resumed;
 	unsigned interval_s;
 	uint64_t status_v[VISIT_STATUS_MAX], scope_v[SCOPE_VERDICT_COUNT];
+	uint64_t rules_n, rules_added, rules_accepted, rules_rejected, rules_no_match;
 	char status_names[VISIT_STATUS_MAX][4];
 	char dns_names[VISIT_ERRORS][64];
 	struct stat_entry status_e[VISIT_STATUS_MAX + 1], error_e[4 * VISIT_ERRORS],
 	        scope_e[SCOPE_VERDICT_COUNT], sieve_e[24];
 };
+
+/* The rules' totals: URLs accepted and rejected by a rule, and by none. */
+static void derive_rules(struct url_rules_live *l, struct stats_derived *d)
+{
+	uint64_t a, j;
+	struct url_rules *r = l ? url_rules_live_get(l) : NULL;
+	if (!r)
+		return;
+	d->rules_n = url_rules_size(r);
+	d->rules_added = url_rules_live_added(l);
+	for (size_t i = 0; i < d->rules_n; i++) {
+		url_rules_counts(r, i, &a, &j);
+		d->rules_accepted += a;
+		d->rules_rejected += j;
+	}
+	url_rules_counts(r, d->rules_n, &a, &j);
+	d->rules_no_match = a;
+	url_rules_live_put(l, r);
+}
 
 static void derive(const struct crawl_stats *s, struct stats_derived *d)
 {
@@ -495,6 +556,7 @@ static void derive(const struct crawl_stats *s, struct stats_derived *d)
 	d->ckpt_s_max = (double)t->ckpt.us_max / 1e6;
 	d->resumed = s->src->resumed;
 	d->interval_s = s->output->stats_interval_s;
+	derive_rules(s->src->rules, d);
 }
 
 static size_t status_entries(const struct visit_stats *v, struct stats_derived *d,
@@ -614,6 +676,15 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "not_registered", STAT_U64, &t->sum.sitemaps_dropped, 0 },
 		{ "urls_over_limit", STAT_U64, &t->parse.sitemap_urls_over_limit, 0 },
 	};
+	const struct stat_entry rules_e[] = {
+		{ "rules", STAT_U64, &d->rules_n, 0 },
+		{ "added", STAT_U64, &d->rules_added, 0 },
+		{ "accepted", STAT_U64, &d->rules_accepted, 0 },
+		{ "rejected", STAT_U64, &d->rules_rejected, 0 },
+		{ "no_match", STAT_U64, &d->rules_no_match, 0 },
+		{ "dropped_queued", STAT_U64, &t->loop.rules_dropped, 0 },
+		{ "by_rule", STAT_RULES, s->src->rules, 0 },
+	};
 	const struct stat_entry requisite_e[] = {
 		{ "found", STAT_U64, &t->parse.embeds, 0 },
 		{ "added", STAT_U64, &t->parse.embeds_added, 0 },
@@ -622,7 +693,8 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 	};
 	const struct stat_table hosts = TABLE(hosts_e), frontier = TABLE(frontier_e),
 	                        dns = TABLE(dns_e), ckpt = TABLE(ckpt_e), stalls = TABLE(stall_e),
-	                        sitemaps = TABLE(sitemap_e), requisites = TABLE(requisite_e);
+	                        sitemaps = TABLE(sitemap_e), requisites = TABLE(requisite_e),
+	                        rules = TABLE(rules_e);
 	const struct stat_entry top_e[] = {
 		{ "pages", STAT_U64, &t->visit.pages_done, 0 },
 		{ "requests", STAT_U64, &t->visit.requests, 0 },
@@ -635,6 +707,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "status", STAT_OBJECT, &status, 0 },
 		{ "errors", STAT_OBJECT, &errors, 0 },
 		{ "scope_rejected", STAT_OBJECT, &scope, 0 },
+		{ "url_rules", STAT_OBJECT, &rules, 0 },
 		{ "redirects", STAT_U64, &t->visit.redirects, 0 },
 		{ "idle_connections_shut", STAT_U64, &t->fetch.idle_conns_shut, 0 },
 		{ "near_duplicates", STAT_U64, &t->parse.near_dups, 0 },

@@ -53,6 +53,7 @@ struct dns_resolver;
 struct frontier;
 struct politeness;
 struct scope;
+struct url_rules_live;
 struct io_stall;
 struct recfile_writer;
 struct recfile_reader;
@@ -61,6 +62,7 @@ struct recfile_reader;
 struct crawl_loop_stats {
 	uint64_t redirect_dropped; /* redirect targets the feed queue could not take */
 	uint64_t tail_skipped;     /* emitted URLs a resume's tail had fetched */
+	uint64_t rules_dropped;    /* queued URLs a rule added since dropped at their turn */
 };
 
 /* The loop's table of its pieces, read once its set-up is done: every slot
@@ -84,8 +86,9 @@ struct crawl_stats_sources {
 	const struct dns_resolver *dns;
 	const struct frontier *frontier;
 	const struct politeness *pol;
-	const struct scope *scope; /* its counts of rejected URLs */
-	struct io_stall *io;       /* output stalls (a full disk) */
+	const struct scope *scope;    /* its counts of rejected URLs */
+	struct url_rules_live *rules; /* the URL rules and their counts */
+	struct io_stall *io;          /* output stalls (a full disk) */
 };
 
 /* A gatherer of src's pieces (borrowed, read at every report) with the

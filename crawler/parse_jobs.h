@@ -1,15 +1,16 @@
 /*
  * parse_jobs.h: what the parse threads do with a fetched HTML page
  * (parse/parse_pool.h runs them): decode the body, extract its links,
- * check each one against the scope, write its crawl key into the thread's
+ * judge each one by the URL rules (url_rules_live.h: first match wins; a
+ * rule's accept lifts the domain limit and its depth=N replaces
+ * max_depth) and the scope, write its crawl key into the thread's
  * link batch (made by the crawl's source, crawl_source.h: into the sieve,
  * or a cluster agent's to the hosts' owners), mark near-duplicates, then
  * hand the job to the writer.
  *
- * Near-duplicate table: per host, the SimHash fingerprints of its last
- * NEAR_DUP_PER_HOST pages (a ring; the oldest is dropped), in 64 stripes
- * by host id, each under its own mutex. A page within distance 3 of one of
- * its host's fingerprints is marked (CRAWL_LOG_NEAR_DUP), not dropped.
+ * Near-duplicates ([parse] near_dup): a page within NEAR_DUP_DISTANCE of
+ * a fingerprint of its host in the near-duplicate store (parse/near_dup.h,
+ * [parse] near_dup_memory) is marked (CRAWL_LOG_NEAR_DUP), not dropped.
  *
  * Sitemaps: a robots.txt job's Sitemap URLs are registered at level 0 and
  * added like links (via the robots.txt URL, at the robots.txt's depth); a
@@ -53,6 +54,7 @@ struct url_options;
 struct crawl_limits;
 struct fetch_config;
 struct scope;
+struct url_rules_live;
 struct sieve_path;
 struct crawl_source;
 struct crawl_writer;
@@ -71,8 +73,9 @@ struct parse_jobs_parts {
 	/* [fetch] max_body_bytes (decoding), max_connections (the queue) */
 	const struct fetch_config *fetch;
 	struct scope *scope;
-	struct crawl_source *source; /* each thread's batch for the links it finds */
-	struct sieve_path *sp;       /* via strings; whether adding stopped */
+	struct url_rules_live *rules; /* the URL rules: one list taken per job */
+	struct crawl_source *source;  /* each thread's batch for the links it finds */
+	struct sieve_path *sp;        /* via strings; whether adding stopped */
 	struct crawl_writer *writer;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	void (*wake)(void *ctx);           /* any thread: a job went to the writer */
@@ -91,15 +94,20 @@ int parse_jobs_try_submit(struct parse_jobs *pj, struct crawl_job *j);
  * full parse queue, counted as parse_full, the job then unparsed); a full
  * writer queue drops it (writer_full). Takes j. */
 void parse_jobs_take(struct parse_jobs *pj, struct crawl_job *j);
-/* Is job j's redirect target in scope? Then *word is its depth word. A
+/* Is job j's redirect target in scope (the URL rules, then the scope)?
+ * Then *word is its depth word, with the deciding rule's priority. A
  * page's target is judged as a link; an embed's by the embed rule above,
  * a redirect adding no hop: off the allowed domains it is one hop off
- * them at least, or as many as the embed was. */
+ * them at least, or as many as the embed was. Loop thread. */
 int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *j, uint32_t *word);
 /* 1 if the queue keeps room for in_flight + 1 more jobs. */
 int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight);
 /* Jobs submitted and not yet handed to the writer. */
 uint64_t parse_jobs_outstanding(struct parse_jobs *pj);
+
+/* The near-duplicate store's figures (zeros when near_dup is off). */
+struct near_dup_stats;
+void parse_jobs_near_dup_stats(struct parse_jobs *pj, struct near_dup_stats *s);
 
 /* The counters of the parse threads, and of parse_jobs_take (loop
  * thread): jobs sent on unparsed (the parse queue full) or dropped (the
@@ -108,6 +116,7 @@ struct parse_jobs_stats {
 	uint64_t parsed;         /* HTML pages whose links were extracted */
 	uint64_t links;          /* links found (embeds aside) */
 	uint64_t scope_rejected; /* links, embeds and sitemap URLs out of scope */
+	uint64_t rules_rejected; /* the same a URL rule rejected (redirect targets too) */
 	uint64_t nofollow;       /* nofollow links, and pages with meta nofollow */
 	uint64_t near_dups;      /* pages marked near-duplicates */
 	uint64_t decode_errors;  /* bodies whose Content-Encoding would not decode */

@@ -5,20 +5,26 @@
  *   IDLE --visit_begin--> RESOLVE (DNS, when the host has no IP yet: ends
  *                          with a VISIT_NONE release, so the host comes
  *                          back under its IP's token)
- *                    \--> ROBOTS  (robots.txt first for each new host, and
- *                          again when it expired or was unreachable; up to
- *                          ROBOTS_MAX_REDIRECTS redirects followed, another
- *                          host's name looked up first; unreachable ends
- *                          the visit with the URLs kept)
  *                    \--> FETCH   (one URL after another while the
  *                          politeness visit budget allows, skipping those
  *                          a resume found already fetched (done_set.h); a page's
  *                          redirect is followed while the hops that led
  *                          to it, carried in its depth word, stay under
  *                          [fetch] max_redirects)
+ *   FETCH <--> ROBOTS     (robots.txt first for each new host, and again
+ *                          when it expired, was forgotten (the cache's
+ *                          bound) or was unreachable: checked before each
+ *                          URL of a visit; up to ROBOTS_MAX_REDIRECTS
+ *                          redirects followed, another host's name looked
+ *                          up first; unreachable ends the visit with the
+ *                          URLs kept)
  *   any --visit end--> IDLE, with politeness_release carrying the outcome
  *                          (status class, Retry-After, duration).
- * Every transition goes through one function (set_state in visit.c).
+ * Every transition goes through one function, visit_set_state (visit.c),
+ * and so do the host's DNS answer (visit_set_dns) and the visit's outcome
+ * so far (visit_set_outcome): with [crawl] trace_visits each change is a
+ * line on stderr, "visit MS ms HOST: state FETCH -> IDLE (why)" (MS since
+ * the visit was created).
  * Exactly one request of a host is in flight at a time.
  *
  * Per-host table: one struct per frontier host id, in fixed blocks of 4096
@@ -53,9 +59,12 @@
  * The visit reaches the loop through hooks given at creation: whether a
  * transfer may start (back-pressure), whether a page may (the source's
  * budget, crawl_source.h) and the pump (after an asynchronous DNS
- * answer); it reads the loop's stopping and finished flags. It keeps its
- * own counters (struct visit_stats: requests, pages, statuses, errors by
- * code), which the stats gatherer reads (crawl_stats.h).
+ * answer); it reads the loop's stopping and finished flags. It reaches
+ * the network through hooks too (struct visit_net): the fetch engine's
+ * start and the resolver's lookup, so that a test drives a visit with
+ * fakes that answer when it says. It keeps its own counters (struct
+ * visit_stats: requests, pages, statuses, errors by code), which the
+ * stats gatherer reads (crawl_stats.h).
  *
  * Per-IP leases (an agent of a cluster crawl, crawl_cluster.h; given as
  * hooks, so the visit knows nothing of Redis): when the policy's IP delay
@@ -79,7 +88,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <uv.h>
+#include "crawler/net/dns.h"   /* the lookup hook's types */
+#include "crawler/net/fetch.h" /* the engine hook's types */
 
 struct visit;
 struct crawl_limits;
@@ -88,9 +98,7 @@ struct fetch_config;
 struct politeness_config;
 struct frontier;
 struct politeness;
-struct fetch_engine;
 struct fetch_result;
-struct dns_resolver;
 struct done_set;
 struct crawl_job;
 struct crawl_tail_entry;
@@ -124,22 +132,31 @@ struct visit_lease_hooks {
 	void (*release)(void *ctx, const char *key, unsigned ttl_ms);
 };
 
+/* The network (crawl_run.c wires the fetch engine and the resolver). start:
+ * as fetch_engine_start (FETCH_OK, and the result comes back once through
+ * visit_result; else never). resolve: as dns_resolve at the loop's time
+ * (DNS_OK, and done runs once, maybe from inside the call; else never). */
+struct visit_net {
+	void *ctx;
+	enum fetch_error (*start)(void *ctx, const struct fetch_request *req);
+	enum dns_error (*resolve)(void *ctx, const char *name, dns_done_fn done, void *arg);
+};
+
 /* What a visit uses, all borrowed (the engine's results come back through
  * visit_result). */
 struct sitemap_registry;
 
 struct visit_parts {
-	/* [crawl] obey_robots, user_agent, max_redirects, page_requisites */
+	/* [crawl] obey_robots, user_agent, max_redirects, page_requisites,
+	 * trace_visits */
 	const struct crawl_limits *crawl;
 	const struct url_options *url; /* resolving Locations */
 	/* [fetch] allow_private_networks; timeout_ms (an IP lease's TTL) */
 	const struct fetch_config *fetch_config;
 	const struct politeness_config *politeness; /* the IP delay (leases) */
-	uv_loop_t *loop;
 	struct frontier *frontier;
 	struct politeness *pol;
-	struct fetch_engine *fetch;
-	struct dns_resolver *dns;
+	struct visit_net net;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	struct visit_hooks hooks;
 	const int *stopping;   /* the loop's: the crawl starts nothing new */

@@ -31,7 +31,7 @@ static uint64_t ip_wait(const struct visit *v, uint32_t host, uint64_t end_us)
 static void host_ip_busy(struct visit *v, uint32_t host, uint64_t until_us, int from_callback)
 {
 	politeness_ip_busy(v->p.pol, host, until_us);
-	visit_end(v, host);
+	visit_end(v, host, "IP lease not had");
 	if (from_callback)
 		v->p.hooks.pump(v->p.hooks.ctx);
 }

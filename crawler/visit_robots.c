@@ -30,13 +30,13 @@ void visit_robots_unreachable(struct visit *v, uint32_t host)
 	struct host_state *hs = visit_host_state(v, host);
 	visit_set_robots(v, host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
 	if (hs->outcome == VISIT_OK) {
-		hs->outcome = VISIT_RETRY_LATER;
+		visit_set_outcome(v, host, VISIT_RETRY_LATER, "robots.txt unreachable");
 		hs->retry_after_us = monotonic_us() + 1000000u;
 	}
 	if (!hs->visit_requests)
 		hs->visit_requests = 1; /* so the delay applies */
 	v->st.robots_unreachable++;
-	visit_end(v, host);
+	visit_end(v, host, "robots.txt unreachable");
 }
 
 void visit_start_robots(struct visit *v, uint32_t host)
@@ -45,7 +45,7 @@ void visit_start_robots(struct visit *v, uint32_t host)
 	const char *key = frontier_host_key(v->p.frontier, host, &kl);
 	char url[FRONTIER_KEY_MAX + 16];
 	snprintf(url, sizeof url, "%s/robots.txt", key);
-	visit_set_state(visit_host_state(v, host), VISIT_ROBOTS);
+	visit_set_state(v, host, VISIT_ROBOTS, "robots.txt unknown or expired");
 	visit_set_robots(v, host, POLITENESS_ROBOTS_FETCHING, NULL, 0);
 	v->st.robots_fetches++;
 	if (visit_start_fetch(v, host, url, 0, NULL, 1, 0, NULL) < 0)
@@ -151,8 +151,7 @@ static int robots_follow(struct visit *v, struct req *q, char *to)
 	h->data[ul + 1 + hl] = '\0';
 	free(to);
 	v->in_dns_call++;
-	enum dns_error e =
-	        dns_resolve(v->p.dns, h->data + ul + 1, robots_hop_resolved, h, uv_now(v->p.loop));
+	enum dns_error e = v->p.net.resolve(v->p.net.ctx, h->data + ul + 1, robots_hop_resolved, h);
 	v->in_dns_call--;
 	if (e != DNS_OK) {
 		free(h);
@@ -185,7 +184,7 @@ int visit_robots_take(struct visit *v, uint32_t host, long st, const char *encod
 		return 0;
 	}
 	visit_set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
-	                 (uint64_t)pol.expires_ms * 1000u);
+	                 monotonic_us() + v->p.politeness->robots_expiry_us);
 	double cd = robots_crawl_delay(pol.robots);
 	if (cd > 0)
 		politeness_host_set_crawl_delay(v->p.pol, host, (uint64_t)(cd * 1e6));
@@ -223,7 +222,7 @@ int visit_robots_answer(struct visit *v, struct req *q, struct fetch_result *res
 		visit_robots_unreachable(v, host);
 		return 0;
 	}
-	visit_set_state(visit_host_state(v, host), VISIT_FETCH);
+	visit_set_state(v, host, VISIT_FETCH, "robots.txt answered");
 	if (v->p.sitemaps)
 		take_sitemaps(v, rules, j);
 	return 0;

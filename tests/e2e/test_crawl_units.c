@@ -489,6 +489,8 @@ static const struct {
 	{ "ip_lease_refused", "ip-lease-refused" },
 	{ "ip_lease_errors", "ip-lease-redis" },
 	{ "redirect_dropped", "redirect-dropped" },
+	{ "rules_dropped", "dropped_queued" },
+	{ "ac.rules_rejected", "" },
 	{ "redirect_limit", "redirect-limit" },
 	{ "robots_redirect_limit", "robots-redirect-limit" },
 	{ "robots_unreachable", "robots-unreachable" },
