@@ -96,7 +96,7 @@ static int write_warc(struct crawl_writer *w, const struct crawl_job *j)
 	char what[4400], depth[24], flags[CRAWL_LOG_FLAGS_MAX];
 	int stalled = 0;
 	/* what a resume needs to rebuild the fetch's log line (crawl_writer.h) */
-	struct warc_field fields[3];
+	struct warc_field fields[4];
 	size_t nfields = 0;
 	snprintf(depth, sizeof depth, "%" PRIu32, j->depth);
 	fields[nfields++] = (struct warc_field){ WARC_CRAWLER_DEPTH, depth };
@@ -104,6 +104,8 @@ static int write_warc(struct crawl_writer *w, const struct crawl_job *j)
 		fields[nfields++] = (struct warc_field){ WARC_CRAWLER_VIA, j->via };
 	if (crawl_log_flags_text(j->flags, flags, sizeof flags) > 0)
 		fields[nfields++] = (struct warc_field){ WARC_CRAWLER_FLAGS, flags };
+	if (j->redirect)
+		fields[nfields++] = (struct warc_field){ WARC_CRAWLER_REDIRECT, j->redirect };
 	struct warc_fetch wf = {
 		.url = res->url,
 		.ip = res->ip,

@@ -27,7 +27,9 @@
  *     seed);
  *   WARC-Crawler-Flags: the line's flags known before the record is
  *     written (crawl_log.h's names: redirect, near-dup, robots, embed,
- *     requeued), when there are any.
+ *     requeued), when there are any;
+ *   WARC-Crawler-Redirect: a redirect's resolved Location, when it is one
+ *     the crawl follows.
  * A fetch without records (an error, WARC output off) whose line is lost
  * is made again.
  *

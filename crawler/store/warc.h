@@ -90,6 +90,7 @@ struct warc_config {
 #define WARC_CRAWLER_DEPTH "WARC-Crawler-Depth"
 #define WARC_CRAWLER_VIA "WARC-Crawler-Via"
 #define WARC_CRAWLER_FLAGS "WARC-Crawler-Flags"
+#define WARC_CRAWLER_REDIRECT "WARC-Crawler-Redirect"
 
 /* A WARC header field of the writer's caller, added to a fetch's response
  * or revisit record (the crawler's own: crawl_writer.h). */

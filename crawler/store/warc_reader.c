@@ -155,6 +155,7 @@ static const struct {
 	FIELD(WARC_CRAWLER_DEPTH, crawler_depth),
 	FIELD(WARC_CRAWLER_VIA, crawler_via),
 	FIELD(WARC_CRAWLER_FLAGS, crawler_flags),
+	FIELD(WARC_CRAWLER_REDIRECT, crawler_redirect),
 };
 #undef FIELD
 
