@@ -503,6 +503,7 @@ static const struct {
 	{ "ckpt_us_max", "" },
 	{ "tail_replayed", "tail_replayed" },
 	{ "tail_skipped", "tail_skipped" },
+	{ "tail_recovered", "tail_recovered" },
 	{ "ac.parsed", "parsed" },
 	{ "ac.links", "links" },
 	{ "ac.scope_rejected", "" },

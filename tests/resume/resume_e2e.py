@@ -33,15 +33,18 @@ fetch came within one checkpoint interval (plus the checkpoint's own time)
 before a crash; and, after kills (where nothing handed to the kernel is
 lost), per crash, that every URL requested again after it was in flight at
 it: not answered by the test web before the kill, or answered but not yet
-stored by the crawler (it has a single record in the WARC). A response the
-crawler had stored in the WARC and crawl.log is never fetched again: the
-resume replays that tail; every WARC file reads back whole with an independent reader,
+stored by the crawler (it has no record in the WARC from before the kill).
+A response the crawler had stored in the WARC is never fetched again, with
+or without its crawl.log line, revisits included: the resume replays that
+tail; no crash is followed by more repeats than the transfers that can be
+in flight (one per host); every WARC file reads back whole with an independent reader,
 digests verify; every crawl.log line is whole; per-host and per-IP delays
 hold across the crashes; stats.json's page count continues (it equals the
 distinct pages fetched).
 
 Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as crawl_e2e.py), RESUME_KILLS,
-RESUME_SEED (the kill moments' random seed; default the pid).
+RESUME_SEED (the kill moments' random seed; default the pid), RESUME_PAUSE
+(the seconds from each start to its kill: "A,B" for a range, "A" fixed).
 """
 import collections
 import datetime
@@ -244,7 +247,7 @@ def stored_responses(out):
     return dates
 
 
-def repeats_per_crash(tw, out, kills):
+def repeats_per_crash(tw, out, kills, max_inflight):
     """Per crash: the requests in flight at it (arrived before the kill, not
     answered before it), and the repeats after it (a URL requested in the
     next run that had been requested before the kill), split into those in
@@ -254,6 +257,8 @@ def repeats_per_crash(tw, out, kills):
     WARC file), and those it had stored (work done, stored, and done again,
     which the tail replay prevents, revisits included). robots.txt counts
     like any URL, but when unreachable (5xx, 429: asked again by design).
+    No repeat may be of a stored response, and no crash may have more
+    repeats than max_inflight, the transfers the crawl can have in flight.
     Prints one line per crash; returns the errors."""
     spans = served_spans(tw)
     stored = stored_responses(out)
@@ -292,6 +297,9 @@ def repeats_per_crash(tw, out, kills):
         print("crash %2d: %2d requests in flight; %2d repeats after it: %2d in flight, %d answered "
               "but not stored yet (at most %.1f ms before the kill), %d stored" %
               (i + 1, inflight, n["repeats"], n["in flight"], n["unstored"], late, n["stored"]))
+        if n["repeats"] > max_inflight:
+            errors.append("crash %d: %d repeats, more than the %d transfers that can be in "
+                          "flight" % (i + 1, n["repeats"], max_inflight))
         total.update(n)
         total["inflight"] += inflight
     print("%d crashes: %d requests in flight at them; %d repeats: %d in flight, %d answered but not "
@@ -308,6 +316,9 @@ def crash_loop(powercut, ipv6=False, copies=False):
     # the moments of the kills, after each start: the issue's 2-4 s with
     # copies (no checkpoint in between), else 0.5-2 s (a checkpoint a second)
     pause = (2.0, 4.0) if copies else (0.5, 2.0)
+    if os.environ.get("RESUME_PAUSE"):  # "A,B" seconds, or "A" for a fixed one
+        pause = tuple(float(x) for x in (os.environ["RESUME_PAUSE"] + "," +
+                                         os.environ["RESUME_PAUSE"]).split(",")[:2])
     interval = None if copies else INTERVAL_S
     work = tempfile.mkdtemp(prefix="resume-%s-" % ("powercut" if powercut else "kill"))
     # copies: the issue's web, 40 hosts on 40 addresses (up to 40 requests in
@@ -366,7 +377,9 @@ def crash_loop(powercut, ipv6=False, copies=False):
         if not fams["4"] or not fams["6"]:
             errors.append("requests over IPv4 %d, over IPv6 %d: want both" % (fams["4"], fams["6"]))
     if not powercut:
-        errors += repeats_per_crash(tw, out, kills)
+        # politeness: one transfer per host at a time, so at most one per
+        # host the web served
+        errors += repeats_per_crash(tw, out, kills, len(set(r[2] for r in tw.requests())))
     if finished_early > n_kills // 2:
         errors.append("the crawl finished before %d of %d kills: make the web bigger" %
                       (finished_early, n_kills))
