@@ -367,14 +367,6 @@ END_TEST
 
 /* ---- lines a kill lost, rebuilt from their records ---- */
 
-static void set_buf(struct fetch_buf *b, const char *s)
-{
-	b->len = strlen(s);
-	b->data = malloc(b->len + 1);
-	ck_assert_ptr_nonnull(b->data);
-	memcpy(b->data, s, b->len + 1);
-}
-
 /* A fetch as the loop hands it to the writer (status 0: a failed connect). */
 static struct crawl_job *job(const char *url, const char *via, uint32_t depth, long status,
                              const char *ctype, const char *body, unsigned flags,
@@ -399,9 +391,9 @@ static struct crawl_job *job(const char *url, const char *via, uint32_t depth, l
 	}
 	res->status = status;
 	snprintf(resp, sizeof resp, "HTTP/1.1 %ld X\r\nContent-Type: %s\r\n\r\n", status, ctype);
-	set_buf(&res->request_headers, "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
-	set_buf(&res->response_headers, resp);
-	set_buf(&res->body, body);
+	rig_set_buf(&res->request_headers, "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
+	rig_set_buf(&res->response_headers, resp);
+	rig_set_buf(&res->body, body);
 	res->content_type = strdup(ctype);
 	return j;
 }
