@@ -57,7 +57,11 @@ struct crawl_tail {
 	const char *pending_uri;
 	const uint8_t *pending_body;
 	size_t pending_body_len;
-	char encoding[512];                               /* of its HTTP header block, joined */
+	char encoding[512]; /* of its HTTP header block, joined */
+	/* lines skipped as over CRAWL_TAIL_LINE_MAX, all told and since the
+	 * last line matched against the WARC (their records are passed over) */
+	uint64_t lines_skipped;
+	size_t unmatched_skips;
 	struct cached_payload cache[PAYLOAD_CACHE_SLOTS]; /* a ring, oldest at cache_next */
 	size_t cache_next, cache_bytes;
 	struct crawl_tail_entry e;
@@ -245,19 +249,36 @@ static int next_fetch_record(struct crawl_tail *t)
 
 /* ---- the log side ---- */
 
+/* Passes over the rest of a line: 0, or -1 when the log ends first. */
+static int skip_rest(FILE *f)
+{
+	int c;
+	while ((c = getc(f)) != EOF && c != '\n')
+		;
+	return c == '\n' ? 0 : -1;
+}
+
 /* Reads one line into t->line. 1, 0 at the end (a last line without its
- * newline, or one too long, ends the tail: log_broken). */
+ * newline, torn by the crash, ends the tail: log_broken). A line over
+ * CRAWL_TAIL_LINE_MAX (a server's field the writer did not cap) is
+ * skipped, counted: what was logged after it is still read. */
 static int read_line(struct crawl_tail *t, size_t *len)
 {
-	if (!fgets(t->line, CRAWL_TAIL_LINE_MAX + 1, t->log))
-		return 0;
-	*len = strlen(t->line);
-	if (*len == 0 || t->line[*len - 1] != '\n') {
-		t->log_broken = 1;
-		return 0;
+	for (;;) {
+		if (!fgets(t->line, CRAWL_TAIL_LINE_MAX + 1, t->log))
+			return 0;
+		*len = strlen(t->line);
+		if (*len > 0 && t->line[*len - 1] == '\n') {
+			t->line[--*len] = '\0';
+			return 1;
+		}
+		if (*len < CRAWL_TAIL_LINE_MAX || skip_rest(t->log) != 0) {
+			t->log_broken = 1;
+			return 0;
+		}
+		t->lines_skipped++;
+		t->unmatched_skips++;
 	}
-	t->line[--*len] = '\0';
-	return 1;
 }
 
 static const char *field(const char **f, const size_t *fl, enum crawl_log_field i, char **p)
@@ -354,10 +375,20 @@ static int match_record(struct crawl_tail *t)
 	struct crawl_tail_entry *e = &t->e;
 	if (!t->warc || e->status <= 0)
 		return 0;
-	if (next_fetch_record(t) != 0)
-		return -1;
-	if (!t->pending || strcmp(t->pending_uri, e->url) != 0)
-		return 0;
+	for (;;) {
+		if (next_fetch_record(t) != 0)
+			return -1;
+		if (t->pending && strcmp(t->pending_uri, e->url) == 0)
+			break;
+		if (!t->pending || t->unmatched_skips == 0) {
+			t->unmatched_skips = 0;
+			return 0;
+		}
+		/* the record of a line skipped as too long */
+		t->pending = 0;
+		t->unmatched_skips--;
+	}
+	t->unmatched_skips = 0;
 	take_pending(t);
 	return 0;
 }
@@ -433,7 +464,11 @@ static int next_recovered(struct crawl_tail *t)
 			return -1;
 		if (!t->pending)
 			return 0;
-		if (recover_entry(t)) {
+		if (t->unmatched_skips > 0) {
+			/* the record of a last line skipped as too long: it has
+			 * its line */
+			t->unmatched_skips--;
+		} else if (recover_entry(t)) {
 			take_pending(t);
 			t->e.bytes = t->e.body ? t->e.body_len : 0;
 			if (t->e.revisit)
@@ -480,6 +515,11 @@ int crawl_tail_use_index(struct crawl_tail *t, size_t max_url_len)
 	archive_lookup_close(t->lookup);
 	t->lookup = NULL;
 	return archive_lookup_open(t->dir, max_url_len, t->max_record, &t->lookup);
+}
+
+uint64_t crawl_tail_lines_skipped(const struct crawl_tail *t)
+{
+	return t ? t->lines_skipped : 0;
 }
 
 void crawl_tail_close(struct crawl_tail *t)
@@ -631,6 +671,7 @@ int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct craw
 		out->again += r == 0;
 		out->recovered += e->recovered;
 	}
+	out->lines_skipped += crawl_tail_lines_skipped(t);
 	crawl_tail_close(t);
 	if (crawl_log_close(log) != CRAWL_LOG_OK && rc == 0) {
 		snprintf(err, sizeof err, "%s/crawl.log: %s", p->output->dir, strerror(errno));

@@ -28,9 +28,11 @@
  * fields on it (WARC-Crawler-*), marked recovered; the replay appends its
  * line to crawl.log, so that the log again holds a line for every record
  * before the next run's. A record without those fields (not written by
- * this crawler) is skipped. A malformed or overlong line ends the tail
- * there, recovered records included, and a malformed record, or one over
- * max_record, its file: what follows is treated as never fetched.
+ * this crawler) is skipped. A line over CRAWL_TAIL_LINE_MAX is skipped
+ * (counted), and the records before the next line's match with it: its
+ * fetch alone is made again. A malformed line, or a last one torn, ends
+ * the tail there, recovered records included, and a malformed record, or
+ * one over max_record, its file: what follows is treated as never fetched.
  *
  * Memory: one log line (at most CRAWL_TAIL_LINE_MAX bytes), one WARC
  * reader (warc_reader.h: a record of at most max_record bytes, and its
@@ -98,6 +100,8 @@ int crawl_tail_use_index(struct crawl_tail *t, size_t max_url_len);
  * memory or a read error (err gets the message). */
 int crawl_tail_next(struct crawl_tail *t, const struct crawl_tail_entry **e, char *err,
                     size_t errlen);
+/* Lines passed over so far as longer than CRAWL_TAIL_LINE_MAX (0 for NULL). */
+uint64_t crawl_tail_lines_skipped(const struct crawl_tail *t);
 /* NULL is a no-op. */
 void crawl_tail_close(struct crawl_tail *t);
 
@@ -133,9 +137,10 @@ struct crawl_tail_replay_parts {
 
 /* What a replay did. */
 struct crawl_tail_stats {
-	uint64_t replayed;  /* fetches counted as done, not fetched again */
-	uint64_t again;     /* fetches left to be made again */
-	uint64_t recovered; /* of both, those whose lines the crash lost */
+	uint64_t replayed;      /* fetches counted as done, not fetched again */
+	uint64_t again;         /* fetches left to be made again */
+	uint64_t recovered;     /* of both, those whose lines the crash lost */
+	uint64_t lines_skipped; /* crawl.log lines over CRAWL_TAIL_LINE_MAX passed over */
 };
 
 /*
