@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "crawler/archive/index.h"
+#include "crawler/archive/lookup.h"
 #include "crawler/crawl_source.h"
 #include "crawler/crawl_tail.h"
 #include "crawler/crawl_writer.h"
@@ -22,6 +23,7 @@
 #include "crawler/store/done_set.h"
 #include "crawler/store/warc.h"
 #include "crawler/store/io_stall.h"
+#include "crawler/store/warc_reader.h"
 #include "frontier/base/clock.h"
 #include "frontier/scope.h"
 #include "loop_rig.h"
@@ -579,7 +581,7 @@ static const struct crawl_tail_entry *recovered(struct crawl_tail *t, const char
 
 START_TEST(tail_recovers_lost_lines)
 {
-	char dir[256], err[256], path[400];
+	char dir[256], err[256], path[600];
 	struct crawl_config cfg;
 	struct crawl_tail_pos pos;
 	struct crawl_tail *t;
@@ -643,6 +645,29 @@ START_TEST(tail_recovers_lost_lines)
 		ck_assert_str_eq(submitted[3], "http://a.test/same (parsed)");
 		done_set_destroy(done);
 	}
+	/* the lookup takes a record only by its URL, time and id: /first's
+	 * response (the first record of the checkpoint's file) is found; a
+	 * wrong id or another URL finds nothing */
+	struct archive_lookup *lk;
+	struct warc_reader *wr;
+	struct warc_record rec;
+	char id[128], date[64];
+	snprintf(path, sizeof path, "%s/%s", dir, pos.warc_file);
+	ck_assert_int_eq(warc_reader_open(path, 0, 1u << 20, &wr), 0);
+	do
+		ck_assert_int_eq(warc_reader_next(wr, &rec), WARC_READ_RECORD);
+	while (strcmp(rec.type, "response") != 0);
+	ck_assert_str_eq(rec.target_uri, "http://a.test/first");
+	snprintf(id, sizeof id, "%s", rec.record_id);
+	snprintf(date, sizeof date, "%s", rec.date);
+	warc_reader_close(wr);
+	ck_assert_int_eq(archive_lookup_open(dir, cfg.warc.max_url_len, 1u << 20, &lk), 0);
+	ck_assert_int_eq(archive_lookup_record(lk, "http://a.test/first", date, id, &rec), 1);
+	ck_assert_uint_eq(rec.payload_len, strlen(OLD_BODY));
+	ck_assert_int_eq(
+	        archive_lookup_record(lk, "http://a.test/first", date, "<urn:uuid:x>", &rec), 0);
+	ck_assert_int_eq(archive_lookup_record(lk, "http://a.test/same", NULL, id, &rec), 0);
+	archive_lookup_close(lk);
 	/* the lines appended say what they are */
 	snprintf(path, sizeof path, "%s/crawl.log", dir);
 	FILE *f = fopen(path, "r");
