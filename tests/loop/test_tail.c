@@ -533,6 +533,7 @@ static void write_lost_lines(const char *dir, struct crawl_config *cfg, struct c
 	crawl_writer_push(w, job("http://a.test/same", "http://a.test/page", 2, 200, "text/html",
 	                         OLD_BODY, 0, NULL));
 	crawl_writer_close(w);
+	crawl_writer_destroy(w);
 	io_stall_destroy(io);
 	snprintf(log, sizeof log, "%s/crawl.log", dir);
 	ck_assert_int_eq(truncate(log, (off_t)pos->log_offset), 0);
