@@ -122,6 +122,7 @@ static const struct saved_counter saved_counters[] = {
 	SAVED("tail_replayed", tail.replayed),
 	SAVED("tail_lines_skipped", tail.lines_skipped),
 	SAVED("tail_skipped", sum.tail_skipped),
+	SAVED("tail_recovered", tail.recovered),
 	SAVED("ac.parsed", parse.parsed),
 	SAVED("ac.links", parse.links),
 	SAVED("ac.scope_rejected", parse.scope_rejected),
@@ -720,6 +721,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "tail_replayed", STAT_U64, &t->tail.replayed, 0 },
 		{ "tail_lines_skipped", STAT_U64, &t->tail.lines_skipped, 0 },
 		{ "tail_skipped", STAT_U64, &t->sum.tail_skipped, 0 },
+		{ "tail_recovered", STAT_U64, &t->tail.recovered, 0 },
 	};
 	const struct stat_entry stall_e[] = {
 		{ "count", STAT_U64, &t->stalls, 0 },
