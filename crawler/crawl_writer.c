@@ -4,6 +4,7 @@
 #include "crawler/crawl_writer.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -107,8 +108,19 @@ static int write_warc(struct crawl_writer *w, const struct crawl_job *j)
 			.last_modified = pe->last_modified,
 		};
 	bool revisit = false;
-	char what[4400];
+	char what[4400], depth[24], flags[CRAWL_LOG_FLAGS_MAX];
 	int stalled = 0;
+	/* what a resume needs to rebuild the fetch's log line (crawl_writer.h) */
+	struct warc_field fields[4];
+	size_t nfields = 0;
+	snprintf(depth, sizeof depth, "%" PRIu32, j->depth);
+	fields[nfields++] = (struct warc_field){ WARC_CRAWLER_DEPTH, depth };
+	if (j->via && j->via[0])
+		fields[nfields++] = (struct warc_field){ WARC_CRAWLER_VIA, j->via };
+	if (crawl_log_flags_text(j->flags, flags, sizeof flags) > 0)
+		fields[nfields++] = (struct warc_field){ WARC_CRAWLER_FLAGS, flags };
+	if (j->redirect)
+		fields[nfields++] = (struct warc_field){ WARC_CRAWLER_REDIRECT, j->redirect };
 	struct warc_fetch wf = {
 		.url = res->url,
 		.ip = res->ip,
@@ -125,6 +137,8 @@ static int write_warc(struct crawl_writer *w, const struct crawl_job *j)
 		.refer = pe ? &refer : NULL,
 		.history = !j->robots && !j->embed && !j->sitemap_level,
 		.depth = j->depth,
+		.fields = fields,
+		.nfields = nfields,
 	};
 	enum warc_error we;
 	warc_label(w, what, sizeof what);

@@ -151,6 +151,9 @@ struct parse_jobs_stats {
 	 * and those whose earlier capture could not be read back */
 	uint64_t earlier_parsed, earlier_unreadable;
 	uint64_t parse_full, writer_full; /* loop thread */
+	/* memory now: the near-duplicate store, and the responses waiting for
+	 * or in the parse threads */
+	uint64_t mem_near_dup, mem_queued;
 };
 void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out);
 

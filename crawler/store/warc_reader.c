@@ -11,6 +11,7 @@
 
 #include <zlib.h>
 
+#include "crawler/store/warc.h"
 #include "frontier/base/ascii.h"
 #include "frontier/base/header_field.h"
 
@@ -159,6 +160,10 @@ static const struct {
 	FIELD("WARC-Refers-To-Target-URI", refers_to_target_uri),
 	FIELD("WARC-Refers-To-Date", refers_to_date),
 	FIELD("WARC-Refers-To-Container", refers_to_container),
+	FIELD(WARC_CRAWLER_DEPTH, crawler_depth),
+	FIELD(WARC_CRAWLER_VIA, crawler_via),
+	FIELD(WARC_CRAWLER_FLAGS, crawler_flags),
+	FIELD(WARC_CRAWLER_REDIRECT, crawler_redirect),
 };
 #undef FIELD
 
