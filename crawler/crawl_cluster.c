@@ -208,6 +208,7 @@ int crawl_cluster_create(const struct crawl_cluster_parts *parts, struct crawl_c
 		                       .name = cc->agent,
 		                       .lease_ms = cc->lease_ms,
 		                       .max_unacked = cc->window,
+		                       .ip_patience_ms = (unsigned)(pc->ip_delay_us / 1000) + 1,
 		                       .dedup = true };
 	*out = NULL;
 	if (assign_method_parse(cc->assign, &opt.method) != ASSIGN_OK) {

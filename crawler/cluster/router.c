@@ -114,7 +114,7 @@ void router_script_init(struct router_script *s)
 
 /* ---- replies ---- */
 
-static redisReply *reply_copy(const redisReply *r)
+redisReply *router_reply_copy(const redisReply *r)
 {
 	redisReply *c = calloc(1, sizeof *c);
 	if (c == NULL)
@@ -136,7 +136,7 @@ static redisReply *reply_copy(const redisReply *r)
 		c->element = calloc(r->elements, sizeof *c->element);
 		c->elements = r->elements;
 		for (size_t i = 0; c->element != NULL && i < r->elements; i++)
-			if ((c->element[i] = reply_copy(r->element[i])) == NULL)
+			if ((c->element[i] = router_reply_copy(r->element[i])) == NULL)
 				break;
 		if (c->element == NULL || c->element[r->elements - 1] == NULL) {
 			freeReplyObject(c);
@@ -524,7 +524,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
 		return;
 	if (q->wait != NULL) {
 		q->final = true;
-		q->held = rep ? reply_copy(rep) : NULL;
+		q->held = rep ? router_reply_copy(rep) : NULL;
 		return; /* answered with the WAIT */
 	}
 	cmd_finish(q, rep);
@@ -573,18 +573,25 @@ int router_send(struct router *r, unsigned slot, unsigned flags, router_reply_fn
 	return cmd_submit(r, slot, flags, fn, priv, NULL, buf, len);
 }
 
-int router_sendf(struct router *r, unsigned slot, unsigned flags, router_reply_fn *fn, void *priv,
-                 const char *fmt, ...)
+int router_vsendf(struct router *r, unsigned slot, unsigned flags, router_reply_fn *fn, void *priv,
+                  const char *fmt, va_list ap)
 {
 	int rc = send_check(r, slot);
 	if (rc != ROUTER_OK)
 		return rc;
 	char *buf = NULL;
+	int len = redisvFormatCommand(&buf, fmt, ap);
+	return cmd_submit(r, slot, flags, fn, priv, NULL, buf, len);
+}
+
+int router_sendf(struct router *r, unsigned slot, unsigned flags, router_reply_fn *fn, void *priv,
+                 const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	int len = redisvFormatCommand(&buf, fmt, ap);
+	int rc = router_vsendf(r, slot, flags, fn, priv, fmt, ap);
 	va_end(ap);
-	return cmd_submit(r, slot, flags, fn, priv, NULL, buf, len);
+	return rc;
 }
 
 int router_eval(struct router *r, const struct router_script *s, unsigned slot, unsigned flags,

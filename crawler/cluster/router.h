@@ -59,6 +59,7 @@
 #ifndef CRAWLER_CLUSTER_ROUTER_H
 #define CRAWLER_CLUSTER_ROUTER_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -145,10 +146,15 @@ int router_send(struct router *r, unsigned slot, unsigned flags, router_reply_fn
 /* The same from a hiredis format string ("%s", "%b", "%llu" ...). */
 int router_sendf(struct router *r, unsigned slot, unsigned flags, router_reply_fn *fn, void *priv,
                  const char *fmt, ...);
+int router_vsendf(struct router *r, unsigned slot, unsigned flags, router_reply_fn *fn, void *priv,
+                  const char *fmt, va_list ap);
 /* EVALSHA of s with argv = numkeys, keys, args (as EVAL takes them after
  * the script), for slot (the slot of its keys). */
 int router_eval(struct router *r, const struct router_script *s, unsigned slot, unsigned flags,
                 router_reply_fn *fn, void *priv, int argc, const char **argv, const size_t *argl);
+
+/* A deep copy of a reply (freeReplyObject frees it), or NULL. */
+redisReply *router_reply_copy(const redisReply *r);
 
 /* True if a command for slot would be sent now (mapped, node connected). */
 bool router_up(const struct router *r, unsigned slot);
