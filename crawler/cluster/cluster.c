@@ -357,7 +357,7 @@ static int copy_options(struct cluster *c, const struct cluster_options *opt, ch
 	snprintf(c->name, sizeof c->name, "%s", opt->name);
 	c->method = opt->method;
 	c->lease_ms = opt->lease_ms;
-	c->flush_delay_ms = opt->flush_delay_ms ? opt->flush_delay_ms : 10;
+	c->flush_delay_ms = opt->flush_delay_ms ? opt->flush_delay_ms : 50;
 	c->poll_ms = opt->poll_ms ? opt->poll_ms : 20;
 	c->ip_patience_ms = opt->ip_patience_ms ? opt->ip_patience_ms : 1000;
 	c->max_unsent = opt->max_unsent ? opt->max_unsent : 100000;
@@ -385,7 +385,7 @@ int cluster_create(uv_loop_t *loop, const struct cluster_options *opt,
 	int rc = copy_options(c, opt, host, &port);
 	struct router_options ro = { .host = host,
 		                     .port = port,
-		                     .batch_ms = opt->batch_ms ? opt->batch_ms : 2,
+		                     .batch_ms = opt->batch_ms ? opt->batch_ms : 5,
 		                     .stuck_ms = c->lease_ms };
 	if (rc == CLUSTER_OK)
 		rc = router_create(loop, &ro, &c->rt) == ROUTER_OK ? CLUSTER_OK : CLUSTER_ENOMEM;

@@ -37,7 +37,7 @@
  *   {P:s:B}            set of the URLs seen whose XXH3-64 is B mod
  *                      CLUSTER_SEEN_BUCKETS: the crawl-wide seen set, in
  *                      buckets spread over the masters
- *   {P:ip:ADDR}        "X NAME", expiring at X: the per-IP politeness
+ *   {P:ip:ADDR}        string NAME with a PX TTL: the per-IP politeness
  *                      lease; with {P:ip:ADDR}:q and :d, its waiters
  * So the load spreads by agent (inboxes), by URL (seen) and by IP (leases)
  * over every master; the crawl's slot carries membership only.
@@ -204,7 +204,7 @@ struct cluster_options {
 	const char *name;          /* this agent's name (assign.h's rules) */
 	enum assign_method method; /* refused if the crawl has another one */
 	unsigned lease_ms;         /* lease TTL, at least 30 */
-	unsigned flush_delay_ms;   /* a batch waits at most this; 0: 10 */
+	unsigned flush_delay_ms;   /* a batch waits at most this; 0: 50 */
 	unsigned poll_ms;          /* idle inbox poll; 0: 20 */
 	size_t max_unsent;         /* cap of URLs not yet in Redis; 0: 100000 */
 	size_t max_unacked;        /* cap of URLs handed out, not acked; 0: 10000 */
@@ -212,7 +212,7 @@ struct cluster_options {
 	size_t sent_cache;         /* entries of the sent cache (a power of two);
 	                            * 0: 262144 (2 MiB) */
 	unsigned batch_ms;         /* Redis commands wait at most this to share a
-	                            * write (router.h); 0: 2 */
+	                            * write (router.h); 0: 5 */
 	unsigned ip_patience_ms;   /* refused an IP lease, the caller asks again
 	                            * within this (its IP delay); 0: 1000 */
 };

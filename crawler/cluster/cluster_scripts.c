@@ -137,66 +137,69 @@ static struct router_script scripts[CL_SCRIPTS] = {
 	                   "if n > 0 then used = redis.call('INCRBY', KEYS[1], n) else n = 0 end\n"
 	                   "return {n, used}\n" },
 	/*
-	 * The IP lease with turns. KEYS: the lease ("X NAME", expiring at X),
-	 * the waiters by first ask, their deadlines; ARGV name, ttl, grace,
-	 * patience. A waiter is an agent refused the lease; it stays one while
-	 * it asks again in time: within the wait it was told or its patience
-	 * (its own IP delay: it does not wait longer), whichever is shorter,
-	 * plus grace. Granted: the lease is free and nobody else waits, or
-	 * this agent is the first waiter; or this agent holds it and nobody
-	 * waits (its TTL then raised, never lowered). Else {0, ms to wait}:
-	 * the holder yields to the waiters. So no agent keeps an IP while
-	 * another's hosts wait for it.
+	 * The IP lease with turns. KEYS: the lease (the holder's name, with a
+	 * PX TTL), the waiters by first ask, their deadlines; ARGV name, ttl,
+	 * grace, patience. A waiter is an agent refused the lease; it stays one
+	 * while it asks again in time: within the wait it was told or its
+	 * patience (its own IP delay: it does not wait longer), whichever is
+	 * shorter, plus grace. Granted: the lease is free and nobody else
+	 * waits, or this agent is the first waiter; or this agent holds it and
+	 * nobody waits (its TTL then raised, never lowered). Else {0, ms to
+	 * wait}: the holder yields to the waiters. So no agent keeps an IP
+	 * while another's hosts wait for it. Redis's clock is read only when
+	 * someone waits: the common path is three calls.
 	 */
-	[CL_S_IP_LEASE] = { NOW "local me, grace = ARGV[1], tonumber(ARGV[3])\n"
-	                        "local patience = tonumber(ARGV[4])\n"
-	                        "local v = redis.call('GET', KEYS[1])\n"
-	                        "local x, holder = 0, false\n"
-	                        "if v then\n"
-	                        "  local a, b = string.match(v, '^(%d+) (.*)$')\n"
-	                        "  x, holder = tonumber(a), b\n"
-	                        "end\n"
-	                        "local first = false\n"
-	                        "if redis.call('EXISTS', KEYS[3]) == 1 then\n"
-	                        "  for _, w in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', "
-	                        "now)) do\n"
-	                        "    redis.call('ZREM', KEYS[2], w)\n"
-	                        "    redis.call('ZREM', KEYS[3], w)\n"
-	                        "  end\n"
-	                        "  first = redis.call('ZRANGE', KEYS[2], 0, 0)[1] or false\n"
-	                        "end\n"
-	                        "local function refuse(told)\n"
-	                        "  told = math.max(1, told)\n"
-	                        "  redis.call('ZADD', KEYS[2], 'NX', now, me)\n"
-	                        "  redis.call('ZADD', KEYS[3], now + math.min(told, patience) + "
-	                        "grace, me)\n"
-	                        "  redis.call('PEXPIRE', KEYS[2], 60000)\n"
-	                        "  redis.call('PEXPIRE', KEYS[3], 60000)\n"
-	                        "  return {0, told}\n"
-	                        "end\n"
-	                        "if holder and holder ~= me then return refuse(x - now) end\n"
-	                        "if first and first ~= me then\n"
-	                        "  if holder == me then return refuse(x - now) end\n"
-	                        "  return refuse(tonumber(redis.call('ZSCORE', KEYS[3], first)) - "
-	                        "now)\n"
-	                        "end\n"
-	                        "if first == me then\n"
-	                        "  redis.call('ZREM', KEYS[2], me)\n"
-	                        "  redis.call('ZREM', KEYS[3], me)\n"
-	                        "end\n"
-	                        "local nx = now + tonumber(ARGV[2])\n"
-	                        "if holder == me and x > nx then nx = x end\n"
-	                        "redis.call('SET', KEYS[1], nx .. ' ' .. me, 'PXAT', nx)\n"
-	                        "return {1, 0}\n" },
+	[CL_S_IP_LEASE] = { "local me = ARGV[1]\n"
+	                    "local v = redis.call('GET', KEYS[1])\n"
+	                    "local waiting = redis.call('EXISTS', KEYS[3]) == 1\n"
+	                    "local function grant()\n"
+	                    "  if v == me then\n"
+	                    "    if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
+	                    "      redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+	                    "    end\n"
+	                    "  else\n"
+	                    "    redis.call('SET', KEYS[1], me, 'PX', ARGV[2])\n"
+	                    "  end\n"
+	                    "  return {1, 0}\n"
+	                    "end\n"
+	                    "if not waiting and (not v or v == me) then return grant() end\n" NOW
+	                    "local grace, patience = tonumber(ARGV[3]), tonumber(ARGV[4])\n"
+	                    "local left = v and redis.call('PTTL', KEYS[1]) or 0\n"
+	                    "local first = false\n"
+	                    "if waiting then\n"
+	                    "  for _, w in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', "
+	                    "now)) do\n"
+	                    "    redis.call('ZREM', KEYS[2], w)\n"
+	                    "    redis.call('ZREM', KEYS[3], w)\n"
+	                    "  end\n"
+	                    "  first = redis.call('ZRANGE', KEYS[2], 0, 0)[1] or false\n"
+	                    "end\n"
+	                    "local function refuse(told)\n"
+	                    "  told = math.max(1, told)\n"
+	                    "  redis.call('ZADD', KEYS[2], 'NX', now, me)\n"
+	                    "  redis.call('ZADD', KEYS[3], now + math.min(told, patience) + grace, "
+	                    "me)\n"
+	                    "  redis.call('PEXPIRE', KEYS[2], 60000)\n"
+	                    "  redis.call('PEXPIRE', KEYS[3], 60000)\n"
+	                    "  return {0, told}\n"
+	                    "end\n"
+	                    "if v and v ~= me then return refuse(left) end\n"
+	                    "if first and first ~= me then\n"
+	                    "  if v == me then return refuse(left) end\n"
+	                    "  return refuse(tonumber(redis.call('ZSCORE', KEYS[3], first)) - "
+	                    "now)\n"
+	                    "end\n"
+	                    "if first == me then\n"
+	                    "  redis.call('ZREM', KEYS[2], me)\n"
+	                    "  redis.call('ZREM', KEYS[3], me)\n"
+	                    "end\n"
+	                    "return grant()\n" },
 	/* KEYS the lease; ARGV name, delay: this agent's lease, if it still
 	 * holds it, ends delay ms from now. */
-	[CL_S_IP_RELEASE] = { NOW "local v = redis.call('GET', KEYS[1])\n"
-	                          "if not v then return 0 end\n"
-	                          "local a, b = string.match(v, '^(%d+) (.*)$')\n"
-	                          "if b ~= ARGV[1] then return 0 end\n"
-	                          "local nx = now + tonumber(ARGV[2])\n"
-	                          "redis.call('SET', KEYS[1], nx .. ' ' .. ARGV[1], 'PXAT', nx)\n"
-	                          "return 1\n" },
+	[CL_S_IP_RELEASE] = { "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+	                      "  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+	                      "end\n"
+	                      "return 0\n" },
 };
 
 static pthread_once_t scripts_once = PTHREAD_ONCE_INIT;
