@@ -672,6 +672,20 @@ static void map_single(struct router *r, struct rt_node *seed)
 		r->nodes[i]->in_map = r->nodes[i] == seed;
 }
 
+/* ROLE of one Redis: ["master", offset, [[host, port, offset], ...]]. */
+static void on_role(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct rt_node *n = ac->data;
+	redisReply *rep = reply;
+	(void)priv;
+	if (n->inflight > 0)
+		n->inflight--;
+	n->progress_ms = monotonic_ms();
+	if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements >= 3 &&
+	    rep->element[2]->type == REDIS_REPLY_ARRAY)
+		n->replicas = (unsigned)rep->element[2]->elements;
+}
+
 static void on_slots(redisAsyncContext *ac, void *reply, void *priv)
 {
 	struct rt_node *n = ac->data;
@@ -690,6 +704,9 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *priv)
 		r->cluster = false;
 		r->mapped = true;
 		r->stale = false;
+		/* its replicas, if any, make durable writes wait for them */
+		if (n->ac != NULL && redisAsyncCommand(n->ac, on_role, NULL, "ROLE") == REDIS_OK)
+			n->inflight++;
 	} else if (map_install(r, n, rep)) {
 		r->cluster = true;
 		r->mapped = true;
@@ -741,7 +758,7 @@ static void tick_cb(uv_timer_t *t)
 			node_connect(n);
 		}
 	}
-	if (!r->mapped || r->stale || (r->cluster && now - r->refresh_ms >= ROUTER_REFRESH_MS))
+	if (!r->mapped || r->stale || now - r->refresh_ms >= ROUTER_REFRESH_MS)
 		map_refresh(r);
 }
 

@@ -13,11 +13,11 @@
  * (the seed) and asks CLUSTER SLOTS: each range of slots, its master and
  * how many replicas it has. A server without cluster support answers an
  * error: the map then sends every slot to the seed (one code path for one
- * Redis and for a cluster; the caller cannot tell them apart). The map is
- * read again, from any node connected, whenever a node's connection fails
- * (a failover moves its slots to a replica; the old map stays until the
- * cluster has promoted it), on MOVED and CLUSTERDOWN, and every
- * ROUTER_REFRESH_MS.
+ * Redis and for a cluster; the caller cannot tell them apart), and ROLE
+ * tells how many replicas that Redis has. The map is read again, from any
+ * node connected, whenever a node's connection fails (a failover moves its
+ * slots to a replica; the old map stays until the cluster has promoted
+ * it), on MOVED and CLUSTERDOWN, and every ROUTER_REFRESH_MS.
  *
  * Redirects and retries, per command:
  *   MOVED slot host:port   the slot lives there now: the map's entry is

@@ -17,8 +17,8 @@
  *    (a failover), and commands for the slots go there;
  *  - NOSCRIPT: SCRIPT LOAD, then the same EVALSHA; the script's hash is
  *    SHA-1 of its body;
- *  - a durable write to a master with a replica is answered only after
- *    the WAIT that follows it;
+ *  - a durable write to a master with a replica (a cluster's map, or ROLE
+ *    of one Redis) is answered only after the WAIT that follows it;
  *  - a command never answered drops its connection after stuck_ms.
  */
 #include <check.h>
@@ -696,6 +696,41 @@ START_TEST(test_durable)
 }
 END_TEST
 
+/* One Redis with a replica (ROLE names it): SET answers, WAIT is held. */
+static const char *replica_handler(struct fake *f, int argc, char **argv)
+{
+	if (strcmp(argv[0], "ROLE") == 0)
+		return "*3\r\n$6\r\nmaster\r\n:0\r\n*1\r\n*3\r\n$9\r\n127.0.0.1\r\n$4\r\n6380"
+		       "\r\n$1\r\n0\r\n";
+	return wait_handler(f, argc, argv);
+}
+
+static bool role_seen(void *arg)
+{
+	return fake_count(arg, "ROLE") > 0;
+}
+
+START_TEST(test_single_replica)
+{
+	struct fake f;
+	fake_start(&f, replica_handler);
+	struct router *r = router_on(f.port, 0);
+	ck_assert(run_until(role_seen, &f, 3000));
+	run_until(never, NULL, 50);
+	struct answer a = { 0 };
+	ck_assert_int_eq(
+	        router_sendf(r, router_key_slot("k", 1), ROUTER_DURABLE, on_answer, &a, "SET k v"),
+	        ROUTER_OK);
+	ck_assert(run_until(wait_seen, &f, 3000));
+	run_until(never, NULL, 50);
+	ck_assert_int_eq(a.n, 0);
+	fake_write(f.held, ":1\r\n");
+	ck_assert(run_until(answered, &a, 3000));
+	ck_assert_str_eq(a.str, "OK");
+	finish(r, &f, 1);
+}
+END_TEST
+
 /* "hang" is never answered. */
 static const char *hang_handler(struct fake *f, int argc, char **argv)
 {
@@ -742,6 +777,7 @@ int main(void)
 	tcase_add_test(tc, test_node_down_failover);
 	tcase_add_test(tc, test_noscript);
 	tcase_add_test(tc, test_durable);
+	tcase_add_test(tc, test_single_replica);
 	tcase_add_test(tc, test_stuck);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
