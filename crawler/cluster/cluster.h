@@ -64,8 +64,9 @@
  * first URL, as a durable write (router.h: answered once a replica holds
  * it). A batch stays in memory until Redis answers its XADD; when the
  * connection fails it is sent again, in order. An agent reads its inbox
- * with XREADGROUP (polled: at once after a non-empty read, every poll_ms
- * otherwise). Each URL of a "u" entry is SADDed to its seen bucket, and
+ * with XREADGROUP (polled: at once after a non-empty read; after an empty
+ * one poll_ms, doubled at each empty read up to CLUSTER_POLL_IDLE_MAX
+ * times poll_ms). Each URL of a "u" entry is SADDed to its seen bucket, and
  * only those new to the crawl are handed to on_urls (a URL whose SADD got
  * no answer counts as new); "r" entries, and every entry claimed again
  * (below), go whole. Entries are handed out in the order read. Deduplicating
@@ -118,9 +119,10 @@
  * cluster_ip_lease() takes it in one script when it is free or already
  * this agent's, raising its TTL to the one asked; else it answers the
  * holder's time left. Agents take turns: an agent refused becomes a waiter
- * (while it asks again in time: within the wait told or ip_patience_ms,
- * + CLUSTER_IP_GRACE_MS), and while another agent waits the holder is refused too and the
- * first waiter is granted the lease once free. cluster_ip_release()
+ * (as long as it asks again in time: within the wait told or
+ * ip_patience_ms, + CLUSTER_IP_GRACE_MS); while another agent waits the
+ * holder is refused too, and the first waiter in order of asking is
+ * granted the lease once free. cluster_ip_release()
  * shortens this agent's lease to the delay that must follow a request
  * (fire and forget; nothing if another agent holds it by then). A holder
  * that dies keeps the IP for the rest of the TTL it last set, and no
@@ -154,6 +156,8 @@
 #define CLUSTER_BATCH_URLS 256
 /* Buckets of the crawl-wide seen set. */
 #define CLUSTER_SEEN_BUCKETS 1024
+/* An empty inbox is polled at most every this many poll_ms. */
+#define CLUSTER_POLL_IDLE_MAX 8
 /* A refused agent stays first in line this long after the lease ends. */
 #define CLUSTER_IP_GRACE_MS 100
 /* Delay between two attempts to connect to Redis. */

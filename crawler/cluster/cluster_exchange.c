@@ -473,8 +473,17 @@ static void on_read(void *priv, const redisReply *r)
 	           r->element[0]->elements == 2) {
 		n = entries_take(c, r->element[0]->element[1], false);
 	}
+	/* an empty inbox is polled less and less often, down to one in
+	 * CLUSTER_POLL_IDLE_MAX polls: an idle agent costs Redis little */
+	if (n > 0 || c->claim_own)
+		c->poll_idle_ms = 0;
+	else
+		c->poll_idle_ms = c->poll_idle_ms == 0 ? c->poll_ms
+		                  : c->poll_idle_ms < c->poll_ms * CLUSTER_POLL_IDLE_MAX
+		                          ? 2 * c->poll_idle_ms
+		                          : c->poll_ms * CLUSTER_POLL_IDLE_MAX;
 	if (!uv_is_active((uv_handle_t *)&c->read))
-		read_again(c, n > 0 || c->claim_own ? 0 : c->poll_ms);
+		read_again(c, c->poll_idle_ms);
 }
 
 void cl_read_timer_cb(uv_timer_t *t)

@@ -120,6 +120,7 @@ struct cluster {
 	size_t unsent;
 
 	bool read_busy, claim_own, no_reads;
+	unsigned poll_idle_ms; /* the next idle poll's delay (0: read at once) */
 	char claim_cursor[CL_ID_MAX];
 	struct cl_entry *in_head, *in_tail;
 	size_t filtering;
