@@ -195,6 +195,7 @@ static size_t error_entries(const struct crawl_stats *s, const struct crawl_stat
 		REASON("keepalive-closed", STAT_U64, &s->reuse_retries),
 		REASON("robots-redirect-limit", STAT_U64, &s->robots_redirect_limit),
 		REASON("robots-unreachable", STAT_U64, &s->robots_unreachable),
+		REASON("robots-wildcard-cap", STAT_U64, &src->politeness.robots_capped),
 		REASON("ip-lease-refused", STAT_U64, &s->ip_lease_refused),
 		REASON("ip-lease-redis", STAT_U64, &s->ip_lease_errors),
 		REASON("emit-dropped", STAT_ATOMIC, &s->ac.emit_dropped),

@@ -10,23 +10,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
-
-#include <zlib.h>
 
 #include "crawler/store/crawl_log.h"
 #include "crawler/crawl_outdir.h"
 #include "crawler/crawl_writer.h"
 #include "crawler/store/done_set.h"
+#include "crawler/store/warc_reader.h"
 #include "crawler/net/fetch.h"
 #include "crawler/parse_jobs.h"
 #include "crawler/sieve_path.h"
 #include "crawler/visit.h"
 #include "frontier/base/array.h"
+#include "frontier/base/header_field.h"
 
-#define READ_CHUNK (64u * 1024u)
-#define WARC_HEADER_MAX (64u * 1024u) /* longer is not a record we wrote */
 /* The payloads of the tail's last responses, for its revisit records
  * (whose payload is an earlier response's): at most this many, and bytes. */
 #define PAYLOAD_CACHE_SLOTS 64u
@@ -47,30 +44,21 @@ struct crawl_tail {
 	char dir[4096];
 	char **files;
 	size_t nfiles, next_file;
-	uint64_t first_offset; /* where to start in files[0] */
-	FILE *wf;
-	z_stream z;
-	int zinit;
-	unsigned char in[READ_CHUNK];
-	unsigned char *rec; /* one inflated record */
-	size_t rec_len, rec_cap, max_record;
-	/* the next response/revisit record, read and not yet matched */
+	uint64_t first_offset;  /* where to start in files[0] */
+	struct warc_reader *wr; /* of the current file */
+	size_t max_record;
+	/* the next response/revisit record, read (into wr) and not yet matched */
 	int pending, warc_done, pending_revisit;
 	const char *pending_uri;
 	const uint8_t *pending_body;
 	size_t pending_body_len;
-	char encoding[512];
+	char encoding[512];                               /* of its HTTP header block, joined */
 	struct cached_payload cache[PAYLOAD_CACHE_SLOTS]; /* a ring, oldest at cache_next */
 	size_t cache_next, cache_bytes;
 	struct crawl_tail_entry e;
 };
 
 /* ---- the WARC side ---- */
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 /* The crawl's WARC files named from `from` on, sorted (the names carry
  * the time they were opened). 0 or -1. */
@@ -97,178 +85,27 @@ static int list_warcs(struct crawl_tail *t, const char *from)
 	}
 	closedir(d);
 	if (rc == 0 && t->nfiles)
-		qsort(t->files, t->nfiles, sizeof *t->files, by_name);
+		qsort(t->files, t->nfiles, sizeof *t->files, array_strcmp);
 	if (rc == 0 && (!t->nfiles || strcmp(t->files[0], from) != 0))
 		t->first_offset = 0; /* the checkpoint's file is gone: from the next one */
 	return rc;
 }
 
 /* Opens the next WARC file at its start (or the checkpoint's offset). 1,
- * or 0 when there is none. */
+ * 0 when there is none, -1 out of memory. */
 static int open_next_file(struct crawl_tail *t)
 {
 	char path[4400];
 	while (t->next_file < t->nfiles) {
 		size_t i = t->next_file++;
 		snprintf(path, sizeof path, "%s/%s", t->dir, t->files[i]);
-		t->wf = fopen(path, "rb");
-		if (!t->wf)
-			continue;
-		if (i == 0 && t->first_offset &&
-		    fseeko(t->wf, (off_t)t->first_offset, SEEK_SET) != 0) {
-			fclose(t->wf);
-			t->wf = NULL;
-			continue;
-		}
-		inflateReset(&t->z);
-		t->z.avail_in = 0;
-		return 1;
+		if (warc_reader_open(path, i == 0 ? t->first_offset : 0, t->max_record, &t->wr) ==
+		    0)
+			return 1;
+		if (errno == ENOMEM)
+			return -1;
 	}
 	return 0;
-}
-
-/* Inflates the next gzip member of the current file into rec. 1, 0 at the
- * file's end or at a member that is torn, corrupt or too large, -1 out of
- * memory. */
-static int read_member(struct crawl_tail *t)
-{
-	t->rec_len = 0;
-	inflateReset(&t->z);
-	for (;;) {
-		if (t->z.avail_in == 0) {
-			size_t n = fread(t->in, 1, sizeof t->in, t->wf);
-			if (n == 0)
-				return 0;
-			t->z.next_in = t->in;
-			t->z.avail_in = (uInt)n;
-		}
-		if (t->rec_len == t->rec_cap) {
-			size_t cap = t->rec_cap ? 2 * t->rec_cap : 256u * 1024u;
-			if (t->rec_cap >= t->max_record)
-				return 0;
-			if (cap > t->max_record)
-				cap = t->max_record;
-			unsigned char *r = realloc(t->rec, cap);
-			if (!r)
-				return -1;
-			t->rec = r;
-			t->rec_cap = cap;
-		}
-		t->z.next_out = t->rec + t->rec_len;
-		t->z.avail_out = (uInt)(t->rec_cap - t->rec_len);
-		int ret = inflate(&t->z, Z_NO_FLUSH);
-		t->rec_len = t->rec_cap - t->z.avail_out;
-		if (ret == Z_STREAM_END)
-			return 1;
-		if (ret != Z_OK && ret != Z_BUF_ERROR)
-			return 0;
-	}
-}
-
-/* The value of header name in the block [p, end) of lines, trimmed and
- * NUL-terminated in place (over its CR: the writer's WARC headers end
- * their lines in CRLF; a bare LF line loses its LF, so only the last call
- * on an HTTP block may meet one); NULL if absent. */
-static char *header_value(char *p, char *end, const char *name)
-{
-	size_t n = strlen(name);
-	while (p < end) {
-		char *eol = memchr(p, '\n', (size_t)(end - p));
-		if (!eol)
-			return NULL;
-		if ((size_t)(eol - p) > n && strncasecmp(p, name, n) == 0 && p[n] == ':') {
-			char *v = p + n + 1, *e = eol;
-			while (v < e && (*v == ' ' || *v == '\t'))
-				v++;
-			while (e > v && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
-				e--;
-			*e = '\0';
-			return v;
-		}
-		p = eol + 1;
-	}
-	return NULL;
-}
-
-/* Joins every Content-Encoding line of the HTTP header block, in order,
- * with ", " (as the fetch engine reports them) into t->encoding. */
-static void join_encodings(struct crawl_tail *t, const char *p, const char *end)
-{
-	size_t len = 0;
-	t->encoding[0] = '\0';
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		if (!eol)
-			break;
-		if (eol - p > 17 && strncasecmp(p, "Content-Encoding:", 17) == 0) {
-			const char *v = p + 17, *e = eol;
-			while (v < e && (*v == ' ' || *v == '\t'))
-				v++;
-			while (e > v && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
-				e--;
-			int k = snprintf(t->encoding + len, sizeof t->encoding - len, "%s%.*s",
-			                 len ? ", " : "", (int)(e - v), v);
-			if (k > 0 && (size_t)k < sizeof t->encoding - len)
-				len += (size_t)k;
-		}
-		p = eol + 1;
-	}
-}
-
-/* Undoes a chunked transfer coding in place: the decoded length, or
- * SIZE_MAX when the bytes are not a whole chunked body (then they are
- * taken as they are: the transfer coding was already removed). */
-static size_t dechunk(uint8_t *b, size_t len)
-{
-	size_t in = 0, out = 0;
-	for (;;) {
-		uint64_t size = 0;
-		int digits = 0;
-		while (in < len && digits < 16 &&
-		       ((b[in] >= '0' && b[in] <= '9') ||
-		        ((b[in] | 0x20) >= 'a' && (b[in] | 0x20) <= 'f'))) {
-			int c = b[in] | 0x20;
-			size = size * 16 + (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
-			in++;
-			digits++;
-		}
-		const uint8_t *eol = in < len ? memchr(b + in, '\n', len - in) : NULL;
-		if (!digits || !eol)
-			return SIZE_MAX;
-		in = (size_t)(eol - b) + 1;
-		if (size == 0)
-			return out;
-		if (size > len - in || len - in - size < 2 || b[in + size] != '\r' ||
-		    b[in + size + 1] != '\n')
-			return SIZE_MAX;
-		memmove(b + out, b + in, size);
-		out += size;
-		in += size + 2;
-	}
-}
-
-/* The HTTP message of a response record: its payload and encoding. */
-static void take_http(struct crawl_tail *t, uint8_t *block, size_t len)
-{
-	uint8_t *end = NULL;
-	for (size_t i = 0; i + 4 <= len; i++)
-		if (memcmp(block + i, "\r\n\r\n", 4) == 0) {
-			end = block + i + 4;
-			break;
-		}
-	if (!end) {
-		t->pending_body = NULL;
-		return;
-	}
-	join_encodings(t, (const char *)block, (const char *)end);
-	t->pending_body = end;
-	t->pending_body_len = len - (size_t)(end - block);
-	char *te = header_value((char *)block, (char *)end, "Transfer-Encoding");
-	if (te && strcasestr(te, "chunked")) {
-		size_t n = dechunk(end, t->pending_body_len);
-		if (n != SIZE_MAX)
-			t->pending_body_len = n;
-	}
 }
 
 static void cache_evict(struct crawl_tail *t, struct cached_payload *c)
@@ -310,43 +147,47 @@ static void cache_get(struct crawl_tail *t, const char *digest)
 		}
 }
 
-/* Parses rec as a WARC record: 1 when it is a response or revisit record
- * (then pending is set), 0 for any other record, -1 when it is not a whole
- * record. */
-static int take_record(struct crawl_tail *t)
+/* Joins every Content-Encoding line of the record's HTTP header block, in
+ * order, with ", " (as the fetch engine reports them) into t->encoding. */
+static void join_encodings(struct crawl_tail *t, const struct warc_record *rec)
 {
-	char *h = (char *)t->rec, *end = NULL;
-	size_t lim = t->rec_len < WARC_HEADER_MAX ? t->rec_len : WARC_HEADER_MAX;
-	for (size_t i = 0; i + 4 <= lim; i++)
-		if (memcmp(h + i, "\r\n\r\n", 4) == 0) {
-			end = h + i + 4;
+	const char *at = rec->http_headers, *v;
+	const char *end = at ? at + rec->http_headers_len : NULL;
+	size_t len = 0, n;
+	t->encoding[0] = '\0';
+	while (at && header_field_next(&at, end, "Content-Encoding", &v, &n)) {
+		size_t sep = len ? 2 : 0;
+		if (len + sep + n >= sizeof t->encoding)
 			break;
-		}
-	if (!end || memcmp(h, "WARC/1.", 7) != 0)
+		memcpy(t->encoding + len, ", ", sep);
+		memcpy(t->encoding + len + sep, v, n);
+		len += sep + n;
+		t->encoding[len] = '\0';
+	}
+}
+
+/* Takes a record of the WARC: 1 when it is a response or revisit record
+ * (then pending is set), 0 for any other record, -1 when it has no
+ * WARC-Type (not a record we wrote: its file ends there). */
+static int take_record(struct crawl_tail *t, struct warc_record *rec)
+{
+	if (!rec->type)
 		return -1;
-	size_t hlen = (size_t)(end - h);
-	char *type = header_value(h, end, "WARC-Type");
-	char *uri = header_value(h, end, "WARC-Target-URI");
-	char *cl = header_value(h, end, "Content-Length");
-	char *stop = NULL;
-	unsigned long long n = cl ? strtoull(cl, &stop, 10) : 0;
-	if (!type || !cl || stop == cl || n > t->rec_len - hlen)
-		return -1;
-	if (!uri || (strcmp(type, "response") != 0 && strcmp(type, "revisit") != 0))
+	if (!rec->target_uri ||
+	    (strcmp(rec->type, "response") != 0 && strcmp(rec->type, "revisit") != 0))
 		return 0;
 	t->pending = 1;
-	t->pending_uri = uri;
-	t->pending_revisit = strcmp(type, "revisit") == 0;
+	t->pending_uri = rec->target_uri;
+	t->pending_revisit = strcmp(rec->type, "revisit") == 0;
 	t->pending_body = NULL;
-	t->encoding[0] = '\0';
-	char *digest = header_value(h, end, "WARC-Payload-Digest");
+	join_encodings(t, rec);
 	if (t->pending_revisit) {
-		/* headers only: its encoding, and the payload of the same digest */
-		join_encodings(t, end, end + n);
-		cache_get(t, digest);
-	} else {
-		take_http(t, (uint8_t *)end, (size_t)n);
-		cache_put(t, digest);
+		cache_get(t, rec->payload_digest); /* the payload of the same digest */
+	} else if (rec->payload) {
+		warc_record_unchunk(rec);
+		t->pending_body = rec->payload;
+		t->pending_body_len = rec->payload_len;
+		cache_put(t, rec->payload_digest);
 	}
 	return 1;
 }
@@ -356,17 +197,22 @@ static int take_record(struct crawl_tail *t)
 static int next_fetch_record(struct crawl_tail *t)
 {
 	while (!t->pending && !t->warc_done) {
-		if (!t->wf && !open_next_file(t)) {
+		struct warc_record rec;
+		int opened = t->wr ? 1 : open_next_file(t);
+		if (opened < 0)
+			return -1;
+		if (opened == 0) {
 			t->warc_done = 1;
 			break;
 		}
-		int r = read_member(t);
-		if (r < 0)
+		enum warc_read got = warc_reader_next(t->wr, &rec);
+		if (got == WARC_READ_ERR_NOMEM)
 			return -1;
-		if (r == 0 || take_record(t) < 0) {
-			/* this file ends (or is torn) here: on to the next */
-			fclose(t->wf);
-			t->wf = NULL;
+		if (got != WARC_READ_RECORD || take_record(t, &rec) < 0) {
+			/* this file ends (or is torn, or holds what we did not
+			 * write) here: on to the next */
+			warc_reader_close(t->wr);
+			t->wr = NULL;
 		}
 	}
 	return 0;
@@ -436,12 +282,10 @@ int crawl_tail_open(const char *dir, const struct crawl_tail_pos *pos, int warc,
 	snprintf(path, sizeof path, "%s/crawl.log", dir);
 	t = calloc(1, sizeof *t);
 	if (!t || !(t->line = malloc(CRAWL_TAIL_LINE_MAX + 1)) ||
-	    !(t->scratch = malloc(CRAWL_TAIL_LINE_MAX + 1)) ||
-	    inflateInit2(&t->z, 16 + MAX_WBITS) != Z_OK) {
+	    !(t->scratch = malloc(CRAWL_TAIL_LINE_MAX + 1))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	t->zinit = 1;
 	t->max_record = max_record;
 	t->warc = warc;
 	snprintf(t->dir, sizeof t->dir, "%s", dir);
@@ -509,14 +353,10 @@ void crawl_tail_close(struct crawl_tail *t)
 		return;
 	if (t->log)
 		fclose(t->log);
-	if (t->wf)
-		fclose(t->wf);
-	if (t->zinit)
-		inflateEnd(&t->z);
+	warc_reader_close(t->wr);
 	ARRAY_FREE_EACH(t->files, t->nfiles);
 	for (size_t i = 0; i < PAYLOAD_CACHE_SLOTS; i++)
 		free(t->cache[i].data);
-	free(t->rec);
 	free(t->line);
 	free(t->scratch);
 	free(t);

@@ -20,12 +20,12 @@
  * same WARC-Payload-Digest, if that is one of the tail's last responses
  * (a bounded cache); else it has none. Records after the last line (a
  * crash between a record and its line) are not in the tail. A malformed
- * line ends the tail there, and a malformed record its file: what follows
- * is treated as never fetched.
+ * line ends the tail there, and a malformed record, or one over
+ * max_record, its file: what follows is treated as never fetched.
  *
- * Memory: one log line (at most CRAWL_TAIL_LINE_MAX bytes), one inflated
- * WARC record (at most max_record bytes) and the revisits' cache (8 MiB)
- * at a time.
+ * Memory: one log line (at most CRAWL_TAIL_LINE_MAX bytes), one WARC
+ * reader (warc_reader.h: a record of at most max_record bytes, and its
+ * fixed buffers) and the revisits' cache (8 MiB) at a time.
  */
 #ifndef CRAWLER_CRAWL_TAIL_H
 #define CRAWLER_CRAWL_TAIL_H
@@ -43,7 +43,8 @@ struct crawl_tail_pos {
 	char warc_file[256];  /* base name of the WARC file being written ("": none) */
 	uint64_t warc_offset; /* where its next record went */
 	uint64_t log_offset;  /* crawl.log's size */
-	int known;            /* 0: a checkpoint from before these were saved */
+	int known;            /* 0: the checkpoint does not say (its crawler did
+	                         not save these) */
 };
 
 /* One fetch of the tail; strings NUL-terminated, "" for the log's "-".

@@ -318,6 +318,10 @@ static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct 
 	if (!ps->sm) {
 		struct sitemap_config sc = { .max_locs = pj->p.cfg->crawl.sitemap_max_urls,
 			                     .max_bytes = pj->p.cfg->crawl.sitemap_max_bytes,
+			                     .max_tag_bytes =
+			                             pj->p.cfg->crawl.sitemap_max_tag_bytes,
+			                     .max_attributes =
+			                             pj->p.cfg->crawl.sitemap_max_attributes,
 			                     .scope = SITEMAP_SCOPE_HOST,
 			                     .url_options = &pj->p.cfg->url };
 		if (sitemap_parser_create(&sc, &ps->sm) != SITEMAP_OK)

@@ -187,7 +187,7 @@ static void path_shorten(struct url *u)
 static bool is_single_dot(const char *s, size_t n)
 {
 	return (n == 1 && s[0] == '.') ||
-	       (n == 3 && s[0] == '%' && s[1] == '2' && lower(s[2]) == 'e');
+	       (n == 3 && s[0] == '%' && s[1] == '2' && ascii_to_lower(s[2]) == 'e');
 }
 
 static bool is_double_dot(const char *s, size_t n)
@@ -311,8 +311,8 @@ static enum url_error parse_inner(struct url *u, const char *s, size_t n, const 
 		const char *r = s + i + 1;          /* remaining */
 		switch (st) {
 		case S_SCHEME_START:
-			if (is_alpha(c)) {
-				put(u, &u->scheme, (char)lower(c));
+			if (ascii_is_alpha(c)) {
+				put(u, &u->scheme, (char)ascii_to_lower(c));
 				st = S_SCHEME;
 			} else {
 				st = S_NO_SCHEME;
@@ -320,9 +320,9 @@ static enum url_error parse_inner(struct url *u, const char *s, size_t n, const 
 			}
 			break;
 		case S_SCHEME:
-			if (c != -1 &&
-			    (is_alpha(c) || is_digit(c) || c == '+' || c == '-' || c == '.')) {
-				put(u, &u->scheme, (char)lower(c));
+			if (c != -1 && (ascii_is_alpha(c) || ascii_is_digit(c) || c == '+' ||
+			                c == '-' || c == '.')) {
+				put(u, &u->scheme, (char)ascii_to_lower(c));
 			} else if (c == ':') {
 				if (u->over)
 					return URL_ERR_TOO_LONG;
@@ -475,7 +475,7 @@ static enum url_error parse_inner(struct url *u, const char *s, size_t n, const 
 			}
 			break;
 		case S_PORT:
-			if (is_digit(c)) {
+			if (ascii_is_digit(c)) {
 				/* accumulate below */
 			} else if (c == -1 || c == '/' || c == '?' || c == '#' ||
 			           (u->special && c == '\\')) {

@@ -19,7 +19,10 @@
  *    case; %XX of unreserved ALPHA DIGIT - . _ ~ decoded; a '%' that starts
  *    no escape written %25), empty path as "/", then the opt-in
  *    canonicalizations of the options. A crawl key reparses to itself.
- *    Userinfo (user:pass@) is kept, as in the href.
+ *    It names the server by scheme, host and port alone: the userinfo
+ *    (user:pass@) is dropped, so a page can neither choose credentials the
+ *    crawler sends nor make one server many hosts, and so are a domain's
+ *    final dots ("http://h./" and "http://h/" are one host).
  *
  * Known deviation: libidn2 (IDNA2008 on top of UTS #46) refuses some
  * non-ASCII hosts the standard accepts (symbols such as U+2603): they are

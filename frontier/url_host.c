@@ -63,9 +63,9 @@ static int ipv4_number(const char *s, size_t n, uint64_t *out)
 	for (size_t i = 0; i < n; i++) {
 		int c = (unsigned char)s[i];
 		unsigned d;
-		if (r == 16 && is_hex(c))
-			d = (unsigned)hexval(c);
-		else if (r == 10 && is_digit(c))
+		if (r == 16 && ascii_is_hex(c))
+			d = (unsigned)ascii_hex_value(c);
+		else if (r == 10 && ascii_is_digit(c))
 			d = (unsigned)(c - '0');
 		else if (r == 8 && c >= '0' && c <= '7')
 			d = (unsigned)(c - '0');
@@ -95,7 +95,7 @@ static bool ends_in_number(const char *s, size_t n)
 		return false;
 	bool digits = true;
 	for (size_t i = 0; i < ln; i++)
-		if (!is_digit((unsigned char)last[i]))
+		if (!ascii_is_digit((unsigned char)last[i]))
 			digits = false;
 	if (digits)
 		return true;
@@ -164,8 +164,8 @@ static enum url_error ipv6_parse(const char *s, size_t n, uint16_t a[8])
 			continue;
 		}
 		unsigned value = 0, length = 0;
-		while (length < 4 && is_hex(C(p))) {
-			value = value * 16 + (unsigned)hexval(C(p));
+		while (length < 4 && ascii_is_hex(C(p))) {
+			value = value * 16 + (unsigned)ascii_hex_value(C(p));
 			p++;
 			length++;
 		}
@@ -184,9 +184,9 @@ static enum url_error ipv6_parse(const char *s, size_t n, uint16_t a[8])
 					else
 						return URL_ERR_INVALID_IPV6;
 				}
-				if (!is_digit(C(p)))
+				if (!ascii_is_digit(C(p)))
 					return URL_ERR_INVALID_IPV6;
-				while (is_digit(C(p))) {
+				while (ascii_is_digit(C(p))) {
 					int number = C(p) - '0';
 					if (v4 == -1)
 						v4 = number;
@@ -327,11 +327,11 @@ static bool punycode_valid(const char *s, size_t n)
 		for (uint64_t k = BASE;; k += BASE) {
 			if (in >= n)
 				return false;
-			int c = lower((unsigned char)s[in++]);
+			int c = ascii_to_lower((unsigned char)s[in++]);
 			uint64_t digit;
 			if (c >= 'a' && c <= 'z')
 				digit = (uint64_t)(c - 'a');
-			else if (is_digit(c))
+			else if (ascii_is_digit(c))
 				digit = (uint64_t)(c - '0' + 26);
 			else
 				return false;
@@ -372,8 +372,8 @@ static bool alabels_valid(const char *s, size_t n)
 			continue;
 		size_t ln = j - st;
 		const char *l = s + st;
-		if (ln >= 4 && lower(l[0]) == 'x' && lower(l[1]) == 'n' && l[2] == '-' &&
-		    l[3] == '-' && !punycode_valid(l + 4, ln - 4))
+		if (ln >= 4 && ascii_to_lower(l[0]) == 'x' && ascii_to_lower(l[1]) == 'n' &&
+		    l[2] == '-' && l[3] == '-' && !punycode_valid(l + 4, ln - 4))
 			return false;
 		st = j + 1;
 	}
@@ -414,10 +414,10 @@ static enum url_error host_parse_inner(struct url *u, const char *s, size_t n, b
 	bool ascii = true;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		if (c == '%' && i + 2 < n && is_hex((unsigned char)s[i + 1]) &&
-		    is_hex((unsigned char)s[i + 2])) {
-			c = (unsigned char)(hexval((unsigned char)s[i + 1]) * 16 +
-			                    hexval((unsigned char)s[i + 2]));
+		if (c == '%' && i + 2 < n && ascii_is_hex((unsigned char)s[i + 1]) &&
+		    ascii_is_hex((unsigned char)s[i + 2])) {
+			c = (unsigned char)(ascii_hex_value((unsigned char)s[i + 1]) * 16 +
+			                    ascii_hex_value((unsigned char)s[i + 2]));
 			i += 2;
 		}
 		if (c >= 0x80)
@@ -430,8 +430,9 @@ static enum url_error host_parse_inner(struct url *u, const char *s, size_t n, b
 	if (ascii) {
 		/* xn-- labels need validation by IDNA */
 		for (size_t i = 0; i + 4 <= d->n; i++) {
-			if ((i == 0 || d->p[i - 1] == '.') && lower(d->p[i]) == 'x' &&
-			    lower(d->p[i + 1]) == 'n' && d->p[i + 2] == '-' && d->p[i + 3] == '-') {
+			if ((i == 0 || d->p[i - 1] == '.') && ascii_to_lower(d->p[i]) == 'x' &&
+			    ascii_to_lower(d->p[i + 1]) == 'n' && d->p[i + 2] == '-' &&
+			    d->p[i + 3] == '-') {
 				need_idna = true;
 				break;
 			}
@@ -442,7 +443,7 @@ static enum url_error host_parse_inner(struct url *u, const char *s, size_t n, b
 			unsigned char c = (unsigned char)d->p[i];
 			if (forbidden_domain_cp(c))
 				return URL_ERR_INVALID_HOST;
-			put(u, h, (char)lower(c));
+			put(u, h, (char)ascii_to_lower(c));
 		}
 	} else {
 		/* libidn2 wants a NUL-terminated string; a NUL inside is forbidden anyway */
@@ -465,7 +466,7 @@ static enum url_error host_parse_inner(struct url *u, const char *s, size_t n, b
 				unsigned char c = (unsigned char)d->p[i];
 				if (forbidden_domain_cp(c))
 					return URL_ERR_INVALID_HOST;
-				put(u, h, (char)lower(c));
+				put(u, h, (char)ascii_to_lower(c));
 			}
 			goto ascii_done;
 		}
@@ -480,7 +481,7 @@ static enum url_error host_parse_inner(struct url *u, const char *s, size_t n, b
 				idn2_free(out);
 				return URL_ERR_INVALID_HOST;
 			}
-			put(u, h, (char)lower(c));
+			put(u, h, (char)ascii_to_lower(c));
 		}
 		idn2_free(out);
 	}

@@ -12,6 +12,7 @@
 #ifndef FRONTIER_URL_INTERNAL_H
 #define FRONTIER_URL_INTERNAL_H
 
+#include "frontier/base/ascii.h"
 #include "frontier/url.h"
 
 #include <stdbool.h>
@@ -69,31 +70,6 @@ static inline void puts_n(struct url *u, struct sbuf *b, const char *s, size_t n
 	b->n += n;
 }
 
-static inline bool is_alpha(int c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-static inline bool is_digit(int c)
-{
-	return c >= '0' && c <= '9';
-}
-static inline bool is_hex(int c)
-{
-	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-static inline int hexval(int c)
-{
-	if (is_digit(c))
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return c - 'A' + 10;
-}
-static inline int lower(int c)
-{
-	return (c >= 'A' && c <= 'Z') ? c + 32 : c;
-}
-
 /* Percent-encode sets, as bits in a table over bytes. */
 enum { SET_C0 = 1, SET_FRAG = 2, SET_QUERY = 4, SET_SQUERY = 8, SET_PATH = 16, SET_USERINFO = 32 };
 
@@ -147,7 +123,7 @@ static inline int default_port(const char *s, size_t n)
 /* A Windows drive letter: ASCII alpha then ':' or '|'; normalized: ':' only. */
 static inline bool is_drive(const char *s, size_t n, bool normalized)
 {
-	return n == 2 && is_alpha((unsigned char)s[0]) &&
+	return n == 2 && ascii_is_alpha((unsigned char)s[0]) &&
 	       (s[1] == ':' || (!normalized && s[1] == '|'));
 }
 

@@ -73,7 +73,7 @@ bool url_host_is_dns_name(const char *host, size_t len)
 			if (label == 0)
 				return false;
 			label = 0;
-		} else if (is_alpha(c) || is_digit(c) || c == '-' || c == '_') {
+		} else if (ascii_is_alpha(c) || ascii_is_digit(c) || c == '-' || c == '_') {
 			if (++label > LABEL_MAX_OCTETS)
 				return false;
 		} else {
@@ -101,7 +101,8 @@ static void oput(struct obuf *o, const char *s, size_t n)
 
 static bool unreserved(int c)
 {
-	return is_alpha(c) || is_digit(c) || c == '-' || c == '.' || c == '_' || c == '~';
+	return ascii_is_alpha(c) || ascii_is_digit(c) || c == '-' || c == '.' || c == '_' ||
+	       c == '~';
 }
 
 /* Percent-encoding normalized copy of s[n] (hex upper, unreserved decoded,
@@ -111,12 +112,12 @@ static void norm_pct(struct obuf *o, const char *s, size_t n, bool lowercase)
 {
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		if (c == '%' && i + 2 < n && is_hex((unsigned char)s[i + 1]) &&
-		    is_hex((unsigned char)s[i + 2])) {
-			int v = hexval((unsigned char)s[i + 1]) * 16 +
-			        hexval((unsigned char)s[i + 2]);
+		if (c == '%' && i + 2 < n && ascii_is_hex((unsigned char)s[i + 1]) &&
+		    ascii_is_hex((unsigned char)s[i + 2])) {
+			int v = ascii_hex_value((unsigned char)s[i + 1]) * 16 +
+			        ascii_hex_value((unsigned char)s[i + 2]);
 			if (unreserved(v)) {
-				char ch = (char)(lowercase ? lower(v) : v);
+				char ch = (char)(lowercase ? ascii_to_lower(v) : v);
 				oput(o, &ch, 1);
 			} else {
 				char t[3] = { '%', URL_HEX_DIGITS[v >> 4], URL_HEX_DIGITS[v & 15] };
@@ -128,7 +129,7 @@ static void norm_pct(struct obuf *o, const char *s, size_t n, bool lowercase)
              * ("%%36C" -> "%6C"): write it as the escape it stands for */
 			oput(o, "%25", 3);
 		} else {
-			char ch = (char)(lowercase ? lower(c) : c);
+			char ch = (char)(lowercase ? ascii_to_lower(c) : c);
 			oput(o, &ch, 1);
 		}
 	}
@@ -227,15 +228,23 @@ enum url_error url_crawl_key(const struct url *u, char *out, size_t cap, size_t 
 		oput(&o, "http:", 5);
 	else
 		oput(&o, h, u->scheme.n + 1);
-	/* authority as serialized: from after "scheme:" to the path; strip_www
-     * removes every leading "www." so that the key is a fixed point */
-	size_t host_off = u->host_off, skip = 0;
+	/* authority: "//", host, port as serialized. The userinfo is left out:
+	 * a page must not choose the credentials the crawler sends, nor split
+	 * one server into many hosts. A domain's final dots are dropped too
+	 * ("h." and "h" are one server), leaving at least one byte. strip_www
+	 * removes every leading "www."; both keep the key a fixed point. */
+	size_t host_off = u->host_off, host_end = host_off + u->host_len, skip = 0;
 	if ((f & URL_CANON_STRIP_WWW) && u->host_kind == HOST_DOMAIN) {
 		while (u->host_len - skip > 4 && memcmp(h + host_off + skip, "www.", 4) == 0)
 			skip += 4;
 	}
-	oput(&o, h + u->scheme.n + 1, host_off - (u->scheme.n + 1));
-	oput(&o, h + host_off + skip, u->path_off - host_off - skip);
+	if (u->host_kind == HOST_DOMAIN) {
+		while (host_end - (host_off + skip) > 1 && h[host_end - 1] == '.')
+			host_end--;
+	}
+	oput(&o, "//", 2);
+	oput(&o, h + host_off + skip, host_end - host_off - skip);
+	oput(&o, h + host_off + u->host_len, u->path_off - host_off - u->host_len);
 	/* path */
 	size_t pstart = o.n;
 	if (u->path_len == 0)

@@ -18,11 +18,11 @@
  *    U+20AC); other controls and noncharacters are kept. "&#;" and "&#x;"
  *    (no digits) are not references and stay as written.
  *  - Anything else ('&' alone, unknown names) stays as written.
- * Why: libxml2 2.9's HTML parser (2.9.14 tried) decodes attribute values by HTML 4's 253
- * names, always wants the ';' ("a&copy" stays), keeps 0x80-0x9F as C1
- * controls, and drops the rest of a value after a numeric reference it
- * rejects ("/a&#;b" and "/a&#0;b" become "/a"): other links than the
- * ones a browser follows.
+ * Why not libxml2's HTML parser (2.9, as Debian 12 ships it): it decodes
+ * attribute values by HTML 4's 253 names, always wants the ';' ("a&copy"
+ * stays), keeps 0x80-0x9F as C1 controls, and drops the rest of a value
+ * after a numeric reference it rejects ("/a&#;b" and "/a&#0;b" become
+ * "/a"): other links than the ones a browser follows.
  * Only references: the tokenizer's other rewriting (CR LF to LF, NUL to
  * U+FFFD, ending a value at its quote) is the caller's, and bytes that are
  * not part of a reference are copied unchanged, valid UTF-8 or not. The

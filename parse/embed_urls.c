@@ -10,15 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-static bool is_html_ws(unsigned char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
-}
-
-static bool is_digit(unsigned char c)
-{
-	return c >= '0' && c <= '9';
-}
+#include "frontier/base/ascii.h"
 
 /* ---- srcset ---- */
 
@@ -29,7 +21,7 @@ static bool positive_integer(const char *s, size_t n)
 	if (n == 0)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		if (!is_digit((unsigned char)s[i]))
+		if (!ascii_is_digit((unsigned char)s[i]))
 			return false;
 		nonzero |= s[i] != '0';
 	}
@@ -40,7 +32,7 @@ static bool positive_integer(const char *s, size_t n)
 static size_t digits(const char *s, size_t n, size_t *i)
 {
 	size_t start = *i;
-	while (*i < n && is_digit((unsigned char)s[*i]))
+	while (*i < n && ascii_is_digit((unsigned char)s[*i]))
 		(*i)++;
 	return *i - start;
 }
@@ -104,7 +96,7 @@ static bool srcset_parse_descriptors(const char *s, size_t len, size_t *pos)
 	struct srcset_descriptors sd = { 0 };
 	enum { IN_DESCRIPTOR, IN_PARENS, AFTER_DESCRIPTOR } state = IN_DESCRIPTOR;
 	size_t i = *pos;
-	while (i < len && is_html_ws((unsigned char)s[i]))
+	while (i < len && ascii_is_html_space((unsigned char)s[i]))
 		i++;
 	size_t start = i;
 	bool at_comma = false;
@@ -114,12 +106,12 @@ static bool srcset_parse_descriptors(const char *s, size_t len, size_t *pos)
 			if (c == ')')
 				state = IN_DESCRIPTOR;
 		} else if (state == AFTER_DESCRIPTOR) {
-			if (!is_html_ws(c)) {
+			if (!ascii_is_html_space(c)) {
 				state = IN_DESCRIPTOR;
 				start = i;
 				i--; /* reconsume */
 			}
-		} else if (is_html_ws(c) || c == ',') {
+		} else if (ascii_is_html_space(c) || c == ',') {
 			if (i > start)
 				srcset_descriptor(&sd, s + start, i - start);
 			at_comma = c == ',';
@@ -138,12 +130,12 @@ size_t embed_srcset_urls(const char *s, size_t len, embed_url_fn fn, void *ctx)
 {
 	size_t pos = 0, dropped = 0;
 	for (;;) {
-		while (pos < len && (is_html_ws((unsigned char)s[pos]) || s[pos] == ','))
+		while (pos < len && (ascii_is_html_space((unsigned char)s[pos]) || s[pos] == ','))
 			pos++;
 		if (pos >= len)
 			break;
 		size_t url = pos;
-		while (pos < len && !is_html_ws((unsigned char)s[pos]))
+		while (pos < len && !ascii_is_html_space((unsigned char)s[pos]))
 			pos++;
 		size_t url_len = pos - url;
 		bool ok = true;
@@ -184,14 +176,6 @@ static bool is_css_newline(unsigned char c)
 	return c == '\n' || c == '\r' || c == '\f';
 }
 
-static int hex_value(unsigned char c)
-{
-	if (is_digit(c))
-		return c - '0';
-	c |= 0x20;
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 static void ub_put_code_point(struct url_buf *ub, unsigned long cp)
 {
 	char u[4];
@@ -224,14 +208,14 @@ static void ub_put_code_point(struct url_buf *ub, unsigned long cp)
  * valid escape, p < end) into ub; returns what follows it. */
 static const char *css_escape(const char *p, const char *end, struct url_buf *ub)
 {
-	if (hex_value((unsigned char)*p) < 0) {
+	if (ascii_hex_value((unsigned char)*p) < 0) {
 		ub_put(ub, p, 1);
 		return p + 1;
 	}
 	unsigned long cp = 0;
-	for (int k = 0; k < 6 && p < end && hex_value((unsigned char)*p) >= 0; k++)
-		cp = cp * 16 + (unsigned long)hex_value((unsigned char)*p++);
-	if (p < end && (is_html_ws((unsigned char)*p))) {
+	for (int k = 0; k < 6 && p < end && ascii_hex_value((unsigned char)*p) >= 0; k++)
+		cp = cp * 16 + (unsigned long)ascii_hex_value((unsigned char)*p++);
+	if (p < end && (ascii_is_html_space((unsigned char)*p))) {
 		if (*p == '\r' && p + 1 < end && p[1] == '\n')
 			p++;
 		p++;
@@ -294,8 +278,8 @@ static const char *css_unquoted_url(const char *p, const char *end, struct url_b
 		unsigned char c = (unsigned char)*p;
 		if (c == ')')
 			return p + 1;
-		if (is_html_ws(c)) {
-			while (p < end && is_html_ws((unsigned char)*p))
+		if (ascii_is_html_space(c)) {
+			while (p < end && ascii_is_html_space((unsigned char)*p))
 				p++;
 			if (p == end || *p == ')')
 				return p < end ? p + 1 : p;
@@ -319,14 +303,13 @@ static const char *css_unquoted_url(const char *p, const char *end, struct url_b
 
 static bool is_ident_char(unsigned char c)
 {
-	return (unsigned char)((c | 0x20) - 'a') < 26 || is_digit(c) || c == '-' || c == '_' ||
-	       c >= 0x80;
+	return ascii_is_alnum(c) || c == '-' || c == '_' || c >= 0x80;
 }
 
 static const char *skip_ws_and_comments(const char *p, const char *end)
 {
 	for (;;) {
-		while (p < end && is_html_ws((unsigned char)*p))
+		while (p < end && ascii_is_html_space((unsigned char)*p))
 			p++;
 		if (end - p < 2 || p[0] != '/' || p[1] != '*')
 			return p;
@@ -356,7 +339,7 @@ static void css_emit(struct css_scan *cs, bool bad)
 static const char *css_url_function(struct css_scan *cs, const char *p, const char *end)
 {
 	bool bad = false;
-	while (p < end && is_html_ws((unsigned char)*p))
+	while (p < end && ascii_is_html_space((unsigned char)*p))
 		p++;
 	if (p < end && (*p == '"' || *p == '\''))
 		p = css_string(p + 1, end, *p, &cs->ub, &bad);

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "frontier/base/ascii.h"
+
 #define LABEL_MAX 40
 
 struct html_decoder {
@@ -72,15 +74,9 @@ static const char *iconv_name(const char *label, bool from_meta)
 	return label;
 }
 
-static bool is_ws(unsigned char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
-}
-
 static bool is_label_char(unsigned char c)
 {
-	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || c == '-' ||
-	       c == '_' || c == '.' || c == ':';
+	return ascii_is_alnum(c) || c == '-' || c == '_' || c == '.' || c == ':';
 }
 
 /* The charset label of a `<meta>` in the first 1024 bytes, copied into
@@ -97,13 +93,13 @@ static bool prescan_meta(const char *body, size_t len, char *label)
 			if (strncasecmp(body + k, "charset", 7) != 0)
 				continue;
 			size_t p = k + 7;
-			while (p < tag_end && is_ws((unsigned char)body[p]))
+			while (p < tag_end && ascii_is_html_space((unsigned char)body[p]))
 				p++;
 			if (p >= tag_end || body[p] != '=')
 				continue;
 			p++;
-			while (p < tag_end &&
-			       (is_ws((unsigned char)body[p]) || body[p] == '"' || body[p] == '\''))
+			while (p < tag_end && (ascii_is_html_space((unsigned char)body[p]) ||
+			                       body[p] == '"' || body[p] == '\''))
 				p++;
 			size_t ll = 0;
 			while (p < tag_end && ll + 1 < LABEL_MAX &&

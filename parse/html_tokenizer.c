@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "frontier/base/ascii.h"
 #include "parse/charref.h"
 
 static const char replacement_char[] = "\xEF\xBF\xBD"; /* U+FFFD */
@@ -51,16 +52,6 @@ void html_tokenizer_destroy(struct html_tokenizer *t)
 	free(t);
 }
 
-static bool is_ws(unsigned char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
-}
-
-static bool is_alpha(unsigned char c)
-{
-	return (unsigned char)((c | 0x20) - 'a') < 26;
-}
-
 /* Appends one name character, lowercased, NUL as U+FFFD; past the cap the
  * name keeps its prefix. */
 static void name_put(char *name, size_t *len, unsigned char c)
@@ -73,7 +64,7 @@ static void name_put(char *name, size_t *len, unsigned char c)
 		return;
 	}
 	if (*len < HTML_TOKENIZER_MAX_NAME)
-		name[(*len)++] = (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c);
+		name[(*len)++] = (char)ascii_to_lower(c);
 }
 
 static bool name_is(const char *name, size_t len, const char *want)
@@ -271,13 +262,13 @@ static const char *scan_tag(struct html_tokenizer *t, const char *p, bool end_ta
 	t->tag_name_len = 0;
 	t->nattrs = 0;
 	t->scratch_used = 0;
-	while (p < e && !is_ws((unsigned char)*p) && *p != '/' && *p != '>')
+	while (p < e && !ascii_is_html_space((unsigned char)*p) && *p != '/' && *p != '>')
 		name_put(t->tag_name, &t->tag_name_len, (unsigned char)*p++);
 	for (;;) {
 		/* before attribute name; also after attribute value (quoted) and
 		 * self-closing start tag, which lead here on all but '>' */
-		while (p < e &&
-		       (is_ws((unsigned char)*p) || (*p == '/' && (p + 1 == e || p[1] != '>'))))
+		while (p < e && (ascii_is_html_space((unsigned char)*p) ||
+		                 (*p == '/' && (p + 1 == e || p[1] != '>'))))
 			p++;
 		if (p == e)
 			return e;
@@ -293,10 +284,11 @@ static const char *scan_tag(struct html_tokenizer *t, const char *p, bool end_ta
 		char *name = t->names[t->nattrs];
 		size_t name_len = 0;
 		name_put(name, &name_len, (unsigned char)*p++);
-		while (p < e && !is_ws((unsigned char)*p) && *p != '/' && *p != '>' && *p != '=')
+		while (p < e && !ascii_is_html_space((unsigned char)*p) && *p != '/' && *p != '>' &&
+		       *p != '=')
 			name_put(name, &name_len, (unsigned char)*p++);
 		/* after attribute name */
-		while (p < e && is_ws((unsigned char)*p))
+		while (p < e && ascii_is_html_space((unsigned char)*p))
 			p++;
 		if (p == e || *p != '=') {
 			attr_finish(t, name_len, p, 0);
@@ -304,7 +296,7 @@ static const char *scan_tag(struct html_tokenizer *t, const char *p, bool end_ta
 		}
 		p++;
 		/* before attribute value */
-		while (p < e && is_ws((unsigned char)*p))
+		while (p < e && ascii_is_html_space((unsigned char)*p))
 			p++;
 		if (p == e)
 			return e;
@@ -317,7 +309,7 @@ static const char *scan_tag(struct html_tokenizer *t, const char *p, bool end_ta
 			continue;
 		}
 		const char *v = p;
-		while (p < e && !is_ws((unsigned char)*p) && *p != '>')
+		while (p < e && !ascii_is_html_space((unsigned char)*p) && *p != '>')
 			p++;
 		attr_finish(t, name_len, v, (size_t)(p - v));
 	}
@@ -383,7 +375,7 @@ static bool at_end_tag(const struct html_tokenizer *t, const char *q)
 	    strncasecmp(q + 2, t->raw_end, n) != 0)
 		return false;
 	unsigned char d = (unsigned char)q[2 + n];
-	return is_ws(d) || d == '/' || d == '>';
+	return ascii_is_html_space(d) || d == '/' || d == '>';
 }
 
 /* RCDATA or RAWTEXT from p: up to the appropriate end tag, scanned as a tag. */
@@ -415,7 +407,7 @@ static bool at_script_word(const char *q, const char *e)
 	if (e - q < 7 || strncasecmp(q, "script", 6) != 0)
 		return false;
 	unsigned char d = (unsigned char)q[6];
-	return is_ws(d) || d == '/' || d == '>';
+	return ascii_is_html_space(d) || d == '/' || d == '>';
 }
 
 enum script_state { SD, ESC, ESC_DASH, ESC_DASH_DASH, DESC, DESC_DASH, DESC_DASH_DASH };
@@ -504,7 +496,7 @@ static const char *scan_tag_open(struct html_tokenizer *t, const char *lt)
 		emit_text(t, lt, e);
 		return e;
 	}
-	if (is_alpha((unsigned char)*q))
+	if (ascii_is_alpha((unsigned char)*q))
 		return scan_tag(t, q, false);
 	if (*q == '!')
 		return scan_markup_declaration(t, q + 1);
@@ -519,7 +511,7 @@ static const char *scan_tag_open(struct html_tokenizer *t, const char *lt)
 		emit_text(t, lt, e);
 		return e;
 	}
-	if (is_alpha((unsigned char)q[1]))
+	if (ascii_is_alpha((unsigned char)q[1]))
 		return scan_tag(t, q + 1, true);
 	if (q[1] == '>')
 		return q + 2;

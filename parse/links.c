@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "frontier/base/array.h"
+#include "frontier/base/ascii.h"
 #include "frontier/url.h"
 #include "parse/embed_urls.h"
 #include "parse/html_charset.h"
@@ -193,11 +194,6 @@ bool link_kind_is_embed(enum link_kind kind)
 
 /* ---- helpers ---- */
 
-static bool is_ws(unsigned char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
-}
-
 /* The attribute `name` of the tag, or NULL. */
 static const struct html_attr *attr(const struct html_tag *tag, const char *name)
 {
@@ -223,10 +219,10 @@ static bool has_token(const char *list, size_t len, const char *tok, bool commas
 	size_t tl = strlen(tok);
 	const char *p = list, *end = list + len;
 	while (p < end) {
-		while (p < end && (is_ws((unsigned char)*p) || (commas && *p == ',')))
+		while (p < end && (ascii_is_html_space((unsigned char)*p) || (commas && *p == ',')))
 			p++;
 		const char *s = p;
-		while (p < end && !is_ws((unsigned char)*p) && !(commas && *p == ','))
+		while (p < end && !ascii_is_html_space((unsigned char)*p) && !(commas && *p == ','))
 			p++;
 		if ((size_t)(p - s) == tl && strncasecmp(s, tok, tl) == 0)
 			return true;
@@ -310,7 +306,7 @@ static void add_attr_link(struct links_extractor *ex, const struct html_attr *a,
 
 static const char *skip_ws(const char *p, const char *end)
 {
-	while (p < end && is_ws((unsigned char)*p))
+	while (p < end && ascii_is_html_space((unsigned char)*p))
 		p++;
 	return p;
 }
@@ -341,7 +337,7 @@ static const char *refresh_url(const char *c, size_t len, size_t *ulen)
 		if (close)
 			stop = close;
 	}
-	while (stop > p && is_ws((unsigned char)stop[-1]))
+	while (stop > p && ascii_is_html_space((unsigned char)stop[-1]))
 		stop--;
 	if (stop == p)
 		return NULL;
@@ -434,10 +430,10 @@ static struct rel_verdict rel_judge(const struct html_attr *rel)
 	const struct rel_type *best = NULL;
 	const char *p = rel->value, *end = rel->value + rel->value_len;
 	while (p < end) {
-		while (p < end && is_ws((unsigned char)*p))
+		while (p < end && ascii_is_html_space((unsigned char)*p))
 			p++;
 		const char *s = p;
-		while (p < end && !is_ws((unsigned char)*p))
+		while (p < end && !ascii_is_html_space((unsigned char)*p))
 			p++;
 		if (p == s)
 			break;

@@ -7,13 +7,14 @@
  * the states which decide where tags, attributes, comments, raw text and
  * CDATA begin and end, as the Standard does, and hands over each tag with
  * its attribute values rewritten as the Standard says (character
- * references by charref.h, NUL to U+FFFD, CR LF to LF). It replaced
- * libxml2 2.9's HTML parser, which is no HTML5 tokenizer: it decoded
- * attribute values by HTML 4's rules (and cut "/a&#0;b" to "/a"), ended a
- * value at a NUL, read `<a/href=x>`, `<!-->`, `--!>`, script escapes and
- * `<![CDATA[` otherwise, and stopped at `</html>`. The tokenizer pass is
- * also several times faster than libxml2's parse (tests/bench/links.sh),
- * since it builds no tree and looks at text only to find the next '<'.
+ * references by charref.h, NUL to U+FFFD, CR LF to LF). Why not an HTML
+ * parser library: the one Debian 12 ships, libxml2 2.9's, is no HTML5
+ * tokenizer (it decodes attribute values by HTML 4's rules and cuts
+ * "/a&#0;b" to "/a", ends a value at a NUL, reads `<a/href=x>`, `<!-->`,
+ * `--!>`, script escapes and `<![CDATA[` otherwise, and stops at
+ * `</html>`), so it would find other links than a browser follows; and a
+ * tokenizer pass builds no tree and looks at text only to find the next
+ * '<', several times less work (tests/bench/links.sh compares the two).
  *
  * Data structure. A `struct links_extractor` owns the decoder and the
  * tokenizer, an arena that holds the raw attribute values seen during the
@@ -29,7 +30,7 @@
  * so a link and the URL it is fetched and de-duplicated as are one string.
  * Links whose scheme is not http or https are dropped and counted, and so
  * are links that do not parse or whose key exceeds the URL length limit.
- * Userinfo (user:pass@) is kept, as the crawl key keeps it.
+ * Userinfo (user:pass@) is dropped, as the crawl key drops it.
  *
  * What counts as a link: `a` and `area` href; `link` href when rel holds a
  * link type that makes a hyperlink (the HTML Standard's alternate, author,
@@ -94,7 +95,8 @@ enum links_err {
 	LINKS_ENOMEM = 1, /* allocation failed; results of the page are partial */
 	LINKS_EINVAL = 2, /* NULL argument, or the page URL is not an absolute
                           http(s) URL */
-	/* retired, no longer returned: libxml2 could not create a parser context */
+	/* never returned: the value keeps its number, so codes stay the same
+	 * across versions (as curl keeps its retired codes) */
 	LINKS_EPARSER = 3
 };
 

@@ -31,7 +31,11 @@
  * `max_bytes` uncompressed bytes (50 MB by the protocol; parsing stops
  * there, problem SITEMAP_TRUNCATED: a gzip bomb costs at most that much
  * inflating and parsing), locs longer than the URL length limit, element
- * nesting deeper than `max_depth`. Scope (`scope`): the protocol lets a
+ * nesting deeper than `max_depth`, a tag (or declaration, or processing
+ * instruction) longer than `max_tag_bytes` or of more than `max_attributes`
+ * attributes: the document is malformed there, found before libxml2 sees
+ * the tag (libxml2's check for repeated attributes is quadratic in their
+ * number), the entries before it kept. Scope (`scope`): the protocol lets a
  * sitemap list only URLs under its own directory on its own host, and a
  * sitemap listed by a host's robots.txt URLs of that host (cross-submission):
  * the caller knows which case applies and passes the scope URL.
@@ -81,6 +85,11 @@
 #define SITEMAP_INDEX_DEPTH_MAX 2u
 /* Inflate output handed to libxml2 at a time. */
 #define SITEMAP_INFLATE_CHUNK (64u * 1024u)
+/* Markup (a tag, "<!...>", "<?...?>") longer than this, or a tag of more
+ * attributes (namespace declarations included), is malformed: a sitemap's
+ * root with its extensions' namespaces needs about 10 attributes and 1 KiB. */
+#define SITEMAP_MAX_TAG_BYTES 4096u
+#define SITEMAP_MAX_ATTRIBUTES 32u
 /* A lastmod longer than this (after trimming) is ignored. */
 #define SITEMAP_LASTMOD_MAX 64u
 
@@ -133,9 +142,11 @@ enum sitemap_scope {
 struct url_options;
 
 struct sitemap_config {
-	size_t max_locs;    /* 0 = SITEMAP_MAX_LOCS */
-	size_t max_bytes;   /* uncompressed; 0 = SITEMAP_MAX_BYTES */
-	unsigned max_depth; /* element nesting; 0 = SITEMAP_DEFAULT_MAX_DEPTH */
+	size_t max_locs;       /* 0 = SITEMAP_MAX_LOCS */
+	size_t max_bytes;      /* uncompressed; 0 = SITEMAP_MAX_BYTES */
+	unsigned max_depth;    /* element nesting; 0 = SITEMAP_DEFAULT_MAX_DEPTH */
+	size_t max_tag_bytes;  /* 0 = SITEMAP_MAX_TAG_BYTES */
+	size_t max_attributes; /* 0 = SITEMAP_MAX_ATTRIBUTES */
 	enum sitemap_scope scope;
 	/* URL length limit and canonicalizations of the locs' crawl keys
 	 * (frontier/url.h); copied at create; NULL = url.h's defaults. */

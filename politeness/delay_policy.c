@@ -3,6 +3,7 @@
  * Retry-After parsers. Pure functions of their arguments: no clock, no state.
  */
 #include "politeness/delay_policy.h"
+#include "politeness/robots.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -53,6 +54,7 @@ void politeness_config_default(struct politeness_config *c)
 	c->backoff_max_us = 3600 * SEC;
 	c->max_consecutive_errors = 8;
 	c->retry_after_cap_us = 3600 * SEC;
+	c->robots_max_wildcard_rules = ROBOTS_WILDCARD_CAP_DEFAULT;
 }
 
 int politeness_config_check(const struct politeness_config *c)

@@ -62,6 +62,9 @@ struct politeness_config {
 	uint64_t backoff_max_us;         /* default 1 h */
 	uint32_t max_consecutive_errors; /* retire after this many; default 8; 0 = never */
 	uint64_t retry_after_cap_us;     /* default 1 h */
+	uint32_t robots_max_wildcard_rules; /* robots.txt wildcard rules one check may
+	                                     * meet (robots_wildcard_cap_set); default
+	                                     * ROBOTS_WILDCARD_CAP_DEFAULT; 0 = no cap */
 };
 
 /* What happened during a visit (given to politeness_release). */

@@ -722,6 +722,11 @@ enum politeness_err politeness_robots_set(struct politeness *p, uint32_t host,
 		                                                      : POLITENESS_ERR_NOMEM;
 	}
 	h = &p->hosts[host];
+	if (rules != NULL && h->robots != rules) {
+		uint32_t cap = p->cfg.robots_max_wildcard_rules;
+		if (robots_wildcard_cap_set(rules, cap) > cap && cap != 0)
+			p->st.robots_capped++;
+	}
 	if (h->robots != rules)
 		robots_destroy(h->robots);
 	h->robots_state = (uint8_t)state;

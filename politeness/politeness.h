@@ -93,6 +93,9 @@ struct politeness_stats {
 	uint64_t errors;       /* VISIT_ERROR outcomes */
 	uint64_t retry_laters; /* VISIT_RETRY_LATER outcomes */
 	uint64_t dropped_urls; /* URLs drained from retired hosts */
+	/* robots.txt files set with a path that meets more wildcard rules
+	 * than robots_max_wildcard_rules (robots.h) */
+	uint64_t robots_capped;
 };
 
 struct politeness;

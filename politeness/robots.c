@@ -9,8 +9,8 @@
  * groups to another; at the end the first list is kept if any group named
  * us, else the second.
  */
-#include "politeness/robots.h"
 #include "politeness/delay_policy.h"
+#include "politeness/robots_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,25 +19,9 @@
 #include "frontier/base/array.h"
 #include "frontier/base/ascii.h"
 
-struct robots_rule {
-	char *pat; /* normalized pattern, NUL-terminated */
-	size_t len;
-	bool allow;
-	bool plain; /* no '*' and no final '$': a prefix compare suffices */
-};
-
 struct rule_list {
 	struct robots_rule *v;
 	size_t n, cap;
-};
-
-struct robots {
-	struct robots_rule *rules; /* sorted: longest first, allow first on ties */
-	size_t nrules;
-	bool deny_all;
-	double crawl_delay; /* < 0: none */
-	char **sitemaps;
-	size_t nsitemaps;
 };
 
 const char *robots_strerror(int err)
@@ -54,19 +38,9 @@ const char *robots_strerror(int err)
 }
 
 /* ASCII only, whatever the locale. */
-static bool is_alnum(unsigned char c)
-{
-	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
-}
-
-static bool is_space(unsigned char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
 static bool is_unreserved(unsigned char c)
 {
-	return is_alnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
+	return ascii_is_alnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
 }
 
 int robots_path_normalize(const char *in, size_t len, char *out, size_t cap, size_t *out_len)
@@ -171,14 +145,14 @@ static size_t our_token(const char *ua, const char **tok)
 	if (!ua)
 		return 0;
 	size_t n = 0;
-	while (ua[n] && ua[n] != '/' && !is_space((unsigned char)ua[n]))
+	while (ua[n] && ua[n] != '/' && !ascii_is_space((unsigned char)ua[n]))
 		n++;
 	return n;
 }
 
 static bool is_token_char(unsigned char c)
 {
-	return is_alnum(c) || c == '-' || c == '_';
+	return ascii_is_alnum(c) || c == '-' || c == '_';
 }
 
 static bool key_is(const char *key, size_t klen, const char *const *names)
@@ -210,10 +184,10 @@ static int rules_push(struct rule_list *l, const char *val, size_t vlen, bool al
 	size_t plen = 0;
 	robots_path_normalize(val, vlen, pat, cap, &plen);
 	struct robots_rule *r = &l->v[l->n++];
+	memset(r, 0, sizeof *r);
 	r->pat = pat;
-	r->len = plen;
+	r->len = (uint32_t)plen;
 	r->allow = allow;
-	r->plain = memchr(pat, '*', plen) == NULL && !(plen > 0 && pat[plen - 1] == '$');
 	return ROBOTS_OK;
 }
 
@@ -247,6 +221,8 @@ static int add_rule(struct rule_list *l, const char *val, size_t vlen, bool allo
 	return ROBOTS_OK;
 }
 
+/* Priority order (longest first, Allow first at equal length), then the
+ * pattern's bytes, so that two rules alike are neighbours. */
 static int rule_cmp(const void *a, const void *b)
 {
 	const struct robots_rule *x = a, *y = b;
@@ -254,7 +230,24 @@ static int rule_cmp(const void *a, const void *b)
 		return x->len > y->len ? -1 : 1;
 	if (x->allow != y->allow)
 		return x->allow ? -1 : 1;
-	return 0;
+	return memcmp(x->pat, y->pat, x->len);
+}
+
+/* Sorts the rules into priority order and keeps one of each rule alike
+ * (same pattern, same verdict): a repeat can change no check. */
+static void rules_sort_unique(struct robots *r)
+{
+	size_t kept = 0;
+	if (r->nrules > 1)
+		qsort(r->rules, r->nrules, sizeof *r->rules, rule_cmp);
+	for (size_t i = 0; i < r->nrules; i++) {
+		if (kept > 0 && rule_cmp(&r->rules[kept - 1], &r->rules[i]) == 0) {
+			free(r->rules[i].pat);
+			continue;
+		}
+		r->rules[kept++] = r->rules[i];
+	}
+	r->nrules = kept;
 }
 
 /* A Crawl-delay value in seconds, or -1 when it is no delay ("soon", "-3",
@@ -283,22 +276,12 @@ struct parse_state {
 	size_t nsitemaps, sitemap_cap;
 };
 
-static void trim(const char **s, size_t *n)
-{
-	while (*n > 0 && is_space((unsigned char)**s)) {
-		(*s)++;
-		(*n)--;
-	}
-	while (*n > 0 && is_space((unsigned char)(*s)[*n - 1]))
-		(*n)--;
-}
-
 static int handle_line(struct parse_state *st, const char *line, size_t n)
 {
 	const char *hash = memchr(line, '#', n);
 	if (hash)
 		n = (size_t)(hash - line);
-	trim(&line, &n);
+	ascii_trim(&line, &n);
 	if (n == 0)
 		return ROBOTS_OK;
 	const char *sep = memchr(line, ':', n);
@@ -318,14 +301,14 @@ static int handle_line(struct parse_state *st, const char *line, size_t n)
 		klen = i;
 		val = line + i;
 		vlen = n - i;
-		trim(&val, &vlen);
+		ascii_trim(&val, &vlen);
 		for (size_t j = 0; j < vlen; j++) {
 			if (val[j] == ' ' || val[j] == '\t')
 				return ROBOTS_OK;
 		}
 	}
-	trim(&key, &klen);
-	trim(&val, &vlen);
+	ascii_trim(&key, &klen);
+	ascii_trim(&val, &vlen);
 	if (klen == 0)
 		return ROBOTS_OK;
 
@@ -335,7 +318,8 @@ static int handle_line(struct parse_state *st, const char *line, size_t n)
 			st->cur_global = false;
 		}
 		st->in_agents = true;
-		if (vlen >= 1 && val[0] == '*' && (vlen == 1 || is_space((unsigned char)val[1]))) {
+		if (vlen >= 1 && val[0] == '*' &&
+		    (vlen == 1 || ascii_is_space((unsigned char)val[1]))) {
 			st->cur_global = true;
 		} else {
 			size_t t = 0;
@@ -394,8 +378,10 @@ static int handle_line(struct parse_state *st, const char *line, size_t n)
 static struct robots *robots_new(void)
 {
 	struct robots *r = calloc(1, sizeof *r);
-	if (r)
+	if (r) {
 		r->crawl_delay = -1;
+		r->wild_cap = ROBOTS_WILDCARD_CAP_DEFAULT;
+	}
 	return r;
 }
 
@@ -419,6 +405,7 @@ void robots_destroy(struct robots *r)
 	for (size_t i = 0; i < r->nrules; i++)
 		free(r->rules[i].pat);
 	free(r->rules);
+	robots__index_free(r->index);
 	ARRAY_FREE_EACH(r->sitemaps, r->nsitemaps);
 	free(r);
 }
@@ -471,8 +458,10 @@ int robots_parse(const char *body, size_t len, const char *user_agent, struct ro
 	r->nrules = keep->n;
 	keep->v = NULL;
 	keep->n = keep->cap = 0;
-	if (r->nrules > 1)
-		qsort(r->rules, r->nrules, sizeof *r->rules, rule_cmp);
+	rules_sort_unique(r);
+	rc = robots__compile(r);
+	if (rc != ROBOTS_OK)
+		goto out;
 	r->crawl_delay = st.found_specific ? st.delay_specific : st.delay_global;
 	r->sitemaps = st.sitemaps;
 	r->nsitemaps = st.nsitemaps;
@@ -486,94 +475,6 @@ out:
 	rules_free(&st.global);
 	ARRAY_FREE_EACH(st.sitemaps, st.nsitemaps);
 	return rc;
-}
-
-/* Does `pat` (with '*' and a final '$') match a prefix of `path`?
- * The pattern is cut at its stars: the first piece must be a prefix, each
- * middle piece is matched at its leftmost place after the previous one
- * (leftmost is never worse with only '*' wildcards), and the last piece
- * must be a suffix when anchored by '$'. memmem keeps it linear, so a
- * hostile pattern cannot make a check quadratic. */
-static bool pattern_match(const char *pat, size_t plen, const char *path, size_t len)
-{
-	bool anchored = plen > 0 && pat[plen - 1] == '$';
-	if (anchored)
-		plen--;
-	const char *star = memchr(pat, '*', plen);
-	if (!star) {
-		if (anchored)
-			return len == plen && memcmp(pat, path, plen) == 0;
-		return plen <= len && memcmp(pat, path, plen) == 0;
-	}
-	size_t first = (size_t)(star - pat);
-	if (first > len || memcmp(pat, path, first) != 0)
-		return false;
-	size_t pos = first;
-	size_t p = first + 1; /* start of the next piece */
-	for (;;) {
-		const char *next = memchr(pat + p, '*', plen - p);
-		size_t seglen = next ? (size_t)(next - (pat + p)) : plen - p;
-		if (!next) {
-			/* the last piece */
-			if (anchored)
-				return len - pos >= seglen &&
-				       memcmp(path + len - seglen, pat + p, seglen) == 0;
-			return seglen == 0 ||
-			       memmem(path + pos, len - pos, pat + p, seglen) != NULL;
-		}
-		if (seglen > 0) {
-			const char *found = memmem(path + pos, len - pos, pat + p, seglen);
-			if (!found)
-				return false;
-			pos = (size_t)(found - path) + seglen;
-		}
-		p += seglen + 1;
-	}
-}
-
-bool robots_allowed(const struct robots *r, const char *path, size_t len)
-{
-	if (!r)
-		return true;
-	if (len == 0 || !path) {
-		path = "/";
-		len = 1;
-	}
-	if (len == 11 && memcmp(path, "/robots.txt", 11) == 0)
-		return true;
-	if (r->deny_all)
-		return false;
-	if (r->nrules == 0)
-		return true;
-
-	char stackbuf[8192];
-	char *buf = stackbuf;
-	size_t cap = 3 * len + 1;
-	if (cap > sizeof stackbuf) {
-		buf = malloc(cap);
-		if (!buf)
-			return false;
-	} else {
-		cap = sizeof stackbuf;
-	}
-	size_t n = 0;
-	robots_path_normalize(path, len, buf, cap, &n);
-	bool result = true;
-	for (size_t i = 0; i < r->nrules; i++) {
-		const struct robots_rule *rule = &r->rules[i];
-		bool m;
-		if (rule->plain)
-			m = rule->len <= n && memcmp(rule->pat, buf, rule->len) == 0;
-		else
-			m = pattern_match(rule->pat, rule->len, buf, n);
-		if (m) {
-			result = rule->allow;
-			break;
-		}
-	}
-	if (buf != stackbuf)
-		free(buf);
-	return result;
 }
 
 double robots_crawl_delay(const struct robots *r)
@@ -733,13 +634,10 @@ struct robots *robots_decode(const char *data, size_t len)
 	for (uint64_t i = 0; !d.bad && i < n; i++) {
 		struct robots_rule *rule = &r->rules[i];
 		rule->allow = dec_u64(&d, 1) != 0;
-		rule->len = dec_u64(&d, 4);
+		rule->len = (uint32_t)dec_u64(&d, 4);
 		rule->pat = dec_str(&d, rule->len);
-		if (rule->pat) {
+		if (rule->pat)
 			r->nrules = i + 1;
-			rule->plain = memchr(rule->pat, '*', rule->len) == NULL &&
-			              !(rule->len > 0 && rule->pat[rule->len - 1] == '$');
-		}
 	}
 	n = dec_u64(&d, 4);
 	if (!d.bad && n > d.left / 4)
@@ -754,7 +652,7 @@ struct robots *robots_decode(const char *data, size_t len)
 		if (r->sitemaps[i])
 			r->nsitemaps = i + 1;
 	}
-	if (d.bad || d.left != 0) {
+	if (d.bad || d.left != 0 || robots__compile(r) != ROBOTS_OK) {
 		robots_destroy(r);
 		return NULL;
 	}

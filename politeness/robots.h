@@ -7,18 +7,30 @@
  * neither exists, no rule at all), the crawl-delay of those groups, and every
  * Sitemap line of the file. The rules are percent-normalized at parse time
  * (hex uppercased, %XX of unreserved characters decoded, octets >= 0x80
- * encoded) and sorted by pattern length, longest first, Allow before
- * Disallow at equal length, so a check returns at the first rule that
- * matches: the longest match wins and Allow wins ties (RFC 9309 2.2.2).
+ * encoded), sorted by pattern length, longest first, Allow before Disallow
+ * at equal length (the longest match wins and Allow wins ties: RFC 9309
+ * 2.2.2), a rule repeated kept once, and from ROBOTS_INDEX_MIN_RULES rules
+ * on indexed by literal prefix (the text before the first `*`), so that a
+ * check meets only the rules whose literal prefix starts the path.
  * Patterns support `*` (any run of octets) and a final `$` (end anchor).
  *
- * Invariants: a compiled `struct robots` is immutable, so any number of
- * threads may call robots_allowed() on it at once; "/robots.txt" is always
- * allowed; a file with no applicable rule allows everything.
+ * Invariants: once shared, a compiled `struct robots` is immutable, so any
+ * number of threads may call robots_allowed() on it at once; "/robots.txt"
+ * is always allowed; a file with no applicable rule allows everything.
+ *
+ * Cost of a check: O(path length) to find the rules that can match (index
+ * or, below ROBOTS_INDEX_MIN_RULES rules, a pass over them), plus one
+ * search of the path per wildcard rule it meets (a rule with a literal
+ * piece after a `*`, whose literal prefix starts the path). At most the
+ * object's wildcard cap (robots_wildcard_cap_set) of those searches: a path
+ * that meets more wildcard rules than the cap, none of them outranked by
+ * a certain match, is refused unchecked (disallowed: when unsure, don't).
+ * Only that refusal departs from RFC 9309, for files past the cap.
  *
  * Workload: a file is parsed once per host per expiry (24 h), then checked
  * for every URL of that host (thousands of checks per parse), so parsing
- * does the work (normalize, sort) and a check is a few prefix compares.
+ * does the work (normalize, sort, index) and a check is a hash of the path's
+ * prefixes and a few compares.
  *
  * Parsing is tolerant: unknown lines, lines without a colon (`disallow /`,
  * accepted as Google does when exactly two words), a UTF-8 BOM, CR / LF /
@@ -48,6 +60,12 @@
 #define ROBOTS_MAX_REDIRECTS 5
 /* At most this many Sitemap URLs are kept per file. */
 #define ROBOTS_MAX_SITEMAPS 1024
+/* Files of at least this many rules are indexed by literal prefix; fewer
+ * are checked rule by rule (as fast, and no index to keep). */
+#define ROBOTS_INDEX_MIN_RULES 32
+/* Wildcard rules one check may meet, unless robots_wildcard_cap_set says
+ * otherwise (the crawler sets [politeness] robots_max_wildcard_rules). */
+#define ROBOTS_WILDCARD_CAP_DEFAULT 500
 /* Expiry of a fetched robots.txt (parsed, or 4xx "unavailable"): 24 h. */
 #define ROBOTS_TTL_MS (24LL * 3600 * 1000)
 /* Retry delay after 5xx / 429 / network error ("unreachable"): 10 min. */
@@ -90,9 +108,21 @@ void robots_destroy(struct robots *r);
  * percent-encoded; an empty path means "/"). Non-ASCII octets and %XX
  * sequences are normalized as the rules were, so raw and encoded forms
  * compare equal. Thread-safe on a shared object. Returns false if memory for
- * normalizing a very long path (> 8 KiB) cannot be had: when unsure, don't.
+ * a very long path (> 2 KiB) cannot be had, and for a path past the
+ * wildcard cap (see the top comment): when unsure, don't.
  */
 bool robots_allowed(const struct robots *r, const char *path_and_query, size_t len);
+
+/*
+ * Sets how many wildcard rules one check may meet (0: no cap; the default
+ * is ROBOTS_WILDCARD_CAP_DEFAULT), before r is shared. Returns
+ * robots_wildcard_max(r): when it is above a non-zero cap, some paths are
+ * refused because of the cap.
+ */
+uint32_t robots_wildcard_cap_set(struct robots *r, uint32_t cap);
+
+/* The most wildcard rules any one path can meet in r. */
+uint32_t robots_wildcard_max(const struct robots *r);
 
 /* Crawl-delay values above this (a year), infinite and overflowing ones
  * included, read as this: far above any cap, and small enough that the
@@ -110,7 +140,8 @@ double robots_crawl_delay(const struct robots *r);
 size_t robots_sitemap_count(const struct robots *r);
 const char *robots_sitemap(const struct robots *r, size_t i);
 
-/* Number of compiled rules (for tests and statistics). */
+/* Number of compiled rules, a repeated one counted once (for tests and
+ * statistics). */
 size_t robots_rule_count(const struct robots *r);
 
 /*

@@ -108,11 +108,6 @@ static bool reply_is_int(const redisReply *r, long long v)
 	return r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == v;
 }
 
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void free_names(char **names, size_t n)
 {
 	ARRAY_FREE_EACH(names, n);
@@ -244,8 +239,8 @@ static bool names_equal(char **a, size_t na, char **b, size_t nb)
 /* Installs the live and dead names read (taking them); on_view if the live set changed. */
 static void view_install(struct cluster *c, char **live, size_t nlive, char **dead, size_t ndead)
 {
-	qsort(live, nlive, sizeof *live, cmp_names);
-	qsort(dead, ndead, sizeof *dead, cmp_names);
+	qsort(live, nlive, sizeof *live, array_strcmp);
+	qsort(dead, ndead, sizeof *dead, array_strcmp);
 	free_names(c->dead, c->ndead);
 	c->dead = dead;
 	c->ndead = ndead;

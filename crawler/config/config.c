@@ -81,6 +81,8 @@ static const struct key_def keys[] = {
 	KEY("crawl", "sitemaps", T_BOOL, crawl.sitemaps, 0, 1),
 	KEY("crawl", "sitemap_max_urls", T_UINT, crawl.sitemap_max_urls, 1, 1e8),
 	KEY("crawl", "sitemap_max_bytes", T_SIZE, crawl.sitemap_max_bytes, KIB, 1024 * 1024 * KIB),
+	KEY("crawl", "sitemap_max_tag_bytes", T_SIZE, crawl.sitemap_max_tag_bytes, 256, 1024 * KIB),
+	KEY("crawl", "sitemap_max_attributes", T_UINT, crawl.sitemap_max_attributes, 1, 1e5),
 	KEY("crawl", "page_requisites", T_BOOL, crawl.page_requisites, 0, 1),
 	KEY("crawl", "requisites_hops", T_UINT, crawl.requisites_hops, 0, FRONTIER_EMBED_HOPS_MAX),
 	KEY("crawl", "quiet", T_BOOL, crawl.quiet, 0, 1),
@@ -103,6 +105,8 @@ static const struct key_def keys[] = {
 	    1e6),
 	KEY("politeness", "retry_after_cap_ms", T_MS, politeness.retry_after_cap_us, 0, 8.64e7),
 	KEY("politeness", "obey_robots", T_BOOL, crawl.obey_robots, 0, 1),
+	KEY("politeness", "robots_max_wildcard_rules", T_UINT, politeness.robots_max_wildcard_rules,
+	    0, 1e6),
 	KEY("fetch", "max_connections", T_UINT, fetch.max_connections, 1, 15000),
 	KEY("fetch", "timeout_ms", T_UINT, fetch.total_timeout_ms, 100, 3.6e6),
 	KEY("fetch", "connect_timeout_ms", T_UINT, fetch.connect_timeout_ms, 100, 3.6e6),
@@ -269,6 +273,8 @@ int crawl_config_default(struct crawl_config *c)
 	c->crawl.requisites_hops = 1;
 	c->crawl.sitemap_max_urls = SITEMAP_MAX_LOCS;
 	c->crawl.sitemap_max_bytes = SITEMAP_MAX_BYTES;
+	c->crawl.sitemap_max_tag_bytes = SITEMAP_MAX_TAG_BYTES;
+	c->crawl.sitemap_max_attributes = SITEMAP_MAX_ATTRIBUTES;
 	c->dns.max_ttl_s = 3600;
 	c->dns.timeout_ms = 5000;
 	c->dns.max_pending = 256;

@@ -97,6 +97,8 @@ struct crawl_limits {
 	                           (the fetch engine follows none itself) */
 	char *rules;                /* the URL rules file, "" none */
 	char *rules_wget[URL_RULES_WGET_COUNT]; /* wget's flags as keys (accept...) */
+	/* a sitemap tag longer, or of more attributes, makes it malformed */
+	uint64_t sitemap_max_tag_bytes, sitemap_max_attributes;
 };
 
 /* [parse]: the pool of parse threads and what it does per page. */

@@ -8,27 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
-}
-
-/* s trimmed of spaces at both ends, in place. */
-static char *trim(char *s)
-{
-	while (is_space(*s))
-		s++;
-	size_t n = strlen(s);
-	while (n > 0 && is_space(s[n - 1]))
-		s[--n] = '\0';
-	return s;
-}
+#include "frontier/base/ascii.h"
 
 /* Cuts the value at an inline comment: ';' or '#' after a space. */
 static void cut_comment(char *v)
 {
 	for (char *p = v + 1; *p; p++)
-		if ((*p == ';' || *p == '#') && is_space(p[-1])) {
+		if ((*p == ';' || *p == '#') && ascii_is_space((unsigned char)p[-1])) {
 			*p = '\0';
 			return;
 		}
@@ -37,7 +23,7 @@ static void cut_comment(char *v)
 /* One line (NUL-terminated, no newline): 1 fine, 0 malformed or refused. */
 static int parse_line(char *line, char *section, size_t seccap, ini_file_fn fn, void *ctx)
 {
-	char *s = trim(line);
+	char *s = ascii_trim_cstr(line);
 	if (*s == '\0' || *s == '#' || *s == ';')
 		return 1;
 	if (*s == '[') {
@@ -45,22 +31,22 @@ static int parse_line(char *line, char *section, size_t seccap, ini_file_fn fn, 
 		if (!end)
 			return 0;
 		*end = '\0';
-		snprintf(section, seccap, "%s", trim(s + 1));
+		snprintf(section, seccap, "%s", ascii_trim_cstr(s + 1));
 		return 1;
 	}
 	char *eq = strchr(s, '=');
 	if (!eq)
 		return 0;
 	*eq = '\0';
-	char *key = trim(s), *value = eq + 1;
+	char *key = ascii_trim_cstr(s), *value = eq + 1;
 	if (*key == '\0')
 		return 0;
-	value = trim(value);
+	value = ascii_trim_cstr(value);
 	if (*value == ';' || *value == '#')
 		*value = '\0'; /* "key = ; comment": an empty value */
 	else if (*value)
 		cut_comment(value);
-	return fn(ctx, section, key, trim(value)) != 0;
+	return fn(ctx, section, key, ascii_trim_cstr(value)) != 0;
 }
 
 int ini_file_parse(const char *path, ini_file_fn fn, void *ctx)

@@ -6,7 +6,6 @@
  * figures (a scanner that tracks nesting and strings, not a JSON parser:
  * the file is the crawler's own, and only cross-checks the log).
  */
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 
 #include "crawler/lab/audit_int.h"
 #include "crawler/config/config.h"
+#include "frontier/base/ascii.h"
 
 void audit_config_default(struct audit_config *c)
 {
@@ -25,16 +25,6 @@ void audit_config_default(struct audit_config *c)
 	c->ip_politeness = 1;
 	c->ratio = 0.1;
 	c->max_urls_per_visit = 0;
-}
-
-static char *trim(char *s)
-{
-	while (isspace((unsigned char)*s))
-		s++;
-	size_t n = strlen(s);
-	while (n > 0 && isspace((unsigned char)s[n - 1]))
-		s[--n] = '\0';
-	return s;
 }
 
 static int parse_ms(const char *v, int64_t *out)
@@ -94,7 +84,7 @@ enum audit_error audit_config_load(struct audit_config *c, const char *path, cha
 	enum audit_error rc = AUDIT_OK;
 	while (fgets(buf, sizeof buf, f)) {
 		lineno++;
-		char *s = trim(buf);
+		char *s = ascii_trim_cstr(buf);
 		if (*s == '#' || *s == ';' || *s == '\0')
 			continue;
 		if (*s == '[') {
@@ -105,7 +95,7 @@ enum audit_error audit_config_load(struct audit_config *c, const char *path, cha
 		if (!in_pol || !eq)
 			continue;
 		*eq = '\0';
-		char *k = trim(s), *v = trim(eq + 1);
+		char *k = ascii_trim_cstr(s), *v = ascii_trim_cstr(eq + 1);
 		if (set_key(&tmp, k, v) != 0) {
 			snprintf(err, errlen, "%s:%u: politeness.%s: bad value '%s'", path, lineno,
 			         k, v);
@@ -146,7 +136,7 @@ static int top_number(const char *s, const char *key, double *out)
 			p = q;
 			if (!match)
 				continue;
-			while (isspace((unsigned char)p[1]))
+			while (ascii_is_space((unsigned char)p[1]))
 				p++;
 			if (p[1] != ':')
 				continue;

@@ -2,7 +2,8 @@
  * audit_parse.c: one crawl.log line into the fields the audit needs (see
  * crawl_log.h for the format). Only the fields the audit uses are checked:
  * timestamp, status, bytes, url, duration_ms, ip, flags and wait_ms when
- * present (logs before it have 12 fields); the others need only exist.
+ * present (a log may have 12 fields, without it); the others need only
+ * exist.
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "crawler/lab/audit_int.h"
+#include "frontier/base/clock.h"
 
 #define TEXT_VIOLATIONS 20
 #define TEXT_HOSTS 15
@@ -57,12 +58,9 @@ void audit_fmt_bytes(char *buf, size_t cap, double b)
 
 void audit_fmt_time(char *buf, size_t cap, int64_t ms)
 {
-	time_t secs = (time_t)(ms / 1000 - (ms % 1000 < 0));
-	int milli = (int)(ms - (int64_t)secs * 1000);
-	struct tm tm;
-	gmtime_r(&secs, &tm);
-	snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, milli);
+	char text[WALL_CLOCK_TEXT_MAX];
+	wall_clock_text(ms, text);
+	snprintf(buf, cap, "%s", text);
 }
 
 static double duration_s(const struct audit_summary *s)

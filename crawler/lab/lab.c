@@ -92,16 +92,6 @@ static enum lab_error fail(struct parser *p, const char *fmt, ...)
 	return LAB_ERR_PLAN;
 }
 
-static char *trim(char *s)
-{
-	while (*s == ' ' || *s == '\t')
-		s++;
-	size_t n = strlen(s);
-	while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
-		s[--n] = '\0';
-	return s;
-}
-
 static int parse_long(const char *v, long lo, long hi, long *out)
 {
 	char *end;
@@ -134,14 +124,14 @@ static enum lab_error section(struct parser *p, char *s)
 	if (s[n - 1] != ']')
 		return fail(p, "section header without ']'");
 	s[n - 1] = '\0';
-	char *body = trim(s + 1);
+	char *body = ascii_trim_cstr(s + 1);
 	if (strcmp(body, "lab") == 0) {
 		p->cur = &p->defaults;
 		return LAB_OK;
 	}
 	if (strncmp(body, "entry", 5) != 0 || (body[5] != ' ' && body[5] != '\t'))
 		return fail(p, "unknown section '[%s]' (want [lab] or [entry NAME])", body);
-	char *name = trim(body + 5);
+	char *name = ascii_trim_cstr(body + 5);
 	if (!name_ok(name))
 		return fail(p, "bad entry name '%s' (1-64 of A-Z a-z 0-9 . _ -)", name);
 	struct lab_plan *pl = p->plan;
@@ -270,7 +260,7 @@ static enum lab_error key(struct parser *p, char *k, char *v)
 
 static enum lab_error line(struct parser *p, char *s)
 {
-	s = trim(s);
+	s = ascii_trim_cstr(s);
 	if (*s == '\0' || *s == '#' || *s == ';')
 		return LAB_OK;
 	if (*s == '[')
@@ -281,7 +271,7 @@ static enum lab_error line(struct parser *p, char *s)
 	if (eq == NULL)
 		return fail(p, "want KEY = VALUE");
 	*eq = '\0';
-	char *k = trim(s), *v = trim(eq + 1);
+	char *k = ascii_trim_cstr(s), *v = ascii_trim_cstr(eq + 1);
 	if (*k == '\0')
 		return fail(p, "empty key");
 	return key(p, k, v);

@@ -44,11 +44,6 @@ void lab_result_clear(struct lab_result *r)
 	r->ncover = 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int cmp_req(const void *a, const void *b)
 {
 	const struct req *x = a, *y = b;
@@ -94,7 +89,7 @@ static enum lab_error read_expected(struct judge *j, const char *path)
 	free(line);
 	fclose(f);
 	if (rc == LAB_OK && j->nexp > 0)
-		qsort(j->expected, j->nexp, sizeof *j->expected, cmp_str);
+		qsort(j->expected, j->nexp, sizeof *j->expected, array_strcmp);
 	return rc;
 }
 
@@ -121,7 +116,7 @@ static void cover(struct judge *j, const char *host, long port, const char *path
 	if (n < 0 || (size_t)n >= sizeof url)
 		return;
 	const char *key = url;
-	char **hit = bsearch(&key, j->expected, j->nexp, sizeof *j->expected, cmp_str);
+	char **hit = bsearch(&key, j->expected, j->nexp, sizeof *j->expected, array_strcmp);
 	if (hit != NULL) {
 		size_t i = (size_t)(hit - j->expected);
 		if (t < j->first_us[i])

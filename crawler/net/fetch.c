@@ -23,6 +23,8 @@
 #include "crawler/net/ip_conns.h"
 #include "frontier/base/array.h"
 #include "frontier/base/chain.h"
+#include "frontier/base/clock.h"
+#include "frontier/base/header_field.h"
 #include "frontier/base/ipaddr.h"
 
 #define FETCH_DEFAULT_MAX_CONN 1024
@@ -45,9 +47,17 @@ struct transfer {
 	struct curl_slist *resolve;
 	struct fetch_result *res;
 	size_t req_alloc, hdr_alloc, body_alloc;
-	size_t header_total; /* all header bytes, 1xx blocks included */
+	size_t header_total; /* all header bytes, 1xx blocks and trailers included */
 	bool header_too_big;
 	bool header_ended; /* the blank line closing the last block came */
+	/* Header blocks: a status line opens one, a blank line closes it. The
+	 * block answering the request (not 1xx, not a proxy's CONNECT) is the
+	 * final one; what comes after its blank line is trailers (chunked or
+	 * HTTP/2), kept as "X-Crawler-Trailer: LINE" before that blank line. */
+	int block_status;  /* status code of the block being read (0: none) */
+	bool connect_sent; /* the last request out was a CONNECT */
+	bool in_trailers;  /* the final block has closed */
+	uint8_t blank_len; /* its blank line's bytes: 2 (CRLF) or 1 (LF) */
 	bool refused_private;
 	bool proxied;            /* connects to the proxy, not to the host */
 	uint64_t start_hr;       /* uv_hrtime at start */
@@ -145,44 +155,10 @@ void fetch_result_free(struct fetch_result *res)
 	free(res);
 }
 
-/* Copy of header NAME's value in a raw header block, trimmed: the first
- * line's, or with all, every line's joined by ", " (RFC 9110 5.3: a field
- * sent on several lines is one comma-separated list, in order). NULL if
- * absent or out of memory. */
-static char *header_value(const struct fetch_buf *h, const char *name, bool all)
+/* A header of the response, copied (header_field_dup). */
+static char *response_field(const struct fetch_buf *h, const char *name, bool all)
 {
-	size_t nl = strlen(name);
-	const char *p = (const char *)h->data;
-	const char *end = p + h->len;
-	char *out = NULL;
-	size_t len = 0;
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *line_end = eol ? eol : end;
-		if ((size_t)(line_end - p) > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
-			const char *v = p + nl + 1;
-			const char *ve = line_end;
-			while (v < ve && (*v == ' ' || *v == '\t'))
-				v++;
-			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
-				ve--;
-			size_t sep = out != NULL ? 2 : 0;
-			char *grown = realloc(out, len + sep + (size_t)(ve - v) + 1);
-			if (grown == NULL) {
-				free(out);
-				return NULL;
-			}
-			out = grown;
-			memcpy(out + len, ", ", sep);
-			memcpy(out + len + sep, v, (size_t)(ve - v));
-			len += sep + (size_t)(ve - v);
-			out[len] = '\0';
-			if (!all)
-				return out;
-		}
-		p = line_end + 1;
-	}
-	return out;
+	return header_field_dup((const char *)h->data, h->len, name, all);
 }
 
 void fetch_headers_read(struct fetch_result *r, time_t now)
@@ -190,10 +166,10 @@ void fetch_headers_read(struct fetch_result *r, time_t now)
 	free(r->content_type);
 	free(r->content_encoding);
 	free(r->location);
-	r->content_type = header_value(&r->response_headers, "Content-Type", false);
-	r->content_encoding = header_value(&r->response_headers, "Content-Encoding", true);
-	r->location = header_value(&r->response_headers, "Location", false);
-	char *ra = header_value(&r->response_headers, "Retry-After", false);
+	r->content_type = response_field(&r->response_headers, "Content-Type", false);
+	r->content_encoding = response_field(&r->response_headers, "Content-Encoding", true);
+	r->location = response_field(&r->response_headers, "Location", false);
+	char *ra = response_field(&r->response_headers, "Retry-After", false);
 	r->retry_after_s = -1;
 	if (ra != NULL) {
 		char *end = NULL;
@@ -207,13 +183,6 @@ void fetch_headers_read(struct fetch_result *r, time_t now)
 		}
 		free(ra);
 	}
-}
-
-static int64_t now_unix_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---------- curl callbacks ---------- */
@@ -253,6 +222,49 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
 	return n;
 }
 
+/* The code of a status line ("HTTP/1.1 204 ...", "HTTP/2 200"), 0 if it
+ * has none. */
+static int status_code_of(const char *line, size_t n)
+{
+	size_t i = 5; /* after "HTTP/" */
+	int code = 0;
+	while (i < n && line[i] != ' ')
+		i++;
+	if (n < i + 4)
+		return 0;
+	for (size_t k = i + 1; k < i + 4; k++) {
+		if (line[k] < '0' || line[k] > '9')
+			return 0;
+		code = code * 10 + (line[k] - '0');
+	}
+	return code;
+}
+
+/* A trailer line: into the final block as "X-Crawler-Trailer: LINE", before
+ * its blank line, so that no trailer reads as one of the response's fields
+ * (nor, beginning "HTTP/", as a new block). The blank line ending the
+ * trailers is dropped. 0, or -1 when out of memory or past the cap. */
+static int trailer_keep(struct transfer *t, const char *data, size_t n)
+{
+	static const char name[] = "X-Crawler-Trailer: ";
+	struct fetch_buf *h = &t->res->response_headers;
+	while (n > 0 && (data[n - 1] == '\n' || data[n - 1] == '\r'))
+		n--;
+	if (n == 0)
+		return 0;
+	t->header_total += sizeof name - 1;
+	if (t->header_total > t->engine->cfg.max_header_bytes) {
+		t->header_too_big = true;
+		return -1;
+	}
+	h->len -= h->len >= t->blank_len ? t->blank_len : h->len;
+	if (buf_append(h, &t->hdr_alloc, name, sizeof name - 1, SIZE_MAX) != 0 ||
+	    buf_append(h, &t->hdr_alloc, data, n, SIZE_MAX) != 0 ||
+	    buf_append(h, &t->hdr_alloc, "\r\n", 2, SIZE_MAX) != 0)
+		return -1;
+	return buf_append(h, &t->hdr_alloc, "\r\n", t->blank_len, SIZE_MAX);
+}
+
 static size_t on_header(char *data, size_t size, size_t nmemb, void *userp)
 {
 	struct transfer *t = userp;
@@ -263,12 +275,22 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userp)
 		t->header_too_big = true;
 		return 0;
 	}
+	if (t->in_trailers)
+		return trailer_keep(t, data, n) == 0 ? n : 0;
 	/* A new status line starts a new block: drop 1xx (and CONNECT) ones. */
-	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0)
+	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) {
 		r->response_headers.len = 0;
+		t->block_status = status_code_of(data, n);
+	}
 	t->header_ended = (n == 2 && data[0] == '\r') || (n == 1 && data[0] == '\n');
 	if (buf_append(&r->response_headers, &t->hdr_alloc, data, n, SIZE_MAX) != 0)
 		return 0;
+	if (t->header_ended && t->block_status >= 200) {
+		/* a CONNECT's answer is followed by the response's own block */
+		t->in_trailers = !t->connect_sent;
+		t->connect_sent = false;
+		t->blank_len = (uint8_t)n;
+	}
 	return n;
 }
 
@@ -279,6 +301,7 @@ static int on_debug(CURL *easy, curl_infotype type, char *data, size_t size, voi
 	if (type == CURLINFO_HEADER_OUT) {
 		struct fetch_result *r = t->res;
 		t->request_sent = true;
+		t->connect_sent = size >= 8 && memcmp(data, "CONNECT ", 8) == 0;
 		if (r->request_headers.len + size <= FETCH_REQ_HDR_CAP)
 			buf_append(&r->request_headers, &t->req_alloc, data, size,
 			           FETCH_REQ_HDR_CAP);
@@ -587,7 +610,7 @@ static void transfer_finish(struct fetch_engine *e, struct transfer *t, CURLcode
 	if (curl_easy_getinfo(t->easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip != NULL)
 		snprintf(r->ip, sizeof(r->ip), "%s", ip);
 	fetch_headers_read(r, time(NULL));
-	r->end_unix_ms = now_unix_ms();
+	r->end_unix_ms = wall_clock_unix_ms();
 	r->total_ms = (uv_hrtime() - t->start_hr) / 1000000u;
 	if (r->error == FETCH_OK)
 		e->stats.completed++;
@@ -624,81 +647,89 @@ static void check_multi_info(struct fetch_engine *e)
 	}
 }
 
-enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_request *req)
+/* Whether the engine takes req now: its address (parsed into addr) is one
+ * it may connect to, and a connection is free. */
+static enum fetch_error admit(const struct fetch_engine *e, const struct fetch_request *req,
+                              struct ip_addr *addr)
+{
+	if (req->ip[0] == '[' || ip_addr_parse(req->ip, strlen(req->ip), addr) != 0)
+		return FETCH_ERR_INVALID;
+	if (!e->cfg.allow_private_networks && fetch_addr_is_private(req->ip))
+		return FETCH_ERR_PRIVATE_ADDR;
+	if (e->in_flight >= e->cfg.max_connections)
+		return FETCH_ERR_BUSY;
+	return FETCH_OK;
+}
+
+/* The URL's host (curl_free it), when the URL is one curl parses and its
+ * scheme http or https. */
+static enum fetch_error url_host(const char *url, char **host)
 {
 	enum fetch_error rc = FETCH_OK;
-	struct transfer *t = NULL;
-	CURLU *u = NULL;
-	char *scheme = NULL, *host = NULL, *port = NULL;
-	struct ip_addr addr;
-	char entry[512];
-
-	if (e == NULL || req == NULL || req->url == NULL || req->ip == NULL || e->destroying)
-		return FETCH_ERR_INVALID;
-	if (req->ip[0] == '[' || ip_addr_parse(req->ip, strlen(req->ip), &addr) != 0) {
-		rc = FETCH_ERR_INVALID;
-		goto out;
-	}
-	if (!e->cfg.allow_private_networks && fetch_addr_is_private(req->ip)) {
-		rc = FETCH_ERR_PRIVATE_ADDR;
-		goto out;
-	}
-	if (e->in_flight >= e->cfg.max_connections) {
-		rc = FETCH_ERR_BUSY;
-		goto out;
-	}
-	u = curl_url();
-	if (u == NULL) {
-		rc = FETCH_ERR_NOMEM;
-		goto out;
-	}
-	if (curl_url_set(u, CURLUPART_URL, req->url, 0) != CURLUE_OK ||
+	char *scheme = NULL, *port = NULL;
+	CURLU *u = curl_url();
+	*host = NULL;
+	if (u == NULL)
+		return FETCH_ERR_NOMEM;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+	    curl_url_get(u, CURLUPART_HOST, host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK)
 		rc = FETCH_ERR_INVALID;
-		goto out;
-	}
-	if (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0) {
+	else if (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0)
 		rc = FETCH_ERR_PROTOCOL;
-		goto out;
+	if (rc != FETCH_OK) {
+		curl_free(*host);
+		*host = NULL;
 	}
-	/* CONNECT_TO "::IP:" ("::[IP]:" for IPv6) sends this transfer,
-	 * whatever its host and port, to IP at the URL's port: curl only ever
-	 * sees an address literal, so it never resolves, and nothing
-	 * accumulates in its DNS cache (as permanent CURLOPT_RESOLVE entries
-	 * would, one per host). One address, not curl's happy eyeballs over
-	 * both families: the caller holds that address's politeness token. */
-	bool v6 = addr.family == IP_V6;
+	curl_free(scheme);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+/* A transfer of req, with its result and an easy handle, not started.
+ * CONNECT_TO "::IP:" ("::[IP]:" for IPv6) sends it, whatever its host and
+ * port, to IP at the URL's port: curl only ever sees an address literal,
+ * so it never resolves, and nothing accumulates in its DNS cache (as
+ * permanent CURLOPT_RESOLVE entries would, one per host). One address,
+ * not curl's happy eyeballs over both families: the caller holds that
+ * address's politeness token. */
+static enum fetch_error transfer_new(struct fetch_engine *e, const struct fetch_request *req,
+                                     bool v6, struct transfer **out)
+{
+	char entry[512];
+	struct transfer *t;
+	*out = NULL;
 	int n = snprintf(entry, sizeof(entry), v6 ? "::[%s]:" : "::%s:", req->ip);
-	if (n < 0 || (size_t)n >= sizeof(entry)) {
-		rc = FETCH_ERR_INVALID;
-		goto out;
-	}
+	if (n < 0 || (size_t)n >= sizeof(entry))
+		return FETCH_ERR_INVALID;
 	t = calloc(1, sizeof(*t));
-	if (t == NULL) {
-		rc = FETCH_ERR_NOMEM;
-		goto out;
-	}
+	if (t == NULL)
+		return FETCH_ERR_NOMEM;
+	*out = t; /* the caller frees it, half made or whole */
 	t->engine = e;
 	t->res = calloc(1, sizeof(*t->res));
 	t->easy = easy_take(e);
 	t->resolve = curl_slist_append(NULL, entry);
-	if (t->res == NULL || t->easy == NULL || t->resolve == NULL) {
-		rc = FETCH_ERR_NOMEM;
-		goto out;
-	}
+	if (t->res == NULL || t->easy == NULL || t->resolve == NULL)
+		return FETCH_ERR_NOMEM;
 	t->res->url = strdup(req->url);
-	if (t->res->url == NULL) {
-		rc = FETCH_ERR_NOMEM;
-		goto out;
-	}
+	if (t->res->url == NULL)
+		return FETCH_ERR_NOMEM;
 	t->res->user = req->user;
 	t->res->flags = req->flags;
 	t->opened_fd = CURL_SOCKET_BAD;
 	snprintf(t->ip, sizeof(t->ip), "%s", req->ip);
 	t->res->retry_after_s = -1;
+	return FETCH_OK;
+}
 
+/* Sets t's easy handle up for req (host: the URL's, for the proxy rules). */
+static CURLcode transfer_setopts(struct transfer *t, const struct fetch_request *req,
+                                 const char *host, bool v6)
+{
+	struct fetch_engine *e = t->engine;
 	CURL *c = t->easy;
 	CURLcode cc = CURLE_OK;
 	cc |= curl_easy_setopt(c, CURLOPT_URL, req->url);
@@ -751,13 +782,29 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 		cc |= curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
 	if ((req->flags & FETCH_FLAG_NO_REUSE) || ip_at_cap(e, req->ip))
 		cc |= curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
-	if (cc != CURLE_OK) {
+	return cc;
+}
+
+enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_request *req)
+{
+	enum fetch_error rc;
+	struct transfer *t = NULL;
+	char *host = NULL;
+	struct ip_addr addr;
+
+	if (e == NULL || req == NULL || req->url == NULL || req->ip == NULL || e->destroying)
+		return FETCH_ERR_INVALID;
+	if ((rc = admit(e, req, &addr)) != FETCH_OK ||
+	    (rc = url_host(req->url, &host)) != FETCH_OK ||
+	    (rc = transfer_new(e, req, addr.family == IP_V6, &t)) != FETCH_OK)
+		goto out;
+	if (transfer_setopts(t, req, host, addr.family == IP_V6) != CURLE_OK) {
 		rc = FETCH_ERR_INVALID;
 		goto out;
 	}
 	t->start_hr = uv_hrtime();
-	t->res->start_unix_ms = now_unix_ms();
-	if (curl_multi_add_handle(e->multi, c) != CURLM_OK) {
+	t->res->start_unix_ms = wall_clock_unix_ms();
+	if (curl_multi_add_handle(e->multi, t->easy) != CURLM_OK) {
 		rc = FETCH_ERR_NOMEM;
 		goto out;
 	}
@@ -766,13 +813,10 @@ enum fetch_error fetch_engine_start(struct fetch_engine *e, const struct fetch_r
 	e->stats.started++;
 	t = NULL;
 out:
-	if (rc != FETCH_OK && e != NULL)
+	if (rc != FETCH_OK)
 		e->stats.refused++;
 	transfer_free(t);
-	curl_free(scheme);
 	curl_free(host);
-	curl_free(port);
-	curl_url_cleanup(u);
 	return rc;
 }
 

@@ -154,7 +154,10 @@ struct fetch_result {
 	                                      EMPTY_REPLY): retry after a delay */
 	struct fetch_buf request_headers;  /* request line + headers as sent */
 	struct fetch_buf response_headers; /* status line + headers, raw; with
-	                                      1xx blocks dropped */
+	                                      1xx (and CONNECT) blocks dropped;
+	                                      trailers (chunked, HTTP/2) as
+	                                      "X-Crawler-Trailer: LINE" lines
+	                                      before the blank line */
 	struct fetch_buf body;             /* raw body as received (content-encoded) */
 	char *content_type;                /* header value or NULL */
 	char *content_encoding;            /* every line's value, ", "-joined, or NULL */

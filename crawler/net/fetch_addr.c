@@ -4,6 +4,7 @@
  * and the IPv6 forms that carry an IPv4 address, judged by that address.
  */
 #include "crawler/net/fetch.h"
+#include "frontier/base/ipaddr.h"
 
 #include <arpa/inet.h>
 #include <stdint.h>
@@ -37,14 +38,6 @@ static bool v4_private(uint32_t a)
 	return false;
 }
 
-/* The IPv4 address in b at byte offset off, XORed with x. */
-static uint32_t v4_at(const uint8_t b[16], size_t off, uint32_t x)
-{
-	return ((uint32_t)b[off] << 24 | (uint32_t)b[off + 1] << 16 | (uint32_t)b[off + 2] << 8 |
-	        b[off + 3]) ^
-	       x;
-}
-
 static bool v6_private(const uint8_t b[16])
 {
 	/* Blocks refused outright (RFC 6890 and successors): unspecified and
@@ -76,21 +69,13 @@ static bool v6_private(const uint8_t b[16])
 		if (rest == 0 || (b[full] & mask) == (blocks[i].prefix[full] & mask))
 			return true;
 	}
-	/* Forms that carry an IPv4 address: judged by it. IPv4-compatible
-	 * ::a.b.c.d, IPv4-mapped ::ffff:a.b.c.d, IPv4-translated
-	 * ::ffff:0:a.b.c.d, NAT64 64:ff9b::a.b.c.d, 6to4 2002:AABB:CCDD::/48,
-	 * Teredo 2001::/32 (client address inverted in the last 32 bits). */
-	static const uint8_t zero[12];
-	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	static const uint8_t translated[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0 };
-	static const uint8_t nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
-	if (memcmp(b, zero, 12) == 0 || memcmp(b, mapped, 12) == 0 ||
-	    memcmp(b, translated, 12) == 0 || memcmp(b, nat64, 12) == 0)
-		return v4_private(v4_at(b, 12, 0));
-	if (b[0] == 0x20 && b[1] == 0x02)
-		return v4_private(v4_at(b, 2, 0));
-	if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0)
-		return v4_private(v4_at(b, 12, 0xffffffffu)) || v4_private(v4_at(b, 4, 0));
+	/* Forms that carry an IPv4 address (the deprecated IPv4-compatible
+	 * ::a.b.c.d too): judged by it, by either of Teredo's two. */
+	uint32_t v4[2];
+	size_t n = ip_v6_embedded_v4(b, true, v4);
+	for (size_t i = 0; i < n; i++)
+		if (v4_private(v4[i]))
+			return true;
 	return false;
 }
 

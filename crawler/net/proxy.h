@@ -24,7 +24,9 @@
  * crawler still resolves every host itself first, so politeness per IP
  * groups hosts by the crawler's answer, and the private-range refusal
  * judges that answer; the connection to the proxy itself (usually on a
- * private or loopback address) is not refused.
+ * private or loopback address) is not refused. Only a pinned transfer is
+ * guarded to the end: a proxy that resolves the name connects where its
+ * own DNS says, which the crawler neither sees nor checks.
  *
  * Immutable after create; any thread may read it.
  */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "frontier/base/ascii.h"
+#include "frontier/base/clock.h"
 
 /* Lines are appended to an own buffer and written with write(2): a write
  * that fails (a full disk) leaves the bytes not yet written in the buffer,
@@ -19,6 +20,13 @@
  * and the file only ever gets whole lines, in order (stdio would keep no
  * such promise after an error). */
 #define LOG_BUF (64u * 1024u)
+
+/* The longest line: its text fields at their caps, the timestamp (40), the
+ * numbers (5 of 20), the flags (7 names, 60) and 13 separators. The buffer
+ * takes any line whole. */
+#define LINE_BOUND (3 * CRAWL_LOG_URL_MAX + 3 * CRAWL_LOG_TEXT_MAX + 40 + 5 * 20 + 60 + 13)
+_Static_assert(LINE_BOUND <= CRAWL_LOG_LINE_MAX, "a crawl.log line can pass the readers' limit");
+_Static_assert(CRAWL_LOG_LINE_MAX <= LOG_BUF, "a crawl.log line can pass the buffer");
 
 struct crawl_log {
 	int fd;
@@ -74,7 +82,17 @@ static void put(char *buf, size_t cap, size_t *pos, const char *s, size_t n)
 	*pos += n;
 }
 
-static void put_field(char *buf, size_t cap, size_t *pos, const char *s)
+/* Bytes of a byte's escape: 1 (as it is), 2 (\\, \t, \n, \r) or 4 (\xNN). */
+static size_t escaped_size(unsigned char c)
+{
+	if (c >= 0x20 && c != 0x7f && c != '\\')
+		return 1;
+	return c == '\\' || c == '\t' || c == '\n' || c == '\r' ? 2 : 4;
+}
+
+/* A text field, escaped, in at most max bytes: a longer one is cut (never
+ * inside an escape or a UTF-8 sequence) and ends with "...". */
+static void put_field(char *buf, size_t cap, size_t *pos, const char *s, size_t max)
 {
 	if (s == NULL || *s == '\0') {
 		put(buf, cap, pos, "-", 1);
@@ -82,11 +100,21 @@ static void put_field(char *buf, size_t cap, size_t *pos, const char *s)
 	}
 	/* backslash, tab, newline and return as \\, \t, \n, \r; other controls as \xNN */
 	static const char special[] = "\\\t\n\r", letter[] = "\\tnr";
-	const unsigned char *p = (const unsigned char *)s;
-	while (*p) {
+	const unsigned char *p = (const unsigned char *)s, *end;
+	size_t out = 0;
+	for (end = p; *end != '\0' && out + escaped_size(*end) <= max; end++)
+		out += escaped_size(*end);
+	bool cut = *end != '\0';
+	if (cut) { /* room for the mark, and the cut on a character's first byte */
+		while (end > p && out + 3 > max)
+			out -= escaped_size(*--end);
+		while (end > p && (*end & 0xc0) == 0x80)
+			end--;
+	}
+	while (p < end) {
 		/* a run of bytes that go out as they are, in one copy */
 		const unsigned char *q = p;
-		while (*q >= 0x20 && *q != 0x7f && *q != '\\')
+		while (q < end && escaped_size(*q) == 1)
 			q++;
 		if (q > p) {
 			put(buf, cap, pos, (const char *)p, (size_t)(q - p));
@@ -105,19 +133,8 @@ static void put_field(char *buf, size_t cap, size_t *pos, const char *s)
 		}
 		p++;
 	}
-}
-
-/* Writes v in decimal, at least `width` digits (zero-padded), ending just
- * before end; returns where it starts. Lines are formatted per fetch:
- * printf's parsing of its format costs more than the digits. */
-static char *decimal(char *end, unsigned long long v, int width)
-{
-	char *p = end;
-	do {
-		*--p = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0 || end - p < width);
-	return p;
+	if (cut)
+		put(buf, cap, pos, "...", 3);
 }
 
 /* A number column: signed (kind 'd') or unsigned ('u'), as %lld / %llu. */
@@ -127,82 +144,41 @@ static void put_num(char *buf, size_t cap, size_t *pos, char kind, long long v)
 	char *end = tmp + sizeof(tmp);
 	bool neg = kind == 'd' && v < 0;
 	unsigned long long mag = neg ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-	char *p = decimal(end, mag, 1);
+	char *p = ascii_decimal_before(end, mag, 1);
 	if (neg)
 		*--p = '-';
 	put(buf, cap, pos, p, (size_t)(end - p));
 }
 
-/* "YYYY-MM-DDTHH:MM:SS.mmmZ" into ts, as printf's %04d-%02d-...%03dZ;
- * returns its length. */
-static size_t format_timestamp(const struct tm *tm, int ms, char ts[40])
-{
-	char *o = ts;
-	const struct {
-		long long v;
-		int width;
-		char after;
-	} parts[] = {
-		{ tm->tm_year + 1900LL, 4, '-' },
-		{ tm->tm_mon + 1, 2, '-' },
-		{ tm->tm_mday, 2, 'T' },
-		{ tm->tm_hour, 2, ':' },
-		{ tm->tm_min, 2, ':' },
-		{ tm->tm_sec, 2, '.' },
-		{ ms, 3, 'Z' },
-	};
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		char tmp[24];
-		char *end = tmp + sizeof(tmp);
-		long long v = parts[i].v;
-		bool neg = v < 0; /* printf's width counts the sign */
-		char *p = decimal(end, neg ? 0ULL - (unsigned long long)v : (unsigned long long)v,
-		                  neg ? parts[i].width - 1 : parts[i].width);
-		if (neg)
-			*--p = '-';
-		memcpy(o, p, (size_t)(end - p));
-		o += end - p;
-		*o++ = parts[i].after;
-	}
-	return (size_t)(o - ts);
-}
-
 size_t crawl_log_format(const struct crawl_log_entry *e, char *buf, size_t cap)
 {
 	size_t pos = 0;
-	char ts[40];
-	time_t secs = (time_t)(e->timestamp_unix_ms / 1000);
-	int ms = (int)(e->timestamp_unix_ms % 1000);
-	struct tm tm;
-	if (ms < 0) {
-		ms += 1000;
-		secs -= 1;
-	}
-	gmtime_r(&secs, &tm);
-	put(buf, cap, &pos, ts, format_timestamp(&tm, ms, ts));
+	char ts[WALL_CLOCK_TEXT_MAX];
+	put(buf, cap, &pos, ts, wall_clock_text(e->timestamp_unix_ms, ts));
 	/* the columns after the timestamp, in order */
 	const struct {
 		char kind; /* a number: 'd' signed, 'u' unsigned; 0: a text field */
 		long long num;
 		const char *text;
+		size_t max; /* a text field's cap */
 	} cols[] = {
-		{ 'd', e->status, NULL },
-		{ 'u', (long long)e->bytes, NULL },
-		{ 0, 0, e->url },
-		{ 0, 0, e->via },
-		{ 'd', e->depth, NULL },
-		{ 0, 0, e->content_type },
-		{ 'u', (long long)e->duration_ms, NULL },
-		{ 0, 0, e->ip },
-		{ 0, 0, e->error },
-		{ 0, 0, e->redirect },
+		{ 'd', e->status, NULL, 0 },
+		{ 'u', (long long)e->bytes, NULL, 0 },
+		{ 0, 0, e->url, CRAWL_LOG_URL_MAX },
+		{ 0, 0, e->via, CRAWL_LOG_URL_MAX },
+		{ 'd', e->depth, NULL, 0 },
+		{ 0, 0, e->content_type, CRAWL_LOG_TEXT_MAX },
+		{ 'u', (long long)e->duration_ms, NULL, 0 },
+		{ 0, 0, e->ip, CRAWL_LOG_TEXT_MAX },
+		{ 0, 0, e->error, CRAWL_LOG_TEXT_MAX },
+		{ 0, 0, e->redirect, CRAWL_LOG_URL_MAX },
 	};
 	put(buf, cap, &pos, "\t", 1);
 	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
 		if (cols[i].kind)
 			put_num(buf, cap, &pos, cols[i].kind, cols[i].num);
 		else
-			put_field(buf, cap, &pos, cols[i].text);
+			put_field(buf, cap, &pos, cols[i].text, cols[i].max);
 		put(buf, cap, &pos, "\t", 1);
 	}
 	static const struct {
@@ -288,31 +264,10 @@ enum crawl_log_error crawl_log_write(struct crawl_log *log, const struct crawl_l
 		crawl_log_format(e, buf, need + 1);
 	}
 	/* Room first: a line is taken whole or not at all (the caller retries
-	 * it), never half. */
+	 * it), never half. A line fits the buffer (LINE_BOUND). */
 	if (log->len + need > LOG_BUF && log->len > 0)
 		rc = drain(log);
-	if (rc == CRAWL_LOG_OK && need > LOG_BUF) {
-		/* longer than the buffer (a huge Content-Type): straight out, and
-		 * cut back if it could not all be written */
-		struct stat st;
-		size_t done = 0;
-		off_t before = fstat(log->fd, &st) == 0 ? st.st_size : -1;
-		while (done < need) {
-			ssize_t k = write(log->fd, buf + done, need - done);
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k < 0) {
-				int saved = errno;
-				if (before >= 0 && !log->is_stdout &&
-				    ftruncate(log->fd, before) != 0)
-					(void)0; /* the next resume cuts the torn line */
-				errno = saved;
-				rc = CRAWL_LOG_ERR_IO;
-				break;
-			}
-			done += (size_t)k;
-		}
-	} else if (rc == CRAWL_LOG_OK) {
+	if (rc == CRAWL_LOG_OK) {
 		memcpy(log->buf + log->len, buf, need);
 		log->len += need;
 	}

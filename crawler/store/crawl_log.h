@@ -13,11 +13,17 @@
  * before this request, counted from the end of its previous visit (the
  * policy's wait with Crawl-delay, back-off and Retry-After applied; 0 for
  * a host's first visit and for requests after the first of a visit).
- * Logs written before wait_ms was added have 12 fields.
+ * Readers also take lines of 12 fields, without wait_ms, so that they read
+ * the logs of crawlers that did not write it.
  * Field escaping: '\\' -> "\\\\", TAB -> "\\t", LF -> "\\n", CR -> "\\r",
  * other control bytes -> "\\xHH"; an empty or NULL field is "-" (and a field
  * that is literally "-" stays "-"). So every record is exactly one line of
- * exactly 13 fields.
+ * exactly 13 fields. A text field is capped once escaped: url, via and
+ * redirect at CRAWL_LOG_URL_MAX bytes (twice the longest URL [frontier]
+ * max_url_len allows, so a URL is never cut), content_type, ip and error at
+ * CRAWL_LOG_TEXT_MAX (a server's Content-Type may be any length); a field
+ * past its cap is cut and ends with "...". So no line is longer than
+ * CRAWL_LOG_LINE_MAX, the most a reader of the log needs to hold.
  *
  * Thread-confined and synchronous (the writer thread owns it). Buffered
  * (64 KiB); flush/sync on demand. A write or flush that fails (ENOSPC...)
@@ -31,6 +37,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#define CRAWL_LOG_URL_MAX (16u * 1024u)  /* url, via, redirect, escaped */
+#define CRAWL_LOG_TEXT_MAX 1024u         /* content_type, ip, error, escaped */
+#define CRAWL_LOG_LINE_MAX (64u * 1024u) /* a line, newline included */
 
 enum crawl_log_error {
 	CRAWL_LOG_OK = 0,          /* done */

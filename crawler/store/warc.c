@@ -14,19 +14,20 @@
 #include <openssl/evp.h>
 #include <libdeflate.h>
 
+#include "frontier/base/clock.h"
+#include "frontier/base/header_field.h"
+
 #define WARC_DEFAULT_MAX_FILE 1000000000ull
 #define WARC_DEFAULT_DIGESTS 65536u
-#define WARC_URL_KEEP 2048u
 #define WARC_HDR_CAP 16384u
 /* stdio's buffer of a WARC file: a fetch's records in one write */
 #define WARC_STDIO_BUF (64u * 1024u)
 
 /* ---------- SHA-1 through libcrypto ----------
  * Every record gets a block digest and every response body a payload digest
- * too, so the writer hashes each body twice: with a portable C SHA-1 this
- * was the writer thread's largest cost (21% of the crawler's CPU on the
- * crawl benchmark). OpenSSL's libcrypto (linked by libcurl anyway) uses the
- * CPU's SHA extensions when it has them. */
+ * too, so the writer hashes each body twice: SHA-1 is the writer thread's
+ * largest cost. OpenSSL's libcrypto (linked by libcurl anyway) uses the
+ * CPU's SHA extensions when it has them; a portable C SHA-1 cannot. */
 
 void warc_sha1(const void *data, size_t len, uint8_t out[20])
 {
@@ -152,7 +153,7 @@ static void digest_insert(struct warc_writer *w, const uint8_t d[20], const char
 	}
 	size_t ul = strlen(url);
 	if (ul > WARC_URL_KEEP)
-		ul = WARC_URL_KEEP;
+		return; /* never referred to by a cut URL: its repeats go whole */
 	e->url = malloc(ul + 1);
 	if (e->url == NULL)
 		return; /* best effort: no revisit for this one */
@@ -211,29 +212,6 @@ static void make_uuid(struct warc_writer *w, char out[48])
 	}
 	*o++ = '>';
 	*o = '\0';
-}
-
-static void format_date(int64_t unix_ms, char out[32])
-{
-	time_t secs = (time_t)(unix_ms / 1000);
-	int ms = (int)(unix_ms % 1000);
-	struct tm tm;
-	if (ms < 0) {
-		ms += 1000;
-		secs -= 1;
-	}
-	gmtime_r(&secs, &tm);
-	char base[24];
-	if (strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-		base[0] = '\0';
-	snprintf(out, 32, "%.19s.%03dZ", base, ms);
-}
-
-static int64_t now_unix_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 struct piece {
@@ -314,7 +292,7 @@ static enum warc_error write_warcinfo(struct warc_writer *w)
 	if (fl < 0 || (size_t)fl >= sizeof(fields))
 		return WARC_ERR_INVALID;
 	make_uuid(w, id);
-	format_date(now_unix_ms(), date);
+	wall_clock_text(wall_clock_unix_ms(), date);
 	int hl = snprintf(hdr, sizeof(hdr),
 	                  "WARC/1.1\r\nWARC-Type: warcinfo\r\nWARC-Record-ID: %s\r\n"
 	                  "WARC-Date: %s\r\nWARC-Filename: %s\r\n"
@@ -609,13 +587,6 @@ static enum warc_error h2_block_as_http11(const uint8_t *h, size_t len, uint8_t 
 	return WARC_OK;
 }
 
-/* 1 if the header line [l, le) is the field name (case-insensitive). */
-static int field_is(const uint8_t *l, const uint8_t *le, const char *name)
-{
-	size_t n = strlen(name);
-	return (size_t)(le - l) > n && l[n] == ':' && strncasecmp((const char *)l, name, n) == 0;
-}
-
 /* A response header block that describes the body as stored. libcurl
  * removes the chunked transfer coding, so a block that said
  * "Transfer-Encoding: chunked" would make a reader de-chunk bytes that are
@@ -636,8 +607,8 @@ static enum warc_error block_as_stored(const uint8_t *h, size_t len, uint64_t bo
 	for (const uint8_t *l = h; l != NULL && l < end;) {
 		const uint8_t *nl = memchr(l, '\n', (size_t)(end - l));
 		const uint8_t *le = nl != NULL ? nl + 1 : end;
-		te += field_is(l, le, "Transfer-Encoding");
-		cl += field_is(l, le, "Content-Length");
+		te += header_field_is((const char *)l, (const char *)le, "Transfer-Encoding");
+		cl += header_field_is((const char *)l, (const char *)le, "Content-Length");
 		l = le;
 	}
 	if (te == 0)
@@ -655,8 +626,9 @@ static enum warc_error block_as_stored(const uint8_t *h, size_t len, uint64_t bo
 		if (blank) {
 			memcpy(*out + at, add, (size_t)an);
 			at += (size_t)an;
-		} else if (field_is(l, le, "Transfer-Encoding") ||
-		           field_is(l, le, "Content-Length")) {
+		} else if (header_field_is((const char *)l, (const char *)le,
+		                           "Transfer-Encoding") ||
+		           header_field_is((const char *)l, (const char *)le, "Content-Length")) {
 			memcpy(*out + at, pfx, np);
 			at += np;
 		}
@@ -684,7 +656,7 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 	*remember = false;
 	make_uuid(w, req_id);
 	make_uuid(w, resp_id);
-	format_date(f->date_unix_ms, date);
+	wall_clock_text(f->date_unix_ms, date);
 	struct piece body = { f->body, f->body_len };
 	rc = digest_pieces(w, &body, 1, pd);
 	if (rc != WARC_OK)

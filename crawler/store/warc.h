@@ -29,7 +29,11 @@
  * Invariants: a file is rotated before a record would start past
  * max_file_bytes (a record is never split; a file always holds at least one
  * record after its warcinfo); the digest table is bounded (digest_entries;
- * oldest forgotten first), so revisit detection is best effort past it.
+ * oldest forgotten first, each with its URL: at most WARC_URL_KEEP bytes
+ * of URL an entry), so revisit detection is best effort past it. A
+ * revisit's WARC-Refers-To-Target-URI is always its original's whole
+ * WARC-Target-URI: a payload first written under a URL longer than
+ * WARC_URL_KEEP is not remembered (a repeat of it is written whole).
  *
  * Thread-confined, synchronous: the crawler's writer thread owns the
  * writer. Workload: one request+response pair per fetch, bodies up to a few
@@ -37,6 +41,10 @@
  */
 #ifndef CRAWLER_STORE_WARC_H
 #define CRAWLER_STORE_WARC_H
+
+/* The longest original URL a revisit may refer to (the memory of a digest
+ * table entry); the crawl's URLs are this long by default (max_url_len). */
+#define WARC_URL_KEEP 2048u
 
 #include <stdbool.h>
 #include <stddef.h>

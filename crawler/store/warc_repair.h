@@ -5,11 +5,10 @@
  * (warc.h). A crash can leave the last member torn (the process died while
  * writing it, or the page cache lost what was not fsynced). Resuming appends
  * after whole records only, so before reopening a file the tail is checked:
- * members are inflated in order (streaming, bounded memory) and each must
- * hold exactly one record: a "WARC/1.x" header block whose Content-Length
- * plus the header block plus the closing CRLF CRLF equals the member's
- * inflated size. The file is truncated at the start of the first member that
- * fails, and the truncation is fsynced.
+ * the file is read from its start with warc_reader.h (streaming, bounded
+ * memory, each member checked to hold exactly one whole record), and
+ * truncated at the start of the first member that is torn, corrupt or not
+ * a record; the truncation is fsynced. A record is never cut for its size.
  *
  * Invariant after a successful repair: the file is a sequence of whole,
  * valid records; nothing before the first bad member is touched.

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Room for element n of the array v (*cap elements of `size` bytes):
  * returns v itself when n < *cap; otherwise v reallocated to twice *cap
@@ -64,6 +65,13 @@ static inline void *array_reserve(void *v, size_t *cap, size_t n, size_t size)
 	if (nv)
 		*cap = want;
 	return nv;
+}
+
+/* strcmp of two elements of an array of strings (char *): the comparison
+ * qsort and bsearch take to keep such an array in order. */
+static inline int array_strcmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Frees each of the n elements of v (pointers from malloc, or NULL), then

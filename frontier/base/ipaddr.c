@@ -65,10 +65,46 @@ char *ip_addr_format(const struct ip_addr *a, char *buf, size_t cap)
 	return buf;
 }
 
+/* The IPv4 address at byte offset off of b, XORed with x. */
+static uint32_t v4_at(const uint8_t b[16], size_t off, uint32_t x)
+{
+	return ((uint32_t)b[off] << 24 | (uint32_t)b[off + 1] << 16 | (uint32_t)b[off + 2] << 8 |
+	        b[off + 3]) ^
+	       x;
+}
+
+size_t ip_v6_embedded_v4(const uint8_t b[16], bool compat, uint32_t v4[2])
+{
+	static const uint8_t zero[12];
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t translated[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0 };
+	static const uint8_t nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
+	if (memcmp(b, mapped, 12) == 0 || memcmp(b, translated, 12) == 0 ||
+	    memcmp(b, nat64, 12) == 0 || (compat && memcmp(b, zero, 12) == 0)) {
+		v4[0] = v4_at(b, 12, 0);
+		return 1;
+	}
+	if (b[0] == 0x20 && b[1] == 0x02) {
+		v4[0] = v4_at(b, 2, 0);
+		return 1;
+	}
+	if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) {
+		v4[0] = v4_at(b, 12, 0xffffffffu);
+		v4[1] = v4_at(b, 4, 0);
+		return 2;
+	}
+	return 0;
+}
+
 void ip_addr_group(const struct ip_addr *a, struct ip_addr *group)
 {
+	uint32_t v4[2];
 	*group = *a;
-	if (a->family == IP_V6)
+	if (a->family != IP_V6)
+		return;
+	if (ip_v6_embedded_v4(a->b, false, v4) > 0)
+		ip_addr_from_v4(group, v4[0]);
+	else
 		memset(group->b + IP_V6_GROUP_BITS / 8, 0, 16 - IP_V6_GROUP_BITS / 8);
 }
 

@@ -14,7 +14,10 @@
  * server usually gets a whole /64 (the smallest prefix SLAAC works on, and
  * what providers hand a machine), so its addresses share one group, and a
  * site cannot spread one machine's load over many addresses of it; a /128
- * key would let the crawler hit one server from 2^64 "different" IPs.
+ * key would let the crawler hit one server from 2^64 "different" IPs. An
+ * IPv6 address that carries an IPv4 one (ip_v6_embedded_v4: mapped,
+ * translated, NAT64, 6to4, Teredo) reaches that IPv4 machine, and is
+ * grouped as that IPv4 address.
  *
  * Pure functions, no allocation, any thread.
  */
@@ -53,9 +56,20 @@ void ip_addr_from_v4(struct ip_addr *out, uint32_t v4);
  * IP_ADDR_STRLEN); "" for IP_NONE. Returns buf. */
 char *ip_addr_format(const struct ip_addr *a, char *buf, size_t cap);
 
-/* The per-IP politeness group of a: itself for IPv4, its /64 (low bits
- * zeroed) for IPv6. */
+/* The per-IP politeness group of a: itself for IPv4, the IPv4 address an
+ * IPv6 one carries (the first of ip_v6_embedded_v4's, the deprecated
+ * IPv4-compatible form left out), else its /64 (low bits zeroed). */
 void ip_addr_group(const struct ip_addr *a, struct ip_addr *group);
+
+/*
+ * The IPv4 addresses (host byte order) an IPv6 address b (16 bytes,
+ * network order) carries, into v4[0..returned): one for IPv4-mapped
+ * ::ffff:a.b.c.d, IPv4-translated ::ffff:0:a.b.c.d, NAT64 64:ff9b::/96
+ * and 6to4 2002:AABB:CCDD::/48; two for Teredo 2001::/32 (the client,
+ * inverted in the last 32 bits, then the server in bits 32..63); with
+ * compat, one for the deprecated IPv4-compatible ::a.b.c.d too; else none.
+ */
+size_t ip_v6_embedded_v4(const uint8_t b[16], bool compat, uint32_t v4[2]);
 
 bool ip_addr_equal(const struct ip_addr *a, const struct ip_addr *b);
 

@@ -9,7 +9,12 @@
 
 #include "crawler/net/decode.h"
 #include "crawler/net/fetch.h"
+#include "crawler/store/warc.h"
 #include "test_server.h"
+
+#ifndef WARC_CHECK_SCRIPT
+#error "WARC_CHECK_SCRIPT must be defined"
+#endif
 
 static struct test_server *server;
 
@@ -398,6 +403,86 @@ START_TEST(private_refused)
 }
 END_TEST
 
+/* Whether the header block holds a line that is exactly line (no CRLF). */
+static bool has_line(const struct fetch_buf *h, const char *line)
+{
+	const char *p = (const char *)h->data, *end = p + h->len;
+	size_t n = strlen(line);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		size_t len = (size_t)(le - p) - (le > p && le[-1] == '\r');
+		if (len == n && memcmp(p, line, n) == 0)
+			return true;
+		p = le + 1;
+	}
+	return false;
+}
+
+/* Chunked responses with trailers (one of them a line "HTTP/1.1 500 ..."):
+ * the header block is the response's own, its fields unchanged, the
+ * trailers kept after them as X-Crawler-Trailer lines; the body is whole;
+ * and the WARC records written from them read back with the strict reader,
+ * payload digests verified. */
+START_TEST(trailers_kept_apart)
+{
+	struct fetch_config cfg = { .allow_private_networks = true };
+	const char *paths[] = { "/trailers", "/early-trailers", "/page/3" };
+	struct collect c;
+	run_fetches(&cfg, paths, 3, "h.test", &c);
+	struct fetch_result *tr = by_user(&c, 0), *early = by_user(&c, 1), *plain = by_user(&c, 2);
+	ck_assert_msg(tr->error == FETCH_OK, "%s: %s", fetch_strerror(tr->error), tr->error_detail);
+	ck_assert_int_eq(tr->status, 200);
+	ck_assert_uint_eq(tr->body.len, 13);
+	ck_assert(memcmp(tr->body.data, "hello trailer", 13) == 0);
+	ck_assert_uint_ge(tr->response_headers.len, 17);
+	ck_assert(memcmp(tr->response_headers.data, "HTTP/1.1 200 OK\r\n", 17) == 0);
+	ck_assert_str_eq(tr->content_type, "text/plain");
+	ck_assert(has_line(&tr->response_headers, "Transfer-Encoding: chunked"));
+	ck_assert(has_line(&tr->response_headers, "X-Crawler-Trailer: X-Checksum: 42"));
+	ck_assert(has_line(&tr->response_headers, "X-Crawler-Trailer: HTTP/1.1 500 Oops: x"));
+	ck_assert(has_line(&tr->response_headers, "X-Crawler-Trailer: Content-Type: evil/x"));
+	ck_assert(!has_line(&tr->response_headers, "X-Checksum: 42"));
+	ck_assert(memcmp(tr->response_headers.data + tr->response_headers.len - 4, "\r\n\r\n", 4) ==
+	          0);
+	/* the 103 block is dropped, the trailer kept apart, the body empty */
+	ck_assert_int_eq(early->error, FETCH_OK);
+	ck_assert_int_eq(early->status, 200);
+	ck_assert_uint_eq(early->body.len, 0);
+	ck_assert(memcmp(early->response_headers.data, "HTTP/1.1 200 OK\r\n", 17) == 0);
+	ck_assert(has_line(&early->response_headers, "X-Crawler-Trailer: HTTP/1.1 204 No: x"));
+	ck_assert(!has_line(&early->response_headers, "Link: </s.css>; rel=preload"));
+	ck_assert_int_eq(plain->error, FETCH_OK);
+
+	char dir[] = "/tmp/test_fetch_warc.XXXXXX", cmd[1024], line[512] = "";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	struct warc_config wc = { .dir = dir, .prefix = "t", .user_agent = "testbot/1.0" };
+	struct warc_writer *w = NULL;
+	ck_assert_int_eq(warc_writer_open(&wc, &w), WARC_OK);
+	for (size_t i = 0; i < c.n; i++) {
+		struct fetch_result *r = c.res[i];
+		struct warc_fetch f = { .url = r->url,
+			                .ip = r->ip,
+			                .date_unix_ms = r->start_unix_ms,
+			                .request_headers = r->request_headers.data,
+			                .request_len = r->request_headers.len,
+			                .response_headers = r->response_headers.data,
+			                .response_headers_len = r->response_headers.len,
+			                .body = r->body.data,
+			                .body_len = r->body.len };
+		ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, NULL), WARC_OK);
+	}
+	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+	snprintf(cmd, sizeof cmd, "%s %s %s 2>&1; rm -rf %s", PYTHON3, WARC_CHECK_SCRIPT, dir, dir);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(fgets(line, sizeof line, p));
+	ck_assert_msg(pclose(p) == 0, "the strict reader refuses the WARC: %s", line);
+	ck_assert_ptr_nonnull(strstr(line, "response=3"));
+	free_collect(&c);
+}
+END_TEST
+
 START_TEST(busy_and_cancel)
 {
 	uv_loop_t loop;
@@ -437,6 +522,7 @@ int main(void)
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, private_refused);
 	tcase_add_test(tc, busy_and_cancel);
+	tcase_add_test(tc, trailers_kept_apart);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -168,6 +168,50 @@ START_TEST(warc_roundtrip)
 }
 END_TEST
 
+/* A revisit names its original's URL whole: a URL of WARC_URL_KEEP bytes
+ * is referred to as it is (the strict reader checks each revisit's
+ * WARC-Refers-To-Target-URI against its original's WARC-Target-URI), and a
+ * payload first written under a longer one is not remembered, so its
+ * repeat is a response of its own. */
+START_TEST(warc_revisit_long_url)
+{
+	struct warc_writer *w = NULL;
+	struct warc_config cfg = { .dir = tmpdir, .prefix = "long", .user_agent = "testbot/1.0" };
+	ck_assert_int_eq(warc_writer_open(&cfg, &w), WARC_OK);
+	const size_t lens[] = { WARC_URL_KEEP, WARC_URL_KEEP + 1, 3000 };
+	const bool want_revisit[] = { true, false, false };
+	char *url = malloc(4000), *again = malloc(4000);
+	for (size_t k = 0; k < 3; k++) {
+		char body[64], hdr[128];
+		int bl = snprintf(body, sizeof body, "<html>payload %zu</html>", k);
+		int hl = snprintf(hdr, sizeof hdr, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n",
+		                  bl);
+		int ul = snprintf(url, 4000, "http://h.test/%zu/", k);
+		memset(url + ul, 'x', lens[k] - (size_t)ul);
+		url[lens[k]] = '\0';
+		snprintf(again, 4000, "http://h.test/again/%zu", k);
+		const char *urls[] = { url, again };
+		for (int i = 0; i < 2; i++) {
+			struct warc_fetch f = { .url = urls[i],
+				                .date_unix_ms = 1700000000000 + (int64_t)k * 10 + i,
+				                .response_headers = hdr,
+				                .response_headers_len = (size_t)hl,
+				                .body = body,
+				                .body_len = (size_t)bl };
+			bool rv = false;
+			ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, &rv), WARC_OK);
+			ck_assert_int_eq(rv, i == 1 && want_revisit[k]);
+		}
+	}
+	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+	const char *line = check_dir();
+	ck_assert_int_eq(field(line, "revisit"), 1);
+	ck_assert_int_eq(field(line, "response"), 5);
+	free(url);
+	free(again);
+}
+END_TEST
+
 /* The uncompressed text of the files PREFIX-*.warc.gz (NUL-terminated). */
 static void warc_text(const char *prefix, char *text, size_t cap)
 {
@@ -397,6 +441,103 @@ START_TEST(crawl_log_lines)
 }
 END_TEST
 
+/* The field f (0-based) of a formatted line, copied into out (cap). */
+static size_t line_field(const char *line, int f, char *out, size_t cap)
+{
+	const char *fs[CRAWL_LOG_FIELDS];
+	size_t fl[CRAWL_LOG_FIELDS];
+	ck_assert_int_eq(crawl_log_split(line, strlen(line) - 1, fs, fl), CRAWL_LOG_FIELDS);
+	ck_assert_uint_lt(fl[f], cap);
+	memcpy(out, fs[f], fl[f]);
+	out[fl[f]] = '\0';
+	return fl[f];
+}
+
+/* Every field a server controls is capped: a 70 KB Content-Type (the
+ * issue's) and a long redirect make a line the log's readers hold whole,
+ * each cut field ending "...", never inside an escape or a UTF-8
+ * character; a URL of the longest length allowed is kept whole. */
+START_TEST(crawl_log_caps)
+{
+	size_t big = 70000;
+	char *ct = malloc(big + 1), *redirect = malloc(40001), *url = malloc(8193);
+	char *line = malloc(CRAWL_LOG_LINE_MAX * 2), *field = malloc(CRAWL_LOG_LINE_MAX);
+	memset(ct, 'c', big);
+	ct[big] = '\0';
+	memcpy(ct, "text/html; x=", 13);
+	memcpy(redirect, "http://r.test/", 14);
+	memset(redirect + 14, 'r', 40000 - 14);
+	redirect[40000] = '\0';
+	memcpy(url, "http://u.test/", 14);
+	memset(url + 14, 'u', 8192 - 14);
+	url[8192] = '\0';
+	struct crawl_log_entry e = { .timestamp_unix_ms = 1700000000123,
+		                     .status = 301,
+		                     .url = url,
+		                     .via = url,
+		                     .content_type = ct,
+		                     .ip = "127.0.1.1",
+		                     .redirect = redirect,
+		                     .flags = CRAWL_LOG_REDIRECT };
+	size_t n = crawl_log_format(&e, line, CRAWL_LOG_LINE_MAX * 2);
+	ck_assert_uint_le(n, CRAWL_LOG_LINE_MAX);
+	ck_assert_uint_eq(n, strlen(line));
+	ck_assert_uint_eq(line_field(line, CRAWL_LOG_F_URL, field, CRAWL_LOG_LINE_MAX), 8192);
+	ck_assert_str_eq(field, url);
+	ck_assert_uint_eq(line_field(line, CRAWL_LOG_F_CTYPE, field, CRAWL_LOG_LINE_MAX),
+	                  CRAWL_LOG_TEXT_MAX);
+	ck_assert(strncmp(field, "text/html; x=ccc", 16) == 0);
+	ck_assert_str_eq(field + CRAWL_LOG_TEXT_MAX - 4, "c...");
+	ck_assert_uint_eq(line_field(line, CRAWL_LOG_F_REDIRECT, field, CRAWL_LOG_LINE_MAX),
+	                  CRAWL_LOG_URL_MAX);
+	ck_assert_str_eq(field + CRAWL_LOG_URL_MAX - 3, "...");
+
+	/* exactly at the cap: whole; one byte more: cut */
+	ct[CRAWL_LOG_TEXT_MAX] = '\0';
+	crawl_log_format(&e, line, CRAWL_LOG_LINE_MAX * 2);
+	line_field(line, CRAWL_LOG_F_CTYPE, field, CRAWL_LOG_LINE_MAX);
+	ck_assert_str_eq(field, ct);
+	ct[CRAWL_LOG_TEXT_MAX] = 'c';
+	ct[CRAWL_LOG_TEXT_MAX + 1] = '\0';
+	crawl_log_format(&e, line, CRAWL_LOG_LINE_MAX * 2);
+	ck_assert_uint_eq(line_field(line, CRAWL_LOG_F_CTYPE, field, CRAWL_LOG_LINE_MAX),
+	                  CRAWL_LOG_TEXT_MAX);
+
+	/* escapes and UTF-8 at the cut: dropped whole, the field still reads back */
+	for (size_t i = 0; i < big; i++)
+		ct[i] = i % 3 == 0 ? '\x01' : i % 3 == 1 ? '\xc3' : '\xa9';
+	ct[big] = '\0';
+	crawl_log_format(&e, line, CRAWL_LOG_LINE_MAX * 2);
+	size_t fl = line_field(line, CRAWL_LOG_F_CTYPE, field, CRAWL_LOG_LINE_MAX);
+	ck_assert_uint_le(fl, CRAWL_LOG_TEXT_MAX);
+	ck_assert_uint_gt(fl, CRAWL_LOG_TEXT_MAX - 8);
+	ck_assert_str_eq(field + fl - 9, "\\x01\xc3\xa9...");
+	char *plain = malloc(fl + 1);
+	ck_assert_ptr_nonnull(crawl_log_unescape(field, fl, plain));
+	free(plain);
+
+	/* and written: the file's line is the formatted one */
+	char path[600];
+	snprintf(path, sizeof(path), "%s/crawl.log", tmpdir);
+	unlink(path);
+	struct crawl_log *log = NULL;
+	ck_assert_int_eq(crawl_log_open(path, &log), CRAWL_LOG_OK);
+	ck_assert_int_eq(crawl_log_write(log, &e), CRAWL_LOG_OK);
+	ck_assert_int_eq(crawl_log_close(log), CRAWL_LOG_OK);
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(fgets(field, CRAWL_LOG_LINE_MAX, f)); /* the header */
+	ck_assert_ptr_nonnull(fgets(field, CRAWL_LOG_LINE_MAX, f));
+	ck_assert_str_eq(field, line);
+	fclose(f);
+	unlink(path);
+	free(ct);
+	free(redirect);
+	free(url);
+	free(line);
+	free(field);
+}
+END_TEST
+
 static size_t gz(const void *in, size_t len, int wbits, unsigned char **out)
 {
 	z_stream zs;
@@ -509,6 +650,8 @@ int main(void)
 	tcase_add_test(tc, warc_http2_as_http11);
 	tcase_add_test(tc, warc_reader_detects_corruption);
 	tcase_add_test(tc, crawl_log_lines);
+	tcase_add_test(tc, crawl_log_caps);
+	tcase_add_test(tc, warc_revisit_long_url);
 	tcase_add_test(tc, decode_codings);
 	tcase_add_test(tc, decode_bomb);
 	suite_add_tcase(s, tc);

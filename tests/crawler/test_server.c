@@ -155,6 +155,21 @@ static void handle(struct conn *c, const char *path, const char *head)
 		char value[256];
 		accept_encoding_of(head, value, sizeof(value));
 		send_response(c, "200 OK", "Content-Type: text/plain\r\n", value, strlen(value));
+	} else if (strcmp(path, "/trailers") == 0) {
+		/* chunked, then trailers: a field, and a line that reads as a
+		 * status line (libcurl passes on only lines with a colon), and a Content-Type */
+		const char *r = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+		                "Transfer-Encoding: chunked\r\nTrailer: X-Checksum\r\n\r\n"
+		                "6\r\nhello \r\n7\r\ntrailer\r\n0\r\nX-Checksum: 42\r\n"
+		                "HTTP/1.1 500 Oops: x\r\nContent-Type: evil/x\r\n\r\n";
+		send_bytes(c, r, strlen(r));
+	} else if (strcmp(path, "/early-trailers") == 0) {
+		/* a 103 block first, then an empty chunked body with a trailer */
+		const char *r = "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"
+		                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+		                "Transfer-Encoding: chunked\r\n\r\n"
+		                "0\r\nHTTP/1.1 204 No: x\r\n\r\n";
+		send_bytes(c, r, strlen(r));
 	} else if (strcmp(path, "/retry") == 0) {
 		send_response(c, "503 Service Unavailable", "Retry-After: 7\r\n", "busy", 4);
 	} else {

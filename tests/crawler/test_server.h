@@ -16,6 +16,10 @@
  *   /retry          503 with Retry-After: 7
  *   /accept-encoding  200 text/plain, body: the request's Accept-Encoding
  *                   value, or "(none)"
+ *   /trailers       200 chunked, body "hello trailer", then trailers
+ *                   "X-Checksum: 42", "HTTP/1.1 500 Oops: x", "Content-Type: evil/x"
+ *   /early-trailers 103 Early Hints, then 200 chunked with an empty body
+ *                   and the trailer "HTTP/1.1 204 No: x"
  */
 #ifndef TESTS_CRAWLER_TEST_SERVER_H
 #define TESTS_CRAWLER_TEST_SERVER_H

@@ -12,9 +12,9 @@ de-chunked, a Content-Length matches the body unless WARC-Truncated, a gzip
 Content-Encoding inflates) and its WARC-Payload-Digest is over the entity
 body (transfer coding removed, content coding kept), that request/response records
 point at each other with WARC-Concurrent-To, and that revisits refer to a
-response seen earlier, and that request/response/revisit records name
-their protocol (WARC-Protocol h2 or http/1.1) and carry an HTTP/1.1
-message either way (h2 counts the h2 records). Prints one summary line and
+response seen earlier (their Refers-To-Target-URI and -Date its own), and
+that request/response/revisit records name their protocol (WARC-Protocol
+h2 or http/1.1) and carry an HTTP/1.1 message either way (h2 counts the h2 records). Prints one summary line and
 exits 0 when all holds.
 """
 import base64
@@ -204,17 +204,26 @@ def main():
                     if not fields.get("warc-profile", "").endswith("identical-payload-digest"):
                         raise ValueError("bad revisit profile")
                     refers.append((rid, fields["warc-refers-to"],
-                                   fields["warc-payload-digest"]))
+                                   fields["warc-payload-digest"],
+                                   fields.get("warc-refers-to-target-uri"),
+                                   fields.get("warc-refers-to-date")))
             if "warc-concurrent-to" in fields:
                 concurrent.append((rid, fields["warc-concurrent-to"]))
     for rid, other in concurrent:
         if other not in ids:
             raise ValueError("Concurrent-To points nowhere: %s" % other)
-    for rid, target, digest in refers:
+    for rid, target, digest, uri, date in refers:
         if target not in ids or ids[target][0] != "response":
             raise ValueError("Refers-To points nowhere")
-        if ids[target][1]["warc-payload-digest"] != digest:
+        original = ids[target][1]
+        if original["warc-payload-digest"] != digest:
             raise ValueError("revisit digest differs from original")
+        if uri is not None and uri != original["warc-target-uri"]:
+            raise ValueError("revisit %s: WARC-Refers-To-Target-URI is not its original's "
+                             "WARC-Target-URI (%d bytes against %d)" %
+                             (rid, len(uri), len(original["warc-target-uri"])))
+        if date is not None and date != original["warc-date"]:
+            raise ValueError("revisit %s: WARC-Refers-To-Date is not its original's" % rid)
     print(" ".join("%s=%d" % (k, counts.get(k, 0)) for k in
                    ("files", "records", "warcinfo", "request", "response",
                     "revisit", "truncated", "h2", "chunked", "x-transfer-encoding",

@@ -49,6 +49,15 @@ the test web's own request log (helpers from crawl_e2e.py).
       frontier.rejected_budget and scope_rejected.too-many-params, no URL
       with more than max_query_params parameters is requested, and no two
       requests to a host are closer than the 20 ms host delay.
+  hostile_e2e.py userinfo
+      One server under many names (testweb userinfo: the front page links
+      /u0../u19 as http://uK@h1.../uK and a page through the name h1...
+      with a final dot; robots.txt has a Crawl-delay): in the test web's
+      log the host's robots.txt is fetched once, no two of its requests are
+      closer than the Crawl-delay, no request carried an Authorization
+      header (the test web answers those 401), and [frontier]
+      max_urls_per_host counts the one host (stats.json
+      frontier.rejected_budget).
 """
 import os
 import shutil
@@ -357,6 +366,59 @@ def test_traps():
     print("ok")
 
 
+def test_userinfo():
+    crawl_delay_ms = 400
+    budget = 12
+    work = tempfile.mkdtemp(prefix="e2e-userinfo-")
+    tw = TestWeb(work, ["--hosts", "3", "--pages", "4", "--ips", "2", "--fault", "h1=userinfo",
+                        "--crawl-delay", "%g" % (crawl_delay_ms / 1000.0)])
+    try:
+        host = "h1.web.test:%d" % tw.http_port
+        out = os.path.join(work, "out")
+        # any domain: h1.web.test. must not be off the domains for the
+        # crawl to show whether it is a host of its own
+        stats, el, rss = crawl(tw, out, ["--host-delay", "10", "--ip-delay", "0", "--max-time", "60",
+                                         "--set", "crawl.any_domain=true",
+                                         "--set", "politeness.crawl_delay_cap_ms=5000",
+                                         "--set", "frontier.max_urls_per_host=%d" % budget],
+                               timeout=100, seed_urls=["http://%s/" % host])
+    finally:
+        tw.stop()
+    # every name of the one server: h1.web.test and h1.web.test. (final dot)
+    rows = [r for r in tw.requests() if r[2].replace(".:", ":") == host]
+    robots = [r for r in rows if r[5] == "/robots.txt"]
+    pages = [r for r in rows if r[5] != "/robots.txt"]
+    ui = [r[5] for r in pages if r[5].startswith("/u")]
+    auth = [r[5] for r in rows if r[6] == 401]
+    gaps = [(b[0] - a[0]) / 1000.0 for a, b in zip(rows, rows[1:])]
+    rejected = stats["frontier"].get("rejected_budget")
+    print("userinfo crawl: %.1f s; %d requests to the server (names %s), %d of robots.txt, "
+          "%d pages (/uK: %s), %d answered 401; smallest gap %.1f ms; rejected_budget %s" %
+          (el, len(rows), sorted(set(r[2] for r in rows)), len(robots), len(pages), ui, len(auth),
+           min(gaps) if gaps else -1, rejected))
+    problems = []
+    if len(robots) != 1:
+        problems.append("robots.txt fetched %d times, want once for the one server" % len(robots))
+    if not ui:
+        problems.append("no /uK page requested: the hostile links were not followed")
+    if len(ui) != len(set(ui)):
+        problems.append("a /uK page requested twice: %s" % ui)
+    if auth:
+        problems.append("%d requests carried an Authorization header: %s" % (len(auth), auth[:5]))
+    short = [g for g in gaps if g < crawl_delay_ms - 1]
+    if short:
+        problems.append("%d gaps under the %d ms Crawl-delay: %s" % (len(short), crawl_delay_ms,
+                                                                      short[:5]))
+    if len(pages) > budget:
+        problems.append("%d pages fetched, past the host's %d-URL budget" % (len(pages), budget))
+    if not rejected:
+        problems.append("stats.json frontier.rejected_budget = %s" % rejected)
+    if problems:
+        fail("; ".join(problems))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
 def main():
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "redirects":
@@ -371,9 +433,11 @@ def main():
         test_keepalive_close()
     elif what == "traps":
         test_traps()
+    elif what == "userinfo":
+        test_userinfo()
     else:
         fail("usage: hostile_e2e.py redirects|robots-retry|warc-encodings|ip-connections|"
-             "keepalive-close|traps")
+             "keepalive-close|traps|userinfo")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ links and redirects to https://...:TLS_PORT. Three crawls of https:// seeds:
   3. no CA file, --insecure: the certificates are accepted, pages fetched.
   4. --ca-file CA through an HTTP proxy started here (crawl_e2e.py's, which
      tunnels CONNECT to the address of the host it names): every expected
-     page again, and the proxy was asked for host names, never addresses.
+     page again, the proxy was asked for host names, never addresses, and
+     each response record holds the page's own header block.
   5. --resolv-conf FILE (c-ares 1.18 reads no port there, so FILE names a
      UDP relay this test runs on 127.77.0.2:53 in front of the test web's
      DNS; only when the test may bind port 53, else skipped): pages fetched,
@@ -305,6 +306,19 @@ def main():
         errors.append("crawl through the proxy: %d expected never requested, %d unexpected; "
                       "tunnels %s, want %s" % (len(expected - got4), len(got4 - expected),
                                                sorted(tunnels)[:3], sorted(want_tunnels)[:3]))
+    # Through the tunnel, each response record is the page's own header
+    # block: not the proxy's answer to CONNECT, nothing read as a trailer.
+    out4 = os.path.join(work, "out-proxy")
+    p4 = subprocess.run([sys.executable, WARC_CHECK, out4], capture_output=True, text=True)
+    if p4.returncode != 0:
+        errors.append("WARC reader (proxy crawl): %s" % p4.stdout.strip())
+    for w in sorted(f for f in os.listdir(out4) if f.endswith(".warc.gz")):
+        for h, block in e2e.read_warc_records(os.path.join(out4, w)):
+            head = block.split(b"\r\n\r\n", 1)[0].lower()
+            if h["warc-type"] == "response" and (b"x-crawler-trailer" in head or
+                                                 b"connection established" in head):
+                errors.append("proxy crawl: response record %r" % block[:200])
+                break
     if st3["pages"] == 0 or st3["errors"].get("tls-cert"):
         errors.append("--insecure crawl: pages %d, errors %s" % (st3["pages"], st3["errors"]))
     print(rc_summary)

@@ -89,6 +89,46 @@ START_TEST(group_per_64)
 }
 END_TEST
 
+/* An IPv6 address that carries an IPv4 one reaches that IPv4 machine: one
+ * group with it (and with every other form of it), whatever else the IPv6
+ * address holds; the deprecated IPv4-compatible form is an ordinary /64. */
+START_TEST(group_embedded_v4)
+{
+	static const char *const forms[] = {
+		"::ffff:93.184.216.34",         /* IPv4-mapped */
+		"::ffff:0:93.184.216.34",       /* IPv4-translated */
+		"64:ff9b::93.184.216.34",       /* NAT64 (RFC 6052) */
+		"2002:5db8:d822::1",            /* 6to4 */
+		"2002:5db8:d822:ffff:1:2:3:4",  /* 6to4, another subnet and host */
+		"2001:0:102:304:0:0:a247:27dd", /* Teredo, client inverted */
+		"2001:0:506:708:ffff:ffff:a247:27dd",
+	};
+	for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+		same_group(forms[i], "93.184.216.34", 1);
+		same_group(forms[i], "93.184.216.35", 0);
+		struct ip_addr a = parsed(forms[i]), g;
+		ip_addr_group(&a, &g);
+		ck_assert_str_eq(text(&g), "93.184.216.34");
+	}
+	/* the deprecated ::a.b.c.d, and ::1, keep their /64 */
+	same_group("::93.184.216.34", "93.184.216.34", 0);
+	same_group("::93.184.216.34", "::1", 1);
+	/* near misses: another prefix is a plain /64 */
+	same_group("64:ff9c::93.184.216.34", "93.184.216.34", 0);
+	same_group("2003:5db8:d822::1", "93.184.216.34", 0);
+	/* the helper the private-range check shares: Teredo gives both */
+	uint32_t v4[2];
+	struct ip_addr t = parsed("2001:0:102:304:0:0:a247:27dd");
+	ck_assert_uint_eq(ip_v6_embedded_v4(t.b, false, v4), 2);
+	ck_assert_uint_eq(v4[0], 0x5db8d822u);
+	ck_assert_uint_eq(v4[1], 0x01020304u);
+	struct ip_addr c = parsed("::10.0.0.1");
+	ck_assert_uint_eq(ip_v6_embedded_v4(c.b, false, v4), 0);
+	ck_assert_uint_eq(ip_v6_embedded_v4(c.b, true, v4), 1);
+	ck_assert_uint_eq(v4[0], 0x0a000001u);
+}
+END_TEST
+
 /* A URL with an IPv6 literal host keeps it through normalization, and the
  * crawl key's host (what the frontier names the host and the crawl hands
  * the resolver) parses as the address, with no DNS query needed. */
@@ -127,6 +167,7 @@ int main(void)
 	TCase *tc = tcase_create("ipaddr");
 	tcase_add_test(tc, parse_and_format);
 	tcase_add_test(tc, group_per_64);
+	tcase_add_test(tc, group_embedded_v4);
 	tcase_add_test(tc, literal_urls);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

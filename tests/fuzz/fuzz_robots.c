@@ -2,7 +2,8 @@
  * fuzz_robots.c: parses arbitrary bytes as robots.txt for a fixed agent and
  * checks a few paths, plus a path taken from the input itself (its last
  * line), so the matcher sees hostile patterns against hostile paths. Also
- * feeds the input to the URL-to-path and normalization helpers.
+ * feeds the input to the URL-to-path and normalization helpers. The
+ * wildcard cap is taken from the first byte (0 to 3).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *body = (const char *)data;
 	struct robots *r = NULL;
 	if (robots_parse(body, size, "FooBot/1.0 (+http://x)", &r) == ROBOTS_OK) {
+		/* small wildcard caps too, so that refusals are reached */
+		robots_wildcard_cap_set(r, size > 0 ? data[0] % 4 : 0);
 		for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
 			(void)robots_allowed(r, paths[i], strlen(paths[i]));
 		/* The input's last line as a path, capped to keep runs fast. */

@@ -21,7 +21,11 @@
  *  - scope rules: same host, the protocol's directory rule, and the
  *    cross-submission scope URL;
  *  - bad calls: a relative or non-http sitemap or scope URL, feed or finish
- *    without a document.
+ *    without a document;
+ *  - the tag guard: a root of 160,000 attributes, an entry tag of 40, a
+ *    5,000-byte tag: malformed before libxml2 parses them, the entries
+ *    before kept; quotes and '>' in comments, CDATA and a DTD, a BOM and
+ *    an encoding declaration pass; UTF-16 and EBCDIC are refused.
  */
 #include <check.h>
 #include <stdio.h>
@@ -582,6 +586,128 @@ START_TEST(test_scope)
 }
 END_TEST
 
+/* doc parsed whole, then fed one byte at a time: the same result. */
+static struct sitemap_result parse_both_ways(const char *doc, struct seen *s)
+{
+	struct sitemap_result whole = parse_doc(NULL, doc, s), bytewise;
+	struct seen again = { 0 };
+	struct sitemap_parser *p = NULL;
+	ck_assert_int_eq(sitemap_parser_create(NULL, &p), SITEMAP_OK);
+	ck_assert_int_eq(sitemap_begin(p, SITEMAP_URL, NULL, collect, &again), SITEMAP_OK);
+	for (size_t i = 0, n = strlen(doc); i < n; i++)
+		ck_assert_int_eq(sitemap_feed(p, doc + i, 1), SITEMAP_OK);
+	ck_assert_int_eq(sitemap_finish(p, &bytewise), SITEMAP_OK);
+	sitemap_parser_destroy(p);
+	ck_assert_int_eq(bytewise.problem, whole.problem);
+	ck_assert_str_eq(bytewise.message, whole.message);
+	ck_assert_uint_eq(bytewise.locs, whole.locs);
+	ck_assert_uint_eq(again.count, s->count);
+	seen_free(&again);
+	return whole;
+}
+
+/* "<TAG" + n attributes " aK=\"K\"" + ">" + tail, malloc'd. */
+static char *with_attributes(const char *head, const char *tag, size_t n, const char *tail)
+{
+	size_t cap = strlen(head) + strlen(tag) + 16 * n + strlen(tail) + 8, o = 0;
+	char *doc = malloc(cap);
+	ck_assert_ptr_nonnull(doc);
+	o += (size_t)snprintf(doc + o, cap - o, "%s<%s", head, tag);
+	for (size_t i = 0; i < n; i++)
+		o += (size_t)snprintf(doc + o, cap - o, " a%zu=\"%zu\"", i, i);
+	snprintf(doc + o, cap - o, ">%s", tail);
+	return doc;
+}
+
+#define TWO_ENTRIES                                                                                \
+	"<url><loc>http://example.com/1</loc></url><url><loc>http://example.com/2</loc></url>"
+
+/* Tags libxml2 would take quadratic time over (its check for repeated
+ * attributes): refused before it sees them, as malformed, the entries
+ * before them kept; what a real sitemap holds goes through. */
+START_TEST(test_tag_guard)
+{
+	struct seen s = { 0 };
+	/* the issue's input: a <urlset> of 160,000 attributes (1.6 MB), then
+	 * entries that would otherwise be read */
+	char *doc = with_attributes("", "urlset xmlns=\"" NS "\"", 160000, TWO_ENTRIES "</urlset>");
+	ck_assert_uint_gt(strlen(doc), 1500000);
+	struct sitemap_result r = parse_doc(NULL, doc, &s);
+	ck_assert_int_eq(r.problem, SITEMAP_MALFORMED);
+	ck_assert_ptr_nonnull(strstr(r.message, "attributes"));
+	ck_assert_uint_eq(r.locs, 0);
+	ck_assert_uint_lt(r.bytes, 4096);
+	seen_free(&s);
+	free(doc);
+
+	/* entries, then an entry tag of 40 attributes: the two kept */
+	doc = with_attributes("<urlset xmlns=\"" NS "\">" TWO_ENTRIES, "url", 40,
+	                      "<loc>http://example.com/3</loc></url></urlset>");
+	r = parse_both_ways(doc, &s);
+	ck_assert_int_eq(r.problem, SITEMAP_MALFORMED);
+	ck_assert_uint_eq(r.locs, 2);
+	ck_assert_str_eq(s.url[1], "http://example.com/2");
+	seen_free(&s);
+	free(doc);
+
+	/* a tag of 5,000 bytes (one long value), and a long processing
+	 * instruction: longer than the limit */
+	char *big = malloc(6000);
+	snprintf(big, 6000, "<urlset xmlns=\"" NS "\">" TWO_ENTRIES "<url x=\"%05000d\">", 0);
+	r = parse_both_ways(big, &s);
+	ck_assert_int_eq(r.problem, SITEMAP_MALFORMED);
+	ck_assert_ptr_nonnull(strstr(r.message, "longer"));
+	ck_assert_uint_eq(r.locs, 2);
+	seen_free(&s);
+	snprintf(big, 6000, "<?xml version=\"1.0\" x=\"%05000d\"?><urlset/>", 0);
+	r = parse_doc(NULL, big, &s);
+	ck_assert_int_eq(r.problem, SITEMAP_MALFORMED);
+	ck_assert_ptr_nonnull(strstr(r.message, "longer"));
+	free(big);
+
+	/* a real root: BOM, declaration, comments and CDATA holding quotes and
+	 * '>', ten namespaces and a long schemaLocation; an encoding
+	 * declaration is ignored (the protocol says UTF-8) */
+	doc = with_attributes("\xEF\xBB\xBF<?xml version=\"1.0\" encoding=\"IBM037\"?>\n"
+	                      "<!-- a \"quoted\" ' > note - -->\n"
+	                      "<!DOCTYPE urlset [ <!ATTLIST urlset x CDATA \"'>\"> ]>\n",
+	                      "urlset xmlns=\"" NS "\"", 24,
+	                      "<url><loc><![CDATA[http://example.com/a?q=\">'<]]></loc></url>"
+	                      "<!-- <url a1='1' a2='2'> -->" TWO_ENTRIES "</urlset>");
+	r = parse_both_ways(doc, &s);
+	ck_assert_msg(r.problem == SITEMAP_FINE, "%s", r.message);
+	ck_assert_uint_eq(r.locs, 3);
+	ck_assert_str_eq(s.url[0], "http://example.com/a?q=%22%3E%27%3C");
+	seen_free(&s);
+	free(doc);
+
+	/* not UTF-8: UTF-16 with and without a BOM, EBCDIC */
+	static const char u16[] = "<\0u\0r\0l\0s\0e\0t\0/\0>\0";
+	const char *others[] = { "\xFF\xFE<\0", "\x4C\x6F\xA7\x94", "\0<\0u" };
+	struct sitemap_parser *p = NULL;
+	ck_assert_int_eq(sitemap_parser_create(NULL, &p), SITEMAP_OK);
+	ck_assert_int_eq(sitemap_parse(p, SITEMAP_URL, NULL, u16, sizeof u16 - 1, collect, &s, &r),
+	                 SITEMAP_OK);
+	ck_assert_int_eq(r.problem, SITEMAP_MALFORMED);
+	ck_assert_ptr_nonnull(strstr(r.message, "UTF-8"));
+	for (size_t i = 0; i < 3; i++) {
+		ck_assert_int_eq(sitemap_parse(p, SITEMAP_URL, NULL, others[i], 4, collect, &s, &r),
+		                 SITEMAP_OK);
+		ck_assert_ptr_nonnull(strstr(r.message, "UTF-8"));
+	}
+	sitemap_parser_destroy(p);
+
+	/* the limits are the caller's (and white space may lead) */
+	struct sitemap_config cfg = { .max_attributes = 2, .max_tag_bytes = 64 };
+	r = parse_doc(&cfg, "<urlset a='1' b='2' c='3'/>", &s);
+	ck_assert_int_eq(r.problem, SITEMAP_MALFORMED);
+	r = parse_doc(&cfg,
+	              "<urlset a='1' b='2'><url><loc>http://example.com/</loc></url></urlset>", &s);
+	ck_assert_int_eq(r.problem, SITEMAP_FINE);
+	seen_free(&s);
+}
+END_TEST
+
 START_TEST(test_bad_calls)
 {
 	struct sitemap_parser *p = NULL;
@@ -622,6 +748,7 @@ int main(void)
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_scope);
 	tcase_add_test(tc, test_bad_calls);
+	tcase_add_test(tc, test_tag_guard);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

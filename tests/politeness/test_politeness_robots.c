@@ -104,6 +104,44 @@ START_TEST(robots_state)
 }
 END_TEST
 
+/* The cache gives each file the configured wildcard cap and counts the
+ * files that have a path past it. */
+START_TEST(robots_wildcard_cap)
+{
+	struct fx x;
+	struct politeness_stats st;
+	struct politeness_config pc;
+	const struct robots *ptr = NULL;
+	enum politeness_robots_state s;
+	char body[512];
+	size_t o = (size_t)snprintf(body, sizeof body, "User-agent: *\n");
+	for (int i = 0; i < 5; i++)
+		o += (size_t)snprintf(body + o, sizeof body - o, "Disallow: /*x%d*y\n", i);
+
+	setup(&x);
+	politeness_destroy(x.p);
+	politeness_config_default(&pc);
+	pc.robots_max_wildcard_rules = 4;
+	ck_assert_int_eq(politeness_create(x.f, &pc, NULL, NULL, &x.p), POLITENESS_OK);
+	uint32_t a = host(&x, "http://a.test"), b = host(&x, "http://b.test");
+	ck_assert_int_eq(politeness_robots_set(x.p, a, POLITENESS_ROBOTS_KNOWN, rules(body), 1),
+	                 POLITENESS_OK);
+	ck_assert_int_eq(politeness_robots_set(x.p, b, POLITENESS_ROBOTS_KNOWN,
+	                                       rules("User-agent: *\nDisallow: /*x*y\n"), 1),
+	                 POLITENESS_OK);
+	politeness_stats(x.p, &st);
+	ck_assert_uint_eq(st.robots_capped, 1);
+	/* a's file: five wildcard rules for every path, the cap is four */
+	ck_assert_int_eq(politeness_robots_state(x.p, a, &s, &ptr, NULL), POLITENESS_OK);
+	ck_assert(!robots_allowed(ptr, "/page", 5));
+	ck_assert_int_eq(politeness_robots_state(x.p, b, &s, &ptr, NULL), POLITENESS_OK);
+	ck_assert(robots_allowed(ptr, "/page", 5));
+	ck_assert(!robots_allowed(ptr, "/x/y", 4));
+	politeness_destroy(x.p);
+	frontier_destroy(x.f);
+}
+END_TEST
+
 static char *tmpfile_path(void)
 {
 	static char dir[] = "/tmp/test_politeness_robots.XXXXXX";
@@ -229,6 +267,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, robots_state);
+	tcase_add_test(tc, robots_wildcard_cap);
 	tcase_add_test(tc, checkpoint_keeps_rules);
 	tcase_add_test(tc, corrupt_checkpoint_is_refused);
 	suite_add_tcase(s, tc);

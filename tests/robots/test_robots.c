@@ -350,6 +350,177 @@ START_TEST(test_against_reference)
 }
 END_TEST
 
+/* Reference of a check with the wildcard cap: the naive longest match
+ * (allow on ties) of the rules pats[0..nr) (repeats counted once), unless
+ * more than cap distinct wildcard rules (a literal piece after a '*'),
+ * whose text before the '*' starts the path, outrank the best rule without
+ * such a piece that matches: then refused. cap 0: no cap. */
+static bool is_wild(const char *p)
+{
+	const char *star = strchr(p, '*');
+	if (!star)
+		return false;
+	for (; *star; star++)
+		if (*star != '*' && !(*star == '$' && star[1] == '\0'))
+			return true;
+	return false;
+}
+
+static bool ref_verdict(char pats[][16], const bool *allows, int nr, const char *path, unsigned cap)
+{
+	int best = -1, certain = -1;
+	bool verdict = true, certain_allow = true;
+	for (int i = 0; i < nr; i++) {
+		int plen = (int)strlen(pats[i]);
+		if (!ref_match(pats[i], path))
+			continue;
+		if (plen > best || (plen == best && allows[i])) {
+			best = plen;
+			verdict = allows[i];
+		}
+		if (!is_wild(pats[i]) && (plen > certain || (plen == certain && allows[i]))) {
+			certain = plen;
+			certain_allow = allows[i];
+		}
+	}
+	unsigned met = 0;
+	for (int i = 0; i < nr; i++) {
+		bool repeat = false;
+		for (int k = 0; k < i; k++)
+			repeat |= allows[k] == allows[i] && strcmp(pats[k], pats[i]) == 0;
+		size_t lit = strcspn(pats[i], "*");
+		int plen = (int)strlen(pats[i]);
+		if (repeat || !is_wild(pats[i]) || strncmp(pats[i], path, lit) != 0 ||
+		    lit > strlen(path))
+			continue;
+		if (plen > certain || (plen == certain && allows[i] && !certain_allow))
+			met++;
+	}
+	return cap != 0 && met > cap ? false : verdict;
+}
+
+/* Files of 1 to 80 random rules over a small alphabet, so that both the
+ * rule-by-rule check (fewer than ROBOTS_INDEX_MIN_RULES rules) and the
+ * index are used, with repeats and rules sharing literal prefixes; each
+ * checked with no cap and with small caps against the reference. */
+START_TEST(test_index_against_reference)
+{
+	unsigned seed = 777;
+#define RND(n) ((int)(((seed = seed * 1103515245u + 12345u) >> 16) % (unsigned)(n)))
+	static char pats[80][16];
+	static bool allows[80];
+	int indexed = 0, capped = 0;
+	for (int iter = 0; iter < 600; iter++) {
+		char txt[4096];
+		int nr = 1 + RND(80);
+		size_t o = (size_t)snprintf(txt, sizeof txt, "User-agent: FooBot\n");
+		for (int i = 0; i < nr; i++) {
+			int len = 1 + RND(6);
+			pats[i][0] = RND(8) ? '/' : '*';
+			for (int k = 1; k < len; k++)
+				pats[i][k] = "ab/*"[RND(4)];
+			pats[i][len] = '\0';
+			if (RND(4) == 0)
+				strcat(pats[i], "$");
+			allows[i] = RND(2);
+			o += (size_t)snprintf(txt + o, sizeof txt - o, "%s: %s\n",
+			                      allows[i] ? "Allow" : "Disallow", pats[i]);
+		}
+		struct robots *r = parse(txt);
+		indexed += robots_rule_count(r) >= ROBOTS_INDEX_MIN_RULES;
+		for (unsigned cap = 0; cap < 4; cap++) {
+			robots_wildcard_cap_set(r, cap);
+			for (int q = 0; q < 12; q++) {
+				char path[12];
+				int len = 1 + RND(10);
+				path[0] = '/';
+				for (int k = 1; k < len; k++)
+					path[k] = "ab/"[RND(3)];
+				path[len] = '\0';
+				bool want = ref_verdict(pats, allows, nr, path, cap);
+				capped += want != ref_verdict(pats, allows, nr, path, 0);
+				ck_assert_msg(ok(r, path) == want, "robots (cap %u):\n%spath %s",
+				              cap, txt, path);
+			}
+		}
+		robots_destroy(r);
+	}
+#undef RND
+	/* both checks and the cap's refusals were exercised */
+	ck_assert_int_gt(indexed, 100);
+	ck_assert_int_gt(capped, 100);
+}
+END_TEST
+
+/* A file of thousands of wildcard rules that every path meets (issue: 11 ms
+ * a check): a path that meets more than the cap is refused without being
+ * searched, one decided by an outranking rule is not, and a cap lifted
+ * restores the RFC's answer. */
+START_TEST(test_wildcard_cap)
+{
+	enum { RULES = 4000 };
+	size_t cap = 64 + (size_t)RULES * 40, o = 0;
+	char *txt = malloc(cap), *path = malloc(2101);
+	ck_assert_ptr_nonnull(txt);
+	ck_assert_ptr_nonnull(path);
+	o += (size_t)snprintf(txt + o, cap - o, "User-agent: *\nAllow: /open/to-everyone/\n");
+	for (unsigned i = 0; i < RULES; i++)
+		o += (size_t)snprintf(txt + o, cap - o, "Disallow: /*q%05u*z%u\n", i, i % 7);
+	struct robots *r = parse(txt);
+	ck_assert_uint_eq(robots_rule_count(r), RULES + 1);
+	ck_assert_uint_eq(robots_wildcard_max(r), RULES);
+	/* a long path no rule matches: past the default cap, refused */
+	path[0] = '/';
+	for (int i = 1; i < 2100; i++)
+		path[i] = (char)('a' + i % 26);
+	path[2100] = '\0';
+	ck_assert(!ok(r, path));
+	ck_assert(!ok(r, "/x"));
+	ck_assert(ok(r, "/robots.txt"));
+	/* the Allow is longer than every wildcard rule: it decides alone */
+	ck_assert(ok(r, "/open/to-everyone/x"));
+	ck_assert(!ok(r, "/open/"));
+	/* no cap: the RFC's answer, the path matches no rule */
+	ck_assert_uint_eq(robots_wildcard_cap_set(r, 0), RULES);
+	ck_assert(ok(r, path));
+	ck_assert(!ok(r, "/q00012-z5"));
+	ck_assert(ok(r, "/q00012-z4"));
+	/* a cap at the file's own maximum is never hit */
+	robots_wildcard_cap_set(r, RULES);
+	ck_assert(ok(r, path));
+	ck_assert(!ok(r, "/q00012-z5"));
+	robots_destroy(r);
+	/* a small file with the same rules under the cap: checked */
+	r = parse("User-agent: *\nDisallow: /*q1*z1\nDisallow: /*q2*z2\n");
+	ck_assert_uint_eq(robots_wildcard_max(r), 2);
+	ck_assert(ok(r, path));
+	ck_assert(!ok(r, "/q2/z2"));
+	robots_destroy(r);
+	free(path);
+	free(txt);
+}
+END_TEST
+
+/* Rules repeated are kept once; literal prefixes of one chain are counted. */
+START_TEST(test_rule_repeats_and_chains)
+{
+	struct robots *r = parse("User-agent: *\nDisallow: /a\nDisallow: /a\nAllow: /a\n"
+	                         "Disallow: /a*b\nDisallow: /a*b\nDisallow: /ab*c\n"
+	                         "Disallow: /x*y\nDisallow: /*z\n");
+	ck_assert_uint_eq(robots_rule_count(r), 6);
+	/* "/ab..." meets the rules of literal prefix "/", "/a" and "/ab"; "/x..." two */
+	ck_assert_uint_eq(robots_wildcard_max(r), 3);
+	ck_assert(ok(r, "/a"));
+	ck_assert(!ok(r, "/ab/c"));
+	robots_wildcard_cap_set(r, 2);
+	ck_assert(ok(r, "/a"));      /* the plain Allow outranks them all */
+	ck_assert(!ok(r, "/abc/d")); /* 3 wildcard rules outrank "/a" there */
+	ck_assert(!ok(r, "/x/y"));   /* 2: checked, and it matches /x*y */
+	ck_assert(ok(r, "/x/q"));    /* 2: checked, no match */
+	robots_destroy(r);
+}
+END_TEST
+
 /* robots_encode / robots_decode: the decoded object answers every path as
  * the original does, keeps delay and sitemaps; any truncation or a bad
  * header is refused. */
@@ -440,6 +611,9 @@ static Suite *robots_suite(void)
 	tcase_add_test(tc, test_fetch_semantics);
 	tcase_add_test(tc, test_path_from_url);
 	tcase_add_test(tc, test_against_reference);
+	tcase_add_test(tc, test_index_against_reference);
+	tcase_add_test(tc, test_wildcard_cap);
+	tcase_add_test(tc, test_rule_repeats_and_chains);
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_encode_roundtrip);
 	suite_add_tcase(s, tc);

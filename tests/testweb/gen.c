@@ -117,7 +117,8 @@ __attribute__((format(printf, 2, 3))) static void sb_fmt(struct sbuf *b, const c
 static const char *const fault_names[] = { "-",        "slow",        "endless",     "hugeheaders",
 	                                   "gzipbomb", "badchunk",    "reset",       "trap",
 	                                   "429",      "robotsredir", "robotsflaky", "robotsredir6",
-	                                   "chunked",  "br",          "kaclose",     "session" };
+	                                   "chunked",  "br",          "kaclose",     "session",
+	                                   "userinfo" };
 
 const char *tw_fault_name(enum tw_fault f)
 {
@@ -249,6 +250,8 @@ static int parse_num(const char **sp, const char *end, long *out)
 
 int tw_host_parse(const struct tw_config *cfg, const char *name, size_t len, long *idx)
 {
+	if (len > 0 && name[len - 1] == '.')
+		len--;
 	const char *s = name, *end = name + len;
 	if (len < 3 || (*s != 'h' && *s != 'H'))
 		return -1;
@@ -282,6 +285,8 @@ uint32_t tw_host_addr(const struct tw_config *cfg, long idx)
 
 int tw_robots_kind(const struct tw_config *cfg, long host)
 {
+	if (tw_host_fault(cfg, host) == TW_FAULT_USERINFO)
+		return 3; /* a Crawl-delay for the one server behind many names */
 	if (tw_host_fault(cfg, host) != TW_FAULT_NONE || host >= cfg->hosts)
 		return 0;
 	return (int)(((uint64_t)host % 10 + cfg->seed % 10) % 10);
@@ -491,6 +496,23 @@ static void add_cross_host(const struct tw_config *cfg, struct linkset *ls, stru
 	add_link(ls, host, t, href, 0);
 }
 
+/* A userinfo host's front page: one server under many names. /uK through
+ * http://uK@hI.D:PORT/ (userinfo a crawler must neither key apart nor send)
+ * and page 1 through the fully qualified name hI.D. (final dot). */
+static void add_userinfo_links(const struct tw_config *cfg, struct linkset *ls, long host)
+{
+	char href[512], t[160];
+	for (int k = 0; k < TW_USERINFO_LINKS; k++) {
+		snprintf(t, sizeof t, "/u%d", k);
+		snprintf(href, sizeof href, "http://u%d@h%ld.%s:%d%s", k, host, cfg->domain,
+		         cfg->http_port, t);
+		add_link(ls, host, t, href, 0);
+	}
+	page_path(1 % cfg->pages, t, sizeof t);
+	snprintf(href, sizeof href, "http://h%ld.%s.:%d%s", host, cfg->domain, cfg->http_port, t);
+	add_link(ls, host, t, href, 0);
+}
+
 /* The link list of page j of host i (variant pages and calendar excluded). */
 static void page_links(const struct tw_config *cfg, long i, long j, const char *bdir,
                        struct linkset *ls)
@@ -508,6 +530,8 @@ static void page_links(const struct tw_config *cfg, long i, long j, const char *
 	page_path((j + 2) % P, t, sizeof t);
 	add_same_host(cfg, ls, &r, i, bdir, t, 0);
 	if (j == 0) {
+		if (tw_host_fault(cfg, i) == TW_FAULT_USERINFO)
+			add_userinfo_links(cfg, ls, i);
 		add_cross_host(cfg, ls, &r, self_only ? i : (i + 1) % N, "/");
 		if (tw_host_fault(cfg, i) == TW_FAULT_TRAP)
 			add_same_host(cfg, ls, &r, i, bdir, "/cal/2026/11/", 0);
@@ -1045,17 +1069,21 @@ static int make_sitemap_index(const struct tw_config *cfg, long i, struct tw_res
 	return finish(&b, res);
 }
 
-/* /o/oK.html: a page no page links. */
-static int make_orphan(long i, long k, struct tw_resource *res)
+/* A small page without links: title "hI WHAT K", one paragraph. */
+static int make_leaf(long i, long k, const char *what, const char *text, struct tw_resource *res)
 {
 	struct sbuf b = { 0 };
-	sb_fmt(&b,
-	       "<html><head><title>h%ld orphan %ld</title></head><body><p>Listed only in "
-	       "the sitemap.</p></body></html>\n",
-	       i, k);
+	sb_fmt(&b, "<html><head><title>h%ld %s %ld</title></head><body><p>%s</p></body></html>\n",
+	       i, what, k, text);
 	res->status = 200;
 	res->content_type = "text/html";
 	return finish(&b, res);
+}
+
+/* /o/oK.html: a page no page links. */
+static int make_orphan(long i, long k, struct tw_resource *res)
+{
+	return make_leaf(i, k, "orphan", "Listed only in the sitemap.", res);
 }
 
 static int make_binary(const struct tw_config *cfg, long i, long k, int pdf,
@@ -1115,6 +1143,9 @@ int tw_resource_get(const struct tw_config *cfg, long host, const char *path, si
 	if (tw_host_fault(cfg, host) == TW_FAULT_SESSION &&
 	    (v = match_num(p, end, "/sess?sid=", "")) >= 0)
 		return make_session(host, v, res, links, links_cap, nlinks);
+	if (tw_host_fault(cfg, host) == TW_FAULT_USERINFO &&
+	    (v = match_num(p, end, "/u", "")) >= 0 && v < TW_USERINFO_LINKS)
+		return make_leaf(host, v, "userinfo", "Linked with a userinfo.", res);
 	if (q != NULL) {
 		size_t ql = (size_t)(end - q);
 		if (j >= 0 && ql == 4 && (memcmp(q, "?q=1", 4) == 0 || memcmp(q, "?q=2", 4) == 0))

@@ -24,6 +24,7 @@
 #define TW_MAX_FAULTS 64
 #define TW_NAME_MAX 64
 #define TW_FLAKY_ROBOTS_FAILS 2 /* robots.txt requests a robotsflaky host fails */
+#define TW_USERINFO_LINKS 20    /* /uK links of a userinfo host's front page */
 
 enum tw_fault {
 	TW_FAULT_NONE = 0,
@@ -41,7 +42,9 @@ enum tw_fault {
 	TW_FAULT_CHUNKED,      /* every response chunked (gzip when accepted) */
 	TW_FAULT_BR,           /* 200s in Content-Encoding br when accepted, half chunked */
 	TW_FAULT_KACLOSE,      /* a kept-alive connection's second request: closed unanswered */
-	TW_FAULT_SESSION       /* normal host plus a session-ID trap /sess?sid=N */
+	TW_FAULT_SESSION,      /* normal host plus a session-ID trap /sess?sid=N */
+	TW_FAULT_USERINFO      /* front page links /uK as http://uK@hI.D:PORT/uK and page 1
+	                          through the name hI.D. (final dot); robots kind 3 */
 };
 
 /* Parsed once from the command line; copied by nobody, read by everyone. */
@@ -128,9 +131,10 @@ void tw_config_release(struct tw_config *cfg);
 const char *tw_fault_name(enum tw_fault f);
 enum tw_fault tw_host_fault(const struct tw_config *cfg, long host);
 
-/* Host name (case-insensitive, optional ":port" NOT accepted) -> index.
- * Returns 0 and sets *idx, or -1 if the name is not hI.domain with I < N
- * (N + TW_REQ_CDN_HOSTS with requisites). */
+/* Host name (case-insensitive, optional ":port" NOT accepted; one final
+ * dot accepted, as DNS and common servers do) -> index. Returns 0 and sets
+ * *idx, or -1 if the name is not hI.domain with I < N (N +
+ * TW_REQ_CDN_HOSTS with requisites). */
 int tw_host_parse(const struct tw_config *cfg, const char *name, size_t len, long *idx);
 /* IPv4 address of host idx in host byte order (127.0.1.(1 + idx % ips),
  * 127.0.2.x for TW_STACK_DEAD_V4); 0 for TW_STACK_V6 (no A record). */

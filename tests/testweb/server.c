@@ -347,6 +347,7 @@ static const char *reason(int st)
 	case 301: return "Moved Permanently";
 	case 302: return "Found";
 	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 414: return "URI Too Long";
@@ -982,6 +983,7 @@ static void set_path(struct conn *c, const char *p, size_t pl)
 /* What the request's headers say. */
 struct req_headers {
 	int keep_alive_req, close_req, gz, has_body; /* gz: ENC_* bits */
+	int auth; /* an Authorization header: credentials a crawler must not send */
 };
 
 /* Reads the header lines from p to end (the blank line); the first Host
@@ -1016,6 +1018,8 @@ static int parse_headers(struct conn *c, char *p, char *end, struct req_headers 
 				h->has_body = 1;
 		} else if (nl == 17 && strncasecmp(p, "transfer-encoding", 17) == 0) {
 			h->has_body = 1;
+		} else if (nl == 13 && strncasecmp(p, "authorization", 13) == 0) {
+			h->auth = 1;
 		}
 		p = le + 2;
 	}
@@ -1141,6 +1145,10 @@ static void conn_next(struct conn *c)
 		send_error(c, 400);
 		return;
 	}
+	if (h.auth) { /* no page of the test web asks for credentials */
+		send_error(c, 401);
+		return;
+	}
 	int head = strcmp(c->method, "HEAD") == 0;
 	if (!head && strcmp(c->method, "GET") != 0) {
 		send_error(c, 405);
@@ -1176,7 +1184,7 @@ static void answer_request(struct conn *c, int gz, int head)
 		int fault = f != TW_FAULT_NONE && f != TW_FAULT_TRAP && f != TW_FAULT_ROBOTSREDIR &&
 		            f != TW_FAULT_ROBOTSREDIR6 && f != TW_FAULT_ROBOTSFLAKY &&
 		            f != TW_FAULT_CHUNKED && f != TW_FAULT_BR && f != TW_FAULT_KACLOSE &&
-		            f != TW_FAULT_SESSION && !robots;
+		            f != TW_FAULT_SESSION && f != TW_FAULT_USERINFO && !robots;
 		if (f == TW_FAULT_KACLOSE && c->served > 0) {
 			conn_close(c); /* logged with status 0 */
 			return;

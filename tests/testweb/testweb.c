@@ -41,7 +41,9 @@
  * time_us = microseconds since the epoch when the request was parsed;
  * host = lowercase host name without port ("-" if none); target_path =
  * path with query as requested (absolute-form targets reduced to the path);
- * body_bytes = body bytes actually written (HEAD: 0).
+ * body_bytes = body bytes actually written (HEAD: 0). A request carrying an
+ * Authorization header is answered 401 (no page of the test web asks for
+ * credentials), so the log shows every one a crawler sent.
  * With --models/--model, three columns follow (what the server saw):
  *   in_flight  rate_1s  service_us
  * in_flight = requests of the same host in service when this one arrived
@@ -150,6 +152,9 @@ static const char usage_text[] =
         "       session    normal host plus a session-ID trap: the front page links\n"
         "                  /sess?sid=1, each /sess?sid=N links /sess?sid=M (a new ID)\n"
         "                  and the same with eleven more query parameters\n"
+        "       userinfo   normal host, robots kind 3 (Crawl-delay), whose front page\n"
+        "                  also links /u0../u19 as http://uK@hI.D:PORT/uK and page 1\n"
+        "                  through the name hI.D. (a final dot): one server, many names\n"
         "                  The fault applies to every path but /robots.txt (allow all).\n"
         "                  Pages of fault hosts link only to their own host (and\n"
         "                  /rx/J stays there), so nothing is discovered through them.\n"
@@ -168,7 +173,8 @@ static const char usage_text[] =
         "                      the host in service at arrival, not counting this one;\n"
         "                      its arrivals in the last second, this one included; us\n"
         "                      from parsing to the last byte; '-' '-' if no host of the\n"
-        "                      web). Flushed every 100 ms and at exit\n"
+        "                      web). Flushed every 100 ms and at exit. A request with\n"
+        "                      an Authorization header is answered (and logged) 401\n"
         "  --latency-ms MS     delay every response by MS milliseconds (default 0)\n"
         "  --max-conns N       connection cap; beyond it new connections are closed\n"
         "                      at once (default 10000)\n"

@@ -220,7 +220,7 @@ START_TEST(test_canonicalizations)
 	ck_assert_str_eq(key_of(NULL, "http://x/a?", URL_CANON_DROP_EMPTY_QUERY), "http://x/a");
 	ck_assert_str_eq(key_of(NULL, "http://x/a?", 0), "http://x/a?");
 	ck_assert_str_eq(key_of(NULL, "https://x/a", URL_CANON_SCHEME_FOLD), "http://x/a");
-	ck_assert_str_eq(key_of(NULL, "http://www./", URL_CANON_STRIP_WWW), "http://www./");
+	ck_assert_str_eq(key_of(NULL, "http://www./", URL_CANON_STRIP_WWW), "http://www/");
 	ck_assert_str_eq(key_of(NULL, "http://www.www.x/", URL_CANON_STRIP_WWW), "http://x/");
 	ck_assert_str_eq(key_of(NULL, "https://x:80/", URL_CANON_SCHEME_FOLD), "https://x:80/");
 	ck_assert_str_eq(key_of(NULL, "https://x:81/", URL_CANON_SCHEME_FOLD), "http://x:81/");
@@ -395,6 +395,59 @@ START_TEST(test_key_split)
 }
 END_TEST
 
+/* The host key (the part of the crawl key url_key_split names) of ref. */
+static const char *host_key_of(const char *base, const char *ref, unsigned flags)
+{
+	static char hk[256];
+	const char *key = key_of(base, ref, flags);
+	size_t a = 0, ho, hl;
+	ck_assert_int_eq(url_key_split(key, strlen(key), &a, &ho, &hl), 0);
+	ck_assert_uint_lt(a, sizeof hk);
+	memcpy(hk, key, a);
+	hk[a] = '\0';
+	return hk;
+}
+
+/* One server is one host: scheme, host and port make the host key; the
+ * userinfo a page writes and a domain's final dot do not. */
+START_TEST(test_host_key_server)
+{
+	static const char *const same[] = {
+		"http://victim.test/p",      "http://u0@victim.test/p0", "http://u19@victim.test/x",
+		"http://u:pw@victim.test/",  "http://:pw@victim.test/",  "http://victim.test./p",
+		"http://u@VICTIM.test.:80/", "http://victim.test../",    "http://a@b@victim.test/",
+		"http://%75@victim.test/",   "HTTP://victim.test.:/q",
+	};
+	for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
+		ck_assert_str_eq(host_key_of(NULL, same[i], 0), "http://victim.test");
+	/* the page's base carries userinfo: relative links inherit none of it */
+	ck_assert_str_eq(key_of("http://u:p@victim.test/a/", "b?c", 0), "http://victim.test/a/b?c");
+	ck_assert_str_eq(key_of(NULL, "http://u0@victim.test./p0#f", 0), "http://victim.test/p0");
+	/* scheme and port still tell servers apart */
+	ck_assert_str_eq(host_key_of(NULL, "https://u@victim.test./", 0), "https://victim.test");
+	ck_assert_str_eq(host_key_of(NULL, "http://u@victim.test.:8080/", 0),
+	                 "http://victim.test:8080");
+	ck_assert_str_eq(host_key_of(NULL, "http://u@[::1]:81/", 0), "http://[::1]:81");
+	ck_assert_str_eq(host_key_of(NULL, "http://u@10.0.0.1./", 0), "http://10.0.0.1");
+	/* with the canonicalizations on, and for hosts made of dots */
+	ck_assert_str_eq(host_key_of(NULL, "http://u@www.victim.test./", URL_CANON_STRIP_WWW),
+	                 "http://victim.test");
+	ck_assert_str_eq(host_key_of(NULL, "http://www./", URL_CANON_STRIP_WWW), "http://www");
+	ck_assert_str_eq(host_key_of(NULL, "http://www../", URL_CANON_STRIP_WWW), "http://.");
+	ck_assert_str_eq(host_key_of(NULL, "http://../", 0), "http://.");
+	ck_assert_str_eq(host_key_of(NULL, "https://u:p@victim.test./", URL_CANON_SCHEME_FOLD),
+	                 "http://victim.test");
+	/* the URL module still reads the userinfo; only the key leaves it out */
+	struct url *u = url_create(NULL);
+	const char *in = "http://u7:pw@victim.test./";
+	size_t n;
+	ck_assert_int_eq(url_parse(u, in, strlen(in), NULL), URL_OK);
+	ck_assert(url_username(u, &n) != NULL && n == 2);
+	ck_assert_str_eq(url_href(u, NULL), "http://u7:pw@victim.test./");
+	url_destroy(u);
+}
+END_TEST
+
 /* Host names a resolver can look up; the length limits are in test_scope. */
 START_TEST(test_host_is_dns_name)
 {
@@ -426,6 +479,7 @@ int main(void)
 	tcase_add_test(tc, test_accessors);
 	tcase_add_test(tc, test_idempotent);
 	tcase_add_test(tc, test_key_split);
+	tcase_add_test(tc, test_host_key_server);
 	tcase_add_test(tc, test_host_is_dns_name);
 	tcase_add_test(tc, test_idna_alabels);
 	tcase_add_test(tc, test_idna_ignored);
