@@ -126,6 +126,8 @@ static bool reroute_split(struct cluster *c, struct reroute *q, const redisReply
 			size_t o = 0;
 			while (owner != NULL && o < c->nlive && strcmp(c->live[o], owner) != 0)
 				o++;
+			if (owner == NULL)
+				o = c->nlive; /* no owner: nothing moves this pass */
 			if (o == c->nlive || cl_batch_append(&out[2 * o + raw], c->urls[j].url,
 			                                     c->urls[j].via, c->urls[j].depth)) {
 				free(text);

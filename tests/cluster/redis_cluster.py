@@ -7,10 +7,11 @@ node, stopped whole. Every server dies with the process that started it.
 As a module:
     c = RedisCluster(workdir, masters=3, replicas=1)
     c.start()                    # returns once every slot is served
-    c.url("crawl")               # redis://127.0.0.1:PORT/crawl
+    c.url("crawl")               # redis://127.0.0.1:PORT/crawl (c.port)
     port = c.master_of_key("{crawl}:ver")
     old, new = c.kill_master(port)   # SIGKILL, returns once a replica
                                      # took over its slots
+    c.kill_master_of("{crawl}:ver")  # the same in one call
     c.restart(old)               # it comes back as a replica
     c.cpu_seconds(c.master_ports())  # user + system CPU, from /proc
     c.stop()
@@ -238,8 +239,20 @@ class RedisCluster:
     def master_of_key(self, key):
         return self.master_of_slot(key_slot(key))
 
+    @property
+    def port(self):
+        """A node to name in --cluster (any node serves the map): the first
+        master at start, as one Redis's port for the e2e drivers."""
+        if not hasattr(self, "_seed"):
+            self._seed = self.master_ports()[0]
+        return self._seed
+
     def url(self, prefix="crawl"):
-        return "redis://127.0.0.1:%d/%s" % (self.master_ports()[0], prefix)
+        return "redis://127.0.0.1:%d/%s" % (self.port, prefix)
+
+    def kill_master_of(self, key):
+        """kill_master() of the master serving key's slot."""
+        return self.kill_master(self.master_of_key(key))
 
     def node(self, port):
         return next(n for n in self.nodes if n.port == port)

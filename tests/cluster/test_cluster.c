@@ -242,6 +242,7 @@ struct agent {
 	struct cluster *c;
 	int views, err;
 	bool fenced, ack_each, dedup;
+	unsigned patience; /* ip_patience_ms; 0: 50 */
 	long long lease_pttl_at_fence;
 	uint64_t fenced_ms;
 	int redis_port;
@@ -333,7 +334,7 @@ static void agent_start(struct agent *a, int port, const char *name, enum assign
 		                     .lease_ms = lease_ms,
 		                     .max_unacked = max_unacked,
 		                     .dedup = a->dedup,
-		                     .ip_patience_ms = 50 };
+		                     .ip_patience_ms = a->patience ? a->patience : 50 };
 	struct cluster_callbacks cb = { on_view, on_urls, on_fenced, on_error, a };
 	if (a->redis_port == 0)
 		a->redis_port = port;
@@ -915,12 +916,14 @@ static bool live_c(void *arg)
 }
 
 /* The holder yields to a waiter; waiters take the lease in the order they
- * first asked; a waiter that does not ask again in time (its patience, 50
- * ms here, + CLUSTER_IP_GRACE_MS) loses its turn. */
+ * first asked; a waiter that does not ask again in time (its patience,
+ * TURN_PATIENCE_MS here, + CLUSTER_IP_GRACE_MS) loses its turn. */
+#define TURN_PATIENCE_MS 400
 START_TEST(test_ip_turns)
 {
 	struct redis r;
-	struct agent a = { 0 }, b = { 0 }, c = { 0 };
+	struct agent a = { .patience = TURN_PATIENCE_MS }, b = { .patience = TURN_PATIENCE_MS },
+	             c = { .patience = TURN_PATIENCE_MS };
 	two_agents_start(&r, &a, &b, LEASE_MS, 0);
 	agent_start(&c, r.port, "c", ASSIGN_CONSISTENT, LEASE_MS, 0);
 	struct pair p = { &a, &c, 0 };
@@ -954,7 +957,7 @@ START_TEST(test_ip_turns)
 	ck_assert(ip_ask(&a, ip, 2000).granted);
 	/* B and C wait no more: past their patience + grace, A keeps it */
 	ip_release_sent(&a, ip, 1);
-	run_until(never, NULL, 50 + CLUSTER_IP_GRACE_MS + 100);
+	run_until(never, NULL, TURN_PATIENCE_MS + CLUSTER_IP_GRACE_MS + 200);
 	ck_assert(ip_ask(&a, ip, 2000).granted);
 	ck_assert(ip_ask(&a, ip, 2000).granted);
 	agent_free(&c);
@@ -997,6 +1000,11 @@ static bool b_got_one(void *arg)
 	return ((struct agent *)arg)->ngot > 0;
 }
 
+static bool b_nothing_pending(void *arg)
+{
+	return redis_int(((struct redis *)arg)->port, "XPENDING {t:a:%s}:inbox g", "b") == 0;
+}
+
 /* Busy until every agent said idle and every inbox is read and acked; the
  * leader (A) scans the inboxes, B reads its count. */
 START_TEST(test_census)
@@ -1026,7 +1034,7 @@ START_TEST(test_census)
 	run_until(never, NULL, 20);
 	ck_assert_uint_ge(census_of(&b).busy, 1);
 	cluster_ack(b.c);
-	run_until(never, NULL, 50);
+	ck_assert(run_until(b_nothing_pending, &r, 3000));
 	ck_assert_uint_ge(census_of(&a).busy, 1); /* B is busy */
 	cluster_publish_idle(b.c, true);
 	run_until(never, NULL, 20);
