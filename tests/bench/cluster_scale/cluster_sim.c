@@ -60,6 +60,7 @@ struct agent {
 	uint64_t started, done, tokens_ms;
 	unsigned inflight;
 	struct page *fetch_head, *fetch_tail; /* fetching, in due order */
+	struct page *asking;                  /* waiting for their IP lease */
 	bool idle, census_busy;
 };
 
@@ -181,11 +182,22 @@ static void fetch_start(struct page *p)
 	a->fetch_tail = p;
 }
 
+/* Takes p off its agent's list of pages waiting for a lease. */
+static void asking_remove(struct page *p)
+{
+	struct page **pp = &p->a->asking;
+	while (*pp != NULL && *pp != p)
+		pp = &(*pp)->next;
+	if (*pp == p)
+		*pp = p->next;
+}
+
 static void on_lease(void *arg, bool granted, long wait_ms)
 {
 	struct page *p = arg;
 	struct agent *a = p->a;
 	struct sim *s = a->sim;
+	asking_remove(p);
 	if (granted) {
 		if (s->measuring)
 			s->leases++;
@@ -222,6 +234,8 @@ static void page_start(struct agent *a, char *url)
 		return;
 	}
 	unsigned ttl = s->o.fetch_ms + s->o.ip_delay + 200;
+	p->next = a->asking;
+	a->asking = p; /* freed at the end if the answer never comes */
 	if (cluster_ip_lease(a->c, p->ip, ttl, on_lease, p) != CLUSTER_OK)
 		on_lease(p, false, -1);
 }
@@ -483,12 +497,14 @@ int main(int argc, char **argv)
 		while (a->qlen > 0)
 			free(q_pop(a));
 		free(a->q);
-		while (a->fetch_head != NULL) {
-			struct page *p = a->fetch_head;
-			a->fetch_head = p->next;
-			free(p->url);
-			free(p);
-		}
+		struct page *lists[2] = { a->fetch_head, a->asking };
+		for (int l = 0; l < 2; l++)
+			while (lists[l] != NULL) {
+				struct page *p = lists[l];
+				lists[l] = p->next;
+				free(p->url);
+				free(p);
+			}
 	}
 	uv_run(&loop, UV_RUN_DEFAULT);
 	uv_loop_close(&loop);
