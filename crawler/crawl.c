@@ -81,6 +81,7 @@ static void usage(FILE *out)
 	        "      --sitemaps on|off     follow the sitemaps robots.txt lists (off)\n"
 	        "      --page-requisites     also fetch what pages embed: images, scripts,\n"
 	        "                            stylesheets and their url()s (off)\n"
+	        "      --wacz                package the crawl as DIR/crawl.wacz at its end\n"
 	        "      --cluster redis://HOST:PORT[/PREFIX]\n"
 	        "                            join the crawl PREFIX shared by several agents\n"
 	        "      --agent NAME          this agent's name in the cluster\n"
@@ -267,6 +268,7 @@ static const struct crawl_option {
 	{ "sitemaps", required_argument, 0, "crawl.sitemaps", NULL },
 	{ "metrics", required_argument, 0, "output.metrics", NULL },
 	{ "page-requisites", no_argument, 0, "crawl.page_requisites", "true" },
+	{ "wacz", no_argument, 0, "output.wacz", "true" },
 	{ "proxy", required_argument, 0, "fetch.proxy", NULL },
 	{ "no-proxy", required_argument, 0, "fetch.no_proxy", NULL },
 	{ "cluster", required_argument, 0, "cluster.redis", NULL },

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crawler/archive/index.h"
+#include "crawler/archive/wacz.h"
 #include "crawler/store/checkpoint.h"
 #include "crawler/crawl_run.h"
 #include "crawler/store/outdir_lock.h"
@@ -113,9 +115,34 @@ int crawl_outdir_warc_from(const char *name, const char *from)
 	       strcmp(name, from) >= 0;
 }
 
+int crawl_outdir_archive(const struct crawl_config *cfg, int package)
+{
+	char err[1024];
+	if (!cfg->output.warc || !cfg->warc.cdxj)
+		return 0;
+	if (package && cfg->output.wacz) {
+		struct wacz_options o = { .max_url_len = cfg->warc.max_url_len,
+			                  .software = cfg->warc.software,
+			                  .messages = stderr,
+			                  .who = "crawler crawl" };
+		struct wacz_report rep = { 0 };
+		if (wacz_write(cfg->output.dir, &o, &rep, err, sizeof err) == 0)
+			return 0;
+	} else {
+		struct archive_index_options o = { .max_url_len = cfg->warc.max_url_len,
+			                           .messages = stderr,
+			                           .who = "crawler crawl" };
+		struct archive_index_report rep = { 0 };
+		if (archive_index_write(cfg->output.dir, &o, &rep, err, sizeof err) == 0)
+			return 0;
+	}
+	fprintf(stderr, "crawler crawl: %s\n", err);
+	return -1;
+}
+
 int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 {
-	char path[4400], err[512];
+	char path[4400], err[512] = "";
 	DIR *d = opendir(cfg->output.dir);
 	struct dirent *e;
 	uint64_t cut = 0;
@@ -127,8 +154,14 @@ int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 		if (!crawl_outdir_warc_from(e->d_name, from))
 			continue;
 		snprintf(path, sizeof path, "%s/%s", cfg->output.dir, e->d_name);
-		if (warc_repair_tail(path, 0, &res, err, sizeof err) != WARC_REPAIR_OK) {
-			fprintf(stderr, "crawler crawl: resume: %s\n", err);
+		/* what the repair found whole is synced too: the crashed run's
+		 * tail may still be only in the page cache, and a power cut
+		 * after this resume would tear a file no later resume repairs
+		 * (it is before that one's checkpoint) */
+		if (warc_repair_tail(path, 0, &res, err, sizeof err) != WARC_REPAIR_OK ||
+		    fileio_fsync_path(path) != 0) {
+			fprintf(stderr, "crawler crawl: resume: %s\n",
+			        err[0] ? err : strerror(errno));
 			rc = -1;
 		} else if (res.cut_bytes > 0) {
 			fprintf(stderr,
@@ -148,5 +181,7 @@ int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 		        " bytes)\n",
 		        path, cut);
 	}
+	if (rc == 0)
+		crawl_outdir_archive(cfg, 0); /* an index it cannot write stops no crawl */
 	return rc;
 }

@@ -39,6 +39,13 @@ void crawl_outdir_remove_stale_spill(const struct crawl_config *cfg);
  * at or after `from` ("" for all). */
 int crawl_outdir_warc_from(const char *name, const char *from);
 
+/* The crawl's merged CDXJ index (archive/index.h), when WARC files and
+ * their indexes are written, and with `package` and [output] wacz its
+ * WACZ (archive/wacz.h): at a crawl's end (package 1) and at a resume,
+ * after the repair (0). What it cut or read again is said on stderr. 0,
+ * or -1 (said on stderr; the crawl's outputs are untouched). */
+int crawl_outdir_archive(const struct crawl_config *cfg, int package);
+
 /* Resume: cuts what a crash tore off the WARC files (those from `from` on,
  * by name, i.e. by time; all when from is empty) and the crawl log. 0, or
  * -1 (messages on stderr). */

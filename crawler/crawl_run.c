@@ -746,6 +746,8 @@ static void teardown(struct run *r, int ran, double elapsed)
 	stop_threads(r);
 	if (ran)
 		write_reports(r, elapsed);
+	if (ran && r->exit_code != CRAWL_EXIT_ABORTED)
+		crawl_outdir_archive(r->cfg, 1);
 	if (r->loop_ok) {
 		uv_run(&r->loop, UV_RUN_DEFAULT);
 		uv_loop_close(&r->loop);

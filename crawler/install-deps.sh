@@ -9,7 +9,7 @@ packages=(
   build-essential cmake pkg-config clang clang-format
   libcurl4-openssl-dev libxml2-dev libc-ares-dev libxxhash-dev libuv1-dev
   check libsubunit-dev libidn2-dev libpsl-dev zlib1g-dev
-  libbrotli-dev librocksdb-dev libdeflate-dev libpcre2-dev
+  libbrotli-dev librocksdb-dev libdeflate-dev libpcre2-dev libzip-dev
   python3 time wget curl wrk nginx-light openssl
   redis-server libhiredis-dev
 )

@@ -31,6 +31,8 @@ static const struct subcommand subcommands[] = {
 	  "compare politeness policies: crawls of a fresh local test web, judged by it" },
 	{ "cluster-status", cluster_status_tool_main,
 	  "print the agents, counters and streams of a distributed crawl" },
+	{ "index", index_tool_main, "write the sorted CDXJ index of a crawl's WARC files" },
+	{ "wacz", wacz_tool_main, "package a crawl as a WACZ file (ReplayWeb.page, pywb)" },
 };
 
 static void usage(FILE *out)

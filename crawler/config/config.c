@@ -149,6 +149,8 @@ static const struct key_def keys[] = {
 	KEY("output", "warc", T_BOOL, output.warc, 0, 1),
 	KEY("output", "warc_max_mb", T_MIB, warc.max_file_bytes, 1, 1e6),
 	KEY("output", "warc_level", T_UINT, warc.compression_level, 1, 9),
+	KEY("output", "cdxj", T_BOOL, warc.cdxj, 0, 1),
+	KEY("output", "wacz", T_BOOL, output.wacz, 0, 1),
 	KEY("output", "stats_interval_s", T_UINT, output.stats_interval_s, 1, 3600),
 	KEY("output", "checkpoint_interval_s", T_UINT, output.checkpoint_interval_s, 0, 86400),
 	KEY("output", "metrics", T_STR, output.metrics, 0, 300),
@@ -211,6 +213,7 @@ static void share_settings(struct crawl_config *c)
 	c->frontier.max_depth = c->scope.max_depth;
 	c->url.max_len = c->scope.max_url_len;
 	c->sieve.max_url_len = c->scope.max_url_len;
+	c->warc.max_url_len = c->scope.max_url_len;
 	c->links.url_options = &c->url;
 	c->links.requisites = c->crawl.page_requisites;
 	c->fetch.user_agent = c->crawl.user_agent;
@@ -292,6 +295,7 @@ int crawl_config_default(struct crawl_config *c)
 	c->warc.prefix = "crawl";
 	c->warc.max_file_bytes = 1024u * MIB_TO_BYTES;
 	c->warc.compression_level = 1;
+	c->warc.cdxj = true;
 	share_settings(c);
 	return 0;
 }

@@ -112,6 +112,7 @@ struct crawl_parse {
 struct crawl_output {
 	char *dir;
 	int warc;                       /* write WARC files (warc below) */
+	int wacz;                       /* package the crawl as a WACZ at its end */
 	uint32_t stats_interval_s;      /* pages/s sampling period in stats.json */
 	uint32_t checkpoint_interval_s; /* seconds between checkpoints; 0 = only at the end */
 	char *metrics;                  /* live figures over HTTP: "PORT", "ADDR:PORT"; "" off */

@@ -14,6 +14,7 @@
 #include <openssl/evp.h>
 #include <libdeflate.h>
 
+#include "crawler/store/cdxj.h"
 #include "frontier/base/clock.h"
 #include "frontier/base/header_field.h"
 
@@ -106,6 +107,11 @@ struct warc_writer {
 
 	uint8_t random[256]; /* for record ids; the last random_left unused */
 	size_t random_left;
+
+	/* The CDXJ index beside the current file (NULL: none, or cut short
+	 * by a failed write); ix is NULL when indexing is off. */
+	struct cdxj_indexer *ix;
+	FILE *idx;
 };
 
 const char *warc_strerror(enum warc_error err)
@@ -305,9 +311,43 @@ static enum warc_error write_warcinfo(struct warc_writer *w)
 	return write_member(w, w->level, hdr, (size_t)hl, &p, 1);
 }
 
+/* Ends the current file's index (an index write that fails only cuts
+ * the index short: the index tools complete it from the records). */
+static void index_close(struct warc_writer *w, bool failed)
+{
+	if (w->idx == NULL)
+		return;
+	if (fflush(w->idx) != 0 || fsync(fileno(w->idx)) != 0)
+		failed = true;
+	if (fclose(w->idx) != 0)
+		failed = true;
+	w->idx = NULL;
+	if (failed)
+		w->stats.index_errors++;
+}
+
+/* Opens the index of the file just opened: its name with ".cdxj" for
+ * ".warc.gz". */
+static void index_open(struct warc_writer *w)
+{
+	char path[4096];
+	size_t n = strlen(w->file);
+	if (w->ix == NULL)
+		return;
+	if (n < 8 || strcmp(w->file + n - 8, ".warc.gz") != 0 ||
+	    snprintf(path, sizeof path, "%s/%.*s.cdxj", w->dir, (int)(n - 8), w->file) >=
+	            (int)sizeof path ||
+	    (w->idx = fopen(path, "w")) == NULL) {
+		w->stats.index_errors++;
+		return;
+	}
+	setvbuf(w->idx, NULL, _IOFBF, WARC_STDIO_BUF);
+}
+
 static enum warc_error close_file(struct warc_writer *w)
 {
 	enum warc_error rc = WARC_OK;
+	index_close(w, false);
 	if (w->f == NULL)
 		return WARC_OK;
 	if (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0)
@@ -382,7 +422,9 @@ static enum warc_error open_file(struct warc_writer *w)
 		w->stats.files--;
 		w->stats.bytes -= w->file_bytes;
 		errno = e;
+		return rc;
 	}
+	index_open(w);
 	return rc;
 }
 
@@ -447,6 +489,10 @@ enum warc_error warc_writer_open(const struct warc_config *config, struct warc_w
 	w->packer = libdeflate_alloc_compressor(w->level);
 	w->storer = libdeflate_alloc_compressor(0);
 	if (w->packer == NULL || w->storer == NULL) {
+		rc = WARC_ERR_NOMEM;
+		goto out;
+	}
+	if (config->cdxj && (w->ix = cdxj_indexer_create(config->max_url_len)) == NULL) {
 		rc = WARC_ERR_NOMEM;
 		goto out;
 	}
@@ -645,9 +691,8 @@ static enum warc_error block_as_stored(const uint8_t *h, size_t len, uint64_t bo
  * (its id, date and payload digest in resp_id, date, pd); the caller enters
  * it once the fetch is safely in the file. */
 static enum warc_error write_fetch_records(struct warc_writer *w, const struct warc_fetch *f,
-                                           struct warc_position *where, bool *revisit,
-                                           char resp_id[48], char date[32], uint8_t pd[20],
-                                           bool *remember)
+                                           uint64_t *resp_at, bool *revisit, char resp_id[48],
+                                           char date[32], uint8_t pd[20], bool *remember)
 {
 	enum warc_error rc = WARC_OK;
 	char req_id[48];
@@ -672,10 +717,7 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 		if (rc != WARC_OK)
 			return rc;
 	}
-	if (where != NULL) {
-		snprintf(where->file, sizeof(where->file), "%s", w->file);
-		where->offset = w->file_bytes;
-	}
+	*resp_at = w->file_bytes;
 	struct digest_entry *prev = NULL;
 	if (!w->no_revisits && f->body_len > 0 && !f->truncated)
 		prev = digest_find(w, pd);
@@ -704,8 +746,7 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 		                  pieces, 1);
 		if (rc == WARC_OK) {
 			w->stats.revisits++;
-			if (revisit != NULL)
-				*revisit = true;
+			*revisit = true;
 		}
 		return rc;
 	}
@@ -735,13 +776,51 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 	return rc;
 }
 
+/* The index line of the fetch's response (or revisit) record, which runs
+ * from resp_at to the end of the file; NULL when the file has no index or
+ * the line cannot be made (the index is then cut short). */
+static const char *index_line(struct warc_writer *w, const struct warc_fetch *f, bool revisit,
+                              const char *date, const uint8_t pd[20], uint64_t resp_at, size_t *len)
+{
+	char label[38];
+	const char *line = NULL;
+	if (w->idx == NULL)
+		return NULL;
+	warc_sha1_label(pd, label);
+	struct cdxj_record r = {
+		.type = revisit ? "revisit" : "response",
+		.type_len = revisit ? 7 : 8,
+		.url = f->url,
+		.url_len = strlen(f->url),
+		.date = date,
+		.date_len = strlen(date),
+		.payload_digest = label,
+		.payload_digest_len = strlen(label),
+		.content_type = "application/http; msgtype=response",
+		.content_type_len = 34,
+		.block = f->response_headers,
+		.block_len = f->response_headers_len,
+		.block2 = revisit ? NULL : f->body,
+		.block2_len = revisit ? 0 : f->body_len,
+		.offset = resp_at,
+		.length = w->file_bytes - resp_at,
+		.filename = w->file,
+	};
+	if (cdxj_indexer_line(w->ix, &r, &line, len) != CDXJ_OK)
+		index_close(w, true);
+	return line;
+}
+
 enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc_fetch *f,
                                         struct warc_position *where, bool *revisit)
 {
 	enum warc_error rc = WARC_OK;
 	char resp_id[48], date[32];
 	uint8_t pd[20];
-	bool remember = false;
+	bool remember = false, was_revisit = false;
+	uint64_t resp_at = 0;
+	const char *line = NULL;
+	size_t line_len = 0;
 
 	if (revisit != NULL)
 		*revisit = false;
@@ -781,7 +860,10 @@ enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc
 	if (stored != NULL)
 		f11.response_headers = stored;
 	if (rc == WARC_OK)
-		rc = write_fetch_records(w, &f11, where, revisit, resp_id, date, pd, &remember);
+		rc = write_fetch_records(w, &f11, &resp_at, &was_revisit, resp_id, date, pd,
+		                         &remember);
+	if (rc == WARC_OK)
+		line = index_line(w, &f11, was_revisit, date, pd, resp_at, &line_len);
 	free(req11);
 	free(resp11);
 	free(stored);
@@ -793,10 +875,21 @@ enum warc_error warc_writer_write_fetch(struct warc_writer *w, const struct warc
 		rollback(w, start);
 		w->stats = saved;
 		w->file_records = saved_records;
-		if (revisit != NULL)
-			*revisit = false;
 		errno = w->first_error_errno;
 		return rc;
+	}
+	if (where != NULL) {
+		snprintf(where->file, sizeof(where->file), "%s", w->file);
+		where->offset = resp_at;
+	}
+	if (revisit != NULL)
+		*revisit = was_revisit;
+	/* the index line only once its records are in the file */
+	if (line != NULL && w->idx != NULL) {
+		if (fwrite(line, 1, line_len, w->idx) != line_len)
+			index_close(w, true);
+		else
+			w->stats.index_lines++;
 	}
 	/* only now: a rolled-back record must not be referred to by revisits */
 	if (remember)
@@ -812,6 +905,8 @@ enum warc_error warc_writer_sync(struct warc_writer *w)
 		return WARC_OK;
 	if (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0)
 		return WARC_ERR_IO;
+	if (w->idx != NULL && fflush(w->idx) != 0)
+		index_close(w, true);
 	return WARC_OK;
 }
 
@@ -837,6 +932,7 @@ enum warc_error warc_writer_close(struct warc_writer *w)
 	free(w->out);
 	EVP_MD_CTX_free(w->md);
 	EVP_MD_free(w->sha1);
+	cdxj_indexer_destroy(w->ix);
 	if (w->entries != NULL)
 		for (size_t i = 0; i < w->nentries; i++)
 			free(w->entries[i].url);

@@ -26,6 +26,15 @@
  * WARC-Payload-Digest is over that entity body (WARC 1.1: transfer coding
  * removed, content coding kept).
  *
+ * Index: with `cdxj` set, each file PREFIX-...-NNNNN.warc.gz gets a CDXJ
+ * index beside it, PREFIX-...-NNNNN.cdxj (cdxj.h): one line per response
+ * or revisit record, appended once the fetch's records are in the file. It
+ * is written through a buffer and synced with the file at
+ * warc_writer_sync and at rotation, so after a crash it is a prefix of the
+ * file's index (perhaps with a torn last line); the index tools complete
+ * it from the records (archive/index.h). A write that fails ends that
+ * file's index there (counted in index_errors), the WARC goes on.
+ *
  * Invariants: a file is rotated before a record would start past
  * max_file_bytes (a record is never split; a file always holds at least one
  * record after its warcinfo); the digest table is bounded (digest_entries;
@@ -70,6 +79,8 @@ struct warc_config {
 	const char *operator_info; /* warcinfo "operator:", or NULL */
 	const char *user_agent;    /* warcinfo "http-header-user-agent:", or NULL */
 	int compression_level;     /* zlib level; 0 -> 6 */
+	bool cdxj;                 /* write a CDXJ index beside each file */
+	size_t max_url_len;        /* longest URL indexed by its parts (cdxj.h); 0 -> 65536 */
 };
 
 /* One fetch to record. All pointers borrowed for the call. */
@@ -125,8 +136,10 @@ struct warc_stats {
 	uint64_t records; /* all records, warcinfo included */
 	uint64_t responses;
 	uint64_t revisits;
-	uint64_t files; /* files opened */
-	uint64_t bytes; /* compressed bytes written, all files */
+	uint64_t files;        /* files opened */
+	uint64_t bytes;        /* compressed bytes written, all files */
+	uint64_t index_lines;  /* CDXJ lines written */
+	uint64_t index_errors; /* CDXJ indexes cut short by a failed write */
 };
 void warc_writer_stats(const struct warc_writer *w, struct warc_stats *out);
 

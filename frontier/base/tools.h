@@ -22,5 +22,7 @@ int assign_tool_main(int argc, char **argv);         /* crawler/cluster/assign_t
 int audit_tool_main(int argc, char **argv);          /* crawler/lab/audit_tool.c */
 int lab_tool_main(int argc, char **argv);            /* crawler/lab/lab_tool.c */
 int cluster_status_tool_main(int argc, char **argv); /* crawler/cluster/cluster_status.c */
+int index_tool_main(int argc, char **argv);          /* crawler/archive/archive_tool.c */
+int wacz_tool_main(int argc, char **argv);           /* crawler/archive/archive_tool.c */
 
 #endif

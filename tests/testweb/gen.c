@@ -51,7 +51,19 @@ static uint64_t key5(const struct tw_config *cfg, long host, long a, long b, uin
 	return mix64(k ^ tag);
 }
 
-enum { TAG_LINKS = 1, TAG_FILL, TAG_GZ, TAG_BASE, TAG_SIZE, TAG_IMG, TAG_PDF, TAG_VAR, TAG_CAL };
+enum {
+	TAG_LINKS = 1,
+	TAG_FILL,
+	TAG_GZ,
+	TAG_BASE,
+	TAG_SIZE,
+	TAG_IMG,
+	TAG_PDF,
+	TAG_VAR,
+	TAG_CAL,
+	TAG_EPOCH,
+	TAG_ETAG
+};
 
 /* ---------- bounded string buffer ---------- */
 
@@ -140,6 +152,7 @@ void tw_config_defaults(struct tw_config *cfg)
 	memcpy(cfg->domain, "web.test", sizeof "web.test");
 	memcpy(cfg->robots_agent, "badbot", sizeof "badbot");
 	memcpy(cfg->crawl_delay, "1", sizeof "1");
+	cfg->change_pct = 10;
 }
 
 static int set_name(char *dst, size_t cap, const char *v, int lower)
@@ -800,6 +813,9 @@ static int make_page(const struct tw_config *cfg, long i, long j, struct tw_reso
 			sb_fmt(&b, "<p><a href=\"%s\">link %zu</a></p>\n", ls->href[k], k);
 	}
 	filler_html(&b, &fr, chunk);
+	long version = tw_page_version(cfg, i, j, cfg->epoch);
+	if (version > 0)
+		sb_fmt(&b, "<p class=\"rev\">Revision %ld of this page.</p>\n", version);
 	sb_str(&b, "</body></html>\n");
 	if (nlinks != NULL)
 		*nlinks = ls->n;
@@ -807,6 +823,9 @@ static int make_page(const struct tw_config *cfg, long i, long j, struct tw_reso
 	res->status = 200;
 	res->content_type = "text/html; charset=utf-8";
 	res->gzip_ok = key5(cfg, i, j, 0, TAG_GZ) % 3 == 0;
+	snprintf(res->etag, sizeof res->etag, "W/\"p%016llx\"",
+	         (unsigned long long)key5(cfg, i, j, version, TAG_ETAG));
+	res->last_modified = TW_EPOCH0_UNIX + (int64_t)version * 86400;
 	return finish(&b, res);
 }
 
@@ -1117,9 +1136,38 @@ static int make_binary(const struct tw_config *cfg, long i, long k, int pdf,
 	return finish(&b, res);
 }
 
+long tw_page_version(const struct tw_config *cfg, long host, long page, long epoch)
+{
+	for (long e = epoch; e > 0; e--)
+		if (key5(cfg, host, page, e, TAG_EPOCH) % 100 < (uint64_t)cfg->change_pct)
+			return e;
+	return 0;
+}
+
+static int resource_get(const struct tw_config *cfg, long host, const char *path, size_t path_len,
+                        struct tw_resource *res, struct tw_link *links, size_t links_cap,
+                        size_t *nlinks);
+
+/* Every 200 has validators; a resource other than a page never changes
+ * (version 0), its entity tag drawn from its host and path. */
 int tw_resource_get(const struct tw_config *cfg, long host, const char *path, size_t path_len,
                     struct tw_resource *res, struct tw_link *links, size_t links_cap,
                     size_t *nlinks)
+{
+	int rc = resource_get(cfg, host, path, path_len, res, links, links_cap, nlinks);
+	if (rc == 0 && res->status == 200 && res->etag[0] == '\0') {
+		uint64_t h = key5(cfg, host, 0, 0, TAG_ETAG);
+		for (size_t k = 0; k < path_len; k++)
+			h = mix64(h ^ (unsigned char)path[k]);
+		snprintf(res->etag, sizeof res->etag, "W/\"r%016llx\"", (unsigned long long)h);
+		res->last_modified = TW_EPOCH0_UNIX;
+	}
+	return rc;
+}
+
+static int resource_get(const struct tw_config *cfg, long host, const char *path, size_t path_len,
+                        struct tw_resource *res, struct tw_link *links, size_t links_cap,
+                        size_t *nlinks)
 {
 	const char *p = path, *end = path + path_len;
 	const char *q = memchr(path, '?', path_len);
@@ -1726,6 +1774,58 @@ out:
 	free(links);
 	vset_free(&seen);
 	vset_free(&contacted);
+	return rc;
+}
+
+/* ---------- changed pages ---------- */
+
+/* A URL of the expected set ("http://hI.D:PORT/path") as host and path. */
+static int url_split(const struct tw_config *cfg, const char *url, long *host, const char **path)
+{
+	const char *h = strncmp(url, "http://", 7) == 0 ? url + 7 : NULL;
+	if (h == NULL)
+		return -1;
+	const char *slash = strchr(h, '/');
+	const char *colon = strchr(h, ':');
+	const char *he = colon != NULL && (slash == NULL || colon < slash) ? colon : slash;
+	if (he == NULL || slash == NULL || tw_host_parse(cfg, h, (size_t)(he - h), host) != 0)
+		return -1;
+	*path = slash;
+	return 0;
+}
+
+int tw_changed_write(const struct tw_config *cfg, const char *agent, long since, FILE *out)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	int rc = -1;
+	if (mem == NULL)
+		return -1;
+	int bad = tw_expected_write(cfg, agent, mem);
+	if (fclose(mem) != 0 || bad != 0)
+		goto out;
+	/* URL \t STATUS lines, sorted: keep the 200 pages whose version moved */
+	for (char *line = buf, *nl; line != NULL && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		char *tab = strchr(line, '\t');
+		long host;
+		const char *path;
+		if (tab == NULL || strcmp(tab + 1, "200") != 0)
+			continue;
+		*tab = '\0';
+		if (url_split(cfg, line, &host, &path) != 0 || strchr(path, '?') != NULL)
+			continue;
+		long j = parse_page(cfg, path, path + strlen(path));
+		if (j >= 0 && tw_page_version(cfg, host, j, cfg->epoch) !=
+		                      tw_page_version(cfg, host, j, since))
+			fprintf(out, "%s\n", line);
+	}
+	rc = ferror(out) ? -1 : 0;
+out:
+	free(buf);
 	return rc;
 }
 

@@ -77,7 +77,19 @@ struct tw_config {
 	int sitemap_faults;
 	long sitemap_max_urls; /* --expected: entries a crawler reads per sitemap */
 	int ipv6;              /* hosts on ::1 too (tw_host_stack) */
+	/* Recrawls: the web as it stands at `epoch` (0: as first generated).
+	 * At each step e = 1, 2, ... each HTML page changes with probability
+	 * change_pct / 100, drawn from (seed, host, page, e): its version is
+	 * the last step <= epoch that changed it (tw_page_version). A changed
+	 * page carries one more paragraph naming its version; its links, and
+	 * so the expected set, stay the same. */
+	long epoch;
+	int change_pct;
 };
+
+/* 2024-01-01T00:00:00Z: the Last-Modified of a version 0 resource; each
+ * version adds a day. */
+#define TW_EPOCH0_UNIX 1704067200
 
 /* The address families a host is served over (DNS records and listeners).
  * Without --ipv6 every host is TW_STACK_V4. */
@@ -107,6 +119,10 @@ struct tw_link {
  * (free with tw_resource_clear). location is set for 3xx. */
 struct tw_resource {
 	int status;
+	/* Validators of a 200 (empty etag: none): a weak entity tag that
+	 * changes with the content, and Last-Modified, unix seconds. */
+	char etag[32];
+	int64_t last_modified;
 	const char *content_type; /* static string */
 	char *body;
 	size_t body_len;
@@ -156,6 +172,14 @@ int tw_resource_get(const struct tw_config *cfg, long host, const char *path, si
                     struct tw_resource *res, struct tw_link *links, size_t links_cap,
                     size_t *nlinks);
 void tw_resource_clear(struct tw_resource *res);
+
+/* The version of page j of host at epoch (see tw_config.epoch): 0 when
+ * it never changed. */
+long tw_page_version(const struct tw_config *cfg, long host, long page, long epoch);
+
+/* --changed: the URLs of the expected set (for agent) whose pages differ
+ * between epoch `since` and cfg->epoch, sorted, one a line. */
+int tw_changed_write(const struct tw_config *cfg, const char *agent, long since, FILE *out);
 
 /* Small deterministic HTML filler of exactly len bytes (for endless /
  * slow bodies). */

@@ -63,6 +63,8 @@ struct centry {
 	size_t common_len; /* header prefix shared with the close variant */
 	size_t body_len;
 	size_t cost;
+	char etag[32]; /* validators of a 200 ("": none) */
+	int64_t last_modified;
 };
 
 struct cache {
@@ -174,6 +176,7 @@ struct conn {
 	char hdr[1024];
 	char byte;
 	struct conn_model model;
+	const char *cond; /* the request's conditional headers, for the log */
 };
 
 static uint64_t now_us(void)
@@ -218,7 +221,7 @@ static void log_response(struct conn *c)
 	if (s->so->models != NULL)
 		log_model_columns(c);
 	if (s->log != NULL)
-		putc('\n', s->log);
+		fprintf(s->log, "\t%s\n", c->cond ? c->cond : "-");
 }
 
 static void on_flush_timer(uv_timer_t *t)
@@ -489,12 +492,52 @@ static int body_code(const struct tw_resource *res, enum tw_fault f, int enc, ch
 	return 0;
 }
 
+/* An IMF-fixdate ("Mon, 01 Jan 2024 00:00:00 GMT") of unix time t. */
+static void http_date(int64_t t, char *out, size_t cap)
+{
+	static const char days[] = "SunMonTueWedThuFriSat", months[] = "JanFebMarAprMayJunJulAugSep"
+	                                                               "OctNovDec";
+	time_t tt = (time_t)t;
+	struct tm tm;
+	gmtime_r(&tt, &tm);
+	snprintf(out, cap, "%.3s, %02d %.3s %04d %02d:%02d:%02d GMT", days + 3 * tm.tm_wday,
+	         tm.tm_mday, months + 3 * tm.tm_mon, tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
+	         tm.tm_sec);
+}
+
+/* An IMF-fixdate as unix time; -1 when it is not one. */
+static int64_t http_date_parse(const char *v, size_t n)
+{
+	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+	char mon[4];
+	int d, y, h, mi, sec, used = 0;
+	char buf[64];
+	if (n >= sizeof buf)
+		return -1;
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+	if (sscanf(buf, "%*3s, %2d %3s %4d %2d:%2d:%2d GMT%n", &d, mon, &y, &h, &mi, &sec, &used) !=
+	            6 ||
+	    used != (int)n)
+		return -1;
+	const char *m = strstr(months, mon);
+	if (m == NULL || (m - months) % 3 != 0)
+		return -1;
+	struct tm tm = { .tm_sec = sec,
+		         .tm_min = mi,
+		         .tm_hour = h,
+		         .tm_mday = d,
+		         .tm_mon = (int)((m - months) / 3),
+		         .tm_year = y - 1900 };
+	return (int64_t)timegm(&tm);
+}
+
 /* Builds a cache entry for (host, path, enc); NULL on allocation failure. */
 static struct centry *entry_build(struct server *s, long host, const char *path, int want_gz)
 {
 	struct tw_resource res;
 	struct centry *e = NULL;
-	char hdr[1024], framing[48];
+	char hdr[1024], framing[48], validators[128] = "";
 	char *gzbody = NULL;
 	size_t gzlen = 0;
 	const char *coding = NULL;
@@ -510,10 +553,16 @@ static struct centry *entry_build(struct server *s, long host, const char *path,
 		snprintf(framing, sizeof framing, "Transfer-Encoding: chunked\r\n");
 	else
 		snprintf(framing, sizeof framing, "Content-Length: %zu\r\n", blen);
+	if (res.etag[0] != '\0') {
+		char lm[40];
+		http_date(res.last_modified, lm, sizeof lm);
+		snprintf(validators, sizeof validators, "ETag: %s\r\nLast-Modified: %s\r\n",
+		         res.etag, lm);
+	}
 	int n = snprintf(hdr, sizeof hdr,
 	                 "HTTP/1.1 %d %s\r\nServer: testweb\r\nContent-Type: %s\r\n"
-	                 "%s%s%s%s%s%s%s%s",
-	                 res.status, reason(res.status), res.content_type, framing,
+	                 "%s%s%s%s%s%s%s%s%s",
+	                 res.status, reason(res.status), res.content_type, validators, framing,
 	                 coding ? "Content-Encoding: " : "", coding ? coding : "",
 	                 coding ? "\r\n" : "", res.gzip_ok ? "Vary: Accept-Encoding\r\n" : "",
 	                 res.location[0] ? "Location: " : "", res.location,
@@ -545,6 +594,8 @@ static struct centry *entry_build(struct server *s, long host, const char *path,
 	e->ka_len = common + sizeof ka - 1;
 	e->body_len = blen;
 	e->cost = e->ka_len + blen + strlen(path) + sizeof *e;
+	snprintf(e->etag, sizeof e->etag, "%s", res.etag);
+	e->last_modified = res.last_modified;
 out:
 	free(gzbody);
 	tw_resource_clear(&res);
@@ -983,6 +1034,8 @@ static void set_path(struct conn *c, const char *p, size_t pl)
 /* What the request's headers say. */
 struct req_headers {
 	int keep_alive_req, close_req, gz, has_body; /* gz: ENC_* bits */
+	const char *inm, *ims; /* If-None-Match, If-Modified-Since values, or NULL */
+	size_t inm_len, ims_len;
 	int auth; /* an Authorization header: credentials a crawler must not send */
 };
 
@@ -1018,6 +1071,12 @@ static int parse_headers(struct conn *c, char *p, char *end, struct req_headers 
 				h->has_body = 1;
 		} else if (nl == 17 && strncasecmp(p, "transfer-encoding", 17) == 0) {
 			h->has_body = 1;
+		} else if (nl == 13 && strncasecmp(p, "if-none-match", 13) == 0) {
+			h->inm = v;
+			h->inm_len = vl;
+		} else if (nl == 17 && strncasecmp(p, "if-modified-since", 17) == 0) {
+			h->ims = v;
+			h->ims_len = vl;
 		} else if (nl == 13 && strncasecmp(p, "authorization", 13) == 0) {
 			h->auth = 1;
 		}
@@ -1026,7 +1085,7 @@ static int parse_headers(struct conn *c, char *p, char *end, struct req_headers 
 	return 0;
 }
 
-static void answer_request(struct conn *c, int gz, int head);
+static void answer_request(struct conn *c, const struct req_headers *h, int head);
 
 /* Parse and answer the next complete request in the buffer, if any. */
 static void conn_next(struct conn *c)
@@ -1069,6 +1128,7 @@ static void conn_next(struct conn *c)
 	c->body_pending = 0;
 	c->status = 0;
 	c->stream = ST_NONE;
+	c->cond = NULL;
 	if (end == NULL) {
 		c->busy = 0;
 		if (len >= s->so->max_request) {
@@ -1154,7 +1214,8 @@ static void conn_next(struct conn *c)
 		send_error(c, 405);
 		return;
 	}
-	answer_request(c, h.gz, head);
+	c->cond = h.inm && h.ims ? "inm,ims" : h.inm ? "inm" : h.ims ? "ims" : NULL;
+	answer_request(c, &h, head);
 }
 
 /* robotsflaky: whether this request of host idx's robots.txt fails (the
@@ -1167,9 +1228,63 @@ static int robots_flaky_fails(struct server *s, long idx)
 	return 0;
 }
 
-/* Answers a parsed GET or HEAD: model, fault or the generated resource. */
-static void answer_request(struct conn *c, int gz, int head)
+/* Whether the request's validators match entry e (RFC 9110 13.1.2 and
+ * 13.1.3): If-None-Match, when sent, decides alone (weak comparison, "*"
+ * matches); else If-Modified-Since, when it is a date, at or after e's
+ * Last-Modified. */
+static int not_modified(const struct req_headers *h, const struct centry *e)
 {
+	if (e->status != 200 || e->etag[0] == '\0')
+		return 0;
+	if (h->inm != NULL) {
+		const char *tag = strncmp(e->etag, "W/", 2) == 0 ? e->etag + 2 : e->etag;
+		size_t tl = strlen(tag);
+		const char *p = h->inm, *end = h->inm + h->inm_len;
+		while (p < end) {
+			while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+				p++;
+			const char *q = p;
+			while (q < end && *q != ',')
+				q++;
+			size_t n = (size_t)(q - p);
+			while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+				n--;
+			if (n >= 2 && p[0] == 'W' && p[1] == '/')
+				p += 2, n -= 2;
+			if ((n == 1 && p[0] == '*') || (n == tl && memcmp(p, tag, tl) == 0))
+				return 1;
+			p = q;
+		}
+		return 0;
+	}
+	if (h->ims != NULL) {
+		int64_t t = http_date_parse(h->ims, h->ims_len);
+		return t >= 0 && e->last_modified <= t;
+	}
+	return 0;
+}
+
+/* 304 Not Modified for entry e (taken): its validators, no body. */
+static void send_not_modified(struct conn *c, struct centry *e)
+{
+	char lm[40];
+	http_date(e->last_modified, lm, sizeof lm);
+	c->entry = e;
+	c->status = 304;
+	int n = snprintf(c->hdr, sizeof c->hdr,
+	                 "HTTP/1.1 304 Not Modified\r\nServer: testweb\r\nETag: %s\r\n"
+	                 "Last-Modified: %s\r\nConnection: %s\r\n\r\n",
+	                 e->etag, lm, c->close_after ? "close" : "keep-alive");
+	c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
+	c->nout = 1;
+	c->body_pending = 0;
+	send_out(c);
+}
+
+/* Answers a parsed GET or HEAD: model, fault or the generated resource. */
+static void answer_request(struct conn *c, const struct req_headers *h, int head)
+{
+	int gz = h->gz;
 	struct server *s = c->srv;
 	if (c->host[0] == '\0') {
 		send_error(c, 400);
@@ -1204,6 +1319,10 @@ static void answer_request(struct conn *c, int gz, int head)
 	struct centry *e = cache_get(s, idx, c->path, gz);
 	if (e == NULL) {
 		send_error(c, 503);
+		return;
+	}
+	if (not_modified(h, e)) {
+		send_not_modified(c, e);
 		return;
 	}
 	send_entry(c, e, head);

@@ -17,6 +17,10 @@
  * the loop. Fault responses are counted but not shaped. The log gains
  * three columns: in_flight, rate_1s, service_us. Without models the
  * request path only tests so->models.
+ *
+ * Validators: a 200 entry keeps its ETag and Last-Modified; a request
+ * whose If-None-Match or If-Modified-Since matches them gets 304 (see
+ * testweb.c). The log's last column says which of the two it sent.
  */
 #ifndef TESTS_TESTWEB_SERVER_H
 #define TESTS_TESTWEB_SERVER_H
@@ -39,7 +43,7 @@ struct tw_server_options {
 	unsigned idle_ms;
 	size_t cache_bytes;
 	struct tw_models *models; /* borrowed, bound; NULL = no models, and
-				   * the log keeps its 8 columns */
+				   * the log has its 8 columns and cond */
 };
 
 void tw_server_options_defaults(struct tw_server_options *so);

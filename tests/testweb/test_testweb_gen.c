@@ -4,6 +4,8 @@
  * resolve to real resources, robots kinds, the expected set, the gzip bomb.
  */
 #include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -324,6 +326,101 @@ START_TEST(gzip_bomb_inflates)
 }
 END_TEST
 
+/* Epochs: a page's version is the last step that changed it, about
+ * change_pct percent a step; its bytes and validators change with it and
+ * nothing else does; --changed lists exactly the pages whose version moved. */
+START_TEST(epochs_change_pages)
+{
+	struct tw_config c0 = cfg_with_seed(3), c2 = cfg_with_seed(3);
+	c0.hosts = c2.hosts = 40;
+	c0.pages = c2.pages = 50;
+	c2.epoch = 2;
+	long changed1 = 0, total = 0;
+	for (long h = 0; h < c0.hosts; h++)
+		for (long j = 0; j < c0.pages; j++) {
+			long v1 = tw_page_version(&c0, h, j, 1), v2 = tw_page_version(&c0, h, j, 2);
+			ck_assert(v1 == 0 || v1 == 1);
+			ck_assert(v2 == 2 || v2 == v1);
+			ck_assert_int_eq(tw_page_version(&c0, h, j, 0), 0);
+			changed1 += v1 == 1;
+			total++;
+		}
+	/* 2,000 pages at 10%: 200 expected, a binomial sd of 13.4 */
+	ck_assert_msg(changed1 > 150 && changed1 < 250, "%ld of %ld changed", changed1, total);
+	for (long j = 0; j < 12; j++) {
+		char p[64];
+		struct tw_resource a, b;
+		doc_page_path(j, p, sizeof p);
+		ck_assert_int_eq(tw_resource_get(&c0, 5, p, strlen(p), &a, NULL, 0, NULL), 0);
+		ck_assert_int_eq(tw_resource_get(&c2, 5, p, strlen(p), &b, NULL, 0, NULL), 0);
+		long v = tw_page_version(&c0, 5, j, 2);
+		bool same = a.body_len == b.body_len && memcmp(a.body, b.body, a.body_len) == 0;
+		ck_assert_int_eq(same, v == 0);
+		ck_assert_int_eq(strcmp(a.etag, b.etag) == 0, v == 0);
+		ck_assert_int_eq(a.last_modified, TW_EPOCH0_UNIX);
+		ck_assert_int_eq(b.last_modified, TW_EPOCH0_UNIX + v * 86400);
+		tw_resource_clear(&a);
+		tw_resource_clear(&b);
+	}
+	/* other resources keep their validators */
+	struct tw_resource a, b;
+	ck_assert_int_eq(tw_resource_get(&c0, 5, "/img/i3.png", 11, &a, NULL, 0, NULL), 0);
+	ck_assert_int_eq(tw_resource_get(&c2, 5, "/img/i3.png", 11, &b, NULL, 0, NULL), 0);
+	ck_assert(a.etag[0] != '\0');
+	ck_assert_str_eq(a.etag, b.etag);
+	tw_resource_clear(&a);
+	tw_resource_clear(&b);
+	/* the expected set is the same at every epoch; --changed lists pages
+	 * of it whose version moved, and only those */
+	size_t l0, l2;
+	char *e0 = expected_text(&c0, "testcrawler/1.0", &l0);
+	char *e2 = expected_text(&c2, "testcrawler/1.0", &l2);
+	ck_assert_uint_eq(l0, l2);
+	ck_assert(memcmp(e0, e2, l0) == 0);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	ck_assert_int_eq(tw_changed_write(&c2, "testcrawler/1.0", 0, m), 0);
+	fclose(m);
+	long listed = 0;
+	for (char *line = buf, *nl; *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		ck_assert_ptr_nonnull(nl);
+		*nl = '\0';
+		char want[256];
+		snprintf(want, sizeof want, "%s\t200\n", line);
+		ck_assert_ptr_nonnull(strstr(e0, want));
+		long h, j;
+		char path[128];
+		ck_assert_int_eq(sscanf(line, "http://h%ld.web.test:8123%127s", &h, path), 2);
+		j = strcmp(path, "/") == 0 ? 0 : atol(strrchr(path, 'p') + 1);
+		ck_assert_int_gt(tw_page_version(&c0, h, j, 2), 0);
+		listed++;
+	}
+	/* and every reachable page that moved is listed */
+	long moved = 0;
+	for (const char *q = e0; (q = strstr(q, "\t200\n")) != NULL; q++) {
+		const char *ls = q;
+		while (ls > e0 && ls[-1] != '\n')
+			ls--;
+		long h;
+		char path[128];
+		if (sscanf(ls, "http://h%ld.web.test:8123%127[^\t?]", &h, path) != 2 ||
+		    strchr(ls, '?') < q ||
+		    (strcmp(path, "/") != 0 && strstr(path, ".html") == NULL) ||
+		    strncmp(path, "/o/", 3) == 0)
+			continue;
+		long j = strcmp(path, "/") == 0 ? 0 : atol(strrchr(path, 'p') + 1);
+		moved += tw_page_version(&c0, h, j, 2) > 0;
+	}
+	ck_assert_int_eq(listed, moved);
+	ck_assert_int_gt(listed, 0);
+	free(buf);
+	free(e0);
+	free(e2);
+}
+END_TEST
+
 START_TEST(filler_exact)
 {
 	char a[1000], b[1000];
@@ -349,6 +446,7 @@ int main(void)
 	tcase_add_test(tc, expected_excludes_faults);
 	tcase_add_test(tc, gzip_bomb_inflates);
 	tcase_add_test(tc, filler_exact);
+	tcase_add_test(tc, epochs_change_pages);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -901,12 +901,13 @@ START_TEST(log_after_sigterm)
 		int tabs = 0;
 		for (const char *p = line; *p; p++)
 			tabs += *p == '\t';
-		ck_assert_int_eq(tabs, 7); /* without --models: the 8 columns */
+		ck_assert_int_eq(tabs, 8); /* without --models: the 8 columns and cond */
 		ck_assert_int_eq(
 		        sscanf(line,
 		               "%llu\t%llu\t%63[^\t]\t%31[^\t]\t%15[^\t]\t%255[^\t]\t%d\t%llu", &t,
 		               &id, host, ip, method, path, &st, &bytes),
 		        8);
+		ck_assert(strcmp(strrchr(line, '\t'), "\t-\n") == 0);
 		ck_assert(t >= prev_t && t > 1600000000000000ull);
 		prev_t = t;
 		ck_assert_str_eq(host, want_host[n]);
@@ -919,6 +920,133 @@ START_TEST(log_after_sigterm)
 	}
 	fclose(f);
 	ck_assert_int_eq(n, 3);
+	srv_cleanup(&s);
+}
+END_TEST
+
+/* ---------- validators and conditional requests ---------- */
+
+/* GET path of host with one extra request header (or none); the status,
+ * and the response's ETag into etag. */
+static long conditional_get(const struct srv *s, long host, const char *path, const char *header,
+                            char *etag, size_t cap)
+{
+	char url[256], conn[128];
+	struct sink sk = { 0 };
+	long code = 0;
+	snprintf(url, sizeof url, "http://h%ld.web.test:%d%s", host, s->http_port, path);
+	snprintf(conn, sizeof conn, "h%ld.web.test:%d:127.0.1.%ld:%d", host, s->http_port,
+	         1 + host % 4, s->http_port);
+	struct curl_slist *ct = curl_slist_append(NULL, conn);
+	struct curl_slist *hs = header ? curl_slist_append(NULL, header) : NULL;
+	CURL *c = curl_easy_init();
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CONNECT_TO, ct);
+	curl_easy_setopt(c, CURLOPT_PROXY, "");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hs);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &sk);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, sink_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &sk);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(ct);
+	curl_slist_free_all(hs);
+	etag[0] = '\0';
+	const char *e = strcasestr(sk.hdrs, "\nETag: ");
+	if (e != NULL)
+		sscanf(e + 7, "%63[^\r\n]", etag);
+	(void)cap;
+	if (code == 304)
+		ck_assert_uint_eq(sk.bytes, 0);
+	return code;
+}
+
+START_TEST(conditional_requests)
+{
+	struct srv s;
+	const char *const e0[] = { "--hosts", "4", "--pages", "30", NULL };
+	const char *const e1[] = { "--hosts", "4", "--pages", "30", "--epoch", "1", NULL };
+	char etag0[64], etag1[64], etag[64], hdr[128];
+	struct tw_config cfg;
+	tw_config_defaults(&cfg);
+	/* a page that changes at step 1, one that does not */
+	long changed = -1, same = -1;
+	for (long j = 1; j < 30 && (changed < 0 || same < 0); j++) {
+		if (j % 10 == 7)
+			continue;
+		if (tw_page_version(&cfg, 1, j, 1) == 1)
+			changed = changed < 0 ? j : changed;
+		else
+			same = same < 0 ? j : same;
+	}
+	ck_assert(changed > 0 && same > 0);
+	char pc[64], ps[64];
+	snprintf(pc, sizeof pc, "/s%ld/p%ld.html", changed % 5, changed);
+	snprintf(ps, sizeof ps, "/s%ld/p%ld.html", same % 5, same);
+
+	srv_start(&s, e0);
+	ck_assert_int_eq(conditional_get(&s, 1, pc, NULL, etag0, sizeof etag0), 200);
+	ck_assert(strncmp(etag0, "W/\"", 3) == 0);
+	/* the same tag, a tag among others, "*": 304; another tag: 200 */
+	snprintf(hdr, sizeof hdr, "If-None-Match: %s", etag0);
+	ck_assert_int_eq(conditional_get(&s, 1, pc, hdr, etag, sizeof etag), 304);
+	ck_assert_str_eq(etag, etag0);
+	snprintf(hdr, sizeof hdr, "If-None-Match: \"x\", %s", etag0 + 2);
+	ck_assert_int_eq(conditional_get(&s, 1, pc, hdr, etag, sizeof etag), 304);
+	ck_assert_int_eq(conditional_get(&s, 1, pc, "If-None-Match: *", etag, sizeof etag), 304);
+	ck_assert_int_eq(conditional_get(&s, 1, pc, "If-None-Match: W/\"nope\"", etag, sizeof etag),
+	                 200);
+	/* Last-Modified of version 0: 2024-01-01 */
+	ck_assert_int_eq(conditional_get(&s, 1, pc,
+	                                 "If-Modified-Since: Mon, 01 Jan 2024 00:00:00 GMT", etag,
+	                                 sizeof etag),
+	                 304);
+	ck_assert_int_eq(conditional_get(&s, 1, pc,
+	                                 "If-Modified-Since: Sun, 31 Dec 2023 23:59:59 GMT", etag,
+	                                 sizeof etag),
+	                 200);
+	ck_assert_int_eq(
+	        conditional_get(&s, 1, pc, "If-Modified-Since: yesterday", etag, sizeof etag), 200);
+	/* a 404 has no validators */
+	ck_assert_int_eq(
+	        conditional_get(&s, 1, "/gone/x1.html", "If-None-Match: *", etag, sizeof etag),
+	        404);
+	ck_assert_str_eq(etag, "");
+	srv_stop(&s);
+	FILE *f = fopen(s.log, "r");
+	char line[1024];
+	int n = 0, inm = 0, ims = 0;
+	while (fgets(line, sizeof line, f) != NULL) {
+		n++;
+		inm += strstr(line, "\tinm\n") != NULL;
+		ims += strstr(line, "\tims\n") != NULL;
+	}
+	fclose(f);
+	ck_assert_int_eq(n, 9);
+	ck_assert_int_eq(inm, 5);
+	ck_assert_int_eq(ims, 3);
+	srv_cleanup(&s);
+
+	/* at epoch 1 the changed page has a new tag and date, the other not */
+	srv_start(&s, e1);
+	snprintf(hdr, sizeof hdr, "If-None-Match: %s", etag0);
+	ck_assert_int_eq(conditional_get(&s, 1, pc, hdr, etag1, sizeof etag1), 200);
+	ck_assert_str_ne(etag1, etag0);
+	ck_assert_int_eq(conditional_get(&s, 1, pc,
+	                                 "If-Modified-Since: Mon, 01 Jan 2024 00:00:00 GMT", etag,
+	                                 sizeof etag),
+	                 200);
+	ck_assert_int_eq(conditional_get(&s, 1, pc,
+	                                 "If-Modified-Since: Tue, 02 Jan 2024 00:00:00 GMT", etag,
+	                                 sizeof etag),
+	                 304);
+	ck_assert_int_eq(conditional_get(&s, 1, ps, NULL, etag, sizeof etag), 200);
+	snprintf(hdr, sizeof hdr, "If-None-Match: %s", etag);
+	ck_assert_int_eq(conditional_get(&s, 1, ps, hdr, etag1, sizeof etag1), 304);
+	srv_stop(&s);
 	srv_cleanup(&s);
 }
 END_TEST
@@ -961,7 +1089,8 @@ struct logrow {
 	unsigned long long service_us;
 };
 
-/* Reads the log (11 columns a line); returns the rows of host, in order. */
+/* Reads the log (11 columns and cond a line); returns the rows of host, in
+ * order. */
 static int log_rows(const char *log, const char *host, struct logrow *rows, int max)
 {
 	FILE *f = fopen(log, "r");
@@ -974,7 +1103,7 @@ static int log_rows(const char *log, const char *host, struct logrow *rows, int 
 		int tabs = 0;
 		for (const char *p = line; *p; p++)
 			tabs += *p == '\t';
-		ck_assert_msg(tabs == 10, "log line with %d columns: %s", tabs + 1, line);
+		ck_assert_msg(tabs == 11, "log line with %d columns: %s", tabs + 1, line);
 		ck_assert_int_eq(
 		        sscanf(line,
 		               "%*u\t%*u\t%63[^\t]\t%*[^\t]\t%*[^\t]\t%255[^\t]\t%d\t%llu\t"
@@ -1260,6 +1389,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, fault_trap);
 	tcase_add_test(tc, fault_429);
 	tcase_add_test(tc, log_after_sigterm);
+	tcase_add_test(tc, conditional_requests);
 	suite_add_tcase(s, tc);
 	/* The server models: its own ctest (CK_RUN_CASE=models), run in parallel. */
 	TCase *tm = tcase_create("models");

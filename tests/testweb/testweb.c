@@ -26,7 +26,13 @@
  * every URL embeds the HTTP port, so pass --http-port = the served port):
  *   --seed S, --hosts N, --pages P, --domain D, --ips K, --http-port N,
  *   --seed-hosts S, --fault hI=MODE (repeatable), --robots-agent NAME,
- *   --crawl-delay SECS, --ipv6.
+ *   --crawl-delay SECS, --ipv6, --epoch N, --change-pct P.
+ *
+ * Validators: every 200 carries a weak ETag and Last-Modified; a GET or
+ * HEAD with If-None-Match (weak comparison, "*" too) or, without it,
+ * If-Modified-Since (IMF-fixdate) that matches is answered 304 Not
+ * Modified with both and no body. A page's validators change with its
+ * version (--epoch); `testweb --changed` lists the pages that changed.
  *
  * Host hI.D (0 <= I < N) lives on 127.0.1.(1 + I % K); the server listens
  * on the same HTTP port on each of those K addresses and on 127.0.0.1 (use
@@ -51,7 +57,9 @@
  * last second, this one included; service_us = microseconds from parsing
  * the request to its last byte written (or the connection's end). Both
  * counts are '-' for requests not of a host of the web (unknown host,
- * malformed request). Without models the log has exactly the 8 columns.
+ * malformed request). The last column, always there, names the request's
+ * conditional headers: '-', 'inm' (If-None-Match), 'ims'
+ * (If-Modified-Since) or 'inm,ims'. Without models the log has 9 columns.
  *
  * Server models (--models FILE, --model LINE; see SERVER MODELS in
  * --help and tests/testweb/models.h): per host a latency distribution, a
@@ -93,6 +101,8 @@ static const char usage_text[] =
         "                      sitemap.xml) of the non-fault hosts to DIR/<host>/<path>\n"
         "                      ('/' -> index.html), plus DIR/urls.txt (one URL a line,\n"
         "                      HTML pages only); query variants and redirects not dumped\n"
+        "  --changed           print, sorted, the URLs of the expected set (--agent) whose\n"
+        "                      pages differ between --since M and --epoch N\n"
         "  --help              this text\n"
         "\n"
         "GENERATION OPTIONS (same values in every mode, or URLs/pages differ)\n"
@@ -125,6 +135,13 @@ static const char usage_text[] =
         "  --robots-agent NAME agent named in the agent-specific robots.txt groups\n"
         "                      (default badbot)\n"
         "  --crawl-delay SECS  value of Crawl-delay lines (default 1)\n"
+        "  --epoch N           the web at epoch N (default 0), for recrawls: at each\n"
+        "                      step 1..N every HTML page changes with probability\n"
+        "                      --change-pct (drawn from the seed, host, page and step):\n"
+        "                      one more paragraph, a new ETag and Last-Modified (one\n"
+        "                      day later per version); links and the expected set stay\n"
+        "  --change-pct P      percent of pages changed per epoch step (default 10)\n"
+        "  --since M           --changed: the epoch compared with (default N - 1)\n"
         "  --fault hI=MODE     make host hI a fault host (repeatable). MODE is one of:\n"
         "       slow       200, Content-Length 1000, body at 1 byte per second\n"
         "       endless    200, chunked HTML body that never ends\n"
@@ -173,7 +190,9 @@ static const char usage_text[] =
         "                      the host in service at arrival, not counting this one;\n"
         "                      its arrivals in the last second, this one included; us\n"
         "                      from parsing to the last byte; '-' '-' if no host of the\n"
-        "                      web). Flushed every 100 ms and at exit. A request with\n"
+        "                      web); last, always: cond, the request's conditional\n"
+        "                      headers ('-', 'inm', 'ims' or 'inm,ims'). Flushed every\n"
+        "                      100 ms and at exit. A request with\n"
         "                      an Authorization header is answered (and logged) 401\n"
         "  --latency-ms MS     delay every response by MS milliseconds (default 0)\n"
         "  --max-conns N       connection cap; beyond it new connections are closed\n"
@@ -277,7 +296,7 @@ static void usage(FILE *f)
 	fputs(usage_text, f);
 }
 
-enum mode { MODE_SERVE, MODE_SEEDS, MODE_EXPECTED, MODE_HOSTS_INFO, MODE_DUMP };
+enum mode { MODE_SERVE, MODE_SEEDS, MODE_EXPECTED, MODE_HOSTS_INFO, MODE_DUMP, MODE_CHANGED };
 
 static int parse_long(const char *s, long lo, long hi, long *out)
 {
@@ -375,6 +394,7 @@ int main(int argc, char **argv)
 	enum mode mode = MODE_SERVE;
 	const char *dump_dir = NULL;
 	const char *agent = "testcrawler";
+	long since = -1;
 	char err[512];
 	int rc = 2, taken;
 
@@ -415,6 +435,17 @@ int main(int argc, char **argv)
 			NEED_ARG();
 			mode = MODE_DUMP;
 			dump_dir = v;
+		} else if (strcmp(a, "--changed") == 0) {
+			mode = MODE_CHANGED;
+		} else if (strcmp(a, "--epoch") == 0) {
+			NUM(0, 1000000);
+			cfg.epoch = n;
+		} else if (strcmp(a, "--change-pct") == 0) {
+			NUM(0, 100);
+			cfg.change_pct = (int)n;
+		} else if (strcmp(a, "--since") == 0) {
+			NUM(0, 1000000);
+			since = n;
 		} else if (strcmp(a, "--agent") == 0) {
 			NEED_ARG();
 			agent = v;
@@ -509,6 +540,11 @@ int main(int argc, char **argv)
 	case MODE_EXPECTED: rc = tw_expected_write(&cfg, agent, stdout) == 0 ? 0 : 1; break;
 	case MODE_HOSTS_INFO: rc = tw_hosts_info_write(&cfg, stdout) == 0 ? 0 : 1; break;
 	case MODE_DUMP: rc = tw_dump(&cfg, dump_dir) == 0 ? 0 : 1; break;
+	case MODE_CHANGED:
+		rc = tw_changed_write(&cfg, agent, since >= 0 ? since : cfg.epoch - 1, stdout) == 0
+		             ? 0
+		             : 1;
+		break;
 	}
 	if (fflush(stdout) != 0)
 		rc = 1;

@@ -104,7 +104,7 @@ def run_one(testweb, wget, seed, workdir):
         srv = None
         for line in open(log):
             f = line.rstrip("\n").split("\t")
-            if len(f) != 8:
+            if len(f) != 9 or f[8] != "-":  # 8 columns and cond: wget sends no validators
                 fail("bad log line %r" % line)
             if not (f[0].isdigit() and f[1].isdigit() and f[6].isdigit() and f[7].isdigit()):
                 fail("bad log numbers %r" % line)
