@@ -11,11 +11,25 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "crawler/store/checkpoint.h"
+#include "crawler/config/config.h"
 #include "crawler/crawl_outdir.h"
+#include "crawler/crawl_stats.h"
+#include "crawler/crawl_tail.h"
+#include "crawler/crawl_writer.h"
+#include "crawler/net/fetch.h"
+#include "crawler/parse_jobs.h"
+#include "crawler/sieve_path.h"
+#include "crawler/store/checkpoint.h"
 #include "crawler/store/done_set.h"
+#include "crawler/store/warc.h"
+#include "crawler/visit.h"
 #include "frontier/base/clock.h"
 #include "frontier/base/recfile.h"
+#include "frontier/frontier.h"
+#include "frontier/scope.h"
+#include "frontier/url_rules_live.h"
+#include "politeness/politeness.h"
+#include "sieve/sieve.h"
 
 #define STATE_MAGIC "CRSTATE1"
 
@@ -40,6 +54,7 @@ struct crawl_ckpt {
 	struct fetch_result **parked; /* results held while a checkpoint is taken */
 	size_t n_parked, parked_cap;
 	uv_work_t work;
+	struct crawl_ckpt_stats st;
 	char dir[4200];
 	char err[4800]; /* worker thread, before its after-callback */
 };
@@ -60,7 +75,6 @@ static int state_save(struct crawl_ckpt *c, const char *path)
 	uint64_t now = monotonic_us();
 	if (recfile_writer_create(path, STATE_MAGIC, &w) != RECFILE_OK)
 		return -1;
-	recfile_put_u64(w, now - c->p.stats->t0_us);
 	crawl_stats_save(c->p.stats, w);
 	put_scope(w, c->p.scope);
 	recfile_put_bytes(w, c->warc.file, (uint32_t)strlen(c->warc.file));
@@ -69,6 +83,8 @@ static int state_save(struct crawl_ckpt *c, const char *path)
 	/* after the visit's part, so that checkpoints from before still read */
 	recfile_put_u64(w, c->log_size);
 	done_set_save(c->p.done, w);
+	/* after the done set, so that checkpoints from before still read */
+	url_rules_live_save_counts(c->p.rules, w);
 	if (recfile_writer_close(w, 0) != RECFILE_OK)
 		return -1;
 	return 0;
@@ -96,7 +112,6 @@ static int state_load(const char *path, const struct crawl_ckpt_resume_parts *p,
 {
 	struct recfile_reader *rd = NULL;
 	enum recfile_err re = recfile_reader_open(path, STATE_MAGIC, &rd);
-	uint64_t elapsed;
 	uint32_t len;
 	int rc = -1;
 	if (re != RECFILE_OK) {
@@ -104,9 +119,6 @@ static int state_load(const char *path, const struct crawl_ckpt_resume_parts *p,
 		         re == RECFILE_ERR_IO ? strerror(errno) : recfile_strerror(re));
 		return -1;
 	}
-	if (recfile_get_u64(rd, &elapsed) != RECFILE_OK)
-		goto bad;
-	p->stats->elapsed_before_us = elapsed;
 	if (crawl_stats_load(p->stats, rd) != 0 || get_scope(rd, p->scope) != 0)
 		goto bad;
 	if (recfile_get_bytes(rd, pos->warc_file, sizeof pos->warc_file - 1, &len) != RECFILE_OK ||
@@ -117,7 +129,9 @@ static int state_load(const char *path, const struct crawl_ckpt_resume_parts *p,
 		goto bad;
 	if (!recfile_reader_at_end(rd)) {
 		if (recfile_get_u64(rd, &pos->log_offset) != RECFILE_OK ||
-		    done_set_load(p->done, rd) != 0 || !recfile_reader_at_end(rd))
+		    done_set_load(p->done, rd) != 0 ||
+		    (!recfile_reader_at_end(rd) && url_rules_live_load_counts(p->rules, rd) != 0) ||
+		    !recfile_reader_at_end(rd))
 			goto bad;
 		pos->known = 1;
 	}
@@ -143,10 +157,10 @@ int crawl_ckpt_resume(const struct crawl_ckpt_resume_parts *p, const char *ckpt,
 			return -1;
 		}
 	}
-	if (crawl_outdir_repair(p->cfg, pos->warc_file) != 0)
+	if (crawl_outdir_repair(p->output->dir, pos->warc_file) != 0)
 		return -1;
-	if (!p->cfg->crawl.quiet)
-		fprintf(stderr, "crawler crawl: resuming %s from %s\n", p->cfg->output.dir,
+	if (!p->quiet)
+		fprintf(stderr, "crawler crawl: resuming %s from %s\n", p->output->dir,
 		        ckpt ? ckpt : "its seeds (no checkpoint was written)");
 	return 0;
 }
@@ -174,6 +188,11 @@ void crawl_ckpt_destroy(struct crawl_ckpt *c)
 	free(c);
 }
 
+void crawl_ckpt_stats(const struct crawl_ckpt *c, struct crawl_ckpt_stats *out)
+{
+	*out = c->st;
+}
+
 int crawl_ckpt_active(const struct crawl_ckpt *c)
 {
 	return c->phase != CKPT_IDLE;
@@ -181,7 +200,7 @@ int crawl_ckpt_active(const struct crawl_ckpt *c)
 
 int crawl_ckpt_due(const struct crawl_ckpt *c)
 {
-	unsigned s = c->p.cfg->output.checkpoint_interval_s;
+	unsigned s = c->p.output->checkpoint_interval_s;
 	return s && monotonic_us() - c->last_us >= (uint64_t)s * 1000000u;
 }
 
@@ -225,21 +244,21 @@ int crawl_ckpt_park(struct crawl_ckpt *c, struct fetch_result *res)
 
 static void ckpt_end(struct crawl_ckpt *c, int ok)
 {
-	struct crawl_stats *s = c->p.stats;
+	struct crawl_ckpt_stats *s = &c->st;
 	uint64_t dt = monotonic_us() - c->t0_us;
 	size_t n = c->n_parked;
 	if (ok) {
-		s->ckpt_count++;
-		s->ckpt_us_total += dt;
-		if (dt > s->ckpt_us_max)
-			s->ckpt_us_max = dt;
+		s->written++;
+		s->us_total += dt;
+		if (dt > s->us_max)
+			s->us_max = dt;
 	} else {
-		s->ckpt_failures++;
+		s->failed++;
 		fprintf(stderr,
 		        "\ncrawler crawl: checkpoint %" PRIu64
 		        " failed: %s; the previous one stands\n",
 		        c->seq, c->err[0] ? c->err : "unknown error");
-		checkpoint_discard(c->p.cfg->output.dir, c->seq);
+		checkpoint_discard(c->p.output->dir, c->seq);
 	}
 	c->phase = CKPT_IDLE;
 	c->last_us = monotonic_us();
@@ -265,7 +284,7 @@ static void ckpt_work(uv_work_t *w)
 		c->rc = -1;
 		return;
 	}
-	c->rc = checkpoint_commit(c->p.cfg->output.dir, c->seq, c->err, sizeof c->err);
+	c->rc = checkpoint_commit(c->p.output->dir, c->seq, c->err, sizeof c->err);
 }
 
 static void ckpt_work_done(uv_work_t *w, int status)
@@ -281,7 +300,7 @@ static int ckpt_write_local(struct crawl_ckpt *c)
 	char path[4300];
 	enum frontier_err fe;
 	enum politeness_err pe;
-	if (checkpoint_prepare(c->p.cfg->output.dir, c->seq, c->dir, sizeof c->dir, c->err,
+	if (checkpoint_prepare(c->p.output->dir, c->seq, c->dir, sizeof c->dir, c->err,
 	                       sizeof c->err) != 0)
 		return -1;
 	snprintf(path, sizeof path, "%s/frontier", c->dir);

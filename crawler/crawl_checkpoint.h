@@ -22,9 +22,13 @@
  * time so far, the counters (crawl_stats.h), the scope's counts, where the
  * WARC stood, per host its DNS answer and politeness state, the URLs
  * taken from the frontier and not done (visit.h), the crawl log's size,
- * and the done set (done_set.h). A resume restores frontier, sieve and
+ * the done set (done_set.h), and the URL rules' counts (url_rules_live.h). A resume restores frontier, sieve and
  * state, re-queues what was in flight, and replays the tail the WARC and
  * the log hold after the cut (crawl_tail.h).
+ *
+ * Counters (crawl_ckpt_stats): checkpoints written and failed, and their
+ * time; the crawl's counters a checkpoint carries are the stats gatherer's
+ * to save and load (crawl_stats.h).
  *
  * Fetch loop thread only, but the commit's worker.
  */
@@ -36,24 +40,28 @@
 
 #include <uv.h>
 
-#include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
-#include "crawler/crawl_tail.h"
-#include "crawler/crawl_writer.h"
-#include "crawler/parse_jobs.h"
-#include "crawler/sieve_path.h"
-#include "crawler/visit.h"
-#include "frontier/frontier.h"
-#include "frontier/scope.h"
-#include "politeness/politeness.h"
+struct crawl_output;
+struct frontier;
+struct politeness;
+struct scope;
+struct url_rules_live;
+struct visit;
+struct sieve_path;
+struct parse_jobs;
+struct crawl_writer;
+struct crawl_stats;
+struct done_set;
+struct fetch_result;
+struct crawl_tail_pos;
 
 /* What a checkpoint reads and writes (all borrowed), and the loop's hooks. */
 struct crawl_ckpt_parts {
-	const struct crawl_config *cfg;
+	const struct crawl_output *output; /* [output] dir, checkpoint_interval_s */
 	uv_loop_t *loop;
 	struct frontier *frontier;
 	struct politeness *pol; /* its robots.txt cache is part of a checkpoint */
 	struct scope *scope;
+	struct url_rules_live *rules; /* their counts too */
 	struct visit *visit;
 	struct sieve_path *sieve;
 	struct parse_jobs *parse;
@@ -75,6 +83,12 @@ struct crawl_ckpt *crawl_ckpt_create(const struct crawl_ckpt_parts *parts, uint6
 /* Frees parked results; NULL is a no-op. */
 void crawl_ckpt_destroy(struct crawl_ckpt *c);
 
+/* Checkpoints written and failed, and the time they took (loop thread). */
+struct crawl_ckpt_stats {
+	uint64_t written, failed, us_total, us_max;
+};
+void crawl_ckpt_stats(const struct crawl_ckpt *c, struct crawl_ckpt_stats *out);
+
 /* Begins a checkpoint, or (final) the last one, after which the crawl
  * ends; during one, final is remembered. */
 void crawl_ckpt_start(struct crawl_ckpt *c, int final);
@@ -90,9 +104,11 @@ int crawl_ckpt_park(struct crawl_ckpt *c, struct fetch_result *res);
 
 /* What a resume restores the crawl state into, all borrowed. */
 struct crawl_ckpt_resume_parts {
-	const struct crawl_config *cfg;
+	const struct crawl_output *output; /* [output] dir */
+	int quiet;                         /* [crawl] quiet: no word of the resume */
 	struct crawl_stats *stats;
 	struct scope *scope;
+	struct url_rules_live *rules;
 	struct visit *visit; /* its frontier and politeness restored from ckpt */
 	struct done_set *done;
 };

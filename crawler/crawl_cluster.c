@@ -5,6 +5,8 @@
 #include "crawler/crawl_cluster.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +14,18 @@
 #include <xxhash.h>
 
 #include "crawler/cluster/cluster.h"
-#include "crawler/crawl_run.h"
+#include "crawler/config/config.h"
+#include "crawler/crawl_exit.h"
+#include "crawler/crawl_source.h"
+#include "crawler/crawl_stats.h"
+#include "crawler/link_meta.h"
+#include "crawler/sieve_path.h"
+#include "crawler/visit.h"
 #include "frontier/base/array.h"
 #include "frontier/base/chain.h"
 #include "frontier/base/clock.h"
+#include "frontier/frontier.h"
+#include "politeness/politeness.h"
 
 /* Census reads in a row that must find nothing busy before the end. */
 #define END_STREAK 2
@@ -26,7 +36,7 @@
 #define BUDGET_CHUNK_MIN 8
 #define BUDGET_CHUNK_MAX 64
 
-/* A graceful stop's steps (crawl_cluster_leave). */
+/* A graceful stop's steps (agent_leave). */
 enum leave_step {
 	LEAVE_NONE,  /* not leaving */
 	LEAVE_FLUSH, /* the sieve delivers what it holds */
@@ -38,7 +48,7 @@ enum leave_step {
 
 /* The crawl's page budget (crawl.max_pages) as this agent holds it. */
 struct page_budget {
-	uint64_t quota;     /* stats->pages_started may reach this: the pages
+	uint64_t quota;     /* pages_started may reach this: the pages
 	                     * started before this run (a resume's, reserved by
 	                     * its earlier run) plus every grant */
 	uint64_t chunk;     /* pages asked at a time */
@@ -57,8 +67,16 @@ struct inbound {
 };
 
 struct crawl_cluster {
-	struct crawl_cluster_parts p;
-	struct cluster *c;
+	struct crawl_source_parts p;
+	uint64_t max_pages;   /* the crawl-wide budget; 0: none */
+	uint32_t max_url_len; /* a found URL's room in a batch */
+	struct cluster *c;    /* NULL once stopped */
+	/* every URL found here, as lines "URL \t VIA \t DEPTH \n" for their
+	 * owners: appended by the adding threads' batches, taken by the pump */
+	pthread_mutex_t out_mu;
+	char *out_buf;
+	size_t out_len, out_cap;
+	atomic_uint_fast64_t links_dropped; /* lines lost: no memory */
 	uint64_t gain_wait_us, hold_until_us;
 	int was_live, idle_published, census_busy, ended;
 	unsigned end_streak;
@@ -200,17 +218,18 @@ static void on_error(struct cluster *c, int err, void *arg)
 
 /* ---- set-up ---- */
 
-int crawl_cluster_create(const struct crawl_cluster_parts *parts, struct crawl_cluster **out)
+static int agent_open(const struct crawl_source_config *cfg, const struct crawl_source_parts *parts,
+                      void **impl)
 {
-	const struct crawl_cluster_config *cc = &parts->cfg->cluster;
-	const struct politeness_config *pc = &parts->cfg->politeness;
+	const struct crawl_cluster_config *cc = cfg->cluster;
+	const struct politeness_config *pc = cfg->politeness;
 	struct cluster_options opt = { .url = cc->redis,
 		                       .name = cc->agent,
 		                       .lease_ms = cc->lease_ms,
 		                       .max_unacked = cc->window,
 		                       .ip_patience_ms = (unsigned)(pc->ip_delay_us / 1000) + 1,
 		                       .dedup = true };
-	*out = NULL;
+	*impl = NULL;
 	if (assign_method_parse(cc->assign, &opt.method) != ASSIGN_OK) {
 		fprintf(stderr,
 		        "crawler crawl: --assign: '%s' is not perm, minhash or consistent\n",
@@ -221,28 +240,44 @@ int crawl_cluster_create(const struct crawl_cluster_parts *parts, struct crawl_c
 	if (!g)
 		return CRAWL_EXIT_FAILURE;
 	g->p = *parts;
+	g->max_pages = cfg->max_pages;
+	g->max_url_len = cfg->max_url_len;
+	pthread_mutex_init(&g->out_mu, NULL);
 	uint64_t delay =
 	        pc->host_delay_us > pc->min_delay_us ? pc->host_delay_us : pc->min_delay_us;
 	if (pc->ip_delay_us > delay)
 		delay = pc->ip_delay_us;
 	g->gain_wait_us = (uint64_t)cc->lease_ms / 3 * 1000 + delay + GAIN_MARGIN_US;
-	struct cluster_callbacks cb = { on_view, on_urls, on_fenced, on_error, g };
+	struct cluster_callbacks cb = { .on_view = on_view,
+		                        .on_urls = on_urls,
+		                        .on_fenced = on_fenced,
+		                        .on_error = on_error,
+		                        .arg = g };
 	int rc = cluster_create(parts->loop, &opt, &cb, &g->c);
 	if (rc != CLUSTER_OK) {
 		fprintf(stderr, "crawler crawl: --cluster %s --agent '%s': %s\n", cc->redis,
 		        cc->agent, cluster_strerror(rc));
+		pthread_mutex_destroy(&g->out_mu);
 		free(g);
 		return rc == CLUSTER_EINVAL ? CRAWL_EXIT_USAGE : CRAWL_EXIT_FAILURE;
 	}
-	*out = g;
+	*impl = g;
 	return CRAWL_EXIT_OK;
 }
 
-void crawl_cluster_destroy(struct crawl_cluster *g)
+/* Leaves the loop: the Redis layer goes (the lease lapses); the batches
+ * stay usable until agent_close. */
+static void agent_stop(void *impl)
 {
-	if (!g)
-		return;
+	struct crawl_cluster *g = impl;
 	cluster_destroy(g->c);
+	g->c = NULL;
+}
+
+static void agent_close(void *impl)
+{
+	struct crawl_cluster *g = impl;
+	agent_stop(g);
 	for (struct inbound *in = g->in_head, *next; in; in = next) {
 		next = in->next;
 		free(in);
@@ -251,6 +286,8 @@ void crawl_cluster_destroy(struct crawl_cluster *g)
 	assign_view_destroy(g->leave_view);
 	free(g->handed);
 	free(g->rest);
+	free(g->out_buf);
+	pthread_mutex_destroy(&g->out_mu);
 	free(g);
 }
 
@@ -258,13 +295,13 @@ void crawl_cluster_destroy(struct crawl_cluster *g)
 
 static int budget_on(const struct crawl_cluster *g)
 {
-	return g->p.cfg->crawl.max_pages != 0;
+	return g->max_pages != 0;
 }
 
 /* Pages this agent may still start. */
 static uint64_t budget_left(const struct crawl_cluster *g)
 {
-	uint64_t started = g->p.stats->pages_started;
+	uint64_t started = g->p.pages_started(g->p.ctx);
 	return g->budget.quota > started ? g->budget.quota - started : 0;
 }
 
@@ -275,7 +312,7 @@ static void on_budget(void *arg, bool ok, uint64_t granted, uint64_t reserved)
 	g->budget.failed = !ok;
 	if (ok) {
 		g->budget.quota += granted;
-		g->budget.spent = reserved >= g->p.cfg->crawl.max_pages;
+		g->budget.spent = reserved >= g->max_pages;
 	}
 	g->p.pump(g->p.ctx);
 }
@@ -287,7 +324,7 @@ static void budget_ask(struct crawl_cluster *g, int probe)
 {
 	struct page_budget *b = &g->budget;
 	if (!b->based) {
-		b->quota = b->rate_mark = g->p.stats->pages_started;
+		b->quota = b->rate_mark = g->p.pages_started(g->p.ctx);
 		b->chunk = BUDGET_CHUNK_MIN;
 		b->based = 1;
 	}
@@ -299,8 +336,8 @@ static void budget_ask(struct crawl_cluster *g, int probe)
 	int short_of =
 	        (ps.hosts_in_heap > 0 || ps.hosts_held > 0) && budget_left(g) <= b->chunk / 2;
 	if ((short_of || probe) &&
-	    cluster_budget_reserve(g->c, g->p.cfg->crawl.max_pages, short_of ? b->chunk : 0,
-	                           on_budget, g) == CLUSTER_OK)
+	    cluster_budget_reserve(g->c, g->max_pages, short_of ? b->chunk : 0, on_budget, g) ==
+	            CLUSTER_OK)
 		b->asking = 1;
 }
 
@@ -308,7 +345,7 @@ static void budget_ask(struct crawl_cluster *g, int probe)
 static void budget_tick(struct crawl_cluster *g)
 {
 	struct page_budget *b = &g->budget;
-	uint64_t started = g->p.stats->pages_started;
+	uint64_t started = g->p.pages_started(g->p.ctx);
 	uint64_t chunk = started > b->rate_mark ? (started - b->rate_mark) / 10 : 0;
 	b->rate_mark = started;
 	b->chunk = chunk < BUDGET_CHUNK_MIN   ? BUDGET_CHUNK_MIN
@@ -318,15 +355,17 @@ static void budget_tick(struct crawl_cluster *g)
 	budget_ask(g, 1);
 }
 
-int crawl_cluster_budget_over(const struct crawl_cluster *g)
+static int agent_budget_over(void *impl)
 {
+	const struct crawl_cluster *g = impl;
 	return budget_on(g) && g->budget.spent && budget_left(g) == 0;
 }
 
 /* ---- fetching ---- */
 
-int crawl_cluster_ready(struct crawl_cluster *g)
+static int agent_ready(void *impl)
 {
+	struct crawl_cluster *g = impl;
 	int live = cluster_is_live(g->c) && has_name(g->names, g->nnames, cluster_name(g->c));
 	uint64_t now = monotonic_us();
 	if (live && !g->was_live && now + g->gain_wait_us > g->hold_until_us)
@@ -335,8 +374,9 @@ int crawl_cluster_ready(struct crawl_cluster *g)
 	return live && now >= g->hold_until_us;
 }
 
-int crawl_cluster_page_allowed(const struct crawl_cluster *g)
+static int agent_page_allowed(void *impl)
 {
+	const struct crawl_cluster *g = impl;
 	return !budget_on(g) || budget_left(g) > 0;
 }
 
@@ -375,8 +415,9 @@ static int hand_host(struct crawl_cluster *g, uint32_t host, const char *owner)
 	return rc;
 }
 
-int crawl_cluster_keep_host(struct crawl_cluster *g, uint32_t host)
+static int agent_keep_host(void *impl, uint32_t host)
 {
+	struct crawl_cluster *g = impl;
 	size_t kl;
 	const char *key = frontier_host_key(g->p.frontier, host, &kl);
 	const char *owner = key ? owner_of(g, key) : NULL;
@@ -418,10 +459,33 @@ static int send_line(struct crawl_cluster *g, char *line)
 	return e == CLUSTER_FULL || e == CLUSTER_ENOMEM || e == CLUSTER_EDOWN ? -1 : 0;
 }
 
+/* The outbox's lines (the caller frees them), or NULL if empty; *len
+ * their length. */
+static char *outbox_take(struct crawl_cluster *g, size_t *len)
+{
+	pthread_mutex_lock(&g->out_mu);
+	char *buf = g->out_len ? g->out_buf : NULL;
+	*len = g->out_len;
+	if (buf) {
+		g->out_buf = NULL;
+		g->out_len = g->out_cap = 0;
+	}
+	pthread_mutex_unlock(&g->out_mu);
+	return buf;
+}
+
+static size_t outbox_len(struct crawl_cluster *g)
+{
+	pthread_mutex_lock(&g->out_mu);
+	size_t n = g->out_len;
+	pthread_mutex_unlock(&g->out_mu);
+	return n;
+}
+
 static void send_outbox(struct crawl_cluster *g)
 {
 	size_t len;
-	char *buf = sieve_path_take_outbox(g->p.sp, &len);
+	char *buf = outbox_take(g, &len);
 	if (buf) {
 		if (rest_append(g, buf, len) != 0)
 			fprintf(stderr, "\ncrawler crawl: out of memory: %zu bytes of links lost\n",
@@ -460,8 +524,9 @@ static void feed_inbound(struct crawl_cluster *g)
 	}
 }
 
-void crawl_cluster_pump(struct crawl_cluster *g)
+static void agent_pump(void *impl)
 {
+	struct crawl_cluster *g = impl;
 	send_outbox(g);
 	feed_inbound(g);
 	budget_ask(g, 0);
@@ -469,9 +534,10 @@ void crawl_cluster_pump(struct crawl_cluster *g)
 
 /* ---- the end ---- */
 
-int crawl_cluster_done(struct crawl_cluster *g, int dry)
+static int agent_done(void *impl, int dry)
 {
-	int idle = dry && !g->in_head && g->rest_len == 0 && sieve_path_outbox_len(g->p.sp) == 0 &&
+	struct crawl_cluster *g = impl;
+	int idle = dry && !g->in_head && g->rest_len == 0 && outbox_len(g) == 0 &&
 	           cluster_unsent(g->c) == 0 && cluster_is_live(g->c);
 	if (idle && cluster_unacked(g->c) > 0)
 		cluster_ack(g->c); /* after every XADD of what these URLs led to */
@@ -500,20 +566,22 @@ static void on_census(void *arg, bool ok, const struct cluster_census *s)
 	}
 }
 
-void crawl_cluster_tick(struct crawl_cluster *g)
+static void agent_tick(void *impl, const struct crawl_stats_pages *pages)
 {
-	const struct crawl_stats *st = g->p.stats;
-	cluster_publish_stats(g->c, st->pages_done, st->requests, st->bytes);
+	struct crawl_cluster *g = impl;
+	cluster_publish_stats(g->c, pages->done, pages->requests, pages->bytes);
 	if (!g->census_busy && cluster_census(g->c, on_census, g) == CLUSTER_OK)
 		g->census_busy = 1;
 	budget_tick(g);
 }
 
-void crawl_cluster_progress(const struct crawl_cluster *g, char *buf, size_t cap)
+static int agent_progress(void *impl, char *buf, size_t cap)
 {
+	const struct crawl_cluster *g = impl;
 	snprintf(buf, cap, "cluster %s: %" PRIu64 " agents, %" PRIu64 " pages%s",
 	         cluster_name(g->c), g->census.alive, g->census.pages,
 	         cluster_is_live(g->c) ? "" : " (not live)");
+	return 1;
 }
 
 /* ---- a graceful stop ---- */
@@ -583,8 +651,9 @@ static void on_left(void *arg)
 	g->p.pump(g->p.ctx);
 }
 
-int crawl_cluster_leave(struct crawl_cluster *g, int loop_idle)
+static int agent_leave(void *impl, int loop_idle)
 {
+	struct crawl_cluster *g = impl;
 	switch (g->leave) {
 	case LEAVE_NONE:
 		if (!loop_idle)
@@ -628,32 +697,125 @@ int crawl_cluster_leave(struct crawl_cluster *g, int loop_idle)
 	return 1;
 }
 
-int crawl_cluster_leaving(struct crawl_cluster *g)
+static int agent_leaving(void *impl)
 {
+	const struct crawl_cluster *g = impl;
 	return g->leave != LEAVE_NONE && g->leave != LEAVE_DONE &&
 	       monotonic_us() - g->leave_start_us < CRAWL_CLUSTER_LEAVE_MS * 1000ull;
 }
 
 /* ---- per-IP leases ---- */
 
-static int ip_lease(void *slot, const char *key, unsigned ttl_ms, visit_lease_done_fn *done,
+static int ip_lease(void *ctx, const char *key, unsigned ttl_ms, visit_lease_done_fn *done,
                     void *arg)
 {
-	struct crawl_cluster *g = *(struct crawl_cluster **)slot;
-	return g && cluster_ip_lease(g->c, key, ttl_ms, done, arg) == CLUSTER_OK ? 0 : -1;
+	struct crawl_cluster *g = ctx; /* its Redis layer gone (teardown): refused */
+	return g->c && cluster_ip_lease(g->c, key, ttl_ms, done, arg) == CLUSTER_OK ? 0 : -1;
 }
 
-static void ip_release(void *slot, const char *key, unsigned ttl_ms)
+static void ip_release(void *ctx, const char *key, unsigned ttl_ms)
 {
-	struct crawl_cluster *g = *(struct crawl_cluster **)slot;
-	if (g)
+	struct crawl_cluster *g = ctx;
+	if (g->c)
 		cluster_ip_release(g->c, key, ttl_ms);
 }
 
-struct visit_lease_hooks crawl_cluster_lease_hooks(const struct crawl_config *cfg,
-                                                   struct crawl_cluster **slot)
+static void agent_leases(void *impl, struct visit_lease_hooks *out)
 {
-	if (cfg->cluster.redis[0] == '\0')
-		return (struct visit_lease_hooks){ 0 };
-	return (struct visit_lease_hooks){ slot, ip_lease, ip_release };
+	*out = (struct visit_lease_hooks){ .ctx = impl,
+		                           .acquire = ip_lease,
+		                           .release = ip_release };
 }
+
+/* ---- where found URLs go: the outbox ---- */
+
+/* A link batch of the outbox's (crawl_source.h): one key at a time, each
+ * appended as a line at once (under the outbox's mutex). */
+struct outbox_batch {
+	struct link_batch base;
+	struct crawl_cluster *g;
+	size_t cap;
+	char key[];
+};
+
+static char *outbox_slot(struct link_batch *lb, size_t *room)
+{
+	struct outbox_batch *b = (struct outbox_batch *)(void *)lb;
+	*room = b->cap;
+	return b->key;
+}
+
+static void outbox_add(struct link_batch *lb, size_t klen, uint32_t depth,
+                       struct link_meta_via *via)
+{
+	struct outbox_batch *b = (struct outbox_batch *)(void *)lb;
+	struct crawl_cluster *g = b->g;
+	size_t vlen = 0;
+	const char *v = via ? link_meta_via_str(via, &vlen) : "";
+	pthread_mutex_lock(&g->out_mu);
+	char *nb = array_room(g->out_buf, &g->out_cap, g->out_len + klen + vlen + 16, 65536);
+	if (!nb) {
+		pthread_mutex_unlock(&g->out_mu);
+		atomic_fetch_add(&g->links_dropped, 1);
+		return;
+	}
+	g->out_buf = nb;
+	g->out_len += (size_t)snprintf(g->out_buf + g->out_len, g->out_cap - g->out_len,
+	                               "%.*s\t%.*s\t%" PRIu32 "\n", (int)klen, b->key, (int)vlen, v,
+	                               depth);
+	pthread_mutex_unlock(&g->out_mu);
+}
+
+/* The loop sends what the outbox holds at its next pump. */
+static void outbox_flush(struct link_batch *lb)
+{
+	struct outbox_batch *b = (struct outbox_batch *)(void *)lb;
+	b->g->p.wake(b->g->p.ctx);
+}
+
+static void outbox_destroy(struct link_batch *lb)
+{
+	free(lb);
+}
+
+static const struct link_batch_ops outbox_batch_ops = {
+	.slot = outbox_slot, .add = outbox_add, .flush = outbox_flush, .destroy = outbox_destroy
+};
+
+static struct link_batch *agent_batch(void *impl)
+{
+	struct crawl_cluster *g = impl;
+	size_t cap = (size_t)g->max_url_len + 1;
+	struct outbox_batch *b = malloc(sizeof *b + cap);
+	if (!b)
+		return NULL;
+	b->base.ops = &outbox_batch_ops;
+	b->g = g;
+	b->cap = cap;
+	return &b->base;
+}
+
+static void agent_stats(void *impl, struct crawl_source_stats *out)
+{
+	struct crawl_cluster *g = impl;
+	out->links_dropped = atomic_load(&g->links_dropped);
+}
+
+const struct crawl_source_ops crawl_cluster_ops = {
+	.open = agent_open,
+	.stop = agent_stop,
+	.close = agent_close,
+	.ready = agent_ready,
+	.page_allowed = agent_page_allowed,
+	.budget_over = agent_budget_over,
+	.keep_host = agent_keep_host,
+	.pump = agent_pump,
+	.done = agent_done,
+	.leave = agent_leave,
+	.leaving = agent_leaving,
+	.tick = agent_tick,
+	.progress = agent_progress,
+	.leases = agent_leases,
+	.batch_create = agent_batch,
+	.stats = agent_stats,
+};

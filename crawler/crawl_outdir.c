@@ -13,8 +13,9 @@
 
 #include "crawler/archive/index.h"
 #include "crawler/archive/wacz.h"
+#include "crawler/config/config.h"
+#include "crawler/crawl_exit.h"
 #include "crawler/store/checkpoint.h"
-#include "crawler/crawl_run.h"
 #include "crawler/store/outdir_lock.h"
 #include "crawler/store/warc_repair.h"
 #include "frontier/base/fileio.h"
@@ -140,10 +141,10 @@ int crawl_outdir_archive(const struct crawl_config *cfg, int package)
 	return -1;
 }
 
-int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
+int crawl_outdir_repair(const char *dir, const char *from)
 {
 	char path[4400], err[512] = "";
-	DIR *d = opendir(cfg->output.dir);
+	DIR *d = opendir(dir);
 	struct dirent *e;
 	uint64_t cut = 0;
 	int rc = 0;
@@ -153,7 +154,7 @@ int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 		struct warc_repair_result res;
 		if (!crawl_outdir_warc_from(e->d_name, from))
 			continue;
-		snprintf(path, sizeof path, "%s/%s", cfg->output.dir, e->d_name);
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
 		/* what the repair found whole is synced too: the crashed run's
 		 * tail may still be only in the page cache, and a power cut
 		 * after this resume would tear a file no later resume repairs
@@ -171,7 +172,7 @@ int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 		}
 	}
 	closedir(d);
-	snprintf(path, sizeof path, "%s/crawl.log", cfg->output.dir);
+	snprintf(path, sizeof path, "%s/crawl.log", dir);
 	if (checkpoint_repair_log(path, &cut) != 0) {
 		fprintf(stderr, "crawler crawl: resume: %s: %s\n", path, strerror(errno));
 		rc = -1;
@@ -181,7 +182,5 @@ int crawl_outdir_repair(const struct crawl_config *cfg, const char *from)
 		        " bytes)\n",
 		        path, cut);
 	}
-	if (rc == 0)
-		crawl_outdir_archive(cfg, 0); /* an index it cannot write stops no crawl */
 	return rc;
 }

@@ -12,8 +12,9 @@
 #define CRAWLER_CRAWL_OUTDIR_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-#include "crawler/config/config.h"
+struct crawl_config;
 
 struct outdir_lock;
 
@@ -40,15 +41,16 @@ void crawl_outdir_remove_stale_spill(const struct crawl_config *cfg);
 int crawl_outdir_warc_from(const char *name, const char *from);
 
 /* The crawl's merged CDXJ index (archive/index.h), when WARC files and
- * their indexes are written, and with `package` and [output] wacz its
- * WACZ (archive/wacz.h): at a crawl's end (package 1) and at a resume,
- * after the repair (0). What it cut or read again is said on stderr. 0,
- * or -1 (said on stderr; the crawl's outputs are untouched). */
+ * their indexes are written, and with `package` and [output] wacz its WACZ
+ * (archive/wacz.h): at a crawl's end (package 1) and at a resume, after
+ * the repair (crawl_outdir_repair; package 0). What it cut or read again
+ * is said on stderr. 0, or -1 (said on stderr; the crawl's outputs are
+ * untouched). */
 int crawl_outdir_archive(const struct crawl_config *cfg, int package);
 
-/* Resume: cuts what a crash tore off the WARC files (those from `from` on,
- * by name, i.e. by time; all when from is empty) and the crawl log. 0, or
- * -1 (messages on stderr). */
-int crawl_outdir_repair(const struct crawl_config *cfg, const char *from);
+/* Resume: cuts what a crash tore off the WARC files in the output folder
+ * dir (those from `from` on, by name, i.e. by time; all when from is
+ * empty) and its crawl log. 0, or -1 (messages on stderr). */
+int crawl_outdir_repair(const char *dir, const char *from);
 
 #endif

@@ -11,20 +11,27 @@
  *   parse_jobs.h       parse threads: links, scope, near-duplicates;
  *   crawl_writer.h     the writer thread: WARC and crawl.log;
  *   crawl_checkpoint.h the checkpoint phases and the crawl state file;
- *   crawl_stats.h      the counters, stats.json and the summary;
+ *   crawl_stats.h      the gatherer of every piece's counters: stats.json,
+ *                      the summary, the progress line;
  *   crawl_outdir.h     the output folder's claim, inputs and repairs;
  *   crawl_tail.h       a resume's replay of what the crash left after the
  *                      checkpoint (done_set.h: those URLs are skipped);
- *   crawl_cluster.h    --cluster: this agent's URLs through Redis inboxes,
- *                      hosts handed over, the end of the whole crawl.
+ *   crawl_source.h     where work comes from and found URLs go: this
+ *                      process alone, or (--cluster, crawl_cluster.h) an
+ *                      agent whose URLs go through Redis inboxes, with
+ *                      hosts handed over and the end of the whole crawl.
  *
  * The hand-offs between threads:
  *   seeds, redirect targets --(feed queue, try_push)--> feeder thread --+
  *   fetch loop --try_submit--> parse pool (links: scope, crawl key) ----+
- *     --sieve_add_batch--> sieve --emit (flush thread)--> side table lookup
+ *     --the thread's link batch (the source's)--> sieve_add_batch
+ *     --> sieve --emit (flush thread)--> side table lookup
  *     --blocking push--> emit queue --uv_async_send--> fetch loop
  *     --> frontier;
  *   fetch loop / parse threads --> writer queue --> writer thread.
+ * A cluster agent's link batches append to its outbox (under a mutex)
+ * instead of adding to the sieve; the loop sends the outbox to the owners,
+ * and the agent's own inbox entries come back through the feed queue.
  * The fetch loop never blocks and never calls the sieve: it starts no
  * transfer while the parse pool, the writer queue or the feed queue lacks
  * room for every transfer in flight (back-pressure), so its own pushes
@@ -36,8 +43,11 @@
  *
  * End: a forced flush requested with nothing in flight, no host held,
  * nothing queued in the frontier, no parse job outstanding and the emit and
- * feed queues empty emitted nothing (sieve_path_dry); or max_pages /
- * max_time / SIGINT; or a sieve failure (exit 1). Every end but a second
+ * feed queues empty emitted nothing (sieve_path_dry), and the source
+ * agrees (an agent: the whole crawl is over); or the page budget
+ * (max_pages; an agent's is the whole crawl's); or max_time / SIGINT (an
+ * agent first hands over its work); or a failure of the sieve or the
+ * source (exit 1 or 2). Every end but a second
  * SIGINT and a sieve failure writes a last checkpoint first. Every exit,
  * after a failed set-up too, goes through one teardown.
  *
@@ -50,18 +60,12 @@
 
 #include <stddef.h>
 
-#include "crawler/config/config.h"
+#include "crawler/crawl_exit.h"
 
-/* Exit codes of a crawl (also of `crawler crawl`). */
-enum crawl_exit {
-	CRAWL_EXIT_OK = 0,      /* crawl finished (frontier exhausted or a limit) */
-	CRAWL_EXIT_FAILURE = 1, /* setup or I/O failure */
-	CRAWL_EXIT_USAGE = 2,   /* bad command line or configuration */
-	CRAWL_EXIT_ABORTED = 3, /* second SIGINT: stopped at once */
-};
+struct crawl_config;
 
 /* Runs a crawl from seeds (n absolute URLs, borrowed) with cfg (borrowed).
- * Blocks until the crawl ends; prints the summary to stdout unless quiet.
+ * Blocks until the crawl ends and returns an enum crawl_exit; prints the summary to stdout unless quiet.
  * A new crawl saves seeds and cfg in the output folder (seeds.txt,
  * crawl.conf) and refuses a folder that holds another crawl's checkpoint;
  * with resume it continues the crawl of the output folder from its last

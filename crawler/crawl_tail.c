@@ -12,15 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crawler/store/crawl_log.h"
+#include "crawler/config/config.h"
 #include "crawler/crawl_outdir.h"
 #include "crawler/crawl_writer.h"
+#include "crawler/net/fetch.h"
+#include "crawler/store/crawl_log.h"
 #include "crawler/store/done_set.h"
 #include "crawler/store/warc_reader.h"
-#include "crawler/net/fetch.h"
-#include "crawler/parse_jobs.h"
-#include "crawler/sieve_path.h"
-#include "crawler/visit.h"
 #include "frontier/base/array.h"
 #include "frontier/base/header_field.h"
 
@@ -414,14 +412,14 @@ static struct crawl_job *replay_job(const struct crawl_tail_entry *e, uint32_t h
  * of memory. */
 static int replay_one(const struct crawl_tail_replay_parts *p, const struct crawl_tail_entry *e)
 {
+	const struct crawl_tail_hooks *h = &p->hooks;
 	uint32_t host;
 	int ok = !e->robots && e->status >= 200 && e->status < 300 && e->bytes > 0;
-	int html = ok && visit_is_html(e->content_type);
+	int html = ok && fetch_type_is_html(e->content_type);
 	if (e->status == -(long)FETCH_ERR_CANCELLED || e->requeued || (html && !e->body) ||
-	    (ok && !html && p->cfg->crawl.sitemaps))
+	    (ok && !html && p->crawl->sitemaps))
 		return 0;
-	if (visit_host_get(p->visit, e->url, strlen(e->url), &host) != 0 ||
-	    visit_replayed(p->visit, host, e) != 0)
+	if (h->count(h->ctx, e, &host) != 0)
 		return 0;
 	if (e->robots)
 		return 1; /* not a frontier URL: its rules are all it leaves */
@@ -432,21 +430,21 @@ static int replay_one(const struct crawl_tail_replay_parts *p, const struct craw
 		return -1;
 	/* the loop is not running yet: what the sieve emits meanwhile is taken
 	 * here, so its flush thread never waits on a full emit queue */
-	while (parse_jobs_try_submit(p->parse, j) != 0) {
-		sieve_path_drain(p->sp, 0);
+	while (h->submit(h->ctx, j) != 0) {
+		h->drain(h->ctx);
 		usleep(1000);
 	}
 	return 1;
 }
 
-int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct crawl_tail_pos *pos)
+int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct crawl_tail_pos *pos,
+                      struct crawl_tail_stats *out)
 {
 	struct crawl_tail *t = NULL;
 	const struct crawl_tail_entry *e;
 	char err[4600];
-	uint64_t replayed = 0, again = 0;
-	size_t max_record = (size_t)p->cfg->fetch.max_body_bytes + RECORD_SLACK;
-	int rc = crawl_tail_open(p->cfg->output.dir, pos, p->cfg->output.warc, max_record, &t, err,
+	size_t max_record = (size_t)p->fetch->max_body_bytes + RECORD_SLACK;
+	int rc = crawl_tail_open(p->output->dir, pos, p->output->warc, max_record, &t, err,
 	                         sizeof err);
 	if (rc == 1)
 		return 0;
@@ -457,8 +455,8 @@ int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct craw
 			rc = -1;
 			break;
 		}
-		replayed += r == 1;
-		again += r == 0;
+		out->replayed += r == 1;
+		out->again += r == 0;
 		rc = 0;
 	}
 	crawl_tail_close(t);
@@ -466,11 +464,11 @@ int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct craw
 		fprintf(stderr, "crawler crawl: resume: the tail after the checkpoint: %s\n", err);
 		return -1;
 	}
-	if (!p->cfg->crawl.quiet)
+	if (!p->crawl->quiet)
 		fprintf(stderr,
 		        "crawler crawl: resume: %" PRIu64
 		        " fetches after the checkpoint taken from "
 		        "the WARC and crawl.log, %" PRIu64 " to fetch again\n",
-		        replayed, again);
+		        out->replayed, out->again);
 	return 0;
 }

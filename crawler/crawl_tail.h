@@ -33,8 +33,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
+struct crawl_output;
+struct crawl_limits;
+struct fetch_config;
 
 #define CRAWL_TAIL_LINE_MAX (64u * 1024u)
 
@@ -80,37 +81,59 @@ int crawl_tail_next(struct crawl_tail *t, const struct crawl_tail_entry **e, cha
 /* NULL is a no-op. */
 void crawl_tail_close(struct crawl_tail *t);
 
+struct crawl_job;
+
+/* How the replay reaches the crawl (the loop's; fetch loop thread). */
+struct crawl_tail_hooks {
+	void *ctx;
+	/* e counted as just fetched (the visit's counters, its host's budget;
+	 * a robots.txt answer sets the host's rules), its frontier host in
+	 * *host: 0, or -1 when it cannot stand for a fetch (nothing done) */
+	int (*count)(void *ctx, const struct crawl_tail_entry *e, uint32_t *host);
+	/* j to the parse threads, without waiting: 0, or -1 (no room; j not
+	 * taken) */
+	int (*submit)(void *ctx, struct crawl_job *j);
+	/* while they have no room: what the sieve emitted goes to the
+	 * frontier, so that its flush thread never waits on a full emit queue
+	 * (the loop is not running yet) */
+	void (*drain)(void *ctx);
+};
+
 /* What the replay uses, all borrowed. */
-struct visit;
-struct parse_jobs;
-struct sieve_path;
 struct done_set;
 struct crawl_tail_replay_parts {
-	const struct crawl_config *cfg;
-	struct visit *visit;
-	struct parse_jobs *parse;
-	struct sieve_path *sp;
+	const struct crawl_output *output; /* [output] dir, warc */
+	const struct crawl_limits *crawl;  /* [crawl] sitemaps, quiet */
+	const struct fetch_config *fetch;  /* [fetch] max_body_bytes: a record's bound */
 	struct done_set *done;
-	struct crawl_stats *stats;
+	struct crawl_tail_hooks hooks;
+};
+
+/* What a replay did. */
+struct crawl_tail_stats {
+	uint64_t replayed; /* fetches counted as done, not fetched again */
+	uint64_t again;    /* fetches left to be made again */
 };
 
 /*
  * Replay, on the fetch loop thread before its first request: each fetch of
- * the tail is counted as done (stats, its host's budget) and its URL goes
- * into the done set, so the frontier and the sieve never hand it out
- * again; its URL (so the sieve knows it), its redirect target and, for an
- * HTML page, the links of its stored payload go to the sieve through the
- * parse threads, as on a live crawl (the job is not written again). Not
- * replayed, so fetched again: a fetch cancelled at a stop, an HTML page
- * whose payload the tail does not hold (a revisit of a response before the
- * cut, a lost record), a robots.txt redirect or unreachable answer (the
- * host asks again, after its delay), and with sitemaps on robots.txt and
- * any 2xx response but HTML (it may be a sitemap, whose registry is not
- * checkpointed). The
- * politeness state is untouched: the first request after a resume waits
- * a delay as before. 0, or -1 (a message on stderr; nothing is lost: what
- * was not replayed is fetched again).
+ * the tail is counted as done (hooks.count: the visit's counters, its
+ * host's budget) and its URL goes into the done set, so the frontier and
+ * the sieve never hand it out again (*out counts the fetches replayed and
+ * those left); its URL (so the sieve knows it), its redirect target and,
+ * for an HTML page, the links of its stored payload go to the sieve
+ * through the parse threads (hooks.submit), as on a live crawl (the job is
+ * not written again). Not replayed, so fetched again: a fetch cancelled at
+ * a stop, an HTML page whose payload the tail does not hold (a revisit of
+ * a response before the cut, a lost record), a robots.txt redirect or
+ * unreachable answer (the host asks again, after its delay), and with
+ * sitemaps on robots.txt and any 2xx response but HTML (it may be a
+ * sitemap, whose registry is not checkpointed). The politeness state is
+ * untouched: the first request after a resume waits a delay as before. 0,
+ * or -1 (a message on stderr; nothing is lost: what was not replayed is
+ * fetched again).
  */
-int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct crawl_tail_pos *pos);
+int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct crawl_tail_pos *pos,
+                      struct crawl_tail_stats *out);
 
 #endif

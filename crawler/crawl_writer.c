@@ -11,7 +11,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "crawler/config/config.h"
+#include "crawler/net/fetch.h"
 #include "crawler/store/crawl_log.h"
+#include "crawler/store/io_stall.h"
+#include "crawler/store/warc.h"
 #include "frontier/base/array.h"
 #include "frontier/base/bqueue.h"
 
@@ -26,6 +30,7 @@ struct crawl_writer {
 	struct warc_position sync_pos;
 	uint64_t sync_log_size;
 	atomic_uint_fast64_t synced;
+	atomic_uint_fast64_t errors, revisits; /* see struct crawl_writer_stats */
 };
 
 void crawl_job_free(struct crawl_job *j)
@@ -69,7 +74,7 @@ static void warc_label(struct crawl_writer *w, char *buf, size_t cap)
 {
 	struct warc_position pos;
 	warc_writer_position(w->warc, &pos);
-	snprintf(buf, cap, "%s/%s", w->p.cfg->output.dir, pos.file);
+	snprintf(buf, cap, "%s/%s", w->p.output->dir, pos.file);
 }
 
 /* A write failed: on a full disk (or quota, or EIO) wait and say to retry
@@ -111,9 +116,9 @@ static int write_warc(struct crawl_writer *w, const struct fetch_result *res)
 	if (stalled && we == WARC_OK)
 		io_stall_resolved(w->p.io, what);
 	if (we != WARC_OK)
-		atomic_fetch_add(&w->p.stats->ac.writer_errors, 1);
+		atomic_fetch_add(&w->errors, 1);
 	if (revisit)
-		atomic_fetch_add(&w->p.stats->ac.warc_revisits, 1);
+		atomic_fetch_add(&w->revisits, 1);
 	return revisit;
 }
 
@@ -160,7 +165,7 @@ static void write_job(struct crawl_writer *w, struct crawl_job *j)
 		.wait_ms = j->wait_us / 1000,
 	};
 	if (log_retry(w, &e) != CRAWL_LOG_OK)
-		atomic_fetch_add(&w->p.stats->ac.writer_errors, 1);
+		atomic_fetch_add(&w->errors, 1);
 }
 
 /* A checkpoint's barrier: every job queued before it is written; make it
@@ -211,7 +216,7 @@ int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_write
 	if (!w)
 		return -1;
 	w->p = *parts;
-	snprintf(w->log_path, sizeof w->log_path, "%s/crawl.log", parts->cfg->output.dir);
+	snprintf(w->log_path, sizeof w->log_path, "%s/crawl.log", parts->output->dir);
 	if (wc) {
 		enum warc_error we = warc_writer_open(wc, &w->warc);
 		if (we != WARC_OK) {
@@ -228,7 +233,7 @@ int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_write
 	*out = w;
 	return 0;
 fail:
-	crawl_writer_close(w);
+	crawl_writer_destroy(w);
 	return -1;
 }
 
@@ -283,6 +288,19 @@ void crawl_writer_close(struct crawl_writer *w)
 		return;
 	bqueue_workers_stop(&w->thread, drop_job);
 	warc_writer_close(w->warc);
+	w->warc = NULL;
 	crawl_log_close(w->log);
+	w->log = NULL;
+}
+
+void crawl_writer_destroy(struct crawl_writer *w)
+{
+	crawl_writer_close(w);
 	free(w);
+}
+
+void crawl_writer_stats(const struct crawl_writer *w, struct crawl_writer_stats *out)
+{
+	out->errors = atomic_load(&w->errors);
+	out->revisits = atomic_load(&w->revisits);
 }

@@ -27,7 +27,8 @@
  * WARC and the crawl log stood.
  *
  * Threads: the writer thread alone touches the WARC writer and the crawl
- * log; every function here is for the fetch loop unless said otherwise.
+ * log, and bumps the writer's counters (atomics: crawl_writer_stats); every
+ * function here is for the fetch loop unless said otherwise.
  */
 #ifndef CRAWLER_CRAWL_WRITER_H
 #define CRAWLER_CRAWL_WRITER_H
@@ -35,11 +36,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
-#include "crawler/net/fetch.h"
-#include "crawler/store/io_stall.h"
-#include "crawler/store/warc.h"
+struct crawl_output;
+struct fetch_result;
+struct io_stall;
+struct warc_config;
+struct warc_position;
 
 /* One finished transfer on its way to the parse pool and the writer. */
 #define CRAWL_PARSE_CSS 2 /* crawl_job.parse: a stylesheet's url()s */
@@ -74,16 +75,15 @@ struct crawl_writer;
 
 /* What the writer uses, all borrowed (warc_config during the open only). */
 struct crawl_writer_parts {
-	const struct crawl_config *cfg;
+	const struct crawl_output *output;     /* [output] dir: crawl.log's */
 	const struct warc_config *warc_config; /* NULL: no WARC output */
 	size_t queue_cap;
 	struct io_stall *io;
-	struct crawl_stats *stats;
 	void (*wake)(void *ctx); /* writer thread: a barrier was reached */
 	void *ctx;
 };
 
-/* Opens the WARC output and crawl.log in cfg->output.dir and starts the
+/* Opens the WARC output and crawl.log in output->dir and starts the
  * writer thread. 0, or -1 (a message on stderr). */
 int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_writer **out);
 
@@ -107,8 +107,17 @@ int crawl_writer_request_sync(struct crawl_writer *w, uint64_t seq);
 int crawl_writer_synced(struct crawl_writer *w, uint64_t seq, int *rc, struct warc_position *pos,
                         uint64_t *log_size);
 
-/* Drains the queue, stops the thread, closes the WARC and the log. NULL is
- * a no-op. */
+/* Drains the queue, stops the thread, closes the WARC and the log (the
+ * figures stay readable until crawl_writer_destroy). NULL is a no-op. */
 void crawl_writer_close(struct crawl_writer *w);
+/* Closes it if not closed, and frees it. NULL is a no-op. */
+void crawl_writer_destroy(struct crawl_writer *w);
+
+/* The writer thread's counters. */
+struct crawl_writer_stats {
+	uint64_t errors;   /* records or log lines that could not be written */
+	uint64_t revisits; /* fetches written as WARC revisit records */
+};
+void crawl_writer_stats(const struct crawl_writer *w, struct crawl_writer_stats *out);
 
 #endif

@@ -3,41 +3,45 @@
  */
 #include "crawler/parse_jobs.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "crawler/store/crawl_log.h"
+#include "crawler/config/config.h"
+#include "crawler/crawl_source.h"
+#include "crawler/crawl_writer.h"
+#include "crawler/link_meta.h"
 #include "crawler/net/decode.h"
+#include "crawler/net/fetch.h"
+#include "crawler/sieve_path.h"
+#include "crawler/sitemap_registry.h"
+#include "crawler/store/crawl_log.h"
 #include "frontier/frontier.h"
+#include "frontier/scope.h"
 #include "frontier/url.h"
+#include "frontier/url_rules_live.h"
 #include "parse/links.h"
+#include "parse/near_dup.h"
 #include "parse/parse_pool.h"
 #include "parse/simhash.h"
 #include "parse/sitemap.h"
 
-#define NEAR_DUP_STRIPES 64
-#define NEAR_DUP_PER_HOST 4096 /* fingerprints kept per host (oldest dropped) */
-#define NEAR_DUP_DISTANCE 3
-
-struct near_dup_host {
-	uint32_t host;
-	uint32_t n, next;
-	uint64_t fp[NEAR_DUP_PER_HOST];
-	struct near_dup_host *chain;
-};
-
-struct near_dup_stripe {
-	pthread_mutex_t mu;
-	struct near_dup_host *hosts;
+/* Counted by the parse threads (their meaning: struct parse_jobs_stats). */
+struct parse_jobs_counters {
+	atomic_uint_fast64_t parsed, links, scope_rejected, rules_rejected, nofollow, near_dups,
+	        decode_errors, url_invalid, emit_dropped;
+	atomic_uint_fast64_t sitemaps, sitemap_urls, sitemap_problems, sitemaps_dropped,
+	        sitemap_malformed, sitemap_too_large, sitemap_too_many, sitemap_urls_over_limit;
+	atomic_uint_fast64_t embeds, embeds_added, embeds_off_domain, stylesheets;
 };
 
 struct parse_jobs {
 	struct parse_jobs_parts p;
+	struct parse_jobs_counters ac;
 	struct parse_pool *pool;
-	struct near_dup_stripe nd[NEAR_DUP_STRIPES];
+	struct near_dup *nd;              /* NULL: near-duplicates not flagged */
+	uint64_t parse_full, writer_full; /* loop thread: see parse_jobs_take */
 };
 
 /* One parse thread's own objects. */
@@ -46,6 +50,7 @@ struct parse_state {
 	struct url *u;
 	struct link_batch *batch;
 	struct sitemap_parser *sm; /* made at the thread's first sitemap */
+	struct url_rules *rules;   /* the URL rules, held for the job at hand */
 };
 
 static void *parse_init(void *ctx)
@@ -54,12 +59,11 @@ static void *parse_init(void *ctx)
 	struct parse_state *ps = calloc(1, sizeof *ps);
 	if (!ps)
 		return NULL;
-	ps->u = url_create(&pj->p.cfg->url);
-	ps->batch = sieve_path_batch_create(pj->p.sp);
-	if (!ps->u || !ps->batch ||
-	    links_extractor_create(&pj->p.cfg->links, &ps->ex) != LINKS_OK) {
+	ps->u = url_create(pj->p.url);
+	ps->batch = crawl_source_batch(pj->p.source);
+	if (!ps->u || !ps->batch || links_extractor_create(pj->p.links, &ps->ex) != LINKS_OK) {
 		url_destroy(ps->u);
-		sieve_path_batch_destroy(ps->batch);
+		link_batch_destroy(ps->batch);
 		free(ps);
 		return NULL;
 	}
@@ -74,42 +78,9 @@ static void parse_fini(void *ctx, void *state)
 		return;
 	links_extractor_destroy(ps->ex);
 	url_destroy(ps->u);
-	sieve_path_batch_destroy(ps->batch);
+	link_batch_destroy(ps->batch);
 	sitemap_parser_destroy(ps->sm);
 	free(ps);
-}
-
-/* 1 if fp is near a page already seen on host; records fp. */
-static int near_dup_check(struct parse_jobs *pj, uint32_t host, uint64_t fp)
-{
-	struct near_dup_stripe *s = &pj->nd[host % NEAR_DUP_STRIPES];
-	int dup = 0;
-	pthread_mutex_lock(&s->mu);
-	struct near_dup_host *h = s->hosts;
-	while (h && h->host != host)
-		h = h->chain;
-	if (!h) {
-		h = calloc(1, sizeof *h);
-		if (!h)
-			goto out;
-		h->host = host;
-		h->chain = s->hosts;
-		s->hosts = h;
-	}
-	for (uint32_t i = 0; i < h->n; i++)
-		if (simhash_distance(h->fp[i], fp) <= NEAR_DUP_DISTANCE) {
-			dup = 1;
-			break;
-		}
-	if (!dup) {
-		h->fp[h->next] = fp;
-		h->next = (h->next + 1) % NEAR_DUP_PER_HOST;
-		if (h->n < NEAR_DUP_PER_HOST)
-			h->n++;
-	}
-out:
-	pthread_mutex_unlock(&s->mu);
-	return dup;
 }
 
 /* The charset parameter of a Content-Type, copied into buf, or NULL. */
@@ -139,17 +110,52 @@ struct embed_scope {
 	int off_domain;
 };
 
-/* One URL's crawl key in the thread's batch, checked against the scope at
- * depth (as an embed when es): the key, or NULL (counted). A crawl key
- * (is_key: the extractors write them, under the crawl's URL options, and
- * keys are idempotent, url.h) is copied, and parsed again only when
- * longer than the batch's slot, to fail; any other URL is normalized. */
-static char *batch_key(struct parse_jobs *pj, struct parse_state *ps, const char *url, size_t len,
-                       int is_key, uint32_t depth, struct embed_scope *es, size_t *klen)
+/* The URL rules' decision on crawl key key[len] found `depth` links from a
+ * seed (rules: the list in hand; none decide when it is empty). */
+static void rules_decide(struct url_rules *rules, const char *key, size_t len, uint32_t depth,
+                         struct url_rules_decision *d)
 {
-	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	if (url_rules_size(rules) == 0)
+		*d = (struct url_rules_decision){ .action = URL_RULES_NO_MATCH, .rule = -1 };
+	else
+		url_rules_decide(rules, key, len, depth, d);
+}
+
+/* The URL rules, then the scope, on crawl key key[len] at depth (as an
+ * embed when es): SCOPE_OK, *priority the deciding rule's; a rejection
+ * is counted by the rule or the scope. An accept lifts the domain limit
+ * and sets the rule's depth=N for max_depth (scope.h). */
+static enum scope_verdict judge(struct scope *scope, struct url_rules *rules, const char *key,
+                                size_t len, uint32_t depth, struct embed_scope *es, int *priority)
+{
+	struct url_rules_decision d;
+	int off_domain = 0;
+	rules_decide(rules, key, len, depth, &d);
+	*priority = d.priority;
+	if (d.action == URL_RULES_REJECT)
+		return SCOPE_VERDICT_COUNT;
+	if (d.action == URL_RULES_ACCEPT) {
+		enum scope_verdict v = scope_check_accepted(scope, key, len, depth, d.depth,
+		                                            es ? &es->off_domain : &off_domain);
+		return v;
+	}
+	return es ? scope_check_embed(scope, key, len, depth, es->allow_off_domain, &es->off_domain)
+	          : scope_check(scope, key, len, depth);
+}
+
+/* One URL's crawl key in the thread's batch, judged by the URL rules and
+ * the scope at depth (as an embed when es): the key, or NULL (counted).
+ * A crawl key (is_key: the extractors write them, under the crawl's URL
+ * options, and keys are idempotent, url.h) is copied, and parsed again
+ * only when longer than the batch's slot, to fail; any other URL is
+ * normalized. *priority: the deciding rule's. */
+static char *batch_key(struct parse_jobs *pj, struct parse_state *ps, const char *url, size_t len,
+                       int is_key, uint32_t depth, struct embed_scope *es, size_t *klen,
+                       int *priority)
+{
+	struct parse_jobs_counters *ac = &pj->ac;
 	size_t room;
-	char *key = sieve_path_batch_slot(ps->batch, &room);
+	char *key = link_batch_slot(ps->batch, &room);
 	*klen = len;
 	if (is_key && len < room) {
 		memcpy(key, url, len + 1);
@@ -157,9 +163,11 @@ static char *batch_key(struct parse_jobs *pj, struct parse_state *ps, const char
 		atomic_fetch_add(&ac->url_invalid, 1);
 		return NULL;
 	}
-	enum scope_verdict v = es ? scope_check_embed(pj->p.scope, key, *klen, depth,
-	                                              es->allow_off_domain, &es->off_domain)
-	                          : scope_check(pj->p.scope, key, *klen, depth);
+	enum scope_verdict v = judge(pj->p.scope, ps->rules, key, *klen, depth, es, priority);
+	if (v == SCOPE_VERDICT_COUNT) {
+		atomic_fetch_add(&ac->rules_rejected, 1);
+		return NULL;
+	}
 	if (v != SCOPE_OK) {
 		atomic_fetch_add(&ac->scope_rejected, 1);
 		return NULL;
@@ -171,9 +179,10 @@ static int add_url(struct parse_jobs *pj, struct parse_state *ps, const char *ur
                    int is_key, uint32_t depth, struct link_meta_via *via)
 {
 	size_t klen;
-	if (!batch_key(pj, ps, url, len, is_key, depth, NULL, &klen))
+	int prio;
+	if (!batch_key(pj, ps, url, len, is_key, depth, NULL, &klen, &prio))
 		return 0;
-	sieve_path_batch_add(ps->batch, klen, depth, via);
+	link_batch_add(ps->batch, klen, frontier_depth_with_priority(depth, prio), via);
 	return 1;
 }
 
@@ -192,23 +201,27 @@ static int same_host(const char *a, size_t alen, const char *b, size_t blen)
 static void add_embed(struct parse_jobs *pj, struct parse_state *ps, const struct crawl_job *j,
                       const struct link *l, struct link_meta_via *via)
 {
-	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct parse_jobs_counters *ac = &pj->ac;
 	uint32_t from_hops = j->embed ? j->embed - 1 : 0;
 	/* If it is off the domains: on the same (off) host as what named it,
 	 * as many hops off; else one more. */
 	uint32_t hops = from_hops > 0 && same_host(j->res->url, strlen(j->res->url), l->url, l->len)
 	                        ? from_hops
 	                        : from_hops + 1;
-	struct embed_scope es = { hops <= pj->p.cfg->crawl.requisites_hops, 0 };
+	struct embed_scope es = { hops <= pj->p.crawl->requisites_hops, 0 };
 	size_t klen;
+	int prio;
 	atomic_fetch_add(&ac->embeds, 1);
-	if (!batch_key(pj, ps, l->url, l->len, 1, j->depth, &es, &klen))
+	if (!batch_key(pj, ps, l->url, l->len, 1, j->depth, &es, &klen, &prio))
 		return;
 	atomic_fetch_add(&ac->embeds_added, 1);
 	if (es.off_domain)
 		atomic_fetch_add(&ac->embeds_off_domain, 1);
 	uint32_t code = 1 + (es.off_domain ? hops : 0);
-	sieve_path_batch_add(ps->batch, klen, frontier_depth_pack_embed(j->depth, 0, code), via);
+	link_batch_add(
+	        ps->batch, klen,
+	        frontier_depth_with_priority(frontier_depth_pack_embed(j->depth, 0, code), prio),
+	        via);
 }
 
 /* A sitemap URL into the batch, registered first (level, scope) so that
@@ -218,21 +231,22 @@ static void add_sitemap_url(struct parse_jobs *pj, struct parse_state *ps, const
                             const char *scope, struct link_meta_via *via)
 {
 	size_t klen;
-	char *key = batch_key(pj, ps, url, len, is_key, depth, NULL, &klen);
+	int prio;
+	char *key = batch_key(pj, ps, url, len, is_key, depth, NULL, &klen, &prio);
 	if (!key)
 		return;
 	if (sitemap_registry_add(pj->p.sitemaps, key, klen, level, scope) < 0) {
-		atomic_fetch_add(&pj->p.stats->ac.sitemaps_dropped, 1);
+		atomic_fetch_add(&pj->ac.sitemaps_dropped, 1);
 		return;
 	}
-	sieve_path_batch_add(ps->batch, klen, depth, via);
+	link_batch_add(ps->batch, klen, frontier_depth_with_priority(depth, prio), via);
 }
 
 /* The page's links into the thread's batch, via the page's URL. */
 static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j,
                       const struct link *l, size_t n, struct link_meta_via *via)
 {
-	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct parse_jobs_counters *ac = &pj->ac;
 	for (size_t i = 0; i < n; i++) {
 		if (link_kind_is_embed(l[i].kind)) {
 			add_embed(pj, ps, j, &l[i], via);
@@ -246,7 +260,7 @@ static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct craw
 	}
 	/* Before the job counts as finished: "no parse job outstanding" then
 	 * means every link found so far is in the sieve. */
-	sieve_path_batch_flush(ps->batch);
+	link_batch_flush(ps->batch);
 }
 
 /* A robots.txt's Sitemap URLs: level 0, judged against the robots.txt URL
@@ -262,7 +276,7 @@ static void add_robots_sitemaps(struct parse_jobs *pj, struct parse_state *ps, s
 	for (size_t i = 0; i < j->nsitemaps; i++)
 		add_sitemap_url(pj, ps, j->sitemaps[i], strlen(j->sitemaps[i]), 0, j->depth, 0,
 		                robots_url, via);
-	sieve_path_batch_flush(ps->batch);
+	link_batch_flush(ps->batch);
 	sieve_path_via_release(pj->p.sp, via);
 }
 
@@ -280,12 +294,12 @@ static int on_sitemap_entry(const struct sitemap_entry *e, void *arg)
 	unsigned level = j->sitemap_level; /* the entry's own: one below the index */
 	if (e->kind == SITEMAP_KIND_URLSET) {
 		if (add_url(w->pj, w->ps, e->url, e->len, 1, j->depth + 1, w->via))
-			atomic_fetch_add(&w->pj->p.stats->ac.sitemap_urls, 1);
+			atomic_fetch_add(&w->pj->ac.sitemap_urls, 1);
 	} else if (level <= SITEMAP_INDEX_DEPTH_MAX) {
 		add_sitemap_url(w->pj, w->ps, e->url, e->len, 1, j->depth, level, j->sitemap_scope,
 		                w->via);
 	} else {
-		atomic_fetch_add(&w->pj->p.stats->ac.sitemaps_dropped, 1);
+		atomic_fetch_add(&w->pj->ac.sitemaps_dropped, 1);
 	}
 	return sieve_path_adding_stopped(w->pj->p.sp);
 }
@@ -293,7 +307,7 @@ static int on_sitemap_entry(const struct sitemap_entry *e, void *arg)
 /* What a parsed sitemap's result says went wrong, by reason. What was
  * read before the problem was used: the first sitemap_max_urls entries,
  * those ended within sitemap_max_bytes, those before malformed XML. */
-static void count_sitemap_problems(struct crawl_stats_atomic *ac, const struct sitemap_result *sr)
+static void count_sitemap_problems(struct parse_jobs_counters *ac, const struct sitemap_result *sr)
 {
 	if (sr->problem != SITEMAP_FINE && sr->problem != SITEMAP_STOPPED)
 		atomic_fetch_add(&ac->sitemap_problems, 1);
@@ -312,23 +326,21 @@ static void count_sitemap_problems(struct crawl_stats_atomic *ac, const struct s
 static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
 {
 	struct fetch_result *res = j->res;
-	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct parse_jobs_counters *ac = &pj->ac;
 	struct decode_output d = { 0 };
-	struct sitemap_walk w = { pj, ps, j, NULL };
+	struct sitemap_walk w = { .pj = pj, .ps = ps, .j = j };
 	if (!ps->sm) {
-		struct sitemap_config sc = { .max_locs = pj->p.cfg->crawl.sitemap_max_urls,
-			                     .max_bytes = pj->p.cfg->crawl.sitemap_max_bytes,
-			                     .max_tag_bytes =
-			                             pj->p.cfg->crawl.sitemap_max_tag_bytes,
-			                     .max_attributes =
-			                             pj->p.cfg->crawl.sitemap_max_attributes,
+		struct sitemap_config sc = { .max_locs = pj->p.crawl->sitemap_max_urls,
+			                     .max_bytes = pj->p.crawl->sitemap_max_bytes,
+			                     .max_tag_bytes = pj->p.crawl->sitemap_max_tag_bytes,
+			                     .max_attributes = pj->p.crawl->sitemap_max_attributes,
 			                     .scope = SITEMAP_SCOPE_HOST,
-			                     .url_options = &pj->p.cfg->url };
+			                     .url_options = pj->p.url };
 		if (sitemap_parser_create(&sc, &ps->sm) != SITEMAP_OK)
 			return;
 	}
 	if (decode_body(res->content_encoding, res->body.data, res->body.len,
-	                pj->p.cfg->fetch.max_body_bytes, &d) != DECODE_OK) {
+	                pj->p.fetch->max_body_bytes, &d) != DECODE_OK) {
 		atomic_fetch_add(&ac->decode_errors, 1);
 		j->error = "decode";
 		return;
@@ -340,7 +352,7 @@ static void parse_sitemap(struct parse_jobs *pj, struct parse_state *ps, struct 
 		atomic_fetch_add(&ac->sitemaps, 1);
 		count_sitemap_problems(ac, &sr);
 	}
-	sieve_path_batch_flush(ps->batch);
+	link_batch_flush(ps->batch);
 	sieve_path_via_release(pj->p.sp, w.via);
 	free(d.data);
 }
@@ -352,14 +364,14 @@ static int extract_page(struct parse_jobs *pj, struct parse_state *ps, struct cr
                         const struct decode_output *d)
 {
 	struct fetch_result *res = j->res;
-	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct parse_jobs_counters *ac = &pj->ac;
 	char csbuf[64];
 	const char *cs = charset_of(res->content_type, csbuf, sizeof csbuf);
 	if (links_extract(ps->ex, res->url, cs, (const char *)d->data, d->len) != LINKS_OK)
 		return 0;
 	atomic_fetch_add(&ac->parsed, 1);
 	const struct links_page *pg = links_page_info(ps->ex);
-	if (pj->p.cfg->parse.near_dup && near_dup_check(pj, j->host, pg->simhash)) {
+	if (pj->nd && near_dup_check(pj->nd, j->host, pg->simhash)) {
 		j->flags |= CRAWL_LOG_NEAR_DUP;
 		atomic_fetch_add(&ac->near_dups, 1);
 	}
@@ -375,11 +387,11 @@ static int extract_page(struct parse_jobs *pj, struct parse_state *ps, struct cr
 static void parse_page(struct parse_jobs *pj, struct parse_state *ps, struct crawl_job *j)
 {
 	struct fetch_result *res = j->res;
-	struct crawl_stats_atomic *ac = &pj->p.stats->ac;
+	struct parse_jobs_counters *ac = &pj->ac;
 	struct decode_output d = { 0 };
 	struct link_meta_via *via = NULL;
 	if (decode_body(res->content_encoding, res->body.data, res->body.len,
-	                pj->p.cfg->fetch.max_body_bytes, &d) != DECODE_OK) {
+	                pj->p.fetch->max_body_bytes, &d) != DECODE_OK) {
 		atomic_fetch_add(&ac->decode_errors, 1);
 		j->error = "decode";
 		return;
@@ -418,11 +430,15 @@ static void add_replayed(struct parse_jobs *pj, struct parse_state *ps, struct c
 	struct link_meta_via *from =
 	        j->redirect ? sieve_path_via(pj->p.sp, url, strlen(url)) : NULL;
 	size_t klen;
+	int prio;
 	if (via)
 		add_url(pj, ps, url, strlen(url), 1, j->depth, via);
-	if (from && batch_key(pj, ps, j->redirect, strlen(j->redirect), 0, j->depth, NULL, &klen))
-		sieve_path_batch_add(ps->batch, klen, frontier_depth_pack(j->depth, 1), from);
-	sieve_path_batch_flush(ps->batch);
+	if (from &&
+	    batch_key(pj, ps, j->redirect, strlen(j->redirect), 0, j->depth, NULL, &klen, &prio))
+		link_batch_add(ps->batch, klen,
+		               frontier_depth_with_priority(frontier_depth_pack(j->depth, 1), prio),
+		               from);
+	link_batch_flush(ps->batch);
 	sieve_path_via_release(pj->p.sp, via);
 	sieve_path_via_release(pj->p.sp, from);
 }
@@ -431,15 +447,22 @@ static void parse_work(void *ctx, void *state, void *item)
 {
 	struct parse_jobs *pj = ctx;
 	struct crawl_job *j = item;
-	if (j->replayed && state && !sieve_path_adding_stopped(pj->p.sp))
-		add_replayed(pj, state, j);
-	if (j->parse && state) {
+	struct parse_state *ps = state;
+	if (ps) /* one list for the whole job: rules added meanwhile judge the next */
+		ps->rules = url_rules_live_get(pj->p.rules);
+	if (j->replayed && ps && !sieve_path_adding_stopped(pj->p.sp))
+		add_replayed(pj, ps, j);
+	if (j->parse && ps) {
 		if (j->nsitemaps)
-			add_robots_sitemaps(pj, state, j);
+			add_robots_sitemaps(pj, ps, j);
 		else if (j->sitemap_level)
-			parse_sitemap(pj, state, j);
+			parse_sitemap(pj, ps, j);
 		else
-			parse_page(pj, state, j);
+			parse_page(pj, ps, j);
+	}
+	if (ps) {
+		url_rules_live_put(pj->p.rules, ps->rules);
+		ps->rules = NULL;
 	}
 	crawl_writer_push(pj->p.writer, j);
 	pj->p.wake(pj->p.ctx);
@@ -447,17 +470,21 @@ static void parse_work(void *ctx, void *state, void *item)
 
 int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **out)
 {
-	const struct crawl_config *cfg = parts->cfg;
 	struct parse_jobs *pj = calloc(1, sizeof *pj);
-	struct parse_pool_ops ops = { parse_init, parse_work, parse_fini };
+	struct parse_pool_ops ops = { .init = parse_init, .work = parse_work, .fini = parse_fini };
 	*out = NULL;
 	if (!pj)
 		return -1;
 	pj->p = *parts;
-	for (int i = 0; i < NEAR_DUP_STRIPES; i++)
-		pthread_mutex_init(&pj->nd[i].mu, NULL);
-	if (parse_pool_create(cfg->parse.threads, cfg->parse.queue + cfg->fetch.max_connections,
-	                      &ops, pj, &pj->pool) != PARSE_POOL_OK) {
+	struct near_dup_config nc = { parts->parse->near_dup_memory };
+	if (parts->parse->near_dup && near_dup_create(&nc, &pj->nd) != NEAR_DUP_OK) {
+		fprintf(stderr, "crawler crawl: cannot create the near-duplicate store\n");
+		parse_jobs_destroy(pj);
+		return -1;
+	}
+	if (parse_pool_create(parts->parse->threads,
+	                      parts->parse->queue + parts->fetch->max_connections, &ops, pj,
+	                      &pj->pool) != PARSE_POOL_OK) {
 		fprintf(stderr, "crawler crawl: cannot start parse threads\n");
 		parse_jobs_destroy(pj);
 		return -1;
@@ -473,18 +500,17 @@ int parse_jobs_try_submit(struct parse_jobs *pj, struct crawl_job *j)
 
 void parse_jobs_take(struct parse_jobs *pj, struct crawl_job *j)
 {
-	struct crawl_stats *s = pj->p.stats;
 	/* Redirects, errors, images: two thirds of a crawl's responses. Through
 	 * a parse thread they would cost two more thread wake-ups (that thread,
 	 * then the loop) for nothing but the hand-on to the writer. */
 	if (j->parse) {
 		if (parse_jobs_try_submit(pj, j) == 0)
 			return;
-		s->parse_full++;
+		pj->parse_full++;
 		j->parse = 0;
 	}
 	if (crawl_writer_try_push(pj->p.writer, j) != 0) {
-		s->writer_full++;
+		pj->writer_full++;
 		crawl_job_free(j);
 	}
 }
@@ -492,16 +518,21 @@ void parse_jobs_take(struct parse_jobs *pj, struct crawl_job *j)
 int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *j, uint32_t *word)
 {
 	const char *to = j->redirect;
-	if (!j->embed) {
-		*word = frontier_depth_pack(j->depth, j->redirects);
-		return scope_check(pj->p.scope, to, strlen(to), j->depth) == SCOPE_OK;
-	}
 	uint32_t hops = j->embed > 1 ? j->embed - 1 : 1;
-	int off_domain = 0;
-	if (scope_check_embed(pj->p.scope, to, strlen(to), j->depth,
-	                      hops <= pj->p.cfg->crawl.requisites_hops, &off_domain) != SCOPE_OK)
+	struct embed_scope es = { hops <= pj->p.crawl->requisites_hops, 0 };
+	int prio;
+	struct url_rules *rules = url_rules_live_get(pj->p.rules);
+	enum scope_verdict v =
+	        judge(pj->p.scope, rules, to, strlen(to), j->depth, j->embed ? &es : NULL, &prio);
+	url_rules_live_put(pj->p.rules, rules);
+	if (v == SCOPE_VERDICT_COUNT)
+		atomic_fetch_add(&pj->ac.rules_rejected, 1);
+	if (v != SCOPE_OK)
 		return 0;
-	*word = frontier_depth_pack_embed(j->depth, j->redirects, off_domain ? hops + 1 : 1);
+	*word = j->embed ? frontier_depth_pack_embed(j->depth, j->redirects,
+	                                             es.off_domain ? hops + 1 : 1)
+	                 : frontier_depth_pack(j->depth, j->redirects);
+	*word = frontier_depth_with_priority(*word, prio);
 	return 1;
 }
 
@@ -515,19 +546,54 @@ uint64_t parse_jobs_outstanding(struct parse_jobs *pj)
 	return parse_pool_outstanding(pj->pool);
 }
 
+void parse_jobs_near_dup_stats(struct parse_jobs *pj, struct near_dup_stats *s)
+{
+	memset(s, 0, sizeof *s);
+	if (pj->nd)
+		near_dup_stats(pj->nd, s);
+}
+
+void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out)
+{
+	const struct parse_jobs_counters *ac = &pj->ac;
+	out->parsed = atomic_load(&ac->parsed);
+	out->links = atomic_load(&ac->links);
+	out->scope_rejected = atomic_load(&ac->scope_rejected);
+	out->rules_rejected = atomic_load(&ac->rules_rejected);
+	out->nofollow = atomic_load(&ac->nofollow);
+	out->near_dups = atomic_load(&ac->near_dups);
+	out->decode_errors = atomic_load(&ac->decode_errors);
+	out->url_invalid = atomic_load(&ac->url_invalid);
+	out->emit_dropped = atomic_load(&ac->emit_dropped);
+	out->sitemaps = atomic_load(&ac->sitemaps);
+	out->sitemap_urls = atomic_load(&ac->sitemap_urls);
+	out->sitemap_problems = atomic_load(&ac->sitemap_problems);
+	out->sitemaps_dropped = atomic_load(&ac->sitemaps_dropped);
+	out->sitemap_malformed = atomic_load(&ac->sitemap_malformed);
+	out->sitemap_too_large = atomic_load(&ac->sitemap_too_large);
+	out->sitemap_too_many = atomic_load(&ac->sitemap_too_many);
+	out->sitemap_urls_over_limit = atomic_load(&ac->sitemap_urls_over_limit);
+	out->embeds = atomic_load(&ac->embeds);
+	out->embeds_added = atomic_load(&ac->embeds_added);
+	out->embeds_off_domain = atomic_load(&ac->embeds_off_domain);
+	out->stylesheets = atomic_load(&ac->stylesheets);
+	out->parse_full = pj->parse_full;
+	out->writer_full = pj->writer_full;
+}
+
+void parse_jobs_stop(struct parse_jobs *pj)
+{
+	if (pj && pj->pool) {
+		parse_pool_destroy(pj->pool);
+		pj->pool = NULL;
+	}
+}
+
 void parse_jobs_destroy(struct parse_jobs *pj)
 {
 	if (!pj)
 		return;
-	parse_pool_destroy(pj->pool);
-	for (int i = 0; i < NEAR_DUP_STRIPES; i++) {
-		struct near_dup_host *h = pj->nd[i].hosts;
-		while (h) {
-			struct near_dup_host *n = h->chain;
-			free(h);
-			h = n;
-		}
-		pthread_mutex_destroy(&pj->nd[i].mu);
-	}
+	parse_jobs_stop(pj);
+	near_dup_destroy(pj->nd);
 	free(pj);
 }

@@ -1,14 +1,16 @@
 /*
  * parse_jobs.h: what the parse threads do with a fetched HTML page
  * (parse/parse_pool.h runs them): decode the body, extract its links,
- * check each one against the scope, write its crawl key into the thread's
- * link batch for the sieve (sieve_path.h), mark near-duplicates, then hand
- * the job to the writer.
+ * judge each one by the URL rules (url_rules_live.h: first match wins; a
+ * rule's accept lifts the domain limit and its depth=N replaces
+ * max_depth) and the scope, write its crawl key into the thread's
+ * link batch (made by the crawl's source, crawl_source.h: into the sieve,
+ * or a cluster agent's to the hosts' owners), mark near-duplicates, then
+ * hand the job to the writer.
  *
- * Near-duplicate table: per host, the SimHash fingerprints of its last
- * NEAR_DUP_PER_HOST pages (a ring; the oldest is dropped), in 64 stripes
- * by host id, each under its own mutex. A page within distance 3 of one of
- * its host's fingerprints is marked (CRAWL_LOG_NEAR_DUP), not dropped.
+ * Near-duplicates ([parse] near_dup): a page within NEAR_DUP_DISTANCE of
+ * a fingerprint of its host in the near-duplicate store (parse/near_dup.h,
+ * [parse] near_dup_memory) is marked (CRAWL_LOG_NEAR_DUP), not dropped.
  *
  * Sitemaps: a robots.txt job's Sitemap URLs are registered at level 0 and
  * added like links (via the robots.txt URL, at the robots.txt's depth); a
@@ -36,6 +38,9 @@
  * in the sieve: "no parse job outstanding" then means every link found so
  * far was added. The pool's queue is bounded: the fetch loop submits
  * without waiting and starts no transfer unless parse_jobs_has_room.
+ *
+ * Counters (parse_jobs_stats): the parse threads bump atomics; the two of
+ * parse_jobs_take are the loop thread's.
  */
 #ifndef CRAWLER_PARSE_JOBS_H
 #define CRAWLER_PARSE_JOBS_H
@@ -43,29 +48,42 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
-#include "crawler/crawl_writer.h"
-#include "crawler/sitemap_registry.h"
-#include "crawler/sieve_path.h"
-#include "frontier/scope.h"
+struct crawl_parse;
+struct links_config;
+struct url_options;
+struct crawl_limits;
+struct fetch_config;
+struct scope;
+struct url_rules_live;
+struct sieve_path;
+struct crawl_source;
+struct crawl_writer;
+struct crawl_job;
+struct sitemap_registry;
 
 struct parse_jobs;
 
 /* What the parse threads use, all borrowed. */
 struct parse_jobs_parts {
-	const struct crawl_config *cfg;
+	const struct crawl_parse *parse; /* [parse] */
+	const struct links_config *links;
+	const struct url_options *url; /* the crawl keys of links */
+	/* [crawl] requisites_hops, sitemap_max_urls, _bytes, _tag_bytes, _attributes */
+	const struct crawl_limits *crawl;
+	/* [fetch] max_body_bytes (decoding), max_connections (the queue) */
+	const struct fetch_config *fetch;
 	struct scope *scope;
-	struct sieve_path *sp;
+	struct url_rules_live *rules; /* the URL rules: one list taken per job */
+	struct crawl_source *source;  /* each thread's batch for the links it finds */
+	struct sieve_path *sp;        /* via strings; whether adding stopped */
 	struct crawl_writer *writer;
-	struct crawl_stats *stats;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	void (*wake)(void *ctx);           /* any thread: a job went to the writer */
 	void *ctx;
 };
 
-/* Starts cfg->parse.threads threads with a queue of cfg->parse.queue +
- * cfg->fetch.max_connections jobs. 0, or -1 (a message on stderr). */
+/* Starts parse->threads threads with a queue of parse->queue +
+ * fetch->max_connections jobs. 0, or -1 (a message on stderr). */
 int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **out);
 
 /* Loop thread: queues j without waiting (takes it). 0, or -1 when full (j
@@ -76,17 +94,52 @@ int parse_jobs_try_submit(struct parse_jobs *pj, struct crawl_job *j);
  * full parse queue, counted as parse_full, the job then unparsed); a full
  * writer queue drops it (writer_full). Takes j. */
 void parse_jobs_take(struct parse_jobs *pj, struct crawl_job *j);
-/* Is job j's redirect target in scope? Then *word is its depth word. A
+/* Is job j's redirect target in scope (the URL rules, then the scope)?
+ * Then *word is its depth word, with the deciding rule's priority. A
  * page's target is judged as a link; an embed's by the embed rule above,
  * a redirect adding no hop: off the allowed domains it is one hop off
- * them at least, or as many as the embed was. */
+ * them at least, or as many as the embed was. Loop thread. */
 int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *j, uint32_t *word);
 /* 1 if the queue keeps room for in_flight + 1 more jobs. */
 int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight);
 /* Jobs submitted and not yet handed to the writer. */
 uint64_t parse_jobs_outstanding(struct parse_jobs *pj);
 
-/* Finishes every queued job, joins the threads, frees. NULL is a no-op. */
+/* The near-duplicate store's figures (zeros when near_dup is off). */
+struct near_dup_stats;
+void parse_jobs_near_dup_stats(struct parse_jobs *pj, struct near_dup_stats *s);
+
+/* The counters of the parse threads, and of parse_jobs_take (loop
+ * thread): jobs sent on unparsed (the parse queue full) or dropped (the
+ * writer's queue full). */
+struct parse_jobs_stats {
+	uint64_t parsed;         /* HTML pages whose links were extracted */
+	uint64_t links;          /* links found (embeds aside) */
+	uint64_t scope_rejected; /* links, embeds and sitemap URLs out of scope */
+	uint64_t rules_rejected; /* the same a URL rule rejected (redirect targets too) */
+	uint64_t nofollow;       /* nofollow links, and pages with meta nofollow */
+	uint64_t near_dups;      /* pages marked near-duplicates */
+	uint64_t decode_errors;  /* bodies whose Content-Encoding would not decode */
+	uint64_t url_invalid;    /* links that are no valid URL */
+	uint64_t emit_dropped;   /* links lost: no memory for their via string */
+	/* sitemaps: parsed, their URLs taken, parsed with a problem, not
+	 * registered (the registry was full, or an index too deep) */
+	uint64_t sitemaps, sitemap_urls, sitemap_problems, sitemaps_dropped;
+	/* sitemap files malformed (XML, gzip, not a sitemap, too deep), cut at
+	 * sitemap_max_bytes, with more than sitemap_max_urls entries; entries
+	 * dropped past that */
+	uint64_t sitemap_malformed, sitemap_too_large, sitemap_too_many, sitemap_urls_over_limit;
+	/* page requisites: embeds found, in scope and handed to the sieve, of
+	 * those off the allowed domains, stylesheets parsed */
+	uint64_t embeds, embeds_added, embeds_off_domain, stylesheets;
+	uint64_t parse_full, writer_full; /* loop thread */
+};
+void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out);
+
+/* Finishes every queued job and joins the threads (teardown); the figures
+ * stay readable until parse_jobs_destroy. NULL is a no-op. */
+void parse_jobs_stop(struct parse_jobs *pj);
+/* Stops it if not stopped, and frees it. NULL is a no-op. */
 void parse_jobs_destroy(struct parse_jobs *pj);
 
 #endif

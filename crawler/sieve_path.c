@@ -6,7 +6,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,7 +18,8 @@
 
 #include <xxhash.h>
 
-#include "frontier/base/array.h"
+#include "crawler/crawl_source.h"
+#include "crawler/store/io_stall.h"
 #include "frontier/base/bqueue.h"
 #include "frontier/base/clock.h"
 #include "frontier/frontier.h"
@@ -58,7 +58,9 @@ struct feed {
 	char data[]; /* url NUL via NUL */
 };
 
-struct link_batch {
+/* A link batch of the sieve's (crawl_source.h). */
+struct sieve_batch {
+	struct link_batch base;
 	struct sieve_path *sp;
 	const char *urls[BATCH_URLS];
 	size_t lens[BATCH_URLS];
@@ -66,13 +68,19 @@ struct link_batch {
 	uint64_t tickets[BATCH_URLS]; /* NO_TICKET: the side-table entry is not ours */
 	size_t n;
 	uint64_t flushes; /* the sieve's completed flushes, as last read */
-	int local;        /* cluster: adds to the sieve (not to the outbox) */
 	size_t arena_cap, arena_len;
 	char arena[]; /* the keys, back to back */
 };
 
+/* Counted by any thread (stats.json's names in sieve_path.h). */
+struct sieve_path_counters {
+	atomic_uint_fast64_t keys_added, emits_pushed, emit_dropped, seeds_invalid, sieve_errors;
+	atomic_uint_fast64_t meta_present, meta_dropped, meta_missing, meta_flushes;
+};
+
 struct sieve_path {
 	struct sieve_path_parts p;
+	struct sieve_path_counters ac;
 	sieve_t *sieve;
 	struct link_meta *meta;
 	struct bqueue *emitq, *feedq;
@@ -86,19 +94,16 @@ struct sieve_path {
 	pthread_mutex_t error_mu;
 	char error[512]; /* first sieve failure (written once, under error_mu) */
 	atomic_uint_fast64_t flush_done_seq;
-	/* cluster (outbound): keys added go to the outbox, lines for the loop */
-	int outbound;
-	pthread_mutex_t out_mu;
-	char *out_buf;
-	size_t out_len, out_cap;
+	struct link_batch *found;           /* the feeder's: where seeds and redirect targets go */
 	uint64_t lines_fed, flush_lines_at; /* inbox entries fed (loop thread) */
 	/* forced flushes (loop thread) */
 	int flush_pending, flush_idle;
 	uint64_t flush_seq, flush_emits_before, flush_keys_at;
 	uint64_t flush_asked_us, flush_done_us, flush_took_us; /* monotonic */
-	uint64_t waited_flush_us;  /* sieve_path_none_ready's last request; 0: none yet */
-	struct emit *pending_emit; /* a URL the frontier could not take yet */
-	struct sieve_stats sst;    /* saved before the sieve is closed */
+	uint64_t waited_flush_us; /* sieve_path_none_ready's last request; 0: none yet */
+	uint64_t forced_flushes, early_flushes; /* asked for: idle, and early */
+	struct emit *pending_emit;              /* a URL the frontier could not take yet */
+	struct sieve_stats sst;                 /* saved before the sieve is closed */
 	struct link_meta_stats mst;
 };
 
@@ -106,7 +111,7 @@ struct sieve_path {
  * would be lost silently, so the crawl stops; the loop reports it. */
 static void sieve_failure(struct sieve_path *sp, int rc, const char *what)
 {
-	atomic_fetch_add(&sp->p.stats->ac.sieve_errors, 1);
+	atomic_fetch_add(&sp->ac.sieve_errors, 1);
 	pthread_mutex_lock(&sp->error_mu);
 	if (!atomic_load(&sp->failed)) {
 		snprintf(sp->error, sizeof sp->error, "%s: %s (%s)", what, sieve_strerror(rc),
@@ -129,19 +134,33 @@ int sieve_path_failed(struct sieve_path *sp, char *msg, size_t cap)
 
 /* ---- link batches ---- */
 
-struct link_batch *sieve_path_batch_create(struct sieve_path *sp)
+static const struct link_batch_ops sieve_batch_ops;
+
+static struct sieve_batch *sieve_batch(struct link_batch *b)
 {
-	size_t cap = 16u * ((size_t)sp->p.cfg->scope.max_url_len + 1);
-	struct link_batch *b = malloc(sizeof *b + cap);
+	return (struct sieve_batch *)(void *)b;
+}
+
+static struct sieve_batch *sieve_batch_create(struct sieve_path *sp)
+{
+	size_t cap = 16u * ((size_t)sp->p.cfg.max_url_len + 1);
+	struct sieve_batch *b = malloc(sizeof *b + cap);
 	if (b) {
 		memset(b, 0, sizeof *b);
+		b->base.ops = &sieve_batch_ops;
 		b->sp = sp;
 		b->arena_cap = cap;
 	}
 	return b;
 }
 
-void sieve_path_batch_destroy(struct link_batch *b)
+struct link_batch *sieve_path_batch_create(struct sieve_path *sp)
+{
+	struct sieve_batch *b = sieve_batch_create(sp);
+	return b ? &b->base : NULL;
+}
+
+static void batch_destroy(struct link_batch *b)
 {
 	free(b);
 }
@@ -156,11 +175,10 @@ static uint64_t sieve_flushes(struct sieve_path *sp)
 /* Hands the batch to the sieve, then marks its side-table entries done
  * with the flush count read after the add returned (link_meta.h). May
  * block while the sieve's buffers are both full: never on the loop. */
-void sieve_path_batch_flush(struct link_batch *b)
+static void batch_flush(struct link_batch *lb)
 {
+	struct sieve_batch *b = sieve_batch(lb);
 	struct sieve_path *sp = b->sp;
-	if (sp->outbound && !b->local)
-		sp->p.hooks.wake(sp->p.hooks.ctx); /* the loop sends what the outbox holds */
 	if (b->n == 0)
 		return;
 	int rc = sieve_add_batch(sp->sieve, b->urls, b->lens, b->n);
@@ -170,7 +188,7 @@ void sieve_path_batch_flush(struct link_batch *b)
 	for (size_t i = 0; i < b->n; i++)
 		if (b->tickets[i] != NO_TICKET)
 			link_meta_done(sp->meta, b->sigs[i], b->tickets[i], b->flushes);
-	atomic_fetch_add(&sp->p.stats->ac.keys_added, b->n);
+	atomic_fetch_add(&sp->ac.keys_added, b->n);
 	b->n = 0;
 	b->arena_len = 0;
 }
@@ -188,74 +206,30 @@ static int sieve_flush_delivered(struct sieve_path *sp)
 
 /* The side table is full: a forced flush processes every URL added so far
  * (the calling thread waits: back-pressure), then its stale entries go. */
-static void meta_make_room(struct link_batch *b)
+static void meta_make_room(struct sieve_batch *b)
 {
 	struct sieve_path *sp = b->sp;
 	uint64_t before = link_meta_clock(sp->meta);
 	sieve_flush_delivered(sp);
 	b->flushes = sieve_flushes(sp);
 	link_meta_sweep(sp->meta, b->flushes, before);
-	atomic_fetch_add(&sp->p.stats->ac.meta_flushes, 1);
+	atomic_fetch_add(&sp->ac.meta_flushes, 1);
 }
 
-char *sieve_path_batch_slot(struct link_batch *b, size_t *room)
+static char *batch_slot(struct link_batch *lb, size_t *room)
 {
-	if (b->arena_cap - b->arena_len < (size_t)b->sp->p.cfg->scope.max_url_len + 1)
-		sieve_path_batch_flush(b);
+	struct sieve_batch *b = sieve_batch(lb);
+	if (b->arena_cap - b->arena_len < (size_t)b->sp->p.cfg.max_url_len + 1)
+		batch_flush(lb);
 	*room = b->arena_cap - b->arena_len;
 	return b->arena + b->arena_len;
 }
 
-/* Cluster: appends "key \t via \t depth \n" to the outbox. */
-static void outbox_append(struct sieve_path *sp, const char *key, size_t klen, uint32_t depth,
-                          const struct link_meta_via *via)
+static void batch_add(struct link_batch *lb, size_t klen, uint32_t depth, struct link_meta_via *via)
 {
-	size_t vlen = 0;
-	const char *v = via ? link_meta_via_str(via, &vlen) : "";
-	pthread_mutex_lock(&sp->out_mu);
-	char *nb = array_room(sp->out_buf, &sp->out_cap, sp->out_len + klen + vlen + 16, 65536);
-	if (!nb) {
-		pthread_mutex_unlock(&sp->out_mu);
-		atomic_fetch_add(&sp->p.stats->ac.meta_dropped, 1);
-		return;
-	}
-	sp->out_buf = nb;
-	sp->out_len +=
-	        (size_t)snprintf(sp->out_buf + sp->out_len, sp->out_cap - sp->out_len,
-	                         "%.*s\t%.*s\t%" PRIu32 "\n", (int)klen, key, (int)vlen, v, depth);
-	pthread_mutex_unlock(&sp->out_mu);
-}
-
-char *sieve_path_take_outbox(struct sieve_path *sp, size_t *len)
-{
-	pthread_mutex_lock(&sp->out_mu);
-	char *buf = sp->out_len ? sp->out_buf : NULL;
-	*len = sp->out_len;
-	if (buf) {
-		sp->out_buf = NULL;
-		sp->out_len = sp->out_cap = 0;
-	}
-	pthread_mutex_unlock(&sp->out_mu);
-	return buf;
-}
-
-size_t sieve_path_outbox_len(struct sieve_path *sp)
-{
-	pthread_mutex_lock(&sp->out_mu);
-	size_t n = sp->out_len;
-	pthread_mutex_unlock(&sp->out_mu);
-	return n;
-}
-
-void sieve_path_batch_add(struct link_batch *b, size_t klen, uint32_t depth,
-                          struct link_meta_via *via)
-{
+	struct sieve_batch *b = sieve_batch(lb);
 	struct sieve_path *sp = b->sp;
 	char *key = b->arena + b->arena_len;
-	if (sp->outbound && !b->local) {
-		outbox_append(sp, key, klen, depth, via);
-		return;
-	}
 	uint64_t sig = XXH3_64bits(key, klen), ticket = NO_TICKET;
 	enum link_meta_result mr = link_meta_put(sp->meta, sig, depth, via, b->flushes, 0, &ticket);
 	if (mr == LINK_META_FULL) {
@@ -265,18 +239,18 @@ void sieve_path_batch_add(struct link_batch *b, size_t klen, uint32_t depth,
 		if (klen > sizeof tmp)
 			return;
 		memcpy(tmp, key, klen);
-		sieve_path_batch_flush(b);
+		batch_flush(lb);
 		memcpy(b->arena, tmp, klen);
 		key = b->arena;
 		meta_make_room(b);
 		mr = link_meta_put(sp->meta, sig, depth, via, b->flushes, 1, &ticket);
 		if (mr == LINK_META_FULL) {
-			atomic_fetch_add(&sp->p.stats->ac.meta_dropped, 1);
+			atomic_fetch_add(&sp->ac.meta_dropped, 1);
 			return;
 		}
 	}
 	if (mr == LINK_META_PRESENT) {
-		atomic_fetch_add(&sp->p.stats->ac.meta_present, 1);
+		atomic_fetch_add(&sp->ac.meta_present, 1);
 		return;
 	}
 	b->urls[b->n] = key;
@@ -286,8 +260,12 @@ void sieve_path_batch_add(struct link_batch *b, size_t klen, uint32_t depth,
 	b->n++;
 	b->arena_len += klen;
 	if (b->n == BATCH_URLS)
-		sieve_path_batch_flush(b);
+		batch_flush(lb);
 }
+
+static const struct link_batch_ops sieve_batch_ops = {
+	.slot = batch_slot, .add = batch_add, .flush = batch_flush, .destroy = batch_destroy
+};
 
 struct link_meta_via *sieve_path_via(struct sieve_path *sp, const char *s, size_t len)
 {
@@ -319,13 +297,13 @@ static void on_sieve_emit(void *ctx, const char *url, size_t len)
 	const char *vs = "";
 	size_t vlen = 0;
 	if (link_meta_take(sp->meta, XXH3_64bits(url, len), &depth, &via) != LINK_META_PRESENT)
-		atomic_fetch_add(&sp->p.stats->ac.meta_missing, 1);
+		atomic_fetch_add(&sp->ac.meta_missing, 1);
 	else
 		vs = link_meta_via_str(via, &vlen);
 	struct emit *e = malloc(sizeof *e + len + vlen + 2);
 	if (!e) {
 		link_meta_via_release(sp->meta, via);
-		atomic_fetch_add(&sp->p.stats->ac.emit_dropped, 1);
+		atomic_fetch_add(&sp->ac.emit_dropped, 1);
 		return;
 	}
 	e->depth = depth;
@@ -337,11 +315,11 @@ static void on_sieve_emit(void *ctx, const char *url, size_t len)
 	e->data[len + 1 + vlen] = '\0';
 	link_meta_via_release(sp->meta, via);
 	if (bqueue_push(sp->emitq, e) != BQUEUE_OK) {
-		atomic_fetch_add(&sp->p.stats->ac.emit_dropped, 1);
+		atomic_fetch_add(&sp->ac.emit_dropped, 1);
 		free(e);
 		return;
 	}
-	atomic_fetch_add(&sp->p.stats->ac.emits_pushed, 1);
+	atomic_fetch_add(&sp->ac.emits_pushed, 1);
 	sp->p.hooks.wake(sp->p.hooks.ctx);
 }
 
@@ -396,21 +374,21 @@ static void feed_seeds(struct sieve_path *sp, struct link_batch *b, struct url *
 {
 	for (size_t i = 0; i < sp->n_seeds && !atomic_load(&sp->stop_adding); i++) {
 		size_t room, klen;
-		char *key = sieve_path_batch_slot(b, &room);
+		char *key = link_batch_slot(b, &room);
 		const char *seed = sp->seeds[i];
 		enum url_error ue = url_normalize(u, NULL, seed, strlen(seed), key, room, &klen);
 		if (ue != URL_OK) {
-			atomic_fetch_add(&sp->p.stats->ac.seeds_invalid, 1);
+			atomic_fetch_add(&sp->ac.seeds_invalid, 1);
 			fprintf(stderr, "crawler crawl: seed '%s' skipped: %s\n", seed,
 			        url_strerror(ue));
 			continue;
 		}
-		sieve_path_batch_add(b, klen, 0, none);
+		link_batch_add(b, klen, 0, none);
 	}
-	sieve_path_batch_flush(b);
+	link_batch_flush(b);
 }
 
-/* Cluster: an inbox entry's URLs into the sieve, through the local batch. */
+/* Cluster: an inbox entry's URLs into the sieve, through the feeder's own batch. */
 static void feed_lines(struct sieve_path *sp, struct link_batch *in, const char *lines)
 {
 	for (const char *line = lines, *next; *line; line = next) {
@@ -418,23 +396,22 @@ static void feed_lines(struct sieve_path *sp, struct link_batch *in, const char 
 		next = nl ? nl + 1 : line + strlen(line);
 		char *via = strchr(line, '\t');
 		char *depth = via ? strchr(via + 1, '\t') : NULL;
-		if (!depth || (nl && depth > nl) ||
-		    (size_t)(via - line) > sp->p.cfg->scope.max_url_len)
+		if (!depth || (nl && depth > nl) || (size_t)(via - line) > sp->p.cfg.max_url_len)
 			continue;
 		struct link_meta_via *v =
 		        link_meta_via_new(sp->meta, via + 1, (size_t)(depth - via - 1));
 		size_t room;
-		char *key = sieve_path_batch_slot(in, &room);
+		char *key = batch_slot(in, &room);
 		if (v && (size_t)(via - line) < room) {
 			memcpy(key, line, (size_t)(via - line));
-			sieve_path_batch_add(in, (size_t)(via - line),
-			                     (uint32_t)strtoul(depth + 1, NULL, 10), v);
+			batch_add(in, (size_t)(via - line), (uint32_t)strtoul(depth + 1, NULL, 10),
+			          v);
 		} else {
-			atomic_fetch_add(&sp->p.stats->ac.meta_dropped, 1);
+			atomic_fetch_add(&sp->ac.meta_dropped, 1);
 		}
 		link_meta_via_release(sp->meta, v);
 	}
-	sieve_path_batch_flush(in);
+	batch_flush(in);
 }
 
 static void feed_one(struct sieve_path *sp, struct link_batch *b, struct link_batch *in,
@@ -453,13 +430,13 @@ static void feed_one(struct sieve_path *sp, struct link_batch *b, struct link_ba
 	struct link_meta_via *via =
 	        link_meta_via_new(sp->meta, f->data + f->url_len + 1, f->via_len);
 	size_t room;
-	char *key = sieve_path_batch_slot(b, &room);
+	char *key = link_batch_slot(b, &room);
 	if (via && f->url_len < room) {
 		memcpy(key, f->data, f->url_len);
-		sieve_path_batch_add(b, f->url_len, f->depth, via);
-		sieve_path_batch_flush(b);
+		link_batch_add(b, f->url_len, f->depth, via);
+		link_batch_flush(b);
 	} else {
-		atomic_fetch_add(&sp->p.stats->ac.meta_dropped, 1);
+		atomic_fetch_add(&sp->ac.meta_dropped, 1);
 	}
 	link_meta_via_release(sp->meta, via);
 }
@@ -467,13 +444,11 @@ static void feed_one(struct sieve_path *sp, struct link_batch *b, struct link_ba
 static void *feeder_main(void *arg)
 {
 	struct sieve_path *sp = arg;
-	struct url *u = url_create(&sp->p.cfg->url);
+	struct url *u = url_create(sp->p.cfg.url);
 	struct link_meta_via *none = link_meta_via_new(sp->meta, "", 0);
-	struct link_batch *b = sieve_path_batch_create(sp);
+	struct link_batch *b = sp->found;
 	struct link_batch *in = sieve_path_batch_create(sp);
 	int ok = u && none && b && in;
-	if (in)
-		in->local = 1;
 	void *item;
 	if (!ok)
 		sieve_failure(sp, SIEVE_ENOMEM, "feeder");
@@ -486,15 +461,16 @@ static void *feeder_main(void *arg)
 			feed_one(sp, b, in, item);
 		free(item);
 	}
-	sieve_path_batch_destroy(b);
-	sieve_path_batch_destroy(in);
+	link_batch_destroy(in);
 	link_meta_via_release(sp->meta, none);
 	url_destroy(u);
 	return NULL;
 }
 
-int sieve_path_start_feeder(struct sieve_path *sp, char *const *seeds, size_t n)
+int sieve_path_start_feeder(struct sieve_path *sp, char *const *seeds, size_t n,
+                            struct link_batch *found)
 {
+	sp->found = found;
 	sp->seeds = seeds;
 	sp->n_seeds = n;
 	if (pthread_create(&sp->feeder, NULL, feeder_main, sp) != 0)
@@ -545,7 +521,7 @@ int sieve_path_feed_lines(struct sieve_path *sp, const char *lines, size_t len)
 
 int sieve_path_inbound_room(const struct sieve_path *sp)
 {
-	return bqueue_size(sp->feedq) + (size_t)sp->p.cfg->fetch.max_connections + FEED_SLACK <
+	return bqueue_size(sp->feedq) + sp->p.cfg.max_connections + FEED_SLACK <
 	       bqueue_cap(sp->feedq);
 }
 
@@ -562,7 +538,7 @@ int sieve_path_has_room(const struct sieve_path *sp, size_t in_flight)
  * can end the crawl. */
 static void request_flush(struct sieve_path *sp, int idle)
 {
-	uint64_t emits = atomic_load(&sp->p.stats->ac.emits_pushed);
+	uint64_t emits = atomic_load(&sp->ac.emits_pushed);
 	if (feed_push(sp, 1, sp->flush_seq + 1, NULL, 0, NULL, 0, 0) != 0)
 		return; /* no room (cannot happen: has_room keeps one slot); next pump retries */
 	sp->flush_seq++;
@@ -570,12 +546,12 @@ static void request_flush(struct sieve_path *sp, int idle)
 	sp->flush_asked_us = monotonic_us();
 	sp->flush_idle = idle;
 	sp->flush_emits_before = emits;
-	sp->flush_keys_at = atomic_load(&sp->p.stats->ac.keys_added);
+	sp->flush_keys_at = atomic_load(&sp->ac.keys_added);
 	sp->flush_lines_at = sp->lines_fed;
 	if (idle)
-		sp->p.stats->forced_flushes++;
+		sp->forced_flushes++;
 	else
-		sp->p.stats->early_flushes++;
+		sp->early_flushes++;
 }
 
 /* 1 if the pending forced flush has completed (it is then no longer
@@ -599,7 +575,7 @@ static int flush_completed(struct sieve_path *sp)
  * EARLY_FLUSH_RATIO entries per key, however big the crawl. */
 static void early_flush(struct sieve_path *sp)
 {
-	const struct crawl_stats_atomic *ac = &sp->p.stats->ac;
+	const struct sieve_path_counters *ac = &sp->ac;
 	if (bqueue_size(sp->emitq) == 0 &&
 	    atomic_load(&ac->keys_added) - sp->flush_keys_at >
 	            atomic_load(&ac->emits_pushed) / EARLY_FLUSH_RATIO)
@@ -608,7 +584,7 @@ static void early_flush(struct sieve_path *sp)
 
 int sieve_path_dry(struct sieve_path *sp, int loop_idle)
 {
-	const struct crawl_stats_atomic *ac = &sp->p.stats->ac;
+	const struct sieve_path_counters *ac = &sp->ac;
 	int idle = loop_idle && bqueue_size(sp->emitq) == 0 && bqueue_size(sp->feedq) == 0;
 	/* URLs may still wait in the sieve's buffer (it flushes by itself only
 	 * when full): a forced flush, run by the feeder thread, delivers them.
@@ -636,7 +612,7 @@ uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t no
 	if (sp->flush_pending || !atomic_load(&sp->seeded))
 		return 0;
 	if (!loop_idle || bqueue_size(sp->emitq) != 0 || bqueue_size(sp->feedq) != 0 ||
-	    atomic_load(&sp->p.stats->ac.keys_added) == sp->flush_keys_at)
+	    atomic_load(&sp->ac.keys_added) == sp->flush_keys_at)
 		return 0; /* what is under way will ask again when it ends */
 	/* Flushing takes at most a tenth of the time so spent waiting, counted
 	 * from the last such flush: the other flushes (the seeds', those of
@@ -685,19 +661,17 @@ int sieve_path_checkpoint(struct sieve_path *sp, const char *path, char *err, si
 
 int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **out)
 {
-	const struct crawl_config *cfg = parts->cfg;
+	const struct sieve_path_config *cfg = &parts->cfg;
 	struct sieve_path *sp = calloc(1, sizeof *sp);
 	*out = NULL;
 	if (!sp)
 		return -1;
 	sp->p = *parts;
 	pthread_mutex_init(&sp->error_mu, NULL);
-	pthread_mutex_init(&sp->out_mu, NULL);
-	sp->outbound = cfg->cluster.redis[0] != '\0';
 	sp->emitq = bqueue_create(EMIT_QUEUE);
-	sp->feedq = bqueue_create((size_t)cfg->fetch.max_connections + FEED_SLACK +
-	                          (sp->outbound ? INBOUND_SLACK : 0));
-	sp->meta = link_meta_create(cfg->link_meta_memory);
+	sp->feedq = bqueue_create(cfg->max_connections + FEED_SLACK +
+	                          (cfg->inbound ? INBOUND_SLACK : 0));
+	sp->meta = link_meta_create(cfg->meta_memory);
 	if (!sp->emitq || !sp->feedq || !sp->meta) {
 		sieve_path_destroy(sp);
 		return -1;
@@ -792,10 +766,21 @@ void sieve_path_close_sieve(struct sieve_path *sp)
 		fprintf(stderr, "crawler crawl: closing the sieve: %s\n", sieve_strerror(rc));
 }
 
-void sieve_path_stats(struct sieve_path *sp, struct sieve_stats *ss, struct link_meta_stats *ms)
+void sieve_path_stats(const struct sieve_path *sp, struct sieve_path_stats *out)
 {
-	*ss = sp->sst;
-	*ms = sp->mst;
+	out->sieve = sp->sst;
+	out->meta = sp->mst;
+	out->forced_flushes = sp->forced_flushes;
+	out->early_flushes = sp->early_flushes;
+	out->keys_added = atomic_load(&sp->ac.keys_added);
+	out->emits_pushed = atomic_load(&sp->ac.emits_pushed);
+	out->emit_dropped = atomic_load(&sp->ac.emit_dropped);
+	out->seeds_invalid = atomic_load(&sp->ac.seeds_invalid);
+	out->sieve_errors = atomic_load(&sp->ac.sieve_errors);
+	out->meta_present = atomic_load(&sp->ac.meta_present);
+	out->meta_dropped = atomic_load(&sp->ac.meta_dropped);
+	out->meta_missing = atomic_load(&sp->ac.meta_missing);
+	out->meta_flushes = atomic_load(&sp->ac.meta_flushes);
 }
 
 static void free_items(struct bqueue *q)
@@ -819,8 +804,7 @@ void sieve_path_destroy(struct sieve_path *sp)
 	free_items(sp->feedq);
 	link_meta_destroy(sp->meta);
 	free(sp->pending_emit);
-	free(sp->out_buf);
-	pthread_mutex_destroy(&sp->out_mu);
+	link_batch_destroy(sp->found);
 	pthread_mutex_destroy(&sp->error_mu);
 	free(sp);
 }

@@ -5,8 +5,9 @@
  * queues.
  *
  *   seeds, redirect targets --(feed queue, try_push)--> feeder thread --+
- *   parse threads (links: scope, crawl key, link batches) --------------+
- *     --sieve_add_batch--> sieve --emit (flush thread)--> side table lookup
+ *   parse threads (links: scope, crawl key) ----------------------------+
+ *     --link batch (crawl_source.h)--> side table, sieve_add_batch
+ *     --> sieve --emit (flush thread)--> side table lookup
  *     --blocking push--> emit queue --wake--> fetch loop
  *     --sieve_path_drain--> take callback (the frontier).
  *
@@ -19,25 +20,29 @@
  * feeder thread keeps its items in order: a flush requested after a
  * redirect covers it.
  *
- * Link batches: crawl keys on their way into the sieve, one batch per
- * adding thread, written straight into the batch's arena. A key whose
- * signature already has a side-table entry is on its way already (or was
- * dropped by the sieve as seen) and is skipped.
+ * Link batches (the sieve's kind of crawl_source.h's link_batch): crawl
+ * keys on their way into the sieve, one batch per adding thread, written
+ * straight into the batch's arena. A key whose signature already has a
+ * side-table entry is on its way already (or was dropped by the sieve as
+ * seen) and is skipped.
  *
  * Forced flushes: the sieve flushes by itself when its buffer is full.
  * When the frontier runs dry the loop asks (sieve_path_dry) for a forced
  * flush: early, while pages are still in flight or parsed, and once
  * everything is idle; an idle flush that emitted nothing ends the crawl.
  *
- * Cluster (cfg->cluster.redis set): the URLs of this agent's hosts come
- * from its inbox, the rest from other agents' too, so what seeds, links
- * and redirect targets add goes to the outbox instead (lines
- * "URL \t VIA \t DEPTH \n", under a mutex), which the loop takes and
- * sends to each URL's owner; inbox entries come back through the feed
- * queue (sieve_path_feed_lines) into the sieve.
+ * Where seeds and redirect targets go is the feeder's found batch, given
+ * by the crawl's source (crawl_source.h): the sieve's own batch when this
+ * process crawls alone; a cluster agent's sends them to their hosts'
+ * owners, and its inbox entries come back through the feed queue
+ * (sieve_path_feed_lines) into the sieve.
  *
  * A sieve failure leaves the sieve unusable (URLs would be lost
  * silently): the crawl stops (sieve_path_failed).
+ *
+ * Counters (sieve_path_stats): the adding threads, the feeder and the
+ * sieve's flush thread bump atomics; the forced flushes asked for are the
+ * loop thread's.
  */
 #ifndef CRAWLER_SIEVE_PATH_H
 #define CRAWLER_SIEVE_PATH_H
@@ -45,11 +50,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
-#include "crawler/store/io_stall.h"
 #include "crawler/link_meta.h"
 #include "sieve/sieve.h"
+
+struct url_options;
+struct io_stall;
 
 struct sieve_path;
 struct link_batch;
@@ -64,16 +69,24 @@ struct sieve_path_hooks {
 	            uint32_t depth);
 };
 
+/* What the sieve path reads of the configuration. */
+struct sieve_path_config {
+	const struct url_options *url; /* the crawl keys of seeds and inbox lines */
+	uint32_t max_url_len;          /* [frontier] max_url_len: a key's room */
+	size_t max_connections;        /* [fetch]: the feed queue's room, one per transfer */
+	uint64_t meta_memory;          /* [sieve] meta_memory: the side table's bound */
+	int inbound;                   /* a cluster agent: room for inbox entries too */
+};
+
 /* What the sieve path uses, all borrowed. */
 struct sieve_path_parts {
-	const struct crawl_config *cfg;
+	struct sieve_path_config cfg;
 	struct io_stall *io;
-	struct crawl_stats *stats;
 	struct sieve_path_hooks hooks;
 };
 
-/* The queues and the side table (cfg->link_meta_memory). 0, or -1 (out
- * of memory). */
+/* The queues and the side table (cfg.meta_memory). 0, or -1 (out of
+ * memory). */
 int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **out);
 
 /* Empties a sieve folder for a new crawl (a sieve that remembered an
@@ -90,8 +103,11 @@ int sieve_path_open_sieve(struct sieve_path *sp, struct sieve_config *svc, const
                           char *err, size_t errlen);
 
 /* Starts the feeder thread: it adds the n seeds (borrowed until
- * sieve_path_stop_feeder), then serves the feed queue. 0 or -1. */
-int sieve_path_start_feeder(struct sieve_path *sp, char *const *seeds, size_t n);
+ * sieve_path_stop_feeder) to found, then serves the feed queue, redirect
+ * targets going to found too. Takes found (NULL: out of memory, counted as
+ * a sieve failure), even on failure. 0 or -1. */
+int sieve_path_start_feeder(struct sieve_path *sp, char *const *seeds, size_t n,
+                            struct link_batch *found);
 
 /* ---- loop thread ---- */
 
@@ -122,10 +138,6 @@ uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t no
 int sieve_path_feed_lines(struct sieve_path *sp, const char *lines, size_t len);
 /* Cluster: 1 while the feed queue has room for an inbox entry. */
 int sieve_path_inbound_room(const struct sieve_path *sp);
-/* Cluster: the outbox's lines (the caller frees them), or NULL if empty;
- * *len their length. */
-char *sieve_path_take_outbox(struct sieve_path *sp, size_t *len);
-size_t sieve_path_outbox_len(struct sieve_path *sp);
 /* Checkpoint: 1 when the seeds are in, no forced flush is pending and the
  * feed queue is empty. */
 int sieve_path_quiet(struct sieve_path *sp);
@@ -142,18 +154,9 @@ int sieve_path_checkpoint(struct sieve_path *sp, const char *path, char *err, si
 
 /* ---- adding threads (parse threads) ---- */
 
-/* A batch for one thread; NULL if out of memory. */
+/* A link batch into the sieve for one thread (its operations:
+ * crawl_source.h); NULL if out of memory. */
 struct link_batch *sieve_path_batch_create(struct sieve_path *sp);
-void sieve_path_batch_destroy(struct link_batch *b);
-/* Room for one more crawl key (at most max_url_len): *room bytes at the
- * returned address. */
-char *sieve_path_batch_slot(struct link_batch *b, size_t *room);
-/* Queues the key just written at the slot (klen bytes) with its metadata
- * (via borrowed). */
-void sieve_path_batch_add(struct link_batch *b, size_t klen, uint32_t depth,
-                          struct link_meta_via *via);
-/* Hands the batch to the sieve (may wait: never on the loop). */
-void sieve_path_batch_flush(struct link_batch *b);
 /* A via string shared by several keys (link_meta_via_new); NULL if out of
  * memory. Release with sieve_path_via_release (NULL is a no-op). */
 struct link_meta_via *sieve_path_via(struct sieve_path *sp, const char *s, size_t len);
@@ -170,8 +173,25 @@ void sieve_path_stop_feeder(struct sieve_path *sp);
 /* Saves the sieve's figures (what the crawl saw, not the final flush) and
  * closes it; after every adder has stopped. */
 void sieve_path_close_sieve(struct sieve_path *sp);
-/* The sieve's and the side table's figures (saved at close). */
-void sieve_path_stats(struct sieve_path *sp, struct sieve_stats *ss, struct link_meta_stats *ms);
+/* The sieve path's figures: the sieve's and the side table's (saved at
+ * close; zeros before), and its own counters. */
+struct sieve_path_stats {
+	struct sieve_stats sieve;
+	struct link_meta_stats meta;
+	/* any thread */
+	uint64_t keys_added;    /* crawl keys handed to the sieve */
+	uint64_t emits_pushed;  /* URLs the sieve emitted, queued for the frontier */
+	uint64_t emit_dropped;  /* emitted URLs lost: no memory, or after teardown */
+	uint64_t seeds_invalid; /* seeds that are no URL */
+	uint64_t sieve_errors;  /* sieve calls that failed (the crawl stops) */
+	uint64_t meta_present;  /* keys skipped: on their way already (side table) */
+	uint64_t meta_dropped;  /* keys dropped: no room in the side table */
+	uint64_t meta_missing;  /* emitted URLs without a side-table entry */
+	uint64_t meta_flushes;  /* flushes forced by a full side table */
+	/* loop thread */
+	uint64_t forced_flushes, early_flushes; /* flushes asked for: idle, and early */
+};
+void sieve_path_stats(const struct sieve_path *sp, struct sieve_path_stats *out);
 /* Frees the rest; NULL is a no-op. */
 void sieve_path_destroy(struct sieve_path *sp);
 

@@ -4,21 +4,21 @@
 #include "crawler/visit.h"
 #include "crawler/visit_int.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "crawler/store/crawl_log.h"
-#include "crawler/net/decode.h"
-#include "crawler/store/done_set.h"
+#include "crawler/crawl_tail.h"
 #include "crawler/sitemap_registry.h"
+#include "crawler/store/crawl_log.h"
+#include "crawler/store/done_set.h"
+#include "frontier/base/array.h"
 #include "frontier/base/clock.h"
-#include "frontier/base/recfile.h"
 #include "frontier/url.h"
 #include "politeness/delay_policy.h"
 #include "politeness/robots.h"
-#include "frontier/base/array.h"
 
 static void visit_next(struct visit *v, uint32_t host);
 static void dns_done(void *ctx, enum dns_error err, const char *name, const struct ip_addr *addrs,
@@ -52,16 +52,6 @@ char *visit_resolve_location(struct visit *v, const char *base, const char *loc,
 	}
 	memcpy(out, href, len + 1);
 	return out;
-}
-
-int visit_is_html(const char *ct)
-{
-	if (!ct)
-		return 0;
-	while (*ct == ' ')
-		ct++;
-	return strncasecmp(ct, "text/html", 9) == 0 ||
-	       strncasecmp(ct, "application/xhtml+xml", 21) == 0;
 }
 
 static int is_css(const char *ct)
@@ -137,15 +127,85 @@ void visit_set_robots(struct visit *v, uint32_t host, enum politeness_robots_sta
 	politeness_robots_set(v->p.pol, host, st, robots, expires_us);
 }
 
+/* ---- counters ---- */
+
+void visit_count_fetch_error(struct visit *v, enum fetch_error e)
+{
+	if ((size_t)e < VISIT_ERRORS)
+		v->st.fetch_errors[e]++;
+}
+
+void visit_count_dns_error(struct visit *v, enum dns_error e)
+{
+	v->st.dns_errors[(size_t)e < VISIT_ERRORS ? e : VISIT_ERRORS - 1]++;
+}
+
+void visit_stats(const struct visit *v, struct visit_stats *out)
+{
+	*out = v->st;
+}
+
+uint64_t visit_pages_started(const struct visit *v)
+{
+	return v->st.pages_started;
+}
+
 /* ---- states ---- */
 
-/* Every change of a host's visit state: the one place to trace them. */
-void visit_set_state(struct host_state *hs, enum visit_state st)
+static const char *const state_names[] = { "IDLE", "RESOLVE", "ROBOTS", "FETCH" };
+static const char *const dns_names[] = { "NONE", "PENDING", "OK", "FAILED" };
+static const char *const outcome_names[] = {
+	[VISIT_OK] = "OK",
+	[VISIT_ERROR] = "ERROR",
+	[VISIT_RETRY_LATER] = "RETRY_LATER",
+	[VISIT_NONE] = "NONE",
+};
+#define NAME_OF(names, i) ((size_t)(i) < sizeof(names) / sizeof(names)[0] ? (names)[i] : "?")
+
+/* A change of a host's state as one line on stderr ([crawl] trace_visits;
+ * curl's multistate() manner): when (ms since the visit was created), the
+ * host, what changed, from what to what, and why. */
+static void trace(struct visit *v, uint32_t host, const char *what, const char *from,
+                  const char *to, const char *why)
 {
+	size_t kl = 0;
+	const char *key = frontier_host_key(v->p.frontier, host, &kl);
+	fprintf(stderr, "visit %" PRIu64 " ms %.*s: %s %s -> %s (%s)\n",
+	        (monotonic_us() - v->trace_t0_us) / 1000, key ? (int)kl : 1, key ? key : "?", what,
+	        from, to, why);
+}
+
+/* Every change of a host's visit state (visit.h draws them), traced. */
+void visit_set_state(struct visit *v, uint32_t host, enum visit_state st, const char *why)
+{
+	struct host_state *hs = visit_host_state(v, host);
+	if (v->trace)
+		trace(v, host, "state", NAME_OF(state_names, hs->state), NAME_OF(state_names, st),
+		      why);
 	hs->state = (uint8_t)st;
 }
 
-void visit_end(struct visit *v, uint32_t host)
+/* The visit's outcome so far (what politeness_release gets), traced when
+ * it changes. */
+void visit_set_outcome(struct visit *v, uint32_t host, enum visit_kind kind, const char *why)
+{
+	struct host_state *hs = visit_host_state(v, host);
+	if (v->trace && hs->outcome != kind)
+		trace(v, host, "outcome", NAME_OF(outcome_names, hs->outcome),
+		      NAME_OF(outcome_names, kind), why);
+	hs->outcome = (uint8_t)kind;
+}
+
+/* The host's DNS answer, traced when it changes. */
+void visit_set_dns(struct visit *v, uint32_t host, enum host_dns dns, const char *why)
+{
+	struct host_state *hs = visit_host_state(v, host);
+	if (v->trace && hs->dns != dns)
+		trace(v, host, "dns", NAME_OF(dns_names, hs->dns), NAME_OF(dns_names, dns), why);
+	hs->dns = (uint8_t)dns;
+}
+
+void visit_end(struct visit *v, uint32_t host, const char *why)
 {
 	struct host_state *hs = visit_host_state(v, host);
 	struct visit_outcome o = {
@@ -154,7 +214,13 @@ void visit_end(struct visit *v, uint32_t host)
 		.requests = hs->visit_requests,
 		.retry_after_us = hs->retry_after_us,
 	};
-	visit_set_state(hs, VISIT_IDLE);
+	char line[200];
+	if (v->trace) {
+		snprintf(line, sizeof line, "%s; released %s, %" PRIu32 " requests", why,
+		         NAME_OF(outcome_names, o.kind), o.requests);
+		why = line;
+	}
+	visit_set_state(v, host, VISIT_IDLE, why);
 	politeness_release(v->p.pol, host, &o, monotonic_us());
 }
 
@@ -194,7 +260,7 @@ const struct ip_addr *visit_addr_choose(struct visit *v, const struct ip_addr *a
 	for (size_t i = 0; i < naddrs; i++) {
 		char ip[IP_ADDR_STRLEN];
 		ip_addr_format(&addrs[i], ip, sizeof ip);
-		if (!v->p.cfg->fetch.allow_private_networks && fetch_addr_is_private(ip))
+		if (!v->p.fetch_config->allow_private_networks && fetch_addr_is_private(ip))
 			continue;
 		fams |= visit_family_bit(addrs[i].family);
 		if (first == NULL)
@@ -223,6 +289,7 @@ int visit_start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t 
 	q->host = host;
 	q->depth = frontier_depth_of(depth);
 	q->embed = frontier_embed_of(depth);
+	q->priority = frontier_priority_of(depth);
 	q->robots = robots;
 	q->redirects = redirects;
 	q->wait_us = hs->visit_requests == 0 ? hs->visit_wait_us : 0;
@@ -252,15 +319,14 @@ int visit_req_send(struct visit *v, struct req *q)
 	struct fetch_request fr = {
 		.url = q->url, .ip = q->ip, .user = q, .flags = q->robots ? FETCH_FLAG_ROBOTS : 0
 	};
-	enum fetch_error e = fetch_engine_start(v->p.fetch, &fr);
+	enum fetch_error e = v->p.net.start(v->p.net.ctx, &fr);
 	if (e != FETCH_OK) {
-		if ((size_t)e < CRAWL_STATS_ERRORS)
-			v->p.stats->fetch_errors[e]++;
+		visit_count_fetch_error(v, e);
 		visit_req_release(v, q);
 		return -1;
 	}
 	visit_host_state(v, q->host)->visit_requests++;
-	v->p.stats->requests++;
+	v->st.requests++;
 	return 0;
 }
 
@@ -297,11 +363,11 @@ static int dns_wait_push(struct visit *v, uint32_t host)
 }
 
 /* A host that will never resolve: its URLs go, its visit ends. */
-static void host_unresolvable(struct visit *v, uint32_t host, struct host_state *hs)
+static void host_unresolvable(struct visit *v, uint32_t host, const char *why)
 {
-	hs->dns = HOST_DNS_FAILED;
+	visit_set_dns(v, host, HOST_DNS_FAILED, why);
 	retire_host(v, host);
-	visit_end(v, host);
+	visit_end(v, host, why);
 }
 
 /* Starts the lookup of a held host's name; the visit goes on in dns_done.
@@ -315,32 +381,32 @@ static int resolve_host(struct visit *v, uint32_t host, int in_line)
 	const char *name = frontier_host_name(v->p.frontier, host, &hl);
 	if (hs->dns == HOST_DNS_FAILED || name == NULL || hl == 0) {
 		retire_host(v, host);
-		visit_end(v, host);
+		visit_end(v, host, "no name to resolve");
 		return 0;
 	}
 	struct dns_wait *w = malloc(sizeof *w);
 	if (!w) {
-		visit_end(v, host);
+		visit_end(v, host, "out of memory");
 		return 0;
 	}
 	w->v = v;
 	w->host = host;
-	hs->dns = HOST_DNS_PENDING;
-	visit_set_state(hs, VISIT_RESOLVE);
+	visit_set_state(v, host, VISIT_RESOLVE, "no address yet");
+	visit_set_dns(v, host, HOST_DNS_PENDING, "lookup");
 	v->in_dns_call++;
-	enum dns_error e = dns_resolve(v->p.dns, name, dns_done, w, uv_now(v->p.loop));
+	enum dns_error e = v->p.net.resolve(v->p.net.ctx, name, dns_done, w);
 	v->in_dns_call--;
 	if (e == DNS_OK)
 		return 0;
 	free(w);
 	if (e == DNS_ERR_BUSY && (in_line || dns_wait_push(v, host) == 0))
 		return -1; /* HOST_DNS_PENDING: in line */
-	hs->dns = HOST_DNS_NONE;
-	v->p.stats->dns_errors[e < CRAWL_STATS_ERRORS ? e : CRAWL_STATS_ERRORS - 1]++;
-	hs->outcome = VISIT_RETRY_LATER;
+	visit_set_dns(v, host, HOST_DNS_NONE, dns_strerror(e));
+	visit_count_dns_error(v, e);
+	visit_set_outcome(v, host, VISIT_RETRY_LATER, "lookup not started");
 	hs->visit_requests = 1; /* so the retry delay applies */
 	hs->retry_after_us = monotonic_us() + 1000000u;
-	visit_end(v, host);
+	visit_end(v, host, "lookup not started");
 	return 0;
 }
 
@@ -372,33 +438,34 @@ static void dns_answered(struct visit *v, uint32_t host, enum dns_error err,
 {
 	struct host_state *hs = visit_host_state(v, host);
 	if (*v->p.finished) {
-		hs->dns = HOST_DNS_NONE;
+		visit_set_dns(v, host, HOST_DNS_NONE, "crawl over");
 		return;
 	}
 	if (err != DNS_OK || naddrs == 0) {
-		v->p.stats->dns_errors[err < CRAWL_STATS_ERRORS ? err : CRAWL_STATS_ERRORS - 1]++;
+		const char *why = err != DNS_OK ? dns_strerror(err) : "no address";
+		visit_count_dns_error(v, err);
 		if (err == DNS_ERR_TIMEOUT || err == DNS_ERR_SERVFAIL || err == DNS_ERR_BUSY) {
 			/* Transient: the host backs off as after a failed visit and
 			 * is retired only after max_consecutive_errors of them. */
-			hs->dns = HOST_DNS_NONE;
-			hs->outcome = VISIT_ERROR;
+			visit_set_dns(v, host, HOST_DNS_NONE, why);
+			visit_set_outcome(v, host, VISIT_ERROR, why);
 			hs->visit_requests = 1;
-			visit_end(v, host);
+			visit_end(v, host, why);
 		} else {
-			v->p.stats->hosts_dns_failed++;
-			host_unresolvable(v, host, hs);
+			v->st.hosts_dns_failed++;
+			host_unresolvable(v, host, why);
 		}
 		return;
 	}
 	const struct ip_addr *a = visit_addr_choose(v, addrs, naddrs, hs->failed, &hs->families);
 	if (a == NULL) {
-		v->p.stats->private_refused++;
-		host_unresolvable(v, host, hs);
+		v->st.private_refused++;
+		host_unresolvable(v, host, "private address refused");
 		return;
 	}
-	hs->dns = HOST_DNS_OK;
+	visit_set_dns(v, host, HOST_DNS_OK, "answered");
 	politeness_host_set_ip(v->p.pol, host, a);
-	visit_end(v, host); /* VISIT_NONE: back under the IP's token */
+	visit_end(v, host, "resolved"); /* VISIT_NONE: back under the IP's token */
 }
 
 /* The resolver's callback: the host's visit goes on, then hosts waiting in
@@ -428,9 +495,8 @@ void visit_begin(struct visit *v, uint32_t host)
 	struct host_state *hs = visit_host_state(v, host);
 	if (!hs)
 		return;
-	visit_set_state(hs, VISIT_FETCH);
 	hs->visit_requests = 0;
-	hs->outcome = VISIT_OK;
+	visit_set_outcome(v, host, VISIT_OK, "visit begins");
 	hs->retry_after_us = 0;
 	hs->visit_start_us = monotonic_us();
 	hs->visit_wait_us = politeness_host_wait(v->p.pol, host);
@@ -439,24 +505,26 @@ void visit_begin(struct visit *v, uint32_t host)
 		resolve_host(v, host, 0);
 		return;
 	}
-	uint64_t exp;
-	enum politeness_robots_state st = robots_of(v, host, NULL, &exp);
-	if (v->p.cfg->crawl.obey_robots &&
-	    (st == POLITENESS_ROBOTS_UNKNOWN ||
-	     (st == POLITENESS_ROBOTS_KNOWN && exp && exp < monotonic_us()))) {
-		visit_start_robots(v, host);
-		return;
-	}
-	visit_next(v, host);
+	visit_set_state(v, host, VISIT_FETCH, "visit begins");
+	visit_next(v, host); /* robots.txt first if it is due */
 }
 
-/* 1 if the visit must end before its next request. */
-static int visit_over(struct visit *v, const struct host_state *hs)
+/* Why the visit must end before its next request, or NULL. */
+static const char *visit_over(struct visit *v, const struct host_state *hs)
 {
-	return *v->p.stopping || hs->outcome != VISIT_OK ||
-	       hs->visit_requests >= hs->visit_max_urls ||
-	       (hs->visit_requests && monotonic_us() - hs->visit_start_us >= hs->visit_max_us) ||
-	       !v->p.hooks.page_allowed(v->p.hooks.ctx) || !v->p.hooks.can_start(v->p.hooks.ctx);
+	if (*v->p.stopping)
+		return "stopping";
+	if (hs->outcome != VISIT_OK)
+		return "answer ends the visit";
+	if (hs->visit_requests >= hs->visit_max_urls)
+		return "budget: URLs";
+	if (hs->visit_requests && monotonic_us() - hs->visit_start_us >= hs->visit_max_us)
+		return "budget: time";
+	if (!v->p.hooks.page_allowed(v->p.hooks.ctx))
+		return "no more pages allowed";
+	if (!v->p.hooks.can_start(v->p.hooks.ctx))
+		return "no room for a transfer";
+	return NULL;
 }
 
 /* 1 if robots.txt forbids the URL. */
@@ -464,11 +532,22 @@ static int disallowed(struct visit *v, uint32_t host, const struct frontier_url 
 {
 	const struct robots *rob = NULL;
 	char path[FRONTIER_URL_MAX + 8];
-	if (!v->p.cfg->crawl.obey_robots)
+	if (!v->p.crawl->obey_robots)
 		return 0;
 	robots_of(v, host, &rob, NULL);
 	return rob && (robots_path_from_url(fu->url, fu->url_len, path, sizeof path) != ROBOTS_OK ||
 	               !robots_allowed(rob, path, strlen(path)));
+}
+
+/* 1 if robots.txt is to be fetched before the host's next URL: never
+ * fetched, forgotten (the cache's bound), or expired. */
+static int robots_due(struct visit *v, uint32_t host)
+{
+	uint64_t exp;
+	enum politeness_robots_state st = robots_of(v, host, NULL, &exp);
+	return v->p.crawl->obey_robots &&
+	       (st == POLITENESS_ROBOTS_UNKNOWN ||
+	        (st == POLITENESS_ROBOTS_KNOWN && exp && exp < monotonic_us()));
 }
 
 static void visit_next(struct visit *v, uint32_t host)
@@ -476,23 +555,32 @@ static void visit_next(struct visit *v, uint32_t host)
 	struct host_state *hs = visit_host_state(v, host);
 	for (;;) {
 		struct frontier_url fu;
-		if (visit_over(v, hs) || frontier_pop(v->p.frontier, host, &fu) != FRONTIER_OK) {
-			visit_end(v, host);
+		const char *over = visit_over(v, hs);
+		if (over || frontier_host_queued(v->p.frontier, host) == 0) {
+			visit_end(v, host, over ? over : "queue empty");
+			return;
+		}
+		if (robots_due(v, host)) {
+			visit_start_robots(v, host);
+			return;
+		}
+		if (frontier_pop(v->p.frontier, host, &fu) != FRONTIER_OK) {
+			visit_end(v, host, "queue empty");
 			return;
 		}
 		/* fetched after the checkpoint, found in its tail (crawl_tail.h) */
 		if (done_set_take(v->p.done, fu.url, fu.url_len)) {
-			v->p.stats->tail_skipped++;
+			v->st.tail_skipped++;
 			continue;
 		}
 		if (disallowed(v, host, &fu)) {
-			v->p.stats->robots_disallowed++;
+			v->st.robots_disallowed++;
 			continue;
 		}
 		char *url = strndup(fu.url, fu.url_len);
 		char *via = strndup(fu.via, fu.via_len);
 		/* counted first: a request put back at once uncounts itself */
-		v->p.stats->pages_started++;
+		v->st.pages_started++;
 		int rc = (url && via)
 		                 ? visit_start_fetch(v, host, url, fu.depth, via, 0,
 		                                     (int)frontier_redirects_of(fu.depth), NULL)
@@ -501,7 +589,7 @@ static void visit_next(struct visit *v, uint32_t host)
 		free(via);
 		if (rc == 0)
 			return; /* one request per host in flight; visit_continue goes on */
-		v->p.stats->pages_started--;
+		v->st.pages_started--;
 	}
 }
 
@@ -513,9 +601,9 @@ void visit_continue(struct visit *v, uint32_t host)
 
 /* ---- results ---- */
 
-static void count_status(struct crawl_stats *s, long status, uint64_t bytes)
+static void count_status(struct visit_stats *s, long status, uint64_t bytes)
 {
-	if (status >= 0 && status < CRAWL_STATS_STATUS_MAX)
+	if (status >= 0 && status < VISIT_STATUS_MAX)
 		s->status[status]++;
 	else
 		s->status_other++;
@@ -523,28 +611,27 @@ static void count_status(struct crawl_stats *s, long status, uint64_t bytes)
 }
 
 /* Counts a result and what it says about the host's visit. */
-static void count_result(struct visit *v, struct host_state *hs, const struct fetch_result *res)
+static void count_result(struct visit *v, uint32_t host, struct host_state *hs,
+                         const struct fetch_result *res)
 {
-	struct crawl_stats *s = v->p.stats;
 	if (res->error != FETCH_OK) {
-		if ((size_t)res->error < CRAWL_STATS_ERRORS)
-			s->fetch_errors[res->error]++;
+		visit_count_fetch_error(v, res->error);
 		/* A reused connection the server closed: no error of the host's;
 		 * the visit ends and the next waits the usual delay. */
 		if (res->reuse_dropped && hs->outcome == VISIT_OK)
-			hs->outcome = VISIT_RETRY_LATER;
+			visit_set_outcome(v, host, VISIT_RETRY_LATER, "reused connection dropped");
 		else if (res->error != FETCH_ERR_CANCELLED)
-			hs->outcome = VISIT_ERROR;
+			visit_set_outcome(v, host, VISIT_ERROR, fetch_strerror(res->error));
 		return;
 	}
 	hs->reuse_drops = 0;
-	count_status(s, res->status, res->body.len);
+	count_status(&v->st, res->status, res->body.len);
 	if (res->status == 429 || (res->status == 503 && res->retry_after_s >= 0)) {
-		hs->outcome = VISIT_RETRY_LATER;
+		visit_set_outcome(v, host, VISIT_RETRY_LATER, res->status == 429 ? "429" : "503");
 		uint64_t ra = res->retry_after_s >= 0 ? (uint64_t)res->retry_after_s : 60u;
 		hs->retry_after_us = delay_policy_after_seconds(monotonic_us(), ra);
 	} else if (res->status >= 500) {
-		hs->outcome = VISIT_ERROR;
+		visit_set_outcome(v, host, VISIT_ERROR, "5xx");
 	}
 }
 
@@ -552,8 +639,9 @@ static void count_result(struct visit *v, struct host_state *hs, const struct fe
  * redirect count (via: q's, or the job's once it took it). 1 when so. */
 static int req_unpop(struct visit *v, const struct req *q, const char *via)
 {
+	uint32_t word = frontier_depth_pack_embed(q->depth, (uint32_t)q->redirects, q->embed);
 	return frontier_unpop(v->p.frontier, q->host, q->url, strlen(q->url), via, strlen(via),
-	                      frontier_depth_pack(q->depth, (uint32_t)q->redirects)) == FRONTIER_OK;
+	                      frontier_depth_with_priority(word, q->priority)) == FRONTIER_OK;
 }
 
 /* A page whose reused connection closed before answering (libcurl's
@@ -566,7 +654,7 @@ static int page_requeue(struct visit *v, struct req *q, const char *via)
 	if (hs->reuse_drops >= VISIT_MAX_REUSE_DROPS || !req_unpop(v, q, via))
 		return 0;
 	hs->reuse_drops++;
-	v->p.stats->reuse_retries++;
+	v->st.reuse_retries++;
 	return 1;
 }
 
@@ -574,7 +662,7 @@ static int page_requeue(struct visit *v, struct req *q, const char *via)
 static void page_result(struct visit *v, struct req *q, struct fetch_result *res,
                         struct crawl_job *j, int *follow)
 {
-	v->p.stats->pages_done++;
+	v->st.pages_done++;
 	if (res->reuse_dropped && !*v->p.stopping && page_requeue(v, q, j->via ? j->via : ""))
 		j->flags |= CRAWL_LOG_REQUEUED;
 	frontier_host_account(v->p.frontier, q->host, 1, res->body.len);
@@ -583,11 +671,11 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 		j->flags |= CRAWL_LOG_REDIRECT;
 		j->redirect = visit_resolve_location(v, res->url, res->location, &crawlable);
 		j->redirects = (uint32_t)q->redirects + 1;
-		v->p.stats->redirects++;
+		v->st.redirects++;
 		*follow = j->redirect && crawlable;
 		/* An endless chain ends here: the hop count came with the URL. */
-		if (*follow && (uint32_t)q->redirects >= v->p.cfg->crawl.max_redirects) {
-			v->p.stats->redirect_limit++;
+		if (*follow && (uint32_t)q->redirects >= v->p.crawl->max_redirects) {
+			v->st.redirect_limit++;
 			*follow = 0;
 		}
 	}
@@ -602,10 +690,10 @@ static void page_result(struct visit *v, struct req *q, struct fetch_result *res
 	}
 	/* An embed is not parsed for links; a stylesheet is, for its url()s,
 	 * when requisites are fetched. */
-	if (v->p.cfg->crawl.page_requisites && is_css(res->content_type))
+	if (v->p.crawl->page_requisites && is_css(res->content_type))
 		j->parse = ok ? CRAWL_PARSE_CSS : 0;
 	else
-		j->parse = ok && !q->embed && visit_is_html(res->content_type);
+		j->parse = ok && !q->embed && fetch_type_is_html(res->content_type);
 }
 
 /* ---- falling back to the other address family ---- */
@@ -616,11 +704,11 @@ static void req_put_back(struct visit *v, struct req *q)
 	if (q->robots) {
 		visit_set_robots(v, q->host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
 		if (q->redirects == 0)
-			v->p.stats->robots_fetches--; /* made again */
+			v->st.robots_fetches--; /* made again */
 	} else {
 		/* a retired host's queue counts it as dropped */
 		(void)req_unpop(v, q, q->via);
-		v->p.stats->pages_started--;
+		v->st.pages_started--;
 	}
 }
 
@@ -659,10 +747,10 @@ static int family_fallback(struct visit *v, struct req *q, struct host_state *hs
 	if ((hs->families & ~failed) == 0)
 		return 0;
 	hs->failed = failed;
-	hs->dns = HOST_DNS_NONE;
+	visit_set_dns(v, q->host, HOST_DNS_NONE, "connect failed: the other family next");
 	req_put_back(v, q);
-	v->p.stats->family_fallbacks++;
-	visit_end(v, q->host); /* VISIT_OK: one delay's rest, no error */
+	v->st.family_fallbacks++;
+	visit_end(v, q->host, "family fallback"); /* VISIT_OK: one delay's rest, no error */
 	return 1;
 }
 
@@ -696,7 +784,7 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 		visit_req_release(v, q);
 		return j;
 	}
-	count_result(v, hs, res);
+	count_result(v, q->host, hs, res);
 	if (q->robots) {
 		if (!*v->p.finished)
 			visit_robots_answer(v, q, res, j);
@@ -709,7 +797,7 @@ struct crawl_job *visit_result(struct visit *v, struct fetch_result *res, int *f
 
 int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry *e)
 {
-	struct crawl_stats *s = v->p.stats;
+	struct visit_stats *s = &v->st;
 	const struct robots *rules;
 	/* a robots.txt answer sets the rules, as its live fetch did (only a
 	 * 2xx one needs its payload); a redirect's chain, an unreachable one or
@@ -719,12 +807,11 @@ int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry
 	                  !visit_robots_take(v, host, e->status, e->content_encoding, e->body,
 	                                     e->body_len, &rules)))
 		return -1;
-	if (e->status < 0 && (size_t)-e->status < CRAWL_STATS_ERRORS)
-		s->fetch_errors[-e->status]++;
+	if (e->status < 0 && -e->status < VISIT_ERRORS)
+		visit_count_fetch_error(v, (enum fetch_error)(-e->status));
 	else if (e->status >= 0)
 		count_status(s, e->status, e->bytes);
 	s->requests++;
-	s->tail_replayed++;
 	if (e->robots) {
 		s->robots_fetches++;
 		return 0;
@@ -743,8 +830,10 @@ struct visit *visit_create(const struct visit_parts *parts)
 	if (!v)
 		return NULL;
 	v->p = *parts;
-	v->url_base = url_create(&parts->cfg->url);
-	v->url_target = url_create(&parts->cfg->url);
+	v->trace = parts->crawl->trace_visits;
+	v->trace_t0_us = monotonic_us();
+	v->url_base = url_create(parts->url);
+	v->url_target = url_create(parts->url);
 	if (!v->url_base || !v->url_target) {
 		visit_destroy(v);
 		return NULL;

@@ -5,20 +5,26 @@
  *   IDLE --visit_begin--> RESOLVE (DNS, when the host has no IP yet: ends
  *                          with a VISIT_NONE release, so the host comes
  *                          back under its IP's token)
- *                    \--> ROBOTS  (robots.txt first for each new host, and
- *                          again when it expired or was unreachable; up to
- *                          ROBOTS_MAX_REDIRECTS redirects followed, another
- *                          host's name looked up first; unreachable ends
- *                          the visit with the URLs kept)
  *                    \--> FETCH   (one URL after another while the
  *                          politeness visit budget allows, skipping those
  *                          a resume found already fetched (done_set.h); a page's
  *                          redirect is followed while the hops that led
  *                          to it, carried in its depth word, stay under
  *                          [fetch] max_redirects)
+ *   FETCH <--> ROBOTS     (robots.txt first for each new host, and again
+ *                          when it expired, was forgotten (the cache's
+ *                          bound) or was unreachable: checked before each
+ *                          URL of a visit; up to ROBOTS_MAX_REDIRECTS
+ *                          redirects followed, another host's name looked
+ *                          up first; unreachable ends the visit with the
+ *                          URLs kept)
  *   any --visit end--> IDLE, with politeness_release carrying the outcome
  *                          (status class, Retry-After, duration).
- * Every transition goes through one function (set_state in visit.c).
+ * Every transition goes through one function, visit_set_state (visit.c),
+ * and so do the host's DNS answer (visit_set_dns) and the visit's outcome
+ * so far (visit_set_outcome): with [crawl] trace_visits each change is a
+ * line on stderr, "visit MS ms HOST: state FETCH -> IDLE (why)" (MS since
+ * the visit was created).
  * Exactly one request of a host is in flight at a time.
  *
  * Per-host table: one struct per frontier host id, in fixed blocks of 4096
@@ -51,8 +57,14 @@
  * response whose URL is registered is marked for the sitemap parser.
  *
  * The visit reaches the loop through hooks given at creation: whether a
- * transfer may start (back-pressure) and the pump (after an asynchronous
- * DNS answer); it reads the loop's stopping and finished flags.
+ * transfer may start (back-pressure), whether a page may (the source's
+ * budget, crawl_source.h) and the pump (after an asynchronous DNS
+ * answer); it reads the loop's stopping and finished flags. It reaches
+ * the network through hooks too (struct visit_net): the fetch engine's
+ * start and the resolver's lookup, so that a test drives a visit with
+ * fakes that answer when it says. It keeps its own counters (struct
+ * visit_stats: requests, pages, statuses, errors by code), which the
+ * stats gatherer reads (crawl_stats.h).
  *
  * Per-IP leases (an agent of a cluster crawl, crawl_cluster.h; given as
  * hooks, so the visit knows nothing of Redis): when the policy's IP delay
@@ -76,19 +88,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <uv.h>
-
-#include "crawler/config/config.h"
-#include "crawler/crawl_stats.h"
-#include "crawler/crawl_tail.h"
-#include "crawler/crawl_writer.h"
-#include "crawler/net/dns.h"
-#include "crawler/net/fetch.h"
-#include "frontier/frontier.h"
-#include "politeness/politeness.h"
+#include "crawler/net/dns.h"   /* the lookup hook's types */
+#include "crawler/net/fetch.h" /* the engine hook's types */
 
 struct visit;
+struct crawl_limits;
+struct url_options;
+struct fetch_config;
+struct politeness_config;
+struct frontier;
+struct politeness;
+struct fetch_result;
 struct done_set;
+struct crawl_job;
+struct crawl_tail_entry;
 
 struct visit_hooks {
 	void *ctx;
@@ -119,24 +132,65 @@ struct visit_lease_hooks {
 	void (*release)(void *ctx, const char *key, unsigned ttl_ms);
 };
 
+/* The network (crawl_run.c wires the fetch engine and the resolver). start:
+ * as fetch_engine_start (FETCH_OK, and the result comes back once through
+ * visit_result; else never). resolve: as dns_resolve at the loop's time
+ * (DNS_OK, and done runs once, maybe from inside the call; else never). */
+struct visit_net {
+	void *ctx;
+	enum fetch_error (*start)(void *ctx, const struct fetch_request *req);
+	enum dns_error (*resolve)(void *ctx, const char *name, dns_done_fn done, void *arg);
+};
+
 /* What a visit uses, all borrowed (the engine's results come back through
  * visit_result). */
 struct sitemap_registry;
 
 struct visit_parts {
-	const struct crawl_config *cfg;
-	uv_loop_t *loop;
+	/* [crawl] obey_robots, user_agent, max_redirects, page_requisites,
+	 * trace_visits */
+	const struct crawl_limits *crawl;
+	const struct url_options *url; /* resolving Locations */
+	/* [fetch] allow_private_networks; timeout_ms (an IP lease's TTL) */
+	const struct fetch_config *fetch_config;
+	const struct politeness_config *politeness; /* the IP delay (leases) */
 	struct frontier *frontier;
 	struct politeness *pol;
-	struct fetch_engine *fetch;
-	struct dns_resolver *dns;
-	struct crawl_stats *stats;
+	struct visit_net net;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	struct visit_hooks hooks;
 	const int *stopping;   /* the loop's: the crawl starts nothing new */
 	const int *finished;   /* the loop's: it is over */
 	struct done_set *done; /* fetched after the last checkpoint: skipped */
 	struct visit_lease_hooks leases;
+};
+
+#define VISIT_STATUS_MAX 600 /* HTTP status codes counted one by one */
+#define VISIT_ERRORS 17      /* fetch and DNS error codes counted one by one */
+
+/* The visit's counters: fetch loop thread, from 0 at visit_create (a
+ * resumed crawl's earlier runs are the stats gatherer's, crawl_stats.h). */
+struct visit_stats {
+	/* pages requested, or waiting for their IP's lease; a request put back
+	 * (a refused lease, the family fallback) uncounts itself */
+	uint64_t pages_started;
+	uint64_t pages_done, requests, bytes, robots_fetches;
+	uint64_t robots_disallowed, redirects;
+	uint64_t redirect_limit;        /* redirects not followed: [fetch] max_redirects */
+	uint64_t reuse_retries;         /* requests re-queued after a reused connection
+	                                   closed unanswered (fetch.h reuse_dropped) */
+	uint64_t robots_redirect_limit; /* robots.txt chains cut at ROBOTS_MAX_REDIRECTS */
+	uint64_t robots_unreachable;    /* robots.txt 5xx/429/network error: retried */
+	uint64_t status_other;          /* statuses outside 0..VISIT_STATUS_MAX-1 */
+	uint64_t private_refused, hosts_dns_failed;
+	uint64_t family_fallbacks; /* hosts moved to their other address family */
+	/* cluster crawls: requests put back because another agent held their
+	 * IP's lease, or because Redis did not answer the lease (in time) */
+	uint64_t ip_lease_refused, ip_lease_errors;
+	uint64_t tail_skipped;     /* URLs popped that a resume's tail had fetched */
+	uint64_t sitemaps_dropped; /* robots.txt Sitemap lines past VISIT_SITEMAPS_PER_HOST */
+	uint64_t dns_errors[VISIT_ERRORS], fetch_errors[VISIT_ERRORS];
+	uint64_t status[VISIT_STATUS_MAX];
 };
 
 /* NULL if out of memory. */
@@ -167,11 +221,13 @@ void visit_continue(struct visit *v, uint32_t host);
  * payload, a redirect, unreachable, or with sitemaps on): nothing done. */
 int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry *e);
 
-/* 1 if a Content-Type names an HTML page (the pages parsed for links). */
-int visit_is_html(const char *content_type);
-
 /* Starts lookups of hosts waiting in line while the resolver has room. */
 void visit_dns_line_run(struct visit *v);
+
+/* The counters as they stand. */
+void visit_stats(const struct visit *v, struct visit_stats *out);
+/* Its pages_started alone (the page limit reads it before every page). */
+uint64_t visit_pages_started(const struct visit *v);
 
 struct recfile_writer;
 struct recfile_reader;

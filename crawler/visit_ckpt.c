@@ -10,16 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "crawler/store/crawl_log.h"
-#include "crawler/net/decode.h"
-#include "crawler/store/done_set.h"
-#include "crawler/sitemap_registry.h"
-#include "frontier/base/clock.h"
 #include "frontier/base/recfile.h"
-#include "frontier/url.h"
-#include "politeness/delay_policy.h"
-#include "politeness/robots.h"
-#include "frontier/base/array.h"
 
 /* ---- checkpoints ---- */
 
@@ -95,8 +86,9 @@ void visit_save(struct visit *v, struct recfile_writer *w, uint64_t now)
 		if (q->robots)
 			continue;
 		recfile_put_u32(w, q->host);
-		recfile_put_u32(
-		        w, frontier_depth_pack_embed(q->depth, (uint32_t)q->redirects, q->embed));
+		uint32_t word =
+		        frontier_depth_pack_embed(q->depth, (uint32_t)q->redirects, q->embed);
+		recfile_put_u32(w, frontier_depth_with_priority(word, q->priority));
 		recfile_put_bytes(w, q->url, (uint32_t)strlen(q->url));
 		recfile_put_bytes(w, q->via, (uint32_t)strlen(q->via));
 	}
@@ -113,9 +105,11 @@ static int load_host(struct visit *v, struct recfile_reader *rd, uint32_t h, uin
 	    recfile_get_u64(rd, &ps.crawl_delay_us) != RECFILE_OK ||
 	    recfile_get_u32(rd, &ps.errors) != RECFILE_OK || host_addr_load(rd, &ps, hs) != 0)
 		return -1;
-	hs->dns = dns == HOST_DNS_OK && ps.has_ip ? HOST_DNS_OK
-	          : dns == HOST_DNS_FAILED        ? HOST_DNS_FAILED
-	                                          : HOST_DNS_NONE;
+	visit_set_dns(v, h,
+	              dns == HOST_DNS_OK && ps.has_ip ? HOST_DNS_OK
+	              : dns == HOST_DNS_FAILED        ? HOST_DNS_FAILED
+	                                              : HOST_DNS_NONE,
+	              "checkpoint");
 	if (politeness_host_restore(v->p.pol, h, &ps, now) == POLITENESS_ERR_NOMEM)
 		return -1;
 	return 0;

@@ -10,7 +10,14 @@
 
 #include <stdint.h>
 
+#include "crawler/config/config.h"
+#include "crawler/crawl_writer.h"
+#include "crawler/net/dns.h"
+#include "crawler/net/fetch.h"
 #include "crawler/visit.h"
+#include "frontier/base/ipaddr.h"
+#include "frontier/frontier.h"
+#include "politeness/politeness.h"
 
 #define HOST_BLOCK_BITS 12
 /* Re-queues in a row of a host's pages whose reused connection closed
@@ -28,6 +35,10 @@ enum visit_state {
  * values are part of the state file). */
 enum host_dns { HOST_DNS_NONE = 0, HOST_DNS_PENDING, HOST_DNS_OK, HOST_DNS_FAILED };
 
+/* A host's state, outcome and DNS answer change only through their setters
+ * (visit_set_state, visit_set_outcome, visit_set_dns in visit.c), each of
+ * which can trace the change ([crawl] trace_visits); the other fields are
+ * the visit's figures. */
 struct host_state {
 	uint8_t dns;         /* enum host_dns */
 	uint8_t state;       /* enum visit_state */
@@ -59,6 +70,7 @@ struct req {
 	uint32_t embed;   /* embed code (frontier.h): 0 for a page */
 	int robots;       /* robots.txt fetch */
 	int redirects;    /* redirects followed along the chain so far */
+	int priority;     /* the URL rule's (frontier.h), kept if it goes back */
 	int own_addr;     /* sent to the host's own address (not a robots hop's) */
 	uint64_t wait_us; /* the visit's wait for its first request, else 0 */
 	int lease;        /* enum req_lease */
@@ -76,12 +88,15 @@ struct req {
 
 struct visit {
 	struct visit_parts p;
+	struct visit_stats st;
 	struct host_state **blocks; /* see visit_host_state() */
 	size_t n_blocks;
 	struct req *live;   /* requests in flight or parked */
 	uint32_t *dns_wait; /* held hosts waiting for the resolver (FIFO) */
 	size_t dns_wait_head, dns_wait_n, dns_wait_cap;
-	int in_dns_call;                   /* inside dns_resolve: its callback must not pump */
+	int in_dns_call;                   /* inside the lookup hook: its callback must not pump */
+	int trace;                         /* [crawl] trace_visits: each change on stderr */
+	uint64_t trace_t0_us;              /* the trace's times count from here */
 	struct url *url_base, *url_target; /* resolving Locations */
 };
 
@@ -94,11 +109,17 @@ struct dns_wait {
 /* Shared by visit.c, visit_robots.c and visit_ckpt.c. */
 struct host_state *visit_host_state(struct visit *v, uint32_t host);
 const struct host_state *visit_host_state_if_any(const struct visit *v, uint32_t host);
-void visit_set_state(struct host_state *hs, enum visit_state st);
-void visit_end(struct visit *v, uint32_t host);
+/* The setters: why says what moved it, for the trace. */
+void visit_set_state(struct visit *v, uint32_t host, enum visit_state st, const char *why);
+void visit_set_outcome(struct visit *v, uint32_t host, enum visit_kind kind, const char *why);
+void visit_set_dns(struct visit *v, uint32_t host, enum host_dns dns, const char *why);
+/* The visit ends (IDLE): politeness_release with its outcome. */
+void visit_end(struct visit *v, uint32_t host, const char *why);
 void visit_set_robots(struct visit *v, uint32_t host, enum politeness_robots_state st,
                       struct robots *robots, uint64_t expires_us);
 uint8_t visit_family_bit(enum ip_family f);
+void visit_count_fetch_error(struct visit *v, enum fetch_error e);
+void visit_count_dns_error(struct visit *v, enum dns_error e);
 const struct ip_addr *visit_addr_choose(struct visit *v, const struct ip_addr *addrs, size_t naddrs,
                                         uint8_t failed, uint8_t *families);
 int visit_start_fetch(struct visit *v, uint32_t host, const char *url, uint32_t depth,

@@ -24,14 +24,14 @@ static uint64_t ip_wait(const struct visit *v, uint32_t host, uint64_t end_us)
 {
 	const struct host_state *hs = visit_host_state_if_any(v, host);
 	uint64_t start = hs && hs->visit_start_us < end_us ? hs->visit_start_us : end_us;
-	return delay_policy_ip_wait(&v->p.cfg->politeness, start, end_us);
+	return delay_policy_ip_wait(v->p.politeness, start, end_us);
 }
 
 /* The host's IP group rests until_us, its visit ended; the loop is told. */
 static void host_ip_busy(struct visit *v, uint32_t host, uint64_t until_us, int from_callback)
 {
 	politeness_ip_busy(v->p.pol, host, until_us);
-	visit_end(v, host);
+	visit_end(v, host, "IP lease not had");
 	if (from_callback)
 		v->p.hooks.pump(v->p.hooks.ctx);
 }
@@ -58,7 +58,7 @@ static void lease_release(struct visit *v, const char *key, uint32_t host)
 static uint64_t refused_wait(const struct visit *v, long wait_ms)
 {
 	uint64_t now = monotonic_us();
-	uint64_t most = delay_policy_ip_wait(&v->p.cfg->politeness, now, now);
+	uint64_t most = delay_policy_ip_wait(v->p.politeness, now, now);
 	uint64_t w = (uint64_t)wait_ms * 1000;
 	if (w > most)
 		w = most;
@@ -75,8 +75,8 @@ static void lease_answered(void *arg, bool granted, long wait_ms)
 		return; /* q stays on the live list until visit_destroy */
 	uint64_t late_us = monotonic_us() - q->lease_asked_us;
 	if (!granted) {
-		v->p.stats->ip_lease_refused += wait_ms >= 0;
-		v->p.stats->ip_lease_errors += wait_ms < 0;
+		v->st.ip_lease_refused += wait_ms >= 0;
+		v->st.ip_lease_errors += wait_ms < 0;
 		lease_put_back(
 		        v, q, wait_ms >= 0 ? refused_wait(v, wait_ms) : VISIT_LEASE_RETRY_MS * 1000,
 		        1);
@@ -86,7 +86,7 @@ static void lease_answered(void *arg, bool granted, long wait_ms)
 	    !v->p.hooks.can_start(v->p.hooks.ctx)) {
 		/* never sent: the lease shortened as after a request, which
 		 * still covers the delay after this visit's earlier ones */
-		v->p.stats->ip_lease_errors += late_us > VISIT_LEASE_MARGIN_MS * 1000;
+		v->st.ip_lease_errors += late_us > VISIT_LEASE_MARGIN_MS * 1000;
 		lease_release(v, q->ip_key, host);
 		lease_put_back(v, q, 0, 1);
 		return;
@@ -100,7 +100,7 @@ static void lease_answered(void *arg, bool granted, long wait_ms)
 		if (robots) {
 			visit_robots_unreachable(v, host);
 		} else {
-			v->p.stats->pages_started--;
+			v->st.pages_started--;
 			visit_continue(v, host); /* the next URL, as if this one had failed */
 		}
 		v->p.hooks.pump(v->p.hooks.ctx);
@@ -109,11 +109,10 @@ static void lease_answered(void *arg, bool granted, long wait_ms)
 
 int visit_lease_ask(struct visit *v, struct req *q)
 {
-	const struct crawl_config *cfg = v->p.cfg;
 	struct ip_addr addr, group;
 	uint64_t now = monotonic_us();
-	uint64_t bound = (uint64_t)cfg->fetch.total_timeout_ms * 1000;
-	if (!v->p.leases.acquire || !cfg->politeness.ip_politeness ||
+	uint64_t bound = (uint64_t)v->p.fetch_config->total_timeout_ms * 1000;
+	if (!v->p.leases.acquire || !v->p.politeness->ip_politeness ||
 	    ip_wait(v, q->host, now + bound) == 0 || !q->ip[0] ||
 	    ip_addr_parse(q->ip, strlen(q->ip), &addr) != 0)
 		return 0;
@@ -126,7 +125,7 @@ int visit_lease_ask(struct visit *v, struct req *q)
 	unsigned ttl =
 	        ms_up(ip_wait(v, q->host, now + bound) + bound + VISIT_LEASE_MARGIN_MS * 1000);
 	if (v->p.leases.acquire(v->p.leases.ctx, q->ip_key, ttl, lease_answered, q) != 0) {
-		v->p.stats->ip_lease_errors++;
+		v->st.ip_lease_errors++;
 		lease_put_back(v, q, VISIT_LEASE_RETRY_MS * 1000, 0);
 	}
 	return 1;

@@ -10,16 +10,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "crawler/store/crawl_log.h"
 #include "crawler/net/decode.h"
-#include "crawler/store/done_set.h"
-#include "crawler/sitemap_registry.h"
 #include "frontier/base/clock.h"
-#include "frontier/base/recfile.h"
 #include "frontier/url.h"
-#include "politeness/delay_policy.h"
 #include "politeness/robots.h"
-#include "frontier/base/array.h"
 
 /* ---- ROBOTS ---- */
 
@@ -36,13 +30,13 @@ void visit_robots_unreachable(struct visit *v, uint32_t host)
 	struct host_state *hs = visit_host_state(v, host);
 	visit_set_robots(v, host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
 	if (hs->outcome == VISIT_OK) {
-		hs->outcome = VISIT_RETRY_LATER;
+		visit_set_outcome(v, host, VISIT_RETRY_LATER, "robots.txt unreachable");
 		hs->retry_after_us = monotonic_us() + 1000000u;
 	}
 	if (!hs->visit_requests)
 		hs->visit_requests = 1; /* so the delay applies */
-	v->p.stats->robots_unreachable++;
-	visit_end(v, host);
+	v->st.robots_unreachable++;
+	visit_end(v, host, "robots.txt unreachable");
 }
 
 void visit_start_robots(struct visit *v, uint32_t host)
@@ -51,9 +45,9 @@ void visit_start_robots(struct visit *v, uint32_t host)
 	const char *key = frontier_host_key(v->p.frontier, host, &kl);
 	char url[FRONTIER_KEY_MAX + 16];
 	snprintf(url, sizeof url, "%s/robots.txt", key);
-	visit_set_state(visit_host_state(v, host), VISIT_ROBOTS);
+	visit_set_state(v, host, VISIT_ROBOTS, "robots.txt unknown or expired");
 	visit_set_robots(v, host, POLITENESS_ROBOTS_FETCHING, NULL, 0);
-	v->p.stats->robots_fetches++;
+	v->st.robots_fetches++;
 	if (visit_start_fetch(v, host, url, 0, NULL, 1, 0, NULL) < 0)
 		visit_robots_unreachable(v, host);
 }
@@ -65,7 +59,7 @@ static void take_sitemaps(struct visit *v, const struct robots *rules, struct cr
 {
 	size_t n = rules ? robots_sitemap_count(rules) : 0;
 	if (n > VISIT_SITEMAPS_PER_HOST) {
-		atomic_fetch_add(&v->p.stats->ac.sitemaps_dropped, n - VISIT_SITEMAPS_PER_HOST);
+		v->st.sitemaps_dropped += n - VISIT_SITEMAPS_PER_HOST;
 		n = VISIT_SITEMAPS_PER_HOST;
 	}
 	if (n == 0 || !(j->sitemaps = calloc(n, sizeof *j->sitemaps)))
@@ -98,15 +92,14 @@ static void robots_hop_resolved(void *ctx, enum dns_error err, const char *name,
 		char ip[IP_ADDR_STRLEN] = "";
 		int refused = 0;
 		if (err != DNS_OK || naddrs == 0) {
-			v->p.stats->dns_errors[err < CRAWL_STATS_ERRORS ? err
-			                                                : CRAWL_STATS_ERRORS - 1]++;
+			visit_count_dns_error(v, err);
 		} else {
 			const struct ip_addr *a = visit_addr_choose(v, addrs, naddrs, 0, NULL);
 			refused = a == NULL;
 			if (a != NULL)
 				ip_addr_format(a, ip, sizeof ip);
 		}
-		v->p.stats->private_refused += (uint64_t)refused;
+		v->st.private_refused += (uint64_t)refused;
 		if (!ip[0] || refused || *v->p.stopping || !v->p.hooks.can_start(v->p.hooks.ctx) ||
 		    visit_start_fetch(v, h->host, h->data, 0, NULL, 1, h->redirects, ip) != 0)
 			visit_robots_unreachable(v, h->host);
@@ -158,12 +151,11 @@ static int robots_follow(struct visit *v, struct req *q, char *to)
 	h->data[ul + 1 + hl] = '\0';
 	free(to);
 	v->in_dns_call++;
-	enum dns_error e =
-	        dns_resolve(v->p.dns, h->data + ul + 1, robots_hop_resolved, h, uv_now(v->p.loop));
+	enum dns_error e = v->p.net.resolve(v->p.net.ctx, h->data + ul + 1, robots_hop_resolved, h);
 	v->in_dns_call--;
 	if (e != DNS_OK) {
 		free(h);
-		v->p.stats->dns_errors[e < CRAWL_STATS_ERRORS ? e : CRAWL_STATS_ERRORS - 1]++;
+		visit_count_dns_error(v, e);
 		visit_robots_unreachable(v, host);
 	}
 	return 1;
@@ -184,7 +176,7 @@ int visit_robots_take(struct visit *v, uint32_t host, long st, const char *encod
 		tlen = d.len;
 	}
 	struct robots_policy pol;
-	int rc = robots_policy_from_fetch((int)st, text, tlen, v->p.cfg->crawl.user_agent,
+	int rc = robots_policy_from_fetch((int)st, text, tlen, v->p.crawl->user_agent,
 	                                  (int64_t)(monotonic_us() / 1000), &pol);
 	free(d.data);
 	if (rc != ROBOTS_OK || pol.source == ROBOTS_SRC_UNREACHABLE) {
@@ -192,7 +184,7 @@ int visit_robots_take(struct visit *v, uint32_t host, long st, const char *encod
 		return 0;
 	}
 	visit_set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
-	                 (uint64_t)pol.expires_ms * 1000u);
+	                 monotonic_us() + v->p.politeness->robots_expiry_us);
 	double cd = robots_crawl_delay(pol.robots);
 	if (cd > 0)
 		politeness_host_set_crawl_delay(v->p.pol, host, (uint64_t)(cd * 1e6));
@@ -215,7 +207,7 @@ int visit_robots_answer(struct visit *v, struct req *q, struct fetch_result *res
 		if (to)
 			j->redirect = strdup(to); /* the crawl log's redirect column */
 		if (q->redirects >= ROBOTS_MAX_REDIRECTS) {
-			v->p.stats->robots_redirect_limit++;
+			v->st.robots_redirect_limit++;
 			free(to);
 		} else if (to && crawlable) {
 			if (robots_follow(v, q, to))
@@ -230,7 +222,7 @@ int visit_robots_answer(struct visit *v, struct req *q, struct fetch_result *res
 		visit_robots_unreachable(v, host);
 		return 0;
 	}
-	visit_set_state(visit_host_state(v, host), VISIT_FETCH);
+	visit_set_state(v, host, VISIT_FETCH, "robots.txt answered");
 	if (v->p.sitemaps)
 		take_sitemaps(v, rules, j);
 	return 0;

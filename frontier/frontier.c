@@ -60,7 +60,7 @@ static char *key_store(struct frontier *f, const char *key, size_t n, const char
 		c->next = f->keys;
 		c->used = 0;
 		f->keys = c;
-		f->st.mem_bytes += alloc_cost(sizeof *c + KEY_ARENA_CHUNK);
+		f->st.mem_bytes += mem_alloc_cost(sizeof *c + KEY_ARENA_CHUNK);
 	}
 	p = c->data + c->used;
 	memcpy(p, key, n);
@@ -100,7 +100,7 @@ enum frontier_err frontier__host_add(struct frontier *f, const char *key, size_t
 		if (page == NULL)
 			return FRONTIER_ERR_NOMEM;
 		f->pages[f->npages++] = page;
-		f->st.mem_bytes += alloc_cost(HOST_PAGE * sizeof *page);
+		f->st.mem_bytes += mem_alloc_cost(HOST_PAGE * sizeof *page);
 	}
 	if (url_key_split(key, n, &authority_len, &name_off, &name_len) != 0)
 		name_off = name_len = 0; /* not a crawl key: no name */
@@ -112,8 +112,6 @@ enum frontier_err frontier__host_add(struct frontier *f, const char *key, size_t
 	h->key_len = (uint32_t)n;
 	h->name_len = (uint16_t)name_len;
 	h->hash = hash;
-	h->ext_head = h->ext_tail = h->ext_next.pos = POS_NONE;
-	h->dirty_next = FRONTIER_HOST_NONE;
 	s = hash & (f->index_cap - 1);
 	while (f->index[s] != 0)
 		s = (s + 1) & (f->index_cap - 1);
@@ -122,6 +120,33 @@ enum frontier_err frontier__host_add(struct frontier *f, const char *key, size_t
 	f->st.hosts++;
 	*out = id;
 	return FRONTIER_OK;
+}
+
+struct fr_queue *frontier__queue_get(struct frontier *f, struct fr_host *h)
+{
+	struct fr_queue *q = h->q;
+
+	if (q != NULL)
+		return q;
+	q = calloc(1, sizeof *q);
+	if (q == NULL)
+		return NULL;
+	q->ext_head = q->ext_tail = q->ext_next.pos = POS_NONE;
+	q->dirty_next = FRONTIER_HOST_NONE;
+	f->st.mem_bytes += mem_alloc_cost(sizeof *q);
+	h->q = q;
+	return q;
+}
+
+void frontier__queue_put(struct frontier *f, struct fr_host *h)
+{
+	struct fr_queue *q = h->q;
+
+	if (q == NULL || q->mcount != 0 || q->dcount != 0 || q->dirty)
+		return;
+	f->st.mem_bytes -= mem_alloc_cost(sizeof *q);
+	free(q);
+	h->q = NULL;
 }
 
 /* ----- public API ----- */
@@ -208,12 +233,14 @@ out:
 static void host_table_free(struct frontier *f)
 {
 	for (uint32_t i = 0; i < f->nhosts; i++) {
-		struct mnode *n = host_at(f, i)->mhead;
+		struct fr_queue *q = host_at(f, i)->q;
+		struct mnode *n = q != NULL ? q->mhead : NULL;
 		while (n != NULL) {
 			struct mnode *next = n->next;
 			free(n);
 			n = next;
 		}
+		free(q);
 	}
 	ARRAY_FREE_EACH(f->pages, f->npages);
 	while (f->keys != NULL) {
@@ -304,6 +331,7 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
                                 const char *via, size_t via_len, uint32_t depth)
 {
 	struct fr_host *h;
+	struct fr_queue *q;
 	uint64_t cost;
 	int was_empty;
 	enum frontier_err e = queue_target(f, host, url, url_len, via, via_len, &h);
@@ -318,13 +346,18 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
 		f->st.rejected_budget++;
 		return FRONTIER_ERR_BUDGET;
 	}
-	was_empty = h->mcount == 0 && h->dcount == 0;
+	was_empty = frontier_host_queued(f, host) == 0;
+	q = frontier__queue_get(f, h);
+	if (q == NULL)
+		return FRONTIER_ERR_NOMEM;
 	cost = node_cost(url_len, via_len);
-	if (h->dcount == 0 && f->st.mem_bytes + cost + f->reserve <= f->cfg.mem_budget) {
+	if (q->dcount == 0 && f->st.mem_bytes + cost + f->reserve <= f->cfg.mem_budget) {
 		struct mnode *n = node_new(url, (uint16_t)url_len, via, (uint16_t)via_len, depth);
-		if (n == NULL)
+		if (n == NULL) {
+			frontier__queue_put(f, h);
 			return FRONTIER_ERR_NOMEM;
-		mem_append(f, h, n);
+		}
+		mem_append(f, q, n);
 	} else {
 		uint32_t need = BUF_REC_HDR + (uint32_t)url_len + (uint32_t)via_len;
 		uint32_t off, link;
@@ -332,8 +365,12 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
 		char *rec;
 		if (f->wbuf_used + need > f->cfg.write_buffer) {
 			enum frontier_err e = frontier__wbuf_flush(f);
-			if (e != FRONTIER_OK)
-				return e;
+			/* the flush frees the queues it leaves empty: h's too */
+			q = frontier__queue_get(f, h);
+			if (e != FRONTIER_OK || q == NULL) {
+				frontier__queue_put(f, h);
+				return e != FRONTIER_OK ? e : FRONTIER_ERR_NOMEM;
+			}
 		}
 		off = f->wbuf_used;
 		rec = f->wbuf + off;
@@ -346,21 +383,21 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
 		if (via_len > 0)
 			memcpy(rec + BUF_REC_HDR + url_len, via, via_len);
 		f->wbuf_used += need;
-		if (h->buf_tail != 0) {
+		if (q->buf_tail != 0) {
 			link = off + 1;
-			memcpy(f->wbuf + (h->buf_tail - 1), &link, 4);
+			memcpy(f->wbuf + (q->buf_tail - 1), &link, 4);
 		} else {
-			h->buf_head = off + 1;
+			q->buf_head = off + 1;
 		}
-		h->buf_tail = off + 1;
-		h->buf_count++;
-		h->buf_bytes += DISK_REC_HDR + (uint32_t)url_len + (uint32_t)via_len;
-		f->hosts_on_disk += h->dcount == 0;
-		h->dcount++;
+		q->buf_tail = off + 1;
+		q->buf_count++;
+		q->buf_bytes += DISK_REC_HDR + (uint32_t)url_len + (uint32_t)via_len;
+		f->hosts_on_disk += q->dcount == 0;
+		q->dcount++;
 		f->st.urls_on_disk++;
-		if (!h->dirty) {
-			h->dirty = 1;
-			h->dirty_next = f->dirty_head;
+		if (!q->dirty) {
+			q->dirty = 1;
+			q->dirty_next = f->dirty_head;
 			f->dirty_head = host;
 		}
 	}
@@ -375,22 +412,26 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
 enum frontier_err frontier_pop(struct frontier *f, uint32_t host, struct frontier_url *u)
 {
 	struct fr_host *h = host_ok(f, host);
+	struct fr_queue *q;
 	struct mnode *n;
 
 	if (h == NULL || u == NULL)
 		return FRONTIER_ERR_INVALID;
-	if (h->mcount == 0 && h->dcount > 0) {
+	q = h->q;
+	if (q == NULL)
+		return FRONTIER_ERR_EMPTY;
+	if (q->mcount == 0 && q->dcount > 0) {
 		enum frontier_err e = frontier__host_refill(f, host, h);
 		if (e != FRONTIER_OK)
 			return e;
 	}
-	if (h->mcount == 0)
+	if (q->mcount == 0)
 		return FRONTIER_ERR_EMPTY;
-	n = h->mhead;
-	h->mhead = n->next;
-	if (h->mhead == NULL)
-		h->mtail = NULL;
-	h->mcount--;
+	n = q->mhead;
+	q->mhead = n->next;
+	if (q->mhead == NULL)
+		q->mtail = NULL;
+	q->mcount--;
 	memcpy(f->scratch, n->data, n->url_len);
 	f->scratch[n->url_len] = '\0';
 	memcpy(f->scratch + n->url_len + 1, n->data + n->url_len, n->via_len);
@@ -405,6 +446,7 @@ enum frontier_err frontier_pop(struct frontier *f, uint32_t host, struct frontie
 	f->st.urls_queued--;
 	f->st.popped++;
 	free(n);
+	frontier__queue_put(f, h);
 	return FRONTIER_OK;
 }
 
@@ -412,7 +454,7 @@ uint64_t frontier_host_queued(const struct frontier *f, uint32_t host)
 {
 	const struct fr_host *h = host_ok(f, host);
 
-	return h != NULL ? h->mcount + h->dcount : 0;
+	return h != NULL && h->q != NULL ? h->q->mcount + h->q->dcount : 0;
 }
 
 enum frontier_err frontier_host_retire(struct frontier *f, uint32_t host, frontier_drain_fn cb,
@@ -489,21 +531,25 @@ enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *
                                  const char *via, size_t via_len, uint32_t depth)
 {
 	struct fr_host *h;
+	struct fr_queue *q;
 	struct mnode *n;
 	int was_empty;
 	enum frontier_err e = queue_target(f, host, url, url_len, via, via_len, &h);
 
 	if (e != FRONTIER_OK)
 		return e;
-	n = node_new(url, (uint16_t)url_len, via, (uint16_t)via_len, depth);
-	if (n == NULL)
+	was_empty = frontier_host_queued(f, host) == 0;
+	q = frontier__queue_get(f, h);
+	n = q != NULL ? node_new(url, (uint16_t)url_len, via, (uint16_t)via_len, depth) : NULL;
+	if (n == NULL) {
+		frontier__queue_put(f, h);
 		return FRONTIER_ERR_NOMEM;
-	was_empty = h->mcount == 0 && h->dcount == 0;
-	n->next = h->mhead;
-	h->mhead = n;
-	if (h->mtail == NULL)
-		h->mtail = n;
-	h->mcount++;
+	}
+	n->next = q->mhead;
+	q->mhead = n;
+	if (q->mtail == NULL)
+		q->mtail = n;
+	q->mcount++;
 	f->st.mem_bytes += node_cost(url_len, via_len);
 	f->st.urls_in_memory++;
 	f->st.urls_queued++;

@@ -7,8 +7,9 @@
  *     "http://h17.web.test:8080", derived by the caller from the URL module)
  *     to a dense host id (uint32_t, 0..n-1, never reused). Per host: its key
  *     and, beside it, its host name (cut once from the key by url_key_split,
- *     so no caller cuts the key again), its queue, pages and bytes fetched,
- *     URLs ever queued, a retired flag. The rest of a host's state lives in
+ *     so no caller cuts the key again), pages and bytes fetched, URLs ever
+ *     queued, a retired flag, and its queue record while it has URLs
+ *     queued (an idle host keeps none). The rest of a host's state lives in
  *     politeness/politeness.h, indexed by the same host id: its timing
  *     (next allowed time, in-flight token, consecutive errors), its IP (the
  *     one copy the crawler keeps) and its robots.txt rules.
@@ -46,8 +47,12 @@
  * may be empty) as a string, so the crawl log can print it without another
  * lookup; callers that want it cheaper pass an empty via and keep their own id.
  *
- * Memory costs: per host about 144 bytes of struct + its key and name + 8
- * bytes of hash index (all counted in mem_budget); per record in memory 16 bytes of
+ * Memory costs: per host 56 bytes of struct + its key and name (in a
+ * shared arena) + 8 bytes of hash index: about 110 bytes for a host with
+ * nothing queued; a host with URLs queued has a queue record besides
+ * (memory and disk part state: 112 bytes as malloc rounds it), made at its
+ * first URL and freed when its queue is empty again (all counted in
+ * mem_budget); per record in memory 16 bytes of
  * header + URL + via, rounded as malloc does (counted); fixed: the write
  * buffer, a flush chunk (<= 1 MiB), a 64 KiB read chunk (counted). On disk:
  * 8 bytes per record + 32 per extent; a segment lives until every extent in
@@ -71,15 +76,20 @@
 /* Host id returned when there is none. */
 #define FRONTIER_HOST_NONE UINT32_MAX
 
-/* The depth word of a queue record carries three counts: the link depth
- * in its low FRONTIER_DEPTH_BITS bits; above them, in FRONTIER_EMBED_BITS
- * bits, the embed code (0: a page or link; e > 0: a page requisite, an
- * embed, reached by e - 1 embeds in a row off the crawl's allowed domains,
- * see crawler/parse_jobs.h); and in the top bits how many redirects led
- * to the URL (a redirect target keeps the link depth and the embed code of
- * the URL that redirected; its count is one more). The word travels
- * unchanged wherever depth does (sieve side table, queues, spill files,
- * checkpoints); max_depth applies to the link depth alone. */
+/* The depth word of a queue record carries three counts and a priority:
+ * the link depth in its low FRONTIER_DEPTH_BITS bits; above them, in
+ * FRONTIER_EMBED_BITS bits, the embed code (0: a page or link; e > 0: a
+ * page requisite, an embed, reached by e - 1 embeds in a row off the
+ * crawl's allowed domains, see crawler/parse_jobs.h); above that, in
+ * FRONTIER_REDIRECTS_BITS bits, how many redirects led to the URL (a
+ * redirect target keeps the link depth and the embed code of the URL that
+ * redirected; its count is one more); and in the top
+ * FRONTIER_PRIORITY_BITS bits the URL rule's priority (-3..3, two's
+ * complement; 0 when no rule gave one: url_rules.h), which the crawl
+ * order reads. The word travels unchanged wherever depth does (sieve side
+ * table, queues, spill files, checkpoints, cluster inboxes); max_depth
+ * applies to the link depth alone. A word written before the priority
+ * existed reads as priority 0 when its redirect count was under 32. */
 #define FRONTIER_DEPTH_BITS 20
 #define FRONTIER_DEPTH_MASK ((1u << FRONTIER_DEPTH_BITS) - 1)
 #define FRONTIER_EMBED_BITS 4
@@ -87,11 +97,16 @@
 /* Most off-domain embeds in a row an embed code can say. */
 #define FRONTIER_EMBED_HOPS_MAX (FRONTIER_EMBED_MAX - 1)
 #define FRONTIER_REDIRECTS_SHIFT (FRONTIER_DEPTH_BITS + FRONTIER_EMBED_BITS)
-#define FRONTIER_REDIRECTS_MAX (UINT32_MAX >> FRONTIER_REDIRECTS_SHIFT)
+#define FRONTIER_REDIRECTS_BITS 5
+#define FRONTIER_REDIRECTS_MAX ((1u << FRONTIER_REDIRECTS_BITS) - 1)
+#define FRONTIER_PRIORITY_SHIFT (FRONTIER_REDIRECTS_SHIFT + FRONTIER_REDIRECTS_BITS)
+#define FRONTIER_PRIORITY_BITS 3
+#define FRONTIER_PRIORITY_MIN (-3)
+#define FRONTIER_PRIORITY_MAX 3
 
 /* depth must be at most FRONTIER_DEPTH_MASK, embed at most
  * FRONTIER_EMBED_MAX, redirects at most FRONTIER_REDIRECTS_MAX (larger
- * values saturate). */
+ * values saturate). Priority 0. */
 static inline uint32_t frontier_depth_pack_embed(uint32_t depth, uint32_t redirects, uint32_t embed)
 {
 	if (depth > FRONTIER_DEPTH_MASK)
@@ -121,7 +136,24 @@ static inline uint32_t frontier_embed_of(uint32_t word)
 
 static inline uint32_t frontier_redirects_of(uint32_t word)
 {
-	return word >> FRONTIER_REDIRECTS_SHIFT;
+	return word >> FRONTIER_REDIRECTS_SHIFT & FRONTIER_REDIRECTS_MAX;
+}
+
+static inline int frontier_priority_of(uint32_t word)
+{
+	int p = (int)(word >> FRONTIER_PRIORITY_SHIFT);
+	return p > FRONTIER_PRIORITY_MAX ? p - (1 << FRONTIER_PRIORITY_BITS) : p;
+}
+
+/* The word with its priority set to priority (clamped to -3..3). */
+static inline uint32_t frontier_depth_with_priority(uint32_t word, int priority)
+{
+	if (priority < FRONTIER_PRIORITY_MIN)
+		priority = FRONTIER_PRIORITY_MIN;
+	if (priority > FRONTIER_PRIORITY_MAX)
+		priority = FRONTIER_PRIORITY_MAX;
+	uint32_t bits = (uint32_t)priority & ((1u << FRONTIER_PRIORITY_BITS) - 1);
+	return (word & ((1u << FRONTIER_PRIORITY_SHIFT) - 1)) | bits << FRONTIER_PRIORITY_SHIFT;
 }
 
 enum frontier_err {

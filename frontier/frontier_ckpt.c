@@ -64,6 +64,8 @@ enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir)
 	recfile_put_u64(w, f->st.refills);
 	for (i = 0; i < f->nhosts; i++) {
 		const struct fr_host *h = host_at(f, i);
+		static const struct fr_queue none = { .mcount = 0 };
+		const struct fr_queue *q = h->q != NULL ? h->q : &none;
 		const struct mnode *n;
 
 		recfile_put_bytes(w, h->key, h->key_len);
@@ -71,22 +73,22 @@ enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir)
 		recfile_put_u64(w, h->pages);
 		recfile_put_u64(w, h->bytes);
 		recfile_put_u64(w, h->urls_ever);
-		recfile_put_u32(w, h->mcount);
-		for (n = h->mhead; n != NULL; n = n->next) {
+		recfile_put_u32(w, q->mcount);
+		for (n = q->mhead; n != NULL; n = n->next) {
 			recfile_put_bytes(w, n->data, n->url_len);
 			recfile_put_bytes(w, n->data + n->url_len, n->via_len);
 			recfile_put_u32(w, n->depth);
 		}
 		/* After the flush above the disk part is all in extents. */
-		recfile_put_u64(w, h->dcount);
-		if (h->dcount > 0) {
-			recfile_put_u64(w, h->ext_head);
-			recfile_put_u64(w, h->ext_tail);
-			ckpt_put_link(w, &h->ext_next);
-			recfile_put_u32(w, h->ext_left);
-			recfile_put_u32(w, h->ext_off);
-			recfile_put_u32(w, h->ext_bytes);
-			recfile_put_u8(w, h->ext_need_hdr);
+		recfile_put_u64(w, q->dcount);
+		if (q->dcount > 0) {
+			recfile_put_u64(w, q->ext_head);
+			recfile_put_u64(w, q->ext_tail);
+			ckpt_put_link(w, &q->ext_next);
+			recfile_put_u32(w, q->ext_left);
+			recfile_put_u32(w, q->ext_off);
+			recfile_put_u32(w, q->ext_bytes);
+			recfile_put_u8(w, q->ext_need_hdr);
 		}
 	}
 	if (recfile_writer_close(w, 0) != RECFILE_OK)
@@ -143,8 +145,10 @@ static enum frontier_err ckpt_read_host(struct frontier *f, struct recfile_reade
                                         uint32_t want_id, char *buf)
 {
 	uint32_t klen, id, len, vlen, mcount, depth;
+	uint64_t dcount;
 	uint8_t retired;
 	struct fr_host *h;
+	struct fr_queue *q = NULL;
 	enum frontier_err err;
 	enum recfile_err re;
 
@@ -168,6 +172,8 @@ static enum frontier_err ckpt_read_host(struct frontier *f, struct recfile_reade
 	if (re != RECFILE_OK)
 		return ckpt_err(re);
 	h->retired = retired != 0;
+	if (mcount > 0 && (q = frontier__queue_get(f, h)) == NULL)
+		return FRONTIER_ERR_NOMEM;
 	for (uint32_t k = 0; k < mcount; k++) {
 		struct mnode *n;
 		if ((re = recfile_get_bytes(r, buf, FRONTIER_URL_MAX, &len)) != RECFILE_OK ||
@@ -180,35 +186,38 @@ static enum frontier_err ckpt_read_host(struct frontier *f, struct recfile_reade
 		n = node_new(buf, (uint16_t)len, buf + FRONTIER_URL_MAX + 1, (uint16_t)vlen, depth);
 		if (n == NULL)
 			return FRONTIER_ERR_NOMEM;
-		mem_append(f, h, n);
+		mem_append(f, q, n);
 	}
-	if ((re = recfile_get_u64(r, &h->dcount)) != RECFILE_OK)
+	if ((re = recfile_get_u64(r, &dcount)) != RECFILE_OK)
 		return ckpt_err(re);
-	if (h->dcount > 0) {
+	if (dcount > 0) {
 		uint8_t need_hdr;
+		if ((q = frontier__queue_get(f, h)) == NULL)
+			return FRONTIER_ERR_NOMEM;
+		q->dcount = dcount;
 		const struct ckpt_field ext_fields[] = {
-			{ CKPT_U64, { .u64 = &h->ext_head } },
-			{ CKPT_U64, { .u64 = &h->ext_tail } },
-			{ CKPT_U64, { .u64 = &h->ext_next.pos } },
-			{ CKPT_U32, { .u32 = &h->ext_next.count } },
-			{ CKPT_U32, { .u32 = &h->ext_next.bytes } },
-			{ CKPT_U32, { .u32 = &h->ext_left } },
-			{ CKPT_U32, { .u32 = &h->ext_off } },
-			{ CKPT_U32, { .u32 = &h->ext_bytes } },
+			{ CKPT_U64, { .u64 = &q->ext_head } },
+			{ CKPT_U64, { .u64 = &q->ext_tail } },
+			{ CKPT_U64, { .u64 = &q->ext_next.pos } },
+			{ CKPT_U32, { .u32 = &q->ext_next.count } },
+			{ CKPT_U32, { .u32 = &q->ext_next.bytes } },
+			{ CKPT_U32, { .u32 = &q->ext_left } },
+			{ CKPT_U32, { .u32 = &q->ext_off } },
+			{ CKPT_U32, { .u32 = &q->ext_bytes } },
 			{ CKPT_U8, { .u8 = &need_hdr } },
 		};
 		re = ckpt_get_fields(r, ext_fields, sizeof ext_fields / sizeof *ext_fields);
 		if (re != RECFILE_OK)
 			return ckpt_err(re);
-		h->ext_need_hdr = need_hdr != 0;
-		if (!ckpt_pos_ok(f, h->ext_head) || !ckpt_pos_ok(f, h->ext_tail) ||
-		    (h->ext_next.pos != POS_NONE && !ckpt_pos_ok(f, h->ext_next.pos)) ||
-		    h->ext_left == 0 || h->ext_off > h->ext_bytes || h->ext_left > h->dcount)
+		q->ext_need_hdr = need_hdr != 0;
+		if (!ckpt_pos_ok(f, q->ext_head) || !ckpt_pos_ok(f, q->ext_tail) ||
+		    (q->ext_next.pos != POS_NONE && !ckpt_pos_ok(f, q->ext_next.pos)) ||
+		    q->ext_left == 0 || q->ext_off > q->ext_bytes || q->ext_left > q->dcount)
 			return FRONTIER_ERR_CORRUPT;
 		f->hosts_on_disk++;
-		f->st.urls_on_disk += h->dcount;
+		f->st.urls_on_disk += q->dcount;
 	}
-	f->st.urls_queued += h->mcount + h->dcount;
+	f->st.urls_queued += mcount + dcount;
 	return FRONTIER_OK;
 }
 

@@ -26,6 +26,7 @@
 #define FRONTIER_FRONTIER_INTERNAL_H
 
 #include "frontier/base/chain.h"
+#include "frontier/base/mem_cost.h"
 #include "frontier/frontier.h"
 
 #include <stddef.h>
@@ -69,15 +70,14 @@ struct mnode {
 	char data[];
 };
 
-struct fr_host {
-	char *key;
-	uint32_t key_len;
-	uint32_t hash;
-	uint16_t name_len; /* the host name follows the key's NUL in the key arena */
+/* A host with URLs queued (or records waiting in the write buffer): its
+ * queue's memory and disk parts. Allocated when its queue goes from empty
+ * to non-empty, freed when it is empty again and no flush is pending for
+ * it (counted in mem_bytes while it lives). */
+struct fr_queue {
 	struct mnode *mhead, *mtail;
 	uint32_t mcount;
-	uint8_t retired;
-	uint8_t dirty;
+	uint8_t dirty;            /* on the dirty list (records in the write buffer) */
 	uint8_t ext_need_hdr;     /* head extent's header not read yet */
 	uint64_t dcount;          /* records in the disk part: extents + write buffer */
 	uint64_t ext_head;        /* position of the head extent, POS_NONE if none */
@@ -91,6 +91,16 @@ struct fr_host {
 	uint32_t buf_count;
 	uint32_t buf_bytes; /* disk-format bytes of the buffered records */
 	uint32_t dirty_next;
+};
+
+/* Every host, for the crawl's life: what it keeps with nothing queued. */
+struct fr_host {
+	char *key;
+	struct fr_queue *q; /* NULL while its queue is empty */
+	uint32_t key_len;
+	uint32_t hash;
+	uint16_t name_len; /* the host name follows the key's NUL in the key arena */
+	uint8_t retired;
 	uint64_t pages, bytes, urls_ever;
 };
 
@@ -147,17 +157,9 @@ static inline struct fr_host *host_ok(const struct frontier *f, uint32_t id)
 	return host_at(f, id);
 }
 
-/* Accounted size of a heap block: glibc rounds to 16 with 8 bytes of header,
- * 32 bytes minimum. */
-static inline uint64_t alloc_cost(size_t n)
-{
-	size_t c = (n + 8 + 15) & ~(size_t)15;
-	return c < 32 ? 32 : c;
-}
-
 static inline uint64_t node_cost(size_t url_len, size_t via_len)
 {
-	return alloc_cost(sizeof(struct mnode) + url_len + via_len);
+	return mem_alloc_cost(sizeof(struct mnode) + url_len + via_len);
 }
 
 static inline uint64_t make_pos(uint32_t seg, uint32_t off)
@@ -177,10 +179,10 @@ static inline uint32_t pos_off(uint64_t pos)
 
 /* ----- memory part ----- */
 
-static inline void mem_append(struct frontier *f, struct fr_host *h, struct mnode *n)
+static inline void mem_append(struct frontier *f, struct fr_queue *q, struct mnode *n)
 {
-	CHAIN_APPEND(h->mhead, h->mtail, n);
-	h->mcount++;
+	CHAIN_APPEND(q->mhead, q->mtail, n);
+	q->mcount++;
 	f->st.mem_bytes += node_cost(n->url_len, n->via_len);
 	f->st.urls_in_memory++;
 }
@@ -224,6 +226,10 @@ enum frontier_err frontier__wbuf_flush(struct frontier *f);
 enum frontier_err frontier__host_refill(struct frontier *f, uint32_t id, struct fr_host *h);
 
 /* frontier.c: the host table. */
+/* h's queue, made (empty) if it has none: NULL when out of memory. */
+struct fr_queue *frontier__queue_get(struct frontier *f, struct fr_host *h);
+/* Frees h's queue if it holds nothing and is not on the dirty list. */
+void frontier__queue_put(struct frontier *f, struct fr_host *h);
 uint32_t frontier__key_hash(const char *k, size_t n);
 /* Adds a host (key not yet in the table) and gives its id. */
 enum frontier_err frontier__host_add(struct frontier *f, const char *key, size_t n, uint32_t hash,

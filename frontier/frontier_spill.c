@@ -112,31 +112,31 @@ static int out_put(struct outbuf *o, const void *p, size_t n)
 	return 0;
 }
 
-/* Links a freshly written extent at pos to the end of host h's chain. */
-static enum frontier_err host_link_extent(struct frontier *f, struct fr_host *h, uint64_t pos,
+/* Links a freshly written extent at pos to the end of queue q's chain. */
+static enum frontier_err host_link_extent(struct frontier *f, struct fr_queue *q, uint64_t pos,
                                           uint32_t count, uint32_t bytes)
 {
 	struct ext_link link = { pos, count, bytes };
 
-	if (h->ext_head == POS_NONE) {
-		h->ext_head = pos;
-		h->ext_tail = pos;
-		h->ext_next.pos = POS_NONE;
-		h->ext_need_hdr = 0;
-		h->ext_left = count;
-		h->ext_off = 0;
-		h->ext_bytes = bytes;
+	if (q->ext_head == POS_NONE) {
+		q->ext_head = pos;
+		q->ext_tail = pos;
+		q->ext_next.pos = POS_NONE;
+		q->ext_need_hdr = 0;
+		q->ext_left = count;
+		q->ext_off = 0;
+		q->ext_bytes = bytes;
 		return FRONTIER_OK;
 	}
-	if (h->ext_tail == h->ext_head) {
-		h->ext_next = link;
+	if (q->ext_tail == q->ext_head) {
+		q->ext_next = link;
 	} else {
-		struct segment *ts = &f->segs[pos_seg(h->ext_tail)];
-		uint64_t off = (uint64_t)pos_off(h->ext_tail) + offsetof(struct ext_hdr, next);
+		struct segment *ts = &f->segs[pos_seg(q->ext_tail)];
+		uint64_t off = (uint64_t)pos_off(q->ext_tail) + offsetof(struct ext_hdr, next);
 		if (fileio_pwrite_all(ts->fd, (const char *)&link, sizeof link, off) != 0)
 			return FRONTIER_ERR_IO;
 	}
-	h->ext_tail = pos;
+	q->ext_tail = pos;
 	return FRONTIER_OK;
 }
 
@@ -166,23 +166,23 @@ enum frontier_err frontier__wbuf_flush(struct frontier *f)
 	base = o.sg->size;
 	/* 1: write every extent. */
 	pos = base;
-	for (id = f->dirty_head; id != FRONTIER_HOST_NONE; id = host_at(f, id)->dirty_next) {
-		struct fr_host *h = host_at(f, id);
+	for (id = f->dirty_head; id != FRONTIER_HOST_NONE; id = host_at(f, id)->q->dirty_next) {
+		const struct fr_queue *q = host_at(f, id)->q; /* a dirty host keeps its queue */
 		struct ext_hdr hdr;
 		uint32_t r;
 
-		if (h->buf_count == 0)
+		if (q->buf_count == 0)
 			continue;
 		/* An extent must be addressable by a 32-bit offset. */
-		if (pos + sizeof hdr + h->buf_bytes > UINT32_MAX) {
+		if (pos + sizeof hdr + q->buf_bytes > UINT32_MAX) {
 			errno = EFBIG;
 			err = FRONTIER_ERR_IO;
 			goto undo;
 		}
 		hdr.magic = EXT_MAGIC;
 		hdr.host = id;
-		hdr.count = h->buf_count;
-		hdr.bytes = h->buf_bytes;
+		hdr.count = q->buf_count;
+		hdr.bytes = q->buf_bytes;
 		hdr.next.pos = POS_NONE;
 		hdr.next.count = 0;
 		hdr.next.bytes = 0;
@@ -190,7 +190,7 @@ enum frontier_err frontier__wbuf_flush(struct frontier *f)
 			err = FRONTIER_ERR_IO;
 			goto undo;
 		}
-		for (r = h->buf_head; r != 0;) {
+		for (r = q->buf_head; r != 0;) {
 			const char *rec = f->wbuf + (r - 1);
 			uint32_t next;
 			uint16_t ul, vl;
@@ -204,7 +204,7 @@ enum frontier_err frontier__wbuf_flush(struct frontier *f)
 			}
 			r = next;
 		}
-		pos += sizeof hdr + h->buf_bytes;
+		pos += sizeof hdr + q->buf_bytes;
 	}
 	if (o.used > 0 && fileio_write_all(o.sg->fd, f->out, o.used) != 0) {
 		err = FRONTIER_ERR_IO;
@@ -214,21 +214,24 @@ enum frontier_err frontier__wbuf_flush(struct frontier *f)
 	pos = base;
 	while ((id = f->dirty_head) != FRONTIER_HOST_NONE) {
 		struct fr_host *h = host_at(f, id);
-		uint32_t bytes = h->buf_bytes;
+		struct fr_queue *q = h->q;
+		uint32_t bytes = q->buf_bytes;
 
-		f->dirty_head = h->dirty_next;
-		h->dirty = 0;
-		h->dirty_next = FRONTIER_HOST_NONE;
-		if (h->buf_count == 0)
+		f->dirty_head = q->dirty_next;
+		q->dirty = 0;
+		q->dirty_next = FRONTIER_HOST_NONE;
+		if (q->buf_count == 0) {
+			frontier__queue_put(f, h); /* emptied by refills since it was buffered */
 			continue;
-		err = host_link_extent(f, h, make_pos(f->cur_seg, (uint32_t)pos), h->buf_count,
+		}
+		err = host_link_extent(f, q, make_pos(f->cur_seg, (uint32_t)pos), q->buf_count,
 		                       bytes);
 		if (err != FRONTIER_OK)
 			return err; /* an in-place patch of an allocated block failed: the disk is failing */
 		o.sg->live += sizeof(struct ext_hdr) + bytes;
-		h->buf_head = h->buf_tail = 0;
-		h->buf_count = 0;
-		h->buf_bytes = 0;
+		q->buf_head = q->buf_tail = 0;
+		q->buf_count = 0;
+		q->buf_bytes = 0;
 		pos += sizeof(struct ext_hdr) + bytes;
 	}
 	f->wbuf_used = 0;
@@ -256,14 +259,15 @@ undo : {
 
 enum frontier_err frontier__host_refill(struct frontier *f, uint32_t id, struct fr_host *h)
 {
+	struct fr_queue *q = h->q;
 	uint32_t taken = 0;
 
-	if (h->ext_head != POS_NONE) {
-		struct segment *sg = &f->segs[pos_seg(h->ext_head)];
-		uint32_t avail = h->ext_bytes - h->ext_off;
+	if (q->ext_head != POS_NONE) {
+		struct segment *sg = &f->segs[pos_seg(q->ext_head)];
+		uint32_t avail = q->ext_bytes - q->ext_off;
 		uint32_t want = avail < READ_CHUNK ? avail : READ_CHUNK;
-		uint32_t p = 0, hdr_len = h->ext_need_hdr ? (uint32_t)sizeof(struct ext_hdr) : 0;
-		uint64_t off = (uint64_t)pos_off(h->ext_head) + sizeof(struct ext_hdr) + h->ext_off;
+		uint32_t p = 0, hdr_len = q->ext_need_hdr ? (uint32_t)sizeof(struct ext_hdr) : 0;
+		uint64_t off = (uint64_t)pos_off(q->ext_head) + sizeof(struct ext_hdr) + q->ext_off;
 		uint64_t room = f->cfg.mem_budget > f->st.mem_bytes
 		                        ? f->cfg.mem_budget - f->st.mem_bytes
 		                        : 0;
@@ -298,13 +302,13 @@ enum frontier_err frontier__host_refill(struct frontier *f, uint32_t id, struct 
 		if (hdr_len > 0) {
 			struct ext_hdr hdr;
 			memcpy(&hdr, f->rbuf, sizeof hdr);
-			if (hdr.magic != EXT_MAGIC || hdr.host != id || hdr.count != h->ext_left ||
-			    hdr.bytes != h->ext_bytes)
+			if (hdr.magic != EXT_MAGIC || hdr.host != id || hdr.count != q->ext_left ||
+			    hdr.bytes != q->ext_bytes)
 				return FRONTIER_ERR_IO;
-			h->ext_next = hdr.next;
-			h->ext_need_hdr = 0;
+			q->ext_next = hdr.next;
+			q->ext_need_hdr = 0;
 		}
-		while (h->ext_left > 0 && p + DISK_REC_HDR <= want) {
+		while (q->ext_left > 0 && p + DISK_REC_HDR <= want) {
 			uint16_t ul, vl;
 			uint32_t depth;
 			struct mnode *n;
@@ -322,40 +326,40 @@ enum frontier_err frontier__host_refill(struct frontier *f, uint32_t id, struct 
 					return FRONTIER_ERR_NOMEM;
 				break;
 			}
-			mem_append(f, h, n);
+			mem_append(f, q, n);
 			p += DISK_REC_HDR + ul + vl;
-			h->ext_left--;
-			h->dcount--;
-			f->hosts_on_disk -= h->dcount == 0;
+			q->ext_left--;
+			q->dcount--;
+			f->hosts_on_disk -= q->dcount == 0;
 			f->st.urls_on_disk--;
 			taken++;
 		}
 		if (taken == 0) /* a record larger than the chunk cannot happen */
 			return FRONTIER_ERR_IO;
-		h->ext_off += p;
-		if (h->ext_left == 0) {
-			uint32_t s = pos_seg(h->ext_head);
-			f->segs[s].live -= sizeof(struct ext_hdr) + h->ext_bytes;
+		q->ext_off += p;
+		if (q->ext_left == 0) {
+			uint32_t s = pos_seg(q->ext_head);
+			f->segs[s].live -= sizeof(struct ext_hdr) + q->ext_bytes;
 			frontier__seg_maybe_reclaim(f, s);
-			if (h->ext_next.pos == POS_NONE) {
-				h->ext_head = h->ext_tail = POS_NONE;
+			if (q->ext_next.pos == POS_NONE) {
+				q->ext_head = q->ext_tail = POS_NONE;
 			} else {
 				/* Its header holds its own next link only if it is not the
 				 * tail; the tail's link, when it comes, is patched here. */
-				h->ext_head = h->ext_next.pos;
-				h->ext_left = h->ext_next.count;
-				h->ext_bytes = h->ext_next.bytes;
-				h->ext_off = 0;
-				h->ext_need_hdr = h->ext_head != h->ext_tail;
-				h->ext_next.pos = POS_NONE;
+				q->ext_head = q->ext_next.pos;
+				q->ext_left = q->ext_next.count;
+				q->ext_bytes = q->ext_next.bytes;
+				q->ext_off = 0;
+				q->ext_need_hdr = q->ext_head != q->ext_tail;
+				q->ext_next.pos = POS_NONE;
 			}
 		}
 		f->st.refills++;
 		return FRONTIER_OK;
 	}
 	/* The disk part lives only in the write buffer: take from its chain. */
-	while (h->buf_head != 0) {
-		const char *rec = f->wbuf + (h->buf_head - 1);
+	while (q->buf_head != 0) {
+		const char *rec = f->wbuf + (q->buf_head - 1);
 		uint32_t next, depth;
 		uint16_t ul, vl;
 		struct mnode *n;
@@ -368,17 +372,17 @@ enum frontier_err frontier__host_refill(struct frontier *f, uint32_t id, struct 
 		n = node_new(rec + BUF_REC_HDR, ul, rec + BUF_REC_HDR + ul, vl, depth);
 		if (n == NULL)
 			return taken > 0 ? FRONTIER_OK : FRONTIER_ERR_NOMEM;
-		mem_append(f, h, n);
-		h->buf_head = next;
-		h->buf_count--;
-		h->buf_bytes -= DISK_REC_HDR + ul + vl;
-		h->dcount--;
-		f->hosts_on_disk -= h->dcount == 0;
+		mem_append(f, q, n);
+		q->buf_head = next;
+		q->buf_count--;
+		q->buf_bytes -= DISK_REC_HDR + ul + vl;
+		q->dcount--;
+		f->hosts_on_disk -= q->dcount == 0;
 		f->st.urls_on_disk--;
 		taken++;
 	}
-	if (h->buf_head == 0)
-		h->buf_tail = 0;
+	if (q->buf_head == 0)
+		q->buf_tail = 0;
 	f->st.refills++;
 	return FRONTIER_OK;
 }

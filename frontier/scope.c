@@ -180,9 +180,10 @@ static enum scope_verdict verdict(struct scope *s, enum scope_verdict v)
 	return v;
 }
 
-/* The rules of scope.h; rule 4 only sets *off_domain when allow_off_domain. */
+/* The rules of scope.h, rule 3 with max_depth; rule 4 only sets
+ * *off_domain when allow_off_domain. */
 static enum scope_verdict check(struct scope *s, const char *url, size_t len, uint32_t depth,
-                                int allow_off_domain, int *off_domain)
+                                uint32_t max_depth, int allow_off_domain, int *off_domain)
 {
 	struct seg segs[SCOPE_SEGMENTS_HARD_MAX];
 	size_t i, nseg = 0, hs, hl, ps, pe;
@@ -200,7 +201,7 @@ static enum scope_verdict check(struct scope *s, const char *url, size_t len, ui
 		return verdict(s, SCOPE_BAD_PORT);
 	if (s->max_url_len != 0 && len > s->max_url_len)
 		return verdict(s, SCOPE_TOO_LONG);
-	if (s->max_depth != 0 && depth > s->max_depth)
+	if (max_depth != 0 && depth > max_depth)
 		return verdict(s, SCOPE_TOO_DEEP);
 	if (s->n_domains > 0 || s->n_prefixes > 0) {
 		int ok = 0;
@@ -253,14 +254,25 @@ static enum scope_verdict check(struct scope *s, const char *url, size_t len, ui
 enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uint32_t depth)
 {
 	int off_domain = 0;
-	return check(s, url, len, depth, 0, &off_domain);
+	return check(s, url, len, depth, s ? s->max_depth : 0, 0, &off_domain);
 }
 
 enum scope_verdict scope_check_embed(struct scope *s, const char *url, size_t len, uint32_t depth,
                                      int allow_off_domain, int *off_domain)
 {
 	*off_domain = 0;
-	return check(s, url, len, depth, allow_off_domain, off_domain);
+	return check(s, url, len, depth, s ? s->max_depth : 0, allow_off_domain, off_domain);
+}
+
+enum scope_verdict scope_check_accepted(struct scope *s, const char *url, size_t len,
+                                        uint32_t depth, uint32_t max_depth, int *off_domain)
+{
+	*off_domain = 0;
+	return check(s, url, len, depth,
+	             max_depth ? max_depth
+	             : s       ? s->max_depth
+	                       : 0,
+	             1, off_domain);
 }
 
 void scope_count_add(struct scope *s, enum scope_verdict v, uint64_t n)

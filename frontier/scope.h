@@ -84,6 +84,13 @@ enum scope_verdict scope_check(struct scope *s, const char *url, size_t len, uin
  * configured); every other rule applies. Counted as scope_check is. */
 enum scope_verdict scope_check_embed(struct scope *s, const char *url, size_t len, uint32_t depth,
                                      int allow_off_domain, int *off_domain);
+/* scope_check for a URL a URL rule accepted (url_rules.h): rule 4 does
+ * not refuse (*off_domain tells whether the URL lies off the allowed
+ * domains and prefixes), and rule 3 takes max_depth, the rule's depth=N,
+ * instead of the scope's (0: the scope's); every other rule applies.
+ * Counted as scope_check is. */
+enum scope_verdict scope_check_accepted(struct scope *s, const char *url, size_t len,
+                                        uint32_t depth, uint32_t max_depth, int *off_domain);
 /* Number of URLs that got verdict v so far (SCOPE_OK counts accepted ones). */
 uint64_t scope_count(const struct scope *s, enum scope_verdict v);
 /* Adds n to the count of verdict v (a resumed crawl carries its counts on). */

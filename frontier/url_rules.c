@@ -41,6 +41,11 @@ struct url_rules *url_rules_create(const struct url_options *opt)
 	return r;
 }
 
+struct url_rules *url_rules_create_like(const struct url_rules *r)
+{
+	return url_rules_create(&r->opt);
+}
+
 void url_rules_destroy(struct url_rules *r)
 {
 	if (!r)
@@ -197,6 +202,56 @@ char *url_rules_wget_join(enum url_rules_wget flag, const char *old, const char 
 	else
 		snprintf(v, ol + al + 16, "%s,%s", old, add);
 	return v;
+}
+
+/* A deep copy of rule src into *dst (its regex compiled code copied and
+ * JIT-compiled again); 0 or -1 (no memory). */
+static int rule_copy(const struct url_rule *src, struct url_rule *dst)
+{
+	*dst = *src;
+	dst->items = NULL;
+	dst->nitems = 0;
+	dst->text = strdup(src->text);
+	dst->re = NULL;
+	dst->pf_slot = UINT32_MAX;
+	if (!dst->text)
+		goto bad;
+	if (src->nitems && !(dst->items = calloc(src->nitems, sizeof *dst->items)))
+		goto bad;
+	for (uint32_t i = 0; i < src->nitems; i++) {
+		dst->items[i] = src->items[i];
+		if (!(dst->items[i].s = strdup(src->items[i].s)))
+			goto bad;
+		dst->nitems++;
+	}
+	if (src->re) {
+		if (!(dst->re = pcre2_code_copy(src->re)))
+			goto bad;
+		dst->jit = pcre2_jit_compile(dst->re, PCRE2_JIT_COMPLETE) == 0;
+	}
+	return 0;
+bad:
+	url_rule_free(dst);
+	return -1;
+}
+
+enum url_rules_err url_rules_add_copy(struct url_rules *r, const struct url_rules *src, char *err,
+                                      size_t errlen)
+{
+	if (r->sealed)
+		return refuse_sealed(err, errlen);
+	for (size_t i = 0; i < src->n; i++) {
+		struct url_rule rule;
+		if (rule_copy(&src->rules[i], &rule) < 0) {
+			snprintf(err, errlen, "URL rules: out of memory");
+			return URL_RULES_ERR_NOMEM;
+		}
+		enum url_rules_err e =
+		        append(r, &rule, src->sources[src->rules[i].source], err, errlen);
+		if (e != URL_RULES_OK)
+			return e;
+	}
+	return URL_RULES_OK;
 }
 
 /* ---- Sealing ---- */
@@ -668,11 +723,13 @@ static bool applies(const struct url_rules *r, struct view *v, const struct url_
 	return m >= 0 && (m == 1) != rule->negated;
 }
 
-void url_rules_decide(struct url_rules *r, const char *key, size_t len, uint32_t depth,
-                      struct url_rules_decision *out)
+/* The decision of the first `limit` rules (r->n: all) into *out; counted
+ * when one matched, or (count_none) when none did. */
+static void decide(struct url_rules *r, const char *key, size_t len, uint32_t depth, uint32_t limit,
+                   bool count_none, struct url_rules_decision *out)
 {
 	struct view v;
-	uint32_t best = (uint32_t)r->n;
+	uint32_t best = limit;
 	view_init(&v, key, len);
 	if (r->table)
 		best = set_lookup(r, &v, best);
@@ -688,7 +745,7 @@ void url_rules_decide(struct url_rules *r, const char *key, size_t len, uint32_t
 	*out = (struct url_rules_decision){ .action = URL_RULES_NO_MATCH,
 		                            .rule = -1,
 		                            .regex_failed = v.regex_failed };
-	if (best < r->n) {
+	if (best < limit) {
 		const struct url_rule *rule = &r->rules[best];
 		out->rule = (int32_t)best;
 		out->action = (enum url_rules_action)rule->action;
@@ -698,11 +755,27 @@ void url_rules_decide(struct url_rules *r, const char *key, size_t len, uint32_t
 			out->action = URL_RULES_REJECT;
 			out->too_deep = true;
 		}
+	} else if (!count_none) {
+		return;
+	} else {
+		best = (uint32_t)r->n; /* the no-match counter */
 	}
 	if (r->counts) {
 		size_t slot = 2 * (size_t)best + (out->action == URL_RULES_REJECT);
 		__atomic_add_fetch(&r->counts[slot], 1, __ATOMIC_RELAXED);
 	}
+}
+
+void url_rules_decide(struct url_rules *r, const char *key, size_t len, uint32_t depth,
+                      struct url_rules_decision *out)
+{
+	decide(r, key, len, depth, (uint32_t)r->n, true, out);
+}
+
+void url_rules_decide_first(struct url_rules *r, size_t first, const char *key, size_t len,
+                            uint32_t depth, struct url_rules_decision *out)
+{
+	decide(r, key, len, depth, (uint32_t)(first < r->n ? first : r->n), false, out);
 }
 
 /* ---- Reading the list ---- */

@@ -187,6 +187,8 @@ struct url_rules;
 /* An empty list whose patterns are canonicalized with the crawl keys'
  * options opt (copied; NULL: url_options_init's). NULL when out of memory. */
 struct url_rules *url_rules_create(const struct url_options *opt);
+/* An empty list with r's options; NULL when out of memory. */
+struct url_rules *url_rules_create_like(const struct url_rules *r);
 void url_rules_destroy(struct url_rules *r); /* NULL is a no-op */
 
 /* Appends the rule of one line (len bytes, no NUL needed; a blank or
@@ -208,6 +210,11 @@ enum url_rules_err url_rules_add_wget(struct url_rules *r, enum url_rules_wget f
  * Returns the new value (malloc'd; the caller frees it), NULL when out of
  * memory. old may be NULL. */
 char *url_rules_wget_join(enum url_rules_wget flag, const char *old, const char *add);
+/* Appends a copy of every rule of src (sealed or not), each with its
+ * text, source and line: a list that grows at its top is rebuilt so
+ * (url_rules_live.h). */
+enum url_rules_err url_rules_add_copy(struct url_rules *r, const struct url_rules *src, char *err,
+                                      size_t errlen);
 /* Builds the lookup structures; after it, decisions and no more rules. */
 enum url_rules_err url_rules_seal(struct url_rules *r, char *err, size_t errlen);
 
@@ -223,6 +230,12 @@ enum url_rules_err url_rules_from_config(const struct url_rules_config *c,
  * *out, and counts it for its rule. The list must be sealed. Thread-safe. */
 void url_rules_decide(struct url_rules *r, const char *key, size_t len, uint32_t depth,
                       struct url_rules_decision *out);
+
+/* The decision of the first `first` rules alone (a URL queued before they
+ * were added on top, url_rules_live.h): URL_RULES_NO_MATCH, and nothing
+ * counted, when none of them matches. Thread-safe. */
+void url_rules_decide_first(struct url_rules *r, size_t first, const char *key, size_t len,
+                            uint32_t depth, struct url_rules_decision *out);
 
 /* Number of rules. */
 size_t url_rules_size(const struct url_rules *r);

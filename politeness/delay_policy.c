@@ -54,6 +54,8 @@ void politeness_config_default(struct politeness_config *c)
 	c->backoff_max_us = 3600 * SEC;
 	c->max_consecutive_errors = 8;
 	c->retry_after_cap_us = 3600 * SEC;
+	c->robots_expiry_us = 24 * 3600 * SEC;
+	c->robots_cache_bytes = 64u << 20;
 	c->robots_max_wildcard_rules = ROBOTS_WILDCARD_CAP_DEFAULT;
 }
 

@@ -62,6 +62,11 @@ struct politeness_config {
 	uint64_t backoff_max_us;         /* default 1 h */
 	uint32_t max_consecutive_errors; /* retire after this many; default 8; 0 = never */
 	uint64_t retry_after_cap_us;     /* default 1 h */
+	/* robots.txt cache (politeness.h): how long a fetched robots.txt is
+	 * used (RFC 9309 2.4: 24 h at most, the default), and the bytes of
+	 * parsed rules kept for all hosts (default 64 MiB; 0 = no bound) */
+	uint64_t robots_expiry_us;
+	uint64_t robots_cache_bytes;
 	uint32_t robots_max_wildcard_rules; /* robots.txt wildcard rules one check may
 	                                     * meet (robots_wildcard_cap_set); default
 	                                     * ROBOTS_WILDCARD_CAP_DEFAULT; 0 = no cap */

@@ -54,6 +54,8 @@ struct phost {
 	uint8_t state;
 	uint8_t has_ip;
 	uint8_t robots_state; /* enum politeness_robots_state */
+	uint8_t robots_ref;   /* robots cache clock: visited since the hand passed */
+	uint8_t robots_ring;  /* listed in the robots cache's ring */
 };
 
 struct ipgroup {
@@ -77,6 +79,10 @@ struct politeness {
 	uint32_t *ipmap; /* group index + 1, open addressing on the group key */
 	uint32_t ipmap_cap;
 	struct heap top;
+	/* robots.txt cache: the hosts that had rules (entries of hosts whose
+	 * rules went are dropped when the clock hand reaches them) */
+	uint32_t *rring;
+	uint32_t rring_n, rring_cap, rhand;
 	struct politeness_stats st;
 };
 
@@ -410,6 +416,7 @@ void politeness_destroy(struct politeness *p)
 	for (i = 0; i < p->ngroups; i++)
 		free(p->groups[i].hosts.a);
 	free(p->groups);
+	free(p->rring);
 	free(p->ipmap);
 	free(p->hosts);
 	free(p->top.a);
@@ -447,6 +454,7 @@ enum politeness_err politeness_pop_ready(struct politeness *p, uint64_t now_us, 
 	}
 	p->hosts[hid].state = HS_HELD;
 	p->hosts[hid].slot = NONE32;
+	p->hosts[hid].robots_ref = 1;
 	p->st.hosts_in_heap--;
 	p->st.hosts_held++;
 	p->st.pops++;
@@ -710,6 +718,76 @@ enum politeness_err politeness_robots_state(const struct politeness *p, uint32_t
 	return POLITENESS_OK;
 }
 
+/* Takes ring entry i out (the last one moves in). */
+static void rring_drop(struct politeness *p, uint32_t i)
+{
+	p->hosts[p->rring[i]].robots_ring = 0;
+	p->rring[i] = p->rring[--p->rring_n];
+}
+
+/* Hosts with URLs waiting the hand passes over, looking for an idle one,
+ * before it forgets the first of them. */
+#define ROBOTS_EVICT_LOOK 16
+
+/* Forgets a host's rules: it is unknown again; but rules that allow
+ * everything become no rules (NULL: allow all, still known until they
+ * expire), which cost nothing and need no fetch. */
+static void robots_forget(struct politeness *p, uint32_t ring_slot)
+{
+	struct phost *h = &p->hosts[p->rring[ring_slot]];
+	p->st.robots_bytes -= robots_mem_bytes(h->robots);
+	p->st.robots_hosts--;
+	if (robots_allows_all(h->robots)) {
+		p->st.robots_compacted++;
+	} else {
+		p->st.robots_evicted++;
+		h->robots_state = POLITENESS_ROBOTS_UNKNOWN;
+		h->robots_exp = 0;
+	}
+	robots_destroy(h->robots);
+	h->robots = NULL;
+	rring_drop(p, ring_slot);
+}
+
+/* While the cached rules pass the budget, the clock hand forgets the rules
+ * of a host not visited since it last passed (robots_ref), an idle one
+ * (nothing queued) rather than one with URLs waiting when one is among the
+ * next ROBOTS_EVICT_LOOK it meets; never those of keep or of a held host:
+ * the host is unknown again, its robots.txt fetched before its next URL. */
+static void robots_evict(struct politeness *p, uint32_t keep)
+{
+	uint64_t steps = 2 * (uint64_t)p->rring_n + 1;
+	uint32_t waiting = NONE32, looked = 0;
+	while (p->cfg.robots_cache_bytes != 0 && p->st.robots_bytes > p->cfg.robots_cache_bytes &&
+	       p->rring_n > 0 && steps-- > 0) {
+		if (p->rhand >= p->rring_n)
+			p->rhand = 0;
+		uint32_t id = p->rring[p->rhand];
+		struct phost *h = &p->hosts[id];
+		if (h->robots == NULL) {
+			if (waiting == p->rring_n - 1)
+				waiting = p->rhand; /* the last entry moves into this slot */
+			rring_drop(p, p->rhand);
+		} else if (id == keep || h->state == HS_HELD) {
+			p->rhand++;
+		} else if (h->robots_ref) {
+			h->robots_ref = 0;
+			p->rhand++;
+		} else if (h->state == HS_HEAP && looked++ < ROBOTS_EVICT_LOOK) {
+			if (waiting == NONE32)
+				waiting = p->rhand;
+			p->rhand++;
+		} else {
+			robots_forget(p, looked > ROBOTS_EVICT_LOOK && waiting != NONE32
+			                         ? waiting
+			                         : p->rhand);
+			waiting = NONE32;
+			looked = 0;
+			steps = 2 * (uint64_t)p->rring_n + 1; /* the next one, from here */
+		}
+	}
+}
+
 enum politeness_err politeness_robots_set(struct politeness *p, uint32_t host,
                                           enum politeness_robots_state state, struct robots *rules,
                                           uint64_t expires_us)
@@ -727,11 +805,28 @@ enum politeness_err politeness_robots_set(struct politeness *p, uint32_t host,
 		if (robots_wildcard_cap_set(rules, cap) > cap && cap != 0)
 			p->st.robots_capped++;
 	}
-	if (h->robots != rules)
+	if (h->robots != rules) {
+		p->st.robots_bytes -= robots_mem_bytes(h->robots);
 		robots_destroy(h->robots);
+		p->st.robots_bytes += robots_mem_bytes(rules);
+		p->st.robots_hosts += (rules != NULL) - (h->robots != NULL);
+	}
 	h->robots_state = (uint8_t)state;
 	h->robots = rules;
 	h->robots_exp = expires_us;
+	if (rules != NULL && !h->robots_ring) {
+		if (p->rring_n == p->rring_cap) {
+			uint32_t cap = p->rring_cap ? p->rring_cap * 2 : 64;
+			uint32_t *r = realloc(p->rring, (size_t)cap * sizeof *r);
+			if (r == NULL)
+				return POLITENESS_OK; /* not evictable: kept, as without a bound */
+			p->rring = r;
+			p->rring_cap = cap;
+		}
+		p->rring[p->rring_n++] = host;
+		h->robots_ring = 1;
+	}
+	robots_evict(p, host);
 	return POLITENESS_OK;
 }
 

@@ -46,13 +46,28 @@
  * estimate of its response time (delay_policy.h: the one copy, updated on
  * each release; not checkpointed, a resumed crawl starts it afresh), and
  * its robots.txt cache:
- * unknown (never fetched, or a fetch in flight when a checkpoint was
- * taken), fetching, or known with its parsed rules (owned here, NULL =
- * allow all) and an expiry time after which they are fetched again.
+ * unknown (never fetched, forgotten, or a fetch in flight when a checkpoint
+ * was taken), fetching, or known with its parsed rules (owned here, NULL =
+ * allow all) and an expiry time (the caller's: robots_expiry_us after the
+ * fetch) after which they are fetched again.
  *
- * Memory: about 96 bytes per host plus 16 bytes per heap entry and 64 bytes
- * per IP group, plus each host's robots rules, outside the frontier's
- * budget.
+ * The robots.txt cache is bounded: the rules of all hosts take at most
+ * robots_cache_bytes (robots_mem_bytes each). Past it, a clock forgets
+ * rules: its hand goes round the hosts that have rules, clearing the
+ * reference bit a visit sets (pop) and forgetting the rules of a host whose
+ * bit is clear, an idle one (nothing queued) rather than one with URLs
+ * waiting when one comes within the next 16 such hosts; never those of a
+ * held host or of the host whose rules are being set. A forgotten host is
+ * unknown again: its robots.txt is fetched before its next URL; but rules
+ * that allow every path (robots_allows_all) become NULL rules instead,
+ * known until they expire, costing nothing.
+ *
+ * Memory: 96 bytes per host (the struct, in one array by host id) plus 16
+ * bytes per heap entry (hosts with URLs waiting) and 64 bytes per IP group,
+ * plus 4 bytes per host whose rules were cached (the clock's ring), plus
+ * the rules within robots_cache_bytes; outside the frontier's budget.
+ * Every call O(1) or O(log n) but the checkpoint's (O(hosts)); a cache
+ * eviction is amortized O(1).
  */
 #ifndef POLITENESS_POLITENESS_H
 #define POLITENESS_POLITENESS_H
@@ -90,9 +105,13 @@ struct politeness_stats {
 	uint64_t ip_groups;
 	uint64_t pops;
 	uint64_t releases;
-	uint64_t errors;       /* VISIT_ERROR outcomes */
-	uint64_t retry_laters; /* VISIT_RETRY_LATER outcomes */
-	uint64_t dropped_urls; /* URLs drained from retired hosts */
+	uint64_t errors;           /* VISIT_ERROR outcomes */
+	uint64_t retry_laters;     /* VISIT_RETRY_LATER outcomes */
+	uint64_t dropped_urls;     /* URLs drained from retired hosts */
+	uint64_t robots_hosts;     /* hosts with robots.txt rules cached */
+	uint64_t robots_bytes;     /* their rules' bytes (robots_mem_bytes) */
+	uint64_t robots_evicted;   /* rules forgotten for room, ever */
+	uint64_t robots_compacted; /* rules that allowed all, made NULL for room */
 	/* robots.txt files set with a path that meets more wildcard rules
 	 * than robots_max_wildcard_rules (robots.h) */
 	uint64_t robots_capped;

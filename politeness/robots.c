@@ -18,6 +18,7 @@
 
 #include "frontier/base/array.h"
 #include "frontier/base/ascii.h"
+#include "frontier/base/mem_cost.h"
 
 struct rule_list {
 	struct robots_rule *v;
@@ -410,6 +411,39 @@ void robots_destroy(struct robots *r)
 	free(r);
 }
 
+/* The arrays cut to their length: a cache keeps the rules for hours (a
+ * realloc that fails leaves an array as it was). */
+static void shrink(struct robots *r)
+{
+	void *p;
+	if (r->nrules > 0 && (p = realloc(r->rules, r->nrules * sizeof *r->rules)) != NULL)
+		r->rules = p;
+	if (r->nsitemaps > 0 &&
+	    (p = realloc(r->sitemaps, r->nsitemaps * sizeof *r->sitemaps)) != NULL)
+		r->sitemaps = p;
+}
+
+bool robots_allows_all(const struct robots *r)
+{
+	return !r || (r->nrules == 0 && !r->deny_all);
+}
+
+size_t robots_mem_bytes(const struct robots *r)
+{
+	if (!r)
+		return 0;
+	size_t n = mem_alloc_cost(sizeof *r);
+	if (r->nrules > 0)
+		n += mem_alloc_cost(r->nrules * sizeof *r->rules);
+	for (size_t i = 0; i < r->nrules; i++)
+		n += mem_alloc_cost(r->rules[i].len + 1);
+	if (r->nsitemaps > 0)
+		n += mem_alloc_cost(r->nsitemaps * sizeof *r->sitemaps);
+	for (size_t i = 0; i < r->nsitemaps; i++)
+		n += mem_alloc_cost(strlen(r->sitemaps[i]) + 1);
+	return n;
+}
+
 int robots_parse(const char *body, size_t len, const char *user_agent, struct robots **out)
 {
 	int rc = ROBOTS_OK;
@@ -467,6 +501,7 @@ int robots_parse(const char *body, size_t len, const char *user_agent, struct ro
 	r->nsitemaps = st.nsitemaps;
 	st.sitemaps = NULL;
 	st.nsitemaps = 0;
+	shrink(r);
 	*out = r;
 	r = NULL;
 out:

@@ -143,6 +143,12 @@ const char *robots_sitemap(const struct robots *r, size_t i);
 /* Number of compiled rules, a repeated one counted once (for tests and
  * statistics). */
 size_t robots_rule_count(const struct robots *r);
+/* true if r has no rule: every path allowed (its Crawl-delay and
+ * Sitemap lines aside); also for NULL. */
+bool robots_allows_all(const struct robots *r);
+/* The heap bytes r holds (its struct, rules, patterns, sitemaps, as malloc
+ * rounds them); 0 for NULL. O(rules + sitemaps). */
+size_t robots_mem_bytes(const struct robots *r);
 
 /*
  * A compiled object as bytes and back (checkpoints keep the robots cache

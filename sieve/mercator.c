@@ -171,6 +171,35 @@ static inline void seg_count(struct merc *m, struct segment *sg, uint64_t h)
 
 /* ---------------- the operations ---------------- */
 
+/* The cache line of signature h: CACHE_WAYS signatures, most recent first. */
+static inline uint64_t *cache_line(const struct merc *m, uint64_t h)
+{
+	return m->cache + (h & m->cache_mask) * CACHE_WAYS;
+}
+
+/* Whether h is in the cache of recent signatures; either way it becomes
+ * its line's most recent (a hit moves up, a miss pushes the least recent
+ * out). 0 is never cached (it marks an empty way). A line's ways are one
+ * cache line: a probe costs the one miss a direct-mapped cache costs, and
+ * a signature seen often stays however many others pass through. */
+static inline bool cache_seen(struct merc *m, uint64_t h)
+{
+	uint64_t *c = cache_line(m, h);
+	unsigned w = 0;
+	bool hit;
+
+	if (h == 0)
+		return false;
+	while (w < CACHE_WAYS && c[w] != h)
+		w++;
+	hit = w < CACHE_WAYS;
+	if (!hit)
+		w = CACHE_WAYS - 1;
+	memmove(c + 1, c, w * sizeof *c);
+	c[0] = h;
+	return hit;
+}
+
 static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
 {
 	struct segment *sg;
@@ -181,15 +210,13 @@ static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
 	if (m->base.err != 0)
 		return SIEVE_ECLOSED;
 	m->base.st.added++;
-	if (h != 0) {
-		uint64_t *c = &m->cache[h & m->cache_mask];
-		if (*c == h) {
-			m->base.st.cache_drops++;
-			return SIEVE_OK;
-		}
-		*c = h;
+	if (cache_seen(m, h)) {
+		m->base.st.cache_drops++;
+		return SIEVE_OK;
 	}
-	while (seg_full(m, &m->segs[m->cur], h)) {
+	/* (a_cap only bounds the disk and the page cache: a replay may read a
+	 * longer segment, seg_full is what the flush needs) */
+	while (seg_full(m, &m->segs[m->cur], h) || m->cur_len >= m->a_cap) {
 		rc = seal_locked(m);
 		if (rc != SIEVE_OK)
 			return rc;
@@ -241,7 +268,7 @@ static int merc_add_batch(void *impl, const char *const *urls, const size_t *len
 			hs[j] = XXH3_64bits(urls[i + j], lens[i + j]);
 			/* the cache probe is a random access: start it early (the
 			 * array and its mask never change after open) */
-			__builtin_prefetch(&m->cache[hs[j] & m->cache_mask], 1);
+			__builtin_prefetch(cache_line(m, hs[j]), 1);
 		}
 		pthread_mutex_lock(&m->base.mu);
 		for (size_t j = 0; j < k; j++) {
@@ -321,10 +348,9 @@ static int merc_sync(void *impl)
 }
 
 /* The files of a checkpoint (after a flush and a sync): MANIFEST is
- * replaced by rename and Z.<gen>.<j> is never rewritten while another
- * name links it (flush_commit): both are linked; the unflushed URL
- * segments, appended to, are copied as they stand. Caller holds both
- * locks. */
+ * replaced by rename and a run's files Z.<g>.<j> are never rewritten: both
+ * are linked; the unflushed URL segments, appended to, are copied as they
+ * stand. Caller holds both locks. */
 static int checkpoint_locked(struct merc *m, const char *dir)
 {
 	const struct mstate *s = &m->ms;
@@ -334,12 +360,14 @@ static int checkpoint_locked(struct merc *m, const char *dir)
 	if (sieve_checkpoint_file(m->base.dir, dir, "MANIFEST", SIEVE_WHOLE_FILE) != 0)
 		return sieve_fail(&m->base, SIEVE_EIO, "checkpoint of %s/MANIFEST into %s: %s",
 		                  m->base.dir, dir, strerror(errno));
-	for (unsigned j = 0; j < Z_PARTS && s->gen > 0; j++) {
-		snprintf(name, sizeof name, "Z.%llu.%u", (unsigned long long)s->gen, j);
-		if (sieve_checkpoint_file(m->base.dir, dir, name, SIEVE_WHOLE_FILE) != 0)
-			return sieve_fail(&m->base, SIEVE_EIO, "checkpoint of %s/%s into %s: %s",
-			                  m->base.dir, name, dir, strerror(errno));
-	}
+	for (unsigned x = 0; x < s->nruns; x++)
+		for (unsigned j = 0; j < Z_PARTS; j++) {
+			snprintf(name, sizeof name, "Z.%llu.%u", (unsigned long long)s->runs[x], j);
+			if (sieve_checkpoint_file(m->base.dir, dir, name, SIEVE_WHOLE_FILE) != 0)
+				return sieve_fail(&m->base, SIEVE_EIO,
+				                  "checkpoint of %s/%s into %s: %s", m->base.dir,
+				                  name, dir, strerror(errno));
+		}
 	for (uint64_t seg = s->first_seg; seg <= cur->id; seg++) {
 		char src[4096];
 		struct stat st;
@@ -401,7 +429,8 @@ static void merc_free(struct merc *m)
 	free(m->late_used);
 	free(m->scan_buf);
 	for (unsigned j = 0; j < Z_PARTS; j++) {
-		free(m->pb[j].zin);
+		for (unsigned x = 0; x < Z_RUNS_MAX; x++)
+			free(m->pb[j].zin[x]);
 		free(m->pb[j].zout);
 	}
 	free(m->log_buf);
@@ -434,7 +463,7 @@ static int merc_close(void *impl)
 		/* the empty current segment is not needed any more, nor its list
 		 * of signatures (a reopen replays A, not S) */
 		if (cur->n == 0 && m->base.err == 0 &&
-		    seg_path(m->base.dir, p, sizeof p, "A", cur->id, -1, false) == 0)
+		    seg_path(m->base.dir, p, sizeof p, "A", cur->id, -1) == 0)
 			unlink(p);
 		s_files_remove(m->base.dir, cur->id);
 		seg_spares_remove(m->base.dir);
@@ -514,7 +543,7 @@ static int replay(struct merc *m)
 		struct segment rb; /* the segment as the flush wants it */
 		int fd, rc;
 
-		if (seg_path(m->base.dir, p, sizeof p, "A", seg, -1, false) != 0)
+		if (seg_path(m->base.dir, p, sizeof p, "A", seg, -1) != 0)
 			return sieve_fatal(&m->base, SIEVE_EINVAL, "%s: path too long",
 			                   m->base.dir);
 		fd = open(p, stop ? O_RDONLY : O_RDWR | O_CLOEXEC);
@@ -551,24 +580,32 @@ static int replay(struct merc *m)
 	}
 	if (seg == first && m->ms.sync_seg > seg) {
 		/* the synced segment vanished */
-		seg_path(m->base.dir, p, sizeof p, "A", seg, -1, false);
+		seg_path(m->base.dir, p, sizeof p, "A", seg, -1);
 		return sieve_fatal(&m->base, SIEVE_ECORRUPT, "%s: synced URL segment missing", p);
 	}
 	return SIEVE_OK;
 }
 
 /* Divides the budget: I/O buffers (A's, EMITTED's and the emitting scan's,
- * each part's Z reader and Z' writer, S's buffer of each slice), a cache
- * of 1/16, the merge's blocks (in struct merc), the layout's histograms
- * and bucket starts (4 arrays of 2^pbits), the rest for the flush's array
- * (8 bytes per slot: the adds keep no signature in memory, the flush loads
- * them from S or A and sorts them in place) and two bitmaps, the marks (a
- * bit per record of a segment, SLICES_PER_PART per slot) and the late
- * ones' (a bit per slot). *cache_entries: the cache's. */
+ * each part's reader of each run and new run's writer, S's buffer of each
+ * slice), the merge's blocks (in struct merc), the layout's histograms and
+ * bucket starts (4 arrays of 2^pbits), the flush's array (8 bytes per
+ * slot: the adds keep no signature in memory, the flush loads them from S
+ * or A and sorts them in place) and two bitmaps, the marks (a bit per
+ * record of a segment, SLICES_PER_PART per slot) and the late ones' (a bit
+ * per slot), and a cache of recent signatures: 1/16 of the budget, and
+ * for a large budget (twice it past A_CAP_MIN) whatever the array does not
+ * need. There the array needs no more slots than the records of a segment
+ * whose URL file is cut at a_cap bytes, at most a_cap / SEG_RECORD_MIN; a
+ * larger one would go unused, and a cache drops more repeats, every one a
+ * record less to write and read back. (A small budget's unused slots are
+ * never touched: the crawl's sieve keeps its resident size.)
+ * *cache_entries: the cache's. */
 static int merc_size(struct merc *m, size_t *cache_entries)
 {
 	const size_t mem = m->base.cfg.memory ? m->base.cfg.memory : (size_t)64 << 20;
-	size_t rest, ce = 1, fixed, slots;
+	const size_t slot_bits = 65 + SLICES_PER_PART;
+	size_t rest, ce = CACHE_WAYS, fixed, slots, need;
 
 	m->io = mem / 64;
 	if (m->io > ((size_t)1 << 20))
@@ -579,24 +616,38 @@ static int merc_size(struct merc *m, size_t *cache_entries)
 		m->io = m->base.cfg.max_url_len + 2 * REC_HDR;
 	while (ce * 2 * sizeof(uint64_t) <= mem / 8)
 		ce *= 2;
+	m->zr_io = m->io / 8 > Z_READ_MIN ? m->io / 8 : Z_READ_MIN;
+	m->a_cap = (uint64_t)mem * A_CAP_BUDGETS;
+	m->recycle = m->a_cap <= A_CAP_MIN;
+	if (m->a_cap < A_CAP_MIN)
+		m->a_cap = A_CAP_MIN;
 	m->s_w.cap = m->io / 2 / SLICES / 8 * 8;
 	if (m->s_w.cap < 4096)
 		m->s_w.cap = 4096;
-	fixed = (3 + 2 * (size_t)Z_PARTS) * m->io + Z_PARTS * Z_SLACK + SLICES * m->s_w.cap +
-	        ce * 8 + sizeof *m + LAYOUT_BYTES(8);
+	fixed = (3 + (size_t)Z_PARTS) * m->io + Z_PARTS * Z_RUNS_MAX * (m->zr_io + Z_SLACK) +
+	        SLICES * m->s_w.cap + ce * 8 + sizeof *m + LAYOUT_BYTES(8);
 	if (fixed + 64 * 80 > mem)
 		return sieve_fail(
 		        &m->base, SIEVE_EINVAL,
 		        "memory %zu too small (needs at least %zu for I/O buffers and cache)", mem,
 		        fixed + 64 * 80);
 	rest = mem - fixed + LAYOUT_BYTES(8);
-	/* the slots (8 + (SLICES_PER_PART + 1) / 8 bytes each), then the
-	 * layout's arrays for a segment of them out of the same rest (fewer
-	 * slots never need more bucket bits) */
-	slots = rest * 8 / (65 + SLICES_PER_PART);
+	/* the slots (slot_bits / 8 bytes each), then the layout's arrays for a
+	 * segment of them out of the same rest (fewer slots never need more
+	 * bucket bits) */
+	slots = rest * 8 / slot_bits;
 	m->pbits = layout_bits(slots * SLICES_PER_PART);
 	if (rest > LAYOUT_BYTES(m->pbits) + 64 * 80)
-		slots = (rest - LAYOUT_BYTES(m->pbits)) * 8 / (65 + SLICES_PER_PART);
+		slots = (rest - LAYOUT_BYTES(m->pbits)) * 8 / slot_bits;
+	need = (size_t)(m->a_cap / SEG_RECORD_MIN / SLICES_PER_PART) + 1;
+	if (slots > need && !m->recycle) {
+		size_t spare = (slots - need) * slot_bits / 8;
+		while (ce * sizeof(uint64_t) <= spare) {
+			spare -= ce * sizeof(uint64_t);
+			ce *= 2;
+		}
+		slots = need;
+	}
 	m->slice_cap = slots / Z_PARTS;
 	m->seg_cap = m->slice_cap * SLICES;
 	if (m->base.cfg.buffer_urls > 0) {
@@ -610,7 +661,7 @@ static int merc_size(struct merc *m, size_t *cache_entries)
 		m->slice_cap = m->seg_cap;
 	m->pbits = layout_bits(m->seg_cap);
 	m->seal_min = m->base.cfg.seal_min_urls > 0 ? m->base.cfg.seal_min_urls : SEAL_MIN_DEFAULT;
-	m->cache_mask = ce - 1;
+	m->cache_mask = ce / CACHE_WAYS - 1;
 	m->base.st.buffer_urls = m->seg_cap;
 	m->base.st.cache_entries = ce;
 	*cache_entries = ce;
@@ -623,14 +674,16 @@ static int merc_alloc(struct merc *m, size_t ce)
 	const size_t buckets = (size_t)1 << m->pbits;
 	bool ok = true;
 
-	m->keys = malloc(Z_PARTS * m->slice_cap * sizeof(uint64_t));
+	m->keys = sieve_alloc_random(Z_PARTS * m->slice_cap * sizeof(uint64_t));
 	m->segs[0].top = malloc(buckets * sizeof(uint32_t));
 	m->segs[1].top = malloc(buckets * sizeof(uint32_t));
 	m->bstart = malloc((buckets + 1) * sizeof(uint32_t));
 	m->bnext = malloc(buckets * sizeof(uint32_t));
 	m->late_used = malloc(Z_PARTS * ((m->slice_cap + 63) / 64) * 8);
-	m->marks = malloc(((m->seg_cap + 63) / 64) * 8);
-	m->cache = calloc(ce, sizeof(uint64_t));
+	m->marks = sieve_alloc_random(((m->seg_cap + 63) / 64) * 8);
+	m->cache = sieve_alloc_random(ce * sizeof(uint64_t));
+	if (m->cache != NULL)
+		memset(m->cache, 0, ce * sizeof(uint64_t));
 	m->a_wbuf = malloc(m->io);
 	m->s_w.buf = malloc(SLICES * m->s_w.cap);
 	for (unsigned r = 0; r < SLICES; r++) {
@@ -641,9 +694,12 @@ static int merc_alloc(struct merc *m, size_t ce)
 	m->log_buf = malloc(m->io);
 	for (unsigned j = 0; j < Z_PARTS; j++) {
 		/* zeroed: the slack is read, never used */
-		m->pb[j].zin = calloc(1, m->io + Z_SLACK);
+		for (unsigned x = 0; x < Z_RUNS_MAX; x++) {
+			m->pb[j].zin[x] = calloc(1, m->zr_io + Z_SLACK);
+			ok &= m->pb[j].zin[x] != NULL;
+		}
 		m->pb[j].zout = malloc(m->io);
-		ok &= m->pb[j].zin != NULL && m->pb[j].zout != NULL;
+		ok &= m->pb[j].zout != NULL;
 	}
 	if (!ok || !m->keys || !m->segs[0].top || !m->segs[1].top || !m->bstart || !m->bnext ||
 	    !m->s_w.buf || !m->late_used || !m->marks || !m->cache || !m->a_wbuf || !m->scan_buf ||
@@ -652,23 +708,48 @@ static int merc_alloc(struct merc *m, size_t ce)
 	return SIEVE_OK;
 }
 
-/* Removes every S.<seg>.<r> of the folder: lists of a previous run. */
-static int s_remove_one(void *arg, const char *path, const char *name)
+/* Whether name is PREFIX<digits>SEP<digits> (SEP a character). */
+static bool name_is(const char *name, const char *prefix, char sep, uint64_t *first)
 {
-	size_t k = strspn(name + 2, "0123456789");
-	const char *t = name + 2 + k;
+	size_t pl = strlen(prefix), k;
+	const char *t;
 
-	(void)arg;
-	if (name[0] == 'S' && name[1] == '.' && k > 0 && t[0] == '.' && t[1] != '\0' &&
-	    strspn(t + 1, "0123456789") == strlen(t + 1))
+	if (strncmp(name, prefix, pl) != 0)
+		return false;
+	k = strspn(name + pl, "0123456789");
+	t = name + pl + k;
+	if (k == 0 || k > 19 || t[0] != sep || t[1] == '\0' ||
+	    strspn(t + 1, "0123456789") != strlen(t + 1))
+		return false;
+	*first = strtoull(name + pl, NULL, 10);
+	return true;
+}
+
+/* Removes what the committed state does not name: the signature lists
+ * S.<seg>.<r> (caches, rebuilt from A by the replay), the parts of runs
+ * not in the manifest (a run never committed, or merged into a later one)
+ * and Z.tmp.<j>, and the spare segment files A.spare and S.spare.<r>. */
+static int leftover_remove(void *arg, const char *path, const char *name)
+{
+	const struct mstate *s = arg;
+	uint64_t g;
+	bool live = false;
+
+	if (name_is(name, "S.", '.', &g) || strncmp(name, "Z.tmp.", 6) == 0 ||
+	    strcmp(name, "A.spare") == 0 || strncmp(name, "S.spare.", 8) == 0) {
 		unlink(path);
+	} else if (name_is(name, "Z.", '.', &g)) {
+		for (unsigned x = 0; x < s->nruns; x++)
+			live |= s->runs[x] == g;
+		if (!live)
+			unlink(path);
+	}
 	return 0;
 }
 
 /* The committed state: MANIFEST read, Z checked against it, leftovers of a
- * crash removed (signature lists of segments, S.*: caches, rebuilt from A
- * by the replay; spare segment files; a Z' never committed; a newer Z),
- * EMITTED cut back to its committed length. */
+ * crash removed (leftover_remove), EMITTED cut back to its committed
+ * length. */
 static int merc_load(struct merc *m)
 {
 	char p[4096];
@@ -684,22 +765,13 @@ static int merc_load(struct merc *m)
 	if (mr == 1) {
 		memset(&m->ms, 0, sizeof m->ms);
 	} else if (m->ms.gen > 0) {
-		struct zhead zh[Z_PARTS];
+		struct zhead zh[Z_RUNS_MAX * Z_PARTS];
 		int rc = merc_z_open_all(m, &m->ms, zh);
 		merc_z_close_all(zh);
 		if (rc != SIEVE_OK)
 			return rc;
 	}
-	sieve_dir_each(m->base.dir, s_remove_one, NULL);
-	seg_spares_remove(m->base.dir);
-	for (unsigned j = 0; j < Z_PARTS; j++) {
-		if (merc_z_path(m, p, sizeof p, 0, j, true) == 0)
-			unlink(p);
-		if (merc_z_path(m, p, sizeof p, m->ms.gen + 1, j, false) == 0)
-			unlink(p);
-		if (m->ms.gen > 0 && merc_z_path(m, p, sizeof p, m->ms.gen - 1, j, false) == 0)
-			unlink(p);
-	}
+	sieve_dir_each(m->base.dir, leftover_remove, &m->ms);
 	if (!m->base.cfg.emit_log)
 		return SIEVE_OK;
 	if (sieve_path(p, sizeof p, m->base.dir, "EMITTED") != 0)

@@ -78,7 +78,7 @@ int merc_slice_load_s(struct zpart *zp, unsigned r, uint8_t *buf, size_t cap)
 	int fd = -1, rc = -1;
 	XXH3_state_t *xs = XXH3_createState();
 
-	if (xs == NULL || seg_path(m->base.dir, sp, sizeof sp, "S", zp->sg->id, (int)r, false) != 0)
+	if (xs == NULL || seg_path(m->base.dir, sp, sizeof sp, "S", zp->sg->id, (int)r) != 0)
 		goto out;
 	fd = open(sp, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -237,100 +237,166 @@ static int slice_late(struct zpart *zp, unsigned r, size_t nlate, uint8_t *buf, 
 	return slice_scan_a(zp, r, buf, cap, take_late, &lc);
 }
 
-/* Part j of Z, read a block at a time. */
-struct zsrc {
+/* A run of part j of Z, read a block at a time: v[i..n) is what is left
+ * of its block being merged. */
+struct zrun {
 	struct zr in;
 	unsigned lbits;
 	uint64_t left;  /* signatures not yet decoded */
 	uint64_t hprev; /* high part of the last one decoded */
+	uint64_t *v;
+	size_t i, n;
+	bool done; /* every signature taken */
 };
 
-/* Reads the next block of Z (Z_BLOCK signatures, fewer for the last)
- * into v; its count, 0 at Z's end or at damage (then in's bad or ioerr
- * says which). */
-static size_t zsrc_block(struct zsrc *src, uint64_t *v)
+/* Decodes the run's next block (Z_BLOCK signatures, fewer for the last);
+ * at its end, or at damage (then in's bad or ioerr says which), done. */
+static void run_fill(struct zrun *r)
 {
-	size_t c = src->left < Z_BLOCK ? (size_t)src->left : Z_BLOCK;
+	size_t c = r->left < Z_BLOCK ? (size_t)r->left : Z_BLOCK;
 
-	if (c == 0 || !zr_block(&src->in, src->lbits, &src->hprev, v, c))
-		return 0;
-	src->left -= c;
-	return c;
+	r->i = 0;
+	r->n = 0;
+	if (c > 0 && zr_block(&r->in, r->lbits, &r->hprev, r->v, c)) {
+		r->left -= c;
+		r->n = c;
+	}
+	r->done = r->n == 0;
 }
 
-/* Where the merge is: the block of Z being merged (zv, its next zi of zn)
- * and the block of Z' being gathered (ov, on values). Kept by value in the
- * merge loop, so that the compiler keeps it in registers. */
-struct zcursor {
-	uint64_t *zv, *ov;
-	size_t zi, zn, on;
-	bool zdone; /* Z is all merged */
+/* The block of the new run being gathered. */
+struct zblock {
+	uint64_t *ov;
+	size_t on;
 };
 
-static inline void cur_fill(struct zcursor *c, struct zsrc *src)
-{
-	c->zn = zsrc_block(src, c->zv);
-	c->zi = 0;
-	c->zdone = c->zn == 0;
-}
-
-/* Appends the run v[0..cnt) to the block of Z' being gathered in ov (on
- * values in it) and encodes every block it completes; returns the new
- * count. Most of a merge is such runs of Z between two of S's signatures:
- * a copy, or none when a whole block of the run can be encoded where it
- * is. */
-static size_t z_put_run(struct zw *w, uint64_t *ov, size_t on, const uint64_t *v, size_t cnt)
+/* Appends the run v[0..cnt) to the block being gathered and encodes every
+ * block it completes. Most of a merge is such runs of Z between two of
+ * S's signatures: a copy, or none when a whole block of the run can be
+ * encoded where it is. */
+static void z_put_run(struct zw *w, struct zblock *b, const uint64_t *v, size_t cnt)
 {
 	while (cnt > 0) {
 		size_t k;
-		if (on == 0 && cnt >= Z_BLOCK) {
+		if (b->on == 0 && cnt >= Z_BLOCK) {
 			zw_block(w, v, Z_BLOCK);
 			v += Z_BLOCK;
 			cnt -= Z_BLOCK;
 			continue;
 		}
-		k = Z_BLOCK - on < cnt ? Z_BLOCK - on : cnt;
-		memcpy(ov + on, v, k * sizeof *v);
-		on += k;
+		k = Z_BLOCK - b->on < cnt ? Z_BLOCK - b->on : cnt;
+		memcpy(b->ov + b->on, v, k * sizeof *v);
+		b->on += k;
 		v += k;
 		cnt -= k;
-		if (on == Z_BLOCK) {
-			zw_block(w, ov, on);
-			on = 0;
+		if (b->on == Z_BLOCK) {
+			zw_block(w, b->ov, b->on);
+			b->on = 0;
 		}
 	}
-	return on;
 }
 
-static inline void cur_put(struct zcursor *c, struct zw *out, uint64_t v)
+static inline void z_put(struct zw *w, struct zblock *b, uint64_t v)
 {
-	c->ov[c->on++] = v;
-	if (c->on == Z_BLOCK) {
-		zw_block(out, c->ov, c->on);
-		c->on = 0;
+	b->ov[b->on++] = v;
+	if (b->on == Z_BLOCK) {
+		zw_block(w, b->ov, b->on);
+		b->on = 0;
 	}
 }
 
-/* Copies Z's signatures below k into Z'; true when Z holds k (then taken
+/* The first index from e on of the ascending v[0..n) whose value is not
+ * below k, or n: eight values compared at a time without a branch (the
+ * merge passes tens of a run's values per signature of a segment; a loop
+ * that stops at the first would mispredict its exit each time). */
+static inline size_t first_not_below(const uint64_t *v, size_t e, size_t n, uint64_t k)
+{
+	while (e + 8 <= n) {
+		unsigned c = 0;
+		for (unsigned q = 0; q < 8; q++)
+			c += v[e + q] < k;
+		e += c;
+		if (c < 8)
+			return e;
+	}
+	while (e < n && v[e] < k)
+		e++;
+	return e;
+}
+
+/* Copies the signatures below k of the runs merged into the new run (mr[0..nm),
+ * disjoint) into it, in order; true when one of them holds k (then taken
  * too: the caller writes it). */
-static inline bool cur_merge_to(struct zcursor *c, struct zsrc *src, struct zw *out, uint64_t k)
+static bool merged_to(struct zrun *mr, unsigned nm, struct zw *out, struct zblock *b, uint64_t k)
 {
-	while (!c->zdone) {
-		size_t e = c->zi;
-		while (e < c->zn && c->zv[e] < k)
-			e++;
-		c->on = z_put_run(out, c->ov, c->on, c->zv + c->zi, e - c->zi);
-		c->zi = e;
-		if (c->zi < c->zn)
-			break;
-		cur_fill(c, src);
-	}
-	if (!c->zdone && c->zv[c->zi] == k) {
-		c->zi++;
+	if (nm == 1) {
+		/* one run: its values below k copied a stretch at a time */
+		while (!mr->done) {
+			size_t e = first_not_below(mr->v, mr->i, mr->n, k);
+			z_put_run(out, b, mr->v + mr->i, e - mr->i);
+			mr->i = e;
+			if (e < mr->n)
+				break;
+			run_fill(mr);
+		}
+		if (mr->done || mr->v[mr->i] != k)
+			return false;
+		if (++mr->i == mr->n)
+			run_fill(mr);
 		return true;
+	}
+	for (;;) {
+		struct zrun *a = NULL; /* the run with the smallest head */
+		uint64_t bound = k;    /* the other runs' smallest head, or k */
+		size_t e;
+		for (unsigned x = 0; x < nm; x++) {
+			struct zrun *r = &mr[x];
+			if (r->done)
+				continue;
+			if (a == NULL || r->v[r->i] < a->v[a->i]) {
+				if (a != NULL && a->v[a->i] < bound)
+					bound = a->v[a->i];
+				a = r;
+			} else if (r->v[r->i] < bound) {
+				bound = r->v[r->i];
+			}
+		}
+		if (a == NULL || a->v[a->i] >= k) {
+			if (a == NULL || a->v[a->i] != k)
+				return false;
+			if (++a->i == a->n)
+				run_fill(a);
+			return true;
+		}
+		e = first_not_below(a->v, a->i, a->n, bound);
+		z_put_run(out, b, a->v + a->i, e - a->i);
+		a->i = e;
+		if (a->i == a->n)
+			run_fill(a);
+	}
+}
+
+/* Whether run r (only read: its signatures stay where they are) holds k;
+ * its signatures below k are passed. */
+static inline bool run_holds(struct zrun *r, uint64_t k)
+{
+	while (!r->done) {
+		size_t e = first_not_below(r->v, r->i, r->n, k);
+		r->i = e;
+		if (e < r->n)
+			return r->v[e] == k;
+		run_fill(r);
 	}
 	return false;
 }
+
+/* The part's runs as the merge reads them: kept[0..nkeep) are only read,
+ * the newest nmerge, merged[], go into the new run. */
+struct zruns {
+	struct zrun r[Z_RUNS_MAX];
+	struct zrun *kept, *merged;
+	unsigned nkeep, nmerge;
+};
 
 /* Loads slice r into the part's region (from S, else A), sorts each of
  * its buckets in place (by signature, then rank: the first record of a
@@ -361,11 +427,12 @@ static int slice_sort(struct zpart *zp, unsigned r, uint64_t *distinct)
 	return SIEVE_OK;
 }
 
-/* Merges sorted slice r with Z (from where cur is) into Z': marks the
- * first record of each fresh signature, or lists it at the region's front
- * when its rank is lost (a late one); returns how many are late. */
-static size_t slice_merge(struct zpart *zp, unsigned r, struct zsrc *src, struct zw *out,
-                          struct zcursor *cur)
+/* Merges sorted slice r with the runs (from where they are) into the new
+ * run: marks the first record of each fresh signature, or lists it at the
+ * region's front when its rank is lost (a late one); returns how many are
+ * late. */
+static size_t slice_merge(struct zpart *zp, unsigned r, struct zruns *zr, struct zw *out,
+                          struct zblock *b)
 {
 	const struct merc *m = zp->m;
 	const unsigned pb = m->pbits;
@@ -373,7 +440,6 @@ static size_t slice_merge(struct zpart *zp, unsigned r, struct zsrc *src, struct
 	const uint64_t base = (uint64_t)zp->j << (64 - Z_PART_BITS);
 	const size_t dpart = (size_t)zp->j << (pb - Z_PART_BITS); /* the part's first bucket */
 	uint64_t *region = zp->region;
-	struct zcursor c = *cur;
 	size_t d0, d1, nlate = 0;
 
 	slice_buckets(m, r, &d0, &d1);
@@ -384,28 +450,34 @@ static size_t slice_merge(struct zpart *zp, unsigned r, struct zsrc *src, struct
 		for (size_t i = bstart[d]; i < bstart[d + 1]; i++) {
 			uint64_t key = region[i - sbase], k = top | key >> pb;
 			uint32_t rank = (uint32_t)(key & lim);
+			bool known = false;
 			if (i > bstart[d] && k == prev)
 				continue; /* a later record of the same signature */
 			prev = k;
-			if (!cur_merge_to(&c, src, out, k)) {
-				zp->fresh++;
-				/* a late one goes to region[nlate], never past i - sbase:
-				 * it never overwrites what is still to read */
-				if (rank < lim)
-					mark_set(zp, bstart[d] + rank);
-				else
-					region[nlate++] = base + k;
+			if (zr->nmerge > 0 && merged_to(zr->merged, zr->nmerge, out, b, k)) {
+				z_put(out, b, k);
+				continue;
 			}
-			cur_put(&c, out, k);
+			for (unsigned x = 0; x < zr->nkeep && !known; x++)
+				known = run_holds(&zr->kept[x], k);
+			if (known)
+				continue;
+			zp->fresh++;
+			/* a late one goes to region[nlate], never past i - sbase:
+			 * it never overwrites what is still to read */
+			if (rank < lim)
+				mark_set(zp, bstart[d] + rank);
+			else
+				region[nlate++] = base + k;
+			z_put(out, b, k);
 		}
 	}
-	*cur = c;
 	return nlate;
 }
 
 /* One slice of the part: sorted, merged, its late ones resolved. */
-static int part_slice(struct zpart *zp, unsigned s, struct zsrc *src, struct zw *out,
-                      struct zcursor *cur)
+static int part_slice(struct zpart *zp, unsigned s, struct zruns *zr, struct zw *out,
+                      struct zblock *b)
 {
 	const unsigned r = zp->j * SLICES_PER_PART + s;
 	uint64_t distinct = 0;
@@ -418,23 +490,26 @@ static int part_slice(struct zpart *zp, unsigned s, struct zsrc *src, struct zw 
 		return zp->rc;
 	zp->distinct += distinct;
 	if (s == 0) {
-		/* L from an estimate of |Z'|'s part: Z's, plus the part's records
-		 * times the first slice's share of distinct ones (the slices are
-		 * alike: hash ranges of the same records); at most one bit below
-		 * the best, when many of them are in Z; the part's share of the
-		 * signatures' range is 2^-Z_PART_BITS */
-		uint64_t part_records = 0, est;
+		/* L from an estimate of the new run's part: the merged runs',
+		 * plus the part's records times the first slice's share of
+		 * distinct ones (the slices are alike: hash ranges of the same
+		 * records); at most one bit below the best, when many of them
+		 * are in Z; the part's share of the signatures' range is
+		 * 2^-Z_PART_BITS */
+		uint64_t part_records = 0, merged = 0, est;
 		for (unsigned k = 0; k < SLICES_PER_PART; k++)
 			part_records += zp->sg->s_count[zp->j * SLICES_PER_PART + k];
+		for (unsigned x = 0; x < zr->nmerge; x++)
+			merged += zp->in[zr->nkeep + x].count;
 		est = part_records;
 		if (zp->sg->s_count[r] > 0)
 			est = (uint64_t)((double)part_records * (double)distinct /
 			                 (double)zp->sg->s_count[r]) +
 			      1;
-		out->L = z_low_bits((zp->in.count + (est < part_records ? est : part_records))
+		out->L = z_low_bits((merged + (est < part_records ? est : part_records))
 		                    << Z_PART_BITS);
 	}
-	nlate = slice_merge(zp, r, src, out, cur);
+	nlate = slice_merge(zp, r, zr, out, b);
 	if (nlate > 0) {
 		zw_drain(out);
 		if (slice_late(zp, r, nlate, zp->m->pb[zp->j].zout, zp->m->io) != SIEVE_OK)
@@ -443,9 +518,9 @@ static int part_slice(struct zpart *zp, unsigned s, struct zsrc *src, struct zw 
 	return SIEVE_OK;
 }
 
-/* Checks that Z's part was read whole and right, and writes Z''s header
- * and length, synced. */
-static void part_finish(struct zpart *zp, const struct zsrc *src, struct zw *out, int zofd,
+/* Checks that every run's part was read whole and right, and writes the
+ * new run's header and length, synced. */
+static void part_finish(struct zpart *zp, const struct zruns *zr, struct zw *out, int zofd,
                         const char *zt)
 {
 	struct merc *m = zp->m;
@@ -453,20 +528,25 @@ static void part_finish(struct zpart *zp, const struct zsrc *src, struct zw *out
 
 	zp->ocount = out->count;
 	zp->obytes = Z_HDR + out->total;
-	if (src->in.ioerr != 0) {
-		part_fail(zp, SIEVE_EIO, "%s/Z.*.%u: read failed: %s", m->base.dir, zp->j,
-		          strerror(src->in.ioerr));
-		return;
+	for (unsigned x = 0; x < zp->nruns; x++) {
+		const struct zrun *r = &zr->r[x];
+		if (r->in.ioerr != 0) {
+			part_fail(zp, SIEVE_EIO, "%s/Z.%llu.%u: read failed: %s", m->base.dir,
+			          (unsigned long long)zp->runs[x], zp->j, strerror(r->in.ioerr));
+			return;
+		}
+		/* every payload byte read and hashed, none left over */
+		if (r->in.bad || r->left != 0 || r->in.left != 0 || r->in.pos != r->in.len ||
+		    XXH3_64bits_digest(r->in.xs) != zp->in[x].psum) {
+			part_fail(zp, SIEVE_ECORRUPT,
+			          "%s/Z.%llu.%u: truncated or corrupt signature file (checksum or "
+			          "count mismatch)",
+			          m->base.dir, (unsigned long long)zp->runs[x], zp->j);
+			return;
+		}
 	}
-	/* every payload byte read and hashed, none left over */
-	if ((zp->in.fd >= 0 &&
-	     (src->in.bad || src->left != 0 || src->in.left != 0 || src->in.pos != src->in.len ||
-	      XXH3_64bits_digest(src->in.xs) != zp->in.psum)) ||
-	    out->unsorted) {
-		part_fail(zp, SIEVE_ECORRUPT,
-		          "%s/Z.%llu.%u: truncated or corrupt signature file (checksum or count "
-		          "mismatch)",
-		          m->base.dir, (unsigned long long)zp->gen, zp->j);
+	if (out->unsorted) {
+		part_fail(zp, SIEVE_ECORRUPT, "%s: signatures out of order (a corrupt run)", zt);
 		return;
 	}
 	memcpy(hdr, Z_MAGIC, 8);
@@ -483,70 +563,99 @@ static void part_finish(struct zpart *zp, const struct zsrc *src, struct zw *out
 		part_fail(zp, SIEVE_EIO, "%s: write failed: %s", zt, strerror(errno));
 }
 
-/* One thread reads and decodes its part of Z a block at a time, merges,
- * and encodes and writes Z' a block at a time, so the values stay in the
- * caches; the slices of the part, in ascending order, each sorted in the
- * region when its turn comes, continue one merge. */
+/* Sets up the readers of the part's runs (their block's first decoded);
+ * false when out of memory. */
+static bool runs_start(struct zpart *zp, struct zruns *zr)
+{
+	struct merc *m = zp->m;
+	struct part_bufs *pb = &m->pb[zp->j];
+
+	memset(zr, 0, sizeof *zr);
+	zr->nkeep = zp->nruns - zp->nmerge;
+	zr->nmerge = zp->nmerge;
+	zr->kept = zr->r;
+	zr->merged = zr->r + zr->nkeep;
+	for (unsigned x = 0; x < zp->nruns; x++) {
+		struct zrun *r = &zr->r[x];
+		XXH3_state_t *xs = XXH3_createState();
+		if (xs == NULL)
+			return false;
+		XXH3_64bits_reset(xs);
+		r->in = (struct zr){ .fd = zp->in[x].fd,
+			             .buf = pb->zin[x],
+			             .cap = m->zr_io,
+			             .left = zp->in[x].plen,
+			             .xs = xs };
+		r->lbits = zp->in[x].lbits;
+		r->left = zp->in[x].count;
+		r->v = pb->zvals[x];
+		run_fill(r);
+	}
+	return true;
+}
+
+static void runs_end(struct zpart *zp, struct zruns *zr)
+{
+	for (unsigned x = 0; x < zp->nruns; x++)
+		XXH3_freeState(zr->r[x].in.xs);
+}
+
+/* One thread reads and decodes each run of its part of Z a block at a
+ * time, merges, and encodes and writes the new run a block at a time, so
+ * the values stay in the caches; the slices of the part, in ascending
+ * order, each sorted in the region when its turn comes, continue one
+ * merge. */
 void *merc_part_merge(void *arg)
 {
 	struct zpart *zp = arg;
 	struct merc *m = zp->m;
 	struct part_bufs *pb = &m->pb[zp->j];
-	struct zsrc src;
+	struct zruns zr;
 	struct zw out;
-	struct zcursor cur = { pb->zvals, pb->ovals, 0, 0, 0, true };
+	struct zblock b = { pb->ovals, 0 };
 	char zt[4096];
 	int zofd = -1;
-	XXH3_state_t *xin = XXH3_createState(), *xout = XXH3_createState();
+	XXH3_state_t *xout = XXH3_createState();
+	bool ok = runs_start(zp, &zr);
 
-	memset(&src, 0, sizeof src);
 	memset(&out, 0, sizeof out);
 	if (merc_z_path(m, zt, sizeof zt, 0, zp->j, true) != 0) {
 		part_fail(zp, SIEVE_EINVAL, "%s: path too long", m->base.dir);
 		goto out;
 	}
-	if (xin == NULL || xout == NULL) {
+	if (!ok || xout == NULL) {
 		part_fail(zp, SIEVE_ENOMEM, "out of memory");
 		goto out;
 	}
-	XXH3_64bits_reset(xin);
 	XXH3_64bits_reset(xout);
-	/* Z.tmp.<j> is usually the previous generation's part, renamed after
-	 * its last use: overwriting its pages costs less than a new file (the
-	 * stale tail is cut at the end, before the fsync); the header is
-	 * written last */
-	zofd = open(zt, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	/* the header is written last */
+	zofd = open(zt, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (zofd < 0) {
 		part_fail(zp, SIEVE_EIO, "%s: %s", zt, strerror(errno));
 		goto out;
 	}
-	src.in = (struct zr){
-		.fd = zp->in.fd, .buf = pb->zin, .cap = m->io, .left = zp->in.plen, .xs = xin
-	};
-	src.lbits = zp->in.lbits;
-	src.left = zp->in.count;
 	out = (struct zw){ .cfg = &m->base.cfg,
 		           .fd = zofd,
 		           .base = Z_HDR,
 		           .buf = pb->zout,
 		           .cap = m->io,
 		           .xs = xout };
-	if (src.left > 0)
-		cur_fill(&cur, &src);
 	for (unsigned s = 0; s < SLICES_PER_PART; s++)
-		if (part_slice(zp, s, &src, &out, &cur) != SIEVE_OK)
+		if (part_slice(zp, s, &zr, &out, &b) != SIEVE_OK)
 			goto out;
-	while (!cur.zdone) {
-		cur.on = z_put_run(&out, cur.ov, cur.on, cur.zv + cur.zi, cur.zn - cur.zi);
-		cur_fill(&cur, &src);
-	}
-	zw_block(&out, cur.ov, cur.on);
+	/* the rest of the merged runs; the kept ones read to their ends (their
+	 * checksums) */
+	merged_to(zr.merged, zr.nmerge, &out, &b, UINT64_MAX);
+	for (unsigned x = 0; x < zr.nkeep; x++)
+		while (!zr.kept[x].done)
+			run_fill(&zr.kept[x]);
+	zw_block(&out, b.ov, b.on);
 	zw_drain(&out);
-	part_finish(zp, &src, &out, zofd, zt);
+	part_finish(zp, &zr, &out, zofd, zt);
 out:
 	if (zofd >= 0)
 		close(zofd);
-	XXH3_freeState(xin);
+	runs_end(zp, &zr);
 	XXH3_freeState(xout);
 	return NULL;
 }

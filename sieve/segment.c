@@ -74,29 +74,31 @@ int rec_next(struct rd *r, size_t maxlen, uint64_t mask, const char **url, size_
 	return 1;
 }
 
-int seg_path(const char *dir, char *out, size_t len, const char *name, uint64_t seg, int slice,
-             bool spare)
+int seg_path(const char *dir, char *out, size_t len, const char *name, uint64_t seg, int slice)
 {
-	char num[32];
-
-	if (spare)
-		snprintf(num, sizeof num, "spare");
-	else
-		snprintf(num, sizeof num, "%llu", (unsigned long long)seg);
 	if (slice >= 0)
-		return sieve_path(out, len, dir, "%s.%s.%d", name, num, slice);
-	return sieve_path(out, len, dir, "%s.%s", name, num);
+		return sieve_path(out, len, dir, "%s.%llu.%d", name, (unsigned long long)seg,
+		                  slice);
+	return sieve_path(out, len, dir, "%s.%llu", name, (unsigned long long)seg);
+}
+
+/* The spare of NAME (A, or S's slice when slice >= 0). */
+static int spare_path(const char *dir, char *out, size_t len, const char *name, int slice)
+{
+	if (slice >= 0)
+		return sieve_path(out, len, dir, "%s.spare.%d", name, slice);
+	return sieve_path(out, len, dir, "%s.spare", name);
 }
 
 /* Writing over a file's cached pages costs about half as much as filling
- * new ones, and nobody has to free them: hence the spares. */
+ * new ones, and nobody has to free them: hence the spares (seg_done). */
 int seg_open(const char *dir, const char *name, uint64_t seg, int slice, char *p, size_t plen)
 {
 	char spare[4096];
 	int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
 
-	if (seg_path(dir, p, plen, name, seg, slice, false) != 0 ||
-	    seg_path(dir, spare, sizeof spare, name, 0, slice, true) != 0) {
+	if (seg_path(dir, p, plen, name, seg, slice) != 0 ||
+	    spare_path(dir, spare, sizeof spare, name, slice) != 0) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
@@ -105,36 +107,43 @@ int seg_open(const char *dir, const char *name, uint64_t seg, int slice, char *p
 	return open(p, flags, 0644);
 }
 
-void seg_recycle(const char *dir, const char *name, uint64_t seg, int slice)
+/* Makes NAME.<seg> the spare, or removes it. */
+static void file_done(const char *dir, const char *name, uint64_t seg, int slice, bool recycle)
 {
 	char p[4096], spare[4096];
 
-	if (seg_path(dir, p, sizeof p, name, seg, slice, false) != 0)
+	if (seg_path(dir, p, sizeof p, name, seg, slice) != 0)
 		return;
-	if (seg_path(dir, spare, sizeof spare, name, 0, slice, true) != 0 || rename(p, spare) != 0)
+	if (!recycle || spare_path(dir, spare, sizeof spare, name, slice) != 0 ||
+	    rename(p, spare) != 0)
 		unlink(p);
 }
 
-/* Removes NAME.<seg> (or the spare), and its S files of every slice. */
-static void files_remove(const char *dir, const char *name, uint64_t seg, bool spare)
+void seg_done(const char *dir, uint64_t seg, bool recycle)
 {
-	char p[4096];
-
-	if (name != NULL && seg_path(dir, p, sizeof p, name, seg, -1, spare) == 0)
-		unlink(p);
+	file_done(dir, "A", seg, -1, recycle);
 	for (unsigned r = 0; r < SLICES; r++)
-		if (seg_path(dir, p, sizeof p, "S", seg, (int)r, spare) == 0)
-			unlink(p);
+		file_done(dir, "S", seg, (int)r, recycle);
 }
 
 void seg_spares_remove(const char *dir)
 {
-	files_remove(dir, "A", 0, true);
+	char p[4096];
+
+	if (spare_path(dir, p, sizeof p, "A", -1) == 0)
+		unlink(p);
+	for (unsigned r = 0; r < SLICES; r++)
+		if (spare_path(dir, p, sizeof p, "S", (int)r) == 0)
+			unlink(p);
 }
 
 void s_files_remove(const char *dir, uint64_t seg)
 {
-	files_remove(dir, NULL, seg, false);
+	char p[4096];
+
+	for (unsigned r = 0; r < SLICES; r++)
+		if (seg_path(dir, p, sizeof p, "S", seg, (int)r) == 0)
+			unlink(p);
 }
 
 void s_files_open(struct s_writer *w, struct s_files *f, const char *dir, uint64_t seg)

@@ -13,8 +13,8 @@
  * signatures of its records of slice r, in order, 8 bytes each, not
  * synced: a cache the flush loads a slice from, checked against a checksum
  * and a count kept in memory; the flush reads A instead when they fail).
- * A flushed segment's files become A.spare and S.spare.<r>, which the next
- * segment renames and writes over (seg_open).
+ * A flushed segment's files are removed, or become A.spare and
+ * S.spare.<r>, which the next segment renames and writes over (seg_open).
  */
 #ifndef SIEVE_SEGMENT_H
 #define SIEVE_SEGMENT_H
@@ -153,17 +153,16 @@ static inline void s_files_put(struct s_writer *w, struct s_files *f, uint64_t h
 }
 
 /* The path of segment seg's file NAME.<seg>, or NAME.<seg>.<slice> when
- * slice >= 0 (S's files); with spare set, of the spare NAME.spare or
- * NAME.spare.<slice> instead. 0 or -1 (too long). */
-int seg_path(const char *dir, char *out, size_t len, const char *name, uint64_t seg, int slice,
-             bool spare);
+ * slice >= 0 (S's files). 0 or -1 (too long). */
+int seg_path(const char *dir, char *out, size_t len, const char *name, uint64_t seg, int slice);
 /* Opens segment seg's file (seg_path, written into p) for writing from its
  * start: the spare renamed, else a new file. The spare's tail past what
  * the segment writes is never taken for records (A's records carry their
  * segment's mask, S is read up to its count). An fd, or -1. */
 int seg_open(const char *dir, const char *name, uint64_t seg, int slice, char *p, size_t plen);
-/* Makes segment seg's flushed file the spare (removes it when that fails). */
-void seg_recycle(const char *dir, const char *name, uint64_t seg, int slice);
+/* A flushed segment's files, A and S: made the spares (recycle), or
+ * removed. */
+void seg_done(const char *dir, uint64_t seg, bool recycle);
 /* Removes the spares of A and S. */
 void seg_spares_remove(const char *dir);
 /* Removes segment seg's S files. */

@@ -29,21 +29,26 @@
  *     thread flushes one while adds fill the other, adds wait only when both
  *     are full; a segment goes to the flush thread before it is full when
  *     that thread is idle and the segment holds at least
- *     cfg->seal_min_urls URLs and half as many as Z (a large budget's
+ *     cfg->seal_min_urls URLs and an eighth as many as Z (a large budget's
  *     flushes then overlap the adds instead of running after them, and
- *     the rewrites of Z stay linear in the URLs); Z is stored Elias-Fano
+ *     the reads of Z stay linear in the URLs); Z is stored Elias-Fano
  *     coded in blocks of 1024 (~log2(2^64/|Z|)+2 bits per signature, low
  *     parts in whole bytes), decoded, merged and encoded a block at a
  *     time, in two files by the signatures' top bit that two threads merge
- *     in parallel; the adds write signatures to files S beside A instead
- *     of memory, one per slice of the signatures (top 3 bits), and a flush
+ *     in parallel, and in runs (sorted sets written by one flush each, at
+ *     most 8): a flush reads them all, and writes one new run of its fresh
+ *     signatures and of the newest runs no larger than that (a binary
+ *     counter: each signature is rewritten ~log2(flushes) times, not once
+ *     a flush); the adds write signatures to files S beside A instead of
+ *     memory, one per slice of the signatures (top 3 bits), and a flush
  *     sorts and merges a segment a slice at a time, each part's slices in
  *     turn in its half of the array, continuing one merge with the part of
- *     Z: so a segment holds 4 times the array's slots, and Z is rewritten
- *     4 times less often; flushed segment files are recycled (written
- *     over by a later segment: cheaper than new ones); a direct-mapped cache
- *     of recent signatures drops the common repeats before they take a slot
- *     in S; forced (waitable) flushes.
+ *     Z: so a segment holds 4 times the array's slots; a segment's A file
+ *     is cut at twice the budget (256 MiB at least) and removed once
+ *     flushed, so that it mostly lives and dies in the page cache, never
+ *     written to the disk; a cache of recent signatures (8-way, LRU in a
+ *     64-byte line) drops the common repeats before they take a slot in
+ *     S; forced (waitable) flushes.
  *
  * Also built, same contract unless said (selected by cfg->impl; the course
  * notes' sections 2.1-2.4; files sieve/memory.c, bloom.c, lsm.c, offline.c):
@@ -94,23 +99,25 @@
  *
  * Memory: `memory` bytes in the configuration bound the flush's array S,
  * its bucket counts and bitmaps, the cache and all I/O buffers (the heap,
- * not the page cache: the S and A files live there). Disk: a segment holds
- * up to ~0.46 URLs per byte of the budget (4 per slot of 8.6 bytes), so its
- * A file up to ~40 bytes per byte of the budget at 85 bytes a record;
- * up to three A files exist at once (filling, flushing, spare).
+ * not the page cache: the S and A files live there). The cache takes 1/16
+ * and the array the rest (4 records a slot of 8.6 bytes), but for a budget
+ * past 128 MiB, whose array needs slots for at most one record per 32
+ * bytes of the budget (a segment's A file is cut at twice the budget): the
+ * cache takes what the array does not need. Disk: a segment's A file is
+ * cut at twice the budget or 256 MiB; two exist at once (filling,
+ * flushing); Z ~5 bytes per distinct URL.
  *
  * Files in the sieve folder (cfg->dir): MANIFEST (the committed state,
- * replaced atomically: write, fsync, rename, fsync folder), Z.<gen>.0 and
- * Z.<gen>.1 (the signature file of generation gen, in two parts), A.<seg>
- * (URL segments not yet flushed), S.<seg>.<r> (their signatures of slice
- * r: a cache, rebuilt from A), A.spare and S.spare.<r> (a flushed
- * segment's files, to be written over by the next one) and, when
+ * replaced atomically: write, fsync, rename, fsync folder, naming Z's
+ * runs), Z.<g>.0 and Z.<g>.1 (the run written by the flush of generation
+ * g, in two parts), A.<seg> (URL segments not yet flushed), S.<seg>.<r>
+ * (their signatures of slice r: a cache, rebuilt from A) and, when
  * cfg->emit_log is set, EMITTED (the durable output log).
  *
  * Crash safety and the delivery contract ("never twice"):
- *   - A flush commits by replacing MANIFEST (new generation, Z.<gen>.*, the
- *     first A segment not yet flushed, EMITTED's committed length). Z' and
- *     EMITTED's new records are fsynced before that rename.
+ *   - A flush commits by replacing MANIFEST (new generation, Z's runs, the
+ *     first A segment not yet flushed, EMITTED's committed length). The new
+ *     run and EMITTED's new records are fsynced before that rename.
  *   - The emit callback is called for a flush's URLs only AFTER the flush
  *     has committed. So a URL is never delivered twice, even across crashes.
  *     A crash between the commit and the end of the callbacks loses those

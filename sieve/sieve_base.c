@@ -9,11 +9,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "frontier/base/byteorder.h"
 #include "sieve/sieve_files.h"
+
+void *sieve_alloc_random(size_t n)
+{
+	const size_t huge = (size_t)2 << 20;
+	void *p = NULL;
+
+	if (n < huge)
+		return malloc(n > 0 ? n : 1);
+	if (posix_memalign(&p, huge, n) != 0)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	(void)madvise(p, n / huge * huge, MADV_HUGEPAGE); /* a hint: ignored if refused */
+#endif
+	return p;
+}
 
 int sieve_base_init(struct sieve_base *b, const struct sieve_config *cfg, sieve_emit_fn emit,
                     void *emit_ctx, char *err, size_t errlen)

@@ -71,6 +71,12 @@ int sieve_base_opened(struct sieve_base *b, int rc, char *err, size_t errlen);
 /* Releases the lock, the copy of dir and the mutex (not b itself). */
 void sieve_base_release(struct sieve_base *b);
 
+/* An array of n bytes the sieve reads and writes at random (Mercator's
+ * flush array, marks, cache): aligned to 2 MiB and marked for transparent
+ * huge pages, so that its random accesses miss the TLB less. Release with
+ * free(). NULL when out of memory. */
+void *sieve_alloc_random(size_t n);
+
 /* Records an error message; returns code. */
 int sieve_fail(struct sieve_base *b, int code, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));

@@ -9,8 +9,12 @@
  * write() calls (most of the output's cost: the page cache of a file)
  * overlap the flush instead of lengthening it. Without
  * --dir a temporary folder is used and removed; with --dir the sieve
- * persists (and keeps its durable output log EMITTED, see sieve.h: after a
- * crash, URLs committed but not printed are in that log, never printed twice).
+ * persists: a later run goes on from its state, and after a crash the
+ * next run first flushes the URLs the crashed one had read but not
+ * flushed. No output log is kept (it would double the output on disk, and
+ * resuming needs none): a URL is never printed twice, but a crash after a
+ * flush's commit loses the printing of that flush's new URLs not yet
+ * written to stdout.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -498,8 +502,6 @@ int sieve_tool_main(int argc, char **argv)
 		}
 		o.dir = tmpdir;
 		o.cfg.no_fsync = 1;
-	} else {
-		o.cfg.emit_log = 1;
 	}
 	o.cfg.dir = o.dir;
 	o.cfg.max_url_len = o.max_line;

@@ -29,8 +29,10 @@
 #define Z_LMAX 56    /* most low bits (a multiple of 8): a low part is one 8-byte load and a mask */
 #define Z_SLACK 8    /* bytes past the reader's buffer that a low part's last load may touch */
 
-_Static_assert(Z_BLOCK *Z_LMAX / 8 + 16 <= 64 << 10,
-               "a block's low parts fit the smallest I/O buffer");
+#define Z_READ_MIN (8 << 10) /* the smallest reader's buffer */
+
+_Static_assert(Z_BLOCK *Z_LMAX / 8 + 16 <= Z_READ_MIN,
+               "a block's low parts fit the smallest reader");
 
 /* Low bits per signature for n signatures: the multiple of 8 that
  * minimizes Elias-Fano's size, at most Z_LMAX. */

@@ -9,6 +9,7 @@
 #include "crawler/net/proxy.h"
 #include "frontier/base/ascii.h"
 #include "parse/sitemap.h"
+#include "parse/near_dup.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -24,6 +25,7 @@
 enum key_type {
 	T_UINT,       /* a whole number */
 	T_MS,         /* a whole number of milliseconds, stored in microseconds */
+	T_S,          /* a whole number of seconds, stored in microseconds */
 	T_MIB,        /* a whole number of MiB, stored in bytes */
 	T_SIZE,       /* bytes, with an optional K/M/G/T suffix */
 	T_BOOL,       /* true/false, yes/no, on/off, 1/0 */
@@ -45,7 +47,8 @@ struct key_def {
 	enum key_type type;
 	size_t offset;   /* the field the key fills in struct crawl_config */
 	size_t size;     /* its size: integers of 1, 4 or 8 bytes, a double, a pointer */
-	uint64_t unit;   /* field = value * unit: 1000 for T_MS, 2^20 for T_MIB, else 1 */
+	uint64_t unit;   /* field = value * unit: 1000 for T_MS, 10^6 for T_S, 2^20 for T_MIB,
+	                    else 1 */
 	double min, max; /* range of the value, in the key's own unit */
 };
 
@@ -54,7 +57,9 @@ struct key_def {
 #define TIB (1024.0 * 1024 * 1024 * 1024)
 #define MS_TO_US 1000u
 #define MIB_TO_BYTES (1024u * 1024u)
-#define UNIT_OF(type) ((type) == T_MS ? MS_TO_US : (type) == T_MIB ? MIB_TO_BYTES : 1u)
+#define S_TO_US 1000000u
+#define UNIT_OF(type)                                                                              \
+	((type) == T_MS ? MS_TO_US : (type) == T_S ? S_TO_US : (type) == T_MIB ? MIB_TO_BYTES : 1u)
 #define KEY(section, name, type, field, min, max)                                                  \
 	{                                                                                          \
 		section, name, type, FIELD(field), UNIT_OF(type), min, max                         \
@@ -86,6 +91,7 @@ static const struct key_def keys[] = {
 	KEY("crawl", "page_requisites", T_BOOL, crawl.page_requisites, 0, 1),
 	KEY("crawl", "requisites_hops", T_UINT, crawl.requisites_hops, 0, FRONTIER_EMBED_HOPS_MAX),
 	KEY("crawl", "quiet", T_BOOL, crawl.quiet, 0, 1),
+	KEY("crawl", "trace_visits", T_BOOL, crawl.trace_visits, 0, 1),
 	KEY("politeness", "policy", T_POLICY, politeness.policy, 0, 2),
 	KEY("politeness", "host_delay_ms", T_MS, politeness.host_delay_us, 0, 3.6e6),
 	KEY("politeness", "ip_delay_ms", T_MS, politeness.ip_delay_us, 0, 3.6e6),
@@ -105,6 +111,9 @@ static const struct key_def keys[] = {
 	    1e6),
 	KEY("politeness", "retry_after_cap_ms", T_MS, politeness.retry_after_cap_us, 0, 8.64e7),
 	KEY("politeness", "obey_robots", T_BOOL, crawl.obey_robots, 0, 1),
+	KEY("politeness", "robots_expiry_s", T_S, politeness.robots_expiry_us, 1, 8.64e6),
+	KEY("politeness", "robots_cache_memory", T_SIZE, politeness.robots_cache_bytes, 64 * KIB,
+	    TIB),
 	KEY("politeness", "robots_max_wildcard_rules", T_UINT, politeness.robots_max_wildcard_rules,
 	    0, 1e6),
 	KEY("fetch", "max_connections", T_UINT, fetch.max_connections, 1, 15000),
@@ -122,12 +131,13 @@ static const struct key_def keys[] = {
 	KEY("fetch", "no_proxy", T_STR, fetch.no_proxy, 0, 4096),
 	KEY("dns", "server", T_STR, dns.server, 0, 1024),
 	KEY("dns", "resolv_conf", T_STR, dns.resolv_conf, 0, 4096),
-	KEY("fetch", "max_redirects", T_UINT, crawl.max_redirects, 0, 255),
+	KEY("fetch", "max_redirects", T_UINT, crawl.max_redirects, 0, 31),
 	KEY("fetch", "max_ip_connections", T_UINT, fetch.max_ip_connections, 0, 100000),
 	KEY("dns", "cache_ttl_s", T_UINT, dns.max_ttl_s, 0, 8.64e5),
 	KEY("dns", "timeout_ms", T_UINT, dns.timeout_ms, 10, 600000),
 	KEY("dns", "max_pending", T_UINT, dns.max_pending, 1, 65536),
 	KEY("dns", "negative_ttl_s", T_UINT, dns.negative_ttl_s, 1, 86400),
+	KEY("dns", "cache_entries", T_UINT, dns.cache_entries, 16, 1e8),
 	KEY("dns", "prefer", T_FAMILY, dns.prefer, 0, 0),
 	KEY("frontier", "mem_mb", T_MIB, frontier.mem_budget, 1, 1e6),
 	KEY("frontier", "spill_dir", T_STR, frontier.spill_dir, 0, 4096),
@@ -145,6 +155,7 @@ static const struct key_def keys[] = {
 	KEY("parse", "queue", T_UINT, parse.queue, 1, 1000000),
 	KEY("parse", "max_links", T_UINT, links.max_links, 1, 1000000),
 	KEY("parse", "near_dup", T_BOOL, parse.near_dup, 0, 1),
+	KEY("parse", "near_dup_memory", T_SIZE, parse.near_dup_memory, NEAR_DUP_MEMORY_MIN, TIB),
 	KEY("output", "dir", T_STR, output.dir, 0, 4096),
 	KEY("output", "warc", T_BOOL, output.warc, 0, 1),
 	KEY("output", "warc_max_mb", T_MIB, warc.max_file_bytes, 1, 1e6),
@@ -282,11 +293,13 @@ int crawl_config_default(struct crawl_config *c)
 	c->dns.timeout_ms = 5000;
 	c->dns.max_pending = 256;
 	c->dns.negative_ttl_s = 60;
+	c->dns.cache_entries = 65536;
 	c->dns.prefer = IP_V4;
 	c->frontier.mem_budget = 256u * MIB_TO_BYTES;
 	c->sieve.memory = 64u * 1024 * 1024;
 	c->link_meta_memory = 16u * 1024 * 1024;
 	c->parse.queue = 1024;
+	c->parse.near_dup_memory = 64u << 20;
 	c->parse.near_dup = 1;
 	c->links.max_links = LINKS_DEFAULT_MAX_LINKS;
 	c->output.warc = 1;
@@ -592,6 +605,7 @@ static enum crawl_config_err key_set(struct crawl_config *c, const struct key_de
 	switch (k->type) {
 	case T_UINT:
 	case T_MS:
+	case T_S:
 	case T_MIB:
 		if (parse_number(value, k->min, k->max, &d) < 0 || d != (double)(uint64_t)d)
 			return CRAWL_CONFIG_ERR_BAD_VALUE;
@@ -724,6 +738,7 @@ static void key_write(FILE *f, const struct crawl_config *c, const struct key_de
 	switch (k->type) {
 	case T_UINT:
 	case T_MS:
+	case T_S:
 	case T_MIB:
 	case T_SIZE:
 		fprintf(f, "%llu\n", (unsigned long long)(field_load(field, k->size) / k->unit));

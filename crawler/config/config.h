@@ -99,13 +99,15 @@ struct crawl_limits {
 	char *rules_wget[URL_RULES_WGET_COUNT]; /* wget's flags as keys (accept...) */
 	/* a sitemap tag longer, or of more attributes, makes it malformed */
 	uint64_t sitemap_max_tag_bytes, sitemap_max_attributes;
+	int trace_visits; /* each change of a host's visit state on stderr */
 };
 
 /* [parse]: the pool of parse threads and what it does per page. */
 struct crawl_parse {
-	uint32_t threads; /* 0 = number of cores */
-	uint32_t queue;   /* responses waiting for a parse thread */
-	int near_dup;     /* SimHash near-duplicate flagging */
+	uint32_t threads;         /* 0 = number of cores */
+	uint32_t queue;           /* responses waiting for a parse thread */
+	int near_dup;             /* SimHash near-duplicate flagging */
+	uint64_t near_dup_memory; /* budget of the near-duplicate store, bytes */
 };
 
 /* [output] */

@@ -18,6 +18,8 @@
 
 #include <ares.h>
 
+#include "frontier/base/mem_cost.h"
+
 #define DNS_NAME_MAX 253
 
 enum entry_state { ENTRY_PENDING, ENTRY_RESOLVED, ENTRY_NEGATIVE };
@@ -111,6 +113,18 @@ static size_t name_hash(const char *s)
 	return h;
 }
 
+/* What an entry of name length len costs (dns_stats.bytes). */
+static uint64_t entry_cost(size_t len)
+{
+	return mem_alloc_cost(sizeof(struct entry) + len + 1);
+}
+
+static void entry_free(struct dns_resolver *r, struct entry *e)
+{
+	r->stats.bytes -= entry_cost(strlen(e->name));
+	free(e);
+}
+
 static void lru_unlink(struct dns_resolver *r, struct entry *e)
 {
 	if (e->lprev)
@@ -161,7 +175,7 @@ static void evict(struct dns_resolver *r)
 		hash_remove(r, e);
 		r->stats.cached--;
 		r->stats.evictions++;
-		free(e);
+		entry_free(r, e);
 	}
 }
 
@@ -362,7 +376,7 @@ static void entry_answered(struct entry *e)
 	if (err == DNS_ERR_CANCELLED) {
 		/* Only on destruction: the entry goes away with the channel. */
 		hash_remove(r, e);
-		free(e);
+		entry_free(r, e);
 	} else if (err == DNS_OK) {
 		if (ttl < r->cfg.min_ttl_s)
 			ttl = r->cfg.min_ttl_s;
@@ -443,7 +457,7 @@ enum dns_error dns_resolve(struct dns_resolver *r, const char *host, dns_done_fn
 		e->naddrs = 0;
 		if (r->stats.pending >= r->cfg.max_pending) {
 			hash_remove(r, e);
-			free(e);
+			entry_free(r, e);
 			r->stats.lookups--;
 			return DNS_ERR_BUSY;
 		}
@@ -490,6 +504,7 @@ enum dns_error dns_resolve(struct dns_resolver *r, const char *host, dns_done_fn
 		return DNS_ERR_NOMEM;
 	}
 	memcpy(e->name, name, len + 1);
+	r->stats.bytes += entry_cost(len);
 	e->r = r;
 	e->hash = h;
 	e->state = ENTRY_PENDING;
@@ -502,7 +517,7 @@ query:;
 		free(w);
 		free(e->pend);
 		hash_remove(r, e);
-		free(e);
+		entry_free(r, e);
 		r->stats.lookups--;
 		return DNS_ERR_NOMEM;
 	}
@@ -784,6 +799,7 @@ enum dns_error dns_resolver_create(uv_loop_t *loop, const struct dns_config *con
 		rc = DNS_ERR_NOMEM;
 		goto out;
 	}
+	r->stats.bytes = mem_alloc_cost(r->nbuckets * sizeof(*r->buckets));
 	rc = channel_open(r, config != NULL ? config->server : NULL,
 	                  config != NULL ? config->resolv_conf : NULL);
 	if (rc != DNS_OK)

@@ -141,6 +141,16 @@ static int buf_append(struct fetch_buf *b, size_t *alloc, const void *data, size
 	return 0;
 }
 
+int fetch_type_is_html(const char *ct)
+{
+	if (!ct)
+		return 0;
+	while (*ct == ' ')
+		ct++;
+	return strncasecmp(ct, "text/html", 9) == 0 ||
+	       strncasecmp(ct, "application/xhtml+xml", 21) == 0;
+}
+
 void fetch_result_free(struct fetch_result *res)
 {
 	if (res == NULL)

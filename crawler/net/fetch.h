@@ -231,6 +231,9 @@ void fetch_engine_destroy(struct fetch_engine *engine);
  */
 void fetch_headers_read(struct fetch_result *r, time_t now);
 
+/* 1 if a Content-Type (NULL: none) names an HTML page. */
+int fetch_type_is_html(const char *content_type);
+
 /* Frees a result and its buffers. NULL is a no-op. */
 void fetch_result_free(struct fetch_result *res);
 

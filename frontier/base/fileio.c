@@ -191,6 +191,41 @@ int fileio_fsync_tree(const char *dir)
 	return each_entry(dir, 0, fsync_entry) == 0 ? fileio_fsync_dir(dir) : -1;
 }
 
+int fileio_replace(const char *path, const void *p, size_t n)
+{
+	char tmp[4200], dir[4200];
+	int fd, saved;
+	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (fileio_write_all(fd, p, n) != 0 || fsync(fd) != 0) {
+		saved = errno;
+		close(fd);
+		unlink(tmp);
+		errno = saved;
+		return -1;
+	}
+	if (close(fd) != 0 || rename(tmp, path) != 0) {
+		saved = errno;
+		unlink(tmp);
+		errno = saved;
+		return -1;
+	}
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof dir, ".");
+	return fileio_fsync_dir(dir);
+}
+
 int fileio_copy_file(const char *src, const char *dst, uint64_t len)
 {
 	char buf[COPY_CHUNK];

@@ -31,6 +31,11 @@ int fileio_fsync_dir(const char *dir);
 /* fsyncs every regular file and folder under dir, dir last. */
 int fileio_fsync_tree(const char *dir);
 
+/* Replaces the file at path by the n bytes at p, durably and at once: a
+ * reader finds the old or the new whole (written to path.tmp, fsynced,
+ * renamed over path, the folder fsynced). 0 or -1. */
+int fileio_replace(const char *path, const void *p, size_t n);
+
 /* Copies the first len bytes of src into dst (created or truncated, mode
  * 0644) and fsyncs dst. FILEIO_WHOLE_FILE copies to the end; any other len
  * fails with EIO when src is shorter (it no longer holds the state to copy). */

@@ -523,6 +523,35 @@ START_TEST(coalescing_and_eviction)
 }
 END_TEST
 
+START_TEST(cache_is_bounded)
+{
+	/* 300 names, answers and failures, through a cache of 4: its entries
+	 * and bytes stay those of 4 names, and a name asked between every
+	 * other stays in (least recently used go first). */
+	struct answer a;
+	struct dns_stats st;
+	char name[64];
+	make_resolver(NULL, 5);
+	dns_resolver_stats(res, &st);
+	uint64_t table = st.bytes;
+	ck_assert_uint_gt(table, 0);
+	resolve_run("hot.test", 0, &a);
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), i % 3 ? "name-%d.example.test" : "nx-%d.test", i);
+		resolve_run(name, 0, &a);
+		resolve_run("hot.test", 0, &a);
+		ck_assert_int_eq(a.err, DNS_OK);
+		dns_resolver_stats(res, &st);
+		ck_assert_uint_le(st.cached, 4);
+		/* an entry: its struct and a name of at most 24 bytes, malloc'd */
+		ck_assert_uint_le(st.bytes, table + 4 * 512);
+	}
+	ck_assert_uint_ge(st.evictions, 296);
+	ck_assert_int_eq(name_count(resp, "hot.test"), 1);
+	ck_assert_uint_eq(st.pending, 0);
+}
+END_TEST
+
 START_TEST(only_configured_server)
 {
 	/* A configured server that does not answer: "localhost" must fail, not
@@ -692,6 +721,7 @@ int main(void)
 	tcase_add_test(tc, transient_failures_back_off);
 	tcase_add_test(tc, oversized_and_lying_answers);
 	tcase_add_test(tc, coalescing_and_eviction);
+	tcase_add_test(tc, cache_is_bounded);
 	tcase_add_test(tc, only_configured_server);
 	tcase_add_test(tc, destroy_cancels);
 	tcase_add_test(tc, server_list);

@@ -555,8 +555,8 @@ START_TEST(chunked_payload_undone)
 	char p[700];
 	snprintf(p, sizeof p, "%s/chunked.warc.gz", dir);
 	static const char *const blocks[] = {
-		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, Chunked\r\n\r\n"
-		"5\r\nhello\r\n6;x=y\r\n world\r\n0\r\n\r\n",
+		("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, Chunked\r\n\r\n"
+		 "5\r\nhello\r\n6;x=y\r\n world\r\n0\r\n\r\n"),
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", /* not whole */
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
 	};

@@ -501,6 +501,77 @@ def test_waiting_host():
     print("ok")
 
 
+def test_robots_expiry():
+    """[politeness] robots_expiry_s = 1: every host's robots.txt is fetched
+    again once it is a second old, before the host's next page. Judged
+    from the test web's log: each host's first request is its robots.txt,
+    every page comes at most the expiry (and a visit's slack) after the
+    host's latest robots.txt request, and each host had it fetched again."""
+    work = tempfile.mkdtemp(prefix="e2e-robots-expiry-")
+    tw = TestWeb(work, ["--hosts", "4", "--pages", "40", "--ips", "4"])
+    try:
+        stats, el, _ = crawl(tw, os.path.join(work, "out"),
+                             ["--max-time", "6", "--set", "politeness.robots_expiry_s=1"],
+                             timeout=60)
+    finally:
+        tw.stop()
+    last_robots, fetched, errors = {}, collections.Counter(), []
+    slack_us = 300000  # a robots.txt answered, then the visit's next page
+    for r in tw.requests():
+        host = r[2]
+        if r[5] == "/robots.txt":
+            last_robots[host] = r[0]
+            fetched[host] += 1
+        elif host not in last_robots:
+            errors.append("%s%s before its robots.txt" % (host, r[5]))
+        elif r[0] - last_robots[host] > 1000000 + slack_us:
+            errors.append("%s%s %.2f s after its robots.txt" %
+                          (host, r[5], (r[0] - last_robots[host]) / 1e6))
+    once = [h for h in last_robots if fetched[h] < 3]
+    print("robots expiry 1 s: %s robots.txt requests per host in %.1f s, %d pages" %
+          (sorted(fetched.values()), el, stats["pages"]))
+    if len(last_robots) != 4 or once:
+        errors.append("robots.txt fetched fewer than 3 times on %s" % (once or "some host"))
+    if errors:
+        fail("; ".join(errors[:5]))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
+def test_robots_cache():
+    """A robots.txt cache of 64 KiB for 1,500 hosts: rules are forgotten
+    and fetched again (hosts with robots.txt asked twice or more), and
+    nothing is fetched that the rules in force forbid, nor before them
+    (testweb --judge: robots violations 0)."""
+    work = tempfile.mkdtemp(prefix="e2e-robots-cache-")
+    hosts = os.environ.get("E2E_ROBOTS_HOSTS", "1500")
+    tw = TestWeb(work, ["--hosts", hosts, "--pages", "2", "--ips", "250"])
+    try:
+        stats, el, _ = crawl(tw, os.path.join(work, "out"),
+                             ["--ip-delay", "0", "--max-time", "20",
+                              "--set", "politeness.robots_cache_memory=64K"], timeout=90)
+        judged = dict(l.split() for l in tw.run_mode("--judge", tw.log, "--agent", AGENT,
+                                                     "--judge-delay-ms", str(HOST_DELAY_MS)))
+    finally:
+        tw.stop()
+    judged = {k: int(v) for k, v in judged.items()}
+    # kind-7 hosts answer robots.txt 503 (a tenth): asked again by design
+    refetched = judged["hosts_robots_repeated"] - int(hosts) // 10
+    print("robots cache 64K: %d hosts, %d robots.txt requests, %d hosts asked again beyond the"
+          " 503 ones, %d robots violations, %d politeness violations, %.1f s" %
+          (judged["hosts"], judged["robots_requests"], refetched, judged["robots_violations"],
+           judged["politeness_violations"], el))
+    errors = []
+    if refetched <= 0:
+        errors.append("no robots.txt was forgotten and fetched again")
+    if judged["robots_violations"] or judged["politeness_violations"]:
+        errors.append("violations")
+    if errors:
+        fail("; ".join(errors))
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
 # ---- the adaptive policy against server models ----
 
 ADAPTIVE_FACTOR = 3
@@ -1131,6 +1202,10 @@ def main():
         test_metrics()
     elif what == "waiting-host":
         test_waiting_host()
+    elif what == "robots-expiry":
+        test_robots_expiry()
+    elif what == "robots-cache":
+        test_robots_cache()
     elif what == "warc":
         test_warc()
     elif what == "faults":

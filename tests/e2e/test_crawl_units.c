@@ -1,7 +1,8 @@
 /*
  * Unit tests of the crawl's glue: configuration (crawler/config/config.h), the
- * bounded queue (frontier/base/bqueue.h), the parse pool (parse/parse_pool.h) and
- * the side table of URLs waiting in the sieve (crawler/link_meta.h).
+ * bounded queue (frontier/base/bqueue.h), the parse pool (parse/parse_pool.h),
+ * the side table of URLs waiting in the sieve (crawler/link_meta.h) and the
+ * counters a checkpoint carries (crawler/crawl_stats.h).
  */
 #include <check.h>
 #include <pthread.h>
@@ -12,7 +13,9 @@
 #include <unistd.h>
 
 #include "frontier/base/bqueue.h"
+#include "frontier/base/recfile.h"
 #include "crawler/config/config.h"
+#include "crawler/crawl_stats.h"
 #include "crawler/link_meta.h"
 #include "crawler/sitemap_registry.h"
 #include "parse/parse_pool.h"
@@ -465,6 +468,173 @@ START_TEST(link_meta_bounded)
 }
 END_TEST
 
+/* The counters a checkpoint carries, by the names every earlier version
+ * wrote them under (its crawl state record), and where stats.json shows
+ * each ("" for the few it does not show). A checkpoint of any earlier
+ * version must resume with every one of them. */
+static const struct {
+	const char *name, *key;
+} saved_names[] = {
+	{ "pages_done", "pages" },
+	{ "requests", "requests" },
+	{ "bytes", "bytes" },
+	{ "robots_fetches", "robots_fetches" },
+	{ "robots_disallowed", "robots-disallowed" },
+	{ "redirects", "redirects" },
+	{ "private_refused", "private-address" },
+	{ "parse_full", "parse-queue-full" },
+	{ "writer_full", "writer-queue-full" },
+	{ "hosts_dns_failed", "dns_failed" },
+	{ "family_fallbacks", "family_fallbacks" },
+	{ "ip_lease_refused", "ip-lease-refused" },
+	{ "ip_lease_errors", "ip-lease-redis" },
+	{ "redirect_dropped", "redirect-dropped" },
+	{ "rules_dropped", "dropped_queued" },
+	{ "ac.rules_rejected", "" },
+	{ "redirect_limit", "redirect-limit" },
+	{ "robots_redirect_limit", "robots-redirect-limit" },
+	{ "robots_unreachable", "robots-unreachable" },
+	{ "status_other", "other" },
+	{ "forced_flushes", "forced_flushes" },
+	{ "early_flushes", "early_flushes" },
+	{ "ckpt_count", "written" },
+	{ "ckpt_failures", "failed" },
+	{ "ckpt_us_total", "" },
+	{ "ckpt_us_max", "" },
+	{ "tail_replayed", "tail_replayed" },
+	{ "tail_skipped", "tail_skipped" },
+	{ "ac.parsed", "parsed" },
+	{ "ac.links", "links" },
+	{ "ac.scope_rejected", "" },
+	{ "ac.nofollow", "nofollow" },
+	{ "ac.near_dups", "near_duplicates" },
+	{ "ac.decode_errors", "decode" },
+	{ "ac.emit_dropped", "emit-dropped" },
+	{ "ac.writer_errors", "writer-io" },
+	{ "ac.warc_revisits", "warc_revisits" },
+	{ "ac.url_invalid", "url-invalid" },
+	{ "ac.seeds_invalid", "seed-invalid" },
+	{ "ac.meta_present", "skipped_present" },
+	{ "ac.meta_dropped", "sieve-meta-dropped" },
+	{ "ac.meta_missing", "sieve-meta-missing" },
+	{ "ac.meta_flushes", "meta_full_flushes" },
+	{ "ac.sieve_errors", "sieve" },
+	{ "ac.emits_pushed", "links_new" },
+	{ "ac.keys_added", "" },
+	{ "ac.sitemaps", "parsed" },
+	{ "ac.sitemap_urls", "urls" },
+	{ "ac.sitemap_problems", "problems" },
+	{ "ac.sitemaps_dropped", "not_registered" },
+	{ "ac.sitemap_malformed", "sitemap-malformed" },
+	{ "ac.sitemap_too_large", "sitemap-too-large" },
+	{ "ac.sitemap_too_many", "sitemap-too-many-urls" },
+	{ "ac.sitemap_urls_over_limit", "urls_over_limit" },
+	{ "ac.embeds", "found" },
+	{ "ac.embeds_added", "added" },
+	{ "ac.embeds_off_domain", "off_domain" },
+	{ "ac.stylesheets", "stylesheets_parsed" },
+};
+#define N_SAVED_NAMES (sizeof saved_names / sizeof saved_names[0])
+
+static void put_array(struct recfile_writer *w, uint32_t n, uint32_t at, uint64_t v)
+{
+	recfile_put_u32(w, n);
+	for (uint32_t i = 0; i < n; i++)
+		recfile_put_u64(w, i == at ? v : 0);
+}
+
+/* A crawl state's counters as an earlier version wrote them, one unknown
+ * name among them (a later version's, skipped). */
+static void write_old_counters(const char *path)
+{
+	struct recfile_writer *w;
+	ck_assert_int_eq(recfile_writer_create(path, "TSTATE01", &w), RECFILE_OK);
+	recfile_put_u64(w, 5000000); /* crawl time so far, us */
+	recfile_put_u32(w, (uint32_t)N_SAVED_NAMES + 1);
+	for (size_t i = 0; i < N_SAVED_NAMES; i++) {
+		if (i == 3) {
+			recfile_put_bytes(w, "ac.a_later_counter", 18);
+			recfile_put_u64(w, 999999);
+		}
+		recfile_put_bytes(w, saved_names[i].name, (uint32_t)strlen(saved_names[i].name));
+		recfile_put_u64(w, 1000 + i);
+	}
+	put_array(w, 600, 200, 77); /* status: 77 x 200 */
+	put_array(w, 17, 3, 78);    /* dns errors: 78 notfound */
+	put_array(w, 17, 6, 79);    /* fetch errors: 79 connect */
+	recfile_put_u32(w, 2);      /* pages/s samples */
+	recfile_put_u64(w, 40);
+	recfile_put_u64(w, 60);
+	ck_assert_int_eq(recfile_writer_close(w, 0), RECFILE_OK);
+}
+
+START_TEST(stats_checkpoint_counters_by_name)
+{
+	char dir[] = "/tmp/crawl_stats_XXXXXX", path[64], again[64], name[128];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/old", dir);
+	snprintf(again, sizeof again, "%s/again", dir);
+	write_old_counters(path);
+	struct crawl_stats_sources src = { .resumed = 1 }; /* no piece stands */
+	struct crawl_output out = { .dir = dir, .warc = 1, .stats_interval_s = 10 };
+	struct crawl_stats *s = crawl_stats_create(&src, &out, NULL);
+	struct recfile_reader *rd;
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(recfile_reader_open(path, "TSTATE01", &rd), RECFILE_OK);
+	ck_assert_int_eq(crawl_stats_load(s, rd), 0);
+	recfile_reader_close(rd);
+	crawl_stats_start(s);
+	ck_assert_uint_eq(crawl_stats_pages_before(s), 1000);
+	/* stats.json shows every counter under its key */
+	char *json = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&json, &len);
+	ck_assert_int_eq(crawl_stats_write(f, s, CRAWL_STATS_JSON), 0);
+	fclose(f);
+	for (size_t i = 0; i < N_SAVED_NAMES; i++) {
+		char want[96];
+		if (!saved_names[i].key[0])
+			continue;
+		snprintf(want, sizeof want, "\"%s\": %zu", saved_names[i].key, 1000 + i);
+		ck_assert_msg(strstr(json, want), "%s: no %s in stats.json", saved_names[i].name,
+		              want);
+	}
+	ck_assert_ptr_nonnull(strstr(json, "\"200\": 77"));
+	ck_assert_ptr_nonnull(strstr(json, "\"dns-notfound\": 78"));
+	ck_assert_ptr_nonnull(strstr(json, "\"connect\": 79"));
+	ck_assert_ptr_nonnull(strstr(json, "\"pages_per_s_series\": [4.00, 6.00]"));
+	ck_assert_ptr_null(strstr(json, "999999"));
+	free(json);
+	/* the next checkpoint carries each of them again, under its name */
+	struct recfile_writer *w;
+	ck_assert_int_eq(recfile_writer_create(again, "TSTATE01", &w), RECFILE_OK);
+	crawl_stats_save(s, w);
+	ck_assert_int_eq(recfile_writer_close(w, 0), RECFILE_OK);
+	uint64_t v;
+	uint32_t n, nl;
+	ck_assert_int_eq(recfile_reader_open(again, "TSTATE01", &rd), RECFILE_OK);
+	ck_assert_int_eq(recfile_get_u64(rd, &v), RECFILE_OK);
+	ck_assert_uint_ge(v, 5000000);
+	ck_assert_uint_lt(v, 65000000);
+	ck_assert_int_eq(recfile_get_u32(rd, &n), RECFILE_OK);
+	ck_assert_uint_eq(n, N_SAVED_NAMES);
+	for (uint32_t i = 0; i < n; i++) {
+		ck_assert_int_eq(recfile_get_bytes(rd, name, sizeof name - 1, &nl), RECFILE_OK);
+		ck_assert_int_eq(recfile_get_u64(rd, &v), RECFILE_OK);
+		size_t k = 0;
+		while (k < N_SAVED_NAMES && strcmp(saved_names[k].name, name) != 0)
+			k++;
+		ck_assert_msg(k < N_SAVED_NAMES, "%s: saved under a new name", name);
+		ck_assert_uint_eq(v, 1000 + k);
+	}
+	recfile_reader_close(rd);
+	crawl_stats_destroy(s);
+	unlink(path);
+	unlink(again);
+	rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("crawl_units");
@@ -482,6 +652,7 @@ int main(void)
 	tcase_add_test(tc, link_meta_put_take_first_writer);
 	tcase_add_test(tc, link_meta_sweep_rules);
 	tcase_add_test(tc, link_meta_bounded);
+	tcase_add_test(tc, stats_checkpoint_counters_by_name);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

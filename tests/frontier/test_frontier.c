@@ -266,6 +266,18 @@ START_TEST(depth_word)
 	                  FRONTIER_REDIRECTS_MAX);
 	ck_assert_uint_eq(frontier_depth_of(frontier_depth_pack(UINT32_MAX, 0)),
 	                  FRONTIER_DEPTH_MASK);
+	/* the priority rides above the counts and leaves them as they were */
+	for (int p = -3; p <= 3; p++) {
+		uint32_t w = frontier_depth_with_priority(frontier_depth_pack_embed(7, 31, 2), p);
+		ck_assert_int_eq(frontier_priority_of(w), p);
+		ck_assert_uint_eq(frontier_depth_of(w), 7);
+		ck_assert_uint_eq(frontier_embed_of(w), 2);
+		ck_assert_uint_eq(frontier_redirects_of(w), 31);
+		ck_assert_int_eq(frontier_priority_of(frontier_depth_with_priority(w, 0)), 0);
+	}
+	ck_assert_int_eq(frontier_priority_of(frontier_depth_pack(9, 3)), 0);
+	ck_assert_int_eq(frontier_priority_of(frontier_depth_with_priority(0, 9)), 3);
+	ck_assert_int_eq(frontier_priority_of(frontier_depth_with_priority(0, -9)), -3);
 	ck_assert_int_eq(frontier_push(f, a, "u0", 2, NULL, 0, frontier_depth_pack(6, 0)),
 	                 FRONTIER_ERR_DEPTH);
 	/* enough records to spill past the budget: the last ones come from disk */
@@ -273,8 +285,9 @@ START_TEST(depth_word)
 	char url[64];
 	for (uint32_t i = 0; i < N; i++) {
 		int n = snprintf(url, sizeof url, "http://a.test/%u/%040u", i, 0u);
+		uint32_t w = frontier_depth_pack(i % 6, i % 32);
 		ck_assert_int_eq(frontier_push(f, a, url, (size_t)n, NULL, 0,
-		                               frontier_depth_pack(i % 6, i % 256)),
+		                               frontier_depth_with_priority(w, (int)(i % 7) - 3)),
 		                 FRONTIER_OK);
 	}
 	struct frontier_stats st;
@@ -283,7 +296,8 @@ START_TEST(depth_word)
 	for (uint32_t i = 0; i < N; i++) {
 		ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_OK);
 		ck_assert_uint_eq(frontier_depth_of(u.depth), i % 6);
-		ck_assert_uint_eq(frontier_redirects_of(u.depth), i % 256);
+		ck_assert_uint_eq(frontier_redirects_of(u.depth), i % 32);
+		ck_assert_int_eq(frontier_priority_of(u.depth), (int)(i % 7) - 3);
 	}
 	frontier_destroy(f);
 }
@@ -356,6 +370,73 @@ START_TEST(nonempty_callback)
 }
 END_TEST
 
+static int nonempty_calls;
+
+static void count_nonempty(void *ctx, uint32_t h)
+{
+	(void)ctx;
+	(void)h;
+	nonempty_calls++;
+}
+
+/* An idle host keeps no queue: about 120 bytes each with its key; a queue
+ * emptied by refills from the write buffer, then flushed by the host's own
+ * next push, is made again for that push. */
+START_TEST(idle_hosts)
+{
+	struct frontier *f = mk(256 << 10, 64 << 10, 1 << 20);
+	struct frontier_stats st0, st;
+	struct frontier_url u;
+	char k[64], url[4096];
+
+	frontier_stats(f, &st0);
+	for (int i = 0; i < 2048; i++) {
+		snprintf(k, sizeof k, "http://idle%d.example.test", i);
+		host(f, k);
+	}
+	frontier_stats(f, &st);
+	/* 56 of struct, 51 of key and name, 8 to 16 of index (it doubles) */
+	ck_assert_uint_le((st.mem_bytes - st0.mem_bytes) / 2048, 56 + 51 + 16 + 8);
+	uint32_t a = host(f, "http://a.test"), b = host(f, "http://b.test");
+	frontier_set_nonempty_cb(f, count_nonempty, NULL);
+	frontier_stats(f, &st0);
+	/* a's URLs go to the write buffer once b's fill the memory part */
+	int nb = 0;
+	for (; st.urls_on_disk == 0; nb++) {
+		snprintf(url, sizeof url, "http://b.test/%d/%0100d", nb, 0);
+		ck_assert_int_eq(frontier_push(f, b, url, strlen(url), NULL, 0, 0), FRONTIER_OK);
+		frontier_stats(f, &st);
+	}
+	/* a's URL goes to the write buffer and comes back from it (a then
+	 * empty, its records still in the buffer), round after round, until
+	 * one of a's pushes is the one that flushes the buffer */
+	int flushed_by_a = 0;
+	for (int i = 0; i < 400 && !flushed_by_a; i++) {
+		snprintf(url, sizeof url, "http://a.test/%d/%03000d", i, 0);
+		frontier_stats(f, &st0);
+		ck_assert_int_eq(frontier_push(f, a, url, strlen(url), NULL, 0, 0), FRONTIER_OK);
+		frontier_stats(f, &st);
+		flushed_by_a = st.flushes != st0.flushes;
+		ck_assert_int_eq(nonempty_calls, 2 + i);
+		ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_OK);
+		ck_assert_str_eq(u.url, url);
+		ck_assert_int_eq(frontier_pop(f, a, &u), FRONTIER_ERR_EMPTY);
+		snprintf(url, sizeof url, "http://b.test/%d/%0100d", nb++, 0);
+		ck_assert_int_eq(frontier_push(f, b, url, strlen(url), NULL, 0, 0), FRONTIER_OK);
+	}
+	ck_assert(flushed_by_a);
+	ck_assert_uint_eq(frontier_host_queued(f, a), 0);
+	/* every b URL comes back in order; then b costs no more than idle */
+	for (int i = 0; i < nb; i++) {
+		ck_assert_int_eq(frontier_pop(f, b, &u), FRONTIER_OK);
+		snprintf(url, sizeof url, "http://b.test/%d/%0100d", i, 0);
+		ck_assert_str_eq(u.url, url);
+	}
+	ck_assert_int_eq(frontier_pop(f, b, &u), FRONTIER_ERR_EMPTY);
+	frontier_destroy(f);
+}
+END_TEST
+
 START_TEST(bad_spill_dir)
 {
 	struct frontier_config c;
@@ -387,6 +468,7 @@ int main(void)
 	tcase_add_test(tc, host_counters_and_name);
 	tcase_add_test(tc, nonempty_callback);
 	tcase_add_test(tc, bad_spill_dir);
+	tcase_add_test(tc, idle_hosts);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -45,6 +45,39 @@ START_TEST(domains_and_prefixes)
 }
 END_TEST
 
+/* A URL a rule accepted: off the domains is fine, the rule's depth
+ * replaces max_depth, and the trap limits still hold. */
+START_TEST(accepted_by_rule)
+{
+	const char *doms[] = { "web.test" };
+	struct scope_config c;
+	struct scope *s = NULL;
+	int off = -1;
+
+	scope_config_default(&c);
+	c.domains = doms;
+	c.n_domains = 1;
+	c.max_depth = 2;
+	c.max_path_segments = 3;
+	ck_assert_int_eq(scope_create(&c, &s), SCOPE_ERR_OK);
+#define ACC(u, d, md) scope_check_accepted(s, u, strlen(u), d, md, &off)
+	ck_assert_int_eq(ACC("http://other.test/a", 1, 0), SCOPE_OK);
+	ck_assert_int_eq(off, 1);
+	ck_assert_int_eq(ACC("http://h1.web.test/a", 1, 0), SCOPE_OK);
+	ck_assert_int_eq(off, 0);
+	ck_assert_int_eq(ACC("http://other.test/a", 3, 0), SCOPE_TOO_DEEP);
+	ck_assert_int_eq(ACC("http://other.test/a", 3, 5), SCOPE_OK);
+	ck_assert_int_eq(ACC("http://other.test/a", 6, 5), SCOPE_TOO_DEEP);
+	ck_assert_int_eq(ACC("http://other.test/a/b/c/d", 1, 0), SCOPE_TOO_MANY_SEGMENTS);
+	ck_assert_int_eq(chk(s, "http://other.test/a", 1), SCOPE_OFF_DOMAIN);
+	ck_assert_int_eq(chk(s, "http://h1.web.test/a", 3), SCOPE_TOO_DEEP);
+#undef ACC
+	ck_assert_uint_eq(scope_count(s, SCOPE_OK), 3);
+	ck_assert_uint_eq(scope_count(s, SCOPE_TOO_DEEP), 3);
+	scope_destroy(s);
+}
+END_TEST
+
 START_TEST(no_restriction)
 {
 	struct scope_config c;
@@ -285,6 +318,7 @@ int main(void)
 
 	tcase_add_test(tc, domains_and_prefixes);
 	tcase_add_test(tc, no_restriction);
+	tcase_add_test(tc, accepted_by_rule);
 	tcase_add_test(tc, limits);
 	tcase_add_test(tc, query_params);
 	tcase_add_test(tc, traps);

@@ -3,7 +3,9 @@
  * state, rules and expiry; rules owned by the cache (a replacement frees the
  * former ones, destroy frees what is left); checkpoints that keep known
  * rules across a restore (expiry rebased, a fetch in flight made again) and
- * refuse a torn file.
+ * refuse a torn file; a cache bounded in bytes that forgets the rules of
+ * hosts not visited lately, never a held host's nor those being set, and
+ * keeps rules that allow everything as no rules (known, costing nothing).
  *
  * robots_destroy is wrapped at link time (-Wl,--wrap=robots_destroy) so the
  * suite counts what the cache frees.
@@ -259,6 +261,145 @@ START_TEST(corrupt_checkpoint_is_refused)
 }
 END_TEST
 
+static void setup_bound(struct fx *x, uint64_t cache_bytes)
+{
+	struct frontier_config fc;
+	struct politeness_config pc;
+
+	frontier_config_default(&fc);
+	fc.mem_budget = 4 << 20;
+	ck_assert_int_eq(frontier_create(&fc, &x->f), FRONTIER_OK);
+	politeness_config_default(&pc);
+	pc.robots_cache_bytes = cache_bytes;
+	ck_assert_int_eq(politeness_create(x->f, &pc, NULL, NULL, &x->p), POLITENESS_OK);
+}
+
+static const char rich[] = "User-agent: *\nDisallow: /private/\nDisallow: /tmp/\n"
+                           "Allow: /private/ok.html\nSitemap: http://a.test/sitemap.xml\n";
+
+static enum politeness_robots_state state_of(struct fx *x, uint32_t h)
+{
+	enum politeness_robots_state s;
+	ck_assert_int_eq(politeness_robots_state(x->p, h, &s, NULL, NULL), POLITENESS_OK);
+	return s;
+}
+
+/* The host visited (popped and released) at now_us; it has a URL queued. */
+static void visit(struct fx *x, uint32_t h, uint64_t *now_us)
+{
+	struct visit_outcome o = { VISIT_OK, *now_us, 1, 0 };
+	uint32_t got;
+	*now_us += 10000000; /* past every delay */
+	ck_assert_int_eq(politeness_pop_ready(x->p, *now_us, &got, NULL), POLITENESS_OK);
+	ck_assert_uint_eq(got, h);
+	ck_assert_int_eq(politeness_release(x->p, h, &o, *now_us), POLITENESS_OK);
+}
+
+START_TEST(cache_is_bounded)
+{
+	struct fx x;
+	struct politeness_stats st;
+	char key[64];
+	struct robots *r1 = rules(rich), *r0 = rules("");
+	size_t one = robots_mem_bytes(r1);
+	uint64_t budget = 10 * one, now = 0;
+
+	ck_assert_uint_gt(one, robots_mem_bytes(r0));
+	ck_assert_uint_eq(robots_mem_bytes(NULL), 0);
+	robots_destroy(r1);
+	robots_destroy(r0);
+	setup_bound(&x, budget);
+	/* a host visited between every set keeps its rules; a held one too */
+	uint32_t hot = host(&x, "http://hot.test"), held = host(&x, "http://held.test");
+	ck_assert_int_eq(frontier_push(x.f, hot, "http://hot.test/", 16, NULL, 0, 0), FRONTIER_OK);
+	ck_assert_int_eq(politeness_robots_set(x.p, hot, POLITENESS_ROBOTS_KNOWN, rules(rich), 0),
+	                 POLITENESS_OK);
+	for (int i = 0; i < 200; i++) {
+		snprintf(key, sizeof key, "http://h%d.test", i);
+		uint32_t h = host(&x, key);
+		ck_assert_int_eq(
+		        politeness_robots_set(x.p, h, POLITENESS_ROBOTS_KNOWN, rules(rich), 0),
+		        POLITENESS_OK);
+		ck_assert_int_eq(state_of(&x, h), POLITENESS_ROBOTS_KNOWN); /* never itself */
+		politeness_stats(x.p, &st);
+		ck_assert_uint_le(st.robots_bytes, budget);
+		ck_assert_uint_eq(st.robots_bytes, st.robots_hosts * one);
+		if (i == 5) {
+			uint32_t got;
+			ck_assert_int_eq(
+			        frontier_push(x.f, held, "http://held.test/", 17, NULL, 0, 0),
+			        FRONTIER_OK);
+			ck_assert_int_eq(politeness_robots_set(x.p, held, POLITENESS_ROBOTS_KNOWN,
+			                                       rules(rich), 0),
+			                 POLITENESS_OK);
+			now += 10000000;
+			ck_assert_int_eq(politeness_pop_ready(x.p, now, &got, NULL), POLITENESS_OK);
+			if (got == hot) { /* the other one: hot goes back */
+				struct visit_outcome o = { VISIT_OK, now, 1, 0 };
+				ck_assert_int_eq(politeness_release(x.p, hot, &o, now),
+				                 POLITENESS_OK);
+				ck_assert_int_eq(
+				        politeness_pop_ready(x.p, now + 10000000, &got, NULL),
+				        POLITENESS_OK);
+				now += 10000000;
+			}
+			ck_assert_uint_eq(got, held);
+		}
+		if (i > 5)
+			visit(&x, hot, &now);
+	}
+	politeness_stats(x.p, &st);
+	ck_assert_uint_ge(st.robots_evicted, 190);
+	ck_assert_uint_eq(st.robots_hosts, 10);
+	ck_assert_int_eq(state_of(&x, hot), POLITENESS_ROBOTS_KNOWN);
+	ck_assert_int_eq(state_of(&x, held), POLITENESS_ROBOTS_KNOWN);
+	snprintf(key, sizeof key, "http://h%d.test", 0);
+	ck_assert_int_eq(state_of(&x, host(&x, key)), POLITENESS_ROBOTS_UNKNOWN);
+	politeness_destroy(x.p);
+	frontier_destroy(x.f);
+}
+END_TEST
+
+START_TEST(allow_all_stays_known)
+{
+	struct fx x;
+	struct politeness_stats st;
+	char key[64];
+	struct robots *r0 = rules("Sitemap: http://a.test/s.xml\n");
+	uint64_t budget = 10 * robots_mem_bytes(r0);
+
+	ck_assert(robots_allows_all(r0));
+	ck_assert(robots_allows_all(NULL));
+	robots_destroy(r0);
+	r0 = rules(rich);
+	ck_assert(!robots_allows_all(r0));
+	robots_destroy(r0);
+	setup_bound(&x, budget);
+	for (int i = 0; i < 100; i++) {
+		snprintf(key, sizeof key, "http://h%d.test", i);
+		ck_assert_int_eq(politeness_robots_set(x.p, host(&x, key), POLITENESS_ROBOTS_KNOWN,
+		                                       rules("Sitemap: http://a.test/s.xml\n"), 7),
+		                 POLITENESS_OK);
+		politeness_stats(x.p, &st);
+		ck_assert_uint_le(st.robots_bytes, budget);
+	}
+	/* made NULL (allow all) for room, still known: no fetch again */
+	ck_assert_uint_eq(st.robots_evicted, 0);
+	ck_assert_uint_ge(st.robots_compacted, 90);
+	for (int i = 0; i < 100; i++) {
+		enum politeness_robots_state s;
+		uint64_t exp;
+		snprintf(key, sizeof key, "http://h%d.test", i);
+		ck_assert_int_eq(politeness_robots_state(x.p, host(&x, key), &s, NULL, &exp),
+		                 POLITENESS_OK);
+		ck_assert_int_eq(s, POLITENESS_ROBOTS_KNOWN);
+		ck_assert_uint_eq(exp, 7);
+	}
+	politeness_destroy(x.p);
+	frontier_destroy(x.f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("politeness_robots");
@@ -270,6 +411,8 @@ int main(void)
 	tcase_add_test(tc, robots_wildcard_cap);
 	tcase_add_test(tc, checkpoint_keeps_rules);
 	tcase_add_test(tc, corrupt_checkpoint_is_refused);
+	tcase_add_test(tc, cache_is_bounded);
+	tcase_add_test(tc, allow_all_stays_known);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

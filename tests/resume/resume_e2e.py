@@ -19,7 +19,7 @@ the test web's own request log.
   resume_e2e.py cli         one crawl per folder (lock), no fresh crawl over a
                             checkpointed folder, --resume of nothing, a
                             graceful stop then resume, resume of a finished
-                            crawl
+                            crawl, resume from a torn crawl state (exit 1)
 
 Every variant checks, on the whole history: the union of URLs the test web
 served equals its expected set; a URL is fetched again only if its earlier
@@ -38,6 +38,7 @@ Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as crawl_e2e.py), RESUME_KILLS,
 RESUME_SEED (the kill moments' random seed; default the pid).
 """
 import collections
+import glob
 import json
 import os
 import random
@@ -411,6 +412,14 @@ def test_cli():
         rc, o, e = c.run(resume=True)
         if rc != 0 or "taking over the lock of crawl %d" % p.pid not in e:
             errors.append("stale lock: exit %d, %r" % (rc, e[-300:]))
+        # a checkpoint's crawl state cut short: a clear error, no crawl
+        state = sorted(glob.glob(os.path.join(out, "checkpoint", "ckpt-*", "state")))[-1]
+        with open(state, "r+b") as f:
+            f.truncate(os.path.getsize(state) // 2)
+        n4 = served(tw)
+        rc, o, e = c.run(resume=True)
+        if rc != 1 or state + ": truncated or corrupt" not in e or served(tw) != n4:
+            errors.append("resume from a torn crawl state: exit %d, %r" % (rc, e[-300:]))
     finally:
         tw.stop()
     if errors:

@@ -3,7 +3,7 @@
  * (test_contract.c), against the reference model: its durable output log
  * (EMITTED) equal to the emissions; crowded buckets of the flush's layout;
  * a Z of many blocks; forced flushes while threads add; early seals;
- * slices; SIGKILL at each of its crash points (SIEVE_CRASH_POINT), also
+ * slices; Z's runs and the manifest of a Z in one run; SIGKILL at each of its crash points (SIEVE_CRASH_POINT), also
  * during the replay; damaged Z, A, MANIFEST and EMITTED files.
  *
  * `test_mercator NAME` runs one test case: "core", "crowd", "large_z",
@@ -21,6 +21,7 @@
 #include <xxhash.h>
 
 #include "harness.h"
+#include "sieve/mercator.h"
 
 static int count_files(const char *dir, const char *prefix, char *out, size_t len);
 
@@ -231,6 +232,124 @@ START_TEST(test_forced_flush_and_stats)
 }
 END_TEST
 
+/* Z's runs: flushes of equal size (100 new URLs each) follow the binary
+ * counter, so after k flushes the runs are popcount(k), never more than
+ * Z_RUNS_MAX; a reopen finds every URL of every run, and only the new
+ * ones come out. */
+START_TEST(test_runs)
+{
+	char dir[256], u[128], err[256];
+	struct sieve_config c;
+	struct slist got;
+	sieve_t *s = NULL;
+	unsigned next = 0;
+
+	make_dir(dir, sizeof dir, "runs");
+	cfg_small(&c, dir, 100000);
+	slist_init(&got);
+	ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
+	for (unsigned k = 1; k <= 40; k++) {
+		for (unsigned i = 0; i < 100; i++) {
+			url_of(u, sizeof u, next++);
+			ck_assert_int_eq(sieve_add(s, u, strlen(u)), SIEVE_OK);
+		}
+		ck_assert_int_eq(sieve_flush(s), SIEVE_OK);
+		ck_assert_int_eq(count_files(dir, "Z.", NULL, 0),
+		                 2 * __builtin_popcount(k)); /* two parts a run */
+	}
+	ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+	ck_assert_uint_eq(got.n, 4000);
+	slist_free(&got);
+	slist_init(&got);
+	ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
+	for (unsigned i = 0; i < 4050; i++) {
+		url_of(u, sizeof u, i);
+		ck_assert_int_eq(sieve_add(s, u, strlen(u)), SIEVE_OK);
+	}
+	ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+	ck_assert_uint_eq(got.n, 50);
+	for (unsigned i = 0; i < 50; i++) {
+		url_of(u, sizeof u, 4000 + i);
+		ck_assert_str_eq(got.v[i], u);
+	}
+	slist_free(&got);
+	rm_tree(dir);
+}
+END_TEST
+
+/* The rule that picks the runs a flush merges into its new one: the
+ * newest while at most as large as what the new one holds so far, or
+ * while there would be more than Z_RUNS_MAX. */
+START_TEST(test_runs_to_merge)
+{
+	const uint64_t a[] = { 800, 400, 200, 100 };
+	const uint64_t many[Z_RUNS_MAX] = { 9000, 8000, 7000, 6000, 5000, 4000, 3000, 2000 };
+
+	ck_assert_uint_eq(merc_runs_to_merge(a, 0, 10), 0);
+	ck_assert_uint_eq(merc_runs_to_merge(a, 4, 99), 0);
+	ck_assert_uint_eq(merc_runs_to_merge(a, 4, 100), 4); /* 100, 200, 400, 800 in turn */
+	ck_assert_uint_eq(merc_runs_to_merge(a, 4, 150), 4);
+	ck_assert_uint_eq(merc_runs_to_merge(a, 3, 150), 0); /* 200 > 150: kept */
+	ck_assert_uint_eq(merc_runs_to_merge(a, 3, 200), 3);
+	ck_assert_uint_eq(merc_runs_to_merge(many, Z_RUNS_MAX, 1), 1); /* the cap */
+	ck_assert_uint_eq(merc_runs_to_merge(many, Z_RUNS_MAX - 1, 1), 0);
+}
+END_TEST
+
+/* A folder whose MANIFEST names its Z in one run (the 72-byte "MSIEVEM3"
+ * format, before runs) opens and goes on from that state. */
+START_TEST(test_one_run_manifest)
+{
+	char dir[256], p[512], u[128], err[256];
+	uint8_t mb[M_SIZE + 8];
+	struct sieve_config c;
+	struct slist got;
+	sieve_t *s = NULL;
+	uint64_t v;
+	int fd;
+
+	make_dir(dir, sizeof dir, "m3");
+	cfg_small(&c, dir, 100000);
+	c.emit_log = 0;
+	slist_init(&got);
+	ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
+	for (unsigned i = 0; i < 300; i++) {
+		url_of(u, sizeof u, i);
+		ck_assert_int_eq(sieve_add(s, u, strlen(u)), SIEVE_OK);
+	}
+	ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+	ck_assert_uint_eq(got.n, 300);
+	/* one flush: one run, of generation 1 = gen; rewrite the manifest */
+	snprintf(p, sizeof p, "%s/MANIFEST", dir);
+	fd = open(p, O_RDONLY);
+	ck_assert_int_eq(read(fd, mb, sizeof mb), M_SIZE);
+	close(fd);
+	ck_assert_uint_eq(mb[64], 1);     /* nruns */
+	ck_assert_uint_eq(mb[72], mb[8]); /* runs[0] = gen */
+	memcpy(mb, M_MAGIC_ONE_RUN, 8);
+	v = XXH64(mb, 64, 0);
+	memcpy(mb + 64, &v, 8);
+	fd = open(p, O_WRONLY | O_TRUNC);
+	ck_assert_int_eq(write(fd, mb, M_SIZE_ONE_RUN), M_SIZE_ONE_RUN);
+	close(fd);
+	slist_free(&got);
+	slist_init(&got);
+	ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
+	for (unsigned i = 0; i < 320; i++) {
+		url_of(u, sizeof u, i);
+		ck_assert_int_eq(sieve_add(s, u, strlen(u)), SIEVE_OK);
+	}
+	ck_assert_int_eq(sieve_close(s), SIEVE_OK);
+	ck_assert_uint_eq(got.n, 20);
+	for (unsigned i = 0; i < 20; i++) {
+		url_of(u, sizeof u, 300 + i);
+		ck_assert_str_eq(got.v[i], u);
+	}
+	slist_free(&got);
+	rm_tree(dir);
+}
+END_TEST
+
 /* Threads adding to segments of bufn URLs (while another forces flushes,
  * if flushing). */
 static void threads_round(const char *tag, size_t bufn, int flushing)
@@ -353,8 +472,8 @@ static void expect_seal_at(sieve_t *s, struct slist *got, unsigned *next, unsign
 
 /* Early seals (cfg.seal_min_urls): a segment that is not full goes to the
  * flush thread, when that is idle, as soon as it holds seal_min URLs and
- * half as many as Z's signatures; no sieve_flush is called here, and the
- * buffer (100,000 slots) never fills. */
+ * an eighth as many as Z's signatures (SEAL_Z_RATIO); no sieve_flush is
+ * called here, and the buffer (100,000 slots) never fills. */
 START_TEST(test_early_seal)
 {
 	char dir[256], u[128], err[256];
@@ -368,13 +487,12 @@ START_TEST(test_early_seal)
 	c.seal_min_urls = 100;
 	slist_init(&got);
 	ck_assert_int_eq(sieve_open(&c, emit_cb, &got, &s, err, sizeof err), SIEVE_OK);
-	expect_seal_at(s, &got, &next, 100); /* Z empty: seal_min binds */
-	expect_seal_at(s, &got, &next, 100); /* Z = 100 */
-	expect_seal_at(s, &got, &next, 100); /* Z = 200 */
-	expect_seal_at(s, &got, &next, 150); /* Z = 300: half of Z binds */
-	add_new(s, &next, 10);               /* Z = 450: these wait for the close */
+	for (int i = 0; i < 9; i++)
+		expect_seal_at(s, &got, &next, 100); /* Z = 0 .. 800: seal_min binds */
+	expect_seal_at(s, &got, &next, 112);         /* Z = 900: an eighth of Z binds */
+	add_new(s, &next, 10);                       /* Z = 1012: these wait for the close */
 	ck_assert_int_eq(sieve_close(s), SIEVE_OK);
-	ck_assert_uint_eq(got.n, 460);
+	ck_assert_uint_eq(got.n, 1022);
 	for (unsigned i = 0; i < got.n; i++) {
 		url_of(u, sizeof u, i);
 		ck_assert_str_eq(got.v[i], u);
@@ -675,6 +793,9 @@ static Suite *mercator_suite(void)
 	tcase_add_test(tc, test_threads_with_forced_flushes);
 	tcase_add_test(tc, test_early_seal);
 	tcase_add_test(tc, test_slice_full);
+	tcase_add_test(tc, test_runs);
+	tcase_add_test(tc, test_runs_to_merge);
+	tcase_add_test(tc, test_one_run_manifest);
 	tcase_add_test(harness_case(s, "crowd", 100), test_crowded_bucket);
 	tcase_add_test(harness_case(s, "large_z", 100), test_large_z);
 	tcase_add_test(harness_case(s, "crash", 250), test_crash_points);

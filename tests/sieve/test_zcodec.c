@@ -476,7 +476,7 @@ START_TEST(test_signature_list)
 	zp.m = &m;
 	zp.sg = &b;
 	zp.region = m.keys;
-	ck_assert_int_eq(seg_path(dir, sp, sizeof sp, "S", b.id, (int)r, false), 0);
+	ck_assert_int_eq(seg_path(dir, sp, sizeof sp, "S", b.id, (int)r), 0);
 	unlink(sp);
 	ck_assert_uint_eq(layout_starts(top, p, m.bstart), n);
 	ck_assert_uint_eq(m.bstart[64], 0);

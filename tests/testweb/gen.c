@@ -364,6 +364,15 @@ static long parse_page(const struct tw_config *cfg, const char *p, const char *e
 	return j;
 }
 
+int tw_variant_of(const struct tw_config *cfg, const char *path, size_t len, long *page)
+{
+	const char *q = memchr(path, '?', len), *end = path + len;
+	if (q == NULL || end - q != 4 || (memcmp(q, "?q=1", 4) != 0 && memcmp(q, "?q=2", 4) != 0))
+		return 0;
+	*page = parse_page(cfg, path, q);
+	return *page >= 0 ? q[3] - '0' : 0;
+}
+
 /* Matches PREFIX<num>SUFFIX exactly; returns num or -1. */
 static long match_num(const char *p, const char *end, const char *prefix, const char *suffix)
 {
@@ -833,13 +842,15 @@ static int make_variant(const struct tw_config *cfg, long i, long j, int q, stru
                         struct tw_link *links, size_t links_cap, size_t *nlinks)
 {
 	struct sbuf b = { 0 };
-	struct rng fr = { key5(cfg, i, j, q, TAG_VAR) };
+	/* Both variants draw the same text (the key leaves q out) and differ
+	 * in numbers only, which SimHash ignores: near-duplicates. */
+	struct rng fr = { key5(cfg, i, j, 0, TAG_VAR) };
 	char t[160];
 	page_path(j, t, sizeof t);
 	sb_fmt(&b,
 	       "<!DOCTYPE html>\n<html><head><title>h%ld page %ld variant %d</title></head>\n"
-	       "<body><h1>Variant %d of page %ld</h1>\n",
-	       i, j, q, q, j);
+	       "<body><h1>Variant %d of page %ld</h1>\n<p>Viewed %u times.</p>\n",
+	       i, j, q, q, j, (unsigned)(fr.s % 1000) * 7 + (unsigned)q);
 	filler_html(&b, &fr, 2000 + (size_t)rng_below(&fr, 3000));
 	sb_fmt(&b, "<p><a href=\"%s\">back</a></p>\n</body></html>\n", t);
 	if (links != NULL && links_cap > 0) {
@@ -1447,7 +1458,7 @@ static size_t robots_rules(const struct tw_config *cfg, long host, const char *t
 	}
 }
 
-static int robots_allowed(const struct tw_config *cfg, long host, const char *tok, const char *path)
+int tw_robots_allowed(const struct tw_config *cfg, long host, const char *tok, const char *path)
 {
 	struct rule r[4];
 	int denied = 0;
@@ -1651,7 +1662,7 @@ static int enqueue(struct bfs *b, long host, const char *path, int hops)
 {
 	if (contact(b, host) != 0)
 		return -1;
-	if (!robots_allowed(b->cfg, host, b->tok, path))
+	if (!tw_robots_allowed(b->cfg, host, b->tok, path))
 		return 0;
 	int r = vset_add(b->seen, host, path);
 	if (r <= 0 || queue_push(b->q, host, path) != 0)

@@ -162,6 +162,17 @@ enum tw_stack tw_host_stack(const struct tw_config *cfg, long idx);
 /* robots.txt kind 0..9 of a host (see --help). */
 int tw_robots_kind(const struct tw_config *cfg, long host);
 
+/* 1 if host's robots.txt allows path (with its query) for the agent whose
+ * product token is tok, as the expected set judges it (RFC 9309: tok's
+ * group, else '*'; longest match, Allow on ties; a 5xx robots.txt allows
+ * nothing); else 0. */
+int tw_robots_allowed(const struct tw_config *cfg, long host, const char *tok, const char *path);
+/* Which variant page path (len bytes, with its query) is: 1 or 2 for
+ * PAGE?q=1 and PAGE?q=2, *page set to the page's index; 0 for any other
+ * path. The two variants of a page are near-duplicates: the same text
+ * but for numbers, which SimHash ignores. */
+int tw_variant_of(const struct tw_config *cfg, const char *path, size_t len, long *page);
+
 /* Generate the response for GET path (with query) on host. path need not
  * be NUL-terminated. Fault modes are NOT applied here except the trap's
  * calendar pages (the server applies the others). If links is non-NULL,

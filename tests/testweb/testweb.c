@@ -14,6 +14,9 @@
  *                                          robots_kind<TAB>crawl_delay<TAB>sitemap<TAB>fault
  *   testweb --dump DIR [generation opts]   write every 200 resource of the non-fault
  *                                          hosts as DIR/<host>/<path> (+ DIR/urls.txt)
+ *   testweb --judge LOG --agent UA [--judge-delay-ms MS] [--judge-after-us US]
+ *                                          [generation opts]: a crawl judged from the
+ *                                          log in one pass (judge.h), 'name N' lines
  *
  * How a test starts it:
  *   testweb --http-port 0 --dns-port 0 --ready-file RF --log LOG --hosts 10 ...&
@@ -69,15 +72,18 @@
  *
  * Layout of the code: gen.c (deterministic web: pages, links, robots, the
  * expected set, dump), server.c (libuv HTTP server, DNS responder, faults,
- * log, model shaping), models.c (model rules, per-host accounting), this
- * file (option parsing and dispatch).
+ * log, model shaping), models.c (model rules, per-host accounting),
+ * judge.c (a log judged in one pass), this file (option parsing and
+ * dispatch).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tests/testweb/gen.h"
+#include "tests/testweb/judge.h"
 #include "tests/testweb/models.h"
 #include "tests/testweb/server.h"
 
@@ -101,6 +107,17 @@ static const char usage_text[] =
         "                      sitemap.xml) of the non-fault hosts to DIR/<host>/<path>\n"
         "                      ('/' -> index.html), plus DIR/urls.txt (one URL a line,\n"
         "                      HTML pages only); query variants and redirects not dumped\n"
+        "  --judge LOG         judge a crawl from this request log in one pass (for webs\n"
+        "                      too large for --expected), needs --agent; prints 'name N'\n"
+        "                      lines: requests, outside (no host of the web), hosts,\n"
+        "                      robots_requests, robots_repeats (beyond a host's first),\n"
+        "                      hosts_robots_repeated, robots_violations (a page of a host\n"
+        "                      before its robots.txt, or one it disallows),\n"
+        "                      politeness_violations (a host's requests closer than\n"
+        "                      --judge-delay-ms less 1 ms), near_dup_pairs (pages whose two\n"
+        "                      variants were both answered 200), first_us, last_us,\n"
+        "                      first_after_us (the first request at or after\n"
+        "                      --judge-after-us US; -1 if none)\n"
         "  --changed           print, sorted, the URLs of the expected set (--agent) whose\n"
         "                      pages differ between --since M and --epoch N\n"
         "  --help              this text\n"
@@ -246,7 +263,8 @@ static const char usage_text[] =
         "  (GET http://hI.D:PORT/p HTTP/1.1), so the server works as an HTTP proxy\n"
         "  for clients that resolve nothing. Unknown hosts get 404.\n"
         "  Paths of host hI: '/' (page 0), /sJ%5/pJ.html (page J, 0 < J < P, J%10 != 7),\n"
-        "  /private/pJ.html (J%10 == 7), PAGE?q=1 and PAGE?q=2 (small variant pages),\n"
+        "  /private/pJ.html (J%10 == 7), PAGE?q=1 and PAGE?q=2 (small variant pages,\n"
+        "  near-duplicates of each other: the same text but for numbers),\n"
         "  /img/iJ.png (image/png), /doc/dJ.pdf (application/pdf), /gone/... (404),\n"
         "  /r/J (301 -> page J), /r2/J (302 -> /r/J), /r3/J (301 -> /r2/J),\n"
         "  /rx/J (302 -> page J of host h(I+1)%N; of hI itself on fault hosts),\n"
@@ -296,7 +314,15 @@ static void usage(FILE *f)
 	fputs(usage_text, f);
 }
 
-enum mode { MODE_SERVE, MODE_SEEDS, MODE_EXPECTED, MODE_HOSTS_INFO, MODE_DUMP, MODE_CHANGED };
+enum mode {
+	MODE_SERVE,
+	MODE_SEEDS,
+	MODE_EXPECTED,
+	MODE_HOSTS_INFO,
+	MODE_DUMP,
+	MODE_CHANGED,
+	MODE_JUDGE
+};
 
 static int parse_long(const char *s, long lo, long hi, long *out)
 {
@@ -387,12 +413,32 @@ static int server_option(struct server_args *sa, const char *a, const char *v)
 	return 1;
 }
 
+/* --judge: the log judged (judge.h); the exit status. */
+static int judge(const struct tw_config *cfg, struct tw_judge_options *jo, const char *agent,
+                 const char *path)
+{
+	struct tw_judge_result r;
+	FILE *f = fopen(path, "r");
+	if (f == NULL) {
+		fprintf(stderr, "testweb: --judge: cannot open %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	jo->agent = agent;
+	int rc = tw_judge_log(cfg, jo, f, &r);
+	fclose(f);
+	if (rc != 0)
+		return 1;
+	tw_judge_write(&r, stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct tw_config cfg;
 	struct server_args sa = { .models = NULL, .model_lines = 0 };
 	enum mode mode = MODE_SERVE;
-	const char *dump_dir = NULL;
+	const char *dump_dir = NULL, *judge_log = NULL;
+	struct tw_judge_options jo = { .slack_us = 1000 };
 	const char *agent = "testcrawler";
 	long since = -1;
 	char err[512];
@@ -435,6 +481,16 @@ int main(int argc, char **argv)
 			NEED_ARG();
 			mode = MODE_DUMP;
 			dump_dir = v;
+		} else if (strcmp(a, "--judge") == 0) {
+			NEED_ARG();
+			mode = MODE_JUDGE;
+			judge_log = v;
+		} else if (strcmp(a, "--judge-delay-ms") == 0) {
+			NUM(0, 3600000);
+			jo.host_delay_ms = (unsigned)n;
+		} else if (strcmp(a, "--judge-after-us") == 0) {
+			NUM(0, LONG_MAX);
+			jo.after_us = n;
 		} else if (strcmp(a, "--changed") == 0) {
 			mode = MODE_CHANGED;
 		} else if (strcmp(a, "--epoch") == 0) {
@@ -540,6 +596,7 @@ int main(int argc, char **argv)
 	case MODE_EXPECTED: rc = tw_expected_write(&cfg, agent, stdout) == 0 ? 0 : 1; break;
 	case MODE_HOSTS_INFO: rc = tw_hosts_info_write(&cfg, stdout) == 0 ? 0 : 1; break;
 	case MODE_DUMP: rc = tw_dump(&cfg, dump_dir) == 0 ? 0 : 1; break;
+	case MODE_JUDGE: rc = judge(&cfg, &jo, agent, judge_log); break;
 	case MODE_CHANGED:
 		rc = tw_changed_write(&cfg, agent, since >= 0 ? since : cfg.epoch - 1, stdout) == 0
 		             ? 0

@@ -1,0 +1,206 @@
+/*
+ * test_writer.c: the writer (crawler/crawl_writer.h) opened directly: a
+ * job's WARC record reaches the kernel before its crawl.log line, so that
+ * the line is the commit point a resume trusts (crawl_tail.h). The test
+ * watches every write(2) the process makes: each time crawl.log is written,
+ * every line in that write must already have its response record, whole,
+ * in the WARC files on disk (read back independently, loop_rig.h).
+ */
+#include <check.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "crawler/crawl_writer.h"
+#include "crawler/store/crawl_log.h"
+#include "crawler/store/io_stall.h"
+#include "frontier/base/clock.h"
+#include "loop_rig.h"
+
+/* What the watch saw (the writer thread writes, the test reads after). */
+static struct {
+	atomic_int armed;
+	dev_t dev;
+	ino_t ino;
+	char dir[256];
+	atomic_uint lines, bad;
+	char first_bad[512];
+} watch;
+
+/* The body of url's response: a marker only its response record holds. */
+static void body_of(const char *url, char *out, size_t cap)
+{
+	snprintf(out, cap, "<p>the body of %s, stored whole</p>\n", url);
+}
+
+/* One crawl.log line about to reach the kernel: its record must be there. */
+static void check_line(const char *line, size_t len)
+{
+	const char *f[CRAWL_LOG_FIELDS];
+	size_t fl[CRAWL_LOG_FIELDS];
+	char url[400], body[600];
+	if (len == 0 || line[0] == '#' || crawl_log_split(line, len, f, fl) != CRAWL_LOG_FIELDS ||
+	    f[CRAWL_LOG_F_STATUS][0] == '-')
+		return; /* a header, or a fetch without a response (no record) */
+	snprintf(url, sizeof url, "%.*s", (int)fl[CRAWL_LOG_F_URL], f[CRAWL_LOG_F_URL]);
+	body_of(url, body, sizeof body);
+	size_t n;
+	char *text = rig_warc_text(watch.dir, &n);
+	int ok = memmem(text, n, body, strlen(body)) != NULL;
+	free(text);
+	atomic_fetch_add(&watch.lines, 1);
+	if (!ok && atomic_fetch_add(&watch.bad, 1) == 0)
+		snprintf(watch.first_bad, sizeof watch.first_bad, "%s", url);
+}
+
+/* Every write(2) of the process comes here first (the test binary's own
+ * definition takes the place of libc's). */
+ssize_t write(int fd, const void *buf, size_t n)
+{
+	struct stat st;
+	if (atomic_load(&watch.armed) && fstat(fd, &st) == 0 && st.st_dev == watch.dev &&
+	    st.st_ino == watch.ino) {
+		const char *p = buf, *end = p + n;
+		while (p < end) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+			check_line(p, l);
+			p += l + 1;
+		}
+	}
+	return syscall(SYS_write, fd, buf, n);
+}
+
+static void set_buf(struct fetch_buf *b, const char *s)
+{
+	b->len = strlen(s);
+	b->data = malloc(b->len + 1);
+	ck_assert_ptr_nonnull(b->data);
+	memcpy(b->data, s, b->len + 1);
+}
+
+/* A fetch of url as the loop hands it over (status 0: a failed connect). */
+static struct crawl_job *job(const char *url, long status)
+{
+	char body[600];
+	struct crawl_job *j = calloc(1, sizeof *j);
+	struct fetch_result *res = calloc(1, sizeof *res);
+	ck_assert(j && res);
+	j->res = res;
+	j->via = strdup("http://a.test/");
+	j->depth = 1;
+	res->url = strdup(url);
+	snprintf(res->ip, sizeof res->ip, "127.0.0.2");
+	res->start_unix_ms = res->end_unix_ms = 1700000000000;
+	if (status == 0) {
+		res->error = FETCH_ERR_CONNECT;
+		return j;
+	}
+	res->status = status;
+	body_of(url, body, sizeof body);
+	set_buf(&res->request_headers, "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
+	set_buf(&res->response_headers, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n");
+	set_buf(&res->body, body);
+	res->content_type = strdup("text/html");
+	return j;
+}
+
+static void noop_wake(void *ctx)
+{
+	(void)ctx;
+}
+
+static uint64_t file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+START_TEST(writer_record_before_line)
+{
+	char dir[256], log[400], url[64];
+	struct crawl_config cfg;
+	struct crawl_writer *w;
+	struct stat st;
+	rig_tempdir(dir, sizeof dir);
+	snprintf(watch.dir, sizeof watch.dir, "%s", dir);
+	snprintf(log, sizeof log, "%s/crawl.log", dir);
+	ck_assert_int_eq(crawl_config_default(&cfg), 0);
+	free(cfg.output.dir);
+	cfg.output.dir = strdup(dir);
+	struct warc_config wc = cfg.warc;
+	wc.dir = dir;
+	struct io_stall *io = io_stall_create(100);
+	ck_assert_ptr_nonnull(io);
+	struct crawl_writer_parts parts = {
+		.output = &cfg.output,
+		.warc_config = &wc,
+		.queue_cap = 64,
+		.io = io,
+		.wake = noop_wake,
+	};
+	ck_assert_int_eq(crawl_writer_open(&parts, &w), 0);
+	ck_assert_int_eq(stat(log, &st), 0);
+	watch.dev = st.st_dev;
+	watch.ino = st.st_ino;
+	atomic_store(&watch.armed, 1);
+	/* one at a time, each written out as the queue runs empty */
+	unsigned want = 0;
+	for (int i = 0; i < 12; i++) {
+		uint64_t before = file_size(log), end = monotonic_us() + 10000000u;
+		snprintf(url, sizeof url, "http://a.test/one/%d", i);
+		crawl_writer_push(w, job(url, i == 5 ? 0 : 200));
+		want += i != 5;
+		while (file_size(log) == before) {
+			ck_assert_msg(monotonic_us() < end, "no crawl.log line for %s", url);
+			usleep(1000);
+		}
+	}
+	/* a burst: lines buffered, written in runs */
+	for (int i = 0; i < 40; i++, want++) {
+		snprintf(url, sizeof url, "http://a.test/burst/%d", i);
+		crawl_writer_push(w, job(url, 200));
+	}
+	/* a checkpoint's barrier: everything before it written */
+	struct warc_position pos;
+	struct crawl_writer_stats ws;
+	uint64_t log_size, end = monotonic_us() + 10000000u;
+	int rc;
+	ck_assert_int_eq(crawl_writer_request_sync(w, 1), 0);
+	while (!crawl_writer_synced(w, 1, &rc, &pos, &log_size)) {
+		ck_assert_msg(monotonic_us() < end, "the barrier was never reached");
+		usleep(1000);
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(log_size, file_size(log));
+	crawl_writer_stats(w, &ws);
+	ck_assert_uint_eq(ws.errors, 0);
+	crawl_writer_close(w);
+	atomic_store(&watch.armed, 0);
+	ck_assert_msg(atomic_load(&watch.bad) == 0,
+	              "%u lines on disk before their record, first %s", atomic_load(&watch.bad),
+	              watch.first_bad);
+	ck_assert_uint_eq(atomic_load(&watch.lines), want);
+	io_stall_destroy(io);
+	crawl_config_free(&cfg);
+	rig_rmtree(dir);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("loop_writer");
+	TCase *tc = tcase_create("writer");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, writer_record_before_line);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
