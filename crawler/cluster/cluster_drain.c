@@ -200,29 +200,22 @@ static void on_dead_read(void *priv, const redisReply *r)
 	drain_done(c);
 }
 
-/* The first dead agent whose heir is this agent, or NULL. */
-static const char *dead_to_drain(struct cluster *c)
+/* 1 if dead agent i's heir is this agent. */
+static bool inherited(const struct cluster *c, size_t i)
 {
-	for (size_t i = 0; c->view != NULL && i < c->ndead; i++) {
-		const char *heir = assign_view_owner(c->view, c->dead[i], strlen(c->dead[i]));
-		if (heir != NULL && strcmp(heir, c->name) == 0 && strcmp(c->dead[i], c->name) != 0)
-			return c->dead[i];
-	}
-	return NULL;
+	const char *heir = assign_view_owner(c->view, c->dead[i], strlen(c->dead[i]));
+	return heir != NULL && strcmp(heir, c->name) == 0 && strcmp(c->dead[i], c->name) != 0;
 }
 
-void cl_drain_dead(struct cluster *c)
+/* A claim and a read of dead agent's inbox: false if not sent whole. */
+static bool drain_one(struct cluster *c, const char *dead)
 {
-	const char *dead = dead_to_drain(c);
-	if (dead == NULL || c->drains > 0 || c->state != CL_LIVE || c->destroying)
-		return;
 	char key[CL_KEY_MAX];
 	unsigned slot = cl_key(c, "a", dead, ":inbox", key);
-	c->drain_found = false;
 	for (int step = 0; step < 2; step++) {
 		struct drain *d = calloc(1, sizeof *d);
 		if (d == NULL)
-			return;
+			return false;
 		d->c = c;
 		d->claim = step == 0;
 		snprintf(d->dead, sizeof d->dead, "%s", dead);
@@ -234,8 +227,21 @@ void cl_drain_dead(struct cluster *c)
 		                                 c->consumer, DRAIN_COUNT, key);
 		if (rc != ROUTER_OK) {
 			free(d);
-			return;
+			return false;
 		}
 		c->drains++;
 	}
+	return true;
+}
+
+/* A pass drains every dead agent this agent is the heir of: an agent may
+ * inherit several (one killed, one stopped), each inbox on its own master. */
+void cl_drain_dead(struct cluster *c)
+{
+	if (c->view == NULL || c->drains > 0 || c->state != CL_LIVE || c->destroying)
+		return;
+	c->drain_found = false;
+	for (size_t i = 0; i < c->ndead; i++)
+		if (inherited(c, i) && !drain_one(c, c->dead[i]))
+			return;
 }

@@ -43,6 +43,15 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
       killed agent's unused quota (RESUME_LOST) distinct ones: the resumed
       agent's earlier pages count once.
 
+  cluster_e2e.py faults --assign M [--redis single|cluster]
+      every fault in one crawl, on one Redis or on a Redis Cluster of 3
+      masters with a replica each: three agents; one killed (SIGKILL) at a
+      quarter of the web, one stopped (SIGINT, exit 0) at half, a fourth
+      joins, then the master serving the crawl's slot is killed and its
+      replica takes over (one Redis: killed and restarted on its AOF). The
+      crawl finishes whole, no politeness violation, the repeats within
+      the kill's bound and the master's (FAULTS_REPEATS).
+
 Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as tests/e2e/crawl_e2e.py),
 E2E_HOSTS / E2E_PAGES to resize the web.
 """
@@ -57,6 +66,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 import crawl_e2e as e2e  # noqa: E402
+import redis_cluster  # noqa: E402
 
 HOST_DELAY_MS = 50
 IP_DELAY_MS = e2e.IP_DELAY_MS
@@ -117,6 +127,25 @@ class Redis:
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.kill()
+
+
+class ClusterRedis:
+    """A Redis Cluster of 3 masters, a replica each, in place of Redis: the
+    agents are given its first master; kill() kills the master serving the
+    crawl's slot and returns once its replica took over."""
+
+    def __init__(self, workdir):
+        self.c = redis_cluster.RedisCluster(os.path.join(workdir, "rcluster"), masters=3,
+                                            replicas=1)
+        self.c.start()
+        self.port = self.c.port
+
+    def kill(self):
+        old, new = self.c.kill_master_of("{e2e}:ver")
+        print("master %d killed, replica %d took over" % (old, new))
+
+    def stop(self):
+        self.c.stop()
 
 
 class Agent:
@@ -213,10 +242,10 @@ def check_warcs(agent):
 class Crawl:
     """One test's test web, Redis and agents; close() stops them all."""
 
-    def __init__(self, prefix):
+    def __init__(self, prefix, cluster=False):
         self.work = tempfile.mkdtemp(prefix=prefix)
         self.tw = e2e.TestWeb(self.work, e2e.gen_args())
-        self.redis = Redis(self.work)
+        self.redis = ClusterRedis(self.work) if cluster else Redis(self.work)
         self.agents = []
         self.t0 = time.time()
         self.expected = set(self.tw.run_mode("--expected", "--agent", e2e.AGENT))
@@ -379,13 +408,49 @@ def run_resume(assign, budget):
     cl.verdict(errors + judge(cl.tw, expected, cl.faults, cl.agents, gone, KILL_REPEATS, cl.t0))
 
 
+# What the faults mode may repeat: the killed agent's (KILL_REPEATS), and
+# after the master's death the window of every agent live then, whose
+# unacked entries come again when an inbox command gets no answer.
+FAULTS_REPEATS = KILL_REPEATS + 3 * WINDOW
+
+
+def run_faults(assign, cluster):
+    cl = Crawl("e2e-cluster-faults-", cluster)
+    tw, agents = cl.tw, cl.agents
+    try:
+        n = len(cl.expected)
+        cl.start(["a1", "a2", "a3"], assign)
+        wait_pages(tw, n // 4, agents, 120)
+        killed = agents[1]
+        killed.proc.kill()
+        killed.wait(30)
+        wait_pages(tw, n // 2, [agents[0], agents[2]], 120)
+        agents[2].proc.send_signal(signal.SIGINT)
+        if agents[2].wait(60) != 0:
+            fail("agent a3 stopped with exit %s" % agents[2].proc.returncode)
+        cl.start(["a4"], assign)
+        wait_pages(tw, 5 * n // 8, [agents[0], agents[3]], 120)
+        cl.redis.kill()
+        if not cluster:
+            time.sleep(1.0)
+            cl.redis.start()
+        cl.wait_end(killed)
+    finally:
+        cl.close()
+    cl.verdict(judge(tw, cl.expected, cl.faults, agents, killed, FAULTS_REPEATS, cl.t0))
+
+
 def main():
     modes = ("kill", "stop", "join-kill", "redis-restart", "max-pages", "resume",
-             "resume-max-pages")
+             "resume-max-pages", "faults")
     if len(sys.argv) < 2 or sys.argv[1] not in modes:
         fail("usage: cluster_e2e.py %s [--assign M]" % "|".join(modes))
-    assign = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--assign" else "consistent"
-    if sys.argv[1] == "max-pages":
+    args = sys.argv[2:]
+    opt = dict(zip(args[::2], args[1::2]))
+    assign = opt.get("--assign", "consistent")
+    if sys.argv[1] == "faults":
+        run_faults(assign, opt.get("--redis", "single") == "cluster")
+    elif sys.argv[1] == "max-pages":
         run_max_pages(assign)
     elif sys.argv[1] in ("resume", "resume-max-pages"):
         run_resume(assign, sys.argv[1] == "resume-max-pages")

@@ -24,6 +24,8 @@
  *  - a dead agent's inbox: B reads part of its inbox and never acks, then
  *    dies; A, its heir, gets every URL exactly once (XAUTOCLAIM of the
  *    read ones, XREADGROUP of the unread ones, re-routed to A's inbox);
+ *  - two dead agents with one heir: B and C read part of their inboxes
+ *    and die; A, the heir of both, gets every URL of both exactly once;
  *  - Redis killed (SIGKILL) and restarted on its AOF (appendfsync always)
  *    mid-exchange: every URL arrives, at B or, if B was seen dead
  *    meanwhile, at its heir A;
@@ -732,6 +734,67 @@ START_TEST(test_dead_inbox)
 }
 END_TEST
 
+struct trio {
+	struct agent *a, *b, *c;
+	size_t n;
+};
+
+static bool trio_live(void *arg)
+{
+	struct trio *t = arg;
+	return cluster_view_size(t->a->c) == 3 && cluster_view_size(t->b->c) == 3 &&
+	       cluster_view_size(t->c->c) == 3;
+}
+
+static bool trio_stalled(void *arg)
+{
+	struct trio *t = arg;
+	return t->b->ngot >= 300 && t->c->ngot >= 300 && cluster_unsent(t->a->c) == 0;
+}
+
+static bool trio_a_got_n(void *arg)
+{
+	struct trio *t = arg;
+	return t->a->ngot >= t->n;
+}
+
+/* Sends URLs [from, to) from A to owner (all fit: below max_unsent). */
+static void send_to(struct agent *a, const char *owner, size_t from, size_t to)
+{
+	char url[128];
+	for (size_t i = from; i < to; i++) {
+		url_of(url, sizeof url, i);
+		ck_assert_int_eq(cluster_send(a->c, owner, url, "http://via.example/", 0),
+		                 CLUSTER_OK);
+	}
+}
+
+START_TEST(test_dead_inboxes_one_heir)
+{
+	enum { N = 1000 };
+	struct redis r;
+	struct agent a = { .ack_each = true }, b = { 0 }, c = { 0 };
+	redis_start(&r);
+	agent_start(&a, r.port, "a", ASSIGN_CONSISTENT, LEASE_MS, 0);
+	agent_start(&b, r.port, "b", ASSIGN_CONSISTENT, LEASE_MS, 300);
+	agent_start(&c, r.port, "c", ASSIGN_CONSISTENT, LEASE_MS, 300);
+	struct trio t = { &a, &b, &c, 2 * N };
+	ck_assert_msg(run_until(trio_live, &t, 3000), "the agents did not see each other");
+	send_to(&a, "b", 0, N);
+	send_to(&a, "c", N, 2 * N);
+	ck_assert_msg(run_until(trio_stalled, &t, 3000), "B read %zu, C %zu", b.ngot, c.ngot);
+	agent_free(&b);
+	agent_free(&c);
+	ck_assert_msg(run_until(trio_a_got_n, &t, 10 * LEASE_MS), "A got %zu of %d", a.ngot, 2 * N);
+	run_until(never, NULL, 2 * LEASE_MS);
+	ck_assert_uint_eq(a.ngot, 2 * N);
+	qsort(a.got, a.ngot, sizeof *a.got, cmp_str);
+	for (size_t i = 1; i < a.ngot; i++)
+		ck_assert_str_ne(a.got[i - 1], a.got[i]);
+	two_agents_stop(&r, &a, NULL);
+}
+END_TEST
+
 struct restart {
 	struct pair p;
 	struct redis *r;
@@ -1341,6 +1404,7 @@ int main(void)
 	tcase_add_test(tc, test_ip_release);
 	tcase_add_test(tc, test_exchange_order);
 	tcase_add_test(tc, test_dead_inbox);
+	tcase_add_test(tc, test_dead_inboxes_one_heir);
 	tcase_add_test(tc, test_redis_restart);
 	tcase_add_test(tc, test_page_budget);
 	tcase_add_test(tc, test_cost);
