@@ -66,9 +66,17 @@ struct inbound {
 	char lines[];
 };
 
+/* The whole crawl's deadline (crawl.max_time_ms) as this agent knows it. */
+struct crawl_deadline {
+	uint64_t max_ms;  /* the crawl's length; 0: none */
+	uint64_t stop_us; /* on the monotonic clock, once known */
+	int known, asking;
+};
+
 struct crawl_cluster {
 	struct crawl_source_parts p;
-	uint64_t max_pages;   /* the crawl-wide budget; 0: none */
+	uint64_t max_pages; /* the crawl-wide budget; 0: none */
+	struct crawl_deadline deadline;
 	uint32_t max_url_len; /* a found URL's room in a batch */
 	struct cluster *c;    /* NULL once stopped */
 	/* every URL found here, as lines "URL \t VIA \t DEPTH \n" for their
@@ -241,6 +249,7 @@ static int agent_open(const struct crawl_source_config *cfg, const struct crawl_
 		return CRAWL_EXIT_FAILURE;
 	g->p = *parts;
 	g->max_pages = cfg->max_pages;
+	g->deadline.max_ms = cfg->max_time_ms;
 	g->max_url_len = cfg->max_url_len;
 	pthread_mutex_init(&g->out_mu, NULL);
 	uint64_t delay =
@@ -359,6 +368,34 @@ static int agent_budget_over(void *impl)
 {
 	const struct crawl_cluster *g = impl;
 	return budget_on(g) && g->budget.spent && budget_left(g) == 0;
+}
+
+/* ---- the whole crawl's deadline ---- */
+
+static void on_deadline(void *arg, bool ok, int64_t left_ms)
+{
+	struct crawl_cluster *g = arg;
+	g->deadline.asking = 0;
+	if (!ok)
+		return; /* asked again at the next pump */
+	g->deadline.known = 1;
+	g->deadline.stop_us = monotonic_us() + (left_ms > 0 ? (uint64_t)left_ms * 1000u : 0);
+	g->p.pump(g->p.ctx);
+}
+
+/* Asks once live: the first agent's answer sets the deadline for all. */
+static void deadline_ask(struct crawl_cluster *g)
+{
+	struct crawl_deadline *d = &g->deadline;
+	if (d->max_ms && !d->known && !d->asking && cluster_is_live(g->c) &&
+	    cluster_deadline(g->c, d->max_ms, on_deadline, g) == CLUSTER_OK)
+		d->asking = 1;
+}
+
+static int agent_time_up(void *impl)
+{
+	const struct crawl_cluster *g = impl;
+	return g->deadline.known && monotonic_us() >= g->deadline.stop_us;
 }
 
 /* ---- fetching ---- */
@@ -530,6 +567,7 @@ static void agent_pump(void *impl)
 	send_outbox(g);
 	feed_inbound(g);
 	budget_ask(g, 0);
+	deadline_ask(g);
 }
 
 /* ---- the end ---- */
@@ -813,6 +851,7 @@ const struct crawl_source_ops crawl_cluster_ops = {
 	.done = agent_done,
 	.leave = agent_leave,
 	.leaving = agent_leaving,
+	.time_up = agent_time_up,
 	.tick = agent_tick,
 	.progress = agent_progress,
 	.leases = agent_leases,

@@ -78,6 +78,12 @@
  * reservation whose reply was lost with the connection, and what a
  * graceful stop gave back after the others had ended.
  *
+ * The time limit. crawl.max_time_ms is the whole crawl's too: the first
+ * agent to join sets {P}:deadline that long after (cluster_deadline),
+ * every agent reads it once live and stops gracefully there (its source's
+ * time_up), as well as at its own max_time_ms: agents that join late or
+ * resume stop with the others. Give every agent the same.
+ *
  * Memory: the hashes of the URLs handed over (8 bytes each), the outbox
  * lines not taken yet and those that could not be sent yet (Redis away, or cluster max_unsent
  * reached) and the inbox entries waiting for room in the feed queue (at

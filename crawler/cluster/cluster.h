@@ -30,6 +30,10 @@
  *     {P}:budget       counter of pages reserved crawl-wide
  *                      (crawl.max_pages): never above the limit the
  *                      reservations name
+ *     {P}:deadline     when the crawl ends (Redis time, ms;
+ *                      crawl.max_time_ms), set by the first agent that
+ *                      asks and kept: agents joining later, resumed ones
+ *                      included, stop at the same time
  *   {P:a:NAME}:inbox   stream of URL batches for NAME; consumer group "g",
  *                      consumer INC; an entry has one field, "u" (to be
  *                      deduplicated) or "r" (raw), holding lines
@@ -339,6 +343,16 @@ int cluster_budget_reserve(struct cluster *c, uint64_t max, uint64_t want,
  * and forget: Redis runs it before any later command of this agent).
  * CLUSTER_OK or CLUSTER_EDOWN. */
 int cluster_budget_give_back(struct cluster *c, uint64_t n);
+
+/*
+ * The crawl's deadline: the first call crawl-wide sets it max_ms from now
+ * (Redis's clock), later ones read it. done runs later, once: ok false if
+ * Redis did not answer, else left_ms, the time left (negative: past).
+ * CLUSTER_OK, or CLUSTER_EDOWN / CLUSTER_ENOMEM / CLUSTER_EINVAL (max_ms 0)
+ * and then done never runs.
+ */
+int cluster_deadline(struct cluster *c, uint64_t max_ms,
+                     void (*done)(void *arg, bool ok, int64_t left_ms), void *arg);
 
 /* This agent's counters so far. */
 void cluster_stats(const struct cluster *c, struct cluster_stats *out);

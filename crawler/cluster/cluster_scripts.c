@@ -136,6 +136,15 @@ static struct router_script scripts[CL_SCRIPTS] = {
 	                   "local n = math.min(tonumber(ARGV[2]), tonumber(ARGV[1]) - used)\n"
 	                   "if n > 0 then used = redis.call('INCRBY', KEYS[1], n) else n = 0 end\n"
 	                   "return {n, used}\n" },
+	/* KEYS the crawl's deadline (Redis time, ms); ARGV the crawl's length
+	 * (ms): set by the first agent that asks, then kept. {ms left (may be
+	 * negative), 0}. */
+	[CL_S_DEADLINE] = { NOW "local d = tonumber(redis.call('GET', KEYS[1]) or '')\n"
+	                        "if not d then\n"
+	                        "  d = now + tonumber(ARGV[1])\n"
+	                        "  redis.call('SET', KEYS[1], d)\n"
+	                        "end\n"
+	                        "return {d - now, 0}\n" },
 	/*
 	 * The IP lease with turns. KEYS: the lease (the holder's name, with a
 	 * PX TTL), the waiters by first ask, their deadlines; ARGV name, ttl,

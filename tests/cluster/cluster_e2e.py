@@ -43,6 +43,12 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
       killed agent's unused quota (RESUME_LOST) distinct ones: the resumed
       agent's earlier pages count once.
 
+  cluster_e2e.py max-time
+      the whole crawl's --max-time T: one agent starts, two more join
+      MAX_TIME_LATE_S later, all with --max-time T. The test web sees no
+      request past the first agent's start + T + MAX_TIME_SLACK_S (an
+      agent's own clock would let the late ones go on MAX_TIME_LATE_S
+      longer), and the late agents did fetch; every agent exits 0.
   cluster_e2e.py faults --assign M [--redis single|cluster]
       every fault in one crawl, on one Redis or on a Redis Cluster of 3
       masters with a replica each: three agents; one killed (SIGKILL) at a
@@ -440,15 +446,58 @@ def run_faults(assign, cluster):
     cl.verdict(judge(tw, cl.expected, cl.faults, agents, killed, FAULTS_REPEATS, cl.t0))
 
 
+MAX_TIME_S = 6
+MAX_TIME_LATE_S = 4
+# The deadline is set when the first agent has joined (a second or so
+# after its start) and an agent stops within a tick (0.1 s) of it.
+MAX_TIME_SLACK_S = 2.0
+
+
+def run_max_time(assign):
+    cl = Crawl("e2e-cluster-time-")
+    extra = ["--max-time", str(MAX_TIME_S)]
+    try:
+        t0 = time.time()
+        cl.start(["a1"], assign, extra)
+        time.sleep(MAX_TIME_LATE_S)
+        cl.start(["a2", "a3"], assign, extra)
+        cl.wait_end(None)
+    finally:
+        cl.close()
+    rows = cl.tw.requests()
+    last = max(r[0] for r in rows) / 1e6 - t0
+    print("--max-time %d: last request %.2f s after the first agent's start (bound %.1f), "
+          "%d requests" % (MAX_TIME_S, last, MAX_TIME_S + MAX_TIME_SLACK_S, len(rows)))
+    errors = []
+    if last > MAX_TIME_S + MAX_TIME_SLACK_S:
+        errors.append("a request %.2f s after the start > %d + %.1f" %
+                      (last, MAX_TIME_S, MAX_TIME_SLACK_S))
+    if len(set(e2e.observed_set(cl.tw, rows, cl.faults))) >= len(cl.expected):
+        errors.append("the whole web was fetched: the web is too small for the test")
+    for a in cl.agents:
+        st = e2e.json.load(open(os.path.join(a.out, "stats.json"))) if a.proc.returncode == 0 else {}
+        print("  agent %s: exit %s, %s pages" % (a.name, a.proc.returncode, st.get("pages")))
+        if a.proc.returncode != 0:
+            errors.append("agent %s exited %s" % (a.name, a.proc.returncode))
+        elif a.name != "a1" and not st.get("pages"):
+            errors.append("agent %s fetched nothing" % a.name)
+    bad = e2e.check_politeness(rows, "fixed", HOST_DELAY_MS, IP_DELAY_MS)
+    if bad:
+        errors.append("%d politeness violations, e.g. %s" % (len(bad), bad[:5]))
+    cl.verdict(errors)
+
+
 def main():
     modes = ("kill", "stop", "join-kill", "redis-restart", "max-pages", "resume",
-             "resume-max-pages", "faults")
+             "resume-max-pages", "faults", "max-time")
     if len(sys.argv) < 2 or sys.argv[1] not in modes:
         fail("usage: cluster_e2e.py %s [--assign M]" % "|".join(modes))
     args = sys.argv[2:]
     opt = dict(zip(args[::2], args[1::2]))
     assign = opt.get("--assign", "consistent")
-    if sys.argv[1] == "faults":
+    if sys.argv[1] == "max-time":
+        run_max_time(assign)
+    elif sys.argv[1] == "faults":
         run_faults(assign, opt.get("--redis", "single") == "cluster")
     elif sys.argv[1] == "max-pages":
         run_max_pages(assign)
