@@ -57,6 +57,8 @@ struct page_budget {
 	int asking;         /* a reservation is in flight */
 	int failed;         /* the last one failed: the next waits for a tick */
 	int spent;          /* every page of the budget is reserved crawl-wide */
+	int asked_out;      /* the read in flight was sent with no quota left */
+	int confirmed;      /* spent, as read with no quota left */
 };
 
 /* An inbox entry's lines waiting for room in the feed queue. */
@@ -322,13 +324,17 @@ static void on_budget(void *arg, bool ok, uint64_t granted, uint64_t reserved)
 	if (ok) {
 		g->budget.quota += granted;
 		g->budget.spent = reserved >= g->max_pages;
+		g->budget.confirmed = g->budget.spent && g->budget.asked_out && budget_left(g) == 0;
 	}
 	g->p.pump(g->p.ctx);
 }
 
 /* Reserves a chunk once this agent has hosts to visit and half a chunk
  * left, so fetching does not wait for the answer; probe: asks for nothing
- * when it has no such need, to learn whether the budget is spent. */
+ * when it has no such need, to learn whether the budget is spent. Spent
+ * is read again once a second (pages a graceful stop gave back are taken
+ * up), and once more when this agent's quota has run out: it ends on the
+ * budget only on that read. */
 static void budget_ask(struct crawl_cluster *g, int probe)
 {
 	struct page_budget *b = &g->budget;
@@ -337,17 +343,20 @@ static void budget_ask(struct crawl_cluster *g, int probe)
 		b->chunk = BUDGET_CHUNK_MIN;
 		b->based = 1;
 	}
-	if (!budget_on(g) || b->spent || b->asking || (b->failed && !probe) ||
-	    g->leave != LEAVE_NONE)
+	int out = budget_left(g) == 0;
+	if (!budget_on(g) || (b->spent && !probe && !(out && !b->confirmed)) || b->asking ||
+	    (b->failed && !probe) || g->leave != LEAVE_NONE)
 		return;
 	struct politeness_stats ps;
 	politeness_stats(g->p.pol, &ps);
 	int short_of =
 	        (ps.hosts_in_heap > 0 || ps.hosts_held > 0) && budget_left(g) <= b->chunk / 2;
-	if ((short_of || probe) &&
+	if ((short_of || probe || (b->spent && out)) &&
 	    cluster_budget_reserve(g->c, g->max_pages, short_of ? b->chunk : 0, on_budget, g) ==
-	            CLUSTER_OK)
+	            CLUSTER_OK) {
 		b->asking = 1;
+		b->asked_out = out;
+	}
 }
 
 /* Once a second: the chunk follows this agent's page rate. */
@@ -367,7 +376,7 @@ static void budget_tick(struct crawl_cluster *g)
 static int agent_budget_over(void *impl)
 {
 	const struct crawl_cluster *g = impl;
-	return budget_on(g) && g->budget.spent && budget_left(g) == 0;
+	return budget_on(g) && g->budget.confirmed && budget_left(g) == 0;
 }
 
 /* ---- the whole crawl's deadline ---- */

@@ -68,8 +68,10 @@
  * an agent with nothing to fetch asks for nothing, and reads the counter
  * once a second. Once the counter is at the limit (spent), an agent ends
  * as a single crawl ends on max_pages (exit 0) when it has started all it
- * reserved, or when it is idle. A graceful stop gives back what it
- * reserved and did not start. A resumed agent counts the pages of its
+ * reserved and a read made then still finds it spent, or when it is
+ * idle. A graceful stop gives back what it reserved and did not start,
+ * and the others take it up (spent is read again once a second, and
+ * before ending on it). A resumed agent counts the pages of its
  * earlier run (its checkpoint's and the replayed tail's) as reserved by
  * that run; a page in flight at the crash is started again on a new
  * reservation. So the pages started crawl-wide, repeats included, never

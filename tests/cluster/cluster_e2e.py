@@ -31,6 +31,12 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
       sees at most N page requests (robots.txt aside), at least N minus
       MAX_PAGES_SLACK distinct ones, and every agent ends by itself with
       exit 0.
+  cluster_e2e.py max-pages-stop
+      the same, one agent stopped (SIGINT) once the test web has seen the
+      limit minus STOP_BEFORE_LIMIT pages, when the budget is all reserved:
+      the pages it gives back are used by the other two, which have hosts
+      left (a third of the web): at least N minus their STOP_SLACK distinct
+      pages.
   cluster_e2e.py resume
       three agents; one is killed (SIGKILL) once a third of the web is
       fetched and restarted with --resume on its own folder and name once
@@ -373,6 +379,33 @@ def run_max_pages(assign):
     cl.verdict(errors)
 
 
+# The stop comes this close to the limit: the quotas then reserved (up to
+# a chunk and a half each, 15 here) cover the rest of the budget.
+STOP_BEFORE_LIMIT = 20
+# What the two left may leave unused: pages reserved in flight when the
+# budget ran out (they end on it only once it reads spent with no quota).
+STOP_SLACK = 4
+
+
+def run_max_pages_stop(assign):
+    cl = Crawl("e2e-cluster-budget-stop-")
+    limit = pages_expected(cl) // 3
+    try:
+        cl.start(["a1", "a2", "a3"], assign, ["--max-pages", str(limit)])
+        wait_pages(cl.tw, limit - STOP_BEFORE_LIMIT, cl.agents, 120)
+        cl.agents[2].proc.send_signal(signal.SIGINT)
+        cl.wait_end(None)
+    finally:
+        cl.close()
+    errors = budget_errors(cl, limit, STOP_SLACK)
+    for a in cl.agents:
+        st = e2e.json.load(open(os.path.join(a.out, "stats.json"))) if a.proc.returncode == 0 else {}
+        print("  agent %s: exit %s, %s pages" % (a.name, a.proc.returncode, st.get("pages")))
+        if a.proc.returncode != 0:
+            errors.append("agent %s exited %s" % (a.name, a.proc.returncode))
+    cl.verdict(errors)
+
+
 class ResumedAgent(Agent):
     """Agent killed, restarted with --resume on its own folder and name: its
     command line without the seeds (they come from the folder)."""
@@ -489,13 +522,15 @@ def run_max_time(assign):
 
 def main():
     modes = ("kill", "stop", "join-kill", "redis-restart", "max-pages", "resume",
-             "resume-max-pages", "faults", "max-time")
+             "resume-max-pages", "faults", "max-time", "max-pages-stop")
     if len(sys.argv) < 2 or sys.argv[1] not in modes:
         fail("usage: cluster_e2e.py %s [--assign M]" % "|".join(modes))
     args = sys.argv[2:]
     opt = dict(zip(args[::2], args[1::2]))
     assign = opt.get("--assign", "consistent")
-    if sys.argv[1] == "max-time":
+    if sys.argv[1] == "max-pages-stop":
+        run_max_pages_stop(assign)
+    elif sys.argv[1] == "max-time":
         run_max_time(assign)
     elif sys.argv[1] == "faults":
         run_faults(assign, opt.get("--redis", "single") == "cluster")
