@@ -74,6 +74,7 @@
 #include "crawler/cluster/router.h"
 #include "frontier/base/tools.h"
 #include "frontier/base/clock.h"
+#include "tests/cluster/loop_run.h"
 
 #define LEASE_MS 300
 
@@ -321,8 +322,6 @@ static void on_error(struct cluster *c, int err, void *arg)
 	a->err = err;
 }
 
-static uv_loop_t loop;
-
 static const char *prefix = "t"; /* the crawl's prefix in the tests */
 
 static void agent_start(struct agent *a, int port, const char *name, enum assign_method m,
@@ -350,32 +349,6 @@ static void agent_free(struct agent *a)
 	for (size_t i = 0; i < a->ngot; i++)
 		free(a->got[i]);
 	free(a->got);
-}
-
-static void wake(uv_timer_t *t)
-{
-	(void)t;
-}
-
-/* Runs the loop until cond(arg) holds or ms pass: whether it held. */
-static bool run_until(bool (*cond)(void *), void *arg, unsigned ms)
-{
-	uv_timer_t t;
-	uv_timer_init(&loop, &t);
-	uv_timer_start(&t, wake, 5, 5);
-	uint64_t end = monotonic_ms() + ms;
-	bool ok;
-	while (!(ok = cond(arg)) && monotonic_ms() < end)
-		uv_run(&loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&t, NULL);
-	uv_run(&loop, UV_RUN_NOWAIT);
-	return ok;
-}
-
-static bool never(void *arg)
-{
-	(void)arg;
-	return false;
 }
 
 static void setup(void)

@@ -28,8 +28,7 @@
 
 #include "crawler/cluster/router.h"
 #include "frontier/base/clock.h"
-
-static uv_loop_t loop;
+#include "tests/cluster/loop_run.h"
 
 /* ---- a fake node ---- */
 
@@ -253,31 +252,6 @@ static void fake_all_slots(struct fake *f, int port, int replicas)
 }
 
 /* ---- running ---- */
-
-static void wake(uv_timer_t *t)
-{
-	(void)t;
-}
-
-static bool run_until(bool (*cond)(void *), void *arg, unsigned ms)
-{
-	uv_timer_t t;
-	uv_timer_init(&loop, &t);
-	uv_timer_start(&t, wake, 5, 5);
-	uint64_t end = monotonic_ms() + ms;
-	bool ok;
-	while (!(ok = cond(arg)) && monotonic_ms() < end)
-		uv_run(&loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&t, NULL);
-	uv_run(&loop, UV_RUN_NOWAIT);
-	return ok;
-}
-
-static bool never(void *arg)
-{
-	(void)arg;
-	return false;
-}
 
 struct answer {
 	int n;
