@@ -216,6 +216,8 @@ static void on_fenced(struct cluster *c, void *arg)
 	(void)c;
 	fprintf(stderr, "\ncrawler crawl: cluster lease may lapse: fetching paused\n");
 	g->was_live = 0;
+	/* the rejoin takes this agent out of the idle set: said again then */
+	g->idle_published = 0;
 }
 
 static void on_error(struct cluster *c, int err, void *arg)

@@ -55,6 +55,10 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
       request past the first agent's start + T + MAX_TIME_SLACK_S (an
       agent's own clock would let the late ones go on MAX_TIME_LATE_S
       longer), and the late agents did fetch; every agent exits 0.
+  cluster_e2e.py pause-idle
+      two agents; once the whole web is fetched (both idle, not yet
+      ended) one is stopped (SIGSTOP) past its lease and continued: it
+      fences itself, rejoins, says idle again and ends by itself, exit 0.
   cluster_e2e.py faults --assign M [--redis single|cluster]
       every fault in one crawl, on one Redis or on a Redis Cluster of 3
       masters with a replica each: three agents; one killed (SIGKILL) at a
@@ -482,6 +486,28 @@ def run_faults(assign, cluster):
     cl.verdict(judge(tw, cl.expected, cl.faults, agents, killed, FAULTS_REPEATS, cl.t0))
 
 
+def run_pause_idle(assign):
+    cl = Crawl("e2e-cluster-pause-")
+    agents = cl.agents
+    try:
+        cl.start(["a1", "a2"], assign)
+        deadline = time.time() + 120
+        while not cl.expected <= set(e2e.observed_set(cl.tw, log_rows(cl.tw), cl.faults)):
+            if time.time() > deadline or any(a.proc.poll() is not None for a in agents):
+                fail("the web was not fetched whole by two live agents")
+            time.sleep(0.1)
+        time.sleep(0.3)  # both idle now; the end takes two census reads, 1 s apart
+        agents[0].proc.send_signal(signal.SIGSTOP)
+        time.sleep(3 * LEASE_MS / 1000)
+        agents[0].proc.send_signal(signal.SIGCONT)
+        for a in agents:
+            if a.wait(30) is None:
+                fail("agent %s did not end by itself" % a.name)
+    finally:
+        cl.close()
+    cl.verdict(judge(cl.tw, cl.expected, cl.faults, agents, None, 0, cl.t0))
+
+
 MAX_TIME_S = 6
 MAX_TIME_LATE_S = 4
 # The deadline is set when the first agent has joined (a second or so
@@ -523,13 +549,15 @@ def run_max_time(assign):
 
 def main():
     modes = ("kill", "stop", "join-kill", "redis-restart", "max-pages", "resume",
-             "resume-max-pages", "faults", "max-time", "max-pages-stop")
+             "resume-max-pages", "faults", "max-time", "max-pages-stop", "pause-idle")
     if len(sys.argv) < 2 or sys.argv[1] not in modes:
         fail("usage: cluster_e2e.py %s [--assign M]" % "|".join(modes))
     args = sys.argv[2:]
     opt = dict(zip(args[::2], args[1::2]))
     assign = opt.get("--assign", "consistent")
-    if sys.argv[1] == "max-pages-stop":
+    if sys.argv[1] == "pause-idle":
+        run_pause_idle(assign)
+    elif sys.argv[1] == "max-pages-stop":
         run_max_pages_stop(assign)
     elif sys.argv[1] == "max-time":
         run_max_time(assign)
