@@ -216,6 +216,11 @@ static void on_wake(uv_timer_t *t)
 	run_pump(t->data);
 }
 
+void run_pump_soon(void *ctx)
+{
+	wake_at(ctx, monotonic_us());
+}
+
 static void stop(struct run *r)
 {
 	r->stopping = 1;
@@ -242,6 +247,7 @@ void run_pump(void *ctx)
 	/* after the checkpoint's cut: URLs taken in now (an agent's inbox)
 	 * would reach the sieve while it is copied */
 	crawl_source_pump(r->source);
+	visit_yielded_run(r->visit);
 	while (!r->stopping && run_can_start(r) && run_page_allowed(r)) {
 		uint32_t host;
 		uint64_t at;

@@ -5,6 +5,8 @@
  * crawl's seen set (SADD per URL to its bucket), and the acks. See
  * cluster.h for the protocol and cluster_int.h for the invariants.
  */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include <xxhash.h>
 
 #include "crawler/cluster/cluster_int.h"
+#include "frontier/base/ascii.h"
 #include "frontier/base/chain.h"
 
 /* Entries per read or claim. */
@@ -244,10 +247,19 @@ long cl_lines_parse(struct cluster *c, char *text)
 			*nl = '\0';
 		char *via = strchr(line, '\t');
 		char *depth = via ? strchr(via + 1, '\t') : NULL;
-		if (depth == NULL)
-			continue; /* not ours: skipped */
+		if (depth == NULL) {
+			c->lines_malformed += *line != '\0'; /* not ours: skipped */
+			continue;
+		}
 		*via++ = '\0';
 		*depth++ = '\0';
+		char *end;
+		errno = 0;
+		unsigned long word = strtoul(depth, &end, 10);
+		if (!ascii_is_digit((unsigned char)*depth) || *end || errno || word > UINT32_MAX) {
+			c->lines_malformed++; /* a depth word no agent writes: skipped */
+			continue;
+		}
 		if (n == c->urls_cap) {
 			size_t cap = c->urls_cap ? 2 * c->urls_cap : CLUSTER_BATCH_URLS;
 			struct cluster_url *u = realloc(c->urls, cap * sizeof *u);
@@ -256,8 +268,7 @@ long cl_lines_parse(struct cluster *c, char *text)
 			c->urls = u;
 			c->urls_cap = cap;
 		}
-		c->urls[n++] =
-		        (struct cluster_url){ line, via, (unsigned)strtoul(depth, NULL, 10) };
+		c->urls[n++] = (struct cluster_url){ line, via, (unsigned)word };
 	}
 	return (long)n;
 }

@@ -131,6 +131,7 @@ struct cluster {
 	size_t urls_cap;
 	int drains; /* dead-inbox commands in flight */
 	bool drain_found;
+	uint64_t lines_malformed; /* entry lines no agent writes, skipped */
 
 	struct cluster_stats st;
 };

@@ -260,7 +260,7 @@ static void make_resolver(const char *server, unsigned neg_ttl)
 	}
 	struct dns_config cfg = { .server = server,
 		                  .negative_ttl_s = neg_ttl,
-		                  .timeout_ms = 300,
+		                  .timeout_ms = 1000,
 		                  .tries = 1,
 		                  .cache_entries = 4 };
 	ck_assert_int_eq(dns_resolver_create(&loop, &cfg, &res), DNS_OK);
@@ -323,6 +323,17 @@ START_TEST(a_records_and_cache)
 	ck_assert_uint_eq(st.pending, 0);
 	ck_assert_int_eq(dns_resolve(res, "", on_dns, &a, 0), DNS_ERR_INVALID);
 	ck_assert_int_eq(dns_resolve(res, "bad name", on_dns, &a, 0), DNS_ERR_INVALID);
+	/* a label past 63 bytes, or an empty one, names nothing: refused unasked */
+	char label[80];
+	memset(label, 'a', 64);
+	snprintf(label + 64, sizeof label - 64, ".test");
+	ck_assert_int_eq(dns_resolve(res, label, on_dns, &a, 0), DNS_ERR_INVALID);
+	ck_assert_int_eq(dns_resolve(res, "a..test", on_dns, &a, 0), DNS_ERR_INVALID);
+	ck_assert_int_eq(dns_resolve(res, ".test", on_dns, &a, 0), DNS_ERR_INVALID);
+	ck_assert_int_eq(a.calls, 1);
+	resolve_run(label + 1, 1000, &a); /* 63 bytes: asked */
+	dns_resolver_stats(res, &st);
+	ck_assert_uint_eq(st.queries, 3 + 1);
 }
 END_TEST
 
@@ -376,7 +387,7 @@ START_TEST(prefer_ipv6)
 	struct answer a;
 	char addr[64];
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", resp->port);
-	struct dns_config cfg = { .server = addr, .timeout_ms = 300, .tries = 1, .prefer = IP_V6 };
+	struct dns_config cfg = { .server = addr, .timeout_ms = 1000, .tries = 1, .prefer = IP_V6 };
 	ck_assert_int_eq(dns_resolver_create(&loop, &cfg, &res), DNS_OK);
 	resolve_run("dual-b.test", 0, &a);
 	ck_assert_int_eq(a.err, DNS_OK);
@@ -631,7 +642,7 @@ START_TEST(server_list)
 	int dead_port;
 	int fd = silent_socket(&dead_port);
 	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d", dead_port, resp->port);
-	struct dns_config cfg = { .server = list, .timeout_ms = 200, .tries = 1 };
+	struct dns_config cfg = { .server = list, .timeout_ms = 1000, .tries = 1 };
 	ck_assert_int_eq(dns_resolver_create(&loop, &cfg, &res), DNS_OK);
 	ck_assert_int_eq(dns_resolver_servers(res, got, sizeof(got)), DNS_OK);
 	ck_assert_str_eq(got, list);
@@ -696,7 +707,7 @@ START_TEST(resolv_conf_resolves)
 	char path[64];
 	struct answer a;
 	temp_file(path, "nameserver 127.77.0.1\n");
-	struct dns_config cfg = { .resolv_conf = path, .timeout_ms = 500, .tries = 1 };
+	struct dns_config cfg = { .resolv_conf = path, .timeout_ms = 1000, .tries = 1 };
 	ck_assert_int_eq(dns_resolver_create(&loop, &cfg, &res), DNS_OK);
 	resolve_run("via-file.test", 0, &a);
 	ck_assert_int_eq(a.err, DNS_OK);
