@@ -389,6 +389,7 @@ int run_replay_tail(struct run *r)
 		.output = &r->cfg->output,
 		.crawl = &r->cfg->crawl,
 		.fetch = &r->cfg->fetch,
+		.warc = &r->cfg->warc,
 		.done = r->done,
 		.hooks = { .ctx = r,
 		           .count = tail_count,

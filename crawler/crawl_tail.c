@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "crawler/archive/lookup.h"
 #include "crawler/config/config.h"
 #include "crawler/crawl_outdir.h"
 #include "crawler/crawl_writer.h"
@@ -45,8 +47,13 @@ struct crawl_tail {
 	uint64_t first_offset;  /* where to start in files[0] */
 	struct warc_reader *wr; /* of the current file */
 	size_t max_record;
+	struct archive_lookup *lookup; /* index.cdxj, or NULL */
 	/* the next response/revisit record, read (into wr) and not yet matched */
 	int pending, warc_done, pending_revisit;
+	struct warc_record pending_rec; /* its fields, valid until wr's next read */
+	/* the log: read to its end (the records left are recovered), or ended
+	 * by a line it cannot take (the tail ends there) */
+	int log_done, log_broken;
 	const char *pending_uri;
 	const uint8_t *pending_body;
 	size_t pending_body_len;
@@ -149,6 +156,23 @@ static void cache_get(struct crawl_tail *t, const char *digest)
 		}
 }
 
+/* A revisit's payload that the cache does not hold: the response it
+ * refers to, read through the index (pointing into the lookup's reader,
+ * valid until its next call: the next record taken). */
+static void lookup_payload(struct crawl_tail *t, const struct warc_record *rev)
+{
+	struct warc_record rec;
+	if (!t->lookup || !rev->refers_to || !rev->refers_to_target_uri ||
+	    archive_lookup_record(t->lookup, rev->refers_to_target_uri, rev->refers_to_date,
+	                          rev->refers_to, &rec) != 1 ||
+	    !rec.payload)
+		return;
+	warc_record_unchunk(&rec);
+	t->pending_body = rec.payload;
+	t->pending_body_len = rec.payload_len;
+	cache_put(t, rev->payload_digest);
+}
+
 /* Joins every Content-Encoding line of the record's HTTP header block, in
  * order, with ", " (as the fetch engine reports them) into t->encoding. */
 static void join_encodings(struct crawl_tail *t, const struct warc_record *rec)
@@ -182,9 +206,12 @@ static int take_record(struct crawl_tail *t, struct warc_record *rec)
 	t->pending_uri = rec->target_uri;
 	t->pending_revisit = strcmp(rec->type, "revisit") == 0;
 	t->pending_body = NULL;
+	t->pending_rec = *rec;
 	join_encodings(t, rec);
 	if (t->pending_revisit) {
 		cache_get(t, rec->payload_digest); /* the payload of the same digest */
+		if (!t->pending_body)
+			lookup_payload(t, rec);
 	} else if (rec->payload) {
 		warc_record_unchunk(rec);
 		t->pending_body = rec->payload;
@@ -232,7 +259,7 @@ static int skip_rest(FILE *f)
 }
 
 /* Reads one line into t->line. 1, 0 at the end (a last line without its
- * newline, torn by the crash, ends the tail). A line over
+ * newline, torn by the crash, ends the tail: log_broken). A line over
  * CRAWL_TAIL_LINE_MAX (a server's field the writer did not cap) is
  * skipped, counted: what was logged after it is still read. */
 static int read_line(struct crawl_tail *t, size_t *len)
@@ -245,8 +272,10 @@ static int read_line(struct crawl_tail *t, size_t *len)
 			t->line[--*len] = '\0';
 			return 1;
 		}
-		if (*len < CRAWL_TAIL_LINE_MAX || skip_rest(t->log) != 0)
+		if (*len < CRAWL_TAIL_LINE_MAX || skip_rest(t->log) != 0) {
+			t->log_broken = 1;
 			return 0;
+		}
 		t->lines_skipped++;
 		t->unmatched_skips++;
 	}
@@ -278,11 +307,13 @@ static int parse_line(struct crawl_tail *t, size_t len)
 	e->status = (long)status;
 	e->bytes = (uint64_t)bytes;
 	e->depth = (uint32_t)depth;
-	e->robots = crawl_log_has_flag(f[CRAWL_LOG_F_FLAGS], fl[CRAWL_LOG_F_FLAGS], "robots");
-	e->requeued = crawl_log_has_flag(f[CRAWL_LOG_F_FLAGS], fl[CRAWL_LOG_F_FLAGS], "requeued");
+	e->flags = crawl_log_flags_parse(f[CRAWL_LOG_F_FLAGS], fl[CRAWL_LOG_F_FLAGS]);
+	e->robots = (e->flags & CRAWL_LOG_ROBOTS) != 0;
+	e->requeued = (e->flags & CRAWL_LOG_REQUEUED) != 0;
 	if (!(e->url = field(f, fl, CRAWL_LOG_F_URL, &p)) ||
 	    !(e->via = field(f, fl, CRAWL_LOG_F_VIA, &p)) ||
 	    !(e->content_type = field(f, fl, CRAWL_LOG_F_CTYPE, &p)) ||
+	    !(e->ip = field(f, fl, CRAWL_LOG_F_IP, &p)) ||
 	    !(e->redirect = field(f, fl, CRAWL_LOG_F_REDIRECT, &p)) || !*e->url)
 		return -1;
 	return 0;
@@ -327,6 +358,17 @@ fail:
 	return -1;
 }
 
+/* Takes the pending record's payload into the entry. */
+static void take_pending(struct crawl_tail *t)
+{
+	struct crawl_tail_entry *e = &t->e;
+	t->pending = 0;
+	e->revisit = t->pending_revisit;
+	e->body = t->pending_body;
+	e->body_len = t->pending_body_len;
+	e->content_encoding = t->encoding[0] ? t->encoding : NULL;
+}
+
 /* The line's record, if the next one is: its payload into the entry. */
 static int match_record(struct crawl_tail *t)
 {
@@ -347,11 +389,94 @@ static int match_record(struct crawl_tail *t)
 		t->unmatched_skips--;
 	}
 	t->unmatched_skips = 0;
-	t->pending = 0;
-	e->revisit = t->pending_revisit;
-	e->body = t->pending_body;
-	e->body_len = t->pending_body_len;
-	e->content_encoding = t->encoding[0] ? t->encoding : NULL;
+	take_pending(t);
+	return 0;
+}
+
+/* A WARC-Date ("2026-01-02T03:04:05.678Z", the fraction optional) in ms
+ * since the epoch; 0 when it is not one. */
+static uint64_t warc_date_ms(const char *d)
+{
+	struct tm tm = { 0 };
+	int n = 0;
+	if (!d || sscanf(d, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+	                 &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6)
+		return 0;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	time_t secs = timegm(&tm);
+	if (secs < 0)
+		return 0;
+	uint64_t ms = (uint64_t)secs * 1000;
+	if (d[n] == '.')
+		for (int i = 1, scale = 100; i <= 3 && d[n + i] >= '0' && d[n + i] <= '9'; i++) {
+			ms += (uint64_t)(d[n + i] - '0') * (uint64_t)scale;
+			scale /= 10;
+		}
+	return ms;
+}
+
+/* The pending record as a fetch whose line was lost (crawl_tail.h): 1,
+ * or 0 when it does not carry the crawler's fields (skipped). */
+static int recover_entry(struct crawl_tail *t)
+{
+	const struct warc_record *rec = &t->pending_rec;
+	struct crawl_tail_entry *e = &t->e;
+	char *end;
+	const char *at = rec->http_headers, *v;
+	size_t n;
+	if (!rec->crawler_depth)
+		return 0;
+	unsigned long long depth = strtoull(rec->crawler_depth, &end, 10);
+	if (*end || depth > UINT32_MAX)
+		return 0;
+	memset(e, 0, sizeof *e);
+	e->recovered = 1;
+	e->url = t->pending_uri;
+	e->via = rec->crawler_via ? rec->crawler_via : "";
+	e->redirect = rec->crawler_redirect ? rec->crawler_redirect : "";
+	e->ip = rec->ip_address ? rec->ip_address : "";
+	e->depth = (uint32_t)depth;
+	e->status = rec->http_status;
+	e->start_unix_ms = warc_date_ms(rec->date);
+	e->flags = rec->crawler_flags
+	                   ? crawl_log_flags_parse(rec->crawler_flags, strlen(rec->crawler_flags))
+	                   : 0;
+	e->robots = (e->flags & CRAWL_LOG_ROBOTS) != 0;
+	e->requeued = (e->flags & CRAWL_LOG_REQUEUED) != 0;
+	/* the content type as the fetch engine reports it: the header's value */
+	t->scratch[0] = '\0';
+	if (at && header_field_next(&at, at + rec->http_headers_len, "Content-Type", &v, &n)) {
+		n = n < CRAWL_TAIL_LINE_MAX ? n : CRAWL_TAIL_LINE_MAX;
+		memcpy(t->scratch, v, n);
+		t->scratch[n] = '\0';
+	}
+	e->content_type = t->scratch;
+	return 1;
+}
+
+/* The next record after the log's last line, recovered: 1, 0 at the end,
+ * -1 out of memory. */
+static int next_recovered(struct crawl_tail *t)
+{
+	while (t->warc && !t->log_broken) {
+		if (next_fetch_record(t) != 0)
+			return -1;
+		if (!t->pending)
+			return 0;
+		if (t->unmatched_skips > 0) {
+			/* the record of a last line skipped as too long: it has
+			 * its line */
+			t->unmatched_skips--;
+		} else if (recover_entry(t)) {
+			take_pending(t);
+			t->e.bytes = t->e.body ? t->e.body_len : 0;
+			if (t->e.revisit)
+				t->e.flags |= CRAWL_LOG_REVISIT;
+			return 1;
+		}
+		t->pending = 0;
+	}
 	return 0;
 }
 
@@ -359,21 +484,37 @@ int crawl_tail_next(struct crawl_tail *t, const struct crawl_tail_entry **e, cha
                     size_t errlen)
 {
 	size_t len;
-	for (;;) {
-		if (!read_line(t, &len))
-			return 0;
+	int r;
+	while (!t->log_done) {
+		if (!read_line(t, &len)) {
+			t->log_done = 1;
+			break;
+		}
 		if (t->line[0] == '#')
 			continue; /* a header line */
-		if (parse_line(t, len) != 0)
+		if (parse_line(t, len) != 0) {
+			t->log_done = t->log_broken = 1;
 			return 0;
-		break;
+		}
+		if (match_record(t) != 0)
+			goto nomem;
+		*e = &t->e;
+		return 1;
 	}
-	if (match_record(t) != 0) {
-		snprintf(err, errlen, "out of memory reading the WARC tail");
-		return -1;
-	}
-	*e = &t->e;
-	return 1;
+	if ((r = next_recovered(t)) < 0)
+		goto nomem;
+	*e = r ? &t->e : NULL;
+	return r;
+nomem:
+	snprintf(err, errlen, "out of memory reading the WARC tail");
+	return -1;
+}
+
+int crawl_tail_use_index(struct crawl_tail *t, size_t max_url_len)
+{
+	archive_lookup_close(t->lookup);
+	t->lookup = NULL;
+	return archive_lookup_open(t->dir, max_url_len, t->max_record, &t->lookup);
 }
 
 uint64_t crawl_tail_lines_skipped(const struct crawl_tail *t)
@@ -388,6 +529,7 @@ void crawl_tail_close(struct crawl_tail *t)
 	if (t->log)
 		fclose(t->log);
 	warc_reader_close(t->wr);
+	archive_lookup_close(t->lookup);
 	ARRAY_FREE_EACH(t->files, t->nfiles);
 	for (size_t i = 0; i < PAYLOAD_CACHE_SLOTS; i++)
 		free(t->cache[i].data);
@@ -473,10 +615,38 @@ static int replay_one(const struct crawl_tail_replay_parts *p, const struct craw
 	return 1;
 }
 
+/* A recovered fetch's line, appended to crawl.log (opened on the first):
+ * 0, or -1 with the message in err. */
+static int log_recovered(const struct crawl_tail_replay_parts *p, struct crawl_log **log,
+                         const struct crawl_tail_entry *e, char *err, size_t errlen)
+{
+	char path[4400];
+	snprintf(path, sizeof path, "%s/crawl.log", p->output->dir);
+	struct crawl_log_entry le = {
+		.timestamp_unix_ms = (int64_t)e->start_unix_ms,
+		.status = e->status,
+		.bytes = e->bytes,
+		.url = e->url,
+		.via = *e->via ? e->via : NULL,
+		.depth = (int)e->depth,
+		.content_type = *e->content_type ? e->content_type : NULL,
+		.ip = *e->ip ? e->ip : NULL,
+		.redirect = *e->redirect ? e->redirect : NULL,
+		.flags = e->flags | CRAWL_LOG_RECOVERED,
+	};
+	if ((!*log && crawl_log_open(path, log) != CRAWL_LOG_OK) ||
+	    crawl_log_write(*log, &le) != CRAWL_LOG_OK) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct crawl_tail_pos *pos,
                       struct crawl_tail_stats *out)
 {
 	struct crawl_tail *t = NULL;
+	struct crawl_log *log = NULL;
 	const struct crawl_tail_entry *e;
 	char err[4600];
 	size_t max_record = (size_t)p->fetch->max_body_bytes + RECORD_SLACK;
@@ -484,19 +654,29 @@ int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct craw
 	                         sizeof err);
 	if (rc == 1)
 		return 0;
+	/* without the index, revisits of responses before the tail's cache
+	 * are fetched again */
+	if (rc == 0 && p->warc && p->warc->cdxj && p->output->warc)
+		crawl_tail_use_index(t, p->warc->max_url_len);
 	while (rc == 0 && (rc = crawl_tail_next(t, &e, err, sizeof err)) == 1) {
-		int r = replay_one(p, e);
+		rc = e->recovered ? log_recovered(p, &log, e, err, sizeof err) : 0;
+		int r = rc == 0 ? replay_one(p, e) : 0;
 		if (r < 0) {
 			snprintf(err, sizeof err, "out of memory");
 			rc = -1;
-			break;
 		}
+		if (rc < 0)
+			break;
 		out->replayed += r == 1;
 		out->again += r == 0;
-		rc = 0;
+		out->recovered += e->recovered;
 	}
 	out->lines_skipped += crawl_tail_lines_skipped(t);
 	crawl_tail_close(t);
+	if (crawl_log_close(log) != CRAWL_LOG_OK && rc == 0) {
+		snprintf(err, sizeof err, "%s/crawl.log: %s", p->output->dir, strerror(errno));
+		rc = -1;
+	}
 	if (rc < 0) {
 		fprintf(stderr, "crawler crawl: resume: the tail after the checkpoint: %s\n", err);
 		return -1;
@@ -505,7 +685,8 @@ int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct craw
 		fprintf(stderr,
 		        "crawler crawl: resume: %" PRIu64
 		        " fetches after the checkpoint taken from "
-		        "the WARC and crawl.log, %" PRIu64 " to fetch again\n",
-		        out->replayed, out->again);
+		        "the WARC and crawl.log (%" PRIu64 " of them rebuilt from their "
+		        "WARC records, their log lines lost), %" PRIu64 " to fetch again\n",
+		        out->replayed, out->recovered, out->again);
 	return 0;
 }

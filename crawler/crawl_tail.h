@@ -17,17 +17,28 @@
  * revisit record whose WARC-Target-URI is the line's URL; a line without
  * one (WARC off, a record lost to a power cut, a torn file) has no
  * payload. A revisit record's payload is the earlier response's of the
- * same WARC-Payload-Digest, if that is one of the tail's last responses
- * (a bounded cache); else it has none. Records after the last line (a
- * crash between a record and its line) are not in the tail. A malformed
- * line ends the tail there, and a malformed record, or one over
- * max_record, its file: what follows is treated as never fetched. A line
- * over CRAWL_TAIL_LINE_MAX is skipped (counted), and the records before
- * the next line's match with it: its fetch alone is made again.
+ * same WARC-Payload-Digest: one of the tail's last responses (a bounded
+ * cache), else the record it refers to, read back through the crawl's
+ * index.cdxj (archive/lookup.h; crawl_tail_use_index), which a resume
+ * writes before its replay; else it has none.
+ *
+ * Records after the last line are fetches whose lines the crash lost (the
+ * writer appends lines in batches after their records, crawl_writer.h):
+ * each is an entry of its own, rebuilt from the record and the crawler's
+ * fields on it (WARC-Crawler-*), marked recovered; the replay appends its
+ * line to crawl.log, so that the log again holds a line for every record
+ * before the next run's. A record without those fields (not written by
+ * this crawler) is skipped. A line over CRAWL_TAIL_LINE_MAX is skipped
+ * (counted), and the records before the next line's match with it: its
+ * fetch alone is made again. A malformed line, or a last one torn, ends
+ * the tail there, recovered records included, and a malformed record, or
+ * one over max_record, its file: what follows is treated as never fetched.
  *
  * Memory: one log line (at most CRAWL_TAIL_LINE_MAX bytes), one WARC
  * reader (warc_reader.h: a record of at most max_record bytes, and its
- * fixed buffers) and the revisits' cache (8 MiB) at a time.
+ * fixed buffers), the revisits' cache (8 MiB) and, with the index, a
+ * lookup (archive/lookup.h: a second reader and a line of the index) at a
+ * time.
  */
 #ifndef CRAWLER_CRAWL_TAIL_H
 #define CRAWLER_CRAWL_TAIL_H
@@ -38,6 +49,7 @@
 struct crawl_output;
 struct crawl_limits;
 struct fetch_config;
+struct warc_config;
 
 #define CRAWL_TAIL_LINE_MAX (64u * 1024u)
 
@@ -63,6 +75,10 @@ struct crawl_tail_entry {
 	int robots;                   /* a robots.txt fetch */
 	int revisit;                  /* its record is a revisit */
 	int requeued;                 /* an attempt whose request went again */
+	int recovered;                /* no log line: rebuilt from its record */
+	unsigned flags;               /* its line's CRAWL_LOG_* */
+	const char *ip;               /* the server's address, "" if not known */
+	uint64_t start_unix_ms;       /* a recovered fetch's start (WARC-Date) */
 	const char *content_encoding; /* of the record's HTTP headers, or NULL */
 	const uint8_t *body;          /* the record's payload as received (content-
 	                                 encoded); NULL: no response record */
@@ -76,6 +92,10 @@ struct crawl_tail;
  * past the log's end), or -1 with a message in err. */
 int crawl_tail_open(const char *dir, const struct crawl_tail_pos *pos, int warc, size_t max_record,
                     struct crawl_tail **out, char *err, size_t errlen);
+/* Revisits of records before the tail are read through dir/index.cdxj
+ * (archive/lookup.h; max_url_len as the crawl's). 0, or -1 when the index
+ * cannot be opened (those revisits then have no payload). */
+int crawl_tail_use_index(struct crawl_tail *t, size_t max_url_len);
 /* The next fetch: 1 with *e set, 0 at the end of the tail, -1 out of
  * memory or a read error (err gets the message). */
 int crawl_tail_next(struct crawl_tail *t, const struct crawl_tail_entry **e, char *err,
@@ -109,6 +129,8 @@ struct crawl_tail_replay_parts {
 	const struct crawl_output *output; /* [output] dir, warc */
 	const struct crawl_limits *crawl;  /* [crawl] sitemaps, quiet */
 	const struct fetch_config *fetch;  /* [fetch] max_body_bytes: a record's bound */
+	const struct warc_config *warc;    /* [warc] cdxj, max_url_len: revisits read
+	                                      through index.cdxj; NULL: not */
 	struct done_set *done;
 	struct crawl_tail_hooks hooks;
 };
@@ -117,6 +139,7 @@ struct crawl_tail_replay_parts {
 struct crawl_tail_stats {
 	uint64_t replayed;      /* fetches counted as done, not fetched again */
 	uint64_t again;         /* fetches left to be made again */
+	uint64_t recovered;     /* of both, those whose lines the crash lost */
 	uint64_t lines_skipped; /* crawl.log lines over CRAWL_TAIL_LINE_MAX passed over */
 };
 
@@ -128,9 +151,11 @@ struct crawl_tail_stats {
  * those left); its URL (so the sieve knows it), its redirect target and,
  * for an HTML page, the links of its stored payload go to the sieve
  * through the parse threads (hooks.submit), as on a live crawl (the job is
- * not written again). Not replayed, so fetched again: a fetch cancelled at
- * a stop, an HTML page whose payload the tail does not hold (a revisit of
- * a response before the cut, a lost record), a robots.txt redirect or
+ * not written again; a recovered fetch's line is appended to crawl.log
+ * here, before the loop's first fetch, while the writer has nothing to
+ * write). Not replayed, so fetched again: a fetch cancelled at a stop, an
+ * HTML page whose payload the tail does not hold (a lost record, a
+ * revisit whose response neither the tail nor the index holds), a robots.txt redirect or
  * unreachable answer (the host asks again, after its delay), and with
  * sitemaps on robots.txt and any 2xx response but HTML (it may be a
  * sitemap, whose registry is not checkpointed). The politeness state is

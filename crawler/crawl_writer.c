@@ -4,6 +4,7 @@
 #include "crawler/crawl_writer.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -88,11 +89,23 @@ static int writer_retry(struct crawl_writer *w, const char *what, int err, int *
 }
 
 /* Writes one record pair; 1 if the fetch was a WARC revisit. */
-static int write_warc(struct crawl_writer *w, const struct fetch_result *res)
+static int write_warc(struct crawl_writer *w, const struct crawl_job *j)
 {
+	const struct fetch_result *res = j->res;
 	bool revisit = false;
-	char what[4400];
+	char what[4400], depth[24], flags[CRAWL_LOG_FLAGS_MAX];
 	int stalled = 0;
+	/* what a resume needs to rebuild the fetch's log line (crawl_writer.h) */
+	struct warc_field fields[4];
+	size_t nfields = 0;
+	snprintf(depth, sizeof depth, "%" PRIu32, j->depth);
+	fields[nfields++] = (struct warc_field){ WARC_CRAWLER_DEPTH, depth };
+	if (j->via && j->via[0])
+		fields[nfields++] = (struct warc_field){ WARC_CRAWLER_VIA, j->via };
+	if (crawl_log_flags_text(j->flags, flags, sizeof flags) > 0)
+		fields[nfields++] = (struct warc_field){ WARC_CRAWLER_FLAGS, flags };
+	if (j->redirect)
+		fields[nfields++] = (struct warc_field){ WARC_CRAWLER_REDIRECT, j->redirect };
 	struct warc_fetch wf = {
 		.url = res->url,
 		.ip = res->ip,
@@ -106,6 +119,8 @@ static int write_warc(struct crawl_writer *w, const struct fetch_result *res)
 		.truncated = res->truncated,
 		.http2 = res->http2,
 		.incompressible = payload_compressed(res),
+		.fields = fields,
+		.nfields = nfields,
 	};
 	enum warc_error we;
 	warc_label(w, what, sizeof what);
@@ -143,7 +158,7 @@ static void write_job(struct crawl_writer *w, struct crawl_job *j)
 	struct fetch_result *res = j->res;
 	int revisit = 0;
 	if (w->warc && res->status > 0)
-		revisit = write_warc(w, res);
+		revisit = write_warc(w, j);
 	unsigned flags = j->flags;
 	if (revisit)
 		flags |= CRAWL_LOG_REVISIT;

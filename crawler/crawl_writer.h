@@ -18,9 +18,20 @@
  * line is buffered; the buffered lines go to the kernel in one write once
  * the queue runs empty (or the log's buffer fills), so a crash that kills
  * the process leaves a log line only after its WARC records: the tail a
- * resume replays (crawl_tail.h). Lines still buffered at a kill are lost
- * and their fetches done again, as when the kill falls between a record
- * and its line.
+ * resume replays (crawl_tail.h). Lines still buffered at a kill are lost,
+ * as when the kill falls between a record and its line: the resume
+ * rebuilds them from their records, which carry what the line holds and
+ * the HTTP message does not, in fields of their own (names in warc.h):
+ *   WARC-Crawler-Depth: the link depth (hops from a seed);
+ *   WARC-Crawler-Via: the URL the fetched one was found on (none for a
+ *     seed);
+ *   WARC-Crawler-Flags: the line's flags known before the record is
+ *     written (crawl_log.h's names: redirect, near-dup, robots, embed,
+ *     requeued), when there are any;
+ *   WARC-Crawler-Redirect: a redirect's resolved Location, when it is one
+ *     the crawl follows.
+ * A fetch without records (an error, WARC output off) whose line is lost
+ * is made again.
  *
  * Checkpoints: a barrier job (crawl_writer_request_sync) makes everything
  * queued before it durable; crawl_writer_synced then says so and where the

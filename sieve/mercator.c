@@ -200,7 +200,10 @@ static inline bool cache_seen(struct merc *m, uint64_t h)
 	return hit;
 }
 
-static int add_locked(struct merc *m, const char *url, size_t len, uint64_t h)
+/* (Inlined into the batch's loop: the call a URL, with its register saves,
+ * was 2% of the sieve's instructions.) */
+static inline __attribute__((always_inline)) int add_locked(struct merc *m, const char *url,
+                                                            size_t len, uint64_t h)
 {
 	struct segment *sg;
 	int rc;

@@ -283,7 +283,10 @@ static int scan_take(struct scan *sc, const struct ahead *a)
  * reader's buffer are read SCAN_AHEAD ahead of their marks, whose words
  * are fetched meanwhile (a bucket's next position can only have moved on
  * by the records between, rarely out of the word); the buffer is refilled
- * only with none ahead (the refill moves its bytes). */
+ * only with none ahead (the refill moves its bytes). The records are not
+ * hashed again (an eighth of the flush thread's time): this process wrote
+ * them, or its replay checked them, just before; one out of place still
+ * fails its bucket's count or the segment's. */
 static int a_scan(struct merc *m, int afd, const char *ap, uint64_t mask, size_t n, int lfd,
                   uint64_t *log_len, uint64_t *emitted)
 {
@@ -301,7 +304,7 @@ static int a_scan(struct merc *m, int afd, const char *ap, uint64_t mask, size_t
 	rd_init(&r, afd, m->scan_buf, m->io);
 	while (t == 0 && (read < n || head != tail)) {
 		struct ahead *a = &ring[head % SCAN_AHEAD];
-		if (read < n && rec_take_whole(&r, maxlen, mask, &a->u, &a->ul, &a->sig)) {
+		if (read < n && rec_take_whole(&r, maxlen, mask, false, &a->u, &a->ul, &a->sig)) {
 			uint32_t at = sc.bnext[a->sig >> (64 - p)];
 			__builtin_prefetch(&sc.marks[at / 64]);
 			head++;

@@ -68,11 +68,13 @@ int rec_next(struct rd *r, size_t maxlen, uint64_t mask, const char **url, size_
              uint64_t *sig);
 
 /* Takes the record at r's position when it lies whole in the buffer and
- * checks (length within maxlen, XXH3 equal to its signature): the fast
- * path of the scans. false leaves r as it was: the buffer's end, or damage
- * that rec_next then reads the careful way and reports. */
-static inline bool rec_take_whole(struct rd *r, size_t maxlen, uint64_t mask, const char **url,
-                                  size_t *len, uint64_t *sig)
+ * checks (length within maxlen; with verify, XXH3 equal to its
+ * signature): the fast path of the scans. false leaves r as it was: the
+ * buffer's end, or damage that rec_next then reads the careful way and
+ * reports. A scan may skip the hash only on records this process wrote
+ * or checked already (a live segment's, or a replayed one's). */
+static inline bool rec_take_whole(struct rd *r, size_t maxlen, uint64_t mask, bool verify,
+                                  const char **url, size_t *len, uint64_t *sig)
 {
 	size_t avail = r->len - r->pos;
 	uint32_t l;
@@ -84,7 +86,7 @@ static inline bool rec_take_whole(struct rd *r, size_t maxlen, uint64_t mask, co
 	if (l > maxlen || avail - REC_HDR < l)
 		return false;
 	h = le_get64(r->buf + r->pos + 4) ^ mask;
-	if (XXH3_64bits(r->buf + r->pos + REC_HDR, l) != h)
+	if (verify && XXH3_64bits(r->buf + r->pos + REC_HDR, l) != h)
 		return false;
 	*url = (const char *)r->buf + r->pos + REC_HDR;
 	*len = l;
@@ -99,7 +101,7 @@ static inline bool rec_take_whole(struct rd *r, size_t maxlen, uint64_t mask, co
 static inline int rec_take(struct rd *r, size_t maxlen, uint64_t mask, const char **url,
                            size_t *len, uint64_t *sig)
 {
-	return rec_take_whole(r, maxlen, mask, url, len, sig)
+	return rec_take_whole(r, maxlen, mask, true, url, len, sig)
 	               ? 1
 	               : rec_next(r, maxlen, mask, url, len, sig);
 }

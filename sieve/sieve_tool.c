@@ -155,24 +155,39 @@ static int out_finish(struct tool_out *o)
 #define BATCH 256
 #define SCAN 64 /* bytes looked at a time by the line splitter (slack past the read buffer) */
 
-/* The bits of the SCAN bytes at p equal to c (bit i: p[i]); p may run past
- * the data (callers mask those bits off). One pass finds both the line ends
- * and the NUL bytes of a whole read, instead of two memchr calls a line. */
-static inline uint64_t byte_mask(const char *p, char c)
+#if defined(__SSE2__)
+/* The bits of the 64 bytes in v[0..3] equal to k's (bit i: byte i). */
+static inline uint64_t mask64(const __m128i v[4], __m128i k)
+{
+	return (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v[0], k)) |
+	       (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v[1], k)) << 16 |
+	       (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v[2], k)) << 32 |
+	       (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v[3], k)) << 48;
+}
+#endif
+
+/* The bits of the SCAN bytes at p that are line ends (*nl) and NUL bytes
+ * (*nul) (bit i: p[i]); p may run past the data (callers mask those bits
+ * off). One pass finds both in a whole read, each byte loaded once,
+ * instead of two memchr calls a line. */
+static inline void byte_masks(const char *p, uint64_t *nl, uint64_t *nul)
 {
 #if defined(__SSE2__)
-	const __m128i k = _mm_set1_epi8(c);
-	uint64_t m = 0;
-	for (int i = 0; i < 4; i++) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
-		m |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, k)) << (16 * i);
-	}
-	return m;
+	__m128i v[4];
+
+	for (int i = 0; i < 4; i++)
+		v[i] = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
+	*nl = mask64(v, _mm_set1_epi8('\n'));
+	*nul = mask64(v, _mm_setzero_si128());
 #else
-	uint64_t m = 0;
-	for (int i = 0; i < SCAN; i++)
-		m |= (uint64_t)(p[i] == c) << i;
-	return m;
+	uint64_t n = 0, z = 0;
+
+	for (int i = 0; i < SCAN; i++) {
+		n |= (uint64_t)(p[i] == '\n') << i;
+		z |= (uint64_t)(p[i] == '\0') << i;
+	}
+	*nl = n;
+	*nul = z;
 #endif
 }
 
@@ -332,7 +347,8 @@ static int split_lines(struct tool_in *in, sieve_t *s)
 	int skipping = in->skipping, rc = 0;
 
 	for (size_t pos = 0; pos < len && rc == 0; pos += SCAN) {
-		uint64_t nl = byte_mask(buf + pos, '\n'), nul = byte_mask(buf + pos, '\0');
+		uint64_t nl, nul;
+		byte_masks(buf + pos, &nl, &nul);
 		if (len - pos < SCAN) {
 			uint64_t keep = ((uint64_t)1 << (len - pos)) - 1;
 			nl &= keep;

@@ -22,9 +22,10 @@
 #define LOG_BUF (64u * 1024u)
 
 /* The longest line: its text fields at their caps, the timestamp (40), the
- * numbers (5 of 20), the flags (7 names, 60) and 13 separators. The buffer
- * takes any line whole. */
-#define LINE_BOUND (3 * CRAWL_LOG_URL_MAX + 3 * CRAWL_LOG_TEXT_MAX + 40 + 5 * 20 + 60 + 13)
+ * numbers (5 of 20), the flags and 13 separators. The buffer takes any
+ * line whole. */
+#define LINE_BOUND                                                                                 \
+	(3 * CRAWL_LOG_URL_MAX + 3 * CRAWL_LOG_TEXT_MAX + 40 + 5 * 20 + CRAWL_LOG_FLAGS_MAX + 13)
 _Static_assert(LINE_BOUND <= CRAWL_LOG_LINE_MAX, "a crawl.log line can pass the readers' limit");
 _Static_assert(CRAWL_LOG_LINE_MAX <= LOG_BUF, "a crawl.log line can pass the buffer");
 
@@ -181,32 +182,49 @@ size_t crawl_log_format(const struct crawl_log_entry *e, char *buf, size_t cap)
 			put_field(buf, cap, &pos, cols[i].text, cols[i].max);
 		put(buf, cap, &pos, "\t", 1);
 	}
-	static const struct {
-		unsigned bit;
-		const char *name;
-	} names[] = {
-		{ CRAWL_LOG_TRUNCATED, "truncated" }, { CRAWL_LOG_REDIRECT, "redirect" },
-		{ CRAWL_LOG_NEAR_DUP, "near-dup" },   { CRAWL_LOG_REVISIT, "revisit" },
-		{ CRAWL_LOG_ROBOTS, "robots" },       { CRAWL_LOG_EMBED, "embed" },
-		{ CRAWL_LOG_REQUEUED, "requeued" },
-	};
-	int any = 0;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (e->flags & names[i].bit) {
-			if (any)
-				put(buf, cap, &pos, ",", 1);
-			put(buf, cap, &pos, names[i].name, strlen(names[i].name));
-			any = 1;
-		}
-	}
-	if (!any)
-		put(buf, cap, &pos, "-", 1);
+	char flags[CRAWL_LOG_FLAGS_MAX];
+	size_t fl = crawl_log_flags_text(e->flags, flags, sizeof flags);
+	put(buf, cap, &pos, fl ? flags : "-", fl ? fl : 1);
 	put(buf, cap, &pos, "\t", 1);
 	put_num(buf, cap, &pos, 'u', (long long)e->wait_ms);
 	put(buf, cap, &pos, "\n", 1);
 	if (cap > 0)
 		buf[pos < cap ? pos : cap - 1] = '\0';
 	return pos;
+}
+
+static const struct {
+	unsigned bit;
+	const char *name;
+} FLAG_NAMES[] = {
+	{ CRAWL_LOG_TRUNCATED, "truncated" }, { CRAWL_LOG_REDIRECT, "redirect" },
+	{ CRAWL_LOG_NEAR_DUP, "near-dup" },   { CRAWL_LOG_REVISIT, "revisit" },
+	{ CRAWL_LOG_ROBOTS, "robots" },       { CRAWL_LOG_EMBED, "embed" },
+	{ CRAWL_LOG_REQUEUED, "requeued" },   { CRAWL_LOG_RECOVERED, "recovered" },
+};
+
+size_t crawl_log_flags_text(unsigned flags, char *buf, size_t cap)
+{
+	size_t pos = 0;
+	for (size_t i = 0; i < sizeof FLAG_NAMES / sizeof FLAG_NAMES[0]; i++) {
+		if (!(flags & FLAG_NAMES[i].bit))
+			continue;
+		if (pos)
+			put(buf, cap, &pos, ",", 1);
+		put(buf, cap, &pos, FLAG_NAMES[i].name, strlen(FLAG_NAMES[i].name));
+	}
+	if (cap > 0)
+		buf[pos < cap ? pos : cap - 1] = '\0';
+	return pos;
+}
+
+unsigned crawl_log_flags_parse(const char *s, size_t len)
+{
+	unsigned flags = 0;
+	for (size_t i = 0; i < sizeof FLAG_NAMES / sizeof FLAG_NAMES[0]; i++)
+		if (crawl_log_has_flag(s, len, FLAG_NAMES[i].name))
+			flags |= FLAG_NAMES[i].bit;
+	return flags;
 }
 
 enum crawl_log_error crawl_log_open(const char *path, struct crawl_log **out)

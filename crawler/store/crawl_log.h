@@ -9,7 +9,8 @@
  * via: the URL the fetched one was discovered from, or "-";
  * error: a reason word, or "-"; redirect: the Location target or "-";
  * flags: comma-separated names (truncated, redirect, near-dup, revisit,
- * robots, embed: a page requisite, Heritrix's 'E' hop) or "-"; wait_ms: the rest the politeness required of the host
+ * robots, embed: a page requisite, Heritrix's 'E' hop, requeued,
+ * recovered) or "-"; wait_ms: the rest the politeness required of the host
  * before this request, counted from the end of its previous visit (the
  * policy's wait with Crawl-delay, back-off and Retry-After applied; 0 for
  * a host's first visit and for requests after the first of a visit).
@@ -62,6 +63,12 @@ const char *crawl_log_strerror(enum crawl_log_error err);
  * records an attempt, not the URL's fetch, and a resume replays no such
  * line. */
 #define CRAWL_LOG_REQUEUED 0x40u
+/* A line a resume rebuilt from the fetch's WARC record, the crashed crawl
+ * having lost the line itself (crawl_tail.h): its duration and wait_ms are
+ * not known (0), its timestamp is the fetch's start (WARC-Date). */
+#define CRAWL_LOG_RECOVERED 0x80u
+/* The flags' names, comma-separated, NUL included: the longest list. */
+#define CRAWL_LOG_FLAGS_MAX 72u
 
 /* One line. Strings borrowed for the call; NULL prints "-". */
 struct crawl_log_entry {
@@ -132,6 +139,12 @@ char *crawl_log_unescape(const char *s, size_t len, char *out);
 int crawl_log_parse_i64(const char *s, size_t len, int64_t *out);
 /* 1 if the flags field (len bytes) names flag name. */
 int crawl_log_has_flag(const char *s, size_t len, const char *name);
+/* The names of flags (CRAWL_LOG_*), comma-separated, into buf (NUL-
+ * terminated; CRAWL_LOG_FLAGS_MAX holds any); "" for none. Returns the
+ * length. */
+size_t crawl_log_flags_text(unsigned flags, char *buf, size_t cap);
+/* The flags a comma-separated list of names sets (unknown names ignored). */
+unsigned crawl_log_flags_parse(const char *s, size_t len);
 
 /* Flushes and closes. NULL is a no-op. */
 enum crawl_log_error crawl_log_close(struct crawl_log *log);

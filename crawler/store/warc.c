@@ -20,7 +20,9 @@
 
 #define WARC_DEFAULT_MAX_FILE 1000000000ull
 #define WARC_DEFAULT_DIGESTS 65536u
-#define WARC_HDR_CAP 16384u
+/* A record's WARC header block: room for three URLs of the longest a crawl
+ * allows (max_url_len: target, via and a revisit's original) and the rest. */
+#define WARC_HDR_CAP (32u * 1024u)
 /* stdio's buffer of a WARC file: a fetch's records in one write */
 #define WARC_STDIO_BUF (64u * 1024u)
 
@@ -589,6 +591,8 @@ static enum warc_error write_record(struct warc_writer *w, const char *type, con
 	bad |= hdr_add(hdr, sizeof(hdr), &len, "WARC-Protocol", f->http2 ? "h2" : "http/1.1");
 	for (size_t i = 0; i < nextra; i++)
 		bad |= hdr_add(hdr, sizeof(hdr), &len, extra_names[i], extra_values[i]);
+	for (size_t i = 0; f->fields && i < f->nfields; i++)
+		bad |= hdr_add(hdr, sizeof(hdr), &len, f->fields[i].name, f->fields[i].value);
 	bad |= hdr_add(hdr, sizeof(hdr), &len, "Content-Type", content_type);
 	bad |= hdr_add(hdr, sizeof(hdr), &len, "WARC-Block-Digest", label);
 	bad |= hdr_add(hdr, sizeof(hdr), &len, "Content-Length", num);
@@ -712,7 +716,9 @@ static enum warc_error write_fetch_records(struct warc_writer *w, const struct w
 		const char *names[] = { "WARC-Concurrent-To" };
 		const char *values[] = { resp_id };
 		struct piece p = { f->request_headers, f->request_len };
-		rc = write_record(w, "request", req_id, date, f, names, values, 1,
+		struct warc_fetch req = *f;
+		req.fields = NULL; /* the caller's fields go with the response */
+		rc = write_record(w, "request", req_id, date, &req, names, values, 1,
 		                  "application/http; msgtype=request", w->level, &p, 1);
 		if (rc != WARC_OK)
 			return rc;

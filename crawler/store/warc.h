@@ -11,7 +11,9 @@
  * the response WARC-Payload-Digest ("sha1:" + base32 SHA-1). A response whose
  * payload digest was already written in this crawl becomes a `revisit`
  * record (WARC-Profile identical-payload-digest, headers only, WARC-Refers-To
- * the earlier record id, WARC-Refers-To-Target-URI/-Date). Every request,
+ * the earlier record id, WARC-Refers-To-Target-URI/-Date). The caller may
+ * add fields of its own to the response or revisit record
+ * (warc_fetch.fields: the crawler's WARC-Crawler-*, crawl_writer.h). Every request,
  * response and revisit record names its protocol in WARC-Protocol ("h2" or
  * "http/1.1"); an HTTP/2 exchange is written as an HTTP/1.1 message (the
  * version of its request and status lines rewritten, nothing else), as
@@ -83,6 +85,20 @@ struct warc_config {
 	size_t max_url_len;        /* longest URL indexed by its parts (cdxj.h); 0 -> 65536 */
 };
 
+/* The crawler's own fields of a response or revisit record: what its
+ * crawl.log line holds and the HTTP message does not (crawl_writer.h). */
+#define WARC_CRAWLER_DEPTH "WARC-Crawler-Depth"
+#define WARC_CRAWLER_VIA "WARC-Crawler-Via"
+#define WARC_CRAWLER_FLAGS "WARC-Crawler-Flags"
+#define WARC_CRAWLER_REDIRECT "WARC-Crawler-Redirect"
+
+/* A WARC header field of the writer's caller, added to a fetch's response
+ * or revisit record (the crawler's own: crawl_writer.h). */
+struct warc_field {
+	const char *name;  /* a token; a field of the standard is not one */
+	const char *value; /* CR and LF become spaces */
+};
+
 /* One fetch to record. All pointers borrowed for the call. */
 struct warc_fetch {
 	const char *url;             /* WARC-Target-URI (required) */
@@ -94,12 +110,15 @@ struct warc_fetch {
 	size_t response_headers_len;
 	const void *body; /* raw body as received */
 	size_t body_len;
-	bool truncated;      /* adds WARC-Truncated: length */
-	bool http2;          /* the exchange was HTTP/2: header blocks in curl's
+	bool truncated;                  /* adds WARC-Truncated: length */
+	bool http2;                      /* the exchange was HTTP/2: header blocks in curl's
 	                        rendering ("GET / HTTP/2", "HTTP/2 200") */
-	bool incompressible; /* payload compressed already (Content-Encoding,
+	bool incompressible;             /* payload compressed already (Content-Encoding,
 	                                     images, archives): its response member is
 	                                     stored, not deflated again */
+	const struct warc_field *fields; /* more fields of the response or revisit
+	                                    record, or NULL */
+	size_t nfields;
 };
 
 /* Where a record landed, for checkpoints and indexes. */

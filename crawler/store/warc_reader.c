@@ -11,6 +11,7 @@
 
 #include <zlib.h>
 
+#include "crawler/store/warc.h"
 #include "frontier/base/ascii.h"
 #include "frontier/base/header_field.h"
 
@@ -151,6 +152,10 @@ static const struct {
 	FIELD("WARC-Refers-To", refers_to),
 	FIELD("WARC-Refers-To-Target-URI", refers_to_target_uri),
 	FIELD("WARC-Refers-To-Date", refers_to_date),
+	FIELD(WARC_CRAWLER_DEPTH, crawler_depth),
+	FIELD(WARC_CRAWLER_VIA, crawler_via),
+	FIELD(WARC_CRAWLER_FLAGS, crawler_flags),
+	FIELD(WARC_CRAWLER_REDIRECT, crawler_redirect),
 };
 #undef FIELD
 

@@ -81,7 +81,13 @@ struct warc_record {
 	const char *refers_to;            /* WARC-Refers-To */
 	const char *refers_to_target_uri; /* WARC-Refers-To-Target-URI */
 	const char *refers_to_date;       /* WARC-Refers-To-Date */
-	uint64_t content_length;          /* the block's size */
+	/* the crawler's own (warc.h): the fetch's depth, via, log flags and
+	 * followed redirect */
+	const char *crawler_depth;
+	const char *crawler_via;
+	const char *crawler_flags;
+	const char *crawler_redirect;
+	uint64_t content_length; /* the block's size */
 
 	/* The block, as stored; NULL for WARC_READ_TOO_LARGE. */
 	const uint8_t *block;

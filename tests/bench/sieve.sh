@@ -2,8 +2,9 @@
 # Sieve benchmark: `crawler sieve` against GNU sort -u (same memory cap), an
 # order-preserving GNU pipeline, awk '!s[$0]++', an in-memory hash set of
 # signatures (the upper bound) and cat (the read floor), on one deterministic
-# corpus, in one run. Prints URLs/s, MB/s, peak RSS and the speed ratio to
-# sort -u; checks that the sieve's output equals awk's byte for byte.
+# corpus, in one run. Prints wall and CPU (user + system) time, URLs/s,
+# MB/s, peak RSS and the speed ratios to sort -u (wall and CPU: the machine
+# may be shared); checks that the sieve's output equals awk's byte for byte.
 # Then one row per other sieve (--sieve memory, lsm, offline, bloom) at the
 # same cap, with its folder's disk bytes and, for bloom, the measured loss.
 #
@@ -62,37 +63,53 @@ to_bytes() {
     esac
 }
 
-# run NAME OUTFILE CMD...: times CMD (stdin = corpus), records seconds and KB.
+# time_read: SECS (wall), KB (peak RSS) and CPU (user + system seconds)
+# from $T/time, written by `$TIME -f "%e %M %U %S"`.
+time_read() {
+    local u y
+    read -r SECS KB u y < "$T/time"
+    CPU=$(awk -v u="$u" -v y="$y" 'BEGIN { printf "%.2f", u + y }')
+}
+
+# run NAME OUTFILE CMD...: times CMD (stdin = corpus): SECS, KB, CPU.
 run() {
     local name=$1 out=$2
     shift 2
     sync
-    "$TIME" -f "%e %M" -o "$T/time" "$@" < "$T/corpus" > "$out" 2> "$T/stderr"
-    read -r SECS KB < "$T/time"
+    "$TIME" -f "%e %M %U %S" -o "$T/time" "$@" < "$T/corpus" > "$out" 2> "$T/stderr"
+    time_read
 }
 
 # best NAME OUTFILE CMD...: run, BENCH_RUNS times; SECS, KB and $T/stderr
-# are the fastest run's (the machine is shared: the other runs of a row
-# measure its noise, not the program).
+# are the fastest run's, CPU the least of the runs' (the machine is shared:
+# the other runs of a row measure its noise, not the program).
 best() {
-    local b_secs= b_kb=
+    local b_secs= b_kb= b_cpu=
     for _ in $(seq "$RUNS"); do
         run "$@"
         if [ -z "$b_secs" ] || awk -v a="$SECS" -v b="$b_secs" 'BEGIN { exit !(a < b) }'; then
             b_secs=$SECS b_kb=$KB
             cp "$T/stderr" "$T/best_stderr"
         fi
+        if [ -z "$b_cpu" ] || awk -v a="$CPU" -v b="$b_cpu" 'BEGIN { exit !(a < b) }'; then
+            b_cpu=$CPU
+        fi
     done
-    SECS=$b_secs KB=$b_kb
+    SECS=$b_secs KB=$b_kb CPU=$b_cpu
     cp "$T/best_stderr" "$T/stderr"
 }
 
-row() { # name secs kb
-    local name=$1 secs=$2 kb=$3
-    awk -v n="$name" -v s="$secs" -v kb="$kb" -v urls="$N" -v bytes="$BYTES" -v base="${SORT_SECS:-0}" 'BEGIN {
+# row NAME SECS KB CPU: wall, CPU (user + system: less disturbed than the
+# wall by other work on the machine), and both as ratios to sort -u's.
+row() {
+    local name=$1 secs=$2 kb=$3 cpu=$4
+    awk -v n="$name" -v s="$secs" -v kb="$kb" -v c="$cpu" -v urls="$N" -v bytes="$BYTES" \
+        -v base="${SORT_SECS:-0}" -v cbase="${SORT_CPU:-0}" 'BEGIN {
         if (s <= 0) s = 0.005;
+        if (c <= 0) c = 0.005;
         r = base > 0 ? sprintf("%.2fx", base / s) : "-";
-        printf "%-34s %8.2f s %12.0f URLs/s %8.1f MB/s %9.1f MiB RSS %9s\n", n, s, urls / s, bytes / s / 1e6, kb / 1024, r }'
+        rc = cbase > 0 ? sprintf("%.2fx", cbase / c) : "-";
+        printf "%-34s %7.2f s %7.2f s CPU %11.0f URLs/s %7.1f MB/s %7.1f MiB RSS %7s %7s CPU\n", n, s, c, urls / s, bytes / s / 1e6, kb / 1024, r, rc }'
 }
 
 gen() {
@@ -116,7 +133,7 @@ impl_row() {
         echo "FAIL: sieve $name output differs from awk" >&2
         status=1
     fi
-    echo "$(row "crawler sieve --sieve $name" "$SECS" "$KB") $extra"
+    echo "$(row "crawler sieve --sieve $name" "$SECS" "$KB" "$CPU") $extra"
     rm -rf "$d" "$T/o_impl"
 }
 
@@ -186,7 +203,7 @@ fi
 echo "# sieve benchmark: $N URLs ($MODE)"
 gen "$N"
 run awk "$T/ref" awk '!s[$0]++'
-AWK_SECS=$SECS AWK_KB=$KB
+AWK_SECS=$SECS AWK_KB=$KB AWK_CPU=$CPU
 DISTINCT=$(wc -l < "$T/ref")
 if [ -z "$CAP" ]; then
     CAPB=$((DISTINCT * 8 / 10))
@@ -198,24 +215,25 @@ CAPK=$((CAPB / 1024))
 echo "# corpus: $BYTES bytes, $DISTINCT distinct URLs; cap $CAPB bytes (${CAPK} KiB)"
 
 best "sort -u" "$T/o_sort" sort -u -S "${CAPK}K" -T "$T"
-SORT_SECS=$SECS
-row "LC_ALL=C sort -u -S cap" "$SECS" "$KB"
+SORT_SECS=$SECS SORT_CPU=$CPU
+echo "# columns: wall, CPU (user + system), URLs/s and MB/s (wall), peak RSS, x sort -u (wall), x sort -u (CPU)"
+row "LC_ALL=C sort -u -S cap" "$SECS" "$KB" "$CPU"
 rm -f "$T/o_sort"
 
 run cat /dev/null cat
-row "cat > /dev/null (read floor)" "$SECS" "$KB"
+row "cat > /dev/null (read floor)" "$SECS" "$KB" "$CPU"
 
-row "awk '!s[\$0]++'" "$AWK_SECS" "$AWK_KB"
+row "awk '!s[\$0]++'" "$AWK_SECS" "$AWK_KB" "$AWK_CPU"
 
-"$TIME" -f "%e %M" -o "$T/time" bash -c "nl -ba -w1 -s\$'\t' | sort -t\$'\t' -k2 -u -S ${CAPK}K -T '$T' | sort -t\$'\t' -k1,1n -S ${CAPK}K -T '$T' | cut -f2-" < "$T/corpus" > "$T/o_nl"
-read -r SECS KB < "$T/time"
-row "nl|sort -u -k2|sort -n|cut" "$SECS" "$KB"
+"$TIME" -f "%e %M %U %S" -o "$T/time" bash -c "nl -ba -w1 -s\$'\t' | sort -t\$'\t' -k2 -u -S ${CAPK}K -T '$T' | sort -t\$'\t' -k1,1n -S ${CAPK}K -T '$T' | cut -f2-" < "$T/corpus" > "$T/o_nl"
+time_read
+row "nl|sort -u -k2|sort -n|cut" "$SECS" "$KB" "$CPU"
 cmp -s "$T/o_nl" "$T/ref" || echo "note: the GNU pipeline's output differs from awk's"
 rm -f "$T/o_nl"
 
 best hashset "$T/o_hs" "$HSET"
-HS_SECS=$SECS
-row "in-memory hash set (upper bound)" "$SECS" "$KB"
+HS_SECS=$SECS HS_CPU=$CPU
+row "in-memory hash set (upper bound)" "$SECS" "$KB" "$CPU"
 cmp -s "$T/o_hs" "$T/ref" || { echo "FAIL: hash set output differs from awk" >&2; exit 1; }
 rm -f "$T/o_hs"
 
@@ -227,13 +245,13 @@ for mult in 1 4 16; do
     else
         run sieve "$T/o_sieve" "$CRAWLER" sieve --memory "$c" --stats
     fi
-    row "crawler sieve --memory $((c / 1024))K" "$SECS" "$KB"
+    row "crawler sieve --memory $((c / 1024))K" "$SECS" "$KB" "$CPU"
     if ! cmp "$T/o_sieve" "$T/ref"; then
         echo "FAIL: sieve output differs from awk at cap $c" >&2
         status=1
     fi
     if [ "$mult" = 1 ]; then
-        S1_SECS=$SECS S1_KB=$KB
+        S1_SECS=$SECS S1_KB=$KB S1_CPU=$CPU
         cp "$T/stderr" "$T/stats" # the --stats of the run at the cap
     fi
 done
@@ -247,9 +265,10 @@ echo "# --stats of the run at cap $CAPB:"
 sed 's/^/#   /' "$T/stats"
 
 echo "# acceptance at cap $CAPB:"
-awk -v s="$S1_SECS" -v so="$SORT_SECS" -v hs="$HS_SECS" -v kb="$S1_KB" -v cap="$CAPB" 'BEGIN {
-    printf "#   speed vs sort -u: %.2fx (goal >= 10x) %s\n", so / s, (so / s >= 10 ? "PASS" : "MISS");
-    printf "#   speed vs hash set: %.2fx (goal >= 3x) %s\n", hs / s, (hs / s >= 3 ? "PASS" : "MISS");
+awk -v s="$S1_SECS" -v so="$SORT_SECS" -v hs="$HS_SECS" -v kb="$S1_KB" -v cap="$CAPB" \
+    -v c="$S1_CPU" -v co="$SORT_CPU" -v hc="$HS_CPU" 'BEGIN {
+    printf "#   speed vs sort -u: %.2fx wall (goal >= 10x) %s; %.2fx CPU\n", so / s, (so / s >= 10 ? "PASS" : "MISS"), co / c;
+    printf "#   speed vs hash set: %.2fx wall (goal >= 3x) %s; %.2fx CPU\n", hs / s, (hs / s >= 3 ? "PASS" : "MISS"), hc / c;
     printf "#   peak RSS %.1f MiB vs cap + 32 MiB = %.1f MiB %s\n", kb / 1024, cap / 1048576 + 32, (kb * 1024 <= cap + 32 * 1048576 ? "PASS" : "MISS") }'
 [ "$status" = 0 ] && echo "# output equals awk: PASS"
 exit $status

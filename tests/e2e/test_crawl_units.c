@@ -508,6 +508,7 @@ static const struct {
 	{ "tail_replayed", "tail_replayed" },
 	{ "tail_lines_skipped", "tail_lines_skipped" },
 	{ "tail_skipped", "tail_skipped" },
+	{ "tail_recovered", "tail_recovered" },
 	{ "ac.parsed", "parsed" },
 	{ "ac.links", "links" },
 	{ "ac.scope_rejected", "" },

@@ -321,7 +321,7 @@ static void take_result(struct rig *r, struct fetch_result *res)
 	visit_continue(r->visit, host);
 }
 
-static void set_buf(struct fetch_buf *b, const char *s)
+void rig_set_buf(struct fetch_buf *b, const char *s)
 {
 	b->len = strlen(s);
 	b->data = malloc(b->len + 1);
@@ -334,9 +334,9 @@ void rig_answer(struct rig *r, size_t i, long status, const char *ctype, const c
 {
 	struct fetch_result *res = result_of(r, i);
 	res->status = status;
-	set_buf(&res->request_headers, "GET / HTTP/1.1\r\n\r\n");
-	set_buf(&res->response_headers, "HTTP/1.1 200 OK\r\n\r\n");
-	set_buf(&res->body, body ? body : "");
+	rig_set_buf(&res->request_headers, "GET / HTTP/1.1\r\n\r\n");
+	rig_set_buf(&res->response_headers, "HTTP/1.1 200 OK\r\n\r\n");
+	rig_set_buf(&res->body, body ? body : "");
 	res->content_type = ctype ? strdup(ctype) : NULL;
 	res->location = location ? strdup(location) : NULL;
 	res->retry_after_s = retry_after_s;
@@ -348,7 +348,7 @@ void rig_fail(struct rig *r, size_t i, enum fetch_error e)
 	struct fetch_result *res = result_of(r, i);
 	res->error = e;
 	if (e != FETCH_ERR_CONNECT)
-		set_buf(&res->request_headers, "GET / HTTP/1.1\r\n\r\n");
+		rig_set_buf(&res->request_headers, "GET / HTTP/1.1\r\n\r\n");
 	take_result(r, res);
 }
 

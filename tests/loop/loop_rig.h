@@ -84,6 +84,10 @@ void rig_rmtree(const char *dir);
  * reader, so that the tests judge the files independently. */
 char *rig_warc_text(const char *dir, size_t *len);
 
+/* A copy of s (NUL-terminated) into b, as the fetch engine fills it. */
+struct fetch_buf;
+void rig_set_buf(struct fetch_buf *b, const char *s);
+
 /* r zeroed, a temporary folder, and the crawl's defaults with private
  * addresses allowed (the fakes answer with loopback ones) and ten URLs per
  * visit. */

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crawler/archive/index.h"
+#include "crawler/archive/lookup.h"
 #include "crawler/crawl_source.h"
 #include "crawler/crawl_tail.h"
 #include "crawler/crawl_writer.h"
@@ -20,6 +22,9 @@
 #include "crawler/store/crawl_log.h"
 #include "crawler/store/done_set.h"
 #include "crawler/store/warc.h"
+#include "crawler/store/io_stall.h"
+#include "crawler/store/warc_reader.h"
+#include "frontier/base/clock.h"
 #include "frontier/scope.h"
 #include "loop_rig.h"
 
@@ -441,6 +446,247 @@ START_TEST(tail_replay_into_visit)
 }
 END_TEST
 
+/* ---- lines a kill lost, rebuilt from their records ---- */
+
+/* A fetch as the loop hands it to the writer (status 0: a failed connect). */
+static struct crawl_job *job(const char *url, const char *via, uint32_t depth, long status,
+                             const char *ctype, const char *body, unsigned flags,
+                             const char *redirect)
+{
+	char resp[256];
+	struct crawl_job *j = calloc(1, sizeof *j);
+	struct fetch_result *res = calloc(1, sizeof *res);
+	ck_assert(j && res);
+	j->res = res;
+	j->via = strdup(via ? via : "");
+	j->depth = depth;
+	j->flags = flags;
+	j->redirect = redirect ? strdup(redirect) : NULL;
+	res->url = strdup(url);
+	snprintf(res->ip, sizeof res->ip, "127.0.0.2");
+	res->start_unix_ms = 1700000000123;
+	res->end_unix_ms = 1700000000200;
+	if (status == 0) {
+		res->error = FETCH_ERR_CONNECT;
+		return j;
+	}
+	res->status = status;
+	snprintf(resp, sizeof resp, "HTTP/1.1 %ld X\r\nContent-Type: %s\r\n\r\n", status, ctype);
+	rig_set_buf(&res->request_headers, "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
+	rig_set_buf(&res->response_headers, resp);
+	rig_set_buf(&res->body, body);
+	res->content_type = strdup(ctype);
+	return j;
+}
+
+static void wait_synced(struct crawl_writer *w, uint64_t seq, struct crawl_tail_pos *pos)
+{
+	struct warc_position wp;
+	uint64_t log_size, end = monotonic_us() + 10000000u;
+	int rc;
+	ck_assert_int_eq(crawl_writer_request_sync(w, seq), 0);
+	while (!crawl_writer_synced(w, seq, &rc, &wp, &log_size)) {
+		ck_assert_msg(monotonic_us() < end, "the barrier was never reached");
+		usleep(1000);
+	}
+	ck_assert_int_eq(rc, 0);
+	memset(pos, 0, sizeof *pos);
+	snprintf(pos->warc_file, sizeof pos->warc_file, "%s", wp.file);
+	pos->warc_offset = wp.offset;
+	pos->log_offset = log_size;
+	pos->known = 1;
+}
+
+#define LINKS_HTML "<html><a href=\"/from-lost\">x</a></html>"
+
+/* The crash: a checkpoint after /first, then fetches whose records reached
+ * the WARC and whose lines died in the log's buffer (crawl.log cut back to
+ * the checkpoint). *pos: the checkpoint. */
+static void write_lost_lines(const char *dir, struct crawl_config *cfg, struct crawl_tail_pos *pos)
+{
+	char log[400];
+	struct crawl_writer *w;
+	struct warc_config wc = cfg->warc;
+	wc.dir = dir;
+	struct io_stall *io = io_stall_create(100);
+	ck_assert_ptr_nonnull(io);
+	struct crawl_writer_parts parts = {
+		.output = &cfg->output,
+		.warc_config = &wc,
+		.queue_cap = 64,
+		.io = io,
+		.wake = no_pump,
+	};
+	ck_assert_int_eq(crawl_writer_open(&parts, &w), 0);
+	crawl_writer_push(w,
+	                  job("http://a.test/first", NULL, 0, 200, "text/html", OLD_BODY, 0, NULL));
+	wait_synced(w, 1, pos);
+	crawl_writer_push(w, job("http://a.test/style.css", "http://a.test/first", 1, 200,
+	                         "text/css", "p{}", CRAWL_LOG_EMBED, NULL));
+	crawl_writer_push(w, job("http://a.test/moved", "http://a.test/first", 1, 301, "text/html",
+	                         "", CRAWL_LOG_REDIRECT, "http://a.test/target"));
+	crawl_writer_push(
+	        w, job("http://a.test/down", "http://a.test/first", 1, 0, NULL, NULL, 0, NULL));
+	crawl_writer_push(w, job("http://a.test/page", "http://a.test/first", 1, 200, "text/html",
+	                         LINKS_HTML, 0, NULL));
+	/* the same payload as /first, before the checkpoint: a revisit */
+	crawl_writer_push(w, job("http://a.test/same", "http://a.test/page", 2, 200, "text/html",
+	                         OLD_BODY, 0, NULL));
+	crawl_writer_close(w);
+	crawl_writer_destroy(w);
+	io_stall_destroy(io);
+	snprintf(log, sizeof log, "%s/crawl.log", dir);
+	ck_assert_int_eq(truncate(log, (off_t)pos->log_offset), 0);
+	/* the index a resume writes before its replay */
+	struct archive_index_options io_opts = { .max_url_len = cfg->warc.max_url_len };
+	struct archive_index_report rep = { 0 };
+	char err[512];
+	ck_assert_msg(archive_index_write(dir, &io_opts, &rep, err, sizeof err) == 0, "%s", err);
+}
+
+/* Hooks that take every fetch and keep the URLs submitted. */
+static char submitted[8][64];
+static size_t nsubmitted;
+
+static int fake_count(void *ctx, const struct crawl_tail_entry *e, uint32_t *host)
+{
+	(void)ctx;
+	(void)e;
+	*host = 0;
+	return 0;
+}
+
+static int fake_submit(void *ctx, struct crawl_job *j)
+{
+	(void)ctx;
+	ck_assert_uint_lt(nsubmitted, 8);
+	snprintf(submitted[nsubmitted++], sizeof submitted[0], "%s%s", j->res->url,
+	         j->parse && j->res->body.len ? " (parsed)" : "");
+	crawl_job_free(j);
+	return 0;
+}
+
+static void fake_drain(void *ctx)
+{
+	(void)ctx;
+}
+
+static const struct crawl_tail_entry *recovered(struct crawl_tail *t, const char *url,
+                                                int is_recovered)
+{
+	const struct crawl_tail_entry *e = next(t, url);
+	ck_assert_int_eq(e->recovered, is_recovered);
+	ck_assert_str_eq(e->ip, "127.0.0.2");
+	return e;
+}
+
+START_TEST(tail_recovers_lost_lines)
+{
+	char dir[256], err[256], path[600];
+	struct crawl_config cfg;
+	struct crawl_tail_pos pos;
+	struct crawl_tail *t;
+	const struct crawl_tail_entry *e;
+	rig_tempdir(dir, sizeof dir);
+	ck_assert_int_eq(crawl_config_default(&cfg), 0);
+	free(cfg.output.dir);
+	cfg.output.dir = strdup(dir);
+	cfg.crawl.quiet = 1;
+	write_lost_lines(dir, &cfg, &pos);
+	/* read twice: before the replay, every fetch with a record comes back
+	 * from it (the failed connect had none: it is fetched again); after,
+	 * from the lines the replay appended, and nothing more */
+	for (int pass = 0; pass < 2; pass++) {
+		ck_assert_int_eq(crawl_tail_open(dir, &pos, 1, 1u << 20, &t, err, sizeof err), 0);
+		ck_assert_int_eq(crawl_tail_use_index(t, cfg.warc.max_url_len), 0);
+		e = recovered(t, "http://a.test/style.css", !pass);
+		ck_assert_str_eq(e->via, "http://a.test/first");
+		ck_assert_uint_eq(e->depth, 1);
+		ck_assert_int_eq(e->status, 200);
+		ck_assert_str_eq(e->content_type, "text/css");
+		ck_assert_uint_eq(e->flags & ~CRAWL_LOG_RECOVERED, CRAWL_LOG_EMBED);
+		ck_assert_uint_eq(e->bytes, 3);
+		body_is(e, "p{}");
+		e = recovered(t, "http://a.test/moved", !pass);
+		ck_assert_int_eq(e->status, 301);
+		ck_assert_str_eq(e->redirect, "http://a.test/target");
+		ck_assert_uint_eq(e->flags & ~CRAWL_LOG_RECOVERED, CRAWL_LOG_REDIRECT);
+		e = recovered(t, "http://a.test/page", !pass);
+		ck_assert_str_eq(e->redirect, "");
+		body_is(e, LINKS_HTML);
+		/* a revisit of a response before the checkpoint: its payload
+		 * read through index.cdxj */
+		e = recovered(t, "http://a.test/same", !pass);
+		ck_assert(e->revisit);
+		ck_assert_uint_eq(e->depth, 2);
+		ck_assert_str_eq(e->via, "http://a.test/page");
+		body_is(e, OLD_BODY);
+		ck_assert_int_eq(crawl_tail_next(t, &e, err, sizeof err), 0);
+		crawl_tail_close(t);
+		if (pass)
+			break;
+		struct done_set *done = done_set_create();
+		struct crawl_tail_stats ts = { 0 };
+		struct crawl_tail_replay_parts rp = {
+			.output = &cfg.output,
+			.crawl = &cfg.crawl,
+			.fetch = &cfg.fetch,
+			.warc = &cfg.warc,
+			.done = done,
+			.hooks = { .count = fake_count,
+			           .submit = fake_submit,
+			           .drain = fake_drain },
+		};
+		ck_assert_int_eq(crawl_tail_replay(&rp, &pos, &ts), 0);
+		ck_assert_uint_eq(ts.replayed, 4);
+		ck_assert_uint_eq(ts.recovered, 4);
+		ck_assert_uint_eq(ts.again, 0);
+		ck_assert_uint_eq(nsubmitted, 4);
+		ck_assert_str_eq(submitted[2], "http://a.test/page (parsed)");
+		ck_assert_str_eq(submitted[3], "http://a.test/same (parsed)");
+		done_set_destroy(done);
+	}
+	/* the lookup takes a record only by its URL, time and id: /first's
+	 * response (the first record of the checkpoint's file) is found; a
+	 * wrong id or another URL finds nothing */
+	struct archive_lookup *lk;
+	struct warc_reader *wr;
+	struct warc_record rec;
+	char id[128], date[64];
+	snprintf(path, sizeof path, "%s/%s", dir, pos.warc_file);
+	ck_assert_int_eq(warc_reader_open(path, 0, 1u << 20, &wr), 0);
+	do
+		ck_assert_int_eq(warc_reader_next(wr, &rec), WARC_READ_RECORD);
+	while (strcmp(rec.type, "response") != 0);
+	ck_assert_str_eq(rec.target_uri, "http://a.test/first");
+	snprintf(id, sizeof id, "%s", rec.record_id);
+	snprintf(date, sizeof date, "%s", rec.date);
+	warc_reader_close(wr);
+	ck_assert_int_eq(archive_lookup_open(dir, cfg.warc.max_url_len, 1u << 20, &lk), 0);
+	ck_assert_int_eq(archive_lookup_record(lk, "http://a.test/first", date, id, &rec), 1);
+	ck_assert_uint_eq(rec.payload_len, strlen(OLD_BODY));
+	ck_assert_int_eq(
+	        archive_lookup_record(lk, "http://a.test/first", date, "<urn:uuid:x>", &rec), 0);
+	ck_assert_int_eq(archive_lookup_record(lk, "http://a.test/same", NULL, id, &rec), 0);
+	archive_lookup_close(lk);
+	/* the lines appended say what they are */
+	snprintf(path, sizeof path, "%s/crawl.log", dir);
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int n = 0;
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, (long)pos.log_offset, SEEK_SET), 0);
+	while (fgets(line, sizeof line, f)) {
+		ck_assert_msg(strstr(line, "recovered") != NULL, "%s", line);
+		n++;
+	}
+	fclose(f);
+	ck_assert_int_eq(n, 4);
+	crawl_config_free(&cfg);
+	rig_rmtree(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("loop_tail");
@@ -449,6 +695,7 @@ int main(void)
 	tcase_add_test(tc, tail_entries);
 	tcase_add_test(tc, tail_long_line);
 	tcase_add_test(tc, tail_replay_into_visit);
+	tcase_add_test(tc, tail_recovers_lost_lines);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -75,14 +75,6 @@ ssize_t write(int fd, const void *buf, size_t n)
 	return syscall(SYS_write, fd, buf, n);
 }
 
-static void set_buf(struct fetch_buf *b, const char *s)
-{
-	b->len = strlen(s);
-	b->data = malloc(b->len + 1);
-	ck_assert_ptr_nonnull(b->data);
-	memcpy(b->data, s, b->len + 1);
-}
-
 /* A fetch of url as the loop hands it over (status 0: a failed connect). */
 static struct crawl_job *job(const char *url, long status)
 {
@@ -102,9 +94,9 @@ static struct crawl_job *job(const char *url, long status)
 	}
 	res->status = status;
 	body_of(url, body, sizeof body);
-	set_buf(&res->request_headers, "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
-	set_buf(&res->response_headers, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n");
-	set_buf(&res->body, body);
+	rig_set_buf(&res->request_headers, "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
+	rig_set_buf(&res->response_headers, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n");
+	rig_set_buf(&res->body, body);
 	res->content_type = strdup("text/html");
 	return j;
 }

@@ -9,6 +9,12 @@ the test web's own request log.
                             IPv6-only, dual-stack, dual-stack with a dead IPv4
                             address), DNS asked over ::1: checkpoints keep
                             IPv6 addresses and the families a connect failed on
+  resume_e2e.py kill-copies the issue's crashes on a web where a quarter of the
+                            pages repeat another page's payload (testweb
+                            --copy-pct 25: WARC revisit records), with the
+                            default checkpoint interval (60 s: no checkpoint
+                            between the kills, every resume replays the whole
+                            crawl): RESUME_KILLS (default 4) kills 2-4 s apart
   resume_e2e.py powercut    the same, but after each kill every file of the
                             output folder is cut back to what was fsynced
                             (an LD_PRELOAD shim, libsynctrack.so, records the
@@ -27,17 +33,21 @@ fetch came within one checkpoint interval (plus the checkpoint's own time)
 before a crash; and, after kills (where nothing handed to the kernel is
 lost), per crash, that every URL requested again after it was in flight at
 it: not answered by the test web before the kill, or answered but not yet
-stored by the crawler (it has a single record in the WARC). A response the
-crawler had stored in the WARC and crawl.log is never fetched again: the
-resume replays that tail; every WARC file reads back whole with an independent reader,
+stored by the crawler (it has no record in the WARC from before the kill).
+A response the crawler had stored in the WARC is never fetched again, with
+or without its crawl.log line, revisits included: the resume replays that
+tail; no crash is followed by more repeats of requests in flight at the
+server than the transfers that can be open (one per host); every WARC file reads back whole with an independent reader,
 digests verify; every crawl.log line is whole; per-host and per-IP delays
 hold across the crashes; stats.json's page count continues (it equals the
 distinct pages fetched).
 
 Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as crawl_e2e.py), RESUME_KILLS,
-RESUME_SEED (the kill moments' random seed; default the pid).
+RESUME_SEED (the kill moments' random seed; default the pid), RESUME_PAUSE
+(the seconds from each start to its kill: "A,B" for a range, "A" fixed).
 """
 import collections
+import datetime
 import glob
 import json
 import os
@@ -53,6 +63,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import crawl_e2e as e2e  # noqa: E402
 
 INTERVAL_S = 1          # --checkpoint-interval of these crawls
+DEFAULT_INTERVAL_S = 60  # checkpoint_interval_s of configs/default.conf
 CKPT_SLACK_S = 1.5      # a checkpoint's own time + the loop's 100 ms tick
 SYNCTRACK = os.path.abspath(os.path.join(e2e.BUILD, "tests", "resume", "libsynctrack.so"))
 
@@ -64,7 +75,7 @@ def fail(msg):
 class Crawl:
     """The crawler's command line for one output folder of one test web."""
 
-    def __init__(self, tw, out, extra=()):
+    def __init__(self, tw, out, extra=(), interval=INTERVAL_S):
         self.tw = tw
         self.out = out
         self.seeds = os.path.join(tw.dir, "seeds.txt")
@@ -72,8 +83,9 @@ class Crawl:
             f.write("\n".join(tw.run_mode("--seeds")) + "\n")
         self.base = ["-c", os.path.join(e2e.SOURCE, "configs", "testweb.conf"),
                      "--dns-server", "127.0.0.1:%d" % tw.dns_port, "--allow-private-networks",
-                     "-o", out, "--quiet", "--checkpoint-interval", str(INTERVAL_S),
-                     "--host-delay", str(e2e.HOST_DELAY_MS), "--ip-delay", str(e2e.IP_DELAY_MS),
+                     "-o", out, "--quiet"] + \
+                    (["--checkpoint-interval", str(interval)] if interval else []) + \
+                    ["--host-delay", str(e2e.HOST_DELAY_MS), "--ip-delay", str(e2e.IP_DELAY_MS),
                      "--set", "politeness.crawl_delay_cap_ms=%d" % e2e.HOST_DELAY_MS] + list(extra)
 
     def argv(self, resume):
@@ -134,7 +146,7 @@ def power_cut(out, journal):
     return lost
 
 
-def check_history(tw, out, expected, kills, what):
+def check_history(tw, out, expected, kills, what, interval=INTERVAL_S):
     """The checks every variant shares (see the module comment)."""
     rows = tw.requests()
     with open(os.path.join(tw.dir, "crashes"), "w") as f:
@@ -160,7 +172,7 @@ def check_history(tw, out, expected, kills, what):
             t1, t2 = first[key], r[0]
             # a request sent just before a kill is logged when its response
             # goes out (up to the web's latency later): 0.2 s of margin
-            ok = any(t1 <= k + 0.2e6 and t2 > k and t1 >= k - (INTERVAL_S + CKPT_SLACK_S) * 1e6
+            ok = any(t1 <= k + 0.2e6 and t2 > k and t1 >= k - (interval + CKPT_SLACK_S) * 1e6
                      for k in kills)
             if not ok:
                 bad_repeats += 1
@@ -213,35 +225,44 @@ def served_spans(tw):
     return spans
 
 
+def warc_date_us(text):
+    """A WARC-Date (2026-01-02T03:04:05.678Z, the fraction optional) in
+    microseconds since the epoch."""
+    secs, _, frac = text.rstrip("Z").partition(".")
+    t = datetime.datetime.strptime(secs, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+    return int(t.timestamp()) * 1000000 + int((frac + "000000")[:6])
+
+
 def stored_responses(out):
-    """URL -> the responses the crawl stored: a response or revisit record
-    in its WARC files together with its crawl.log line, which the writer
-    appends after the record (the line is what makes the fetch part of the
-    tail a resume replays: crawl_tail.h). A kill between the two leaves a
-    record without its line, which is answered but not stored."""
-    records, lines = collections.Counter(), collections.Counter()
+    """URL -> when the crawl started each fetch it stored (WARC-Date, us):
+    its response and revisit records in the WARC files. A record counts with
+    or without its crawl.log line (the writer appends the line after the
+    record, in batches: a resume rebuilds a line a kill lost from its
+    record: crawl_tail.h)."""
+    dates = collections.defaultdict(list)
     for w in sorted(f for f in os.listdir(out) if f.endswith(".warc.gz")):
         for h, _ in e2e.read_warc_records(os.path.join(out, w)):
             if h.get("warc-type") in ("response", "revisit"):
-                records[h["warc-target-uri"]] += 1
-    for line in open(os.path.join(out, "crawl.log")):
-        f = line.rstrip("\n").split("\t")
-        if not line.startswith("#") and len(f) == 13 and int(f[1]) > 0 and \
-                "requeued" not in f[11].split(","):
-            lines[f[3]] += 1
-    return collections.Counter({u: min(n, lines[u]) for u, n in records.items()})
+                dates[h["warc-target-uri"]].append(warc_date_us(h["warc-date"]))
+    return dates
 
 
-def repeats_per_crash(tw, out, kills):
+def repeats_per_crash(tw, out, kills, max_inflight):
     """Per crash: the requests in flight at it (arrived before the kill, not
     answered before it), and the repeats after it (a URL requested in the
     next run that had been requested before the kill), split into those in
     flight at the crash, those the server had answered but the crawler had
-    not stored yet (the URL has one response record with its log line: the
-    answer died in the crawler's hands, between its socket and its WARC
-    and log), and those it had stored (two: work done, stored, and done
-    again, which the tail replay prevents). robots.txt counts like any
-    URL, but when unreachable (5xx, 429: asked again by design). Prints one line per crash; returns the errors."""
+    not stored yet (no response or revisit record of the URL from before the
+    kill: the answer died in the crawler's hands, between its socket and its
+    WARC file), and those it had stored (work done, stored, and done again,
+    which the tail replay prevents, revisits included). robots.txt counts
+    like any URL, but when unreachable (5xx, 429: asked again by design).
+    No repeat may be of a stored response, and no crash may have more
+    repeats of requests in flight at the server than max_inflight, the
+    transfers the crawl can have open (the answered but unstored ones wait
+    in the crawler's parse and writer queues, which a slow build fills:
+    under the sanitizers up to 90 at a kill).
+    Prints one line per crash; returns the errors."""
     spans = served_spans(tw)
     stored = stored_responses(out)
     errors = []
@@ -268,7 +289,7 @@ def repeats_per_crash(tw, out, kills):
             before = last.pop((host, path))  # one repeat per URL per crash
             if before >= k:
                 n["in flight"] += 1
-            elif stored["http://%s%s" % (host, path)] < 2:
+            elif not any(d < k for d in stored.get("http://%s%s" % (host, path), ())):
                 n["unstored"] += 1
                 late = max(late, (k - before) / 1e3)
             else:
@@ -279,6 +300,9 @@ def repeats_per_crash(tw, out, kills):
         print("crash %2d: %2d requests in flight; %2d repeats after it: %2d in flight, %d answered "
               "but not stored yet (at most %.1f ms before the kill), %d stored" %
               (i + 1, inflight, n["repeats"], n["in flight"], n["unstored"], late, n["stored"]))
+        if n["in flight"] > max_inflight:
+            errors.append("crash %d: %d repeats of requests in flight, more than the %d "
+                          "transfers that can be open" % (i + 1, n["in flight"], max_inflight))
         total.update(n)
         total["inflight"] += inflight
     print("%d crashes: %d requests in flight at them; %d repeats: %d in flight, %d answered but not "
@@ -290,12 +314,23 @@ def repeats_per_crash(tw, out, kills):
     return errors
 
 
-def crash_loop(powercut, ipv6=False):
-    n_kills = int(os.environ.get("RESUME_KILLS", "20"))
+def crash_loop(powercut, ipv6=False, copies=False):
+    n_kills = int(os.environ.get("RESUME_KILLS", "4" if copies else "20"))
+    # the moments of the kills, after each start: the issue's 2-4 s with
+    # copies (no checkpoint in between), else 0.5-2 s (a checkpoint a second)
+    pause = (2.0, 4.0) if copies else (0.5, 2.0)
+    if os.environ.get("RESUME_PAUSE"):  # "A,B" seconds, or "A" for a fixed one
+        pause = tuple(float(x) for x in (os.environ["RESUME_PAUSE"] + "," +
+                                         os.environ["RESUME_PAUSE"]).split(",")[:2])
+    interval = None if copies else INTERVAL_S
     work = tempfile.mkdtemp(prefix="resume-%s-" % ("powercut" if powercut else "kill"))
+    # copies: the issue's web, 40 hosts on 40 addresses (up to 40 requests in
+    # flight)
+    gen = (["--ipv6"] if ipv6 else []) + \
+        (["--hosts", "40", "--ips", "40", "--copy-pct", "25"] if copies else [])
     # 20 ms a response: the crawl lasts long enough for every kill to land in
     # it; as a server model, so that the log says when each response ended
-    tw = e2e.TestWeb(work, e2e.gen_args(["--ipv6"] if ipv6 else []), ["--model", "* latency fixed 20ms"])
+    tw = e2e.TestWeb(work, e2e.gen_args(gen), ["--model", "* latency fixed 20ms"])
     rng = random.Random(int(os.environ.get("RESUME_SEED", str(os.getpid()))))
     kills = []
     env = dict(os.environ)
@@ -311,11 +346,12 @@ def crash_loop(powercut, ipv6=False):
     try:
         expected = set(tw.run_mode("--expected", "--agent", e2e.AGENT))
         out = os.path.join(work, "out")
-        c = Crawl(tw, out, ["--dns-server", "[::1]:%d" % tw.dns_port] if ipv6 else [])
+        c = Crawl(tw, out, ["--dns-server", "[::1]:%d" % tw.dns_port] if ipv6 else [],
+                  interval=interval)
         finished_early = 0
         for i in range(n_kills):
             p = c.start(resume=i > 0, env=env)
-            time.sleep(rng.uniform(0.5, 2.0))
+            time.sleep(rng.uniform(*pause))
             if p.poll() is not None:
                 o, e = p.communicate()
                 if p.returncode != 0:
@@ -336,14 +372,17 @@ def crash_loop(powercut, ipv6=False):
     # Kill times are on this machine's realtime clock, as are the web log's.
     errors = check_history(tw, out, expected, kills,
                            "powercut (%d bytes not fsynced discarded)" % lost if powercut
-                           else "kill-ipv6" if ipv6 else "kill")
+                           else "kill-ipv6" if ipv6 else "kill-copies" if copies else "kill",
+                           interval=interval or DEFAULT_INTERVAL_S)
     if ipv6:
         fams = collections.Counter("6" if ":" in r[3] else "4" for r in tw.requests())
         print("kill-ipv6: %d requests over IPv4, %d over IPv6" % (fams["4"], fams["6"]))
         if not fams["4"] or not fams["6"]:
             errors.append("requests over IPv4 %d, over IPv6 %d: want both" % (fams["4"], fams["6"]))
     if not powercut:
-        errors += repeats_per_crash(tw, out, kills)
+        # politeness: one transfer per host at a time, so at most one per
+        # host the web served
+        errors += repeats_per_crash(tw, out, kills, len(set(r[2] for r in tw.requests())))
     if finished_early > n_kills // 2:
         errors.append("the crawl finished before %d of %d kills: make the web bigger" %
                       (finished_early, n_kills))
@@ -512,6 +551,8 @@ def main():
         crash_loop(powercut=False)
     elif what == "kill-ipv6":
         crash_loop(powercut=False, ipv6=True)
+    elif what == "kill-copies":
+        crash_loop(powercut=False, copies=True)
     elif what == "powercut":
         crash_loop(powercut=True)
     elif what == "cli":

@@ -62,7 +62,8 @@ enum {
 	TAG_VAR,
 	TAG_CAL,
 	TAG_EPOCH,
-	TAG_ETAG
+	TAG_ETAG,
+	TAG_COPY
 };
 
 /* ---------- bounded string buffer ---------- */
@@ -780,6 +781,20 @@ static int make_requisite(const struct tw_config *cfg, long i, const char *p, co
 	return finish(&b, res);
 }
 
+long tw_page_source(const struct tw_config *cfg, long i, long j)
+{
+	char d1[32], d2[32];
+	while (cfg->copy_pct > 0 && j > TW_COPY_STEP &&
+	       key5(cfg, i, j, 0, TAG_COPY) % 100 < (uint64_t)cfg->copy_pct) {
+		page_dir(j, d1, sizeof d1);
+		page_dir(j - TW_COPY_STEP, d2, sizeof d2);
+		if (strcmp(d1, d2) != 0)
+			break;
+		j -= TW_COPY_STEP;
+	}
+	return j;
+}
+
 static int make_page(const struct tw_config *cfg, long i, long j, struct tw_resource *res,
                      struct tw_link *links, size_t links_cap, size_t *nlinks)
 {
@@ -1216,7 +1231,8 @@ static int resource_get(const struct tw_config *cfg, long host, const char *path
 		return make_simple(res, 404);
 	}
 	if (j >= 0)
-		return make_page(cfg, host, j, res, links, links_cap, nlinks);
+		return make_page(cfg, host, tw_page_source(cfg, host, j), res, links, links_cap,
+		                 nlinks);
 	if (pend - p == 11 && memcmp(p, "/robots.txt", 11) == 0) {
 		enum tw_fault f = tw_host_fault(cfg, host);
 		if (f == TW_FAULT_ROBOTSREDIR || f == TW_FAULT_ROBOTSREDIR6)
@@ -1833,6 +1849,8 @@ int tw_changed_write(const struct tw_config *cfg, const char *agent, long since,
 		if (url_split(cfg, line, &host, &path) != 0 || strchr(path, '?') != NULL)
 			continue;
 		long j = parse_page(cfg, path, path + strlen(path));
+		if (j >= 0)
+			j = tw_page_source(cfg, host, j);
 		if (j >= 0 && tw_page_version(cfg, host, j, cfg->epoch) !=
 		                      tw_page_version(cfg, host, j, since))
 			fprintf(out, "%s\n", line);

@@ -91,7 +91,18 @@ struct tw_config {
 	 * so the expected set, stay the same. */
 	long epoch;
 	int change_pct;
+	/* Pages that repeat another page's payload, as boilerplate and soft-404
+	 * pages do: page j > TW_COPY_STEP of a host is, with probability
+	 * copy_pct / 100 (drawn from seed, host and page), served as the very
+	 * bytes and validators of page j - TW_COPY_STEP, when both lie in one
+	 * directory (so each of its links resolves the same from either URL);
+	 * a chain of copies leads to the first page that is not one
+	 * (tw_page_source). Its links, and so the expected set, are those
+	 * bytes'. */
+	int copy_pct;
 };
+
+#define TW_COPY_STEP 5
 
 /* 2024-01-01T00:00:00Z: the Last-Modified of a version 0 resource; each
  * version adds a day. */
@@ -139,6 +150,9 @@ struct tw_resource {
 };
 
 void tw_config_defaults(struct tw_config *cfg);
+/* The page whose bytes page j of host i serves (--copy-pct): j itself, or
+ * the page it copies. */
+long tw_page_source(const struct tw_config *cfg, long i, long j);
 /* 0 ok, -1 bad value. */
 int tw_config_set_domain(struct tw_config *cfg, const char *domain);
 int tw_config_set_robots_agent(struct tw_config *cfg, const char *agent);

@@ -421,6 +421,54 @@ START_TEST(epochs_change_pages)
 }
 END_TEST
 
+/* Copies: about copy_pct percent of the pages that can be one serve the
+ * bytes, validators and links of the page TW_COPY_STEP before them, in
+ * their directory; no page is one without the option. */
+START_TEST(copies_repeat_payloads)
+{
+	struct tw_config c = cfg_with_seed(3), plain = cfg_with_seed(3);
+	c.hosts = plain.hosts = 40;
+	c.pages = plain.pages = 50;
+	c.copy_pct = 25;
+	long copies = 0, eligible = 0;
+	for (long h = 0; h < c.hosts; h++)
+		for (long j = 0; j < c.pages; j++) {
+			ck_assert_int_eq(tw_page_source(&plain, h, j), j);
+			long src = tw_page_source(&c, h, j);
+			ck_assert(src == j ||
+			          (src > 0 && src < j && (j - src) % TW_COPY_STEP == 0));
+			eligible += j > TW_COPY_STEP && j % TW_COPY_STEP != 2;
+			copies += src != j;
+			if (h != 7 || src == j)
+				continue;
+			char p[64], ps[64];
+			struct tw_link la[64], lb[64];
+			size_t na = 0, nb = 0;
+			struct tw_resource a, b;
+			doc_page_path(j, p, sizeof p);
+			doc_page_path(src, ps, sizeof ps);
+			ck_assert_int_eq(strrchr(p, '/') - p, strrchr(ps, '/') - ps);
+			ck_assert(memcmp(p, ps, (size_t)(strrchr(p, '/') - p)) == 0);
+			ck_assert_int_eq(tw_resource_get(&c, h, p, strlen(p), &a, la, 64, &na), 0);
+			ck_assert_int_eq(tw_resource_get(&c, h, ps, strlen(ps), &b, lb, 64, &nb),
+			                 0);
+			ck_assert_uint_eq(a.body_len, b.body_len);
+			ck_assert(memcmp(a.body, b.body, a.body_len) == 0);
+			ck_assert_str_eq(a.etag, b.etag);
+			ck_assert_uint_eq(na, nb);
+			for (size_t k = 0; k < na; k++) {
+				ck_assert_int_eq(la[k].host, lb[k].host);
+				ck_assert_str_eq(la[k].path, lb[k].path);
+			}
+			tw_resource_clear(&a);
+			tw_resource_clear(&b);
+		}
+	/* 1,400 pages that can be copies: 350 expected, a binomial sd of 16.2 */
+	ck_assert_msg(copies > 290 && copies < 410, "%ld of %ld pages are copies", copies,
+	              eligible);
+}
+END_TEST
+
 START_TEST(filler_exact)
 {
 	char a[1000], b[1000];
@@ -447,6 +495,7 @@ int main(void)
 	tcase_add_test(tc, gzip_bomb_inflates);
 	tcase_add_test(tc, filler_exact);
 	tcase_add_test(tc, epochs_change_pages);
+	tcase_add_test(tc, copies_repeat_payloads);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -29,7 +29,7 @@
  * every URL embeds the HTTP port, so pass --http-port = the served port):
  *   --seed S, --hosts N, --pages P, --domain D, --ips K, --http-port N,
  *   --seed-hosts S, --fault hI=MODE (repeatable), --robots-agent NAME,
- *   --crawl-delay SECS, --ipv6, --epoch N, --change-pct P.
+ *   --crawl-delay SECS, --ipv6, --epoch N, --change-pct P, --copy-pct P.
  *
  * Validators: every 200 carries a weak ETag and Last-Modified; a GET or
  * HEAD with If-None-Match (weak comparison, "*" too) or, without it,
@@ -159,6 +159,11 @@ static const char usage_text[] =
         "                      day later per version); links and the expected set stay\n"
         "  --change-pct P      percent of pages changed per epoch step (default 10)\n"
         "  --since M           --changed: the epoch compared with (default N - 1)\n"
+        "  --copy-pct P        percent of pages that repeat another page's payload, as\n"
+        "                      boilerplate and soft-404 pages do (default 0): page J > 5\n"
+        "                      is then served as the bytes and validators of page J - 5\n"
+        "                      when both share a directory (drawn from the seed, host\n"
+        "                      and page); the expected set follows those bytes' links\n"
         "  --fault hI=MODE     make host hI a fault host (repeatable). MODE is one of:\n"
         "       slow       200, Content-Length 1000, body at 1 byte per second\n"
         "       endless    200, chunked HTML body that never ends\n"
@@ -506,6 +511,9 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--change-pct") == 0) {
 			NUM(0, 100);
 			cfg.change_pct = (int)n;
+		} else if (strcmp(a, "--copy-pct") == 0) {
+			NUM(0, 100);
+			cfg.copy_pct = (int)n;
 		} else if (strcmp(a, "--since") == 0) {
 			NUM(0, 1000000);
 			since = n;
