@@ -57,6 +57,8 @@ struct page_budget {
 	int asking;         /* a reservation is in flight */
 	int failed;         /* the last one failed: the next waits for a tick */
 	int spent;          /* every page of the budget is reserved crawl-wide */
+	int asked_out;      /* the read in flight was sent with no quota left */
+	int confirmed;      /* spent, as read with no quota left */
 };
 
 /* An inbox entry's lines waiting for room in the feed queue. */
@@ -66,9 +68,17 @@ struct inbound {
 	char lines[];
 };
 
+/* The whole crawl's deadline (crawl.max_time_ms) as this agent knows it. */
+struct crawl_deadline {
+	uint64_t max_ms;  /* the crawl's length; 0: none */
+	uint64_t stop_us; /* on the monotonic clock, once known */
+	int known, asking;
+};
+
 struct crawl_cluster {
 	struct crawl_source_parts p;
-	uint64_t max_pages;   /* the crawl-wide budget; 0: none */
+	uint64_t max_pages; /* the crawl-wide budget; 0: none */
+	struct crawl_deadline deadline;
 	uint32_t max_url_len; /* a found URL's room in a batch */
 	struct cluster *c;    /* NULL once stopped */
 	/* every URL found here, as lines "URL \t VIA \t DEPTH \n" for their
@@ -217,6 +227,8 @@ static void on_fenced(struct cluster *c, void *arg)
 	(void)c;
 	fprintf(stderr, "\ncrawler crawl: cluster lease may lapse: fetching paused\n");
 	g->was_live = 0;
+	/* the rejoin takes this agent out of the idle set: said again then */
+	g->idle_published = 0;
 }
 
 static void on_error(struct cluster *c, int err, void *arg)
@@ -238,6 +250,7 @@ static int agent_open(const struct crawl_source_config *cfg, const struct crawl_
 		                       .name = cc->agent,
 		                       .lease_ms = cc->lease_ms,
 		                       .max_unacked = cc->window,
+		                       .ip_patience_ms = (unsigned)(pc->ip_delay_us / 1000) + 1,
 		                       .dedup = true };
 	*impl = NULL;
 	if (assign_method_parse(cc->assign, &opt.method) != ASSIGN_OK) {
@@ -251,6 +264,7 @@ static int agent_open(const struct crawl_source_config *cfg, const struct crawl_
 		return CRAWL_EXIT_FAILURE;
 	g->p = *parts;
 	g->max_pages = cfg->max_pages;
+	g->deadline.max_ms = cfg->max_time_ms;
 	g->max_url_len = cfg->max_url_len;
 	pthread_mutex_init(&g->out_mu, NULL);
 	uint64_t delay =
@@ -325,13 +339,17 @@ static void on_budget(void *arg, bool ok, uint64_t granted, uint64_t reserved)
 	if (ok) {
 		g->budget.quota += granted;
 		g->budget.spent = reserved >= g->max_pages;
+		g->budget.confirmed = g->budget.spent && g->budget.asked_out && budget_left(g) == 0;
 	}
 	g->p.pump(g->p.ctx);
 }
 
 /* Reserves a chunk once this agent has hosts to visit and half a chunk
  * left, so fetching does not wait for the answer; probe: asks for nothing
- * when it has no such need, to learn whether the budget is spent. */
+ * when it has no such need, to learn whether the budget is spent. Spent
+ * is read again once a second (pages a graceful stop gave back are taken
+ * up), and once more when this agent's quota has run out: it ends on the
+ * budget only on that read. */
 static void budget_ask(struct crawl_cluster *g, int probe)
 {
 	struct page_budget *b = &g->budget;
@@ -340,17 +358,20 @@ static void budget_ask(struct crawl_cluster *g, int probe)
 		b->chunk = BUDGET_CHUNK_MIN;
 		b->based = 1;
 	}
-	if (!budget_on(g) || b->spent || b->asking || (b->failed && !probe) ||
-	    g->leave != LEAVE_NONE)
+	int out = budget_left(g) == 0;
+	if (!budget_on(g) || (b->spent && !probe && !(out && !b->confirmed)) || b->asking ||
+	    (b->failed && !probe) || g->leave != LEAVE_NONE)
 		return;
 	struct politeness_stats ps;
 	politeness_stats(g->p.pol, &ps);
 	int short_of =
 	        (ps.hosts_in_heap > 0 || ps.hosts_held > 0) && budget_left(g) <= b->chunk / 2;
-	if ((short_of || probe) &&
+	if ((short_of || probe || (b->spent && out)) &&
 	    cluster_budget_reserve(g->c, g->max_pages, short_of ? b->chunk : 0, on_budget, g) ==
-	            CLUSTER_OK)
+	            CLUSTER_OK) {
 		b->asking = 1;
+		b->asked_out = out;
+	}
 }
 
 /* Once a second: the chunk follows this agent's page rate. */
@@ -370,7 +391,35 @@ static void budget_tick(struct crawl_cluster *g)
 static int agent_budget_over(void *impl)
 {
 	const struct crawl_cluster *g = impl;
-	return budget_on(g) && g->budget.spent && budget_left(g) == 0;
+	return budget_on(g) && g->budget.confirmed && budget_left(g) == 0;
+}
+
+/* ---- the whole crawl's deadline ---- */
+
+static void on_deadline(void *arg, bool ok, int64_t left_ms)
+{
+	struct crawl_cluster *g = arg;
+	g->deadline.asking = 0;
+	if (!ok)
+		return; /* asked again at the next pump */
+	g->deadline.known = 1;
+	g->deadline.stop_us = monotonic_us() + (left_ms > 0 ? (uint64_t)left_ms * 1000u : 0);
+	g->p.pump(g->p.ctx);
+}
+
+/* Asks once live: the first agent's answer sets the deadline for all. */
+static void deadline_ask(struct crawl_cluster *g)
+{
+	struct crawl_deadline *d = &g->deadline;
+	if (d->max_ms && !d->known && !d->asking && cluster_is_live(g->c) &&
+	    cluster_deadline(g->c, d->max_ms, on_deadline, g) == CLUSTER_OK)
+		d->asking = 1;
+}
+
+static int agent_time_up(void *impl)
+{
+	const struct crawl_cluster *g = impl;
+	return g->deadline.known && monotonic_us() >= g->deadline.stop_us;
 }
 
 /* ---- fetching ---- */
@@ -542,6 +591,7 @@ static void agent_pump(void *impl)
 	send_outbox(g);
 	feed_inbound(g);
 	budget_ask(g, 0);
+	deadline_ask(g);
 }
 
 /* ---- the end ---- */
@@ -827,6 +877,7 @@ const struct crawl_source_ops crawl_cluster_ops = {
 	.done = agent_done,
 	.leave = agent_leave,
 	.leaving = agent_leaving,
+	.time_up = agent_time_up,
 	.tick = agent_tick,
 	.progress = agent_progress,
 	.leases = agent_leases,

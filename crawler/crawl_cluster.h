@@ -72,8 +72,10 @@
  * an agent with nothing to fetch asks for nothing, and reads the counter
  * once a second. Once the counter is at the limit (spent), an agent ends
  * as a single crawl ends on max_pages (exit 0) when it has started all it
- * reserved, or when it is idle. A graceful stop gives back what it
- * reserved and did not start. A resumed agent counts the pages of its
+ * reserved and a read made then still finds it spent, or when it is
+ * idle. A graceful stop gives back what it reserved and did not start,
+ * and the others take it up (spent is read again once a second, and
+ * before ending on it). A resumed agent counts the pages of its
  * earlier run (its checkpoint's and the replayed tail's) as reserved by
  * that run; a page in flight at the crash is started again on a new
  * reservation. So the pages started crawl-wide, repeats included, never
@@ -81,6 +83,12 @@
  * never started: the quota of an agent that ended idle or crashed, a
  * reservation whose reply was lost with the connection, and what a
  * graceful stop gave back after the others had ended.
+ *
+ * The time limit. crawl.max_time_ms is the whole crawl's too: the first
+ * agent to join sets {P}:deadline that long after (cluster_deadline),
+ * every agent reads it once live and stops gracefully there (its source's
+ * time_up), as well as at its own max_time_ms: agents that join late or
+ * resume stop with the others. Give every agent the same.
  *
  * Memory: the hashes of the URLs handed over (8 bytes each), the outbox
  * lines not taken yet and those that could not be sent yet (Redis away, or cluster max_unsent

@@ -321,7 +321,9 @@ static void on_tick(uv_timer_t *t)
 	struct run *r = t->data;
 	r->tick_count++;
 	uint64_t el_ms = crawl_stats_elapsed_us(r->stats) / 1000u;
-	if (r->cfg->crawl.max_time_ms && el_ms >= r->cfg->crawl.max_time_ms && !r->stopping)
+	if (((r->cfg->crawl.max_time_ms && el_ms >= r->cfg->crawl.max_time_ms) ||
+	     crawl_source_time_up(r->source)) &&
+	    !r->stopping)
 		stop(r);
 	if (!r->stopping && crawl_ckpt_due(r->ckpt))
 		ckpt_start(r, 0);

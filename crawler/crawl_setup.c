@@ -69,6 +69,7 @@ static int open_source(struct run *r)
 		.cluster = &r->cfg->cluster,
 		.politeness = &r->cfg->politeness,
 		.max_pages = r->cfg->crawl.max_pages,
+		.max_time_ms = r->cfg->crawl.max_time_ms,
 		.max_url_len = r->cfg->scope.max_url_len,
 	};
 	struct crawl_source_parts sp = {

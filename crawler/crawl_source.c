@@ -142,6 +142,11 @@ int crawl_source_leaving(struct crawl_source *s)
 	return s->ops->leaving && s->ops->leaving(s->impl);
 }
 
+int crawl_source_time_up(struct crawl_source *s)
+{
+	return s->ops->time_up && s->ops->time_up(s->impl);
+}
+
 void crawl_source_tick(struct crawl_source *s, const struct crawl_stats_pages *pages)
 {
 	if (s->ops->tick)

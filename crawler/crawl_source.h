@@ -88,6 +88,7 @@ struct crawl_source_config {
 	const struct crawl_cluster_config *cluster; /* redis "": this process alone */
 	const struct politeness_config *politeness; /* its delays: an agent's rests */
 	uint64_t max_pages;                         /* [crawl] max_pages; 0: none */
+	uint64_t max_time_ms;                       /* [crawl] max_time_ms; 0: none */
 	uint32_t max_url_len;                       /* [frontier]: a found URL's room */
 };
 
@@ -127,8 +128,8 @@ struct crawl_source_stats {
  * batch_create are required; any other may be NULL, and then means what a
  * crawl of this process alone does (redis's dictType manner): ready
  * always, keep every host, nothing to pump, stop or tick, the end when
- * dry, let a stop end at once, never leaving, no progress part, no lease
- * hooks, counters all 0. */
+ * dry, let a stop end at once, never leaving, the time never up, no
+ * progress part, no lease hooks, counters all 0. */
 struct crawl_source_ops {
 	int (*open)(const struct crawl_source_config *cfg, const struct crawl_source_parts *parts,
 	            void **impl);
@@ -142,6 +143,7 @@ struct crawl_source_ops {
 	int (*done)(void *impl, int dry);
 	int (*leave)(void *impl, int loop_idle);
 	int (*leaving)(void *impl);
+	int (*time_up)(void *impl);
 	void (*tick)(void *impl, const struct crawl_stats_pages *pages);
 	int (*progress)(void *impl, char *buf, size_t cap);
 	void (*leases)(void *impl, struct visit_lease_hooks *out);
@@ -186,6 +188,10 @@ int crawl_source_leave(struct crawl_source *s, int loop_idle);
 /* 1 while such a hand-over runs (nothing in flight then): the loop gives it
  * its own time before abandoning. */
 int crawl_source_leaving(struct crawl_source *s);
+/* 1 once the crawl's time is up for a reason of the source's (an agent:
+ * the whole crawl's deadline, crawl.max_time_ms from its first agent's
+ * start): the loop then stops gracefully, as on its own max_time. */
+int crawl_source_time_up(struct crawl_source *s);
 /* Once a second, with the crawl's figures. */
 void crawl_source_tick(struct crawl_source *s, const struct crawl_stats_pages *pages);
 /* The progress line's part into buf: 1, or 0 when the source has none. */

@@ -1,20 +1,17 @@
 /*
- * cluster.c: the connection to Redis, membership (config, incarnation,
- * lease, fencing), the view, stats and per-IP leases. See cluster.h.
+ * cluster.c: the agent's life (router, timers), membership (config,
+ * incarnation, lease, fencing), the view, stats and the census. See
+ * cluster.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/adapters/libuv.h>
-
 #include "crawler/cluster/cluster_int.h"
-#include "frontier/base/clock.h"
 #include "frontier/base/array.h"
+#include "frontier/base/clock.h"
 
 #define CLUSTER_HANDLES 4
-/* A connection attempt pending this long is abandoned. */
-#define CLUSTER_CONNECT_MS 1000
 
 const char *cluster_strerror(int err)
 {
@@ -48,7 +45,7 @@ int cluster_url_parse(const char *url, char *host, size_t hostsz, int *port, cha
 	if (strlen(pre) > CLUSTER_PREFIX_MAX)
 		return CLUSTER_EINVAL;
 	for (const char *s = pre; *s; s++)
-		if ((unsigned char)*s <= ' ' || *s == 0x7f)
+		if ((unsigned char)*s <= ' ' || *s == 0x7f || *s == '{' || *s == '}')
 			return CLUSTER_EINVAL;
 	memcpy(host, h, (size_t)(colon - h));
 	host[colon - h] = '\0';
@@ -57,86 +54,66 @@ int cluster_url_parse(const char *url, char *host, size_t hostsz, int *port, cha
 	return CLUSTER_OK;
 }
 
-redisAsyncContext *cl_conn(struct cluster *c)
+/* ---- helpers shared by the layer's files ---- */
+
+int cl_eval(struct cluster *c, enum cl_script_id id, unsigned slot, unsigned flags,
+            router_reply_fn *fn, void *priv, int argc, const char **argv)
 {
-	return c->destroying ? NULL : c->ac;
+	size_t argl[16];
+	if (argc > 16 || c->destroying)
+		return ROUTER_EINVAL;
+	for (int i = 0; i < argc; i++)
+		argl[i] = strlen(argv[i]);
+	return router_eval(c->rt, cl_script(id), slot, flags, fn, priv, argc, argv, argl);
+}
+
+unsigned cl_key(const struct cluster *c, const char *kind, const char *what, const char *suffix,
+                char *key)
+{
+	int n = snprintf(key, CL_KEY_MAX, "{%s:%s:%s}%s", c->prefix, kind, what, suffix);
+	return router_key_slot(key, n < CL_KEY_MAX ? (size_t)n : CL_KEY_MAX - 1);
+}
+
+bool cl_crawl_up(const struct cluster *c)
+{
+	return !c->destroying && router_up(c->rt, c->crawl_slot);
 }
 
 /* Redis refused a command: worth a line, since it means a bug or a server
- * not ready yet (LOADING after a restart); the command is retried. */
+ * not ready yet; the command is retried. */
 void cl_fail(struct cluster *c, const char *what, const redisReply *r)
 {
 	if (r != NULL && r->type == REDIS_REPLY_ERROR)
 		fprintf(stderr, "cluster %s: %s: %s\n", c->name, what, r->str);
 }
 
-static void on_disconnect(const redisAsyncContext *ac, int status)
+bool cl_reply_ints(const redisReply *r, size_t n, long long min)
 {
-	struct cluster *c = ac->data;
-	(void)status;
-	if (c->ac == ac) {
-		c->ac = NULL;
-		c->connected = false;
-	}
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (r->element[i]->type != REDIS_REPLY_INTEGER || r->element[i]->integer < min)
+			return false;
+	return true;
 }
 
-static void on_connect(const redisAsyncContext *ac, int status)
+static bool reply_is_str(const redisReply *r, const char *s)
 {
-	struct cluster *c = ac->data;
-	if (status != REDIS_OK) {
-		if (c->ac == ac)
-			c->ac = NULL; /* hiredis frees it */
-		return;
-	}
-	if (c->ac == ac)
-		c->connected = true;
-	if (!c->destroying)
-		cl_exchange_on_connect(c);
+	return r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) &&
+	       r->len == strlen(s) && memcmp(r->str, s, r->len) == 0;
 }
 
-/*
- * Drops a connection that cannot be trusted to answer: a connection attempt
- * pending for CLUSTER_CONNECT_MS (hiredis's libuv adapter ignores a
- * poll error, so a refused attempt can hang), or a lease command unanswered
- * for a lease period (a partition without a reset). The pending commands
- * fail; batches are sent again.
- */
-static void drop_stuck(struct cluster *c, uint64_t now)
+static bool reply_is_int(const redisReply *r, long long v)
 {
-	bool stuck = c->connected ? c->member_busy && now - c->renew_sent_ms > c->lease_ms
-	                          : now - c->connect_ms > CLUSTER_CONNECT_MS;
-	if (c->ac == NULL || !stuck)
-		return;
-	redisAsyncContext *ac = c->ac;
-	c->ac = NULL;
-	c->connected = false;
-	redisAsyncFree(ac);
-}
-
-static void connect_redis(struct cluster *c)
-{
-	uint64_t now = monotonic_ms();
-	drop_stuck(c, now);
-	if (c->ac != NULL || now - c->connect_ms < CLUSTER_RETRY_MS)
-		return;
-	c->connect_ms = now;
-	redisAsyncContext *ac = redisAsyncConnect(c->host, c->port);
-	if (ac == NULL)
-		return;
-	if (ac->err || redisLibuvAttach(ac, c->loop) != REDIS_OK) {
-		redisAsyncFree(ac);
-		return;
-	}
-	ac->data = c;
-	redisAsyncSetConnectCallback(ac, on_connect);
-	redisAsyncSetDisconnectCallback(ac, on_disconnect);
-	c->ac = ac;
+	return r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == v;
 }
 
 static void free_names(char **names, size_t n)
 {
 	ARRAY_FREE_EACH(names, n);
 }
+
+/* ---- membership ---- */
 
 static void fence_timer_cb(uv_timer_t *t)
 {
@@ -164,41 +141,12 @@ static void fence_now(struct cluster *c)
 	fence_timer_cb(&c->fence);
 }
 
-static void joined(struct cluster *c)
-{
-	redisAsyncContext *ac = cl_conn(c);
-	lease_renewed(c);
-	c->state = CL_LIVE;
-	redisAsyncCommand(ac, NULL, NULL, "HSET %s:members %s %s", c->prefix, c->name, c->consumer);
-	redisAsyncCommand(ac, NULL, NULL, "HSET %s:stats:%s incarnation %s lease_ms %u", c->prefix,
-	                  c->name, c->consumer, c->lease_ms);
-	cl_exchange_on_join(c);
-}
-
-static bool reply_is_str(const redisReply *r, const char *s)
-{
-	return r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) &&
-	       r->len == strlen(s) && memcmp(r->str, s, r->len) == 0;
-}
-
-bool cl_reply_ints(const redisReply *r, size_t n, long long min)
-{
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != n)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (r->element[i]->type != REDIS_REPLY_INTEGER || r->element[i]->integer < min)
-			return false;
-	return true;
-}
-
 static void member_step(struct cluster *c);
 static void view_poll(struct cluster *c);
 
-static void on_member_reply(redisAsyncContext *ac, void *reply, void *priv)
+static void on_member_reply(void *priv, const redisReply *r)
 {
 	struct cluster *c = priv;
-	redisReply *r = reply;
-	(void)ac;
 	c->member_busy = false;
 	if (c->destroying || r == NULL)
 		return;
@@ -225,11 +173,15 @@ static void on_member_reply(redisAsyncContext *ac, void *reply, void *priv)
 		}
 		break;
 	case CL_JOIN_LEASE:
-		if (reply_is_str(r, "OK"))
-			joined(c);
+		if (reply_is_int(r, 1)) {
+			lease_renewed(c);
+			c->state = CL_LIVE;
+			c->view_ver = -1; /* read the view whole */
+			cl_exchange_on_join(c);
+		}
 		break;
 	case CL_LIVE:
-		if (reply_is_str(r, c->consumer))
+		if (reply_is_int(r, 1))
 			lease_renewed(c);
 		else
 			fence_now(c); /* lapsed, or taken by another incarnation */
@@ -237,7 +189,7 @@ static void on_member_reply(redisAsyncContext *ac, void *reply, void *priv)
 	case CL_REFUSED: break;
 	}
 	if (c->state == CL_JOIN_INCR || c->state == CL_JOIN_LEASE)
-		member_step(c); /* joining goes on at once; a taken lease waits a tick */
+		member_step(c); /* joining goes on at once; a running lease waits a tick */
 	if (c->state == CL_LIVE && !c->view_busy)
 		view_poll(c);
 }
@@ -245,31 +197,33 @@ static void on_member_reply(redisAsyncContext *ac, void *reply, void *priv)
 /* One membership step: the command of the current state, if none is in flight. */
 static void member_step(struct cluster *c)
 {
-	redisAsyncContext *ac = cl_conn(c);
-	if (ac == NULL || c->member_busy || c->state == CL_REFUSED)
+	if (c->member_busy || c->state == CL_REFUSED || c->destroying)
 		return;
-	const char *p = c->prefix;
-	int rc = REDIS_ERR;
+	char key[CL_KEY_MAX], ttl[24];
+	snprintf(ttl, sizeof ttl, "%u", c->lease_ms);
+	const char *args[6] = { "1", c->crawl_key, c->base, c->name, c->consumer, ttl };
+	int rc = ROUTER_EDOWN;
 	c->renew_sent_ms = monotonic_ms();
 	switch (c->state) {
 	case CL_JOIN_CONFIG:
-		rc = redisAsyncCommand(ac, on_member_reply, c, "SET %s:config %s NX GET", p,
-		                       assign_method_name(c->method));
+		snprintf(key, sizeof key, "%s:config", c->base);
+		rc = router_sendf(c->rt, c->crawl_slot, 0, on_member_reply, c, "SET %s %s NX GET",
+		                  key, assign_method_name(c->method));
 		break;
 	case CL_JOIN_INCR:
-		rc = redisAsyncCommand(ac, on_member_reply, c, "INCR %s:incarnation", p);
+		snprintf(key, sizeof key, "%s:incarnation", c->base);
+		rc = router_sendf(c->rt, c->crawl_slot, ROUTER_DURABLE, on_member_reply, c,
+		                  "INCR %s", key);
 		break;
 	case CL_JOIN_LEASE:
-		rc = redisAsyncCommand(ac, on_member_reply, c, "SET %s:lease:%s %s PX %u NX", p,
-		                       c->name, c->consumer, c->lease_ms);
+		rc = cl_eval(c, CL_S_JOIN, c->crawl_slot, 0, on_member_reply, c, 6, args);
 		break;
 	case CL_LIVE:
-		rc = redisAsyncCommand(ac, on_member_reply, c, "SET %s:lease:%s %s PX %u XX GET", p,
-		                       c->name, c->consumer, c->lease_ms);
+		rc = cl_eval(c, CL_S_RENEW, c->crawl_slot, 0, on_member_reply, c, 6, args);
 		break;
 	case CL_REFUSED: break;
 	}
-	c->member_busy = rc == REDIS_OK;
+	c->member_busy = rc == ROUTER_OK;
 }
 
 static bool names_equal(char **a, size_t na, char **b, size_t nb)
@@ -297,6 +251,7 @@ static void view_install(struct cluster *c, char **live, size_t nlive, char **de
 	struct assign_view *v;
 	if (assign_view_create(c->method, (const char *const *)live, nlive, &v) != ASSIGN_OK) {
 		free_names(live, nlive);
+		c->view_ver = -1; /* read it whole again */
 		return;
 	}
 	assign_view_destroy(c->view);
@@ -308,102 +263,65 @@ static void view_install(struct cluster *c, char **live, size_t nlive, char **de
 		c->cb.on_view(c, c->cb.arg);
 }
 
-struct view_read {
-	struct cluster *c;
-	char **names;
-	size_t n;
-};
-
-static void on_leases(redisAsyncContext *ac, void *reply, void *priv)
-{
-	struct view_read *vr = priv;
-	struct cluster *c = vr->c;
-	redisReply *r = reply;
-	(void)ac;
-	c->view_busy = false;
-	char **live = calloc(vr->n + 1, sizeof *live), **dead = calloc(vr->n + 1, sizeof *dead);
-	size_t nlive = 0, ndead = 0;
-	if (c->destroying || r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != vr->n ||
-	    live == NULL || dead == NULL) {
-		free(live);
-		free(dead);
-		free_names(vr->names, vr->n);
-		free(vr);
-		return;
-	}
-	for (size_t i = 0; i < vr->n; i++) {
-		if (r->element[i]->type == REDIS_REPLY_STRING)
-			live[nlive++] = vr->names[i];
-		else
-			dead[ndead++] = vr->names[i];
-	}
-	free(vr->names);
-	free(vr);
-	view_install(c, live, nlive, dead, ndead);
-}
-
-static void on_members(redisAsyncContext *ac, void *reply, void *priv)
+/* {ver, now} or {ver, now, #live, live..., dead...} (CL_S_VIEW). */
+static void on_view_reply(void *priv, const redisReply *r)
 {
 	struct cluster *c = priv;
-	redisReply *r = reply;
-	if (c->destroying || r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||
-	    cl_conn(c) == NULL) {
-		c->view_busy = false;
+	c->view_busy = false;
+	if (c->destroying || r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+	    r->element[0]->type != REDIS_REPLY_INTEGER ||
+	    r->element[1]->type != REDIS_REPLY_INTEGER) {
+		cl_fail(c, "view", r);
 		return;
 	}
-	size_t n = r->elements / 2;
-	struct view_read *vr = calloc(1, sizeof *vr);
-	const char **argv = calloc(n + 1, sizeof *argv);
-	size_t *argl = calloc(n + 1, sizeof *argl);
-	if (vr != NULL) {
-		vr->c = c;
-		vr->names = calloc(n, sizeof *vr->names);
+	c->view_ver = r->element[0]->integer;
+	c->view_now = r->element[1]->integer;
+	if (r->elements == 2 || r->element[2]->type != REDIS_REPLY_INTEGER)
+		return;
+	size_t n = r->elements - 3, nlive = (size_t)r->element[2]->integer;
+	char **live = calloc(n + 1, sizeof *live), **dead = calloc(n + 1, sizeof *dead);
+	size_t k = 0;
+	bool ok = live != NULL && dead != NULL && nlive <= n;
+	for (size_t i = 0; ok && i < n; i++, k++) {
+		const redisReply *e = r->element[3 + i];
+		char *name = e->type == REDIS_REPLY_STRING ? strndup(e->str, e->len) : NULL;
+		ok = name != NULL;
+		if (i < nlive)
+			live[i] = name;
+		else
+			dead[i - nlive] = name;
 	}
-	bool ok = vr != NULL && vr->names != NULL && argv != NULL && argl != NULL;
-	for (size_t i = 0; ok && i < n; i++) {
-		const redisReply *name = r->element[2 * i];
-		size_t len = strlen(c->prefix) + name->len + 8;
-		char *key = malloc(len);
-		vr->names[i] = strndup(name->str, name->len);
-		ok = key != NULL && vr->names[i] != NULL;
-		if (key != NULL)
-			argl[i + 1] =
-			        (size_t)snprintf(key, len, "%s:lease:%s", c->prefix, vr->names[i]);
-		argv[i + 1] = key;
-		vr->n = i + 1;
+	if (!ok) {
+		free_names(live, k < nlive ? k : nlive);
+		free_names(dead, k > nlive ? k - nlive : 0);
+		c->view_ver = -1;
+		return;
 	}
-	argv[0] = "MGET";
-	argl[0] = 4;
-	if (ok && redisAsyncCommandArgv(ac, on_leases, vr, (int)n + 1, argv, argl) == REDIS_OK)
-		vr = NULL;
-	else
-		c->view_busy = false;
-	for (size_t i = 1; argv != NULL && i <= n; i++)
-		free((char *)argv[i]);
-	free(argv);
-	free(argl);
-	if (vr != NULL)
-		free_names(vr->names, vr->n);
-	free(vr);
+	view_install(c, live, nlive, dead, n - nlive);
 }
 
 static void view_poll(struct cluster *c)
 {
-	redisAsyncContext *ac = cl_conn(c);
-	if (ac == NULL || c->view_busy || c->state == CL_REFUSED || c->state == CL_JOIN_CONFIG)
+	if (c->view_busy || c->state == CL_REFUSED || c->state == CL_JOIN_CONFIG)
 		return;
+	char ver[24], now[24];
+	snprintf(ver, sizeof ver, "%lld", c->view_ver);
+	snprintf(now, sizeof now, "%lld", c->view_now);
+	const char *args[5] = { "1", c->crawl_key, c->base, ver, now };
 	c->view_busy =
-	        redisAsyncCommand(ac, on_members, c, "HGETALL %s:members", c->prefix) == REDIS_OK;
+	        cl_eval(c, CL_S_VIEW, c->crawl_slot, 0, on_view_reply, c, 5, args) == ROUTER_OK;
 }
 
 static void tick_cb(uv_timer_t *t)
 {
 	struct cluster *c = t->data;
-	connect_redis(c);
 	member_step(c);
 	view_poll(c);
 	cl_exchange_tick(c);
+	cl_drain_dead(c);
 }
+
+/* ---- life ---- */
 
 static void on_handle_closed(uv_handle_t *h)
 {
@@ -414,28 +332,40 @@ static void on_handle_closed(uv_handle_t *h)
 	assign_view_destroy(c->view);
 	free_names(c->live, c->nlive);
 	free_names(c->dead, c->ndead);
+	free(c->sent);
 	free(c);
 }
 
-static int copy_options(struct cluster *c, const struct cluster_options *opt)
+static int copy_options(struct cluster *c, const struct cluster_options *opt, char *host, int *port)
 {
 	if (opt->name == NULL || strlen(opt->name) > ASSIGN_NAME_MAX || opt->lease_ms < 30 ||
-	    cluster_url_parse(opt->url, c->host, sizeof c->host, &c->port, c->prefix) != 0)
+	    cluster_url_parse(opt->url, host, 256, port, c->prefix) != 0)
 		return CLUSTER_EINVAL;
 	struct assign_view *probe;
 	const char *names[1] = { opt->name };
 	if (assign_view_create(opt->method, names, 1, &probe) != ASSIGN_OK)
 		return CLUSTER_EINVAL;
 	assign_view_destroy(probe);
+	size_t cache = opt->sent_cache ? opt->sent_cache : (size_t)1 << 18;
+	if ((cache & (cache - 1)) != 0)
+		return CLUSTER_EINVAL;
 	snprintf(c->name, sizeof c->name, "%s", opt->name);
 	c->method = opt->method;
 	c->lease_ms = opt->lease_ms;
-	c->flush_delay_ms = opt->flush_delay_ms ? opt->flush_delay_ms : 10;
+	c->flush_delay_ms = opt->flush_delay_ms ? opt->flush_delay_ms : 50;
 	c->poll_ms = opt->poll_ms ? opt->poll_ms : 20;
+	c->ip_patience_ms = opt->ip_patience_ms ? opt->ip_patience_ms : 1000;
 	c->max_unsent = opt->max_unsent ? opt->max_unsent : 100000;
 	c->max_unacked = opt->max_unacked ? opt->max_unacked : 10000;
 	c->dedup = opt->dedup;
-	return CLUSTER_OK;
+	c->sent = calloc(cache, sizeof *c->sent);
+	c->sent_mask = cache - 1;
+	snprintf(c->base, sizeof c->base, "{%s}", c->prefix);
+	snprintf(c->crawl_key, sizeof c->crawl_key, "%s:ver", c->base);
+	c->crawl_slot = router_key_slot(c->base, strlen(c->base));
+	c->inbox_slot = cl_key(c, "a", c->name, ":inbox", c->inbox);
+	c->view_ver = -1;
+	return c->sent != NULL ? CLUSTER_OK : CLUSTER_ENOMEM;
 }
 
 int cluster_create(uv_loop_t *loop, const struct cluster_options *opt,
@@ -445,8 +375,17 @@ int cluster_create(uv_loop_t *loop, const struct cluster_options *opt,
 	struct cluster *c = calloc(1, sizeof *c);
 	if (c == NULL)
 		return CLUSTER_ENOMEM;
-	int rc = copy_options(c, opt);
+	char host[256];
+	int port;
+	int rc = copy_options(c, opt, host, &port);
+	struct router_options ro = { .host = host,
+		                     .port = port,
+		                     .batch_ms = opt->batch_ms ? opt->batch_ms : 5,
+		                     .stuck_ms = c->lease_ms };
+	if (rc == CLUSTER_OK)
+		rc = router_create(loop, &ro, &c->rt) == ROUTER_OK ? CLUSTER_OK : CLUSTER_ENOMEM;
 	if (rc != CLUSTER_OK) {
+		free(c->sent);
 		free(c);
 		return rc;
 	}
@@ -459,8 +398,7 @@ int cluster_create(uv_loop_t *loop, const struct cluster_options *opt,
 		timers[i]->data = c;
 	}
 	c->open_handles = CLUSTER_HANDLES;
-	unsigned period = c->lease_ms / 3;
-	if (uv_timer_start(&c->tick, tick_cb, 0, period) != 0) {
+	if (uv_timer_start(&c->tick, tick_cb, 0, c->lease_ms / 3) != 0) {
 		cluster_destroy(c);
 		return CLUSTER_EUV;
 	}
@@ -473,11 +411,8 @@ void cluster_destroy(struct cluster *c)
 	if (c == NULL || c->destroying)
 		return;
 	c->destroying = true;
-	if (c->ac != NULL) {
-		redisAsyncContext *ac = c->ac;
-		c->ac = NULL;
-		redisAsyncFree(ac); /* runs the pending callbacks with no reply */
-	}
+	router_destroy(c->rt); /* runs the pending callbacks with no reply */
+	c->rt = NULL;
 	uv_timer_t *timers[CLUSTER_HANDLES] = { &c->tick, &c->fence, &c->flush, &c->read };
 	for (int i = 0; i < CLUSTER_HANDLES; i++)
 		uv_close((uv_handle_t *)timers[i], on_handle_closed);
@@ -518,178 +453,163 @@ const char *cluster_owner(const struct cluster *c, const char *host, size_t len)
 	return c->view ? assign_view_owner(c->view, host, len) : NULL;
 }
 
-void cluster_publish_stats(struct cluster *c, uint64_t pages, uint64_t requests, uint64_t bytes)
-{
-	redisAsyncContext *ac = cl_conn(c);
-	if (ac == NULL)
-		return;
-	redisAsyncCommand(ac, NULL, NULL, "HSET %s:stats:%s pages %llu requests %llu bytes %llu",
-	                  c->prefix, c->name, (unsigned long long)pages,
-	                  (unsigned long long)requests, (unsigned long long)bytes);
-}
-
-/* The per-IP lease (cluster.h): granted when the key is free or already
- * this agent's (its TTL then raised to the one asked, never lowered: it may
- * still cover the delay after an earlier request), else the holder's time
- * left. */
-static const char ip_lease_script[] = "local v = redis.call('GET', KEYS[1])\n"
-                                      "if v == false then\n"
-                                      "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-                                      "  return {1, 0}\n"
-                                      "end\n"
-                                      "if v == ARGV[1] then\n"
-                                      "  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
-                                      "    redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-                                      "  end\n"
-                                      "  return {1, 0}\n"
-                                      "end\n"
-                                      "return {0, redis.call('PTTL', KEYS[1])}\n";
-
-/* Shortens this agent's lease, if it still holds it. */
-static const char ip_release_script[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-                                        "  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-                                        "end\n"
-                                        "return 0\n";
-
-struct ip_lease {
-	struct cluster *c;
-	void (*done)(void *arg, bool granted, long wait_ms);
-	void *arg;
-};
-
-static void on_ip_lease(redisAsyncContext *ac, void *reply, void *priv)
-{
-	struct ip_lease *l = priv;
-	redisReply *r = reply;
-	(void)ac;
-	/* {granted, the holder's PTTL}: -1 or -2 when it has none */
-	bool ok = cl_reply_ints(r, 2, -2);
-	if (!ok)
-		cl_fail(l->c, "ip lease", r);
-	if (!l->c->destroying) {
-		bool granted = ok && r->element[0]->integer == 1;
-		long left = ok && r->element[1]->integer > 0 ? (long)r->element[1]->integer : 0;
-		l->done(l->arg, granted, ok ? left : -1);
-	}
-	free(l);
-}
-
-int cluster_ip_lease(struct cluster *c, const char *addr, unsigned delay_ms,
-                     void (*done)(void *arg, bool granted, long wait_ms), void *arg)
-{
-	redisAsyncContext *ac = cl_conn(c);
-	if (addr == NULL || *addr == '\0' || done == NULL || delay_ms == 0)
-		return CLUSTER_EINVAL;
-	if (ac == NULL)
-		return CLUSTER_EDOWN;
-	struct ip_lease *l = malloc(sizeof *l);
-	if (l == NULL)
-		return CLUSTER_ENOMEM;
-	*l = (struct ip_lease){ .c = c, .done = done, .arg = arg };
-	if (redisAsyncCommand(ac, on_ip_lease, l, "EVAL %s 1 %s:ip:%s %s %u", ip_lease_script,
-	                      c->prefix, addr, c->name, delay_ms) != REDIS_OK) {
-		free(l);
-		return CLUSTER_EDOWN;
-	}
-	return CLUSTER_OK;
-}
-
-int cluster_ip_release(struct cluster *c, const char *addr, unsigned delay_ms)
-{
-	redisAsyncContext *ac = cl_conn(c);
-	if (addr == NULL || *addr == '\0' || delay_ms == 0)
-		return CLUSTER_EINVAL;
-	if (ac == NULL ||
-	    redisAsyncCommand(ac, NULL, NULL, "EVAL %s 1 %s:ip:%s %s %u", ip_release_script,
-	                      c->prefix, addr, c->name, delay_ms) != REDIS_OK)
-		return CLUSTER_EDOWN;
-	return CLUSTER_OK;
-}
-
-void cluster_publish_idle(struct cluster *c, bool idle)
-{
-	redisAsyncContext *ac = cl_conn(c);
-	if (ac != NULL)
-		redisAsyncCommand(ac, NULL, NULL, "HSET %s:stats:%s idle %d", c->prefix, c->name,
-		                  idle ? 1 : 0);
-}
-
 const char *const *cluster_live_names(const struct cluster *c, size_t *n)
 {
 	*n = c->nlive;
 	return (const char *const *)c->live;
 }
 
-/* The census (cluster.h). An inbox has unread entries when its group's
- * last delivered ID is not the stream's last ID. */
-static const char census_script[] =
-        "local p = ARGV[1]\n"
-        "local busy, pages, alive = 0, 0, 0\n"
-        "for _, m in ipairs(redis.call('HKEYS', p .. ':members')) do\n"
-        "  local st = redis.call('HMGET', p .. ':stats:' .. m, 'pages', 'idle')\n"
-        "  pages = pages + (tonumber(st[1]) or 0)\n"
-        "  if redis.call('EXISTS', p .. ':lease:' .. m) == 1 then\n"
-        "    alive = alive + 1\n"
-        "    if st[2] ~= '1' then busy = busy + 1 end\n"
-        "  end\n"
-        "  local key = p .. ':inbox:' .. m\n"
-        "  local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)\n"
-        "  if #last > 0 then\n"
-        "    local groups = redis.call('XINFO', 'GROUPS', key)\n"
-        "    if #groups == 0 then busy = busy + 1 end\n"
-        "    for _, g in ipairs(groups) do\n"
-        "      local f = {}\n"
-        "      for i = 1, #g, 2 do f[g[i]] = g[i + 1] end\n"
-        "      if f['pending'] > 0 or f['last-delivered-id'] ~= last[1][1] then\n"
-        "        busy = busy + 1\n"
-        "      end\n"
-        "    end\n"
-        "  end\n"
-        "end\n"
-        "return {busy, pages, alive}\n";
+void cluster_stats(const struct cluster *c, struct cluster_stats *out)
+{
+	*out = c->st;
+	struct router_stats rs = { 0 };
+	if (c->rt != NULL)
+		router_stats(c->rt, &rs);
+	out->moved = rs.moved;
+	out->asked = rs.asked;
+	out->retried = rs.retried;
+	out->refreshes = rs.refreshes;
+	out->dropped = rs.dropped;
+	out->wait_timeouts = rs.wait_timeouts;
+	out->nodes = rs.nodes;
+	out->cluster = rs.cluster;
+}
+
+/* ---- stats ---- */
+
+void cluster_publish_stats(struct cluster *c, uint64_t pages, uint64_t requests, uint64_t bytes)
+{
+	char p[24], q[24], b[24];
+	snprintf(p, sizeof p, "%llu", (unsigned long long)pages);
+	snprintf(q, sizeof q, "%llu", (unsigned long long)requests);
+	snprintf(b, sizeof b, "%llu", (unsigned long long)bytes);
+	const char *args[7] = { "1", c->crawl_key, c->base, c->name, p, q, b };
+	cl_eval(c, CL_S_STATS, c->crawl_slot, 0, NULL, NULL, 7, args);
+}
+
+void cluster_publish_idle(struct cluster *c, bool idle)
+{
+	const char *args[5] = { "1", c->crawl_key, c->base, c->name, idle ? "1" : "0" };
+	cl_eval(c, CL_S_IDLE, c->crawl_slot, 0, NULL, NULL, 5, args);
+}
+
+/* ---- the census ---- */
 
 struct census_req {
 	struct cluster *c;
 	void (*done)(void *arg, bool ok, const struct cluster_census *s);
 	void *arg;
+	struct cluster_census s;
+	long long epoch;
+	uint64_t agents_busy, inboxes_busy;
+	size_t waiting; /* inbox reads not answered */
+	bool failed;    /* one was not answered */
 };
 
-static void on_census(redisAsyncContext *ac, void *reply, void *priv)
+static void census_end(struct census_req *q, bool ok)
+{
+	if (!q->c->destroying)
+		q->done(q->arg, ok, &q->s);
+	free(q);
+}
+
+static void on_census_stored(void *priv, const redisReply *r)
 {
 	struct census_req *q = priv;
-	redisReply *r = reply;
-	(void)ac;
-	struct cluster_census s = { 0, 0, 0 };
-	bool ok = cl_reply_ints(r, 3, 0);
-	if (ok) {
-		s.busy = (uint64_t)r->element[0]->integer;
-		s.pages = (uint64_t)r->element[1]->integer;
-		s.alive = (uint64_t)r->element[2]->integer;
-	} else {
-		cl_fail(q->c, "census", r);
+	/* not kept (the epoch moved during the scan): still busy */
+	uint64_t inboxes = reply_is_int(r, 1) || q->inboxes_busy > 0 ? q->inboxes_busy : 1;
+	q->s.busy = q->agents_busy + inboxes;
+	census_end(q, true);
+}
+
+/* Every inbox read answered: the count is kept if the epoch stood still. */
+static void census_scanned(struct census_req *q)
+{
+	char epoch[24], busy[24];
+	snprintf(epoch, sizeof epoch, "%lld", q->epoch);
+	snprintf(busy, sizeof busy, "%llu", (unsigned long long)q->inboxes_busy);
+	const char *args[5] = { "1", q->c->crawl_key, q->c->base, epoch, busy };
+	if (q->failed || q->c->destroying ||
+	    cl_eval(q->c, CL_S_CENSUS_STORE, q->c->crawl_slot, 0, on_census_stored, q, 5, args) !=
+	            ROUTER_OK) {
+		q->s.busy = q->agents_busy + q->inboxes_busy + 1;
+		census_end(q, !q->failed && !q->c->destroying);
 	}
-	if (!q->c->destroying)
-		q->done(q->arg, ok, &s);
-	free(q);
+}
+
+static void on_inbox_busy(void *priv, const redisReply *r)
+{
+	struct census_req *q = priv;
+	if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+		q->inboxes_busy += r->integer != 0;
+	else
+		q->failed = true;
+	if (--q->waiting == 0)
+		census_scanned(q);
+}
+
+/* The leader reads every inbox (the live and the dead agents'). */
+static void census_scan(struct census_req *q)
+{
+	struct cluster *c = q->c;
+	for (size_t i = 0; i < c->nlive + c->ndead; i++) {
+		const char *name = i < c->nlive ? c->live[i] : c->dead[i - c->nlive];
+		char key[CL_KEY_MAX];
+		unsigned slot = cl_key(c, "a", name, ":inbox", key);
+		const char *args[2] = { "1", key };
+		if (cl_eval(c, CL_S_INBOX_BUSY, slot, 0, on_inbox_busy, q, 2, args) == ROUTER_OK)
+			q->waiting++;
+		else
+			q->failed = true;
+	}
+	if (q->waiting == 0)
+		census_scanned(q);
+}
+
+/* {agents busy, inboxes busy or -1, pages, alive, epoch} (CL_S_CENSUS). */
+static void on_census(void *priv, const redisReply *r)
+{
+	struct census_req *q = priv;
+	struct cluster *c = q->c;
+	if (c->destroying || !cl_reply_ints(r, 5, -1)) {
+		cl_fail(c, "census", r);
+		census_end(q, false);
+		return;
+	}
+	q->agents_busy = (uint64_t)(r->element[0]->integer > 0 ? r->element[0]->integer : 0);
+	long long inboxes = r->element[1]->integer;
+	q->s.pages = (uint64_t)(r->element[2]->integer > 0 ? r->element[2]->integer : 0);
+	q->s.alive = (uint64_t)r->element[3]->integer;
+	q->epoch = r->element[4]->integer;
+	bool leader = c->nlive > 0 && strcmp(c->live[0], c->name) == 0 && c->state == CL_LIVE;
+	if (leader) {
+		census_scan(q);
+		return;
+	}
+	q->s.busy = q->agents_busy + (inboxes >= 0 ? (uint64_t)inboxes : 1);
+	census_end(q, true);
 }
 
 int cluster_census(struct cluster *c,
                    void (*done)(void *arg, bool ok, const struct cluster_census *s), void *arg)
 {
-	redisAsyncContext *ac = cl_conn(c);
-	if (ac == NULL || !c->connected)
+	if (!cl_crawl_up(c))
 		return CLUSTER_EDOWN;
-	struct census_req *q = malloc(sizeof *q);
+	struct census_req *q = calloc(1, sizeof *q);
 	if (q == NULL)
 		return CLUSTER_ENOMEM;
-	*q = (struct census_req){ c, done, arg };
-	if (redisAsyncCommand(ac, on_census, q, "EVAL %s 0 %s", census_script, c->prefix) !=
-	    REDIS_OK) {
+	q->c = c;
+	q->done = done;
+	q->arg = arg;
+	const char *args[3] = { "1", c->crawl_key, c->base };
+	if (cl_eval(c, CL_S_CENSUS, c->crawl_slot, 0, on_census, q, 3, args) != ROUTER_OK) {
 		free(q);
 		return CLUSTER_EDOWN;
 	}
 	return CLUSTER_OK;
 }
+
+/* ---- leaving ---- */
 
 struct leave_req {
 	struct cluster *c;
@@ -697,11 +617,10 @@ struct leave_req {
 	void *arg;
 };
 
-static void on_left(redisAsyncContext *ac, void *reply, void *priv)
+static void on_left(void *priv, const redisReply *r)
 {
 	struct leave_req *q = priv;
-	(void)ac;
-	(void)reply;
+	(void)r;
 	if (!q->c->destroying)
 		q->done(q->arg);
 	free(q);
@@ -709,14 +628,14 @@ static void on_left(redisAsyncContext *ac, void *reply, void *priv)
 
 int cluster_leave(struct cluster *c, void (*done)(void *arg), void *arg)
 {
-	redisAsyncContext *ac = cl_conn(c);
-	if (ac == NULL || !c->connected || c->state != CL_LIVE)
+	if (!cl_crawl_up(c) || c->state != CL_LIVE)
 		return CLUSTER_EDOWN;
 	struct leave_req *q = malloc(sizeof *q);
 	if (q == NULL)
 		return CLUSTER_ENOMEM;
 	*q = (struct leave_req){ c, done, arg };
-	if (redisAsyncCommand(ac, on_left, q, "DEL %s:lease:%s", c->prefix, c->name) != REDIS_OK) {
+	const char *args[5] = { "1", c->crawl_key, c->base, c->name, c->consumer };
+	if (cl_eval(c, CL_S_LEAVE, c->crawl_slot, 0, on_left, q, 5, args) != ROUTER_OK) {
 		free(q);
 		return CLUSTER_EDOWN;
 	}

@@ -1,97 +1,149 @@
 /*
  * cluster.h: the Redis coordination layer of a distributed crawl: which
- * agents are alive, and the URLs they hand each other.
+ * agents are alive, the URLs they hand each other, per-IP leases and the
+ * page budget.
  *
- * A crawl is named by a key prefix P in one Redis server; its agents share
- * nothing else. Keys (NAME an agent's name, INC an incarnation number):
- *   P:config        string, the assignment method ("consistent"), SET NX by
- *                   the first agent; an agent with another method is refused
- *   P:incarnation   counter; INCR gives each (re)join a new incarnation
- *   P:members       hash NAME -> INC of its latest incarnation (never
- *                   shrinks: a dead agent stays, for cluster-status)
- *   P:lease:NAME    string INC with a PX TTL of the lease period, renewed
- *                   every period / 3 with SET XX GET (a renewal that finds
- *                   no key, or another incarnation's, fails); an agent is
- *                   alive exactly while its lease key exists
- *   P:inbox:NAME    stream of URL batches for NAME; consumer group "g",
- *                   consumer INC; an entry has one field "u" holding lines
- *                   "URL \t VIA \t DEPTH \n"
- *   P:stats:NAME    hash pages, requests, bytes, incarnation, lease_ms
- *   P:ip:ADDR       string NAME with a PX TTL: the per-IP politeness lease
- *   P:seen          set of every URL sent with dedup on: a batch is sent by
- *                   a script that SADDs each URL and XADDs only the new
- *                   ones, atomically, so a URL enters one inbox once for the
- *                   whole crawl, whoever owns its host then
- *   P:budget        counter of pages reserved crawl-wide (crawl.max_pages):
- *                   never above the limit the reservations name
+ * A crawl is named by a key prefix P on one Redis server or one Redis
+ * Cluster (router.h routes every command by its key's hash slot; one
+ * Redis is a cluster of one node to this layer). Its agents share nothing
+ * else. Keys, by hash tag (every script touches keys of one slot only):
+ *   {P}: the crawl's slot, membership and totals (small)
+ *     {P}:config       string, the assignment method ("consistent"), SET
+ *                      NX by the first agent; an agent with another
+ *                      method is refused
+ *     {P}:incarnation  counter; INCR gives each (re)join a new incarnation
+ *     {P}:members      hash NAME -> INC of its latest incarnation (never
+ *                      shrinks: a dead agent stays, for cluster-status)
+ *     {P}:alive        zset NAME -> when its lease ends (Redis time, ms),
+ *                      renewed every lease period / 3 by a script that
+ *                      checks the incarnation; an agent is alive exactly
+ *                      while that time is ahead
+ *     {P}:idle         zset of the live agents holding no work, same
+ *                      scores
+ *     {P}:ver          counter moved by every join and leave
+ *     {P}:epoch        counter moved by every ack, idle change, join and
+ *                      leave (the census, below)
+ *     {P}:census       "EPOCH BUSY", the leader's last scan of the inboxes
+ *     {P}:stats:NAME   hash pages, requests, bytes, incarnation, lease_ms,
+ *                      idle
+ *     {P}:pages        the sum of the agents' pages
+ *     {P}:budget       counter of pages reserved crawl-wide
+ *                      (crawl.max_pages): never above the limit the
+ *                      reservations name
+ *     {P}:deadline     when the crawl ends (Redis time, ms;
+ *                      crawl.max_time_ms), set by the first agent that
+ *                      asks and kept: agents joining later, resumed ones
+ *                      included, stop at the same time
+ *   {P:a:NAME}:inbox   stream of URL batches for NAME; consumer group "g",
+ *                      consumer INC; an entry has one field, "u" (to be
+ *                      deduplicated) or "r" (raw), holding lines
+ *                      "URL \t VIA \t DEPTH \n"
+ *   {P:s:B}            set of the URLs seen whose XXH3-64 is B mod
+ *                      CLUSTER_SEEN_BUCKETS: the crawl-wide seen set, in
+ *                      buckets spread over the masters
+ *   {P:ip:ADDR}        string NAME with a PX TTL: the per-IP politeness
+ *                      lease; with {P:ip:ADDR}:q and :d, its waiters
+ * So the load spreads by agent (inboxes), by URL (seen) and by IP (leases)
+ * over every master; the crawl's slot carries membership only.
  *
- * Membership. The view is the set of agents whose lease key exists; it is
- * read every period / 3 (HGETALL members, then MGET of their leases) and
- * kept as an assign_view (crawler/cluster/assign.h) of the crawl's method:
- * cluster_owner() answers from it. on_view runs when the set changes.
+ * Membership. The view is the set of agents whose lease runs. A script
+ * reads it every period / 3 and answers in O(log n) when nothing changed
+ * (no join, no leave, no lease lapsed since the last read), else the live
+ * and dead names; it is kept as an assign_view (crawler/cluster/assign.h)
+ * of the crawl's method: cluster_owner() answers from it. on_view runs
+ * when the set changes.
  *
  * Fencing. An agent counts its lease from the moment it SENT its last
- * successful renewal (the key's TTL started no earlier), on its own
- * monotonic clock, and fences itself (on_fenced; no more deliveries) once
- * TTL - TTL / 4 have passed without one: before Redis can expire the key,
- * hence before anyone else can see it dead and take its hosts. A fenced
- * agent rejoins as a new incarnation as soon as its old key is gone.
- * Clock rates must agree within 25% over one TTL, which they do.
+ * successful renewal (Redis set the end no earlier), on its own monotonic
+ * clock, and fences itself (on_fenced; no more deliveries) once TTL - TTL
+ * / 4 have passed without one: before Redis can let the lease lapse, hence
+ * before anyone else can see it dead and take its hosts. A fenced agent
+ * rejoins as a new incarnation as soon as its old lease has lapsed. Clock
+ * rates must agree within 25% over one TTL, which they do.
  *
- * URL exchange. cluster_send() appends a URL to the batch of its owner;
- * a batch is XADDed when it holds CLUSTER_BATCH_URLS URLs or
- * flush_delay_ms after its first URL. A batch stays in memory until Redis
- * answers its XADD; when the connection fails it is sent again, in order,
- * after reconnecting (so a Redis restart loses nothing once its AOF holds
- * the entry). An agent reads its inbox with XREADGROUP (polled: at once
- * after a non-empty read, every poll_ms otherwise), hands each entry to
- * on_urls and remembers its ID; cluster_ack() XACKs every entry handed
- * out so far. Bound on re-delivery: the entries handed out since the last
- * cluster_ack() (at most max_unacked URLs: reads stop there) come again,
- * to this agent's next incarnation or to its heir, if it dies or fences
- * itself before acking. Order: per (sender, receiver) entries arrive in
- * sending order, except across a re-delivery.
+ * URL exchange. cluster_send() drops a URL this agent sent before (a
+ * direct-mapped table of sent_cache 64-bit hashes: what Redis has seen
+ * already) and appends the others to the batch of their owner; a batch is
+ * XADDed when it holds CLUSTER_BATCH_URLS URLs or flush_delay_ms after its
+ * first URL, as a durable write (router.h: answered once a replica holds
+ * it). A batch stays in memory until Redis answers its XADD; when the
+ * connection fails it is sent again, in order. An agent reads its inbox
+ * with XREADGROUP (polled: at once after a non-empty read; after an empty
+ * one poll_ms, doubled at each empty read up to CLUSTER_POLL_IDLE_MAX
+ * times poll_ms). Each URL of a "u" entry is SADDed to its seen bucket, and
+ * only those new to the crawl are handed to on_urls (a URL whose SADD got
+ * no answer counts as new); "r" entries, and every entry claimed again
+ * (below), go whole. Entries are handed out in the order read. Deduplicating
+ * at the receiver keeps the check and the delivery safe apart: a URL in the
+ * seen set is in an entry that stays pending until acked, and a pending
+ * entry comes again raw. cluster_ack() XACKs every entry handed out so far,
+ * after moving the epoch. Bound on re-delivery: the entries handed out
+ * since the last cluster_ack() (at most max_unacked URLs: reads stop there)
+ * come again, to this agent's next incarnation or to its heir, if it dies
+ * or fences itself before acking. Order: per (sender, receiver) entries
+ * arrive in sending order, except across a re-delivery.
  *
  * A dead agent's inbox. The heir of a dead agent D is
  * assign_view_owner(view, D's name) among the live agents (every agent
- * computes the same). While D is dead, its heir drains P:inbox:D each view
+ * computes the same). While D is dead, its heir drains D's inbox each view
  * poll: XAUTOCLAIM entries idle for over one lease period (those D read
  * but never acked: D fenced itself before its lease lapsed, so it no
- * longer handles them), then XREADGROUP the unread ones, and re-routes
- * each URL to its owner in the current view (the heir itself included) in
- * one MULTI { XADD to each owner's inbox; XACK on D's inbox } EXEC, so an
- * entry is moved exactly once. When D rejoins it first XAUTOCLAIMs its own
- * pending entries (min idle 0) from its earlier incarnations.
+ * longer handles them; they go on raw), then XREADGROUP the unread ones
+ * (they keep their field), and re-routes each URL to its owner in the
+ * current view (the heir itself included): durable XADDs to the owners'
+ * inboxes, then the epoch moves, then the XACK on D's inbox; a failure
+ * before the XACK leaves the entries to the next pass (moved twice: the
+ * receivers' sieves drop the copies). When D rejoins it first XAUTOCLAIMs
+ * its own pending entries (min idle 0) from its earlier incarnations; it
+ * does so again after any inbox command got no answer.
  *
- * Delivery is at least once: a URL comes twice when an XADD's reply or
- * an XACK is lost with the connection (the batch is sent again; entries
- * handed out are claimed again on reconnecting), or when a dead agent
- * rejoins while its heir drains its inbox; the receiver's sieve drops the
- * copies. Nothing is lost as long as Redis keeps what it acknowledged:
- * run it with appendonly yes and appendfsync always (with everysec Redis
- * may postpone the AOF write of acknowledged entries while an fsync is
- * slow, and a crash of Redis then loses them).
+ * Delivery is at least once: a URL comes twice when an XADD's reply or an
+ * XACK is lost with the connection (the batch is sent again; entries
+ * handed out are claimed again), or when a dead agent rejoins while its
+ * heir drains its inbox; the receiver's sieve drops the copies. Nothing is
+ * lost as long as Redis keeps what it acknowledged: with replicas, a
+ * master killed loses no XADD (durable writes); one Redis alone must run
+ * with appendonly yes and appendfsync always (with everysec Redis may
+ * postpone the AOF write of acknowledged entries while an fsync is slow,
+ * and a crash of Redis then loses them).
  *
- * Per-IP politeness. P:ip:ADDR names the one agent that may contact ADDR
- * (an IP politeness group's key, ipaddr.h) until the key expires.
- * cluster_ip_lease() takes it in one script (one round trip, atomic) when
- * it is free or already this agent's, raising its TTL to the one asked;
- * else it answers the holder's time left. cluster_ip_release() shortens
- * this agent's lease to the delay that must follow a request (fire and
- * forget; nothing if another agent holds the key by then). A holder that
- * dies keeps the IP for the rest of the TTL it last set, and no longer:
- * the caller's TTL is the bound.
+ * The census (the crawl's end). The crawl is over when no live agent is
+ * busy and no inbox (of a live or a dead agent) holds an unread or pending
+ * entry. Inboxes live on many masters, so no script reads them at once;
+ * instead, the leader (the first live name) scans them one by one and
+ * keeps the count if the epoch did not move during the scan: work moves
+ * between inboxes only through an entry acked after the epoch moved (its
+ * consequences XADDed before), and an agent's idle flag moves the epoch
+ * too, so a scan during which the epoch stood still saw every piece of
+ * work somewhere. The others read the leader's count, valid while the
+ * epoch still stands, in O(log n).
+ *
+ * Per-IP politeness. {P:ip:ADDR} names the one agent that may contact ADDR
+ * (an IP politeness group's key, ipaddr.h) until it expires.
+ * cluster_ip_lease() takes it in one script when it is free or already
+ * this agent's, raising its TTL to the one asked; else it answers the
+ * holder's time left. Agents take turns: an agent refused becomes a waiter
+ * (as long as it asks again in time: within the wait told or
+ * ip_patience_ms, + CLUSTER_IP_GRACE_MS); while another agent waits the
+ * holder is refused too, and the first waiter in order of asking is
+ * granted the lease once free. cluster_ip_release()
+ * shortens this agent's lease to the delay that must follow a request
+ * (fire and forget; nothing if another agent holds it by then). A holder
+ * that dies keeps the IP for the rest of the TTL it last set, and no
+ * longer: the caller's TTL is the bound.
  *
  * Threads: everything runs on the loop given to cluster_create(), from its
- * thread only, and never blocks: every Redis call is asynchronous (hiredis
- * with its libuv adapter, one connection). Redis unreachable: commands
- * wait in memory and the connection is retried every CLUSTER_RETRY_MS;
- * nothing is dropped, and the lease runs out only if the outage outlasts
- * the fencing deadline.
+ * thread only, and never blocks: every Redis call is asynchronous
+ * (router.h). Redis unreachable: commands are refused or answered with
+ * nothing, and retried; nothing is dropped, and the lease runs out only if
+ * the outage outlasts the fencing deadline.
  *
  * Memory: the unsent batches (capped by max_unsent URLs: cluster_send()
- * answers CLUSTER_FULL beyond), the IDs handed out and not acked, and one
- * reply being parsed.
+ * answers CLUSTER_FULL beyond), the sent cache (8 bytes an entry), the
+ * entries read and not yet handed out, the IDs handed out and not acked
+ * (both within max_unacked URLs), and one reply being parsed. In Redis: a
+ * URL seen costs about 90 bytes in its seen bucket; a queued URL about its
+ * line's length in its inbox (tests/bench/cluster_scale.sh).
  */
 #ifndef CRAWLER_CLUSTER_CLUSTER_H
 #define CRAWLER_CLUSTER_CLUSTER_H
@@ -106,6 +158,12 @@
 
 /* URLs per XADDed batch. */
 #define CLUSTER_BATCH_URLS 256
+/* Buckets of the crawl-wide seen set. */
+#define CLUSTER_SEEN_BUCKETS 1024
+/* An empty inbox is polled at most every this many poll_ms. */
+#define CLUSTER_POLL_IDLE_MAX 8
+/* A refused agent stays first in line this long after the lease ends. */
+#define CLUSTER_IP_GRACE_MS 100
 /* Delay between two attempts to connect to Redis. */
 #define CLUSTER_RETRY_MS 100
 /* Longest crawl prefix, in bytes. */
@@ -154,15 +212,35 @@ struct cluster_options {
 	const char *name;          /* this agent's name (assign.h's rules) */
 	enum assign_method method; /* refused if the crawl has another one */
 	unsigned lease_ms;         /* lease TTL, at least 30 */
-	unsigned flush_delay_ms;   /* a batch waits at most this; 0: 10 */
+	unsigned flush_delay_ms;   /* a batch waits at most this; 0: 50 */
 	unsigned poll_ms;          /* idle inbox poll; 0: 20 */
 	size_t max_unsent;         /* cap of URLs not yet in Redis; 0: 100000 */
 	size_t max_unacked;        /* cap of URLs handed out, not acked; 0: 10000 */
-	bool dedup;                /* cluster_send() drops URLs sent before (P:seen) */
+	bool dedup;                /* cluster_send() drops URLs sent before (seen) */
+	size_t sent_cache;         /* entries of the sent cache (a power of two);
+	                            * 0: 262144 (2 MiB) */
+	unsigned batch_ms;         /* Redis commands wait at most this to share a
+	                            * write (router.h); 0: 5 */
+	unsigned ip_patience_ms;   /* refused an IP lease, the caller asks again
+	                            * within this (its IP delay); 0: 1000 */
+};
+
+/* Counters of this agent's Redis layer. */
+struct cluster_stats {
+	uint64_t sent;         /* URLs queued for an inbox */
+	uint64_t sent_cached;  /* URLs cluster_send() dropped: sent before */
+	uint64_t received;     /* URLs handed to on_urls */
+	uint64_t seen_dropped; /* URLs of "u" entries the seen set knew */
+	uint64_t rerouted;     /* URLs moved from dead agents' inboxes */
+	/* the router's (router.h) */
+	uint64_t moved, asked, retried, refreshes, dropped, wait_timeouts;
+	size_t nodes; /* masters in the map */
+	bool cluster; /* a Redis Cluster (else one Redis) */
 };
 
 /* Parses redis://HOST:PORT[/PREFIX] into host (size hostsz), *port and
- * prefix (CLUSTER_PREFIX_MAX + 1 bytes): CLUSTER_OK or CLUSTER_EINVAL. */
+ * prefix (CLUSTER_PREFIX_MAX + 1 bytes; no space, control character or
+ * brace: braces are hash tags): CLUSTER_OK or CLUSTER_EINVAL. */
 int cluster_url_parse(const char *url, char *host, size_t hostsz, int *port, char *prefix);
 
 /*
@@ -204,7 +282,7 @@ const char *cluster_owner(const struct cluster *c, const char *host, size_t len)
 int cluster_send(struct cluster *c, const char *owner, const char *url, const char *via,
                  unsigned depth);
 /* The same, never deduplicated: a URL handed over to a new owner (it is
- * in P:seen already). */
+ * in the seen set already). */
 int cluster_send_raw(struct cluster *c, const char *owner, const char *url, const char *via,
                      unsigned depth);
 /* Sends every partial batch now. */
@@ -216,7 +294,8 @@ size_t cluster_unsent(const struct cluster *c);
  * durably taken. If nothing is pending then, the inbox is trimmed below
  * the last entry acked (XTRIM MINID): it holds what is queued. */
 void cluster_ack(struct cluster *c);
-/* URLs handed to on_urls and not acked yet. */
+/* URLs handed to on_urls and not acked yet (an entry read whose URLs were
+ * all seen before counts one). */
 size_t cluster_unacked(const struct cluster *c);
 /* Reads no more of the inbox (a graceful stop): what is unread stays for
  * the heir. */
@@ -228,15 +307,16 @@ void cluster_stop_reading(struct cluster *c);
  * CLUSTER_EDOWN (not live or not connected) / CLUSTER_ENOMEM. */
 int cluster_leave(struct cluster *c, void (*done)(void *arg), void *arg);
 
-/* Publishes this agent's counters to P:stats:NAME (fire and forget). */
+/* Publishes this agent's counters to {P}:stats:NAME (fire and forget). */
 void cluster_publish_stats(struct cluster *c, uint64_t pages, uint64_t requests, uint64_t bytes);
-/* Publishes whether this agent holds no work (field idle of P:stats:NAME):
+/* Publishes whether this agent holds no work ({P}:idle):
  * nothing queued, in flight or unsent, and every entry read acked. */
 void cluster_publish_idle(struct cluster *c, bool idle);
 
-/* The whole crawl as one script reads it, atomically: busy counts the live
+/* The whole crawl as the census reads it (above): busy counts the live
  * agents not idle plus the inboxes (of live and dead agents) holding
- * unread or pending entries; pages sums every agent's published pages. */
+ * unread or pending entries (at least 1 while the leader has no valid
+ * count); pages sums every agent's published pages. */
 struct cluster_census {
 	uint64_t busy, pages, alive;
 };
@@ -251,7 +331,7 @@ int cluster_census(struct cluster *c,
                    void (*done)(void *arg, bool ok, const struct cluster_census *s), void *arg);
 
 /*
- * Reserves up to want pages of a crawl-wide budget of max pages (P:budget,
+ * Reserves up to want pages of a crawl-wide budget of max pages ({P}:budget,
  * want 0: only reads it). done runs later, once: ok false if Redis did not
  * answer (a reservation whose reply is lost with the connection may have
  * been made: those pages are lost to the crawl), else granted (want, or
@@ -263,10 +343,23 @@ int cluster_census(struct cluster *c,
 int cluster_budget_reserve(struct cluster *c, uint64_t max, uint64_t want,
                            void (*done)(void *arg, bool ok, uint64_t granted, uint64_t reserved),
                            void *arg);
-/* Gives n reserved pages that will not be started back to P:budget (fire
+/* Gives n reserved pages that will not be started back to {P}:budget (fire
  * and forget: Redis runs it before any later command of this agent).
  * CLUSTER_OK or CLUSTER_EDOWN. */
 int cluster_budget_give_back(struct cluster *c, uint64_t n);
+
+/*
+ * The crawl's deadline: the first call crawl-wide sets it max_ms from now
+ * (Redis's clock), later ones read it. done runs later, once: ok false if
+ * Redis did not answer, else left_ms, the time left (negative: past).
+ * CLUSTER_OK, or CLUSTER_EDOWN / CLUSTER_ENOMEM / CLUSTER_EINVAL (max_ms 0)
+ * and then done never runs.
+ */
+int cluster_deadline(struct cluster *c, uint64_t max_ms,
+                     void (*done)(void *arg, bool ok, int64_t left_ms), void *arg);
+
+/* This agent's counters so far. */
+void cluster_stats(const struct cluster *c, struct cluster_stats *out);
 
 /* The live agents' names of the last view read, sorted (valid until the
  * next on_view). */

@@ -1,7 +1,8 @@
 /*
- * cluster_exchange.c: URL batches to other agents (XADD), this agent's
- * inbox (XREADGROUP, XAUTOCLAIM of its earlier incarnations' entries,
- * XACK), and the re-routing of a dead agent's inbox by its heir. See
+ * cluster_exchange.c: URL batches to other agents (XADD) behind the sent
+ * cache, this agent's inbox (XREADGROUP, XAUTOCLAIM of its earlier
+ * incarnations' entries), the deduplication of what it reads against the
+ * crawl's seen set (SADD per URL to its bucket), and the acks. See
  * cluster.h for the protocol and cluster_int.h for the invariants.
  */
 #include <errno.h>
@@ -10,10 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "crawler/cluster/cluster_int.h"
 #include "frontier/base/ascii.h"
 #include "frontier/base/chain.h"
-#include "frontier/base/clock.h"
 
 /* Entries per read or claim. */
 #define READ_COUNT 64
@@ -34,6 +36,14 @@ static struct cl_batch *list_pop(struct cl_list *l)
 	return b;
 }
 
+static void list_push_front(struct cl_list *l, struct cl_batch *b)
+{
+	b->next = l->head;
+	l->head = b;
+	if (l->tail == NULL)
+		l->tail = b;
+}
+
 static void batch_free(struct cl_batch *b)
 {
 	if (b != NULL)
@@ -41,69 +51,48 @@ static void batch_free(struct cl_batch *b)
 	free(b);
 }
 
+/* ---- sending ---- */
+
 static void send_waiting(struct cluster *c);
 
-static void on_xadd(redisAsyncContext *ac, void *reply, void *priv)
+static void on_xadd(void *priv, const redisReply *r)
 {
-	struct cluster *c = priv;
-	redisReply *r = reply;
-	(void)ac;
-	struct cl_batch *b = list_pop(&c->inflight);
+	struct cl_batch *b = priv;
+	struct cluster *c = b->c;
 	c->ninflight--;
-	if (b == NULL || c->destroying) {
+	if (c->destroying) {
 		batch_free(b);
 		return;
 	}
-	if (r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_INTEGER)) {
+	if (r != NULL && r->type == REDIS_REPLY_STRING) {
 		c->unsent -= b->nurls;
 		batch_free(b);
 		send_waiting(c);
 		return;
 	}
 	cl_fail(c, "XADD", r);
-	list_push(&c->retry, b); /* sent again once connected (next tick at the latest) */
+	list_push(&c->retry, b); /* sent again at the next tick */
 }
 
-/* A batch with dedup: only the URLs not in P:seen go to the inbox, and
- * they join P:seen, in one atomic step. Returns how many were new. */
-static const char dedup_script[] =
-        "local p, dest, text = ARGV[1], ARGV[2], ARGV[3]\n"
-        "local out = {}\n"
-        "for line in string.gmatch(text, '[^\\n]+') do\n"
-        "  local url = string.match(line, '^[^\\t]*')\n"
-        "  if redis.call('SADD', p .. ':seen', url) == 1 then out[#out + 1] = line end\n"
-        "end\n"
-        "if #out > 0 then\n"
-        "  redis.call('XADD', p .. ':inbox:' .. dest, '*', 'u', table.concat(out, '\\n') .. "
-        "'\\n')\n"
-        "end\n"
-        "return #out\n";
-
-static int send_batch(struct cluster *c, redisAsyncContext *ac, struct cl_batch *b)
+static int send_batch(struct cluster *c, struct cl_batch *b)
 {
-	if (c->dedup && !b->raw)
-		return redisAsyncCommand(ac, on_xadd, c, "EVAL %s 0 %s %s %b", dedup_script,
-		                         c->prefix, b->dest, b->buf, b->len);
-	return redisAsyncCommand(ac, on_xadd, c, "XADD %s:inbox:%s * u %b", c->prefix, b->dest,
-	                         b->buf, b->len);
+	char key[CL_KEY_MAX];
+	unsigned slot = cl_key(c, "a", b->dest, ":inbox", key);
+	return router_sendf(c->rt, slot, ROUTER_DURABLE, on_xadd, b, "XADD %s * %s %b", key,
+	                    b->raw ? "r" : "u", b->buf, b->len);
 }
 
 /* Sends the batches waiting: the retried ones first, to keep their order. */
 static void send_waiting(struct cluster *c)
 {
-	redisAsyncContext *ac;
-	while ((ac = cl_conn(c)) != NULL && c->ninflight < CL_INFLIGHT_MAX &&
+	while (!c->destroying && c->ninflight < CL_INFLIGHT_MAX &&
 	       (c->retry.head != NULL || c->queued.head != NULL)) {
 		struct cl_list *from = c->retry.head != NULL ? &c->retry : &c->queued;
 		struct cl_batch *b = list_pop(from);
-		if (send_batch(c, ac, b) != REDIS_OK) {
-			b->next = from->head; /* put back in front */
-			from->head = b;
-			if (from->tail == NULL)
-				from->tail = b;
+		if (send_batch(c, b) != ROUTER_OK) {
+			list_push_front(from, b);
 			return;
 		}
-		list_push(&c->inflight, b);
 		c->ninflight++;
 	}
 }
@@ -146,7 +135,7 @@ void cl_flush_timer_cb(uv_timer_t *t)
 	cluster_flush(t->data);
 }
 
-static int batch_append(struct cl_batch *b, const char *url, const char *via, unsigned depth)
+int cl_batch_append(struct cl_batch *b, const char *url, const char *via, unsigned depth)
 {
 	size_t need = strlen(url) + strlen(via) + 16;
 	if (b->len + need > b->cap) {
@@ -173,24 +162,34 @@ static int send_url(struct cluster *c, const char *owner, const char *url, const
 	if (owner == NULL || url == NULL || *url == '\0' || strpbrk(url, "\t\n") != NULL ||
 	    strpbrk(via, "\t\n") != NULL)
 		return CLUSTER_EINVAL;
+	/* a hash of 0 would match an empty cache slot: the low bit is set */
+	uint64_t h = XXH3_64bits(url, strlen(url)) | 1;
+	if (!raw && c->dedup && c->sent[h & c->sent_mask] == h) {
+		c->st.sent_cached++;
+		return CLUSTER_OK; /* sent before: in the seen set, or on its way */
+	}
 	if (c->unsent >= c->max_unsent)
 		return CLUSTER_FULL;
-	struct cl_dest *d = dest_find(c, owner, raw);
+	struct cl_dest *d = dest_find(c, owner, raw || !c->dedup);
 	if (d == NULL)
 		return CLUSTER_ENOMEM;
 	if (d->open == NULL) {
 		d->open = calloc(1, sizeof *d->open);
 		if (d->open == NULL)
 			return CLUSTER_ENOMEM;
+		d->open->c = c;
 		d->open->dest = d->name;
-		d->open->raw = raw;
+		d->open->raw = d->raw;
 		if (!uv_is_active((uv_handle_t *)&c->flush))
 			uv_timer_start(&c->flush, cl_flush_timer_cb, c->flush_delay_ms, 0);
 	}
-	int rc = batch_append(d->open, url, via, depth);
+	int rc = cl_batch_append(d->open, url, via, depth);
 	if (rc != CLUSTER_OK)
 		return rc;
+	if (!raw && c->dedup)
+		c->sent[h & c->sent_mask] = h;
 	c->unsent++;
+	c->st.sent++;
 	if (d->open->nurls >= CLUSTER_BATCH_URLS) {
 		dest_close(c, d);
 		send_waiting(c);
@@ -220,34 +219,28 @@ size_t cluster_unacked(const struct cluster *c)
 	return c->unacked;
 }
 
-/* The field "u" of an entry [id, [field, value, ...]], or NULL (deleted entry). */
-static const redisReply *entry_lines(const redisReply *e)
+/* ---- entries ---- */
+
+const redisReply *cl_entry_lines(const redisReply *e, bool *raw)
 {
 	if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 ||
 	    e->element[1]->type != REDIS_REPLY_ARRAY)
 		return NULL;
 	const redisReply *f = e->element[1];
 	for (size_t i = 0; i + 1 < f->elements; i += 2)
-		if (f->element[i]->len == 1 && f->element[i]->str[0] == 'u' &&
-		    f->element[i + 1]->type == REDIS_REPLY_STRING)
+		if (f->element[i]->len == 1 &&
+		    (f->element[i]->str[0] == 'u' || f->element[i]->str[0] == 'r') &&
+		    f->element[i + 1]->type == REDIS_REPLY_STRING) {
+			*raw = f->element[i]->str[0] == 'r';
 			return f->element[i + 1];
+		}
 	return NULL;
 }
 
-/* Splits an entry's lines into c->urls (pointing into c->text): the count, or -1. */
-static long entry_parse(struct cluster *c, const redisReply *lines)
+long cl_lines_parse(struct cluster *c, char *text)
 {
-	if (lines->len + 1 > c->text_cap) {
-		char *t = realloc(c->text, lines->len + 1);
-		if (t == NULL)
-			return -1;
-		c->text = t;
-		c->text_cap = lines->len + 1;
-	}
-	memcpy(c->text, lines->str, lines->len);
-	c->text[lines->len] = '\0';
 	size_t n = 0;
-	for (char *line = c->text, *next; *line != '\0'; line = next) {
+	for (char *line = text, *next; *line != '\0'; line = next) {
 		char *nl = strchr(line, '\n');
 		next = nl ? nl + 1 : line + strlen(line);
 		if (nl)
@@ -280,7 +273,7 @@ static long entry_parse(struct cluster *c, const redisReply *lines)
 	return (long)n;
 }
 
-static int ack_push(struct cluster *c, const redisReply *id)
+static int ack_push(struct cluster *c, const char *id)
 {
 	if (c->nacks == c->acks_cap) {
 		size_t cap = c->acks_cap ? 2 * c->acks_cap : 64;
@@ -290,29 +283,163 @@ static int ack_push(struct cluster *c, const redisReply *id)
 		c->acks = a;
 		c->acks_cap = cap;
 	}
-	snprintf(c->acks[c->nacks++], CL_ID_MAX, "%.*s", (int)id->len, id->str);
+	snprintf(c->acks[c->nacks++], CL_ID_MAX, "%s", id);
 	return CLUSTER_OK;
 }
 
-/* Hands the entries of a read or claim to on_urls: how many there were. */
-static size_t deliver(struct cluster *c, const redisReply *entries)
+static void entry_free(struct cl_entry *e)
+{
+	free(e->text);
+	free(e->fresh);
+	free(e);
+}
+
+/* Hands e's URLs new to the crawl to on_urls; its ID will be acked. */
+static void entry_deliver(struct cluster *c, struct cl_entry *e)
+{
+	if (ack_push(c, e->id) != CLUSTER_OK)
+		return; /* not acked: it comes again */
+	long n = cl_lines_parse(c, e->text);
+	size_t k = 0;
+	for (long i = 0; i < n; i++) {
+		if (e->fresh != NULL && (size_t)i < e->nurls && !e->fresh[i]) {
+			c->st.seen_dropped++;
+			continue;
+		}
+		c->urls[k++] = c->urls[i];
+	}
+	/* an entry whose URLs were all seen counts one: it waits for its ack */
+	c->unacked += k > 0 ? k : 1;
+	if (k > 0) {
+		c->st.received += k;
+		c->cb.on_urls(c, c->urls, k, c->cb.arg);
+	}
+}
+
+static void read_again(struct cluster *c, unsigned ms);
+
+/* Hands out, in order, the entries whose deduplication is done. */
+static void entries_deliver(struct cluster *c)
+{
+	bool any = false;
+	while (c->in_head != NULL && c->in_head->waiting == 0) {
+		struct cl_entry *e = c->in_head;
+		c->in_head = e->next;
+		if (c->in_head == NULL)
+			c->in_tail = NULL;
+		c->filtering -= e->nurls;
+		if (!e->dropped && !c->destroying && c->state == CL_LIVE)
+			entry_deliver(c, e);
+		entry_free(e);
+		any = true;
+	}
+	if (any && !c->destroying && !uv_is_active((uv_handle_t *)&c->read) && !c->read_busy)
+		read_again(c, 0); /* room again */
+}
+
+/* The answer to the SADD of URL i of an entry: 0, it was seen. */
+struct cl_seen_ref {
+	struct cl_entry *e;
+	size_t i;
+};
+
+static void on_seen(void *priv, const redisReply *r)
+{
+	struct cl_seen_ref *ref = priv;
+	struct cl_entry *e = ref->e;
+	if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 0)
+		e->fresh[ref->i] = 0;
+	free(ref);
+	if (--e->waiting == 0)
+		entries_deliver(e->c);
+}
+
+/* Whether line (up to its newline) is "URL \t VIA \t DEPTH", as
+ * cl_lines_parse() takes it; *ulen the URL's length, *next the next line. */
+static bool line_split(const char *line, size_t *ulen, const char **next)
+{
+	const char *nl = strchr(line, '\n');
+	*next = nl ? nl + 1 : line + strlen(line);
+	size_t len = (size_t)(*next - line);
+	const char *tab = memchr(line, '\t', len);
+	const char *tab2 = tab ? memchr(tab + 1, '\t', len - (size_t)(tab + 1 - line)) : NULL;
+	*ulen = tab ? (size_t)(tab - line) : 0;
+	return tab2 != NULL;
+}
+
+/* SADDs every URL of e to its seen bucket (a URL whose SADD cannot be
+ * sent counts as new). */
+static void entry_dedup(struct cluster *c, struct cl_entry *e)
+{
+	e->fresh = malloc(e->nurls ? e->nurls : 1);
+	if (e->fresh == NULL)
+		return; /* all go as new */
+	memset(e->fresh, 1, e->nurls);
+	size_t i = 0, ulen;
+	for (const char *line = e->text, *next; *line != '\0' && i < e->nurls; line = next) {
+		if (!line_split(line, &ulen, &next))
+			continue;
+		char bucket[24], key[CL_KEY_MAX];
+		snprintf(bucket, sizeof bucket, "%u",
+		         (unsigned)(XXH3_64bits(line, ulen) % CLUSTER_SEEN_BUCKETS));
+		unsigned slot = cl_key(c, "s", bucket, "", key);
+		struct cl_seen_ref *ref = malloc(sizeof *ref);
+		if (ref != NULL) {
+			*ref = (struct cl_seen_ref){ e, i };
+			e->waiting++;
+			if (router_sendf(c->rt, slot, 0, on_seen, ref, "SADD %s %b", key, line,
+			                 ulen) != ROUTER_OK) {
+				e->waiting--;
+				free(ref);
+			}
+		}
+		i++;
+	}
+}
+
+/* Counts the URL lines of text. */
+static size_t lines_count(const char *text)
+{
+	size_t n = 0, ulen;
+	for (const char *line = text, *next; *line != '\0'; line = next)
+		n += line_split(line, &ulen, &next);
+	return n;
+}
+
+/* Queues the entries of a read (raw: claimed again, never deduplicated). */
+static size_t entries_take(struct cluster *c, const redisReply *entries, bool claimed)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < entries->elements && c->state == CL_LIVE && !c->destroying; i++) {
-		const redisReply *e = entries->element[i];
-		if (e->type != REDIS_REPLY_ARRAY || e->elements < 1 ||
-		    e->element[0]->type != REDIS_REPLY_STRING || ack_push(c, e->element[0]) != 0)
+		const redisReply *er = entries->element[i];
+		if (er->type != REDIS_REPLY_ARRAY || er->elements < 1 ||
+		    er->element[0]->type != REDIS_REPLY_STRING)
 			continue;
-		n++;
-		const redisReply *lines = entry_lines(e);
-		long k = lines ? entry_parse(c, lines) : 0;
-		if (k > 0) {
-			c->unacked += (size_t)k;
-			c->cb.on_urls(c, c->urls, (size_t)k, c->cb.arg);
+		struct cl_entry *e = calloc(1, sizeof *e);
+		if (e == NULL)
+			continue; /* pending: claimed again later */
+		bool raw = true;
+		const redisReply *lines = cl_entry_lines(er, &raw);
+		e->c = c;
+		snprintf(e->id, sizeof e->id, "%.*s", (int)er->element[0]->len,
+		         er->element[0]->str);
+		e->text = lines ? strndup(lines->str, lines->len) : strdup("");
+		if (e->text == NULL) {
+			free(e);
+			continue;
 		}
+		e->nurls = lines_count(e->text);
+		c->filtering += e->nurls;
+		CHAIN_APPEND(c->in_head, c->in_tail, e);
+		n++;
+		if (!raw && !claimed)
+			entry_dedup(c, e);
 	}
+	entries_deliver(c);
 	return n;
 }
+
+/* ---- reading ---- */
 
 static void read_again(struct cluster *c, unsigned ms)
 {
@@ -320,63 +447,79 @@ static void read_again(struct cluster *c, unsigned ms)
 		uv_timer_start(&c->read, cl_read_timer_cb, ms, 0);
 }
 
-static void create_group(struct cluster *c, const char *owner)
+static void create_group(struct cluster *c)
 {
-	redisAsyncContext *ac = cl_conn(c);
-	if (ac != NULL)
-		redisAsyncCommand(ac, NULL, NULL, "XGROUP CREATE %s:inbox:%s g 0 MKSTREAM",
-		                  c->prefix, owner);
+	router_sendf(c->rt, c->inbox_slot, 0, NULL, NULL, "XGROUP CREATE %s g 0 MKSTREAM",
+	             c->inbox);
 }
 
-static void on_read(redisAsyncContext *ac, void *reply, void *priv)
+static void on_read(void *priv, const redisReply *r)
 {
 	struct cluster *c = priv;
-	redisReply *r = reply;
-	(void)ac;
 	c->read_busy = false;
-	if (c->destroying || r == NULL || c->state != CL_LIVE)
+	if (c->destroying || c->state != CL_LIVE)
 		return;
+	if (r == NULL) {
+		c->claim_own = true; /* what that read took is pending: claimed again */
+		snprintf(c->claim_cursor, CL_ID_MAX, "0-0");
+		read_again(c, c->poll_ms);
+		return;
+	}
 	if (r->type == REDIS_REPLY_ERROR) {
 		if (strncmp(r->str, "NOGROUP", 7) == 0)
-			create_group(c, c->name); /* the stream was lost: start it anew */
+			create_group(c); /* the stream was lost: start it anew */
 		else
 			cl_fail(c, "inbox read", r);
 		read_again(c, c->poll_ms);
 		return;
 	}
 	size_t n = 0;
-	if (c->claim_own && r->type == REDIS_REPLY_ARRAY && r->elements >= 2) {
+	bool claiming = c->claim_own;
+	if (claiming && r->type == REDIS_REPLY_ARRAY && r->elements >= 2) {
 		snprintf(c->claim_cursor, CL_ID_MAX, "%.*s", (int)r->element[0]->len,
 		         r->element[0]->str);
 		c->claim_own = strcmp(c->claim_cursor, "0-0") != 0;
-		n = deliver(c, r->element[1]);
-	} else if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+		n = entries_take(c, r->element[1], true);
+	} else if (!claiming && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
 	           r->element[0]->elements == 2) {
-		n = deliver(c, r->element[0]->element[1]);
+		n = entries_take(c, r->element[0]->element[1], false);
 	}
-	read_again(c, n > 0 || c->claim_own ? 0 : c->poll_ms);
+	/* an empty inbox is polled less and less often, down to one in
+	 * CLUSTER_POLL_IDLE_MAX polls: an idle agent costs Redis little */
+	if (n > 0 || c->claim_own)
+		c->poll_idle_ms = 0;
+	else
+		c->poll_idle_ms = c->poll_idle_ms == 0 ? c->poll_ms
+		                  : c->poll_idle_ms < c->poll_ms * CLUSTER_POLL_IDLE_MAX
+		                          ? 2 * c->poll_idle_ms
+		                          : c->poll_ms * CLUSTER_POLL_IDLE_MAX;
+	if (!uv_is_active((uv_handle_t *)&c->read))
+		read_again(c, c->poll_idle_ms);
 }
 
 void cl_read_timer_cb(uv_timer_t *t)
 {
 	struct cluster *c = t->data;
-	redisAsyncContext *ac = cl_conn(c);
-	if (ac == NULL || c->state != CL_LIVE || c->read_busy || c->no_reads ||
-	    c->unacked >= c->max_unacked)
-		return; /* the next tick, connection or ack starts reading again */
+	size_t taken = c->unacked + c->filtering;
+	if (c->state != CL_LIVE || c->read_busy || c->no_reads || taken >= c->max_unacked ||
+	    c->destroying)
+		return; /* the next tick, delivery or ack starts reading again */
 	/* Entries hold up to CLUSTER_BATCH_URLS URLs: read no more than the room left. */
-	size_t room = (c->max_unacked - c->unacked) / CLUSTER_BATCH_URLS;
+	size_t room = (c->max_unacked - taken) / CLUSTER_BATCH_URLS;
 	int count = room < 1 ? 1 : room > READ_COUNT ? READ_COUNT : (int)room;
 	int rc;
 	if (c->claim_own)
-		rc = redisAsyncCommand(ac, on_read, c, "XAUTOCLAIM %s:inbox:%s g %s 0 %s COUNT %d",
-		                       c->prefix, c->name, c->consumer, c->claim_cursor, count);
+		rc = router_sendf(c->rt, c->inbox_slot, 0, on_read, c,
+		                  "XAUTOCLAIM %s g %s 0 %s COUNT %d", c->inbox, c->consumer,
+		                  c->claim_cursor, count);
 	else
-		rc = redisAsyncCommand(ac, on_read, c,
-		                       "XREADGROUP GROUP g %s COUNT %d STREAMS %s:inbox:%s >",
-		                       c->consumer, count, c->prefix, c->name);
-	c->read_busy = rc == REDIS_OK;
+		rc = router_sendf(c->rt, c->inbox_slot, 0, on_read, c,
+		                  "XREADGROUP GROUP g %s COUNT %d STREAMS %s >", c->consumer, count,
+		                  c->inbox);
+	c->read_busy = rc == ROUTER_OK;
 }
+
+/* ---- acks ---- */
 
 /* 1 if stream ID a ("ms-seq") is above b. */
 static int id_above(const char *a, const char *b)
@@ -388,48 +531,139 @@ static int id_above(const char *a, const char *b)
 	return strtoull(ad ? ad + 1 : "0", NULL, 10) > strtoull(bd ? bd + 1 : "0", NULL, 10);
 }
 
-/* Once nothing is pending in the inbox, the entries below the last one
- * acked are done: trimmed, so the inbox holds what is queued, not the whole
- * crawl's history. */
-static const char trim_script[] =
-        "local key, group = ARGV[1], 'g'\n"
-        "local p = redis.call('XPENDING', key, group)\n"
-        "if p[1] == 0 then redis.call('XTRIM', key, 'MINID', ARGV[2]) end\n"
-        "return p[1]\n";
+/* The IDs of one cluster_ack(), acked once the epoch has moved. */
+struct ack_req {
+	struct cluster *c;
+	size_t n;
+	char last[CL_ID_MAX];
+	char (*ids)[CL_ID_MAX];
+};
+
+static void on_xack(void *priv, const redisReply *r)
+{
+	struct cluster *c = priv;
+	if (r == NULL && !c->destroying) {
+		c->claim_own = true; /* pending still: they come again */
+		snprintf(c->claim_cursor, CL_ID_MAX, "0-0");
+	}
+}
+
+static void on_epoch(void *priv, const redisReply *r)
+{
+	struct ack_req *q = priv;
+	struct cluster *c = q->c;
+	const char **argv = calloc(q->n + 3, sizeof *argv);
+	size_t *argl = calloc(q->n + 3, sizeof *argl);
+	bool sent = false;
+	if (!c->destroying && r != NULL && r->type == REDIS_REPLY_INTEGER && argv && argl) {
+		argv[0] = "XACK";
+		argv[1] = c->inbox;
+		argv[2] = "g";
+		for (size_t i = 0; i < q->n; i++)
+			argv[i + 3] = q->ids[i];
+		for (size_t i = 0; i < q->n + 3; i++)
+			argl[i] = strlen(argv[i]);
+		sent = router_send(c->rt, c->inbox_slot, 0, on_xack, c, (int)q->n + 3, argv,
+		                   argl) == ROUTER_OK;
+		const char *targs[3] = { "1", c->inbox, q->last };
+		if (sent)
+			cl_eval(c, CL_S_TRIM, c->inbox_slot, 0, NULL, NULL, 3, targs);
+	}
+	if (!sent && !c->destroying) {
+		c->claim_own = true;
+		snprintf(c->claim_cursor, CL_ID_MAX, "0-0");
+	}
+	free(argv);
+	free(argl);
+	free(q->ids);
+	free(q);
+}
 
 void cluster_ack(struct cluster *c)
 {
-	redisAsyncContext *ac = cl_conn(c);
-	if (c->nacks == 0 || ac == NULL)
+	if (c->nacks == 0 || !cl_crawl_up(c))
 		return;
-	size_t argc = c->nacks + 3;
-	const char **argv = calloc(argc, sizeof *argv);
-	size_t *argl = calloc(argc, sizeof *argl);
-	char key[CLUSTER_PREFIX_MAX + ASSIGN_NAME_MAX + 16];
-	if (argv == NULL || argl == NULL)
-		goto out;
-	argv[0] = "XACK";
-	argv[1] = key;
-	argv[2] = "g";
-	snprintf(key, sizeof key, "%s:inbox:%s", c->prefix, c->name);
-	for (size_t i = 0; i < c->nacks; i++)
-		argv[i + 3] = c->acks[i];
-	for (size_t i = 0; i < argc; i++)
-		argl[i] = strlen(argv[i]);
-	const char *last = c->acks[0];
-	for (size_t i = 1; i < c->nacks; i++)
-		if (id_above(c->acks[i], last))
-			last = c->acks[i];
-	if (redisAsyncCommandArgv(ac, NULL, NULL, (int)argc, argv, argl) == REDIS_OK) {
-		redisAsyncCommand(ac, NULL, NULL, "EVAL %s 0 %s %s", trim_script, key, last);
-		c->nacks = 0;
-		c->unacked = 0;
-		if (!uv_is_active((uv_handle_t *)&c->read))
-			read_again(c, 0);
+	struct ack_req *q = calloc(1, sizeof *q);
+	if (q == NULL)
+		return;
+	q->c = c;
+	q->n = c->nacks;
+	q->ids = c->acks; /* taken: a new array fills from here */
+	c->acks = NULL;
+	c->acks_cap = 0;
+	const char *last = q->ids[0];
+	for (size_t i = 1; i < q->n; i++)
+		if (id_above(q->ids[i], last))
+			last = q->ids[i];
+	snprintf(q->last, sizeof q->last, "%s", last);
+	char key[CL_KEY_MAX];
+	snprintf(key, sizeof key, "%s:epoch", c->base);
+	/* the epoch moves before the XACK: the census (cluster.h) */
+	if (router_sendf(c->rt, c->crawl_slot, 0, on_epoch, q, "INCR %s", key) != ROUTER_OK) {
+		c->acks = q->ids; /* kept for the next call */
+		c->acks_cap = q->n;
+		free(q);
+		return;
 	}
-out:
-	free(argv);
-	free(argl);
+	c->nacks = 0;
+	c->unacked = 0;
+	if (!uv_is_active((uv_handle_t *)&c->read) && !c->read_busy)
+		read_again(c, 0);
+}
+
+/* ---- driven by cluster.c ---- */
+
+void cl_exchange_on_join(struct cluster *c)
+{
+	create_group(c);
+	c->nacks = 0;
+	c->unacked = 0;
+	c->claim_own = true;
+	snprintf(c->claim_cursor, CL_ID_MAX, "0-0");
+	read_again(c, 0);
+}
+
+void cl_exchange_on_fence(struct cluster *c)
+{
+	uv_timer_stop(&c->read);
+	c->nacks = 0; /* the heir or the next incarnation gets them */
+	c->unacked = 0;
+	for (struct cl_entry *e = c->in_head; e != NULL; e = e->next)
+		e->dropped = true;
+	entries_deliver(c);
+}
+
+void cl_exchange_tick(struct cluster *c)
+{
+	send_waiting(c);
+	if (!uv_is_active((uv_handle_t *)&c->read) && !c->read_busy)
+		read_again(c, 0);
+}
+
+void cl_exchange_free(struct cluster *c)
+{
+	struct cl_list *lists[] = { &c->queued, &c->retry };
+	for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
+		for (struct cl_batch *b; (b = list_pop(lists[i])) != NULL;)
+			batch_free(b);
+	for (size_t i = 0; i < c->ndests; i++) {
+		batch_free(c->dests[i].open);
+		free(c->dests[i].name);
+	}
+	free(c->dests);
+	while (c->in_head != NULL) {
+		struct cl_entry *e = c->in_head;
+		c->in_head = e->next;
+		entry_free(e);
+	}
+	free(c->acks);
+	free(c->urls);
+}
+
+void cluster_stop_reading(struct cluster *c)
+{
+	c->no_reads = true;
+	uv_timer_stop(&c->read);
 }
 
 const char *cluster_url_host(const char *url, size_t *len)
@@ -446,201 +680,4 @@ const char *cluster_url_host(const char *url, size_t *len)
 	colon = colon ? memchr(colon, ':', n - (size_t)(colon - h)) : NULL;
 	*len = colon ? (size_t)(colon - h) : n;
 	return h;
-}
-
-struct drain {
-	struct cluster *c;
-	char dead[ASSIGN_NAME_MAX + 1];
-};
-
-static void drain_dead(struct cluster *c);
-
-static void on_drained(redisAsyncContext *ac, void *reply, void *priv)
-{
-	struct cluster *c = priv;
-	(void)ac;
-	if (reply == NULL || ((redisReply *)reply)->type != REDIS_REPLY_ARRAY)
-		c->drain_found = false; /* EXEC failed: the entries stay for the next pass */
-	if (--c->drains == 0 && c->drain_found && !c->destroying)
-		drain_dead(c); /* this pass moved entries: more may wait */
-}
-
-/*
- * Re-routes the entries of dead agent d's inbox to their owners in the
- * current view: one MULTI of an XADD per owner and the XACK of the entries
- * on d's inbox, so each entry moves once.
- */
-static void reroute(struct cluster *c, const char *dead, const redisReply *entries)
-{
-	redisAsyncContext *ac = cl_conn(c);
-	size_t nown = c->nlive, nids = 0;
-	struct cl_batch *out = calloc(nown, sizeof *out);
-	const char **argv = calloc(entries->elements + 3, sizeof *argv);
-	size_t *argl = calloc(entries->elements + 3, sizeof *argl);
-	char key[CLUSTER_PREFIX_MAX + ASSIGN_NAME_MAX + 16];
-	if (ac == NULL || out == NULL || argv == NULL || argl == NULL || c->view == NULL)
-		goto out;
-	snprintf(key, sizeof key, "%s:inbox:%s", c->prefix, dead);
-	for (size_t i = 0; i < entries->elements; i++) {
-		const redisReply *e = entries->element[i];
-		if (e->type != REDIS_REPLY_ARRAY || e->element[0]->type != REDIS_REPLY_STRING)
-			continue;
-		argv[3 + nids] = e->element[0]->str;
-		argl[3 + nids++] = e->element[0]->len;
-		const redisReply *lines = entry_lines(e);
-		long k = lines ? entry_parse(c, lines) : 0;
-		for (long j = 0; j < k; j++) {
-			size_t hl;
-			const char *h = cluster_url_host(c->urls[j].url, &hl);
-			const char *owner = assign_view_owner(c->view, h, hl);
-			size_t o = 0;
-			while (o < nown && strcmp(c->live[o], owner) != 0)
-				o++;
-			if (o == nown ||
-			    batch_append(&out[o], c->urls[j].url, c->urls[j].via, c->urls[j].depth))
-				goto out; /* nothing sent: the entries stay for the next pass */
-		}
-	}
-	redisAsyncCommand(ac, NULL, NULL, "MULTI");
-	for (size_t o = 0; o < nown; o++)
-		if (out[o].nurls > 0)
-			redisAsyncCommand(ac, NULL, NULL, "XADD %s:inbox:%s * u %b", c->prefix,
-			                  c->live[o], out[o].buf, out[o].len);
-	argv[0] = "XACK";
-	argv[1] = key;
-	argv[2] = "g";
-	argl[0] = 4;
-	argl[1] = strlen(key);
-	argl[2] = 1;
-	redisAsyncCommandArgv(ac, NULL, NULL, (int)(nids + 3), argv, argl);
-	if (redisAsyncCommand(ac, on_drained, c, "EXEC") == REDIS_OK)
-		c->drains++;
-out:
-	for (size_t o = 0; out != NULL && o < nown; o++)
-		free(out[o].buf);
-	free(out);
-	free(argv);
-	free(argl);
-}
-
-/* A claim ([cursor, entries, deleted]) or a read ([[stream, entries]]) of a dead inbox. */
-static void on_dead_read(redisAsyncContext *ac, void *reply, void *priv)
-{
-	struct drain *d = priv;
-	struct cluster *c = d->c;
-	redisReply *r = reply;
-	(void)ac;
-	c->drains--;
-	const redisReply *entries = NULL;
-	if (c->destroying || r == NULL || r->type != REDIS_REPLY_ARRAY || c->state != CL_LIVE)
-		entries = NULL;
-	else if (r->elements >= 2 && r->element[1]->type == REDIS_REPLY_ARRAY)
-		entries = r->element[1];
-	else if (r->elements == 1 && r->element[0]->elements == 2)
-		entries = r->element[0]->element[1];
-	if (entries != NULL && entries->elements > 0) {
-		c->drain_found = true;
-		reroute(c, d->dead, entries);
-	}
-	free(d);
-}
-
-/* The first dead agent whose heir is this agent, or NULL. */
-static const char *dead_to_drain(struct cluster *c)
-{
-	for (size_t i = 0; c->view != NULL && i < c->ndead; i++) {
-		const char *heir = assign_view_owner(c->view, c->dead[i], strlen(c->dead[i]));
-		if (heir != NULL && strcmp(heir, c->name) == 0 && strcmp(c->dead[i], c->name) != 0)
-			return c->dead[i];
-	}
-	return NULL;
-}
-
-/* One pass over a dead inbox: entries idle for a lease period, then unread ones. */
-static void drain_dead(struct cluster *c)
-{
-	redisAsyncContext *ac = cl_conn(c);
-	const char *dead = dead_to_drain(c);
-	if (ac == NULL || dead == NULL || c->drains > 0 || c->state != CL_LIVE)
-		return;
-	c->drain_found = false;
-	for (int step = 0; step < 2; step++) {
-		struct drain *d = calloc(1, sizeof *d);
-		if (d == NULL)
-			return;
-		d->c = c;
-		snprintf(d->dead, sizeof d->dead, "%s", dead);
-		int rc = step == 0
-		                 ? redisAsyncCommand(ac, on_dead_read, d,
-		                                     "XAUTOCLAIM %s:inbox:%s g %s %u 0-0 COUNT %d",
-		                                     c->prefix, dead, c->consumer, c->lease_ms,
-		                                     READ_COUNT)
-		                 : redisAsyncCommand(
-		                           ac, on_dead_read, d,
-		                           "XREADGROUP GROUP g %s COUNT %d STREAMS %s:inbox:%s >",
-		                           c->consumer, READ_COUNT, c->prefix, dead);
-		if (rc != REDIS_OK) {
-			free(d);
-			return;
-		}
-		c->drains++;
-	}
-}
-
-void cl_exchange_on_connect(struct cluster *c)
-{
-	/* Entries handed out but not acked may have missed their XACK: claim
-	 * them again (re-delivery, bounded by max_unacked). */
-	c->nacks = 0;
-	c->unacked = 0;
-	c->claim_own = true;
-	snprintf(c->claim_cursor, CL_ID_MAX, "0-0");
-	send_waiting(c);
-}
-
-void cl_exchange_on_join(struct cluster *c)
-{
-	create_group(c, c->name);
-	c->nacks = 0;
-	c->unacked = 0;
-	c->claim_own = true;
-	snprintf(c->claim_cursor, CL_ID_MAX, "0-0");
-	read_again(c, 0);
-}
-
-void cl_exchange_on_fence(struct cluster *c)
-{
-	uv_timer_stop(&c->read);
-	c->nacks = 0; /* the heir or the next incarnation gets them */
-	c->unacked = 0;
-}
-
-void cl_exchange_tick(struct cluster *c)
-{
-	send_waiting(c);
-	drain_dead(c);
-	if (!uv_is_active((uv_handle_t *)&c->read) && !c->read_busy)
-		read_again(c, 0);
-}
-
-void cl_exchange_free(struct cluster *c)
-{
-	struct cl_list *lists[] = { &c->queued, &c->retry, &c->inflight };
-	for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
-		for (struct cl_batch *b; (b = list_pop(lists[i])) != NULL;)
-			batch_free(b);
-	for (size_t i = 0; i < c->ndests; i++) {
-		batch_free(c->dests[i].open);
-		free(c->dests[i].name);
-	}
-	free(c->dests);
-	free(c->acks);
-	free(c->urls);
-	free(c->text);
-}
-
-void cluster_stop_reading(struct cluster *c)
-{
-	c->no_reads = true;
-	uv_timer_stop(&c->read);
 }

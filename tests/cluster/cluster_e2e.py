@@ -31,6 +31,12 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
       sees at most N page requests (robots.txt aside), at least N minus
       MAX_PAGES_SLACK distinct ones, and every agent ends by itself with
       exit 0.
+  cluster_e2e.py max-pages-stop
+      the same, one agent stopped (SIGINT) once the test web has seen the
+      limit minus STOP_BEFORE_LIMIT pages, when the budget is all reserved:
+      the pages it gives back are used by the other two, which have hosts
+      left (a third of the web): at least N minus their STOP_SLACK distinct
+      pages.
   cluster_e2e.py resume
       three agents; one is killed (SIGKILL) once a third of the web is
       fetched and restarted with --resume on its own folder and name once
@@ -50,6 +56,25 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
       killed agent's unused quota (RESUME_LOST) distinct ones: the resumed
       agent's earlier pages count once.
 
+  cluster_e2e.py max-time
+      the whole crawl's --max-time T: one agent starts, two more join
+      MAX_TIME_LATE_S later, all with --max-time T. The test web sees no
+      request past the first agent's start + T + MAX_TIME_SLACK_S (an
+      agent's own clock would let the late ones go on MAX_TIME_LATE_S
+      longer), and the late agents did fetch; every agent exits 0.
+  cluster_e2e.py pause-idle
+      two agents; once the whole web is fetched (both idle, not yet
+      ended) one is stopped (SIGSTOP) past its lease and continued: it
+      fences itself, rejoins, says idle again and ends by itself, exit 0.
+  cluster_e2e.py faults --assign M [--redis single|cluster]
+      every fault in one crawl, on one Redis or on a Redis Cluster of 3
+      masters with a replica each: three agents; one killed (SIGKILL) at a
+      quarter of the web, one stopped (SIGINT, exit 0) at half, a fourth
+      joins, then the master serving the crawl's slot is killed and its
+      replica takes over (one Redis: killed and restarted on its AOF). The
+      crawl finishes whole, no politeness violation, the repeats within
+      the kill's bound and the master's (FAULTS_REPEATS).
+
 Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as tests/e2e/crawl_e2e.py),
 E2E_HOSTS / E2E_PAGES to resize the web.
 """
@@ -65,6 +90,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 import crawl_e2e as e2e  # noqa: E402
+import redis_cluster  # noqa: E402
 
 HOST_DELAY_MS = 50
 IP_DELAY_MS = e2e.IP_DELAY_MS
@@ -125,6 +151,25 @@ class Redis:
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.kill()
+
+
+class ClusterRedis:
+    """A Redis Cluster of 3 masters, a replica each, in place of Redis: the
+    agents are given its first master; kill() kills the master serving the
+    crawl's slot and returns once its replica took over."""
+
+    def __init__(self, workdir):
+        self.c = redis_cluster.RedisCluster(os.path.join(workdir, "rcluster"), masters=3,
+                                            replicas=1)
+        self.c.start()
+        self.port = self.c.port
+
+    def kill(self):
+        old, new = self.c.kill_master_of("{e2e}:ver")
+        print("master %d killed, replica %d took over" % (old, new))
+
+    def stop(self):
+        self.c.stop()
 
 
 class Agent:
@@ -221,10 +266,10 @@ def check_warcs(agent):
 class Crawl:
     """One test's test web, Redis and agents; close() stops them all."""
 
-    def __init__(self, prefix):
+    def __init__(self, prefix, cluster=False):
         self.work = tempfile.mkdtemp(prefix=prefix)
         self.tw = e2e.TestWeb(self.work, e2e.gen_args())
-        self.redis = Redis(self.work)
+        self.redis = ClusterRedis(self.work) if cluster else Redis(self.work)
         self.agents = []
         self.t0 = time.time()
         self.expected = set(self.tw.run_mode("--expected", "--agent", e2e.AGENT))
@@ -325,6 +370,17 @@ def budget_errors(cl, limit, slack):
     return errors
 
 
+def exit_errors(cl):
+    """Prints each agent's exit and pages: an error per agent not exiting 0."""
+    errors = []
+    for a in cl.agents:
+        st = e2e.json.load(open(os.path.join(a.out, "stats.json"))) if a.proc.returncode == 0 else {}
+        print("  agent %s: exit %s, %s pages" % (a.name, a.proc.returncode, st.get("pages")))
+        if a.proc.returncode != 0:
+            errors.append("agent %s exited %s" % (a.name, a.proc.returncode))
+    return errors
+
+
 def pages_expected(cl):
     return sum(1 for u in cl.expected if "/robots.txt\t" not in u)
 
@@ -338,11 +394,30 @@ def run_max_pages(assign):
     finally:
         cl.close()
     errors = budget_errors(cl, limit, MAX_PAGES_SLACK)
-    for a in cl.agents:
-        st = e2e.json.load(open(os.path.join(a.out, "stats.json"))) if a.proc.returncode == 0 else {}
-        print("  agent %s: exit %s, %s pages" % (a.name, a.proc.returncode, st.get("pages")))
-        if a.proc.returncode != 0:
-            errors.append("agent %s exited %s" % (a.name, a.proc.returncode))
+    errors += exit_errors(cl)
+    cl.verdict(errors)
+
+
+# The stop comes this close to the limit: the quotas then reserved (up to
+# a chunk and a half each, 15 here) cover the rest of the budget.
+STOP_BEFORE_LIMIT = 20
+# What the two left may leave unused: pages reserved in flight when the
+# budget ran out (they end on it only once it reads spent with no quota).
+STOP_SLACK = 4
+
+
+def run_max_pages_stop(assign):
+    cl = Crawl("e2e-cluster-budget-stop-")
+    limit = pages_expected(cl) // 3
+    try:
+        cl.start(["a1", "a2", "a3"], assign, ["--max-pages", str(limit)])
+        wait_pages(cl.tw, limit - STOP_BEFORE_LIMIT, cl.agents, 120)
+        cl.agents[2].proc.send_signal(signal.SIGINT)
+        cl.wait_end(None)
+    finally:
+        cl.close()
+    errors = budget_errors(cl, limit, STOP_SLACK)
+    errors += exit_errors(cl)
     cl.verdict(errors)
 
 
@@ -387,6 +462,99 @@ def run_resume(assign, budget):
     cl.verdict(errors + judge(cl.tw, expected, cl.faults, cl.agents, gone, KILL_REPEATS, cl.t0))
 
 
+# What the faults mode may repeat: the killed agent's (KILL_REPEATS), and
+# after the master's death the window of every agent live then, whose
+# unacked entries come again when an inbox command gets no answer.
+FAULTS_REPEATS = KILL_REPEATS + 3 * WINDOW
+
+
+def run_faults(assign, cluster):
+    cl = Crawl("e2e-cluster-faults-", cluster)
+    tw, agents = cl.tw, cl.agents
+    try:
+        n = len(cl.expected)
+        cl.start(["a1", "a2", "a3"], assign)
+        wait_pages(tw, n // 4, agents, 120)
+        killed = agents[1]
+        killed.proc.kill()
+        killed.wait(30)
+        wait_pages(tw, n // 2, [agents[0], agents[2]], 120)
+        agents[2].proc.send_signal(signal.SIGINT)
+        if agents[2].wait(60) != 0:
+            fail("agent a3 stopped with exit %s" % agents[2].proc.returncode)
+        cl.start(["a4"], assign)
+        wait_pages(tw, 5 * n // 8, [agents[0], agents[3]], 120)
+        cl.redis.kill()
+        if not cluster:
+            time.sleep(1.0)
+            cl.redis.start()
+        cl.wait_end(killed)
+    finally:
+        cl.close()
+    cl.verdict(judge(tw, cl.expected, cl.faults, agents, killed, FAULTS_REPEATS, cl.t0))
+
+
+def run_pause_idle(assign):
+    cl = Crawl("e2e-cluster-pause-")
+    agents = cl.agents
+    try:
+        cl.start(["a1", "a2"], assign)
+        deadline = time.time() + 120
+        while not cl.expected <= set(e2e.observed_set(cl.tw, log_rows(cl.tw), cl.faults)):
+            if time.time() > deadline or any(a.proc.poll() is not None for a in agents):
+                fail("the web was not fetched whole by two live agents")
+            time.sleep(0.1)
+        time.sleep(0.3)  # both idle now; the end takes two census reads, 1 s apart
+        agents[0].proc.send_signal(signal.SIGSTOP)
+        time.sleep(3 * LEASE_MS / 1000)
+        agents[0].proc.send_signal(signal.SIGCONT)
+        for a in agents:
+            if a.wait(30) is None:
+                fail("agent %s did not end by itself" % a.name)
+    finally:
+        cl.close()
+    cl.verdict(judge(cl.tw, cl.expected, cl.faults, agents, None, 0, cl.t0))
+
+
+MAX_TIME_S = 6
+MAX_TIME_LATE_S = 4
+# The deadline is set when the first agent has joined (a second or so
+# after its start) and an agent stops within a tick (0.1 s) of it.
+MAX_TIME_SLACK_S = 2.0
+
+
+def run_max_time(assign):
+    cl = Crawl("e2e-cluster-time-")
+    extra = ["--max-time", str(MAX_TIME_S)]
+    try:
+        t0 = time.time()
+        cl.start(["a1"], assign, extra)
+        time.sleep(MAX_TIME_LATE_S)
+        cl.start(["a2", "a3"], assign, extra)
+        cl.wait_end(None)
+    finally:
+        cl.close()
+    rows = cl.tw.requests()
+    last = max(r[0] for r in rows) / 1e6 - t0
+    print("--max-time %d: last request %.2f s after the first agent's start (bound %.1f), "
+          "%d requests" % (MAX_TIME_S, last, MAX_TIME_S + MAX_TIME_SLACK_S, len(rows)))
+    errors = []
+    if last > MAX_TIME_S + MAX_TIME_SLACK_S:
+        errors.append("a request %.2f s after the start > %d + %.1f" %
+                      (last, MAX_TIME_S, MAX_TIME_SLACK_S))
+    if len(set(e2e.observed_set(cl.tw, rows, cl.faults))) >= len(cl.expected):
+        errors.append("the whole web was fetched: the web is too small for the test")
+    errors += exit_errors(cl)
+    for a in cl.agents[1:]:
+        st = e2e.json.load(open(os.path.join(a.out, "stats.json"))) if a.proc.returncode == 0 else {}
+        if not st.get("pages"):
+            errors.append("agent %s fetched nothing" % a.name)
+    bad = e2e.check_politeness(rows, "fixed", HOST_DELAY_MS, IP_DELAY_MS)
+    if bad:
+        errors.append("%d politeness violations, e.g. %s" % (len(bad), bad[:5]))
+    cl.verdict(errors)
+
+
 def run_inbox():
     os.environ["E2E_HOSTS"], os.environ["E2E_PAGES"] = "4", "10"  # a small web: one agent
     cl = Crawl("e2e-cluster-inbox-")
@@ -399,7 +567,7 @@ def run_inbox():
              "%s/zz-deep\t\t9" % base,
              "%s/zz-baddepth\t\t99999999999" % base,
              "%s/zz-ok\t\t1" % base]
-    subprocess.run(["redis-cli", "-p", str(cl.redis.port), "XADD", "e2e:inbox:a1", "*", "u",
+    subprocess.run(["redis-cli", "-p", str(cl.redis.port), "XADD", "{e2e:a:a1}:inbox", "*", "u",
                     "\n".join(lines) + "\n"], check=True, stdout=subprocess.DEVNULL)
     try:
         cl.start(["a1"], "consistent", ["--max-depth", "5"])
@@ -422,11 +590,21 @@ def run_inbox():
 
 def main():
     modes = ("kill", "stop", "join-kill", "redis-restart", "max-pages", "resume",
-             "resume-max-pages", "inbox")
+             "resume-max-pages", "faults", "max-time", "max-pages-stop", "pause-idle", "inbox")
     if len(sys.argv) < 2 or sys.argv[1] not in modes:
         fail("usage: cluster_e2e.py %s [--assign M]" % "|".join(modes))
-    assign = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--assign" else "consistent"
-    if sys.argv[1] == "max-pages":
+    args = sys.argv[2:]
+    opt = dict(zip(args[::2], args[1::2]))
+    assign = opt.get("--assign", "consistent")
+    if sys.argv[1] == "pause-idle":
+        run_pause_idle(assign)
+    elif sys.argv[1] == "max-pages-stop":
+        run_max_pages_stop(assign)
+    elif sys.argv[1] == "max-time":
+        run_max_time(assign)
+    elif sys.argv[1] == "faults":
+        run_faults(assign, opt.get("--redis", "single") == "cluster")
+    elif sys.argv[1] == "max-pages":
         run_max_pages(assign)
     elif sys.argv[1] == "inbox":
         run_inbox()

@@ -24,6 +24,8 @@
  *  - a dead agent's inbox: B reads part of its inbox and never acks, then
  *    dies; A, its heir, gets every URL exactly once (XAUTOCLAIM of the
  *    read ones, XREADGROUP of the unread ones, re-routed to A's inbox);
+ *  - two dead agents with one heir: B and C read part of their inboxes
+ *    and die; A, the heir of both, gets every URL of both exactly once;
  *  - Redis killed (SIGKILL) and restarted on its AOF (appendfsync always)
  *    mid-exchange: every URL arrives, at B or, if B was seen dead
  *    meanwhile, at its heir A;
@@ -31,10 +33,29 @@
  *    budget of 100 get 100 between them, no more; a give-back goes to the
  *    next reservation; cluster-status shows the pages reserved;
  *  - cost: Redis CPU (INFO cpu) and agents' CPU (getrusage) per 1,000 URLs
- *    over a 100,000-URL exchange, printed; Redis below 0.05 ms per URL.
+ *    over a 100,000-URL exchange, printed; Redis below 0.05 ms per URL;
+ *  - IP lease turns: a holder asking again while another agent waits is
+ *    refused, the waiter gets the lease once free; a waiter that does not
+ *    come back in time loses its turn; three agents take turns in order;
+ *  - the census: busy while an agent has not said idle, while an inbox
+ *    holds an unread or a pending entry; 0 once all is idle and acked,
+ *    for the leader (which scans the inboxes) and the others (which read
+ *    its count);
+ *  - deduplication: the same URLs sent to B by A and by B itself reach B
+ *    once each (the seen set), and a URL sent twice by one agent is sent
+ *    once (the sent cache).
+ * And against a Redis Cluster of 3 masters with a replica each, started by
+ * redis_cluster.py (serve mode) on loopback:
+ *  - the router's key slots agree with CLUSTER KEYSLOT; two agents join,
+ *    exchange deduplicated URLs, take IP leases and a page budget, and the
+ *    crawl's keys are on every master;
+ *  - the master holding B's inbox and the crawl's membership killed
+ *    (SIGKILL) mid-exchange: its replica takes over, the agents pause and
+ *    go on, and every URL arrives (at B or at its heir A).
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -50,8 +71,10 @@
 #include <hiredis/hiredis.h>
 
 #include "crawler/cluster/cluster.h"
+#include "crawler/cluster/router.h"
 #include "frontier/base/tools.h"
 #include "frontier/base/clock.h"
+#include "tests/cluster/loop_run.h"
 
 #define LEASE_MS 300
 
@@ -221,7 +244,8 @@ static pid_t proxy_start(int to, int *port)
 struct agent {
 	struct cluster *c;
 	int views, err;
-	bool fenced, ack_each;
+	bool fenced, ack_each, dedup;
+	unsigned patience; /* ip_patience_ms; 0: 50 */
 	long long lease_pttl_at_fence;
 	uint64_t fenced_ms;
 	int redis_port;
@@ -260,19 +284,34 @@ static void on_urls(struct cluster *c, const struct cluster_url *urls, size_t n,
 		cluster_ack(c);
 }
 
+/* The time left on an agent's lease, in ms (Redis's clock): -2 if it has
+ * none, -3 if Redis did not answer. */
+static long long lease_left(redisContext *rc, const char *name)
+{
+	redisReply *end = redisCommand(rc, "ZSCORE {t}:alive %s", name);
+	redisReply *t = redisCommand(rc, "TIME");
+	long long left = -3;
+	if (end && t && t->type == REDIS_REPLY_ARRAY && t->elements == 2) {
+		long long now = strtoll(t->element[0]->str, NULL, 10) * 1000 +
+		                strtoll(t->element[1]->str, NULL, 10) / 1000;
+		left = end->type == REDIS_REPLY_STRING ? strtoll(end->str, NULL, 10) - now : -2;
+	}
+	freeReplyObject(end);
+	freeReplyObject(t);
+	return left;
+}
+
 static void on_fenced(struct cluster *c, void *arg)
 {
 	struct agent *a = arg;
 	char key[64];
 	a->fenced = true;
 	a->fenced_ms = monotonic_ms();
-	snprintf(key, sizeof key, "t:lease:%s", cluster_name(c));
+	snprintf(key, sizeof key, "%s", cluster_name(c));
 	/* Redis may be down (the restart test): then -3. */
 	struct timeval tv = { 1, 0 };
 	redisContext *rc = redisConnectWithTimeout("127.0.0.1", a->redis_port, tv);
-	redisReply *rep = rc && !rc->err ? redisCommand(rc, "PTTL %s", key) : NULL;
-	a->lease_pttl_at_fence = rep && rep->type == REDIS_REPLY_INTEGER ? rep->integer : -3;
-	freeReplyObject(rep);
+	a->lease_pttl_at_fence = rc && !rc->err ? lease_left(rc, key) : -3;
 	redisFree(rc);
 }
 
@@ -283,18 +322,20 @@ static void on_error(struct cluster *c, int err, void *arg)
 	a->err = err;
 }
 
-static uv_loop_t loop;
+static const char *prefix = "t"; /* the crawl's prefix in the tests */
 
 static void agent_start(struct agent *a, int port, const char *name, enum assign_method m,
                         unsigned lease_ms, size_t max_unacked)
 {
 	char url[64];
-	snprintf(url, sizeof url, "redis://127.0.0.1:%d/t", port);
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d/%s", port, prefix);
 	struct cluster_options o = { .url = url,
 		                     .name = name,
 		                     .method = m,
 		                     .lease_ms = lease_ms,
-		                     .max_unacked = max_unacked };
+		                     .max_unacked = max_unacked,
+		                     .dedup = a->dedup,
+		                     .ip_patience_ms = a->patience ? a->patience : 50 };
 	struct cluster_callbacks cb = { on_view, on_urls, on_fenced, on_error, a };
 	if (a->redis_port == 0)
 		a->redis_port = port;
@@ -308,32 +349,6 @@ static void agent_free(struct agent *a)
 	for (size_t i = 0; i < a->ngot; i++)
 		free(a->got[i]);
 	free(a->got);
-}
-
-static void wake(uv_timer_t *t)
-{
-	(void)t;
-}
-
-/* Runs the loop until cond(arg) holds or ms pass: whether it held. */
-static bool run_until(bool (*cond)(void *), void *arg, unsigned ms)
-{
-	uv_timer_t t;
-	uv_timer_init(&loop, &t);
-	uv_timer_start(&t, wake, 5, 5);
-	uint64_t end = monotonic_ms() + ms;
-	bool ok;
-	while (!(ok = cond(arg)) && monotonic_ms() < end)
-		uv_run(&loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&t, NULL);
-	uv_run(&loop, UV_RUN_NOWAIT);
-	return ok;
-}
-
-static bool never(void *arg)
-{
-	(void)arg;
-	return false;
 }
 
 static void setup(void)
@@ -570,13 +585,13 @@ START_TEST(test_ip_release)
 	ck_assert_int_eq(cluster_ip_lease(a.c, "2001:db8::", 60000, ip_done, &ra2), CLUSTER_OK);
 	ck_assert(run_until(ip_answered, &ra2, 2000));
 	ck_assert(ra2.granted);
-	long long pttl = redis_int(r.port, "PTTL %s", "t:ip:2001:db8::");
+	long long pttl = redis_int(r.port, "PTTL %s", "{t:ip:2001:db8::}");
 	ck_assert_msg(pttl > 50000 && pttl <= 60000, "TTL %lld ms after the second grant", pttl);
 	memset(&ra2, 0, sizeof ra2);
 	ck_assert_int_eq(cluster_ip_lease(a.c, "2001:db8::", 100, ip_done, &ra2), CLUSTER_OK);
 	ck_assert(run_until(ip_answered, &ra2, 2000));
 	ck_assert(ra2.granted);
-	pttl = redis_int(r.port, "PTTL %s", "t:ip:2001:db8::");
+	pttl = redis_int(r.port, "PTTL %s", "{t:ip:2001:db8::}");
 	ck_assert_msg(pttl > 50000, "TTL %lld ms: a shorter grant lowered it", pttl);
 	ck_assert_int_eq(cluster_ip_release(b.c, "2001:db8::", 1), CLUSTER_OK);
 	ck_assert_int_eq(cluster_ip_lease(b.c, "2001:db8::", 100, ip_done, &rb), CLUSTER_OK);
@@ -586,7 +601,7 @@ START_TEST(test_ip_release)
 	ck_assert_int_eq(cluster_ip_release(a.c, "2001:db8::", 150), CLUSTER_OK);
 	uint64_t t0 = monotonic_ms();
 	run_until(never, NULL, 20); /* A's connection sends it */
-	pttl = redis_int(r.port, "PTTL %s", "t:ip:2001:db8::");
+	pttl = redis_int(r.port, "PTTL %s", "{t:ip:2001:db8::}");
 	ck_assert_msg(pttl > 0 && pttl <= 150, "TTL %lld ms after the holder's release", pttl);
 	memset(&rb, 0, sizeof rb);
 	ck_assert_int_eq(cluster_ip_lease(b.c, "2001:db8::", 100, ip_done, &rb), CLUSTER_OK);
@@ -647,7 +662,7 @@ START_TEST(test_exchange_order)
 		ck_assert_str_eq(b.got[i], want);
 	}
 	ck_assert_msg(b.batches <= N / CLUSTER_BATCH_URLS + 2, "%zu batches", b.batches);
-	ck_assert_int_eq(redis_int(r.port, "XPENDING t:inbox:%s g", "b"), 0);
+	ck_assert_int_eq(redis_int(r.port, "XPENDING {t:a:%s}:inbox g", "b"), 0);
 	ck_assert_uint_eq(cluster_unacked(b.c), 0);
 	two_agents_stop(&r, &a, &b);
 }
@@ -687,7 +702,68 @@ START_TEST(test_dead_inbox)
 	qsort(a.got, a.ngot, sizeof *a.got, cmp_str);
 	for (size_t i = 1; i < a.ngot; i++)
 		ck_assert_str_ne(a.got[i - 1], a.got[i]);
-	ck_assert_int_eq(redis_int(r.port, "XPENDING t:inbox:%s g", "b"), 0);
+	ck_assert_int_eq(redis_int(r.port, "XPENDING {t:a:%s}:inbox g", "b"), 0);
+	two_agents_stop(&r, &a, NULL);
+}
+END_TEST
+
+struct trio {
+	struct agent *a, *b, *c;
+	size_t n;
+};
+
+static bool trio_live(void *arg)
+{
+	struct trio *t = arg;
+	return cluster_view_size(t->a->c) == 3 && cluster_view_size(t->b->c) == 3 &&
+	       cluster_view_size(t->c->c) == 3;
+}
+
+static bool trio_stalled(void *arg)
+{
+	struct trio *t = arg;
+	return t->b->ngot >= 300 && t->c->ngot >= 300 && cluster_unsent(t->a->c) == 0;
+}
+
+static bool trio_a_got_n(void *arg)
+{
+	struct trio *t = arg;
+	return t->a->ngot >= t->n;
+}
+
+/* Sends URLs [from, to) from A to owner (all fit: below max_unsent). */
+static void send_to(struct agent *a, const char *owner, size_t from, size_t to)
+{
+	char url[128];
+	for (size_t i = from; i < to; i++) {
+		url_of(url, sizeof url, i);
+		ck_assert_int_eq(cluster_send(a->c, owner, url, "http://via.example/", 0),
+		                 CLUSTER_OK);
+	}
+}
+
+START_TEST(test_dead_inboxes_one_heir)
+{
+	enum { N = 1000 };
+	struct redis r;
+	struct agent a = { .ack_each = true }, b = { 0 }, c = { 0 };
+	redis_start(&r);
+	agent_start(&a, r.port, "a", ASSIGN_CONSISTENT, LEASE_MS, 0);
+	agent_start(&b, r.port, "b", ASSIGN_CONSISTENT, LEASE_MS, 300);
+	agent_start(&c, r.port, "c", ASSIGN_CONSISTENT, LEASE_MS, 300);
+	struct trio t = { &a, &b, &c, 2 * N };
+	ck_assert_msg(run_until(trio_live, &t, 3000), "the agents did not see each other");
+	send_to(&a, "b", 0, N);
+	send_to(&a, "c", N, 2 * N);
+	ck_assert_msg(run_until(trio_stalled, &t, 3000), "B read %zu, C %zu", b.ngot, c.ngot);
+	agent_free(&b);
+	agent_free(&c);
+	ck_assert_msg(run_until(trio_a_got_n, &t, 10 * LEASE_MS), "A got %zu of %d", a.ngot, 2 * N);
+	run_until(never, NULL, 2 * LEASE_MS);
+	ck_assert_uint_eq(a.ngot, 2 * N);
+	qsort(a.got, a.ngot, sizeof *a.got, cmp_str);
+	for (size_t i = 1; i < a.ngot; i++)
+		ck_assert_str_ne(a.got[i - 1], a.got[i]);
 	two_agents_stop(&r, &a, NULL);
 }
 END_TEST
@@ -814,7 +890,7 @@ START_TEST(test_page_budget)
 	ck_assert_int_eq(cluster_budget_give_back(a.c, 10), CLUSTER_OK);
 	reserve_both(&a, &b, 1, 16, res);
 	ck_assert_int_eq(res[0].granted + res[1].granted, 110);
-	ck_assert_int_eq(redis_int(r.port, "INCRBY %s 0", "t:budget"), 100);
+	ck_assert_int_eq(redis_int(r.port, "INCRBY %s 0", "{t}:budget"), 100);
 	char out[4096];
 	run_status(r.port, out, sizeof out);
 	ck_assert_ptr_nonnull(strstr(out, "page budget (--max-pages): 100 pages reserved\n"));
@@ -853,6 +929,441 @@ START_TEST(test_cost)
 }
 END_TEST
 
+/* ---- IP lease turns ---- */
+
+/* Asks a's lease of addr for ttl ms, runs until answered. */
+static struct ip_result ip_ask(struct agent *a, const char *addr, unsigned ttl)
+{
+	struct ip_result res = { 0 };
+	ck_assert_int_eq(cluster_ip_lease(a->c, addr, ttl, ip_done, &res), CLUSTER_OK);
+	ck_assert(run_until(ip_answered, &res, 3000));
+	return res;
+}
+
+static void ip_release_sent(struct agent *a, const char *addr, unsigned delay)
+{
+	ck_assert_int_eq(cluster_ip_release(a->c, addr, delay), CLUSTER_OK);
+	run_until(never, NULL, 20); /* sent */
+}
+
+static bool live_c(void *arg)
+{
+	return cluster_is_live(((struct agent *)arg)->c);
+}
+
+/* The holder yields to a waiter; waiters take the lease in the order they
+ * first asked; a waiter that does not ask again in time (its patience,
+ * TURN_PATIENCE_MS here, + CLUSTER_IP_GRACE_MS) loses its turn. */
+#define TURN_PATIENCE_MS 400
+START_TEST(test_ip_turns)
+{
+	struct redis r;
+	struct agent a = { .patience = TURN_PATIENCE_MS }, b = { .patience = TURN_PATIENCE_MS },
+	             c = { .patience = TURN_PATIENCE_MS };
+	two_agents_start(&r, &a, &b, LEASE_MS, 0);
+	agent_start(&c, r.port, "c", ASSIGN_CONSISTENT, LEASE_MS, 0);
+	struct pair p = { &a, &c, 0 };
+	ck_assert(run_until(both_see_two, &p, 3000) || cluster_is_live(c.c));
+	ck_assert(run_until(live_c, &c, 3000));
+	const char *ip = "198.51.100.7";
+	ck_assert(ip_ask(&a, ip, 2000).granted);
+	struct ip_result rb = ip_ask(&b, ip, 2000);
+	ck_assert(!rb.granted);
+	ck_assert_msg(rb.wait_ms > 1000 && rb.wait_ms <= 2000, "B told %ld ms", rb.wait_ms);
+	/* B asks again within its patience while A's request runs */
+	run_until(never, NULL, 30);
+	ck_assert(!ip_ask(&b, ip, 2000).granted);
+	run_until(never, NULL, 10);
+	ck_assert(!ip_ask(&c, ip, 2000).granted); /* C second in line */
+	ip_release_sent(&a, ip, 1);
+	run_until(never, NULL, 5);
+	/* free now, but B and C wait: A, C refused; B granted */
+	ck_assert(!ip_ask(&a, ip, 2000).granted);
+	ck_assert(!ip_ask(&c, ip, 2000).granted);
+	ck_assert(ip_ask(&b, ip, 2000).granted);
+	/* B holds; its next request waits for C (first now), then A */
+	ip_release_sent(&b, ip, 1);
+	run_until(never, NULL, 5);
+	ck_assert(!ip_ask(&b, ip, 2000).granted);
+	ck_assert(!ip_ask(&a, ip, 2000).granted);
+	ck_assert(ip_ask(&c, ip, 2000).granted);
+	ip_release_sent(&c, ip, 1);
+	run_until(never, NULL, 5);
+	ck_assert(!ip_ask(&b, ip, 2000).granted);
+	ck_assert(ip_ask(&a, ip, 2000).granted);
+	/* B and C wait no more: past their patience + grace, A keeps it */
+	ip_release_sent(&a, ip, 1);
+	run_until(never, NULL, TURN_PATIENCE_MS + CLUSTER_IP_GRACE_MS + 200);
+	ck_assert(ip_ask(&a, ip, 2000).granted);
+	ck_assert(ip_ask(&a, ip, 2000).granted);
+	agent_free(&c);
+	two_agents_stop(&r, &a, &b);
+}
+END_TEST
+
+/* ---- the census ---- */
+
+struct census_result {
+	int n;
+	bool ok;
+	struct cluster_census s;
+};
+
+static void census_done(void *arg, bool ok, const struct cluster_census *s)
+{
+	struct census_result *res = arg;
+	res->n++;
+	res->ok = ok;
+	res->s = *s;
+}
+
+static bool census_answered(void *arg)
+{
+	return ((struct census_result *)arg)->n > 0;
+}
+
+static struct cluster_census census_of(struct agent *a)
+{
+	struct census_result res = { 0 };
+	ck_assert_int_eq(cluster_census(a->c, census_done, &res), CLUSTER_OK);
+	ck_assert(run_until(census_answered, &res, 3000));
+	ck_assert(res.ok);
+	return res.s;
+}
+
+static bool b_got_one(void *arg)
+{
+	return ((struct agent *)arg)->ngot > 0;
+}
+
+static bool b_nothing_pending(void *arg)
+{
+	return redis_int(((struct redis *)arg)->port, "XPENDING {t:a:%s}:inbox g", "b") == 0;
+}
+
+/* Busy until every agent said idle and every inbox is read and acked; the
+ * leader (A) scans the inboxes, B reads its count. */
+START_TEST(test_census)
+{
+	struct redis r;
+	struct agent a = { 0 }, b = { 0 };
+	two_agents_start(&r, &a, &b, LEASE_MS, 0);
+	cluster_publish_stats(a.c, 7, 7, 70);
+	cluster_publish_stats(b.c, 5, 5, 50);
+	run_until(never, NULL, 20);
+	struct cluster_census s = census_of(&a);
+	ck_assert_uint_eq(s.alive, 2);
+	ck_assert_uint_eq(s.pages, 12);
+	ck_assert_uint_ge(s.busy, 2); /* nobody said idle */
+	cluster_publish_idle(a.c, true);
+	cluster_publish_idle(b.c, true);
+	run_until(never, NULL, 20);
+	ck_assert_uint_eq(census_of(&a).busy, 0);
+	ck_assert_uint_eq(census_of(&b).busy, 0);
+	/* A sends B a URL: B reads it, and holds it unacked */
+	ck_assert_int_eq(cluster_send(a.c, "b", "http://c.example/", "", 0), CLUSTER_OK);
+	cluster_flush(a.c);
+	ck_assert(run_until(b_got_one, &b, 3000));
+	ck_assert_uint_ge(census_of(&a).busy, 1); /* B's entry is pending */
+	ck_assert_uint_ge(census_of(&b).busy, 1);
+	cluster_publish_idle(b.c, false);
+	run_until(never, NULL, 20);
+	ck_assert_uint_ge(census_of(&b).busy, 1);
+	cluster_ack(b.c);
+	ck_assert(run_until(b_nothing_pending, &r, 3000));
+	ck_assert_uint_ge(census_of(&a).busy, 1); /* B is busy */
+	cluster_publish_idle(b.c, true);
+	run_until(never, NULL, 20);
+	ck_assert_uint_eq(census_of(&a).busy, 0);
+	ck_assert_uint_eq(census_of(&b).busy, 0);
+	two_agents_stop(&r, &a, &b);
+}
+END_TEST
+
+/* ---- deduplication ---- */
+
+START_TEST(test_dedup)
+{
+	enum { N = 2000 };
+	struct redis r;
+	struct agent a = { .dedup = true }, b = { .dedup = true, .ack_each = true };
+	two_agents_start(&r, &a, &b, LEASE_MS, 0);
+	struct pair p = { &a, &b, N };
+	ck_assert_uint_eq(send_range(&a, 0, N), N);
+	ck_assert_uint_eq(send_range(&b, 0, N), N); /* the same URLs, from B */
+	ck_assert_uint_eq(send_range(&a, 0, N), N); /* again from A: not sent */
+	ck_assert_msg(run_until(got_n, &p, 10000), "B got %zu of %d", b.distinct, N);
+	run_until(never, NULL, 2 * LEASE_MS);
+	ck_assert_uint_eq(b.ngot, N);
+	struct cluster_stats sa, sb;
+	cluster_stats(a.c, &sa);
+	cluster_stats(b.c, &sb);
+	/* the cache is direct-mapped: a URL whose slot another took is sent again */
+	ck_assert_uint_eq(sa.sent + sa.sent_cached, 2 * N);
+	ck_assert_uint_ge(sa.sent_cached, N - N / 20);
+	ck_assert_uint_eq(sb.sent, N);
+	ck_assert_uint_eq(sb.received, N);
+	ck_assert_uint_eq(sb.seen_dropped, sa.sent + sb.sent - N);
+	long long seen = 0;
+	for (int k = 0; k < CLUSTER_SEEN_BUCKETS; k++) {
+		char key[32];
+		snprintf(key, sizeof key, "{t:s:%d}", k);
+		seen += redis_int(r.port, "SCARD %s", key);
+	}
+	ck_assert_int_eq(seen, N);
+	two_agents_stop(&r, &a, &b);
+}
+END_TEST
+
+/* ---- against a Redis Cluster ---- */
+
+#ifndef REDIS_CLUSTER_PY
+#error "REDIS_CLUSTER_PY: the path of tests/cluster/redis_cluster.py"
+#endif
+
+/* redis_cluster.py serve, talked to through pipes. */
+struct rcluster {
+	pid_t pid;
+	int to, from; /* its stdin, its stdout (non-blocking) */
+	char dir[64];
+	char line[256], buf[1024];
+	size_t len;
+	int ports[3];
+};
+
+/* A line from the harness into k->line, within ms: whether one came. */
+static bool rcluster_line(struct rcluster *k, unsigned ms)
+{
+	uint64_t end = monotonic_ms() + ms;
+	for (;;) {
+		char *nl = memchr(k->buf, '\n', k->len);
+		if (nl != NULL) {
+			size_t n = (size_t)(nl - k->buf);
+			snprintf(k->line, sizeof k->line, "%.*s", (int)n, k->buf);
+			memmove(k->buf, nl + 1, k->len - n - 1);
+			k->len -= n + 1;
+			return true;
+		}
+		ssize_t got = read(k->from, k->buf + k->len, sizeof k->buf - k->len - 1);
+		if (got > 0) {
+			k->len += (size_t)got;
+			continue;
+		}
+		if (monotonic_ms() >= end)
+			return false;
+		if (ms > 0)
+			usleep(5000);
+	}
+}
+
+static void rcluster_start(struct rcluster *k)
+{
+	int in[2], out[2];
+	snprintf(k->dir, sizeof k->dir, "/tmp/test_cluster.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(k->dir));
+	ck_assert(pipe(in) == 0 && pipe(out) == 0);
+	k->pid = fork();
+	ck_assert_int_ge(k->pid, 0);
+	if (k->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execlp("python3", "python3", REDIS_CLUSTER_PY, "serve", k->dir, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	k->to = in[1];
+	k->from = out[0];
+	fcntl(k->from, F_SETFL, O_NONBLOCK);
+	ck_assert_msg(rcluster_line(k, 60000), "redis_cluster.py did not answer");
+	ck_assert_msg(sscanf(k->line, "ready %d %d %d", &k->ports[0], &k->ports[1], &k->ports[2]) ==
+	                      3,
+	              "redis_cluster.py: %s", k->line);
+}
+
+static void rcluster_send(struct rcluster *k, const char *line)
+{
+	ck_assert(write(k->to, line, strlen(line)) == (ssize_t)strlen(line));
+}
+
+static void rcluster_stop(struct rcluster *k)
+{
+	char cmd[128];
+	close(k->to); /* EOF: it stops every node */
+	waitpid(k->pid, NULL, 0);
+	close(k->from);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", k->dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* A command about key, to the master serving it (following MOVED). */
+static redisReply *rcluster_cmd(struct rcluster *k, const char *fmt, const char *key)
+{
+	int port = k->ports[0];
+	for (int i = 0; i < 5; i++) {
+		redisContext *rc = redis_connect(port);
+		redisReply *rep = redisCommand(rc, fmt, key);
+		redisFree(rc);
+		ck_assert_ptr_nonnull(rep);
+		if (rep->type != REDIS_REPLY_ERROR || strncmp(rep->str, "MOVED", 5) != 0)
+			return rep;
+		const char *colon = strrchr(rep->str, ':');
+		port = atoi(colon + 1);
+		freeReplyObject(rep);
+	}
+	ck_abort_msg("MOVED too many times for %s", key);
+	return NULL;
+}
+
+static bool both_see_two_live(void *arg)
+{
+	return both_see_two(arg);
+}
+
+START_TEST(test_cluster_layer)
+{
+	enum { N = 2000 };
+	struct rcluster k = { 0 };
+	rcluster_start(&k);
+	const char *keys[] = { "foo",   "{t}:ver", "{t:a:b}:inbox",    "{t:s:17}",
+		               "x{y}z", "{}a",     "{t:ip:2001:db8::}" };
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+		long long slot = redis_int(k.ports[0], "CLUSTER KEYSLOT %s", keys[i]);
+		ck_assert_int_eq(slot, router_key_slot(keys[i], strlen(keys[i])));
+	}
+	struct agent a = { .dedup = true }, b = { .dedup = true, .ack_each = true };
+	agent_start(&a, k.ports[0], "a", ASSIGN_CONSISTENT, LEASE_MS, 0);
+	agent_start(&b, k.ports[1], "b", ASSIGN_CONSISTENT, LEASE_MS, 0);
+	struct pair p = { &a, &b, N };
+	ck_assert_msg(run_until(both_see_two_live, &p, 10000), "agents did not see each other");
+	ck_assert_uint_eq(send_range(&a, 0, N), N);
+	ck_assert_uint_eq(send_range(&b, 0, N), N);
+	ck_assert_msg(run_until(got_n, &p, 10000), "B got %zu of %d", b.distinct, N);
+	run_until(never, NULL, 2 * LEASE_MS);
+	ck_assert_uint_eq(b.ngot, N);
+	ck_assert(ip_ask(&a, "192.0.2.9", 500).granted);
+	ck_assert(!ip_ask(&b, "192.0.2.9", 500).granted);
+	struct budget_result res[2] = { { 0 }, { 0 } };
+	reserve_both(&a, &b, 10, 7, res);
+	ck_assert_int_eq(res[0].granted + res[1].granted, 100);
+	struct cluster_stats st;
+	cluster_stats(a.c, &st);
+	ck_assert(st.cluster);
+	ck_assert_uint_eq(st.nodes, 3);
+	for (int i = 0; i < 3; i++) {
+		long long n = redis_int(k.ports[i], "DBSIZE%s", "");
+		ck_assert_msg(n > 100, "master %d holds %lld keys", k.ports[i], n);
+	}
+	cluster_ack(b.c); /* entries whose URLs were all seen: no on_urls */
+	run_until(never, NULL, 100);
+	redisReply *rep = rcluster_cmd(&k, "XPENDING %s g", "{t:a:b}:inbox");
+	ck_assert(rep->type == REDIS_REPLY_ARRAY && rep->element[0]->integer == 0);
+	freeReplyObject(rep);
+	agent_free(&a);
+	agent_free(&b);
+	loop_finish();
+	rcluster_stop(&k);
+}
+END_TEST
+
+struct failover {
+	struct pair p;
+	struct rcluster *k;
+	size_t sent;
+	bool asked, done_kill;
+	char victim[64];
+	uint64_t kill_ms, back_ms;
+};
+
+static void failover_feed(uv_timer_t *t)
+{
+	struct failover *f = t->data;
+	f->sent = send_range(f->p.a, f->sent, f->sent + 200 < f->p.n ? f->sent + 200 : f->p.n);
+	if (!f->asked && f->sent >= f->p.n / 3) {
+		char line[128];
+		snprintf(line, sizeof line, "kill-master %s\n", f->victim);
+		rcluster_send(f->k, line);
+		f->asked = true;
+		f->kill_ms = monotonic_ms();
+	}
+	if (f->asked && !f->done_kill && rcluster_line(f->k, 0)) {
+		ck_assert_msg(strncmp(f->k->line, "ok ", 3) == 0, "harness: %s", f->k->line);
+		f->done_kill = true;
+		f->back_ms = monotonic_ms();
+	}
+}
+
+static bool failover_done(void *arg)
+{
+	struct failover *f = arg;
+	return f->done_kill && f->sent == f->p.n && cluster_unsent(f->p.a->c) == 0 &&
+	       union_distinct(f->p.a, f->p.b, f->p.n) == f->p.n && cluster_is_live(f->p.a->c) &&
+	       cluster_is_live(f->p.b->c);
+}
+
+/* A prefix whose crawl slot and B's inbox are on one master (of three
+ * equal ranges): killing it takes both away. */
+static void pick_prefix(char *out, size_t size)
+{
+	for (int i = 0; i < 1000; i++) {
+		char crawl[32], inbox[48];
+		snprintf(out, size, "f%d", i);
+		snprintf(crawl, sizeof crawl, "{%s}", out);
+		snprintf(inbox, sizeof inbox, "{%s:a:b}:inbox", out);
+		unsigned s1 = router_key_slot(crawl, strlen(crawl)) * 3 / ROUTER_SLOTS;
+		unsigned s2 = router_key_slot(inbox, strlen(inbox)) * 3 / ROUTER_SLOTS;
+		if (s1 == s2)
+			return;
+	}
+	ck_abort_msg("no prefix");
+}
+
+START_TEST(test_cluster_failover)
+{
+	enum { N = 20000 };
+	struct rcluster k = { 0 };
+	char pre[16];
+	pick_prefix(pre, sizeof pre);
+	prefix = pre;
+	rcluster_start(&k);
+	static struct agent a, b;
+	a.dedup = b.dedup = true;
+	a.ack_each = b.ack_each = true;
+	agent_start(&a, k.ports[0], "a", ASSIGN_CONSISTENT, 1000, 0);
+	agent_start(&b, k.ports[0], "b", ASSIGN_CONSISTENT, 1000, 0);
+	struct failover f = { .p = { &a, &b, N }, .k = &k };
+	snprintf(f.victim, sizeof f.victim, "{%s:a:b}:inbox", pre);
+	ck_assert_msg(run_until(both_see_two_live, &f.p, 10000), "agents did not see each other");
+	uv_timer_t feed;
+	uv_timer_init(&loop, &feed);
+	feed.data = &f;
+	uv_timer_start(&feed, failover_feed, 5, 5);
+	bool done = run_until(failover_done, &f, 40000);
+	uv_close((uv_handle_t *)&feed, NULL);
+	struct cluster_stats sa, sb;
+	cluster_stats(a.c, &sa);
+	cluster_stats(b.c, &sb);
+	printf("failover: replica serving %llu ms after the kill; B received %zu URLs, A %zu; "
+	       "%zu distinct of %d; fenced: a %d, b %d; map reads %llu + %llu, dropped "
+	       "connections %llu + %llu\n",
+	       (unsigned long long)(f.back_ms - f.kill_ms), b.ngot, a.ngot,
+	       union_distinct(&a, &b, N), N, a.fenced, b.fenced, (unsigned long long)sa.refreshes,
+	       (unsigned long long)sb.refreshes, (unsigned long long)sa.dropped,
+	       (unsigned long long)sb.dropped);
+	ck_assert_msg(done, "sent %zu, got %zu distinct of %d, killed %d, a live %d, b live %d",
+	              f.sent, union_distinct(&a, &b, N), N, f.done_kill, cluster_is_live(a.c),
+	              cluster_is_live(b.c));
+	agent_free(&a);
+	agent_free(&b);
+	loop_finish();
+	rcluster_stop(&k);
+	prefix = "t";
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cluster");
@@ -866,10 +1377,20 @@ int main(void)
 	tcase_add_test(tc, test_ip_release);
 	tcase_add_test(tc, test_exchange_order);
 	tcase_add_test(tc, test_dead_inbox);
+	tcase_add_test(tc, test_dead_inboxes_one_heir);
 	tcase_add_test(tc, test_redis_restart);
 	tcase_add_test(tc, test_page_budget);
 	tcase_add_test(tc, test_cost);
+	tcase_add_test(tc, test_ip_turns);
+	tcase_add_test(tc, test_census);
+	tcase_add_test(tc, test_dedup);
 	suite_add_tcase(s, tc);
+	TCase *tk = tcase_create("redis cluster");
+	tcase_add_checked_fixture(tk, setup, NULL);
+	tcase_set_timeout(tk, 90);
+	tcase_add_test(tk, test_cluster_layer);
+	tcase_add_test(tk, test_cluster_failover);
+	suite_add_tcase(s, tk);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
