@@ -22,6 +22,7 @@
 
 #include "crawler/config/config.h"
 #include "crawler/control/metrics.h"
+#include "crawler/control/steer.h"
 #include "crawler/crawl_checkpoint.h"
 #include "crawler/crawl_source.h"
 #include "crawler/crawl_writer.h"
@@ -60,7 +61,7 @@ void run_wake(void *ctx)
 int run_can_start(void *ctx)
 {
 	struct run *r = ctx;
-	if (crawl_ckpt_active(r->ckpt) || io_stall_active(r->io, NULL, 0))
+	if (crawl_ckpt_active(r->ckpt) || io_stall_active(r->io, NULL, 0) || steer_paused(r->steer))
 		return 0;
 	size_t inflight = fetch_engine_in_flight(r->fetch);
 	if (inflight >= r->cfg->fetch.max_connections)
@@ -139,6 +140,7 @@ void run_fetch_done(void *ctx, struct fetch_result *res)
 	    sieve_path_feed_redirect(r->sp, j->redirect, strlen(j->redirect), j->res->url,
 	                             strlen(j->res->url), word) != 0)
 		r->counters.redirect_dropped++;
+	steer_note_fetch(r->steer, host, j->res->url, j->res->status);
 	parse_jobs_take(r->parse, j);
 	if (r->finished)
 		return;
@@ -200,6 +202,8 @@ static int crawl_is_done(struct run *r)
 		return idle || (quiet && r->sigints > 0);
 	if (crawl_source_budget_over(r->source))
 		return idle;
+	if (steer_busy(r->steer))
+		return 0; /* steered seeds wait for the sieve */
 	if (ps.hosts_in_heap > 0) {
 		if (r->none_ready)
 			wake_at(r, sieve_path_none_ready(r->sp, idle, monotonic_us()));
@@ -242,6 +246,7 @@ void run_pump(void *ctx)
 	/* after the checkpoint's cut: URLs taken in now (an agent's inbox)
 	 * would reach the sieve while it is copied */
 	crawl_source_pump(r->source);
+	steer_pump(r->steer);
 	while (!r->stopping && run_can_start(r) && run_page_allowed(r)) {
 		uint32_t host;
 		uint64_t at;
@@ -387,6 +392,46 @@ static void start_handles(struct run *r, int resume)
 	}
 }
 
+/* The steering's hook: a steered seed's key for the sieve, through the
+ * feeder (as a redirect target is); -1 while its queue has no room. */
+static int steer_feed(void *ctx, const char *key, size_t len)
+{
+	struct run *r = ctx;
+	if (r->stopping || !sieve_path_inbound_room(r->sp))
+		return -1;
+	return sieve_path_feed_redirect(r->sp, key, len, "", 0, 0);
+}
+
+static int steer_request(void *ctx, const char *method, const char *target, const char *body,
+                         size_t len, FILE *f)
+{
+	return steer_http(ctx, method, target, body, len, f);
+}
+
+/* Steering (a resume's steering.log replayed), and its requests on the
+ * metrics server. A crawl exit code. */
+static int start_steering(struct run *r, int resume)
+{
+	char msg[1400];
+	const struct steer_parts sp = {
+		.out_dir = r->cfg->output.dir,
+		.url = &r->cfg->url,
+		.rules = r->rules,
+		.frontier = r->frontier,
+		.pol = r->pol,
+		.ctx = r,
+		.feed = steer_feed,
+		.wake = run_wake,
+	};
+	if (steer_create(&sp, resume, &r->steer, msg, sizeof msg) != 0) {
+		fprintf(stderr, "crawler crawl: %s\n", msg);
+		return CRAWL_EXIT_FAILURE;
+	}
+	if (r->metrics)
+		metrics_server_set_control(r->metrics, steer_request, r->steer);
+	return CRAWL_EXIT_OK;
+}
+
 /* The loop's handles and clocks, the metrics endpoint, the feeder (the
  * seeds: a checkpoint's sieve has seen them) and a resume's replay of the
  * tail, once every piece is open. A crawl exit code. */
@@ -394,6 +439,7 @@ static int start(struct run *r, char *const *seeds, size_t nseeds, int resume)
 {
 	const struct crawl_config *cfg = r->cfg;
 	char msg[256];
+	int rc;
 	start_handles(r, resume);
 	if (cfg->output.metrics[0] &&
 	    metrics_server_start(&r->loop, cfg->output.metrics, render_metrics, r, &r->metrics, msg,
@@ -401,8 +447,12 @@ static int start(struct run *r, char *const *seeds, size_t nseeds, int resume)
 		fprintf(stderr, "crawler crawl: %s\n", msg);
 		return CRAWL_EXIT_USAGE;
 	}
+	if ((rc = start_steering(r, resume)) != CRAWL_EXIT_OK)
+		return rc;
 	if (r->metrics)
-		fprintf(stderr, "crawler crawl: live figures on %s (port %d): /metrics, /status\n",
+		fprintf(stderr,
+		        "crawler crawl: live figures on %s (port %d): /metrics, /status; steering:"
+		        " POST /seeds, /rules, /pause, /resume, /hosts/HOST/delay?ms=N\n",
 		        cfg->output.metrics, metrics_server_port(r->metrics));
 	if (sieve_path_start_feeder(r->sp, seeds, r->from[0] ? 0 : nseeds,
 	                            crawl_source_batch(r->source)) != 0 ||

@@ -44,6 +44,7 @@ struct run {
 	struct crawl_tail_pos tail; /* where that checkpoint's cut fell */
 	struct io_stall *io; /* outputs that cannot be written (a full disk): fetching pauses */
 	struct metrics_server *metrics; /* --metrics: the live figures */
+	struct steer *steer;            /* steering: POST /seeds..., OUT/action/ */
 	struct outdir_lock *lock;
 	struct crawl_source *source; /* where work comes from, found URLs go */
 	pthread_mutex_t wake_mu;     /* guards wake_ok against uv_close of async */

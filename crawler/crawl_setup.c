@@ -15,6 +15,7 @@
 
 #include "crawler/config/config.h"
 #include "crawler/control/metrics.h"
+#include "crawler/control/steer.h"
 #include "crawler/crawl_checkpoint.h"
 #include "crawler/crawl_exit.h"
 #include "crawler/crawl_outdir.h"
@@ -495,6 +496,8 @@ void run_teardown(struct run *r, int ran)
 		r->handles_open = 0;
 	}
 	metrics_server_stop(r->metrics);
+	steer_destroy(r->steer); /* its thread, before the pieces it steers */
+	r->steer = NULL;
 	crawl_source_stop(r->source);
 	if (r->loop_ok)
 		uv_run(&r->loop, UV_RUN_DEFAULT);
