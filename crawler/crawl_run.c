@@ -34,6 +34,7 @@
 #include "crawler/visit.h"
 #include "frontier/base/clock.h"
 #include "frontier/frontier.h"
+#include "frontier/url_rules_live.h"
 #include "politeness/delay_policy.h"
 #include "politeness/politeness.h"
 
@@ -120,6 +121,22 @@ int run_take_emit(void *ctx, const char *url, size_t len, const char *via, size_
 		io_stall_resolved(r->io, r->spill_label);
 	}
 	return 0;
+}
+
+int run_rule_drops(void *ctx, const char *url, size_t len, uint32_t depth)
+{
+	struct run *r = ctx;
+	size_t added = url_rules_live_added(r->rules);
+	if (!added || (frontier_depth_of(depth) == 0 && frontier_redirects_of(depth) == 0))
+		return 0;
+	struct url_rules *rules = url_rules_live_get(r->rules);
+	struct url_rules_decision d;
+	url_rules_decide_first(rules, added, url, len, frontier_depth_of(depth), &d);
+	url_rules_live_put(r->rules, rules);
+	if (d.action != URL_RULES_REJECT)
+		return 0;
+	r->counters.rules_dropped++;
+	return 1;
 }
 
 /* ---- results ---- */
@@ -397,7 +414,8 @@ static void start_handles(struct run *r, int resume)
 static int steer_feed(void *ctx, const char *key, size_t len)
 {
 	struct run *r = ctx;
-	if (r->stopping || !sieve_path_inbound_room(r->sp))
+	/* the room run_can_start keeps for redirect targets and a flush stays */
+	if (r->stopping || !sieve_path_has_room(r->sp, fetch_engine_in_flight(r->fetch) + 1))
 		return -1;
 	return sieve_path_feed_redirect(r->sp, key, len, "", 0, 0);
 }
