@@ -445,6 +445,7 @@ static int start_steering(struct run *r, int resume)
 		fprintf(stderr, "crawler crawl: %s\n", msg);
 		return CRAWL_EXIT_FAILURE;
 	}
+	r->src.steer = r->steer;
 	if (r->metrics)
 		metrics_server_set_control(r->metrics, steer_request, r->steer);
 	return CRAWL_EXIT_OK;

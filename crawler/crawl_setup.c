@@ -497,8 +497,7 @@ void run_teardown(struct run *r, int ran)
 		r->handles_open = 0;
 	}
 	metrics_server_stop(r->metrics);
-	steer_destroy(r->steer); /* its thread, before the pieces it steers */
-	r->steer = NULL;
+	steer_stop(r->steer); /* no action file taken that the loop would not apply */
 	crawl_source_stop(r->source);
 	if (r->loop_ok)
 		uv_run(&r->loop, UV_RUN_DEFAULT);
@@ -511,6 +510,7 @@ void run_teardown(struct run *r, int ran)
 		uv_run(&r->loop, UV_RUN_DEFAULT);
 		uv_loop_close(&r->loop);
 	}
+	steer_destroy(r->steer); /* before the pieces it steers; after the reports */
 	crawl_ckpt_destroy(r->ckpt);
 	parse_jobs_destroy(r->parse);
 	crawl_writer_destroy(r->writer);

@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include "crawler/config/config.h"
+#include "crawler/control/steer.h"
 #include "crawler/crawl_checkpoint.h"
 #include "crawler/crawl_source.h"
 #include "crawler/crawl_tail.h"
@@ -510,6 +511,8 @@ struct stats_derived {
 	unsigned interval_s;
 	uint64_t status_v[VISIT_STATUS_MAX], scope_v[SCOPE_VERDICT_COUNT];
 	uint64_t rules_n, rules_added, rules_accepted, rules_rejected, rules_no_match;
+	struct steer_stats steer;
+	uint64_t paused;
 	char status_names[VISIT_STATUS_MAX][4];
 	char dns_names[VISIT_ERRORS][64];
 	struct stat_entry status_e[VISIT_STATUS_MAX + 1], error_e[4 * VISIT_ERRORS],
@@ -557,6 +560,8 @@ static void derive(const struct crawl_stats *s, struct stats_derived *d)
 	d->resumed = s->src->resumed;
 	d->interval_s = s->output->stats_interval_s;
 	derive_rules(s->src->rules, d);
+	steer_stats(s->src->steer, &d->steer);
+	d->paused = (uint64_t)steer_paused(s->src->steer);
 }
 
 static size_t status_entries(const struct visit_stats *v, struct stats_derived *d,
@@ -685,6 +690,12 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "dropped_queued", STAT_U64, &t->loop.rules_dropped, 0 },
 		{ "by_rule", STAT_RULES, s->src->rules, 0 },
 	};
+	const struct stat_entry steer_e[] = {
+		{ "applied", STAT_U64, &d->steer.applied, 0 },
+		{ "refused", STAT_U64, &d->steer.refused, 0 },
+		{ "seeds", STAT_U64, &d->steer.seeds, 0 },
+		{ "paused", STAT_U64, &d->paused, 0 },
+	};
 	const struct stat_entry requisite_e[] = {
 		{ "found", STAT_U64, &t->parse.embeds, 0 },
 		{ "added", STAT_U64, &t->parse.embeds_added, 0 },
@@ -694,7 +705,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 	const struct stat_table hosts = TABLE(hosts_e), frontier = TABLE(frontier_e),
 	                        dns = TABLE(dns_e), ckpt = TABLE(ckpt_e), stalls = TABLE(stall_e),
 	                        sitemaps = TABLE(sitemap_e), requisites = TABLE(requisite_e),
-	                        rules = TABLE(rules_e);
+	                        rules = TABLE(rules_e), steering = TABLE(steer_e);
 	const struct stat_entry top_e[] = {
 		{ "pages", STAT_U64, &t->visit.pages_done, 0 },
 		{ "requests", STAT_U64, &t->visit.requests, 0 },
@@ -708,6 +719,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "errors", STAT_OBJECT, &errors, 0 },
 		{ "scope_rejected", STAT_OBJECT, &scope, 0 },
 		{ "url_rules", STAT_OBJECT, &rules, 0 },
+		{ "steering", STAT_OBJECT, &steering, 0 },
 		{ "redirects", STAT_U64, &t->visit.redirects, 0 },
 		{ "idle_connections_shut", STAT_U64, &t->fetch.idle_conns_shut, 0 },
 		{ "near_duplicates", STAT_U64, &t->parse.near_dups, 0 },

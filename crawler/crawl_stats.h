@@ -89,6 +89,7 @@ struct crawl_stats_sources {
 	const struct scope *scope;    /* its counts of rejected URLs */
 	struct url_rules_live *rules; /* the URL rules and their counts */
 	struct io_stall *io;          /* output stalls (a full disk) */
+	const struct steer *steer;    /* steering: actions applied and refused */
 };
 
 /* A gatherer of src's pieces (borrowed, read at every report) with the

@@ -744,19 +744,25 @@ fail:
 	return -1;
 }
 
+void steer_stop(struct steer *s)
+{
+	if (!s || !s->thread_started)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stop = 1;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	bqueue_close(s->q); /* a push waiting for room gives up */
+	pthread_join(s->thread, NULL);
+	s->thread_started = 0;
+}
+
 void steer_destroy(struct steer *s)
 {
 	void *item;
 	if (!s)
 		return;
-	if (s->thread_started) {
-		pthread_mutex_lock(&s->mu);
-		s->stop = 1;
-		pthread_cond_signal(&s->cv);
-		pthread_mutex_unlock(&s->mu);
-		bqueue_close(s->q); /* a push waiting for room gives up */
-		pthread_join(s->thread, NULL);
-	}
+	steer_stop(s);
 	while (bqueue_try_pop(s->q, &item) == BQUEUE_OK)
 		free(item);
 	bqueue_destroy(s->q);

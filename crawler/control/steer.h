@@ -83,6 +83,9 @@ struct steer;
  * -1 with a message in err. */
 int steer_create(const struct steer_parts *parts, int resume, struct steer **out, char *err,
                  size_t errlen);
+/* Stops the action-directory thread (files left in action/ stay there
+ * for the next run). NULL is a no-op. */
+void steer_stop(struct steer *s);
 /* Stops the thread and frees everything. NULL is a no-op. */
 void steer_destroy(struct steer *s);
 

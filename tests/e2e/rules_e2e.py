@@ -273,6 +273,9 @@ def test_steering():
         expect(errors, "bad delay", ask(port, "POST", "/hosts/%s/delay?ms=soon" % h1), 400, "delay")
         expect(errors, "unknown page", ask(port, "GET", "/nothing"), 404)
         expect(errors, "unknown host", ask(port, "GET", "/hosts/nowhere.test"), 404)
+        st = json.loads(ask(port, "GET", "/status")[1]).get("steering", {})
+        if st.get("refused") != 3 or st.get("applied") != 2:
+            errors.append("/status steering counts %s: wanted 3 refused, 2 applied" % st)
         # A rule, a delay and a seed.
         expect(errors, "POST /rules", ask(port, "POST", "/rules", "reject path /s3/\n"), 200)
         marks["rule"] = time.time()
