@@ -326,17 +326,7 @@ static uint64_t entry_u64(const struct stat_entry *e)
 
 static void json_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
+	ascii_json_string(f, s, strlen(s));
 }
 
 static void json_table(FILE *f, const struct stat_table *t, const char *open, const char *sep,

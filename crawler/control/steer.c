@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "frontier/base/array.h"
+#include "frontier/base/ascii.h"
 #include "frontier/base/bqueue.h"
 #include "frontier/base/clock.h"
 #include "frontier/base/fileio.h"
@@ -73,12 +74,7 @@ static const char *next_line(const char *text, size_t len, size_t *off, size_t *
 	const char *s = text + *off, *e = memchr(s, '\n', len - *off);
 	size_t l = e ? (size_t)(e - s) : len - *off;
 	*off += l + (e != NULL);
-	while (l && (s[l - 1] == '\r' || s[l - 1] == ' ' || s[l - 1] == '\t'))
-		l--;
-	while (l && (*s == ' ' || *s == '\t')) {
-		s++;
-		l--;
-	}
+	ascii_trim(&s, &l);
 	*n = l;
 	return s;
 }
@@ -122,7 +118,7 @@ static int check_seeds(const struct steer *s, const char *text, size_t len, cons
 		line++;
 		if (l == 0 || *ln == '#')
 			continue;
-		char *room = array_room(keys, &cap, n + l + 64, 4096);
+		char *room = array_room(keys, &cap, n + 3 * l + 64, 4096); /* %XX: 3x */
 		if (!room) {
 			snprintf(err, errlen, "%s:%zu: out of memory", source, line);
 			goto out;
@@ -228,6 +224,16 @@ static void log_line(struct steer *s, const char *line, size_t len)
 		fprintf(stderr, "\ncrawler crawl: steering.log: %s\n", strerror(errno));
 }
 
+/* The frontier key of host under scheme ("http://"), lowercased. */
+static size_t host_key(char *key, size_t cap, const char *scheme, const char *host, size_t hl)
+{
+	int kl = snprintf(key, cap, "%s%.*s", scheme, (int)hl, host);
+	size_t n = kl < 0 ? 0 : (size_t)kl < cap ? (size_t)kl : cap - 1;
+	for (size_t j = 0; j < n; j++)
+		key[j] = (char)ascii_to_lower((unsigned char)key[j]);
+	return n;
+}
+
 /* A host's ids under http and https (create: the http one when neither
  * is known); the number found. */
 static int host_ids(struct steer *s, const char *host, size_t hl, int create, uint32_t ids[2])
@@ -236,19 +242,14 @@ static int host_ids(struct steer *s, const char *host, size_t hl, int create, ui
 	char key[300];
 	int n = 0;
 	for (int i = 0; i < 2; i++) {
-		int kl = snprintf(key, sizeof key, "%s%.*s", schemes[i], (int)hl, host);
-		for (int j = 0; j < kl; j++)
-			key[j] = (char)(key[j] >= 'A' && key[j] <= 'Z' ? key[j] + 32 : key[j]);
-		if (frontier_host_get(s->p.frontier, key, (size_t)kl, 0, &ids[n]) == FRONTIER_OK)
+		size_t kl = host_key(key, sizeof key, schemes[i], host, hl);
+		if (frontier_host_get(s->p.frontier, key, kl, 0, &ids[n]) == FRONTIER_OK)
 			n++;
 	}
-	if (!n && create) {
-		int kl = snprintf(key, sizeof key, "http://%.*s", (int)hl, host);
-		for (int j = 0; j < kl; j++)
-			key[j] = (char)(key[j] >= 'A' && key[j] <= 'Z' ? key[j] + 32 : key[j]);
-		if (frontier_host_get(s->p.frontier, key, (size_t)kl, 1, &ids[0]) == FRONTIER_OK)
-			n = 1;
-	}
+	if (!n && create &&
+	    frontier_host_get(s->p.frontier, key, host_key(key, sizeof key, schemes[0], host, hl),
+	                      1, &ids[0]) == FRONTIER_OK)
+		n = 1;
 	return n;
 }
 
@@ -397,21 +398,6 @@ void steer_stats(const struct steer *s, struct steer_stats *out)
 
 /* ---- HTTP (loop thread) ---- */
 
-static void json_string(FILE *f, const char *p, size_t n)
-{
-	fputc('"', f);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)p[i];
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 /* GET /hosts/HOST: 200, or 404 (a host the crawl has not met). */
 static int host_page(struct steer *s, const char *host, size_t hl, FILE *f)
 {
@@ -423,7 +409,7 @@ static int host_page(struct steer *s, const char *host, size_t hl, FILE *f)
 		return 404;
 	}
 	fprintf(f, "{\"host\": ");
-	json_string(f, host, hl);
+	ascii_json_string(f, host, hl);
 	fprintf(f, ", \"paused\": %s, \"queues\": [", s->paused ? "true" : "false");
 	for (int i = 0; i < n; i++) {
 		uint32_t h = ids[i];
@@ -437,7 +423,7 @@ static int host_page(struct steer *s, const char *host, size_t hl, FILE *f)
 		                    : queued                                   ? "waiting"
 		                                                               : "idle";
 		fprintf(f, "%s{\"key\": ", i ? ", " : "");
-		json_string(f, key, kl);
+		ascii_json_string(f, key, kl);
 		fprintf(f,
 		        ", \"queued\": %" PRIu64 ", \"state\": \"%s\", \"steered_delay_ms\": %u,"
 		        " \"next_in_ms\": %" PRIu64 ", \"pages\": %" PRIu64 ", \"bytes\": %" PRIu64
@@ -450,7 +436,7 @@ static int host_page(struct steer *s, const char *host, size_t hl, FILE *f)
 			if (fn->host != h)
 				continue;
 			fprintf(f, "%s{\"url\": ", listed++ ? ", " : "");
-			json_string(f, fn->url, strlen(fn->url));
+			ascii_json_string(f, fn->url, strlen(fn->url));
 			fprintf(f, ", \"status\": %d, \"ago_ms\": %" PRIu64 "}", fn->status,
 			        (now - fn->at_us) / 1000u);
 		}
