@@ -127,8 +127,8 @@ static int check_seeds(const struct steer *s, const char *text, size_t len, cons
 		size_t klen;
 		enum url_error ue = url_normalize(u, NULL, ln, l, keys + n, cap - n - 1, &klen);
 		if (ue != URL_OK) {
-			snprintf(err, errlen, "%s:%zu: bad seed '%.200s': %s", source, line, ln,
-			         url_strerror(ue));
+			snprintf(err, errlen, "%s:%zu: bad seed '%.*s': %s", source, line,
+			         (int)(l < 200 ? l : 200), ln, url_strerror(ue));
 			goto out;
 		}
 		n += klen;
@@ -197,6 +197,8 @@ static struct action *make_action(const struct steer *s, enum steer_kind kind, c
 			return NULL;
 		}
 	}
+	if (kind == STEER_PAUSE || kind == STEER_RESUME)
+		len = 0; /* a body says nothing */
 	struct action *a = malloc(sizeof *a + len + 1);
 	if (!a) {
 		snprintf(err, errlen, "%s: out of memory", source);
