@@ -368,6 +368,19 @@ enum url_rules_err url_rules_seal(struct url_rules *r, char *err, size_t errlen)
 	return URL_RULES_OK;
 }
 
+enum url_rules_err url_rules_seal_into(struct url_rules *r, enum url_rules_err e,
+                                       struct url_rules **out, char *err, size_t errlen)
+{
+	if (e == URL_RULES_OK)
+		e = url_rules_seal(r, err, errlen);
+	if (e != URL_RULES_OK) {
+		url_rules_destroy(r);
+		return e;
+	}
+	*out = r;
+	return URL_RULES_OK;
+}
+
 enum url_rules_err url_rules_from_config(const struct url_rules_config *c,
                                          const struct url_options *opt, struct url_rules **out,
                                          char *err, size_t errlen)
@@ -388,14 +401,7 @@ enum url_rules_err url_rules_from_config(const struct url_rules_config *c,
 		e = url_rules_add_wget(r, order[i], c->wget[order[i]], err, errlen);
 	if (e == URL_RULES_OK && c->file && c->file[0])
 		e = url_rules_add_file(r, c->file, err, errlen);
-	if (e == URL_RULES_OK)
-		e = url_rules_seal(r, err, errlen);
-	if (e != URL_RULES_OK) {
-		url_rules_destroy(r);
-		return e;
-	}
-	*out = r;
-	return URL_RULES_OK;
+	return url_rules_seal_into(r, e, out, err, errlen);
 }
 
 /* ---- Deciding ---- */

@@ -217,6 +217,11 @@ enum url_rules_err url_rules_add_copy(struct url_rules *r, const struct url_rule
                                       size_t errlen);
 /* Builds the lookup structures; after it, decisions and no more rules. */
 enum url_rules_err url_rules_seal(struct url_rules *r, char *err, size_t errlen);
+/* The end of building a list: when e (how the building went) is
+ * URL_RULES_OK, seals r and hands it to *out; otherwise, or when the seal
+ * fails, destroys r. Returns how it ended. */
+enum url_rules_err url_rules_seal_into(struct url_rules *r, enum url_rules_err e,
+                                       struct url_rules **out, char *err, size_t errlen);
 
 /* A sealed list from a configuration: wget's flags first (in enum order
  * reversed: -X, -I, --reject-regex, --accept-regex, -R, -A), then the

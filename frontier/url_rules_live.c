@@ -177,14 +177,7 @@ static enum url_rules_err build(const char *text, size_t len, const char *source
 	}
 	if (e == URL_RULES_OK && below)
 		e = url_rules_add_copy(r, below, err, errlen);
-	if (e == URL_RULES_OK)
-		e = url_rules_seal(r, err, errlen);
-	if (e != URL_RULES_OK) {
-		url_rules_destroy(r);
-		return e;
-	}
-	*out = r;
-	return URL_RULES_OK;
+	return url_rules_seal_into(r, e, out, err, errlen);
 }
 
 enum url_rules_err url_rules_live_parse(const char *text, size_t len, const char *source,
@@ -312,14 +305,7 @@ enum url_rules_err url_rules_live_read(const char *path, const struct url_option
 		at = end + 1;
 	}
 	free(text);
-	if (e == URL_RULES_OK)
-		e = url_rules_seal(r, err, errlen);
-	if (e != URL_RULES_OK) {
-		url_rules_destroy(r);
-		return e;
-	}
-	*out = r;
-	return URL_RULES_OK;
+	return url_rules_seal_into(r, e, out, err, errlen);
 }
 
 /* ---- a checkpoint's counts ---- */

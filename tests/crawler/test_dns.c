@@ -260,7 +260,7 @@ static void make_resolver(const char *server, unsigned neg_ttl)
 	}
 	struct dns_config cfg = { .server = server,
 		                  .negative_ttl_s = neg_ttl,
-		                  .timeout_ms = 300,
+		                  .timeout_ms = 1000,
 		                  .tries = 1,
 		                  .cache_entries = 4 };
 	ck_assert_int_eq(dns_resolver_create(&loop, &cfg, &res), DNS_OK);
@@ -376,7 +376,7 @@ START_TEST(prefer_ipv6)
 	struct answer a;
 	char addr[64];
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", resp->port);
-	struct dns_config cfg = { .server = addr, .timeout_ms = 300, .tries = 1, .prefer = IP_V6 };
+	struct dns_config cfg = { .server = addr, .timeout_ms = 1000, .tries = 1, .prefer = IP_V6 };
 	ck_assert_int_eq(dns_resolver_create(&loop, &cfg, &res), DNS_OK);
 	resolve_run("dual-b.test", 0, &a);
 	ck_assert_int_eq(a.err, DNS_OK);
@@ -631,7 +631,7 @@ START_TEST(server_list)
 	int dead_port;
 	int fd = silent_socket(&dead_port);
 	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d", dead_port, resp->port);
-	struct dns_config cfg = { .server = list, .timeout_ms = 200, .tries = 1 };
+	struct dns_config cfg = { .server = list, .timeout_ms = 1000, .tries = 1 };
 	ck_assert_int_eq(dns_resolver_create(&loop, &cfg, &res), DNS_OK);
 	ck_assert_int_eq(dns_resolver_servers(res, got, sizeof(got)), DNS_OK);
 	ck_assert_str_eq(got, list);
@@ -696,7 +696,7 @@ START_TEST(resolv_conf_resolves)
 	char path[64];
 	struct answer a;
 	temp_file(path, "nameserver 127.77.0.1\n");
-	struct dns_config cfg = { .resolv_conf = path, .timeout_ms = 500, .tries = 1 };
+	struct dns_config cfg = { .resolv_conf = path, .timeout_ms = 1000, .tries = 1 };
 	ck_assert_int_eq(dns_resolver_create(&loop, &cfg, &res), DNS_OK);
 	resolve_run("via-file.test", 0, &a);
 	ck_assert_int_eq(a.err, DNS_OK);

@@ -353,6 +353,7 @@ START_TEST(tail_replay_into_visit)
 	rig_answer(&r, 1, 200, "text/html", "<p>new</p>", -1, NULL);
 	ck_assert_uint_eq(r.nfetch, 2);
 	crawl_writer_close(w);
+	crawl_writer_destroy(w);
 	rig_sieve_close(&rs);
 	crawl_source_close(source);
 	scope_destroy(scope);

@@ -180,6 +180,7 @@ START_TEST(writer_record_before_line)
 	crawl_writer_stats(w, &ws);
 	ck_assert_uint_eq(ws.errors, 0);
 	crawl_writer_close(w);
+	crawl_writer_destroy(w);
 	atomic_store(&watch.armed, 0);
 	ck_assert_msg(atomic_load(&watch.bad) == 0,
 	              "%u lines on disk before their record, first %s", atomic_load(&watch.bad),
