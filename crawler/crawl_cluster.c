@@ -77,6 +77,8 @@ struct crawl_cluster {
 	char *out_buf;
 	size_t out_len, out_cap;
 	atomic_uint_fast64_t links_dropped; /* lines lost: no memory */
+	uint64_t inbox_rejected;            /* loop thread: see on_urls */
+	uint64_t malformed_before;          /* cluster_lines_malformed when c went */
 	uint64_t gain_wait_us, hold_until_us;
 	int was_live, idle_published, census_busy, ended;
 	unsigned end_streak;
@@ -185,13 +187,22 @@ static void on_urls(struct cluster *c, const struct cluster_url *urls, size_t n,
 		return;
 	}
 	in->len = 0;
-	for (size_t i = 0; i < n; i++)
-		if (!handed_take(g, urls[i].url) ||
-		    g->p.take(g->p.ctx, urls[i].url, strlen(urls[i].url), urls[i].via,
-		              strlen(urls[i].via), urls[i].depth) != 0)
+	for (size_t i = 0; i < n; i++) {
+		/* taken as written by whoever can write to the stream: only
+		 * what this crawl would have found itself goes on */
+		const char *url = urls[i].url, *via = urls[i].via;
+		size_t ulen = strlen(url), vlen = strlen(via);
+		uint32_t word;
+		if (!g->p.inbound(g->p.ctx, url, ulen, urls[i].depth, &word)) {
+			g->inbox_rejected++;
+			continue;
+		}
+		if (vlen > g->max_url_len)
+			via = "", vlen = 0; /* too long to be a via of ours: none */
+		if (!handed_take(g, url) || g->p.take(g->p.ctx, url, ulen, via, vlen, word) != 0)
 			in->len += (size_t)snprintf(in->lines + in->len, len + 1 - in->len,
-			                            "%s\t%s\t%u\n", urls[i].url, urls[i].via,
-			                            urls[i].depth);
+			                            "%s\t%s\t%u\n", url, via, word);
+	}
 	if (in->len)
 		CHAIN_APPEND(g->in_head, g->in_tail, in);
 	else
@@ -269,6 +280,8 @@ static int agent_open(const struct crawl_source_config *cfg, const struct crawl_
 static void agent_stop(void *impl)
 {
 	struct crawl_cluster *g = impl;
+	if (g->c)
+		g->malformed_before = cluster_lines_malformed(g->c);
 	cluster_destroy(g->c);
 	g->c = NULL;
 }
@@ -798,6 +811,8 @@ static void agent_stats(void *impl, struct crawl_source_stats *out)
 {
 	struct crawl_cluster *g = impl;
 	out->links_dropped = atomic_load(&g->links_dropped);
+	out->inbox_rejected =
+	        g->inbox_rejected + (g->c ? cluster_lines_malformed(g->c) : g->malformed_before);
 }
 
 const struct crawl_source_ops crawl_cluster_ops = {

@@ -11,7 +11,11 @@
  * is sent to the inbox of its host's owner in the current view, this agent
  * included; only what comes out of this agent's own inbox enters its
  * sieve, so its sieve and frontier hold only URLs that are also in an
- * inbox entry it has not acked. A host popped for a visit that another
+ * inbox entry it has not acked. Whoever can write to Redis can write an
+ * entry, so each URL of one is judged again as if found here
+ * (parse_jobs_inbound: the same crawl key, the URL rules, the scope and
+ * its traps; the depth word clamped), else dropped and counted
+ * (stats.json errors.inbox-rejected). A host popped for a visit that another
  * agent owns now (the view changed) is handed over: its queued URLs are
  * sent to the owner. This agent's sieve has seen them, so if one comes
  * back (the host returns when that owner dies, its unacked entries

@@ -237,6 +237,11 @@ static void on_wake(uv_timer_t *t)
 	run_pump(t->data);
 }
 
+void run_pump_soon(void *ctx)
+{
+	wake_at(ctx, monotonic_us());
+}
+
 static void stop(struct run *r)
 {
 	r->stopping = 1;
@@ -264,6 +269,7 @@ void run_pump(void *ctx)
 	 * would reach the sieve while it is copied */
 	crawl_source_pump(r->source);
 	steer_pump(r->steer);
+	visit_yielded_run(r->visit);
 	while (!r->stopping && run_can_start(r) && run_page_allowed(r)) {
 		uint32_t host;
 		uint64_t at;

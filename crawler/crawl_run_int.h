@@ -81,6 +81,8 @@ int run_rule_drops(void *ctx, const char *url, size_t len, uint32_t depth);
 uint64_t run_pages_started(void *ctx);
 /* The loop's pump: whatever can move on does. */
 void run_pump(void *ctx);
+/* The pump on the loop's next turn (a zero timer), not from within. */
+void run_pump_soon(void *ctx);
 /* After the final checkpoint: the loop stops. */
 void run_finish(void *ctx);
 /* The fetch engine's callback (a result may be parked by a checkpoint). */

@@ -53,6 +53,14 @@ struct module_configs {
 	char sieve_dir[4200];
 };
 
+/* The source's inbound hook: the parse jobs judge (opened after the
+ * source, before the loop runs). */
+static int run_inbound(void *ctx, const char *url, size_t len, uint32_t word, uint32_t *out)
+{
+	struct run *r = ctx;
+	return parse_jobs_inbound(r->parse, url, len, word, out);
+}
+
 /* Where work comes from: this process alone, or (--cluster) an agent
  * joining the shared crawl on the loop. */
 static int open_source(struct run *r)
@@ -74,6 +82,7 @@ static int open_source(struct run *r)
 		.wake = run_wake,
 		.fail = run_source_failed,
 		.take = run_take_emit,
+		.inbound = run_inbound,
 	};
 	int rc = crawl_source_open(&sc, &sp, &r->source);
 	r->src.source = r->source;
@@ -263,7 +272,8 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 		           .can_start = run_can_start,
 		           .page_allowed = run_page_allowed,
 		           .pump = run_pump,
-		           .dropped = run_rule_drops },
+		           .dropped = run_rule_drops,
+		           .pump_soon = run_pump_soon },
 		.stopping = &r->stopping,
 		.finished = &r->finished,
 		.done = r->done,

@@ -108,11 +108,18 @@ struct crawl_source_parts {
 	 * not now */
 	int (*take)(void *ctx, const char *url, size_t len, const char *via, size_t via_len,
 	            uint32_t depth);
+	/* an agent's inbox URL (NUL-terminated, len bytes) with its depth
+	 * word, as another agent wrote it: 1 if this crawl takes it, *out
+	 * then its word clamped (parse_jobs_inbound), else 0 */
+	int (*inbound)(void *ctx, const char *url, size_t len, uint32_t word, uint32_t *out);
 };
 
 /* The source's own counters. */
 struct crawl_source_stats {
 	uint64_t links_dropped; /* found URLs lost on their way out (no memory) */
+	/* an agent's inbox URLs this crawl does not take (parse_jobs_inbound),
+	 * and entry lines no agent writes */
+	uint64_t inbox_rejected;
 };
 
 /* The table an implementation provides; each function has the contract of

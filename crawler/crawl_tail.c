@@ -50,7 +50,11 @@ struct crawl_tail {
 	const char *pending_uri;
 	const uint8_t *pending_body;
 	size_t pending_body_len;
-	char encoding[512];                               /* of its HTTP header block, joined */
+	char encoding[512]; /* of its HTTP header block, joined */
+	/* lines skipped as over CRAWL_TAIL_LINE_MAX, all told and since the
+	 * last line matched against the WARC (their records are passed over) */
+	uint64_t lines_skipped;
+	size_t unmatched_skips;
 	struct cached_payload cache[PAYLOAD_CACHE_SLOTS]; /* a ring, oldest at cache_next */
 	size_t cache_next, cache_bytes;
 	struct crawl_tail_entry e;
@@ -218,17 +222,34 @@ static int next_fetch_record(struct crawl_tail *t)
 
 /* ---- the log side ---- */
 
+/* Passes over the rest of a line: 0, or -1 when the log ends first. */
+static int skip_rest(FILE *f)
+{
+	int c;
+	while ((c = getc(f)) != EOF && c != '\n')
+		;
+	return c == '\n' ? 0 : -1;
+}
+
 /* Reads one line into t->line. 1, 0 at the end (a last line without its
- * newline, or one too long, ends the tail). */
+ * newline, torn by the crash, ends the tail). A line over
+ * CRAWL_TAIL_LINE_MAX (a server's field the writer did not cap) is
+ * skipped, counted: what was logged after it is still read. */
 static int read_line(struct crawl_tail *t, size_t *len)
 {
-	if (!fgets(t->line, CRAWL_TAIL_LINE_MAX + 1, t->log))
-		return 0;
-	*len = strlen(t->line);
-	if (*len == 0 || t->line[*len - 1] != '\n')
-		return 0;
-	t->line[--*len] = '\0';
-	return 1;
+	for (;;) {
+		if (!fgets(t->line, CRAWL_TAIL_LINE_MAX + 1, t->log))
+			return 0;
+		*len = strlen(t->line);
+		if (*len > 0 && t->line[*len - 1] == '\n') {
+			t->line[--*len] = '\0';
+			return 1;
+		}
+		if (*len < CRAWL_TAIL_LINE_MAX || skip_rest(t->log) != 0)
+			return 0;
+		t->lines_skipped++;
+		t->unmatched_skips++;
+	}
 }
 
 static const char *field(const char **f, const size_t *fl, enum crawl_log_field i, char **p)
@@ -312,10 +333,20 @@ static int match_record(struct crawl_tail *t)
 	struct crawl_tail_entry *e = &t->e;
 	if (!t->warc || e->status <= 0)
 		return 0;
-	if (next_fetch_record(t) != 0)
-		return -1;
-	if (!t->pending || strcmp(t->pending_uri, e->url) != 0)
-		return 0;
+	for (;;) {
+		if (next_fetch_record(t) != 0)
+			return -1;
+		if (t->pending && strcmp(t->pending_uri, e->url) == 0)
+			break;
+		if (!t->pending || t->unmatched_skips == 0) {
+			t->unmatched_skips = 0;
+			return 0;
+		}
+		/* the record of a line skipped as too long */
+		t->pending = 0;
+		t->unmatched_skips--;
+	}
+	t->unmatched_skips = 0;
 	t->pending = 0;
 	e->revisit = t->pending_revisit;
 	e->body = t->pending_body;
@@ -343,6 +374,11 @@ int crawl_tail_next(struct crawl_tail *t, const struct crawl_tail_entry **e, cha
 	}
 	*e = &t->e;
 	return 1;
+}
+
+uint64_t crawl_tail_lines_skipped(const struct crawl_tail *t)
+{
+	return t ? t->lines_skipped : 0;
 }
 
 void crawl_tail_close(struct crawl_tail *t)
@@ -459,6 +495,7 @@ int crawl_tail_replay(const struct crawl_tail_replay_parts *p, const struct craw
 		out->again += r == 0;
 		rc = 0;
 	}
+	out->lines_skipped += crawl_tail_lines_skipped(t);
 	crawl_tail_close(t);
 	if (rc < 0) {
 		fprintf(stderr, "crawler crawl: resume: the tail after the checkpoint: %s\n", err);

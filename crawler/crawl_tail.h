@@ -21,7 +21,9 @@
  * (a bounded cache); else it has none. Records after the last line (a
  * crash between a record and its line) are not in the tail. A malformed
  * line ends the tail there, and a malformed record, or one over
- * max_record, its file: what follows is treated as never fetched.
+ * max_record, its file: what follows is treated as never fetched. A line
+ * over CRAWL_TAIL_LINE_MAX is skipped (counted), and the records before
+ * the next line's match with it: its fetch alone is made again.
  *
  * Memory: one log line (at most CRAWL_TAIL_LINE_MAX bytes), one WARC
  * reader (warc_reader.h: a record of at most max_record bytes, and its
@@ -78,6 +80,8 @@ int crawl_tail_open(const char *dir, const struct crawl_tail_pos *pos, int warc,
  * memory or a read error (err gets the message). */
 int crawl_tail_next(struct crawl_tail *t, const struct crawl_tail_entry **e, char *err,
                     size_t errlen);
+/* Lines passed over so far as longer than CRAWL_TAIL_LINE_MAX (0 for NULL). */
+uint64_t crawl_tail_lines_skipped(const struct crawl_tail *t);
 /* NULL is a no-op. */
 void crawl_tail_close(struct crawl_tail *t);
 
@@ -111,8 +115,9 @@ struct crawl_tail_replay_parts {
 
 /* What a replay did. */
 struct crawl_tail_stats {
-	uint64_t replayed; /* fetches counted as done, not fetched again */
-	uint64_t again;    /* fetches left to be made again */
+	uint64_t replayed;      /* fetches counted as done, not fetched again */
+	uint64_t again;         /* fetches left to be made again */
+	uint64_t lines_skipped; /* crawl.log lines over CRAWL_TAIL_LINE_MAX passed over */
 };
 
 /*

@@ -42,6 +42,9 @@ struct parse_jobs {
 	struct parse_pool *pool;
 	struct near_dup *nd;              /* NULL: near-duplicates not flagged */
 	uint64_t parse_full, writer_full; /* loop thread: see parse_jobs_take */
+	/* loop thread: a cluster inbox URL parsed again (parse_jobs_inbound) */
+	struct url *inbound_u;
+	char *inbound_key; /* FRONTIER_URL_MAX + 1 bytes */
 };
 
 /* One parse thread's own objects. */
@@ -476,6 +479,12 @@ int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **
 	if (!pj)
 		return -1;
 	pj->p = *parts;
+	pj->inbound_u = url_create(parts->url);
+	pj->inbound_key = malloc(FRONTIER_URL_MAX + 1);
+	if (!pj->inbound_u || !pj->inbound_key) {
+		parse_jobs_destroy(pj);
+		return -1;
+	}
 	struct near_dup_config nc = { parts->parse->near_dup_memory };
 	if (parts->parse->near_dup && near_dup_create(&nc, &pj->nd) != NEAR_DUP_OK) {
 		fprintf(stderr, "crawler crawl: cannot create the near-duplicate store\n");
@@ -533,6 +542,39 @@ int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *
 	                                             es.off_domain ? hops + 1 : 1)
 	                 : frontier_depth_pack(j->depth, j->redirects);
 	*word = frontier_depth_with_priority(*word, prio);
+	return 1;
+}
+
+int parse_jobs_inbound(struct parse_jobs *pj, const char *url, size_t len, uint32_t word,
+                       uint32_t *out)
+{
+	const struct crawl_limits *cl = pj->p.crawl;
+	size_t klen;
+	if (url_normalize(pj->inbound_u, NULL, url, len, pj->inbound_key, FRONTIER_URL_MAX + 1,
+	                  &klen) != URL_OK ||
+	    klen != len || memcmp(pj->inbound_key, url, len) != 0)
+		return 0; /* not a crawl key of this crawl's */
+	uint32_t embed = cl->page_requisites ? frontier_embed_of(word) : 0;
+	uint32_t redirects = frontier_redirects_of(word);
+	if (embed > cl->requisites_hops + 1)
+		embed = cl->requisites_hops + 1;
+	if (redirects > cl->max_redirects)
+		redirects = cl->max_redirects;
+	/* an embed off the domains is judged one hop off them at least */
+	struct embed_scope es = { embed > 1, 0 };
+	int prio;
+	struct url_rules *rules = url_rules_live_get(pj->p.rules);
+	enum scope_verdict v = judge(pj->p.scope, rules, url, len, frontier_depth_of(word),
+	                             embed ? &es : NULL, &prio);
+	url_rules_live_put(pj->p.rules, rules);
+	if (v == SCOPE_VERDICT_COUNT)
+		atomic_fetch_add(&pj->ac.rules_rejected, 1);
+	if (v != SCOPE_OK)
+		return 0;
+	if (embed)
+		embed = es.off_domain ? (embed > 1 ? embed : 2) : 1;
+	*out = frontier_depth_with_priority(
+	        frontier_depth_pack_embed(frontier_depth_of(word), redirects, embed), prio);
 	return 1;
 }
 
@@ -595,5 +637,7 @@ void parse_jobs_destroy(struct parse_jobs *pj)
 		return;
 	parse_jobs_stop(pj);
 	near_dup_destroy(pj->nd);
+	url_destroy(pj->inbound_u);
+	free(pj->inbound_key);
 	free(pj);
 }

@@ -100,6 +100,16 @@ void parse_jobs_take(struct parse_jobs *pj, struct crawl_job *j);
  * a redirect adding no hop: off the allowed domains it is one hop off
  * them at least, or as many as the embed was. Loop thread. */
 int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *j, uint32_t *word);
+/* Is a URL from a cluster agent's inbox (with its depth word) one this
+ * crawl takes? It must be a crawl key as this crawl writes them (parsed
+ * again: the same bytes) and pass the URL rules and the scope (its trap
+ * rules included) as a link or embed found here would. Then *out is its
+ * word clamped to what this crawl makes (embed code at most
+ * requisites_hops + 1, and 0 without page_requisites; redirects at most
+ * max_redirects; the priority of the local rules). 1, or 0 (a rule's or
+ * the scope's rejection counted there). Loop thread. */
+int parse_jobs_inbound(struct parse_jobs *pj, const char *url, size_t len, uint32_t word,
+                       uint32_t *out);
 /* 1 if the queue keeps room for in_flight + 1 more jobs. */
 int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight);
 /* Jobs submitted and not yet handed to the writer. */

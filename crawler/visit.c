@@ -332,7 +332,7 @@ int visit_req_send(struct visit *v, struct req *q)
 
 /* ---- RESOLVE ---- */
 
-static void retire_host(struct visit *v, uint32_t host)
+void visit_retire_host(struct visit *v, uint32_t host)
 {
 	uint64_t n = 0;
 	frontier_host_retire(v->p.frontier, host, NULL, NULL, &n);
@@ -366,7 +366,7 @@ static int dns_wait_push(struct visit *v, uint32_t host)
 static void host_unresolvable(struct visit *v, uint32_t host, const char *why)
 {
 	visit_set_dns(v, host, HOST_DNS_FAILED, why);
-	retire_host(v, host);
+	visit_retire_host(v, host);
 	visit_end(v, host, why);
 }
 
@@ -380,7 +380,7 @@ static int resolve_host(struct visit *v, uint32_t host, int in_line)
 	size_t hl;
 	const char *name = frontier_host_name(v->p.frontier, host, &hl);
 	if (hs->dns == HOST_DNS_FAILED || name == NULL || hl == 0) {
-		retire_host(v, host);
+		visit_retire_host(v, host);
 		visit_end(v, host, "no name to resolve");
 		return 0;
 	}
@@ -403,6 +403,11 @@ static int resolve_host(struct visit *v, uint32_t host, int in_line)
 		return -1; /* HOST_DNS_PENDING: in line */
 	visit_set_dns(v, host, HOST_DNS_NONE, dns_strerror(e));
 	visit_count_dns_error(v, e);
+	if (e == DNS_ERR_INVALID) { /* not a name (a label or the whole too long) */
+		v->st.hosts_dns_failed++;
+		host_unresolvable(v, host, dns_strerror(e));
+		return 0;
+	}
 	visit_set_outcome(v, host, VISIT_RETRY_LATER, "lookup not started");
 	hs->visit_requests = 1; /* so the retry delay applies */
 	hs->retry_after_us = monotonic_us() + 1000000u;
@@ -539,6 +544,36 @@ static int disallowed(struct visit *v, uint32_t host, const struct frontier_url 
 	               !robots_allowed(rob, path, strlen(path)));
 }
 
+/* Ends a turn of host's visit that dropped max_disallowed_per_turn URLs:
+ * the host, still held, goes on at the next pump. 0, or -1 (no memory:
+ * the visit goes on now). */
+static int yield_turn(struct visit *v, uint32_t host)
+{
+	uint32_t *y = array_grow(v->yielded, &v->yielded_cap, v->yielded_n, sizeof *y, 16);
+	if (!y)
+		return -1;
+	v->yielded = y;
+	v->yielded[v->yielded_n++] = host;
+	visit_host_state(v, host)->yielded = 1;
+	v->st.disallowed_yields++;
+	v->p.hooks.pump_soon(v->p.hooks.ctx);
+	return 0;
+}
+
+void visit_yielded_run(struct visit *v)
+{
+	size_t n = v->yielded_n;
+	if (n == 0 || *v->p.finished)
+		return;
+	/* those that yield again are appended: they wait for the next pump */
+	for (size_t i = 0; i < n; i++) {
+		visit_host_state(v, v->yielded[i])->yielded = 0;
+		visit_continue(v, v->yielded[i]);
+	}
+	memmove(v->yielded, v->yielded + n, (v->yielded_n - n) * sizeof *v->yielded);
+	v->yielded_n -= n;
+}
+
 /* 1 if robots.txt is to be fetched before the host's next URL: never
  * fetched, forgotten (the cache's bound), or expired. */
 static int robots_due(struct visit *v, uint32_t host)
@@ -553,6 +588,7 @@ static int robots_due(struct visit *v, uint32_t host)
 static void visit_next(struct visit *v, uint32_t host)
 {
 	struct host_state *hs = visit_host_state(v, host);
+	uint32_t dropped = 0, turn = v->p.crawl->max_disallowed_per_turn;
 	for (;;) {
 		struct frontier_url fu;
 		const char *over = visit_over(v, hs);
@@ -575,6 +611,8 @@ static void visit_next(struct visit *v, uint32_t host)
 		}
 		if (disallowed(v, host, &fu)) {
 			v->st.robots_disallowed++;
+			if (turn && ++dropped >= turn && yield_turn(v, host) == 0)
+				return;
 			continue;
 		}
 		if (v->p.hooks.dropped &&
@@ -598,7 +636,8 @@ static void visit_next(struct visit *v, uint32_t host)
 
 void visit_continue(struct visit *v, uint32_t host)
 {
-	if (visit_host_state(v, host)->state == VISIT_FETCH)
+	const struct host_state *hs = visit_host_state(v, host);
+	if (hs->state == VISIT_FETCH && !hs->yielded)
 		visit_next(v, host);
 }
 
@@ -807,8 +846,8 @@ int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry
 	 * (with sitemaps) its Sitemap lines are left to a new fetch */
 	if (e->robots && ((!e->body && e->status >= 200 && e->status < 300) ||
 	                  (e->status >= 300 && e->status < 400) || v->p.sitemaps ||
-	                  !visit_robots_take(v, host, e->status, e->content_encoding, e->body,
-	                                     e->body_len, &rules)))
+	                  visit_robots_take(v, host, e->status, e->content_encoding, e->body,
+	                                    e->body_len, &rules) != ROBOTS_TAKEN))
 		return -1;
 	if (e->status < 0 && -e->status < VISIT_ERRORS)
 		visit_count_fetch_error(v, (enum fetch_error)(-e->status));
@@ -852,6 +891,7 @@ void visit_destroy(struct visit *v)
 	while (v->live)
 		visit_req_release(v, v->live);
 	free(v->dns_wait);
+	free(v->yielded);
 	url_destroy(v->url_base);
 	url_destroy(v->url_target);
 	free(v);

@@ -25,7 +25,12 @@
  * so far (visit_set_outcome): with [crawl] trace_visits each change is a
  * line on stderr, "visit MS ms HOST: state FETCH -> IDLE (why)" (MS since
  * the visit was created).
- * Exactly one request of a host is in flight at a time.
+ * Exactly one request of a host is in flight at a time. A turn of FETCH
+ * that dropped [politeness] max_disallowed_per_turn URLs as disallowed by
+ * robots.txt (each check can cost up to robots_max_wildcard_rules searches
+ * of the URL) gives the loop back: the host stays held, with nothing in
+ * flight, and goes on at the next pump (hooks.pump_soon asks for one), so
+ * one host's queue of disallowed URLs cannot stall the others.
  *
  * Per-host table: one struct per frontier host id, in fixed blocks of 4096
  * that never move, so a pointer to one stays valid while the table grows
@@ -113,6 +118,9 @@ struct visit_hooks {
 	/* NULL, or 1 when a queued URL (its depth word) is to be dropped at
 	 * its turn: a rule added since it was queued rejects it */
 	int (*dropped)(void *ctx, const char *url, size_t len, uint32_t depth);
+	/* a pump on one of the loop's next turns, never from within this
+	 * call: a held host gave its turn back (visit_yielded_run) */
+	void (*pump_soon)(void *ctx);
 };
 
 /* The longest a lease's grant may take to come back and still be used. */
@@ -184,7 +192,11 @@ struct visit_stats {
 	                                   closed unanswered (fetch.h reuse_dropped) */
 	uint64_t robots_redirect_limit; /* robots.txt chains cut at ROBOTS_MAX_REDIRECTS */
 	uint64_t robots_unreachable;    /* robots.txt 5xx/429/network error: retried */
-	uint64_t status_other;          /* statuses outside 0..VISIT_STATUS_MAX-1 */
+	uint64_t robots_undecodable;    /* robots.txt 2xx bodies that cannot be decoded */
+	/* hosts retired after [politeness] robots_max_attempts robots.txt
+	 * misses in a row */
+	uint64_t hosts_robots_retired;
+	uint64_t status_other; /* statuses outside 0..VISIT_STATUS_MAX-1 */
 	uint64_t private_refused, hosts_dns_failed;
 	uint64_t family_fallbacks; /* hosts moved to their other address family */
 	/* cluster crawls: requests put back because another agent held their
@@ -192,6 +204,9 @@ struct visit_stats {
 	uint64_t ip_lease_refused, ip_lease_errors;
 	uint64_t tail_skipped;     /* URLs popped that a resume's tail had fetched */
 	uint64_t sitemaps_dropped; /* robots.txt Sitemap lines past VISIT_SITEMAPS_PER_HOST */
+	/* turns a visit gave back after [politeness] max_disallowed_per_turn
+	 * URLs dropped as robots-disallowed in a row */
+	uint64_t disallowed_yields;
 	uint64_t dns_errors[VISIT_ERRORS], fetch_errors[VISIT_ERRORS];
 	uint64_t status[VISIT_STATUS_MAX];
 };
@@ -226,6 +241,9 @@ int visit_replayed(struct visit *v, uint32_t host, const struct crawl_tail_entry
 
 /* Starts lookups of hosts waiting in line while the resolver has room. */
 void visit_dns_line_run(struct visit *v);
+/* Goes on with the visits that gave their turn back (the pump, once per
+ * turn): each checks at most another max_disallowed_per_turn URLs. */
+void visit_yielded_run(struct visit *v);
 
 /* The counters as they stand. */
 void visit_stats(const struct visit *v, struct visit_stats *out);

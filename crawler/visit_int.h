@@ -40,13 +40,15 @@ enum host_dns { HOST_DNS_NONE = 0, HOST_DNS_PENDING, HOST_DNS_OK, HOST_DNS_FAILE
  * which can trace the change ([crawl] trace_visits); the other fields are
  * the visit's figures. */
 struct host_state {
-	uint8_t dns;         /* enum host_dns */
-	uint8_t state;       /* enum visit_state */
-	uint8_t outcome;     /* enum visit_kind so far */
-	uint8_t families;    /* visit_family_bit()s of the usable addresses DNS gave */
-	uint8_t failed;      /* visit_family_bit()s a connect failed on (fallback) */
-	uint8_t reuse_drops; /* pages re-queued in a row after a reused
+	uint8_t dns;           /* enum host_dns */
+	uint8_t state;         /* enum visit_state */
+	uint8_t outcome;       /* enum visit_kind so far */
+	uint8_t families;      /* visit_family_bit()s of the usable addresses DNS gave */
+	uint8_t failed;        /* visit_family_bit()s a connect failed on (fallback) */
+	uint8_t reuse_drops;   /* pages re-queued in a row after a reused
 	                        connection closed unanswered */
+	uint8_t robots_misses; /* robots.txt failures in a row (saturating) */
+	uint8_t yielded;       /* in visit.yielded: goes on at the next pump only */
 	uint32_t visit_requests;
 	uint32_t visit_max_urls;
 	uint64_t visit_start_us;
@@ -94,6 +96,8 @@ struct visit {
 	struct req *live;   /* requests in flight or parked */
 	uint32_t *dns_wait; /* held hosts waiting for the resolver (FIFO) */
 	size_t dns_wait_head, dns_wait_n, dns_wait_cap;
+	uint32_t *yielded; /* held hosts that gave their turn back (FIFO) */
+	size_t yielded_n, yielded_cap;
 	int in_dns_call;                   /* inside the lookup hook: its callback must not pump */
 	int trace;                         /* [crawl] trace_visits: each change on stderr */
 	uint64_t trace_t0_us;              /* the trace's times count from here */
@@ -113,6 +117,8 @@ const struct host_state *visit_host_state_if_any(const struct visit *v, uint32_t
 void visit_set_state(struct visit *v, uint32_t host, enum visit_state st, const char *why);
 void visit_set_outcome(struct visit *v, uint32_t host, enum visit_kind kind, const char *why);
 void visit_set_dns(struct visit *v, uint32_t host, enum host_dns dns, const char *why);
+/* The host's queued URLs are dropped and none is taken any more. */
+void visit_retire_host(struct visit *v, uint32_t host);
 /* The visit ends (IDLE): politeness_release with its outcome. */
 void visit_end(struct visit *v, uint32_t host, const char *why);
 void visit_set_robots(struct visit *v, uint32_t host, enum politeness_robots_state st,
@@ -147,11 +153,26 @@ void visit_lease_done(struct visit *v, struct req *q);
 
 /* robots.txt (visit_robots.c) */
 void visit_start_robots(struct visit *v, uint32_t host);
-/* robots.txt cannot be had now: the host's visit ends, its URLs kept. */
-void visit_robots_unreachable(struct visit *v, uint32_t host);
+/* Why robots.txt cannot be had now. */
+enum robots_miss {
+	ROBOTS_MISS_LOCAL,       /* the crawl's own cause (back-pressure, a stop,
+	                            no memory, a refused lease): not the host's */
+	ROBOTS_MISS_HOST,        /* unreachable: 5xx, 429, network or DNS error */
+	ROBOTS_MISS_UNDECODABLE, /* a 2xx whose body cannot be decoded */
+};
+/* robots.txt cannot be had now: the host's visit ends, its URLs kept, or
+ * retired after robots_max_attempts misses of the host's in a row. */
+void visit_robots_unreachable(struct visit *v, uint32_t host, enum robots_miss why);
 int visit_robots_answer(struct visit *v, struct req *q, struct fetch_result *res,
                         struct crawl_job *j);
-int visit_robots_take(struct visit *v, uint32_t host, long st, const char *encoding,
-                      const uint8_t *body, size_t len, const struct robots **rules);
+/* What robots.txt's final answer made of the host's rules. */
+enum robots_take {
+	ROBOTS_TAKEN,            /* the rules are set */
+	ROBOTS_TAKE_UNREACHABLE, /* its status says unreachable (5xx, 429) */
+	ROBOTS_TAKE_UNDECODABLE, /* a 2xx body that cannot be decoded */
+	ROBOTS_TAKE_NOMEM,       /* out of memory */
+};
+enum robots_take visit_robots_take(struct visit *v, uint32_t host, long st, const char *encoding,
+                                   const uint8_t *body, size_t len, const struct robots **rules);
 
 #endif

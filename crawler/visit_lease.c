@@ -98,7 +98,7 @@ static void lease_answered(void *arg, bool granted, long wait_ms)
 	if (visit_req_send(v, q) != 0) { /* q released */
 		lease_release(v, key, host);
 		if (robots) {
-			visit_robots_unreachable(v, host);
+			visit_robots_unreachable(v, host, ROBOTS_MISS_LOCAL);
 		} else {
 			v->st.pages_started--;
 			visit_continue(v, host); /* the next URL, as if this one had failed */

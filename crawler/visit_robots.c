@@ -18,16 +18,21 @@
 /* ---- ROBOTS ---- */
 
 /* robots.txt is unreachable (RFC 9309 2.3.1.4: a 5xx, 429 or network
- * error, or a request of its chain that could not start or resolve): all
- * of the host is disallowed for now, but its queued URLs stay for the
- * retry instead of being popped and dropped as disallowed. The visit ends
- * at once and the rules go back to unknown, so the host's next visit
- * fetches robots.txt again; the politeness backoff (5xx, network error)
- * or Retry-After (429, 503) decides when, else a second from now. A host
- * that keeps failing is retired after max_consecutive_errors. */
-void visit_robots_unreachable(struct visit *v, uint32_t host)
+ * error, a request of its chain that could not start or resolve, or a body
+ * that cannot be decoded): all of the host is disallowed for now, but its
+ * queued URLs stay for the retry instead of being popped and dropped as
+ * disallowed. The visit ends at once and the rules go back to unknown, so
+ * the host's next visit fetches robots.txt again; the politeness backoff
+ * (5xx, network error) or Retry-After (429, 503) decides when, else a
+ * second from now. A host whose robots.txt failed [politeness]
+ * robots_max_attempts times in a row (the crawl's own causes, why ==
+ * ROBOTS_MISS_LOCAL, not counted) is retired with its URLs: a 429 forever,
+ * or a redirect to a name that never resolves, would keep it waiting
+ * forever (and the crawl with it). */
+void visit_robots_unreachable(struct visit *v, uint32_t host, enum robots_miss why)
 {
 	struct host_state *hs = visit_host_state(v, host);
+	uint32_t max = v->p.crawl->robots_max_attempts;
 	visit_set_robots(v, host, POLITENESS_ROBOTS_UNKNOWN, NULL, 0);
 	if (hs->outcome == VISIT_OK) {
 		visit_set_outcome(v, host, VISIT_RETRY_LATER, "robots.txt unreachable");
@@ -35,7 +40,18 @@ void visit_robots_unreachable(struct visit *v, uint32_t host)
 	}
 	if (!hs->visit_requests)
 		hs->visit_requests = 1; /* so the delay applies */
-	v->st.robots_unreachable++;
+	if (why != ROBOTS_MISS_LOCAL) {
+		v->st.robots_unreachable += why == ROBOTS_MISS_HOST;
+		v->st.robots_undecodable += why == ROBOTS_MISS_UNDECODABLE;
+		if (hs->robots_misses < UINT8_MAX)
+			hs->robots_misses++;
+		if (max && hs->robots_misses >= max) {
+			visit_retire_host(v, host);
+			v->st.hosts_robots_retired++;
+			visit_end(v, host, "robots.txt unreachable: host retired");
+			return;
+		}
+	}
 	visit_end(v, host, "robots.txt unreachable");
 }
 
@@ -49,7 +65,7 @@ void visit_start_robots(struct visit *v, uint32_t host)
 	visit_set_robots(v, host, POLITENESS_ROBOTS_FETCHING, NULL, 0);
 	v->st.robots_fetches++;
 	if (visit_start_fetch(v, host, url, 0, NULL, 1, 0, NULL) < 0)
-		visit_robots_unreachable(v, host);
+		visit_robots_unreachable(v, host, ROBOTS_MISS_LOCAL);
 }
 
 /* The Sitemap URLs of a robots.txt (at most VISIT_SITEMAPS_PER_HOST), copied
@@ -90,19 +106,19 @@ static void robots_hop_resolved(void *ctx, enum dns_error err, const char *name,
 	int was_finished = *v->p.finished;
 	if (!was_finished) {
 		char ip[IP_ADDR_STRLEN] = "";
-		int refused = 0;
 		if (err != DNS_OK || naddrs == 0) {
 			visit_count_dns_error(v, err);
 		} else {
 			const struct ip_addr *a = visit_addr_choose(v, addrs, naddrs, 0, NULL);
-			refused = a == NULL;
+			v->st.private_refused += a == NULL;
 			if (a != NULL)
 				ip_addr_format(a, ip, sizeof ip);
 		}
-		v->st.private_refused += (uint64_t)refused;
-		if (!ip[0] || refused || *v->p.stopping || !v->p.hooks.can_start(v->p.hooks.ctx) ||
-		    visit_start_fetch(v, h->host, h->data, 0, NULL, 1, h->redirects, ip) != 0)
-			visit_robots_unreachable(v, h->host);
+		if (!ip[0])
+			visit_robots_unreachable(v, h->host, ROBOTS_MISS_HOST);
+		else if (*v->p.stopping || !v->p.hooks.can_start(v->p.hooks.ctx) ||
+		         visit_start_fetch(v, h->host, h->data, 0, NULL, 1, h->redirects, ip) != 0)
+			visit_robots_unreachable(v, h->host, ROBOTS_MISS_LOCAL);
 	}
 	free(h);
 	if (v->in_dns_call || was_finished)
@@ -127,12 +143,12 @@ static int robots_follow(struct visit *v, struct req *q, char *to)
 	}
 	if (*v->p.stopping || !v->p.hooks.can_start(v->p.hooks.ctx)) {
 		free(to);
-		visit_robots_unreachable(v, host);
+		visit_robots_unreachable(v, host, ROBOTS_MISS_LOCAL);
 		return 1;
 	}
 	if (kl == bkl && memcmp(to, key, kl) == 0) {
 		if (visit_start_fetch(v, host, to, 0, NULL, 1, q->redirects + 1, NULL) != 0)
-			visit_robots_unreachable(v, host);
+			visit_robots_unreachable(v, host, ROBOTS_MISS_LOCAL);
 		free(to);
 		return 1;
 	}
@@ -140,7 +156,7 @@ static int robots_follow(struct visit *v, struct req *q, char *to)
 	struct robots_hop *h = malloc(sizeof *h + ul + hl + 2);
 	if (!h) {
 		free(to);
-		visit_robots_unreachable(v, host);
+		visit_robots_unreachable(v, host, ROBOTS_MISS_LOCAL);
 		return 1;
 	}
 	h->v = v;
@@ -156,22 +172,36 @@ static int robots_follow(struct visit *v, struct req *q, char *to)
 	if (e != DNS_OK) {
 		free(h);
 		visit_count_dns_error(v, e);
-		visit_robots_unreachable(v, host);
+		visit_robots_unreachable(v, host,
+		                         e == DNS_ERR_BUSY || e == DNS_ERR_NOMEM
+		                                 ? ROBOTS_MISS_LOCAL
+		                                 : ROBOTS_MISS_HOST);
 	}
 	return 1;
 }
 
 /* robots.txt's final answer (status st, body as received) as the host's
- * rules, with its Crawl-delay: 1 with *rules set (borrowed), or 0 when it
- * says robots.txt is unreachable (nothing set). */
-int visit_robots_take(struct visit *v, uint32_t host, long st, const char *encoding,
-                      const uint8_t *body, size_t len, const struct robots **rules)
+ * rules, with its Crawl-delay: ROBOTS_TAKEN with *rules set (borrowed),
+ * else nothing set and what the answer says of robots.txt. A 2xx body that
+ * cannot be decoded (an unknown or wrong Content-Encoding, a compressed
+ * stream that is corrupt or cut short) is not read as an empty file, which
+ * would allow everything: it makes robots.txt unreachable. */
+enum robots_take visit_robots_take(struct visit *v, uint32_t host, long st, const char *encoding,
+                                   const uint8_t *body, size_t len, const struct robots **rules)
 {
 	struct decode_output d = { 0 };
 	const char *text = NULL;
 	size_t tlen = 0;
-	if (st >= 200 && st < 300 &&
-	    decode_body(encoding, body, len, ROBOTS_PARSE_LIMIT, &d) == DECODE_OK) {
+	if (st >= 200 && st < 300) {
+		enum decode_error de = decode_body(encoding, body, len, ROBOTS_PARSE_LIMIT, &d);
+		if (de == DECODE_ERR_NOMEM)
+			return ROBOTS_TAKE_NOMEM;
+		/* cut short: what it says is unknown (its output is a prefix,
+		 * under the parse limit, which a cap would fill) */
+		if (de != DECODE_OK || (d.truncated && d.len < ROBOTS_PARSE_LIMIT)) {
+			free(d.data);
+			return ROBOTS_TAKE_UNDECODABLE;
+		}
 		text = (const char *)d.data;
 		tlen = d.len;
 	}
@@ -181,15 +211,16 @@ int visit_robots_take(struct visit *v, uint32_t host, long st, const char *encod
 	free(d.data);
 	if (rc != ROBOTS_OK || pol.source == ROBOTS_SRC_UNREACHABLE) {
 		robots_destroy(pol.robots);
-		return 0;
+		return rc != ROBOTS_OK ? ROBOTS_TAKE_NOMEM : ROBOTS_TAKE_UNREACHABLE;
 	}
 	visit_set_robots(v, host, POLITENESS_ROBOTS_KNOWN, pol.robots,
 	                 monotonic_us() + v->p.politeness->robots_expiry_us);
+	visit_host_state(v, host)->robots_misses = 0;
 	double cd = robots_crawl_delay(pol.robots);
 	if (cd > 0)
 		politeness_host_set_crawl_delay(v->p.pol, host, (uint64_t)(cd * 1e6));
 	*rules = pol.robots;
-	return 1;
+	return ROBOTS_TAKEN;
 }
 
 /* A robots.txt answer: follows a redirect (returns 1: the chain goes on,
@@ -217,9 +248,13 @@ int visit_robots_answer(struct visit *v, struct req *q, struct fetch_result *res
 		}
 	}
 	const struct robots *rules = NULL;
-	if (!visit_robots_take(v, host, st, res->content_encoding, res->body.data, res->body.len,
-	                       &rules)) {
-		visit_robots_unreachable(v, host);
+	enum robots_take t = visit_robots_take(v, host, st, res->content_encoding, res->body.data,
+	                                       res->body.len, &rules);
+	if (t != ROBOTS_TAKEN) {
+		visit_robots_unreachable(v, host,
+		                         t == ROBOTS_TAKE_UNREACHABLE   ? ROBOTS_MISS_HOST
+		                         : t == ROBOTS_TAKE_UNDECODABLE ? ROBOTS_MISS_UNDECODABLE
+		                                                        : ROBOTS_MISS_LOCAL);
 		return 0;
 	}
 	visit_set_state(v, host, VISIT_FETCH, "robots.txt answered");

@@ -483,6 +483,11 @@ void cluster_destroy(struct cluster *c)
 		uv_close((uv_handle_t *)timers[i], on_handle_closed);
 }
 
+uint64_t cluster_lines_malformed(const struct cluster *c)
+{
+	return c->lines_malformed;
+}
+
 const char *cluster_name(const struct cluster *c)
 {
 	return c->name;

@@ -182,6 +182,10 @@ void cluster_destroy(struct cluster *c);
 
 /* This agent's name, and its incarnation (0 before the first join). */
 const char *cluster_name(const struct cluster *c);
+/* Lines of inbox entries (this agent's, or a dead one's it re-routed)
+ * skipped as no agent writes them: no two tabs, or a depth word that is
+ * not a 32-bit decimal number. */
+uint64_t cluster_lines_malformed(const struct cluster *c);
 uint64_t cluster_incarnation(const struct cluster *c);
 /* True while the agent holds its lease (joined, not fenced). */
 bool cluster_is_live(const struct cluster *c);

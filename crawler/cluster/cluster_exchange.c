@@ -4,11 +4,14 @@
  * XACK), and the re-routing of a dead agent's inbox by its heir. See
  * cluster.h for the protocol and cluster_int.h for the invariants.
  */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "crawler/cluster/cluster_int.h"
+#include "frontier/base/ascii.h"
 #include "frontier/base/chain.h"
 #include "frontier/base/clock.h"
 
@@ -251,10 +254,19 @@ static long entry_parse(struct cluster *c, const redisReply *lines)
 			*nl = '\0';
 		char *via = strchr(line, '\t');
 		char *depth = via ? strchr(via + 1, '\t') : NULL;
-		if (depth == NULL)
-			continue; /* not ours: skipped */
+		if (depth == NULL) {
+			c->lines_malformed += *line != '\0'; /* not ours: skipped */
+			continue;
+		}
 		*via++ = '\0';
 		*depth++ = '\0';
+		char *end;
+		errno = 0;
+		unsigned long word = strtoul(depth, &end, 10);
+		if (!ascii_is_digit((unsigned char)*depth) || *end || errno || word > UINT32_MAX) {
+			c->lines_malformed++; /* a depth word no agent writes: skipped */
+			continue;
+		}
 		if (n == c->urls_cap) {
 			size_t cap = c->urls_cap ? 2 * c->urls_cap : CLUSTER_BATCH_URLS;
 			struct cluster_url *u = realloc(c->urls, cap * sizeof *u);
@@ -263,8 +275,7 @@ static long entry_parse(struct cluster *c, const redisReply *lines)
 			c->urls = u;
 			c->urls_cap = cap;
 		}
-		c->urls[n++] =
-		        (struct cluster_url){ line, via, (unsigned)strtoul(depth, NULL, 10) };
+		c->urls[n++] = (struct cluster_url){ line, via, (unsigned)word };
 	}
 	return (long)n;
 }

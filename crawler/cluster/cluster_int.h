@@ -94,6 +94,7 @@ struct cluster {
 	size_t text_cap;
 	int drains; /* dead-inbox commands in flight */
 	bool drain_found;
+	uint64_t lines_malformed; /* entry lines no agent writes, skipped */
 };
 
 /* The connection, if usable for a new command. */

@@ -114,6 +114,8 @@ static const struct key_def keys[] = {
 	KEY("politeness", "robots_expiry_s", T_S, politeness.robots_expiry_us, 1, 8.64e6),
 	KEY("politeness", "robots_cache_memory", T_SIZE, politeness.robots_cache_bytes, 64 * KIB,
 	    TIB),
+	KEY("politeness", "robots_max_attempts", T_UINT, crawl.robots_max_attempts, 0, 255),
+	KEY("politeness", "max_disallowed_per_turn", T_UINT, crawl.max_disallowed_per_turn, 0, 1e9),
 	KEY("politeness", "robots_max_wildcard_rules", T_UINT, politeness.robots_max_wildcard_rules,
 	    0, 1e6),
 	KEY("fetch", "max_connections", T_UINT, fetch.max_connections, 1, 15000),
@@ -274,6 +276,8 @@ int crawl_config_default(struct crawl_config *c)
 		return -1;
 	}
 	c->crawl.obey_robots = 1;
+	c->crawl.robots_max_attempts = 8;
+	c->crawl.max_disallowed_per_turn = 100;
 	c->fetch.max_connections = 256;
 	c->fetch.max_ip_connections = 8;
 	c->fetch.total_timeout_ms = 30000;

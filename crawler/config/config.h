@@ -93,9 +93,15 @@ struct crawl_limits {
 	int quiet;                  /* no progress line, no summary */
 	int obey_robots;            /* fetch robots.txt first and obey it (the crawl does,
 	                    not the politeness module) */
-	uint32_t max_redirects;     /* [fetch]: redirects followed along one chain
+	/* [politeness]: robots.txt misses (unreachable, undecodable) in a row
+	 * that retire a host; 0 = never */
+	uint32_t robots_max_attempts;
+	/* [politeness]: URLs a visit drops as robots-disallowed before it
+	 * gives the loop a turn; 0 = no bound */
+	uint32_t max_disallowed_per_turn;
+	uint32_t max_redirects;                 /* [fetch]: redirects followed along one chain
 	                           (the fetch engine follows none itself) */
-	char *rules;                /* the URL rules file, "" none */
+	char *rules;                            /* the URL rules file, "" none */
 	char *rules_wget[URL_RULES_WGET_COUNT]; /* wget's flags as keys (accept...) */
 	/* a sitemap tag longer, or of more attributes, makes it malformed */
 	uint64_t sitemap_max_tag_bytes, sitemap_max_attributes;

@@ -21,6 +21,7 @@
 #include "frontier/base/mem_cost.h"
 
 #define DNS_NAME_MAX 253
+#define DNS_LABEL_MAX 63
 
 enum entry_state { ENTRY_PENDING, ENTRY_RESOLVED, ENTRY_NEGATIVE };
 
@@ -435,9 +436,13 @@ enum dns_error dns_resolve(struct dns_resolver *r, const char *host, dns_done_fn
 		len--;
 	if (len == 0 || len > DNS_NAME_MAX)
 		return DNS_ERR_INVALID;
-	for (size_t i = 0; i < len; i++) {
+	/* a label is 1 to 63 bytes (RFC 1035 2.3.4): no name has a longer one */
+	for (size_t i = 0, label = 0; i < len; i++) {
 		unsigned char c = (unsigned char)host[i];
 		if (c <= ' ' || c >= 0x7f)
+			return DNS_ERR_INVALID;
+		label = c == '.' ? 0 : label + 1;
+		if (label > DNS_LABEL_MAX || (c == '.' && (i == 0 || host[i - 1] == '.')))
 			return DNS_ERR_INVALID;
 		name[i] = (char)tolower(c);
 	}

@@ -59,7 +59,7 @@
 enum dns_error {
 	DNS_OK = 0,            /* addresses found */
 	DNS_ERR_NOMEM = 1,     /* allocation failed */
-	DNS_ERR_INVALID = 2,   /* bad argument (empty/too long name, bad server) */
+	DNS_ERR_INVALID = 2,   /* bad argument (empty/too long name or label, bad server) */
 	DNS_ERR_NOTFOUND = 3,  /* NXDOMAIN, or no A nor AAAA record */
 	DNS_ERR_TIMEOUT = 4,   /* no answer in time */
 	DNS_ERR_SERVFAIL = 5,  /* server failure, refused, malformed answer */

@@ -37,6 +37,13 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
       its heir has taken its inbox: the crawl finishes whole, nothing
       twice beyond the kill's bound, no host delay broken, every agent
       exits 0 and the resumed agent's WARCs (both runs') read back whole.
+  cluster_e2e.py inbox
+      one agent whose inbox holds, before it starts, an entry written by
+      something else than an agent (issue 30): a URL that is not a crawl
+      key (/zz/../zz-dotdot), a trap (/zz-trap with 12 query parameters),
+      one past max_depth (/zz-deep), one whose depth word no agent writes
+      (/zz-baddepth) and a good one (/zz-ok). Only /zz-ok is requested;
+      stats.json counts the four as errors.inbox-rejected.
   cluster_e2e.py resume-max-pages
       the same under --max-pages N (half the web), the kill at a sixth:
       at most N page requests, at least N minus MAX_PAGES_SLACK and the
@@ -46,6 +53,7 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
 Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as tests/e2e/crawl_e2e.py),
 E2E_HOSTS / E2E_PAGES to resize the web.
 """
+import json
 import os
 import shutil
 import signal
@@ -379,14 +387,49 @@ def run_resume(assign, budget):
     cl.verdict(errors + judge(cl.tw, expected, cl.faults, cl.agents, gone, KILL_REPEATS, cl.t0))
 
 
+def run_inbox():
+    os.environ["E2E_HOSTS"], os.environ["E2E_PAGES"] = "4", "10"  # a small web: one agent
+    cl = Crawl("e2e-cluster-inbox-")
+    tw = cl.tw
+    host = "h0.web.test:%d" % tw.http_port
+    base = "http://" + host
+    params = "&".join("p%d=%d" % (i, i) for i in range(12))
+    lines = ["%s/zz/../zz-dotdot\t\t1" % base,
+             "%s/zz-trap?%s\t\t1" % (base, params),
+             "%s/zz-deep\t\t9" % base,
+             "%s/zz-baddepth\t\t99999999999" % base,
+             "%s/zz-ok\t\t1" % base]
+    subprocess.run(["redis-cli", "-p", str(cl.redis.port), "XADD", "e2e:inbox:a1", "*", "u",
+                    "\n".join(lines) + "\n"], check=True, stdout=subprocess.DEVNULL)
+    try:
+        cl.start(["a1"], "consistent", ["--max-depth", "5"])
+        cl.wait_end(None)
+    finally:
+        cl.close()
+    errors = []
+    paths = {r[5] for r in log_rows(tw) if r[2] == host}
+    if "/zz-ok" not in paths:
+        errors.append("the good inbox URL /zz-ok was not requested")
+    bad = sorted(p for p in paths if p.startswith("/zz") and p != "/zz-ok")
+    if bad:
+        errors.append("inbox URLs this crawl does not take were requested: %s" % bad)
+    stats = json.load(open(os.path.join(cl.agents[0].out, "stats.json")))
+    got = stats.get("errors", {}).get("inbox-rejected")
+    if got != 4:
+        errors.append("errors.inbox-rejected = %s, want 4" % got)
+    cl.verdict(errors)
+
+
 def main():
     modes = ("kill", "stop", "join-kill", "redis-restart", "max-pages", "resume",
-             "resume-max-pages")
+             "resume-max-pages", "inbox")
     if len(sys.argv) < 2 or sys.argv[1] not in modes:
         fail("usage: cluster_e2e.py %s [--assign M]" % "|".join(modes))
     assign = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--assign" else "consistent"
     if sys.argv[1] == "max-pages":
         run_max_pages(assign)
+    elif sys.argv[1] == "inbox":
+        run_inbox()
     elif sys.argv[1] in ("resume", "resume-max-pages"):
         run_resume(assign, sys.argv[1] == "resume-max-pages")
     else:

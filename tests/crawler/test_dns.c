@@ -323,6 +323,17 @@ START_TEST(a_records_and_cache)
 	ck_assert_uint_eq(st.pending, 0);
 	ck_assert_int_eq(dns_resolve(res, "", on_dns, &a, 0), DNS_ERR_INVALID);
 	ck_assert_int_eq(dns_resolve(res, "bad name", on_dns, &a, 0), DNS_ERR_INVALID);
+	/* a label past 63 bytes, or an empty one, names nothing: refused unasked */
+	char label[80];
+	memset(label, 'a', 64);
+	snprintf(label + 64, sizeof label - 64, ".test");
+	ck_assert_int_eq(dns_resolve(res, label, on_dns, &a, 0), DNS_ERR_INVALID);
+	ck_assert_int_eq(dns_resolve(res, "a..test", on_dns, &a, 0), DNS_ERR_INVALID);
+	ck_assert_int_eq(dns_resolve(res, ".test", on_dns, &a, 0), DNS_ERR_INVALID);
+	ck_assert_int_eq(a.calls, 1);
+	resolve_run(label + 1, 1000, &a); /* 63 bytes: asked */
+	dns_resolver_stats(res, &st);
+	ck_assert_uint_eq(st.queries, 3 + 1);
 }
 END_TEST
 

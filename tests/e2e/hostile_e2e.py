@@ -49,6 +49,22 @@ the test web's own request log (helpers from crawl_e2e.py).
       frontier.rejected_budget and scope_rejected.too-many-params, no URL
       with more than max_query_params parameters is requested, and no two
       requests to a host are closer than the 20 ms host delay.
+  hostile_e2e.py robots-undecodable
+      Hosts whose robots.txt answers 200 with a body that cannot be
+      decoded (Content-Encoding zstd, a corrupt gzip stream, utf-8; testweb
+      robotszstd, robotsbadgzip, robotsutf8): robots.txt is unreachable
+      (RFC 9309 2.3.1.4: disallow all, and ask again), so the test web sees
+      no request of theirs but robots.txt, asked [politeness]
+      robots_max_attempts times (3 here) before each host is retired;
+      stats.json counts errors.robots-undecodable and hosts.robots_retired.
+  hostile_e2e.py never-ends
+      A host whose robots.txt answers 429 forever (testweb robots429), one
+      whose robots.txt redirects to a name that does not resolve (robotsnx)
+      and a seed whose host name has a 300-byte label: the crawl ends by
+      itself well before --max-time; each robots.txt is asked
+      robots_max_attempts times, nothing else of those hosts is requested,
+      and the invalid name is refused once (errors.dns-invalid = 1), not
+      retried.
   hostile_e2e.py userinfo
       One server under many names (testweb userinfo: the front page links
       /u0../u19 as http://uK@h1.../uK and a page through the name h1...
@@ -71,6 +87,8 @@ from crawl_e2e import SOURCE, TestWeb, crawl, fail  # noqa: E402
 WARC_CHECK = os.path.join(SOURCE, "tests", "crawler", "warc_check.py")
 
 MAX_REDIRECTS = 7
+ROBOTS_ATTEMPTS = 3  # [politeness] robots_max_attempts in the robots.txt fault crawls
+MAX_TIME_S = 60
 ROBOTS_CHAIN = 5  # /rr/4 .. /rr/0 after the first 301
 
 
@@ -166,6 +184,103 @@ def test_robots_retry():
     if problems:
         fail("; ".join(problems))
     shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
+def robots_fault_crawl(prefix, faults, extra_seeds, extra):
+    """A crawl of a 6-host test web whose hosts h1.. have the given
+    robots.txt faults (MODE, ...), seeded with the front pages of h0 (a
+    normal host) and of the fault hosts and with extra_seeds (formats of
+    the port): (rows of the test web's log, stats, seconds, the fault
+    hosts' names with their port)."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    args = ["--hosts", "6", "--pages", "6", "--ips", "4"]
+    for i, f in enumerate(faults):
+        args += ["--fault", "h%d=%s" % (i + 1, f)]
+    tw = TestWeb(work, args)
+    try:
+        base = "http://h%d.web.test:" + str(tw.http_port) + "/"
+        seeds = [base % i for i in range(len(faults) + 1)]
+        seeds += [s % tw.http_port for s in extra_seeds]
+        out = os.path.join(work, "out")
+        stats, el, rss = crawl(tw, out, ["--host-delay", "10", "--ip-delay", "0", "--max-time",
+                                         str(MAX_TIME_S), "--domains", "web.test",
+                                         "--set", "politeness.robots_max_attempts=%d" %
+                                         ROBOTS_ATTEMPTS] + extra,
+                               timeout=MAX_TIME_S + 40, seed_urls=seeds)
+    finally:
+        tw.stop()
+    rows = tw.requests()
+    shutil.rmtree(work, ignore_errors=True)
+    hosts = ["h%d.web.test:%d" % (i + 1, tw.http_port) for i in range(len(faults))]
+    return rows, stats, el, hosts
+
+
+def robots_only(rows, hosts):
+    """Problems: a fault host with a request but for /robots.txt, or not
+    ROBOTS_ATTEMPTS robots.txt requests."""
+    problems = []
+    for h in hosts:
+        paths = [r[5] for r in rows if r[2] == h]
+        if set(paths) - {"/robots.txt"}:
+            problems.append("%s: requested %s past its robots.txt" %
+                            (h, sorted(set(paths) - {"/robots.txt"})))
+        if paths.count("/robots.txt") != ROBOTS_ATTEMPTS:
+            problems.append("%s: robots.txt requested %d times, want %d" %
+                            (h, paths.count("/robots.txt"), ROBOTS_ATTEMPTS))
+    return problems
+
+
+def test_robots_undecodable():
+    faults = ["robotszstd", "robotsbadgzip", "robotsutf8"]
+    rows, stats, el, hosts = robots_fault_crawl("e2e-robots-dec-", faults, [], [])
+    errors = stats.get("errors", {})
+    print("undecodable robots.txt crawl: %.1f s, %d requests; errors %s; hosts %s" %
+          (el, len(rows), errors, stats["hosts"]))
+    problems = robots_only(rows, hosts)
+    if errors.get("robots-undecodable") != ROBOTS_ATTEMPTS * len(faults):
+        problems.append("errors.robots-undecodable = %s, want %d" %
+                        (errors.get("robots-undecodable"), ROBOTS_ATTEMPTS * len(faults)))
+    if errors.get("robots-unreachable"):
+        problems.append("undecodable counted as robots-unreachable too (%s)" %
+                        errors.get("robots-unreachable"))
+    if stats["hosts"].get("robots_retired") != len(faults):
+        problems.append("hosts.robots_retired = %s, want %d" %
+                        (stats["hosts"].get("robots_retired"), len(faults)))
+    h0 = [r for r in rows if r[2].startswith("h0.") and r[5] != "/robots.txt"]
+    if not h0:
+        problems.append("the normal host h0 was not crawled")
+    if problems:
+        fail("; ".join(problems))
+    print("ok")
+
+
+def test_never_ends():
+    # h1's robots.txt answers 429 forever, h2's redirects to a name that
+    # does not resolve; a seed's host has a 300-byte label
+    label = "http://" + "a" * 300 + ".web.test:%d/"
+    rows, stats, el, hosts = robots_fault_crawl("e2e-never-ends-", ["robots429", "robotsnx"],
+                                                [label], [])
+    errors = stats.get("errors", {})
+    print("never-ending crawl: %.1f s (max-time %d s), %d requests; errors %s; hosts %s" %
+          (el, MAX_TIME_S, len(rows), errors, stats["hosts"]))
+    problems = robots_only(rows, hosts)
+    if el > MAX_TIME_S / 3:
+        problems.append("the crawl took %.1f s: it did not end by itself" % el)
+    if stats["hosts"].get("robots_retired") != 2:
+        problems.append("hosts.robots_retired = %s, want 2" % stats["hosts"].get("robots_retired"))
+    if errors.get("robots-unreachable") != 2 * ROBOTS_ATTEMPTS:
+        problems.append("errors.robots-unreachable = %s, want %d" %
+                        (errors.get("robots-unreachable"), 2 * ROBOTS_ATTEMPTS))
+    if errors.get("dns-invalid") != 1:
+        problems.append("errors.dns-invalid = %s, want 1 (refused once, never retried)" %
+                        errors.get("dns-invalid"))
+    if not stats["hosts"].get("dns_failed"):
+        problems.append("hosts.dns_failed = 0: the invalid name was not given up")
+    if any(r[2].startswith("nx.") for r in rows):
+        problems.append("a request reached the name that does not resolve")
+    if problems:
+        fail("; ".join(problems))
     print("ok")
 
 
@@ -435,9 +550,13 @@ def main():
         test_traps()
     elif what == "userinfo":
         test_userinfo()
+    elif what == "robots-undecodable":
+        test_robots_undecodable()
+    elif what == "never-ends":
+        test_never_ends()
     else:
         fail("usage: hostile_e2e.py redirects|robots-retry|warc-encodings|ip-connections|"
-             "keepalive-close|traps|userinfo")
+             "keepalive-close|traps|userinfo|robots-undecodable|never-ends")
 
 
 if __name__ == "__main__":

@@ -175,6 +175,12 @@ static void count_pump(void *ctx)
 	r->pumps++;
 }
 
+static void count_pump_soon(void *ctx)
+{
+	struct rig *r = ctx;
+	r->soon_pumps++;
+}
+
 /* ---- set-up ---- */
 
 void rig_config(struct rig *r)
@@ -206,7 +212,8 @@ void rig_open(struct rig *r, int leases)
 		.hooks = { .ctx = r,
 		           .can_start = always,
 		           .page_allowed = always,
-		           .pump = count_pump },
+		           .pump = count_pump,
+		           .pump_soon = count_pump_soon },
 		.stopping = &r->stopping,
 		.finished = &r->finished,
 		.done = r->done,

@@ -61,6 +61,7 @@ struct rig {
 	struct visit *visit;
 	struct visit_stats st; /* rig_stats's copy */
 	int stopping, finished, pumps;
+	int soon_pumps; /* pumps asked for the loop's next turn (a yield) */
 	struct rig_fetch fetch[RIG_MAX];
 	size_t nfetch;
 	struct rig_lookup lookup[RIG_MAX];

@@ -34,30 +34,35 @@ struct out {
 	struct warc_position last; /* the last response record written */
 };
 
+/* A fetch's WARC records (request and response, or revisit): whether
+ * it was stored as a revisit. */
+static bool write_records(struct out *o, const char *url, long status, const char *ctype,
+                          const char *body)
+{
+	char resp[256];
+	bool revisit = false;
+	snprintf(resp, sizeof resp, "HTTP/1.1 %ld X\r\nContent-Type: %s\r\n\r\n", status, ctype);
+	const char *req = "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n";
+	struct warc_fetch wf = {
+		.url = url,
+		.ip = "127.0.0.2",
+		.date_unix_ms = 1700000000000,
+		.request_headers = req,
+		.request_len = strlen(req),
+		.response_headers = resp,
+		.response_headers_len = strlen(resp),
+		.body = body,
+		.body_len = strlen(body),
+	};
+	ck_assert_int_eq(warc_writer_write_fetch(o->warc, &wf, &o->last, &revisit), WARC_OK);
+	return revisit;
+}
+
 /* One fetch: its WARC records (when warc and status > 0), then its line. */
 static void fetch(struct out *o, const char *url, long status, const char *ctype, const char *body,
                   unsigned flags, const char *redirect, int warc)
 {
-	char resp[256];
-	bool revisit = false;
-	if (warc && status > 0) {
-		snprintf(resp, sizeof resp, "HTTP/1.1 %ld X\r\nContent-Type: %s\r\n\r\n", status,
-		         ctype);
-		const char *req = "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n";
-		struct warc_fetch wf = {
-			.url = url,
-			.ip = "127.0.0.2",
-			.date_unix_ms = 1700000000000,
-			.request_headers = req,
-			.request_len = strlen(req),
-			.response_headers = resp,
-			.response_headers_len = strlen(resp),
-			.body = body,
-			.body_len = strlen(body),
-		};
-		ck_assert_int_eq(warc_writer_write_fetch(o->warc, &wf, &o->last, &revisit),
-		                 WARC_OK);
-	}
+	bool revisit = warc && status > 0 && write_records(o, url, status, ctype, body);
 	struct crawl_log_entry e = {
 		.timestamp_unix_ms = 1700000000000,
 		.status = status,
@@ -75,28 +80,40 @@ static void fetch(struct out *o, const char *url, long status, const char *ctype
 	ck_assert_int_eq(crawl_log_write(o->log, &e), CRAWL_LOG_OK);
 }
 
+/* The crawl's WARC writer and crawl.log in dir. */
+static void open_outputs(const char *dir, const struct crawl_config *cfg, struct out *o)
+{
+	char path[400];
+	struct warc_config wc = cfg->warc;
+	wc.dir = dir;
+	snprintf(path, sizeof path, "%s/crawl.log", dir);
+	ck_assert_int_eq(warc_writer_open(&wc, &o->warc), WARC_OK);
+	ck_assert_int_eq(crawl_log_open(path, &o->log), CRAWL_LOG_OK);
+}
+
+/* A checkpoint's position of the outputs as they stand. */
+static void checkpoint(struct out *o, struct crawl_tail_pos *pos)
+{
+	struct warc_position wp;
+	ck_assert_int_eq(warc_writer_sync(o->warc), WARC_OK);
+	warc_writer_position(o->warc, &wp);
+	ck_assert_int_eq(crawl_log_flush(o->log, 1), CRAWL_LOG_OK);
+	memset(pos, 0, sizeof *pos);
+	snprintf(pos->warc_file, sizeof pos->warc_file, "%s", wp.file);
+	pos->warc_offset = wp.offset;
+	pos->log_offset = crawl_log_size(o->log);
+	pos->known = 1;
+}
+
 /* The crawl in dir: one fetch, the checkpoint (*pos), then the tail,
  * whose last record is cut in two as a crash would leave it. */
 static void write_crawl(const char *dir, const struct crawl_config *cfg, struct crawl_tail_pos *pos)
 {
 	char path[400];
 	struct out o;
-	struct warc_config wc = cfg->warc;
-	wc.dir = dir;
-	snprintf(path, sizeof path, "%s/crawl.log", dir);
-	ck_assert_int_eq(warc_writer_open(&wc, &o.warc), WARC_OK);
-	ck_assert_int_eq(crawl_log_open(path, &o.log), CRAWL_LOG_OK);
+	open_outputs(dir, cfg, &o);
 	fetch(&o, "http://a.test/old", 200, "text/html", OLD_BODY, 0, NULL, 1);
-	/* the checkpoint */
-	struct warc_position wp;
-	ck_assert_int_eq(warc_writer_sync(o.warc), WARC_OK);
-	warc_writer_position(o.warc, &wp);
-	ck_assert_int_eq(crawl_log_flush(o.log, 1), CRAWL_LOG_OK);
-	memset(pos, 0, sizeof *pos);
-	snprintf(pos->warc_file, sizeof pos->warc_file, "%s", wp.file);
-	pos->warc_offset = wp.offset;
-	pos->log_offset = crawl_log_size(o.log);
-	pos->known = 1;
+	checkpoint(&o, pos);
 	/* the tail */
 	fetch(&o, "http://a.test/robots.txt", 200, "text/plain", ROBOTS_TXT, CRAWL_LOG_ROBOTS, NULL,
 	      1);
@@ -196,6 +213,67 @@ START_TEST(tail_entries)
 	/* a position past the log's end: no tail */
 	pos.log_offset += 1u << 20;
 	ck_assert_int_eq(crawl_tail_open(dir, &pos, 1, 1u << 20, &t, err, sizeof err), 1);
+	crawl_config_free(&cfg);
+	rig_rmtree(dir);
+}
+END_TEST
+
+/* A crawl.log line over CRAWL_TAIL_LINE_MAX (written behind the log's
+ * back: its writer caps the fields a server sends), raw, after what the
+ * log holds (o->log NULL: closed); ended by a newline when whole. */
+static void overlong_line(struct out *o, const char *dir, const char *url, int whole)
+{
+	char path[400];
+	if (o->log)
+		ck_assert_int_eq(crawl_log_flush(o->log, 1), CRAWL_LOG_OK);
+	snprintf(path, sizeof path, "%s/crawl.log", dir);
+	FILE *f = fopen(path, "a");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "2023-11-14T22:13:20.000Z 200 12 %s - 1 text/", url);
+	for (size_t i = 0; i < CRAWL_TAIL_LINE_MAX + 4096; i++)
+		fputc('x', f);
+	fputs(" 127.0.0.2 -", f);
+	if (whole)
+		fputc('\n', f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* An overlong line is passed over, counted, with its record: the lines
+ * after it are still the tail's (issue 30), up to a last line torn by the
+ * crash. */
+START_TEST(tail_long_line)
+{
+	char dir[256], err[256];
+	struct crawl_config cfg;
+	struct crawl_tail_pos pos;
+	struct crawl_tail *t;
+	const struct crawl_tail_entry *e;
+	struct out o;
+	rig_tempdir(dir, sizeof dir);
+	ck_assert_int_eq(crawl_config_default(&cfg), 0);
+	open_outputs(dir, &cfg, &o);
+	checkpoint(&o, &pos);
+	fetch(&o, "http://a.test/a", 200, "text/plain", "the first", 0, NULL, 1);
+	write_records(&o, "http://a.test/long", 200, "text/plain", "long, stored");
+	overlong_line(&o, dir, "http://a.test/long", 1);
+	fetch(&o, "http://a.test/b", 200, "text/plain", "after a long one", 0, NULL, 1);
+	overlong_line(&o, dir, "http://a.test/no-record", 1); /* a line without a record */
+	fetch(&o, "http://a.test/c", 200, "text/plain", "after another", 0, NULL, 1);
+	ck_assert_int_eq(crawl_log_close(o.log), CRAWL_LOG_OK);
+	ck_assert_int_eq(warc_writer_close(o.warc), WARC_OK);
+	o.log = NULL;
+	overlong_line(&o, dir, "http://a.test/torn", 0);
+	ck_assert_int_eq(crawl_tail_open(dir, &pos, 1, 1u << 20, &t, err, sizeof err), 0);
+	body_is(next(t, "http://a.test/a"), "the first");
+	ck_assert_uint_eq(crawl_tail_lines_skipped(t), 0);
+	e = next(t, "http://a.test/b");
+	body_is(e, "after a long one");
+	ck_assert_uint_eq(crawl_tail_lines_skipped(t), 1);
+	body_is(next(t, "http://a.test/c"), "after another");
+	ck_assert_uint_eq(crawl_tail_lines_skipped(t), 2);
+	ck_assert_int_eq(crawl_tail_next(t, &e, err, sizeof err), 0);
+	ck_assert_uint_eq(crawl_tail_lines_skipped(t), 2);
+	crawl_tail_close(t);
 	crawl_config_free(&cfg);
 	rig_rmtree(dir);
 }
@@ -369,6 +447,7 @@ int main(void)
 	TCase *tc = tcase_create("tail");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, tail_entries);
+	tcase_add_test(tc, tail_long_line);
 	tcase_add_test(tc, tail_replay_into_visit);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

@@ -2,7 +2,7 @@
  * test_visit.c: the visit (crawler/visit.h) driven directly, its engine and
  * resolver faked (loop_rig.h): robots.txt first, the visit budget, a
  * Retry-After, the fallback to the other address family, a refused IP
- * lease, and the trace of its state changes.
+ * lease, the trace of its state changes, and a visit giving its turn back.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -377,6 +377,59 @@ START_TEST(visit_trace)
 }
 END_TEST
 
+/* A visit that drops max_disallowed_per_turn URLs as robots-disallowed
+ * gives the loop back (issue 30): another host is served meanwhile, and
+ * the visit goes on where it stopped at the loop's next turn. */
+START_TEST(visit_disallowed_yield)
+{
+	struct rig r;
+	char url[64];
+	rig_config(&r);
+	r.cfg.crawl.max_disallowed_per_turn = 3;
+	rig_open(&r, 0);
+	uint32_t a = 0;
+	for (int i = 1; i <= 7; i++) {
+		snprintf(url, sizeof url, "http://a.test/private/%d", i);
+		a = rig_add(&r, url);
+	}
+	rig_add(&r, "http://a.test/ok");
+	rig_first_visit(&r, a, "127.0.0.2", NULL);
+	ck_assert_uint_eq(r.nfetch, 1);
+	rig_answer(&r, 0, 200, "text/plain", "User-agent: *\nDisallow: /private\n", -1, NULL);
+	/* three dropped, then the turn is given back: nothing fetched, the
+	 * host still held, a pump asked for */
+	ck_assert_uint_eq(r.nfetch, 1);
+	ck_assert_uint_eq(rig_stats(&r)->robots_disallowed, 3);
+	ck_assert_uint_eq(rig_stats(&r)->disallowed_yields, 1);
+	ck_assert_int_eq(r.soon_pumps, 1);
+	ck_assert(politeness_host_held(r.pol, a));
+	ck_assert_uint_eq(frontier_host_queued(r.frontier, a), 5);
+	visit_continue(r.visit, a); /* as the loop may: the host waits its turn */
+	ck_assert_uint_eq(rig_stats(&r)->robots_disallowed, 3);
+	/* meanwhile another host is served */
+	uint32_t b = rig_add(&r, "http://b.test/1");
+	rig_first_visit(&r, b, "127.0.0.3", NULL);
+	ck_assert_uint_eq(r.nfetch, 2);
+	ck_assert_str_eq(r.fetch[1].url, "http://b.test/robots.txt");
+	/* the next turns: three more dropped, then the last one and /ok */
+	visit_yielded_run(r.visit);
+	ck_assert_uint_eq(r.nfetch, 2);
+	ck_assert_uint_eq(rig_stats(&r)->robots_disallowed, 6);
+	ck_assert_uint_eq(rig_stats(&r)->disallowed_yields, 2);
+	ck_assert_int_eq(r.soon_pumps, 2);
+	visit_yielded_run(r.visit);
+	ck_assert_uint_eq(r.nfetch, 3);
+	ck_assert_str_eq(r.fetch[2].url, "http://a.test/ok");
+	ck_assert_uint_eq(rig_stats(&r)->robots_disallowed, 7);
+	ck_assert_uint_eq(rig_stats(&r)->disallowed_yields, 2);
+	visit_yielded_run(r.visit); /* nobody waits: nothing happens */
+	ck_assert_uint_eq(r.nfetch, 3);
+	rig_answer(&r, 2, 200, "text/html", "<p>ok</p>", -1, NULL);
+	ck_assert(!politeness_host_held(r.pol, a));
+	rig_close(&r);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("loop_visit");
@@ -389,6 +442,7 @@ int main(void)
 	tcase_add_test(tc, visit_family_fallback);
 	tcase_add_test(tc, visit_lease_refused);
 	tcase_add_test(tc, visit_trace);
+	tcase_add_test(tc, visit_disallowed_yield);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -126,11 +126,14 @@ __attribute__((format(printf, 2, 3))) static void sb_fmt(struct sbuf *b, const c
 
 /* ---------- configuration ---------- */
 
-static const char *const fault_names[] = { "-",        "slow",        "endless",     "hugeheaders",
-	                                   "gzipbomb", "badchunk",    "reset",       "trap",
-	                                   "429",      "robotsredir", "robotsflaky", "robotsredir6",
-	                                   "chunked",  "br",          "kaclose",     "session",
-	                                   "userinfo" };
+static const char *const fault_names[] = {
+	"-",         "slow",        "endless",       "hugeheaders",
+	"gzipbomb",  "badchunk",    "reset",         "trap",
+	"429",       "robotsredir", "robotsflaky",   "robotsredir6",
+	"chunked",   "br",          "kaclose",       "session",
+	"userinfo",  "robotszstd",  "robotsbadgzip", "robotsutf8",
+	"robots429", "robotsnx"
+};
 
 const char *tw_fault_name(enum tw_fault f)
 {

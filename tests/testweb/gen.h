@@ -43,8 +43,14 @@ enum tw_fault {
 	TW_FAULT_BR,           /* 200s in Content-Encoding br when accepted, half chunked */
 	TW_FAULT_KACLOSE,      /* a kept-alive connection's second request: closed unanswered */
 	TW_FAULT_SESSION,      /* normal host plus a session-ID trap /sess?sid=N */
-	TW_FAULT_USERINFO      /* front page links /uK as http://uK@hI.D:PORT/uK and page 1
+	TW_FAULT_USERINFO,     /* front page links /uK as http://uK@hI.D:PORT/uK and page 1
 	                          through the name hI.D. (final dot); robots kind 3 */
+	/* robots.txt that cannot be had; its other paths are a normal host's */
+	TW_FAULT_ROBOTSZSTD,    /* 200, Content-Encoding: zstd (not decodable) */
+	TW_FAULT_ROBOTSBADGZIP, /* 200, Content-Encoding: gzip, a corrupt stream */
+	TW_FAULT_ROBOTSUTF8,    /* 200, Content-Encoding: utf-8 (not a coding) */
+	TW_FAULT_ROBOTS429,     /* 429 with Retry-After: 1, forever */
+	TW_FAULT_ROBOTSNX,      /* 301 to a host name the DNS does not know */
 };
 
 /* Parsed once from the command line; copied by nobody, read by everyone. */

@@ -1228,6 +1228,60 @@ static int robots_flaky_fails(struct server *s, long idx)
 	return 0;
 }
 
+/* The robots.txt of a host whose robots.txt cannot be had (robotszstd,
+ * robotsbadgzip, robotsutf8, robots429, robotsnx): 1 when answered. */
+static int send_robots_fault(struct conn *c, enum tw_fault f)
+{
+	static const char zstd[] = "\x28\xb5\x2f\xfd garbage, not a frame";
+	static const char badgz[] = "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03not deflate";
+	static const char text[] = "User-agent: *\nDisallow: /\n";
+	const char *coding, *body;
+	size_t blen;
+	switch (f) {
+	case TW_FAULT_ROBOTSZSTD: coding = "zstd", body = zstd, blen = sizeof zstd - 1; break;
+	case TW_FAULT_ROBOTSBADGZIP: coding = "gzip", body = badgz, blen = sizeof badgz - 1; break;
+	case TW_FAULT_ROBOTSUTF8: coding = "utf-8", body = text, blen = sizeof text - 1; break;
+	case TW_FAULT_ROBOTS429:
+		c->close_after = 0;
+		plain_build(c, 429, 1);
+		send_out(c);
+		return 1;
+	case TW_FAULT_ROBOTSNX: {
+		/* nx.hI.D: a name the DNS answers NXDOMAIN */
+		int n = snprintf(c->hdr, sizeof c->hdr,
+		                 "HTTP/1.1 301 Moved Permanently\r\nServer: testweb\r\n"
+		                 "Location: http://nx.%s/robots.txt\r\nContent-Length: 0\r\n"
+		                 "Connection: keep-alive\r\n\r\n",
+		                 c->host);
+		c->close_after = 0;
+		c->status = 301;
+		c->out[0] = uv_buf_init(c->hdr, (unsigned)n);
+		c->nout = 1;
+		c->body_pending = 0;
+		send_out(c);
+		return 1;
+	}
+	default: return 0;
+	}
+	int n = snprintf(c->hdr, sizeof c->hdr,
+	                 "HTTP/1.1 200 OK\r\nServer: testweb\r\nContent-Type: text/plain\r\n"
+	                 "Content-Encoding: %s\r\nContent-Length: %zu\r\n"
+	                 "Connection: keep-alive\r\n\r\n",
+	                 coding, blen);
+	memcpy(c->hdr + n, body, blen);
+	c->close_after = 0;
+	c->status = 200;
+	c->out[0] = uv_buf_init(c->hdr, (unsigned)(n + (int)blen));
+	c->nout = 1;
+	c->body_pending = blen;
+	if (strcmp(c->method, "HEAD") == 0) {
+		c->out[0].len -= (unsigned)blen;
+		c->body_pending = 0;
+	}
+	send_out(c);
+	return 1;
+}
+
 /* Whether the request's validators match entry e (RFC 9110 13.1.2 and
  * 13.1.3): If-None-Match, when sent, decides alone (weak comparison, "*"
  * matches); else If-Modified-Since, when it is a date, at or after e's
@@ -1281,6 +1335,22 @@ static void send_not_modified(struct conn *c, struct centry *e)
 	send_out(c);
 }
 
+/* Whether a host of fault f answers its pages (not robots.txt) as the
+ * generator makes them, its fault lying elsewhere. */
+static int fault_pages_normal(enum tw_fault f)
+{
+	switch (f) {
+	case TW_FAULT_SLOW:
+	case TW_FAULT_ENDLESS:
+	case TW_FAULT_HUGEHEADERS:
+	case TW_FAULT_GZIPBOMB:
+	case TW_FAULT_BADCHUNK:
+	case TW_FAULT_RESET:
+	case TW_FAULT_429: return 0;
+	default: return 1;
+	}
+}
+
 /* Answers a parsed GET or HEAD: model, fault or the generated resource. */
 static void answer_request(struct conn *c, const struct req_headers *h, int head)
 {
@@ -1296,10 +1366,7 @@ static void answer_request(struct conn *c, const struct req_headers *h, int head
 	if (idx >= 0) {
 		enum tw_fault f = tw_host_fault(s->cfg, idx);
 		int robots = strcmp(c->path, "/robots.txt") == 0;
-		int fault = f != TW_FAULT_NONE && f != TW_FAULT_TRAP && f != TW_FAULT_ROBOTSREDIR &&
-		            f != TW_FAULT_ROBOTSREDIR6 && f != TW_FAULT_ROBOTSFLAKY &&
-		            f != TW_FAULT_CHUNKED && f != TW_FAULT_BR && f != TW_FAULT_KACLOSE &&
-		            f != TW_FAULT_SESSION && f != TW_FAULT_USERINFO && !robots;
+		int fault = !fault_pages_normal(f) && !robots;
 		if (f == TW_FAULT_KACLOSE && c->served > 0) {
 			conn_close(c); /* logged with status 0 */
 			return;
@@ -1308,6 +1375,8 @@ static void answer_request(struct conn *c, const struct req_headers *h, int head
 			send_error(c, 503);
 			return;
 		}
+		if (robots && send_robots_fault(c, f))
+			return;
 		if (s->so->models != NULL && model_arrive(c, idx, fault) != 0)
 			return;
 		if (fault) {
