@@ -49,6 +49,9 @@ static void usage(FILE *out)
 	        "      --domains D1,D2       stay on these domains (default: the seeds'\n"
 	        "                            registrable domains)\n"
 	        "      --rules FILE          URL rules, first match wins (`crawler rules`)\n"
+	        "      --order bfs|depth     each host's URLs: first seen first (bfs), or\n"
+	        "                            the fewest links from a seed first; rule\n"
+	        "                            priorities outrank either (bfs)\n"
 	        "  -A, --accept LIST         wget's: only file names with these suffixes or\n"
 	        "                            globs (pages .htm/.html and directories pass)\n"
 	        "  -R, --reject LIST         wget's: not file names with these suffixes/globs\n"
@@ -258,6 +261,7 @@ static const struct crawl_option {
 	{ "user-agent", required_argument, 0, "crawl.user_agent", NULL },
 	{ "domains", required_argument, 0, "crawl.domains", NULL },
 	{ "rules", required_argument, 0, "crawl.rules", NULL },
+	{ "order", required_argument, 0, "crawl.order", NULL },
 	{ "accept", required_argument, 'A', "crawl.accept", NULL },
 	{ "reject", required_argument, 'R', "crawl.reject", NULL },
 	{ "accept-regex", required_argument, 0, "crawl.accept_regex", NULL },

@@ -49,6 +49,7 @@ struct crawl_ckpt {
 	uint64_t seq;       /* number of the checkpoint being / last written */
 	uint64_t flush_seq; /* the forced flush it waits for */
 	uint64_t t0_us, last_us;
+	uint64_t phase_t0_us;         /* when the phase began */
 	struct warc_position warc;    /* where the WARC stood at the writer's sync */
 	uint64_t log_size;            /* and the crawl log's size */
 	struct fetch_result **parked; /* results held while a checkpoint is taken */
@@ -167,6 +168,16 @@ int crawl_ckpt_resume(const struct crawl_ckpt_resume_parts *p, const char *ckpt,
 
 /* ---- the phases ---- */
 
+/* Ends the phase under way, counting its time in *max, and begins next. */
+static void phase_to(struct crawl_ckpt *c, enum ckpt_phase next, uint64_t *max)
+{
+	uint64_t now = monotonic_us(), dt = now - c->phase_t0_us;
+	if (dt > *max)
+		*max = dt;
+	c->phase = next;
+	c->phase_t0_us = now;
+}
+
 struct crawl_ckpt *crawl_ckpt_create(const struct crawl_ckpt_parts *parts, uint64_t seq)
 {
 	struct crawl_ckpt *c = calloc(1, sizeof *c);
@@ -219,7 +230,7 @@ void crawl_ckpt_start(struct crawl_ckpt *c, int final)
 	}
 	c->phase = CKPT_DRAIN;
 	c->final = final;
-	c->t0_us = monotonic_us();
+	c->t0_us = c->phase_t0_us = monotonic_us();
 	c->seq++;
 	c->err[0] = '\0';
 }
@@ -247,6 +258,8 @@ static void ckpt_end(struct crawl_ckpt *c, int ok)
 	struct crawl_ckpt_stats *s = &c->st;
 	uint64_t dt = monotonic_us() - c->t0_us;
 	size_t n = c->n_parked;
+	if (c->phase == CKPT_COMMIT)
+		phase_to(c, CKPT_COMMIT, &s->us_commit_max);
 	if (ok) {
 		s->written++;
 		s->us_total += dt;
@@ -365,17 +378,22 @@ static void ckpt_commit(struct crawl_ckpt *c)
 		ckpt_end(c, 0);
 		return;
 	}
+	phase_to(c, CKPT_WRITER, &c->st.us_writer_max);
+	uint64_t cpu0 = thread_cpu_us();
 	if (ckpt_write_local(c) != 0) {
 		ckpt_end(c, 0);
 		return;
 	}
+	uint64_t cpu = thread_cpu_us() - cpu0;
+	if (cpu > c->st.us_files_cpu_max)
+		c->st.us_files_cpu_max = cpu;
+	phase_to(c, CKPT_COMMIT, &c->st.us_files_max);
 	c->work.data = c;
 	if (uv_queue_work(c->p.loop, &c->work, ckpt_work, ckpt_work_done) != 0) {
 		snprintf(c->err, sizeof c->err, "cannot start the checkpoint worker");
 		ckpt_end(c, 0);
 		return;
 	}
-	c->phase = CKPT_COMMIT;
 }
 
 void crawl_ckpt_step(struct crawl_ckpt *c)
@@ -384,12 +402,12 @@ void crawl_ckpt_step(struct crawl_ckpt *c)
 	case CKPT_DRAIN:
 		if (!ckpt_drained(c))
 			return;
-		c->phase = CKPT_FLUSH;
+		phase_to(c, CKPT_FLUSH, &c->st.us_drain_max);
 		/* fall through */
 	case CKPT_FLUSH:
 		if (!ckpt_flushed(c))
 			return;
-		c->phase = CKPT_WRITER;
+		phase_to(c, CKPT_WRITER, &c->st.us_flush_max);
 		/* fall through */
 	case CKPT_WRITER: ckpt_commit(c); return;
 	default: return;

@@ -15,7 +15,9 @@
  *        --> IDLE    parked results go on as if they had just arrived.
  * Invariant: while not IDLE nothing reaches the parse threads, the sieve or
  * the writer but what the cut waits for, so sieve, frontier and crawl
- * state agree. A failed checkpoint leaves the previous one standing; a
+ * state agree. No transfer starts meanwhile: the pause is O(hosts + the
+ * frontier's memory part) of the loop's own writing, and the sieve's
+ * flush and copy. A failed checkpoint leaves the previous one standing; a
  * failed sieve cannot be checkpointed at all.
  *
  * The crawl state (OUTPUT_DIR/checkpoint/ckpt-N/state, recfile.h): crawl
@@ -86,6 +88,13 @@ void crawl_ckpt_destroy(struct crawl_ckpt *c);
 /* Checkpoints written and failed, and the time they took (loop thread). */
 struct crawl_ckpt_stats {
 	uint64_t written, failed, us_total, us_max;
+	/* this run's longest of each phase (not carried by a checkpoint):
+	 * DRAIN, FLUSH, WRITER, the loop's own files (frontier, robots.txt
+	 * cache, state: the loop does nothing else meanwhile), COMMIT */
+	uint64_t us_drain_max, us_flush_max, us_writer_max, us_files_max, us_commit_max;
+	/* the loop thread's CPU time for its files, the longest: their cost
+	 * on a machine that gives the loop a core */
+	uint64_t us_files_cpu_max;
 };
 void crawl_ckpt_stats(const struct crawl_ckpt *c, struct crawl_ckpt_stats *out);
 

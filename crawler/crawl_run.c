@@ -224,6 +224,8 @@ static int crawl_is_done(struct run *r)
 	if (ps.hosts_in_heap > 0) {
 		if (r->none_ready)
 			wake_at(r, sieve_path_none_ready(r->sp, idle, monotonic_us()));
+		else
+			sieve_path_raised(r->sp);
 		return 0;
 	}
 	int dry = sieve_path_dry(r->sp, idle);

@@ -503,6 +503,9 @@ static size_t error_entries(const struct figures *t, struct stat_entry *e, char 
 struct stats_derived {
 	double elapsed, pages_per_s, cpu, flush_s_total, flush_s_max, z_per_sig;
 	double ckpt_s_total, ckpt_s_max;
+	double ckpt_drain_s, ckpt_flush_s, ckpt_writer_s, ckpt_files_s, ckpt_commit_s;
+	double ckpt_files_cpu_s;
+	uint64_t mem_frontier_urls, mem_total;
 	long peak_rss_kb;
 	int resumed;
 	unsigned interval_s;
@@ -513,7 +516,7 @@ struct stats_derived {
 	char status_names[VISIT_STATUS_MAX][4];
 	char dns_names[VISIT_ERRORS][64];
 	struct stat_entry status_e[VISIT_STATUS_MAX + 1], error_e[4 * VISIT_ERRORS],
-	        scope_e[SCOPE_VERDICT_COUNT], sieve_e[24];
+	        scope_e[SCOPE_VERDICT_COUNT], sieve_e[24], memory_e[16];
 };
 
 /* The rules' totals: URLs accepted and rejected by a rule, and by none. */
@@ -554,6 +557,12 @@ static void derive(const struct crawl_stats *s, struct stats_derived *d)
 	d->z_per_sig = ss->z_count ? (double)ss->z_bytes / (double)ss->z_count : 0.0;
 	d->ckpt_s_total = (double)t->ckpt.us_total / 1e6;
 	d->ckpt_s_max = (double)t->ckpt.us_max / 1e6;
+	d->ckpt_drain_s = (double)t->ckpt.us_drain_max / 1e6;
+	d->ckpt_flush_s = (double)t->ckpt.us_flush_max / 1e6;
+	d->ckpt_writer_s = (double)t->ckpt.us_writer_max / 1e6;
+	d->ckpt_files_s = (double)t->ckpt.us_files_max / 1e6;
+	d->ckpt_commit_s = (double)t->ckpt.us_commit_max / 1e6;
+	d->ckpt_files_cpu_s = (double)t->ckpt.us_files_cpu_max / 1e6;
 	d->resumed = s->src->resumed;
 	d->interval_s = s->output->stats_interval_s;
 	derive_rules(s->src->rules, d);
@@ -623,6 +632,37 @@ static size_t sieve_entries(const struct crawl_stats *s, const struct stats_deri
 	return sizeof sieve_e / sizeof sieve_e[0];
 }
 
+/* stats.json's "memory" object: the bytes of each structure that grows
+ * with hosts, IPs, URLs or time (README, "Memory"), and their sum. */
+static size_t memory_entries(const struct figures *t, struct stats_derived *d, struct stat_entry *e)
+{
+	const struct frontier_stats *fs = &t->frontier;
+	const struct politeness_stats *ps = &t->politeness;
+	const struct stat_entry mem_e[] = {
+		{ "hosts_table", STAT_U64, &fs->mem_hosts, 0 },
+		{ "frontier_queues", STAT_U64, &fs->mem_queues, 0 },
+		{ "frontier_urls", STAT_U64, &d->mem_frontier_urls, 0 },
+		{ "visit", STAT_U64, &t->visit.mem_bytes, 0 },
+		{ "politeness_hosts", STAT_U64, &ps->mem_hosts, 0 },
+		{ "politeness_heaps", STAT_U64, &ps->mem_heaps, 0 },
+		{ "ip_groups", STAT_U64, &ps->mem_ip_groups, 0 },
+		{ "ip_connections", STAT_U64, &t->fetch.conns_bytes, 0 },
+		{ "robots_cache", STAT_U64, &ps->robots_bytes, 0 },
+		{ "dns_cache", STAT_U64, &t->dns.bytes, 0 },
+		{ "sieve_side_table", STAT_U64, &t->sieve.meta.mem_bytes, 0 },
+		{ "near_dup", STAT_U64, &t->parse.mem_near_dup, 0 },
+		{ "parse_queue", STAT_U64, &t->parse.mem_queued, 0 },
+	};
+	size_t n = sizeof mem_e / sizeof mem_e[0];
+	d->mem_frontier_urls = fs->mem_bytes - fs->mem_hosts - fs->mem_queues;
+	d->mem_total = 0;
+	for (size_t i = 0; i < n; i++)
+		d->mem_total += entry_u64(&mem_e[i]);
+	memcpy(e, mem_e, sizeof mem_e);
+	e[n] = (struct stat_entry){ "total", STAT_U64, &d->mem_total, 0 };
+	return n + 1;
+}
+
 static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_derived *d,
                         enum crawl_stats_format fmt)
 {
@@ -635,6 +675,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 	struct stat_table errors = { d->error_e, error_entries(t, d->error_e, d->dns_names) };
 	struct stat_table scope = { d->scope_e, scope_entries(s->src->scope, d, d->scope_e) };
 	struct stat_table sieve = { d->sieve_e, sieve_entries(s, d, d->sieve_e) };
+	struct stat_table memory = { d->memory_e, memory_entries(t, d, d->memory_e) };
 	const struct stat_entry hosts_e[] = {
 		{ "total", STAT_U64, &fs->hosts, 0 },
 		{ "visiting", STAT_U64, &ps->hosts_held, 0 },
@@ -664,6 +705,12 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "failed", STAT_U64, &t->ckpt.failed, 0 },
 		{ "seconds_total", STAT_F3, &d->ckpt_s_total, 0 },
 		{ "seconds_max", STAT_F3, &d->ckpt_s_max, 0 },
+		{ "drain_seconds_max", STAT_F3, &d->ckpt_drain_s, 0 },
+		{ "flush_seconds_max", STAT_F3, &d->ckpt_flush_s, 0 },
+		{ "writer_seconds_max", STAT_F3, &d->ckpt_writer_s, 0 },
+		{ "files_seconds_max", STAT_F3, &d->ckpt_files_s, 0 },
+		{ "files_cpu_seconds_max", STAT_F3, &d->ckpt_files_cpu_s, 0 },
+		{ "commit_seconds_max", STAT_F3, &d->ckpt_commit_s, 0 },
 		STAT_OF(STAT_BOOL, d, resumed),
 		{ "tail_replayed", STAT_U64, &t->tail.replayed, 0 },
 		{ "tail_lines_skipped", STAT_U64, &t->tail.lines_skipped, 0 },
@@ -735,6 +782,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "sieve", STAT_OBJECT, &sieve, 0 },
 		{ "dns", STAT_OBJECT, &dns, 0 },
 		{ "checkpoints", STAT_OBJECT, &ckpt, 0 },
+		{ "memory", STAT_OBJECT, &memory, 0 },
 		{ "output_stalls", STAT_OBJECT, &stalls, 0 },
 		{ "pages_per_s_interval_s", STAT_UINT, &d->interval_s, 0 },
 		{ "pages_per_s_series", STAT_SERIES, &series, 0 },

@@ -300,4 +300,6 @@ void link_meta_stats(struct link_meta *m, struct link_meta_stats *out)
 	out->via_bytes = atomic_load(&m->via_bytes);
 	out->swept = atomic_load(&m->swept);
 	out->full = atomic_load(&m->full);
+	out->mem_bytes = m->capacity * (sizeof m->st[0].pool[0] + sizeof m->st[0].bucket[0]) +
+	                 out->via_bytes;
 }

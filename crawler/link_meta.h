@@ -62,6 +62,7 @@ struct link_meta_stats {
 	uint64_t via_bytes;    /* bytes of via strings now */
 	uint64_t swept;        /* stale entries removed by sweeps */
 	uint64_t full;         /* LINK_META_FULL answers */
+	uint64_t mem_bytes;    /* the pool and its buckets (made at create), and via_bytes */
 };
 
 /* New table bounded by `memory` bytes (>= 64 KiB). NULL if out of memory or

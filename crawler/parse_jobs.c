@@ -41,6 +41,7 @@ struct parse_jobs {
 	struct parse_jobs_counters ac;
 	struct parse_pool *pool;
 	struct near_dup *nd;              /* NULL: near-duplicates not flagged */
+	atomic_uint_fast64_t jobs_bytes;  /* responses submitted, not yet handed to the writer */
 	uint64_t parse_full, writer_full; /* loop thread: see parse_jobs_take */
 	/* loop thread: a cluster inbox URL parsed again (parse_jobs_inbound) */
 	struct url *inbound_u;
@@ -446,6 +447,17 @@ static void add_replayed(struct parse_jobs *pj, struct parse_state *ps, struct c
 	sieve_path_via_release(pj->p.sp, from);
 }
 
+/* What a job holds of its response: the buffers' sizes (not their
+ * capacities, which libcurl's growth rounds up), and the job itself. */
+static uint64_t job_bytes(const struct crawl_job *j)
+{
+	const struct fetch_result *r = j->res;
+	if (!r)
+		return sizeof *j;
+	return sizeof *j + sizeof *r + r->request_headers.len + r->response_headers.len +
+	       r->body.len;
+}
+
 static void parse_work(void *ctx, void *state, void *item)
 {
 	struct parse_jobs *pj = ctx;
@@ -467,6 +479,7 @@ static void parse_work(void *ctx, void *state, void *item)
 		url_rules_live_put(pj->p.rules, ps->rules);
 		ps->rules = NULL;
 	}
+	atomic_fetch_sub(&pj->jobs_bytes, job_bytes(j));
 	crawl_writer_push(pj->p.writer, j);
 	pj->p.wake(pj->p.ctx);
 }
@@ -504,7 +517,12 @@ int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **
 
 int parse_jobs_try_submit(struct parse_jobs *pj, struct crawl_job *j)
 {
-	return parse_pool_try_submit(pj->pool, j) == PARSE_POOL_OK ? 0 : -1;
+	uint64_t b = job_bytes(j); /* j is the parse thread's once submitted */
+	atomic_fetch_add(&pj->jobs_bytes, b);
+	if (parse_pool_try_submit(pj->pool, j) == PARSE_POOL_OK)
+		return 0;
+	atomic_fetch_sub(&pj->jobs_bytes, b);
+	return -1;
 }
 
 void parse_jobs_take(struct parse_jobs *pj, struct crawl_job *j)
@@ -598,6 +616,11 @@ void parse_jobs_near_dup_stats(struct parse_jobs *pj, struct near_dup_stats *s)
 void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out)
 {
 	const struct parse_jobs_counters *ac = &pj->ac;
+	struct near_dup_stats nds = { 0 };
+	if (pj->nd)
+		near_dup_stats(pj->nd, &nds);
+	out->mem_near_dup = nds.bytes;
+	out->mem_queued = atomic_load(&pj->jobs_bytes);
 	out->parsed = atomic_load(&ac->parsed);
 	out->links = atomic_load(&ac->links);
 	out->scope_rejected = atomic_load(&ac->scope_rejected);

@@ -143,6 +143,9 @@ struct parse_jobs_stats {
 	 * those off the allowed domains, stylesheets parsed */
 	uint64_t embeds, embeds_added, embeds_off_domain, stylesheets;
 	uint64_t parse_full, writer_full; /* loop thread */
+	/* memory now: the near-duplicate store, and the responses waiting for
+	 * or in the parse threads */
+	uint64_t mem_near_dup, mem_queued;
 };
 void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out);
 

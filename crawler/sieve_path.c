@@ -75,6 +75,7 @@ struct sieve_batch {
 /* Counted by any thread (stats.json's names in sieve_path.h). */
 struct sieve_path_counters {
 	atomic_uint_fast64_t keys_added, emits_pushed, emit_dropped, seeds_invalid, sieve_errors;
+	atomic_uint_fast64_t keys_raised; /* of keys_added: a rule priority above 0 */
 	atomic_uint_fast64_t meta_present, meta_dropped, meta_missing, meta_flushes;
 };
 
@@ -98,7 +99,7 @@ struct sieve_path {
 	uint64_t lines_fed, flush_lines_at; /* inbox entries fed (loop thread) */
 	/* forced flushes (loop thread) */
 	int flush_pending, flush_idle;
-	uint64_t flush_seq, flush_emits_before, flush_keys_at;
+	uint64_t flush_seq, flush_emits_before, flush_keys_at, flush_raised_at;
 	uint64_t flush_asked_us, flush_done_us, flush_took_us; /* monotonic */
 	uint64_t waited_flush_us; /* sieve_path_none_ready's last request; 0: none yet */
 	uint64_t forced_flushes, early_flushes; /* asked for: idle, and early */
@@ -253,6 +254,8 @@ static void batch_add(struct link_batch *lb, size_t klen, uint32_t depth, struct
 		atomic_fetch_add(&sp->ac.meta_present, 1);
 		return;
 	}
+	if (frontier_priority_of(depth) > 0)
+		atomic_fetch_add(&sp->ac.keys_raised, 1);
 	b->urls[b->n] = key;
 	b->lens[b->n] = klen;
 	b->sigs[b->n] = sig;
@@ -547,6 +550,7 @@ static void request_flush(struct sieve_path *sp, int idle)
 	sp->flush_idle = idle;
 	sp->flush_emits_before = emits;
 	sp->flush_keys_at = atomic_load(&sp->ac.keys_added);
+	sp->flush_raised_at = atomic_load(&sp->ac.keys_raised);
 	sp->flush_lines_at = sp->lines_fed;
 	if (idle)
 		sp->forced_flushes++;
@@ -604,6 +608,15 @@ int sieve_path_dry(struct sieve_path *sp, int loop_idle)
 	else
 		early_flush(sp);
 	return 0;
+}
+
+void sieve_path_raised(struct sieve_path *sp)
+{
+	flush_completed(sp);
+	if (sp->flush_pending || !atomic_load(&sp->seeded) ||
+	    atomic_load(&sp->ac.keys_raised) == sp->flush_raised_at)
+		return;
+	early_flush(sp);
 }
 
 uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t now_us)
@@ -770,6 +783,8 @@ void sieve_path_stats(const struct sieve_path *sp, struct sieve_path_stats *out)
 {
 	out->sieve = sp->sst;
 	out->meta = sp->mst;
+	if (sp->sieve && sp->meta) /* live: the side table's figures are atomic reads */
+		link_meta_stats(sp->meta, &out->meta);
 	out->forced_flushes = sp->forced_flushes;
 	out->early_flushes = sp->early_flushes;
 	out->keys_added = atomic_load(&sp->ac.keys_added);

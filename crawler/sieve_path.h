@@ -133,6 +133,11 @@ int sieve_path_dry(struct sieve_path *sp, int loop_idle);
  * times the last flush's time. Such a flush never ends the crawl. Returns 0, or the monotonic
  * time at which to ask again. */
 uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t now_us);
+/* Hosts are ready, but keys of a rule priority above 0 were added since
+ * the last forced flush: asks for an early one (within the same flush
+ * work bound as sieve_path_dry's), so that URLs ranked first reach the
+ * frontier before a page budget is spent on others. */
+void sieve_path_raised(struct sieve_path *sp);
 /* Cluster: an inbox entry's lines (copied) for the sieve. 0, or -1 (no
  * room: call only while sieve_path_inbound_room). */
 int sieve_path_feed_lines(struct sieve_path *sp, const char *lines, size_t len);

@@ -16,6 +16,7 @@
 #include "crawler/store/done_set.h"
 #include "frontier/base/array.h"
 #include "frontier/base/clock.h"
+#include "frontier/base/mem_cost.h"
 #include "frontier/url.h"
 #include "politeness/delay_policy.h"
 #include "politeness/robots.h"
@@ -81,6 +82,7 @@ struct host_state *visit_host_state(struct visit *v, uint32_t host)
 		v->blocks[b] = calloc((size_t)1 << HOST_BLOCK_BITS, sizeof **v->blocks);
 		if (!v->blocks[b])
 			return NULL;
+		v->blocks_made++;
 	}
 	return &v->blocks[b][host & ((1u << HOST_BLOCK_BITS) - 1)];
 }
@@ -143,6 +145,8 @@ void visit_count_dns_error(struct visit *v, enum dns_error e)
 void visit_stats(const struct visit *v, struct visit_stats *out)
 {
 	*out = v->st;
+	out->mem_bytes = v->blocks_made * mem_alloc_cost(sizeof **v->blocks << HOST_BLOCK_BITS) +
+	                 v->n_blocks * sizeof *v->blocks + v->dns_wait_cap * sizeof *v->dns_wait;
 }
 
 uint64_t visit_pages_started(const struct visit *v)

@@ -209,6 +209,9 @@ struct visit_stats {
 	uint64_t disallowed_yields;
 	uint64_t dns_errors[VISIT_ERRORS], fetch_errors[VISIT_ERRORS];
 	uint64_t status[VISIT_STATUS_MAX];
+	/* memory now: the per-host table (blocks of 4,096 hosts' states, made
+	 * as host ids reach them) and the resolver's wait line */
+	uint64_t mem_bytes;
 };
 
 /* NULL if out of memory. */

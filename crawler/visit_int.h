@@ -93,6 +93,7 @@ struct visit {
 	struct visit_stats st;
 	struct host_state **blocks; /* see visit_host_state() */
 	size_t n_blocks;
+	size_t blocks_made; /* blocks allocated (a block lives as long as the visit) */
 	struct req *live;   /* requests in flight or parked */
 	uint32_t *dns_wait; /* held hosts waiting for the resolver (FIFO) */
 	size_t dns_wait_head, dns_wait_n, dns_wait_cap;

@@ -38,6 +38,7 @@ static enum frontier_err index_grow(struct frontier *f)
 		n[s] = i + 1;
 	}
 	f->st.mem_bytes += (uint64_t)(cap - f->index_cap) * sizeof *n;
+	f->st.mem_hosts += (uint64_t)(cap - f->index_cap) * sizeof *n;
 	free(f->index);
 	f->index = n;
 	f->index_cap = cap;
@@ -61,6 +62,7 @@ static char *key_store(struct frontier *f, const char *key, size_t n, const char
 		c->used = 0;
 		f->keys = c;
 		f->st.mem_bytes += mem_alloc_cost(sizeof *c + KEY_ARENA_CHUNK);
+		f->st.mem_hosts += mem_alloc_cost(sizeof *c + KEY_ARENA_CHUNK);
 	}
 	p = c->data + c->used;
 	memcpy(p, key, n);
@@ -93,6 +95,7 @@ enum frontier_err frontier__host_add(struct frontier *f, const char *key, size_t
 			if (np == NULL)
 				return FRONTIER_ERR_NOMEM;
 			f->st.mem_bytes += (uint64_t)(cap - f->pages_cap) * sizeof *np;
+			f->st.mem_hosts += (uint64_t)(cap - f->pages_cap) * sizeof *np;
 			f->pages = np;
 			f->pages_cap = cap;
 		}
@@ -101,6 +104,7 @@ enum frontier_err frontier__host_add(struct frontier *f, const char *key, size_t
 			return FRONTIER_ERR_NOMEM;
 		f->pages[f->npages++] = page;
 		f->st.mem_bytes += mem_alloc_cost(HOST_PAGE * sizeof *page);
+		f->st.mem_hosts += mem_alloc_cost(HOST_PAGE * sizeof *page);
 	}
 	if (url_key_split(key, n, &authority_len, &name_off, &name_len) != 0)
 		name_off = name_len = 0; /* not a crawl key: no name */
@@ -122,31 +126,149 @@ enum frontier_err frontier__host_add(struct frontier *f, const char *key, size_t
 	return FRONTIER_OK;
 }
 
-struct fr_queue *frontier__queue_get(struct frontier *f, struct fr_host *h)
+static struct fr_queue *queue_new(struct frontier *f, uint32_t tier)
 {
-	struct fr_queue *q = h->q;
+	struct fr_queue *q = calloc(1, sizeof *q);
 
-	if (q != NULL)
-		return q;
-	q = calloc(1, sizeof *q);
 	if (q == NULL)
 		return NULL;
 	q->ext_head = q->ext_tail = q->ext_next.pos = POS_NONE;
-	q->dirty_next = FRONTIER_HOST_NONE;
+	q->tier = tier;
 	f->st.mem_bytes += mem_alloc_cost(sizeof *q);
-	h->q = q;
+	f->st.mem_queues += mem_alloc_cost(sizeof *q);
 	return q;
 }
 
-void frontier__queue_put(struct frontier *f, struct fr_host *h)
+static uint64_t tiers_cost(uint32_t cap)
 {
-	struct fr_queue *q = h->q;
+	return mem_alloc_cost(sizeof(struct fr_tiers) + cap * sizeof(struct fr_queue *));
+}
 
-	if (q == NULL || q->mcount != 0 || q->dcount != 0 || q->dirty)
+/* Where a queue of this tier is, or goes, in t (best tier first). */
+static uint32_t tiers_find(const struct fr_tiers *t, uint32_t tier)
+{
+	uint32_t lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (t->q[mid]->tier > tier)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Inserts q at slot i of h's tier table, growing it: -1 when out of memory. */
+static int tiers_insert(struct frontier *f, struct fr_host *h, uint32_t i, struct fr_queue *q)
+{
+	struct fr_tiers *t = h->tiers;
+
+	if (t->n == t->cap) {
+		uint32_t cap = t->cap * 2;
+		struct fr_tiers *n = realloc(t, sizeof *t + cap * sizeof *t->q);
+		if (n == NULL)
+			return -1;
+		f->st.mem_bytes += tiers_cost(cap) - tiers_cost(n->cap);
+		f->st.mem_queues += tiers_cost(cap) - tiers_cost(n->cap);
+		n->cap = cap;
+		h->tiers = t = n;
+	}
+	memmove(&t->q[i + 1], &t->q[i], (t->n - i) * sizeof *t->q);
+	t->q[i] = q;
+	t->n++;
+	return 0;
+}
+
+/* Gives h, whose one queue is of another tier, a tier table holding it. */
+static int tiers_make(struct frontier *f, struct fr_host *h)
+{
+	struct fr_tiers *t = malloc(sizeof *t + 4 * sizeof *t->q);
+
+	if (t == NULL)
+		return -1;
+	t->n = 1;
+	t->cap = 4;
+	t->q[0] = h->q;
+	f->st.mem_bytes += tiers_cost(t->cap);
+	f->st.mem_queues += tiers_cost(t->cap);
+	h->tiers = t;
+	h->tiered = 1;
+	return 0;
+}
+
+struct fr_queue *frontier__queue_get(struct frontier *f, struct fr_host *h, uint32_t tier)
+{
+	struct fr_queue *q;
+	uint32_t i;
+
+	if (!h->tiered) {
+		if (h->q == NULL) {
+			h->q = queue_new(f, tier);
+			return h->q;
+		}
+		if (h->q->tier == tier)
+			return h->q;
+		if (tiers_make(f, h) != 0)
+			return NULL;
+	}
+	i = tiers_find(h->tiers, tier);
+	if (i < h->tiers->n && h->tiers->q[i]->tier == tier)
+		return h->tiers->q[i];
+	q = queue_new(f, tier);
+	if (q != NULL && tiers_insert(f, h, i, q) != 0) {
+		f->st.mem_bytes -= mem_alloc_cost(sizeof *q);
+		f->st.mem_queues -= mem_alloc_cost(sizeof *q);
+		free(q);
+		q = NULL;
+	}
+	if (q == NULL && h->tiers->n == 1) { /* back to one queue */
+		struct fr_tiers *t = h->tiers;
+		f->st.mem_bytes -= tiers_cost(t->cap);
+		f->st.mem_queues -= tiers_cost(t->cap);
+		h->tiered = 0;
+		h->q = t->q[0];
+		free(t);
+	}
+	return q;
+}
+
+void frontier__queue_put(struct frontier *f, struct fr_host *h, struct fr_queue *q)
+{
+	struct fr_tiers *t;
+	uint32_t i;
+
+	if (q == NULL || q->mcount != 0 || q->dcount != 0)
 		return;
 	f->st.mem_bytes -= mem_alloc_cost(sizeof *q);
+	f->st.mem_queues -= mem_alloc_cost(sizeof *q);
+	if (!h->tiered) {
+		free(q);
+		h->q = NULL;
+		return;
+	}
+	t = h->tiers;
+	for (i = 0; i < t->n && t->q[i] != q; i++)
+		;
 	free(q);
-	h->q = NULL;
+	memmove(&t->q[i], &t->q[i + 1], (t->n - i - 1) * sizeof *t->q);
+	t->n--;
+	if (t->n <= 1) { /* one tier left (or none): the host needs no table */
+		f->st.mem_bytes -= tiers_cost(t->cap);
+		f->st.mem_queues -= tiers_cost(t->cap);
+		h->tiered = 0;
+		h->q = t->n == 1 ? t->q[0] : NULL;
+		free(t);
+	}
+}
+
+void frontier__host_mark_dirty(struct frontier *f, uint32_t id, struct fr_host *h)
+{
+	if (h->dirty)
+		return;
+	h->dirty = 1;
+	h->dirty_next = f->dirty_head;
+	f->dirty_head = id;
 }
 
 /* ----- public API ----- */
@@ -233,14 +355,19 @@ out:
 static void host_table_free(struct frontier *f)
 {
 	for (uint32_t i = 0; i < f->nhosts; i++) {
-		struct fr_queue *q = host_at(f, i)->q;
-		struct mnode *n = q != NULL ? q->mhead : NULL;
-		while (n != NULL) {
-			struct mnode *next = n->next;
-			free(n);
-			n = next;
+		struct fr_host *h = host_at(f, i);
+		for (uint32_t k = 0; k < host_nqueues(h); k++) {
+			struct fr_queue *q = host_queue(h, k);
+			struct mnode *n = q->mhead;
+			while (n != NULL) {
+				struct mnode *next = n->next;
+				free(n);
+				n = next;
+			}
+			free(q);
 		}
-		free(q);
+		if (h->tiered)
+			free(h->tiers);
 	}
 	ARRAY_FREE_EACH(f->pages, f->npages);
 	while (f->keys != NULL) {
@@ -333,7 +460,8 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
 	struct fr_host *h;
 	struct fr_queue *q;
 	uint64_t cost;
-	int was_empty;
+	uint32_t tier;
+	int was_empty, rises;
 	enum frontier_err e = queue_target(f, host, url, url_len, via, via_len, &h);
 
 	if (e != FRONTIER_OK)
@@ -346,15 +474,17 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
 		f->st.rejected_budget++;
 		return FRONTIER_ERR_BUDGET;
 	}
-	was_empty = frontier_host_queued(f, host) == 0;
-	q = frontier__queue_get(f, h);
+	was_empty = h->q == NULL;
+	tier = frontier_tier(depth, f->cfg.order);
+	rises = !was_empty && tier > host_queue(h, 0)->tier;
+	q = frontier__queue_get(f, h, tier);
 	if (q == NULL)
 		return FRONTIER_ERR_NOMEM;
 	cost = node_cost(url_len, via_len);
 	if (q->dcount == 0 && f->st.mem_bytes + cost + f->reserve <= f->cfg.mem_budget) {
 		struct mnode *n = node_new(url, (uint16_t)url_len, via, (uint16_t)via_len, depth);
 		if (n == NULL) {
-			frontier__queue_put(f, h);
+			frontier__queue_put(f, h, q);
 			return FRONTIER_ERR_NOMEM;
 		}
 		mem_append(f, q, n);
@@ -364,12 +494,11 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
 		uint16_t ul = (uint16_t)url_len, vl = (uint16_t)via_len;
 		char *rec;
 		if (f->wbuf_used + need > f->cfg.write_buffer) {
+			/* the flush frees no queue: q stays */
 			enum frontier_err e = frontier__wbuf_flush(f);
-			/* the flush frees the queues it leaves empty: h's too */
-			q = frontier__queue_get(f, h);
-			if (e != FRONTIER_OK || q == NULL) {
-				frontier__queue_put(f, h);
-				return e != FRONTIER_OK ? e : FRONTIER_ERR_NOMEM;
+			if (e != FRONTIER_OK) {
+				frontier__queue_put(f, h, q);
+				return e;
 			}
 		}
 		off = f->wbuf_used;
@@ -395,16 +524,12 @@ enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *u
 		f->hosts_on_disk += q->dcount == 0;
 		q->dcount++;
 		f->st.urls_on_disk++;
-		if (!q->dirty) {
-			q->dirty = 1;
-			q->dirty_next = f->dirty_head;
-			f->dirty_head = host;
-		}
+		frontier__host_mark_dirty(f, host, h);
 	}
 	h->urls_ever++;
 	f->st.pushed++;
 	f->st.urls_queued++;
-	if (was_empty && f->nonempty != NULL)
+	if ((was_empty || rises) && f->nonempty != NULL)
 		f->nonempty(f->nonempty_ctx, host);
 	return FRONTIER_OK;
 }
@@ -417,11 +542,11 @@ enum frontier_err frontier_pop(struct frontier *f, uint32_t host, struct frontie
 
 	if (h == NULL || u == NULL)
 		return FRONTIER_ERR_INVALID;
-	q = h->q;
+	q = host_nqueues(h) > 0 ? host_queue(h, 0) : NULL;
 	if (q == NULL)
 		return FRONTIER_ERR_EMPTY;
 	if (q->mcount == 0 && q->dcount > 0) {
-		enum frontier_err e = frontier__host_refill(f, host, h);
+		enum frontier_err e = frontier__queue_refill(f, host, q);
 		if (e != FRONTIER_OK)
 			return e;
 	}
@@ -446,15 +571,25 @@ enum frontier_err frontier_pop(struct frontier *f, uint32_t host, struct frontie
 	f->st.urls_queued--;
 	f->st.popped++;
 	free(n);
-	frontier__queue_put(f, h);
+	frontier__queue_put(f, h, q);
 	return FRONTIER_OK;
 }
 
 uint64_t frontier_host_queued(const struct frontier *f, uint32_t host)
 {
 	const struct fr_host *h = host_ok(f, host);
+	uint64_t n = 0;
 
-	return h != NULL && h->q != NULL ? h->q->mcount + h->q->dcount : 0;
+	for (uint32_t i = 0; h != NULL && i < host_nqueues(h); i++)
+		n += host_queue(h, i)->mcount + host_queue(h, i)->dcount;
+	return n;
+}
+
+uint32_t frontier_host_best_tier(const struct frontier *f, uint32_t host)
+{
+	const struct fr_host *h = host_ok(f, host);
+
+	return h != NULL && host_nqueues(h) > 0 ? host_queue(h, 0)->tier : 0;
 }
 
 enum frontier_err frontier_host_retire(struct frontier *f, uint32_t host, frontier_drain_fn cb,
@@ -538,11 +673,11 @@ enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *
 
 	if (e != FRONTIER_OK)
 		return e;
-	was_empty = frontier_host_queued(f, host) == 0;
-	q = frontier__queue_get(f, h);
+	was_empty = h->q == NULL;
+	q = frontier__queue_get(f, h, frontier_tier(depth, f->cfg.order));
 	n = q != NULL ? node_new(url, (uint16_t)url_len, via, (uint16_t)via_len, depth) : NULL;
 	if (n == NULL) {
-		frontier__queue_put(f, h);
+		frontier__queue_put(f, h, q);
 		return FRONTIER_ERR_NOMEM;
 	}
 	n->next = q->mhead;

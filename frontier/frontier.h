@@ -1,6 +1,9 @@
 /*
- * frontier.h: the host table and the per-host FIFO queues of URLs to visit,
- * held in memory up to a byte budget and spilled to disk beyond it.
+ * frontier.h: the host table and the per-host queues of URLs to visit,
+ * held in memory up to a byte budget and spilled to disk beyond it. A
+ * host's queue is one FIFO per tier (frontier_tier: the URL rule's
+ * priority, then the depth under FRONTIER_ORDER_DEPTH), the highest tier
+ * popped first.
  *
  * Data structure.
  *   - Host table: a hash index from a host key (scheme://host:port, e.g.
@@ -13,7 +16,11 @@
  *     politeness/politeness.h, indexed by the same host id: its timing
  *     (next allowed time, in-flight token, consecutive errors), its IP (the
  *     one copy the crawler keeps) and its robots.txt rules.
- *   - Queue of a host = [memory part] then [disk part], in FIFO order. The
+ *   - Tiers: a host whose queued URLs are all of one tier has one queue
+ *     (below); a host with URLs of several tiers has a tier table, its
+ *     queues sorted best tier first, each non-empty (a queue is freed as
+ *     soon as it is empty, the table as soon as one tier is left).
+ *   - Queue of a host's tier = [memory part] then [disk part], in FIFO order. The
  *     memory part is a linked list of records (URL, via-URL, depth). The disk
  *     part is a chain of extents in shared append-only segment files (one
  *     extent per host per flush of the shared write buffer), followed by the
@@ -32,8 +39,10 @@
  *     consumed.
  *
  * Invariants.
- *   - Per host, URLs come out of frontier_pop in exactly the order they went
- *     in (FIFO), each exactly once, whatever went through the disk.
+ *   - Per host, URLs come out of frontier_pop highest tier first and, within
+ *     a tier, in exactly the order they went in (FIFO), each exactly once,
+ *     whatever went through the disk. With a single tier (no rule priority,
+ *     FRONTIER_ORDER_BFS) that is plain FIFO.
  *   - frontier_stats().mem_bytes <= config.mem_budget, where mem_bytes counts
  *     the host structs, keys, hash index, the write buffer and every record
  *     in memory. The only excess allowed: a pop that finds a host's memory
@@ -52,7 +61,11 @@
  * nothing queued; a host with URLs queued has a queue record besides
  * (memory and disk part state: 112 bytes as malloc rounds it), made at its
  * first URL and freed when its queue is empty again (all counted in
- * mem_budget); per record in memory 16 bytes of
+ * mem_budget); a host with URLs of two tiers or more has one such record
+ * per tier and a tier table (8 bytes + 8 per slot, 4 slots at first: 48
+ * bytes as malloc rounds it); a host of one tier pays nothing for tiers
+ * (the tier is a field of the queue record, within its 96 bytes); per
+ * record in memory 16 bytes of
  * header + URL + via, rounded as malloc does (counted); fixed: the write
  * buffer, a flush chunk (<= 1 MiB), a 64 KiB read chunk (counted). On disk:
  * 8 bytes per record + 32 per extent; a segment lives until every extent in
@@ -156,6 +169,33 @@ static inline uint32_t frontier_depth_with_priority(uint32_t word, int priority)
 	return (word & ((1u << FRONTIER_PRIORITY_SHIFT) - 1)) | bits << FRONTIER_PRIORITY_SHIFT;
 }
 
+/* The order in which a host's queued URLs come out: tiers, each FIFO
+ * (first appearance), the highest tier first. A URL's tier is its rule
+ * priority (frontier_priority_of), then, under FRONTIER_ORDER_DEPTH, its
+ * link depth, shallower first: a rule's priority outranks depth. */
+enum frontier_order {
+	FRONTIER_ORDER_BFS = 0,   /* tiers by rule priority alone */
+	FRONTIER_ORDER_DEPTH = 1, /* by rule priority, then shallower first */
+};
+
+/* The tier of a depth word under an order: higher comes out first. */
+static inline uint32_t frontier_tier(uint32_t word, enum frontier_order order)
+{
+	uint32_t tier = (uint32_t)(frontier_priority_of(word) - FRONTIER_PRIORITY_MIN)
+	                << FRONTIER_DEPTH_BITS;
+
+	if (order == FRONTIER_ORDER_DEPTH)
+		tier |= FRONTIER_DEPTH_MASK - frontier_depth_of(word);
+	return tier;
+}
+
+/* The rule priority a tier holds (the inverse of frontier_tier's first
+ * part). */
+static inline int frontier_tier_priority(uint32_t tier)
+{
+	return (int)(tier >> FRONTIER_DEPTH_BITS) + FRONTIER_PRIORITY_MIN;
+}
+
 enum frontier_err {
 	FRONTIER_OK = 0,
 	FRONTIER_ERR_NOMEM = 1,     /* an allocation failed; nothing changed */
@@ -181,6 +221,7 @@ struct frontier_config {
 	uint64_t max_urls_per_host; /* URLs ever accepted per host; 0 = unlimited */
 	uint32_t max_depth;         /* 0 = unlimited */
 	uint32_t max_hosts;         /* 0 = unlimited (up to 2^31) */
+	enum frontier_order order;  /* how a host's URLs are ranked; default BFS */
 };
 
 /* One URL taken out of a queue. Pointers stay valid until the next call on
@@ -199,6 +240,8 @@ struct frontier_stats {
 	uint64_t urls_in_memory;  /* of which in memory */
 	uint64_t urls_on_disk;    /* of which in the disk part (segments + write buffer) */
 	uint64_t mem_bytes;       /* accounted memory, see invariants */
+	uint64_t mem_hosts;       /* of which the host table: structs, keys, index */
+	uint64_t mem_queues;      /* of which the queue records of hosts with URLs */
 	uint64_t disk_bytes;      /* bytes in live segment files */
 	uint64_t segments;        /* live segment files */
 	uint64_t pushed;          /* URLs accepted, ever */
@@ -213,7 +256,8 @@ struct frontier_stats {
 struct frontier;
 
 /* Called when a host's queue goes from empty to non-empty (politeness uses it
- * to put a parked host back in its heap). */
+ * to put a parked host back in its heap), and when a push raises the tier
+ * of its best URL (frontier_host_best_tier: politeness ranks it afresh). */
 typedef void (*frontier_nonempty_fn)(void *ctx, uint32_t host);
 /* Called for each URL drained from a retiring host. */
 typedef void (*frontier_drain_fn)(void *ctx, uint32_t host, const struct frontier_url *u);
@@ -241,14 +285,17 @@ const char *frontier_host_name(const struct frontier *f, uint32_t host, size_t *
 uint32_t frontier_host_count(const struct frontier *f);
 
 /* Appends a URL to a host's queue (bytes are copied; via may be NULL). Fires
- * the nonempty callback when the queue was empty. */
+ * the nonempty callback when the queue was empty or its best tier rose. */
 enum frontier_err frontier_push(struct frontier *f, uint32_t host, const char *url, size_t url_len,
                                 const char *via, size_t via_len, uint32_t depth);
-/* Takes the first URL of a host's queue into *u (see struct frontier_url for
+/* Takes the first URL of a host's best tier into *u (see struct frontier_url for
  * lifetime). FRONTIER_ERR_EMPTY when none. */
 enum frontier_err frontier_pop(struct frontier *f, uint32_t host, struct frontier_url *u);
-/* URLs queued for a host (memory + disk); 0 for a bad id. */
+/* URLs queued for a host (memory + disk); 0 for a bad id. O(its tiers). */
 uint64_t frontier_host_queued(const struct frontier *f, uint32_t host);
+/* The tier of the URL frontier_pop would give next (frontier_tier); 0 when
+ * the host has nothing queued. O(1). */
+uint32_t frontier_host_best_tier(const struct frontier *f, uint32_t host);
 
 /* Retires a host: every queued URL is popped, given to cb (may be NULL) and
  * counted in dropped_retired; later pushes are refused. Returns the number of

@@ -15,7 +15,7 @@
 
 /* ----- checkpoints ----- */
 
-#define CKPT_MAGIC "FRQUEUE1"
+#define CKPT_MAGIC "FRQUEUE2"
 #define CKPT_FILE "queues"
 
 static void ckpt_put_link(struct recfile_writer *w, const struct ext_link *l)
@@ -23,6 +23,30 @@ static void ckpt_put_link(struct recfile_writer *w, const struct ext_link *l)
 	recfile_put_u64(w, l->pos);
 	recfile_put_u32(w, l->count);
 	recfile_put_u32(w, l->bytes);
+}
+
+/* One tier of a host's queue, best first: its tier, its memory part, and
+ * where its disk part is. */
+static void ckpt_put_queue(struct recfile_writer *w, const struct fr_queue *q)
+{
+	recfile_put_u32(w, q->tier);
+	recfile_put_u32(w, q->mcount);
+	for (const struct mnode *n = q->mhead; n != NULL; n = n->next) {
+		recfile_put_bytes(w, n->data, n->url_len);
+		recfile_put_bytes(w, n->data + n->url_len, n->via_len);
+		recfile_put_u32(w, n->depth);
+	}
+	/* After the flush the disk part is all in extents. */
+	recfile_put_u64(w, q->dcount);
+	if (q->dcount > 0) {
+		recfile_put_u64(w, q->ext_head);
+		recfile_put_u64(w, q->ext_tail);
+		ckpt_put_link(w, &q->ext_next);
+		recfile_put_u32(w, q->ext_left);
+		recfile_put_u32(w, q->ext_off);
+		recfile_put_u32(w, q->ext_bytes);
+		recfile_put_u8(w, q->ext_need_hdr);
+	}
 }
 
 enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir)
@@ -64,32 +88,15 @@ enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir)
 	recfile_put_u64(w, f->st.refills);
 	for (i = 0; i < f->nhosts; i++) {
 		const struct fr_host *h = host_at(f, i);
-		static const struct fr_queue none = { .mcount = 0 };
-		const struct fr_queue *q = h->q != NULL ? h->q : &none;
-		const struct mnode *n;
 
 		recfile_put_bytes(w, h->key, h->key_len);
 		recfile_put_u8(w, h->retired);
 		recfile_put_u64(w, h->pages);
 		recfile_put_u64(w, h->bytes);
 		recfile_put_u64(w, h->urls_ever);
-		recfile_put_u32(w, q->mcount);
-		for (n = q->mhead; n != NULL; n = n->next) {
-			recfile_put_bytes(w, n->data, n->url_len);
-			recfile_put_bytes(w, n->data + n->url_len, n->via_len);
-			recfile_put_u32(w, n->depth);
-		}
-		/* After the flush above the disk part is all in extents. */
-		recfile_put_u64(w, q->dcount);
-		if (q->dcount > 0) {
-			recfile_put_u64(w, q->ext_head);
-			recfile_put_u64(w, q->ext_tail);
-			ckpt_put_link(w, &q->ext_next);
-			recfile_put_u32(w, q->ext_left);
-			recfile_put_u32(w, q->ext_off);
-			recfile_put_u32(w, q->ext_bytes);
-			recfile_put_u8(w, q->ext_need_hdr);
-		}
+		recfile_put_u32(w, host_nqueues(h));
+		for (uint32_t k = 0; k < host_nqueues(h); k++)
+			ckpt_put_queue(w, host_queue(h, k));
 	}
 	if (recfile_writer_close(w, 0) != RECFILE_OK)
 		return FRONTIER_ERR_IO;
@@ -141,38 +148,23 @@ static enum recfile_err ckpt_get_fields(struct recfile_reader *r, const struct c
 	return re;
 }
 
-static enum frontier_err ckpt_read_host(struct frontier *f, struct recfile_reader *r,
-                                        uint32_t want_id, char *buf)
+/* Reads one saved queue of host h (id), whose tier must rank below *prev
+ * (the tier before it; UINT64_MAX for the first). */
+static enum frontier_err ckpt_read_queue(struct frontier *f, struct recfile_reader *r,
+                                         struct fr_host *h, uint64_t *prev, char *buf)
 {
-	uint32_t klen, id, len, vlen, mcount, depth;
+	uint32_t tier, len, vlen, mcount, depth;
 	uint64_t dcount;
-	uint8_t retired;
-	struct fr_host *h;
-	struct fr_queue *q = NULL;
-	enum frontier_err err;
+	struct fr_queue *q;
 	enum recfile_err re;
 
-	re = recfile_get_bytes(r, buf, FRONTIER_KEY_MAX, &klen);
-	if (re != RECFILE_OK)
+	if ((re = recfile_get_u32(r, &tier)) != RECFILE_OK ||
+	    (re = recfile_get_u32(r, &mcount)) != RECFILE_OK)
 		return ckpt_err(re);
-	if (klen == 0)
+	if (tier >= *prev)
 		return FRONTIER_ERR_CORRUPT;
-	err = frontier__host_add(f, buf, klen, frontier__key_hash(buf, klen), &id);
-	if (err != FRONTIER_OK)
-		return err;
-	if (id != want_id) /* a key saved twice */
-		return FRONTIER_ERR_CORRUPT;
-	h = host_at(f, id);
-	const struct ckpt_field host_fields[] = {
-		{ CKPT_U8, { .u8 = &retired } },    { CKPT_U64, { .u64 = &h->pages } },
-		{ CKPT_U64, { .u64 = &h->bytes } }, { CKPT_U64, { .u64 = &h->urls_ever } },
-		{ CKPT_U32, { .u32 = &mcount } },
-	};
-	re = ckpt_get_fields(r, host_fields, sizeof host_fields / sizeof *host_fields);
-	if (re != RECFILE_OK)
-		return ckpt_err(re);
-	h->retired = retired != 0;
-	if (mcount > 0 && (q = frontier__queue_get(f, h)) == NULL)
+	*prev = tier;
+	if ((q = frontier__queue_get(f, h, tier)) == NULL)
 		return FRONTIER_ERR_NOMEM;
 	for (uint32_t k = 0; k < mcount; k++) {
 		struct mnode *n;
@@ -190,10 +182,10 @@ static enum frontier_err ckpt_read_host(struct frontier *f, struct recfile_reade
 	}
 	if ((re = recfile_get_u64(r, &dcount)) != RECFILE_OK)
 		return ckpt_err(re);
+	if (mcount == 0 && dcount == 0) /* a saved queue holds URLs */
+		return FRONTIER_ERR_CORRUPT;
 	if (dcount > 0) {
 		uint8_t need_hdr;
-		if ((q = frontier__queue_get(f, h)) == NULL)
-			return FRONTIER_ERR_NOMEM;
 		q->dcount = dcount;
 		const struct ckpt_field ext_fields[] = {
 			{ CKPT_U64, { .u64 = &q->ext_head } },
@@ -219,6 +211,41 @@ static enum frontier_err ckpt_read_host(struct frontier *f, struct recfile_reade
 	}
 	f->st.urls_queued += mcount + dcount;
 	return FRONTIER_OK;
+}
+
+static enum frontier_err ckpt_read_host(struct frontier *f, struct recfile_reader *r,
+                                        uint32_t want_id, char *buf)
+{
+	uint32_t klen, id, nqueues;
+	uint64_t prev = UINT64_MAX;
+	uint8_t retired;
+	struct fr_host *h;
+	enum frontier_err err;
+	enum recfile_err re;
+
+	re = recfile_get_bytes(r, buf, FRONTIER_KEY_MAX, &klen);
+	if (re != RECFILE_OK)
+		return ckpt_err(re);
+	if (klen == 0)
+		return FRONTIER_ERR_CORRUPT;
+	err = frontier__host_add(f, buf, klen, frontier__key_hash(buf, klen), &id);
+	if (err != FRONTIER_OK)
+		return err;
+	if (id != want_id) /* a key saved twice */
+		return FRONTIER_ERR_CORRUPT;
+	h = host_at(f, id);
+	const struct ckpt_field host_fields[] = {
+		{ CKPT_U8, { .u8 = &retired } },    { CKPT_U64, { .u64 = &h->pages } },
+		{ CKPT_U64, { .u64 = &h->bytes } }, { CKPT_U64, { .u64 = &h->urls_ever } },
+		{ CKPT_U32, { .u32 = &nqueues } },
+	};
+	re = ckpt_get_fields(r, host_fields, sizeof host_fields / sizeof *host_fields);
+	if (re != RECFILE_OK)
+		return ckpt_err(re);
+	h->retired = retired != 0;
+	for (uint32_t k = 0; k < nqueues && err == FRONTIER_OK; k++)
+		err = ckpt_read_queue(f, r, h, &prev, buf);
+	return err;
 }
 
 enum frontier_err frontier_restore(const struct frontier_config *c, const char *dir,

@@ -70,14 +70,13 @@ struct mnode {
 	char data[];
 };
 
-/* A host with URLs queued (or records waiting in the write buffer): its
- * queue's memory and disk parts. Allocated when its queue goes from empty
- * to non-empty, freed when it is empty again and no flush is pending for
- * it (counted in mem_bytes while it lives). */
+/* One tier of a host's queue: its memory and disk parts. Allocated when
+ * the tier goes from empty to non-empty, freed as soon as it is empty
+ * again (counted in mem_bytes while it lives): a queue that exists holds
+ * at least one URL. */
 struct fr_queue {
 	struct mnode *mhead, *mtail;
 	uint32_t mcount;
-	uint8_t dirty;            /* on the dirty list (records in the write buffer) */
 	uint8_t ext_need_hdr;     /* head extent's header not read yet */
 	uint64_t dcount;          /* records in the disk part: extents + write buffer */
 	uint64_t ext_head;        /* position of the head extent, POS_NONE if none */
@@ -90,17 +89,32 @@ struct fr_queue {
 	uint32_t buf_tail;
 	uint32_t buf_count;
 	uint32_t buf_bytes; /* disk-format bytes of the buffered records */
-	uint32_t dirty_next;
+	uint32_t tier;      /* frontier_tier() of every URL in it */
 };
 
-/* Every host, for the crawl's life: what it keeps with nothing queued. */
+/* The tiers of a host whose queued URLs are of two tiers or more: its
+ * queues, best (highest) tier first, each non-empty. */
+struct fr_tiers {
+	uint32_t n, cap;
+	struct fr_queue *q[];
+};
+
+/* Every host, for the crawl's life: what it keeps with nothing queued.
+ * Its queued URLs are in one queue (q, while they are all of one tier) or
+ * in a tier table (tiers, with tiered set); both NULL while it has none. */
 struct fr_host {
 	char *key;
-	struct fr_queue *q; /* NULL while its queue is empty */
+	union {
+		struct fr_queue *q;     /* !tiered */
+		struct fr_tiers *tiers; /* tiered */
+	};
 	uint32_t key_len;
 	uint32_t hash;
 	uint16_t name_len; /* the host name follows the key's NUL in the key arena */
-	uint8_t retired;
+	uint8_t retired : 1;
+	uint8_t tiered : 1;
+	uint8_t dirty : 1;   /* on the dirty list (records in the write buffer) */
+	uint32_t dirty_next; /* next host on the dirty list */
 	uint64_t pages, bytes, urls_ever;
 };
 
@@ -137,7 +151,7 @@ struct frontier {
 	uint32_t nsegs, segs_cap;
 	uint32_t cur_seg;       /* segment being appended, UINT32_MAX if none */
 	uint64_t reserve;       /* budget bytes pushes leave to refills */
-	uint64_t hosts_on_disk; /* hosts with a non-empty disk part */
+	uint64_t hosts_on_disk; /* queues (host tiers) with a non-empty disk part */
 	frontier_nonempty_fn nonempty;
 	void *nonempty_ctx;
 	struct frontier_stats st;
@@ -155,6 +169,19 @@ static inline struct fr_host *host_ok(const struct frontier *f, uint32_t id)
 	if (f == NULL || id >= f->nhosts)
 		return NULL;
 	return host_at(f, id);
+}
+
+/* How many queues (tiers) h has, and the i-th, best tier first. */
+static inline uint32_t host_nqueues(const struct fr_host *h)
+{
+	if (h->tiered)
+		return h->tiers->n;
+	return h->q != NULL;
+}
+
+static inline struct fr_queue *host_queue(const struct fr_host *h, uint32_t i)
+{
+	return h->tiered ? h->tiers->q[i] : h->q;
 }
 
 static inline uint64_t node_cost(size_t url_len, size_t via_len)
@@ -221,15 +248,21 @@ enum frontier_err frontier__seg_open_new(struct frontier *f);
 void frontier__spill_free(struct frontier *f);
 /* Writes the write buffer out as one extent per host with buffered records. */
 enum frontier_err frontier__wbuf_flush(struct frontier *f);
-/* Refills h's memory part from the front of its disk part: at least one
- * record, more while the budget allows and the read chunk lasts. */
-enum frontier_err frontier__host_refill(struct frontier *f, uint32_t id, struct fr_host *h);
+/* Refills q's memory part (q a queue of host id) from the front of its
+ * disk part: at least one record, more while the budget allows and the
+ * read chunk lasts. */
+enum frontier_err frontier__queue_refill(struct frontier *f, uint32_t id, struct fr_queue *q);
 
 /* frontier.c: the host table. */
-/* h's queue, made (empty) if it has none: NULL when out of memory. */
-struct fr_queue *frontier__queue_get(struct frontier *f, struct fr_host *h);
-/* Frees h's queue if it holds nothing and is not on the dirty list. */
-void frontier__queue_put(struct frontier *f, struct fr_host *h);
+/* h's queue of the given tier, made (empty) if it has none, in its place
+ * among h's tiers: NULL when out of memory. The caller fills it or puts it
+ * back (frontier__queue_put). */
+struct fr_queue *frontier__queue_get(struct frontier *f, struct fr_host *h, uint32_t tier);
+/* Frees q, one of h's queues, if it holds nothing, and takes it out of h's
+ * tiers (h is idle, without any queue, once its last one goes). */
+void frontier__queue_put(struct frontier *f, struct fr_host *h, struct fr_queue *q);
+/* Puts h on the dirty list unless it is on it. */
+void frontier__host_mark_dirty(struct frontier *f, uint32_t id, struct fr_host *h);
 uint32_t frontier__key_hash(const char *k, size_t n);
 /* Adds a host (key not yet in the table) and gives its id. */
 enum frontier_err frontier__host_add(struct frontier *f, const char *key, size_t n, uint32_t hash,

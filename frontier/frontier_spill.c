@@ -140,12 +140,50 @@ static enum frontier_err host_link_extent(struct frontier *f, struct fr_queue *q
 	return FRONTIER_OK;
 }
 
-/* Writes the buffered records of every dirty host as one extent each, then
- * links the extents into their hosts' chains. Failure-atomic: the bytes are
- * all written before anything is linked, and a failed write (a full disk)
- * cuts the segment back to its size before the flush, so an error leaves
- * the write buffer, the dirty list and every chain as they were: the push
- * that needed room can be retried. */
+/* Writes the buffered records of q (a queue of host id) as one extent
+ * into o at pos, which it advances. */
+static enum frontier_err extent_write(struct frontier *f, struct outbuf *o, uint32_t id,
+                                      const struct fr_queue *q, uint64_t *pos)
+{
+	struct ext_hdr hdr;
+
+	/* An extent must be addressable by a 32-bit offset. */
+	if (*pos + sizeof hdr + q->buf_bytes > UINT32_MAX) {
+		errno = EFBIG;
+		return FRONTIER_ERR_IO;
+	}
+	hdr.magic = EXT_MAGIC;
+	hdr.host = id;
+	hdr.count = q->buf_count;
+	hdr.bytes = q->buf_bytes;
+	hdr.next.pos = POS_NONE;
+	hdr.next.count = 0;
+	hdr.next.bytes = 0;
+	if (out_put(o, &hdr, sizeof hdr) != 0)
+		return FRONTIER_ERR_IO;
+	for (uint32_t r = q->buf_head; r != 0;) {
+		const char *rec = f->wbuf + (r - 1);
+		uint32_t next;
+		uint16_t ul, vl;
+		memcpy(&next, rec, 4);
+		memcpy(&ul, rec + 4, 2);
+		memcpy(&vl, rec + 6, 2);
+		/* The disk record is the buffer record minus its chain link. */
+		if (out_put(o, rec + 4, DISK_REC_HDR + (size_t)ul + vl) != 0)
+			return FRONTIER_ERR_IO;
+		r = next;
+	}
+	*pos += sizeof hdr + q->buf_bytes;
+	return FRONTIER_OK;
+}
+
+/* Writes the buffered records of every queue of every dirty host as one
+ * extent each, then links the extents into their queues' chains.
+ * Failure-atomic: the bytes are all written before anything is linked,
+ * and a failed write (a full disk) cuts the segment back to its size
+ * before the flush, so an error leaves the write buffer, the dirty list
+ * and every chain as they were: the push that needed room can be
+ * retried. */
 enum frontier_err frontier__wbuf_flush(struct frontier *f)
 {
 	enum frontier_err err = FRONTIER_OK;
@@ -166,45 +204,16 @@ enum frontier_err frontier__wbuf_flush(struct frontier *f)
 	base = o.sg->size;
 	/* 1: write every extent. */
 	pos = base;
-	for (id = f->dirty_head; id != FRONTIER_HOST_NONE; id = host_at(f, id)->q->dirty_next) {
-		const struct fr_queue *q = host_at(f, id)->q; /* a dirty host keeps its queue */
-		struct ext_hdr hdr;
-		uint32_t r;
-
-		if (q->buf_count == 0)
-			continue;
-		/* An extent must be addressable by a 32-bit offset. */
-		if (pos + sizeof hdr + q->buf_bytes > UINT32_MAX) {
-			errno = EFBIG;
-			err = FRONTIER_ERR_IO;
-			goto undo;
-		}
-		hdr.magic = EXT_MAGIC;
-		hdr.host = id;
-		hdr.count = q->buf_count;
-		hdr.bytes = q->buf_bytes;
-		hdr.next.pos = POS_NONE;
-		hdr.next.count = 0;
-		hdr.next.bytes = 0;
-		if (out_put(&o, &hdr, sizeof hdr) != 0) {
-			err = FRONTIER_ERR_IO;
-			goto undo;
-		}
-		for (r = q->buf_head; r != 0;) {
-			const char *rec = f->wbuf + (r - 1);
-			uint32_t next;
-			uint16_t ul, vl;
-			memcpy(&next, rec, 4);
-			memcpy(&ul, rec + 4, 2);
-			memcpy(&vl, rec + 6, 2);
-			/* The disk record is the buffer record minus its chain link. */
-			if (out_put(&o, rec + 4, DISK_REC_HDR + (size_t)ul + vl) != 0) {
-				err = FRONTIER_ERR_IO;
+	for (id = f->dirty_head; id != FRONTIER_HOST_NONE; id = host_at(f, id)->dirty_next) {
+		const struct fr_host *h = host_at(f, id);
+		for (uint32_t k = 0; k < host_nqueues(h); k++) {
+			const struct fr_queue *q = host_queue(h, k);
+			if (q->buf_count == 0)
+				continue;
+			err = extent_write(f, &o, id, q, &pos);
+			if (err != FRONTIER_OK)
 				goto undo;
-			}
-			r = next;
 		}
-		pos += sizeof hdr + q->buf_bytes;
 	}
 	if (o.used > 0 && fileio_write_all(o.sg->fd, f->out, o.used) != 0) {
 		err = FRONTIER_ERR_IO;
@@ -214,25 +223,25 @@ enum frontier_err frontier__wbuf_flush(struct frontier *f)
 	pos = base;
 	while ((id = f->dirty_head) != FRONTIER_HOST_NONE) {
 		struct fr_host *h = host_at(f, id);
-		struct fr_queue *q = h->q;
-		uint32_t bytes = q->buf_bytes;
 
-		f->dirty_head = q->dirty_next;
-		q->dirty = 0;
-		q->dirty_next = FRONTIER_HOST_NONE;
-		if (q->buf_count == 0) {
-			frontier__queue_put(f, h); /* emptied by refills since it was buffered */
-			continue;
+		f->dirty_head = h->dirty_next;
+		h->dirty = 0;
+		h->dirty_next = FRONTIER_HOST_NONE;
+		for (uint32_t k = 0; k < host_nqueues(h); k++) {
+			struct fr_queue *q = host_queue(h, k);
+			uint32_t bytes = q->buf_bytes;
+			if (q->buf_count == 0)
+				continue;
+			err = host_link_extent(f, q, make_pos(f->cur_seg, (uint32_t)pos),
+			                       q->buf_count, bytes);
+			if (err != FRONTIER_OK)
+				return err; /* an in-place patch of an allocated block failed: the disk is failing */
+			o.sg->live += sizeof(struct ext_hdr) + bytes;
+			q->buf_head = q->buf_tail = 0;
+			q->buf_count = 0;
+			q->buf_bytes = 0;
+			pos += sizeof(struct ext_hdr) + bytes;
 		}
-		err = host_link_extent(f, q, make_pos(f->cur_seg, (uint32_t)pos), q->buf_count,
-		                       bytes);
-		if (err != FRONTIER_OK)
-			return err; /* an in-place patch of an allocated block failed: the disk is failing */
-		o.sg->live += sizeof(struct ext_hdr) + bytes;
-		q->buf_head = q->buf_tail = 0;
-		q->buf_count = 0;
-		q->buf_bytes = 0;
-		pos += sizeof(struct ext_hdr) + bytes;
 	}
 	f->wbuf_used = 0;
 	f->st.flushes++;
@@ -257,9 +266,8 @@ undo : {
 }
 }
 
-enum frontier_err frontier__host_refill(struct frontier *f, uint32_t id, struct fr_host *h)
+enum frontier_err frontier__queue_refill(struct frontier *f, uint32_t id, struct fr_queue *q)
 {
-	struct fr_queue *q = h->q;
 	uint32_t taken = 0;
 
 	if (q->ext_head != POS_NONE) {

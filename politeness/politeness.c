@@ -5,6 +5,20 @@
  * slot (struct phost.slot or struct ipgroup.slot) so a host or group can be
  * removed or re-keyed in O(log n). Ids in the top heap are host ids (solo
  * hosts) or GROUP_BIT | group index; ids in a group's heap are host ids.
+ *
+ * Precedence: the top heap and each group's heap are pairs (struct pheap)
+ * of a waiting heap keyed by the time an entry is allowed, and a ready
+ * heap keyed by its tier (frontier_host_best_tier: the best first) and
+ * then by the order entries became ready. A pop first moves the entries
+ * whose time has come from waiting to ready (a group's tier is its best
+ * ready host's), then takes the ready top: among the hosts that may be
+ * visited now, the one whose next URL has the highest tier, whatever the
+ * order they became allowed in. Anything that changes a ready entry (a
+ * rekey, a host joining or leaving a group, a host's tier rising) sends it
+ * back to waiting, so its tier is read afresh at the next pop. Both heaps
+ * of a pair keep room for every entry of the pair, so moving an entry
+ * between them never allocates. The slot of an entry in a ready heap
+ * carries READY_BIT.
  */
 #include "politeness/politeness.h"
 #include "politeness/robots.h"
@@ -15,7 +29,12 @@
 #include <string.h>
 
 #define GROUP_BIT 0x80000000u
+#define READY_BIT 0x80000000u
 #define NONE32 UINT32_MAX
+/* A ready heap's key: the tier's complement above, the ready sequence
+ * below (2^40 moves before it wraps). */
+#define READY_SEQ_BITS 40
+#define READY_TIER_MAX ((1u << (64 - READY_SEQ_BITS)) - 1)
 
 enum host_state {
 	HS_PARKED = 0, /* not in a heap: empty queue */
@@ -38,6 +57,12 @@ struct hent {
 struct heap {
 	struct hent *a;
 	uint32_t n, cap;
+	uint8_t ready; /* a ready heap: its slots carry READY_BIT */
+};
+
+/* Entries waiting for their time, and entries whose time came, by tier. */
+struct pheap {
+	struct heap wait, ready;
 };
 
 struct phost {
@@ -67,7 +92,7 @@ struct steered_delay {
 
 struct ipgroup {
 	uint64_t next;
-	struct heap hosts;
+	struct pheap hosts;
 	struct ip_addr key; /* ip_addr_group of its hosts' addresses */
 	uint32_t slot;
 	uint8_t state;
@@ -85,13 +110,15 @@ struct politeness {
 	uint32_t ngroups, groups_cap;
 	uint32_t *ipmap; /* group index + 1, open addressing on the group key */
 	uint32_t ipmap_cap;
-	struct heap top;
+	struct pheap top;
+	uint64_t ready_seq; /* entries moved to a ready heap, ever */
 	/* robots.txt cache: the hosts that had rules (entries of hosts whose
 	 * rules went are dropped when the clock hand reaches them) */
 	uint32_t *rring;
 	uint32_t rring_n, rring_cap, rhand;
 	struct steered_delay *steered;
 	size_t nsteered, steered_cap;
+	uint64_t heap_slots; /* entries allocated in every heap (the top and the groups') */
 	struct politeness_stats st;
 };
 
@@ -109,7 +136,7 @@ static void set_slot(struct politeness *p, uint32_t id, uint32_t slot)
 static void heap_place(struct politeness *p, struct heap *h, uint32_t i, struct hent e)
 {
 	h->a[i] = e;
-	set_slot(p, e.id, i);
+	set_slot(p, e.id, h->ready ? i | READY_BIT : i);
 }
 
 static void heap_up(struct politeness *p, struct heap *h, uint32_t i)
@@ -148,16 +175,28 @@ static void heap_down(struct politeness *p, struct heap *h, uint32_t i)
 	heap_place(p, h, i, e);
 }
 
-static int heap_insert(struct politeness *p, struct heap *h, uint32_t id, uint64_t key)
+/* Makes room for n entries in h (counted in p->heap_slots). */
+static int heap_reserve(struct politeness *p, struct heap *h, uint32_t n)
 {
-	if (h->n == h->cap) {
+	if (n > h->cap) {
 		uint32_t cap = h->cap ? h->cap * 2 : 4;
-		struct hent *a = realloc(h->a, cap * sizeof *a);
+		struct hent *a;
+		while (cap < n)
+			cap *= 2;
+		a = realloc(h->a, cap * sizeof *a);
 		if (a == NULL)
 			return -1;
+		p->heap_slots += cap - h->cap;
 		h->a = a;
 		h->cap = cap;
 	}
+	return 0;
+}
+
+static int heap_insert(struct politeness *p, struct heap *h, uint32_t id, uint64_t key)
+{
+	if (heap_reserve(p, h, h->n + 1) != 0)
+		return -1;
 	h->a[h->n].key = key;
 	h->a[h->n].id = id;
 	h->n++;
@@ -191,6 +230,60 @@ static void heap_rekey(struct politeness *p, struct heap *h, uint32_t i, uint64_
 		heap_down(p, h, i);
 }
 
+/* ----- waiting and ready heaps ----- */
+
+static uint32_t pheap_n(const struct pheap *ph)
+{
+	return ph->wait.n + ph->ready.n;
+}
+
+/* Adds an entry to the waiting heap, with room in both for every entry. */
+static int pheap_insert(struct politeness *p, struct pheap *ph, uint32_t id, uint64_t key)
+{
+	uint32_t n = pheap_n(ph) + 1;
+
+	ph->ready.ready = 1;
+	if (heap_reserve(p, &ph->wait, n) != 0 || heap_reserve(p, &ph->ready, n) != 0)
+		return -1;
+	return heap_insert(p, &ph->wait, id, key);
+}
+
+static void pheap_remove(struct politeness *p, struct pheap *ph, uint32_t slot)
+{
+	if (slot & READY_BIT)
+		heap_remove(p, &ph->ready, slot & ~READY_BIT);
+	else
+		heap_remove(p, &ph->wait, slot);
+}
+
+/* A new time for an entry; a ready one goes back to waiting. */
+static void pheap_rekey(struct politeness *p, struct pheap *ph, uint32_t slot, uint64_t key)
+{
+	if (slot & READY_BIT) {
+		uint32_t id = ph->ready.a[slot & ~READY_BIT].id;
+		heap_remove(p, &ph->ready, slot & ~READY_BIT);
+		(void)heap_insert(p, &ph->wait, id, key); /* room kept by pheap_insert */
+	} else {
+		heap_rekey(p, &ph->wait, slot, key);
+	}
+}
+
+static uint32_t entry_tier(struct politeness *p, uint32_t id, uint64_t now_us);
+
+/* Moves the entries whose time has come to the ready heap, by tier. */
+static void pheap_promote(struct politeness *p, struct pheap *ph, uint64_t now_us)
+{
+	while (ph->wait.n > 0 && ph->wait.a[0].key <= now_us) {
+		uint32_t id = ph->wait.a[0].id, tier = entry_tier(p, id, now_us);
+		uint64_t seq = p->ready_seq++ & ((1ull << READY_SEQ_BITS) - 1);
+		heap_remove(p, &ph->wait, 0);
+		if (tier > READY_TIER_MAX)
+			tier = READY_TIER_MAX;
+		(void)heap_insert(p, &ph->ready, id,
+		                  (uint64_t)(READY_TIER_MAX - tier) << READY_SEQ_BITS | seq);
+	}
+}
+
 /* ----- hosts and groups ----- */
 
 static int hosts_ensure(struct politeness *p, uint32_t host)
@@ -217,11 +310,26 @@ static int hosts_ensure(struct politeness *p, uint32_t host)
 	return 0;
 }
 
+/* When the group may be visited: its IP's time, and a host's. */
 static uint64_t group_key(const struct ipgroup *g)
 {
-	uint64_t k = g->hosts.a[0].key;
+	uint64_t k = g->hosts.ready.n > 0 ? 0 : g->hosts.wait.a[0].key;
 
 	return k > g->next ? k : g->next;
+}
+
+/* The tier a heap entry competes with: a host's best URL's; a group's
+ * best ready host's (its hosts ready by now_us promoted first). */
+static uint32_t entry_tier(struct politeness *p, uint32_t id, uint64_t now_us)
+{
+	if (id & GROUP_BIT) {
+		struct pheap *hosts = &p->groups[id & ~GROUP_BIT].hosts;
+		pheap_promote(p, hosts, now_us);
+		if (hosts->ready.n == 0)
+			return 0;
+		id = hosts->ready.a[0].id;
+	}
+	return frontier_host_best_tier(p->f, id);
 }
 
 /* Puts group g where it belongs in the top heap after a change. */
@@ -231,17 +339,17 @@ static int group_refresh(struct politeness *p, uint32_t gi)
 
 	if (g->state == GS_HELD)
 		return 0;
-	if (g->hosts.n == 0) {
+	if (pheap_n(&g->hosts) == 0) {
 		if (g->state == GS_TOP)
-			heap_remove(p, &p->top, g->slot);
+			pheap_remove(p, &p->top, g->slot);
 		g->state = GS_IDLE;
 		return 0;
 	}
 	if (g->state == GS_TOP) {
-		heap_rekey(p, &p->top, g->slot, group_key(g));
+		pheap_rekey(p, &p->top, g->slot, group_key(g));
 		return 0;
 	}
-	if (heap_insert(p, &p->top, gi | GROUP_BIT, group_key(g)) != 0)
+	if (pheap_insert(p, &p->top, gi | GROUP_BIT, group_key(g)) != 0)
 		return -1;
 	g->state = GS_TOP;
 	return 0;
@@ -253,14 +361,13 @@ static int host_schedule(struct politeness *p, uint32_t host)
 	struct phost *h = &p->hosts[host];
 
 	if (h->group == NONE32) {
-		if (heap_insert(p, &p->top, host, h->next) != 0)
+		if (pheap_insert(p, &p->top, host, h->next) != 0)
 			return -1;
 	} else {
-		if (heap_insert(p, &p->groups[h->group].hosts, host, h->next) != 0)
+		if (pheap_insert(p, &p->groups[h->group].hosts, host, h->next) != 0)
 			return -1;
 		if (group_refresh(p, h->group) != 0) {
-			struct heap *gh = &p->groups[h->group].hosts;
-			heap_remove(p, gh, h->slot);
+			pheap_remove(p, &p->groups[h->group].hosts, h->slot);
 			return -1;
 		}
 	}
@@ -278,9 +385,9 @@ static void host_unschedule(struct politeness *p, uint32_t host)
 	if (h->state != HS_HEAP)
 		return;
 	if (h->group == NONE32) {
-		heap_remove(p, &p->top, h->slot);
+		pheap_remove(p, &p->top, h->slot);
 	} else {
-		heap_remove(p, &p->groups[h->group].hosts, h->slot);
+		pheap_remove(p, &p->groups[h->group].hosts, h->slot);
 		(void)group_refresh(p, h->group); /* removal or rekey: no allocation */
 	}
 	h->state = HS_PARKED;
@@ -365,8 +472,14 @@ static void on_nonempty(void *ctx, uint32_t host)
 
 	if (sync_hosts(p, host) != 0)
 		return; /* out of memory: the host stays parked until its next push */
-	if (p->hosts[host].state == HS_PARKED)
+	if (p->hosts[host].state == HS_PARKED) {
 		(void)host_schedule(p, host);
+	} else if (p->hosts[host].state == HS_HEAP && (p->hosts[host].slot & READY_BIT)) {
+		/* its tier rose while it was ready: back to waiting, ranked
+		 * afresh at the next pop (no allocation: the room is kept) */
+		host_unschedule(p, host);
+		(void)host_schedule(p, host);
+	}
 }
 
 /* ----- public API ----- */
@@ -422,14 +535,17 @@ void politeness_destroy(struct politeness *p)
 		frontier_set_nonempty_cb(p->f, NULL, NULL);
 	for (i = 0; i < p->known; i++)
 		robots_destroy(p->hosts[i].robots);
-	for (i = 0; i < p->ngroups; i++)
-		free(p->groups[i].hosts.a);
+	for (i = 0; i < p->ngroups; i++) {
+		free(p->groups[i].hosts.wait.a);
+		free(p->groups[i].hosts.ready.a);
+	}
 	free(p->groups);
 	free(p->rring);
 	free(p->steered);
 	free(p->ipmap);
 	free(p->hosts);
-	free(p->top.a);
+	free(p->top.wait.a);
+	free(p->top.ready.a);
 	free(p);
 }
 
@@ -442,20 +558,23 @@ enum politeness_err politeness_pop_ready(struct politeness *p, uint64_t now_us, 
 	if (p == NULL || host == NULL)
 		return POLITENESS_ERR_INVALID;
 	*host = FRONTIER_HOST_NONE;
-	if (p->top.n == 0)
+	if (pheap_n(&p->top) == 0)
 		return POLITENESS_EMPTY;
-	top = p->top.a[0];
-	if (top.key > now_us) {
+	pheap_promote(p, &p->top, now_us);
+	if (p->top.ready.n == 0) {
 		if (ready_at_us != NULL)
-			*ready_at_us = top.key;
+			*ready_at_us = p->top.wait.a[0].key;
 		return POLITENESS_NOT_READY;
 	}
-	heap_remove(p, &p->top, 0);
+	top = p->top.ready.a[0];
+	heap_remove(p, &p->top.ready, 0);
 	if (top.id & GROUP_BIT) {
 		uint32_t gi = top.id & ~GROUP_BIT;
 		struct ipgroup *g = &p->groups[gi];
-		hid = g->hosts.a[0].id;
-		heap_remove(p, &g->hosts, 0);
+		/* a group is ready only with a host ready: promoted when it was */
+		pheap_promote(p, &g->hosts, now_us);
+		hid = g->hosts.ready.a[0].id;
+		heap_remove(p, &g->hosts.ready, 0);
 		g->state = GS_HELD;
 		p->hosts[hid].held_group = gi;
 	} else {
@@ -1024,6 +1143,12 @@ void politeness_stats(const struct politeness *p, struct politeness_stats *s)
 	if (p == NULL || s == NULL)
 		return;
 	*s = p->st;
+	s->mem_hosts = (uint64_t)p->nhosts * sizeof *p->hosts +
+	               (uint64_t)p->rring_cap * sizeof *p->rring +
+	               (uint64_t)p->steered_cap * sizeof *p->steered;
+	s->mem_heaps = p->heap_slots * sizeof(struct hent);
+	s->mem_ip_groups = (uint64_t)p->groups_cap * sizeof *p->groups +
+	                   (uint64_t)p->ipmap_cap * sizeof *p->ipmap;
 }
 
 const char *politeness_strerror(enum politeness_err e)

@@ -23,6 +23,12 @@
  *   - The top of the top heap is always the next host to visit: if pop says
  *     "not ready until T", no idle host with URLs and an idle IP is ready
  *     before T.
+ *   - Precedence: among the hosts (and IP groups) ready at a pop, the one
+ *     whose next URL has the highest tier (frontier_host_best_tier: rule
+ *     priority, then the crawl order) goes first; equal tiers go in the
+ *     order they became ready. Readiness itself (delays, IP tokens) is
+ *     never traded for a tier. A host's share per turn is the visit
+ *     budget (politeness_visit_budget).
  *   - Delays count from the end of the visit (release time), see
  *     delay_policy.h.
  *
@@ -62,8 +68,9 @@
  * that allow every path (robots_allows_all) become NULL rules instead,
  * known until they expire, costing nothing.
  *
- * Memory: 96 bytes per host (the struct, in one array by host id) plus 16
- * bytes per heap entry (hosts with URLs waiting) and 64 bytes per IP group,
+ * Memory: 96 bytes per host (the struct, in one array by host id) plus 32
+ * bytes per heap entry (hosts with URLs waiting: 16 in its waiting or
+ * ready heap, and room kept in the other) and 88 bytes per IP group,
  * plus 4 bytes per host whose rules were cached (the clock's ring), plus
  * the rules within robots_cache_bytes; outside the frontier's budget.
  * Every call O(1) or O(log n) but the checkpoint's (O(hosts)); a cache
@@ -115,6 +122,9 @@ struct politeness_stats {
 	/* robots.txt files set with a path that meets more wildcard rules
 	 * than robots_max_wildcard_rules (robots.h) */
 	uint64_t robots_capped;
+	/* memory now: the per-host array (and the robots.txt cache's ring),
+	 * the heaps' entries, the IP groups and their index */
+	uint64_t mem_hosts, mem_heaps, mem_ip_groups;
 };
 
 struct politeness;

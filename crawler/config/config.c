@@ -33,6 +33,7 @@ enum key_type {
 	T_DOUBLE,     /* a real number */
 	T_POLICY,     /* fixed, ratio or adaptive: enum delay_policy_kind */
 	T_FAMILY,     /* ipv4 or ipv6: enum ip_family */
+	T_ORDER,      /* bfs or depth: enum frontier_order */
 	T_STR,        /* an owned string; min..max is its length */
 	T_SIEVE_IMPL, /* an owned string naming a sieve implementation */
 	T_PROXY,      /* an owned string: a proxy URL (proxy.h) or "" */
@@ -73,6 +74,7 @@ static const struct key_def keys[] = {
 	KEY("crawl", "domains", T_DOMAINS, crawl.domains, 0, 0),
 	KEY("crawl", "any_domain", T_BOOL, crawl.any_domain, 0, 1),
 	KEY("crawl", "rules", T_STR, crawl.rules, 0, 4096),
+	KEY("crawl", "order", T_ORDER, frontier.order, 0, 0),
 	KEY("crawl", "accept", T_WGET, crawl.rules_wget[URL_RULES_WGET_ACCEPT], 0, 65536),
 	KEY("crawl", "reject", T_WGET, crawl.rules_wget[URL_RULES_WGET_REJECT], 0, 65536),
 	KEY("crawl", "accept_regex", T_WGET, crawl.rules_wget[URL_RULES_WGET_ACCEPT_REGEX], 0,
@@ -567,6 +569,9 @@ static void bad_value_message(const struct key_def *k, const char *value, char *
 	case T_FAMILY:
 		snprintf(err, errlen, "%s: bad value '%s' (expected ipv4 or ipv6)", key, value);
 		break;
+	case T_ORDER:
+		snprintf(err, errlen, "%s: bad value '%s' (expected bfs or depth)", key, value);
+		break;
 	case T_SIZE:
 		snprintf(err, errlen,
 		         "%s: bad value '%s' (expected a size such as 64M: bytes with an optional"
@@ -642,6 +647,12 @@ static enum crawl_config_err key_set(struct crawl_config *c, const struct key_de
 		if (strcmp(value, "ipv4") != 0 && strcmp(value, "ipv6") != 0)
 			return CRAWL_CONFIG_ERR_BAD_VALUE;
 		field_store(field, k->size, value[3] == '6' ? IP_V6 : IP_V4);
+		return CRAWL_CONFIG_OK;
+	case T_ORDER:
+		if (strcmp(value, "bfs") != 0 && strcmp(value, "depth") != 0)
+			return CRAWL_CONFIG_ERR_BAD_VALUE;
+		field_store(field, k->size,
+		            value[0] == 'd' ? FRONTIER_ORDER_DEPTH : FRONTIER_ORDER_BFS);
 		return CRAWL_CONFIG_OK;
 	case T_STR:
 	case T_SIEVE_IMPL:
@@ -765,6 +776,10 @@ static void key_write(FILE *f, const struct crawl_config *c, const struct key_de
 		break;
 	case T_FAMILY:
 		fprintf(f, "%s\n", field_load(field, k->size) == IP_V6 ? "ipv6" : "ipv4");
+		break;
+	case T_ORDER:
+		fprintf(f, "%s\n",
+		        field_load(field, k->size) == FRONTIER_ORDER_DEPTH ? "depth" : "bfs");
 		break;
 	case T_STR:
 	case T_SIEVE_IMPL:

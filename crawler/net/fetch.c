@@ -838,6 +838,7 @@ size_t fetch_engine_in_flight(const struct fetch_engine *e)
 void fetch_engine_stats(const struct fetch_engine *e, struct fetch_stats *out)
 {
 	*out = e->stats;
+	out->conns_bytes = ip_conns_bytes(e->conns);
 }
 
 /* Fills in the defaults of the settings left at zero. */

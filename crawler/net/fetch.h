@@ -206,6 +206,7 @@ struct fetch_stats {
 	uint64_t truncated;
 	uint64_t bytes;           /* body bytes received */
 	uint64_t idle_conns_shut; /* idle connections shut at an address's cap */
+	uint64_t conns_bytes;     /* the per-address table of open sockets (ip_conns.h) now */
 };
 void fetch_engine_stats(const struct fetch_engine *engine, struct fetch_stats *out);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "frontier/base/chain.h"
+#include "frontier/base/mem_cost.h"
 
 struct sock_rec {
 	struct sock_rec *prev, *next; /* the address's sockets, newest first */
@@ -27,6 +28,7 @@ struct ip_conns {
 	struct addr_rec **buckets;
 	size_t nbuckets; /* a power of two */
 	size_t naddrs;
+	size_t nsocks; /* sockets recorded */
 	struct sock_rec **by_fd;
 	size_t fd_cap;
 	unsigned long long shut_total;
@@ -172,6 +174,7 @@ int ip_conns_opened(struct ip_conns *c, int fd, const struct sockaddr *sa)
 	s->addr = a;
 	DLIST_PUSH(a->socks, s);
 	a->count++;
+	c->nsocks++;
 	c->by_fd[fd] = s;
 	return 0;
 }
@@ -187,12 +190,23 @@ void ip_conns_closed(struct ip_conns *c, int fd)
 		a->count--;
 	DLIST_UNLINK(a->socks, s);
 	free(s);
+	c->nsocks--;
 	if (a->socks == NULL) {
 		struct addr_rec **slot = addr_slot(c, a->key);
 		*slot = a->chain;
 		c->naddrs--;
 		free(a);
 	}
+}
+
+uint64_t ip_conns_bytes(const struct ip_conns *c)
+{
+	if (c == NULL)
+		return 0;
+	return mem_alloc_cost(sizeof *c) + (uint64_t)c->nbuckets * sizeof *c->buckets +
+	       (uint64_t)c->fd_cap * sizeof *c->by_fd +
+	       (uint64_t)c->naddrs * mem_alloc_cost(sizeof(struct addr_rec)) +
+	       (uint64_t)c->nsocks * mem_alloc_cost(sizeof(struct sock_rec));
 }
 
 size_t ip_conns_count(const struct ip_conns *c, const char *ip)

@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 struct ip_conns;
@@ -40,6 +41,9 @@ void ip_conns_destroy(struct ip_conns *c);
 int ip_conns_opened(struct ip_conns *c, int fd, const struct sockaddr *sa);
 /* Forgets socket fd (closed); an unknown fd is ignored. */
 void ip_conns_closed(struct ip_conns *c, int fd);
+
+/* The table's memory now (as malloc rounds it). */
+uint64_t ip_conns_bytes(const struct ip_conns *c);
 
 /* Connections to ip (a literal) open and not shut down. */
 size_t ip_conns_count(const struct ip_conns *c, const char *ip);

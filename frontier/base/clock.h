@@ -33,6 +33,15 @@ static inline double monotonic_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* CPU time the calling thread has used, us: what a piece of work costs
+ * whatever else the machine runs. */
+static inline uint64_t thread_cpu_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 /* Milliseconds since the Unix epoch, UTC (CLOCK_REALTIME: it may step). */
 static inline int64_t wall_clock_unix_ms(void)
 {

@@ -21,6 +21,8 @@ struct recfile_writer {
 	uint64_t payload; /* bytes put so far, magic excluded */
 	XXH3_state_t *xs;
 	uint32_t used;
+	uint32_t hashed; /* buf[0..hashed) is in xs: the buffer is hashed at
+	                    each drain, a call per 64 KiB, not one per put */
 	char *path;
 	uint8_t buf[RECFILE_BUF];
 };
@@ -41,11 +43,19 @@ static void w_fail(struct recfile_writer *w, enum recfile_err e)
 	}
 }
 
+static void w_hash(struct recfile_writer *w)
+{
+	if (w->used > w->hashed)
+		XXH3_64bits_update(w->xs, w->buf + w->hashed, w->used - w->hashed);
+	w->hashed = w->used;
+}
+
 static void w_drain(struct recfile_writer *w)
 {
+	w_hash(w);
 	if (w->err == RECFILE_OK && w->used > 0 && fileio_write_all(w->fd, w->buf, w->used) != 0)
 		w_fail(w, RECFILE_ERR_IO);
-	w->used = 0;
+	w->used = w->hashed = 0;
 }
 
 static void w_put(struct recfile_writer *w, const void *p, size_t n)
@@ -53,7 +63,6 @@ static void w_put(struct recfile_writer *w, const void *p, size_t n)
 	const uint8_t *c = p;
 	if (w->err != RECFILE_OK)
 		return;
-	XXH3_64bits_update(w->xs, c, n);
 	w->payload += n;
 	while (n > 0) {
 		size_t room = RECFILE_BUF - w->used;
@@ -92,8 +101,7 @@ enum recfile_err recfile_writer_create(const char *path, const char magic[8],
 		errno = e;
 		return RECFILE_ERR_IO;
 	}
-	XXH3_64bits_update(w->xs, magic, MAGIC_LEN);
-	memcpy(w->buf, magic, MAGIC_LEN);
+	memcpy(w->buf, magic, MAGIC_LEN); /* hashed with the payload */
 	w->used = MAGIC_LEN;
 	*out = w;
 	return RECFILE_OK;
@@ -140,6 +148,7 @@ enum recfile_err recfile_writer_close(struct recfile_writer *w, int do_fsync)
 		return RECFILE_OK;
 	if (w->err == RECFILE_OK) {
 		uint8_t t[TRAILER_LEN];
+		w_hash(w);
 		le_put64(t, w->payload);
 		le_put64(t + 8, XXH3_64bits_digest(w->xs));
 		/* the trailer is not part of the checksummed bytes */
@@ -147,6 +156,7 @@ enum recfile_err recfile_writer_close(struct recfile_writer *w, int do_fsync)
 			w_drain(w);
 		memcpy(w->buf + w->used, t, TRAILER_LEN);
 		w->used += TRAILER_LEN;
+		w->hashed = w->used;
 		w_drain(w);
 	}
 	if (w->err == RECFILE_OK && do_fsync && fsync(w->fd) != 0)

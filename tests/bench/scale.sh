@@ -219,8 +219,19 @@ print("  per parsed page %.3f / %.3f ms: %.2fx; per MB received %.1f / %.1f ms: 
          per(last, "parsed") / per(small, "parsed"), per(last, "bytes") * 1e9,
          per(small, "bytes") * 1e9, per(last, "bytes") / per(small, "bytes"),
          last["parsed"] / big_req, small["parsed"] / small["requests"]))
+mem = last.get("memory", {})
+nh = last["hosts"]["total"] or 1
+if "total" in mem:
+    print("memory account at the end, MiB: " + ", ".join(
+        "%s %.1f" % (k, v / 2**20) for k, v in mem.items()))
+    print("  a host: table %.0f B, visit %.0f B, politeness %.0f B (of %d hosts)"
+          % (mem["hosts_table"] / nh, mem["visit"] / nh, mem["politeness_hosts"] / nh, nh))
 ck = last["checkpoints"]
 print("checkpoints: %d written, longest pause %.3f s" % (ck["written"], ck["seconds_max"]))
+print("  longest of each phase: drain %.3f, sieve flush %.3f, writer sync %.3f, the loop's files"
+      " %.3f (CPU %.3f), commit (sieve copy, fsync) %.3f s" % tuple(
+          ck.get(k + "_seconds_max", 0)
+          for k in ("drain", "flush", "writer", "files", "files_cpu", "commit")))
 print("resume: first fetch %.2f s after its start, RSS %d MiB (peak %d MiB)"
       % (res["resume_first_fetch_s"], res["resume_rss_kb"] // 1024, int(resume_hwm) // 1024))
 print("judged from the test web's log (both runs): robots.txt violations %d, politeness"
@@ -238,6 +249,8 @@ if max(int(big_hwm), int(resume_hwm)) // 1024 > int(bound):
 if j["robots_violations"] or j["politeness_violations"] or js["robots_violations"] or \
         js["politeness_violations"]:
     bad.append("violations")
+if "total" not in mem:
+    bad.append("no memory account in /status")
 if nd_small[0] < nd_small[1]:
     bad.append("near-duplicates missed in the small crawl")
 if bad:

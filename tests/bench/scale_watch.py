@@ -27,8 +27,10 @@ import sys
 import time
 import urllib.request
 
-# A figure of /status to print per tenth: (column title, dotted path).
-# Adding a figure is one line here.
+# A figure of /status to print per tenth: (column title, dotted path),
+# and a divisor for the memory account's bytes (MiB). Adding a figure is
+# one line here.
+MIB = 2**20
 FIELDS = [
     ("hosts", "hosts.total"),
     ("hosts_idle", "hosts.idle"),
@@ -36,8 +38,21 @@ FIELDS = [
     ("spill_B", "frontier.disk_bytes"),
     ("near_dups", "near_duplicates"),
     ("dns_lookups", "dns.lookups"),
-    # The memory account (bytes per structure) goes here, one line each:
-    # ("frontier_B", "memory.frontier"), ...
+    # the memory account (stats.json "memory"), MiB
+    ("m_hosts", "memory.hosts_table", MIB),
+    ("m_queues", "memory.frontier_queues", MIB),
+    ("m_urls", "memory.frontier_urls", MIB),
+    ("m_visit", "memory.visit", MIB),
+    ("m_polite", "memory.politeness_hosts", MIB),
+    ("m_heaps", "memory.politeness_heaps", MIB),
+    ("m_ips", "memory.ip_groups", MIB),
+    ("m_conns", "memory.ip_connections", MIB),
+    ("m_robots", "memory.robots_cache", MIB),
+    ("m_dns", "memory.dns_cache", MIB),
+    ("m_side", "memory.sieve_side_table", MIB),
+    ("m_neardup", "memory.near_dup", MIB),
+    ("m_parseq", "memory.parse_queue", MIB),
+    ("m_total", "memory.total", MIB),
 ]
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -48,12 +63,12 @@ def status(port):
         return json.load(r)
 
 
-def dig(obj, path):
+def dig(obj, path, div=1):
     for k in path.split("."):
         if not isinstance(obj, dict) or k not in obj:
             return None
         obj = obj[k]
-    return obj
+    return obj / div if div != 1 and isinstance(obj, (int, float)) else obj
 
 
 def proc_cpu_s(pid):
@@ -108,7 +123,7 @@ def fmt(v):
 
 def run(pid, port, target, out_dir, rows_file):
     head = (["tenth", "elapsed_s", "requests", "pages_per_s", "cpu_ms_per_req", "rss_MiB"] +
-            [t for t, _ in FIELDS] + ["ckpts", "ckpt_pause_max_s", "ckpt_MiB"])
+            [f[0] for f in FIELDS] + ["ckpts", "ckpt_pause_max_s", "ckpt_MiB"])
     print("  " + " ".join("%12s" % h for h in head), flush=True)
     rows = open(rows_file, "w")
     rows.write("\t".join(head) + "\n")
@@ -132,7 +147,7 @@ def run(pid, port, target, out_dir, rows_file):
         dt, dreq = now - last[0], req - last[1]
         row = [tenth / 10, now - t0, req, (pages - last[2]) / dt if dt > 0 else 0,
                (cpu - last[3]) * 1000 / dreq if dreq else 0, rss / 1024]
-        row += [dig(s, p) for _, p in FIELDS]
+        row += [dig(s, *f[1:]) for f in FIELDS]
         ck = s.get("checkpoints", {})
         row += [ck.get("written"), ck.get("seconds_max"), ckpt_bytes(out_dir) / 2**20]
         print("  " + " ".join("%12s" % fmt(v) for v in row), flush=True)

@@ -43,6 +43,33 @@ static bool none_busy(void *ctx, int fd)
 	return false;
 }
 
+/* The table's memory account follows the sockets it records: a 32-byte
+ * socket record and a 40-byte address record, 48 bytes each as malloc
+ * rounds them; back to where it was once they are closed. */
+START_TEST(memory_account)
+{
+	struct ip_conns *c = ip_conns_create();
+	ck_assert_ptr_nonnull(c);
+	struct sockaddr_in a[10];
+	char ip[32];
+	for (int i = 0; i < 10; i++) {
+		snprintf(ip, sizeof ip, "127.0.2.%d", i + 1);
+		a[i] = v4(ip);
+	}
+	/* descriptors are only numbers to the table */
+	ck_assert_int_eq(ip_conns_opened(c, 10, (struct sockaddr *)&a[0]), 0);
+	ip_conns_closed(c, 10);
+	uint64_t b1 = ip_conns_bytes(c);
+	for (int fd = 10; fd < 110; fd++)
+		ck_assert_int_eq(ip_conns_opened(c, fd, (struct sockaddr *)&a[fd % 10]), 0);
+	ck_assert_uint_eq(ip_conns_bytes(c) - b1, 100 * 48 + 10 * 48);
+	for (int fd = 10; fd < 110; fd++)
+		ip_conns_closed(c, fd);
+	ck_assert_uint_eq(ip_conns_bytes(c), b1);
+	ip_conns_destroy(c);
+}
+END_TEST
+
 START_TEST(counts_per_address)
 {
 	struct ip_conns *c = ip_conns_create();
@@ -134,6 +161,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, counts_per_address);
 	tcase_add_test(tc, many_addresses);
+	tcase_add_test(tc, memory_account);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

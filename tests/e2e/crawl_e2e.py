@@ -260,6 +260,27 @@ def gen_args(extra=()):
             "--ips", "4"] + list(extra)
 
 
+def check_memory_account(stats):
+    """stats.json's memory account: every structure listed, the total
+    their sum, and the per-host ones at least their stated cost for the
+    hosts the crawl saw (README, "Memory")."""
+    mem = stats.get("memory")
+    keys = ("hosts_table", "frontier_queues", "frontier_urls", "visit", "politeness_hosts",
+            "politeness_heaps", "ip_groups", "ip_connections", "robots_cache", "dns_cache",
+            "sieve_side_table", "near_dup", "parse_queue")
+    if not mem or any(k not in mem for k in keys + ("total",)):
+        return ["stats.json's memory object lacks a key: %s" % mem]
+    errors = []
+    if mem["total"] != sum(mem[k] for k in keys):
+        errors.append("memory.total %d is not the sum of its parts" % mem["total"])
+    hosts = stats["hosts"]["total"]
+    for k, per in (("hosts_table", 56 + 8), ("visit", 48), ("politeness_hosts", 96),
+                   ("robots_cache", 0), ("dns_cache", 0)):
+        if mem[k] < hosts * per or (per == 0 and mem[k] == 0):
+            errors.append("memory.%s %d for %d hosts" % (k, mem[k], hosts))
+    return errors
+
+
 def check_sieve_accounting(stats, rows):
     """Every URL the sieve emitted was requested exactly once, or else is
     accounted for: disallowed by robots.txt, dropped with a host whose name
@@ -320,6 +341,7 @@ def test_coverage(policy, sieve_args=(), check=None, expected_args=(), web=None,
            sv.get("forced_flushes"), sv.get("meta_full_flushes")))
     errors = coverage_errors(expected, got, rows, stats, policy)
     errors += check_sieve_accounting(stats, rows)
+    errors += check_memory_account(stats)
     if check:
         errors += check(stats, expected)
     if errors:

@@ -76,7 +76,7 @@ static void small_frontier(struct frontier_config *c)
 
 static void read_queues(const uint8_t *p, size_t n)
 {
-	put_file("queues", "FRQUEUE1", p, n);
+	put_file("queues", "FRQUEUE2", p, n);
 	struct frontier_config c;
 	small_frontier(&c);
 	struct frontier *f = NULL;

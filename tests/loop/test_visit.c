@@ -95,6 +95,30 @@ static size_t answer_all(struct rig *r, size_t from)
 	return n;
 }
 
+/* The visit's memory account moves with the hosts it has seen: a block
+ * of 4,096 hosts' states (48 bytes each, as malloc rounds the block) once
+ * a host id reaches it, nothing more for the hosts within it. */
+START_TEST(visit_memory_account)
+{
+	struct rig r;
+	char url[64];
+	rig_config(&r);
+	rig_open(&r, 0);
+	rig_add(&r, "http://a.test/1");
+	uint64_t m0 = rig_stats(&r)->mem_bytes;
+	uint64_t block = ((48u << 12) + 8 + 15) & ~(uint64_t)15;
+	for (int i = 1; i < 3 * 4096; i++) {
+		snprintf(url, sizeof url, "http://h%d.test/", i);
+		rig_add(&r, url);
+	}
+	uint64_t m1 = rig_stats(&r)->mem_bytes;
+	ck_assert_uint_eq(m1 - m0, 2 * block);
+	rig_add(&r, "http://h1.test/again");
+	ck_assert_uint_eq(rig_stats(&r)->mem_bytes, m1);
+	rig_close(&r);
+}
+END_TEST
+
 START_TEST(visit_budget)
 {
 	struct rig r;
@@ -442,6 +466,7 @@ int main(void)
 	tcase_add_test(tc, visit_family_fallback);
 	tcase_add_test(tc, visit_lease_refused);
 	tcase_add_test(tc, visit_trace);
+	tcase_add_test(tc, visit_memory_account);
 	tcase_add_test(tc, visit_disallowed_yield);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

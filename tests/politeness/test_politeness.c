@@ -95,6 +95,149 @@ static struct visit_outcome ok_at(uint64_t start)
 	return o;
 }
 
+/* The memory account moves with what it counts: the per-host array by
+ * the header's 96 bytes a host, the heaps by 32 bytes an entry (a slot in
+ * the waiting heap and one in the ready heap), the IP groups by their 88
+ * bytes (and the index). */
+START_TEST(memory_account)
+{
+	struct fx x;
+	struct politeness_stats st0, st;
+	enum { N = 16384, IPS = 256 };
+	char key[64];
+
+	setup(&x, 1);
+	politeness_stats(x.p, &st0);
+	for (int i = 0; i < N; i++) {
+		snprintf(key, sizeof key, "http://h%d.test", i);
+		add_host(&x, key, 1);
+	}
+	politeness_stats(x.p, &st);
+	ck_assert_uint_eq(st.mem_hosts,
+	                  (uint64_t)N * 96); /* the array doubles: N is a power of 2 */
+	ck_assert_uint_ge(st.mem_heaps - st0.mem_heaps, (uint64_t)N * 32);
+	ck_assert_uint_le(st.mem_heaps - st0.mem_heaps, (uint64_t)2 * N * 32);
+	ck_assert_uint_eq(st.mem_ip_groups, st0.mem_ip_groups);
+	for (uint32_t h = 0; h < N; h++)
+		ck_assert_int_eq(set_ip4(x.p, h, 0x7f000001u + h % IPS), POLITENESS_OK);
+	politeness_stats(x.p, &st);
+	ck_assert_uint_eq(st.ip_groups, IPS);
+	/* 88 bytes a group, 4 an index slot (2 to 4 a group) */
+	ck_assert_uint_ge(st.mem_ip_groups, (uint64_t)IPS * (88 + 8));
+	ck_assert_uint_le(st.mem_ip_groups, (uint64_t)IPS * (88 + 16));
+	teardown(&x);
+}
+END_TEST
+
+/* A host with one URL of rule priority prio. */
+static uint32_t add_tier_host(struct fx *x, const char *key, int prio)
+{
+	uint32_t h;
+	char u[128];
+	int n = snprintf(u, sizeof u, "%s/p%d", key, prio);
+
+	ck_assert_int_eq(frontier_host_get(x->f, key, strlen(key), 1, &h), FRONTIER_OK);
+	ck_assert_int_eq(frontier_push(x->f, h, u, (size_t)n, NULL, 0,
+	                               frontier_depth_with_priority(0, prio)),
+	                 FRONTIER_OK);
+	return h;
+}
+
+/* Among the hosts ready at once, solo or sharing an IP, the one whose next
+ * URL has the highest tier goes first, equal tiers in the order they
+ * became ready; a host whose time has not come waits whatever its tier;
+ * a tier that rises while a host is ready counts. */
+START_TEST(precedence)
+{
+	struct fx x;
+	uint32_t h, lo, mid, hi, g1, g2, late;
+	uint64_t t = 0;
+	struct visit_outcome o;
+	struct frontier_url u;
+
+	setup(&x, 1);
+	lo = add_tier_host(&x, "http://lo.test", -1);
+	mid = add_tier_host(&x, "http://mid.test", 0);
+	hi = add_tier_host(&x, "http://hi.test", 2);
+	g1 = add_tier_host(&x, "http://g1.test", 1);
+	g2 = add_tier_host(&x, "http://g2.test", 3);
+	ck_assert_int_eq(set_ip4(x.p, g1, 0x7f000009), POLITENESS_OK);
+	ck_assert_int_eq(set_ip4(x.p, g2, 0x7f000009), POLITENESS_OK);
+	/* g2 (3) through its IP, hi (2), then mid (0), lo (-1); g1 waits for
+	 * the IP g2 holds */
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, g2);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, hi);
+	/* lo's tier rises while it is ready: it now passes mid; later lo,
+	 * its time not come, does not pass mid with a tier 3 URL */
+	ck_assert_int_eq(frontier_push(x.f, lo, "http://lo.test/x", 16, NULL, 0,
+	                               frontier_depth_with_priority(0, 1)),
+	                 FRONTIER_OK);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, lo);
+	ck_assert_int_eq(frontier_pop(x.f, lo, &u), FRONTIER_OK);
+	ck_assert_str_eq(u.url, "http://lo.test/x");
+	o = ok_at(0);
+	ck_assert_int_eq(politeness_release(x.p, lo, &o, 1 * S), POLITENESS_OK);
+	late = lo; /* lo, next allowed at 3 s, still has its tier -1 URL */
+	ck_assert_int_eq(frontier_push(x.f, late, "http://lo.test/y", 16, NULL, 0,
+	                               frontier_depth_with_priority(0, 3)),
+	                 FRONTIER_OK);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 2 * S, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, mid);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 2 * S, &h, &t), POLITENESS_NOT_READY);
+	ck_assert_uint_eq(t, 3 * S);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 3 * S, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, late);
+	/* g2 gives the IP back: g1 follows after the IP delay, not before */
+	ck_assert_int_eq(frontier_pop(x.f, g2, &u), FRONTIER_OK);
+	ck_assert_int_eq(politeness_release(x.p, g2, &o, 3 * S), POLITENESS_OK);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 3 * S, &h, &t), POLITENESS_NOT_READY);
+	ck_assert_uint_eq(t, 4 * S);
+	ck_assert_int_eq(politeness_pop_ready(x.p, 4 * S, &h, &t), POLITENESS_OK);
+	ck_assert_uint_eq(h, g1);
+	teardown(&x);
+}
+END_TEST
+
+/* Hosts sharing an IP, all ready while the IP rests: when it frees, the
+ * best tier goes, then the next, each after the IP's delay. */
+START_TEST(precedence_in_group)
+{
+	struct fx x;
+	uint32_t hs[4], h;
+	uint64_t t = 0, now = 0;
+	struct visit_outcome o;
+	struct frontier_url u;
+	static const int prio[4] = { -2, 1, 3, 0 };
+	static const int want[4] = { 2, 1, 3, 0 };
+
+	setup(&x, 1);
+	for (int i = 0; i < 4; i++) {
+		char k[32];
+		snprintf(k, sizeof k, "http://g%d.test", i);
+		hs[i] = add_tier_host(&x, k, prio[i]);
+		ck_assert_int_eq(set_ip4(x.p, hs[i], 0x7f000005), POLITENESS_OK);
+	}
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(politeness_pop_ready(x.p, now, &h, &t), POLITENESS_OK);
+		ck_assert_uint_eq(h, hs[want[i]]);
+		ck_assert_int_eq(frontier_pop(x.f, h, &u), FRONTIER_OK);
+		o = ok_at(now);
+		ck_assert_int_eq(politeness_release(x.p, h, &o, now), POLITENESS_OK);
+		if (i < 3) {
+			ck_assert_int_eq(politeness_pop_ready(x.p, now, &h, &t),
+			                 POLITENESS_NOT_READY);
+			ck_assert_uint_eq(t, now + 1 * S);
+		}
+		now += 1 * S;
+	}
+	ck_assert_int_eq(politeness_pop_ready(x.p, now, &h, &t), POLITENESS_EMPTY);
+	teardown(&x);
+}
+END_TEST
+
 START_TEST(host_tokens)
 {
 	struct fx x;
@@ -657,6 +800,9 @@ int main(void)
 	tcase_add_test(tc, picks_up_existing_hosts);
 	tcase_add_test(tc, save_and_restore);
 	tcase_add_test(tc, adaptive_estimate_per_host);
+	tcase_add_test(tc, memory_account);
+	tcase_add_test(tc, precedence);
+	tcase_add_test(tc, precedence_in_group);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
