@@ -22,6 +22,7 @@
 
 #include "crawler/config/config.h"
 #include "crawler/control/metrics.h"
+#include "crawler/control/steer.h"
 #include "crawler/crawl_checkpoint.h"
 #include "crawler/crawl_source.h"
 #include "crawler/crawl_writer.h"
@@ -33,6 +34,7 @@
 #include "crawler/visit.h"
 #include "frontier/base/clock.h"
 #include "frontier/frontier.h"
+#include "frontier/url_rules_live.h"
 #include "politeness/delay_policy.h"
 #include "politeness/politeness.h"
 
@@ -60,7 +62,7 @@ void run_wake(void *ctx)
 int run_can_start(void *ctx)
 {
 	struct run *r = ctx;
-	if (crawl_ckpt_active(r->ckpt) || io_stall_active(r->io, NULL, 0))
+	if (crawl_ckpt_active(r->ckpt) || io_stall_active(r->io, NULL, 0) || steer_paused(r->steer))
 		return 0;
 	size_t inflight = fetch_engine_in_flight(r->fetch);
 	if (inflight >= r->cfg->fetch.max_connections)
@@ -121,6 +123,22 @@ int run_take_emit(void *ctx, const char *url, size_t len, const char *via, size_
 	return 0;
 }
 
+int run_rule_drops(void *ctx, const char *url, size_t len, uint32_t depth)
+{
+	struct run *r = ctx;
+	size_t added = url_rules_live_added(r->rules);
+	if (!added || (frontier_depth_of(depth) == 0 && frontier_redirects_of(depth) == 0))
+		return 0;
+	struct url_rules *rules = url_rules_live_get(r->rules);
+	struct url_rules_decision d;
+	url_rules_decide_first(rules, added, url, len, frontier_depth_of(depth), &d);
+	url_rules_live_put(r->rules, rules);
+	if (d.action != URL_RULES_REJECT)
+		return 0;
+	r->counters.rules_dropped++;
+	return 1;
+}
+
 /* ---- results ---- */
 
 /* A result, now or after a checkpoint parked it. */
@@ -139,6 +157,7 @@ void run_fetch_done(void *ctx, struct fetch_result *res)
 	    sieve_path_feed_redirect(r->sp, j->redirect, strlen(j->redirect), j->res->url,
 	                             strlen(j->res->url), word) != 0)
 		r->counters.redirect_dropped++;
+	steer_note_fetch(r->steer, host, j->res->url, j->res->status);
 	parse_jobs_take(r->parse, j);
 	if (r->finished)
 		return;
@@ -200,6 +219,8 @@ static int crawl_is_done(struct run *r)
 		return idle || (quiet && r->sigints > 0);
 	if (crawl_source_budget_over(r->source))
 		return idle;
+	if (steer_busy(r->steer))
+		return 0; /* steered seeds wait for the sieve */
 	if (ps.hosts_in_heap > 0) {
 		if (r->none_ready)
 			wake_at(r, sieve_path_none_ready(r->sp, idle, monotonic_us()));
@@ -249,6 +270,7 @@ void run_pump(void *ctx)
 	/* after the checkpoint's cut: URLs taken in now (an agent's inbox)
 	 * would reach the sieve while it is copied */
 	crawl_source_pump(r->source);
+	steer_pump(r->steer);
 	visit_yielded_run(r->visit);
 	while (!r->stopping && run_can_start(r) && run_page_allowed(r)) {
 		uint32_t host;
@@ -397,6 +419,48 @@ static void start_handles(struct run *r, int resume)
 	}
 }
 
+/* The steering's hook: a steered seed's key for the sieve, through the
+ * feeder (as a redirect target is); -1 while its queue has no room. */
+static int steer_feed(void *ctx, const char *key, size_t len)
+{
+	struct run *r = ctx;
+	/* the room run_can_start keeps for redirect targets and a flush stays */
+	if (r->stopping || !sieve_path_has_room(r->sp, fetch_engine_in_flight(r->fetch) + 1))
+		return -1;
+	return sieve_path_feed_redirect(r->sp, key, len, "", 0, 0);
+}
+
+static int steer_request(void *ctx, const char *method, const char *target, const char *body,
+                         size_t len, FILE *f)
+{
+	return steer_http(ctx, method, target, body, len, f);
+}
+
+/* Steering (a resume's steering.log replayed), and its requests on the
+ * metrics server. A crawl exit code. */
+static int start_steering(struct run *r, int resume)
+{
+	char msg[1400];
+	const struct steer_parts sp = {
+		.out_dir = r->cfg->output.dir,
+		.url = &r->cfg->url,
+		.rules = r->rules,
+		.frontier = r->frontier,
+		.pol = r->pol,
+		.ctx = r,
+		.feed = steer_feed,
+		.wake = run_wake,
+	};
+	if (steer_create(&sp, resume, &r->steer, msg, sizeof msg) != 0) {
+		fprintf(stderr, "crawler crawl: %s\n", msg);
+		return CRAWL_EXIT_FAILURE;
+	}
+	r->src.steer = r->steer;
+	if (r->metrics)
+		metrics_server_set_control(r->metrics, steer_request, r->steer);
+	return CRAWL_EXIT_OK;
+}
+
 /* The loop's handles and clocks, the metrics endpoint, the feeder (the
  * seeds: a checkpoint's sieve has seen them) and a resume's replay of the
  * tail, once every piece is open. A crawl exit code. */
@@ -404,6 +468,7 @@ static int start(struct run *r, char *const *seeds, size_t nseeds, int resume)
 {
 	const struct crawl_config *cfg = r->cfg;
 	char msg[256];
+	int rc;
 	start_handles(r, resume);
 	if (cfg->output.metrics[0] &&
 	    metrics_server_start(&r->loop, cfg->output.metrics, render_metrics, r, &r->metrics, msg,
@@ -411,8 +476,12 @@ static int start(struct run *r, char *const *seeds, size_t nseeds, int resume)
 		fprintf(stderr, "crawler crawl: %s\n", msg);
 		return CRAWL_EXIT_USAGE;
 	}
+	if ((rc = start_steering(r, resume)) != CRAWL_EXIT_OK)
+		return rc;
 	if (r->metrics)
-		fprintf(stderr, "crawler crawl: live figures on %s (port %d): /metrics, /status\n",
+		fprintf(stderr,
+		        "crawler crawl: live figures on %s (port %d): /metrics, /status; steering:"
+		        " POST /seeds, /rules, /pause, /resume, /hosts/HOST/delay?ms=N\n",
 		        cfg->output.metrics, metrics_server_port(r->metrics));
 	if (sieve_path_start_feeder(r->sp, seeds, r->from[0] ? 0 : nseeds,
 	                            crawl_source_batch(r->source)) != 0 ||

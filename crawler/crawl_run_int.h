@@ -45,6 +45,7 @@ struct run {
 	struct crawl_tail_pos tail; /* where that checkpoint's cut fell */
 	struct io_stall *io; /* outputs that cannot be written (a full disk): fetching pauses */
 	struct metrics_server *metrics; /* --metrics: the live figures */
+	struct steer *steer;            /* steering: POST /seeds..., OUT/action/ */
 	struct outdir_lock *lock;
 	struct crawl_source *source; /* where work comes from, found URLs go */
 	pthread_mutex_t wake_mu;     /* guards wake_ok against uv_close of async */
@@ -75,6 +76,9 @@ void run_wake(void *ctx);
 int run_can_start(void *ctx);
 /* One more page may start (the source's page budget). */
 int run_page_allowed(void *ctx);
+/* A queued URL at its turn: 1 (dropped, counted) when a rule added at
+ * the top while the crawl ran rejects it; seeds are exempt. */
+int run_rule_drops(void *ctx, const char *url, size_t len, uint32_t depth);
 /* The pages the crawl has started, its earlier runs' included. */
 uint64_t run_pages_started(void *ctx);
 /* The loop's pump: whatever can move on does. */

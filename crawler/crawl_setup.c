@@ -16,6 +16,7 @@
 #include "crawler/archive/previous.h"
 #include "crawler/config/config.h"
 #include "crawler/control/metrics.h"
+#include "crawler/control/steer.h"
 #include "crawler/crawl_checkpoint.h"
 #include "crawler/crawl_exit.h"
 #include "crawler/crawl_outdir.h"
@@ -309,6 +310,7 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 		           .can_start = run_can_start,
 		           .page_allowed = run_page_allowed,
 		           .pump = run_pump,
+		           .dropped = run_rule_drops,
 		           .pump_soon = run_pump_soon },
 		.stopping = &r->stopping,
 		.finished = &r->finished,
@@ -545,6 +547,7 @@ void run_teardown(struct run *r, int ran)
 		r->handles_open = 0;
 	}
 	metrics_server_stop(r->metrics);
+	steer_stop(r->steer); /* no action file taken that the loop would not apply */
 	crawl_source_stop(r->source);
 	if (r->loop_ok)
 		uv_run(&r->loop, UV_RUN_DEFAULT);
@@ -557,6 +560,7 @@ void run_teardown(struct run *r, int ran)
 		uv_run(&r->loop, UV_RUN_DEFAULT);
 		uv_loop_close(&r->loop);
 	}
+	steer_destroy(r->steer); /* before the pieces it steers; after the reports */
 	crawl_ckpt_destroy(r->ckpt);
 	parse_jobs_destroy(r->parse);
 	crawl_writer_destroy(r->writer);

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "crawler/config/config.h"
+#include "crawler/control/steer.h"
 #include "crawler/crawl_checkpoint.h"
 #include "crawler/crawl_source.h"
 #include "crawler/crawl_tail.h"
@@ -335,17 +336,7 @@ static uint64_t entry_u64(const struct stat_entry *e)
 
 static void json_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
+	ascii_json_string(f, s, strlen(s));
 }
 
 static void json_table(FILE *f, const struct stat_table *t, const char *open, const char *sep,
@@ -526,6 +517,8 @@ struct stats_derived {
 	uint64_t status_v[VISIT_STATUS_MAX], scope_v[SCOPE_VERDICT_COUNT];
 	uint64_t rules_n, rules_added, rules_accepted, rules_rejected, rules_no_match;
 	struct previous_stats previous;
+	struct steer_stats steer;
+	uint64_t paused;
 	char status_names[VISIT_STATUS_MAX][4];
 	char dns_names[VISIT_ERRORS][64];
 	struct stat_entry status_e[VISIT_STATUS_MAX + 1], error_e[4 * VISIT_ERRORS],
@@ -581,6 +574,8 @@ static void derive(const struct crawl_stats *s, struct stats_derived *d)
 		previous_stats(s->src->previous, &d->previous);
 	d->interval_s = s->output->stats_interval_s;
 	derive_rules(s->src->rules, d);
+	steer_stats(s->src->steer, &d->steer);
+	d->paused = (uint64_t)steer_paused(s->src->steer);
 }
 
 static size_t status_entries(const struct visit_stats *v, struct stats_derived *d,
@@ -750,6 +745,12 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "dropped_queued", STAT_U64, &t->loop.rules_dropped, 0 },
 		{ "by_rule", STAT_RULES, s->src->rules, 0 },
 	};
+	const struct stat_entry steer_e[] = {
+		{ "applied", STAT_U64, &d->steer.applied, 0 },
+		{ "refused", STAT_U64, &d->steer.refused, 0 },
+		{ "seeds", STAT_U64, &d->steer.seeds, 0 },
+		{ "paused", STAT_U64, &d->paused, 0 },
+	};
 	const struct stat_entry requisite_e[] = {
 		{ "found", STAT_U64, &t->parse.embeds, 0 },
 		{ "added", STAT_U64, &t->parse.embeds_added, 0 },
@@ -768,7 +769,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 	const struct stat_table hosts = TABLE(hosts_e), frontier = TABLE(frontier_e),
 	                        dns = TABLE(dns_e), ckpt = TABLE(ckpt_e), stalls = TABLE(stall_e),
 	                        sitemaps = TABLE(sitemap_e), requisites = TABLE(requisite_e),
-	                        rules = TABLE(rules_e);
+	                        rules = TABLE(rules_e), steering = TABLE(steer_e);
 	const struct stat_entry top_e[] = {
 		{ "pages", STAT_U64, &t->visit.pages_done, 0 },
 		{ "requests", STAT_U64, &t->visit.requests, 0 },
@@ -782,6 +783,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "errors", STAT_OBJECT, &errors, 0 },
 		{ "scope_rejected", STAT_OBJECT, &scope, 0 },
 		{ "url_rules", STAT_OBJECT, &rules, 0 },
+		{ "steering", STAT_OBJECT, &steering, 0 },
 		{ "redirects", STAT_U64, &t->visit.redirects, 0 },
 		{ "disallowed_yields", STAT_U64, &t->visit.disallowed_yields, 0 },
 		{ "idle_connections_shut", STAT_U64, &t->fetch.idle_conns_shut, 0 },

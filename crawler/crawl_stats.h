@@ -92,6 +92,7 @@ struct crawl_stats_sources {
 	struct url_rules_live *rules;    /* the URL rules and their counts */
 	struct io_stall *io;             /* output stalls (a full disk) */
 	const struct previous *previous; /* the crawl recrawled against, or NULL */
+	const struct steer *steer;       /* steering: actions applied and refused */
 };
 
 /* A gatherer of src's pieces (borrowed, read at every report) with the

@@ -632,6 +632,9 @@ static void visit_next(struct visit *v, uint32_t host)
 				return;
 			continue;
 		}
+		if (v->p.hooks.dropped &&
+		    v->p.hooks.dropped(v->p.hooks.ctx, fu.url, fu.url_len, fu.depth))
+			continue;
 		char *url = strndup(fu.url, fu.url_len);
 		char *via = strndup(fu.via, fu.via_len);
 		/* counted first: a request put back at once uncounts itself */

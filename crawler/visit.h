@@ -116,6 +116,9 @@ struct visit_hooks {
 	 * within the pages this agent reserved of the crawl's */
 	int (*page_allowed)(void *ctx);
 	void (*pump)(void *ctx); /* the loop's pump, after a DNS answer */
+	/* NULL, or 1 when a queued URL (its depth word) is to be dropped at
+	 * its turn: a rule added since it was queued rejects it */
+	int (*dropped)(void *ctx, const char *url, size_t len, uint32_t depth);
 	/* a pump on one of the loop's next turns, never from within this
 	 * call: a held host gave its turn back (visit_yielded_run) */
 	void (*pump_soon)(void *ctx);

@@ -22,6 +22,7 @@
  */
 #include "politeness/politeness.h"
 #include "politeness/robots.h"
+#include "frontier/base/array.h"
 #include "frontier/base/recfile.h"
 
 #include <stdlib.h>
@@ -81,6 +82,12 @@ struct phost {
 	uint8_t robots_state; /* enum politeness_robots_state */
 	uint8_t robots_ref;   /* robots cache clock: visited since the hand passed */
 	uint8_t robots_ring;  /* listed in the robots cache's ring */
+	uint8_t steered;      /* has a steered delay (struct politeness's steered) */
+};
+
+/* A steered host delay: few (set by hand), kept apart, sorted by host. */
+struct steered_delay {
+	uint32_t host, ms;
 };
 
 struct ipgroup {
@@ -109,6 +116,8 @@ struct politeness {
 	 * rules went are dropped when the clock hand reaches them) */
 	uint32_t *rring;
 	uint32_t rring_n, rring_cap, rhand;
+	struct steered_delay *steered;
+	size_t nsteered, steered_cap;
 	uint64_t heap_slots; /* entries allocated in every heap (the top and the groups') */
 	struct politeness_stats st;
 };
@@ -532,6 +541,7 @@ void politeness_destroy(struct politeness *p)
 	}
 	free(p->groups);
 	free(p->rring);
+	free(p->steered);
 	free(p->ipmap);
 	free(p->hosts);
 	free(p->top.wait.a);
@@ -607,8 +617,18 @@ enum politeness_err politeness_release(struct politeness *p, uint32_t host,
 	}
 	if (p->cfg.policy == DELAY_POLICY_ADAPTIVE)
 		h->est = delay_estimate_update(&p->cfg, h->est, o, now_us);
-	h->next = delay_policy_next_time_est(&p->cfg, o, now_us, h->crawl_delay,
-	                                     o->kind == VISIT_ERROR ? h->errors : 0, &h->est);
+	if (h->steered) {
+		/* a steered delay: the fixed policy's wait, at that delay */
+		struct politeness_config fixed = p->cfg;
+		fixed.policy = DELAY_POLICY_FIXED;
+		fixed.host_delay_us = (uint64_t)politeness_host_delay(p, host) * 1000u;
+		h->next = delay_policy_next_time_est(&fixed, o, now_us, h->crawl_delay,
+		                                     o->kind == VISIT_ERROR ? h->errors : 0, NULL);
+	} else {
+		h->next =
+		        delay_policy_next_time_est(&p->cfg, o, now_us, h->crawl_delay,
+		                                   o->kind == VISIT_ERROR ? h->errors : 0, &h->est);
+	}
 	if (o->kind != VISIT_NONE)
 		h->wait = h->next - now_us; /* next >= now_us: a wait is never negative */
 	g0 = h->held_group;
@@ -660,13 +680,65 @@ void politeness_ip_busy(struct politeness *p, uint32_t host, uint64_t until_us)
 void politeness_visit_budget(const struct politeness *p, uint32_t host, uint32_t *max_urls,
                              uint64_t *max_us)
 {
-	(void)host;
 	if (p == NULL)
 		return;
+	/* a steered delay holds between every two requests: one URL a visit */
+	int steered = host < p->known && p->hosts[host].steered;
 	if (max_urls != NULL)
-		*max_urls = p->cfg.max_urls_per_visit;
+		*max_urls = steered ? 1 : p->cfg.max_urls_per_visit;
 	if (max_us != NULL)
-		*max_us = p->cfg.policy == DELAY_POLICY_RATIO ? p->cfg.visit_budget_us : UINT64_MAX;
+		*max_us = p->cfg.policy == DELAY_POLICY_RATIO && !steered ? p->cfg.visit_budget_us
+		                                                          : UINT64_MAX;
+}
+
+/* The index of host's steered delay, or where it would go. */
+static size_t steered_find(const struct politeness *p, uint32_t host)
+{
+	size_t lo = 0, hi = p->nsteered;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->steered[mid].host < host)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+enum politeness_err politeness_host_set_delay(struct politeness *p, uint32_t host, uint32_t ms)
+{
+	if (p == NULL || host >= frontier_host_count(p->f))
+		return POLITENESS_ERR_INVALID;
+	if (sync_hosts(p, host) != 0)
+		return POLITENESS_ERR_NOMEM;
+	size_t i = steered_find(p, host);
+	int found = i < p->nsteered && p->steered[i].host == host;
+	if (!ms) {
+		if (found)
+			memmove(&p->steered[i], &p->steered[i + 1],
+			        (p->nsteered-- - i - 1) * sizeof *p->steered);
+		p->hosts[host].steered = 0;
+		return POLITENESS_OK;
+	}
+	if (!found) {
+		struct steered_delay *n =
+		        array_grow(p->steered, &p->steered_cap, p->nsteered, sizeof *n, 8);
+		if (!n)
+			return POLITENESS_ERR_NOMEM;
+		p->steered = n;
+		memmove(&n[i + 1], &n[i], (p->nsteered++ - i) * sizeof *n);
+		n[i].host = host;
+	}
+	p->steered[i].ms = ms;
+	p->hosts[host].steered = 1;
+	return POLITENESS_OK;
+}
+
+uint32_t politeness_host_delay(const struct politeness *p, uint32_t host)
+{
+	if (p == NULL || host >= p->known || !p->hosts[host].steered)
+		return 0;
+	return p->steered[steered_find(p, host)].ms;
 }
 
 enum politeness_err politeness_host_set_ip(struct politeness *p, uint32_t host,
@@ -1071,8 +1143,9 @@ void politeness_stats(const struct politeness *p, struct politeness_stats *s)
 	if (p == NULL || s == NULL)
 		return;
 	*s = p->st;
-	s->mem_hosts =
-	        (uint64_t)p->nhosts * sizeof *p->hosts + (uint64_t)p->rring_cap * sizeof *p->rring;
+	s->mem_hosts = (uint64_t)p->nhosts * sizeof *p->hosts +
+	               (uint64_t)p->rring_cap * sizeof *p->rring +
+	               (uint64_t)p->steered_cap * sizeof *p->steered;
 	s->mem_heaps = p->heap_slots * sizeof(struct hent);
 	s->mem_ip_groups = (uint64_t)p->groups_cap * sizeof *p->groups +
 	                   (uint64_t)p->ipmap_cap * sizeof *p->ipmap;

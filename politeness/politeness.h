@@ -169,6 +169,15 @@ int politeness_host_ip(const struct politeness *p, uint32_t host, struct ip_addr
 /* robots.txt Crawl-delay for the host (0 = none); capped by crawl_delay_cap. */
 enum politeness_err politeness_host_set_crawl_delay(struct politeness *p, uint32_t host,
                                                     uint64_t delay_us);
+/* A steered host delay (a running crawl's POST /hosts/HOST/delay): ms
+ * between the end of one request to the host and the start of the next,
+ * in place of the policy's own wait (Crawl-delay, back-off and Retry-After
+ * still lengthen it, the IP delay still holds), and one URL a visit; 0
+ * gives the host back to the policy. From its next release on. Kept apart
+ * from the per-host array (8 bytes a steered host, a binary search). */
+enum politeness_err politeness_host_set_delay(struct politeness *p, uint32_t host, uint32_t ms);
+/* The steered delay of a host in ms (0: none). */
+uint32_t politeness_host_delay(const struct politeness *p, uint32_t host);
 /* Next allowed time of a host (its own, not its IP's); 0 for unknown. */
 uint64_t politeness_host_next(const struct politeness *p, uint32_t host);
 /* Next allowed time of the host's IP group (0 if none). */

@@ -17,6 +17,9 @@ struct client {
 	int handles; /* open handles: freed when 0 */
 	int closing;
 	size_t len;
+	size_t head_len; /* the head's bytes with its blank line; 0: not all read */
+	char *body;      /* malloc'd: Content-Length bytes, head_len onwards */
+	size_t body_len, body_need;
 	char *resp; /* malloc'd (open_memstream) */
 	size_t resp_len;
 	char req[METRICS_REQUEST_MAX];
@@ -27,6 +30,8 @@ struct metrics_server {
 	uv_loop_t *loop;
 	metrics_render_fn render;
 	void *ctx;
+	metrics_control_fn control;
+	void *control_ctx;
 	struct client *clients;
 	int nclients;
 	int listener_open, stopping, port;
@@ -47,6 +52,7 @@ static void on_client_closed(uv_handle_t *h)
 	DLIST_UNLINK(m->clients, c);
 	m->nclients--;
 	free(c->resp);
+	free(c->body);
 	free(c);
 	maybe_free(m);
 }
@@ -72,6 +78,9 @@ static void respond(struct client *c, int code, const char *type, const char *bo
 	const char *reason = code == 200   ? "OK"
 	                     : code == 404 ? "Not Found"
 	                     : code == 400 ? "Bad Request"
+	                     : code == 405 ? "Method Not Allowed"
+	                     : code == 413 ? "Content Too Large"
+	                     : code == 503 ? "Service Unavailable"
 	                                   : "Internal Server Error";
 	FILE *f = open_memstream(&c->resp, &c->resp_len);
 	if (!f) {
@@ -93,10 +102,36 @@ static void respond(struct client *c, int code, const char *type, const char *bo
 		client_close(c);
 }
 
+/* A request the metrics pages are not: the control callback's, else 404. */
+static void serve_control(struct client *c)
+{
+	static const char not_found[] = "not found: GET /metrics or /status\n";
+	char method[16], target[2048];
+	if (sscanf(c->req, "%15s %2047s", method, target) != 2 || !c->m->control) {
+		respond(c, 404, "text/plain", not_found, sizeof not_found - 1);
+		return;
+	}
+	char *out = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&out, &n);
+	int code = f ? c->m->control(c->m->control_ctx, method, target, c->body ? c->body : "",
+	                             c->body_len, f)
+	             : 500;
+	if (f && fclose(f) != 0)
+		code = 500;
+	if (code == 500)
+		respond(c, 500, "text/plain", "cannot answer\n", 14);
+	else
+		respond(c, code,
+		        strncmp(target, "/hosts/", 7) == 0 && code == 200 ? "application/json"
+		                                                          : "text/plain",
+		        out, n);
+	free(out);
+}
+
 /* Renders the page named by the request line into a response. */
 static void serve(struct client *c)
 {
-	static const char not_found[] = "not found: GET /metrics or /status\n";
 	enum metrics_page page;
 	const char *type;
 	if (strncmp(c->req, "GET /metrics ", 13) == 0) {
@@ -106,7 +141,7 @@ static void serve(struct client *c)
 		page = METRICS_STATUS;
 		type = "application/json";
 	} else {
-		respond(c, 404, "text/plain", not_found, sizeof not_found - 1);
+		serve_control(c);
 		return;
 	}
 	char *body = NULL;
@@ -126,7 +161,37 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
 	struct client *c = h->data;
 	(void)suggested;
-	*b = uv_buf_init(c->req + c->len, (unsigned)(sizeof c->req - 1 - c->len));
+	if (c->head_len)
+		*b = uv_buf_init(c->body + c->body_len, (unsigned)(c->body_need - c->body_len));
+	else
+		*b = uv_buf_init(c->req + c->len, (unsigned)(sizeof c->req - 1 - c->len));
+}
+
+/* The head is in: its Content-Length, and the body's bytes read with it
+ * moved to a buffer of that size. 0, or an HTTP error code. */
+static int head_read(struct client *c, const char *end)
+{
+	c->head_len = (size_t)(end - c->req);
+	const char *cl = strcasestr(c->req, "\ncontent-length:");
+	size_t need = 0;
+	if (cl && cl < end) {
+		char *e;
+		unsigned long long v = strtoull(cl + 16, &e, 10);
+		if (e == cl + 16 || v > METRICS_BODY_MAX)
+			return e == cl + 16 ? 400 : 413;
+		need = (size_t)v;
+	}
+	c->body_need = need;
+	c->body = malloc(need + 1);
+	if (!c->body)
+		return 500;
+	size_t have = c->len - c->head_len;
+	if (have > need)
+		have = need;
+	memcpy(c->body, c->req + c->head_len, have);
+	c->body_len = have;
+	c->req[c->head_len] = '\0';
+	return 0;
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
@@ -137,16 +202,37 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 		client_close(c);
 		return;
 	}
-	c->len += (size_t)nread;
-	c->req[c->len] = '\0';
-	if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) {
-		uv_read_stop(s);
-		uv_timer_stop(&c->idle);
-		serve(c);
-	} else if (c->len + 1 >= sizeof c->req) {
-		uv_read_stop(s);
-		respond(c, 400, "text/plain", "request too large\n", 18);
+	if (c->head_len) {
+		c->body_len += (size_t)nread;
+	} else {
+		c->len += (size_t)nread;
+		c->req[c->len] = '\0';
+		char *end = strstr(c->req, "\r\n\r\n");
+		char *end2 = strstr(c->req, "\n\n");
+		if (end)
+			end += 4;
+		else if (end2)
+			end = end2 + 2;
+		if (!end) {
+			if (c->len + 1 >= sizeof c->req) {
+				uv_read_stop(s);
+				respond(c, 400, "text/plain", "request too large\n", 18);
+			}
+			return;
+		}
+		int code = head_read(c, end);
+		if (code) {
+			uv_read_stop(s);
+			respond(c, code, "text/plain", "bad or too large a body\n", 24);
+			return;
+		}
 	}
+	if (c->body_len < c->body_need)
+		return;
+	c->body[c->body_len] = '\0';
+	uv_read_stop(s);
+	uv_timer_stop(&c->idle);
+	serve(c);
 }
 
 static void on_idle(uv_timer_t *t)
@@ -240,6 +326,12 @@ int metrics_server_start(uv_loop_t *loop, const char *addr, metrics_render_fn re
 		                        : ((struct sockaddr_in *)&bound)->sin_port);
 	*out = m;
 	return 0;
+}
+
+void metrics_server_set_control(struct metrics_server *m, metrics_control_fn control, void *ctx)
+{
+	m->control = control;
+	m->control_ctx = ctx;
 }
 
 int metrics_server_port(const struct metrics_server *m)

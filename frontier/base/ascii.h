@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 static inline bool ascii_is_digit(unsigned char c)
@@ -99,6 +100,23 @@ static inline char *ascii_decimal_before(char *end, unsigned long long v, int wi
 		v /= 10;
 	} while (v != 0 || end - p < width);
 	return p;
+}
+
+/* s[n] as a JSON string, quoted: '"' and '\\' escaped, control bytes as
+ * \u00XX, other bytes as they are (stats.json, the control pages). */
+static inline void ascii_json_string(FILE *f, const char *s, size_t n)
+{
+	fputc('"', f);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
 }
 
 #endif

@@ -549,6 +549,77 @@ START_TEST(crawl_delay_and_retry_after)
 }
 END_TEST
 
+/* Visits want at now (another ready host first, other, ends at once), ending at end. */
+static void pop_visit(struct fx *x, uint32_t want, uint32_t other, uint64_t now, uint64_t end)
+{
+	uint32_t h;
+	uint64_t t = 0;
+	struct visit_outcome o = ok_at(now);
+	ck_assert_int_eq(politeness_pop_ready(x->p, now, &h, &t), POLITENESS_OK);
+	if (h == other) {
+		ck_assert_int_eq(politeness_release(x->p, other, &o, now), POLITENESS_OK);
+		ck_assert_int_eq(politeness_pop_ready(x->p, now, &h, &t), POLITENESS_OK);
+	}
+	ck_assert_uint_eq(h, want);
+	ck_assert_int_eq(politeness_release(x->p, want, &o, end), POLITENESS_OK);
+}
+
+/* A steered delay replaces the policy's wait for its host only (ratio
+ * policy here: one URL a visit instead of its budget), Crawl-delay still
+ * lengthens it, 0 gives the host back to the policy, and many steered
+ * hosts keep each their own. */
+START_TEST(steered_delay)
+{
+	struct fx x;
+	uint32_t a, b, h, hosts[40];
+	uint64_t t = 0, mt = 0;
+	uint32_t mu = 0;
+	struct visit_outcome o;
+
+	setup_policy(&x, 0, DELAY_POLICY_RATIO);
+	a = add_host(&x, "http://a.test", 5);
+	b = add_host(&x, "http://b.test", 5);
+	ck_assert_int_eq(politeness_host_set_delay(x.p, a, 30000), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_delay(x.p, a), 30000);
+	ck_assert_uint_eq(politeness_host_delay(x.p, b), 0);
+	politeness_visit_budget(x.p, a, &mu, &mt);
+	ck_assert_uint_eq(mu, 1);
+	ck_assert_uint_eq(mt, UINT64_MAX);
+	politeness_visit_budget(x.p, b, &mu, &mt);
+	ck_assert_uint_gt(mu, 1);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(politeness_pop_ready(x.p, 0, &h, &t), POLITENESS_OK);
+		o = ok_at(0);
+		ck_assert_int_eq(politeness_release(x.p, h, &o, 1 * S), POLITENESS_OK);
+	}
+	ck_assert_uint_eq(politeness_host_next(x.p, a), 31 * S);
+	ck_assert_uint_lt(politeness_host_next(x.p, b), 31 * S);
+	/* a shorter Crawl-delay does not shorten it; a longer one lengthens it */
+	ck_assert_int_eq(politeness_host_set_crawl_delay(x.p, a, 20 * S), POLITENESS_OK);
+	pop_visit(&x, a, b, 31 * S, 32 * S);
+	ck_assert_uint_eq(politeness_host_next(x.p, a), 62 * S);
+	ck_assert_int_eq(politeness_host_set_delay(x.p, a, 5000), POLITENESS_OK);
+	pop_visit(&x, a, b, 62 * S, 63 * S);
+	ck_assert_uint_eq(politeness_host_next(x.p, a), 83 * S);
+	ck_assert_int_eq(politeness_host_set_delay(x.p, a, 0), POLITENESS_OK);
+	ck_assert_uint_eq(politeness_host_delay(x.p, a), 0);
+	politeness_visit_budget(x.p, a, &mu, &mt);
+	ck_assert_uint_gt(mu, 1);
+	for (int i = 0; i < 40; i++) {
+		char key[32];
+		snprintf(key, sizeof key, "http://h%d.test", 39 - i);
+		hosts[i] = add_host(&x, key, 1);
+		ck_assert_int_eq(politeness_host_set_delay(x.p, hosts[i], 100u + (uint32_t)i),
+		                 POLITENESS_OK);
+	}
+	for (int i = 0; i < 40; i++)
+		ck_assert_uint_eq(politeness_host_delay(x.p, hosts[i]), 100u + (uint32_t)i);
+	ck_assert_uint_eq(politeness_host_delay(x.p, a), 0);
+	ck_assert_int_eq(politeness_host_set_delay(x.p, 1000000, 5), POLITENESS_ERR_INVALID);
+	teardown(&x);
+}
+END_TEST
+
 /* Saved host states carry over to a new politeness (a resumed crawl): each
  * host and IP waits at least one delay from the restore, or its saved wait
  * when longer; errors, crawl-delay and IP come back. */
@@ -725,6 +796,7 @@ int main(void)
 	tcase_add_test(tc, dns_protocol);
 	tcase_add_test(tc, backoff_and_retire);
 	tcase_add_test(tc, crawl_delay_and_retry_after);
+	tcase_add_test(tc, steered_delay);
 	tcase_add_test(tc, picks_up_existing_hosts);
 	tcase_add_test(tc, save_and_restore);
 	tcase_add_test(tc, adaptive_estimate_per_host);
