@@ -323,7 +323,11 @@ static void on_aux(redisAsyncContext *ac, void *reply, void *priv)
 	n->progress_ms = monotonic_ms();
 }
 
-static void wait_release(struct rt_wait *w)
+/* Answers w's commands with their held replies, or with NULL when lost:
+ * the master went away before its WAIT was answered, so a write it
+ * acknowledged may not be on the replica that takes over (the caller
+ * sends it again). */
+static void wait_release(struct rt_wait *w, bool lost)
 {
 	for (size_t i = 0; i < w->n; i++) {
 		struct rt_cmd *q = w->cmds[i];
@@ -334,7 +338,7 @@ static void wait_release(struct rt_wait *w)
 			continue; /* cannot be: its reply comes first on the connection */
 		redisReply *held = q->held;
 		q->held = NULL;
-		cmd_finish(q, held);
+		cmd_finish(q, lost ? NULL : held);
 		if (held != NULL)
 			freeReplyObject(held);
 	}
@@ -351,7 +355,7 @@ static void on_wait(redisAsyncContext *ac, void *reply, void *priv)
 	n->progress_ms = monotonic_ms();
 	if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer < 1)
 		n->r->st.wait_timeouts++;
-	wait_release(priv);
+	wait_release(priv, r == NULL);
 }
 
 static int wait_add(struct rt_wait **wp, struct rt_cmd *q)
@@ -407,7 +411,7 @@ static void node_flush(struct rt_node *n)
 	    redisAsyncCommand(n->ac, on_wait, w, "WAIT 1 %d", ROUTER_WAIT_MS) == REDIS_OK)
 		n->inflight++;
 	else
-		wait_release(w); /* answered as they are (none may be yet: detached) */
+		wait_release(w, false); /* answered as they are (none may be yet: detached) */
 }
 
 static void flush_timer_cb(uv_timer_t *t)

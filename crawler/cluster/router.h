@@ -45,7 +45,9 @@
  * answer loses none of it when its replica takes over. If no replica
  * acknowledges within ROUTER_WAIT_MS the reply is given anyway (counted in
  * wait_timeouts): the replica is down, and there is nothing to fail over
- * to.
+ * to. A master lost before its WAIT is answered answers its durable
+ * commands with NULL, as failed: what it acknowledged may be missing on
+ * the replica that takes over, so the caller sends it again.
  *
  * Connections: one asynchronous hiredis connection per master (libuv
  * adapter), opened when the map names it, retried every ROUTER_RETRY_MS
