@@ -79,7 +79,7 @@ static int ipv4_number(const char *s, size_t n, uint64_t *out)
 	return 0;
 }
 
-static bool ends_in_number(const char *s, size_t n)
+bool url__ends_in_number(const char *s, size_t n)
 {
 	if (n > 0 && s[n - 1] == '.') {
 		n--; /* a trailing dot is ignored, unless it is the only label */
@@ -488,7 +488,7 @@ static enum url_error host_parse_inner(struct url *u, const char *s, size_t n, b
 ascii_done:
 	if (h->n == 0)
 		return URL_ERR_INVALID_HOST;
-	if (ends_in_number(h->p, h->n)) {
+	if (url__ends_in_number(h->p, h->n)) {
 		uint32_t v4;
 		enum url_error e = ipv4_parse(h->p, h->n, &v4);
 		if (e)

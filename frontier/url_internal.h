@@ -147,5 +147,8 @@ static inline bool url__is_http(const struct url *u)
 /* url_host.c: the host parser (domain with IDNA, IPv4, IPv6, opaque) of
  * the standard; writes the serialized host into u->host and its kind. */
 enum url_error url__host_parse(struct url *u, const char *s, size_t n, bool opaque);
+/* The URL Standard's "ends in a number": the host's last label (a trailing
+ * dot ignored) reads as an IPv4 number, so the host parses as an address. */
+bool url__ends_in_number(const char *s, size_t n);
 
 #endif

@@ -239,8 +239,12 @@ enum url_error url_crawl_key(const struct url *u, char *out, size_t cap, size_t 
 			skip += 4;
 	}
 	if (u->host_kind == HOST_DOMAIN) {
-		while (host_end - (host_off + skip) > 1 && h[host_end - 1] == '.')
-			host_end--;
+		size_t end = host_end;
+		while (end - (host_off + skip) > 1 && h[end - 1] == '.')
+			end--;
+		/* "2103..." is a domain, "2103" an IPv4 address: keep such dots */
+		if (!url__ends_in_number(h + host_off + skip, end - host_off - skip))
+			host_end = end;
 	}
 	oput(&o, "//", 2);
 	oput(&o, h + host_off + skip, host_end - host_off - skip);
