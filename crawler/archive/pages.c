@@ -101,7 +101,8 @@ static void http_parse(const uint8_t *b, size_t n, struct http_msg *m)
 	const char *sp = memchr(s, ' ', eol ? (size_t)(eol - s) : n);
 	if (eol == NULL || sp == NULL)
 		return;
-	m->status = atoi(sp + 1);
+	long st = ascii_decimal_prefix(sp + 1, (size_t)(eol - sp - 1), 999);
+	m->status = st < 0 ? 0 : (int)st;
 	for (const char *l = eol + 1; l < end;) {
 		const char *le = memchr(l, '\n', (size_t)(end - l));
 		size_t ll = le ? (size_t)(le - l) : (size_t)(end - l);

@@ -3,6 +3,7 @@
  * Cluster. See router.h.
  */
 #include "crawler/cluster/router.h"
+#include "frontier/base/ascii.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -274,8 +275,8 @@ static struct rt_node *node_of_addr(struct router *r, const struct rt_node *from
 			colon = addr + i;
 	if (colon == NULL)
 		return NULL;
-	int port = atoi(colon + 1);
-	if (port <= 0 || port > 65535)
+	long port = ascii_decimal_prefix(colon + 1, len - (size_t)(colon + 1 - addr), 65535);
+	if (port <= 0)
 		return NULL;
 	if (colon == addr)
 		return node_get(r, from->host, strlen(from->host), port);
@@ -476,7 +477,10 @@ static bool cmd_redirect(struct rt_node *from, struct rt_cmd *q, const redisRepl
 		struct rt_node *to =
 		        addr ? node_of_addr(r, from, addr + 1, e->len - (size_t)(addr + 1 - e->str))
 		             : NULL;
-		unsigned slot = sp ? (unsigned)atoi(sp + 1) : ROUTER_SLOTS;
+		long sl = sp ? ascii_decimal_prefix(sp + 1, e->len - (size_t)(sp + 1 - e->str),
+		                                    ROUTER_SLOTS)
+		             : -1;
+		unsigned slot = sl < 0 ? ROUTER_SLOTS : (unsigned)sl;
 		if (to == NULL || slot >= ROUTER_SLOTS || ++q->redirects > ROUTER_REDIRECTS)
 			return false;
 		node_connect(to);

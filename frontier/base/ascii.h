@@ -88,6 +88,21 @@ static inline char *ascii_trim_cstr(char *s)
 	return s;
 }
 
+/* The decimal number at the start of s (at most n bytes, leading digits
+ * only), or -1 when there is none or it passes max: a bounded atoi for
+ * text a peer sent. */
+static inline long ascii_decimal_prefix(const char *s, size_t n, long max)
+{
+	long v = 0;
+	size_t i = 0;
+	for (; i < n && ascii_is_digit((unsigned char)s[i]); i++) {
+		v = v * 10 + (s[i] - '0');
+		if (v > max)
+			return -1;
+	}
+	return i == 0 ? -1 : v;
+}
+
 /* Writes v in decimal, at least width digits (zero-padded), ending just
  * before end; returns where it starts (end - 20 at the most, plus any
  * padding). For text written per fetch, where printf's parsing of its
