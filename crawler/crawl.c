@@ -86,9 +86,11 @@ static void usage(FILE *out)
 	        "      --sitemaps on|off     follow the sitemaps robots.txt lists (off)\n"
 	        "      --page-requisites     also fetch what pages embed: images, scripts,\n"
 	        "                            stylesheets and their url()s (off)\n"
-	        "      --previous DIR        recrawl against an earlier crawl's output DIR:\n"
-	        "                            its pages are seeds, asked for conditionally;\n"
-	        "                            unchanged ones are stored as revisits\n"
+	        "      --previous PATH       recrawl against an earlier crawl: its output\n"
+	        "                            folder or its index.cdxj (given again: several,\n"
+	        "                            the last one's capture of a URL wins); its pages\n"
+	        "                            are seeds, asked for conditionally; unchanged\n"
+	        "                            ones are stored as revisits\n"
 	        "      --wacz                package the crawl as DIR/crawl.wacz at its end\n"
 	        "      --cluster redis://HOST:PORT[/PREFIX]\n"
 	        "                            join the crawl PREFIX shared by several agents\n"
@@ -204,12 +206,34 @@ struct crawl_flags {
 	const char *out_dir;
 	int resume;
 	char max_time_ms[32]; /* --max-time's value, converted */
+	char *previous;       /* the --previous paths, joined by PREVIOUS_SEPARATOR */
 };
 
 static void crawl_flags_free(struct crawl_flags *fl)
 {
 	for (size_t i = 0; i < fl->nov; i++)
 		free(fl->ov[i].section);
+	free(fl->previous);
+}
+
+/* One more --previous PATH, joined to those before it. 0, or the exit
+ * code (said). */
+static int add_previous(struct crawl_flags *fl, const char *path)
+{
+	size_t old = fl->previous ? strlen(fl->previous) : 0, n = strlen(path);
+	if (strstr(path, PREVIOUS_SEPARATOR) != NULL || n == 0) {
+		fprintf(stderr, "crawler crawl: --previous '%s': a path without '%s', please\n",
+		        path, PREVIOUS_SEPARATOR);
+		return 2;
+	}
+	char *s = realloc(fl->previous, old + n + 2);
+	if (s == NULL)
+		return 1;
+	if (old > 0)
+		s[old++] = PREVIOUS_SEPARATOR[0];
+	memcpy(s + old, path, n + 1);
+	fl->previous = s;
+	return 0;
 }
 
 /* Sets key ("SECTION.NAME", len bytes) to value (not copied; it outlives
@@ -281,7 +305,7 @@ static const struct crawl_option {
 	{ "metrics", required_argument, 0, "output.metrics", NULL },
 	{ "page-requisites", no_argument, 0, "crawl.page_requisites", "true" },
 	{ "wacz", no_argument, 0, "output.wacz", "true" },
-	{ "previous", required_argument, 0, "output.previous", NULL },
+	{ "previous", required_argument, 0, NULL, NULL }, /* output.previous, gathered */
 	{ "proxy", required_argument, 0, "fetch.proxy", NULL },
 	{ "no-proxy", required_argument, 0, "fetch.no_proxy", NULL },
 	{ "cluster", required_argument, 0, "cluster.redis", NULL },
@@ -348,6 +372,10 @@ static int parse_flags(int argc, char **argv, struct crawl_flags *fl)
 			fl->resume = 1;
 		} else if (strcmp(name, "seeds") == 0) {
 			fl->seeds_path = optarg;
+		} else if (strcmp(name, "previous") == 0) {
+			int e = add_previous(fl, optarg);
+			if (e != 0)
+				return e;
 		} else if (strcmp(name, "max-time") == 0) {
 			if (secs_to_ms(optarg, fl->max_time_ms, sizeof fl->max_time_ms) < 0) {
 				fprintf(stderr, "crawler crawl: --max-time: bad value '%s'\n",
@@ -372,6 +400,10 @@ static int parse_flags(int argc, char **argv, struct crawl_flags *fl)
 			fprintf(stderr, "crawler crawl: too many options\n");
 			return 2;
 		}
+	}
+	if (fl->previous && add_override(fl, "output.previous", 15, fl->previous) != 0) {
+		fprintf(stderr, "crawler crawl: too many options\n");
+		return 2;
 	}
 	return 0;
 }
@@ -436,23 +468,25 @@ static int seed_push(void *ctx, const char *url)
 	return 0;
 }
 
-/* Every page an earlier crawl (dir; "": none) fetched is a seed of its
- * recrawl: a page answered 304 still leads to its links (parse_jobs.h),
- * and one no longer linked to is still asked for. 0 or -1 (said). */
-static int previous_seeds(const char *dir, struct seed_list *sl)
+/* Every page an earlier crawl (list: its paths; "": none) fetched is a
+ * seed of its recrawl: a page answered 304 still leads to its links
+ * (parse_jobs.h), and one no longer linked to is still asked for. 0 or
+ * -1 (said). */
+static int previous_seeds(const struct crawl_config *cfg, struct seed_list *sl)
 {
 	struct previous *p = NULL;
 	char err[512];
-	if (dir[0] == '\0')
+	if (cfg->output.previous[0] == '\0')
 		return 0;
-	if (previous_open(dir, &p, err, sizeof err) != 0) {
+	if (previous_open_list(cfg->output.previous, &cfg->url, cfg->output.dir, &p, err,
+	                       sizeof err) != 0) {
 		fprintf(stderr, "crawler crawl: --previous: %s\n", err);
 		return -1;
 	}
 	int rc = previous_each_url(p, seed_push, sl);
 	if (rc < 0)
-		fprintf(stderr, "crawler crawl: --previous %s: a history file changed while read\n",
-		        dir);
+		fprintf(stderr, "crawler crawl: --previous %s: a file changed while read\n",
+		        cfg->output.previous);
 	previous_destroy(p);
 	return rc != 0 ? -1 : 0;
 }
@@ -481,7 +515,7 @@ static int gather_seeds(int argc, char **argv, const struct crawl_flags *fl,
 			return -1;
 	if (fl->seeds_path && read_seeds(fl->seeds_path, seeds, nseeds, &seeds_cap) < 0)
 		return -1;
-	if (!fl->resume && previous_seeds(cfg->output.previous, &sl) != 0)
+	if (!fl->resume && previous_seeds(cfg, &sl) != 0)
 		return -1;
 	for (size_t i = 0; i < *nseeds; i++) {
 		int k = check_seed((*seeds)[i]);

@@ -239,24 +239,18 @@ static enum dns_error net_resolve(void *ctx, const char *name, dns_done_fn done,
 	return dns_resolve(r->dns, name, done, arg, uv_now(&r->loop));
 }
 
-/* The crawl recrawled against ([output] previous), loaded. 0, or -1
- * (said): a folder that is not one, or this crawl's own. */
+/* The crawls recrawled against ([output] previous), loaded. 0, or -1
+ * (said): a path that is not one, or this crawl's own folder. */
 static int open_previous(struct run *r)
 {
-	const char *dir = r->cfg->output.previous;
-	char err[512], *mine = NULL, *theirs = NULL;
-	int rc = -1;
-	if (dir[0] == '\0')
+	const char *list = r->cfg->output.previous;
+	char err[512];
+	if (list[0] == '\0')
 		return 0;
-	mine = realpath(r->cfg->output.dir, NULL);
-	theirs = realpath(dir, NULL);
-	if (mine && theirs && strcmp(mine, theirs) == 0) {
-		fprintf(stderr, "crawler crawl: --previous %s is this crawl's own folder\n", dir);
-		goto out;
-	}
-	if (previous_open(dir, &r->previous, err, sizeof err) != 0) {
+	if (previous_open_list(list, &r->cfg->url, r->cfg->output.dir, &r->previous, err,
+	                       sizeof err) != 0) {
 		fprintf(stderr, "crawler crawl: --previous: %s\n", err);
-		goto out;
+		return -1;
 	}
 	struct previous_stats ps;
 	previous_stats(r->previous, &ps);
@@ -264,13 +258,14 @@ static int open_previous(struct run *r)
 	if (!r->cfg->crawl.quiet)
 		fprintf(stderr,
 		        "crawler crawl: recrawl against %s: %" PRIu64 " pages (%" PRIu64
-		        " history lines skipped)\n",
-		        dir, ps.urls, ps.bad_lines);
-	rc = 0;
-out:
-	free(mine);
-	free(theirs);
-	return rc;
+		        " lines skipped)\n",
+		        list, ps.urls, ps.bad_lines + ps.cdxj_skipped);
+	if (!r->cfg->crawl.quiet && ps.indexes_by_history > 0)
+		fprintf(stderr,
+		        "crawler crawl: --previous: %" PRIu64 " index(es) read as the history "
+		        "beside them (it holds the validators)\n",
+		        ps.indexes_by_history);
+	return 0;
 }
 
 /* Fetch engine, DNS resolver, and the visit that drives them. */

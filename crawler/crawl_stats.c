@@ -764,6 +764,9 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "earlier_unreadable", STAT_U64, &t->parse.earlier_unreadable, 0 },
 		{ "history_pages", STAT_U64, &d->previous.urls, 0 },
 		{ "history_lines_skipped", STAT_U64, &d->previous.bad_lines, 0 },
+		{ "indexes", STAT_U64, &d->previous.indexes, 0 },
+		{ "indexes_read_as_history", STAT_U64, &d->previous.indexes_by_history, 0 },
+		{ "index_lines_not_pages", STAT_U64, &d->previous.cdxj_skipped, 0 },
 	};
 	const struct stat_table recrawl = TABLE(recrawl_e);
 	const struct stat_table hosts = TABLE(hosts_e), frontier = TABLE(frontier_e),

@@ -94,7 +94,10 @@ static int writer_retry(struct crawl_writer *w, const char *what, int err, int *
 static int write_warc(struct crawl_writer *w, const struct crawl_job *j)
 {
 	const struct fetch_result *res = j->res;
-	const struct history_entry *pe = j->earlier ? &j->earlier->e : NULL;
+	/* an index's capture names its record once that record is read; one
+	 * that cannot be is no original: the page is stored whole */
+	const struct history_entry *pe =
+	        j->earlier && previous_hit_complete(j->earlier) == 0 ? &j->earlier->e : NULL;
 	struct warc_refer refer = { 0 };
 	if (pe != NULL)
 		refer = (struct warc_refer){

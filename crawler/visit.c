@@ -329,7 +329,7 @@ int visit_req_send(struct visit *v, struct req *q)
 	if (v->p.previous && !q->robots && !q->embed && !q->earlier_looked) {
 		q->earlier = previous_lookup(v->p.previous, q->url, strlen(q->url));
 		q->earlier_looked = 1;
-		if (q->earlier)
+		if (q->earlier && (q->earlier->e.etag || q->earlier->e.last_modified))
 			v->st.conditional++;
 	}
 	if (q->earlier) {

@@ -800,6 +800,228 @@ enum cdxj_error cdxj_line_location(const char *line, size_t len, struct cdxj_loc
 	return CDXJ_OK;
 }
 
+/* ---------- any writer's lines, read back ---------- */
+
+static char *skip_json_space(char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+		p++;
+	return p;
+}
+
+/* Four hex digits at p as a number, or -1. */
+static long hex4(const char *p, const char *end)
+{
+	long v = 0;
+	if (end - p < 4)
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		if (!ascii_is_hex((unsigned char)p[i]))
+			return -1;
+		v = v << 4 | ascii_hex_value((unsigned char)p[i]);
+	}
+	return v;
+}
+
+/* Code point c as UTF-8 at w; the bytes written. */
+static size_t put_utf8(char *w, unsigned long c)
+{
+	if (c < 0x80) {
+		w[0] = (char)c;
+		return 1;
+	}
+	if (c < 0x800) {
+		w[0] = (char)(0xc0 | c >> 6);
+		w[1] = (char)(0x80 | (c & 0x3f));
+		return 2;
+	}
+	if (c < 0x10000) {
+		w[0] = (char)(0xe0 | c >> 12);
+		w[1] = (char)(0x80 | (c >> 6 & 0x3f));
+		w[2] = (char)(0x80 | (c & 0x3f));
+		return 3;
+	}
+	w[0] = (char)(0xf0 | c >> 18);
+	w[1] = (char)(0x80 | (c >> 12 & 0x3f));
+	w[2] = (char)(0x80 | (c >> 6 & 0x3f));
+	w[3] = (char)(0x80 | (c & 0x3f));
+	return 4;
+}
+
+/* A \u escape at r (just past the backslash and 'u'), a surrogate pair's
+ * second half included: its code point (a lone surrogate: U+FFFD) and
+ * *r past it; -1 when not four hex digits. */
+static long json_u_escape(char **r, const char *end)
+{
+	long c = hex4(*r, end);
+	if (c < 0)
+		return -1;
+	*r += 4;
+	if (c >= 0xd800 && c <= 0xdbff && end - *r >= 6 && (*r)[0] == '\\' && (*r)[1] == 'u') {
+		long lo = hex4(*r + 2, end);
+		if (lo >= 0xdc00 && lo <= 0xdfff) {
+			*r += 6;
+			return 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
+		}
+	}
+	return c >= 0xd800 && c <= 0xdfff ? 0xfffd : c;
+}
+
+/* The JSON string whose opening quote is at *p, unescaped in place from
+ * that quote on and NUL-terminated: *out. 0 and *p past its closing quote;
+ * -1 when it is not one (unclosed, a raw control byte, a bad escape, or
+ * an escaped NUL, which no field may hold). */
+static int json_string_in_place(char **p, const char *end, char **out)
+{
+	char *w = *p, *r = *p + 1;
+	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+	*out = w;
+	while (r < end && *r != '"') {
+		if ((unsigned char)*r < 0x20)
+			return -1;
+		if (*r != '\\') {
+			*w++ = *r++;
+			continue;
+		}
+		if (++r >= end)
+			return -1;
+		const char *k = *r ? strchr(from, *r) : NULL;
+		if (k != NULL) {
+			*w++ = to[k - from];
+			r++;
+			continue;
+		}
+		if (*r++ != 'u')
+			return -1;
+		long c = json_u_escape(&r, end);
+		if (c <= 0)
+			return -1;
+		w += put_utf8(w, (unsigned long)c);
+	}
+	if (r >= end)
+		return -1;
+	*w = '\0';
+	*p = r + 1;
+	return 0;
+}
+
+/* A bare JSON value at *p (a number, true, false, null): its bytes up to
+ * the next ',', '}' or space; their length, 0 when none. */
+static size_t json_bare_len(const char *p, const char *end)
+{
+	size_t n = 0;
+	while (p + n < end &&
+	       (ascii_is_alnum((unsigned char)p[n]) || p[n] == '-' || p[n] == '+' || p[n] == '.'))
+		n++;
+	return n;
+}
+
+/* A whole decimal number: 0, or -1. */
+static int decimal_u64(const char *s, uint64_t *v)
+{
+	uint64_t x = 0;
+	size_t n = strlen(s);
+	if (n == 0 || n > 19)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!ascii_is_digit((unsigned char)s[i]))
+			return -1;
+		x = x * 10 + (uint64_t)(s[i] - '0');
+	}
+	*v = x;
+	return 0;
+}
+
+/* Files one field of the object into out. 0, or -1 (a bad number). */
+static int take_field(const char *key, char *value, struct cdxj_fields *out)
+{
+	static const char *const names[] = { "url", "mime", "status", "digest", "filename" };
+	const char **slots[] = { &out->url, &out->mime, &out->status, &out->digest,
+		                 &out->filename };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(key, names[i]) == 0) {
+			*slots[i] = value;
+			return 0;
+		}
+	if (strcmp(key, "offset") == 0) {
+		out->has_offset = true;
+		return decimal_u64(value, &out->offset);
+	}
+	if (strcmp(key, "length") == 0) {
+		out->has_length = true;
+		return decimal_u64(value, &out->length);
+	}
+	return 0;
+}
+
+/* The JSON object from its '{' at p to end (the line's end, spaces
+ * allowed), its fields into out. 0, or -1. */
+static int read_object(char *p, const char *end, struct cdxj_fields *out)
+{
+	p = skip_json_space(p + 1, end);
+	if (p < end && *p == '}')
+		return skip_json_space(p + 1, end) == end ? 0 : -1;
+	for (;;) {
+		char *key, *value;
+		if (p >= end || *p != '"' || json_string_in_place(&p, end, &key) != 0)
+			return -1;
+		p = skip_json_space(p, end);
+		if (p >= end || *p != ':')
+			return -1;
+		p = skip_json_space(p + 1, end);
+		char *bare_end = NULL;
+		if (p < end && *p == '"') {
+			if (json_string_in_place(&p, end, &value) != 0)
+				return -1;
+		} else {
+			size_t n = json_bare_len(p, end);
+			if (n == 0)
+				return -1;
+			value = p;
+			p += n;
+			bare_end = p;
+		}
+		p = skip_json_space(p, end);
+		if (p >= end || (*p != ',' && *p != '}'))
+			return -1;
+		char sep = *p++;
+		if (bare_end != NULL)
+			*bare_end = '\0'; /* the separator, space or ',' or '}', read */
+		if (take_field(key, value, out) != 0)
+			return -1;
+		if (sep == '}')
+			return skip_json_space(p, end) == end ? 0 : -1;
+		p = skip_json_space(p, end);
+	}
+}
+
+enum cdxj_error cdxj_line_read(char *line, size_t len, struct cdxj_fields *out)
+{
+	memset(out, 0, sizeof *out);
+	if (len == 0 || memchr(line, '\0', len) != NULL || memchr(line, '\n', len) != NULL)
+		return CDXJ_ERR_INVALID;
+	/* URLKEY TIMESTAMP {: a key that did not parse as a URL may hold
+	 * spaces, so the timestamp is the word before the object */
+	char *brace = memmem(line, len, " {", 2);
+	if (brace == NULL)
+		return CDXJ_ERR_INVALID;
+	char *ts = brace;
+	while (ts > line && ts[-1] != ' ')
+		ts--;
+	if (ts == brace || ts - 1 <= line)
+		return CDXJ_ERR_INVALID;
+	for (const char *d = ts; d < brace; d++)
+		if (!ascii_is_digit((unsigned char)*d))
+			return CDXJ_ERR_INVALID;
+	if (read_object(brace + 1, line + len, out) != 0)
+		return CDXJ_ERR_INVALID;
+	ts[-1] = '\0';
+	*brace = '\0';
+	out->urlkey = line;
+	out->timestamp = ts;
+	return CDXJ_OK;
+}
+
 /* ---------- lifecycle ---------- */
 
 struct cdxj_indexer *cdxj_indexer_create(size_t max_url_len)

@@ -114,6 +114,25 @@ struct cdxj_location {
  * form (a torn or corrupt line). */
 enum cdxj_error cdxj_line_location(const char *line, size_t len, struct cdxj_location *loc);
 
+/* Any CDXJ line's capture, read in place (cdxj_line_read): the urlkey,
+ * the timestamp and the JSON object's string fields, each NUL-terminated
+ * and unescaped; NULL when absent. Numbers: 0 when absent. */
+struct cdxj_fields {
+	const char *urlkey, *timestamp;
+	const char *url, *mime, *status, *digest, *filename;
+	uint64_t offset, length;
+	bool has_offset, has_length;
+};
+
+/* Reads a CDXJ line (without its '\n') of any writer (pywb, warcio.js,
+ * this crawler): URLKEY TIMESTAMP {JSON object}. The object's values may
+ * be strings or bare numbers, with or without spaces around ':' and ','
+ * (pywb writes ", "); string escapes are undone in place (the line
+ * changes), unknown fields ignored. 0, or CDXJ_ERR_INVALID when the line
+ * is not whole or not of that form (a torn line, bad JSON, an offset or
+ * length that is not a decimal number). */
+enum cdxj_error cdxj_line_read(char *line, size_t len, struct cdxj_fields *out);
+
 /* A growable text buffer (owner: the caller; free with free(b->p)). */
 struct cdxj_text {
 	char *p;

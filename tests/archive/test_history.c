@@ -183,7 +183,7 @@ START_TEST(writer_revisits_earlier)
 	file_of(d1, ".history", hist1, sizeof hist1);
 
 	struct previous *p;
-	ck_assert_int_eq(previous_open(d1, &p, err, sizeof err), 0);
+	ck_assert_int_eq(previous_open_list(d1, NULL, NULL, &p, err, sizeof err), 0);
 	struct previous_hit *h = previous_lookup(p, f.url, strlen(f.url));
 	ck_assert_ptr_nonnull(h);
 	ck_assert_str_eq(h->e.etag, "\"e1\"");
@@ -256,7 +256,7 @@ START_TEST(writer_revisits_earlier)
 	previous_destroy(p);
 
 	/* the recrawl's history: both lines name the first crawl's record */
-	ck_assert_int_eq(previous_open(d2, &p, err, sizeof err), 0);
+	ck_assert_int_eq(previous_open_list(d2, NULL, NULL, &p, err, sizeof err), 0);
 	h = previous_lookup(p, f.url, strlen(f.url));
 	ck_assert_ptr_nonnull(h);
 	ck_assert_str_eq(h->ref_path, real);
@@ -304,7 +304,7 @@ START_TEST(previous_load)
 	snprintf(path, sizeof path, "%s/crawl-2.history", tmp);
 	write_text(path, b.p);
 	struct previous *p;
-	ck_assert_int_eq(previous_open(tmp, &p, err, sizeof err), 0);
+	ck_assert_int_eq(previous_open_list(tmp, NULL, NULL, &p, err, sizeof err), 0);
 	struct previous_stats st;
 	previous_stats(p, &st);
 	ck_assert_uint_eq(st.files, 2);
@@ -323,9 +323,9 @@ START_TEST(previous_load)
 
 	snprintf(path, sizeof path, "%s/empty", tmp);
 	ck_assert_int_eq(fileio_mkdir_p(path), 0);
-	ck_assert_int_eq(previous_open(path, &p, err, sizeof err), -1);
+	ck_assert_int_eq(previous_open_list(path, NULL, NULL, &p, err, sizeof err), -1);
 	ck_assert_ptr_nonnull(strstr(err, "no history"));
-	ck_assert_int_eq(previous_open("/nonexistent/x", &p, err, sizeof err), -1);
+	ck_assert_int_eq(previous_open_list("/nonexistent/x", NULL, NULL, &p, err, sizeof err), -1);
 	previous_destroy(NULL);
 }
 END_TEST
