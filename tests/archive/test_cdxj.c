@@ -221,6 +221,58 @@ START_TEST(json_and_utf8)
 }
 END_TEST
 
+/* Any writer's lines read back: spacing, bare numbers, escapes undone;
+ * torn and malformed ones refused. */
+START_TEST(lines_of_any_writer)
+{
+	struct cdxj_fields c;
+	char a[] = "com,example)/a%20b 20260102030405 { \"url\" : \"http://example.com/a b\\u00e9"
+	           "\\ud83d\\ude00\\\"\", \"mime\": \"text/html\", \"status\": 200, "
+	           "\"digest\": \"sha1:X\", \"length\": \"12\", \"offset\": 345, \"filename\": "
+	           "\"d\\/x.warc.gz\", \"extra\": [1] }";
+	/* an array value is not one this reader knows: refused */
+	ck_assert_int_eq(cdxj_line_read(a, strlen(a), &c), CDXJ_ERR_INVALID);
+	char b[] = "com,example)/a%20b 20260102030405 { \"url\" : \"http://example.com/a b\\u00e9"
+	           "\\ud83d\\ude00\\\"\", \"mime\": \"text/html\", \"status\": 200, "
+	           "\"digest\": \"sha1:X\", \"length\": \"12\", \"offset\": 345, \"filename\": "
+	           "\"d\\/x.warc.gz\", \"extra\": true }";
+	ck_assert_int_eq(cdxj_line_read(b, strlen(b), &c), CDXJ_OK);
+	ck_assert_str_eq(c.urlkey, "com,example)/a%20b");
+	ck_assert_str_eq(c.timestamp, "20260102030405");
+	ck_assert_str_eq(c.url, "http://example.com/a b\xc3\xa9\xf0\x9f\x98\x80\"");
+	ck_assert_str_eq(c.mime, "text/html");
+	ck_assert_str_eq(c.status, "200");
+	ck_assert_str_eq(c.digest, "sha1:X");
+	ck_assert_str_eq(c.filename, "d/x.warc.gz");
+	ck_assert(c.has_offset && c.has_length);
+	ck_assert_uint_eq(c.offset, 345);
+	ck_assert_uint_eq(c.length, 12);
+	const char *bad[] = {
+		"k 2026 {\"url\":\"http://x/\"",    /* torn */
+		"k 2026 {\"url\":\"http://x/\"} x", /* after the object */
+		"k 2026 {\"url\":\"a\\u0000b\"}",   /* an escaped NUL */
+		"k 2026 {\"url\":\"a\tb\"}",        /* a raw control byte */
+		"k 2026 {\"url\":\"a\\qb\"}",       /* an unknown escape */
+		"k 2026 {\"offset\":\"-1\"}",       /* not a decimal number */
+		"k 20x6 {\"url\":\"http://x/\"}",   /* not a timestamp */
+		"{\"url\":\"http://x/\"}",          /* no key or timestamp */
+		"k 2026 {\"url\" \"http://x/\"}",   /* no ':' */
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char line[128];
+		snprintf(line, sizeof line, "%s", bad[i]);
+		ck_assert_msg(cdxj_line_read(line, strlen(line), &c) == CDXJ_ERR_INVALID, "%s",
+		              bad[i]);
+	}
+	/* a lone surrogate becomes U+FFFD, as a JSON decoder makes it */
+	char d[] = "k 2026 {\"url\":\"a\\ud800b\"}";
+	ck_assert_int_eq(cdxj_line_read(d, strlen(d), &c), CDXJ_OK);
+	ck_assert_str_eq(c.url, "a\xef\xbf\xbd"
+	                        "b");
+	ck_assert(!c.has_offset);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cdxj");
@@ -230,6 +282,7 @@ int main(void)
 	tcase_add_test(tc, fields_as_warcio);
 	tcase_add_test(tc, locations_read_back);
 	tcase_add_test(tc, json_and_utf8);
+	tcase_add_test(tc, lines_of_any_writer);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -330,6 +330,284 @@ START_TEST(previous_load)
 }
 END_TEST
 
+/* A folder of history lines (each text a line's url and etag) under
+ * tmp/name; its absolute path into out. */
+static void history_folder(const char *name, const char *const *urls, const char *const *etags,
+                           size_t n, char *out, size_t cap)
+{
+	char path[300];
+	struct cdxj_text t = { 0 };
+	snprintf(path, sizeof path, "%s/%s", tmp, name);
+	ck_assert_int_eq(fileio_mkdir_p(path), 0);
+	for (size_t i = 0; i < n; i++) {
+		struct history_entry e = entry(urls[i], etags[i]);
+		ck_assert_int_eq(history_line(&t, &e), 0);
+	}
+	char *real = realpath(path, NULL);
+	ck_assert_ptr_nonnull(real);
+	snprintf(out, cap, "%s", real);
+	free(real);
+	snprintf(path, sizeof path, "%s/crawl-1.history", out);
+	write_text(path, t.p);
+	free(t.p);
+}
+
+/* Several folders: the one given last wins a URL they share; a URL of one
+ * only is found; WARC names resolve against each line's own folder. */
+START_TEST(previous_several)
+{
+	char a[256], b[256], list[600], want[300], err[256];
+	const char *ua[] = { "http://a.test/1", "http://a.test/only-a" }, *ea[] = { "a1", "x" };
+	const char *ub[] = { "http://a.test/1" }, *eb[] = { "b1" };
+	history_folder("A", ua, ea, 2, a, sizeof a);
+	history_folder("B", ub, eb, 1, b, sizeof b);
+	struct previous *p;
+	snprintf(list, sizeof list, "%s,%s", a, b);
+	ck_assert_int_eq(previous_open_list(list, NULL, NULL, &p, err, sizeof err), 0);
+	struct previous_stats st;
+	previous_stats(p, &st);
+	ck_assert_uint_eq(st.files, 2);
+	ck_assert_uint_eq(st.urls, 2);
+	struct previous_hit *h = previous_lookup(p, "http://a.test/1", 15);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_str_eq(h->e.etag, "b1");
+	snprintf(want, sizeof want, "%s/crawl-1.warc.gz", b);
+	ck_assert_str_eq(h->ref_path, want);
+	free(h);
+	h = previous_lookup(p, "http://a.test/only-a", 20);
+	ck_assert_ptr_nonnull(h);
+	snprintf(want, sizeof want, "%s/crawl-1.warc.gz", a);
+	ck_assert_str_eq(h->ref_path, want);
+	free(h);
+	previous_destroy(p);
+
+	/* the other order, spaces around the separator */
+	snprintf(list, sizeof list, " %s , %s ,", b, a);
+	ck_assert_int_eq(previous_open_list(list, NULL, NULL, &p, err, sizeof err), 0);
+	h = previous_lookup(p, "http://a.test/1", 15);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_str_eq(h->e.etag, "a1");
+	free(h);
+	previous_destroy(p);
+
+	/* the crawl's own folder is refused, wherever it is in the list */
+	snprintf(list, sizeof list, "%s,%s", a, b);
+	ck_assert_int_eq(previous_open_list(list, NULL, b, &p, err, sizeof err), -1);
+	ck_assert_ptr_nonnull(strstr(err, "own folder"));
+	ck_assert_int_eq(previous_open_list(" , ", NULL, NULL, &p, err, sizeof err), -1);
+}
+END_TEST
+
+/* A first crawl's page written with its CDXJ (no history) into tmp/name:
+ * the WARC file's path and the CDXJ's text. */
+static char *crawl_with_index(const char *name, bool history, char *warc, size_t cap)
+{
+	char dir[256], cdxj[300];
+	snprintf(dir, sizeof dir, "%s/%s", tmp, name);
+	ck_assert_int_eq(fileio_mkdir_p(dir), 0);
+	struct warc_config c = { .dir = dir, .history = history, .cdxj = true };
+	struct warc_writer *w;
+	struct warc_fetch f = {
+		.url = "http://a.test/",
+		.date_unix_ms = 1700000000000,
+		.response_headers = page_headers,
+		.response_headers_len = strlen(page_headers),
+		.body = body,
+		.body_len = strlen(body),
+		.history = true,
+	};
+	ck_assert_int_eq(warc_writer_open(&c, &w), WARC_OK);
+	ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, NULL), WARC_OK);
+	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+	file_of(dir, ".warc.gz", warc, cap);
+	file_of(dir, ".cdxj", cdxj, sizeof cdxj);
+	size_t len;
+	char *text = fileio_read_path(cdxj, 1 << 20, &len);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_int_eq(unlink(cdxj), 0);
+	return text;
+}
+
+/* The response record's id in a WARC file. */
+static void response_id(const char *warc, char *out, size_t cap)
+{
+	struct warc_reader *rd;
+	struct warc_record rec;
+	out[0] = '\0';
+	ck_assert_int_eq(warc_reader_open(warc, 0, 1 << 20, &rd), 0);
+	while (warc_reader_next(rd, &rec) == WARC_READ_RECORD)
+		if (strcmp(rec.type, "response") == 0)
+			snprintf(out, cap, "%s", rec.record_id);
+	warc_reader_close(rd);
+	ck_assert(out[0] != '\0');
+}
+
+/* A folder with an index and no history: pages of its 200s only, keyed as
+ * crawl keys, no validators; the record id read back from the WARC; a
+ * 200 of the same payload stored as a revisit of it. */
+START_TEST(previous_cdxj_only)
+{
+	char warc[256], path[300], err[256], id[128];
+	char *text = crawl_with_index("C", false, warc, sizeof warc);
+	char *real = realpath(warc, NULL);
+	struct cdxj_text t = { 0 };
+	ck_assert_int_eq(cdxj_text_add(&t, text, strlen(text)), 0);
+	/* another writer's spelling (spaces, a bare number), a URL that is
+	 * not a crawl key yet, a revisit and a 404 */
+	static const char more[] =
+	        "test,a)/p 20260102030405 {\"url\": \"http://a.test/p\", \"mime\": \"text/html\", "
+	        "\"status\": \"200\", \"digest\": \"XYZ\", \"length\": \"10\", \"offset\": 0, "
+	        "\"filename\": \"gone.warc.gz\"}\n"
+	        "test,a)/q 20260102030405 {\"url\":\"HTTP://A.test:80/q\",\"status\":\"200\","
+	        "\"digest\":\"sha256:Q\",\"length\":\"1\",\"offset\":\"7\",\"filename\":\"q.warc."
+	        "gz\"}\n"
+	        "test,a)/r 20260102030405 {\"url\":\"http://a.test/r\",\"mime\":\"warc/revisit\","
+	        "\"status\":\"200\",\"digest\":\"R\",\"length\":\"1\",\"offset\":\"0\","
+	        "\"filename\":\"r.warc.gz\"}\n"
+	        "test,a)/s 20260102030405 {\"url\":\"http://a.test/s\",\"status\":\"404\","
+	        "\"digest\":\"S\",\"length\":\"1\",\"offset\":\"0\",\"filename\":\"s.warc.gz\"}\n";
+	ck_assert_int_eq(cdxj_text_add(&t, more, strlen(more)), 0);
+	snprintf(path, sizeof path, "%s/C/index.cdxj", tmp);
+	write_text(path, t.p);
+	free(t.p);
+	free(text);
+
+	struct previous *p;
+	struct previous_stats st;
+	snprintf(path, sizeof path, "%s/C", tmp);
+	for (int by_file = 0; by_file < 2; by_file++) {
+		if (by_file)
+			snprintf(path, sizeof path, "%s/C/index.cdxj", tmp);
+		ck_assert_int_eq(previous_open_list(path, NULL, NULL, &p, err, sizeof err), 0);
+		previous_stats(p, &st);
+		ck_assert_uint_eq(st.indexes, 1);
+		ck_assert_uint_eq(st.indexes_by_history, 0);
+		ck_assert_uint_eq(st.urls, 3);
+		ck_assert_uint_eq(st.cdxj_skipped, 2);
+		ck_assert_uint_eq(st.bad_lines, 0);
+		if (!by_file)
+			previous_destroy(p);
+	}
+	struct previous_hit *h = previous_lookup(p, "http://a.test/q", 15);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_str_eq(h->e.ref_digest, "sha256:Q");
+	ck_assert_str_eq(h->e.ref_uri, "HTTP://A.test:80/q");
+	ck_assert_uint_eq(h->e.ref_offset, 7);
+	ck_assert_int_eq(previous_hit_complete(h), -1); /* no such file */
+	free(h);
+	h = previous_lookup(p, "http://a.test/p", 15);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_str_eq(h->e.ref_digest, "sha1:XYZ");
+	ck_assert_str_eq(h->e.ref_date, "2026-01-02T03:04:05Z");
+	free(h);
+	h = previous_lookup(p, "http://a.test/", 14);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_ptr_null(h->e.etag);
+	ck_assert_ptr_null(h->e.last_modified);
+	ck_assert_ptr_null(h->e.ref_id);
+	ck_assert_str_eq(h->ref_path, real);
+	ck_assert_int_eq(previous_hit_complete(h), 0);
+	response_id(warc, id, sizeof id);
+	ck_assert_str_eq(h->e.ref_id, id);
+	ck_assert_ptr_nonnull(strstr(h->e.ref_date, "2023-11-14T22:13:20"));
+	ck_assert_ptr_null(previous_lookup(p, "http://a.test/r", 15));
+	ck_assert_ptr_null(previous_lookup(p, "http://a.test/s", 15));
+
+	/* the same payload again: a revisit of the indexed record */
+	struct warc_refer r = { .record_id = h->e.ref_id,
+		                .date = h->e.ref_date,
+		                .target_uri = h->e.ref_uri,
+		                .digest = h->e.ref_digest,
+		                .file = h->ref_path,
+		                .offset = h->e.ref_offset };
+	snprintf(path, sizeof path, "%s/D", tmp);
+	ck_assert_int_eq(fileio_mkdir_p(path), 0);
+	struct warc_config c = { .dir = path };
+	struct warc_writer *w;
+	struct warc_fetch f = {
+		.url = "http://a.test/",
+		.date_unix_ms = 1800000000000,
+		.response_headers = page_headers,
+		.response_headers_len = strlen(page_headers),
+		.body = body,
+		.body_len = strlen(body),
+		.refer = &r,
+	};
+	bool revisit = false;
+	ck_assert_int_eq(warc_writer_open(&c, &w), WARC_OK);
+	ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, &revisit), WARC_OK);
+	ck_assert(revisit);
+	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+	free(h);
+	free(real);
+	previous_destroy(p);
+}
+END_TEST
+
+/* Torn and malformed index lines are skipped and counted; an index with
+ * no usable line is refused. */
+START_TEST(previous_cdxj_bad)
+{
+	char path[300], err[256];
+	static const char lines[] =
+	        "test,a)/1 20260102030405 {\"url\":\"http://a.test/1\",\"status\":\"200\","
+	        "\"digest\":\"A\",\"length\":\"1\",\"offset\":\"0\",\"filename\":\"a.warc.gz\"}\n"
+	        "garbage\n"
+	        "test,a)/2 20260102030405 {\"url\":\"http://a.test/2\",\"status\":\"200\","
+	        "\"digest\":\"A\",\"length\":\"x\",\"offset\":\"0\",\"filename\":\"a.warc.gz\"}\n"
+	        "test,a)/3 2026 {\"url\":\"http://a.test/3\",\"status\":\"200\","
+	        "\"digest\":\"A\",\"length\":\"1\",\"offset\":\"0\",\"filename\":\"a.warc.gz\"}\n"
+	        "test,a)/4 20260102030405 {\"url\":\"http://a.test/4\",\"status\":\"200\","
+	        "\"digest\":\"A\",\"length\":\"1\",\"offset\":\"0\",\"filename\":\"a.warc.gz\"}\n"
+	        "test,a)/5 20260102030405 {\"url\":\"http://a.test/5\",\"status\":\"200\","
+	        "\"digest\":\"A\",\"length\":\"1\",\"offset\":\"0\",\"filen";
+	snprintf(path, sizeof path, "%s/index.cdxj", tmp);
+	write_text(path, lines);
+	struct previous *p;
+	ck_assert_int_eq(previous_open_list(path, NULL, NULL, &p, err, sizeof err), 0);
+	struct previous_stats st;
+	previous_stats(p, &st);
+	ck_assert_uint_eq(st.lines, 6);
+	ck_assert_uint_eq(st.bad_lines, 4);
+	ck_assert_uint_eq(st.urls, 2);
+	struct previous_hit *h = previous_lookup(p, "http://a.test/4", 15);
+	ck_assert_ptr_nonnull(h);
+	free(h);
+	ck_assert_ptr_null(previous_lookup(p, "http://a.test/5", 15));
+	previous_destroy(p);
+
+	write_text(path, "garbage\nmore garbage {\"url\":\n");
+	ck_assert_int_eq(previous_open_list(path, NULL, NULL, &p, err, sizeof err), -1);
+	ck_assert_ptr_nonnull(strstr(err, "no capture"));
+	write_text(path, "");
+	ck_assert_int_eq(previous_open_list(tmp, NULL, NULL, &p, err, sizeof err), -1);
+}
+END_TEST
+
+/* An index beside a history: the history is read (it has the validators). */
+START_TEST(previous_cdxj_beside_history)
+{
+	char warc[256], path[300], err[256];
+	char *text = crawl_with_index("E", true, warc, sizeof warc);
+	snprintf(path, sizeof path, "%s/E/index.cdxj", tmp);
+	write_text(path, text);
+	free(text);
+	struct previous *p;
+	ck_assert_int_eq(previous_open_list(path, NULL, NULL, &p, err, sizeof err), 0);
+	struct previous_stats st;
+	previous_stats(p, &st);
+	ck_assert_uint_eq(st.indexes, 0);
+	ck_assert_uint_eq(st.indexes_by_history, 1);
+	ck_assert_uint_eq(st.urls, 1);
+	struct previous_hit *h = previous_lookup(p, "http://a.test/", 14);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_str_eq(h->e.etag, "\"e1\"");
+	ck_assert_ptr_nonnull(h->e.ref_id);
+	free(h);
+	previous_destroy(p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("history");
@@ -341,6 +619,10 @@ int main(void)
 	tcase_add_test(tc, container_round_trip);
 	tcase_add_test(tc, writer_revisits_earlier);
 	tcase_add_test(tc, previous_load);
+	tcase_add_test(tc, previous_several);
+	tcase_add_test(tc, previous_cdxj_only);
+	tcase_add_test(tc, previous_cdxj_bad);
+	tcase_add_test(tc, previous_cdxj_beside_history);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
