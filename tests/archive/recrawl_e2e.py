@@ -5,8 +5,17 @@ the conditional headers a request carried; the status it was answered) and
 from the WARC files read back by an independent reader (Python's zlib).
 
   recrawl_e2e.py recrawl    crawl 1 of the web at epoch 0; crawl 2 at epoch
-                            1 (--change-pct 10) against crawl 1; crawl 3 at
-                            epoch 2 against crawl 2. Crawls 2 and 3 ask for
+                            1 (--change-pct 10) against crawl 1, named by its
+                            index.cdxj (its history beside it is read); crawl
+                            3 at epoch 2 against crawls 1 and 2 (--previous
+                            twice: crawl 2's capture of a URL wins, so a page
+                            changed at epoch 1 only is answered 304). Crawl 4
+                            at epoch 1 against a copy of crawl 1 holding its
+                            index.cdxj and WARC files but no history: no
+                            conditional request, the same URLs, the changed
+                            pages stored whole, every other one as an
+                            identical-payload-digest revisit naming crawl 1's
+                            record (read back in the copy). Crawls 2 and 3 ask for
                             the same URLs as crawl 1; every page crawl 1 got
                             a 200 for is asked for with If-None-Match and
                             If-Modified-Since; the pages the test web changed
@@ -46,6 +55,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import crawl_e2e as e2e  # noqa: E402
 
 NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 
 
 def fail(msg):
@@ -145,27 +155,33 @@ def check_requests(tag, rows, before, changed):
     return errors[:10]
 
 
-def check_warc(tag, out, rows, changed, own_origin):
+def check_warc(tag, out, rows, changed, own_origin, before=None):
     """304s as server-not-modified revisits naming their payload's record;
     changed pages as responses. own_origin(url) -> the crawl folder whose
-    record a revisit of url must name."""
+    record a revisit of url must name. With before (the earlier crawl's
+    pages, asked for without validators): its unchanged pages answered 200
+    as identical-payload-digest revisits instead."""
     errors = []
-    n304 = {r["url"] for r in rows if r["status"] == 304}
+    status, profile = (304, NOT_MODIFIED) if before is None else (200, IDENTICAL)
+    want = {r["url"] for r in rows if r["status"] == status}
+    if before is not None:
+        want = (want & before) - changed
     revisits, responses = {}, set()
     for path, off, h in records(out):
         uri = h.get("warc-target-uri")
-        if h.get("warc-type") == "revisit" and h["_status"] == 304:
+        if h.get("warc-type") == "revisit" and h["_status"] == status and \
+                (before is None or uri in before):
             revisits[uri] = h
         elif h.get("warc-type") == "response" and h["_status"] == 200:
             responses.add(uri)
-    if set(revisits) != n304:
-        errors.append("%s: %d 304s logged, %d server-not-modified revisits (e.g. %s)" %
-                      (tag, len(n304), len(revisits), sorted(n304 ^ set(revisits))[:3]))
+    if set(revisits) != want:
+        errors.append("%s: %d revisits wanted, %d written (e.g. %s)" %
+                      (tag, len(want), len(revisits), sorted(want ^ set(revisits))[:3]))
     for url in changed:
         if url not in responses:
             errors.append("%s: changed page %s not stored as a response" % (tag, url))
     for uri, h in sorted(revisits.items()):
-        if h.get("warc-profile") != NOT_MODIFIED:
+        if h.get("warc-profile") != profile:
             errors.append("%s: %s: profile %s" % (tag, uri, h.get("warc-profile")))
             continue
         m = re.match(r"warcfile:(.+)#(\d+)$", h.get("warc-refers-to-container", ""))
@@ -193,9 +209,9 @@ def test_recrawl():
     web = Web(work)
     out1, rows1, _ = web.crawl(0, [])
     base = pages_200(rows1)
-    out2, rows2, st2 = web.crawl(1, ["--previous", out1])
+    out2, rows2, st2 = web.crawl(1, ["--previous", os.path.join(out1, "index.cdxj")])
     ch1 = set(web.mode("--changed", "--epoch", "1", "--change-pct", "10"))
-    out3, rows3, st3 = web.crawl(2, ["--previous", out2])
+    out3, rows3, st3 = web.crawl(2, ["--previous", out1, "--previous", out2])
     ch2 = set(web.mode("--changed", "--epoch", "2", "--since", "1", "--change-pct", "10"))
     ch02 = set(web.mode("--changed", "--epoch", "2", "--since", "0", "--change-pct", "10"))
     if not ch1 or not ch2 or len(ch1) == len(base):
@@ -211,6 +227,9 @@ def test_recrawl():
     errors += check_warc("crawl 2", out2, rows2, ch1, lambda u: out1)
     # unchanged since epoch 0: crawl 1's record; changed at epoch 1 only: crawl 2's
     errors += check_warc("crawl 3", out3, rows3, ch2, lambda u: out1 if u not in ch02 else out2)
+    if st2.get("recrawl", {}).get("indexes_read_as_history") != 1:
+        errors.append("crawl 2: index.cdxj not read as the history beside it: %s" % st2.get("recrawl"))
+    errors += check_index_only(web, out1, rows1, base, ch1)
     print("pages %d; crawl 2: %d changed, %d not modified, stats recrawl %s; crawl 3: %d changed, "
           "%d not modified; WARC bytes %d / %d / %d" %
           (len(base), len(ch1), len(base) - len(ch1), st2.get("recrawl"), len(ch2),
@@ -220,6 +239,32 @@ def test_recrawl():
         fail("; ".join(errors))
     shutil.rmtree(work, ignore_errors=True)
     print("ok")
+
+
+def check_index_only(web, out1, rows1, base, changed):
+    """Crawl 4: against a copy of crawl 1 holding only its index.cdxj and
+    WARC files (hard links): no validators to send, the same URLs asked
+    for, unchanged pages stored as identical-payload-digest revisits of
+    the records the index names."""
+    copy = os.path.join(web.work, "c1-index")
+    os.makedirs(copy)
+    for f in glob.glob(os.path.join(out1, "*.warc.gz")) + [os.path.join(out1, "index.cdxj")]:
+        os.link(f, os.path.join(copy, os.path.basename(f)))
+    out4, rows4, st4 = web.crawl(1, ["--previous", os.path.join(copy, "index.cdxj")], name="c4")
+    errors = []
+    got = {r["url"] for r in rows4}
+    urls1 = {r["url"] for r in rows1}
+    if got != urls1:
+        errors.append("crawl 4 asked for other URLs than crawl 1: %s" % sorted(got ^ urls1)[:5])
+    for r in rows4:
+        if r["cond"] != "-" or (r["url"] in base and r["status"] != 200):
+            errors.append("crawl 4: %s asked with %s, answered %d" % (r["url"], r["cond"], r["status"]))
+    rec = st4.get("recrawl", {})
+    if rec.get("indexes") != 1 or rec.get("history_pages") != len(base) or rec.get("conditional"):
+        errors.append("crawl 4: recrawl stats %s, want 1 index of %d pages" % (rec, len(base)))
+    errors += check_warc("crawl 4", out4, rows4, changed, lambda u: copy, before=base)
+    print("crawl 4 (index only): %d URLs, recrawl %s" % (len(got), rec))
+    return errors[:10]
 
 
 def test_discovery():
