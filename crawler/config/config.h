@@ -124,8 +124,9 @@ struct crawl_output {
 	uint32_t stats_interval_s;      /* pages/s sampling period in stats.json */
 	uint32_t checkpoint_interval_s; /* seconds between checkpoints; 0 = only at the end */
 	char *metrics;                  /* live figures over HTTP: "PORT", "ADDR:PORT"; "" off */
-	char *previous;                 /* an earlier crawl's output folder to recrawl
-	                                   against (archive/previous.h); "" none */
+	char *previous;                 /* earlier crawls to recrawl against: output
+	                                   folders or CDXJ indexes, joined by ','
+	                                   (archive/previous.h); "" none */
 };
 
 /* [cluster]: joining a crawl shared by several agents through Redis
