@@ -127,6 +127,19 @@ static int cdxj_sig(struct previous *p, char *line, size_t len, uint64_t *sig)
 	return 0;
 }
 
+/* The signature a whole line (without its '\n') files its capture
+ * under: 0; 1 when skipped (an index's line of no page); -1 when bad. */
+static int line_sig(struct previous *p, bool cdxj, char *line, size_t len, uint64_t *sig)
+{
+	struct history_entry e;
+	if (cdxj)
+		return cdxj_sig(p, line, len, sig);
+	if (history_parse(line, len, &e) != 0)
+		return -1;
+	*sig = e.sig;
+	return 0;
+}
+
 /* Reads one file (number n) into the table. 0, or -1 (err). */
 static int load_file(struct previous *p, const char *path, uint64_t n, char *err, size_t errlen)
 {
@@ -142,21 +155,18 @@ static int load_file(struct previous *p, const char *path, uint64_t n, char *err
 		return -1;
 	}
 	while ((len = getline(&line, &cap, f)) > 0) {
-		struct history_entry e;
 		uint64_t here = at, sig = 0;
 		at += (uint64_t)len;
 		lines++;
 		/* a line cut short by a crash has no '\n': skipped */
-		int k = line[len - 1] != '\n' || (size_t)len > LINE_MAX_BYTES ||
-		                        here >= LOC_OFFSET_MASK
-		                ? -1
-		        : cdxj ? cdxj_sig(p, line, (size_t)len - 1, &sig)
-		               : history_parse(line, (size_t)len - 1, &e);
+		bool whole = line[len - 1] == '\n' && (size_t)len <= LINE_MAX_BYTES &&
+		             here < LOC_OFFSET_MASK;
+		int k = whole ? line_sig(p, cdxj, line, (size_t)len - 1, &sig) : -1;
 		if (k < 0)
 			p->st.bad_lines++;
 		if (k != 0)
 			continue;
-		if (put(p, cdxj ? sig : e.sig, n << LOC_FILE_SHIFT | (here + 1)) != 0) {
+		if (put(p, sig, n << LOC_FILE_SHIFT | (here + 1)) != 0) {
 			snprintf(err, errlen, "%s: out of memory", path);
 			goto out;
 		}
