@@ -156,6 +156,29 @@ static void file_of(const char *dir, const char *suffix, char *out, size_t cap)
 	ck_assert_int_eq(n, 1);
 }
 
+/* The page of http://a.test/, fetched at unix_ms. */
+static struct warc_fetch page_fetch(int64_t unix_ms)
+{
+	return (struct warc_fetch){
+		.url = "http://a.test/",
+		.date_unix_ms = unix_ms,
+		.response_headers = page_headers,
+		.response_headers_len = strlen(page_headers),
+		.body = body,
+		.body_len = strlen(body),
+		.history = true,
+	};
+}
+
+/* Writes f alone under c: into its own WARC file. */
+static void write_one(const struct warc_config *c, const struct warc_fetch *f, bool *revisit)
+{
+	struct warc_writer *w;
+	ck_assert_int_eq(warc_writer_open(c, &w), WARC_OK);
+	ck_assert_int_eq(warc_writer_write_fetch(w, f, NULL, revisit), WARC_OK);
+	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+}
+
 /* A first crawl's page, then a recrawl's 304 and unchanged 200 against it:
  * revisits naming it, history lines carrying it on. */
 START_TEST(writer_revisits_earlier)
@@ -167,18 +190,8 @@ START_TEST(writer_revisits_earlier)
 	ck_assert_int_eq(fileio_mkdir_p(d2), 0);
 	struct warc_config c = { .dir = d1, .history = true };
 	struct warc_writer *w;
-	struct warc_fetch f = {
-		.url = "http://a.test/",
-		.date_unix_ms = 1700000000000,
-		.response_headers = page_headers,
-		.response_headers_len = strlen(page_headers),
-		.body = body,
-		.body_len = strlen(body),
-		.history = true,
-	};
-	ck_assert_int_eq(warc_writer_open(&c, &w), WARC_OK);
-	ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, NULL), WARC_OK);
-	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+	struct warc_fetch f = page_fetch(1700000000000);
+	write_one(&c, &f, NULL);
 	file_of(d1, ".warc.gz", warc1, sizeof warc1);
 	file_of(d1, ".history", hist1, sizeof hist1);
 
@@ -282,6 +295,26 @@ static int count_url(void *ctx, const char *url)
 	return 0;
 }
 
+/* Opens the earlier crawls of list, which must load; their figures. */
+static struct previous *open_ok(const char *list, struct previous_stats *st)
+{
+	char err[256];
+	struct previous *p;
+	ck_assert_msg(previous_open_list(list, NULL, NULL, &p, err, sizeof err) == 0, "%s", err);
+	previous_stats(p, st);
+	return p;
+}
+
+/* p's capture of url has that ETag. */
+static void expect_etag(const struct previous *p, const char *url, const char *etag)
+{
+	struct previous_hit *h = previous_lookup(p, url, strlen(url));
+	ck_assert_ptr_nonnull(h);
+	ck_assert_str_eq(h->e.etag, etag);
+	ck_assert_ptr_nonnull(h->e.ref_id);
+	free(h);
+}
+
 /* Later files win; bad lines are skipped and counted; no history is an
  * error. */
 START_TEST(previous_load)
@@ -303,17 +336,12 @@ START_TEST(previous_load)
 	write_text(path, a.p);
 	snprintf(path, sizeof path, "%s/crawl-2.history", tmp);
 	write_text(path, b.p);
-	struct previous *p;
-	ck_assert_int_eq(previous_open_list(tmp, NULL, NULL, &p, err, sizeof err), 0);
 	struct previous_stats st;
-	previous_stats(p, &st);
+	struct previous *p = open_ok(tmp, &st);
 	ck_assert_uint_eq(st.files, 2);
 	ck_assert_uint_eq(st.urls, 2);
 	ck_assert_uint_eq(st.bad_lines, 2);
-	struct previous_hit *h = previous_lookup(p, "http://a.test/1", 15);
-	ck_assert_ptr_nonnull(h);
-	ck_assert_str_eq(h->e.etag, "new");
-	free(h);
+	expect_etag(p, "http://a.test/1", "new");
 	int n = 0;
 	ck_assert_int_eq(previous_each_url(p, count_url, &n), 0);
 	ck_assert_int_eq(n, 2);
@@ -361,11 +389,9 @@ START_TEST(previous_several)
 	const char *ub[] = { "http://a.test/1" }, *eb[] = { "b1" };
 	history_folder("A", ua, ea, 2, a, sizeof a);
 	history_folder("B", ub, eb, 1, b, sizeof b);
-	struct previous *p;
-	snprintf(list, sizeof list, "%s,%s", a, b);
-	ck_assert_int_eq(previous_open_list(list, NULL, NULL, &p, err, sizeof err), 0);
 	struct previous_stats st;
-	previous_stats(p, &st);
+	snprintf(list, sizeof list, "%s,%s", a, b);
+	struct previous *p = open_ok(list, &st);
 	ck_assert_uint_eq(st.files, 2);
 	ck_assert_uint_eq(st.urls, 2);
 	struct previous_hit *h = previous_lookup(p, "http://a.test/1", 15);
@@ -384,10 +410,7 @@ START_TEST(previous_several)
 	/* the other order, spaces around the separator */
 	snprintf(list, sizeof list, " %s , %s ,", b, a);
 	ck_assert_int_eq(previous_open_list(list, NULL, NULL, &p, err, sizeof err), 0);
-	h = previous_lookup(p, "http://a.test/1", 15);
-	ck_assert_ptr_nonnull(h);
-	ck_assert_str_eq(h->e.etag, "a1");
-	free(h);
+	expect_etag(p, "http://a.test/1", "a1");
 	previous_destroy(p);
 
 	/* the crawl's own folder is refused, wherever it is in the list */
@@ -406,19 +429,8 @@ static char *crawl_with_index(const char *name, bool history, char *warc, size_t
 	snprintf(dir, sizeof dir, "%s/%s", tmp, name);
 	ck_assert_int_eq(fileio_mkdir_p(dir), 0);
 	struct warc_config c = { .dir = dir, .history = history, .cdxj = true };
-	struct warc_writer *w;
-	struct warc_fetch f = {
-		.url = "http://a.test/",
-		.date_unix_ms = 1700000000000,
-		.response_headers = page_headers,
-		.response_headers_len = strlen(page_headers),
-		.body = body,
-		.body_len = strlen(body),
-		.history = true,
-	};
-	ck_assert_int_eq(warc_writer_open(&c, &w), WARC_OK);
-	ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, NULL), WARC_OK);
-	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
+	struct warc_fetch f = page_fetch(1700000000000);
+	write_one(&c, &f, NULL);
 	file_of(dir, ".warc.gz", warc, cap);
 	file_of(dir, ".cdxj", cdxj, sizeof cdxj);
 	size_t len;
@@ -447,7 +459,7 @@ static void response_id(const char *warc, char *out, size_t cap)
  * 200 of the same payload stored as a revisit of it. */
 START_TEST(previous_cdxj_only)
 {
-	char warc[256], path[300], err[256], id[128];
+	char warc[256], path[300], id[128];
 	char *text = crawl_with_index("C", false, warc, sizeof warc);
 	char *real = realpath(warc, NULL);
 	struct cdxj_text t = { 0 };
@@ -478,8 +490,7 @@ START_TEST(previous_cdxj_only)
 	for (int by_file = 0; by_file < 2; by_file++) {
 		if (by_file)
 			snprintf(path, sizeof path, "%s/C/index.cdxj", tmp);
-		ck_assert_int_eq(previous_open_list(path, NULL, NULL, &p, err, sizeof err), 0);
-		previous_stats(p, &st);
+		p = open_ok(path, &st);
 		ck_assert_uint_eq(st.indexes, 1);
 		ck_assert_uint_eq(st.indexes_by_history, 0);
 		ck_assert_uint_eq(st.urls, 3);
@@ -523,21 +534,11 @@ START_TEST(previous_cdxj_only)
 	snprintf(path, sizeof path, "%s/D", tmp);
 	ck_assert_int_eq(fileio_mkdir_p(path), 0);
 	struct warc_config c = { .dir = path };
-	struct warc_writer *w;
-	struct warc_fetch f = {
-		.url = "http://a.test/",
-		.date_unix_ms = 1800000000000,
-		.response_headers = page_headers,
-		.response_headers_len = strlen(page_headers),
-		.body = body,
-		.body_len = strlen(body),
-		.refer = &r,
-	};
+	struct warc_fetch f = page_fetch(1800000000000);
+	f.refer = &r;
 	bool revisit = false;
-	ck_assert_int_eq(warc_writer_open(&c, &w), WARC_OK);
-	ck_assert_int_eq(warc_writer_write_fetch(w, &f, NULL, &revisit), WARC_OK);
+	write_one(&c, &f, &revisit);
 	ck_assert(revisit);
-	ck_assert_int_eq(warc_writer_close(w), WARC_OK);
 	free(h);
 	free(real);
 	previous_destroy(p);
@@ -563,10 +564,8 @@ START_TEST(previous_cdxj_bad)
 	        "\"digest\":\"A\",\"length\":\"1\",\"offset\":\"0\",\"filen";
 	snprintf(path, sizeof path, "%s/index.cdxj", tmp);
 	write_text(path, lines);
-	struct previous *p;
-	ck_assert_int_eq(previous_open_list(path, NULL, NULL, &p, err, sizeof err), 0);
 	struct previous_stats st;
-	previous_stats(p, &st);
+	struct previous *p = open_ok(path, &st);
 	ck_assert_uint_eq(st.lines, 6);
 	ck_assert_uint_eq(st.bad_lines, 4);
 	ck_assert_uint_eq(st.urls, 2);
@@ -587,23 +586,17 @@ END_TEST
 /* An index beside a history: the history is read (it has the validators). */
 START_TEST(previous_cdxj_beside_history)
 {
-	char warc[256], path[300], err[256];
+	char warc[256], path[300];
 	char *text = crawl_with_index("E", true, warc, sizeof warc);
 	snprintf(path, sizeof path, "%s/E/index.cdxj", tmp);
 	write_text(path, text);
 	free(text);
-	struct previous *p;
-	ck_assert_int_eq(previous_open_list(path, NULL, NULL, &p, err, sizeof err), 0);
 	struct previous_stats st;
-	previous_stats(p, &st);
+	struct previous *p = open_ok(path, &st);
 	ck_assert_uint_eq(st.indexes, 0);
 	ck_assert_uint_eq(st.indexes_by_history, 1);
 	ck_assert_uint_eq(st.urls, 1);
-	struct previous_hit *h = previous_lookup(p, "http://a.test/", 14);
-	ck_assert_ptr_nonnull(h);
-	ck_assert_str_eq(h->e.etag, "\"e1\"");
-	ck_assert_ptr_nonnull(h->e.ref_id);
-	free(h);
+	expect_etag(p, "http://a.test/", "\"e1\"");
 	previous_destroy(p);
 }
 END_TEST
