@@ -34,8 +34,9 @@ from the WARC files read back by an independent reader (Python's zlib).
                             come from its earlier record)
   recrawl_e2e.py bad        an earlier folder with torn and garbage history
                             lines (skipped, counted, the crawl goes on with
-                            the good ones), a folder without history, a
-                            missing one, the crawl's own: clear errors
+                            the good ones), a folder without history, an
+                            index without a usable line, a missing one, the
+                            crawl's own: clear errors
 
 Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as crawl_e2e.py), E2E_HOSTS,
 E2E_PAGES (defaults 6 x 20).
@@ -338,7 +339,13 @@ def test_bad():
     os.makedirs(empty)
     seed = "http://h0.web.test:%d/" % web.port
     fresh = os.path.join(work, "o")
+    junk = os.path.join(work, "junk")
+    os.makedirs(junk)
+    with open(os.path.join(junk, "index.cdxj"), "w") as f:
+        f.write("garbage\ncom,x)/ 2026 {\"url\":\n")
     for args, want in (([seed, "-o", fresh, "--previous", empty], "no history"),
+                       ([seed, "-o", fresh, "--previous", out1, "--previous", junk], "no capture"),
+                       ([seed, "-o", fresh, "--previous", out1 + "," + empty], "without ','"),
                        ([seed, "-o", fresh, "--previous", os.path.join(work, "missing")],
                         "No such file"),
                        (["-o", out2, "--resume", "--previous", out2], "own folder")):
