@@ -158,6 +158,7 @@ static const struct saved_counter saved_counters[] = {
 	SAVED("conditional", visit.conditional),
 	SAVED("ac.earlier_parsed", parse.earlier_parsed),
 	SAVED("ac.earlier_unreadable", parse.earlier_unreadable),
+	SAVED("ac.index_records_unreadable", writer.index_records_unreadable),
 };
 #define N_SAVED (sizeof saved_counters / sizeof saved_counters[0])
 
@@ -767,6 +768,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "indexes", STAT_U64, &d->previous.indexes, 0 },
 		{ "indexes_read_as_history", STAT_U64, &d->previous.indexes_by_history, 0 },
 		{ "index_lines_not_pages", STAT_U64, &d->previous.cdxj_skipped, 0 },
+		{ "index_records_unreadable", STAT_U64, &t->writer.index_records_unreadable, 0 },
 	};
 	const struct stat_table recrawl = TABLE(recrawl_e);
 	const struct stat_table hosts = TABLE(hosts_e), frontier = TABLE(frontier_e),

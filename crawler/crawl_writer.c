@@ -32,7 +32,8 @@ struct crawl_writer {
 	struct warc_position sync_pos;
 	uint64_t sync_log_size;
 	atomic_uint_fast64_t synced;
-	atomic_uint_fast64_t errors, revisits; /* see struct crawl_writer_stats */
+	/* see struct crawl_writer_stats */
+	atomic_uint_fast64_t errors, revisits, index_records_unreadable;
 };
 
 void crawl_job_free(struct crawl_job *j)
@@ -96,8 +97,11 @@ static int write_warc(struct crawl_writer *w, const struct crawl_job *j)
 	const struct fetch_result *res = j->res;
 	/* an index's capture names its record once that record is read; one
 	 * that cannot be is no original: the page is stored whole */
-	const struct history_entry *pe =
-	        j->earlier && previous_hit_complete(j->earlier) == 0 ? &j->earlier->e : NULL;
+	const struct history_entry *pe = j->earlier ? &j->earlier->e : NULL;
+	if (pe != NULL && previous_hit_complete(j->earlier) != 0) {
+		atomic_fetch_add(&w->index_records_unreadable, 1);
+		pe = NULL;
+	}
 	struct warc_refer refer = { 0 };
 	if (pe != NULL)
 		refer = (struct warc_refer){
@@ -339,4 +343,5 @@ void crawl_writer_stats(const struct crawl_writer *w, struct crawl_writer_stats 
 {
 	out->errors = atomic_load(&w->errors);
 	out->revisits = atomic_load(&w->revisits);
+	out->index_records_unreadable = atomic_load(&w->index_records_unreadable);
 }

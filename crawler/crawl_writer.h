@@ -131,6 +131,9 @@ void crawl_writer_destroy(struct crawl_writer *w);
 struct crawl_writer_stats {
 	uint64_t errors;   /* records or log lines that could not be written */
 	uint64_t revisits; /* fetches written as WARC revisit records */
+	/* an index's captures (archive/previous.h) whose record could not be
+	 * read back: no original, the page stored whole */
+	uint64_t index_records_unreadable;
 };
 void crawl_writer_stats(const struct crawl_writer *w, struct crawl_writer_stats *out);
 

@@ -261,7 +261,8 @@ def check_index_only(web, out1, rows1, base, changed):
         if r["cond"] != "-" or (r["url"] in base and r["status"] != 200):
             errors.append("crawl 4: %s asked with %s, answered %d" % (r["url"], r["cond"], r["status"]))
     rec = st4.get("recrawl", {})
-    if rec.get("indexes") != 1 or rec.get("history_pages") != len(base) or rec.get("conditional"):
+    if rec.get("indexes") != 1 or rec.get("history_pages") != len(base) or rec.get("conditional") \
+            or rec.get("index_records_unreadable") != 0:
         errors.append("crawl 4: recrawl stats %s, want 1 index of %d pages" % (rec, len(base)))
     errors += check_warc("crawl 4", out4, rows4, changed, lambda u: copy, before=base)
     print("crawl 4 (index only): %d URLs, recrawl %s" % (len(got), rec))

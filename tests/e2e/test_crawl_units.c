@@ -542,6 +542,7 @@ static const struct {
 	{ "conditional", "conditional" },
 	{ "ac.earlier_parsed", "earlier_parsed" },
 	{ "ac.earlier_unreadable", "earlier_unreadable" },
+	{ "ac.index_records_unreadable", "index_records_unreadable" },
 };
 #define N_SAVED_NAMES (sizeof saved_names / sizeof saved_names[0])
 
