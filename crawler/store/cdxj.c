@@ -1008,7 +1008,7 @@ enum cdxj_error cdxj_line_read(char *line, size_t len, struct cdxj_fields *out)
 	char *ts = brace;
 	while (ts > line && ts[-1] != ' ')
 		ts--;
-	if (ts == brace || ts - 1 <= line)
+	if (ts == brace || ts == line)
 		return CDXJ_ERR_INVALID;
 	for (const char *d = ts; d < brace; d++)
 		if (!ascii_is_digit((unsigned char)*d))

@@ -5,9 +5,10 @@
  * Beyond "no crash", it aborts when
  *  - a response or revisit gets no line, or a request one;
  *  - the line holds a line break before its end, or is not valid UTF-8;
- *  - the line does not read back (cdxj_line_location) to the offset,
- *    length and file name it was made with;
- * and the input itself, read as a line, must not crash the reader.
+ *  - the line does not read back (cdxj_line_location, and cdxj_line_read
+ *    when the URL holds no space or NUL) to the offset, length and file
+ *    name it was made with;
+ * and the input itself, read as a line, must not crash either reader.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,8 +33,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ix == NULL && (ix = cdxj_indexer_create(4096)) == NULL)
 		abort();
 	cdxj_line_location((const char *)data, size, &loc);
-	if (size == 0)
+	char *copy = malloc(size + 1);
+	struct cdxj_fields f;
+	if (copy == NULL)
+		abort();
+	memcpy(copy, data, size);
+	cdxj_line_read(copy, size, &f);
+	if (size == 0) {
+		free(copy);
 		return 0;
+	}
 	const char *type = types[data[0] % 4];
 	const uint8_t *rest = data + 1, *nl = memchr(rest, '\n', size - 1);
 	size_t ul = nl ? (size_t)(nl - rest) : size - 1;
@@ -61,6 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] % 4 == 3) {
 		if (rc != CDXJ_SKIP)
 			abort();
+		free(copy);
 		return 0;
 	}
 	if (rc != CDXJ_OK || len == 0 || line[len - 1] != '\n' || memchr(line, '\n', len - 1) ||
@@ -69,5 +79,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (cdxj_line_location(line, len - 1, &loc) != CDXJ_OK || loc.offset != size * 3 ||
 	    loc.length != size + 1 || loc.filename_len != 9 || memcmp(loc.filename, "f.warc.gz", 9))
 		abort();
+	/* the reader of any writer's lines: its URL key has no space, so the
+	 * timestamp is the word before the first " {" */
+	free(copy);
+	if ((copy = malloc(len)) == NULL)
+		abort();
+	memcpy(copy, line, len - 1);
+	if (!memchr(rest, ' ', ul) && !memchr(rest, '\0', ul) &&
+	    (cdxj_line_read(copy, len - 1, &f) != CDXJ_OK || !f.has_offset ||
+	     f.offset != size * 3 || f.length != size + 1 || strcmp(f.filename, "f.warc.gz") != 0 ||
+	     strcmp(f.timestamp, "20240506070809") != 0))
+		abort();
+	free(copy);
 	return 0;
 }
