@@ -74,6 +74,22 @@ static inline int array_strcmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Binary search over [lo, hi) of a sorted array for the first index where
+ * the condition `below` (written in terms of the index variable `mid`)
+ * turns false; below must hold for a prefix of the range and fail for the
+ * rest. Leaves that index in lo (hi when below holds throughout). */
+#define ARRAY_LOWER_BOUND(lo, hi, mid, below)                                                      \
+	do {                                                                                       \
+		size_t array_hi_ = (hi);                                                           \
+		while ((lo) < array_hi_) {                                                         \
+			size_t mid = (lo) + (array_hi_ - (lo)) / 2;                                \
+			if (below)                                                                 \
+				(lo) = mid + 1;                                                    \
+			else                                                                       \
+				array_hi_ = mid;                                                   \
+		}                                                                                  \
+	} while (0)
+
 /* Frees each of the n elements of v (pointers from malloc, or NULL), then
  * v itself: the teardown of an array that owns what it points to. */
 #define ARRAY_FREE_EACH(v, n)                                                                      \
