@@ -1,7 +1,9 @@
 /*
  * array.h: the growable array every module hand-rolled: a pointer, a count
- * and a capacity, the capacity doubling when the array is full. Header
- * only; the caller keeps the three fields in its own struct.
+ * and a capacity, the capacity doubling when the array is full; an array
+ * of owned strings grown one copy at a time; and the binary search of a
+ * sorted array. Header only; the caller keeps the three fields in its own
+ * struct.
  */
 #ifndef FRONTIER_BASE_ARRAY_H
 #define FRONTIER_BASE_ARRAY_H
@@ -65,6 +67,23 @@ static inline void *array_reserve(void *v, size_t *cap, size_t n, size_t size)
 	if (nv)
 		*cap = want;
 	return nv;
+}
+
+/* Appends a copy of the n bytes at s, made a string, to the array of
+ * strings *v (*count of them, room for *cap; `first` as in array_grow).
+ * 0, or -1 when out of memory: then *v, *count and *cap still describe
+ * the array, which owns what it held. */
+static inline int array_push_strndup(char ***v, size_t *count, size_t *cap, const char *s, size_t n,
+                                     size_t first)
+{
+	char **nv = array_grow(*v, cap, *count, sizeof *nv, first);
+	if (nv == NULL)
+		return -1;
+	*v = nv;
+	if ((nv[*count] = strndup(s, n)) == NULL)
+		return -1;
+	(*count)++;
+	return 0;
 }
 
 /* strcmp of two elements of an array of strings (char *): the comparison
