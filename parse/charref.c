@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "frontier/base/ascii.h"
+#include "frontier/base/utf8.h"
 #include "parse/charref_table.h"
 
 /* Character `at` of entry i's name; the caller knows the name is longer. */
@@ -57,32 +58,6 @@ static const struct charref_entry *named_match(const unsigned char *p, size_t n)
 		hi = bound_at(lo, hi, at, c, true);
 	}
 	return best;
-}
-
-/* UTF-8 of code point cp (<= 0x10FFFF) into out; returns its length. */
-static size_t utf8_put(uint32_t cp, char *out)
-{
-	unsigned char *o = (unsigned char *)out;
-	if (cp < 0x80) {
-		o[0] = (unsigned char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (unsigned char)(0xC0 | (cp >> 6));
-		o[1] = (unsigned char)(0x80 | (cp & 0x3F));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (unsigned char)(0xE0 | (cp >> 12));
-		o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-		o[2] = (unsigned char)(0x80 | (cp & 0x3F));
-		return 3;
-	}
-	o[0] = (unsigned char)(0xF0 | (cp >> 18));
-	o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-	o[3] = (unsigned char)(0x80 | (cp & 0x3F));
-	return 4;
 }
 
 /* "&#..." at in[0..len), len >= 2: the numeric states, then the numeric

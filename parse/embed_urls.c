@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "frontier/base/ascii.h"
+#include "frontier/base/utf8.h"
 
 /* ---- srcset ---- */
 
@@ -178,30 +179,10 @@ static bool is_css_newline(unsigned char c)
 
 static void ub_put_code_point(struct url_buf *ub, unsigned long cp)
 {
-	char u[4];
-	size_t n;
+	char u[UTF8_MAX_BYTES];
 	if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
 		cp = 0xFFFD;
-	if (cp < 0x80) {
-		u[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		u[0] = (char)(0xC0 | cp >> 6);
-		u[1] = (char)(0x80 | (cp & 0x3F));
-		n = 2;
-	} else if (cp < 0x10000) {
-		u[0] = (char)(0xE0 | cp >> 12);
-		u[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-		u[2] = (char)(0x80 | (cp & 0x3F));
-		n = 3;
-	} else {
-		u[0] = (char)(0xF0 | cp >> 18);
-		u[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-		u[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-		u[3] = (char)(0x80 | (cp & 0x3F));
-		n = 4;
-	}
-	ub_put(ub, u, n);
+	ub_put(ub, u, utf8_put((uint32_t)cp, u));
 }
 
 /* "Consume an escaped code point" from p (just after a '\' that starts a

@@ -190,11 +190,6 @@ out:
 	return rc;
 }
 
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* The names of dir's history files, sorted. 0, or -1 (err). */
 static int list_histories(const char *dir, char ***names, size_t *n, char *err, size_t errlen)
 {
@@ -211,20 +206,15 @@ static int list_histories(const char *dir, char ***names, size_t *n, char *err, 
 		size_t l = strlen(de->d_name);
 		if (l <= 8 || strcmp(de->d_name + l - 8, ".history") != 0)
 			continue;
-		char **g = array_grow(*names, &cap, *n, sizeof *g, 16);
-		if (g == NULL || (g[*n] = strdup(de->d_name)) == NULL) {
-			if (g != NULL)
-				*names = g;
+		if (array_push_strndup(names, n, &cap, de->d_name, l, 16) != 0) {
 			closedir(d);
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
-		*names = g;
-		(*n)++;
 	}
 	closedir(d);
 	if (*n > 1)
-		qsort(*names, *n, sizeof **names, by_name);
+		qsort(*names, *n, sizeof **names, array_strcmp);
 	return 0;
 }
 

@@ -2,6 +2,7 @@
 #include "crawler/store/cdxj.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "frontier/base/array.h"
 #include "frontier/base/ascii.h"
+#include "frontier/base/utf8.h"
 #include "frontier/url.h"
 
 #define CDXJ_DEFAULT_URL_MAX 65536u
@@ -816,31 +818,6 @@ static long hex4(const char *p, const char *end)
 	return v;
 }
 
-/* Code point c as UTF-8 at w; the bytes written. */
-static size_t put_utf8(char *w, unsigned long c)
-{
-	if (c < 0x80) {
-		w[0] = (char)c;
-		return 1;
-	}
-	if (c < 0x800) {
-		w[0] = (char)(0xc0 | c >> 6);
-		w[1] = (char)(0x80 | (c & 0x3f));
-		return 2;
-	}
-	if (c < 0x10000) {
-		w[0] = (char)(0xe0 | c >> 12);
-		w[1] = (char)(0x80 | (c >> 6 & 0x3f));
-		w[2] = (char)(0x80 | (c & 0x3f));
-		return 3;
-	}
-	w[0] = (char)(0xf0 | c >> 18);
-	w[1] = (char)(0x80 | (c >> 12 & 0x3f));
-	w[2] = (char)(0x80 | (c >> 6 & 0x3f));
-	w[3] = (char)(0x80 | (c & 0x3f));
-	return 4;
-}
-
 /* A \u escape at r (just past the backslash and 'u'), a surrogate pair's
  * second half included: its code point (a lone surrogate: U+FFFD) and
  * *r past it; -1 when not four hex digits. */
@@ -889,7 +866,7 @@ static int json_string_in_place(char **p, const char *end, char **out)
 		long c = json_u_escape(&r, end);
 		if (c <= 0)
 			return -1;
-		w += put_utf8(w, (unsigned long)c);
+		w += utf8_put((uint32_t)c, w);
 	}
 	if (r >= end)
 		return -1;
@@ -909,19 +886,15 @@ static size_t json_bare_len(const char *p, const char *end)
 	return n;
 }
 
-/* A whole decimal number: 0, or -1. */
+/* A whole decimal number (at most LONG_MAX / 10: any offset or length):
+ * 0, or -1. */
 static int decimal_u64(const char *s, uint64_t *v)
 {
-	uint64_t x = 0;
 	size_t n = strlen(s);
-	if (n == 0 || n > 19)
+	long x = ascii_decimal_prefix(s, n, LONG_MAX / 10);
+	if (x < 0 || strspn(s, "0123456789") != n)
 		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (!ascii_is_digit((unsigned char)s[i]))
-			return -1;
-		x = x * 10 + (uint64_t)(s[i] - '0');
-	}
-	*v = x;
+	*v = (uint64_t)x;
 	return 0;
 }
 
