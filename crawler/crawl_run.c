@@ -430,6 +430,13 @@ static int steer_feed(void *ctx, const char *key, size_t len)
 	return sieve_path_feed_redirect(r->sp, key, len, "", 0, 0);
 }
 
+/* The steering's hook: rules steered here, for the whole crawl. */
+static void steer_share(void *ctx, const char *text, size_t len, const char *source)
+{
+	struct run *r = ctx;
+	crawl_source_share_rules(r->source, text, len, source);
+}
+
 static int steer_request(void *ctx, const char *method, const char *target, const char *body,
                          size_t len, FILE *f)
 {
@@ -450,6 +457,7 @@ static int start_steering(struct run *r, int resume)
 		.ctx = r,
 		.feed = steer_feed,
 		.wake = run_wake,
+		.share = steer_share,
 	};
 	if (steer_create(&sp, resume, &r->steer, msg, sizeof msg) != 0) {
 		fprintf(stderr, "crawler crawl: %s\n", msg);
