@@ -660,9 +660,12 @@ def run_rules(assign):
               for a in ("a1", "a2")}
     before = {a: sum(1 for r in rows if r[5].startswith(RULES_CUT) and
                      own[r[2].split(":")[0]] == a and r[0] / 1e6 < t_rule) for a in ("a1", "a2")}
-    print("rule %s POSTed to a1 at %.2f s: %s URLs requested before it, %s cut, %d late; "
-          "{e2e}:rules holds %d line(s)" % (RULES_CUT, t_rule - cl.t0, before, cut_by, len(late),
-                                           shared.count("reject")))
+    last = {a: max([r[0] / 1e6 - t_rule for r in rows if r[5].startswith(RULES_CUT) and
+                    own[r[2].split(":")[0]] == a] + [float("-inf")]) for a in ("a1", "a2")}
+    print("rule %s POSTed to a1 at %.2f s: %s URLs requested before it, %s cut, %d late, the "
+          "last one %s s after the POST's reply; {e2e}:rules holds %d line(s)" %
+          (RULES_CUT, t_rule - cl.t0, before, cut_by, len(late),
+           {a: round(v, 3) for a, v in last.items()}, shared.count("reject")))
     if late:
         errors.append("%d %s requests after the rule and its grace (agent, host, path, s "
                       "after): %s" % (len(late), RULES_CUT, late[:5]))
