@@ -4,6 +4,7 @@
  * (cluster_rule_entry_encode); an entry's index in it is its name, so an
  * agent reads from the first index it has not applied (LRANGE).
  */
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,25 +90,36 @@ static void on_pushed(void *priv, const redisReply *r)
 	free(q);
 }
 
-int cluster_rules_push(struct cluster *c, const char *entry, size_t len,
-                       void (*done)(void *arg, bool ok, uint64_t index), void *arg)
+/* Sends argv (argv[1] set here: the key {P}:rules) with a copy of tmpl as
+ * the reply's state. A cluster_err. */
+static int rules_send(struct cluster *c, const struct rules_req *tmpl, unsigned flags,
+                      router_reply_fn *fn, int argc, const char **argv, size_t *argl)
 {
-	if (done == NULL || len == 0)
-		return CLUSTER_EINVAL;
 	if (!cl_crawl_up(c))
 		return CLUSTER_EDOWN;
 	struct rules_req *q = malloc(sizeof *q);
 	if (q == NULL)
 		return CLUSTER_ENOMEM;
-	*q = (struct rules_req){ .c = c, .pushed = done, .arg = arg };
+	*q = *tmpl;
 	char key[CL_KEY_MAX];
-	snprintf(key, sizeof key, "%s:rules", c->base);
-	if (router_sendf(c->rt, c->crawl_slot, ROUTER_DURABLE, on_pushed, q, "RPUSH %s %b", key,
-	                 entry, len) != ROUTER_OK) {
+	argl[1] = (size_t)snprintf(key, sizeof key, "%s:rules", c->base);
+	argv[1] = key;
+	if (router_send(c->rt, c->crawl_slot, flags, fn, q, argc, argv, argl) != ROUTER_OK) {
 		free(q);
 		return CLUSTER_EDOWN;
 	}
 	return CLUSTER_OK;
+}
+
+int cluster_rules_push(struct cluster *c, const char *entry, size_t len,
+                       void (*done)(void *arg, bool ok, uint64_t index), void *arg)
+{
+	if (done == NULL || len == 0)
+		return CLUSTER_EINVAL;
+	const struct rules_req q = { .c = c, .pushed = done, .arg = arg };
+	const char *argv[3] = { "RPUSH", NULL, entry };
+	size_t argl[3] = { 5, 0, len };
+	return rules_send(c, &q, ROUTER_DURABLE, on_pushed, 3, argv, argl);
 }
 
 static void on_read(void *priv, const redisReply *r)
@@ -134,19 +146,11 @@ int cluster_rules_read(struct cluster *c, uint64_t from,
 {
 	if (done == NULL || from > INT64_MAX - CLUSTER_RULES_READ)
 		return CLUSTER_EINVAL;
-	if (!cl_crawl_up(c))
-		return CLUSTER_EDOWN;
-	struct rules_req *q = malloc(sizeof *q);
-	if (q == NULL)
-		return CLUSTER_ENOMEM;
-	*q = (struct rules_req){ .c = c, .from = from, .read = done, .arg = arg };
-	char key[CL_KEY_MAX];
-	snprintf(key, sizeof key, "%s:rules", c->base);
-	if (router_sendf(c->rt, c->crawl_slot, 0, on_read, q, "LRANGE %s %llu %llu", key,
-	                 (unsigned long long)from,
-	                 (unsigned long long)(from + CLUSTER_RULES_READ - 1)) != ROUTER_OK) {
-		free(q);
-		return CLUSTER_EDOWN;
-	}
-	return CLUSTER_OK;
+	const struct rules_req q = { .c = c, .from = from, .read = done, .arg = arg };
+	char first[24], last[24];
+	const char *argv[4] = { "LRANGE", NULL, first, last };
+	size_t argl[4] = { 6, 0, (size_t)snprintf(first, sizeof first, "%" PRIu64, from),
+		           (size_t)snprintf(last, sizeof last, "%" PRIu64,
+		                            from + CLUSTER_RULES_READ - 1) };
+	return rules_send(c, &q, 0, on_read, 4, argv, argl);
 }

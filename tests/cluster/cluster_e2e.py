@@ -87,7 +87,6 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
 Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as tests/e2e/crawl_e2e.py),
 E2E_HOSTS / E2E_PAGES to resize the web.
 """
-import http.client
 import json
 import os
 import shutil
@@ -608,16 +607,6 @@ RULES_SHARED_S = 0.5
 RULES_CUT = "/s3/"
 
 
-def ask(port, method, target, body=None):
-    """(status, text) of one request to an agent's --metrics server."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request(method, target, body=body)
-    resp = conn.getresponse()
-    text = resp.read().decode("utf-8", "replace")
-    conn.close()
-    return resp.status, text
-
-
 def owners(names, assign, hosts):
     """host -> the agent that owns it among names (crawler assign)."""
     out = subprocess.run([e2e.CRAWLER, "assign", "--method", assign, "--agents", ",".join(names)],
@@ -636,10 +625,10 @@ def run_rules(assign):
         cl.start(["a1"], assign, ["--metrics", "127.0.0.1:%d" % port])
         cl.start(["a2"], assign)
         wait_pages(tw, len(cl.expected) // 6, agents, 120)
-        got = ask(port, "POST", "/rules", "reject path /nothing/\nreject regex (\n")
+        got = e2e.ask(port, "POST", "/rules", "reject path /nothing/\nreject regex (\n")
         if got[0] != 400 or "POST /rules:2:" not in got[1]:
             errors.append("a bad rule: got %d %r, wanted 400 naming line 2" % got)
-        got = ask(port, "POST", "/rules", "reject path %s\n" % RULES_CUT)
+        got = e2e.ask(port, "POST", "/rules", "reject path %s\n" % RULES_CUT)
         t_rule = time.time()
         if got[0] != 200:
             errors.append("POST /rules: got %d %r" % got)
