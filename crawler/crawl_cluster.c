@@ -469,6 +469,10 @@ static void on_rules_pushed(void *arg, bool ok, uint64_t index)
 	if (!sr->head)
 		sr->tail = NULL;
 	free(o);
+	if (index < sr->next) {
+		rules_poll(g);
+		return; /* read back before this answer (a redirect): applied twice */
+	}
 	uint64_t *own = array_grow(sr->own, &sr->own_cap, sr->nown, sizeof *own, 16);
 	if (own) {
 		sr->own = own;
@@ -557,7 +561,9 @@ static void agent_share_rules(void *impl, const char *text, size_t len, const ch
 	struct rules_out *o = e ? malloc(sizeof *o + elen) : NULL;
 	if (!o) {
 		fprintf(stderr, "\ncrawler crawl: %s: rules kept by this agent only (%s)\n", source,
-		        e ? "out of memory" : "too long");
+		        e      ? "out of memory"
+		        : g->c ? "too long, or out of memory"
+		               : "stopping");
 		free(e);
 		return;
 	}
