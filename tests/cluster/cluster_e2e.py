@@ -77,11 +77,12 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
   cluster_e2e.py rules
       two agents; once a sixth of the web is fetched, a rule rejecting
       /s3/ is POSTed to a1 only (and a bad one, refused with a 400 and
-      never shared): from the POST's reply on, neither agent requests a
-      /s3/ URL (past a grace: the requests already started, and for a2
-      its next read of the shared rules, every 0.5 s); both had fetched
+      never shared), and a3 joins a second later: from the POST's reply
+      on, no agent requests a /s3/ URL (past a grace: the requests
+      already started, and for a2 its next read of the shared rules,
+      every 0.5 s), a3 holds the rule in its rules.txt; a1 and a2 had fetched
       /s3/ URLs before and both left some unfetched (the expected set,
-      fetched whole without the rule, holds them); both exit 0; Redis
+      fetched whole without the rule, holds them); all exit 0; Redis
       holds the good rule only.
 
 Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as tests/e2e/crawl_e2e.py),
@@ -605,6 +606,7 @@ def run_inbox():
 RULES_GRACE_S = 0.3
 RULES_SHARED_S = 0.5
 RULES_CUT = "/s3/"
+RULES_JOIN_S = 1.0  # a3 joins this long after the rule: past every grace
 
 
 def owners(names, assign, hosts):
@@ -632,6 +634,8 @@ def run_rules(assign):
         t_rule = time.time()
         if got[0] != 200:
             errors.append("POST /rules: got %d %r" % got)
+        time.sleep(RULES_JOIN_S)
+        cl.start(["a3"], assign)
         cl.wait_end(None)
         shared = subprocess.run(["redis-cli", "-p", str(cl.redis.port), "LRANGE", "{e2e}:rules",
                                  "0", "-1"], capture_output=True, text=True).stdout
@@ -662,6 +666,12 @@ def run_rules(assign):
         if not cut_by[a] or not before[a]:
             errors.append("agent %s: %d %s URLs fetched before the rule, %d cut by it: the "
                           "test tests nothing there" % (a, before[a], RULES_CUT, cut_by[a]))
+    if not json.load(open(os.path.join(agents[2].out, "stats.json"))).get("pages"):
+        errors.append("a3, joining after the rule, fetched nothing: the test tests nothing there")
+    late_rules = open(os.path.join(agents[2].out, "rules.txt")).read()
+    if "reject path %s\t# added from agent a1: POST /rules:1" % RULES_CUT not in late_rules:
+        errors.append("a3, joining after the rule, does not hold it: rules.txt %r" %
+                      late_rules[-300:])
     if shared.count("reject") != 1 or "(" in shared:
         errors.append("{e2e}:rules holds %r: wanted the good rule only" % shared[:300])
     errors += exit_errors(cl)
