@@ -224,8 +224,11 @@ static int crawl_is_done(struct run *r)
 	if (ps.hosts_in_heap > 0) {
 		if (r->none_ready)
 			wake_at(r, sieve_path_none_ready(r->sp, idle, monotonic_us()));
-		else
-			sieve_path_raised(r->sp);
+		/* ranked URLs found go ahead of the others whether or not a host
+		 * is ready now: a few hosts fetching on at a crawl's start must
+		 * not spend a page budget while the links of the rest wait in the
+		 * sieve's buffer */
+		sieve_path_raised(r->sp);
 		return 0;
 	}
 	int dry = sieve_path_dry(r->sp, idle);

@@ -624,17 +624,9 @@ uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t no
 	flush_completed(sp);
 	if (sp->flush_pending || !atomic_load(&sp->seeded))
 		return 0;
-	if (!loop_idle) {
-		/* Pages under way keep adding links while every host with URLs
-		 * waits (a few busy hosts at a crawl's start): those links may
-		 * name hosts that are ready now, so they get the early flush
-		 * the dry frontier gets, within the same work bound. */
-		early_flush(sp);
-		return 0;
-	}
-	if (bqueue_size(sp->emitq) != 0 || bqueue_size(sp->feedq) != 0 ||
+	if (!loop_idle || bqueue_size(sp->emitq) != 0 || bqueue_size(sp->feedq) != 0 ||
 	    atomic_load(&sp->ac.keys_added) == sp->flush_keys_at)
-		return 0;
+		return 0; /* what is under way will ask again when it ends */
 	/* Flushing takes at most a tenth of the time so spent waiting, counted
 	 * from the last such flush: the other flushes (the seeds', those of
 	 * hosts running dry) were not asked for by a wait. The crawl's first

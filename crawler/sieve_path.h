@@ -126,17 +126,15 @@ int sieve_path_drain(struct sieve_path *sp, int all);
  * emitted nothing and everything is still idle. */
 int sieve_path_dry(struct sieve_path *sp, int loop_idle);
 /* The frontier holds URLs, but every host of theirs waits (a Retry-After,
- * a Crawl-delay, the host delay): while pages are still in flight or
- * parsed, asks for an early flush as sieve_path_dry does; with nothing
- * else to do (loop_idle: nothing in flight, no host held, no parse job),
- * asks for the flush that delivers the links found since the last one,
- * so that they do not wait in the sieve's buffer for those hosts: the
- * first at once, then at most every 500 ms or ten times the last flush's
- * time. Such a flush never ends the crawl. Returns 0, or the monotonic
+ * a Crawl-delay): with nothing else to do (loop_idle: nothing in flight,
+ * no host held, no parse job), asks for the flush that delivers the links
+ * found since the last one, so that they do not wait in the sieve's buffer
+ * for those hosts; the first at once, then at most every 500 ms or ten
+ * times the last flush's time. Such a flush never ends the crawl. Returns 0, or the monotonic
  * time at which to ask again. */
 uint64_t sieve_path_none_ready(struct sieve_path *sp, int loop_idle, uint64_t now_us);
-/* Hosts are ready, but keys of a rule priority above 0 were added since
- * the last forced flush: asks for an early one (within the same flush
+/* Keys of a rule priority above 0 were added since the last forced
+ * flush (hosts ready or not): asks for an early one (within the same flush
  * work bound as sieve_path_dry's), so that URLs ranked first reach the
  * frontier before a page budget is spent on others. */
 void sieve_path_raised(struct sieve_path *sp);

@@ -147,16 +147,9 @@ static uint64_t tiers_cost(uint32_t cap)
 /* Where a queue of this tier is, or goes, in t (best tier first). */
 static uint32_t tiers_find(const struct fr_tiers *t, uint32_t tier)
 {
-	uint32_t lo = 0, hi = t->n;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (t->q[mid]->tier > tier)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	size_t lo = 0;
+	ARRAY_LOWER_BOUND(lo, t->n, mid, t->q[mid]->tier > tier);
+	return (uint32_t)lo;
 }
 
 /* Inserts q at slot i of h's tier table, growing it: -1 when out of memory. */

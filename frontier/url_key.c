@@ -156,12 +156,9 @@ struct qparam {
 static int qparam_cmp(const void *a, const void *b)
 {
 	const struct qparam *x = a, *y = b;
-	size_t m = x->name_n < y->name_n ? x->name_n : y->name_n;
-	int c = memcmp(x->p, y->p, m);
+	int c = ascii_bytes_cmp(x->p, x->name_n, y->p, y->name_n);
 	if (c)
 		return c;
-	if (x->name_n != y->name_n)
-		return x->name_n < y->name_n ? -1 : 1;
 	return x->idx < y->idx ? -1 : (x->idx > y->idx);
 }
 

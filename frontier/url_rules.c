@@ -73,17 +73,9 @@ static long source_index(struct url_rules *r, const char *s)
 {
 	if (r->nsources > 0 && strcmp(r->sources[r->nsources - 1], s) == 0)
 		return (long)r->nsources - 1;
-	char **v = array_grow(r->sources, &r->sources_cap, r->nsources, sizeof *v, 4);
-	char *copy = strdup(s);
-	if (!v || !copy) {
-		free(copy);
-		if (v)
-			r->sources = v;
+	if (array_push_strndup(&r->sources, &r->nsources, &r->sources_cap, s, strlen(s), 4) != 0)
 		return -1;
-	}
-	r->sources = v;
-	r->sources[r->nsources] = copy;
-	return (long)r->nsources++;
+	return (long)r->nsources - 1;
 }
 
 /* Takes rule (its memory) into the list; on error frees it. */

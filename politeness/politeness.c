@@ -694,14 +694,8 @@ void politeness_visit_budget(const struct politeness *p, uint32_t host, uint32_t
 /* The index of host's steered delay, or where it would go. */
 static size_t steered_find(const struct politeness *p, uint32_t host)
 {
-	size_t lo = 0, hi = p->nsteered;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->steered[mid].host < host)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = 0;
+	ARRAY_LOWER_BOUND(lo, p->nsteered, mid, p->steered[mid].host < host);
 	return lo;
 }
 

@@ -27,6 +27,8 @@
  */
 #include "politeness/robots_internal.h"
 
+#include "frontier/base/ascii.h"
+
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,11 +127,7 @@ struct lit_ref {
 static int lit_cmp(const void *a, const void *b)
 {
 	const struct lit_ref *x = a, *y = b;
-	uint32_t m = x->n < y->n ? x->n : y->n;
-	int c = memcmp(x->p, y->p, m);
-	if (c)
-		return c;
-	return x->n < y->n ? -1 : x->n > y->n;
+	return ascii_bytes_cmp(x->p, x->n, y->p, y->n);
 }
 
 /* The longest chain of WILD literal prefixes, each a prefix of the next,

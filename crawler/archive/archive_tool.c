@@ -73,6 +73,38 @@ static int memory_option(const char *tool, const char *v, size_t *bytes)
 	return 0;
 }
 
+/* What a tool writes into the locked folder: 0, or nonzero with the
+ * reason in err. */
+typedef int archive_job(const char *dir, const void *opts, void *report, char *err, size_t len);
+
+static int index_job(const char *dir, const void *opts, void *report, char *err, size_t len)
+{
+	return archive_index_write(dir, opts, report, err, len);
+}
+
+static int wacz_job(const char *dir, const void *opts, void *report, char *err, size_t len)
+{
+	return wacz_write(dir, opts, report, err, len);
+}
+
+/* Runs job on dir under the crawl's lock: 0, or 1 when dir is locked or
+ * the job fails (said on stderr). */
+static int run_locked(const char *tool, const char *dir, archive_job *job, const void *opts,
+                      void *report)
+{
+	struct outdir_lock *lock = lock_dir(tool, dir);
+	if (lock == NULL)
+		return 1;
+	char err[1024];
+	int rc = job(dir, opts, report, err, sizeof err);
+	outdir_lock_release(lock);
+	if (rc != 0) {
+		fprintf(stderr, "crawler %s: %s\n", tool, err);
+		return 1;
+	}
+	return 0;
+}
+
 int index_tool_main(int argc, char **argv)
 {
 	const char *dir = NULL, *mem = NULL;
@@ -88,17 +120,9 @@ int index_tool_main(int argc, char **argv)
 	struct archive_index_options o = { .messages = stderr, .who = "crawler index" };
 	if (memory_option("index", mem, &o.memory) != 0)
 		return 2;
-	struct outdir_lock *lock = lock_dir("index", dir);
-	if (lock == NULL)
-		return 1;
 	struct archive_index_report rep = { 0 };
-	char err[1024];
-	int rc = archive_index_write(dir, &o, &rep, err, sizeof err);
-	outdir_lock_release(lock);
-	if (rc != 0) {
-		fprintf(stderr, "crawler index: %s\n", err);
+	if (run_locked("index", dir, index_job, &o, &rep) != 0)
 		return 1;
-	}
 	if (!quiet)
 		printf("%s/index.cdxj: %" PRIu64 " lines from %" PRIu64 " WARC files (%" PRIu64
 		       " made again from records, %" PRIu64 " cut, %" PRIu64
@@ -128,17 +152,9 @@ int wacz_tool_main(int argc, char **argv)
 	     tool_count("wacz", "--zipnum-lines", zipnum, 1ull << 40, &lines) != 0))
 		return 2;
 	o.zipnum_lines = lines;
-	struct outdir_lock *lock = lock_dir("wacz", dir);
-	if (lock == NULL)
-		return 1;
 	struct wacz_report rep = { 0 };
-	char err[1024];
-	int rc = wacz_write(dir, &o, &rep, err, sizeof err);
-	outdir_lock_release(lock);
-	if (rc != 0) {
-		fprintf(stderr, "crawler wacz: %s\n", err);
+	if (run_locked("wacz", dir, wacz_job, &o, &rep) != 0)
 		return 1;
-	}
 	if (!quiet)
 		printf("%s: %" PRIu64 " WARC files, %" PRIu64 " index lines, %" PRIu64
 		       " pages (%" PRIu64 " with a title), %" PRIu64 " bytes\n",

@@ -55,17 +55,13 @@ int archive_warc_files(const char *dir, char ***names, size_t *n)
 	while ((e = readdir(d)) != NULL) {
 		if (e->d_name[0] == '.' || !ends_with(e->d_name, ".warc.gz"))
 			continue;
-		char **nv = array_grow(v, &cap, *n, sizeof *nv, 16);
-		if (nv == NULL || (nv[*n] = strdup(e->d_name)) == NULL) {
-			v = nv ? nv : v;
+		if (array_push_strndup(&v, n, &cap, e->d_name, strlen(e->d_name), 16) != 0) {
 			closedir(d);
 			ARRAY_FREE_EACH(v, *n);
 			*n = 0;
 			errno = ENOMEM;
 			return -1;
 		}
-		v = nv;
-		(*n)++;
 	}
 	closedir(d);
 	if (*n > 1)

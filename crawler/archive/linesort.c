@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "frontier/base/array.h"
+#include "frontier/base/ascii.h"
 #include "frontier/base/fileio.h"
 
 #define LINESORT_DEFAULT_MEMORY (64u << 20)
@@ -28,17 +29,11 @@ struct linesort {
 	int dir_made;
 };
 
-static int cmp_lines(const char *a, size_t al, const char *b, size_t bl)
-{
-	int c = memcmp(a, b, al < bl ? al : bl);
-	return c != 0 ? c : al < bl ? -1 : al > bl;
-}
-
 static int cmp_entry(const void *x, const void *y, void *text)
 {
 	const struct entry *a = x, *b = y;
 	const char *t = text;
-	return cmp_lines(t + a->at, a->len, t + b->at, b->len);
+	return ascii_bytes_cmp(t + a->at, a->len, t + b->at, b->len);
 }
 
 static void run_path(const struct linesort *ls, size_t k, char *out, size_t cap)
@@ -121,7 +116,7 @@ static int source_next(struct source *s)
 
 static int source_less(const struct source *a, const struct source *b)
 {
-	return cmp_lines(a->line, (size_t)a->len, b->line, (size_t)b->len) < 0;
+	return ascii_bytes_cmp(a->line, (size_t)a->len, b->line, (size_t)b->len) < 0;
 }
 
 /* Restores the heap order of h[0..n) below k. */

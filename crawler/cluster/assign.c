@@ -330,17 +330,11 @@ static void consistent_remove(struct assign_view *v, struct assign_agent *a)
 static size_t consistent_choices(const struct assign_view *v, uint64_t hk, const char **out,
                                  size_t k)
 {
-	size_t lo = 0, hi = v->ring_n, found = 0;
+	size_t lo = 0, found = 0;
 
 	if (k > v->n)
 		k = v->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v->ring[mid].pos < hk)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	ARRAY_LOWER_BOUND(lo, v->ring_n, mid, v->ring[mid].pos < hk);
 	for (size_t step = 0; step < v->ring_n && found < k; step++) {
 		const char *name = v->ring[(lo + step) % v->ring_n].agent->name;
 		size_t f = 0;

@@ -7,8 +7,38 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "crawler/cluster/cluster_int.h"
+
+#define CRAWL_SCRIPT_NUMS 2
+
+/* Runs script id durably on the crawl-wide key "BASE:name" with the n
+ * (at most CRAWL_SCRIPT_NUMS) numbers as its arguments; fn gets a copy
+ * of req (size bytes, fn frees it) and the reply. */
+static int crawl_script(struct cluster *c, enum cl_script_id id, const char *name,
+                        const uint64_t *nums, int n, router_reply_fn *fn, const void *req,
+                        size_t size)
+{
+	if (!cl_crawl_up(c))
+		return CLUSTER_EDOWN;
+	void *q = malloc(size);
+	if (q == NULL)
+		return CLUSTER_ENOMEM;
+	memcpy(q, req, size);
+	char key[CL_KEY_MAX], num[CRAWL_SCRIPT_NUMS][24];
+	const char *args[2 + CRAWL_SCRIPT_NUMS] = { "1", key };
+	snprintf(key, sizeof key, "%s:%s", c->base, name);
+	for (int i = 0; i < n; i++) {
+		snprintf(num[i], sizeof num[i], "%llu", (unsigned long long)nums[i]);
+		args[2 + i] = num[i];
+	}
+	if (cl_eval(c, id, c->crawl_slot, ROUTER_DURABLE, fn, q, 2 + n, args) != ROUTER_OK) {
+		free(q);
+		return CLUSTER_EDOWN;
+	}
+	return CLUSTER_OK;
+}
 
 struct budget_req {
 	struct cluster *c;
@@ -34,23 +64,9 @@ int cluster_budget_reserve(struct cluster *c, uint64_t max, uint64_t want,
 {
 	if (max == 0 || done == NULL)
 		return CLUSTER_EINVAL;
-	if (!cl_crawl_up(c))
-		return CLUSTER_EDOWN;
-	struct budget_req *q = malloc(sizeof *q);
-	if (q == NULL)
-		return CLUSTER_ENOMEM;
-	*q = (struct budget_req){ c, done, arg };
-	char key[CL_KEY_MAX], m[24], w[24];
-	snprintf(key, sizeof key, "%s:budget", c->base);
-	snprintf(m, sizeof m, "%llu", (unsigned long long)max);
-	snprintf(w, sizeof w, "%llu", (unsigned long long)want);
-	const char *args[4] = { "1", key, m, w };
-	if (cl_eval(c, CL_S_RESERVE, c->crawl_slot, ROUTER_DURABLE, on_reserved, q, 4, args) !=
-	    ROUTER_OK) {
-		free(q);
-		return CLUSTER_EDOWN;
-	}
-	return CLUSTER_OK;
+	const struct budget_req q = { c, done, arg };
+	const uint64_t nums[] = { max, want };
+	return crawl_script(c, CL_S_RESERVE, "budget", nums, 2, on_reserved, &q, sizeof q);
 }
 
 int cluster_budget_give_back(struct cluster *c, uint64_t n)
@@ -88,20 +104,6 @@ int cluster_deadline(struct cluster *c, uint64_t max_ms,
 {
 	if (max_ms == 0 || done == NULL)
 		return CLUSTER_EINVAL;
-	if (!cl_crawl_up(c))
-		return CLUSTER_EDOWN;
-	struct deadline_req *q = malloc(sizeof *q);
-	if (q == NULL)
-		return CLUSTER_ENOMEM;
-	*q = (struct deadline_req){ c, done, arg };
-	char key[CL_KEY_MAX], m[24];
-	snprintf(key, sizeof key, "%s:deadline", c->base);
-	snprintf(m, sizeof m, "%llu", (unsigned long long)max_ms);
-	const char *args[3] = { "1", key, m };
-	if (cl_eval(c, CL_S_DEADLINE, c->crawl_slot, ROUTER_DURABLE, on_deadline, q, 3, args) !=
-	    ROUTER_OK) {
-		free(q);
-		return CLUSTER_EDOWN;
-	}
-	return CLUSTER_OK;
+	const struct deadline_req q = { c, done, arg };
+	return crawl_script(c, CL_S_DEADLINE, "deadline", &max_ms, 1, on_deadline, &q, sizeof q);
 }

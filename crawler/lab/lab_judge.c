@@ -73,16 +73,10 @@ static enum lab_error read_expected(struct judge *j, const char *path)
 		size_t n = strcspn(line, "\t\n");
 		if (n == 0)
 			continue;
-		char **nv = array_grow(j->expected, &j->capexp, j->nexp, sizeof *nv, 64);
-		char *u = nv ? strndup(line, n) : NULL;
-		if (u == NULL) {
-			if (nv)
-				j->expected = nv;
+		if (array_push_strndup(&j->expected, &j->nexp, &j->capexp, line, n, 64) != 0) {
 			rc = LAB_ERR_NOMEM;
 			break;
 		}
-		j->expected = nv;
-		j->expected[j->nexp++] = u;
 	}
 	if (rc == LAB_OK && ferror(f))
 		rc = LAB_ERR_IO;

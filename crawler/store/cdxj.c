@@ -216,19 +216,12 @@ static int key_add_query(struct cdxj_indexer *ix, const char *q, size_t ql)
 	ix->work.len = 0;
 	if (cdxj_text_add(&ix->work, q, ql) != 0)
 		return -1;
-	for (char *p = ix->work.p;; n++) {
+	for (char *p = ix->work.p; p != NULL; n++) {
 		const char **a = array_grow(ix->args, &ix->args_cap, n, sizeof *a, 16);
 		if (a == NULL)
 			return -1;
 		ix->args = a;
-		a[n] = p;
-		char *amp = strchr(p, '&');
-		if (amp == NULL) {
-			n++;
-			break;
-		}
-		*amp = '\0';
-		p = amp + 1;
+		a[n] = strsep(&p, "&");
 	}
 	qsort(ix->args, n, sizeof *ix->args, cmp_arg);
 	for (size_t i = 0; i < n; i++)

@@ -128,21 +128,14 @@ int history_parse(char *line, size_t len, struct history_entry *e)
 {
 	char *f[HISTORY_FIELDS];
 	size_t n = 0;
+	char *rest = line;
 	uint64_t depth;
 	if (memchr(line, '\0', len) != NULL || memchr(line, '\n', len) != NULL)
 		return -1;
 	line[len] = '\0';
-	for (char *p = line; n < HISTORY_FIELDS; n++) {
-		f[n] = p;
-		char *tab = strchr(p, '\t');
-		if (tab == NULL) {
-			n++;
-			break;
-		}
-		*tab = '\0';
-		p = tab + 1;
-	}
-	if (n != HISTORY_FIELDS || strchr(f[HISTORY_FIELDS - 1], '\t') != NULL)
+	while (rest != NULL && n < HISTORY_FIELDS)
+		f[n++] = strsep(&rest, "\t");
+	if (n != HISTORY_FIELDS || rest != NULL) /* too few fields, or too many */
 		return -1;
 	memset(e, 0, sizeof *e);
 	e->date = f[1];

@@ -1,7 +1,9 @@
 /*
  * array.h: the growable array every module hand-rolled: a pointer, a count
- * and a capacity, the capacity doubling when the array is full. Header
- * only; the caller keeps the three fields in its own struct.
+ * and a capacity, the capacity doubling when the array is full; an array
+ * of owned strings grown one copy at a time; and the binary search of a
+ * sorted array. Header only; the caller keeps the three fields in its own
+ * struct.
  */
 #ifndef FRONTIER_BASE_ARRAY_H
 #define FRONTIER_BASE_ARRAY_H
@@ -67,12 +69,45 @@ static inline void *array_reserve(void *v, size_t *cap, size_t n, size_t size)
 	return nv;
 }
 
+/* Appends a copy of the n bytes at s, made a string, to the array of
+ * strings *v (*count of them, room for *cap; `first` as in array_grow).
+ * 0, or -1 when out of memory: then *v, *count and *cap still describe
+ * the array, which owns what it held. */
+static inline int array_push_strndup(char ***v, size_t *count, size_t *cap, const char *s, size_t n,
+                                     size_t first)
+{
+	char **nv = array_grow(*v, cap, *count, sizeof *nv, first);
+	if (nv == NULL)
+		return -1;
+	*v = nv;
+	if ((nv[*count] = strndup(s, n)) == NULL)
+		return -1;
+	(*count)++;
+	return 0;
+}
+
 /* strcmp of two elements of an array of strings (char *): the comparison
  * qsort and bsearch take to keep such an array in order. */
 static inline int array_strcmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
+
+/* Binary search over [lo, hi) of a sorted array for the first index where
+ * the condition `below` (written in terms of the index variable `mid`)
+ * turns false; below must hold for a prefix of the range and fail for the
+ * rest. Leaves that index in lo (hi when below holds throughout). */
+#define ARRAY_LOWER_BOUND(lo, hi, mid, below)                                                      \
+	do {                                                                                       \
+		size_t array_hi_ = (hi);                                                           \
+		while ((lo) < array_hi_) {                                                         \
+			size_t mid = (lo) + (array_hi_ - (lo)) / 2;                                \
+			if (below)                                                                 \
+				(lo) = mid + 1;                                                    \
+			else                                                                       \
+				array_hi_ = mid;                                                   \
+		}                                                                                  \
+	} while (0)
 
 /* Frees each of the n elements of v (pointers from malloc, or NULL), then
  * v itself: the teardown of an array that owns what it points to. */

@@ -88,6 +88,15 @@ static inline char *ascii_trim_cstr(char *s)
 	return s;
 }
 
+/* memcmp's order of the byte strings a (an bytes) and b (bn bytes), a
+ * string before those it is a prefix of: <0, 0 or >0 as a sorts before,
+ * with or after b. */
+static inline int ascii_bytes_cmp(const char *a, size_t an, const char *b, size_t bn)
+{
+	int c = memcmp(a, b, an < bn ? an : bn);
+	return c != 0 ? c : an < bn ? -1 : an > bn;
+}
+
 /* The decimal number at the start of s (at most n bytes, leading digits
  * only), or -1 when there is none or it passes max: a bounded atoi for
  * text a peer sent. */

@@ -3,7 +3,9 @@
  * against <ctype.h> in the "C" locale for every byte, its trims; and
  * header_field.h on header blocks as HTTP and WARC write them (any case,
  * spaces around values, CRLF or bare LF, a last line without its LF, a
- * field sent on several lines); clock.h's date text against printf.
+ * field sent on several lines); clock.h's date text against printf;
+ * ascii_bytes_cmp against strcmp; array.h's string array against what was
+ * pushed, and its binary search against a scan.
  */
 #include <check.h>
 #include <ctype.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontier/base/array.h"
 #include "frontier/base/ascii.h"
 #include "frontier/base/clock.h"
 #include "frontier/base/header_field.h"
@@ -152,6 +155,67 @@ START_TEST(wall_clock_text_as_printf_writes_it)
 }
 END_TEST
 
+static int sign(int v)
+{
+	return (v > 0) - (v < 0);
+}
+
+/* Every pair of a set of strings with shared prefixes, bytes above 0x7f
+ * and the empty string orders as strcmp orders them. */
+START_TEST(bytes_cmp_orders_as_strcmp)
+{
+	const char *s[] = { "", "a", "ab", "abc", "abd", "b", "\xff", "\xff\x01", "a\x80", "A" };
+	size_t n = sizeof s / sizeof s[0];
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < n; j++)
+			ck_assert_int_eq(
+			        sign(ascii_bytes_cmp(s[i], strlen(s[i]), s[j], strlen(s[j]))),
+			        sign(strcmp(s[i], s[j])));
+}
+END_TEST
+
+START_TEST(string_array_pushes_copies)
+{
+	char **v = NULL;
+	size_t n = 0, cap = 0;
+	char text[] = "alpha\tbeta";
+	for (int k = 0; k < 100; k++)
+		ck_assert_int_eq(array_push_strndup(&v, &n, &cap, text, k % 2 ? 5 : 11, 4), 0);
+	text[0] = 'X'; /* copies, not the caller's bytes */
+	ck_assert_uint_eq(n, 100);
+	ck_assert_uint_ge(cap, n);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_str_eq(v[i], i % 2 ? "alpha" : "alpha\tbeta");
+	ARRAY_FREE_EACH(v, n);
+}
+END_TEST
+
+/* The first index not below the key, on sorted arrays with runs of equal
+ * values, against a scan: every key from below the first to past the last. */
+START_TEST(lower_bound_matches_a_scan)
+{
+	unsigned v[64];
+	srand(7);
+	for (size_t len = 0; len <= 64; len++) {
+		for (size_t i = 0; i < len; i++)
+			v[i] = (i ? v[i - 1] : 0) + (unsigned)(rand() % 3);
+		for (unsigned key = 0; key <= (len ? v[len - 1] + 1 : 1); key++) {
+			size_t want = 0;
+			while (want < len && v[want] < key)
+				want++;
+			size_t lo = 0;
+			ARRAY_LOWER_BOUND(lo, len, mid, v[mid] < key);
+			ck_assert_uint_eq(lo, want);
+			if (want > 0) { /* a range that starts past 0 */
+				lo = want - 1;
+				ARRAY_LOWER_BOUND(lo, len, mid, v[mid] < key);
+				ck_assert_uint_eq(lo, want);
+			}
+		}
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("base_text");
@@ -161,6 +225,9 @@ int main(void)
 	tcase_add_test(tc, header_fields_in_place);
 	tcase_add_test(tc, header_field_copies);
 	tcase_add_test(tc, wall_clock_text_as_printf_writes_it);
+	tcase_add_test(tc, bytes_cmp_orders_as_strcmp);
+	tcase_add_test(tc, string_array_pushes_copies);
+	tcase_add_test(tc, lower_bound_matches_a_scan);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
