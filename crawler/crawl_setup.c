@@ -228,7 +228,7 @@ static int open_sieve(struct run *r, struct module_configs *mc, const char *ckpt
 	struct sieve_path_parts sp = {
 		.cfg = { .url = &cfg->url,
 		         .max_url_len = cfg->scope.max_url_len,
-		         .max_connections = cfg->fetch.max_connections,
+		         .max_transfers = cfg->fetch.max_connections + cfg->parse.queue,
 		         .meta_memory = cfg->link_meta_memory,
 		         .inbound = cfg->cluster.redis[0] != '\0' },
 		.io = r->io,
