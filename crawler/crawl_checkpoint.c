@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "crawler/config/config.h"
 #include "crawler/crawl_outdir.h"
@@ -31,7 +34,8 @@
 #include "politeness/politeness.h"
 #include "sieve/sieve.h"
 
-#define STATE_MAGIC "CRSTATE1"
+#define STATE_MAGIC "CRSTATE2"
+#define VISIT_MAGIC "CRVISIT1"
 
 enum ckpt_phase {
 	CKPT_IDLE = 0,
@@ -55,10 +59,15 @@ struct crawl_ckpt {
 	struct fetch_result **parked; /* results held while a checkpoint is taken */
 	size_t n_parked, parked_cap;
 	uv_work_t work;
+	pid_t child;       /* the copy of the process writing the snapshot; 0 none */
+	int child_fd;      /* its pipe: the error message it exits with */
+	uint64_t child_us; /* worker thread: how long the copy took */
 	struct crawl_ckpt_stats st;
 	char dir[4200];
 	char err[4800]; /* worker thread, before its after-callback */
 };
+
+static int ckpt_wait_child(struct crawl_ckpt *c);
 
 /* ---- the crawl state file ---- */
 
@@ -69,26 +78,50 @@ static void put_scope(struct recfile_writer *w, const struct scope *scope)
 		recfile_put_u64(w, scope_count(scope, (enum scope_verdict)v));
 }
 
-/* Writes the crawl's own state (see crawl_checkpoint.h). */
+/* Writes the crawl's own state (see crawl_checkpoint.h) but the visit's. */
 static int state_save(struct crawl_ckpt *c, const char *path)
 {
 	struct recfile_writer *w;
-	uint64_t now = monotonic_us();
 	if (recfile_writer_create(path, STATE_MAGIC, &w) != RECFILE_OK)
 		return -1;
 	crawl_stats_save(c->p.stats, w);
 	put_scope(w, c->p.scope);
 	recfile_put_bytes(w, c->warc.file, (uint32_t)strlen(c->warc.file));
 	recfile_put_u64(w, c->warc.offset);
-	visit_save(c->p.visit, w, now);
-	/* after the visit's part, so that checkpoints from before still read */
 	recfile_put_u64(w, c->log_size);
 	done_set_save(c->p.done, w);
-	/* after the done set, so that checkpoints from before still read */
 	url_rules_live_save_counts(c->p.rules, w);
 	if (recfile_writer_close(w, 0) != RECFILE_OK)
 		return -1;
 	return 0;
+}
+
+/* The visit's part (per host: DNS answer, politeness state; the URLs in
+ * flight), the largest, in a file of its own. */
+static int visit_file_save(struct visit *v, const char *path)
+{
+	struct recfile_writer *w;
+	if (recfile_writer_create(path, VISIT_MAGIC, &w) != RECFILE_OK)
+		return -1;
+	visit_save(v, w, monotonic_us());
+	return recfile_writer_close(w, 0) == RECFILE_OK ? 0 : -1;
+}
+
+/* Reads what visit_file_save wrote. 0, or -1 with the message in err. */
+static int visit_file_load(struct visit *v, const char *path, char *err, size_t errlen)
+{
+	struct recfile_reader *rd = NULL;
+	enum recfile_err re = recfile_reader_open(path, VISIT_MAGIC, &rd);
+	if (re != RECFILE_OK) {
+		snprintf(err, errlen, "%s: %s", path,
+		         re == RECFILE_ERR_IO ? strerror(errno) : recfile_strerror(re));
+		return -1;
+	}
+	int rc = visit_load(v, rd, monotonic_us()) == 0 && recfile_reader_at_end(rd) ? 0 : -1;
+	if (rc != 0)
+		snprintf(err, errlen, "%s: truncated or inconsistent crawl state", path);
+	recfile_reader_close(rd);
+	return rc;
 }
 
 static int get_scope(struct recfile_reader *rd, struct scope *scope)
@@ -126,16 +159,11 @@ static int state_load(const char *path, const struct crawl_ckpt_resume_parts *p,
 	    recfile_get_u64(rd, &pos->warc_offset) != RECFILE_OK)
 		goto bad;
 	pos->warc_file[len] = '\0';
-	if (visit_load(p->visit, rd, monotonic_us()) != 0)
+	if (recfile_get_u64(rd, &pos->log_offset) != RECFILE_OK ||
+	    done_set_load(p->done, rd) != 0 || url_rules_live_load_counts(p->rules, rd) != 0 ||
+	    !recfile_reader_at_end(rd))
 		goto bad;
-	if (!recfile_reader_at_end(rd)) {
-		if (recfile_get_u64(rd, &pos->log_offset) != RECFILE_OK ||
-		    done_set_load(p->done, rd) != 0 ||
-		    (!recfile_reader_at_end(rd) && url_rules_live_load_counts(p->rules, rd) != 0) ||
-		    !recfile_reader_at_end(rd))
-			goto bad;
-		pos->known = 1;
-	}
+	pos->known = 1;
 	rc = 0;
 	goto out;
 bad:
@@ -153,7 +181,9 @@ int crawl_ckpt_resume(const struct crawl_ckpt_resume_parts *p, const char *ckpt,
 	pos->known = !ckpt; /* no checkpoint: all the outputs are the tail */
 	if (ckpt) {
 		snprintf(path, sizeof path, "%s/state", ckpt);
-		if (state_load(path, p, pos, err, sizeof err) != 0) {
+		int rc = state_load(path, p, pos, err, sizeof err);
+		snprintf(path, sizeof path, "%s/visit", ckpt);
+		if (rc != 0 || visit_file_load(p->visit, path, err, sizeof err) != 0) {
 			fprintf(stderr, "crawler crawl: %s\n", err);
 			return -1;
 		}
@@ -195,6 +225,8 @@ void crawl_ckpt_destroy(struct crawl_ckpt *c)
 		return;
 	for (size_t i = 0; i < c->n_parked; i++)
 		fetch_result_free(c->parked[i]);
+	if (c->child > 0)
+		ckpt_wait_child(c); /* no orphan writing into a folder left behind */
 	free(c->parked);
 	free(c);
 }
@@ -207,6 +239,13 @@ void crawl_ckpt_stats(const struct crawl_ckpt *c, struct crawl_ckpt_stats *out)
 int crawl_ckpt_active(const struct crawl_ckpt *c)
 {
 	return c->phase != CKPT_IDLE;
+}
+
+int crawl_ckpt_fetching(const struct crawl_ckpt *c, size_t *parked)
+{
+	int yes = c->phase != CKPT_IDLE && !c->final;
+	*parked = yes ? c->n_parked : 0;
+	return yes;
 }
 
 int crawl_ckpt_due(const struct crawl_ckpt *c)
@@ -286,12 +325,52 @@ static void ckpt_end(struct crawl_ckpt *c, int ok)
 	c->p.pump(c->p.ctx);
 }
 
-/* Worker thread: the sieve's copy (it may link and copy files) and the
- * commit (every fsync); the loop goes on meanwhile, starting nothing. */
+/* Worker thread: waits for the copy of the process (ckpt_fork_snapshot)
+ * to exit; 0 if it wrote its files, else -1 with its message in c->err. */
+static int ckpt_wait_child(struct crawl_ckpt *c)
+{
+	uint64_t t0 = monotonic_us();
+	size_t n = 0;
+	ssize_t k;
+	int status = 0;
+	while (n + 1 < sizeof c->err &&
+	       ((k = read(c->child_fd, c->err + n, sizeof c->err - 1 - n)) > 0 ||
+	        (k < 0 && errno == EINTR)))
+		n += k > 0 ? (size_t)k : 0;
+	c->err[n] = '\0';
+	close(c->child_fd);
+	c->child_fd = -1;
+	while (waitpid(c->child, &status, 0) < 0) {
+		if (errno != EINTR) {
+			snprintf(c->err, sizeof c->err, "the checkpoint's copy of the process: %s",
+			         strerror(errno));
+			c->child = 0;
+			return -1;
+		}
+	}
+	c->child = 0;
+	c->child_us = monotonic_us() - t0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	if (!c->err[0])
+		snprintf(c->err, sizeof c->err, "the checkpoint's copy of the process %s %d",
+		         WIFSIGNALED(status) ? "died of signal" : "exited with",
+		         WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	return -1;
+}
+
+/* Worker thread: the snapshot's copy of the process, if any, to its end;
+ * the sieve's copy (it may link and copy files) and the commit (every
+ * fsync). The loop goes on meanwhile; what it fetches is parked. */
 static void ckpt_work(uv_work_t *w)
 {
 	struct crawl_ckpt *c = w->data;
 	char path[4300];
+	c->child_us = 0;
+	if (c->child > 0 && ckpt_wait_child(c) != 0) {
+		c->rc = -1;
+		return;
+	}
 	snprintf(path, sizeof path, "%s/sieve", c->dir);
 	if (sieve_path_checkpoint(c->p.sieve, path, c->err, sizeof c->err) != SIEVE_OK) {
 		c->rc = -1;
@@ -303,16 +382,19 @@ static void ckpt_work(uv_work_t *w)
 static void ckpt_work_done(uv_work_t *w, int status)
 {
 	struct crawl_ckpt *c = w->data;
+	if (c->child_us > c->st.us_snapshot_max)
+		c->st.us_snapshot_max = c->child_us;
 	ckpt_end(c, status == 0 && c->rc == 0);
 }
 
-/* The loop's part of the files: the frontier (its segments linked) and the
- * crawl's state, into ckpt-N.tmp. */
-static int ckpt_write_local(struct crawl_ckpt *c)
+/* The loop's part of the files, before any copy of the process: the
+ * folder ckpt-N.tmp, the frontier's segments (its own files), the crawl
+ * state (the counters are gathered from every piece, under their locks,
+ * which a copy of the process must never take). 0, or -1 (c->err). */
+static int ckpt_write_prepare(struct crawl_ckpt *c)
 {
 	char path[4300];
 	enum frontier_err fe;
-	enum politeness_err pe;
 	if (checkpoint_prepare(c->p.output->dir, c->seq, c->dir, sizeof c->dir, c->err,
 	                       sizeof c->err) != 0)
 		return -1;
@@ -321,7 +403,32 @@ static int ckpt_write_local(struct crawl_ckpt *c)
 		snprintf(c->err, sizeof c->err, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	fe = frontier_checkpoint(c->p.frontier, path);
+	fe = frontier_checkpoint_segments(c->p.frontier, path);
+	if (fe != FRONTIER_OK) {
+		snprintf(c->err, sizeof c->err, "frontier into %s: %s (%s)", path,
+		         frontier_strerror(fe), strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof path, "%s/state", c->dir);
+	if (state_save(c, path) != 0) {
+		snprintf(c->err, sizeof c->err, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The snapshot: what is O(hosts + the frontier's memory part) to write,
+ * the frontier's queues, the robots.txt cache and the visit's state. It
+ * only reads the loop's own structures (no lock, no shared descriptor)
+ * and writes new files, so a copy of the process can write it. 0, or -1
+ * (c->err). */
+static int ckpt_write_snapshot(struct crawl_ckpt *c)
+{
+	char path[4300];
+	enum frontier_err fe;
+	enum politeness_err pe;
+	snprintf(path, sizeof path, "%s/frontier", c->dir);
+	fe = frontier_checkpoint_queues(c->p.frontier, path);
 	if (fe != FRONTIER_OK) {
 		snprintf(c->err, sizeof c->err, "frontier into %s: %s (%s)", path,
 		         frontier_strerror(fe), strerror(errno));
@@ -334,11 +441,42 @@ static int ckpt_write_local(struct crawl_ckpt *c)
 		         politeness_strerror(pe), strerror(errno));
 		return -1;
 	}
-	snprintf(path, sizeof path, "%s/state", c->dir);
-	if (state_save(c, path) != 0) {
+	snprintf(path, sizeof path, "%s/visit", c->dir);
+	if (visit_file_save(c->p.visit, path) != 0) {
 		snprintf(c->err, sizeof c->err, "%s: %s", path, strerror(errno));
 		return -1;
 	}
+	return 0;
+}
+
+/* Forks a copy of the process that writes the snapshot as it stands and
+ * exits, so that the loop goes on (transfers start, their results parked)
+ * while the copy writes: the loop's pause is the fork. Memory: the copy
+ * shares the crawl's pages; those the loop writes meanwhile are copied
+ * (at most the crawl's RSS, in practice a small part). 0 (c->child set),
+ * or -1: no copy (the caller writes the snapshot itself). */
+static int ckpt_fork_snapshot(struct crawl_ckpt *c)
+{
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		/* the copy: one thread, the loop's structures as they stood */
+		close(fds[0]);
+		int rc = ckpt_write_snapshot(c);
+		if (rc != 0 && write(fds[1], c->err, strlen(c->err)) < 0)
+			rc = 1; /* the parent then reports the exit status alone */
+		_exit(rc != 0);
+	}
+	close(fds[1]);
+	c->child = pid;
+	c->child_fd = fds[0];
 	return 0;
 }
 
@@ -380,16 +518,27 @@ static void ckpt_commit(struct crawl_ckpt *c)
 	}
 	phase_to(c, CKPT_WRITER, &c->st.us_writer_max);
 	uint64_t cpu0 = thread_cpu_us();
-	if (ckpt_write_local(c) != 0) {
+	c->child = 0;
+	/* a final checkpoint starts no transfer: no copy to write for it */
+	if (ckpt_write_prepare(c) != 0 ||
+	    ((c->final || !c->p.output->checkpoint_fork || ckpt_fork_snapshot(c) != 0) &&
+	     ckpt_write_snapshot(c) != 0)) {
 		ckpt_end(c, 0);
 		return;
 	}
 	uint64_t cpu = thread_cpu_us() - cpu0;
 	if (cpu > c->st.us_files_cpu_max)
 		c->st.us_files_cpu_max = cpu;
+	uint64_t files_t0 = c->phase_t0_us;
 	phase_to(c, CKPT_COMMIT, &c->st.us_files_max);
+	/* the time no transfer could start: the loop's own files (a final
+	 * checkpoint starts none at all; the crawl is ending) */
+	if (!c->final && c->phase_t0_us - files_t0 > c->st.us_nofetch_max)
+		c->st.us_nofetch_max = c->phase_t0_us - files_t0;
 	c->work.data = c;
 	if (uv_queue_work(c->p.loop, &c->work, ckpt_work, ckpt_work_done) != 0) {
+		if (c->child > 0)
+			ckpt_wait_child(c);
 		snprintf(c->err, sizeof c->err, "cannot start the checkpoint worker");
 		ckpt_end(c, 0);
 		return;

@@ -35,6 +35,8 @@
  * within these bounds. */
 #define BUDGET_CHUNK_MIN 8
 #define BUDGET_CHUNK_MAX 64
+/* The crawl's shared rules are read at most this often. */
+#define SHARED_RULES_POLL_MS 500u
 
 /* A graceful stop's steps (agent_leave). */
 enum leave_step {
@@ -68,6 +70,27 @@ struct inbound {
 	char lines[];
 };
 
+/* Rules steered into this agent, waiting to be pushed to the crawl's
+ * shared rules (an encoded entry each). */
+struct rules_out {
+	struct rules_out *next;
+	size_t len;
+	char entry[];
+};
+
+/* The crawl's shared rules ({P}:rules) as this agent follows them. */
+struct shared_rules {
+	uint64_t next;    /* the first entry not applied nor passed */
+	int known;        /* next read from the steering */
+	int reading;      /* a read in flight */
+	uint64_t read_us; /* when the last read went (monotonic) */
+	struct rules_out *head, *tail;
+	int pushing;
+	uint64_t push_after_us; /* a failed push is sent again from then */
+	uint64_t *own;          /* indexes of this agent's entries not passed yet */
+	size_t nown, own_cap;
+};
+
 /* The whole crawl's deadline (crawl.max_time_ms) as this agent knows it. */
 struct crawl_deadline {
 	uint64_t max_ms;  /* the crawl's length; 0: none */
@@ -94,6 +117,7 @@ struct crawl_cluster {
 	unsigned end_streak;
 	struct cluster_census census;
 	struct page_budget budget;
+	struct shared_rules rules;
 	char **names; /* the live agents of the last view */
 	size_t nnames;
 	char *rest; /* outbox lines not sent yet */
@@ -308,6 +332,11 @@ static void agent_close(void *impl)
 		next = in->next;
 		free(in);
 	}
+	for (struct rules_out *o = g->rules.head, *next; o; o = next) {
+		next = o->next;
+		free(o);
+	}
+	free(g->rules.own);
 	ARRAY_FREE_EACH(g->names, g->nnames);
 	assign_view_destroy(g->leave_view);
 	free(g->handed);
@@ -420,6 +449,129 @@ static int agent_time_up(void *impl)
 {
 	const struct crawl_cluster *g = impl;
 	return g->deadline.known && monotonic_us() >= g->deadline.stop_us;
+}
+
+/* ---- the crawl's shared rules ---- */
+
+static void rules_poll(struct crawl_cluster *g);
+
+static void on_rules_pushed(void *arg, bool ok, uint64_t index)
+{
+	struct crawl_cluster *g = arg;
+	struct shared_rules *sr = &g->rules;
+	sr->pushing = 0;
+	if (!ok) {
+		sr->push_after_us = monotonic_us() + SHARED_RULES_POLL_MS * 1000u;
+		return; /* sent again: Redis may hold it twice, which decides as once */
+	}
+	struct rules_out *o = sr->head;
+	sr->head = o->next;
+	if (!sr->head)
+		sr->tail = NULL;
+	free(o);
+	if (index < sr->next) {
+		rules_poll(g);
+		return; /* read back before this answer (a redirect): applied twice */
+	}
+	uint64_t *own = array_grow(sr->own, &sr->own_cap, sr->nown, sizeof *own, 16);
+	if (own) {
+		sr->own = own;
+		sr->own[sr->nown++] = index;
+	} /* else applied here twice: the same rules again on top decide as once */
+	rules_poll(g);
+}
+
+/* 1 (and forgets it) if entry index is one this agent pushed. */
+static int rules_own_take(struct shared_rules *sr, uint64_t index)
+{
+	for (size_t i = 0; i < sr->nown; i++)
+		if (sr->own[i] == index) {
+			sr->own[i] = sr->own[--sr->nown];
+			return 1;
+		}
+	return 0;
+}
+
+static void on_rules_read(void *arg, bool ok, uint64_t from, const struct cluster_rule_text *e,
+                          size_t n)
+{
+	struct crawl_cluster *g = arg;
+	struct shared_rules *sr = &g->rules;
+	sr->reading = 0;
+	if (!ok || from != sr->next)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t index = from + i;
+		struct cluster_rule_entry d;
+		char source[CLUSTER_RULE_SOURCE_MAX + 64];
+		if (rules_own_take(sr, index)) {
+			g->p.shared_apply(g->p.ctx, index, NULL, 0, NULL);
+		} else if (cluster_rule_entry_decode(e[i].s, e[i].len, &d) != CLUSTER_OK) {
+			/* not an agent's: refused as an empty text is */
+			snprintf(source, sizeof source,
+			         "shared rules entry %" PRIu64 " (malformed)", index);
+			g->p.shared_apply(g->p.ctx, index, "", 0, source);
+		} else {
+			snprintf(source, sizeof source, "agent %.*s: %.*s",
+			         (int)(d.origin_len < 40 ? d.origin_len : 40), d.origin,
+			         (int)d.source_len, d.source);
+			g->p.shared_apply(g->p.ctx, index, d.text, d.text_len, source);
+		}
+	}
+	sr->next = from + n;
+	if (n == CLUSTER_RULES_READ)
+		sr->read_us = 0; /* more may follow: read again at once */
+	g->p.pump(g->p.ctx);
+}
+
+/* Pushes what was steered here, and reads the entries not applied yet at
+ * most every SHARED_RULES_POLL_MS (one LRANGE). */
+static void rules_poll(struct crawl_cluster *g)
+{
+	struct shared_rules *sr = &g->rules;
+	uint64_t now = monotonic_us();
+	if (!g->c)
+		return;
+	if (!sr->known && g->p.shared_next(g->p.ctx, &sr->next) == 0)
+		sr->known = 1;
+	if (sr->head && !sr->pushing && now >= sr->push_after_us &&
+	    cluster_rules_push(g->c, sr->head->entry, sr->head->len, on_rules_pushed, g) ==
+	            CLUSTER_OK)
+		sr->pushing = 1;
+	if (sr->known && !sr->reading && !sr->pushing &&
+	    (sr->read_us == 0 || now - sr->read_us >= SHARED_RULES_POLL_MS * 1000u) &&
+	    cluster_rules_read(g->c, sr->next, on_rules_read, g) == CLUSTER_OK) {
+		sr->reading = 1;
+		sr->read_us = now;
+	}
+}
+
+/* Rules steered here: queued for {P}:rules, as "agent NAME: SOURCE". */
+static void agent_share_rules(void *impl, const char *text, size_t len, const char *source)
+{
+	struct crawl_cluster *g = impl;
+	char src[CLUSTER_RULE_SOURCE_MAX + 1];
+	snprintf(src, sizeof src, "%s", source);
+	for (char *p = src; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	size_t elen;
+	char *e =
+	        g->c ? cluster_rule_entry_encode(cluster_name(g->c), src, text, len, &elen) : NULL;
+	struct rules_out *o = e ? malloc(sizeof *o + elen) : NULL;
+	if (!o) {
+		fprintf(stderr, "\ncrawler crawl: %s: rules kept by this agent only (%s)\n", source,
+		        e      ? "out of memory"
+		        : g->c ? "too long, or out of memory"
+		               : "stopping");
+		free(e);
+		return;
+	}
+	o->len = elen;
+	memcpy(o->entry, e, elen);
+	free(e);
+	CHAIN_APPEND(g->rules.head, g->rules.tail, o);
+	rules_poll(g);
 }
 
 /* ---- fetching ---- */
@@ -592,6 +744,7 @@ static void agent_pump(void *impl)
 	feed_inbound(g);
 	budget_ask(g, 0);
 	deadline_ask(g);
+	rules_poll(g);
 }
 
 /* ---- the end ---- */
@@ -635,6 +788,7 @@ static void agent_tick(void *impl, const struct crawl_stats_pages *pages)
 	if (!g->census_busy && cluster_census(g->c, on_census, g) == CLUSTER_OK)
 		g->census_busy = 1;
 	budget_tick(g);
+	rules_poll(g);
 }
 
 static int agent_progress(void *impl, char *buf, size_t cap)
@@ -744,7 +898,7 @@ static int agent_leave(void *impl, int loop_idle)
 		g->leave = LEAVE_ACK;
 		return 0;
 	case LEAVE_ACK:
-		if (cluster_unsent(g->c) > 0 || g->budget.asking)
+		if (cluster_unsent(g->c) > 0 || g->budget.asking || g->rules.head)
 			return 0;
 		/* before the lease's deletion: the others may use them */
 		cluster_budget_give_back(g->c, budget_left(g));
@@ -883,4 +1037,5 @@ const struct crawl_source_ops crawl_cluster_ops = {
 	.leases = agent_leases,
 	.batch_create = agent_batch,
 	.stats = agent_stats,
+	.share_rules = agent_share_rules,
 };

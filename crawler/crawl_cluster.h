@@ -90,7 +90,29 @@
  * time_up), as well as at its own max_time_ms: agents that join late or
  * resume stop with the others. Give every agent the same.
  *
- * Memory: the hashes of the URLs handed over (8 bytes each), the outbox
+ * Steered rules. Rules steered into this agent (steer.h: POST /rules, an
+ * action file), checked and applied here, are appended to the crawl's
+ * shared rules ({P}:rules, cluster.h), one push in flight at a time, sent
+ * again until Redis answers (a rule Redis took twice decides as once);
+ * a graceful stop waits for them. From its pump, at most every
+ * SHARED_RULES_POLL_MS, the agent reads the entries from the first it
+ * has not applied (one LRANGE of at most CLUSTER_RULES_READ; at once
+ * again when that many came) and applies each as if steered here
+ * (steer_shared_apply: the same checks; a bad entry is refused and
+ * counted), passing its own (the indexes its pushes were given). The
+ * position is the steering's ("shared N" in steering.log, beside the
+ * rules.txt it goes with, both kept for --resume whatever the
+ * checkpoint), so a resumed agent goes on from there and one joining
+ * later applies every entry. A crash between rules.txt and the log line
+ * applies that entry again on resume: the same rules once more on top
+ * decide as before. Rules steered into two agents within one poll may
+ * stand in another order on those two than in Redis; a rule applied here
+ * and not yet taken by Redis when the agent dies stays this agent's.
+ * Pause, resume and host delays stay per agent.
+ *
+ * Memory: the rules steered here not yet in Redis, the indexes of its own
+ * entries not yet read back (8 bytes each), the hashes of the URLs
+ * handed over (8 bytes each), the outbox
  * lines not taken yet and those that could not be sent yet (Redis away, or cluster max_unsent
  * reached) and the inbox entries waiting for room in the feed queue (at
  * most window URLs).

@@ -62,13 +62,17 @@ void run_wake(void *ctx)
 int run_can_start(void *ctx)
 {
 	struct run *r = ctx;
-	if (crawl_ckpt_active(r->ckpt) || io_stall_active(r->io, NULL, 0) || steer_paused(r->steer))
+	size_t parked = 0;
+	if (crawl_ckpt_active(r->ckpt) && !crawl_ckpt_fetching(r->ckpt, &parked))
+		return 0;
+	if (io_stall_active(r->io, NULL, 0) || steer_paused(r->steer))
 		return 0;
 	size_t inflight = fetch_engine_in_flight(r->fetch);
 	if (inflight >= r->cfg->fetch.max_connections)
 		return 0;
 	if (!crawl_source_ready(r->source))
 		return 0;
+	inflight += parked; /* results a checkpoint holds go on after it */
 	return parse_jobs_has_room(r->parse, inflight) &&
 	       crawl_writer_has_room(r->writer, inflight) && sieve_path_has_room(r->sp, inflight);
 }
@@ -171,8 +175,10 @@ void run_fetch_done(void *ctx, struct fetch_result *res)
 void run_on_fetch_done(void *ctx, struct fetch_result *res)
 {
 	struct run *r = ctx;
-	if (!r->finished && r->ckpt && crawl_ckpt_park(r->ckpt, res))
+	if (!r->finished && r->ckpt && crawl_ckpt_park(r->ckpt, res)) {
+		run_pump_soon(r); /* its connection is free: the next transfer may start */
 		return;
+	}
 	run_fetch_done(r, res);
 }
 
@@ -266,14 +272,18 @@ void run_pump(void *ctx)
 	}
 	sieve_path_drain(r->sp, 0);
 	visit_dns_line_run(r->visit);
+	size_t parked;
 	if (crawl_ckpt_active(r->ckpt)) {
 		crawl_ckpt_step(r->ckpt);
-		return;
+		if (!crawl_ckpt_fetching(r->ckpt, &parked))
+			return;
+	} else {
+		/* not during a checkpoint: URLs taken in now (an agent's
+		 * inbox, steered seeds and rules) would reach the sieve while
+		 * it is copied */
+		crawl_source_pump(r->source);
+		steer_pump(r->steer);
 	}
-	/* after the checkpoint's cut: URLs taken in now (an agent's inbox)
-	 * would reach the sieve while it is copied */
-	crawl_source_pump(r->source);
-	steer_pump(r->steer);
 	visit_yielded_run(r->visit);
 	while (!r->stopping && run_can_start(r) && run_page_allowed(r)) {
 		uint32_t host;
@@ -300,7 +310,8 @@ void run_pump(void *ctx)
 		}
 		break;
 	}
-	if (crawl_is_done(r))
+	/* (not while a checkpoint holds results: their links may follow) */
+	if (!crawl_ckpt_active(r->ckpt) && crawl_is_done(r))
 		ckpt_start(r, 1); /* the last checkpoint, then the end */
 }
 
@@ -433,6 +444,13 @@ static int steer_feed(void *ctx, const char *key, size_t len)
 	return sieve_path_feed_redirect(r->sp, key, len, "", 0, 0);
 }
 
+/* The steering's hook: rules steered here, for the whole crawl. */
+static void steer_share(void *ctx, const char *text, size_t len, const char *source)
+{
+	struct run *r = ctx;
+	crawl_source_share_rules(r->source, text, len, source);
+}
+
 static int steer_request(void *ctx, const char *method, const char *target, const char *body,
                          size_t len, FILE *f)
 {
@@ -453,6 +471,7 @@ static int start_steering(struct run *r, int resume)
 		.ctx = r,
 		.feed = steer_feed,
 		.wake = run_wake,
+		.share = steer_share,
 	};
 	if (steer_create(&sp, resume, &r->steer, msg, sizeof msg) != 0) {
 		fprintf(stderr, "crawler crawl: %s\n", msg);

@@ -62,6 +62,24 @@ static int run_inbound(void *ctx, const char *url, size_t len, uint32_t word, ui
 	return parse_jobs_inbound(r->parse, url, len, word, out);
 }
 
+/* The source's hooks to the steering (started after the source): where
+ * an agent is in the crawl's shared rules, and an entry applied. */
+static int run_shared_next(void *ctx, uint64_t *next)
+{
+	struct run *r = ctx;
+	if (!r->steer)
+		return -1;
+	*next = steer_shared_next(r->steer);
+	return 0;
+}
+
+static void run_shared_apply(void *ctx, uint64_t index, const char *text, size_t len,
+                             const char *source)
+{
+	struct run *r = ctx;
+	steer_shared_apply(r->steer, index, text, len, source);
+}
+
 /* Where work comes from: this process alone, or (--cluster) an agent
  * joining the shared crawl on the loop. */
 static int open_source(struct run *r)
@@ -85,6 +103,8 @@ static int open_source(struct run *r)
 		.fail = run_source_failed,
 		.take = run_take_emit,
 		.inbound = run_inbound,
+		.shared_next = run_shared_next,
+		.shared_apply = run_shared_apply,
 	};
 	int rc = crawl_source_open(&sc, &sp, &r->source);
 	r->src.source = r->source;
@@ -208,7 +228,7 @@ static int open_sieve(struct run *r, struct module_configs *mc, const char *ckpt
 	struct sieve_path_parts sp = {
 		.cfg = { .url = &cfg->url,
 		         .max_url_len = cfg->scope.max_url_len,
-		         .max_connections = cfg->fetch.max_connections,
+		         .max_transfers = cfg->fetch.max_connections + cfg->parse.queue,
 		         .meta_memory = cfg->link_meta_memory,
 		         .inbound = cfg->cluster.redis[0] != '\0' },
 		.io = r->io,

@@ -178,3 +178,10 @@ void crawl_source_stats(const struct crawl_source *s, struct crawl_source_stats 
 	else
 		*out = (struct crawl_source_stats){ 0 };
 }
+
+void crawl_source_share_rules(struct crawl_source *s, const char *text, size_t len,
+                              const char *source)
+{
+	if (s && s->ops->share_rules)
+		s->ops->share_rules(s->impl, text, len, source);
+}

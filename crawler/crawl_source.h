@@ -113,6 +113,14 @@ struct crawl_source_parts {
 	 * word, as another agent wrote it: 1 if this crawl takes it, *out
 	 * then its word clamped (parse_jobs_inbound), else 0 */
 	int (*inbound)(void *ctx, const char *url, size_t len, uint32_t word, uint32_t *out);
+	/* an agent: the index of the first entry of the crawl's shared rules
+	 * this crawl has not applied, into *next: 0, or -1 not known yet */
+	int (*shared_next)(void *ctx, uint64_t *next);
+	/* an agent: the shared rules' entry index, its text[len] applied as
+	 * rules steered here (source names them), or, text NULL, passed (this
+	 * agent's own, applied when steered) */
+	void (*shared_apply)(void *ctx, uint64_t index, const char *text, size_t len,
+	                     const char *source);
 };
 
 /* The source's own counters. */
@@ -129,7 +137,7 @@ struct crawl_source_stats {
  * crawl of this process alone does (redis's dictType manner): ready
  * always, keep every host, nothing to pump, stop or tick, the end when
  * dry, let a stop end at once, never leaving, the time never up, no
- * progress part, no lease hooks, counters all 0. */
+ * progress part, no lease hooks, counters all 0, no rules to share. */
 struct crawl_source_ops {
 	int (*open)(const struct crawl_source_config *cfg, const struct crawl_source_parts *parts,
 	            void **impl);
@@ -149,6 +157,7 @@ struct crawl_source_ops {
 	void (*leases)(void *impl, struct visit_lease_hooks *out);
 	struct link_batch *(*batch_create)(void *impl);
 	void (*stats)(void *impl, struct crawl_source_stats *out);
+	void (*share_rules)(void *impl, const char *text, size_t len, const char *source);
 };
 
 /* Opens the source cfg names (this process alone, or an agent joining
@@ -202,6 +211,11 @@ void crawl_source_leases(struct crawl_source *s, struct visit_lease_hooks *out);
 /* Any thread: a batch for the calling thread's found URLs; NULL if out of
  * memory. Destroy it with link_batch_destroy. */
 struct link_batch *crawl_source_batch(struct crawl_source *s);
+/* Rules steered into this crawl (checked and applied here), for the whole
+ * crawl: an agent sends them to the other agents (crawl_cluster.h); alone,
+ * nothing to do. */
+void crawl_source_share_rules(struct crawl_source *s, const char *text, size_t len,
+                              const char *source);
 /* Its counters as they stand. */
 void crawl_source_stats(const struct crawl_source *s, struct crawl_source_stats *out);
 

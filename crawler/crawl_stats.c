@@ -509,8 +509,8 @@ static size_t error_entries(const struct figures *t, struct stat_entry *e, char 
 struct stats_derived {
 	double elapsed, pages_per_s, cpu, flush_s_total, flush_s_max, z_per_sig;
 	double ckpt_s_total, ckpt_s_max;
-	double ckpt_drain_s, ckpt_flush_s, ckpt_writer_s, ckpt_files_s, ckpt_commit_s;
-	double ckpt_files_cpu_s;
+	double ckpt_drain_s, ckpt_flush_s, ckpt_writer_s, ckpt_files_s, ckpt_commit_s,
+	        ckpt_nofetch_s, ckpt_files_cpu_s, ckpt_snapshot_s;
 	uint64_t mem_frontier_urls, mem_total;
 	long peak_rss_kb;
 	int resumed;
@@ -569,7 +569,9 @@ static void derive(const struct crawl_stats *s, struct stats_derived *d)
 	d->ckpt_writer_s = (double)t->ckpt.us_writer_max / 1e6;
 	d->ckpt_files_s = (double)t->ckpt.us_files_max / 1e6;
 	d->ckpt_commit_s = (double)t->ckpt.us_commit_max / 1e6;
+	d->ckpt_nofetch_s = (double)t->ckpt.us_nofetch_max / 1e6;
 	d->ckpt_files_cpu_s = (double)t->ckpt.us_files_cpu_max / 1e6;
+	d->ckpt_snapshot_s = (double)t->ckpt.us_snapshot_max / 1e6;
 	d->resumed = s->src->resumed;
 	if (s->src->previous)
 		previous_stats(s->src->previous, &d->previous);
@@ -714,11 +716,13 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "failed", STAT_U64, &t->ckpt.failed, 0 },
 		{ "seconds_total", STAT_F3, &d->ckpt_s_total, 0 },
 		{ "seconds_max", STAT_F3, &d->ckpt_s_max, 0 },
+		{ "fetch_pause_seconds_max", STAT_F3, &d->ckpt_nofetch_s, 0 },
 		{ "drain_seconds_max", STAT_F3, &d->ckpt_drain_s, 0 },
 		{ "flush_seconds_max", STAT_F3, &d->ckpt_flush_s, 0 },
 		{ "writer_seconds_max", STAT_F3, &d->ckpt_writer_s, 0 },
 		{ "files_seconds_max", STAT_F3, &d->ckpt_files_s, 0 },
 		{ "files_cpu_seconds_max", STAT_F3, &d->ckpt_files_cpu_s, 0 },
+		{ "snapshot_seconds_max", STAT_F3, &d->ckpt_snapshot_s, 0 },
 		{ "commit_seconds_max", STAT_F3, &d->ckpt_commit_s, 0 },
 		STAT_OF(STAT_BOOL, d, resumed),
 		{ "tail_replayed", STAT_U64, &t->tail.replayed, 0 },

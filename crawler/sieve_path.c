@@ -524,7 +524,7 @@ int sieve_path_feed_lines(struct sieve_path *sp, const char *lines, size_t len)
 
 int sieve_path_inbound_room(const struct sieve_path *sp)
 {
-	return bqueue_size(sp->feedq) + sp->p.cfg.max_connections + FEED_SLACK <
+	return bqueue_size(sp->feedq) + sp->p.cfg.max_transfers + FEED_SLACK <
 	       bqueue_cap(sp->feedq);
 }
 
@@ -682,8 +682,8 @@ int sieve_path_create(const struct sieve_path_parts *parts, struct sieve_path **
 	sp->p = *parts;
 	pthread_mutex_init(&sp->error_mu, NULL);
 	sp->emitq = bqueue_create(EMIT_QUEUE);
-	sp->feedq = bqueue_create(cfg->max_connections + FEED_SLACK +
-	                          (cfg->inbound ? INBOUND_SLACK : 0));
+	sp->feedq =
+	        bqueue_create(cfg->max_transfers + FEED_SLACK + (cfg->inbound ? INBOUND_SLACK : 0));
 	sp->meta = link_meta_create(cfg->meta_memory);
 	if (!sp->emitq || !sp->feedq || !sp->meta) {
 		sieve_path_destroy(sp);

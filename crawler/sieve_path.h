@@ -73,9 +73,12 @@ struct sieve_path_hooks {
 struct sieve_path_config {
 	const struct url_options *url; /* the crawl keys of seeds and inbox lines */
 	uint32_t max_url_len;          /* [frontier] max_url_len: a key's room */
-	size_t max_connections;        /* [fetch]: the feed queue's room, one per transfer */
-	uint64_t meta_memory;          /* [sieve] meta_memory: the side table's bound */
-	int inbound;                   /* a cluster agent: room for inbox entries too */
+	/* the feed queue's room, one per transfer: those in flight ([fetch]
+	 * max_connections) and the finished ones a checkpoint holds, which
+	 * the parse queue's room bounds ([parse] queue) */
+	size_t max_transfers;
+	uint64_t meta_memory; /* [sieve] meta_memory: the side table's bound */
+	int inbound;          /* a cluster agent: room for inbox entries too */
 };
 
 /* What the sieve path uses, all borrowed. */

@@ -329,6 +329,13 @@ enum frontier_err frontier_unpop(struct frontier *f, uint32_t host, const char *
  * frontier is unchanged but for the flushed write buffer.
  */
 enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir);
+/* frontier_checkpoint in two steps, for a caller that writes the second
+ * from a copy of the process (fork): the segments (write buffer flushed,
+ * live segment files linked into dir), which touches the frontier's own
+ * files; then the queues file, which only reads the frontier's memory and
+ * writes a new file. frontier_checkpoint = both, back to back. */
+enum frontier_err frontier_checkpoint_segments(struct frontier *f, const char *dir);
+enum frontier_err frontier_checkpoint_queues(const struct frontier *f, const char *dir);
 /* Creates a frontier (as frontier_create with c) holding the state saved in
  * dir by frontier_checkpoint. dir's
  * files are only read (segments are linked or copied into the new private

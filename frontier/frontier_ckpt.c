@@ -49,19 +49,17 @@ static void ckpt_put_queue(struct recfile_writer *w, const struct fr_queue *q)
 	}
 }
 
-enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir)
+enum frontier_err frontier_checkpoint_segments(struct frontier *f, const char *dir)
 {
 	char src[PATH_MAX], dst[PATH_MAX];
-	struct recfile_writer *w = NULL;
 	enum frontier_err err;
-	uint32_t i;
 
 	if (f == NULL || dir == NULL)
 		return FRONTIER_ERR_INVALID;
 	err = frontier__wbuf_flush(f);
 	if (err != FRONTIER_OK)
 		return err;
-	for (i = 0; i < f->nsegs; i++) {
+	for (uint32_t i = 0; i < f->nsegs; i++) {
 		if (f->segs[i].fd < 0)
 			continue;
 		frontier__seg_path(f, i, src, sizeof src);
@@ -69,6 +67,23 @@ enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir)
 		if (fileio_link_or_copy(src, dst) != 0)
 			return FRONTIER_ERR_IO;
 	}
+	return FRONTIER_OK;
+}
+
+enum frontier_err frontier_checkpoint(struct frontier *f, const char *dir)
+{
+	enum frontier_err err = frontier_checkpoint_segments(f, dir);
+	return err != FRONTIER_OK ? err : frontier_checkpoint_queues(f, dir);
+}
+
+enum frontier_err frontier_checkpoint_queues(const struct frontier *f, const char *dir)
+{
+	char dst[PATH_MAX];
+	struct recfile_writer *w = NULL;
+	uint32_t i;
+
+	if (f == NULL || dir == NULL)
+		return FRONTIER_ERR_INVALID;
 	snprintf(dst, sizeof dst, "%s/%s", dir, CKPT_FILE);
 	if (recfile_writer_create(dst, CKPT_MAGIC, &w) != RECFILE_OK)
 		return FRONTIER_ERR_IO;

@@ -1,7 +1,7 @@
 /*
  * cluster.h: the Redis coordination layer of a distributed crawl: which
- * agents are alive, the URLs they hand each other, per-IP leases and the
- * page budget.
+ * agents are alive, the URLs they hand each other, per-IP leases, the
+ * page budget and the URL rules steered into any agent.
  *
  * A crawl is named by a key prefix P on one Redis server or one Redis
  * Cluster (router.h routes every command by its key's hash slot; one
@@ -34,6 +34,9 @@
  *                      crawl.max_time_ms), set by the first agent that
  *                      asks and kept: agents joining later, resumed ones
  *                      included, stop at the same time
+ *     {P}:rules        list of the URL rules steered into any agent
+ *                      (cluster_rules_push), in the order Redis took
+ *                      them; only ever grows: an entry's index names it
  *   {P:a:NAME}:inbox   stream of URL batches for NAME; consumer group "g",
  *                      consumer INC; an entry has one field, "u" (to be
  *                      deduplicated) or "r" (raw), holding lines
@@ -357,6 +360,51 @@ int cluster_budget_give_back(struct cluster *c, uint64_t n);
  */
 int cluster_deadline(struct cluster *c, uint64_t max_ms,
                      void (*done)(void *arg, bool ok, int64_t left_ms), void *arg);
+
+/*
+ * The crawl's shared URL rules ({P}:rules). An entry is the text
+ * "rules 1 \t ORIGIN \t SOURCE \n" and then the rules' lines: who steered
+ * them in (an agent's name) and how ("POST /rules", an action file's
+ * name), for each agent's messages and rules.txt. Whoever can write to
+ * Redis can write one, so a reader decodes each (and checks the rules as
+ * if steered in itself).
+ */
+#define CLUSTER_RULE_TEXT_MAX (1024u * 1024u) /* an entry's rules, at most */
+#define CLUSTER_RULE_SOURCE_MAX 100           /* its SOURCE, at most */
+#define CLUSTER_RULES_READ 8                  /* entries read at a time */
+
+struct cluster_rule_entry {
+	const char *origin, *source, *text; /* in the entry, not NUL-terminated */
+	size_t origin_len, source_len, text_len;
+};
+/* The entry (malloc'ed, NUL-terminated; *out_len its length) of text[len]
+ * from origin and source, or NULL: out of memory, an empty or too long
+ * text (or one holding a NUL), an origin or source empty, too long, or
+ * holding a control character. */
+char *cluster_rule_entry_encode(const char *origin, const char *source, const char *text,
+                                size_t len, size_t *out_len);
+/* Its parts (pointing into e): CLUSTER_OK, or CLUSTER_EINVAL for anything
+ * encode does not write. */
+int cluster_rule_entry_decode(const char *e, size_t len, struct cluster_rule_entry *out);
+
+/* Appends an entry (a durable write); done runs later, once: ok false if
+ * Redis did not answer (it may have taken it), else index, the entry's.
+ * CLUSTER_OK, or CLUSTER_EDOWN / CLUSTER_ENOMEM / CLUSTER_EINVAL and then
+ * done never runs. */
+int cluster_rules_push(struct cluster *c, const char *entry, size_t len,
+                       void (*done)(void *arg, bool ok, uint64_t index), void *arg);
+/* An entry as read: len bytes at s, valid while done runs. */
+struct cluster_rule_text {
+	const char *s;
+	size_t len;
+};
+/* Reads the entries from index from on, at most CLUSTER_RULES_READ: done
+ * runs later, once, with ok false if Redis did not answer, else the n
+ * entries (none: nothing new). Return values as cluster_rules_push. */
+int cluster_rules_read(struct cluster *c, uint64_t from,
+                       void (*done)(void *arg, bool ok, uint64_t from,
+                                    const struct cluster_rule_text *e, size_t n),
+                       void *arg);
 
 /* This agent's counters so far. */
 void cluster_stats(const struct cluster *c, struct cluster_stats *out);

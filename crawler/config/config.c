@@ -170,6 +170,7 @@ static const struct key_def keys[] = {
 	KEY("output", "previous", T_STR, output.previous, 0, 4096),
 	KEY("output", "stats_interval_s", T_UINT, output.stats_interval_s, 1, 3600),
 	KEY("output", "checkpoint_interval_s", T_UINT, output.checkpoint_interval_s, 0, 86400),
+	KEY("output", "checkpoint_fork", T_BOOL, output.checkpoint_fork, 0, 1),
 	KEY("output", "metrics", T_STR, output.metrics, 0, 300),
 	KEY("cluster", "redis", T_STR, cluster.redis, 0, 300),
 	KEY("cluster", "agent", T_STR, cluster.agent, 0, 64),
@@ -314,6 +315,7 @@ int crawl_config_default(struct crawl_config *c)
 	c->output.warc = 1;
 	c->output.stats_interval_s = 10;
 	c->output.checkpoint_interval_s = 60;
+	c->output.checkpoint_fork = 1;
 	c->warc.prefix = "crawl";
 	c->warc.max_file_bytes = 1024u * MIB_TO_BYTES;
 	c->warc.compression_level = 1;

@@ -123,6 +123,8 @@ struct crawl_output {
 	int wacz;                       /* package the crawl as a WACZ at its end */
 	uint32_t stats_interval_s;      /* pages/s sampling period in stats.json */
 	uint32_t checkpoint_interval_s; /* seconds between checkpoints; 0 = only at the end */
+	int checkpoint_fork;            /* a copy of the process writes the snapshot
+	                                   (crawl_checkpoint.h) */
 	char *metrics;                  /* live figures over HTTP: "PORT", "ADDR:PORT"; "" off */
 	char *previous;                 /* earlier crawls to recrawl against: output
 	                                   folders or CDXJ indexes, joined by ','

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -57,6 +58,7 @@ struct steer {
 	char *pending;               /* seeds' keys, '\n'-ended, from pending_off */
 	size_t pending_len, pending_cap, pending_off;
 	int paused, replaying;
+	uint64_t shared_next; /* steer_shared_next */
 	struct fetch_note ring[STEER_RING];
 	size_t ring_next;
 	struct steer_stats st;              /* the loop's counts */
@@ -314,20 +316,30 @@ static int apply_seeds(struct steer *s, const struct action *a, char *err, size_
 	return 0;
 }
 
+/* Rules added at the top, and kept in rules.txt. 0, or -1 with err. */
+static int apply_rules(struct steer *s, const struct action *a, char *err, size_t errlen)
+{
+	size_t added;
+	if (url_rules_live_add(s->p.rules, a->text, a->len, a->source, &added, err, errlen) !=
+	    URL_RULES_OK)
+		return -1;
+	if (url_rules_live_write(s->p.rules, s->rules_path) != 0)
+		fprintf(stderr, "\ncrawler crawl: cannot write %s: %s\n", s->rules_path,
+		        strerror(errno));
+	return 0;
+}
+
 /* Applies a checked action; 0, or -1 with err. */
 static int apply(struct steer *s, const struct action *a, char *err, size_t errlen)
 {
-	size_t added;
 	int rc = 0;
 	switch (a->kind) {
 	case STEER_SEEDS: rc = apply_seeds(s, a, err, errlen); break;
 	case STEER_RULES:
-		if (url_rules_live_add(s->p.rules, a->text, a->len, a->source, &added, err,
-		                       errlen) != URL_RULES_OK)
+		if (apply_rules(s, a, err, errlen) != 0)
 			return -1;
-		if (url_rules_live_write(s->p.rules, s->rules_path) != 0)
-			fprintf(stderr, "\ncrawler crawl: cannot write %s: %s\n", s->rules_path,
-			        strerror(errno));
+		if (s->p.share && !s->replaying)
+			s->p.share(s->p.ctx, a->text, a->len, a->source);
 		break;
 	case STEER_PAUSE:
 	case STEER_RESUME:
@@ -368,6 +380,36 @@ void steer_pump(struct steer *s)
 	if (s->pending_off == s->pending_len)
 		s->pending_off = s->pending_len = 0;
 	atomic_store(&s->pending_bytes, s->pending_len - s->pending_off);
+}
+
+uint64_t steer_shared_next(const struct steer *s)
+{
+	return s ? s->shared_next : 0;
+}
+
+int steer_shared_apply(struct steer *s, uint64_t index, const char *text, size_t len,
+                       const char *source)
+{
+	char err[1200], line[40];
+	int rc = 0;
+	if (!s)
+		return -1;
+	if (text) {
+		struct action *a = make_action(s, STEER_RULES, text, len, source, err, sizeof err);
+		rc = a ? apply_rules(s, a, err, sizeof err) : -1;
+		free(a);
+		if (rc != 0) {
+			fprintf(stderr, "\ncrawler crawl: shared rules refused: %s\n", err);
+			s->st.refused++;
+		} else {
+			s->st.applied++;
+			s->p.wake(s->p.ctx);
+		}
+	}
+	s->shared_next = index + 1;
+	int n = snprintf(line, sizeof line, "shared %" PRIu64 "\n", s->shared_next);
+	log_line(s, line, (size_t)n);
+	return rc;
 }
 
 int steer_paused(const struct steer *s)
@@ -644,6 +686,20 @@ static void *watch_main(void *arg)
 
 /* ---- set-up ---- */
 
+/* A line "shared N"'s N (d[n]): the shared rules' next index. 1, or 0
+ * when it is not a number. */
+static int shared_line(struct steer *s, const char *d, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!ascii_is_digit((unsigned char)d[i]))
+			return 0;
+	long v = ascii_decimal_prefix(d, n, LONG_MAX / 10);
+	if (v < 0)
+		return 0;
+	s->shared_next = (uint64_t)v;
+	return 1;
+}
+
 /* A resumed crawl: steering.log's actions applied again, in order. */
 static int replay(struct steer *s, const char *path)
 {
@@ -671,6 +727,8 @@ static int replay(struct steer *s, const char *path)
 		         (l == 6 && strncmp(ln, "resume", 6) == 0))
 			a = make_action(s, *ln == 'p' ? STEER_PAUSE : STEER_RESUME, "", 0, source,
 			                err, sizeof err);
+		else if (l > 7 && strncmp(ln, "shared ", 7) == 0 && shared_line(s, ln + 7, l - 7))
+			continue;
 		else if (l == 0)
 			continue;
 		else

@@ -29,7 +29,9 @@
  * at most STEER_PENDING_MAX bytes taken from requests); the paused flag;
  * a ring of the crawl's last STEER_RING fetches (host, status, time, URL
  * cut at STEER_URL_MAX) for GET /hosts/HOST; OUTPUT_DIR/steering.log, one
- * applied action a line ("seed KEY", "pause", "resume", "delay HOST MS"),
+ * applied action a line ("seed KEY", "pause", "resume", "delay HOST MS",
+ * and an agent's "shared N": the crawl's shared rules before index N are
+ * applied),
  * replayed at --resume (the rules added are kept by url_rules_live.h in
  * OUTPUT_DIR/rules.txt; seeds fed again meet the sieve, which drops those
  * it has seen).
@@ -74,6 +76,9 @@ struct steer_parts {
 	int (*feed)(void *ctx, const char *key, size_t len);
 	/* Any thread: wakes the loop (it calls steer_pump). */
 	void (*wake)(void *ctx);
+	/* Loop thread: rules applied here from a request or an action file,
+	 * for the crawl's other agents (NULL: a crawl of this process alone). */
+	void (*share)(void *ctx, const char *text, size_t len, const char *source);
 };
 
 struct steer;
@@ -101,6 +106,18 @@ void steer_note_fetch(struct steer *s, uint32_t host, const char *url, long stat
  * response body into f; returns the status code. */
 int steer_http(struct steer *s, const char *method, const char *target, const char *body,
                size_t len, FILE *f);
+
+/* The crawl's shared rules (an agent's: crawl_cluster.h): the index of
+ * the first entry this crawl has not applied or passed (steering.log's
+ * last "shared N" line: it survives --resume). */
+uint64_t steer_shared_next(const struct steer *s);
+/* Loop thread: the shared rules' entry index: its text[len] applied as
+ * rules steered here (checked the same way, not shared again; source
+ * names them), or, text NULL, passed (rules of this agent's, applied when
+ * steered). The next index is then index + 1, logged. 0, or -1 refused
+ * (counted; a message on stderr). */
+int steer_shared_apply(struct steer *s, uint64_t index, const char *text, size_t len,
+                       const char *source);
 
 /* Counts: actions applied, requests and files refused. */
 struct steer_stats {

@@ -151,6 +151,27 @@ cp "$tmp/out.big/crawl.log" "$tmp/big.crawl.log.run1"
 
 # 2. resume after the SIGKILL
 offset=$(stat -c %s "$tmp/big.log")
+# the longest time the test web saw no request start, after the crawl's
+# first 10 s (a checkpoint's pause shows as such a gap): its own account
+python3 - "$tmp/big.log" "$offset" > "$tmp/big.gaps" <<'EOF'
+import sys
+import array
+ts, left = array.array("q"), int(sys.argv[2])
+with open(sys.argv[1], "rb") as f:
+    for line in f:
+        left -= len(line)
+        if left < 0:
+            break
+        head = line.split(b"\t", 1)[0]
+        if head.isdigit():
+            ts.append(int(head))
+ts = sorted(ts)
+gaps = [(b - a, a) for a, b in zip(ts, ts[1:]) if a >= ts[0] + 10_000_000]
+gap, at = max(gaps) if gaps else (0, ts[0] if ts else 0)
+print("gap_max_s %.3f" % (gap / 1e6))
+print("gap_at_s %.1f" % ((at - ts[0]) / 1e6 if ts else 0))
+print("gaps_over_half_s %d" % sum(1 for g, _ in gaps if g > 500_000))
+EOF
 since_us=$(( $(date +%s%N) / 1000 ))
 crawl big --resume
 python3 "$watch" resume "$crawl_pid" "$tmp/big.log" "$offset" "$since_us" "$settle" "$resume_wait" \
@@ -180,6 +201,7 @@ fig = lambda f: dict((l.split()[0], float(l.split()[1])) for l in open(tmp + "/"
 last = json.load(open(tmp + "/big.rows.status.json"))
 small = json.load(open(tmp + "/out.small/stats.json"))
 j, js, res = fig("big.judge"), fig("small.judge"), fig("resume.fig")
+gaps = fig("big.gaps")
 
 
 def near_dups(crawl_log):
@@ -227,11 +249,16 @@ if "total" in mem:
     print("  a host: table %.0f B, visit %.0f B, politeness %.0f B (of %d hosts)"
           % (mem["hosts_table"] / nh, mem["visit"] / nh, mem["politeness_hosts"] / nh, nh))
 ck = last["checkpoints"]
-print("checkpoints: %d written, longest pause %.3f s" % (ck["written"], ck["seconds_max"]))
+print("checkpoints: %d written, longest %.3f s, longest time no transfer could start %.3f s"
+      % (ck["written"], ck["seconds_max"], ck.get("fetch_pause_seconds_max", ck["seconds_max"])))
 print("  longest of each phase: drain %.3f, sieve flush %.3f, writer sync %.3f, the loop's files"
-      " %.3f (CPU %.3f), commit (sieve copy, fsync) %.3f s" % tuple(
-          ck.get(k + "_seconds_max", 0)
-          for k in ("drain", "flush", "writer", "files", "files_cpu", "commit")))
+      " %.3f (CPU %.3f), the snapshot's copy of the process %.3f, commit (sieve copy, fsync)"
+      " %.3f s" % tuple(ck.get(k + "_seconds_max", 0)
+                        for k in ("drain", "flush", "writer", "files", "files_cpu", "snapshot",
+                                  "commit")))
+print("  the test web's log after the first 10 s: longest time no request started %.3f s (at"
+      " %.1f s), gaps over 0.5 s: %d" % (gaps["gap_max_s"], gaps["gap_at_s"],
+                                         gaps["gaps_over_half_s"]))
 print("resume: first fetch %.2f s after its start, RSS %d MiB (peak %d MiB)"
       % (res["resume_first_fetch_s"], res["resume_rss_kb"] // 1024, int(resume_hwm) // 1024))
 print("judged from the test web's log (both runs): robots.txt violations %d, politeness"

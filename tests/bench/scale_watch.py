@@ -38,6 +38,8 @@ FIELDS = [
     ("spill_B", "frontier.disk_bytes"),
     ("near_dups", "near_duplicates"),
     ("dns_lookups", "dns.lookups"),
+    ("ck_fetch_pause_s", "checkpoints.fetch_pause_seconds_max"),
+    ("ck_files_s", "checkpoints.files_seconds_max"),
     # the memory account (stats.json "memory"), MiB
     ("m_hosts", "memory.hosts_table", MIB),
     ("m_queues", "memory.frontier_queues", MIB),

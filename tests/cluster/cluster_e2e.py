@@ -74,6 +74,16 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
       replica takes over (one Redis: killed and restarted on its AOF). The
       crawl finishes whole, no politeness violation, the repeats within
       the kill's bound and the master's (FAULTS_REPEATS).
+  cluster_e2e.py rules
+      two agents; once a sixth of the web is fetched, a rule rejecting
+      /s3/ is POSTed to a1 only (and a bad one, refused with a 400 and
+      never shared), and a3 joins a second later: from the POST's reply
+      on, no agent requests a /s3/ URL (past a grace: the requests
+      already started, and for a2 its next read of the shared rules,
+      every 0.5 s), a3 holds the rule in its rules.txt; a1 and a2 had fetched
+      /s3/ URLs before and both left some unfetched (the expected set,
+      fetched whole without the rule, holds them); all exit 0; Redis
+      holds the good rule only.
 
 Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as tests/e2e/crawl_e2e.py),
 E2E_HOSTS / E2E_PAGES to resize the web.
@@ -87,6 +97,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 import crawl_e2e as e2e  # noqa: E402
@@ -588,9 +599,89 @@ def run_inbox():
     cl.verdict(errors)
 
 
+# A rule steered into one agent: how late after its POST's reply a
+# request it rejects may still come. The agent that got it: the requests
+# already started (RULES_GRACE_S). Any other agent: its next read of the
+# shared rules too (every 0.5 s).
+RULES_GRACE_S = 0.3
+RULES_SHARED_S = 0.5
+RULES_CUT = "/s3/"
+RULES_JOIN_S = 1.0  # a3 joins this long after the rule: past every grace
+
+
+def owners(names, assign, hosts):
+    """host -> the agent that owns it among names (crawler assign)."""
+    out = subprocess.run([e2e.CRAWLER, "assign", "--method", assign, "--agents", ",".join(names)],
+                         input="\n".join(hosts) + "\n", capture_output=True, text=True,
+                         check=True).stdout
+    return dict(line.split("\t")[:2] for line in out.splitlines())
+
+
+def run_rules(assign):
+    os.environ["E2E_HOSTS"], os.environ["E2E_PAGES"] = "12", "20"  # 30 s at most
+    cl = Crawl("e2e-cluster-rules-")
+    tw, agents = cl.tw, cl.agents
+    port = e2e.free_port()
+    errors = []
+    try:
+        cl.start(["a1"], assign, ["--metrics", "127.0.0.1:%d" % port])
+        cl.start(["a2"], assign)
+        wait_pages(tw, len(cl.expected) // 6, agents, 120)
+        got = e2e.ask(port, "POST", "/rules", "reject path /nothing/\nreject regex (\n")
+        if got[0] != 400 or "POST /rules:2:" not in got[1]:
+            errors.append("a bad rule: got %d %r, wanted 400 naming line 2" % got)
+        got = e2e.ask(port, "POST", "/rules", "reject path %s\n" % RULES_CUT)
+        t_rule = time.time()
+        if got[0] != 200:
+            errors.append("POST /rules: got %d %r" % got)
+        time.sleep(RULES_JOIN_S)
+        cl.start(["a3"], assign)
+        cl.wait_end(None)
+        shared = subprocess.run(["redis-cli", "-p", str(cl.redis.port), "LRANGE", "{e2e}:rules",
+                                 "0", "-1"], capture_output=True, text=True).stdout
+    finally:
+        cl.close()
+    rows = tw.requests()
+    own = owners(["a1", "a2"], assign, sorted({r[2].split(":")[0] for r in rows}))
+    grace = {"a1": RULES_GRACE_S, "a2": RULES_GRACE_S + RULES_SHARED_S}
+    late = [(own[r[2].split(":")[0]], r[2], r[5], round(r[0] / 1e6 - t_rule, 3)) for r in rows
+            if r[5].startswith(RULES_CUT) and
+            r[0] / 1e6 > t_rule + grace[own[r[2].split(":")[0]]]]
+    asked = set(e2e.observed_set(tw, rows, cl.faults))
+    cut = [u for u in cl.expected - asked if RULES_CUT in u.split("\t")[0]]
+    cut_by = {a: sum(1 for u in cut if own[urllib.parse.urlsplit(u).hostname] == a)
+              for a in ("a1", "a2")}
+    before = {a: sum(1 for r in rows if r[5].startswith(RULES_CUT) and
+                     own[r[2].split(":")[0]] == a and r[0] / 1e6 < t_rule) for a in ("a1", "a2")}
+    last = {a: max([r[0] / 1e6 - t_rule for r in rows if r[5].startswith(RULES_CUT) and
+                    own[r[2].split(":")[0]] == a] + [float("-inf")]) for a in ("a1", "a2")}
+    print("rule %s POSTed to a1 at %.2f s: %s URLs requested before it, %s cut, %d late, the "
+          "last one %s s after the POST's reply; {e2e}:rules holds %d line(s)" %
+          (RULES_CUT, t_rule - cl.t0, before, cut_by, len(late),
+           {a: round(v, 3) for a, v in last.items()}, shared.count("reject")))
+    if late:
+        errors.append("%d %s requests after the rule and its grace (agent, host, path, s "
+                      "after): %s" % (len(late), RULES_CUT, late[:5]))
+    for a in ("a1", "a2"):
+        if not cut_by[a] or not before[a]:
+            errors.append("agent %s: %d %s URLs fetched before the rule, %d cut by it: the "
+                          "test tests nothing there" % (a, before[a], RULES_CUT, cut_by[a]))
+    if not json.load(open(os.path.join(agents[2].out, "stats.json"))).get("pages"):
+        errors.append("a3, joining after the rule, fetched nothing: the test tests nothing there")
+    late_rules = open(os.path.join(agents[2].out, "rules.txt")).read()
+    if "reject path %s\t# added from agent a1: POST /rules:1" % RULES_CUT not in late_rules:
+        errors.append("a3, joining after the rule, does not hold it: rules.txt %r" %
+                      late_rules[-300:])
+    if shared.count("reject") != 1 or "(" in shared:
+        errors.append("{e2e}:rules holds %r: wanted the good rule only" % shared[:300])
+    errors += exit_errors(cl)
+    cl.verdict(errors)
+
+
 def main():
     modes = ("kill", "stop", "join-kill", "redis-restart", "max-pages", "resume",
-             "resume-max-pages", "faults", "max-time", "max-pages-stop", "pause-idle", "inbox")
+             "resume-max-pages", "faults", "max-time", "max-pages-stop", "pause-idle", "inbox",
+             "rules")
     if len(sys.argv) < 2 or sys.argv[1] not in modes:
         fail("usage: cluster_e2e.py %s [--assign M]" % "|".join(modes))
     args = sys.argv[2:]
@@ -608,6 +699,8 @@ def main():
         run_max_pages(assign)
     elif sys.argv[1] == "inbox":
         run_inbox()
+    elif sys.argv[1] == "rules":
+        run_rules(assign)
     elif sys.argv[1] in ("resume", "resume-max-pages"):
         run_resume(assign, sys.argv[1] == "resume-max-pages")
     else:

@@ -43,7 +43,11 @@
  *    its count);
  *  - deduplication: the same URLs sent to B by A and by B itself reach B
  *    once each (the seen set), and a URL sent twice by one agent is sent
- *    once (the sent cache).
+ *    once (the sent cache);
+ *  - the shared rules: entries pushed by two agents are named 0, 1, 2 in
+ *    the order Redis took them and read back from any index in that
+ *    order; a rule entry decodes to what was encoded, and what encode
+ *    never writes is refused.
  * And against a Redis Cluster of 3 masters with a replica each, started by
  * redis_cluster.py (serve mode) on loopback:
  *  - the router's key slots agree with CLUSTER KEYSLOT; two agents join,
@@ -899,6 +903,129 @@ START_TEST(test_page_budget)
 }
 END_TEST
 
+/* A shared rules entry: what encode writes, decode gives back whole;
+ * what encode refuses to write, decode refuses to read. */
+START_TEST(test_rule_entry)
+{
+	const char *text = "reject path /s3/\naccept regex [?&]a=\tb\n";
+	size_t len;
+	char *e = cluster_rule_entry_encode("a1", "POST /rules", text, strlen(text), &len);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_str_eq(e, "rules 1\ta1\tPOST /rules\nreject path /s3/\naccept regex [?&]a=\tb\n");
+	ck_assert_uint_eq(len, strlen(e));
+	struct cluster_rule_entry d;
+	ck_assert_int_eq(cluster_rule_entry_decode(e, len, &d), CLUSTER_OK);
+	ck_assert_uint_eq(d.origin_len, 2);
+	ck_assert_int_eq(memcmp(d.origin, "a1", 2), 0);
+	ck_assert_uint_eq(d.source_len, 11);
+	ck_assert_int_eq(memcmp(d.source, "POST /rules", 11), 0);
+	ck_assert_uint_eq(d.text_len, strlen(text));
+	ck_assert_int_eq(memcmp(d.text, text, d.text_len), 0);
+	/* every cut of a good entry short of its text is refused */
+	for (size_t cut = 0; cut < len - strlen(text) + 1; cut++)
+		ck_assert_int_eq(cluster_rule_entry_decode(e, cut, &d), CLUSTER_EINVAL);
+	free(e);
+	/* what no agent writes */
+	static const char *const bad[] = {
+		"rules 2\ta1\tPOST /rules\nreject ext gif\n", /* another version */
+		"rules 1\t\tPOST /rules\nreject ext gif\n",   /* no origin */
+		"rules 1\ta1\t\nreject ext gif\n",            /* no source */
+		"rules 1\ta1\tPO\x01ST\nreject ext gif\n",    /* a control character */
+		"rules 1\ta1 POST /rules\nreject ext gif\n",  /* no tab */
+		"rules 1\ta1\tPOST /rules\n",                 /* no text */
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		ck_assert_msg(cluster_rule_entry_decode(bad[i], strlen(bad[i]), &d) ==
+		                      CLUSTER_EINVAL,
+		              "bad entry %zu taken", i);
+	ck_assert_int_eq(cluster_rule_entry_decode("rules 1\ta\tb\nx\0y", 15, &d), CLUSTER_EINVAL);
+	char big[ASSIGN_NAME_MAX + 2];
+	memset(big, 'a', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	ck_assert_ptr_null(cluster_rule_entry_encode(big, "POST /rules", "x", 1, &len));
+	ck_assert_ptr_null(cluster_rule_entry_encode("a1", "", "x", 1, &len));
+	ck_assert_ptr_null(cluster_rule_entry_encode("a1", "a\nb", "x", 1, &len));
+	ck_assert_ptr_null(cluster_rule_entry_encode("a1", "POST /rules", "", 0, &len));
+}
+END_TEST
+
+struct rules_push {
+	int done;
+	uint64_t index;
+};
+
+static void rules_pushed(void *arg, bool ok, uint64_t index)
+{
+	struct rules_push *p = arg;
+	ck_assert(ok);
+	p->done = 1;
+	p->index = index;
+}
+
+static bool rules_pushed2(void *arg)
+{
+	const struct rules_push *p = arg;
+	return p[0].done && p[1].done;
+}
+
+struct rules_result {
+	int answered;
+	uint64_t from;
+	size_t n;
+	char text[4][64];
+};
+
+static void rules_read(void *arg, bool ok, uint64_t from, const struct cluster_rule_text *e,
+                       size_t n)
+{
+	struct rules_result *r = arg;
+	ck_assert(ok);
+	r->answered = 1;
+	r->from = from;
+	r->n = n;
+	for (size_t i = 0; i < n && i < 4; i++)
+		snprintf(r->text[i], sizeof r->text[i], "%.*s", (int)e[i].len, e[i].s);
+}
+
+static bool rules_answered(void *arg)
+{
+	return ((struct rules_result *)arg)->answered;
+}
+
+/* The shared rules: entries pushed by A and B get the indexes 0, 1, 2 in
+ * the order Redis took them; B reads them back from any index, in that
+ * order, and nothing past the end. */
+START_TEST(test_shared_rules)
+{
+	struct redis r;
+	struct agent a = { 0 }, b = { 0 };
+	two_agents_start(&r, &a, &b, LEASE_MS, 0);
+	struct rules_push p[3] = { { 0 } };
+	ck_assert_int_eq(cluster_rules_push(a.c, "e0", 2, rules_pushed, &p[0]), CLUSTER_OK);
+	ck_assert_int_eq(cluster_rules_push(b.c, "e1", 2, rules_pushed, &p[1]), CLUSTER_OK);
+	ck_assert(run_until(rules_pushed2, p, 3000));
+	ck_assert_int_eq(cluster_rules_push(a.c, "e2", 2, rules_pushed, &p[2]), CLUSTER_OK);
+	ck_assert(run_until(rules_pushed2, p + 1, 3000));
+	ck_assert_uint_eq(p[0].index + p[1].index, 1);
+	ck_assert_uint_eq(p[2].index, 2);
+	const char *at[3];
+	for (int i = 0; i < 3; i++)
+		at[p[i].index] = i == 0 ? "e0" : i == 1 ? "e1" : "e2";
+	for (uint64_t from = 0; from <= 3; from++) {
+		struct rules_result rd = { 0 };
+		ck_assert_int_eq(cluster_rules_read(b.c, from, rules_read, &rd), CLUSTER_OK);
+		ck_assert(run_until(rules_answered, &rd, 3000));
+		ck_assert_uint_eq(rd.from, from);
+		ck_assert_uint_eq(rd.n, 3 - from);
+		for (size_t i = 0; i < rd.n; i++)
+			ck_assert_str_eq(rd.text[i], at[from + i]);
+	}
+	ck_assert_int_eq(redis_int(r.port, "LLEN %s", "{t}:rules"), 3);
+	ck_assert_int_eq(cluster_rules_read(a.c, 0, NULL, NULL), CLUSTER_EINVAL);
+	two_agents_stop(&r, &a, &b);
+}
+END_TEST
+
 START_TEST(test_cost)
 {
 	enum { N = 100000 };
@@ -1384,7 +1511,11 @@ int main(void)
 	tcase_add_test(tc, test_ip_turns);
 	tcase_add_test(tc, test_census);
 	tcase_add_test(tc, test_dedup);
+	tcase_add_test(tc, test_shared_rules);
 	suite_add_tcase(s, tc);
+	TCase *te = tcase_create("entries");
+	tcase_add_test(te, test_rule_entry);
+	suite_add_tcase(s, te);
 	TCase *tk = tcase_create("redis cluster");
 	tcase_add_checked_fixture(tk, setup, NULL);
 	tcase_set_timeout(tk, 90);

@@ -3,8 +3,8 @@
  * politeness and rule list, without a loop: requests checked whole (a bad
  * one changes nothing and names its line), seeds fed through the hook as
  * room allows, pause, host delays, the action directory's files moved to
- * done/ or failed/ with a reason, and steering.log replayed by a resumed
- * steer.
+ * done/ or failed/ with a reason, steering.log replayed by a resumed
+ * steer, and the crawl's shared rules (an agent's) applied once each.
  */
 #include <check.h>
 #include <stdio.h>
@@ -28,7 +28,15 @@ struct fx {
 	int room; /* seeds the feed hook takes before it says "no room" */
 	char fed[4096];
 	int nfed, wakes;
+	char shared[1024]; /* what the share hook got: "SOURCE|TEXT" each */
 };
+
+static void share(void *ctx, const char *text, size_t len, const char *source)
+{
+	struct fx *x = ctx;
+	size_t n = strlen(x->shared);
+	snprintf(x->shared + n, sizeof x->shared - n, "%s|%.*s", source, (int)len, text);
+}
 
 static int feed(void *ctx, const char *key, size_t len)
 {
@@ -59,6 +67,7 @@ static void start(struct fx *x, int resume)
 		.ctx = x,
 		.feed = feed,
 		.wake = wake,
+		.share = share,
 	};
 	ck_assert_msg(steer_create(&parts, resume, &x->s, err, sizeof err) == 0, "%s", err);
 }
@@ -204,6 +213,52 @@ START_TEST(actions_apply_and_replay)
 }
 END_TEST
 
+/* The crawl's shared rules: rules steered here go to the share hook
+ * (a bad one does not); an entry from another agent is applied as rules
+ * steered here but not shared again, a bad one refused and counted, this
+ * agent's own passed; the next index is logged and read back by a
+ * resumed steer. */
+START_TEST(shared_rules)
+{
+	struct fx x;
+	char out[2048], path[128];
+	struct steer_stats st;
+	setup(&x);
+	ck_assert_uint_eq(steer_shared_next(x.s), 0);
+	ck_assert_int_eq(ask(&x, "POST", "/rules", "reject path /a/\n", out, sizeof out), 200);
+	ck_assert_int_eq(ask(&x, "POST", "/rules", "reject bogus\n", out, sizeof out), 400);
+	ck_assert_str_eq(x.shared, "POST /rules|reject path /a/\n");
+	ck_assert_uint_eq(url_rules_live_added(x.rules), 1);
+	ck_assert_int_eq(steer_shared_apply(x.s, 0, NULL, 0, NULL), 0); /* our own */
+	ck_assert_int_eq(
+	        steer_shared_apply(x.s, 1, "reject path /b/\n", 16, "agent b: POST /rules"), 0);
+	ck_assert_int_eq(steer_shared_apply(x.s, 2, "reject nothing\n", 15, "agent c: x.rules"),
+	                 -1);
+	ck_assert_uint_eq(steer_shared_next(x.s), 3);
+	ck_assert_uint_eq(url_rules_live_added(x.rules), 2);
+	ck_assert_str_eq(x.shared, "POST /rules|reject path /a/\n"); /* nothing shared again */
+	steer_stats(x.s, &st);
+	ck_assert_uint_eq(st.applied, 2);
+	ck_assert_uint_eq(st.refused, 2);
+	struct url_rules *r = url_rules_live_get(x.rules);
+	struct url_rules_decision d;
+	url_rules_decide(r, "http://a.test/b/x", 17, 0, &d);
+	ck_assert_int_eq(d.action, URL_RULES_REJECT);
+	ck_assert_int_eq(d.rule, 0);
+	url_rules_live_put(x.rules, r);
+	snprintf(path, sizeof path, "%s/rules.txt", x.dir);
+	ck_assert_ptr_nonnull(strstr(slurp(path),
+	                             "reject path /b/\t# added from agent b: POST /rules:1\n"
+	                             "reject path /a/\t# added from POST /rules:1\n"));
+	snprintf(path, sizeof path, "%s/steering.log", x.dir);
+	ck_assert_str_eq(slurp(path), "shared 1\nshared 2\nshared 3\n");
+	steer_destroy(x.s);
+	start(&x, 1);
+	ck_assert_uint_eq(steer_shared_next(x.s), 3);
+	teardown(&x);
+}
+END_TEST
+
 /* Writes dir/action/name (through a rename, as a script should). */
 static void drop(struct fx *x, const char *name, const char *text)
 {
@@ -252,6 +307,7 @@ int main(void)
 	tcase_add_test(tc, bad_requests_change_nothing);
 	tcase_add_test(tc, actions_apply_and_replay);
 	tcase_add_test(tc, action_directory);
+	tcase_add_test(tc, shared_rules);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

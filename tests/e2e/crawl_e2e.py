@@ -73,6 +73,7 @@ import collections
 import datetime
 import gzip
 import hashlib
+import http.client
 import io
 import json
 import os
@@ -100,6 +101,16 @@ AGENT = "crawler"  # product token of our default user agent
 HOST_DELAY_MS = 50
 IP_DELAY_MS = 10
 SLACK_US = 1000  # clock granularity allowance when comparing log timestamps
+
+
+def ask(port, method, target, body=None):
+    """(status, text) of one request to a crawler's --metrics server."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request(method, target, body=body)
+    resp = conn.getresponse()
+    text = resp.read().decode("utf-8", "replace")
+    conn.close()
+    return resp.status, text
 
 
 def fail(msg):

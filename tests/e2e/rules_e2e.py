@@ -196,14 +196,7 @@ def test_rules():
     print("ok")
 
 
-def ask(port, method, target, body=None):
-    """(status, text) of one request to the crawler's --metrics server."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request(method, target, body=body)
-    resp = conn.getresponse()
-    text = resp.read().decode("utf-8", "replace")
-    conn.close()
-    return resp.status, text
+ask = e2e.ask
 
 
 def wait_for(what, cond, timeout=30):

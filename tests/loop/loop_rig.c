@@ -387,7 +387,7 @@ static void rig_sieve_start(struct rig_sieve *r, const struct crawl_config *cfg,
 	struct sieve_path_parts parts = {
 		.cfg = { .url = &cfg->url,
 		         .max_url_len = cfg->scope.max_url_len,
-		         .max_connections = cfg->fetch.max_connections,
+		         .max_transfers = cfg->fetch.max_connections + cfg->parse.queue,
 		         .meta_memory = cfg->link_meta_memory },
 		.io = r->io,
 		.hooks = { .ctx = r, .wake = sieve_wake, .take = sieve_take },
