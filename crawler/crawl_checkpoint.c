@@ -5,11 +5,13 @@
 #include "crawler/crawl_checkpoint.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -449,6 +451,26 @@ static int ckpt_write_snapshot(struct crawl_ckpt *c)
 	return 0;
 }
 
+/* The copy of the process: one thread, the loop's structures as they
+ * stood at the fork. It keeps only stderr and its pipe (err_fd): the
+ * crawl's sockets must close when the crawl closes them, not when the
+ * copy exits. A terminal's Ctrl-C reaches the whole process group: the
+ * copy ignores it and finishes its files (the crawl's own handler would
+ * tell the crawl a second time, which means "stop at once"). */
+static void ckpt_snapshot_child(struct crawl_ckpt *c, int err_fd, const sigset_t *mask)
+{
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	pthread_sigmask(SIG_SETMASK, mask, NULL);
+	if (err_fd != 3 && (dup2(err_fd, 3) != 3 || close(err_fd) != 0))
+		_exit(1);
+	close_range(4, ~0u, 0);
+	int rc = ckpt_write_snapshot(c);
+	if (rc != 0 && write(3, c->err, strlen(c->err)) < 0)
+		rc = 1; /* the parent then reports the exit status alone */
+	_exit(rc != 0);
+}
+
 /* Forks a copy of the process that writes the snapshot as it stands and
  * exits, so that the loop goes on (transfers start, their results parked)
  * while the copy writes: the loop's pause is the fork. Memory: the copy
@@ -458,23 +480,21 @@ static int ckpt_write_snapshot(struct crawl_ckpt *c)
 static int ckpt_fork_snapshot(struct crawl_ckpt *c)
 {
 	int fds[2];
+	sigset_t all, old;
 	if (pipe2(fds, O_CLOEXEC) != 0)
 		return -1;
+	/* no signal handler runs in the copy before it has set its own */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	pid_t pid = fork();
+	if (pid == 0)
+		ckpt_snapshot_child(c, fds[1], &old);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(fds[1]);
 	if (pid < 0) {
 		close(fds[0]);
-		close(fds[1]);
 		return -1;
 	}
-	if (pid == 0) {
-		/* the copy: one thread, the loop's structures as they stood */
-		close(fds[0]);
-		int rc = ckpt_write_snapshot(c);
-		if (rc != 0 && write(fds[1], c->err, strlen(c->err)) < 0)
-			rc = 1; /* the parent then reports the exit status alone */
-		_exit(rc != 0);
-	}
-	close(fds[1]);
 	c->child = pid;
 	c->child_fd = fds[0];
 	return 0;

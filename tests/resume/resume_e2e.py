@@ -25,7 +25,10 @@ the test web's own request log.
   resume_e2e.py cli         one crawl per folder (lock), no fresh crawl over a
                             checkpointed folder, --resume of nothing, a
                             graceful stop then resume, resume of a finished
-                            crawl, resume from a torn crawl state (exit 1)
+                            crawl, resume from a torn crawl state (exit 1),
+                            a Ctrl-C to the process group while a
+                            checkpoint's copy of the process runs (one
+                            graceful stop, exit 0)
 
 Every variant checks, on the whole history: the union of URLs the test web
 served equals its expected set; a URL is fetched again only if its earlier
@@ -93,9 +96,9 @@ class Crawl:
             return [e2e.CRAWLER, "crawl", "--resume"] + self.base
         return [e2e.CRAWLER, "crawl", "--seeds", self.seeds] + self.base
 
-    def start(self, resume, env=None):
+    def start(self, resume, env=None, session=False):
         return subprocess.Popen(self.argv(resume), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=env, text=True)
+                                env=env, text=True, start_new_session=session)
 
     def run(self, resume, timeout=300, env=None):
         p = subprocess.run(self.argv(resume), capture_output=True, text=True, timeout=timeout,
@@ -392,6 +395,34 @@ def crash_loop(powercut, ipv6=False, copies=False):
     print("ok")
 
 
+def ctrl_c_during_copy(tw, out):
+    """A terminal's Ctrl-C (SIGINT to the whole process group) while a
+    checkpoint's copy of the process writes: one graceful stop, exit 0.
+    Up to 5 crawls, until one is caught with its copy alive."""
+    for attempt in range(5):
+        shutil.rmtree(out, ignore_errors=True)
+        p = Crawl(tw, out).start(resume=False, session=True)
+        kids = "/proc/%d/task/%d/children" % (p.pid, p.pid)
+        child = None
+        while p.poll() is None and child is None:
+            try:
+                pids = open(kids).read().split()
+            except OSError:
+                pids = []
+            if pids:
+                child = int(pids[0])
+                os.killpg(p.pid, signal.SIGINT)
+            else:
+                time.sleep(0.0005)
+        o, e = p.communicate(timeout=120)
+        if child is None:
+            continue
+        if p.returncode != 0 or "second SIGINT" in e or "SIGINT, finishing" not in e:
+            return ["Ctrl-C during a checkpoint's copy: exit %d, %r" % (p.returncode, e[-300:])]
+        return []
+    return ["Ctrl-C during a checkpoint's copy: no copy of the process seen in 5 crawls"]
+
+
 def test_cli():
     work = tempfile.mkdtemp(prefix="resume-cli-")
     tw = e2e.TestWeb(work, ["--hosts", "12", "--pages", "20", "--ips", "4", "--latency-ms", "5"])
@@ -459,6 +490,7 @@ def test_cli():
         rc, o, e = c.run(resume=True)
         if rc != 1 or state + ": truncated or corrupt" not in e or served(tw) != n4:
             errors.append("resume from a torn crawl state: exit %d, %r" % (rc, e[-300:]))
+        errors += ctrl_c_during_copy(tw, os.path.join(work, "out-ctrl-c"))
     finally:
         tw.stop()
     if errors:
