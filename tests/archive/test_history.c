@@ -437,7 +437,11 @@ static char *crawl_with_index(const char *name, bool history, char *warc, size_t
 	char *text = fileio_read_path(cdxj, 1 << 20, &len);
 	ck_assert_ptr_nonnull(text);
 	ck_assert_int_eq(unlink(cdxj), 0);
-	return text;
+	/* fileio_read_path's buffer is not a string: the callers take strlen */
+	char *str = realloc(text, len + 1);
+	ck_assert_ptr_nonnull(str);
+	str[len] = '\0';
+	return str;
 }
 
 /* The response record's id in a WARC file. */

@@ -62,6 +62,12 @@ static size_t posix_regexes(const char *path, regex_t *re, size_t max)
 {
 	size_t len, n = 0;
 	char *text = fileio_read_path(path, 64u << 20, &len);
+	char *str = text ? realloc(text, len + 1) : NULL; /* strtok wants a string */
+	if (str)
+		str[len] = '\0';
+	else
+		free(text);
+	text = str;
 	for (char *line = text ? strtok(text, "\n") : NULL; line && n < max;
 	     line = strtok(NULL, "\n")) {
 		char act[16], kind[16], pat[4096];
