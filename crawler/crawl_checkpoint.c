@@ -389,6 +389,14 @@ static void ckpt_work_done(uv_work_t *w, int status)
 	ckpt_end(c, status == 0 && c->rc == 0);
 }
 
+/* A frontier file that could not be written: the message, and -1. */
+static int frontier_failed(struct crawl_ckpt *c, const char *path, enum frontier_err fe)
+{
+	snprintf(c->err, sizeof c->err, "frontier into %s: %s (%s)", path, frontier_strerror(fe),
+	         strerror(errno));
+	return -1;
+}
+
 /* The loop's part of the files, before any copy of the process: the
  * folder ckpt-N.tmp, the frontier's segments (its own files), the crawl
  * state (the counters are gathered from every piece, under their locks,
@@ -406,11 +414,8 @@ static int ckpt_write_prepare(struct crawl_ckpt *c)
 		return -1;
 	}
 	fe = frontier_checkpoint_segments(c->p.frontier, path);
-	if (fe != FRONTIER_OK) {
-		snprintf(c->err, sizeof c->err, "frontier into %s: %s (%s)", path,
-		         frontier_strerror(fe), strerror(errno));
-		return -1;
-	}
+	if (fe != FRONTIER_OK)
+		return frontier_failed(c, path, fe);
 	snprintf(path, sizeof path, "%s/state", c->dir);
 	if (state_save(c, path) != 0) {
 		snprintf(c->err, sizeof c->err, "%s: %s", path, strerror(errno));
@@ -431,11 +436,8 @@ static int ckpt_write_snapshot(struct crawl_ckpt *c)
 	enum politeness_err pe;
 	snprintf(path, sizeof path, "%s/frontier", c->dir);
 	fe = frontier_checkpoint_queues(c->p.frontier, path);
-	if (fe != FRONTIER_OK) {
-		snprintf(c->err, sizeof c->err, "frontier into %s: %s (%s)", path,
-		         frontier_strerror(fe), strerror(errno));
-		return -1;
-	}
+	if (fe != FRONTIER_OK)
+		return frontier_failed(c, path, fe);
 	snprintf(path, sizeof path, "%s/robots", c->dir);
 	pe = politeness_robots_checkpoint(c->p.pol, path, monotonic_us());
 	if (pe != POLITENESS_OK) {
