@@ -471,6 +471,7 @@ void cluster_stats(const struct cluster *c, struct cluster_stats *out)
 	out->refreshes = rs.refreshes;
 	out->dropped = rs.dropped;
 	out->wait_timeouts = rs.wait_timeouts;
+	out->unreplicated = rs.unreplicated;
 	out->nodes = rs.nodes;
 	out->cluster = rs.cluster;
 }

@@ -347,6 +347,61 @@ static void wait_release(struct rt_wait *w, bool lost)
 	free(w);
 }
 
+static void on_wait(redisAsyncContext *ac, void *reply, void *priv);
+
+/* Sends on n, for w, a command whose answer goes to fn: false if it
+ * cannot be (the connection is going away). */
+static bool wait_send(struct rt_node *n, redisCallbackFn *fn, struct rt_wait *w, const char *cmd)
+{
+	if (n->ac == NULL || n->r->destroying)
+		return false;
+	if (redisAsyncCommand(n->ac, fn, w, cmd) != REDIS_OK)
+		return false;
+	n->inflight++;
+	return true;
+}
+
+static bool wait_again(struct rt_node *n, struct rt_wait *w)
+{
+	char cmd[32];
+	snprintf(cmd, sizeof cmd, "WAIT 1 %d", ROUTER_WAIT_MS);
+	return wait_send(n, on_wait, w, cmd);
+}
+
+/*
+ * ROLE after a WAIT that timed out: the master's own list of the replicas
+ * online. One still there may yet acknowledge: WAIT again (a WAIT covers
+ * every write sent before it on the connection). None: the writes are
+ * answered, not replicated (counted). Not a master any more (demoted by a
+ * failover), or no answer: its writes may be gone, answered NULL.
+ */
+static void on_wait_role(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct rt_node *n = ac->data;
+	struct rt_wait *w = priv;
+	redisReply *rep = reply;
+	if (n->inflight > 0)
+		n->inflight--;
+	n->progress_ms = monotonic_ms();
+	bool master = rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements >= 3 &&
+	              rep->element[0]->type == REDIS_REPLY_STRING &&
+	              strcmp(rep->element[0]->str, "master") == 0 &&
+	              rep->element[2]->type == REDIS_REPLY_ARRAY;
+	if (!master) {
+		wait_release(w, true);
+		return;
+	}
+	n->replicas = (unsigned)rep->element[2]->elements;
+	if (n->replicas > 0) {
+		if (!wait_again(n, w))
+			wait_release(w, true);
+		return;
+	}
+	for (size_t i = 0; i < w->n; i++)
+		n->r->st.unreplicated += w->cmds[i] != NULL;
+	wait_release(w, false);
+}
+
 static void on_wait(redisAsyncContext *ac, void *reply, void *priv)
 {
 	struct rt_node *n = ac->data;
@@ -354,8 +409,13 @@ static void on_wait(redisAsyncContext *ac, void *reply, void *priv)
 	if (n->inflight > 0)
 		n->inflight--;
 	n->progress_ms = monotonic_ms();
-	if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer < 1)
+	if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer < 1) {
 		n->r->st.wait_timeouts++;
+		if (!wait_send(n, on_wait_role, priv, "ROLE"))
+			wait_release(priv, true);
+		return;
+	}
+	/* an error (WAIT refused) leaves the writes as they are: answered */
 	wait_release(priv, r == NULL);
 }
 
@@ -406,12 +466,7 @@ static void node_flush(struct rt_node *n)
 		if ((q->flags & ROUTER_DURABLE) && n->replicas > 0 && wait_add(&w, q) != 0)
 			q->flags &= ~ROUTER_DURABLE; /* out of memory: answered at once */
 	}
-	if (w == NULL)
-		return;
-	if (n->ac != NULL &&
-	    redisAsyncCommand(n->ac, on_wait, w, "WAIT 1 %d", ROUTER_WAIT_MS) == REDIS_OK)
-		n->inflight++;
-	else
+	if (w != NULL && !wait_again(n, w))
 		wait_release(w, false); /* answered as they are (none may be yet: detached) */
 }
 

@@ -42,12 +42,16 @@
  * Durable writes. A command sent with ROUTER_DURABLE to a master that has
  * replicas is answered only once WAIT 1 says a replica holds it (one WAIT
  * per node per batch, after its commands): a master killed after the
- * answer loses none of it when its replica takes over. If no replica
- * acknowledges within ROUTER_WAIT_MS the reply is given anyway (counted in
- * wait_timeouts): the replica is down, and there is nothing to fail over
- * to. A master lost before its WAIT is answered answers its durable
- * commands with NULL, as failed: what it acknowledged may be missing on
- * the replica that takes over, so the caller sends it again.
+ * answer loses none of it when its replica takes over. A WAIT that no
+ * replica acknowledges within ROUTER_WAIT_MS (counted in wait_timeouts;
+ * a replica busy or far behind) is followed by ROLE: while the master
+ * lists a replica online, WAIT again, for as long as it takes; with none
+ * online the replies are given, not replicated (counted in unreplicated:
+ * there is no replica to fail over to, and a master killed then loses
+ * them); a node that is no longer a master (demoted by a failover), or a
+ * master lost before its WAIT is answered, answers its durable commands
+ * with NULL, as failed: what it acknowledged may be missing on the
+ * replica that took over, so the caller sends it again.
  *
  * Connections: one asynchronous hiredis connection per master (libuv
  * adapter), opened when the map names it, retried every ROUTER_RETRY_MS
@@ -115,9 +119,10 @@ struct router_options {
 
 struct router_stats {
 	uint64_t moved, asked, retried, noscript, refreshes, wait_timeouts, dropped;
-	size_t nodes; /* masters in the map (1 for one Redis) */
-	bool cluster; /* the seed answered CLUSTER SLOTS */
-	bool mapped;  /* a map is known */
+	uint64_t unreplicated; /* durable commands answered with no replica online */
+	size_t nodes;          /* masters in the map (1 for one Redis) */
+	bool cluster;          /* the seed answered CLUSTER SLOTS */
+	bool mapped;           /* a map is known */
 };
 
 /* CRC16-XMODEM of buf, and the slot of a key (its hash tag, if any). */

@@ -1475,11 +1475,12 @@ START_TEST(test_cluster_failover)
 	cluster_stats(b.c, &sb);
 	printf("failover: replica serving %llu ms after the kill; B received %zu URLs, A %zu; "
 	       "%zu distinct of %d; fenced: a %d, b %d; map reads %llu + %llu, dropped "
-	       "connections %llu + %llu\n",
+	       "connections %llu + %llu, WAIT timeouts %llu + %llu\n",
 	       (unsigned long long)(f.back_ms - f.kill_ms), b.ngot, a.ngot,
 	       union_distinct(&a, &b, N), N, a.fenced, b.fenced, (unsigned long long)sa.refreshes,
 	       (unsigned long long)sb.refreshes, (unsigned long long)sa.dropped,
-	       (unsigned long long)sb.dropped);
+	       (unsigned long long)sb.dropped, (unsigned long long)sa.wait_timeouts,
+	       (unsigned long long)sb.wait_timeouts);
 	ck_assert_msg(done, "sent %zu, got %zu distinct of %d, killed %d, a live %d, b live %d",
 	              f.sent, union_distinct(&a, &b, N), N, f.done_kill, cluster_is_live(a.c),
 	              cluster_is_live(b.c));

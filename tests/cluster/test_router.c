@@ -19,6 +19,9 @@
  *    SHA-1 of its body;
  *  - a durable write to a master with a replica (a cluster's map, or ROLE
  *    of one Redis) is answered only after the WAIT that follows it;
+ *  - a WAIT that times out: WAIT again while ROLE lists a replica online;
+ *    answered NULL if ROLE says the node is a replica now; answered and
+ *    counted as not replicated if no replica is online;
  *  - a command never answered drops its connection after stuck_ms.
  */
 #include <check.h>
@@ -655,17 +658,84 @@ START_TEST(test_durable)
 	ck_assert_int_eq(a.n, 1);
 	ck_assert_str_eq(a.str, "OK");
 	ck_assert_str_eq(b.str, "OK");
-	/* no replica acknowledges: answered anyway, counted */
-	f.held = NULL;
-	memset(&a, 0, sizeof a);
-	ck_assert_int_eq(router_sendf(r, slot, ROUTER_DURABLE, on_answer, &a, "SET k x"),
-	                 ROUTER_OK);
-	ck_assert(run_until(wait_seen, &f, 3000));
-	fake_write(f.held, ":0\r\n");
-	ck_assert(run_until(answered, &a, 3000));
+	finish(r, &f, 1);
+}
+END_TEST
+
+/* ROLE of a master with f->counter replicas online, or of a replica when
+ * f->counter is negative; WAIT is held, SET answers. */
+static const char *role_handler(struct fake *f, int argc, char **argv)
+{
+	if (strcmp(argv[0], "ROLE") == 0) {
+		if (f->counter < 0)
+			return "*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:6380\r\n$9\r\n"
+			       "connected\r\n:0\r\n";
+		return f->counter > 0 ? "*3\r\n$6\r\nmaster\r\n:0\r\n*1\r\n*3\r\n$9\r\n"
+		                        "127.0.0.1\r\n$4\r\n6380\r\n$1\r\n0\r\n"
+		                      : "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n";
+	}
+	return wait_handler(f, argc, argv);
+}
+
+/* A durable SET whose WAIT the fake answers with ":0" (timed out). */
+static void set_timed_out(struct router *r, struct fake *f, struct answer *a)
+{
+	memset(a, 0, sizeof *a);
+	f->held = NULL;
+	ck_assert_int_eq(
+	        router_sendf(r, router_key_slot("k", 1), ROUTER_DURABLE, on_answer, a, "SET k v"),
+	        ROUTER_OK);
+	ck_assert(run_until(wait_seen, f, 3000));
+	struct fake_client *c = f->held;
+	f->held = NULL;
+	fake_write(c, ":0\r\n");
+}
+
+START_TEST(test_wait_timeout)
+{
+	struct fake f;
+	fake_start(&f, role_handler);
+	fake_all_slots(&f, f.port, 1);
+	struct router *r = router_on(f.port, 0);
+	struct answer a;
 	struct router_stats st;
+	/* the master still lists a replica online: WAIT again, not answered
+	 * until a replica holds the write */
+	f.counter = 1;
+	set_timed_out(r, &f, &a);
+	ck_assert(run_until(wait_seen, &f, 3000));
+	run_until(never, NULL, 50);
+	ck_assert_int_eq(a.n, 0);
+	ck_assert_int_eq(fake_count(&f, "ROLE"), 1);
+	ck_assert_int_eq(fake_count(&f, "WAIT 1"), 2);
+	fake_write(f.held, ":1\r\n");
+	ck_assert(run_until(answered, &a, 3000));
+	ck_assert_str_eq(a.str, "OK");
 	router_stats(r, &st);
 	ck_assert_uint_eq(st.wait_timeouts, 1);
+	ck_assert_uint_eq(st.unreplicated, 0);
+	/* demoted by a failover: what it acknowledged may be gone, no reply */
+	f.counter = -1;
+	set_timed_out(r, &f, &a);
+	ck_assert(run_until(answered, &a, 3000));
+	ck_assert_int_eq(a.type, -1);
+	/* no replica online: answered, not replicated, counted; the next
+	 * durable write does not wait */
+	f.counter = 0;
+	set_timed_out(r, &f, &a);
+	ck_assert(run_until(answered, &a, 3000));
+	ck_assert_str_eq(a.str, "OK");
+	router_stats(r, &st);
+	ck_assert_uint_eq(st.wait_timeouts, 3);
+	ck_assert_uint_eq(st.unreplicated, 1);
+	int waits = fake_count(&f, "WAIT 1");
+	memset(&a, 0, sizeof a);
+	ck_assert_int_eq(
+	        router_sendf(r, router_key_slot("k", 1), ROUTER_DURABLE, on_answer, &a, "SET k w"),
+	        ROUTER_OK);
+	ck_assert(run_until(answered, &a, 3000));
+	ck_assert_str_eq(a.str, "OK");
+	ck_assert_int_eq(fake_count(&f, "WAIT 1"), waits);
 	finish(r, &f, 1);
 }
 END_TEST
@@ -751,6 +821,7 @@ int main(void)
 	tcase_add_test(tc, test_node_down_failover);
 	tcase_add_test(tc, test_noscript);
 	tcase_add_test(tc, test_durable);
+	tcase_add_test(tc, test_wait_timeout);
 	tcase_add_test(tc, test_single_replica);
 	tcase_add_test(tc, test_stuck);
 	suite_add_tcase(s, tc);
