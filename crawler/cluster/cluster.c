@@ -470,6 +470,7 @@ void cluster_stats(const struct cluster *c, struct cluster_stats *out)
 	out->retried = rs.retried;
 	out->refreshes = rs.refreshes;
 	out->dropped = rs.dropped;
+	out->waits = rs.waits;
 	out->wait_timeouts = rs.wait_timeouts;
 	out->unreplicated = rs.unreplicated;
 	out->nodes = rs.nodes;

@@ -236,7 +236,7 @@ struct cluster_stats {
 	uint64_t seen_dropped; /* URLs of "u" entries the seen set knew */
 	uint64_t rerouted;     /* URLs moved from dead agents' inboxes */
 	/* the router's (router.h) */
-	uint64_t moved, asked, retried, refreshes, dropped, wait_timeouts, unreplicated;
+	uint64_t moved, asked, retried, refreshes, dropped, waits, wait_timeouts, unreplicated;
 	size_t nodes; /* masters in the map */
 	bool cluster; /* a Redis Cluster (else one Redis) */
 };

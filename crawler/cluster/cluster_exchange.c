@@ -512,8 +512,10 @@ void cl_read_timer_cb(uv_timer_t *t)
 		rc = router_sendf(c->rt, c->inbox_slot, 0, on_read, c,
 		                  "XAUTOCLAIM %s g %s 0 %s COUNT %d", c->inbox, c->consumer,
 		                  c->claim_cursor, count);
-	else
-		rc = router_sendf(c->rt, c->inbox_slot, 0, on_read, c,
+	else /* durable: its URLs go into the seen set only once a replica holds
+	      * the read, else a failover would hand them out again as unread,
+	      * and as seen (lost) if this agent was fenced before delivering */
+		rc = router_sendf(c->rt, c->inbox_slot, ROUTER_DURABLE, on_read, c,
 		                  "XREADGROUP GROUP g %s COUNT %d STREAMS %s >", c->consumer, count,
 		                  c->inbox);
 	c->read_busy = rc == ROUTER_OK;

@@ -56,7 +56,8 @@ struct rt_node {
 	uint64_t connect_ms;          /* last attempt */
 	uint64_t progress_ms;         /* last reply, or when the first pending went out */
 	size_t inflight;              /* commands handed to hiredis, unanswered */
-	unsigned replicas;            /* per the map */
+	unsigned replicas;            /* online, per its last ROLE */
+	bool role_known;              /* a ROLE answered on this connection */
 	bool in_map;                  /* the map names it (or it is the seed, before a map) */
 	struct rt_cmd *qhead, *qtail; /* waiting for the next batch */
 };
@@ -171,6 +172,8 @@ static bool error_is(const redisReply *r, const char *word)
 
 /* ---- nodes ---- */
 
+static void node_ask_role(struct rt_node *n);
+
 static void on_connect(const redisAsyncContext *ac, int status)
 {
 	struct rt_node *n = ac->data;
@@ -183,6 +186,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
 		return;
 	}
 	n->connected = true;
+	node_ask_role(n);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
@@ -193,6 +197,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 		return;
 	n->ac = NULL;
 	n->connected = false;
+	n->role_known = false;
 	n->inflight = 0;
 	n->r->stale = true; /* a failover, maybe: where do its slots go now? */
 }
@@ -225,6 +230,7 @@ static void node_drop(struct rt_node *n)
 		return;
 	n->ac = NULL;
 	n->connected = false;
+	n->role_known = false;
 	n->inflight = 0;
 	n->r->stale = true;
 	n->r->st.dropped++;
@@ -363,8 +369,13 @@ static bool wait_send(struct rt_node *n, redisCallbackFn *fn, struct rt_wait *w,
 
 static bool wait_again(struct rt_node *n, struct rt_wait *w)
 {
+	/* within half of stuck_ms: a WAIT is progress, not a stuck connection */
+	unsigned ms = ROUTER_WAIT_MS;
+	if (n->r->opt.stuck_ms > 0 && n->r->opt.stuck_ms / 2 < ms)
+		ms = n->r->opt.stuck_ms / 2 > 0 ? n->r->opt.stuck_ms / 2 : 1;
 	char cmd[32];
-	snprintf(cmd, sizeof cmd, "WAIT 1 %d", ROUTER_WAIT_MS);
+	snprintf(cmd, sizeof cmd, "WAIT 1 %u", ms);
+	n->r->st.waits++;
 	return wait_send(n, on_wait, w, cmd);
 }
 
@@ -392,6 +403,7 @@ static void on_wait_role(redisAsyncContext *ac, void *reply, void *priv)
 		return;
 	}
 	n->replicas = (unsigned)rep->element[2]->elements;
+	n->role_known = true;
 	if (n->replicas > 0) {
 		if (!wait_again(n, w))
 			wait_release(w, true);
@@ -463,7 +475,9 @@ static void node_flush(struct rt_node *n)
 			continue;
 		}
 		n->inflight++;
-		if ((q->flags & ROUTER_DURABLE) && n->replicas > 0 && wait_add(&w, q) != 0)
+		/* a node whose ROLE is not known yet may have replicas: WAIT */
+		bool waits = n->replicas > 0 || !n->role_known;
+		if ((q->flags & ROUTER_DURABLE) && waits && wait_add(&w, q) != 0)
 			q->flags &= ~ROUTER_DURABLE; /* out of memory: answered at once */
 	}
 	if (w != NULL && !wait_again(n, w))
@@ -712,7 +726,6 @@ static bool map_install(struct router *r, const struct rt_node *from, const redi
 		                                    (int)m->element[1]->integer);
 		if (n == NULL)
 			return false;
-		n->replicas = (unsigned)(e->elements - 3);
 		uint16_t idx = (uint16_t)node_index(r, n);
 		for (long long s = lo; s <= hi; s++)
 			map[s] = idx;
@@ -735,7 +748,12 @@ static void map_single(struct router *r, struct rt_node *seed)
 		r->nodes[i]->in_map = r->nodes[i] == seed;
 }
 
-/* ROLE of one Redis: ["master", offset, [[host, port, offset], ...]]. */
+/*
+ * ROLE of a master: ["master", offset, [[host, port, offset], ...]], its
+ * replicas online. This, not CLUSTER SLOTS, says whether durable writes
+ * wait: CLUSTER SLOTS leaves out a replica until the cluster bus has
+ * told of a replication offset above 0, seconds after it is in sync.
+ */
 static void on_role(redisAsyncContext *ac, void *reply, void *priv)
 {
 	struct rt_node *n = ac->data;
@@ -745,8 +763,19 @@ static void on_role(redisAsyncContext *ac, void *reply, void *priv)
 		n->inflight--;
 	n->progress_ms = monotonic_ms();
 	if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements >= 3 &&
-	    rep->element[2]->type == REDIS_REPLY_ARRAY)
+	    rep->element[0]->type == REDIS_REPLY_STRING &&
+	    strcmp(rep->element[0]->str, "master") == 0 &&
+	    rep->element[2]->type == REDIS_REPLY_ARRAY) {
 		n->replicas = (unsigned)rep->element[2]->elements;
+		n->role_known = true;
+	}
+}
+
+static void node_ask_role(struct rt_node *n)
+{
+	if (n->ac != NULL && !n->r->destroying &&
+	    redisAsyncCommand(n->ac, on_role, NULL, "ROLE") == REDIS_OK)
+		n->inflight++;
 }
 
 static void on_slots(redisAsyncContext *ac, void *reply, void *priv)
@@ -767,9 +796,6 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *priv)
 		r->cluster = false;
 		r->mapped = true;
 		r->stale = false;
-		/* its replicas, if any, make durable writes wait for them */
-		if (n->ac != NULL && redisAsyncCommand(n->ac, on_role, NULL, "ROLE") == REDIS_OK)
-			n->inflight++;
 	} else if (map_install(r, n, rep)) {
 		r->cluster = true;
 		r->mapped = true;
@@ -781,9 +807,14 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *priv)
 		fprintf(stderr, "redis router: CLUSTER SLOTS from %s:%d: %s\n", n->host, n->port,
 		        rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
 	}
-	for (size_t i = 0; i < r->nnodes; i++)
-		if (r->nodes[i]->in_map)
-			node_connect(r->nodes[i]);
+	for (size_t i = 0; i < r->nnodes; i++) {
+		struct rt_node *m = r->nodes[i];
+		if (!m->in_map)
+			continue;
+		node_connect(m);
+		if (m->connected)
+			node_ask_role(m); /* its replicas come and go */
+	}
 }
 
 /* Asks a connected node (round robin over the known ones) for the map. */

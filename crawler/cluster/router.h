@@ -10,11 +10,14 @@
  * giving them different tags.
  *
  * The slot map. On creation the router connects to the node it was given
- * (the seed) and asks CLUSTER SLOTS: each range of slots, its master and
- * how many replicas it has. A server without cluster support answers an
- * error: the map then sends every slot to the seed (one code path for one
- * Redis and for a cluster; the caller cannot tell them apart), and ROLE
- * tells how many replicas that Redis has. The map is read again, from any
+ * (the seed) and asks CLUSTER SLOTS: each range of slots and its master.
+ * A server without cluster support answers an error: the map then sends
+ * every slot to the seed (one code path for one Redis and for a cluster;
+ * the caller cannot tell them apart). ROLE, asked of each master when
+ * connected and with each read of the map, tells how many replicas it has
+ * online (CLUSTER SLOTS leaves a replica out until the cluster bus has
+ * told of its replication offset, seconds after it is in sync). The map is
+ * read again, from any
  * node connected, whenever a node's connection fails (a failover moves its
  * slots to a replica; the old map stays until the cluster has promoted
  * it), on MOVED and CLUSTERDOWN, and every ROUTER_REFRESH_MS.
@@ -40,18 +43,22 @@
  * a pipeline shares.
  *
  * Durable writes. A command sent with ROUTER_DURABLE to a master that has
- * replicas is answered only once WAIT 1 says a replica holds it (one WAIT
+ * replicas, or whose ROLE is not known yet, is answered only once WAIT 1
+ * says a replica holds it (one WAIT
  * per node per batch, after its commands): a master killed after the
  * answer loses none of it when its replica takes over. A WAIT that no
- * replica acknowledges within ROUTER_WAIT_MS (counted in wait_timeouts;
- * a replica busy or far behind) is followed by ROLE: while the master
+ * replica acknowledges within ROUTER_WAIT_MS, or half of stuck_ms if
+ * shorter (so a WAIT never looks stuck), is counted in wait_timeouts (a
+ * replica busy or far behind) and followed by ROLE: while the master
  * lists a replica online, WAIT again, for as long as it takes; with none
  * online the replies are given, not replicated (counted in unreplicated:
  * there is no replica to fail over to, and a master killed then loses
  * them); a node that is no longer a master (demoted by a failover), or a
  * master lost before its WAIT is answered, answers its durable commands
  * with NULL, as failed: what it acknowledged may be missing on the
- * replica that took over, so the caller sends it again.
+ * replica that took over, so the caller sends it again. A command that
+ * reads and writes (XREADGROUP moves a consumer group) may be durable
+ * too: its caller acts on what it read only once a replica holds the move.
  *
  * Connections: one asynchronous hiredis connection per master (libuv
  * adapter), opened when the map names it, retried every ROUTER_RETRY_MS
@@ -120,6 +127,7 @@ struct router_options {
 struct router_stats {
 	uint64_t moved, asked, retried, noscript, refreshes, wait_timeouts, dropped;
 	uint64_t unreplicated; /* durable commands answered with no replica online */
+	uint64_t waits;        /* WAITs sent */
 	size_t nodes;          /* masters in the map (1 for one Redis) */
 	bool cluster;          /* the seed answered CLUSTER SLOTS */
 	bool mapped;           /* a map is known */

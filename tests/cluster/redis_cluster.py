@@ -20,8 +20,10 @@ As a command, for tests in other languages (test_cluster.c):
     redis_cluster.py serve DIR [--masters M] [--replicas R]
 prints "ready PORT..." (the masters) once the cluster serves every slot,
 then reads commands on stdin, one a line, answering one line each:
-    kill-master KEY   -> "ok OLD NEW": the master of KEY's slot killed,
-                         NEW its replica that took over
+    kill-master KEY [STALL_MS]
+                      -> "ok OLD NEW": the master of KEY's slot killed,
+                         NEW its replica that took over (its replica
+                         stopped STALL_MS before the kill, if given)
     restart PORT      -> "ok": the node back, as a replica
     masters           -> "ok PORT...": the masters now
     stop (or EOF)     -> stops every node and exits.
@@ -259,16 +261,31 @@ class RedisCluster:
 
     # ---- faults ----
 
-    def kill_master(self, port, timeout=60):
+    def kill_master(self, port, timeout=60, stall_ms=0):
         """SIGKILL the master on port; returns (port, the replica that took
-        over) once every slot is served again."""
+        over) once every slot is served again. stall_ms: its replicas are
+        stopped (SIGSTOP) that long before, and continued just after: a
+        replica too busy to keep up when its master dies."""
         slots = [(lo, hi) for lo, hi, p in self.slot_ranges() if p == port]
         if not slots:
             raise RuntimeError("%d is not a master" % port)
+        stalled = self.replicas_of(port) if stall_ms > 0 else []
+        for n in stalled:
+            n.proc.send_signal(signal.SIGSTOP)
+        time.sleep(stall_ms / 1000.0)
         self.node(port).kill()
+        for n in stalled:
+            n.proc.send_signal(signal.SIGCONT)
         deadline = time.time() + timeout
         self._wait(self.ready, deadline, "no replica took over from %d" % port)
         return port, self.master_of_slot(slots[0][0])
+
+    def replicas_of(self, port):
+        """The nodes replicating the master on port."""
+        mid = self.node(port).cmd("CLUSTER", "MYID")
+        return [n for n in self.nodes if n.alive() and n.port != port and
+                any(l.split()[3] == mid for l in self._nodes_of(n)
+                    if "myself" in l.split()[2])]
 
     def restart(self, port, timeout=60):
         n = self.node(port)
@@ -332,7 +349,8 @@ def serve(argv):
                 if not w or w[0] == "stop":
                     break
                 if w[0] == "kill-master":
-                    old, new = c.kill_master(c.master_of_key(w[1]))
+                    stall = int(w[2]) if len(w) > 2 else 0
+                    old, new = c.kill_master(c.master_of_key(w[1]), stall_ms=stall)
                     print("ok %d %d" % (old, new), flush=True)
                 elif w[0] == "restart":
                     c.restart(int(w[1]))

@@ -695,18 +695,19 @@ START_TEST(test_wait_timeout)
 {
 	struct fake f;
 	fake_start(&f, role_handler);
-	fake_all_slots(&f, f.port, 1);
+	fake_all_slots(&f, f.port, 0); /* as CLUSTER SLOTS does at first */
+	f.counter = 1;                 /* but ROLE lists a replica online */
 	struct router *r = router_on(f.port, 0);
 	struct answer a;
 	struct router_stats st;
 	/* the master still lists a replica online: WAIT again, not answered
 	 * until a replica holds the write */
-	f.counter = 1;
+	int roles = fake_count(&f, "ROLE");
 	set_timed_out(r, &f, &a);
 	ck_assert(run_until(wait_seen, &f, 3000));
 	run_until(never, NULL, 50);
 	ck_assert_int_eq(a.n, 0);
-	ck_assert_int_eq(fake_count(&f, "ROLE"), 1);
+	ck_assert_int_gt(fake_count(&f, "ROLE"), roles);
 	ck_assert_int_eq(fake_count(&f, "WAIT 1"), 2);
 	fake_write(f.held, ":1\r\n");
 	ck_assert(run_until(answered, &a, 3000));
