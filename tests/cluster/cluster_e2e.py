@@ -86,7 +86,8 @@ Redis (crawler crawl --cluster), judged from the test web's request log.
       holds the good rule only.
 
 Environment: CRAWLER_BUILD, CRAWLER_SOURCE (as tests/e2e/crawl_e2e.py),
-E2E_HOSTS / E2E_PAGES to resize the web.
+E2E_HOSTS / E2E_PAGES to resize the web, E2E_WINDOW the agents'
+cluster.window (40).
 """
 import json
 import os
@@ -106,7 +107,9 @@ import redis_cluster  # noqa: E402
 HOST_DELAY_MS = 50
 IP_DELAY_MS = e2e.IP_DELAY_MS
 LEASE_MS = 1000
-WINDOW = 40  # cluster.window: URLs an agent takes before acking
+# cluster.window: URLs an agent takes before acking (E2E_WINDOW: to
+# measure what a kill repeats with another, e.g. the default 10,000)
+WINDOW = int(os.environ.get("E2E_WINDOW", "40"))
 # What a crash may repeat: the URLs of the entries the killed agent had
 # taken and not acked, its requests in flight among them: the window,
 # overshot by at most one entry (CLUSTER_BATCH_URLS - 1).
