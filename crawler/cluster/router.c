@@ -320,14 +320,33 @@ static void cmd_dispatch(struct rt_cmd *q)
 	node_enqueue(n, q);
 }
 
-static void on_aux(redisAsyncContext *ac, void *reply, void *priv)
+/* The node of ac, one of whose commands was just answered. */
+static struct rt_node *node_answered(const redisAsyncContext *ac)
 {
 	struct rt_node *n = ac->data;
-	(void)reply;
-	(void)priv;
 	if (n->inflight > 0)
 		n->inflight--;
 	n->progress_ms = monotonic_ms();
+	return n;
+}
+
+static void on_aux(redisAsyncContext *ac, void *reply, void *priv)
+{
+	(void)reply;
+	(void)priv;
+	node_answered(ac);
+}
+
+/* The replicas online per a ROLE reply of a master:
+ * ["master", offset, [[host, port, offset], ...]]; -1 if not one. */
+static long role_replicas(const redisReply *rep)
+{
+	if (rep == NULL || rep->type != REDIS_REPLY_ARRAY || rep->elements < 3 ||
+	    rep->element[0]->type != REDIS_REPLY_STRING ||
+	    strcmp(rep->element[0]->str, "master") != 0 ||
+	    rep->element[2]->type != REDIS_REPLY_ARRAY)
+		return -1;
+	return (long)rep->element[2]->elements;
 }
 
 /* Answers w's commands with their held replies, or with NULL when lost:
@@ -388,21 +407,14 @@ static bool wait_again(struct rt_node *n, struct rt_wait *w)
  */
 static void on_wait_role(redisAsyncContext *ac, void *reply, void *priv)
 {
-	struct rt_node *n = ac->data;
+	struct rt_node *n = node_answered(ac);
 	struct rt_wait *w = priv;
-	redisReply *rep = reply;
-	if (n->inflight > 0)
-		n->inflight--;
-	n->progress_ms = monotonic_ms();
-	bool master = rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements >= 3 &&
-	              rep->element[0]->type == REDIS_REPLY_STRING &&
-	              strcmp(rep->element[0]->str, "master") == 0 &&
-	              rep->element[2]->type == REDIS_REPLY_ARRAY;
-	if (!master) {
+	long replicas = role_replicas(reply);
+	if (replicas < 0) {
 		wait_release(w, true);
 		return;
 	}
-	n->replicas = (unsigned)rep->element[2]->elements;
+	n->replicas = (unsigned)replicas;
 	n->role_known = true;
 	if (n->replicas > 0) {
 		if (!wait_again(n, w))
@@ -416,11 +428,8 @@ static void on_wait_role(redisAsyncContext *ac, void *reply, void *priv)
 
 static void on_wait(redisAsyncContext *ac, void *reply, void *priv)
 {
-	struct rt_node *n = ac->data;
+	struct rt_node *n = node_answered(ac);
 	redisReply *r = reply;
-	if (n->inflight > 0)
-		n->inflight--;
-	n->progress_ms = monotonic_ms();
 	if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer < 1) {
 		n->r->st.wait_timeouts++;
 		if (!wait_send(n, on_wait_role, priv, "ROLE"))
@@ -590,12 +599,9 @@ static bool cmd_redirect(struct rt_node *from, struct rt_cmd *q, const redisRepl
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
 {
-	struct rt_node *n = ac->data;
+	struct rt_node *n = node_answered(ac);
 	struct rt_cmd *q = priv;
 	redisReply *rep = reply;
-	if (n->inflight > 0)
-		n->inflight--;
-	n->progress_ms = monotonic_ms();
 	if (rep != NULL && rep->type == REDIS_REPLY_ERROR && !q->r->destroying &&
 	    cmd_redirect(n, q, rep))
 		return;
@@ -749,24 +755,18 @@ static void map_single(struct router *r, struct rt_node *seed)
 }
 
 /*
- * ROLE of a master: ["master", offset, [[host, port, offset], ...]], its
- * replicas online. This, not CLUSTER SLOTS, says whether durable writes
+ * ROLE of a master: its replicas online. This, not CLUSTER SLOTS, says
+ * whether durable writes
  * wait: CLUSTER SLOTS leaves out a replica until the cluster bus has
  * told of a replication offset above 0, seconds after it is in sync.
  */
 static void on_role(redisAsyncContext *ac, void *reply, void *priv)
 {
-	struct rt_node *n = ac->data;
-	redisReply *rep = reply;
+	struct rt_node *n = node_answered(ac);
+	long replicas = role_replicas(reply);
 	(void)priv;
-	if (n->inflight > 0)
-		n->inflight--;
-	n->progress_ms = monotonic_ms();
-	if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements >= 3 &&
-	    rep->element[0]->type == REDIS_REPLY_STRING &&
-	    strcmp(rep->element[0]->str, "master") == 0 &&
-	    rep->element[2]->type == REDIS_REPLY_ARRAY) {
-		n->replicas = (unsigned)rep->element[2]->elements;
+	if (replicas >= 0) {
+		n->replicas = (unsigned)replicas;
 		n->role_known = true;
 	}
 }
@@ -780,14 +780,11 @@ static void node_ask_role(struct rt_node *n)
 
 static void on_slots(redisAsyncContext *ac, void *reply, void *priv)
 {
-	struct rt_node *n = ac->data;
+	struct rt_node *n = node_answered(ac);
 	struct router *r = n->r;
 	redisReply *rep = reply;
 	(void)priv;
 	r->refresh_busy = false;
-	if (n->inflight > 0)
-		n->inflight--;
-	n->progress_ms = monotonic_ms();
 	if (rep == NULL || r->destroying)
 		return;
 	r->st.refreshes++;
