@@ -71,9 +71,11 @@
  * first URL, as a durable write (router.h: answered once a replica holds
  * it). A batch stays in memory until Redis answers its XADD; when the
  * connection fails it is sent again, in order. An agent reads its inbox
- * with XREADGROUP (polled: at once after a non-empty read; after an empty
- * one poll_ms, doubled at each empty read up to CLUSTER_POLL_IDLE_MAX
- * times poll_ms). Each URL of a "u" entry is SADDed to its seen bucket, and
+ * with a durable XREADGROUP (its URLs reach the seen set only once a
+ * replica holds the read: a failover that forgot the read would hand the
+ * entries out again as unread, their URLs already seen), polled: at once
+ * after a non-empty read; after an empty one poll_ms, doubled at each
+ * empty read up to CLUSTER_POLL_IDLE_MAX times poll_ms. Each URL of a "u" entry is SADDed to its seen bucket, and
  * only those new to the crawl are handed to on_urls (a URL whose SADD got
  * no answer counts as new); "r" entries, and every entry claimed again
  * (below), go whole. Entries are handed out in the order read. Deduplicating
@@ -104,9 +106,10 @@
  * XACK is lost with the connection (the batch is sent again; entries
  * handed out are claimed again), or when a dead agent rejoins while its
  * heir drains its inbox; the receiver's sieve drops the copies. Nothing is
- * lost as long as Redis keeps what it acknowledged: with replicas, a
- * master killed loses no XADD (durable writes); one Redis alone must run
- * with appendonly yes and appendfsync always (with everysec Redis may
+ * lost as long as Redis keeps what it acknowledged: with a replica
+ * online, a master killed loses no XADD and no read (durable commands;
+ * a master with none online takes them alone, router.h); one Redis alone
+ * must run with appendonly yes and appendfsync always (with everysec Redis may
  * postpone the AOF write of acknowledged entries while an fsync is slow,
  * and a crash of Redis then loses them).
  *
