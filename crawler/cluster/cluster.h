@@ -75,11 +75,11 @@
  * replica holds the read: a failover that forgot the read would hand the
  * entries out again as unread, their URLs already seen), polled: at once
  * after a non-empty read; after an empty one poll_ms, doubled at each
- * empty read up to CLUSTER_POLL_IDLE_MAX times poll_ms. Each URL of a "u" entry is SADDed to its seen bucket, and
- * only those new to the crawl are handed to on_urls (a URL whose SADD got
- * no answer counts as new); "r" entries, and every entry claimed again
- * (below), go whole. Entries are handed out in the order read. Deduplicating
- * at the receiver keeps the check and the delivery safe apart: a URL in the
+ * empty read up to CLUSTER_POLL_IDLE_MAX times poll_ms. Each URL of a "u"
+ * entry is SADDed to its seen bucket, and only those new to the crawl
+ * are handed to on_urls (a URL whose SADD got no answer counts as new);
+ * "r" entries, and every entry claimed again (below), go whole. Entries
+ * are handed out in the order read. Deduplicating at the receiver keeps the check and the delivery safe apart: a URL in the
  * seen set is in an entry that stays pending until acked, and a pending
  * entry comes again raw. cluster_ack() XACKs every entry handed out so far,
  * after moving the epoch. Bound on re-delivery: the entries handed out
@@ -109,9 +109,9 @@
  * lost as long as Redis keeps what it acknowledged: with a replica
  * online, a master killed loses no XADD and no read (durable commands;
  * a master with none online takes them alone, router.h); one Redis alone
- * must run with appendonly yes and appendfsync always (with everysec Redis may
- * postpone the AOF write of acknowledged entries while an fsync is slow,
- * and a crash of Redis then loses them).
+ * must run with appendonly yes and appendfsync always (with everysec
+ * Redis may postpone the AOF write of acknowledged entries while an
+ * fsync is slow, and a crash of Redis then loses them).
  *
  * The census (the crawl's end). The crawl is over when no live agent is
  * busy and no inbox (of a live or a dead agent) holds an unread or pending
