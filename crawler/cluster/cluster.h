@@ -79,9 +79,10 @@
  * entry is SADDed to its seen bucket, and only those new to the crawl
  * are handed to on_urls (a URL whose SADD got no answer counts as new);
  * "r" entries, and every entry claimed again (below), go whole. Entries
- * are handed out in the order read. Deduplicating at the receiver keeps the check and the delivery safe apart: a URL in the
- * seen set is in an entry that stays pending until acked, and a pending
- * entry comes again raw. cluster_ack() XACKs every entry handed out so far,
+ * are handed out in the order read. Deduplicating at the receiver keeps
+ * the check and the delivery safe apart: a URL in the seen set is in an
+ * entry that stays pending until acked, and a pending entry comes again
+ * raw. cluster_ack() XACKs every entry handed out so far,
  * after moving the epoch. Bound on re-delivery: the entries handed out
  * since the last cluster_ack() (at most max_unacked URLs: reads stop there)
  * come again, to this agent's next incarnation or to its heir, if it dies
