@@ -233,7 +233,10 @@ static void on_urls(struct cluster *c, const struct cluster_url *urls, size_t n,
 		}
 		if (vlen > g->max_url_len)
 			via = "", vlen = 0; /* too long to be a via of ours: none */
-		if (!handed_take(g, url) || g->p.take(g->p.ctx, url, ulen, via, vlen, word) != 0)
+		/* leaving: every URL goes on to its owner (hand_inbound), none
+		 * into a frontier already handed over */
+		if (g->leave != LEAVE_NONE || !handed_take(g, url) ||
+		    g->p.take(g->p.ctx, url, ulen, via, vlen, word) != 0)
 			in->len += (size_t)snprintf(in->lines + in->len, len + 1 - in->len,
 			                            "%s\t%s\t%u\n", url, via, word);
 	}
@@ -726,6 +729,8 @@ static void send_outbox(struct crawl_cluster *g)
 
 static void feed_inbound(struct crawl_cluster *g)
 {
+	if (g->leave != LEAVE_NONE)
+		return; /* handed to the owners instead (hand_inbound) */
 	while (g->in_head && sieve_path_inbound_room(g->p.sp)) {
 		struct inbound *in = g->in_head;
 		if (sieve_path_feed_lines(g->p.sp, in->lines, in->len) != 0)
@@ -821,28 +826,51 @@ static int leave_view_make(struct crawl_cluster *g)
 	return rc;
 }
 
-/* Inbox entries not fed to the sieve yet go straight to their owners. */
-static void hand_inbound(struct crawl_cluster *g)
+/* One inbound line "URL \t VIA \t DEPTH" (its newline cut) to its owner,
+ * raw (its URL is in P:seen already): 0 sent or dropped (malformed, or no
+ * owner), -1 to try again later. */
+static int hand_line(struct crawl_cluster *g, char *line)
+{
+	char *via = strchr(line, '\t');
+	char *depth = via ? strchr(via + 1, '\t') : NULL;
+	if (!depth)
+		return 0;
+	*via = *depth = '\0';
+	const char *owner = owner_of(g, line);
+	int e = owner ? cluster_send_raw(g->c, owner, line, via + 1,
+	                                 (unsigned)strtoul(depth + 1, NULL, 10))
+	              : CLUSTER_OK;
+	*via = *depth = '\t';
+	return e == CLUSTER_FULL || e == CLUSTER_ENOMEM ? -1 : 0;
+}
+
+/* Inbox entries not fed to the sieve go straight to their owners: 0 once
+ * all went, -1 when some wait for room (kept, in order). */
+static int hand_inbound(struct crawl_cluster *g)
 {
 	while (g->in_head) {
 		struct inbound *in = g->in_head;
-		for (char *line = in->lines, *nl; (nl = strchr(line, '\n')) != NULL;
-		     line = nl + 1) {
+		size_t off = 0;
+		while (off < in->len) {
+			char *line = in->lines + off;
+			char *nl = memchr(line, '\n', in->len - off);
+			if (!nl)
+				break;
 			*nl = '\0';
-			char *via = strchr(line, '\t');
-			char *depth = via ? strchr(via + 1, '\t') : NULL;
-			if (depth) {
-				*via = *depth = '\0';
-				const char *owner = owner_of(g, line);
-				if (owner)
-					cluster_send_raw(g->c, owner, line, via + 1,
-					                 (unsigned)strtoul(depth + 1, NULL, 10));
+			int rc = hand_line(g, line);
+			*nl = '\n';
+			if (rc != 0) {
+				memmove(in->lines, line, in->len - off);
+				in->len -= off;
+				return -1;
 			}
+			off = (size_t)(nl - in->lines) + 1;
 		}
 		g->in_head = in->next;
 		free(in);
 	}
 	g->in_tail = NULL;
+	return 0;
 }
 
 /* Every queued host to its owner without us: 0 once all went. */
@@ -879,7 +907,7 @@ static int agent_leave(void *impl, int loop_idle)
 		cluster_stop_reading(g->c);
 		g->leave = LEAVE_FLUSH;
 		g->leave_start_us = monotonic_us();
-		hand_inbound(g);
+		(void)hand_inbound(g); /* what must wait goes in LEAVE_SEND */
 		if (sieve_path_push_flush(g->p.sp, &g->leave_seq) != 0)
 			g->leave_seq = 0; /* asked again below */
 		return 0;
@@ -892,12 +920,16 @@ static int agent_leave(void *impl, int loop_idle)
 		/* fall through */
 	case LEAVE_SEND:
 		send_outbox(g);
-		if (hand_all_hosts(g) != 0 || g->rest_len)
+		if (hand_inbound(g) != 0 || hand_all_hosts(g) != 0 || g->rest_len)
 			return 0;
 		cluster_flush(g->c);
 		g->leave = LEAVE_ACK;
 		return 0;
 	case LEAVE_ACK:
+		if (g->in_head) {
+			g->leave = LEAVE_SEND; /* entries read before the stop, delivered since */
+			return 0;
+		}
 		if (cluster_unsent(g->c) > 0 || g->budget.asking || g->rules.head)
 			return 0;
 		/* before the lease's deletion: the others may use them */
