@@ -862,6 +862,7 @@ static int hand_inbound(struct crawl_cluster *g)
 			if (rc != 0) {
 				memmove(in->lines, line, in->len - off);
 				in->len -= off;
+				in->lines[in->len] = '\0';
 				return -1;
 			}
 			off = (size_t)(nl - in->lines) + 1;

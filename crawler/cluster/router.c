@@ -756,9 +756,9 @@ static void map_single(struct router *r, struct rt_node *seed)
 
 /*
  * ROLE of a master: its replicas online. This, not CLUSTER SLOTS, says
- * whether durable writes
- * wait: CLUSTER SLOTS leaves out a replica until the cluster bus has
- * told of a replication offset above 0, seconds after it is in sync.
+ * whether durable writes wait: CLUSTER SLOTS leaves out a replica until
+ * the cluster bus has told of a replication offset above 0, seconds after
+ * it is in sync.
  */
 static void on_role(redisAsyncContext *ac, void *reply, void *priv)
 {

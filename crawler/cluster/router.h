@@ -17,10 +17,10 @@
  * connected and with each read of the map, tells how many replicas it has
  * online (CLUSTER SLOTS leaves a replica out until the cluster bus has
  * told of its replication offset, seconds after it is in sync). The map is
- * read again, from any
- * node connected, whenever a node's connection fails (a failover moves its
- * slots to a replica; the old map stays until the cluster has promoted
- * it), on MOVED and CLUSTERDOWN, and every ROUTER_REFRESH_MS.
+ * read again, from any node connected, whenever a node's connection fails
+ * (a failover moves its slots to a replica; the old map stays until the
+ * cluster has promoted it), on MOVED and CLUSTERDOWN, and every
+ * ROUTER_REFRESH_MS.
  *
  * Redirects and retries, per command:
  *   MOVED slot host:port   the slot lives there now: the map's entry is
@@ -44,12 +44,12 @@
  *
  * Durable writes. A command sent with ROUTER_DURABLE to a master that has
  * replicas, or whose ROLE is not known yet, is answered only once WAIT 1
- * says a replica holds it (one WAIT
- * per node per batch, after its commands): a master killed after the
- * answer loses none of it when its replica takes over. A WAIT that no
- * replica acknowledges within ROUTER_WAIT_MS, or half of stuck_ms if
- * shorter (so a WAIT never looks stuck), is counted in wait_timeouts (a
- * replica busy or far behind) and followed by ROLE: while the master
+ * says a replica holds it (one WAIT per node per batch, after its
+ * commands): a master killed after the answer loses none of it when its
+ * replica takes over. A WAIT that no replica acknowledges within
+ * ROUTER_WAIT_MS, or half of stuck_ms if shorter (so a WAIT never looks
+ * stuck), is counted in wait_timeouts (a replica busy or far behind) and
+ * followed by ROLE: while the master
  * lists a replica online, WAIT again, for as long as it takes; with none
  * online the replies are given, not replicated (counted in unreplicated:
  * there is no replica to fail over to, and a master killed then loses
