@@ -187,17 +187,17 @@ static char *batch_key(struct parse_jobs *pj, struct parse_state *ps, const char
 	return key;
 }
 
-/* focus_tier: the tier a link takes when its rule gave no priority (0:
- * none, without focus tiers). */
+/* tier: the tier the URL takes when its rule gave no priority (its page's
+ * focus tier, its sitemap priority's; 0: none). */
 static int add_url(struct parse_jobs *pj, struct parse_state *ps, const char *url, size_t len,
-                   int is_key, uint32_t depth, struct link_meta_via *via, int focus_tier)
+                   int is_key, uint32_t depth, struct link_meta_via *via, int tier)
 {
 	size_t klen;
 	int prio;
 	if (!batch_key(pj, ps, url, len, is_key, depth, NULL, &klen, &prio))
 		return 0;
 	if (prio == 0)
-		prio = focus_tier;
+		prio = tier;
 	link_batch_add(ps->batch, klen, frontier_depth_with_priority(depth, prio), via);
 	return 1;
 }
@@ -311,7 +311,9 @@ static int on_sitemap_entry(const struct sitemap_entry *e, void *arg)
 	struct crawl_job *j = w->j;
 	unsigned level = j->sitemap_level; /* the entry's own: one below the index */
 	if (e->kind == SITEMAP_KIND_URLSET) {
-		if (add_url(w->pj, w->ps, e->url, e->len, 1, j->depth + 1, w->via, 0))
+		int tier =
+		        w->pj->p.crawl->sitemap_priority ? sitemap_priority_tier(e->priority) : 0;
+		if (add_url(w->pj, w->ps, e->url, e->len, 1, j->depth + 1, w->via, tier))
 			atomic_fetch_add(&w->pj->ac.sitemap_urls, 1);
 	} else if (level <= SITEMAP_INDEX_DEPTH_MAX) {
 		add_sitemap_url(w->pj, w->ps, e->url, e->len, 1, j->depth, level, j->sitemap_scope,

@@ -23,7 +23,9 @@
  * Sitemaps: a robots.txt job's Sitemap URLs are registered at level 0 and
  * added like links (via the robots.txt URL, at the robots.txt's depth); a
  * sitemap's entries are scope-checked and added one hop deeper, with the
- * sitemap as their via; an index's entries are registered one level down
+ * sitemap as their via, and with [crawl] sitemap_priority the tier of
+ * their <priority> (sitemap_priority_tier) unless their rule gave a
+ * non-zero priority; an index's entries are registered one level down
  * (up to SITEMAP_INDEX_DEPTH_MAX) and added at the index's own depth.
  *
  * Page requisites ([crawl] page_requisites): a page's embeds (links.h's

@@ -88,6 +88,7 @@ static const struct key_def keys[] = {
 	KEY("crawl", "exclude_directories", T_WGET, crawl.rules_wget[URL_RULES_WGET_EXCLUDE_DIRS],
 	    0, 65536),
 	KEY("crawl", "sitemaps", T_BOOL, crawl.sitemaps, 0, 1),
+	KEY("crawl", "sitemap_priority", T_BOOL, crawl.sitemap_priority, 0, 1),
 	KEY("crawl", "sitemap_max_urls", T_UINT, crawl.sitemap_max_urls, 1, 1e8),
 	KEY("crawl", "sitemap_max_bytes", T_SIZE, crawl.sitemap_max_bytes, KIB, 1024 * 1024 * KIB),
 	KEY("crawl", "sitemap_max_tag_bytes", T_SIZE, crawl.sitemap_max_tag_bytes, 256, 1024 * KIB),

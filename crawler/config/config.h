@@ -85,6 +85,7 @@ struct crawl_limits {
 	size_t n_domains;
 	int any_domain;             /* 1: no domain restriction at all */
 	int sitemaps;               /* follow robots.txt's Sitemap: lines (and their indexes) */
+	int sitemap_priority;       /* a sitemap entry's <priority> is its URL's tier */
 	uint64_t sitemap_max_urls;  /* entries read per sitemap file (the protocol's 50,000) */
 	uint64_t sitemap_max_bytes; /* uncompressed bytes read per sitemap file (50 MB) */
 	int page_requisites;        /* also fetch what pages embed (images, scripts, CSS...) */
