@@ -51,6 +51,14 @@ double focus_terms_weight(const struct focus_terms *t, uint64_t h)
 	return 0;
 }
 
+void focus_terms_filter(const struct focus_terms *t, uint64_t filter[FOCUS_FILTER_WORDS])
+{
+	memset(filter, 0, FOCUS_FILTER_WORDS * sizeof filter[0]);
+	for (size_t i = 0; i <= t->mask; i++)
+		if (t->slots[i].weight != 0)
+			filter[t->slots[i].hash >> 62] |= 1ull << (t->slots[i].hash >> 56 & 63);
+}
+
 static int is_word_byte(unsigned char c)
 {
 	unsigned char lower = c | 0x20;

@@ -63,6 +63,17 @@ size_t focus_terms_count(const struct focus_terms *t);
  * when it is no term. */
 double focus_terms_weight(const struct focus_terms *t, uint64_t h);
 
+/* A filter of the terms' hashes: bit (h >> 56) of these 256 bits is set
+ * for every term's hash h, so a word whose bit is clear is no term. With
+ * a few terms it spares most words the probe (and the call). */
+#define FOCUS_FILTER_WORDS 4
+void focus_terms_filter(const struct focus_terms *t, uint64_t filter[FOCUS_FILTER_WORDS]);
+
+static inline int focus_filter_may_hold(const uint64_t filter[FOCUS_FILTER_WORDS], uint64_t h)
+{
+	return (int)(filter[h >> 62] >> (h >> 56 & 63) & 1);
+}
+
 /* A page's score from its terms' weight sum and its number of words, in
  * FOCUS_SCORE_ONE units (saturating below FOCUS_SCORE_NONE). */
 uint32_t focus_score(double weight_sum, uint64_t words);

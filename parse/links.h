@@ -20,7 +20,8 @@
  * tokenizer, an arena that holds the raw attribute values seen during the
  * pass, the array of resolved links, and a SimHash builder fed with the
  * page's text (data and RCDATA text, references decoded, broken at every
- * tag) in the same pass. After the pass
+ * tag) in the same pass; with focus terms (links_config.focus) the
+ * builder also scores that text against them (parse/focus.h). After the pass
  * every raw link is resolved against the document's base URL (the first
  * `<base href>`, itself resolved against the page URL, wherever it appears,
  * as HTML5 does) by the project's WHATWG URL parser (frontier/url.h,

@@ -43,21 +43,22 @@
 #define SIMHASH_BATCH 16
 
 struct simhash_builder {
-	uint32_t count16[64];               /* carries out of eights (flushed) */
-	uint64_t acc[8];                    /* byte j of acc[b]: pending carries of bit 8b+j */
-	uint32_t pending;                   /* carry words in acc (< 255: bytes never overflow) */
-	uint64_t ones, twos, fours, eights; /* carry-save lanes, bits 0-3 of each count */
-	uint64_t batch[SIMHASH_BATCH];      /* shingle hashes not yet added */
-	uint32_t nbatch;                    /* hashes in batch (< SIMHASH_BATCH) */
-	uint64_t shingles;                  /* shingles counted since reset */
-	uint64_t ring[SIMHASH_SHINGLE];     /* mixed hashes of the last tokens, oldest first */
-	uint64_t ntokens;                   /* tokens seen since reset */
-	size_t toklen;                      /* bytes of the current token */
-	uint64_t tokword;                   /* its first 8 bytes, little-endian */
-	bool digits_only;                   /* the current token is a number */
-	char tok[SIMHASH_TOKEN_MAX + 8];    /* + 8: whole-word stores */
-	const struct focus_terms *terms;    /* NULL: no focus (kept by reset) */
-	double focus_sum;                   /* the weights of the terms seen since reset */
+	uint32_t count16[64];                /* carries out of eights (flushed) */
+	uint64_t acc[8];                     /* byte j of acc[b]: pending carries of bit 8b+j */
+	uint32_t pending;                    /* carry words in acc (< 255: bytes never overflow) */
+	uint64_t ones, twos, fours, eights;  /* carry-save lanes, bits 0-3 of each count */
+	uint64_t batch[SIMHASH_BATCH];       /* shingle hashes not yet added */
+	uint32_t nbatch;                     /* hashes in batch (< SIMHASH_BATCH) */
+	uint64_t shingles;                   /* shingles counted since reset */
+	uint64_t ring[SIMHASH_SHINGLE];      /* mixed hashes of the last tokens, oldest first */
+	uint64_t ntokens;                    /* tokens seen since reset */
+	size_t toklen;                       /* bytes of the current token */
+	uint64_t tokword;                    /* its first 8 bytes, little-endian */
+	bool digits_only;                    /* the current token is a number */
+	char tok[SIMHASH_TOKEN_MAX + 8];     /* + 8: whole-word stores */
+	const struct focus_terms *terms;     /* NULL: no focus (kept by reset) */
+	uint64_t filter[FOCUS_FILTER_WORDS]; /* the terms' (kept by reset) */
+	double focus_sum;                    /* the weights of the terms seen since reset */
 };
 
 /* spread[v]: byte j is bit j of v, so 8 additions count 64 bits at once. */
@@ -211,7 +212,7 @@ static inline void end_token(struct simhash_builder *b)
 	if (b->toklen == 0)
 		return;
 	uint64_t th = token_hash(b);
-	if (b->terms)
+	if (b->terms && focus_filter_may_hold(b->filter, th))
 		b->focus_sum += focus_terms_weight(b->terms, th);
 	b->toklen = 0;
 	b->tokword = 0;
@@ -235,13 +236,18 @@ void simhash_builder_destroy(struct simhash_builder *b)
 void simhash_builder_reset(struct simhash_builder *b)
 {
 	const struct focus_terms *terms = b->terms;
+	uint64_t filter[FOCUS_FILTER_WORDS];
+	memcpy(filter, b->filter, sizeof filter);
 	memset(b, 0, sizeof *b);
 	b->terms = terms;
+	memcpy(b->filter, filter, sizeof filter);
 }
 
 void simhash_builder_set_terms(struct simhash_builder *b, const struct focus_terms *terms)
 {
 	b->terms = terms;
+	if (terms)
+		focus_terms_filter(terms, b->filter);
 }
 
 void simhash_builder_focus(const struct simhash_builder *b, double *weight_sum, uint64_t *words)

@@ -7,8 +7,10 @@
 #               the rule's own cost, the baseline of the next two
 #   rules       --order bfs with that rule at priority=3
 #   depth+rules --order depth with that rule at priority=3
-#   focused     --order focused --focus (topic 0's words): every HTML page
-#               scored, its links tiered by the score
+#   scored      --order bfs --focus (topic 0's words): every HTML page
+#               scored, no tiers (the score's own cost)
+#   focused     --order focused with that --focus: the links tiered by
+#               their page's score
 # The web is topical (testweb --topics 8) for every order alike.
 # Each crawl gets a fresh test web with the same generation options and
 # fetches the same URLs; its CPU time (user + system, /usr/bin/time) over
@@ -84,10 +86,10 @@ crawl_once() {
   awk -v n="$n" '{ printf "%.3f %d\n", $1 + $2, n }' "$run/time"
 }
 
-names=(bfs depth rules0 rules depth+rules focused)
+names=(bfs depth rules0 rules depth+rules scored focused)
 flags=("--order bfs" "--order depth" "--order bfs --rules $tmp/rules0.txt"
        "--order bfs --rules $tmp/rules.txt" "--order depth --rules $tmp/rules.txt"
-       "--order focused --focus $tmp/focus.txt")
+       "--order bfs --focus $tmp/focus.txt" "--order focused --focus $tmp/focus.txt")
 declare -A per_k
 for ((r = 0; r < rounds; r++)); do
   for i in "${!names[@]}"; do
