@@ -676,6 +676,8 @@ int parse_jobs_inbound(struct parse_jobs *pj, const char *url, size_t len, uint3
 		return 0;
 	if (embed)
 		embed = es.off_domain ? (embed > 1 ? embed : 2) : 1;
+	if (prio == 0) /* the sender's focus or sitemap tier */
+		prio = frontier_priority_of(word);
 	*out = frontier_depth_with_priority(
 	        frontier_depth_pack_embed(frontier_depth_of(word), redirects, embed), prio);
 	return 1;

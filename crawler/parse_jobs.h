@@ -124,7 +124,8 @@ int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *
  * rules included) as a link or embed found here would. Then *out is its
  * word clamped to what this crawl makes (embed code at most
  * requisites_hops + 1, and 0 without page_requisites; redirects at most
- * max_redirects; the priority of the local rules). 1, or 0 (a rule's or
+ * max_redirects; the priority of the local rules, or when they give
+ * none the word's own: a focus or sitemap tier). 1, or 0 (a rule's or
  * the scope's rejection counted there). Loop thread. */
 int parse_jobs_inbound(struct parse_jobs *pj, const char *url, size_t len, uint32_t word,
                        uint32_t *out);
