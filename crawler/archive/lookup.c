@@ -32,11 +32,10 @@ int archive_lookup_open(const char *dir, size_t max_url_len, size_t max_record,
 	char path[4200];
 	struct stat st;
 	size_t cap = 8 * (max_url_len ? max_url_len : 65536) + 4096;
-	struct archive_lookup *l = malloc(sizeof *l + 2 * cap);
+	struct archive_lookup *l = calloc(1, sizeof *l + 2 * cap);
 	*out = NULL;
 	if (!l)
 		goto nomem;
-	memset(l, 0, sizeof *l);
 	snprintf(l->dir, sizeof l->dir, "%s", dir);
 	snprintf(path, sizeof path, "%s/index.cdxj", dir);
 	l->max_record = max_record;
