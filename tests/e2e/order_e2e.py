@@ -20,6 +20,8 @@ matters first?
       pages answered 200, the topic known from the URL, not from the
       crawler's score) with --order focused is at least twice
       breadth-first's; 0 politeness and 0 robots.txt violations in both.
+      The focused crawl's crawl.log carries a focus=S per parsed page and
+      stats.json's focus object (pages scored, on-topic, mean) agrees.
   order_e2e.py resume
       the same prioritised crawl killed (SIGKILL) after its first
       checkpoint and resumed (--resume): the tiers come back from the
@@ -28,6 +30,7 @@ matters first?
 Environment: CRAWLER_BUILD, CRAWLER_SOURCE as crawl_e2e.py; the web is
 20 hosts x 30 pages whatever E2E_HOSTS says.
 """
+import json
 import os
 import re
 import shutil
@@ -247,8 +250,34 @@ def run_focus(focused, tag):
     errors = []
     if j.get("politeness_violations") != 0 or j.get("robots_violations") != 0:
         errors.append("%s: judge says %r" % (tag, j))
+    if focused:
+        errors += check_scores(os.path.join(work, "out"))
     shutil.rmtree(work, ignore_errors=True)
     return rate, errors
+
+
+def check_scores(out):
+    """crawl.log carries a focus=S per HTML page the crawl parsed, and
+    stats.json's focus object sums them up."""
+    scores = []
+    with open(os.path.join(out, "crawl.log")) as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            if line.startswith("#") or len(fields) != 13:
+                continue
+            for flag in fields[11].split(","):
+                if flag.startswith("focus="):
+                    scores.append(float(flag[6:]))
+    with open(os.path.join(out, "stats.json")) as f:
+        focus = json.load(f)["focus"]
+    errors = []
+    on_topic = sum(1 for v in scores if v >= 0.02)
+    mean = sum(scores) / len(scores) if scores else 0.0
+    if not scores or focus["pages_scored"] != len(scores) or focus["on_topic"] != on_topic or \
+            abs(focus["mean_score"] - mean) > 1e-3:
+        errors.append("crawl.log's %d scores (%d on-topic, mean %.4f) disagree with stats.json's "
+                      "%r" % (len(scores), on_topic, mean, focus))
+    return errors
 
 
 def test_focus():
