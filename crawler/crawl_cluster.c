@@ -658,9 +658,11 @@ static int rest_append(struct crawl_cluster *g, const char *s, size_t len)
 	return 0;
 }
 
-/* One outbox line "URL \t VIA \t DEPTH" (its newline cut) to its owner: 0
- * sent or dropped (malformed), -1 to try again later. */
-static int send_line(struct crawl_cluster *g, char *line)
+/* One line "URL \t VIA \t DEPTH" (its newline cut) to its owner: an
+ * outbox line deduplicated, an inbound one raw (its URL is in P:seen
+ * already; with no owner known, dropped). 0 sent or dropped (malformed),
+ * -1 to try again later. */
+static int send_line(struct crawl_cluster *g, char *line, int raw)
 {
 	char *via = strchr(line, '\t');
 	char *depth = via ? strchr(via + 1, '\t') : NULL;
@@ -668,9 +670,10 @@ static int send_line(struct crawl_cluster *g, char *line)
 		return 0;
 	*via = *depth = '\0';
 	const char *owner = owner_of(g, line);
-	int e = owner ? cluster_send(g->c, owner, line, via + 1,
-	                             (unsigned)strtoul(depth + 1, NULL, 10))
-	              : CLUSTER_EDOWN;
+	unsigned word = (unsigned)strtoul(depth + 1, NULL, 10);
+	int e = !owner ? (raw ? CLUSTER_OK : CLUSTER_EDOWN)
+	        : raw  ? cluster_send_raw(g->c, owner, line, via + 1, word)
+	               : cluster_send(g->c, owner, line, via + 1, word);
 	*via = *depth = '\t';
 	return e == CLUSTER_FULL || e == CLUSTER_ENOMEM || e == CLUSTER_EDOWN ? -1 : 0;
 }
@@ -715,7 +718,7 @@ static void send_outbox(struct crawl_cluster *g)
 		if (!nl)
 			break;
 		*nl = '\0';
-		int rc = send_line(g, line);
+		int rc = send_line(g, line, 0);
 		*nl = '\n';
 		if (rc != 0)
 			break;
@@ -826,24 +829,6 @@ static int leave_view_make(struct crawl_cluster *g)
 	return rc;
 }
 
-/* One inbound line "URL \t VIA \t DEPTH" (its newline cut) to its owner,
- * raw (its URL is in P:seen already): 0 sent or dropped (malformed, or no
- * owner), -1 to try again later. */
-static int hand_line(struct crawl_cluster *g, char *line)
-{
-	char *via = strchr(line, '\t');
-	char *depth = via ? strchr(via + 1, '\t') : NULL;
-	if (!depth)
-		return 0;
-	*via = *depth = '\0';
-	const char *owner = owner_of(g, line);
-	int e = owner ? cluster_send_raw(g->c, owner, line, via + 1,
-	                                 (unsigned)strtoul(depth + 1, NULL, 10))
-	              : CLUSTER_OK;
-	*via = *depth = '\t';
-	return e == CLUSTER_FULL || e == CLUSTER_ENOMEM ? -1 : 0;
-}
-
 /* Inbox entries not fed to the sieve go straight to their owners: 0 once
  * all went, -1 when some wait for room (kept, in order). */
 static int hand_inbound(struct crawl_cluster *g)
@@ -857,7 +842,7 @@ static int hand_inbound(struct crawl_cluster *g)
 			if (!nl)
 				break;
 			*nl = '\0';
-			int rc = hand_line(g, line);
+			int rc = send_line(g, line, 1);
 			*nl = '\n';
 			if (rc != 0) {
 				memmove(in->lines, line, in->len - off);
