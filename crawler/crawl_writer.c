@@ -282,6 +282,11 @@ int crawl_writer_has_room(const struct crawl_writer *w, size_t in_flight)
 	return bqueue_size(w->thread.q) + in_flight + 1 <= bqueue_cap(w->thread.q) / 2;
 }
 
+size_t crawl_writer_queued(const struct crawl_writer *w)
+{
+	return bqueue_size(w->thread.q);
+}
+
 int crawl_writer_try_push(struct crawl_writer *w, struct crawl_job *j)
 {
 	return bqueue_try_push(w->thread.q, j) == BQUEUE_OK ? 0 : -1;

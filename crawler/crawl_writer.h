@@ -104,6 +104,9 @@ int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_write
 /* Loop thread: 1 if the queue keeps room for in_flight + 1 more jobs. */
 int crawl_writer_has_room(const struct crawl_writer *w, size_t in_flight);
 
+/* Any thread: the jobs waiting for the writer thread (barriers included). */
+size_t crawl_writer_queued(const struct crawl_writer *w);
+
 /* Loop thread: queues j without waiting (takes it). 0, or -1 when full
  * (j not taken). */
 int crawl_writer_try_push(struct crawl_writer *w, struct crawl_job *j);

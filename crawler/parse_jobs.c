@@ -658,9 +658,13 @@ int parse_jobs_inbound(struct parse_jobs *pj, const char *url, size_t len, uint3
 	return 1;
 }
 
-int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight)
+int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight, size_t held)
 {
-	return parse_pool_queued(pj->pool) + in_flight + 1 <= parse_pool_capacity(pj->pool);
+	/* answers received and not yet in the WARC: a kill loses them all */
+	uint64_t unstored =
+	        parse_pool_outstanding(pj->pool) + crawl_writer_queued(pj->p.writer) + held;
+	return unstored < pj->p.parse->queue &&
+	       parse_pool_queued(pj->pool) + in_flight + held + 1 <= parse_pool_capacity(pj->pool);
 }
 
 uint64_t parse_jobs_outstanding(struct parse_jobs *pj)
