@@ -14,7 +14,10 @@ the test web's own request log.
                             --copy-pct 25: WARC revisit records), with the
                             default checkpoint interval (60 s: no checkpoint
                             between the kills, every resume replays the whole
-                            crawl): RESUME_KILLS (default 4) kills 2-4 s apart
+                            crawl): RESUME_KILLS (default 4) kills 2-4 s apart,
+                            and a slow WARC writer (libslowwarc.so: each
+                            record waits RESUME_SLOW_WARC_US, default 2000),
+                            so that answers wait unstored at each kill
   resume_e2e.py powercut    the same, but after each kill every file of the
                             output folder is cut back to what was fsynced
                             (an LD_PRELOAD shim, libsynctrack.so, records the
@@ -42,7 +45,7 @@ or without its crawl.log line, revisits included: the resume replays that
 tail; no crash is followed by more repeats of requests in flight at the
 server than the transfers that can be open (one per host), nor by more
 repeats in flight or answered but not stored than those transfers plus the
-crawl's [parse] queue (kill-copies sets it to 8); every WARC file reads
+crawl's [parse] queue (8 in these crawls); every WARC file reads
 back whole with an independent reader,
 digests verify; every crawl.log line is whole; per-host and per-IP delays
 hold across the crashes; stats.json's page count continues (it equals the
@@ -71,8 +74,9 @@ import crawl_e2e as e2e  # noqa: E402
 INTERVAL_S = 1          # --checkpoint-interval of these crawls
 DEFAULT_INTERVAL_S = 60  # checkpoint_interval_s of configs/default.conf
 CKPT_SLACK_S = 1.5      # a checkpoint's own time + the loop's 100 ms tick
-COPIES_PARSE_QUEUE = 8  # [parse] queue of the kill-copies crawls
+CRASH_PARSE_QUEUE = 8   # [parse] queue of the crashed crawls
 SYNCTRACK = os.path.abspath(os.path.join(e2e.BUILD, "tests", "resume", "libsynctrack.so"))
+SLOWWARC = os.path.abspath(os.path.join(e2e.BUILD, "tests", "resume", "libslowwarc.so"))
 
 
 def fail(msg):
@@ -254,20 +258,6 @@ def stored_responses(out):
     return dates
 
 
-def default_parse_queue():
-    """[parse] queue of configs/default.conf: the answers a crawl may hold
-    received and not yet stored before it starts no transfer."""
-    section = None
-    with open(os.path.join(e2e.SOURCE, "configs", "default.conf")) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("["):
-                section = line
-            elif section == "[parse]" and line.replace(" ", "").startswith("queue="):
-                return int(line.split("=", 1)[1])
-    fail("configs/default.conf has no [parse] queue")
-
-
 def repeats_per_crash(tw, out, kills, max_inflight, queue):
     """Per crash: the requests in flight at it (arrived before the kill, not
     answered before it), and the repeats charged to it (a URL requested
@@ -377,15 +367,23 @@ def crash_loop(powercut, ipv6=False, copies=False):
         env["SYNCTRACK_JOURNAL"] = journal
         # under ASan the sanitizer's runtime need not come first
         env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
+    elif copies:
+        # a slow writer (each WARC record waits RESUME_SLOW_WARC_US, default
+        # 2 ms: the crawl fetches faster than it stores), so that answers
+        # wait unstored at the kills, as many as [parse] queue lets wait
+        if not os.path.exists(SLOWWARC):
+            fail("missing %s" % SLOWWARC)
+        env["LD_PRELOAD"] = SLOWWARC
+        env["SLOWWARC_US"] = os.environ.get("RESUME_SLOW_WARC_US", "2000")
+        env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
     lost = 0
     try:
         expected = set(tw.run_mode("--expected", "--agent", e2e.AGENT))
         out = os.path.join(work, "out")
-        # copies: a small queue of answers not yet stored, so that its
-        # bound on the repeats is sharp (others: the default's)
-        queue = COPIES_PARSE_QUEUE if copies else default_parse_queue()
+        # a small queue of answers not yet stored, so that its bound on the
+        # repeats is sharp
         c = Crawl(tw, out, (["--dns-server", "[::1]:%d" % tw.dns_port] if ipv6 else []) +
-                  (["--set", "parse.queue=%d" % queue] if copies else []), interval=interval)
+                  ["--set", "parse.queue=%d" % CRASH_PARSE_QUEUE], interval=interval)
         finished_early = 0
         for i in range(n_kills):
             p = c.start(resume=i > 0, env=env)
@@ -420,7 +418,8 @@ def crash_loop(powercut, ipv6=False, copies=False):
     if not powercut:
         # politeness: one transfer per host at a time, so at most one per
         # host the web served
-        errors += repeats_per_crash(tw, out, kills, len(set(r[2] for r in tw.requests())), queue)
+        errors += repeats_per_crash(tw, out, kills, len(set(r[2] for r in tw.requests())),
+                                    CRASH_PARSE_QUEUE)
     if finished_early > n_kills // 2:
         errors.append("the crawl finished before %d of %d kills: make the web bigger" %
                       (finished_early, n_kills))
