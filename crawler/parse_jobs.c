@@ -658,13 +658,23 @@ int parse_jobs_inbound(struct parse_jobs *pj, const char *url, size_t len, uint3
 	return 1;
 }
 
+/* Answers received and not yet in the WARC (a kill loses them all). */
+static uint64_t unstored(struct parse_jobs *pj, size_t held)
+{
+	return parse_pool_outstanding(pj->pool) + crawl_writer_queued(pj->p.writer) + held;
+}
+
 int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight, size_t held)
 {
-	/* answers received and not yet in the WARC: a kill loses them all */
-	uint64_t unstored =
-	        parse_pool_outstanding(pj->pool) + crawl_writer_queued(pj->p.writer) + held;
-	return unstored < pj->p.parse->queue &&
-	       parse_pool_queued(pj->pool) + in_flight + held + 1 <= parse_pool_capacity(pj->pool);
+	if (parse_pool_queued(pj->pool) + in_flight + held + 1 > parse_pool_capacity(pj->pool))
+		return 0;
+	if (unstored(pj, held) < pj->p.parse->queue)
+		return 1;
+	/* The parse threads wake the loop as they hand a job on, the writer
+	 * only when asked: ask, then look again, lest it wrote the last job
+	 * in between. */
+	crawl_writer_wake_after_next(pj->p.writer);
+	return unstored(pj, held) < pj->p.parse->queue;
 }
 
 uint64_t parse_jobs_outstanding(struct parse_jobs *pj)
