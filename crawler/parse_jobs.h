@@ -47,10 +47,10 @@
  * Answers waiting here or in the writer's queue (or held by a checkpoint)
  * are not in the WARC yet, so a kill loses them and a resume fetches them
  * again. The loop starts no transfer while [parse] queue of them wait: at
- * any moment at most [parse] queue - 1 + the transfers then in flight (one
- * a host) are received and not stored. The pool's queue holds [parse]
- * queue + max_connections jobs, so that every transfer in flight still
- * finds a slot.
+ * any moment at most [parse] queue (the writer's job in hand included) +
+ * the transfers then in flight (one a host) are received and not stored.
+ * The pool's queue holds [parse] queue + max_connections jobs, so that
+ * every transfer in flight still finds a slot.
  *
  * Counters (parse_jobs_stats): the parse threads bump atomics; the two of
  * parse_jobs_take are the loop thread's.
