@@ -50,9 +50,12 @@ static void usage(FILE *out)
 	        "      --domains D1,D2       stay on these domains (default: the seeds'\n"
 	        "                            registrable domains)\n"
 	        "      --rules FILE          URL rules, first match wins (`crawler rules`)\n"
-	        "      --order bfs|depth     each host's URLs: first seen first (bfs), or\n"
-	        "                            the fewest links from a seed first; rule\n"
-	        "                            priorities outrank either (bfs)\n"
+	        "      --order bfs|depth|focused  each host's URLs: first seen first (bfs),\n"
+	        "                            the fewest links from a seed first, or links\n"
+	        "                            of the pages --focus scores best first; rule\n"
+	        "                            priorities outrank each (bfs)\n"
+	        "      --focus FILE          focus terms, one a line (TERM [WEIGHT]): each\n"
+	        "                            HTML page is scored (crawl.log, stats.json)\n"
 	        "  -A, --accept LIST         wget's: only file names with these suffixes or\n"
 	        "                            globs (pages .htm/.html and directories pass)\n"
 	        "  -R, --reject LIST         wget's: not file names with these suffixes/globs\n"
@@ -290,6 +293,7 @@ static const struct crawl_option {
 	{ "domains", required_argument, 0, "crawl.domains", NULL },
 	{ "rules", required_argument, 0, "crawl.rules", NULL },
 	{ "order", required_argument, 0, "crawl.order", NULL },
+	{ "focus", required_argument, 0, "crawl.focus", NULL },
 	{ "accept", required_argument, 'A', "crawl.accept", NULL },
 	{ "reject", required_argument, 'R', "crawl.reject", NULL },
 	{ "accept-regex", required_argument, 0, "crawl.accept_regex", NULL },

@@ -34,6 +34,7 @@ struct run {
 	struct politeness *pol;
 	struct scope *scope;
 	struct url_rules_live *rules; /* the URL rules, as they change while it runs */
+	struct focus_terms *focus;    /* [crawl] focus, or NULL; the parse threads read it */
 	struct visit *visit;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
 	struct sieve_path *sp;

@@ -36,6 +36,7 @@
 #include "frontier/frontier.h"
 #include "frontier/scope.h"
 #include "frontier/url_rules_live.h"
+#include "parse/focus.h"
 #include "politeness/politeness.h"
 #include "sieve/sieve.h"
 
@@ -368,6 +369,8 @@ static int start_workers(struct run *r, struct module_configs *mc, uint64_t ckpt
 		.sp = r->sp,
 		.writer = r->writer,
 		.sitemaps = r->sitemaps,
+		.focus = r->focus,
+		.focus_tiers = cfg->frontier.order == FRONTIER_ORDER_FOCUSED,
 		.wake = run_wake,
 		.ctx = r,
 	};
@@ -454,6 +457,24 @@ int run_replay_tail(struct run *r)
 	return crawl_tail_replay(&p, &r->tail, &r->tail_stats);
 }
 
+/* The focus terms ([crawl] focus), read again at a resume. A crawl exit
+ * code. */
+static int open_focus(struct run *r)
+{
+	const struct crawl_config *cfg = r->cfg;
+	char err[1200];
+	if (cfg->frontier.order == FRONTIER_ORDER_FOCUSED && !cfg->crawl.focus[0]) {
+		fprintf(stderr,
+		        "crawler crawl: --order focused needs --focus FILE ([crawl] focus)\n");
+		return CRAWL_EXIT_USAGE;
+	}
+	if (cfg->crawl.focus[0] && focus_terms_load(cfg->crawl.focus, &r->focus, err, sizeof err)) {
+		fprintf(stderr, "crawler crawl: %s\n", err);
+		return CRAWL_EXIT_USAGE;
+	}
+	return CRAWL_EXIT_OK;
+}
+
 int run_setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 {
 	const struct crawl_config *cfg = r->cfg;
@@ -462,6 +483,9 @@ int run_setup(struct run *r, char *const *seeds, size_t nseeds, int resume)
 	int rc = CRAWL_EXIT_FAILURE, found = 0;
 	if (!mc)
 		return rc;
+	/* before the output folder is touched, as a bad rules file */
+	if ((rc = open_focus(r)) != CRAWL_EXIT_OK)
+		goto out;
 	rc = crawl_outdir_claim(cfg, resume, &r->lock, r->from, sizeof r->from, &ckpt_seq, &found);
 	if (!found)
 		r->from[0] = '\0';
@@ -584,6 +608,7 @@ void run_teardown(struct run *r, int ran)
 	visit_destroy(r->visit);
 	sitemap_registry_destroy(r->sitemaps);
 	url_rules_live_destroy(r->rules);
+	focus_terms_destroy(r->focus); /* after the parse threads */
 	scope_destroy(r->scope);
 	politeness_destroy(r->pol);
 	frontier_destroy(r->frontier);

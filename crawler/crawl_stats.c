@@ -21,6 +21,7 @@
 #include "crawler/net/dns.h"
 #include "crawler/net/fetch.h"
 #include "crawler/parse_jobs.h"
+#include "parse/focus.h"
 #include "crawler/sieve_path.h"
 #include "crawler/store/io_stall.h"
 #include "crawler/visit.h"
@@ -158,6 +159,9 @@ static const struct saved_counter saved_counters[] = {
 	SAVED("conditional", visit.conditional),
 	SAVED("ac.earlier_parsed", parse.earlier_parsed),
 	SAVED("ac.earlier_unreadable", parse.earlier_unreadable),
+	SAVED("ac.focus_scored", parse.focus_scored),
+	SAVED("ac.focus_on_topic", parse.focus_on_topic),
+	SAVED("ac.focus_score_sum", parse.focus_score_sum),
 	SAVED("ac.index_records_unreadable", writer.index_records_unreadable),
 };
 #define N_SAVED (sizeof saved_counters / sizeof saved_counters[0])
@@ -512,6 +516,7 @@ struct stats_derived {
 	double ckpt_drain_s, ckpt_flush_s, ckpt_writer_s, ckpt_files_s, ckpt_commit_s,
 	        ckpt_nofetch_s, ckpt_files_cpu_s, ckpt_snapshot_s;
 	uint64_t mem_frontier_urls, mem_total;
+	double focus_mean; /* the mean focus score of the pages scored */
 	long peak_rss_kb;
 	int resumed;
 	unsigned interval_s;
@@ -552,6 +557,10 @@ static void derive(const struct crawl_stats *s, struct stats_derived *d)
 	const struct sieve_stats *ss = &t->sieve.sieve;
 	d->elapsed = (double)crawl_stats_elapsed_us(s) / 1e6;
 	d->pages_per_s = d->elapsed > 0 ? (double)t->visit.pages_done / d->elapsed : 0.0;
+	d->focus_mean = t->parse.focus_scored
+	                        ? (double)t->parse.focus_score_sum / (double)t->parse.focus_scored /
+	                                  FOCUS_SCORE_ONE
+	                        : 0.0;
 	d->peak_rss_kb = -1;
 	d->cpu = 0;
 	if (getrusage(RUSAGE_SELF, &ru) == 0) {
@@ -734,6 +743,12 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "count", STAT_U64, &t->stalls, 0 },
 		{ "seconds", STAT_F3, &t->stall_s, 0 },
 	};
+	const struct stat_entry focus_e[] = {
+		{ "pages_scored", STAT_U64, &t->parse.focus_scored, 0 },
+		{ "mean_score", STAT_F6, &d->focus_mean, 0 },
+		{ "on_topic", STAT_U64, &t->parse.focus_on_topic, 0 },
+	};
+	const struct stat_table focus = TABLE(focus_e);
 	const struct stat_entry sitemap_e[] = {
 		{ "parsed", STAT_U64, &t->parse.sitemaps, 0 },
 		{ "urls", STAT_U64, &t->parse.sitemap_urls, 0 },
@@ -801,6 +816,7 @@ static void write_stats(FILE *f, const struct crawl_stats *s, struct stats_deriv
 		{ "links", STAT_U64, &t->parse.links, 0 },
 		{ "links_new", STAT_U64, &t->sieve.emits_pushed, 0 },
 		{ "nofollow", STAT_U64, &t->parse.nofollow, 0 },
+		{ "focus", STAT_OBJECT, &focus, 0 },
 		{ "sitemaps", STAT_OBJECT, &sitemaps, 0 },
 		{ "requisites", STAT_OBJECT, &requisites, 0 },
 		{ "warc_revisits", STAT_U64, &t->writer.revisits, 0 },

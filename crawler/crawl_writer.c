@@ -204,6 +204,8 @@ static void write_job(struct crawl_writer *w, struct crawl_job *j)
 		.redirect = j->redirect,
 		.flags = flags,
 		.wait_ms = j->wait_us / 1000,
+		.has_focus = j->has_focus,
+		.focus = j->focus,
 	};
 	if (log_retry(w, &e) != CRAWL_LOG_OK)
 		atomic_fetch_add(&w->errors, 1);

@@ -64,7 +64,9 @@ struct crawl_job {
 	uint32_t redirects; /* redirects that led here (+1 for j->redirect) */
 	uint32_t embed;     /* embed code (frontier.h): 0 for a page */
 	int robots;
-	unsigned flags;    /* CRAWL_LOG_* */
+	unsigned flags; /* CRAWL_LOG_* */
+	int has_focus;  /* the parse thread scored the page: focus (parse/focus.h) */
+	uint32_t focus;
 	char *via;         /* owned */
 	char *redirect;    /* owned: resolved Location, or NULL */
 	const char *error; /* static reason word, or NULL */

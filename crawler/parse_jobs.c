@@ -24,6 +24,7 @@
 #include "frontier/scope.h"
 #include "frontier/url.h"
 #include "frontier/url_rules_live.h"
+#include "parse/focus.h"
 #include "parse/links.h"
 #include "parse/near_dup.h"
 #include "parse/parse_pool.h"
@@ -38,10 +39,13 @@ struct parse_jobs_counters {
 	        sitemap_malformed, sitemap_too_large, sitemap_too_many, sitemap_urls_over_limit;
 	atomic_uint_fast64_t embeds, embeds_added, embeds_off_domain, stylesheets;
 	atomic_uint_fast64_t earlier_parsed, earlier_unreadable;
+	atomic_uint_fast64_t focus_scored, focus_on_topic, focus_score_sum;
 };
 
 struct parse_jobs {
 	struct parse_jobs_parts p;
+	struct links_config links; /* p.links with the focus terms */
+	uint32_t focus_threshold;  /* [crawl] focus_threshold, FOCUS_SCORE_ONE units */
 	struct parse_jobs_counters ac;
 	struct parse_pool *pool;
 	struct near_dup *nd;             /* NULL: near-duplicates not flagged */
@@ -73,7 +77,7 @@ static void *parse_init(void *ctx)
 		return NULL;
 	ps->u = url_create(pj->p.url);
 	ps->batch = crawl_source_batch(pj->p.source);
-	if (!ps->u || !ps->batch || links_extractor_create(pj->p.links, &ps->ex) != LINKS_OK) {
+	if (!ps->u || !ps->batch || links_extractor_create(&pj->links, &ps->ex) != LINKS_OK) {
 		url_destroy(ps->u);
 		link_batch_destroy(ps->batch);
 		free(ps);
@@ -187,13 +191,17 @@ static char *batch_key(struct parse_jobs *pj, struct parse_state *ps, const char
 	return key;
 }
 
+/* tier: the tier the URL takes when its rule gave no priority (its page's
+ * focus tier, its sitemap priority's; 0: none). */
 static int add_url(struct parse_jobs *pj, struct parse_state *ps, const char *url, size_t len,
-                   int is_key, uint32_t depth, struct link_meta_via *via)
+                   int is_key, uint32_t depth, struct link_meta_via *via, int tier)
 {
 	size_t klen;
 	int prio;
 	if (!batch_key(pj, ps, url, len, is_key, depth, NULL, &klen, &prio))
 		return 0;
+	if (prio == 0)
+		prio = tier;
 	link_batch_add(ps->batch, klen, frontier_depth_with_priority(depth, prio), via);
 	return 1;
 }
@@ -259,6 +267,8 @@ static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct craw
                       const struct link *l, size_t n, struct link_meta_via *via)
 {
 	struct parse_jobs_counters *ac = &pj->ac;
+	int tier =
+	        pj->p.focus_tiers && j->has_focus ? focus_tier(j->focus, pj->focus_threshold) : 0;
 	for (size_t i = 0; i < n; i++) {
 		if (link_kind_is_embed(l[i].kind)) {
 			add_embed(pj, ps, j, &l[i], via);
@@ -268,7 +278,7 @@ static void add_links(struct parse_jobs *pj, struct parse_state *ps, struct craw
 		if (l[i].nofollow)
 			atomic_fetch_add(&ac->nofollow, 1);
 		else
-			add_url(pj, ps, l[i].url, l[i].len, 1, j->depth + 1, via);
+			add_url(pj, ps, l[i].url, l[i].len, 1, j->depth + 1, via, tier);
 	}
 	/* Before the job counts as finished: "no parse job outstanding" then
 	 * means every link found so far is in the sieve. */
@@ -305,7 +315,9 @@ static int on_sitemap_entry(const struct sitemap_entry *e, void *arg)
 	struct crawl_job *j = w->j;
 	unsigned level = j->sitemap_level; /* the entry's own: one below the index */
 	if (e->kind == SITEMAP_KIND_URLSET) {
-		if (add_url(w->pj, w->ps, e->url, e->len, 1, j->depth + 1, w->via))
+		int tier =
+		        w->pj->p.crawl->sitemap_priority ? sitemap_priority_tier(e->priority) : 0;
+		if (add_url(w->pj, w->ps, e->url, e->len, 1, j->depth + 1, w->via, tier))
 			atomic_fetch_add(&w->pj->ac.sitemap_urls, 1);
 	} else if (level <= SITEMAP_INDEX_DEPTH_MAX) {
 		add_sitemap_url(w->pj, w->ps, e->url, e->len, 1, j->depth, level, j->sitemap_scope,
@@ -383,6 +395,14 @@ static int extract_page(struct parse_jobs *pj, struct parse_state *ps, struct cr
 		return 0;
 	atomic_fetch_add(&ac->parsed, 1);
 	const struct links_page *pg = links_page_info(ps->ex);
+	if (pg->focus != FOCUS_SCORE_NONE) {
+		j->has_focus = 1;
+		j->focus = pg->focus;
+		atomic_fetch_add(&ac->focus_scored, 1);
+		atomic_fetch_add(&ac->focus_score_sum, pg->focus);
+		if (pg->focus >= pj->focus_threshold)
+			atomic_fetch_add(&ac->focus_on_topic, 1);
+	}
 	if (pj->nd && near_dup_check(pj->nd, j->host, pg->simhash)) {
 		j->flags |= CRAWL_LOG_NEAR_DUP;
 		atomic_fetch_add(&ac->near_dups, 1);
@@ -497,7 +517,7 @@ static void add_replayed(struct parse_jobs *pj, struct parse_state *ps, struct c
 	size_t klen;
 	int prio;
 	if (via)
-		add_url(pj, ps, url, strlen(url), 1, j->depth, via);
+		add_url(pj, ps, url, strlen(url), 1, j->depth, via, 0);
 	if (from &&
 	    batch_key(pj, ps, j->redirect, strlen(j->redirect), 0, j->depth, NULL, &klen, &prio))
 		link_batch_add(ps->batch, klen,
@@ -559,6 +579,9 @@ int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **
 	if (!pj)
 		return -1;
 	pj->p = *parts;
+	pj->links = *parts->links;
+	pj->links.focus = parts->focus;
+	pj->focus_threshold = (uint32_t)(parts->crawl->focus_threshold * FOCUS_SCORE_ONE + 0.5);
 	pj->inbound_u = url_create(parts->url);
 	pj->inbound_key = malloc(FRONTIER_URL_MAX + 1);
 	if (!pj->inbound_u || !pj->inbound_key) {
@@ -660,6 +683,8 @@ int parse_jobs_inbound(struct parse_jobs *pj, const char *url, size_t len, uint3
 		return 0;
 	if (embed)
 		embed = es.off_domain ? (embed > 1 ? embed : 2) : 1;
+	if (prio == 0) /* the sender's focus or sitemap tier */
+		prio = frontier_priority_of(word);
 	*out = frontier_depth_with_priority(
 	        frontier_depth_pack_embed(frontier_depth_of(word), redirects, embed), prio);
 	return 1;
@@ -727,6 +752,9 @@ void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out)
 	out->stylesheets = atomic_load(&ac->stylesheets);
 	out->earlier_parsed = atomic_load(&ac->earlier_parsed);
 	out->earlier_unreadable = atomic_load(&ac->earlier_unreadable);
+	out->focus_scored = atomic_load(&ac->focus_scored);
+	out->focus_on_topic = atomic_load(&ac->focus_on_topic);
+	out->focus_score_sum = atomic_load(&ac->focus_score_sum);
 	out->parse_full = pj->parse_full;
 	out->writer_full = pj->writer_full;
 }

@@ -8,6 +8,14 @@
  * or a cluster agent's to the hosts' owners), mark near-duplicates, then
  * hand the job to the writer.
  *
+ * Focus ([crawl] focus, parse/focus.h): the text pass that feeds the
+ * near-duplicate fingerprint also scores each HTML page against the focus
+ * terms (j->focus, written to crawl.log). Under --order focused a page's
+ * links (not its embeds) take the tier of its score (focus_tier) in the
+ * priority bits of their depth word, unless the deciding URL rule gave a
+ * non-zero priority, which wins. A URL keeps the tier of the page it was
+ * first found on (the sieve drops the later finds).
+ *
  * Near-duplicates ([parse] near_dup): a page within NEAR_DUP_DISTANCE of
  * a fingerprint of its host in the near-duplicate store (parse/near_dup.h,
  * [parse] near_dup_memory) is marked (CRAWL_LOG_NEAR_DUP), not dropped.
@@ -15,7 +23,9 @@
  * Sitemaps: a robots.txt job's Sitemap URLs are registered at level 0 and
  * added like links (via the robots.txt URL, at the robots.txt's depth); a
  * sitemap's entries are scope-checked and added one hop deeper, with the
- * sitemap as their via; an index's entries are registered one level down
+ * sitemap as their via, and with [crawl] sitemap_priority the tier of
+ * their <priority> (sitemap_priority_tier) unless their rule gave a
+ * non-zero priority; an index's entries are registered one level down
  * (up to SITEMAP_INDEX_DEPTH_MAX) and added at the index's own depth.
  *
  * Page requisites ([crawl] page_requisites): a page's embeds (links.h's
@@ -73,6 +83,7 @@ struct crawl_source;
 struct crawl_writer;
 struct crawl_job;
 struct sitemap_registry;
+struct focus_terms;
 
 struct parse_jobs;
 
@@ -91,6 +102,8 @@ struct parse_jobs_parts {
 	struct sieve_path *sp;        /* via strings; whether adding stopped */
 	struct crawl_writer *writer;
 	struct sitemap_registry *sitemaps; /* NULL: sitemaps are not followed */
+	const struct focus_terms *focus;   /* NULL: pages are not scored */
+	int focus_tiers;                   /* --order focused: links take their page's tier */
 	void (*wake)(void *ctx);           /* any thread: a job went to the writer */
 	void *ctx;
 };
@@ -119,7 +132,8 @@ int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *
  * rules included) as a link or embed found here would. Then *out is its
  * word clamped to what this crawl makes (embed code at most
  * requisites_hops + 1, and 0 without page_requisites; redirects at most
- * max_redirects; the priority of the local rules). 1, or 0 (a rule's or
+ * max_redirects; the priority of the local rules, or when they give
+ * none the word's own: a focus or sitemap tier). 1, or 0 (a rule's or
  * the scope's rejection counted there). Loop thread. */
 int parse_jobs_inbound(struct parse_jobs *pj, const char *url, size_t len, uint32_t word,
                        uint32_t *out);
@@ -161,6 +175,10 @@ struct parse_jobs_stats {
 	/* pages answered 304 to a recrawl: parsed from their earlier capture,
 	 * and those whose earlier capture could not be read back */
 	uint64_t earlier_parsed, earlier_unreadable;
+	/* focus: HTML pages scored, of those on-topic (at [crawl]
+	 * focus_threshold or more), and the sum of their scores
+	 * (FOCUS_SCORE_ONE units) */
+	uint64_t focus_scored, focus_on_topic, focus_score_sum;
 	uint64_t parse_full, writer_full; /* loop thread */
 	/* memory now: the near-duplicate store, and the responses waiting for
 	 * or in the parse threads */

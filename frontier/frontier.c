@@ -275,6 +275,11 @@ void frontier_config_default(struct frontier_config *c)
 	c->segment_bytes = 64ull << 20;
 }
 
+static size_t align16(size_t n)
+{
+	return (n + 15) & ~(size_t)15;
+}
+
 enum frontier_err frontier_create(const struct frontier_config *c, struct frontier **out)
 {
 	enum frontier_err err = FRONTIER_ERR_NOMEM;
@@ -320,13 +325,17 @@ enum frontier_err frontier_create(const struct frontier_config *c, struct fronti
 		err = FRONTIER_ERR_IO;
 		goto out;
 	}
-	f->wbuf = malloc(f->cfg.write_buffer);
+	/* The fixed buffers live as long as the frontier: one block, each part
+	 * starting 16-byte aligned. */
 	f->out_size = f->cfg.write_buffer < OUT_CHUNK ? (uint32_t)f->cfg.write_buffer : OUT_CHUNK;
-	f->out = malloc(f->out_size);
-	f->rbuf = malloc(READ_CHUNK + sizeof(struct ext_hdr));
-	f->scratch = malloc(2 * (size_t)FRONTIER_URL_MAX + 2);
-	if (f->wbuf == NULL || f->out == NULL || f->rbuf == NULL || f->scratch == NULL)
+	size_t out_at = align16(f->cfg.write_buffer), rbuf_at = out_at + align16(f->out_size);
+	size_t scratch_at = rbuf_at + align16(READ_CHUNK + sizeof(struct ext_hdr));
+	f->wbuf = malloc(scratch_at + 2 * (size_t)FRONTIER_URL_MAX + 2);
+	if (f->wbuf == NULL)
 		goto out;
+	f->out = f->wbuf + out_at;
+	f->rbuf = f->wbuf + rbuf_at;
+	f->scratch = f->wbuf + scratch_at;
 	f->st.mem_bytes = sizeof *f + f->cfg.write_buffer + f->out_size + READ_CHUNK +
 	                  sizeof(struct ext_hdr) + 2 * (uint64_t)FRONTIER_URL_MAX + 2;
 	if (index_grow(f) != FRONTIER_OK)
@@ -377,7 +386,7 @@ void frontier_destroy(struct frontier *f)
 		return;
 	host_table_free(f);
 	frontier__spill_free(f);
-	free(f->scratch);
+	free(f->wbuf);
 	free(f);
 }
 

@@ -176,6 +176,9 @@ static inline uint32_t frontier_depth_with_priority(uint32_t word, int priority)
 enum frontier_order {
 	FRONTIER_ORDER_BFS = 0,   /* tiers by rule priority alone */
 	FRONTIER_ORDER_DEPTH = 1, /* by rule priority, then shallower first */
+	/* as BFS here: the priority bits then carry the focus tier of the
+	 * page a link was found on, when no rule gave one (parse_jobs.h) */
+	FRONTIER_ORDER_FOCUSED = 2,
 };
 
 /* The tier of a depth word under an order: higher comes out first. */

@@ -140,7 +140,7 @@ struct frontier {
 	uint32_t *index; /* host id + 1, 0 = empty; open addressing */
 	uint32_t index_cap;
 	struct key_chunk *keys;
-	char *wbuf;
+	char *wbuf; /* one block: wbuf, then out, rbuf and scratch */
 	uint32_t wbuf_used;
 	uint32_t dirty_head; /* first dirty host, FRONTIER_HOST_NONE if none */
 	char *out;           /* flush output chunk */

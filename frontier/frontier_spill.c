@@ -48,9 +48,6 @@ void frontier__spill_free(struct frontier *f)
 	if (f->dir != NULL)
 		rmdir(f->dir);
 	free(f->dir);
-	free(f->wbuf);
-	free(f->out);
-	free(f->rbuf);
 }
 
 enum frontier_err frontier__seg_open_new(struct frontier *f)

@@ -54,11 +54,9 @@ void url_rules_destroy(struct url_rules *r)
 		url_rule_free(&r->rules[i]);
 	free(r->rules);
 	ARRAY_FREE_EACH(r->sources, r->nsources);
-	free(r->table);
-	free(r->scan);
+	free(r->sealed_block);
 	url_rules_pf_destroy(r->pf);
 	pcre2_match_context_free(r->mctx);
-	free(r->counts);
 	free(r);
 }
 
@@ -286,8 +284,8 @@ static bool in_set_table(const struct url_rule *rule)
 	        rule->matcher == URL_RULES_EXT);
 }
 
-/* The set table (rules in order, so a string keeps its first rule) and the
- * scan list of every other rule. */
+/* The counts (zero), the set table (rules in order, so a string keeps its
+ * first rule) and the scan list of every other rule: one block. */
 static int build_set_and_scan(struct url_rules *r)
 {
 	size_t items = 0, cap = 16;
@@ -296,9 +294,16 @@ static int build_set_and_scan(struct url_rules *r)
 			items += r->rules[i].nitems;
 	while (cap < 2 * items)
 		cap *= 2;
-	r->scan = malloc((r->n ? r->n : 1) * sizeof *r->scan);
-	if (!r->scan || (items > 0 && !(r->table = calloc(cap, sizeof *r->table))))
+	size_t ncounts = 2 * (r->n + 1), ntable = items > 0 ? cap : 0;
+	size_t table_at = ncounts * sizeof *r->counts;
+	size_t scan_at = table_at + ntable * sizeof *r->table;
+	char *block = calloc(1, scan_at + (r->n ? r->n : 1) * sizeof *r->scan);
+	if (!block)
 		return -1;
+	r->sealed_block = block;
+	r->counts = (uint64_t *)block;
+	r->table = ntable ? (struct url_rules_set_entry *)(block + table_at) : NULL;
+	r->scan = (uint32_t *)(block + scan_at);
 	r->table_mask = cap - 1;
 	for (size_t i = 0; i < r->n; i++) {
 		struct url_rule *rule = &r->rules[i];
@@ -349,9 +354,8 @@ enum url_rules_err url_rules_seal(struct url_rules *r, char *err, size_t errlen)
 {
 	if (r->sealed)
 		return refuse_sealed(err, errlen);
-	r->counts = calloc(2 * (r->n + 1), sizeof *r->counts);
 	r->mctx = pcre2_match_context_create(NULL);
-	if (!r->counts || !r->mctx || pcre2_set_match_limit(r->mctx, MATCH_LIMIT) != 0 ||
+	if (!r->mctx || pcre2_set_match_limit(r->mctx, MATCH_LIMIT) != 0 ||
 	    build_set_and_scan(r) < 0 || build_prefilter(r) < 0) {
 		snprintf(err, errlen, "URL rules: out of memory");
 		return URL_RULES_ERR_NOMEM;

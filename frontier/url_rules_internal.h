@@ -81,7 +81,8 @@ struct url_rules {
 	size_t nsources, sources_cap;
 	bool sealed;
 	bool prefilter;
-	/* Sealed: */
+	/* Sealed: counts, table and scan point into sealed_block. */
+	void *sealed_block;
 	struct url_rules_set_entry *table; /* NULL when no set rule */
 	size_t table_mask;
 	unsigned set_groups; /* bit g: group g has entries */

@@ -21,6 +21,7 @@
 #include "parse/embed_urls.h"
 #include "parse/html_charset.h"
 #include "parse/html_tokenizer.h"
+#include "parse/focus.h"
 #include "parse/simhash.h"
 
 /* ---- URL resolution: frontier/url.h ----
@@ -639,10 +640,11 @@ int links_extractor_create(const struct links_config *config, struct links_extra
 		ex->cfg.max_links = LINKS_DEFAULT_MAX_LINKS;
 	if (ex->cfg.max_bytes == 0)
 		ex->cfg.max_bytes = LINKS_DEFAULT_MAX_BYTES;
-	if (!ex->cfg.no_simhash) {
+	if (!ex->cfg.no_simhash || ex->cfg.focus) {
 		ex->sh = simhash_builder_create();
 		if (!ex->sh)
 			goto fail;
+		simhash_builder_set_terms(ex->sh, ex->cfg.focus);
 	}
 	int resolver_rc = link_resolver_init(&ex->resolver, ex->cfg.url_options);
 	ex->tokenizer = html_tokenizer_create();
@@ -690,6 +692,7 @@ static void reset(struct links_extractor *ex)
 	free(ex->base_str);
 	ex->base_str = NULL;
 	memset(&ex->page, 0, sizeof ex->page);
+	ex->page.focus = FOCUS_SCORE_NONE;
 	if (ex->sh)
 		simhash_builder_reset(ex->sh);
 }
@@ -793,8 +796,14 @@ int links_extract(struct links_extractor *ex, const char *page_url, const char *
 	if (rc != LINKS_OK && rc != LINKS_ENOMEM)
 		return rc;
 	int rc2 = resolve_pass(ex);
-	if (ex->sh)
+	if (ex->sh && !ex->cfg.no_simhash)
 		ex->page.simhash = simhash_builder_value(ex->sh);
+	if (ex->cfg.focus) {
+		double sum;
+		uint64_t words;
+		simhash_builder_focus(ex->sh, &sum, &words);
+		ex->page.focus = focus_score(sum, words);
+	}
 	return rc != LINKS_OK ? rc : rc2;
 }
 

@@ -20,7 +20,8 @@
  * tokenizer, an arena that holds the raw attribute values seen during the
  * pass, the array of resolved links, and a SimHash builder fed with the
  * page's text (data and RCDATA text, references decoded, broken at every
- * tag) in the same pass. After the pass
+ * tag) in the same pass; with focus terms (links_config.focus) the
+ * builder also scores that text against them (parse/focus.h). After the pass
  * every raw link is resolved against the document's base URL (the first
  * `<base href>`, itself resolved against the page URL, wherever it appears,
  * as HTML5 does) by the project's WHATWG URL parser (frontier/url.h,
@@ -150,18 +151,23 @@ struct links_page {
 	const char *base;       /* resolved <base href>, or the page URL */
 	const char *canonical;  /* first resolved rel=canonical */
 	uint64_t simhash;       /* SimHash of the page's text (simhash.h) */
+	uint32_t focus;         /* its focus score (focus.h), or FOCUS_SCORE_NONE */
 	size_t dropped_scheme;  /* links with a non-http(s) scheme */
 	size_t dropped_invalid; /* links that did not parse / resolve */
 	size_t truncated;       /* links beyond max_links / max_bytes */
 };
 
 struct url_options;
+struct focus_terms;
 
 struct links_config {
 	size_t max_links; /* 0 = LINKS_DEFAULT_MAX_LINKS */
 	size_t max_bytes; /* 0 = LINKS_DEFAULT_MAX_BYTES */
 	bool no_simhash;  /* skip the text pass (faster) */
 	bool requisites;  /* also extract embeds (see the top comment) */
+	/* Focus terms (parse/focus.h), borrowed for the extractor's life: the
+	 * text pass also scores the page (links_page.focus); NULL: none. */
+	const struct focus_terms *focus;
 	/* URL length limit and canonicalizations for the links' crawl keys
      * (frontier/url.h); borrowed during links_extractor_create only (copied);
      * NULL = url.h's defaults. */

@@ -27,6 +27,8 @@
  */
 #include "parse/simhash.h"
 
+#include "parse/focus.h"
+
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,19 +43,22 @@
 #define SIMHASH_BATCH 16
 
 struct simhash_builder {
-	uint32_t count16[64];               /* carries out of eights (flushed) */
-	uint64_t acc[8];                    /* byte j of acc[b]: pending carries of bit 8b+j */
-	uint32_t pending;                   /* carry words in acc (< 255: bytes never overflow) */
-	uint64_t ones, twos, fours, eights; /* carry-save lanes, bits 0-3 of each count */
-	uint64_t batch[SIMHASH_BATCH];      /* shingle hashes not yet added */
-	uint32_t nbatch;                    /* hashes in batch (< SIMHASH_BATCH) */
-	uint64_t shingles;                  /* shingles counted since reset */
-	uint64_t ring[SIMHASH_SHINGLE];     /* mixed hashes of the last tokens, oldest first */
-	uint64_t ntokens;                   /* tokens seen since reset */
-	size_t toklen;                      /* bytes of the current token */
-	uint64_t tokword;                   /* its first 8 bytes, little-endian */
-	bool digits_only;                   /* the current token is a number */
-	char tok[SIMHASH_TOKEN_MAX + 8];    /* + 8: whole-word stores */
+	uint32_t count16[64];                /* carries out of eights (flushed) */
+	uint64_t acc[8];                     /* byte j of acc[b]: pending carries of bit 8b+j */
+	uint32_t pending;                    /* carry words in acc (< 255: bytes never overflow) */
+	uint64_t ones, twos, fours, eights;  /* carry-save lanes, bits 0-3 of each count */
+	uint64_t batch[SIMHASH_BATCH];       /* shingle hashes not yet added */
+	uint32_t nbatch;                     /* hashes in batch (< SIMHASH_BATCH) */
+	uint64_t shingles;                   /* shingles counted since reset */
+	uint64_t ring[SIMHASH_SHINGLE];      /* mixed hashes of the last tokens, oldest first */
+	uint64_t ntokens;                    /* tokens seen since reset */
+	size_t toklen;                       /* bytes of the current token */
+	uint64_t tokword;                    /* its first 8 bytes, little-endian */
+	bool digits_only;                    /* the current token is a number */
+	char tok[SIMHASH_TOKEN_MAX + 8];     /* + 8: whole-word stores */
+	const struct focus_terms *terms;     /* NULL: no focus (kept by reset) */
+	uint64_t filter[FOCUS_FILTER_WORDS]; /* the terms' (kept by reset) */
+	double focus_sum;                    /* the weights of the terms seen since reset */
 };
 
 /* spread[v]: byte j is bit j of v, so 8 additions count 64 bits at once. */
@@ -189,22 +194,26 @@ static inline uint64_t mix_shingle(const uint64_t *t)
 	return mix_final(h);
 }
 
+/* The hash of the current token (toklen > 0). Numbers (dates, counters,
+ * prices) all hash alike, so pages that differ only by them are
+ * near-duplicates (course notes 2.6: "removing dates and other data that
+ * differ by automatic mechanisms"). */
+static inline uint64_t token_hash(const struct simhash_builder *b)
+{
+	if (b->digits_only)
+		return 0x6A09E667F3BCC908ULL;
+	if (b->toklen <= 8) /* most words: a bijection of (bytes, length), so no collisions */
+		return fmix64(b->tokword ^ ((uint64_t)b->toklen << 59));
+	return XXH3_64bits(b->tok, b->toklen);
+}
+
 static inline void end_token(struct simhash_builder *b)
 {
 	if (b->toklen == 0)
 		return;
-	/* Numbers (dates, counters, prices) all hash alike, so pages that differ
-     * only by them are near-duplicates (course notes 2.6: "removing dates
-     * and other data that differ by automatic mechanisms"). */
-	uint64_t th;
-	if (b->digits_only) {
-		th = 0x6A09E667F3BCC908ULL;
-	} else if (b->toklen <= 8) {
-		/* Most words: a bijection of (bytes, length), so no collisions. */
-		th = fmix64(b->tokword ^ ((uint64_t)b->toklen << 59));
-	} else {
-		th = XXH3_64bits(b->tok, b->toklen);
-	}
+	uint64_t th = token_hash(b);
+	if (b->terms && focus_filter_may_hold(b->filter, th))
+		b->focus_sum += focus_terms_weight(b->terms, th);
 	b->toklen = 0;
 	b->tokword = 0;
 	for (int k = 0; k + 1 < SIMHASH_SHINGLE; k++)
@@ -226,7 +235,38 @@ void simhash_builder_destroy(struct simhash_builder *b)
 
 void simhash_builder_reset(struct simhash_builder *b)
 {
+	const struct focus_terms *terms = b->terms;
+	uint64_t filter[FOCUS_FILTER_WORDS];
+	memcpy(filter, b->filter, sizeof filter);
 	memset(b, 0, sizeof *b);
+	b->terms = terms;
+	memcpy(b->filter, filter, sizeof filter);
+}
+
+void simhash_builder_set_terms(struct simhash_builder *b, const struct focus_terms *terms)
+{
+	b->terms = terms;
+	if (terms)
+		focus_terms_filter(terms, b->filter);
+}
+
+void simhash_builder_focus(const struct simhash_builder *b, double *weight_sum, uint64_t *words)
+{
+	*weight_sum = b->focus_sum;
+	*words = b->ntokens;
+	if (b->toklen > 0) { /* the token not yet ended */
+		*words += 1;
+		if (b->terms)
+			*weight_sum += focus_terms_weight(b->terms, token_hash(b));
+	}
+}
+
+uint64_t simhash_token_hash(const char *word, size_t len)
+{
+	struct simhash_builder b;
+	memset(&b, 0, sizeof b);
+	simhash_builder_add(&b, word, len);
+	return b.toklen > 0 ? token_hash(&b) : 0;
 }
 
 #define BYTES(c) (0x0101010101010101ULL * (uint64_t)(c))

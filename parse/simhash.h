@@ -47,6 +47,17 @@ void simhash_builder_break(struct simhash_builder *b);
  * as it was, so more text may follow). */
 uint64_t simhash_builder_value(const struct simhash_builder *b);
 
+/* Focus terms (parse/focus.h), borrowed: each token's hash is looked up
+ * in them as it ends, and the weights of those found summed (kept across
+ * resets; NULL: none). */
+struct focus_terms;
+void simhash_builder_set_terms(struct simhash_builder *b, const struct focus_terms *terms);
+/* The focus terms' weight sum and the tokens seen since the last reset. */
+void simhash_builder_focus(const struct simhash_builder *b, double *weight_sum, uint64_t *words);
+/* The hash the builder gives a token (word: len bytes of one token, the
+ * first SIMHASH_TOKEN_MAX count), as focus terms are matched by it. */
+uint64_t simhash_token_hash(const char *word, size_t len);
+
 /* One-shot fingerprint of a text (no allocation). */
 uint64_t simhash_text(const char *text, size_t len);
 

@@ -44,7 +44,7 @@ struct tag_guard {
 };
 
 /* What the text callbacks are collecting. */
-enum capture { CAPTURE_NONE = 0, CAPTURE_LOC, CAPTURE_LASTMOD };
+enum capture { CAPTURE_NONE = 0, CAPTURE_LOC, CAPTURE_LASTMOD, CAPTURE_PRIORITY };
 
 /* A trimmed text of at most `cap` bytes: leading white space skipped,
  * trailing white space left out by `content_end`, which counts every byte
@@ -65,7 +65,8 @@ struct sitemap_parser {
 	struct url *loc_url, *scope_url;
 	char *key; /* crawl key of the current loc */
 	size_t key_cap;
-	struct trimmed_text loc, lastmod;
+	struct trimmed_text loc, lastmod, priority;
+	char priority_buf[SITEMAP_PRIORITY_MAX + 1];
 
 	xmlSAXHandler sax;
 	xmlParserCtxtPtr ctxt;
@@ -226,6 +227,26 @@ static bool loc_in_scope(const struct sitemap_parser *p)
 	return lp >= sp && memcmp(lpath, spath, sp) == 0;
 }
 
+/* The entry's <priority>, 0.0..1.0, or -1 (none, or no such number). */
+static double entry_priority(struct sitemap_parser *p)
+{
+	size_t len;
+	const char *s = p->priority.total > 0 ? text_get(&p->priority, &len) : NULL;
+	if (!s || p->res.kind != SITEMAP_KIND_URLSET)
+		return -1;
+	char *end;
+	double v = strtod(s, &end);
+	return end == s + len && v >= 0 && v <= 1 ? v : -1;
+}
+
+int sitemap_priority_tier(double priority)
+{
+	if (priority < 0)
+		return 0;
+	double t = (priority - 0.5) * 6;
+	return (int)(t < 0 ? t - 0.5 : t + 0.5);
+}
+
 /* The end of an entry element: counts it, checks its loc and emits it. */
 static void entry_end(struct sitemap_parser *p)
 {
@@ -264,6 +285,7 @@ static void entry_end(struct sitemap_parser *p)
 		.len = key_len,
 		.kind = p->res.kind,
 		.lastmod = p->lastmod.total > 0 ? text_get(&p->lastmod, &lm_len) : NULL,
+		.priority = entry_priority(p),
 	};
 	p->res.locs++;
 	if (p->fn && p->fn(&entry, p->arg) != 0)
@@ -315,12 +337,16 @@ static void on_start(void *arg, const xmlChar *name, const xmlChar *prefix, cons
 		p->entry_has_loc = false;
 		text_reset(&p->loc);
 		text_reset(&p->lastmod);
+		text_reset(&p->priority);
 	} else if (p->depth == 3 && p->in_entry && name_is(name, "loc") && !p->entry_has_loc) {
 		p->capture = CAPTURE_LOC;
 		p->entry_has_loc = true;
 	} else if (p->depth == 3 && p->in_entry && name_is(name, "lastmod")) {
 		p->capture = CAPTURE_LASTMOD;
 		text_reset(&p->lastmod);
+	} else if (p->depth == 3 && p->in_entry && name_is(name, "priority")) {
+		p->capture = CAPTURE_PRIORITY;
+		text_reset(&p->priority);
 	}
 }
 
@@ -348,6 +374,8 @@ static void on_text(void *arg, const xmlChar *text, int len)
 		text_append(&p->loc, (const char *)text, (size_t)len);
 	else if (p->capture == CAPTURE_LASTMOD)
 		text_append(&p->lastmod, (const char *)text, (size_t)len);
+	else if (p->capture == CAPTURE_PRIORITY)
+		text_append(&p->priority, (const char *)text, (size_t)len);
 }
 
 /* Entity references resolve to the five predefined entities only: every
@@ -418,6 +446,8 @@ int sitemap_parser_create(const struct sitemap_config *config, struct sitemap_pa
 	p->loc.cap = max_len;
 	p->loc.buf = malloc(max_len + 1);
 	p->lastmod.cap = SITEMAP_LASTMOD_MAX;
+	p->priority.cap = SITEMAP_PRIORITY_MAX;
+	p->priority.buf = p->priority_buf;
 	p->lastmod.buf = malloc(SITEMAP_LASTMOD_MAX + 1);
 	p->zout = malloc(SITEMAP_INFLATE_CHUNK);
 	if (!p->loc_url || !p->scope_url || !p->key || !p->loc.buf || !p->lastmod.buf || !p->zout) {

@@ -92,6 +92,8 @@
 #define SITEMAP_MAX_ATTRIBUTES 32u
 /* A lastmod longer than this (after trimming) is ignored. */
 #define SITEMAP_LASTMOD_MAX 64u
+/* A priority longer than this (after trimming) is ignored. */
+#define SITEMAP_PRIORITY_MAX 16u
 
 enum sitemap_err {
 	SITEMAP_OK = 0,     /* success (a malformed document is still a success: see
@@ -159,7 +161,15 @@ struct sitemap_entry {
 	size_t len;
 	enum sitemap_kind kind; /* URLSET: a page; INDEX: a sitemap */
 	const char *lastmod;    /* trimmed text of <lastmod> (not validated), or NULL */
+	/* <priority> of a urlset entry, 0.0 to 1.0; -1 when it has none or
+	 * one that is no number in that range */
+	double priority;
 };
+
+/* The crawl tier (-3..3, best first) of a sitemap priority: 0.5, the
+ * protocol's default, and none (-1) are 0; 0.0..1.0 map linearly onto
+ * -3..3, rounded (1.0: 3, 0.8: 2, 0.6: 1, 0.3: -1). */
+int sitemap_priority_tier(double priority);
 
 /* Called for each entry in document order; return 0 to go on, anything else
  * to stop the document (problem SITEMAP_STOPPED). */

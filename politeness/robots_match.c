@@ -45,6 +45,7 @@ struct robots_bucket {
 	uint32_t wild_first, wild_n;      /* its WILD rules: wild[first..first+n), best first */
 };
 
+/* One block: the struct, then the arrays its pointers name. */
 struct robots_index {
 	struct robots_bucket *buckets;
 	uint32_t nbuckets;
@@ -205,12 +206,6 @@ static int entry_cmp(const void *a, const void *b)
 
 void robots__index_free(struct robots_index *ix)
 {
-	if (!ix)
-		return;
-	free(ix->buckets);
-	free(ix->slots);
-	free(ix->lens);
-	free(ix->wild);
 	free(ix);
 }
 
@@ -249,22 +244,21 @@ static void index_fill(struct robots_index *ix, const struct robots *r, const st
 static int index_build(struct robots *r)
 {
 	size_t n = r->nrules, cap = 4;
-	struct robots_index *ix = calloc(1, sizeof *ix);
-	struct ix_entry *e = malloc(n * sizeof *e);
 	while (cap < 2 * n)
 		cap *= 2;
-	if (ix) {
-		ix->mask = (uint32_t)cap - 1;
-		ix->buckets = malloc(n * sizeof *ix->buckets);
-		ix->slots = calloc(cap, sizeof *ix->slots);
-		ix->lens = malloc(n * sizeof *ix->lens);
-		ix->wild = malloc(n * sizeof *ix->wild);
-	}
-	if (!ix || !e || !ix->buckets || !ix->slots || !ix->lens || !ix->wild) {
+	struct robots_index *ix =
+	        calloc(1, sizeof *ix + n * sizeof *ix->buckets + (cap + 2 * n) * sizeof *ix->slots);
+	struct ix_entry *e = malloc(n * sizeof *e);
+	if (!ix || !e) {
 		free(e);
 		robots__index_free(ix);
 		return ROBOTS_ENOMEM;
 	}
+	ix->mask = (uint32_t)cap - 1;
+	ix->buckets = (struct robots_bucket *)(ix + 1);
+	ix->slots = (uint32_t *)(ix->buckets + n);
+	ix->lens = ix->slots + cap;
+	ix->wild = ix->lens + n;
 	for (size_t i = 0; i < n; i++) {
 		const struct robots_rule *rule = &r->rules[i];
 		e[i] = (struct ix_entry){ fnv(FNV_OFFSET, rule->pat, rule->lit), rule->pat,

@@ -23,6 +23,7 @@ struct archive_lookup {
 	size_t key_cap;
 	struct warc_reader *wr; /* on file, or NULL */
 	char file[256];
+	char bufs[]; /* line, then key: line_cap + key_cap bytes */
 };
 
 int archive_lookup_open(const char *dir, size_t max_url_len, size_t max_record,
@@ -30,19 +31,20 @@ int archive_lookup_open(const char *dir, size_t max_url_len, size_t max_record,
 {
 	char path[4200];
 	struct stat st;
-	struct archive_lookup *l = calloc(1, sizeof *l);
+	size_t cap = 8 * (max_url_len ? max_url_len : 65536) + 4096;
+	struct archive_lookup *l = calloc(1, sizeof *l + 2 * cap);
 	*out = NULL;
 	if (!l)
 		goto nomem;
 	snprintf(l->dir, sizeof l->dir, "%s", dir);
 	snprintf(path, sizeof path, "%s/index.cdxj", dir);
 	l->max_record = max_record;
+	l->line_cap = cap;
+	l->key_cap = cap;
+	l->line = l->bufs;
+	l->key = l->bufs + cap;
 	l->ix = cdxj_indexer_create(max_url_len);
-	l->line_cap = 8 * (max_url_len ? max_url_len : 65536) + 4096;
-	l->key_cap = l->line_cap;
-	l->line = malloc(l->line_cap);
-	l->key = malloc(l->key_cap);
-	if (!l->ix || !l->line || !l->key)
+	if (!l->ix)
 		goto nomem;
 	l->index = fopen(path, "r");
 	if (!l->index || fstat(fileno(l->index), &st) != 0) {
@@ -68,8 +70,6 @@ void archive_lookup_close(struct archive_lookup *l)
 		fclose(l->index);
 	warc_reader_close(l->wr);
 	cdxj_indexer_destroy(l->ix);
-	free(l->line);
-	free(l->key);
 	free(l);
 }
 

@@ -33,7 +33,7 @@ enum key_type {
 	T_DOUBLE,     /* a real number */
 	T_POLICY,     /* fixed, ratio or adaptive: enum delay_policy_kind */
 	T_FAMILY,     /* ipv4 or ipv6: enum ip_family */
-	T_ORDER,      /* bfs or depth: enum frontier_order */
+	T_ORDER,      /* bfs, depth or focused: enum frontier_order */
 	T_STR,        /* an owned string; min..max is its length */
 	T_SIEVE_IMPL, /* an owned string naming a sieve implementation */
 	T_PROXY,      /* an owned string: a proxy URL (proxy.h) or "" */
@@ -75,6 +75,8 @@ static const struct key_def keys[] = {
 	KEY("crawl", "any_domain", T_BOOL, crawl.any_domain, 0, 1),
 	KEY("crawl", "rules", T_STR, crawl.rules, 0, 4096),
 	KEY("crawl", "order", T_ORDER, frontier.order, 0, 0),
+	KEY("crawl", "focus", T_STR, crawl.focus, 0, 4096),
+	KEY("crawl", "focus_threshold", T_DOUBLE, crawl.focus_threshold, 1e-4, 1000),
 	KEY("crawl", "accept", T_WGET, crawl.rules_wget[URL_RULES_WGET_ACCEPT], 0, 65536),
 	KEY("crawl", "reject", T_WGET, crawl.rules_wget[URL_RULES_WGET_REJECT], 0, 65536),
 	KEY("crawl", "accept_regex", T_WGET, crawl.rules_wget[URL_RULES_WGET_ACCEPT_REGEX], 0,
@@ -86,6 +88,7 @@ static const struct key_def keys[] = {
 	KEY("crawl", "exclude_directories", T_WGET, crawl.rules_wget[URL_RULES_WGET_EXCLUDE_DIRS],
 	    0, 65536),
 	KEY("crawl", "sitemaps", T_BOOL, crawl.sitemaps, 0, 1),
+	KEY("crawl", "sitemap_priority", T_BOOL, crawl.sitemap_priority, 0, 1),
 	KEY("crawl", "sitemap_max_urls", T_UINT, crawl.sitemap_max_urls, 1, 1e8),
 	KEY("crawl", "sitemap_max_bytes", T_SIZE, crawl.sitemap_max_bytes, KIB, 1024 * 1024 * KIB),
 	KEY("crawl", "sitemap_max_tag_bytes", T_SIZE, crawl.sitemap_max_tag_bytes, 256, 1024 * KIB),
@@ -265,6 +268,8 @@ int crawl_config_default(struct crawl_config *c)
 	c->output.previous = strdup("");
 	c->sieve.impl = strdup("mercator");
 	c->crawl.rules = strdup("");
+	c->crawl.focus = strdup("");
+	c->crawl.focus_threshold = 0.02;
 	for (size_t i = 0; i < URL_RULES_WGET_COUNT; i++)
 		c->crawl.rules_wget[i] = strdup("");
 	c->cluster.redis = strdup("");
@@ -273,11 +278,11 @@ int crawl_config_default(struct crawl_config *c)
 	c->cluster.lease_ms = 3000;
 	c->cluster.window = 10000;
 	if (!c->cluster.redis || !c->cluster.agent || !c->cluster.assign || !c->crawl.user_agent ||
-	    !c->frontier.spill_dir || !c->output.dir || !c->dns.server || !c->dns.resolv_conf ||
-	    !c->fetch.ca_file || !c->fetch.proxy || !c->fetch.no_proxy || !c->output.metrics ||
-	    !c->output.previous || !c->sieve.impl || !c->crawl.rules || !c->crawl.rules_wget[0] ||
-	    !c->crawl.rules_wget[1] || !c->crawl.rules_wget[2] || !c->crawl.rules_wget[3] ||
-	    !c->crawl.rules_wget[4] || !c->crawl.rules_wget[5]) {
+	    !c->crawl.focus || !c->frontier.spill_dir || !c->output.dir || !c->dns.server ||
+	    !c->dns.resolv_conf || !c->fetch.ca_file || !c->fetch.proxy || !c->fetch.no_proxy ||
+	    !c->output.metrics || !c->output.previous || !c->sieve.impl || !c->crawl.rules ||
+	    !c->crawl.rules_wget[0] || !c->crawl.rules_wget[1] || !c->crawl.rules_wget[2] ||
+	    !c->crawl.rules_wget[3] || !c->crawl.rules_wget[4] || !c->crawl.rules_wget[5]) {
 		crawl_config_free(c);
 		return -1;
 	}
@@ -576,7 +581,8 @@ static void bad_value_message(const struct key_def *k, const char *value, char *
 		snprintf(err, errlen, "%s: bad value '%s' (expected ipv4 or ipv6)", key, value);
 		break;
 	case T_ORDER:
-		snprintf(err, errlen, "%s: bad value '%s' (expected bfs or depth)", key, value);
+		snprintf(err, errlen, "%s: bad value '%s' (expected bfs, depth or focused)", key,
+		         value);
 		break;
 	case T_SIZE:
 		snprintf(err, errlen,
@@ -655,10 +661,13 @@ static enum crawl_config_err key_set(struct crawl_config *c, const struct key_de
 		field_store(field, k->size, value[3] == '6' ? IP_V6 : IP_V4);
 		return CRAWL_CONFIG_OK;
 	case T_ORDER:
-		if (strcmp(value, "bfs") != 0 && strcmp(value, "depth") != 0)
+		if (strcmp(value, "bfs") != 0 && strcmp(value, "depth") != 0 &&
+		    strcmp(value, "focused") != 0)
 			return CRAWL_CONFIG_ERR_BAD_VALUE;
 		field_store(field, k->size,
-		            value[0] == 'd' ? FRONTIER_ORDER_DEPTH : FRONTIER_ORDER_BFS);
+		            value[0] == 'd'   ? FRONTIER_ORDER_DEPTH
+		            : value[0] == 'f' ? FRONTIER_ORDER_FOCUSED
+		                              : FRONTIER_ORDER_BFS);
 		return CRAWL_CONFIG_OK;
 	case T_STR:
 	case T_SIEVE_IMPL:
@@ -783,10 +792,14 @@ static void key_write(FILE *f, const struct crawl_config *c, const struct key_de
 	case T_FAMILY:
 		fprintf(f, "%s\n", field_load(field, k->size) == IP_V6 ? "ipv6" : "ipv4");
 		break;
-	case T_ORDER:
+	case T_ORDER: {
+		uint64_t o = field_load(field, k->size);
 		fprintf(f, "%s\n",
-		        field_load(field, k->size) == FRONTIER_ORDER_DEPTH ? "depth" : "bfs");
+		        o == FRONTIER_ORDER_DEPTH     ? "depth"
+		        : o == FRONTIER_ORDER_FOCUSED ? "focused"
+		                                      : "bfs");
 		break;
+	}
 	case T_STR:
 	case T_SIEVE_IMPL:
 	case T_PROXY:

@@ -85,6 +85,7 @@ struct crawl_limits {
 	size_t n_domains;
 	int any_domain;             /* 1: no domain restriction at all */
 	int sitemaps;               /* follow robots.txt's Sitemap: lines (and their indexes) */
+	int sitemap_priority;       /* a sitemap entry's <priority> is its URL's tier */
 	uint64_t sitemap_max_urls;  /* entries read per sitemap file (the protocol's 50,000) */
 	uint64_t sitemap_max_bytes; /* uncompressed bytes read per sitemap file (50 MB) */
 	int page_requisites;        /* also fetch what pages embed (images, scripts, CSS...) */
@@ -99,9 +100,11 @@ struct crawl_limits {
 	/* [politeness]: URLs a visit drops as robots-disallowed before it
 	 * gives the loop a turn; 0 = no bound */
 	uint32_t max_disallowed_per_turn;
-	uint32_t max_redirects;                 /* [fetch]: redirects followed along one chain
+	uint32_t max_redirects; /* [fetch]: redirects followed along one chain
 	                           (the fetch engine follows none itself) */
-	char *rules;                            /* the URL rules file, "" none */
+	char *rules;            /* the URL rules file, "" none */
+	char *focus;            /* the focus terms file (parse/focus.h), "" none */
+	double focus_threshold; /* a page's score from which it is on-topic (fraction of words) */
 	char *rules_wget[URL_RULES_WGET_COUNT]; /* wget's flags as keys (accept...) */
 	/* a sitemap tag longer, or of more attributes, makes it malformed */
 	uint64_t sitemap_max_tag_bytes, sitemap_max_attributes;

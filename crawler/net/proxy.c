@@ -9,6 +9,7 @@ struct proxy {
 	char *url;
 	char *no_proxy;      /* "" when none */
 	bool proxy_resolves; /* the proxy takes names (http, https, socks4a, socks5h) */
+	char text[];         /* url and no_proxy point here: one block */
 };
 
 /* Does url name a scheme libcurl proxies with? *resolves: the proxy
@@ -44,30 +45,28 @@ int proxy_create(const char *url, const char *no_proxy, struct proxy **out)
 	*out = NULL;
 	if (!url || !*url)
 		return 0;
-	struct proxy *p = calloc(1, sizeof *p);
-	if (!p || !proxy_scheme(url, &p->proxy_resolves))
-		goto fail;
+	bool resolves;
+	if (!proxy_scheme(url, &resolves))
+		return -1;
 	if (!no_proxy || !*no_proxy)
 		no_proxy = getenv("no_proxy");
 	if (!no_proxy || !*no_proxy)
 		no_proxy = getenv("NO_PROXY");
-	p->url = strdup(url);
-	p->no_proxy = strdup(no_proxy ? no_proxy : "");
-	if (!p->url || !p->no_proxy)
-		goto fail;
+	if (!no_proxy)
+		no_proxy = "";
+	size_t ulen = strlen(url) + 1, nlen = strlen(no_proxy) + 1;
+	struct proxy *p = malloc(sizeof *p + ulen + nlen);
+	if (!p)
+		return -1;
+	p->url = memcpy(p->text, url, ulen);
+	p->no_proxy = memcpy(p->text + ulen, no_proxy, nlen);
+	p->proxy_resolves = resolves;
 	*out = p;
 	return 0;
-fail:
-	proxy_destroy(p);
-	return -1;
 }
 
 void proxy_destroy(struct proxy *p)
 {
-	if (!p)
-		return;
-	free(p->url);
-	free(p->no_proxy);
 	free(p);
 }
 

@@ -22,10 +22,11 @@
 #define LOG_BUF (64u * 1024u)
 
 /* The longest line: its text fields at their caps, the timestamp (40), the
- * numbers (5 of 20), the flags and 13 separators. The buffer takes any
- * line whole. */
+ * numbers (5 of 20), the flags with a focus score and 13 separators. The
+ * buffer takes any line whole. */
 #define LINE_BOUND                                                                                 \
-	(3 * CRAWL_LOG_URL_MAX + 3 * CRAWL_LOG_TEXT_MAX + 40 + 5 * 20 + CRAWL_LOG_FLAGS_MAX + 13)
+	(3 * CRAWL_LOG_URL_MAX + 3 * CRAWL_LOG_TEXT_MAX + 40 + 5 * 20 + CRAWL_LOG_FLAGS_MAX +      \
+	 CRAWL_LOG_FOCUS_MAX + 13)
 _Static_assert(LINE_BOUND <= CRAWL_LOG_LINE_MAX, "a crawl.log line can pass the readers' limit");
 _Static_assert(CRAWL_LOG_LINE_MAX <= LOG_BUF, "a crawl.log line can pass the buffer");
 
@@ -184,7 +185,20 @@ size_t crawl_log_format(const struct crawl_log_entry *e, char *buf, size_t cap)
 	}
 	char flags[CRAWL_LOG_FLAGS_MAX];
 	size_t fl = crawl_log_flags_text(e->flags, flags, sizeof flags);
-	put(buf, cap, &pos, fl ? flags : "-", fl ? fl : 1);
+	if (fl)
+		put(buf, cap, &pos, flags, fl);
+	if (e->has_focus) {
+		/* focus=I.FFFF: the score in FOCUS_SCORE_ONE units, 4 decimals */
+		put(buf, cap, &pos, fl ? ",focus=" : "focus=", fl ? 7 : 6);
+		put_num(buf, cap, &pos, 'u', e->focus / 10000);
+		char frac[5];
+		for (uint32_t i = 0, v = e->focus % 10000; i < 4; i++, v /= 10)
+			frac[4 - i] = (char)('0' + v % 10);
+		frac[0] = '.';
+		put(buf, cap, &pos, frac, 5);
+	} else if (!fl) {
+		put(buf, cap, &pos, "-", 1);
+	}
 	put(buf, cap, &pos, "\t", 1);
 	put_num(buf, cap, &pos, 'u', (long long)e->wait_ms);
 	put(buf, cap, &pos, "\n", 1);
@@ -202,6 +216,34 @@ static const struct {
 	{ CRAWL_LOG_ROBOTS, "robots" },       { CRAWL_LOG_EMBED, "embed" },
 	{ CRAWL_LOG_REQUEUED, "requeued" },   { CRAWL_LOG_RECOVERED, "recovered" },
 };
+
+int crawl_log_focus_of(const char *s, size_t len, uint32_t *score)
+{
+	for (size_t i = 0; i + 6 <= len; i++) {
+		if ((i > 0 && s[i - 1] != ',') || memcmp(s + i, "focus=", 6) != 0)
+			continue;
+		uint64_t v = 0;
+		size_t j = i + 6, frac = 0;
+		int dot = 0;
+		for (; j < len && s[j] != ','; j++) {
+			if (s[j] == '.' && !dot) {
+				dot = 1;
+			} else if (s[j] >= '0' && s[j] <= '9' && frac < 4 && v < UINT32_MAX) {
+				v = v * 10 + (uint64_t)(s[j] - '0');
+				frac += dot;
+			} else {
+				return 0;
+			}
+		}
+		for (; frac < 4; frac++)
+			v *= 10;
+		if (j == i + 6 || v >= UINT32_MAX)
+			return 0;
+		*score = (uint32_t)v;
+		return 1;
+	}
+	return 0;
+}
 
 size_t crawl_log_flags_text(unsigned flags, char *buf, size_t cap)
 {

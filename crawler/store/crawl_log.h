@@ -10,7 +10,9 @@
  * error: a reason word, or "-"; redirect: the Location target or "-";
  * flags: comma-separated names (truncated, redirect, near-dup, revisit,
  * robots, embed: a page requisite, Heritrix's 'E' hop, requeued,
- * recovered) or "-"; wait_ms: the rest the politeness required of the host
+ * recovered), then, for an HTML page a focused crawl scored, focus=S (S
+ * its score, parse/focus.h, with 4 decimals: focus=0.0625), or "-"
+ * (readers of the flags ignore a name they do not know); wait_ms: the rest the politeness required of the host
  * before this request, counted from the end of its previous visit (the
  * policy's wait with Crawl-delay, back-off and Retry-After applied; 0 for
  * a host's first visit and for requests after the first of a visit).
@@ -69,6 +71,8 @@ const char *crawl_log_strerror(enum crawl_log_error err);
 #define CRAWL_LOG_RECOVERED 0x80u
 /* The flags' names, comma-separated, NUL included: the longest list. */
 #define CRAWL_LOG_FLAGS_MAX 72u
+/* ",focus=" and a score: the most a focus score adds to the flags. */
+#define CRAWL_LOG_FOCUS_MAX 24u
 
 /* One line. Strings borrowed for the call; NULL prints "-". */
 struct crawl_log_entry {
@@ -85,6 +89,8 @@ struct crawl_log_entry {
 	const char *redirect;
 	unsigned flags;   /* CRAWL_LOG_* */
 	uint64_t wait_ms; /* rest required before the request (see above) */
+	int has_focus;    /* the page was scored: focus (FOCUS_SCORE_ONE units) */
+	uint32_t focus;
 };
 
 struct crawl_log;
@@ -143,6 +149,8 @@ int crawl_log_has_flag(const char *s, size_t len, const char *name);
  * terminated; CRAWL_LOG_FLAGS_MAX holds any); "" for none. Returns the
  * length. */
 size_t crawl_log_flags_text(unsigned flags, char *buf, size_t cap);
+/* The focus score a flags field (len bytes) holds: 1 and *score, or 0. */
+int crawl_log_focus_of(const char *s, size_t len, uint32_t *score);
 /* The flags a comma-separated list of names sets (unknown names ignored). */
 unsigned crawl_log_flags_parse(const char *s, size_t len);
 

@@ -71,9 +71,8 @@ struct digest_entry {
 };
 
 struct warc_writer {
-	/* The configuration's strings, copied into one allocation, `strings`;
-	 * operator_info and user_agent may be NULL. */
-	char *strings;
+	/* The configuration's strings, copied into `strings` at the end of the
+	 * writer's own block; operator_info and user_agent may be NULL. */
 	char *dir;
 	char *prefix;
 	char *software;
@@ -101,13 +100,14 @@ struct warc_writer {
 	struct warc_stats stats;
 
 	/* libdeflate compresses whole buffers, about twice as fast as zlib at
-	 * level 1 (the writer's largest CPU cost): a member is gathered into
-	 * `in` and compressed into `out`, both grown to the largest record seen
-	 * (bounded by the body limit). One compressor per level used. */
+	 * level 1 (the writer's largest CPU cost): a member is gathered at the
+	 * start of `member` and compressed into the rest, grown to the largest
+	 * record seen (bounded by the body limit). One compressor per level
+	 * used. */
 	struct libdeflate_compressor *packer; /* at `level` */
 	struct libdeflate_compressor *storer; /* level 0: stored blocks */
-	uint8_t *in, *out;
-	size_t in_cap, out_cap;
+	uint8_t *member;
+	size_t member_cap;
 
 	/* SHA-1, fetched once (an implicit fetch per digest costs a lookup). */
 	EVP_MD *sha1;
@@ -124,6 +124,7 @@ struct warc_writer {
 	bool history;
 	FILE *hist;
 	struct cdxj_text hline; /* the fetch's history line, until it is written */
+	char strings[];
 };
 
 const char *warc_strerror(enum warc_error err)
@@ -271,18 +272,19 @@ static enum warc_error write_member(struct warc_writer *w, int level, const char
 	for (size_t i = 0; i < n; i++)
 		total += all[i].len;
 	size_t bound = libdeflate_gzip_compress_bound(c, total);
-	if (grow(&w->in, &w->in_cap, total) != 0 || grow(&w->out, &w->out_cap, bound) != 0)
+	if (grow(&w->member, &w->member_cap, total + bound) != 0)
 		return WARC_ERR_NOMEM;
+	uint8_t *in = w->member, *out = w->member + total;
 	total = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (all[i].len > 0)
-			memcpy(w->in + total, all[i].data, all[i].len);
+			memcpy(in + total, all[i].data, all[i].len);
 		total += all[i].len;
 	}
-	k = libdeflate_gzip_compress(c, w->in, total, w->out, w->out_cap);
+	k = libdeflate_gzip_compress(c, in, total, out, w->member_cap - total);
 	if (k == 0)
 		return WARC_ERR_ZLIB;
-	if (fwrite(w->out, 1, k, w->f) != k) {
+	if (fwrite(out, 1, k, w->f) != k) {
 		w->first_error_errno = errno;
 		rc = WARC_ERR_IO;
 	} else {
@@ -465,20 +467,21 @@ static enum warc_error open_file(struct warc_writer *w)
 	return rc;
 }
 
-/* Copies the configuration's strings into w->strings (defaults for the
- * prefix and software); 0, or -1 when out of memory. */
-static int copy_strings(struct warc_writer *w, const struct warc_config *c)
+/* The writer with the configuration's strings (defaults for the prefix and
+ * software) copied after it, in one block; NULL when out of memory. */
+static struct warc_writer *writer_alloc(const struct warc_config *c)
 {
 	const char *src[] = { c->dir, c->prefix ? c->prefix : "crawl",
 		              c->software ? c->software : "crawler/0.1", c->operator_info,
 		              c->user_agent };
-	char **dst[] = { &w->dir, &w->prefix, &w->software, &w->operator_info, &w->user_agent };
 	size_t total = 0;
 	for (size_t k = 0; k < 5; k++)
 		total += src[k] ? strlen(src[k]) + 1 : 0;
-	char *p = w->strings = malloc(total);
-	if (p == NULL)
-		return -1;
+	struct warc_writer *w = calloc(1, sizeof *w + total);
+	if (w == NULL)
+		return NULL;
+	char **dst[] = { &w->dir, &w->prefix, &w->software, &w->operator_info, &w->user_agent };
+	char *p = w->strings;
 	for (size_t k = 0; k < 5; k++) {
 		if (src[k] == NULL)
 			continue;
@@ -487,7 +490,7 @@ static int copy_strings(struct warc_writer *w, const struct warc_config *c)
 		*dst[k] = p;
 		p += n;
 	}
-	return 0;
+	return w;
 }
 
 enum warc_error warc_writer_open(const struct warc_config *config, struct warc_writer **out)
@@ -499,13 +502,9 @@ enum warc_error warc_writer_open(const struct warc_config *config, struct warc_w
 	*out = NULL;
 	if (config->prefix != NULL && (config->prefix[0] == '\0' || strchr(config->prefix, '/')))
 		return WARC_ERR_INVALID;
-	w = calloc(1, sizeof(*w));
+	w = writer_alloc(config);
 	if (w == NULL)
 		return WARC_ERR_NOMEM;
-	if (copy_strings(w, config) != 0) {
-		rc = WARC_ERR_NOMEM;
-		goto out;
-	}
 	w->max_file_bytes = config->max_file_bytes ? config->max_file_bytes : WARC_DEFAULT_MAX_FILE;
 	w->level = config->compression_level > 0 && config->compression_level <= 9
 	                   ? config->compression_level
@@ -516,12 +515,14 @@ enum warc_error warc_writer_open(const struct warc_config *config, struct warc_w
 	w->nbuckets = 1;
 	while (w->nbuckets < w->nentries)
 		w->nbuckets <<= 1;
-	w->entries = calloc(w->nentries, sizeof(*w->entries));
-	w->buckets = malloc(w->nbuckets * sizeof(*w->buckets));
-	if (w->entries == NULL || w->buckets == NULL) {
+	/* the ring and its hash buckets: one block */
+	w->entries =
+	        calloc(1, w->nentries * sizeof(*w->entries) + w->nbuckets * sizeof(*w->buckets));
+	if (w->entries == NULL) {
 		rc = WARC_ERR_NOMEM;
 		goto out;
 	}
+	w->buckets = (int32_t *)(w->entries + w->nentries);
 	for (size_t i = 0; i < w->nbuckets; i++)
 		w->buckets[i] = -1;
 	w->packer = libdeflate_alloc_compressor(w->level);
@@ -1119,8 +1120,7 @@ enum warc_error warc_writer_close(struct warc_writer *w)
 	enum warc_error rc = close_file(w);
 	libdeflate_free_compressor(w->packer);
 	libdeflate_free_compressor(w->storer);
-	free(w->in);
-	free(w->out);
+	free(w->member);
 	EVP_MD_CTX_free(w->md);
 	EVP_MD_free(w->sha1);
 	cdxj_indexer_destroy(w->ix);
@@ -1129,9 +1129,7 @@ enum warc_error warc_writer_close(struct warc_writer *w)
 			free(w->entries[i].url);
 	ARRAY_FREE_EACH(w->names, w->n_names);
 	free(w->hline.p);
-	free(w->entries);
-	free(w->buckets);
-	free(w->strings);
+	free(w->entries); /* and the buckets */
 	free(w);
 	return rc;
 }

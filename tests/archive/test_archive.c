@@ -157,10 +157,14 @@ static void write_folder(char *warc, size_t cap)
 	ck_assert_int_eq(crawl_log_close(log), CRAWL_LOG_OK);
 }
 
+/* The file as a string (fileio's buffer is not NUL-terminated). */
 static char *slurp(const char *path, size_t *len)
 {
 	char *s = fileio_read_path(path, 1 << 24, len);
 	ck_assert_ptr_nonnull(s);
+	s = realloc(s, *len + 1);
+	ck_assert_ptr_nonnull(s);
+	s[*len] = '\0';
 	return s;
 }
 

@@ -7,6 +7,11 @@
 #               the rule's own cost, the baseline of the next two
 #   rules       --order bfs with that rule at priority=3
 #   depth+rules --order depth with that rule at priority=3
+#   scored      --order bfs --focus (topic 0's words): every HTML page
+#               scored, no tiers (the score's own cost)
+#   focused     --order focused with that --focus: the links tiered by
+#               their page's score
+# The web is topical (testweb --topics 8) for every order alike.
 # Each crawl gets a fresh test web with the same generation options and
 # fetches the same URLs; its CPU time (user + system, /usr/bin/time) over
 # the requests the test web logged gives CPU s per 1,000 requests. Rounds
@@ -16,7 +21,9 @@
 # an order costs <= 1.05x).
 # Then the harvest under a page budget (tests/e2e/order_e2e.py priority):
 # the share of the rule's pages fetched with --max-pages at 10% and at 20%
-# of the web, with the rule and breadth-first.
+# of the web, with the rule and breadth-first; and the harvest rate of a
+# focused crawl and of breadth-first (tests/e2e/order_e2e.py focus, 20% of
+# the HTML pages).
 #
 #   tests/bench/order.sh          200 hosts x 50 pages, 5 rounds
 #                                 (BENCH_HOSTS, BENCH_PAGES, BENCH_ROUNDS)
@@ -44,7 +51,7 @@ if (( smoke )); then
 else
   hosts=${BENCH_HOSTS:-200} pages=${BENCH_PAGES:-50} rounds=${BENCH_ROUNDS:-5}
 fi
-gen=(--hosts "$hosts" --pages "$pages" --ips 50)
+gen=(--hosts "$hosts" --pages "$pages" --ips 50 --topics 8)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench_order.XXXXXX")
 tw_pid=""
 cleanup() {
@@ -54,6 +61,7 @@ cleanup() {
 trap cleanup EXIT
 printf 'accept regex /s[0-9]+/p[0-9]*4\\.html$ priority=3\n' >"$tmp/rules.txt"
 printf 'accept regex /s[0-9]+/p[0-9]*4\\.html$ priority=0\n' >"$tmp/rules0.txt"
+"$tw" --topics 8 --topic-words 0 >"$tmp/focus.txt"
 
 # One crawl of a fresh web under the given flags: prints "CPU_S PAGES".
 crawl_once() {
@@ -78,9 +86,10 @@ crawl_once() {
   awk -v n="$n" '{ printf "%.3f %d\n", $1 + $2, n }' "$run/time"
 }
 
-names=(bfs depth rules0 rules depth+rules)
+names=(bfs depth rules0 rules depth+rules scored focused)
 flags=("--order bfs" "--order depth" "--order bfs --rules $tmp/rules0.txt"
-       "--order bfs --rules $tmp/rules.txt" "--order depth --rules $tmp/rules.txt")
+       "--order bfs --rules $tmp/rules.txt" "--order depth --rules $tmp/rules.txt"
+       "--order bfs --focus $tmp/focus.txt" "--order focused --focus $tmp/focus.txt")
 declare -A per_k
 for ((r = 0; r < rounds; r++)); do
   for i in "${!names[@]}"; do
@@ -106,4 +115,7 @@ if (( ! smoke )); then
     ORDER_BUDGET_PCT=$pct CRAWLER_BUILD=$build CRAWLER_SOURCE=$src \
       python3 "$src/tests/e2e/order_e2e.py" priority 2>&1 | grep -E 'budget|FAIL' | sed 's/^/  /' || true
   done
+  echo "harvest rate (tests/e2e/order_e2e.py focus):"
+  CRAWLER_BUILD=$build CRAWLER_SOURCE=$src python3 "$src/tests/e2e/order_e2e.py" focus 2>&1 |
+    grep -E 'harvest|FAIL' | sed 's/^/  /' || true
 fi

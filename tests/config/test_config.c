@@ -205,6 +205,9 @@ START_TEST(keys_fill_the_module_structs)
 		{ "fetch", "ca_file", "/tmp/ca.pem" },
 		{ "fetch", "tls_verify", "off" },
 		{ "dns", "prefer", "ipv6" },
+		{ "crawl", "order", "focused" },
+		{ "crawl", "focus", "/tmp/topic.txt" },
+		{ "crawl", "focus_threshold", "0.05" },
 	};
 	ck_assert_int_eq(crawl_config_default(&c), 0);
 	ck_assert(!c.fetch.no_accept_encoding);
@@ -220,6 +223,14 @@ START_TEST(keys_fill_the_module_structs)
 		                               sizeof err) == CRAWL_CONFIG_OK,
 		              "%s", err);
 	ck_assert_uint_eq(c.politeness.ip_delay_us, 250000);
+	ck_assert_int_eq(c.frontier.order, FRONTIER_ORDER_FOCUSED);
+	ck_assert_str_eq(c.crawl.focus, "/tmp/topic.txt");
+	ck_assert(c.crawl.focus_threshold == 0.05);
+	ck_assert_int_eq(crawl_config_set(&c, "crawl", "focus_threshold", "0", err, sizeof err),
+	                 CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_int_eq(crawl_config_set(&c, "crawl", "order", "best", err, sizeof err),
+	                 CRAWL_CONFIG_ERR_BAD_VALUE);
+	ck_assert_ptr_nonnull(strstr(err, "bfs, depth or focused"));
 	ck_assert_int_eq(c.politeness.policy, DELAY_POLICY_ADAPTIVE);
 	ck_assert(c.politeness.adaptive_factor == 2.5);
 	ck_assert(c.politeness.adaptive_smoothing == 0.25);

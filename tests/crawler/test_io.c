@@ -441,6 +441,47 @@ START_TEST(crawl_log_lines)
 }
 END_TEST
 
+/* A focused crawl's score rides in the flags field as focus=S: after the
+ * flags, or alone; the flags read back as before, and the score too. */
+START_TEST(crawl_log_focus)
+{
+	char line[1024];
+	struct crawl_log_entry e = { .timestamp_unix_ms = 1700000000123,
+		                     .status = 200,
+		                     .url = "http://a.test/",
+		                     .flags = CRAWL_LOG_NEAR_DUP,
+		                     .has_focus = 1,
+		                     .focus = 625 };
+	crawl_log_format(&e, line, sizeof line);
+	ck_assert_ptr_nonnull(strstr(line, "\tnear-dup,focus=0.0625\t0\n"));
+	const char *f[CRAWL_LOG_FIELDS];
+	size_t fl[CRAWL_LOG_FIELDS];
+	ck_assert_int_eq(crawl_log_split(line, strlen(line) - 1, f, fl), CRAWL_LOG_FIELDS);
+	ck_assert_uint_eq(crawl_log_flags_parse(f[CRAWL_LOG_F_FLAGS], fl[CRAWL_LOG_F_FLAGS]),
+	                  CRAWL_LOG_NEAR_DUP);
+	uint32_t score = 0;
+	ck_assert_int_eq(crawl_log_focus_of(f[CRAWL_LOG_F_FLAGS], fl[CRAWL_LOG_F_FLAGS], &score),
+	                 1);
+	ck_assert_uint_eq(score, 625);
+	e.flags = 0;
+	e.focus = 123456;
+	crawl_log_format(&e, line, sizeof line);
+	ck_assert_ptr_nonnull(strstr(line, "\t-\tfocus=12.3456\t0\n"));
+	ck_assert_int_eq(crawl_log_focus_of("focus=12.3456", 13, &score), 1);
+	ck_assert_uint_eq(score, 123456);
+	ck_assert_int_eq(crawl_log_focus_of("robots,focus=1", 14, &score), 1);
+	ck_assert_uint_eq(score, 10000);
+	/* no score, or a malformed one */
+	ck_assert_int_eq(crawl_log_focus_of("-", 1, &score), 0);
+	ck_assert_int_eq(crawl_log_focus_of("xfocus=1", 8, &score), 0);
+	ck_assert_int_eq(crawl_log_focus_of("focus=", 6, &score), 0);
+	ck_assert_int_eq(crawl_log_focus_of("focus=1.2.3", 11, &score), 0);
+	e.has_focus = 0;
+	crawl_log_format(&e, line, sizeof line);
+	ck_assert_ptr_nonnull(strstr(line, "\t-\t-\t0\n"));
+}
+END_TEST
+
 /* The field f (0-based) of a formatted line, copied into out (cap). */
 static size_t line_field(const char *line, int f, char *out, size_t cap)
 {
@@ -651,6 +692,7 @@ int main(void)
 	tcase_add_test(tc, warc_reader_detects_corruption);
 	tcase_add_test(tc, crawl_log_lines);
 	tcase_add_test(tc, crawl_log_caps);
+	tcase_add_test(tc, crawl_log_focus);
 	tcase_add_test(tc, warc_revisit_long_url);
 	tcase_add_test(tc, decode_codings);
 	tcase_add_test(tc, decode_bomb);

@@ -543,6 +543,9 @@ static const struct {
 	{ "ac.earlier_parsed", "earlier_parsed" },
 	{ "ac.earlier_unreadable", "earlier_unreadable" },
 	{ "ac.index_records_unreadable", "index_records_unreadable" },
+	{ "ac.focus_scored", "pages_scored" },
+	{ "ac.focus_on_topic", "on_topic" },
+	{ "ac.focus_score_sum", "" }, /* shown as focus.mean_score */
 };
 #define N_SAVED_NAMES (sizeof saved_names / sizeof saved_names[0])
 

@@ -46,6 +46,7 @@ struct seen {
 	size_t count;
 	char *url[MAX_KEPT];
 	char *lastmod[MAX_KEPT];
+	double priority[MAX_KEPT];
 	enum sitemap_kind kind[MAX_KEPT];
 	char last_url[256];
 	size_t stop_after; /* 0: never stop */
@@ -59,6 +60,7 @@ static int collect(const struct sitemap_entry *e, void *arg)
 		s->url[s->count] = strdup(e->url);
 		s->lastmod[s->count] = e->lastmod ? strdup(e->lastmod) : NULL;
 		s->kind[s->count] = e->kind;
+		s->priority[s->count] = e->priority;
 	}
 	snprintf(s->last_url, sizeof s->last_url, "%s", e->url);
 	s->count++;
@@ -138,6 +140,46 @@ START_TEST(test_urlset)
 	ck_assert_ptr_null(s.lastmod[2]);
 	ck_assert_int_eq(s.kind[0], SITEMAP_KIND_URLSET);
 	ck_assert_uint_eq(r.bytes, strlen(urlset_doc));
+	seen_free(&s);
+}
+END_TEST
+
+/* <priority>: a number in 0.0..1.0 (blanks trimmed), else -1; its tier. */
+START_TEST(test_priority)
+{
+	static const char doc[] =
+	        "<urlset xmlns=\"" NS "\">\n"
+	        "<url><loc>http://example.com/a</loc><priority>0.8</priority></url>\n"
+	        "<url><priority> 1.0 </priority><loc>http://example.com/b</loc></url>\n"
+	        "<url><loc>http://example.com/c</loc></url>\n"
+	        "<url><loc>http://example.com/d</loc><priority>1.5</priority></url>\n"
+	        "<url><loc>http://example.com/e</loc><priority>high</priority></url>\n"
+	        "<url><loc>http://example.com/f</loc><priority>0</priority></url>\n"
+	        "<url><loc>http://example.com/g</loc><priority>0.50000000000000000001</priority>"
+	        "</url>\n"
+	        "<url><loc>http://example.com/h</loc><priority>0.3</priority></url>\n"
+	        "</urlset>\n";
+	struct seen s = { 0 };
+	struct sitemap_result r = parse_doc(NULL, doc, &s);
+	ck_assert_int_eq(r.problem, SITEMAP_FINE);
+	ck_assert_uint_eq(s.count, 8);
+	static const double want[] = { 0.8, 1.0, -1, -1, -1, 0, -1, 0.3 };
+	static const int tier[] = { 2, 3, 0, 0, 0, -3, 0, -1 };
+	for (size_t i = 0; i < 8; i++) {
+		ck_assert_msg(s.priority[i] == want[i], "%zu: %g", i, s.priority[i]);
+		ck_assert_int_eq(sitemap_priority_tier(s.priority[i]), tier[i]);
+	}
+	seen_free(&s);
+	ck_assert_int_eq(sitemap_priority_tier(0.5), 0);
+	ck_assert_int_eq(sitemap_priority_tier(0.6), 1);
+	ck_assert_int_eq(sitemap_priority_tier(0.4), -1);
+	/* an index's entries have none */
+	static const char index[] = "<sitemapindex xmlns=\"" NS "\"><sitemap><loc>"
+	                            "http://example.com/s.xml</loc><priority>1.0</priority>"
+	                            "</sitemap></sitemapindex>";
+	r = parse_doc(NULL, index, &s);
+	ck_assert_uint_eq(s.count, 1);
+	ck_assert(s.priority[0] == -1);
 	seen_free(&s);
 }
 END_TEST
@@ -737,6 +779,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_urlset);
+	tcase_add_test(tc, test_priority);
 	tcase_add_test(tc, test_sitemapindex);
 	tcase_add_test(tc, test_gzip);
 	tcase_add_test(tc, test_gzip_bomb);

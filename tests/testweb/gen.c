@@ -224,7 +224,8 @@ int tw_config_add_fault(struct tw_config *cfg, const char *spec)
 
 int tw_config_check(const struct tw_config *cfg)
 {
-	if (cfg->hosts < 1 || cfg->pages < 1 || cfg->ips < 1 || cfg->ips > 250)
+	if (cfg->hosts < 1 || cfg->pages < 1 || cfg->ips < 1 || cfg->ips > 250 || cfg->topics < 0 ||
+	    cfg->topics == 1 || cfg->topics > TW_TOPICS_MAX)
 		return -1;
 	for (int k = 0; k < cfg->nfaults; k++)
 		if (cfg->fault_host[k] >= cfg->hosts)
@@ -406,14 +407,65 @@ static const char *const words[] = {
 	"buffer",    "graph",         "page",      "link"
 };
 
-/* Appends about n bytes of words in <p> paragraphs. */
-static void filler_html(struct sbuf *b, struct rng *r, size_t n)
+static const char *const topic_names[TW_TOPICS_MAX] = {
+	"astronomy", "botany", "chemistry", "geology",  "music",   "cooking",
+	"sailing",   "chess",  "poetry",    "robotics", "weather", "finance",
+};
+
+static const char *const topic_words[TW_TOPICS_MAX][TW_TOPIC_WORDS] = {
+	{ "planet", "comet", "galaxy", "nebula", "telescope", "orbit" },
+	{ "fern", "orchid", "pollen", "petal", "seedling", "moss" },
+	{ "molecule", "reagent", "catalyst", "isotope", "solvent", "titration" },
+	{ "basalt", "granite", "tectonic", "sediment", "quartz", "magma" },
+	{ "melody", "sonata", "chord", "tempo", "violin", "harmony" },
+	{ "recipe", "saucepan", "simmer", "braise", "pastry", "skillet" },
+	{ "mainsail", "keel", "rudder", "regatta", "mooring", "tack" },
+	{ "bishop", "gambit", "rook", "checkmate", "endgame", "pawn" },
+	{ "sonnet", "stanza", "meter", "rhyme", "couplet", "verse" },
+	{ "actuator", "servo", "gripper", "kinematics", "lidar", "torque" },
+	{ "drizzle", "cyclone", "humidity", "forecast", "isobar", "monsoon" },
+	{ "dividend", "ledger", "equity", "bond", "portfolio", "liquidity" },
+};
+
+const char *tw_topic_word(long t, int k)
+{
+	return topic_words[t][k];
+}
+
+const char *tw_topic_name(long t)
+{
+	return topic_names[t];
+}
+
+long tw_page_topic(const struct tw_config *cfg, long i, long j)
+{
+	return cfg->topics > 0 ? (i + j) % cfg->topics : -1;
+}
+
+/* The next filler word; on a page of topic t >= 0, a fifth of them are
+ * t's words and a fiftieth any topic's. */
+static const char *next_word(struct rng *r, const struct tw_config *cfg, long t)
+{
+	if (t >= 0) {
+		unsigned u = (unsigned)rng_below(r, 100);
+		if (u < 20)
+			return topic_words[t][rng_below(r, TW_TOPIC_WORDS)];
+		if (u < 22)
+			return topic_words[rng_below(r, (uint64_t)cfg->topics)]
+			                  [rng_below(r, TW_TOPIC_WORDS)];
+	}
+	return words[rng_next(r) % (sizeof words / sizeof words[0])];
+}
+
+/* Appends about n bytes of words in <p> paragraphs (of topic t: next_word). */
+static void filler_html(struct sbuf *b, struct rng *r, size_t n, const struct tw_config *cfg,
+                        long t)
 {
 	size_t start = b->len;
 	sb_str(b, "<p>");
 	int inpara = 0;
 	while (!b->err && b->len - start < n) {
-		const char *w = words[rng_next(r) % (sizeof words / sizeof words[0])];
+		const char *w = next_word(r, cfg, t);
 		sb_str(b, w);
 		inpara++;
 		if (inpara > 40 && rng_below(r, 8) == 0) {
@@ -539,6 +591,17 @@ static void add_userinfo_links(const struct tw_config *cfg, struct linkset *ls, 
 	add_link(ls, host, t, href, 0);
 }
 
+/* A page of host h about topic t near page pk (pk itself when there is
+ * none: fewer pages than topics). */
+static long topic_page(const struct tw_config *cfg, long h, long pk, long t)
+{
+	long T = cfg->topics;
+	long j = pk - (((h + pk - t) % T) + T) % T;
+	if (j < 0)
+		j += T;
+	return j < cfg->pages ? j : pk;
+}
+
 /* The link list of page j of host i (variant pages and calendar excluded). */
 static void page_links(const struct tw_config *cfg, long i, long j, const char *bdir,
                        struct linkset *ls)
@@ -571,11 +634,18 @@ static void page_links(const struct tw_config *cfg, long i, long j, const char *
 		unsigned u = (unsigned)rng_below(&r, 100);
 		long pk = (long)rng_below(&r, (uint64_t)P);
 		if (u < 45) {
+			if (cfg->topics && rng_below(&r, 5) > 0)
+				pk = topic_page(cfg, i, pk, tw_page_topic(cfg, i, j));
 			page_path(pk, t, sizeof t);
 			add_same_host(cfg, ls, &r, i, bdir, t, 0);
 		} else if (u < 60) {
 			page_path(pk, t, sizeof t);
 			long h = (long)rng_below(&r, (uint64_t)N);
+			if (cfg->topics && rng_below(&r, 5) > 0) {
+				pk = topic_page(cfg, self_only ? i : h, pk,
+				                tw_page_topic(cfg, i, j));
+				page_path(pk, t, sizeof t);
+			}
 			add_cross_host(cfg, ls, &r, self_only ? i : h, t);
 		} else if (u < 65) {
 			snprintf(t, sizeof t, "/gone/x%u.html", (unsigned)rng_below(&r, 1000));
@@ -829,7 +899,7 @@ static int make_page(const struct tw_config *cfg, long i, long j, struct tw_reso
 	if (cfg->requisites)
 		requisites_body(j, &b);
 	for (size_t k = 0; k < ls->nh; k++) {
-		filler_html(&b, &fr, chunk);
+		filler_html(&b, &fr, chunk, cfg, tw_page_topic(cfg, i, j));
 		if (ls->is_img[k])
 			sb_fmt(&b,
 			       "<p><a href=\"%s\"><img src=\"%s\" alt=\"figure %zu\"></a></p>\n",
@@ -839,7 +909,7 @@ static int make_page(const struct tw_config *cfg, long i, long j, struct tw_reso
 		else
 			sb_fmt(&b, "<p><a href=\"%s\">link %zu</a></p>\n", ls->href[k], k);
 	}
-	filler_html(&b, &fr, chunk);
+	filler_html(&b, &fr, chunk, cfg, tw_page_topic(cfg, i, j));
 	long version = tw_page_version(cfg, i, j, cfg->epoch);
 	if (version > 0)
 		sb_fmt(&b, "<p class=\"rev\">Revision %ld of this page.</p>\n", version);
@@ -869,7 +939,7 @@ static int make_variant(const struct tw_config *cfg, long i, long j, int q, stru
 	       "<!DOCTYPE html>\n<html><head><title>h%ld page %ld variant %d</title></head>\n"
 	       "<body><h1>Variant %d of page %ld</h1>\n<p>Viewed %u times.</p>\n",
 	       i, j, q, q, j, (unsigned)(fr.s % 1000) * 7 + (unsigned)q);
-	filler_html(&b, &fr, 2000 + (size_t)rng_below(&fr, 3000));
+	filler_html(&b, &fr, 2000 + (size_t)rng_below(&fr, 3000), cfg, tw_page_topic(cfg, i, j));
 	sb_fmt(&b, "<p><a href=\"%s\">back</a></p>\n</body></html>\n", t);
 	if (links != NULL && links_cap > 0) {
 		links[0].host = i;
@@ -896,7 +966,7 @@ static int make_calendar(const struct tw_config *cfg, long i, long y, long m,
 	       "<!DOCTYPE html>\n<html><head><title>Calendar %ld-%ld</title></head>\n"
 	       "<body><h1>Calendar %ld-%02ld</h1>\n",
 	       y, m, y, m);
-	filler_html(&b, &fr, 1000);
+	filler_html(&b, &fr, 1000, cfg, -1);
 	sb_fmt(&b,
 	       "<p><a href=\"%s\">next month</a> <a href=\"%s\">previous month</a>"
 	       " <a href=\"/\">home</a></p>\n</body></html>\n",

@@ -100,7 +100,21 @@ struct tw_config {
 	 * (tw_page_source). Its links, and so the expected set, are those
 	 * bytes'. */
 	int copy_pct;
+	/* Topical pages (0: none, else 2..TW_TOPICS_MAX topics): page j of
+	 * host i (and its query variants) is about topic (i + j) % topics
+	 * (tw_page_topic); about a fifth of its text's words are its topic's
+	 * (tw_topic_word), a fiftieth any topic's; four in five of its
+	 * links to pages chosen at random go to a page of its own topic. */
+	int topics;
 };
+
+#define TW_TOPICS_MAX 12
+#define TW_TOPIC_WORDS 6
+/* The topic of page j of host i (0..topics - 1), or -1 without topics. */
+long tw_page_topic(const struct tw_config *cfg, long i, long j);
+/* Word k (< TW_TOPIC_WORDS) of topic t (< TW_TOPICS_MAX), and its name. */
+const char *tw_topic_word(long t, int k);
+const char *tw_topic_name(long t);
 
 #define TW_COPY_STEP 5
 

@@ -480,6 +480,87 @@ START_TEST(filler_exact)
 }
 END_TEST
 
+/* The page index of a documented page path, or -1. */
+static long doc_page_of(const char *path)
+{
+	long j;
+	if (strcmp(path, "/") == 0)
+		return 0;
+	if (sscanf(path, "/s%*d/p%ld.html", &j) == 1 || sscanf(path, "/private/p%ld.html", &j) == 1)
+		return j;
+	return -1;
+}
+
+/* Occurrences of word w (a whole word) in text. */
+static long count_word(const char *text, const char *w)
+{
+	long n = 0;
+	size_t wl = strlen(w);
+	for (const char *p = strstr(text, w); p; p = strstr(p + 1, w))
+		n += (p == text || p[-1] == ' ' || p[-1] == '>') && (p[wl] == ' ' || p[wl] == '<');
+	return n;
+}
+
+/* --topics: page j of host i is about topic (i + j) % T: its text carries
+ * that topic's words far more than another's, and most of its links to
+ * pages go to pages of its topic; without topics, no topic word at all. */
+START_TEST(topical_pages)
+{
+	struct tw_config c = cfg_with_seed(5);
+	c.hosts = 6;
+	c.pages = 40;
+	c.topics = 4;
+	ck_assert_int_eq(tw_config_check(&c), 0);
+	long same = 0, other = 0;
+	for (long h = 0; h < c.hosts; h++) {
+		for (long j = 0; j < c.pages; j++) {
+			char p[64];
+			struct tw_resource r;
+			struct tw_link links[64];
+			size_t nl = 0;
+			doc_page_path(j, p, sizeof p);
+			ck_assert_int_eq(tw_resource_get(&c, h, p, strlen(p), &r, links, 64, &nl),
+			                 0);
+			long t = tw_page_topic(&c, h, j);
+			ck_assert_int_eq(t, (h + j) % 4);
+			long own = 0, most_other = 0;
+			for (long k = 0; k < c.topics; k++) {
+				long n = 0;
+				for (int w = 0; w < TW_TOPIC_WORDS; w++)
+					n += count_word(r.body, tw_topic_word(k, w));
+				if (k == t)
+					own = n;
+				else if (n > most_other)
+					most_other = n;
+			}
+			ck_assert_msg(own > 4 * most_other && own >= 20, "h%ld %s: %ld vs %ld", h,
+			              p, own, most_other);
+			for (size_t k = 0; k < nl; k++) {
+				long pj = doc_page_of(links[k].path);
+				if (pj > 0)
+					*(tw_page_topic(&c, links[k].host, pj) == t ? &same
+					                                            : &other) += 1;
+			}
+			tw_resource_clear(&r);
+		}
+	}
+	/* random page links: 4 in 5 to the topic; the j+1, j+2 links never */
+	ck_assert_msg(same > 2 * other, "%ld same-topic links, %ld others", same, other);
+	ck_assert_int_eq(tw_page_topic(&(struct tw_config){ .topics = 0 }, 1, 1), -1);
+	c.topics = 0;
+	struct tw_resource r;
+	ck_assert_int_eq(tw_resource_get(&c, 1, "/", 1, &r, NULL, 0, NULL), 0);
+	for (long k = 0; k < TW_TOPICS_MAX; k++)
+		for (int w = 0; w < TW_TOPIC_WORDS; w++)
+			ck_assert_int_eq(count_word(r.body, tw_topic_word(k, w)), 0);
+	tw_resource_clear(&r);
+	c.topics = 1;
+	ck_assert_int_eq(tw_config_check(&c), -1);
+	c.topics = TW_TOPICS_MAX + 1;
+	ck_assert_int_eq(tw_config_check(&c), -1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("testweb_gen");
@@ -496,6 +577,7 @@ int main(void)
 	tcase_add_test(tc, filler_exact);
 	tcase_add_test(tc, epochs_change_pages);
 	tcase_add_test(tc, copies_repeat_payloads);
+	tcase_add_test(tc, topical_pages);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

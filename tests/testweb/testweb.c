@@ -29,7 +29,8 @@
  * every URL embeds the HTTP port, so pass --http-port = the served port):
  *   --seed S, --hosts N, --pages P, --domain D, --ips K, --http-port N,
  *   --seed-hosts S, --fault hI=MODE (repeatable), --robots-agent NAME,
- *   --crawl-delay SECS, --ipv6, --epoch N, --change-pct P, --copy-pct P.
+ *   --crawl-delay SECS, --ipv6, --epoch N, --change-pct P, --copy-pct P,
+ *   --topics T.
  *
  * Validators: every 200 carries a weak ETag and Last-Modified; a GET or
  * HEAD with If-None-Match (weak comparison, "*" too) or, without it,
@@ -159,6 +160,13 @@ static const char usage_text[] =
         "                      day later per version); links and the expected set stay\n"
         "  --change-pct P      percent of pages changed per epoch step (default 10)\n"
         "  --since M           --changed: the epoch compared with (default N - 1)\n"
+        "  --topics T          topical pages, 2 <= T <= 12 topics (default none): page J\n"
+        "                      of host hI (/, /sD/pJ.html, /private/pJ.html and their\n"
+        "                      ?q= variants) is about topic (I + J) mod T; a fifth of\n"
+        "                      its words are that topic's (--topic-words), a fiftieth\n"
+        "                      any topic's; 4 in 5 of its random page links go to a\n"
+        "                      page of its topic\n"
+        "  --topic-words K     print topic K's words, one a line (needs --topics)\n"
         "  --copy-pct P        percent of pages that repeat another page's payload, as\n"
         "                      boilerplate and soft-404 pages do (default 0): page J > 5\n"
         "                      is then served as the bytes and validators of page J - 5\n"
@@ -333,7 +341,8 @@ enum mode {
 	MODE_HOSTS_INFO,
 	MODE_DUMP,
 	MODE_CHANGED,
-	MODE_JUDGE
+	MODE_JUDGE,
+	MODE_TOPIC_WORDS
 };
 
 static int parse_long(const char *s, long lo, long hi, long *out)
@@ -452,7 +461,7 @@ int main(int argc, char **argv)
 	const char *dump_dir = NULL, *judge_log = NULL;
 	struct tw_judge_options jo = { .slack_us = 1000 };
 	const char *agent = "testcrawler";
-	long since = -1;
+	long since = -1, topic = 0;
 	char err[512];
 	int rc = 2, taken;
 
@@ -511,6 +520,13 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--change-pct") == 0) {
 			NUM(0, 100);
 			cfg.change_pct = (int)n;
+		} else if (strcmp(a, "--topic-words") == 0) {
+			NUM(0, TW_TOPICS_MAX - 1);
+			mode = MODE_TOPIC_WORDS;
+			topic = n;
+		} else if (strcmp(a, "--topics") == 0) {
+			NUM(2, TW_TOPICS_MAX);
+			cfg.topics = (int)n;
 		} else if (strcmp(a, "--copy-pct") == 0) {
 			NUM(0, 100);
 			cfg.copy_pct = (int)n;
@@ -601,6 +617,16 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	sa.so.models = sa.models;
+	if (mode == MODE_TOPIC_WORDS) {
+		if (topic >= cfg.topics) {
+			fprintf(stderr, "testweb: --topic-words K needs --topics T with K < T\n");
+			goto out;
+		}
+		for (int k = 0; k < TW_TOPIC_WORDS; k++)
+			printf("%s\n", tw_topic_word(topic, k));
+		rc = fflush(stdout) != 0;
+		goto out;
+	}
 	if (mode != MODE_SERVE && cfg.http_port == 0) {
 		fprintf(stderr, "testweb: this mode needs --http-port N (the served port)\n");
 		goto out;
@@ -612,6 +638,7 @@ int main(int argc, char **argv)
 	case MODE_HOSTS_INFO: rc = tw_hosts_info_write(&cfg, stdout) == 0 ? 0 : 1; break;
 	case MODE_DUMP: rc = tw_dump(&cfg, dump_dir) == 0 ? 0 : 1; break;
 	case MODE_JUDGE: rc = judge(&cfg, &jo, agent, judge_log); break;
+	case MODE_TOPIC_WORDS: break; /* done above */
 	case MODE_CHANGED:
 		rc = tw_changed_write(&cfg, agent, since >= 0 ? since : cfg.epoch - 1, stdout) == 0
 		             ? 0
