@@ -72,9 +72,10 @@ int run_can_start(void *ctx)
 		return 0;
 	if (!crawl_source_ready(r->source))
 		return 0;
-	inflight += parked; /* results a checkpoint holds go on after it */
-	return parse_jobs_has_room(r->parse, inflight) &&
-	       crawl_writer_has_room(r->writer, inflight) && sieve_path_has_room(r->sp, inflight);
+	/* results a checkpoint holds go on after it */
+	return parse_jobs_has_room(r->parse, inflight, parked) &&
+	       crawl_writer_has_room(r->writer, inflight + parked) &&
+	       sieve_path_has_room(r->sp, inflight + parked);
 }
 
 void run_finish(void *ctx)

@@ -32,6 +32,7 @@ struct crawl_writer {
 	struct warc_position sync_pos;
 	uint64_t sync_log_size;
 	atomic_uint_fast64_t synced;
+	atomic_int wake_after_job; /* set by the loop: wake it after the next job */
 	/* see struct crawl_writer_stats */
 	atomic_uint_fast64_t errors, revisits, index_records_unreadable;
 };
@@ -240,6 +241,9 @@ static void *writer_main(void *arg)
 			write_job(w, j);
 		}
 		crawl_job_free(j);
+		if (atomic_load_explicit(&w->wake_after_job, memory_order_relaxed) &&
+		    atomic_exchange(&w->wake_after_job, 0))
+			w->p.wake(w->p.ctx);
 		/* The lines go to the kernel after their WARC records (see the
 		 * order in crawl_writer.h), in one write once the queue runs
 		 * empty (or the log's buffer fills); what a full disk refuses
@@ -282,6 +286,16 @@ fail:
 int crawl_writer_has_room(const struct crawl_writer *w, size_t in_flight)
 {
 	return bqueue_size(w->thread.q) + in_flight + 1 <= bqueue_cap(w->thread.q) / 2;
+}
+
+size_t crawl_writer_queued(const struct crawl_writer *w)
+{
+	return bqueue_size(w->thread.q);
+}
+
+void crawl_writer_wake_after_next(struct crawl_writer *w)
+{
+	atomic_store(&w->wake_after_job, 1);
 }
 
 int crawl_writer_try_push(struct crawl_writer *w, struct crawl_job *j)

@@ -95,7 +95,9 @@ struct crawl_writer_parts {
 	const struct warc_config *warc_config; /* NULL: no WARC output */
 	size_t queue_cap;
 	struct io_stall *io;
-	void (*wake)(void *ctx); /* writer thread: a barrier was reached */
+	/* writer thread: a barrier was reached, or a job written after
+	 * crawl_writer_wake_after_next */
+	void (*wake)(void *ctx);
 	void *ctx;
 };
 
@@ -105,6 +107,12 @@ int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_write
 
 /* Loop thread: 1 if the queue keeps room for in_flight + 1 more jobs. */
 int crawl_writer_has_room(const struct crawl_writer *w, size_t in_flight);
+
+/* Any thread: the jobs waiting for the writer thread (barriers included). */
+size_t crawl_writer_queued(const struct crawl_writer *w);
+/* Loop thread: the writer calls wake once it has written its next job
+ * (the loop waits for the answers not yet stored to fall). */
+void crawl_writer_wake_after_next(struct crawl_writer *w);
 
 /* Loop thread: queues j without waiting (takes it). 0, or -1 when full
  * (j not taken). */

@@ -48,8 +48,12 @@ struct parse_jobs {
 	uint32_t focus_threshold;  /* [crawl] focus_threshold, FOCUS_SCORE_ONE units */
 	struct parse_jobs_counters ac;
 	struct parse_pool *pool;
-	struct near_dup *nd;              /* NULL: near-duplicates not flagged */
-	atomic_uint_fast64_t jobs_bytes;  /* responses submitted, not yet handed to the writer */
+	struct near_dup *nd;             /* NULL: near-duplicates not flagged */
+	atomic_uint_fast64_t jobs_bytes; /* responses submitted, not yet handed to the writer */
+	/* jobs submitted and not yet in the writer's queue: dropped only after
+	 * the hand-on, before the loop is woken, so that the loop never counts
+	 * a job in neither (parse_jobs_has_room) */
+	atomic_uint_fast64_t jobs_in_parse;
 	uint64_t parse_full, writer_full; /* loop thread: see parse_jobs_take */
 	/* loop thread: a cluster inbox URL parsed again (parse_jobs_inbound) */
 	struct url *inbound_u;
@@ -563,6 +567,7 @@ static void parse_work(void *ctx, void *state, void *item)
 	}
 	atomic_fetch_sub(&pj->jobs_bytes, job_bytes(j));
 	crawl_writer_push(pj->p.writer, j);
+	atomic_fetch_sub(&pj->jobs_in_parse, 1);
 	pj->p.wake(pj->p.ctx);
 }
 
@@ -604,8 +609,10 @@ int parse_jobs_try_submit(struct parse_jobs *pj, struct crawl_job *j)
 {
 	uint64_t b = job_bytes(j); /* j is the parse thread's once submitted */
 	atomic_fetch_add(&pj->jobs_bytes, b);
+	atomic_fetch_add(&pj->jobs_in_parse, 1);
 	if (parse_pool_try_submit(pj->pool, j) == PARSE_POOL_OK)
 		return 0;
+	atomic_fetch_sub(&pj->jobs_in_parse, 1);
 	atomic_fetch_sub(&pj->jobs_bytes, b);
 	return -1;
 }
@@ -683,9 +690,23 @@ int parse_jobs_inbound(struct parse_jobs *pj, const char *url, size_t len, uint3
 	return 1;
 }
 
-int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight)
+/* Answers received and not yet in the WARC (a kill loses them all). */
+static uint64_t unstored(struct parse_jobs *pj, size_t held)
 {
-	return parse_pool_queued(pj->pool) + in_flight + 1 <= parse_pool_capacity(pj->pool);
+	return atomic_load(&pj->jobs_in_parse) + crawl_writer_queued(pj->p.writer) + held;
+}
+
+int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight, size_t held)
+{
+	if (parse_pool_queued(pj->pool) + in_flight + held + 1 > parse_pool_capacity(pj->pool))
+		return 0;
+	if (unstored(pj, held) < pj->p.parse->queue)
+		return 1;
+	/* The parse threads wake the loop as they hand a job on, the writer
+	 * only when asked: ask, then look again, lest it wrote the last job
+	 * in between. */
+	crawl_writer_wake_after_next(pj->p.writer);
+	return unstored(pj, held) < pj->p.parse->queue;
 }
 
 uint64_t parse_jobs_outstanding(struct parse_jobs *pj)

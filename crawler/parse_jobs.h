@@ -54,6 +54,14 @@
  * far was added. The pool's queue is bounded: the fetch loop submits
  * without waiting and starts no transfer unless parse_jobs_has_room.
  *
+ * Answers waiting here or in the writer's queue (or held by a checkpoint)
+ * are not in the WARC yet, so a kill loses them and a resume fetches them
+ * again. The loop starts no transfer while [parse] queue of them wait: at
+ * any moment at most [parse] queue (the writer's job in hand included) +
+ * the transfers then in flight (one a host) are received and not stored.
+ * The pool's queue holds [parse] queue + max_connections jobs, so that
+ * every transfer in flight still finds a slot.
+ *
  * Counters (parse_jobs_stats): the parse threads bump atomics; the two of
  * parse_jobs_take are the loop thread's.
  */
@@ -129,8 +137,11 @@ int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *
  * the scope's rejection counted there). Loop thread. */
 int parse_jobs_inbound(struct parse_jobs *pj, const char *url, size_t len, uint32_t word,
                        uint32_t *out);
-/* 1 if the queue keeps room for in_flight + 1 more jobs. */
-int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight);
+/* 1 if one more transfer may start: fewer than [parse] queue answers wait
+ * unstored (jobs outstanding, the writer's queue, and `held`, the results
+ * a checkpoint holds), and the pool's queue keeps room for in_flight +
+ * held + 1 more jobs. */
+int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight, size_t held);
 /* Jobs submitted and not yet handed to the writer. */
 uint64_t parse_jobs_outstanding(struct parse_jobs *pj);
 

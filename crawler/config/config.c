@@ -313,7 +313,7 @@ int crawl_config_default(struct crawl_config *c)
 	c->frontier.mem_budget = 256u * MIB_TO_BYTES;
 	c->sieve.memory = 64u * 1024 * 1024;
 	c->link_meta_memory = 16u * 1024 * 1024;
-	c->parse.queue = 1024;
+	c->parse.queue = 64;
 	c->parse.near_dup_memory = 64u << 20;
 	c->parse.near_dup = 1;
 	c->links.max_links = LINKS_DEFAULT_MAX_LINKS;

@@ -113,9 +113,9 @@ struct crawl_limits {
 
 /* [parse]: the pool of parse threads and what it does per page. */
 struct crawl_parse {
-	uint32_t threads;         /* 0 = number of cores */
-	uint32_t queue;           /* responses waiting for a parse thread */
-	int near_dup;             /* SimHash near-duplicate flagging */
+	uint32_t threads; /* 0 = number of cores */
+	uint32_t queue;   /* answers waiting unstored (parse, writer) before no transfer starts */
+	int near_dup;     /* SimHash near-duplicate flagging */
 	uint64_t near_dup_memory; /* budget of the near-duplicate store, bytes */
 };
 

@@ -14,7 +14,10 @@ the test web's own request log.
                             --copy-pct 25: WARC revisit records), with the
                             default checkpoint interval (60 s: no checkpoint
                             between the kills, every resume replays the whole
-                            crawl): RESUME_KILLS (default 4) kills 2-4 s apart
+                            crawl): RESUME_KILLS (default 4) kills 2-4 s apart,
+                            and a slow WARC writer (libslowwarc.so: each
+                            record waits RESUME_SLOW_WARC_US, default 2000),
+                            so that answers wait unstored at each kill
   resume_e2e.py powercut    the same, but after each kill every file of the
                             output folder is cut back to what was fsynced
                             (an LD_PRELOAD shim, libsynctrack.so, records the
@@ -40,7 +43,10 @@ stored by the crawler (it has no record in the WARC from before the kill).
 A response the crawler had stored in the WARC is never fetched again, with
 or without its crawl.log line, revisits included: the resume replays that
 tail; no crash is followed by more repeats of requests in flight at the
-server than the transfers that can be open (one per host); every WARC file reads back whole with an independent reader,
+server than the transfers that can be open (one per host), nor by more
+repeats in flight or answered but not stored than those transfers plus the
+crawl's [parse] queue (8 in these crawls); every WARC file reads
+back whole with an independent reader,
 digests verify; every crawl.log line is whole; per-host and per-IP delays
 hold across the crashes; stats.json's page count continues (it equals the
 distinct pages fetched).
@@ -68,7 +74,9 @@ import crawl_e2e as e2e  # noqa: E402
 INTERVAL_S = 1          # --checkpoint-interval of these crawls
 DEFAULT_INTERVAL_S = 60  # checkpoint_interval_s of configs/default.conf
 CKPT_SLACK_S = 1.5      # a checkpoint's own time + the loop's 100 ms tick
+CRASH_PARSE_QUEUE = 8   # [parse] queue of the crashed crawls
 SYNCTRACK = os.path.abspath(os.path.join(e2e.BUILD, "tests", "resume", "libsynctrack.so"))
+SLOWWARC = os.path.abspath(os.path.join(e2e.BUILD, "tests", "resume", "libslowwarc.so"))
 
 
 def fail(msg):
@@ -250,64 +258,78 @@ def stored_responses(out):
     return dates
 
 
-def repeats_per_crash(tw, out, kills, max_inflight):
+def repeats_per_crash(tw, out, kills, max_inflight, queue):
     """Per crash: the requests in flight at it (arrived before the kill, not
-    answered before it), and the repeats after it (a URL requested in the
-    next run that had been requested before the kill), split into those in
+    answered before it), and the repeats charged to it (a URL requested
+    again after a crash, charged to the crash that ended the run of its
+    earlier request: a run killed before it asked again passes the repeat
+    on to the next crash), split into those in
     flight at the crash, those the server had answered but the crawler had
     not stored yet (no response or revisit record of the URL from before the
     kill: the answer died in the crawler's hands, between its socket and its
     WARC file), and those it had stored (work done, stored, and done again,
     which the tail replay prevents, revisits included). robots.txt counts
     like any URL, but when unreachable (5xx, 429: asked again by design).
-    No repeat may be of a stored response, and no crash may have more
-    repeats of requests in flight at the server than max_inflight, the
-    transfers the crawl can have open (the answered but unstored ones wait
-    in the crawler's parse and writer queues, which a slow build fills:
-    under the sanitizers up to 90 at a kill).
+    No repeat may be of a stored response; no crash may have more repeats
+    of requests in flight at the server than max_inflight, the transfers
+    the crawl can have open; and the answered but unstored ones, which wait
+    in the crawler's parse and writer queues, are bounded by its [parse]
+    queue: the crawl starts no transfer while `queue` of them wait (the
+    one the writer has in hand aside), so at a kill at most `queue` of them
+    plus the transfers then open (one a host) are in flight or unstored.
     Prints one line per crash; returns the errors."""
     spans = served_spans(tw)
     stored = stored_responses(out)
     errors = []
-    total = collections.Counter()
     bounds = kills + [float("inf")]
+    per = [collections.Counter() for _ in kills]  # per crash, its own run's
+    late = [0.0 for _ in kills]
     for i, k in enumerate(kills):
-        last = {}  # URL -> end of its latest request before the kill
-        inflight = 0
+        last = {}  # URL -> (arrival, end) of its latest request before the kill
         for t, end, host, path, status in spans:
             if t >= k:
                 break
-            inflight += end >= k
+            per[i]["inflight"] += t >= (kills[i - 1] if i else 0) and end >= k
             # an unreachable robots.txt is asked again by design (RFC 9309)
             if path == "/robots.txt" and (status >= 500 or status == 429):
                 last.pop((host, path), None)
             else:
-                last[(host, path)] = end
-        n = collections.Counter()
-        late = 0.0
+                last[(host, path)] = (t, end)
         for t, end, host, path, _ in spans:
             if t <= k or t >= bounds[i + 1] or (host, path) not in last:
                 continue
+            # one repeat per URL per crash, charged to the crash that ended
+            # the run of the earlier request (a run killed before it asked
+            # again passes it on to the next crash)
+            arrived, before = last.pop((host, path))
+            j = next(j for j, kj in enumerate(kills) if kj > arrived)
+            kj = kills[j]
+            n = per[j]
             n["repeats"] += 1
-            before = last.pop((host, path))  # one repeat per URL per crash
-            if before >= k:
+            if before >= kj:
                 n["in flight"] += 1
-            elif not any(d < k for d in stored.get("http://%s%s" % (host, path), ())):
+            elif not any(d < kj for d in stored.get("http://%s%s" % (host, path), ())):
                 n["unstored"] += 1
-                late = max(late, (k - before) / 1e3)
+                late[j] = max(late[j], (kj - before) / 1e3)
             else:
                 n["stored"] += 1
                 if len(errors) < 5:
                     errors.append("crash %d: %s%s answered %.1f ms before the kill, stored, and "
-                                  "requested again" % (i + 1, host, path, (k - before) / 1e3))
+                                  "requested again" % (j + 1, host, path, (kj - before) / 1e3))
+    total = collections.Counter()
+    for i, n in enumerate(per):
         print("crash %2d: %2d requests in flight; %2d repeats after it: %2d in flight, %d answered "
               "but not stored yet (at most %.1f ms before the kill), %d stored" %
-              (i + 1, inflight, n["repeats"], n["in flight"], n["unstored"], late, n["stored"]))
+              (i + 1, n["inflight"], n["repeats"], n["in flight"], n["unstored"], late[i],
+               n["stored"]))
         if n["in flight"] > max_inflight:
             errors.append("crash %d: %d repeats of requests in flight, more than the %d "
                           "transfers that can be open" % (i + 1, n["in flight"], max_inflight))
+        if n["in flight"] + n["unstored"] > max_inflight + queue:
+            errors.append("crash %d: %d repeats in flight or answered but not stored, more than "
+                          "the %d transfers that can be open + [parse] queue %d" %
+                          (i + 1, n["in flight"] + n["unstored"], max_inflight, queue))
         total.update(n)
-        total["inflight"] += inflight
     print("%d crashes: %d requests in flight at them; %d repeats: %d in flight, %d answered but not "
           "stored yet, %d stored and fetched again" %
           (len(kills), total["inflight"], total["repeats"], total["in flight"], total["unstored"],
@@ -345,12 +367,23 @@ def crash_loop(powercut, ipv6=False, copies=False):
         env["SYNCTRACK_JOURNAL"] = journal
         # under ASan the sanitizer's runtime need not come first
         env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
+    elif copies:
+        # a slow writer (each WARC record waits RESUME_SLOW_WARC_US, default
+        # 2 ms: the crawl fetches faster than it stores), so that answers
+        # wait unstored at the kills, as many as [parse] queue lets wait
+        if not os.path.exists(SLOWWARC):
+            fail("missing %s" % SLOWWARC)
+        env["LD_PRELOAD"] = SLOWWARC
+        env["SLOWWARC_US"] = os.environ.get("RESUME_SLOW_WARC_US", "2000")
+        env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
     lost = 0
     try:
         expected = set(tw.run_mode("--expected", "--agent", e2e.AGENT))
         out = os.path.join(work, "out")
-        c = Crawl(tw, out, ["--dns-server", "[::1]:%d" % tw.dns_port] if ipv6 else [],
-                  interval=interval)
+        # a small queue of answers not yet stored, so that its bound on the
+        # repeats is sharp
+        c = Crawl(tw, out, (["--dns-server", "[::1]:%d" % tw.dns_port] if ipv6 else []) +
+                  ["--set", "parse.queue=%d" % CRASH_PARSE_QUEUE], interval=interval)
         finished_early = 0
         for i in range(n_kills):
             p = c.start(resume=i > 0, env=env)
@@ -385,7 +418,8 @@ def crash_loop(powercut, ipv6=False, copies=False):
     if not powercut:
         # politeness: one transfer per host at a time, so at most one per
         # host the web served
-        errors += repeats_per_crash(tw, out, kills, len(set(r[2] for r in tw.requests())))
+        errors += repeats_per_crash(tw, out, kills, len(set(r[2] for r in tw.requests())),
+                                    CRASH_PARSE_QUEUE)
     if finished_early > n_kills // 2:
         errors.append("the crawl finished before %d of %d kills: make the web bigger" %
                       (finished_early, n_kills))
