@@ -185,9 +185,11 @@ class RedisCluster:
             self.nodes[i].cmd("CLUSTER", "ADDSLOTSRANGE", lo, hi)
         for n in self.nodes[1:]:
             self.nodes[0].cmd("CLUSTER", "MEET", "127.0.0.1", n.port)
-        self._wait(lambda: all(len(self._nodes_of(n)) == len(self.nodes)
-                               for n in self.nodes), deadline, "nodes did not meet")
         ids = [n.cmd("CLUSTER", "MYID") for n in self.nodes]
+        # by ID, past the handshake: a replica told to follow a master it
+        # knows only by a handshake's temporary ID answers "Unknown node"
+        self._wait(lambda: all(self._knows(n, ids) for n in self.nodes),
+                   deadline, "nodes did not meet")
         for k, n in enumerate(self.nodes[m:]):
             n.cmd("CLUSTER", "REPLICATE", ids[k % m])
         self._wait(self.ready, deadline, "the cluster did not come up")
@@ -321,6 +323,16 @@ class RedisCluster:
             return [l for l in n.cmd("CLUSTER", "NODES").splitlines() if l]
         except (OSError, RespError, ConnectionError):
             return []
+
+    @classmethod
+    def _knows(cls, n, ids):
+        """n lists every node of ids, none of them still in a handshake."""
+        known = set()
+        for l in cls._nodes_of(n):
+            f = l.split()
+            if len(f) > 2 and "handshake" not in f[2]:
+                known.add(f[0])
+        return all(i in known for i in ids)
 
     @staticmethod
     def _wait(cond, deadline, msg):
