@@ -574,8 +574,16 @@ def test_diskfull():
             text = open(err_path).read()
             if "fetching paused" not in text:
                 errors.append("no pause reported on a full disk: %r" % text[-500:])
-            time.sleep(1.0)  # what was in flight ends
-            n1 = served(tw)
+            # what was in flight ends: no new request for 1 s (a fixed 1 s
+            # was too short on a loaded machine, where an answer started
+            # before the pause can be served later than that)
+            n1, quiet_since = served(tw), time.time()
+            deadline = time.time() + 20
+            while time.time() - quiet_since < 1.0 and time.time() < deadline:
+                time.sleep(0.1)
+                n = served(tw)
+                if n != n1:
+                    n1, quiet_since = n, time.time()
             time.sleep(2.0)
             n2 = served(tw)
             if n2 != n1:
