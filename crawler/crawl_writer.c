@@ -254,8 +254,7 @@ static void line_free(struct crawl_writer *w, struct crawl_job *j)
 static void ring_write(struct crawl_writer *w, uint64_t upto)
 {
 	for (; w->line_next < w->seq_next; w->line_next++) {
-		struct crawl_job **slot =
-		        w->ring_cap ? &w->ring[w->line_next % w->ring_cap] : NULL;
+		struct crawl_job **slot = w->ring_cap ? &w->ring[w->line_next % w->ring_cap] : NULL;
 		if ((!slot || !*slot) && w->line_next >= upto)
 			break;
 		if (slot && *slot) {

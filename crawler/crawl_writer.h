@@ -92,8 +92,8 @@ struct crawl_job {
 	                 log already, so parsed but not written again */
 	struct previous_hit *earlier; /* owned: the URL's capture in the crawl recrawled
 	                              against (archive/previous.h), or NULL */
-	int recorded;      /* the writer wrote its records; its line comes next */
-	uint64_t line_seq; /* the writer's: where its line falls in crawl.log's order */
+	int recorded;                 /* the writer wrote its records; its line comes next */
+	uint64_t line_seq;            /* the writer's: where its line falls in crawl.log's order */
 };
 
 /* Frees the job and what it owns; NULL is a no-op. */
@@ -156,7 +156,7 @@ void crawl_writer_destroy(struct crawl_writer *w);
 
 /* The writer thread's counters. */
 struct crawl_writer_stats {
-	uint64_t errors; /* records or log lines that could not be written (or a line
+	uint64_t errors;   /* records or log lines that could not be written (or a line
 	                    written out of order: no memory to hold it) */
 	uint64_t revisits; /* fetches written as WARC revisit records */
 	/* an index's captures (archive/previous.h) whose record could not be
