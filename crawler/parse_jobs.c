@@ -720,7 +720,9 @@ static uint64_t answers_waiting(struct parse_jobs *pj, size_t held)
 
 int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight, size_t held)
 {
-	if (parse_pool_queued(pj->pool) + in_flight + held + 1 > parse_pool_capacity(pj->pool))
+	/* the writer submits the jobs it holds to parse without waiting */
+	size_t to_parse = parse_pool_queued(pj->pool) + atomic_load(&pj->jobs_unsubmitted);
+	if (to_parse + in_flight + held + 1 > parse_pool_capacity(pj->pool))
 		return 0;
 	if (answers_waiting(pj, held) < pj->p.parse->queue)
 		return 1;

@@ -151,8 +151,8 @@ int parse_jobs_inbound(struct parse_jobs *pj, const char *url, size_t len, uint3
                        uint32_t *out);
 /* 1 if one more transfer may start: fewer than [parse] queue answers wait
  * (in the parse threads, the writer's queue, and `held`, the results a
- * checkpoint holds), and the pool's queue keeps room for in_flight +
- * held + 1 more jobs. */
+ * checkpoint holds), and the pool's queue keeps room for the jobs the
+ * writer will submit + in_flight + held + 1 more. */
 int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight, size_t held);
 /* Jobs to parse taken (or submitted by a replay) and not yet handed back
  * to the writer. */
