@@ -341,6 +341,14 @@ static int open_fetch(struct run *r, struct module_configs *mc)
 	return r->visit ? CRAWL_EXIT_OK : CRAWL_EXIT_FAILURE;
 }
 
+/* The writer's `recorded` hook: a job whose records are out goes to the
+ * parse threads (r->parse is set before the loop hands over any job). */
+static int run_recorded(void *ctx, struct crawl_job *j)
+{
+	struct run *r = ctx;
+	return parse_jobs_recorded(r->parse, j);
+}
+
 /* Writer, parse threads, the checkpoint machine. */
 static int start_workers(struct run *r, struct module_configs *mc, uint64_t ckpt_seq)
 {
@@ -352,6 +360,7 @@ static int start_workers(struct run *r, struct module_configs *mc, uint64_t ckpt
 		.queue_cap = 2 * wcap,
 		.io = r->io,
 		.wake = run_wake,
+		.recorded = run_recorded,
 		.ctx = r,
 	};
 	if (crawl_writer_open(&wp, &r->writer) != 0)

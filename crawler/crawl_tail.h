@@ -23,7 +23,8 @@
  * writes before its replay; else it has none.
  *
  * Records after the last line are fetches whose lines the crash lost (the
- * writer appends lines in batches after their records, crawl_writer.h):
+ * writer writes a fetch's records before its parse and its line after it,
+ * the lines in record order and in batches, crawl_writer.h):
  * each is an entry of its own, rebuilt from the record and the crawler's
  * fields on it (WARC-Crawler-*), marked recovered; the replay appends its
  * line to crawl.log, so that the log again holds a line for every record

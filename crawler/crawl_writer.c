@@ -33,6 +33,13 @@ struct crawl_writer {
 	uint64_t sync_log_size;
 	atomic_uint_fast64_t synced;
 	atomic_int wake_after_job; /* set by the loop: wake it after the next job */
+	/* the reorder ring (writer thread): the jobs recorded and not yet
+	 * logged, at line_seq % ring_cap; line_next is the next line to write,
+	 * seq_next the next record's number */
+	struct crawl_job **ring;
+	size_t ring_cap;
+	uint64_t line_next, seq_next;
+	atomic_size_t ring_held; /* jobs in the ring: the loop's room check reads it */
 	/* see struct crawl_writer_stats */
 	atomic_uint_fast64_t errors, revisits, index_records_unreadable;
 };
@@ -179,17 +186,20 @@ static enum crawl_log_error log_retry(struct crawl_writer *w, const struct crawl
 	return le;
 }
 
-static void write_job(struct crawl_writer *w, struct crawl_job *j)
+/* Writes j's records (when it has a response and WARC output is on). */
+static void write_record(struct crawl_writer *w, struct crawl_job *j)
 {
-	struct fetch_result *res = j->res;
-	int revisit = 0;
-	if (w->warc && res->status > 0)
-		revisit = write_warc(w, j);
-	unsigned flags = j->flags;
-	if (revisit)
-		flags |= CRAWL_LOG_REVISIT;
-	if (res->truncated)
-		flags |= CRAWL_LOG_TRUNCATED;
+	if (w->warc && j->res->status > 0 && write_warc(w, j))
+		j->flags |= CRAWL_LOG_REVISIT;
+	if (j->res->truncated)
+		j->flags |= CRAWL_LOG_TRUNCATED;
+	j->recorded = 1;
+	j->line_seq = w->seq_next++;
+}
+
+static void write_line(struct crawl_writer *w, const struct crawl_job *j)
+{
+	const struct fetch_result *res = j->res;
 	struct crawl_log_entry e = {
 		.timestamp_unix_ms = res->end_unix_ms,
 		.status = res->error == FETCH_OK ? res->status : -(long)res->error,
@@ -202,7 +212,7 @@ static void write_job(struct crawl_writer *w, struct crawl_job *j)
 		.ip = res->ip[0] ? res->ip : NULL,
 		.error = res->error != FETCH_OK ? fetch_strerror(res->error) : j->error,
 		.redirect = j->redirect,
-		.flags = flags,
+		.flags = j->flags,
 		.wait_ms = j->wait_us / 1000,
 		.has_focus = j->has_focus,
 		.focus = j->focus,
@@ -211,11 +221,92 @@ static void write_job(struct crawl_writer *w, struct crawl_job *j)
 		atomic_fetch_add(&w->errors, 1);
 }
 
+/* Room in the ring for line number seq: doubles it, re-placing what it
+ * holds. 0, or -1 out of memory. */
+static int ring_reserve(struct crawl_writer *w, uint64_t seq)
+{
+	if (seq - w->line_next < w->ring_cap)
+		return 0;
+	size_t cap = w->ring_cap ? w->ring_cap : 64;
+	while (seq - w->line_next >= cap)
+		cap *= 2;
+	struct crawl_job **ring = calloc(cap, sizeof *ring);
+	if (!ring)
+		return -1;
+	for (uint64_t n = w->line_next; n < w->line_next + w->ring_cap; n++)
+		ring[n % cap] = w->ring[n % w->ring_cap];
+	free(w->ring);
+	w->ring = ring;
+	w->ring_cap = cap;
+	return 0;
+}
+
+static void line_free(struct crawl_writer *w, struct crawl_job *j)
+{
+	write_line(w, j);
+	crawl_job_free(j);
+}
+
+/* Writes the lines that may go now, in record order, up to line number
+ * `upto` (excluded) past lines that have not come back: a barrier or the
+ * end passes all (a job lost in a teardown), an out-of-memory those
+ * before the line it cannot hold; they are written when they come. */
+static void ring_write(struct crawl_writer *w, uint64_t upto)
+{
+	for (; w->line_next < w->seq_next; w->line_next++) {
+		struct crawl_job **slot = w->ring_cap ? &w->ring[w->line_next % w->ring_cap] : NULL;
+		if ((!slot || !*slot) && w->line_next >= upto)
+			break;
+		if (slot && *slot) {
+			line_free(w, *slot);
+			*slot = NULL;
+			atomic_fetch_sub(&w->ring_held, 1);
+		}
+	}
+}
+
+/* j, recorded, waits in the ring for the lines before its own, its
+ * messages dropped meanwhile (the line needs their sizes only). */
+static void line_hold(struct crawl_writer *w, struct crawl_job *j)
+{
+	if (j->line_seq < w->line_next) { /* passed over by an out-of-memory */
+		atomic_fetch_add(&w->errors, 1);
+		line_free(w, j);
+		return;
+	}
+	if (ring_reserve(w, j->line_seq) != 0) {
+		ring_write(w, j->line_seq);
+		atomic_fetch_add(&w->errors, 1);
+		line_free(w, j);
+		w->line_next = j->line_seq + 1;
+		return;
+	}
+	uint64_t seq = j->line_seq;
+	w->ring[seq % w->ring_cap] = j;
+	atomic_fetch_add(&w->ring_held, 1);
+	ring_write(w, 0);
+	if (w->line_next <= seq) /* j waits */
+		fetch_result_drop_messages(j->res);
+}
+
+/* A fetch from the loop (records first, then the parse, then its line) or
+ * back from the parse threads (its line). */
+static void write_job(struct crawl_writer *w, struct crawl_job *j)
+{
+	if (!j->recorded) {
+		write_record(w, j);
+		if (w->p.recorded && w->p.recorded(w->p.ctx, j) == 0)
+			return;
+	}
+	line_hold(w, j);
+}
+
 /* A checkpoint's barrier: every job queued before it is written; make it
  * durable and say where the WARC stands. */
 static void writer_barrier(struct crawl_writer *w, uint64_t seq)
 {
 	int rc = 0;
+	ring_write(w, UINT64_MAX);
 	if (w->warc) {
 		if (warc_writer_sync(w->warc) != WARC_OK)
 			rc = -1;
@@ -237,10 +328,12 @@ static void *writer_main(void *arg)
 		if (j->barrier) {
 			writer_barrier(w, j->barrier);
 			w->p.wake(w->p.ctx);
+			crawl_job_free(j);
 		} else if (!j->replayed) {
-			write_job(w, j);
+			write_job(w, j); /* takes j */
+		} else {
+			crawl_job_free(j);
 		}
-		crawl_job_free(j);
 		if (atomic_load_explicit(&w->wake_after_job, memory_order_relaxed) &&
 		    atomic_exchange(&w->wake_after_job, 0))
 			w->p.wake(w->p.ctx);
@@ -251,6 +344,7 @@ static void *writer_main(void *arg)
 		if (bqueue_size(w->thread.q) == 0)
 			crawl_log_flush(w->log, 0);
 	}
+	ring_write(w, UINT64_MAX);
 	return NULL;
 }
 
@@ -285,7 +379,10 @@ fail:
 
 int crawl_writer_has_room(const struct crawl_writer *w, size_t in_flight)
 {
-	return bqueue_size(w->thread.q) + in_flight + 1 <= bqueue_cap(w->thread.q) / 2;
+	/* the ring's jobs hold no messages, but are bounded all the same */
+	size_t half = bqueue_cap(w->thread.q) / 2;
+	return bqueue_size(w->thread.q) + in_flight + 1 <= half &&
+	       atomic_load_explicit(&w->ring_held, memory_order_relaxed) + in_flight + 1 <= half;
 }
 
 size_t crawl_writer_queued(const struct crawl_writer *w)
@@ -352,6 +449,8 @@ void crawl_writer_close(struct crawl_writer *w)
 void crawl_writer_destroy(struct crawl_writer *w)
 {
 	crawl_writer_close(w);
+	if (w)
+		free(w->ring);
 	free(w);
 }
 

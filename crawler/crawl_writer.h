@@ -4,30 +4,40 @@
  * on) and one crawl.log line.
  *
  * A job (struct crawl_job) is made by the fetch loop for each finished
- * transfer, goes through the parse pool when it is an HTML page, and is
- * freed by the writer after writing. The queue is bounded (queue_cap): the
+ * transfer and comes here first: its records are written, then it goes
+ * through the parse pool when it has something to parse, and comes back
+ * for its log line, after which the writer frees it. The queue is bounded (queue_cap): the
  * fetch loop only try-pushes, and starts no transfer unless
  * crawl_writer_has_room says every transfer in flight would still find a
  * slot (back-pressure), so its pushes never fail for lack of room; parse
- * threads push and may wait.
+ * threads push and may wait (the writer never waits on them: the
+ * `recorded` hook only tries). Memory: the reorder ring holds a pointer a
+ * job whose line waits (at most the jobs alive, which the loop's room
+ * checks bound), grown by doubling.
  *
  * A write that fails on a full disk waits it out (io_stall.h) and writes
  * the same record again: nothing is dropped, fetching pauses meanwhile.
  *
- * Order: a fetch's WARC records go to the kernel before its crawl.log
- * line is buffered; the buffered lines go to the kernel in one write once
- * the queue runs empty (or the log's buffer fills), so a crash that kills
- * the process leaves a log line only after its WARC records: the tail a
- * resume replays (crawl_tail.h). Lines still buffered at a kill are lost,
- * as when the kill falls between a record and its line: the resume
+ * Order: a fetch's WARC records are written when the loop hands it over,
+ * before any parse (so a kill during the parse finds the answer stored);
+ * then, if it has something to parse, the parse threads have it (the
+ * `recorded` hook) and hand it back for its crawl.log line, which takes
+ * what they found (the near-duplicate flag, the focus score). Lines are
+ * written in the order of the records, whatever order the parse threads
+ * end in (a job whose line may not go yet waits in the writer's reorder
+ * ring), and each after its records went to the kernel; the buffered
+ * lines go to the kernel in one write once the queue runs empty (or the
+ * log's buffer fills). So a crash leaves crawl.log a prefix, in order, of
+ * the fetches whose records the WARC holds: the tail a resume replays
+ * (crawl_tail.h). Lines not yet written at a kill are lost; the resume
  * rebuilds them from their records, which carry what the line holds and
  * the HTTP message does not, in fields of their own (names in warc.h):
  *   WARC-Crawler-Depth: the link depth (hops from a seed);
  *   WARC-Crawler-Via: the URL the fetched one was found on (none for a
  *     seed);
- *   WARC-Crawler-Flags: the line's flags known before the record is
- *     written (crawl_log.h's names: redirect, near-dup, robots, embed,
- *     requeued), when there are any;
+ *   WARC-Crawler-Flags: the line's flags known before the parse
+ *     (crawl_log.h's names: redirect, robots, embed, requeued), when there
+ *     are any: a rebuilt line has no near-dup flag and no focus score;
  *   WARC-Crawler-Redirect: a redirect's resolved Location, when it is one
  *     the crawl follows.
  * A fetch without records (an error, WARC output off) whose line is lost
@@ -82,6 +92,8 @@ struct crawl_job {
 	                 log already, so parsed but not written again */
 	struct previous_hit *earlier; /* owned: the URL's capture in the crawl recrawled
 	                              against (archive/previous.h), or NULL */
+	int recorded;                 /* the writer wrote its records; its line comes next */
+	uint64_t line_seq;            /* the writer's: where its line falls in crawl.log's order */
 };
 
 /* Frees the job and what it owns; NULL is a no-op. */
@@ -98,6 +110,11 @@ struct crawl_writer_parts {
 	/* writer thread: a barrier was reached, or a job written after
 	 * crawl_writer_wake_after_next */
 	void (*wake)(void *ctx);
+	/* writer thread: j's records are written (j->recorded); 0 if the hook
+	 * took j, which then comes back through crawl_writer_push for its log
+	 * line (the parse threads'), -1 if its line follows now. NULL: every
+	 * line follows its records at once. Must not wait. */
+	int (*recorded)(void *ctx, struct crawl_job *j);
 	void *ctx;
 };
 
@@ -118,8 +135,8 @@ void crawl_writer_wake_after_next(struct crawl_writer *w);
  * (j not taken). */
 int crawl_writer_try_push(struct crawl_writer *w, struct crawl_job *j);
 
-/* Parse threads: queues j, waiting for room; after crawl_writer_close
- * (teardown) j is freed. Takes j. */
+/* Parse threads: queues j (recorded: for its log line), waiting for room;
+ * after crawl_writer_close (teardown) j is freed. Takes j. */
 void crawl_writer_push(struct crawl_writer *w, struct crawl_job *j);
 
 /* Queues the barrier of checkpoint seq. 0, or -1 (try again later). */
@@ -139,7 +156,8 @@ void crawl_writer_destroy(struct crawl_writer *w);
 
 /* The writer thread's counters. */
 struct crawl_writer_stats {
-	uint64_t errors;   /* records or log lines that could not be written */
+	uint64_t errors;   /* records or log lines that could not be written (or a line
+	                    written out of order: no memory to hold it) */
 	uint64_t revisits; /* fetches written as WARC revisit records */
 	/* an index's captures (archive/previous.h) whose record could not be
 	 * read back: no original, the page stored whole */

@@ -54,7 +54,12 @@ struct parse_jobs {
 	 * the hand-on, before the loop is woken, so that the loop never counts
 	 * a job in neither (parse_jobs_has_room) */
 	atomic_uint_fast64_t jobs_in_parse;
-	uint64_t parse_full, writer_full; /* loop thread: see parse_jobs_take */
+	/* jobs to parse taken from the loop, not yet submitted to the pool
+	 * (their records being written): dropped only after the submit, so
+	 * that parse_jobs_outstanding never misses one */
+	atomic_uint_fast64_t jobs_unsubmitted;
+	atomic_uint_fast64_t parse_full; /* the writer thread's: parse_jobs_recorded */
+	uint64_t writer_full;            /* loop thread: see parse_jobs_take */
 	/* loop thread: a cluster inbox URL parsed again (parse_jobs_inbound) */
 	struct url *inbound_u;
 	char *inbound_key; /* FRONTIER_URL_MAX + 1 bytes */
@@ -619,19 +624,34 @@ int parse_jobs_try_submit(struct parse_jobs *pj, struct crawl_job *j)
 
 void parse_jobs_take(struct parse_jobs *pj, struct crawl_job *j)
 {
-	/* Redirects, errors, images: two thirds of a crawl's responses. Through
-	 * a parse thread they would cost two more thread wake-ups (that thread,
-	 * then the loop) for nothing but the hand-on to the writer. */
-	if (j->parse) {
-		if (parse_jobs_try_submit(pj, j) == 0)
-			return;
-		pj->parse_full++;
-		j->parse = 0;
-	}
+	/* Counted before the push: the writer may submit it at once. */
+	int parse = j->parse != 0;
+	if (parse)
+		atomic_fetch_add(&pj->jobs_unsubmitted, 1);
 	if (crawl_writer_try_push(pj->p.writer, j) != 0) {
 		pj->writer_full++;
 		crawl_job_free(j);
+		if (parse)
+			atomic_fetch_sub(&pj->jobs_unsubmitted, 1);
 	}
+}
+
+int parse_jobs_recorded(struct parse_jobs *pj, struct crawl_job *j)
+{
+	/* Redirects, errors, images: two thirds of a crawl's responses. Through
+	 * a parse thread they would cost two more thread wake-ups (that thread,
+	 * then the writer) for nothing. */
+	if (!j->parse)
+		return -1;
+	int rc = parse_jobs_try_submit(pj, j);
+	if (rc != 0) {
+		atomic_fetch_add(&pj->parse_full, 1);
+		j->parse = 0;
+	}
+	atomic_fetch_sub(&pj->jobs_unsubmitted, 1);
+	if (rc != 0)
+		pj->p.wake(pj->p.ctx); /* the loop may wait for it to be parsed */
+	return rc;
 }
 
 int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *j, uint32_t *word)
@@ -690,28 +710,34 @@ int parse_jobs_inbound(struct parse_jobs *pj, const char *url, size_t len, uint3
 	return 1;
 }
 
-/* Answers received and not yet in the WARC (a kill loses them all). */
-static uint64_t unstored(struct parse_jobs *pj, size_t held)
+/* Answers received and not yet through the writer's queue and the parse
+ * threads: their memory, and of them, those still waiting for their
+ * records (in the writer's queue, or held) a kill loses. */
+static uint64_t answers_waiting(struct parse_jobs *pj, size_t held)
 {
 	return atomic_load(&pj->jobs_in_parse) + crawl_writer_queued(pj->p.writer) + held;
 }
 
 int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight, size_t held)
 {
-	if (parse_pool_queued(pj->pool) + in_flight + held + 1 > parse_pool_capacity(pj->pool))
+	/* the writer submits the jobs it holds to parse without waiting */
+	size_t to_parse = parse_pool_queued(pj->pool) + atomic_load(&pj->jobs_unsubmitted);
+	if (to_parse + in_flight + held + 1 > parse_pool_capacity(pj->pool))
 		return 0;
-	if (unstored(pj, held) < pj->p.parse->queue)
+	if (answers_waiting(pj, held) < pj->p.parse->queue)
 		return 1;
 	/* The parse threads wake the loop as they hand a job on, the writer
 	 * only when asked: ask, then look again, lest it wrote the last job
 	 * in between. */
 	crawl_writer_wake_after_next(pj->p.writer);
-	return unstored(pj, held) < pj->p.parse->queue;
+	return answers_waiting(pj, held) < pj->p.parse->queue;
 }
 
 uint64_t parse_jobs_outstanding(struct parse_jobs *pj)
 {
-	return parse_pool_outstanding(pj->pool);
+	/* in this order: a job moves from the first count to the second */
+	uint64_t n = atomic_load(&pj->jobs_unsubmitted);
+	return n + parse_pool_outstanding(pj->pool);
 }
 
 void parse_jobs_near_dup_stats(struct parse_jobs *pj, struct near_dup_stats *s)
@@ -755,7 +781,7 @@ void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out)
 	out->focus_scored = atomic_load(&ac->focus_scored);
 	out->focus_on_topic = atomic_load(&ac->focus_on_topic);
 	out->focus_score_sum = atomic_load(&ac->focus_score_sum);
-	out->parse_full = pj->parse_full;
+	out->parse_full = atomic_load(&pj->parse_full);
 	out->writer_full = pj->writer_full;
 }
 

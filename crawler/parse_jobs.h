@@ -49,21 +49,30 @@
  * A resume's replayed job (crawl_tail.h: j->replayed) also adds its own
  * URL and its redirect target, and goes to the writer only to be freed.
  *
- * A job counts as outstanding (parse_jobs_outstanding) until its links are
+ * A job reaches the parse threads through the writer (crawl_writer.h),
+ * which writes its records first: the loop hands every fetch's job to the
+ * writer (parse_jobs_take), and the writer, once the records are out,
+ * submits those with something to parse (parse_jobs_recorded); they go
+ * back to the writer for their log line. A job to parse counts as
+ * outstanding (parse_jobs_outstanding) from its take until its links are
  * in the sieve: "no parse job outstanding" then means every link found so
- * far was added. The pool's queue is bounded: the fetch loop submits
- * without waiting and starts no transfer unless parse_jobs_has_room.
+ * far was added. The pool's queue is bounded, and the writer never waits
+ * on it: the loop starts no transfer unless parse_jobs_has_room.
  *
- * Answers waiting here or in the writer's queue (or held by a checkpoint)
- * are not in the WARC yet, so a kill loses them and a resume fetches them
- * again. The loop starts no transfer while [parse] queue of them wait: at
- * any moment at most [parse] queue (the writer's job in hand included) +
- * the transfers then in flight (one a host) are received and not stored.
- * The pool's queue holds [parse] queue + max_connections jobs, so that
- * every transfer in flight still finds a slot.
+ * Answers waiting in the writer's queue for their records (or held by a
+ * checkpoint) are not in the WARC yet, so a kill loses them and a resume
+ * fetches them again; those in the parse threads are stored, and a
+ * resume reads their links back from their records (crawl_tail.h). The
+ * loop starts no transfer while [parse] queue answers wait in the
+ * writer's queue, the parse threads or a checkpoint: at any moment at
+ * most that many (the writer's job in hand included) + the transfers
+ * then in flight (one a host) are received and not through; of them
+ * only those before the writer's records are lost at a kill. The pool's
+ * queue holds [parse] queue + max_connections jobs, so that every
+ * transfer in flight still finds a slot.
  *
- * Counters (parse_jobs_stats): the parse threads bump atomics; the two of
- * parse_jobs_take are the loop thread's.
+ * Counters (parse_jobs_stats): the parse threads and the writer's hook
+ * bump atomics; writer_full is the loop thread's.
  */
 #ifndef CRAWLER_PARSE_JOBS_H
 #define CRAWLER_PARSE_JOBS_H
@@ -115,11 +124,14 @@ int parse_jobs_create(const struct parse_jobs_parts *parts, struct parse_jobs **
 /* Loop thread: queues j without waiting (takes it). 0, or -1 when full (j
  * not taken). */
 int parse_jobs_try_submit(struct parse_jobs *pj, struct crawl_job *j);
-/* Loop thread: a fetch's job goes to the parse threads when it has
- * something to parse (j->parse), else straight to the writer (also on a
- * full parse queue, counted as parse_full, the job then unparsed); a full
+/* Loop thread: a fetch's job goes to the writer for its records; a full
  * writer queue drops it (writer_full). Takes j. */
 void parse_jobs_take(struct parse_jobs *pj, struct crawl_job *j);
+/* The writer's `recorded` hook (writer thread): j's records are written;
+ * when it has something to parse (j->parse) it goes to the parse threads,
+ * without waiting (0: taken). -1: its log line follows now (nothing to
+ * parse, or the parse queue full: counted as parse_full, j unparsed). */
+int parse_jobs_recorded(struct parse_jobs *pj, struct crawl_job *j);
 /* Is job j's redirect target in scope (the URL rules, then the scope)?
  * Then *word is its depth word, with the deciding rule's priority. A
  * page's target is judged as a link; an embed's by the embed rule above,
@@ -138,20 +150,21 @@ int parse_jobs_redirect_in_scope(struct parse_jobs *pj, const struct crawl_job *
 int parse_jobs_inbound(struct parse_jobs *pj, const char *url, size_t len, uint32_t word,
                        uint32_t *out);
 /* 1 if one more transfer may start: fewer than [parse] queue answers wait
- * unstored (jobs outstanding, the writer's queue, and `held`, the results
- * a checkpoint holds), and the pool's queue keeps room for in_flight +
- * held + 1 more jobs. */
+ * (in the parse threads, the writer's queue, and `held`, the results a
+ * checkpoint holds), and the pool's queue keeps room for the jobs the
+ * writer will submit + in_flight + held + 1 more. */
 int parse_jobs_has_room(struct parse_jobs *pj, size_t in_flight, size_t held);
-/* Jobs submitted and not yet handed to the writer. */
+/* Jobs to parse taken (or submitted by a replay) and not yet handed back
+ * to the writer. */
 uint64_t parse_jobs_outstanding(struct parse_jobs *pj);
 
 /* The near-duplicate store's figures (zeros when near_dup is off). */
 struct near_dup_stats;
 void parse_jobs_near_dup_stats(struct parse_jobs *pj, struct near_dup_stats *s);
 
-/* The counters of the parse threads, and of parse_jobs_take (loop
- * thread): jobs sent on unparsed (the parse queue full) or dropped (the
- * writer's queue full). */
+/* The counters of the parse threads, of parse_jobs_recorded (jobs sent on
+ * unparsed: the parse queue full) and of parse_jobs_take (loop thread:
+ * jobs dropped, the writer's queue full). */
 struct parse_jobs_stats {
 	uint64_t parsed;         /* HTML pages whose links were extracted */
 	uint64_t links;          /* links found (embeds aside) */
@@ -179,7 +192,7 @@ struct parse_jobs_stats {
 	 * focus_threshold or more), and the sum of their scores
 	 * (FOCUS_SCORE_ONE units) */
 	uint64_t focus_scored, focus_on_topic, focus_score_sum;
-	uint64_t parse_full, writer_full; /* loop thread */
+	uint64_t parse_full, writer_full;
 	/* memory now: the near-duplicate store, and the responses waiting for
 	 * or in the parse threads */
 	uint64_t mem_near_dup, mem_queued;

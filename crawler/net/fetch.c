@@ -166,6 +166,15 @@ void fetch_result_free(struct fetch_result *res)
 	free(res);
 }
 
+void fetch_result_drop_messages(struct fetch_result *res)
+{
+	struct fetch_buf *b[] = { &res->request_headers, &res->response_headers, &res->body };
+	for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
+		free(b[i]->data);
+		b[i]->data = NULL;
+	}
+}
+
 /* A header of the response, copied (header_field_dup). */
 static char *response_field(const struct fetch_buf *h, const char *name, bool all)
 {

@@ -241,6 +241,9 @@ int fetch_type_is_html(const char *content_type);
 
 /* Frees a result and its buffers. NULL is a no-op. */
 void fetch_result_free(struct fetch_result *res);
+/* Frees the request and response header blocks and the body, keeping
+ * their lengths (data NULL): what a log line of the result needs. */
+void fetch_result_drop_messages(struct fetch_result *res);
 
 /*
  * Whether an IPv4 or IPv6 literal lies in a range refused without

@@ -284,7 +284,7 @@ START_TEST(wacz_read_back)
 	/* in order of depth */
 	int last = -1;
 	for (const char *p = strstr(pages, "\"depth\":"); p; p = strstr(p + 1, "\"depth\":")) {
-		int d = atoi(p + 8);
+		int d = (int)strtol(p + 8, NULL, 10);
 		ck_assert_int_ge(d, last);
 		last = d;
 	}

@@ -1340,7 +1340,7 @@ static redisReply *rcluster_cmd(struct rcluster *k, const char *fmt, const char 
 		if (rep->type != REDIS_REPLY_ERROR || strncmp(rep->str, "MOVED", 5) != 0)
 			return rep;
 		const char *colon = strrchr(rep->str, ':');
-		port = atoi(colon + 1);
+		port = (int)strtol(colon + 1, NULL, 10);
 		freeReplyObject(rep);
 	}
 	ck_abort_msg("MOVED too many times for %s", key);

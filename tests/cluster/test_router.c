@@ -107,18 +107,18 @@ static size_t fake_parse(struct fake_client *c, int *argc, char **argv, int max)
 	char *nl = memchr(p, '\n', (size_t)(end - p));
 	if (nl == NULL)
 		return 0;
-	int n = atoi(p + 1);
+	int n = (int)strtol(p + 1, NULL, 10);
 	ck_assert(n > 0 && n <= max);
 	p = nl + 1;
 	for (int i = 0; i < n; i++) {
 		nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
 		if (nl == NULL)
 			return 0;
-		size_t len = (size_t)atol(p + 1);
-		if ((size_t)(end - (nl + 1)) < len + 2)
+		long len = strtol(p + 1, NULL, 10);
+		if (len < 0 || (size_t)(end - (nl + 1)) < (size_t)len + 2)
 			return 0;
 		argv[i] = nl + 1;
-		p = nl + 1 + len + 2;
+		p = nl + 1 + (size_t)len + 2;
 	}
 	/* terminate the arguments now that the command is whole */
 	for (int i = 0; i < n; i++) {
@@ -126,7 +126,7 @@ static size_t fake_parse(struct fake_client *c, int *argc, char **argv, int max)
 		char *hdr = a - 2;
 		while (*hdr != '$')
 			hdr--;
-		a[atol(hdr + 1)] = '\0';
+		a[strtol(hdr + 1, NULL, 10)] = '\0';
 	}
 	*argc = n;
 	return (size_t)(p - c->buf);
@@ -473,7 +473,7 @@ END_TEST
 static const char *retry_handler(struct fake *f, int argc, char **argv)
 {
 	if (argc == 2 && strncmp(argv[1], "busy", 4) == 0) {
-		if (f->counter++ < atoi(argv[1] + 4))
+		if (f->counter++ < strtol(argv[1] + 4, NULL, 10))
 			return "-TRYAGAIN Multiple keys request during rehashing of slot\r\n";
 		return "+OK\r\n";
 	}

@@ -15,9 +15,14 @@ the test web's own request log.
                             default checkpoint interval (60 s: no checkpoint
                             between the kills, every resume replays the whole
                             crawl): RESUME_KILLS (default 4) kills 2-4 s apart,
-                            and a slow WARC writer (libslowwarc.so: each
+                            and a slow WARC writer (libslowstage.so: each
                             record waits RESUME_SLOW_WARC_US, default 2000),
                             so that answers wait unstored at each kill
+  resume_e2e.py kill-parse  the same crashes with slow parse threads instead
+                            (each gzip body decoded waits RESUME_SLOW_PARSE_US,
+                            default 20000) and [parse] queue 64: the answers
+                            waiting for a parse thread at a kill are in the
+                            WARC already, and none is fetched again
   resume_e2e.py powercut    the same, but after each kill every file of the
                             output folder is cut back to what was fsynced
                             (an LD_PRELOAD shim, libsynctrack.so, records the
@@ -75,8 +80,12 @@ INTERVAL_S = 1          # --checkpoint-interval of these crawls
 DEFAULT_INTERVAL_S = 60  # checkpoint_interval_s of configs/default.conf
 CKPT_SLACK_S = 1.5      # a checkpoint's own time + the loop's 100 ms tick
 CRASH_PARSE_QUEUE = 8   # [parse] queue of the crashed crawls
+PARSE_QUEUE_DEFAULT = 64  # [parse] queue of configs/default.conf
+# kill-parse: answers lost a crash at most (those the writer had not written
+# yet; the parse threads' 64 are stored)
+UNSTORED_SLOW_PARSE = 8
 SYNCTRACK = os.path.abspath(os.path.join(e2e.BUILD, "tests", "resume", "libsynctrack.so"))
-SLOWWARC = os.path.abspath(os.path.join(e2e.BUILD, "tests", "resume", "libslowwarc.so"))
+SLOWSTAGE = os.path.abspath(os.path.join(e2e.BUILD, "tests", "resume", "libslowstage.so"))
 
 
 def fail(msg):
@@ -258,7 +267,7 @@ def stored_responses(out):
     return dates
 
 
-def repeats_per_crash(tw, out, kills, max_inflight, queue):
+def repeats_per_crash(tw, out, kills, max_inflight, queue, unstored_max=None):
     """Per crash: the requests in flight at it (arrived before the kill, not
     answered before it), and the repeats charged to it (a URL requested
     again after a crash, charged to the crash that ended the run of its
@@ -277,6 +286,9 @@ def repeats_per_crash(tw, out, kills, max_inflight, queue):
     queue: the crawl starts no transfer while `queue` of them wait (the
     one the writer has in hand aside), so at a kill at most `queue` of them
     plus the transfers then open (one a host) are in flight or unstored.
+    unstored_max: at most that many unstored a crash (with slow parse
+    threads, the answers waiting for one are stored: only those the
+    writer has not written yet are lost, a few at most).
     Prints one line per crash; returns the errors."""
     spans = served_spans(tw)
     stored = stored_responses(out)
@@ -329,6 +341,10 @@ def repeats_per_crash(tw, out, kills, max_inflight, queue):
             errors.append("crash %d: %d repeats in flight or answered but not stored, more than "
                           "the %d transfers that can be open + [parse] queue %d" %
                           (i + 1, n["in flight"] + n["unstored"], max_inflight, queue))
+        if unstored_max is not None and n["unstored"] > unstored_max:
+            errors.append("crash %d: %d repeats answered but not stored, more than %d: answers "
+                          "waiting for a parse thread were not in the WARC" %
+                          (i + 1, n["unstored"], unstored_max))
         total.update(n)
     print("%d crashes: %d requests in flight at them; %d repeats: %d in flight, %d answered but not "
           "stored yet, %d stored and fetched again" %
@@ -339,7 +355,7 @@ def repeats_per_crash(tw, out, kills, max_inflight, queue):
     return errors
 
 
-def crash_loop(powercut, ipv6=False, copies=False):
+def crash_loop(powercut, ipv6=False, copies=False, slow_parse=False):
     n_kills = int(os.environ.get("RESUME_KILLS", "4" if copies else "20"))
     # the moments of the kills, after each start: the issue's 2-4 s with
     # copies (no checkpoint in between), else 0.5-2 s (a checkpoint a second)
@@ -370,20 +386,28 @@ def crash_loop(powercut, ipv6=False, copies=False):
     elif copies:
         # a slow writer (each WARC record waits RESUME_SLOW_WARC_US, default
         # 2 ms: the crawl fetches faster than it stores), so that answers
-        # wait unstored at the kills, as many as [parse] queue lets wait
-        if not os.path.exists(SLOWWARC):
-            fail("missing %s" % SLOWWARC)
-        env["LD_PRELOAD"] = SLOWWARC
-        env["SLOWWARC_US"] = os.environ.get("RESUME_SLOW_WARC_US", "2000")
+        # wait unstored at the kills, as many as [parse] queue lets wait; or
+        # slow parse threads (each gzip body, a third of the pages, waits
+        # RESUME_SLOW_PARSE_US, default 20 ms), so that answers wait for a
+        # parse thread, stored
+        if not os.path.exists(SLOWSTAGE):
+            fail("missing %s" % SLOWSTAGE)
+        env["LD_PRELOAD"] = SLOWSTAGE
+        if slow_parse:
+            env["SLOWPARSE_US"] = os.environ.get("RESUME_SLOW_PARSE_US", "20000")
+        else:
+            env["SLOWWARC_US"] = os.environ.get("RESUME_SLOW_WARC_US", "2000")
         env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
     lost = 0
     try:
         expected = set(tw.run_mode("--expected", "--agent", e2e.AGENT))
         out = os.path.join(work, "out")
         # a small queue of answers not yet stored, so that its bound on the
-        # repeats is sharp
+        # repeats is sharp; with slow parse threads the default, 64, so
+        # that many answers wait for one at each kill
+        queue = PARSE_QUEUE_DEFAULT if slow_parse else CRASH_PARSE_QUEUE
         c = Crawl(tw, out, (["--dns-server", "[::1]:%d" % tw.dns_port] if ipv6 else []) +
-                  ["--set", "parse.queue=%d" % CRASH_PARSE_QUEUE], interval=interval)
+                  ["--set", "parse.queue=%d" % queue], interval=interval)
         finished_early = 0
         for i in range(n_kills):
             p = c.start(resume=i > 0, env=env)
@@ -408,7 +432,8 @@ def crash_loop(powercut, ipv6=False, copies=False):
     # Kill times are on this machine's realtime clock, as are the web log's.
     errors = check_history(tw, out, expected, kills,
                            "powercut (%d bytes not fsynced discarded)" % lost if powercut
-                           else "kill-ipv6" if ipv6 else "kill-copies" if copies else "kill",
+                           else "kill-ipv6" if ipv6 else "kill-parse" if slow_parse
+                           else "kill-copies" if copies else "kill",
                            interval=interval or DEFAULT_INTERVAL_S)
     if ipv6:
         fams = collections.Counter("6" if ":" in r[3] else "4" for r in tw.requests())
@@ -419,7 +444,7 @@ def crash_loop(powercut, ipv6=False, copies=False):
         # politeness: one transfer per host at a time, so at most one per
         # host the web served
         errors += repeats_per_crash(tw, out, kills, len(set(r[2] for r in tw.requests())),
-                                    CRASH_PARSE_QUEUE)
+                                    queue, UNSTORED_SLOW_PARSE if slow_parse else None)
     if finished_early > n_kills // 2:
         errors.append("the crawl finished before %d of %d kills: make the web bigger" %
                       (finished_early, n_kills))
@@ -627,6 +652,8 @@ def main():
         crash_loop(powercut=False, ipv6=True)
     elif what == "kill-copies":
         crash_loop(powercut=False, copies=True)
+    elif what == "kill-parse":
+        crash_loop(powercut=False, copies=True, slow_parse=True)
     elif what == "powercut":
         crash_loop(powercut=True)
     elif what == "cli":
