@@ -33,21 +33,17 @@ static void usage(FILE *out)
 	             "  SimHash, dropped links) on stderr.\n");
 }
 
-int links_tool_main(int argc, char **argv)
+struct links_args {
+	const char *charset, *max_links, *url;
+	bool verbose;
+};
+
+static int links_run(const void *ctx)
 {
-	const char *charset = NULL, *max_links = NULL, *url = NULL;
-	bool verbose = false;
-	const struct tool_spec spec = { "links",
-		                        usage,
-		                        { { "--charset", NULL, &charset },
-		                          { "--max-links", NULL, &max_links } },
-		                        { "--verbose", "-v", &verbose },
-		                        &url };
-	int st = tool_parse_args(&spec, argc, argv);
-	if (st >= 0)
-		return st;
+	const struct links_args *a = ctx;
 	struct links_config cfg = { 0 };
-	if (max_links && tool_count("links", "--max-links", max_links, 10000000, &cfg.max_links))
+	if (a->max_links &&
+	    tool_count("links", "--max-links", a->max_links, 10000000, &cfg.max_links))
 		return 2;
 	int status = 1;
 	size_t len = 0;
@@ -62,9 +58,9 @@ int links_tool_main(int argc, char **argv)
 		fprintf(stderr, "crawler links: %s\n", links_strerror(rc));
 		goto out;
 	}
-	rc = links_extract(ex, url, charset, body, len);
+	rc = links_extract(ex, a->url, a->charset, body, len);
 	if (rc == LINKS_EINVAL) {
-		fprintf(stderr, "crawler links: '%s' is not an absolute http(s) URL\n", url);
+		fprintf(stderr, "crawler links: '%s' is not an absolute http(s) URL\n", a->url);
 		status = 2;
 		goto out;
 	}
@@ -77,7 +73,7 @@ int links_tool_main(int argc, char **argv)
 	for (size_t i = 0; i < n; i++)
 		printf("%s\t%s%s\n", l[i].url, link_kind_name(l[i].kind),
 		       l[i].nofollow ? "\tnofollow" : "");
-	if (verbose) {
+	if (a->verbose) {
 		const struct links_page *p = links_page_info(ex);
 		fprintf(stderr,
 		        "links: %zu\nnoindex: %s\nnofollow: %s\nbase: %s\ncanonical: %s\n"
@@ -92,4 +88,16 @@ out:
 	links_extractor_destroy(ex);
 	free(body);
 	return status;
+}
+
+int links_tool_main(int argc, char **argv)
+{
+	struct links_args a = { 0 };
+	const struct tool_spec spec = { "links",
+		                        usage,
+		                        { { "--charset", NULL, &a.charset },
+		                          { "--max-links", NULL, &a.max_links } },
+		                        { "--verbose", "-v", &a.verbose },
+		                        &a.url };
+	return tool_run(&spec, argc, argv, links_run, &a);
 }

@@ -113,29 +113,36 @@ out:
 	return status;
 }
 
+struct sitemap_args {
+	const char *url, *scope_url, *scope, *max_locs;
+	bool verbose;
+};
+
+static int sitemap_run(const void *ctx)
+{
+	const struct sitemap_args *a = ctx;
+	struct sitemap_config cfg = { 0 };
+	if (a->scope && parse_scope(a->scope, &cfg.scope) != 0) {
+		fprintf(stderr, "crawler sitemaps: bad --scope '%s'\n", a->scope);
+		return 2;
+	}
+	if (a->max_locs &&
+	    tool_count("sitemaps", "--max-locs", a->max_locs, SITEMAP_MAX_LOCS, &cfg.max_locs) != 0)
+		return 2;
+	return run(&cfg, a->url, a->scope_url, a->verbose);
+}
+
 int sitemap_tool_main(int argc, char **argv)
 {
-	const char *url = NULL, *scope_url = NULL, *scope = NULL, *max_locs = NULL;
-	bool verbose = false;
+	struct sitemap_args a = { 0 };
 	const struct tool_spec spec = {
 		"sitemaps",
 		usage,
-		{ { "--scope", NULL, &scope },
-		  { "--scope-url", NULL, &scope_url },
-		  { "--max-locs", NULL, &max_locs } },
-		{ "--verbose", "-v", &verbose },
-		&url,
+		{ { "--scope", NULL, &a.scope },
+		  { "--scope-url", NULL, &a.scope_url },
+		  { "--max-locs", NULL, &a.max_locs } },
+		{ "--verbose", "-v", &a.verbose },
+		&a.url,
 	};
-	int st = tool_parse_args(&spec, argc, argv);
-	if (st >= 0)
-		return st;
-	struct sitemap_config cfg = { 0 };
-	if (scope && parse_scope(scope, &cfg.scope) != 0) {
-		fprintf(stderr, "crawler sitemaps: bad --scope '%s'\n", scope);
-		return 2;
-	}
-	if (max_locs &&
-	    tool_count("sitemaps", "--max-locs", max_locs, SITEMAP_MAX_LOCS, &cfg.max_locs) != 0)
-		return 2;
-	return run(&cfg, url, scope_url, verbose);
+	return tool_run(&spec, argc, argv, sitemap_run, &a);
 }

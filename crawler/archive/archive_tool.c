@@ -105,59 +105,73 @@ static int run_locked(const char *tool, const char *dir, archive_job *job, const
 	return 0;
 }
 
-int index_tool_main(int argc, char **argv)
+struct index_args {
+	const char *dir, *mem;
+	bool quiet;
+};
+
+static int index_run(const void *ctx)
 {
-	const char *dir = NULL, *mem = NULL;
-	bool quiet = false;
-	const struct tool_spec spec = { "index",
-		                        index_usage,
-		                        { { "--memory-mb", NULL, &mem } },
-		                        { "--quiet", "-q", &quiet },
-		                        &dir };
-	int st = tool_parse_args(&spec, argc, argv);
-	if (st >= 0)
-		return st;
+	const struct index_args *a = ctx;
 	struct archive_index_options o = { .messages = stderr, .who = "crawler index" };
-	if (memory_option("index", mem, &o.memory) != 0)
+	if (memory_option("index", a->mem, &o.memory) != 0)
 		return 2;
 	struct archive_index_report rep = { 0 };
-	if (run_locked("index", dir, index_job, &o, &rep) != 0)
+	if (run_locked("index", a->dir, index_job, &o, &rep) != 0)
 		return 1;
-	if (!quiet)
+	if (!a->quiet)
 		printf("%s/index.cdxj: %" PRIu64 " lines from %" PRIu64 " WARC files (%" PRIu64
 		       " made again from records, %" PRIu64 " cut, %" PRIu64
 		       " unreadable records)\n",
-		       dir, rep.lines, rep.files, rep.reindexed, rep.cut_lines, rep.bad_records);
+		       a->dir, rep.lines, rep.files, rep.reindexed, rep.cut_lines, rep.bad_records);
+	return 0;
+}
+
+int index_tool_main(int argc, char **argv)
+{
+	struct index_args a = { 0 };
+	const struct tool_spec spec = { "index",
+		                        index_usage,
+		                        { { "--memory-mb", NULL, &a.mem } },
+		                        { "--quiet", "-q", &a.quiet },
+		                        &a.dir };
+	return tool_run(&spec, argc, argv, index_run, &a);
+}
+
+struct wacz_args {
+	const char *dir, *mem, *file, *zipnum;
+	bool quiet;
+};
+
+static int wacz_run(const void *ctx)
+{
+	const struct wacz_args *a = ctx;
+	struct wacz_options o = { .path = a->file, .messages = stderr, .who = "crawler wacz" };
+	size_t lines = WACZ_ZIPNUM_LINES;
+	if (memory_option("wacz", a->mem, &o.memory) != 0 ||
+	    (a->zipnum != NULL &&
+	     tool_count("wacz", "--zipnum-lines", a->zipnum, 1ull << 40, &lines) != 0))
+		return 2;
+	o.zipnum_lines = lines;
+	struct wacz_report rep = { 0 };
+	if (run_locked("wacz", a->dir, wacz_job, &o, &rep) != 0)
+		return 1;
+	if (!a->quiet)
+		printf("%s: %" PRIu64 " WARC files, %" PRIu64 " index lines, %" PRIu64
+		       " pages (%" PRIu64 " with a title), %" PRIu64 " bytes\n",
+		       rep.path, rep.warcs, rep.index_lines, rep.pages, rep.titles, rep.bytes);
 	return 0;
 }
 
 int wacz_tool_main(int argc, char **argv)
 {
-	const char *dir = NULL, *mem = NULL, *file = NULL, *zipnum = NULL;
-	bool quiet = false;
+	struct wacz_args a = { 0 };
 	const struct tool_spec spec = { "wacz",
 		                        wacz_usage,
-		                        { { "--memory-mb", NULL, &mem },
-		                          { "--output", "-o", &file },
-		                          { "--zipnum-lines", NULL, &zipnum } },
-		                        { "--quiet", "-q", &quiet },
-		                        &dir };
-	int st = tool_parse_args(&spec, argc, argv);
-	if (st >= 0)
-		return st;
-	struct wacz_options o = { .path = file, .messages = stderr, .who = "crawler wacz" };
-	size_t lines = WACZ_ZIPNUM_LINES;
-	if (memory_option("wacz", mem, &o.memory) != 0 ||
-	    (zipnum != NULL &&
-	     tool_count("wacz", "--zipnum-lines", zipnum, 1ull << 40, &lines) != 0))
-		return 2;
-	o.zipnum_lines = lines;
-	struct wacz_report rep = { 0 };
-	if (run_locked("wacz", dir, wacz_job, &o, &rep) != 0)
-		return 1;
-	if (!quiet)
-		printf("%s: %" PRIu64 " WARC files, %" PRIu64 " index lines, %" PRIu64
-		       " pages (%" PRIu64 " with a title), %" PRIu64 " bytes\n",
-		       rep.path, rep.warcs, rep.index_lines, rep.pages, rep.titles, rep.bytes);
-	return 0;
+		                        { { "--memory-mb", NULL, &a.mem },
+		                          { "--output", "-o", &a.file },
+		                          { "--zipnum-lines", NULL, &a.zipnum } },
+		                        { "--quiet", "-q", &a.quiet },
+		                        &a.dir };
+	return tool_run(&spec, argc, argv, wacz_run, &a);
 }

@@ -140,51 +140,47 @@ static int run_all(const struct lab_plan *plan, struct lab_result *runs, const c
 	return status;
 }
 
-int lab_tool_main(int argc, char **argv)
+struct lab_args {
+	const char *plan_path, *dir, *tw_opt;
+	bool quiet;
+};
+
+static int lab_run(const void *ctx)
 {
-	const char *plan_path = NULL, *dir = NULL, *tw_opt = NULL;
-	bool quiet = false;
-	const struct tool_spec spec = { "lab",
-		                        usage,
-		                        { { "--output", "-o", &dir },
-		                          { "--testweb", NULL, &tw_opt } },
-		                        { "--quiet", "-q", &quiet },
-		                        &plan_path };
-	int st = tool_parse_args(&spec, argc, argv);
-	if (st >= 0)
-		return st;
-	if (dir == NULL) {
+	const struct lab_args *a = ctx;
+	int st;
+	if (a->dir == NULL) {
 		fprintf(stderr, "crawler lab: no output folder: give -o DIR\n");
 		return 2;
 	}
 	struct lab_plan plan;
 	struct lab_result *runs = NULL;
 	char err[1024], self[PATH_MAX], tw[PATH_MAX];
-	enum lab_error rc = lab_plan_load(&plan, plan_path, err, sizeof err);
+	enum lab_error rc = lab_plan_load(&plan, a->plan_path, err, sizeof err);
 	if (rc != LAB_OK) {
 		fprintf(stderr, "crawler lab: %s\n", err);
 		st = rc == LAB_ERR_PLAN ? 2 : 1;
 		goto out;
 	}
 	st = 2;
-	if (find_binaries(tw_opt, &plan, self, tw, sizeof self) != 0)
+	if (find_binaries(a->tw_opt, &plan, self, tw, sizeof self) != 0)
 		goto out;
 	st = 1;
-	if (fileio_mkdir_p(dir) != 0) {
-		fprintf(stderr, "crawler lab: %s: %s\n", dir, strerror(errno));
+	if (fileio_mkdir_p(a->dir) != 0) {
+		fprintf(stderr, "crawler lab: %s: %s\n", a->dir, strerror(errno));
 		goto out;
 	}
 	runs = calloc(plan.n * plan.repetitions, sizeof *runs);
 	if (runs == NULL)
 		goto out;
 	lab_run_signals();
-	st = run_all(&plan, runs, self, tw, dir);
+	st = run_all(&plan, runs, self, tw, a->dir);
 	struct lab_report rep = { &plan, runs };
-	if (!quiet && lab_report_text(&rep, stdout) != 0)
+	if (!a->quiet && lab_report_text(&rep, stdout) != 0)
 		st = st ? st : 1;
-	if (write_report(&rep, dir, "lab.tsv", lab_report_tsv) != 0 ||
-	    write_report(&rep, dir, "lab.json", lab_report_json) != 0 ||
-	    write_report(&rep, dir, "lab.html", lab_report_html) != 0)
+	if (write_report(&rep, a->dir, "lab.tsv", lab_report_tsv) != 0 ||
+	    write_report(&rep, a->dir, "lab.json", lab_report_json) != 0 ||
+	    write_report(&rep, a->dir, "lab.html", lab_report_html) != 0)
 		st = st ? st : 1;
 out:
 	for (size_t i = 0; runs != NULL && i < plan.n * plan.repetitions; i++)
@@ -192,4 +188,16 @@ out:
 	free(runs);
 	lab_plan_free(&plan);
 	return st;
+}
+
+int lab_tool_main(int argc, char **argv)
+{
+	struct lab_args a = { 0 };
+	const struct tool_spec spec = { "lab",
+		                        usage,
+		                        { { "--output", "-o", &a.dir },
+		                          { "--testweb", NULL, &a.tw_opt } },
+		                        { "--quiet", "-q", &a.quiet },
+		                        &a.plan_path };
+	return tool_run(&spec, argc, argv, lab_run, &a);
 }

@@ -152,6 +152,14 @@ int fetch_type_is_html(const char *ct)
 	       strncasecmp(ct, "application/xhtml+xml", 21) == 0;
 }
 
+/* The header values a result holds copies of (fetch_headers_read). */
+static void header_values_free(struct fetch_result *r)
+{
+	free(r->content_type);
+	free(r->content_encoding);
+	free(r->location);
+}
+
 void fetch_result_free(struct fetch_result *res)
 {
 	if (res == NULL)
@@ -160,9 +168,7 @@ void fetch_result_free(struct fetch_result *res)
 	free(res->request_headers.data);
 	free(res->response_headers.data);
 	free(res->body.data);
-	free(res->content_type);
-	free(res->content_encoding);
-	free(res->location);
+	header_values_free(res);
 	free(res);
 }
 
@@ -183,9 +189,7 @@ static char *response_field(const struct fetch_buf *h, const char *name, bool al
 
 void fetch_headers_read(struct fetch_result *r, time_t now)
 {
-	free(r->content_type);
-	free(r->content_encoding);
-	free(r->location);
+	header_values_free(r);
 	r->content_type = response_field(&r->response_headers, "Content-Type", false);
 	r->content_encoding = response_field(&r->response_headers, "Content-Encoding", true);
 	r->location = response_field(&r->response_headers, "Location", false);

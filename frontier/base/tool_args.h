@@ -4,7 +4,8 @@
  * long and a short name, and an option whose value follows as the next
  * argument or after '='; the usage error every tool gives for an
  * argument it does not know; the one operand a tool takes; counts; and a
- * tool's arguments described as a table. Header only: each tool parses its own argv.
+ * tool's arguments described as a table, parsed before the tool runs.
+ * Header only: each tool parses its own argv.
  */
 #ifndef FRONTIER_BASE_TOOL_ARGS_H
 #define FRONTIER_BASE_TOOL_ARGS_H
@@ -159,6 +160,16 @@ static inline int tool_parse_args(const struct tool_spec *t, int argc, char **ar
 			return st;
 	}
 	return tool_need_operand(*t->operand, t->usage) != 0 ? 2 : -1;
+}
+
+/* A tool's main: parses argv by the spec (whose pointers point into the
+ * tool's arguments, ctx), then runs the tool. The exit status: the
+ * parse's (0 after --help, 2 for a usage error), else run(ctx)'s. */
+static inline int tool_run(const struct tool_spec *t, int argc, char **argv,
+                           int (*run)(const void *ctx), const void *ctx)
+{
+	int st = tool_parse_args(t, argc, argv);
+	return st >= 0 ? st : run(ctx);
 }
 
 #endif
