@@ -116,42 +116,95 @@ static uint64_t file_size(const char *path)
 	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
-START_TEST(writer_record_before_line)
-{
-	char dir[256], log[400], url[64];
+/* A writer on a fresh folder, its crawl.log watched. */
+struct writer_rig {
+	char dir[256], log[400];
 	struct crawl_config cfg;
+	struct warc_config wc;
+	struct io_stall *io;
 	struct crawl_writer *w;
+};
+
+static void writer_rig_open(struct writer_rig *r, int (*recorded)(void *, struct crawl_job *))
+{
 	struct stat st;
-	rig_tempdir(dir, sizeof dir);
-	snprintf(watch.dir, sizeof watch.dir, "%s", dir);
-	snprintf(log, sizeof log, "%s/crawl.log", dir);
-	ck_assert_int_eq(crawl_config_default(&cfg), 0);
-	free(cfg.output.dir);
-	cfg.output.dir = strdup(dir);
-	struct warc_config wc = cfg.warc;
-	wc.dir = dir;
-	struct io_stall *io = io_stall_create(100);
-	ck_assert_ptr_nonnull(io);
+	rig_tempdir(r->dir, sizeof r->dir);
+	snprintf(watch.dir, sizeof watch.dir, "%s", r->dir);
+	snprintf(r->log, sizeof r->log, "%s/crawl.log", r->dir);
+	ck_assert_int_eq(crawl_config_default(&r->cfg), 0);
+	free(r->cfg.output.dir);
+	r->cfg.output.dir = strdup(r->dir);
+	r->wc = r->cfg.warc;
+	r->wc.dir = r->dir;
+	r->io = io_stall_create(100);
+	ck_assert_ptr_nonnull(r->io);
 	struct crawl_writer_parts parts = {
-		.output = &cfg.output,
-		.warc_config = &wc,
+		.output = &r->cfg.output,
+		.warc_config = &r->wc,
 		.queue_cap = 64,
-		.io = io,
+		.io = r->io,
 		.wake = noop_wake,
+		.recorded = recorded,
 	};
-	ck_assert_int_eq(crawl_writer_open(&parts, &w), 0);
-	ck_assert_int_eq(stat(log, &st), 0);
+	ck_assert_int_eq(crawl_writer_open(&parts, &r->w), 0);
+	ck_assert_int_eq(stat(r->log, &st), 0);
 	watch.dev = st.st_dev;
 	watch.ino = st.st_ino;
+	atomic_store(&watch.lines, 0);
+	atomic_store(&watch.bad, 0);
 	atomic_store(&watch.armed, 1);
+}
+
+/* A checkpoint's barrier: everything before it written, no error; the
+ * crawl log's size it reports. */
+static uint64_t writer_rig_sync(struct writer_rig *r)
+{
+	struct warc_position pos;
+	struct crawl_writer_stats ws;
+	uint64_t log_size, end = monotonic_us() + 10000000u;
+	int rc;
+	ck_assert_int_eq(crawl_writer_request_sync(r->w, 1), 0);
+	while (!crawl_writer_synced(r->w, 1, &rc, &pos, &log_size)) {
+		ck_assert_msg(monotonic_us() < end, "the barrier was never reached");
+		usleep(1000);
+	}
+	ck_assert_int_eq(rc, 0);
+	crawl_writer_stats(r->w, &ws);
+	ck_assert_uint_eq(ws.errors, 0);
+	return log_size;
+}
+
+/* Closes the writer: no crawl.log write came before its record. */
+static void writer_rig_close(struct writer_rig *r)
+{
+	crawl_writer_close(r->w);
+	crawl_writer_destroy(r->w);
+	atomic_store(&watch.armed, 0);
+	ck_assert_msg(atomic_load(&watch.bad) == 0,
+	              "%u lines on disk before their record, first %s", atomic_load(&watch.bad),
+	              watch.first_bad);
+	io_stall_destroy(r->io);
+}
+
+static void writer_rig_free(struct writer_rig *r)
+{
+	crawl_config_free(&r->cfg);
+	rig_rmtree(r->dir);
+}
+
+START_TEST(writer_record_before_line)
+{
+	char url[64];
+	struct writer_rig r;
+	writer_rig_open(&r, NULL);
 	/* one at a time, each written out as the queue runs empty */
 	unsigned want = 0;
 	for (int i = 0; i < 12; i++) {
-		uint64_t before = file_size(log), end = monotonic_us() + 10000000u;
+		uint64_t before = file_size(r.log), end = monotonic_us() + 10000000u;
 		snprintf(url, sizeof url, "http://a.test/one/%d", i);
-		crawl_writer_push(w, job(url, i == 5 ? 0 : 200));
+		crawl_writer_push(r.w, job(url, i == 5 ? 0 : 200));
 		want += i != 5;
-		while (file_size(log) == before) {
+		while (file_size(r.log) == before) {
 			ck_assert_msg(monotonic_us() < end, "no crawl.log line for %s", url);
 			usleep(1000);
 		}
@@ -159,32 +212,12 @@ START_TEST(writer_record_before_line)
 	/* a burst: lines buffered, written in runs */
 	for (int i = 0; i < 40; i++, want++) {
 		snprintf(url, sizeof url, "http://a.test/burst/%d", i);
-		crawl_writer_push(w, job(url, 200));
+		crawl_writer_push(r.w, job(url, 200));
 	}
-	/* a checkpoint's barrier: everything before it written */
-	struct warc_position pos;
-	struct crawl_writer_stats ws;
-	uint64_t log_size, end = monotonic_us() + 10000000u;
-	int rc;
-	ck_assert_int_eq(crawl_writer_request_sync(w, 1), 0);
-	while (!crawl_writer_synced(w, 1, &rc, &pos, &log_size)) {
-		ck_assert_msg(monotonic_us() < end, "the barrier was never reached");
-		usleep(1000);
-	}
-	ck_assert_int_eq(rc, 0);
-	ck_assert_uint_eq(log_size, file_size(log));
-	crawl_writer_stats(w, &ws);
-	ck_assert_uint_eq(ws.errors, 0);
-	crawl_writer_close(w);
-	crawl_writer_destroy(w);
-	atomic_store(&watch.armed, 0);
-	ck_assert_msg(atomic_load(&watch.bad) == 0,
-	              "%u lines on disk before their record, first %s", atomic_load(&watch.bad),
-	              watch.first_bad);
+	ck_assert_uint_eq(writer_rig_sync(&r), file_size(r.log));
+	writer_rig_close(&r);
 	ck_assert_uint_eq(atomic_load(&watch.lines), want);
-	io_stall_destroy(io);
-	crawl_config_free(&cfg);
-	rig_rmtree(dir);
+	writer_rig_free(&r);
 }
 END_TEST
 
@@ -242,34 +275,9 @@ static void log_urls(const char *log, char *out, size_t cap)
 
 START_TEST(writer_record_before_parse)
 {
-	char dir[256], log[400], url[64], want[4096], got[4096];
-	struct crawl_config cfg;
-	struct crawl_writer *w;
-	struct stat st;
-	rig_tempdir(dir, sizeof dir);
-	snprintf(watch.dir, sizeof watch.dir, "%s", dir);
-	snprintf(log, sizeof log, "%s/crawl.log", dir);
-	ck_assert_int_eq(crawl_config_default(&cfg), 0);
-	free(cfg.output.dir);
-	cfg.output.dir = strdup(dir);
-	struct warc_config wc = cfg.warc;
-	wc.dir = dir;
-	struct io_stall *io = io_stall_create(100);
-	ck_assert_ptr_nonnull(io);
-	struct crawl_writer_parts parts = {
-		.output = &cfg.output,
-		.warc_config = &wc,
-		.queue_cap = 64,
-		.io = io,
-		.wake = noop_wake,
-		.recorded = hold_for_parse,
-	};
-	ck_assert_int_eq(crawl_writer_open(&parts, &w), 0);
-	ck_assert_int_eq(stat(log, &st), 0);
-	watch.dev = st.st_dev;
-	watch.ino = st.st_ino;
-	atomic_store(&watch.lines, 0);
-	atomic_store(&watch.armed, 1);
+	char url[64], want[4096], got[4096];
+	struct writer_rig r;
+	writer_rig_open(&r, hold_for_parse);
 	/* pages to parse and images (line at once) mixed; one page is lost in
 	 * its parse (a teardown's): the lines after it go at the barrier */
 	size_t used = 0;
@@ -281,7 +289,7 @@ START_TEST(writer_record_before_parse)
 		to_parse += j->parse;
 		if (i != 4)
 			used += (size_t)snprintf(want + used, sizeof want - used, "%s\n", url);
-		crawl_writer_push(w, j);
+		crawl_writer_push(r.w, j);
 	}
 	uint64_t end = monotonic_us() + 10000000u;
 	while (held_count() < to_parse) {
@@ -299,29 +307,12 @@ START_TEST(writer_record_before_parse)
 		if (i == 3)
 			crawl_job_free(parse_stand_in.held[i]);
 		else
-			crawl_writer_push(w, parse_stand_in.held[i]);
-	struct warc_position pos;
-	struct crawl_writer_stats ws;
-	uint64_t log_size;
-	int rc;
-	ck_assert_int_eq(crawl_writer_request_sync(w, 1), 0);
-	while (!crawl_writer_synced(w, 1, &rc, &pos, &log_size)) {
-		ck_assert_msg(monotonic_us() < end, "the barrier was never reached");
-		usleep(1000);
-	}
-	ck_assert_int_eq(rc, 0);
-	crawl_writer_stats(w, &ws);
-	ck_assert_uint_eq(ws.errors, 0);
-	crawl_writer_close(w);
-	crawl_writer_destroy(w);
-	atomic_store(&watch.armed, 0);
-	ck_assert_msg(atomic_load(&watch.bad) == 0, "%u lines on disk before their record",
-	              atomic_load(&watch.bad));
-	log_urls(log, got, sizeof got);
+			crawl_writer_push(r.w, parse_stand_in.held[i]);
+	writer_rig_sync(&r);
+	writer_rig_close(&r);
+	log_urls(r.log, got, sizeof got);
 	ck_assert_str_eq(got, want);
-	io_stall_destroy(io);
-	crawl_config_free(&cfg);
-	rig_rmtree(dir);
+	writer_rig_free(&r);
 }
 END_TEST
 
