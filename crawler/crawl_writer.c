@@ -227,7 +227,7 @@ static int ring_reserve(struct crawl_writer *w, uint64_t seq)
 {
 	if (seq - w->line_next < w->ring_cap)
 		return 0;
-	size_t cap = w->ring_cap ? w->ring_cap : 64;
+	size_t cap = w->ring_cap;
 	while (seq - w->line_next >= cap)
 		cap *= 2;
 	struct crawl_job **ring = calloc(cap, sizeof *ring);
@@ -254,10 +254,10 @@ static void line_free(struct crawl_writer *w, struct crawl_job *j)
 static void ring_write(struct crawl_writer *w, uint64_t upto)
 {
 	for (; w->line_next < w->seq_next; w->line_next++) {
-		struct crawl_job **slot = w->ring_cap ? &w->ring[w->line_next % w->ring_cap] : NULL;
-		if ((!slot || !*slot) && w->line_next >= upto)
+		struct crawl_job **slot = &w->ring[w->line_next % w->ring_cap];
+		if (!*slot && w->line_next >= upto)
 			break;
-		if (slot && *slot) {
+		if (*slot) {
 			line_free(w, *slot);
 			*slot = NULL;
 			atomic_fetch_sub(&w->ring_held, 1);
@@ -357,6 +357,10 @@ int crawl_writer_open(const struct crawl_writer_parts *parts, struct crawl_write
 		return -1;
 	w->p = *parts;
 	snprintf(w->log_path, sizeof w->log_path, "%s/crawl.log", parts->output->dir);
+	w->ring_cap = 64; /* grown as lines wait (ring_reserve) */
+	w->ring = calloc(w->ring_cap, sizeof *w->ring);
+	if (!w->ring)
+		goto fail;
 	if (wc) {
 		enum warc_error we = warc_writer_open(wc, &w->warc);
 		if (we != WARC_OK) {
