@@ -53,6 +53,35 @@ struct key_def {
 	double min, max; /* range of the value, in the key's own unit */
 };
 
+/* The words a choice key takes, by its type, and the value each stores;
+ * a type's words stand in the order its bad-value message names them. The
+ * parse, the message and the written file all read this one table. */
+static const struct choice {
+	enum key_type type;
+	const char *word;
+	uint64_t value;
+} choices[] = {
+	{ T_POLICY, "fixed", DELAY_POLICY_FIXED },
+	{ T_POLICY, "ratio", DELAY_POLICY_RATIO },
+	{ T_POLICY, "adaptive", DELAY_POLICY_ADAPTIVE },
+	{ T_FAMILY, "ipv4", IP_V4 },
+	{ T_FAMILY, "ipv6", IP_V6 },
+	{ T_ORDER, "bfs", FRONTIER_ORDER_BFS },
+	{ T_ORDER, "depth", FRONTIER_ORDER_DEPTH },
+	{ T_ORDER, "focused", FRONTIER_ORDER_FOCUSED },
+};
+#define N_CHOICES (sizeof choices / sizeof choices[0])
+
+/* The choice of type t whose word (when word is set) or value matches. */
+static const struct choice *choice_find(enum key_type t, const char *word, uint64_t value)
+{
+	for (size_t i = 0; i < N_CHOICES; i++)
+		if (choices[i].type == t &&
+		    (word ? strcmp(word, choices[i].word) == 0 : value == choices[i].value))
+			return &choices[i];
+	return NULL;
+}
+
 #define FIELD(m) offsetof(struct crawl_config, m), sizeof(((struct crawl_config *)0)->m)
 #define KIB 1024.0
 #define TIB (1024.0 * 1024 * 1024 * 1024)
@@ -76,7 +105,7 @@ static const struct key_def keys[] = {
 	KEY("crawl", "rules", T_STR, crawl.rules, 0, 4096),
 	KEY("crawl", "order", T_ORDER, frontier.order, 0, 0),
 	KEY("crawl", "focus", T_STR, crawl.focus, 0, 4096),
-	KEY("crawl", "focus_threshold", T_DOUBLE, crawl.focus_threshold, 1e-4, 1000),
+	KEY("crawl", "focus_threshold", T_DOUBLE, crawl.focus_threshold, 0.0001, 1000),
 	KEY("crawl", "accept", T_WGET, crawl.rules_wget[URL_RULES_WGET_ACCEPT], 0, 65536),
 	KEY("crawl", "reject", T_WGET, crawl.rules_wget[URL_RULES_WGET_REJECT], 0, 65536),
 	KEY("crawl", "accept_regex", T_WGET, crawl.rules_wget[URL_RULES_WGET_ACCEPT_REGEX], 0,
@@ -101,12 +130,12 @@ static const struct key_def keys[] = {
 	KEY("politeness", "host_delay_ms", T_MS, politeness.host_delay_us, 0, 3.6e6),
 	KEY("politeness", "ip_delay_ms", T_MS, politeness.ip_delay_us, 0, 3.6e6),
 	KEY("politeness", "ip_politeness", T_BOOL, politeness.ip_politeness, 0, 1),
-	KEY("politeness", "ratio", T_DOUBLE, politeness.ratio, 1e-6, 1),
+	KEY("politeness", "ratio", T_DOUBLE, politeness.ratio, 0.000001, 1),
 	KEY("politeness", "visit_budget_ms", T_MS, politeness.visit_budget_us, 1, 3.6e6),
 	KEY("politeness", "min_delay_ms", T_MS, politeness.min_delay_us, 0, 3.6e6),
 	KEY("politeness", "max_delay_ms", T_MS, politeness.max_delay_us, 0, 8.64e7),
-	KEY("politeness", "adaptive_factor", T_DOUBLE, politeness.adaptive_factor, 1e-3, 1e6),
-	KEY("politeness", "adaptive_smoothing", T_DOUBLE, politeness.adaptive_smoothing, 1e-3, 1),
+	KEY("politeness", "adaptive_factor", T_DOUBLE, politeness.adaptive_factor, 0.001, 1e6),
+	KEY("politeness", "adaptive_smoothing", T_DOUBLE, politeness.adaptive_smoothing, 0.001, 1),
 	KEY("politeness", "adaptive_slowdown", T_DOUBLE, politeness.adaptive_slowdown, 1, 1e6),
 	KEY("politeness", "max_urls_per_visit", T_UINT, politeness.max_urls_per_visit, 0, 1e6),
 	KEY("politeness", "crawl_delay_cap_ms", T_MS, politeness.crawl_delay_cap_us, 0, 8.64e7),
@@ -527,40 +556,45 @@ fail:
 	return CRAWL_CONFIG_ERR_BAD_VALUE;
 }
 
-/* A wget flag's value joined to the one the key holds, checked as the
- * rule it makes (a regex compiles). */
+/* A wget flag's joined value checked as the rule it makes (a regex
+ * compiles), in a rule set made for the check alone. */
+static enum crawl_config_err wget_rule_check(const struct key_def *k, enum url_rules_wget flag,
+                                             const char *joined, char *err, size_t errlen)
+{
+	if (strlen(joined) > (size_t)k->max || !ini_value_ok(joined)) {
+		snprintf(err, errlen,
+		         "%s: bad value (at most %g bytes, no space at either end, no ';' or '#'"
+		         " first or after a space: the file's comments)",
+		         k->name, k->max);
+		return CRAWL_CONFIG_ERR_BAD_VALUE;
+	}
+	struct url_rules *r = url_rules_create(NULL);
+	if (!r)
+		return CRAWL_CONFIG_ERR_NOMEM;
+	char msg[CRAWL_CONFIG_ERR_MAX];
+	enum url_rules_err e = url_rules_add_wget(r, flag, joined, msg, sizeof msg);
+	url_rules_destroy(r);
+	if (e == URL_RULES_OK)
+		return CRAWL_CONFIG_OK;
+	snprintf(err, errlen, "%s: %s", k->name, msg);
+	return e == URL_RULES_ERR_NOMEM ? CRAWL_CONFIG_ERR_NOMEM : CRAWL_CONFIG_ERR_BAD_VALUE;
+}
+
+/* A wget flag's value joined to the one the key holds, kept if it checks. */
 static enum crawl_config_err set_wget(struct crawl_config *c, const struct key_def *k,
                                       const char *value, char *err, size_t errlen)
 {
 	void *field = (char *)c + k->offset;
 	enum url_rules_wget flag = (enum url_rules_wget)(
 	        (k->offset - offsetof(struct crawl_config, crawl.rules_wget)) / sizeof(char *));
-	char msg[CRAWL_CONFIG_ERR_MAX];
 	char *joined = url_rules_wget_join(flag, field_string(field), value);
-	struct url_rules *r = url_rules_create(NULL);
-	enum crawl_config_err rc = CRAWL_CONFIG_ERR_NOMEM;
-	if (!joined || !r)
-		goto out;
-	rc = CRAWL_CONFIG_ERR_BAD_VALUE;
-	if (strlen(joined) > (size_t)k->max || !ini_value_ok(joined)) {
-		snprintf(err, errlen,
-		         "%s: bad value (at most %g bytes, no space at either end, no ';' or '#'"
-		         " first or after a space: the file's comments)",
-		         k->name, k->max);
-		goto out;
-	}
-	enum url_rules_err e = url_rules_add_wget(r, flag, joined, msg, sizeof msg);
-	if (e != URL_RULES_OK) {
-		snprintf(err, errlen, "%s: %s", k->name, msg);
-		rc = e == URL_RULES_ERR_NOMEM ? CRAWL_CONFIG_ERR_NOMEM : CRAWL_CONFIG_ERR_BAD_VALUE;
-		goto out;
-	}
-	field_string_replace(field, joined);
-	joined = NULL;
-	rc = CRAWL_CONFIG_OK;
-out:
-	free(joined);
-	url_rules_destroy(r);
+	if (!joined)
+		return CRAWL_CONFIG_ERR_NOMEM;
+	enum crawl_config_err rc = wget_rule_check(k, flag, joined, err, errlen);
+	if (rc == CRAWL_CONFIG_OK)
+		field_string_replace(field, joined);
+	else
+		free(joined);
 	return rc;
 }
 
@@ -574,16 +608,23 @@ static void bad_value_message(const struct key_def *k, const char *value, char *
 		snprintf(err, errlen, "%s: bad value '%s' (expected true/false)", key, value);
 		break;
 	case T_POLICY:
-		snprintf(err, errlen, "%s: bad value '%s' (expected fixed, ratio or adaptive)", key,
-		         value);
-		break;
 	case T_FAMILY:
-		snprintf(err, errlen, "%s: bad value '%s' (expected ipv4 or ipv6)", key, value);
+	case T_ORDER: {
+		char words[128] = "";
+		size_t at = 0;
+		for (size_t i = 0; i < N_CHOICES; i++) {
+			if (choices[i].type != k->type)
+				continue;
+			bool last = i + 1 == N_CHOICES || choices[i + 1].type != k->type;
+			at += (size_t)snprintf(words + at, sizeof words - at, "%s%s",
+			                       at == 0 ? ""
+			                       : last  ? " or "
+			                               : ", ",
+			                       choices[i].word);
+		}
+		snprintf(err, errlen, "%s: bad value '%s' (expected %s)", key, value, words);
 		break;
-	case T_ORDER:
-		snprintf(err, errlen, "%s: bad value '%s' (expected bfs, depth or focused)", key,
-		         value);
-		break;
+	}
 	case T_SIZE:
 		snprintf(err, errlen,
 		         "%s: bad value '%s' (expected a size such as 64M: bytes with an optional"
@@ -648,27 +689,15 @@ static enum crawl_config_err key_set(struct crawl_config *c, const struct key_de
 			return CRAWL_CONFIG_ERR_BAD_VALUE;
 		memcpy(field, &d, sizeof d);
 		return CRAWL_CONFIG_OK;
-	case T_POLICY: {
-		enum delay_policy_kind kind;
-		if (delay_policy_from_name(value, &kind) != 0)
+	case T_POLICY:
+	case T_FAMILY:
+	case T_ORDER: {
+		const struct choice *ch = choice_find(k->type, value, 0);
+		if (!ch)
 			return CRAWL_CONFIG_ERR_BAD_VALUE;
-		field_store(field, k->size, (uint64_t)kind);
+		field_store(field, k->size, ch->value);
 		return CRAWL_CONFIG_OK;
 	}
-	case T_FAMILY:
-		if (strcmp(value, "ipv4") != 0 && strcmp(value, "ipv6") != 0)
-			return CRAWL_CONFIG_ERR_BAD_VALUE;
-		field_store(field, k->size, value[3] == '6' ? IP_V6 : IP_V4);
-		return CRAWL_CONFIG_OK;
-	case T_ORDER:
-		if (strcmp(value, "bfs") != 0 && strcmp(value, "depth") != 0 &&
-		    strcmp(value, "focused") != 0)
-			return CRAWL_CONFIG_ERR_BAD_VALUE;
-		field_store(field, k->size,
-		            value[0] == 'd'   ? FRONTIER_ORDER_DEPTH
-		            : value[0] == 'f' ? FRONTIER_ORDER_FOCUSED
-		                              : FRONTIER_ORDER_BFS);
-		return CRAWL_CONFIG_OK;
 	case T_STR:
 	case T_SIEVE_IMPL:
 	case T_PROXY: {
@@ -786,18 +815,10 @@ static void key_write(FILE *f, const struct crawl_config *c, const struct key_de
 		break;
 	}
 	case T_POLICY:
-		fprintf(f, "%s\n",
-		        delay_policy_name((enum delay_policy_kind)field_load(field, k->size)));
-		break;
 	case T_FAMILY:
-		fprintf(f, "%s\n", field_load(field, k->size) == IP_V6 ? "ipv6" : "ipv4");
-		break;
 	case T_ORDER: {
-		uint64_t o = field_load(field, k->size);
-		fprintf(f, "%s\n",
-		        o == FRONTIER_ORDER_DEPTH     ? "depth"
-		        : o == FRONTIER_ORDER_FOCUSED ? "focused"
-		                                      : "bfs");
+		const struct choice *ch = choice_find(k->type, NULL, field_load(field, k->size));
+		fprintf(f, "%s\n", ch ? ch->word : "");
 		break;
 	}
 	case T_STR:
