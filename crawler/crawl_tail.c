@@ -526,10 +526,10 @@ void crawl_tail_close(struct crawl_tail *t)
 {
 	if (!t)
 		return;
+	archive_lookup_close(t->lookup); /* opened last, by crawl_tail_use_index */
+	warc_reader_close(t->wr);
 	if (t->log)
 		fclose(t->log);
-	warc_reader_close(t->wr);
-	archive_lookup_close(t->lookup);
 	ARRAY_FREE_EACH(t->files, t->nfiles);
 	for (size_t i = 0; i < PAYLOAD_CACHE_SLOTS; i++)
 		free(t->cache[i].data);

@@ -178,6 +178,24 @@ static uint64_t stripe_sweep(struct link_meta *m, struct stripe *s, uint64_t flu
 	return n;
 }
 
+/* An unused entry of the stripe: a freed one first, then one never used,
+ * then one the sweep frees; NIL when the sweep frees none. */
+static uint32_t entry_take(struct link_meta *m, struct stripe *s, uint64_t flushes)
+{
+	if (s->free_head == NIL && s->fresh < s->cap)
+		return s->fresh++;
+	if (s->free_head == NIL) {
+		uint64_t n = stripe_sweep(m, s, flushes, 0);
+		atomic_fetch_add(&m->swept, n);
+		atomic_fetch_sub(&m->entries, n);
+		if (s->free_head == NIL)
+			return NIL;
+	}
+	uint32_t e = s->free_head;
+	s->free_head = s->pool[e].next;
+	return e;
+}
+
 enum link_meta_result link_meta_put(struct link_meta *m, uint64_t sig, uint32_t depth,
                                     struct link_meta_via *via, uint64_t flushes, int force,
                                     uint64_t *ticket)
@@ -196,22 +214,11 @@ enum link_meta_result link_meta_put(struct link_meta *m, uint64_t sig, uint32_t 
 		rc = LINK_META_FULL;
 		goto out;
 	}
-	if (s->free_head == NIL && s->fresh == s->cap) {
-		uint64_t n = stripe_sweep(m, s, flushes, 0);
-		atomic_fetch_add(&m->swept, n);
-		atomic_fetch_sub(&m->entries, n);
-		if (s->free_head == NIL) {
-			atomic_fetch_add(&m->full, 1);
-			rc = LINK_META_FULL;
-			goto out;
-		}
-	}
-	uint32_t e;
-	if (s->free_head != NIL) {
-		e = s->free_head;
-		s->free_head = s->pool[e].next;
-	} else {
-		e = s->fresh++;
+	uint32_t e = entry_take(m, s, flushes);
+	if (e == NIL) {
+		atomic_fetch_add(&m->full, 1);
+		rc = LINK_META_FULL;
+		goto out;
 	}
 	struct entry *en = &s->pool[e];
 	s->used++;

@@ -787,10 +787,10 @@ void parse_jobs_stats(const struct parse_jobs *pj, struct parse_jobs_stats *out)
 
 void parse_jobs_stop(struct parse_jobs *pj)
 {
-	if (pj && pj->pool) {
-		parse_pool_destroy(pj->pool);
-		pj->pool = NULL;
-	}
+	if (!pj)
+		return;
+	parse_pool_destroy(pj->pool); /* a no-op when stopped before */
+	pj->pool = NULL;
 }
 
 void parse_jobs_destroy(struct parse_jobs *pj)

@@ -42,6 +42,12 @@ static struct gen *gen_new(struct url_rules *r, size_t added)
 	return g;
 }
 
+static void gen_free(struct gen *g)
+{
+	url_rules_destroy(g->r);
+	free(g);
+}
+
 struct url_rules_live *url_rules_live_create(struct url_rules *rules, size_t added)
 {
 	struct url_rules_live *l = calloc(1, sizeof *l);
@@ -54,12 +60,6 @@ struct url_rules_live *url_rules_live_create(struct url_rules *rules, size_t add
 	}
 	pthread_mutex_init(&l->mu, NULL);
 	return l;
-}
-
-static void gen_free(struct gen *g)
-{
-	url_rules_destroy(g->r);
-	free(g);
 }
 
 void url_rules_live_destroy(struct url_rules_live *l)

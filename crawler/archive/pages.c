@@ -199,7 +199,7 @@ static void find_title(struct pages *p, const struct http_msg *m, const uint8_t 
 			p->title.len = 0;
 			cdxj_text_add(&p->title, clean.p, clean.len);
 		}
-		free(clean.p);
+		cdxj_text_free(&clean);
 	}
 	free(d.data);
 }
@@ -520,8 +520,8 @@ out:
 	html_tokenizer_destroy(p->tok);
 	for (size_t i = 0; i < PAGES_TITLE_CACHE; i++)
 		free(p->cache[i].title);
-	free(p->line.p);
-	free(p->title.p);
+	cdxj_text_free(&p->line);
+	cdxj_text_free(&p->title);
 	free(p->url);
 	free(p->date);
 	free(p->page_title);

@@ -197,7 +197,7 @@ out:
 	if (z.idx != NULL && fclose(z.idx) != 0)
 		rc = -1;
 	free(line);
-	free(z.block.p);
+	cdxj_text_free(&z.block);
 	free(z.prefix);
 	free(z.out);
 	return rc;
@@ -312,7 +312,7 @@ nomem:
 io:
 	snprintf(k->err, k->errlen, "%s: %s", k->tmpdir, strerror(errno));
 out:
-	free(t.p);
+	cdxj_text_free(&t);
 	return rc;
 }
 

@@ -55,6 +55,12 @@ int cdxj_text_add(struct cdxj_text *t, const char *s, size_t len)
 	return 0;
 }
 
+void cdxj_text_free(struct cdxj_text *t)
+{
+	free(t->p);
+	*t = (struct cdxj_text){ 0 };
+}
+
 static int text_char(struct cdxj_text *t, char c)
 {
 	return cdxj_text_add(t, &c, 1);
@@ -718,9 +724,9 @@ static enum cdxj_error build_line(struct cdxj_indexer *ix, const struct cdxj_rec
 		goto out;
 	rc = CDXJ_OK;
 out:
-	free(url.p);
-	free(digest.p);
-	free(ctype.p);
+	cdxj_text_free(&url);
+	cdxj_text_free(&digest);
+	cdxj_text_free(&ctype);
 	return rc;
 }
 
@@ -1000,24 +1006,21 @@ struct cdxj_indexer *cdxj_indexer_create(size_t max_url_len)
 	ix->max_url_len = max_url_len ? max_url_len : CDXJ_DEFAULT_URL_MAX;
 	o.max_len = ix->max_url_len;
 	ix->url = url_create(&o);
-	if (ix->url == NULL) {
-		free(ix);
-		return NULL;
-	}
-	return ix;
+	if (ix->url != NULL)
+		return ix;
+	cdxj_indexer_destroy(ix);
+	return NULL;
 }
 
 void cdxj_indexer_destroy(struct cdxj_indexer *ix)
 {
 	if (ix == NULL)
 		return;
+	struct cdxj_text *texts[] = { &ix->line, &ix->key,   &ix->work,
+		                      &ix->head, &ix->value, &ix->mime };
+	for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+		cdxj_text_free(texts[i]);
 	url_destroy(ix->url);
-	free(ix->line.p);
-	free(ix->key.p);
-	free(ix->work.p);
-	free(ix->head.p);
-	free(ix->value.p);
-	free(ix->mime.p);
 	free(ix->args);
 	free(ix);
 }

@@ -133,11 +133,14 @@ struct cdxj_fields {
  * length that is not a decimal number). */
 enum cdxj_error cdxj_line_read(char *line, size_t len, struct cdxj_fields *out);
 
-/* A growable text buffer (owner: the caller; free with free(b->p)). */
+/* A growable text buffer (owner: the caller; cdxj_text_free frees it). */
 struct cdxj_text {
 	char *p;
 	size_t len, cap;
 };
+
+/* Frees t's text and leaves t empty, ready to be added to again. */
+void cdxj_text_free(struct cdxj_text *t);
 
 /* Appends s[0..len) (valid UTF-8) to t as a JSON string, quotes included,
  * escaped as JSON.stringify does. 0, or -1 when out of memory. */

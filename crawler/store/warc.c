@@ -1128,7 +1128,7 @@ enum warc_error warc_writer_close(struct warc_writer *w)
 		for (size_t i = 0; i < w->nentries; i++)
 			free(w->entries[i].url);
 	ARRAY_FREE_EACH(w->names, w->n_names);
-	free(w->hline.p);
+	cdxj_text_free(&w->hline);
 	free(w->entries); /* and the buckets */
 	free(w);
 	return rc;
