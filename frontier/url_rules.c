@@ -824,12 +824,8 @@ void url_rules_counts_add(struct url_rules *r, size_t i, uint64_t accepted, uint
 
 const char *url_rules_action_name(enum url_rules_action a)
 {
-	switch (a) {
-	case URL_RULES_NO_MATCH: return "no-match";
-	case URL_RULES_ACCEPT: return "accept";
-	case URL_RULES_REJECT: return "reject";
-	}
-	return "unknown";
+	static const char *const names[] = { "no-match", "accept", "reject" }; /* by value */
+	return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : "unknown";
 }
 
 const char *url_rules_strerror(enum url_rules_err e)

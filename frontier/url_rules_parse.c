@@ -393,11 +393,11 @@ void url_rule_free(struct url_rule *rule)
 {
 	if (!rule)
 		return;
+	free(rule->text); /* made last, from the pattern's words */
+	pcre2_code_free(rule->re);
 	for (uint32_t i = 0; i < rule->nitems; i++)
 		free(rule->items[i].s);
 	free(rule->items);
-	free(rule->text);
-	pcre2_code_free(rule->re);
 	memset(rule, 0, sizeof *rule);
 }
 

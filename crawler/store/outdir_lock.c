@@ -42,6 +42,17 @@ static int still_linked(int fd, const char *path)
 	       a.st_ino == b.st_ino;
 }
 
+void outdir_lock_release(struct outdir_lock *lock)
+{
+	if (lock == NULL)
+		return;
+	/* Unlink while still locked, so nobody can take the old file over. */
+	unlink(lock->path);
+	close(lock->fd);
+	free(lock->path);
+	free(lock);
+}
+
 enum outdir_lock_result outdir_lock_acquire(const char *dir, struct outdir_lock **out, pid_t *owner,
                                             char *err, size_t errlen)
 {
@@ -122,15 +133,4 @@ done:
 		close(fd);
 	free(path);
 	return res;
-}
-
-void outdir_lock_release(struct outdir_lock *lock)
-{
-	if (lock == NULL)
-		return;
-	/* Unlink while still locked, so nobody can take the old file over. */
-	unlink(lock->path);
-	close(lock->fd);
-	free(lock->path);
-	free(lock);
 }
