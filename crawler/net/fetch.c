@@ -611,8 +611,7 @@ static void transfer_free(struct transfer *t)
 {
 	if (t == NULL)
 		return;
-	if (t->easy != NULL)
-		curl_easy_cleanup(t->easy);
+	curl_easy_cleanup(t->easy); /* NULL: returns at once (libcurl) */
 	curl_slist_free_all(t->resolve);
 	curl_slist_free_all(t->headers);
 	fetch_result_free(t->res);
