@@ -824,7 +824,8 @@ void url_rules_counts_add(struct url_rules *r, size_t i, uint64_t accepted, uint
 
 const char *url_rules_action_name(enum url_rules_action a)
 {
-	static const char *const names[] = { "no-match", "accept", "reject" }; /* by value */
+	/* indexed by the enum's values, 0 to 2 (url_rules.h) */
+	static const char *const names[] = { "no-match", "accept", "reject" };
 	return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : "unknown";
 }
 

@@ -55,7 +55,8 @@ struct key_def {
 
 /* The words a choice key takes, by its type, and the value each stores;
  * a type's words stand in the order its bad-value message names them. The
- * parse, the message and the written file all read this one table. */
+ * parse, the message and the written file all read this one table (the
+ * policies' words are delay_policy_name's: test_config checks they agree). */
 static const struct choice {
 	enum key_type type;
 	const char *word;
@@ -615,6 +616,8 @@ static void bad_value_message(const struct key_def *k, const char *value, char *
 		for (size_t i = 0; i < N_CHOICES; i++) {
 			if (choices[i].type != k->type)
 				continue;
+			if (at >= sizeof words)
+				break;
 			bool last = i + 1 == N_CHOICES || choices[i + 1].type != k->type;
 			at += (size_t)snprintf(words + at, sizeof words - at, "%s%s",
 			                       at == 0 ? ""

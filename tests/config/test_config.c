@@ -245,6 +245,15 @@ START_TEST(keys_fill_the_module_structs)
 	ck_assert_int_eq(crawl_config_set(&c, "politeness", "policy", "smart", err, sizeof err),
 	                 CRAWL_CONFIG_ERR_BAD_VALUE);
 	ck_assert_ptr_nonnull(strstr(err, "(expected fixed, ratio or adaptive)"));
+	for (int kind = DELAY_POLICY_FIXED; kind <= DELAY_POLICY_ADAPTIVE; kind++) {
+		const char *name = delay_policy_name((enum delay_policy_kind)kind);
+		ck_assert_int_eq(
+		        crawl_config_set(&c, "politeness", "policy", name, err, sizeof err),
+		        CRAWL_CONFIG_OK);
+		ck_assert_int_eq(c.politeness.policy, kind);
+	}
+	ck_assert_int_eq(crawl_config_set(&c, "politeness", "policy", "adaptive", err, sizeof err),
+	                 CRAWL_CONFIG_OK);
 	ck_assert_int_eq(c.dns.prefer, IP_V6);
 	ck_assert_int_eq(crawl_config_set(&c, "dns", "prefer", "IPv7", err, sizeof err),
 	                 CRAWL_CONFIG_ERR_BAD_VALUE);
