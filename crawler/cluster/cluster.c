@@ -67,6 +67,20 @@ int cl_eval(struct cluster *c, enum cl_script_id id, unsigned slot, unsigned fla
 	return router_eval(c->rt, cl_script(id), slot, flags, fn, priv, argc, argv, argl);
 }
 
+int cl_eval_copy(struct cluster *c, enum cl_script_id id, unsigned slot, unsigned flags,
+                 router_reply_fn *fn, const void *req, size_t size, int argc, const char **argv)
+{
+	void *q = malloc(size);
+	if (q == NULL)
+		return CLUSTER_ENOMEM;
+	memcpy(q, req, size);
+	if (cl_eval(c, id, slot, flags, fn, q, argc, argv) != ROUTER_OK) {
+		free(q);
+		return CLUSTER_EDOWN;
+	}
+	return CLUSTER_OK;
+}
+
 unsigned cl_key(const struct cluster *c, const char *kind, const char *what, const char *suffix,
                 char *key)
 {
@@ -597,18 +611,9 @@ int cluster_census(struct cluster *c,
 {
 	if (!cl_crawl_up(c))
 		return CLUSTER_EDOWN;
-	struct census_req *q = calloc(1, sizeof *q);
-	if (q == NULL)
-		return CLUSTER_ENOMEM;
-	q->c = c;
-	q->done = done;
-	q->arg = arg;
+	const struct census_req q = { .c = c, .done = done, .arg = arg };
 	const char *args[3] = { "1", c->crawl_key, c->base };
-	if (cl_eval(c, CL_S_CENSUS, c->crawl_slot, 0, on_census, q, 3, args) != ROUTER_OK) {
-		free(q);
-		return CLUSTER_EDOWN;
-	}
-	return CLUSTER_OK;
+	return cl_eval_copy(c, CL_S_CENSUS, c->crawl_slot, 0, on_census, &q, sizeof q, 3, args);
 }
 
 /* ---- leaving ---- */
@@ -632,15 +637,11 @@ int cluster_leave(struct cluster *c, void (*done)(void *arg), void *arg)
 {
 	if (!cl_crawl_up(c) || c->state != CL_LIVE)
 		return CLUSTER_EDOWN;
-	struct leave_req *q = malloc(sizeof *q);
-	if (q == NULL)
-		return CLUSTER_ENOMEM;
-	*q = (struct leave_req){ c, done, arg };
+	const struct leave_req q = { c, done, arg };
 	const char *args[5] = { "1", c->crawl_key, c->base, c->name, c->consumer };
-	if (cl_eval(c, CL_S_LEAVE, c->crawl_slot, 0, on_left, q, 5, args) != ROUTER_OK) {
-		free(q);
-		return CLUSTER_EDOWN;
-	}
+	int rc = cl_eval_copy(c, CL_S_LEAVE, c->crawl_slot, 0, on_left, &q, sizeof q, 5, args);
+	if (rc != CLUSTER_OK)
+		return rc;
 	c->state = CL_REFUSED;
 	uv_timer_stop(&c->fence);
 	cluster_stop_reading(c);

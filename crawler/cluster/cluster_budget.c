@@ -22,10 +22,6 @@ static int crawl_script(struct cluster *c, enum cl_script_id id, const char *nam
 {
 	if (!cl_crawl_up(c))
 		return CLUSTER_EDOWN;
-	void *q = malloc(size);
-	if (q == NULL)
-		return CLUSTER_ENOMEM;
-	memcpy(q, req, size);
 	char key[CL_KEY_MAX], num[CRAWL_SCRIPT_NUMS][24];
 	const char *args[2 + CRAWL_SCRIPT_NUMS] = { "1", key };
 	snprintf(key, sizeof key, "%s:%s", c->base, name);
@@ -33,11 +29,7 @@ static int crawl_script(struct cluster *c, enum cl_script_id id, const char *nam
 		snprintf(num[i], sizeof num[i], "%llu", (unsigned long long)nums[i]);
 		args[2 + i] = num[i];
 	}
-	if (cl_eval(c, id, c->crawl_slot, ROUTER_DURABLE, fn, q, 2 + n, args) != ROUTER_OK) {
-		free(q);
-		return CLUSTER_EDOWN;
-	}
-	return CLUSTER_OK;
+	return cl_eval_copy(c, id, c->crawl_slot, ROUTER_DURABLE, fn, req, size, 2 + n, args);
 }
 
 struct budget_req {

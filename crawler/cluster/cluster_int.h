@@ -142,6 +142,10 @@ const struct router_script *cl_script(enum cl_script_id id);
  * (numkeys, keys, args). A router_err. */
 int cl_eval(struct cluster *c, enum cl_script_id id, unsigned slot, unsigned flags,
             router_reply_fn *fn, void *priv, int argc, const char **argv);
+/* cl_eval with a heap copy of req[0..size) as the reply's state, which fn
+ * frees; freed here when the send fails. A cluster_err. */
+int cl_eval_copy(struct cluster *c, enum cl_script_id id, unsigned slot, unsigned flags,
+                 router_reply_fn *fn, const void *req, size_t size, int argc, const char **argv);
 /* The key "{P:KIND:WHAT}SUFFIX" into key (CL_KEY_MAX bytes): its slot. */
 unsigned cl_key(const struct cluster *c, const char *kind, const char *what, const char *suffix,
                 char *key);

@@ -43,16 +43,9 @@ int cluster_ip_lease(struct cluster *c, const char *addr, unsigned delay_ms,
 	snprintf(patience, sizeof patience, "%u", c->ip_patience_ms);
 	if (c->destroying || !router_up(c->rt, slot))
 		return CLUSTER_EDOWN;
-	struct ip_lease *l = malloc(sizeof *l);
-	if (l == NULL)
-		return CLUSTER_ENOMEM;
-	*l = (struct ip_lease){ .c = c, .done = done, .arg = arg };
+	const struct ip_lease l = { .c = c, .done = done, .arg = arg };
 	const char *args[8] = { "3", key, q, d, c->name, ttl, grace, patience };
-	if (cl_eval(c, CL_S_IP_LEASE, slot, 0, on_ip_lease, l, 8, args) != ROUTER_OK) {
-		free(l);
-		return CLUSTER_EDOWN;
-	}
-	return CLUSTER_OK;
+	return cl_eval_copy(c, CL_S_IP_LEASE, slot, 0, on_ip_lease, &l, sizeof l, 8, args);
 }
 
 int cluster_ip_release(struct cluster *c, const char *addr, unsigned delay_ms)
