@@ -477,7 +477,8 @@ static void js_number_format(double v, char *out, size_t cap)
 		if (ascii_is_digit((unsigned char)*c))
 			digits[k++] = *c;
 	digits[k] = '\0';
-	int n = atoi(strchr(e, 'e') + 1) + 1;
+	/* the exponent of a finite double: within -324..308 */
+	int n = (int)strtol(strchr(e, 'e') + 1, NULL, 10) + 1;
 	int z = k <= n ? n - k : n <= 0 ? -n : 0;
 	memset(zeros, '0', (size_t)(z < 23 ? z : 23));
 	zeros[z < 23 ? z : 23] = '\0';
